@@ -1,0 +1,89 @@
+"""Rendering result rows: a Rich table, JSON, CSV or Markdown.
+
+Rows are flat dicts whose keys are snake_case with the unit in the name (`step_time_s`,
+`weight_bytes`) and whose values stay SI. Only the human table converts: each Column says how
+(GB = 1e9 bytes, ms), and its header names the unit. Rich is imported only to draw a table.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+FORMATS = ("table", "json", "csv")
+FORMATS_WITH_MARKDOWN = FORMATS + ("markdown",)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: the row key it shows, its header (with unit), how to print a value."""
+
+    key: str
+    header: str
+    text: Callable[[Any], str] = str
+
+
+def fixed(digits: int, scale: float = 1.0) -> Callable[[Any], str]:
+    """Formatter: value / scale with `digits` decimals (scale 1e9 for GB, 1e-3 for ms)."""
+
+    def fmt(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        return f"{value / scale:,.{digits}f}"
+
+    return fmt
+
+
+def _json_value(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def render(rows: Sequence[dict], columns: Sequence[Column], fmt: str, *, title: str = "",
+           caption: str = "", out=None) -> None:
+    """Print `rows` in `fmt`: table (Rich), json (array of flat objects), csv, or markdown."""
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows], indent=2) + "\n")
+    elif fmt == "csv":
+        keys = list(rows[0].keys()) if rows else [c.key for c in columns]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: _json_value(r.get(k)) for k in keys})
+        out.write(buf.getvalue())
+    elif fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(c.header for c in columns) + " |")
+        lines.append("|" + "|".join(" --- " for _ in columns) + "|")
+        for r in rows:
+            lines.append("| " + " | ".join(c.text(r.get(c.key)) for c in columns) + " |")
+        if caption:
+            lines += ["", caption]
+        out.write("\n".join(lines) + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title or None, caption=caption or None)
+        for c in columns:
+            table.add_column(c.header, justify="left" if c.text is str else "right",
+                             overflow="fold")
+        for r in rows:
+            table.add_row(*(c.text(r.get(c.key)) for c in columns))
+        console = Console(file=out if out is not sys.stdout else None)
+        if not console.is_terminal:  # piped or captured: never cut a number to fit 80 columns
+            wide = Console(file=io.StringIO(), width=10_000).measure(table).maximum
+            console = Console(file=console.file, width=max(console.width, wide))
+        console.print(table)

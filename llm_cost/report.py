@@ -1,0 +1,61 @@
+"""Result rows for the CLI's `model` and `roofline` commands: flat dicts, SI values, unit in the key.
+
+Kept out of cli.py so that the rows can be tested and reused without Typer.
+"""
+
+from __future__ import annotations
+
+from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
+                             kv_bytes_per_token, lora_params, param_counts, weight_bytes)
+from llm_cost.errors import check_number
+from llm_cost.roofline import critical_rows, ridge_point, step_time
+from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+
+
+def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
+              kv_bytes_per_element: float = 2.0) -> dict:
+    """One model's counts: params, weight bytes (BF16, INT4 g128), KV and FLOPs per token, LoRA."""
+    check_number("--context", context, low=0, integer=True)
+    check_number("--lora-rank", lora_rank, low=1, integer=True)
+    check_number("--kv-bytes", kv_bytes_per_element, low=0, low_open=True)
+    p = param_counts(model)
+    int4 = weight_bytes(model, INT4_G128)
+    lora_ok = model.mla is None
+    return {
+        "name": model.name,
+        "params_total": p.total,
+        "params_active": p.active,
+        "params_per_layer": p.per_layer,
+        "params_embedding": p.embedding,
+        "params_lm_head": p.lm_head,
+        "weight_bytes_bf16": weight_bytes(model, BF16).total,
+        "weight_bytes_int4": int4.total,
+        "bits_int4": int4.effective_bits,
+        "kv_bytes_per_token": kv_bytes_per_token(model, kv_bytes_per_element),
+        "context": context,
+        "flops_per_token": flops_per_token(model, context),
+        "lora_rank": lora_rank,
+        "lora_params_attn": lora_params(model, lora_rank, LORA_TARGETS_ATTN) if lora_ok else None,
+        "lora_params_all": lora_params(model, lora_rank, LORA_TARGETS_ALL if model.mlp_kind == "gated"
+                                       else ("q", "k", "v", "o", "up", "down")) if lora_ok else None,
+    }
+
+
+def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
+                  context: int, fmt: WeightFormat = BF16) -> tuple[list[dict], str]:
+    """T(m) for each row count, and a caption with the ridge point and the critical row count."""
+    out = []
+    for m in rows:
+        t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, fmt=fmt)
+        out.append({
+            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": fmt.name,
+            "rows": m, "batch": batch, "context": context,
+            "step_time_s": t.total_s, "memory_time_s": t.memory_s, "compute_time_s": t.compute_s,
+            "fixed_time_s": t.fixed_s, "bound": t.bound,
+            "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
+        })
+    ridge = ridge_point(gpu, profile)
+    crit = critical_rows(model, gpu, profile, batch=batch, context=context, fmt=fmt)
+    caption = (f"ridge {ridge:.1f} FLOP/byte; compute-bound from {crit:.1f} rows "
+               f"(batch {batch}, context {context})")
+    return out, caption

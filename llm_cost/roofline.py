@@ -1,0 +1,178 @@
+"""The time model: one forward pass over `rows` token rows (SPEC.md, "The time model").
+
+    T(m) = max(bytes_read / (BW * eta_bw), flops(m) / (F * eta_f)) + t_fixed
+
+- bytes_read = weight bytes read + KV bytes (batch x context cached tokens read, the m new
+  tokens' K/V written), the KV term only when the profile counts KV.
+- flops(m) = m x 2 x (active GEMM params) + attention: each of a sequence's r = m / batch new
+  rows attends to the context and to the new rows before it and itself (r*ctx + r(r+1)/2 pairs).
+- MoE: a pass over m rows reads the experts those rows touch; under uniform top-k routing a
+  layer touches N (1 - (1 - k/N)^m) distinct experts in expectation, so T(m) of a MoE model grows
+  with m even below the ridge.
+
+Seed 002 (article preset): Llama-3-8B on H100, decode bound 4.79 ms, m* ~ 316.
+Seed 000 demo 05 (lecture preset): Llama-3.1-8B, H100, ctx 1024: 6.65 ms for 1..129 rows, 7.76 ms
+for 257; batch 512, ctx 512: 19.45 ms, 66.92 ms to verify 5 tokens per sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token,
+                             param_counts, weight_bytes)
+from llm_cost.errors import check_number
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One forward pass: its inputs, what it reads and computes, and how long it takes."""
+
+    rows: float
+    batch: float
+    context: float
+    weight_bytes_read: float
+    kv_bytes: float
+    flops: float
+    memory_s: float
+    compute_s: float
+    fixed_s: float
+
+    @property
+    def total_s(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.fixed_s
+
+    @property
+    def bound(self) -> str:
+        """'memory' or 'compute': which side of the roofline sets the time."""
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+    @property
+    def bytes_read(self) -> float:
+        return self.weight_bytes_read + self.kv_bytes
+
+
+def expected_experts_touched(num_experts: int, experts_per_token: int, rows: float) -> float:
+    """Distinct experts `rows` tokens touch in one MoE layer under uniform top-k routing.
+
+    E = N (1 - (1 - k/N)^m): each row picks k of N experts; an expert is missed by all m rows
+    with probability (1 - k/N)^m.
+    """
+    if num_experts == 0:
+        return 0.0
+    return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** rows)
+
+
+def weight_bytes_read(model: ModelSpec, profile: Profile, rows: float,
+                      fmt: WeightFormat = BF16) -> float:
+    """Weight bytes one forward pass over `rows` rows reads.
+
+    Every shared weight once; the input embedding (and a learned position table) only when the
+    profile reads lookups (a tied table is the LM head and is always read); routed experts as
+    many as the rows touch.
+    """
+    wb = weight_bytes(model, fmt)
+    read = wb.always + wb.lm_head
+    if profile.read_input_embedding:
+        read += wb.embedding + wb.position_embedding
+    elif not wb.lm_head:  # tied: the table is read as the LM head
+        read += wb.embedding
+    if wb.num_moe_layers:
+        moe = model.moe
+        touched = expected_experts_touched(moe.num_experts, moe.experts_per_token, rows)
+        read += wb.num_moe_layers * touched * wb.expert
+    return read
+
+
+def step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows: float = 1,
+              batch: float = 1, context: float = 0, fmt: WeightFormat = BF16,
+              kv_bytes_per_element: float = 2) -> StepTime:
+    """T(m) for one forward pass over `rows` rows from `batch` sequences with `context` cached tokens.
+
+    rows >= batch; rows / batch new rows per sequence (1 for plain decode, gamma + 1 to verify
+    a chain of gamma drafts). See the module docstring for the formula and its sources.
+    """
+    check_number("batch", batch, low=1)
+    check_number("rows (at least one per sequence of the batch)", rows, low=batch)
+    check_number("context", context, low=0)
+    p = param_counts(model)
+    per_seq = rows / batch
+    flops = rows * 2 * p.gemm_active
+    kv = 0.0
+    if profile.count_kv:
+        kv_token = kv_bytes_per_token(model, kv_bytes_per_element)
+        kv = (batch * context + rows) * kv_token  # read the cache, write the new rows' K/V
+        pairs = per_seq * context + per_seq * (per_seq + 1) / 2
+        flops += batch * pairs * attention_flops_per_context_token(model)
+    weights = weight_bytes_read(model, profile, rows, fmt)
+    return StepTime(
+        rows=rows, batch=batch, context=context,
+        weight_bytes_read=weights, kv_bytes=kv, flops=flops,
+        memory_s=(weights + kv) / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency),
+        compute_s=flops / (gpu.bf16_flops_per_s * profile.compute_efficiency),
+        fixed_s=profile.fixed_time_s,
+    )
+
+
+def ridge_point(gpu: Accelerator, profile: Profile) -> float:
+    """Effective ridge (FLOP/byte): F * eta_f / (BW * eta_bw). H100 peak: 989e12 / 3.35e12 = 295."""
+    return (gpu.bf16_flops_per_s * profile.compute_efficiency
+            / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency))
+
+
+def _first_crossing(f, low: float, high: float) -> float:
+    """Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect."""
+    if f(low) >= 0:
+        return low
+    x_prev, x = low, low
+    while x < high:
+        x = min(high, x * 1.25 + 1)
+        if f(x) >= 0:
+            break
+        x_prev = x
+    else:
+        return float("inf")
+    lo, hi = x_prev, x
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if f(mid) >= 0:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-9 * hi:
+            break
+    return hi
+
+
+def critical_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch: float = 1,
+                  context: float = 0, fmt: WeightFormat = BF16) -> float:
+    """Rows per pass (from `batch` sequences) where compute time reaches memory time.
+
+    Below it extra rows are free. Dense, no KV: bytes / (2 N) x ridge (article: ~316 for
+    Llama-3-8B on H100; lecture preset: ridge x 0.6 / 0.8 ~ 221, "about 220").
+    """
+
+    def gap(m: float) -> float:
+        t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, fmt=fmt)
+        return t.compute_s - t.memory_s
+
+    return _first_crossing(gap, float(batch), 1e12)
+
+
+def critical_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *,
+                   rows_per_sequence: float = 1, context: float = 0,
+                   fmt: WeightFormat = BF16) -> float:
+    """Batch at which a pass of `rows_per_sequence` rows per sequence becomes compute-bound.
+
+    Decode (1 row): about the ridge for BF16 weights; verifying gamma drafts (gamma + 1 rows):
+    about ridge / (gamma + 1) (seed 002, chapter 2.4).
+    """
+    check_number("rows per sequence", rows_per_sequence, low=1)
+
+    def gap(b: float) -> float:
+        t = step_time(model, gpu, profile, rows=b * rows_per_sequence, batch=b,
+                      context=context, fmt=fmt)
+        return t.compute_s - t.memory_s
+
+    return _first_crossing(gap, 1.0, 1e12)

@@ -1,0 +1,243 @@
+"""Specs: frozen dataclasses for a model, an accelerator, an efficiency profile, a weight format.
+
+Every quantity field carries its unit in its name; `__post_init__` rejects bad values with
+a message naming the field. Derived values are properties. Nothing here computes costs:
+that is `counts` (bytes, params, FLOPs) and `roofline` (time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llm_cost.errors import InvalidValueError, check_number
+
+MLP_KINDS = ("gated", "plain")  # gated: SwiGLU gate/up/down; plain: GELU up/down (GPT-2/3)
+NORM_KINDS = ("rms", "layer")  # rms: a gain vector; layer: gain and bias
+
+
+def _positive_int(owner: str, name: str, value) -> None:
+    check_number(f"{owner}.{name}", value, low=1, integer=True)
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    """Mixture-of-experts layers (Mixtral, DeepSeek-V3).
+
+    Layers `first_dense_layers` .. end are MoE layers; the first ones keep a dense MLP of
+    the model's `intermediate_size` (DeepSeek-V3's `first_k_dense_replace = 3`).
+    """
+
+    num_experts: int  # routed experts per MoE layer
+    experts_per_token: int  # top-k
+    expert_intermediate_size: int
+    num_shared_experts: int = 0
+    first_dense_layers: int = 0
+    router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (one per expert)
+
+    def __post_init__(self) -> None:
+        _positive_int("moe", "num_experts", self.num_experts)
+        _positive_int("moe", "experts_per_token", self.experts_per_token)
+        _positive_int("moe", "expert_intermediate_size", self.expert_intermediate_size)
+        check_number("moe.num_shared_experts", self.num_shared_experts, low=0, integer=True)
+        check_number("moe.first_dense_layers", self.first_dense_layers, low=0, integer=True)
+        if self.experts_per_token > self.num_experts:
+            raise InvalidValueError(
+                f"moe.experts_per_token must be in [1, {self.num_experts}] (num_experts), "
+                f"got {self.experts_per_token}")
+
+
+@dataclass(frozen=True)
+class MLASpec:
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank Q and a compressed KV latent.
+
+    The KV cache holds, per token and layer, the latent (`kv_lora_rank`) plus the shared
+    decoupled RoPE key (`qk_rope_head_dim`).
+    """
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int = 0  # 0: a full-rank q_proj (DeepSeek-V2-Lite)
+
+    def __post_init__(self) -> None:
+        for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            _positive_int("mla", name, getattr(self, name))
+        check_number("mla.q_lora_rank", self.q_lora_rank, low=0, integer=True)
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer, in the Hugging Face config's terms.
+
+    `head_dim` is explicit (the Hub's default is hidden_size / num_heads, applied by the
+    loader). Attention of width `num_heads * head_dim` need not equal `hidden_size`.
+    """
+
+    name: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    mlp_kind: str = "gated"
+    norm_kind: str = "rms"
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False  # biases on q, k, v (Qwen2 has them without saying so)
+    o_bias: bool = False
+    mlp_bias: bool = False
+    learned_positions: int = 0  # rows of a learned position table (GPT-2/3), 0 for RoPE
+    max_position_embeddings: int = 0  # context limit as configured; 0 when unknown
+    moe: MoESpec | None = None
+    mla: MLASpec | None = None
+    source: str = ""  # where the numbers come from (a URL or a file path)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidValueError("model.name must be a non-empty string")
+        for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                     "intermediate_size", "vocab_size"):
+            _positive_int("model", name, getattr(self, name))
+        for name in ("learned_positions", "max_position_embeddings"):
+            check_number(f"model.{name}", getattr(self, name), low=0, integer=True)
+        if self.mlp_kind not in MLP_KINDS:
+            raise InvalidValueError(f"model.mlp_kind must be one of {', '.join(MLP_KINDS)}, got {self.mlp_kind!r}")
+        if self.norm_kind not in NORM_KINDS:
+            raise InvalidValueError(f"model.norm_kind must be one of {', '.join(NORM_KINDS)}, got {self.norm_kind!r}")
+        if self.num_heads % self.num_kv_heads:
+            raise InvalidValueError(
+                f"model.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})")
+        if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
+            raise InvalidValueError(
+                f"moe.first_dense_layers must be in [0, {self.num_layers}] (num_layers), "
+                f"got {self.moe.first_dense_layers}")
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the concatenated query heads (elements)."""
+        if self.mla is not None:
+            return self.num_heads * self.mla.qk_head_dim
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the concatenated key (or value) heads of a GQA/MHA layer (elements)."""
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def num_moe_layers(self) -> int:
+        return 0 if self.moe is None else self.num_layers - self.moe.first_dense_layers
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An accelerator's datasheet figures (dense, no sparsity)."""
+
+    name: str
+    memory_bytes: float
+    bandwidth_bytes_per_s: float
+    bf16_flops_per_s: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidValueError("gpu.name must be a non-empty string")
+        for name in ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s"):
+            check_number(f"gpu.{name}", getattr(self, name), low=0, low_open=True)
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Peak FLOP/s over peak bytes/s: the arithmetic intensity where the roofline bends."""
+        return self.bf16_flops_per_s / self.bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How close to the datasheet a forward pass gets, and what it reads.
+
+    T(m) = max(bytes_read / (BW * bw_efficiency), flops(m) / (F * compute_efficiency)) + fixed_time_s
+    """
+
+    name: str
+    bw_efficiency: float = 1.0
+    compute_efficiency: float = 1.0  # MFU
+    fixed_time_s: float = 0.0  # per forward pass: launches, scheduling, sampling
+    read_input_embedding: bool = True  # the article reads it; the lecture treats it as a lookup
+    count_kv: bool = False  # KV cache reads and attention FLOPs with context
+
+    def __post_init__(self) -> None:
+        check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
+        check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
+        check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
+
+    def with_(self, **changes) -> "Profile":
+        """A copy with some knobs changed (validated again)."""
+        return replace(self, **changes)
+
+
+# The two seeds' presets (SPEC.md, "The time model").
+PRESETS: dict[str, Profile] = {
+    # seed 002: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
+    "article": Profile("article"),
+    # seed 000, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
+    "lecture": Profile("lecture", 0.8, 0.6, 1e-3, read_input_embedding=False, count_kv=True),
+    # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
+    "lecture-draft": Profile("lecture-draft", 0.8, 0.6, 0.3e-3, read_input_embedding=False, count_kv=True),
+}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """Bits per weight: plain (BF16) or group-quantized (one scale and zero per group).
+
+    effective bits = bits + (scale_bits + zero_bits) / group_size
+    """
+
+    name: str
+    bits: float
+    group_size: int = 1
+    scale_bits: float = 0.0
+    zero_bits: float = 0.0
+    keep_embeddings_bf16: bool = False  # embedding table and LM head stay at 16 bits
+
+    def __post_init__(self) -> None:
+        check_number("weights.bits", self.bits, low=0, high=64, low_open=True)
+        check_number("weights.group_size", self.group_size, low=1, integer=True)
+        check_number("weights.scale_bits", self.scale_bits, low=0, high=64)
+        check_number("weights.zero_bits", self.zero_bits, low=0, high=64)
+
+    @property
+    def effective_bits(self) -> float:
+        return self.bits + (self.scale_bits + self.zero_bits) / self.group_size
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.effective_bits / 8
+
+
+BF16 = WeightFormat("bf16", 16)
+# The article's INT4: group 128, a 16-bit scale and a 16-bit zero per group -> 4.25 bits
+INT4_G128 = WeightFormat("int4", 4, group_size=128, scale_bits=16, zero_bits=16)
+INT8_G128 = WeightFormat("int8", 8, group_size=128, scale_bits=16, zero_bits=16)
+FP8 = WeightFormat("fp8", 8)
+WEIGHT_FORMATS: dict[str, WeightFormat] = {
+    "bf16": BF16,
+    "w4a16": INT4_G128,
+    "int4": INT4_G128,
+    "int8": INT8_G128,
+    "fp8": FP8,
+}

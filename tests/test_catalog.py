@@ -1,0 +1,116 @@
+"""Catalog lookup and the loader's errors: each names the file and the key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_cost.catalog import catalog_names, load_accelerator, load_model, model_from_config
+from llm_cost.errors import ConfigError, InvalidValueError, UnknownNameError
+from llm_cost.specs import Accelerator, ModelSpec
+
+REQUIRED_MODELS = {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.2-1b", "gpt-3-13b",
+                   "gpt-3-175b", "deepseek-v3", "mixtral-8x7b"}
+REQUIRED_GPUS = {"h100-sxm", "a100-80gb", "a100-40gb", "h200", "b200", "mi300x", "l40s"}
+
+
+def test_catalog_has_the_required_entries():
+    assert REQUIRED_MODELS <= set(catalog_names("models"))
+    assert REQUIRED_GPUS <= set(catalog_names("hardware"))
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED_GPUS))
+def test_every_datasheet_cites_each_figure(name):
+    from llm_cost.catalog import _catalog_dir
+
+    data = json.loads((_catalog_dir("hardware") / f"{name}.json").read_text())
+    assert data["source"]
+    assert set(data["sources"]) == {"memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s"}
+    assert isinstance(load_accelerator(name), Accelerator)
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED_MODELS))
+def test_every_model_loads_and_names_its_source(name):
+    m = load_model(name)
+    assert isinstance(m, ModelSpec) and m.source
+
+
+def test_unknown_name_lists_known():
+    with pytest.raises(UnknownNameError, match="known: .*llama-3-8b"):
+        load_model("llama-3-8")  # no fuzzy matching
+    with pytest.raises(UnknownNameError, match="h100-sxm"):
+        load_accelerator("h100")
+
+
+def test_model_kinds():
+    assert load_model("gpt-3-13b").mlp_kind == "plain" and load_model("gpt-3-13b").learned_positions == 2048
+    assert load_model("gpt-3-13b").tie_word_embeddings
+    ds = load_model("deepseek-v3")
+    assert ds.moe.num_experts == 256 and ds.moe.num_shared_experts == 1
+    assert ds.moe.experts_per_token == 8 and ds.moe.first_dense_layers == 3
+    assert ds.mla.kv_lora_rank == 512
+    assert load_model("mixtral-8x7b").moe.num_experts == 8
+
+
+def test_head_dim_default():
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "intermediate_size": 128, "vocab_size": 100}
+    assert model_from_config(cfg, name="t").head_dim == 16
+
+
+def write(tmp_path, data, name="config.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+BASE = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "intermediate_size": 128, "vocab_size": 100}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"hidden_size": None}, "missing key 'hidden_size'"),
+    ({"hidden_size": "64"}, "key 'hidden_size' must be an integer"),
+    ({"num_hidden_layers": -2}, "key 'num_hidden_layers' must be >= 1"),
+    ({"hidden_size": 66}, "'num_attention_heads' \\(4\\) does not divide 'hidden_size' \\(66\\)"),
+    ({"num_key_value_heads": 3}, "key 'num_key_value_heads'"),
+    ({"tie_word_embeddings": "yes"}, "key 'tie_word_embeddings' must be true or false"),
+    ({"model_type": "rwkv"}, "key 'model_type' 'rwkv' is not supported"),
+])
+def test_bad_config_names_file_and_key(tmp_path, change, message):
+    cfg = {k: v for k, v in {**BASE, **change}.items() if v is not None}
+    path = write(tmp_path, cfg)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_model(path)
+    assert path in str(err.value)
+
+
+def test_malformed_json(tmp_path):
+    path = write(tmp_path, "{not json", "bad.json")
+    with pytest.raises(ConfigError, match="malformed JSON"):
+        load_model(path)
+    with pytest.raises(ConfigError, match="file not found"):
+        load_model(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"bandwidth_bytes_per_s": None}, "missing key 'bandwidth_bytes_per_s'"),
+    ({"memory_bytes": -1}, "key 'memory_bytes' must be a positive"),
+    ({"bf16_flops_per_s": "lots"}, "key 'bf16_flops_per_s' must be a number"),
+])
+def test_bad_datasheet(tmp_path, change, message):
+    sheet = {"name": "X", "memory_bytes": 1e9, "bandwidth_bytes_per_s": 1e12, "bf16_flops_per_s": 1e14}
+    sheet = {k: v for k, v in {**sheet, **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        load_accelerator(write(tmp_path, sheet, "gpu.json"))
+
+
+def test_specs_name_the_field():
+    with pytest.raises(InvalidValueError, match="model.hidden_size"):
+        ModelSpec("x", hidden_size=0, num_layers=1, num_heads=1, num_kv_heads=1, head_dim=1,
+                  intermediate_size=1, vocab_size=1)
+    with pytest.raises(InvalidValueError, match="gpu.bandwidth_bytes_per_s"):
+        Accelerator("x", 1e9, -1.0, 1e12)
+    with pytest.raises(Exception):  # frozen
+        load_model("llama-3-8b").hidden_size = 1

@@ -1,0 +1,106 @@
+"""CLI: `model`, `roofline`, `catalog`, --version, --help, and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from llm_cost import __version__
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_version_and_help():
+    assert run("--version").output.strip() == f"llm-cost {__version__}"
+    for cmd in ("model", "roofline", "catalog"):
+        out = run(cmd, "--help")
+        assert out.exit_code == 0 and "Example: llm-cost" in out.output
+
+
+def test_model_json_keys():
+    out = run("model", "llama-3-8b", "deepseek-v3", "--format", "json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert [r["name"] for r in rows] == ["llama-3-8b", "deepseek-v3"]
+    for key in ("name", "params_total", "params_active", "weight_bytes_bf16", "weight_bytes_int4",
+                "bits_int4", "kv_bytes_per_token", "flops_per_token"):
+        assert key in rows[0]
+    assert rows[0]["params_total"] == 8_030_261_248
+    assert rows[1]["kv_bytes_per_token"] == 70_272
+
+
+def test_model_table_and_csv():
+    out = run("model", "llama-3-8b")
+    assert out.exit_code == 0 and "8.03" in out.output and "GB = 1e9 bytes" in out.output
+    rows = list(csv.DictReader(io.StringIO(run("model", "llama-3-8b", "-f", "csv").output)))
+    assert float(rows[0]["weight_bytes_int4"]) == pytest.approx(4.266e9, rel=1e-3)
+
+
+def test_model_from_path(data_dir):
+    out = run("model", str(data_dir / "qwen2-7b.json"), "-f", "json")
+    assert json.loads(out.output)[0]["params_total"] == 7_615_616_512
+
+
+def test_roofline_lecture_rows():
+    out = run("roofline", "--model", "llama-3.1-8b", "--preset", "lecture", "--context", "1024",
+              "--rows", "1", "--rows", "257", "--format", "json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    for key in ("rows", "batch", "context", "step_time_s", "memory_time_s", "compute_time_s", "bound"):
+        assert key in rows[0]
+    assert rows[0]["step_time_s"] == pytest.approx(6.65e-3, abs=5e-6)
+    assert rows[1]["step_time_s"] == pytest.approx(7.76e-3, abs=5e-6) and rows[1]["bound"] == "compute"
+
+
+def test_roofline_knob_overrides():
+    base = json.loads(run("roofline", "-f", "json").output)[0]
+    knobs = json.loads(run("roofline", "--bw-eff", "0.5", "--fixed-ms", "0.3", "-f", "json").output)[0]
+    assert knobs["memory_time_s"] == pytest.approx(2 * base["memory_time_s"])
+    assert knobs["step_time_s"] == pytest.approx(2 * base["memory_time_s"] + 0.3e-3)
+    mfu = json.loads(run("roofline", "--rows", "1000", "--mfu", "0.6", "-f", "json").output)[0]
+    assert mfu["bound"] == "compute"
+    w4 = json.loads(run("roofline", "--weights", "w4a16", "-f", "json").output)[0]
+    assert w4["step_time_s"] == pytest.approx(1.27e-3, abs=5e-6)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["roofline", "--mfu", "1.5"], "--mfu must be in (0, 1]"),
+    (["roofline", "--bw-eff", "0"], "--bw-eff must be in (0, 1]"),
+    (["roofline", "--fixed-ms", "-1"], "--fixed-ms must be in [0, inf)"),
+    (["roofline", "--batch", "0"], "batch must be in [1, inf)"),
+    (["roofline", "--rows", "1", "--batch", "4"], "rows"),
+    (["roofline", "--context", "-5"], "context must be in [0, inf)"),
+    (["roofline", "--preset", "fast"], "--preset must be one of article, lecture"),
+    (["roofline", "--weights", "int3"], "--weights must be one of"),
+    (["roofline", "--gpu", "h101"], "unknown gpu 'h101'; known:"),
+    (["roofline", "--format", "xml"], "--format must be one of table, json, csv"),
+    (["model", "nope"], "unknown model 'nope'"),
+    (["model", "/nonexistent/config.json"], "file not found"),
+    (["model", "llama-3-8b", "--lora-rank", "0"], "--lora-rank must be in [1, inf)"),
+])
+def test_bad_input_is_one_line(args, needle):
+    out = run(*args)
+    assert out.exit_code == 2
+    assert "Traceback" not in out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], out.output
+
+
+def test_unparseable_number_no_traceback():
+    out = run("roofline", "--batch", "many")
+    assert out.exit_code == 2 and "Traceback" not in out.output and "--batch" in out.output
+
+
+def test_catalog_lists_sources():
+    rows = json.loads(run("catalog", "-f", "json").output)
+    assert {"h100-sxm", "llama-3-8b"} <= {r["name"] for r in rows}
+    assert all(r["source"] for r in rows)
