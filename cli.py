@@ -8,15 +8,46 @@ library errors into one line and a non-zero exit, and picks the output format. H
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Annotated, List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from llm_cost import __version__
 from llm_cost.errors import LlmCostError
 from llm_cost.render import FORMATS, Column, fixed
 
+try:  # typer >= 0.26 vendors click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer depends on click
+    from click.exceptions import ClickException
+
+EXIT_BAD_INPUT = 2
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (a bad number, an unknown option) as one line on stderr, exit 2, no usage dump."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except ClickException as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # bare `llm-cost`: the help, not an error
+                typer.echo(err.format_message())
+                sys.exit(0)
+            typer.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     name="llm-cost",
     help="What LLM inference costs on an accelerator: roofline time, bytes, capacity, "
          "batching and speculative decoding. SI inside; GB = 1e9 bytes.",
@@ -25,8 +56,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-EXIT_BAD_INPUT = 2
 
 # ---- shared options -------------------------------------------------------------------------
 
