@@ -1,0 +1,206 @@
+"""KV memory: token capacity, requests that fit under a reservation policy, padding waste,
+per-request attention launches.
+
+Sources: the lecture (seed 000) §2.3 (capacity, reservation by maximum length), §3.2 and
+exercise 2 (reservation by declared prompt + max_gen), §2.2 and exercise 1 (request-level
+padding), §4.4 (one attention kernel per request and layer: 40 x 32 = 1280 launches).
+
+Conventions:
+- The reserve is a fraction of the accelerator's memory held back for activations and
+  fragmentation: KV bytes = memory x (1 - reserve) - weight bytes.
+- KV tokens that fit are whole tokens: floor(KV bytes / KV bytes per token).
+- A request that prefills P tokens and generates O writes P + O - 1 KV tokens (the last token
+  is returned, never fed back). Reservations follow the lecture and Orca and count P + max_gen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from llm_cost.counts import kv_bytes_per_token, weight_bytes
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.roofline import step_time
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+
+DEFAULT_RESERVE = 0.1  # the lecture's code holds back 10% (§2.3)
+
+
+@dataclass(frozen=True)
+class KvCapacity:
+    """How many KV tokens fit beside the weights; a model that does not fit has a shortfall."""
+
+    model: str
+    gpu: str
+    memory_bytes: float
+    reserve_fraction: float
+    weight_bytes: float
+    kv_bytes_per_token: float
+    kv_bytes_available: float  # max(0, usable - weights)
+    shortfall_bytes: float  # max(0, weights - usable): what is missing to hold the weights
+    kv_tokens: int
+
+    @property
+    def usable_bytes(self) -> float:
+        """memory x (1 - reserve)."""
+        return self.memory_bytes * (1.0 - self.reserve_fraction)
+
+    @property
+    def fits(self) -> bool:
+        """True when the weights fit in the usable memory (possibly leaving no KV room)."""
+        return self.shortfall_bytes == 0
+
+
+def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_RESERVE,
+                fmt: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> KvCapacity:
+    """KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0.
+
+    Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
+    of GPT-3 13B includes the learned position table and the biases and gives 12,564.
+    """
+    check_number("--reserve", reserve, low=0, high=1, high_open=True)
+    weights = weight_bytes(model, fmt).total
+    per_token = kv_bytes_per_token(model, kv_bytes_per_element)
+    spare = gpu.memory_bytes * (1.0 - reserve) - weights
+    available = max(0.0, spare)
+    return KvCapacity(
+        model=model.name, gpu=gpu.name, memory_bytes=gpu.memory_bytes, reserve_fraction=reserve,
+        weight_bytes=weights, kv_bytes_per_token=per_token, kv_bytes_available=available,
+        shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // per_token))
+
+
+def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
+    """floor(kv_tokens / tokens_per_request): requests whose reservations fit side by side."""
+    check_number("KV tokens", kv_tokens, low=0)
+    check_number("tokens per request", tokens_per_request, low=0, low_open=True)
+    return int(kv_tokens // tokens_per_request)
+
+
+@dataclass(frozen=True)
+class RequestsFit:
+    """Requests that fit in `kv_tokens` under the three reservation policies (lecture §2.3, §3.5)."""
+
+    kv_tokens: int
+    max_len: int
+    prompt: float
+    max_gen: float
+    gen: float
+    requests_max_len: int  # reserve the model's maximum length per request (FasterTransformer)
+    requests_declared: int  # reserve the declared prompt + max_gen (Orca, Algorithm 1)
+    requests_none: int  # reserve nothing: requests as large as they end up (prompt + gen)
+
+
+def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: float,
+                       gen: float | None = None) -> RequestsFit:
+    """Requests that fit under max-length, declared-max and no reservation.
+
+    max length: floor(kv / max_len); declared: floor(kv / (prompt + max_gen)); none:
+    floor(kv / (prompt + gen)), gen the tokens actually generated (default max_gen).
+    Lengths may be means (exercise 2: 272 + 64.5). Exercise 2 with 12,596 tokens: 6, 37, 16.
+    """
+    check_number("--max-len", max_len, low=1, integer=True)
+    check_number("--prompt", prompt, low=1)
+    check_number("--max-gen", max_gen, low=1)
+    gen = max_gen if gen is None else gen
+    check_number("--gen", gen, low=1, high=int(max_gen) if max_gen == int(max_gen) else max_gen)
+    if prompt + max_gen > max_len:
+        raise InvalidValueError(
+            f"--prompt + --max-gen must be at most --max-len ({max_len}), got {prompt + max_gen:g}")
+    return RequestsFit(
+        kv_tokens=kv_tokens, max_len=max_len, prompt=prompt, max_gen=max_gen, gen=gen,
+        requests_max_len=requests_that_fit(kv_tokens, max_len),
+        requests_declared=requests_that_fit(kv_tokens, prompt + max_gen),
+        requests_none=requests_that_fit(kv_tokens, prompt + gen))
+
+
+def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:
+    """The maximum sequence length to reserve: `max_len`, else the model's configured context."""
+    if max_len is not None:
+        check_number("--max-len", max_len, low=1, integer=True)
+        return int(max_len)
+    if not model.max_position_embeddings:
+        raise InvalidValueError(
+            f"{model.name} does not state its maximum length (max_position_embeddings); pass --max-len")
+    return model.max_position_embeddings
+
+
+@dataclass(frozen=True)
+class PaddingWaste:
+    """Token positions a request-level batch computes vs the positions its requests need."""
+
+    batch: int
+    prompt_max: int
+    output_max: int
+    positions_computed: int
+    positions_needed: int
+
+    @property
+    def positions_wasted(self) -> int:
+        return self.positions_computed - self.positions_needed
+
+    @property
+    def waste_fraction(self) -> float:
+        """1 - needed / computed (exercise 1: 34.4%)."""
+        return self.positions_wasted / self.positions_computed
+
+
+def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWaste:
+    """Request-level batching pads prompts to the longest and runs every row to the longest output.
+
+    computed = B x L_max + B x (O_max - 1) (the prefill makes the first output token);
+    needed = sum(P_i + O_i - 1). Exercise 1: prompts 100, 300, 200, outputs 10, 50, 30 ->
+    1047 computed, 687 needed, 34.4% wasted.
+    """
+    if len(prompts) != len(outputs):
+        raise InvalidValueError(
+            f"--prompt and --output must be given the same number of times, got {len(prompts)} and {len(outputs)}")
+    if not prompts:
+        raise InvalidValueError("--prompt and --output need at least one request")
+    for p in prompts:
+        check_number("--prompt", p, low=1, integer=True)
+    for o in outputs:
+        check_number("--output", o, low=1, integer=True)
+    b, lmax, omax = len(prompts), int(max(prompts)), int(max(outputs))
+    return PaddingWaste(batch=b, prompt_max=lmax, output_max=omax,
+                        positions_computed=b * lmax + b * (omax - 1),
+                        positions_needed=int(sum(prompts) + sum(outputs)) - b)
+
+
+@dataclass(frozen=True)
+class AttentionLaunches:
+    """Attention kernels launched one per request and layer, and what they cost in an iteration."""
+
+    launches: int
+    launch_cost_s: float
+    step_time_s: float  # the iteration's roofline time, launches excluded
+
+    @property
+    def overhead_s(self) -> float:
+        return self.launches * self.launch_cost_s
+
+    @property
+    def share_of_step(self) -> float:
+        """Launch time / the iteration's roofline time (lecture §4.4: 13% to 44%)."""
+        return self.overhead_s / self.step_time_s
+
+    @property
+    def share_of_iteration(self) -> float:
+        """Launch time / (roofline time + launch time): the part of the longer iteration."""
+        return self.overhead_s / (self.step_time_s + self.overhead_s)
+
+
+def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, requests: int,
+                       context: float, launch_cost_s: float,
+                       fmt: WeightFormat = BF16) -> AttentionLaunches:
+    """Per-request attention in a pure decode iteration: layers x requests kernel launches.
+
+    Lecture §4.4 (demo 02.4): GPT-3 13B, A100, 40 layers x 32 requests = 1280 launches, "每次
+    几微秒，加起来是这次迭代的 13%-44%" (3 us and 10 us against a 32-request decode step at
+    the workload's mean length of 336 tokens).
+    """
+    check_number("requests", requests, low=1, integer=True)
+    check_number("launch cost (s)", launch_cost_s, low=0)
+    check_number("context", context, low=0)
+    t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, fmt=fmt)
+    return AttentionLaunches(launches=model.num_layers * int(requests), launch_cost_s=launch_cost_s,
+                             step_time_s=t.total_s)

@@ -1,0 +1,296 @@
+"""Discrete-event simulation of request-level and iteration-level (Orca) batching.
+
+Schedulers (the lecture §2-§3, Orca §3 and Algorithm 1):
+- `request`: FasterTransformer style. When the engine is idle it takes up to `max_batch`
+  queued requests, no more than fit with a maximum-length KV reservation each (GPT-3 13B on an
+  A100 40GB: 12,564 // 2048 = 6). Prompts are padded to the longest, every row runs to the
+  longest output, and the whole batch returns at the end.
+- `iteration`: iteration-level first come, first served with at most `max_batch` requests; a
+  request is admitted when its reservation fits (`declared`: prompt + max_gen, Orca; or
+  `max_len`), and admission stops at the first that does not. Finished requests leave at once.
+- `none`: iteration-level without a reservation and without preemption. Running requests get
+  free KV tokens in order of arrival, the rest stall; when none can write the run stops and
+  reports the deadlock (the lecture §3.5).
+The rules are those of `llm_cost.deadlock.run_steps`, which is the plain reference; this module
+computes the same schedule with lazy counters and runs stretches of identical decode iterations
+in a tight loop, so 10,000 requests take well under a second.
+
+Per-token latency = (finish - arrival) / generated tokens (the lecture §3.3, Orca §6).
+Everything is deterministic: the workload carries its seed and the schedule has no randomness.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from llm_cost.deadlock import Deadlock, Holder, reservation_tokens
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.options import choose
+from llm_cost.server import Server
+from llm_cost.workload import Workload
+
+SCHEDULERS = ("request", "iteration", "none")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What a simulation measured. Times in seconds, KV in tokens; means weighted by time busy."""
+
+    scheduler: str
+    reservation: str
+    max_batch: int
+    rate_req_per_s: float
+    requests: int
+    kv_capacity_tokens: int
+    finish_s: tuple[float, ...] = field(repr=False)  # nan for a request that never finished
+    latency_per_token_s: tuple[float, ...] = field(repr=False)  # finished requests, arrival order
+    throughput_req_per_s: float
+    iterations: int
+    busy_s: float
+    mean_batch: float  # requests in the running batch (request-level: padded rows included)
+    kv_reserved_mean_tokens: float
+    kv_written_mean_tokens: float
+    kv_reserved_peak_tokens: int
+    kv_written_peak_tokens: int
+    positions_computed: int  # token rows run through the model (padding included)
+    positions_needed: int  # sum of prompt + output - 1 over the requests that ran
+    deadlock: Deadlock | None
+
+    @property
+    def finished(self) -> int:
+        return len(self.latency_per_token_s)
+
+    def latency_percentile_s(self, q: float) -> float:
+        """The q-th percentile (0..100, linear interpolation) of per-token latency; nan if none."""
+        import numpy as np
+
+        return float(np.percentile(self.latency_per_token_s, q)) if self.latency_per_token_s else math.nan
+
+    @property
+    def latency_per_token_median_s(self) -> float:
+        return self.latency_percentile_s(50)
+
+    @property
+    def latency_per_token_p90_s(self) -> float:
+        return self.latency_percentile_s(90)
+
+    @property
+    def kv_reserved_over_written(self) -> float:
+        """Mean reserved / mean written (the lecture §3.5: about 2.5 for Orca with max_gen 512)."""
+        return self.kv_reserved_mean_tokens / self.kv_written_mean_tokens if self.kv_written_mean_tokens else math.nan
+
+
+class _Stats:
+    """Time-weighted sums over iterations."""
+
+    __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows")
+
+    def __init__(self) -> None:
+        self.busy = self.area_n = self.area_r = self.area_w = 0.0
+        self.peak_r = self.peak_w = self.iterations = self.rows = 0
+
+
+def simulate(workload: Workload, server: Server, *, scheduler: str = "iteration",
+             max_batch: int = 32, reservation: str | None = None) -> SimResult:
+    """Serve `workload` on `server` with a scheduler; see the module docstring for the rules.
+
+    reservation: `request` always reserves max_len; `iteration` reserves `declared` (default)
+    or `max_len`; `none` reserves nothing.
+    """
+    choose("--scheduler", scheduler, SCHEDULERS)
+    check_number("--max-batch", max_batch, low=1, integer=True)
+    allowed = {"request": ("max_len",), "iteration": ("declared", "max_len"), "none": ("none",)}[scheduler]
+    reservation = allowed[0] if reservation is None else reservation
+    choose(f"--reservation (with --scheduler {scheduler})", reservation, allowed)
+    cap, max_len = server.kv_capacity_tokens, server.max_len
+    res = [reservation_tokens(reservation, p, d, max_len) for p, d in zip(workload.prompt, workload.declared_gen)]
+    worst = max(res) if reservation != "none" else max(workload.prompt)
+    if worst > cap:
+        raise InvalidValueError(f"a request needs {worst} KV tokens to start but the server holds {cap}; "
+                                f"lower --max-gen or --max-len, or free memory")
+    if reservation == "max_len" and max(p + d for p, d in zip(workload.prompt, workload.declared_gen)) > max_len:
+        raise InvalidValueError(f"a request's prompt + max_gen exceeds --max-len ({max_len})")
+    arrivals = workload.arrival_s
+    st = _Stats()
+    if scheduler == "request":
+        if max(workload.prompt) + max(workload.output) - 1 > max_len:
+            raise InvalidValueError(f"request-level batching pads rows to the longest prompt plus the longest "
+                                    f"output, which exceeds --max-len ({max_len})")
+        finish, deadlock = _request_level(workload, arrivals, server, min(max_batch, cap // max_len), st), None
+        needed = sum(workload.kv_tokens_written)
+    else:
+        finish, deadlock = _iteration_level(workload, arrivals, server, max_batch, res, reservation, st)
+        needed = st.rows
+    done = [i for i, f in enumerate(finish) if f == f]
+    lat = tuple((finish[i] - arrivals[i]) / workload.output[i] for i in done)
+    span = max((finish[i] for i in done), default=0.0) - arrivals[0]
+    busy = st.busy or 1.0
+    if reservation == "none":  # KV is allocated as it is written
+        st.area_r, st.peak_r = st.area_w, st.peak_w
+    return SimResult(
+        scheduler=scheduler, reservation=reservation, max_batch=int(max_batch),
+        rate_req_per_s=workload.rate_req_per_s, requests=len(workload), kv_capacity_tokens=cap,
+        finish_s=tuple(finish), latency_per_token_s=lat,
+        throughput_req_per_s=len(done) / span if span > 0 else math.inf if done else 0.0,
+        iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
+        kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
+        kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
+        positions_computed=st.rows, positions_needed=needed, deadlock=deadlock)
+
+
+def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _Stats) -> list[float]:
+    """Batches run to completion; rows padded to the longest prompt and the longest output."""
+    cost = server.cost
+    prompt, output, n = wl.prompt, wl.output, len(wl)
+    finish = [math.nan] * n
+    queue: deque[int] = deque()
+    t, nxt, left = 0.0, 0, n
+    while left:
+        while nxt < n and arrivals[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        if not queue:
+            t = arrivals[nxt]
+            continue
+        batch = [queue.popleft() for _ in range(min(batch_cap, len(queue)))]
+        b = len(batch)
+        lmax = max(prompt[i] for i in batch)
+        omax = max(output[i] for i in batch)
+        reserved = b * server.max_len
+        dt = cost.time(b * lmax, b * lmax, b * lmax * (lmax + 1) / 2)
+        area_w = dt * b * lmax
+        for ctx in range(lmax, lmax + omax - 1):  # decode: read ctx cached tokens, write one
+            step = cost.time(b, b * (ctx + 1), b * (ctx + 1))
+            dt += step
+            area_w += step * b * (ctx + 1)
+        t += dt
+        for i in batch:
+            finish[i] = t
+        left -= b
+        st.busy += dt
+        st.area_n += dt * b
+        st.area_r += dt * reserved
+        st.area_w += area_w
+        st.peak_r = max(st.peak_r, reserved)
+        st.peak_w = max(st.peak_w, b * (lmax + omax - 1))
+        st.iterations += omax
+        st.rows += b * (lmax + omax - 1)
+    return finish
+
+
+def _iteration_level(wl: Workload, arrivals, server: Server, max_batch: int, res: list[int],
+                     reservation: str, st: _Stats):
+    """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
+    `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
+    that reaches its output; its KV is prompt + generated - 1."""
+    cost = server.cost
+    cap = server.kv_capacity_tokens
+    prompt, output, n = wl.prompt, wl.output, len(wl)
+    none = reservation == "none"
+    finish = [math.nan] * n
+    base = [0] * n
+    heap: list[tuple[int, int]] = []  # (iteration count at which it finishes, request)
+    running: dict[int, None] = {}  # admission order = arrival order
+    pending: deque[int] = deque()
+    t, it, nxt = 0.0, 0, 0
+    written = reserved = 0
+    kv_s, row_s, pair_s, fixed_s = cost.kv_token_s, cost.row_s, cost.pair_s, cost.fixed_s
+    while True:
+        while nxt < n and arrivals[nxt] <= t:
+            pending.append(nxt)
+            nxt += 1
+        n_dec = len(running)
+        if not n_dec and not pending:
+            if nxt == n:
+                return finish, None
+            t = arrivals[nxt]
+            continue
+        prog = min(n_dec, cap - written) if none else n_dec
+        admitted = []
+        if pending and prog == n_dec:
+            room = cap - written - n_dec
+            while pending and n_dec + len(admitted) < max_batch:
+                i = pending[0]
+                if none:
+                    if prompt[i] > room:
+                        break
+                    room -= prompt[i]
+                elif reserved + res[i] > cap:
+                    break
+                reserved += res[i]
+                admitted.append(pending.popleft())
+        if admitted or prog < n_dec:
+            if not admitted and not prog:
+                holders = tuple(Holder(i, prompt[i], it - base[i], prompt[i] + it - base[i] - 1,
+                                       output[i] - it + base[i]) for i in running)
+                return finish, Deadlock(it, t, cap, holders, len(pending))
+            kv_read, stalled = written, ()
+            if prog < n_dec:  # only without reservation: the earliest requests get the free tokens
+                order = list(running)
+                stalled = order[prog:]
+                kv_read = sum(prompt[i] + it - base[i] - 1 for i in order[:prog])
+            rows, pairs = prog, kv_read + prog
+            for i in admitted:
+                p = prompt[i]
+                rows += p
+                pairs += p * (p + 1) / 2
+            dt = cost.time(rows, kv_read + rows, pairs)
+            for i in stalled:
+                base[i] += 1
+                heapq.heappush(heap, (base[i] + output[i], i))
+            for i in admitted:
+                base[i] = it
+                running[i] = None
+                heapq.heappush(heap, (it + output[i], i))
+            written += rows  # decoders write one token each, prompts their length
+            it += 1
+            t += dt
+            st.iterations += 1
+            st.rows += rows
+            st.busy += dt
+            st.area_n += dt * len(running)
+            st.area_r += dt * reserved
+            st.area_w += dt * written
+        else:  # a stretch of pure decode iterations with the same batch
+            while heap[0][0] != base[heap[0][1]] + output[heap[0][1]]:
+                heapq.heappop(heap)  # stale: pushed before the request stalled
+            k_max = heap[0][0] - it
+            if none:
+                k_max = min(k_max, (cap - written) // n_dec)
+            watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n) else math.inf
+            mem = cost.weights_s(n_dec) + kv_s * (written + n_dec)
+            comp = row_s * n_dec + pair_s * (written + n_dec)
+            d_mem, d_comp = kv_s * n_dec, pair_s * n_dec
+            k, span, area_w, w = 0, 0.0, 0.0, written
+            while k < k_max:
+                dt = (mem if mem > comp else comp) + fixed_s
+                span += dt
+                w += n_dec
+                area_w += dt * w
+                mem += d_mem
+                comp += d_comp
+                k += 1
+                if t + span >= watch:
+                    break
+            t += span
+            it += k
+            written = w
+            st.iterations += k
+            st.rows += k * n_dec
+            st.busy += span
+            st.area_n += span * n_dec
+            st.area_r += span * reserved
+            st.area_w += area_w
+        st.peak_r = max(st.peak_r, reserved)
+        st.peak_w = max(st.peak_w, written)
+        while heap and heap[0][0] <= it:
+            d, i = heapq.heappop(heap)
+            if d != base[i] + output[i]:  # stale: the request stalled after this was pushed
+                continue
+            finish[i] = t
+            written -= prompt[i] + output[i] - 1
+            reserved -= res[i]
+            del running[i]

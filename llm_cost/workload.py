@@ -1,0 +1,129 @@
+"""Workloads for the batching simulator: Poisson arrivals and request lengths.
+
+Orca's synthetic workload (Yu et al., OSDI 2022, §6; the lecture §2.2): Poisson arrivals,
+prompt lengths U(32, 512), output lengths U(1, 128), both inclusive integers. Either length
+may instead be fixed (the lecture §3.4: "请求一样长时"). A request may declare a larger
+max_gen than it will generate (§3.5: max_gen = 512 declared, U(1, 128) generated).
+
+Draws are deterministic under a seed, and a workload's arrivals are unit-rate arrivals divided
+by the rate: the same seed at another rate keeps every length and the pattern of gaps
+(common random numbers), so rates can be compared and bisected without extra noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llm_cost.errors import InvalidValueError, check_number
+
+ORCA_PROMPT = (32, 512)  # U(32, 512) prompt tokens (Orca §6)
+ORCA_OUTPUT = (1, 128)  # U(1, 128) generated tokens
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests in arrival order: arrival time, prompt tokens, generated tokens, declared max_gen."""
+
+    rate_req_per_s: float  # inf: every request arrives at time 0 (a saturated server)
+    unit_arrivals: tuple[float, ...]  # arrival times at rate 1 (sum of Exp(1) gaps)
+    prompt: tuple[int, ...]
+    output: tuple[int, ...]
+    declared_gen: tuple[int, ...]  # max_gen each request declares (>= output)
+    seed: int | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.prompt)
+        if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
+            raise InvalidValueError("workload fields must have one entry per request")
+        if not (self.rate_req_per_s > 0):
+            raise InvalidValueError(f"--rate must be in (0, inf], got {self.rate_req_per_s!r}")
+        for p, o, d in zip(self.prompt, self.output, self.declared_gen):
+            if p < 1 or o < 1 or d < o:
+                raise InvalidValueError(
+                    f"each request needs prompt >= 1, output >= 1 and max_gen >= output, got {p}, {o}, {d}")
+
+    def __len__(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def arrival_s(self) -> tuple[float, ...]:
+        """Arrival times in seconds: unit arrivals / rate (all 0 at an infinite rate)."""
+        if math.isinf(self.rate_req_per_s):
+            return (0.0,) * len(self)
+        r = self.rate_req_per_s
+        return tuple(u / r for u in self.unit_arrivals)
+
+    def at_rate(self, rate: float) -> "Workload":
+        """The same requests arriving at another rate (same lengths, gaps scaled)."""
+        _check_rate(rate)
+        return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
+                        self.seed, self.description)
+
+    @property
+    def kv_tokens_written(self) -> tuple[int, ...]:
+        """KV tokens each request writes by its end: prompt + output - 1."""
+        return tuple(p + o - 1 for p, o in zip(self.prompt, self.output))
+
+
+def _check_rate(rate: float) -> None:
+    if isinstance(rate, float) and math.isinf(rate) and rate > 0:
+        return
+    check_number("--rate", rate, low=0, low_open=True)
+
+
+def _lengths(option: str, spec, low: int) -> tuple[int, int]:
+    """(lo, hi) inclusive from a fixed int or a (lo, hi) pair, validated."""
+    lo, hi = (spec, spec) if isinstance(spec, (int, float)) else tuple(spec)
+    check_number(option, lo, low=low, integer=True)
+    check_number(option, hi, low=lo, integer=True)
+    return int(lo), int(hi)
+
+
+def _describe(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"U({lo}, {hi})"
+
+
+def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_PROMPT,
+                     output=ORCA_OUTPUT, max_gen: int | None = None) -> Workload:
+    """`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.
+
+    prompt, output: a fixed length or an inclusive (low, high) range (default Orca's U(32, 512)
+    and U(1, 128)). max_gen: the generation limit every request declares (default: its own
+    output length, as in Orca's experiments where no request stops early); it must cover the
+    longest output.
+    """
+    import numpy as np
+
+    check_number("--requests", requests, low=1, integer=True)
+    _check_rate(rate)
+    check_number("--seed", seed, low=0, integer=True)
+    p_lo, p_hi = _lengths("--prompt-len", prompt, 1)
+    o_lo, o_hi = _lengths("--output-len", output, 1)
+    if max_gen is not None:
+        check_number("--max-gen", max_gen, low=o_hi, integer=True)
+    rng = np.random.default_rng(int(seed))
+    unit = np.cumsum(rng.exponential(1.0, int(requests)))
+    prompts = rng.integers(p_lo, p_hi + 1, int(requests))
+    outputs = rng.integers(o_lo, o_hi + 1, int(requests))
+    declared = outputs if max_gen is None else np.full(int(requests), int(max_gen))
+    desc = f"Poisson, prompt {_describe(p_lo, p_hi)}, output {_describe(o_lo, o_hi)}"
+    if max_gen is not None:
+        desc += f", max_gen {max_gen} declared"
+    return Workload(float(rate), tuple(unit.tolist()), tuple(prompts.tolist()),
+                    tuple(outputs.tolist()), tuple(declared.tolist()), int(seed), desc)
+
+
+def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
+                   max_gen: int | None = None) -> Workload:
+    """A hand-written workload: (prompt, output) per request, arrival times (default all at 0)."""
+    if not requests:
+        raise InvalidValueError("a workload needs at least one request")
+    arrivals = [0.0] * len(requests) if arrivals_s is None else [float(a) for a in arrivals_s]
+    if len(arrivals) != len(requests) or any(b < a for a, b in zip(arrivals, arrivals[1:])):
+        raise InvalidValueError("arrival times must be one per request and non-decreasing")
+    prompts = tuple(int(p) for p, _ in requests)
+    outputs = tuple(int(o) for _, o in requests)
+    declared = outputs if max_gen is None else (int(max_gen),) * len(requests)
+    return Workload(1.0, tuple(arrivals), prompts, outputs, declared, None, "fixed")
