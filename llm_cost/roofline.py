@@ -96,23 +96,32 @@ def step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows: flo
     check_number("batch", batch, low=1)
     check_number("rows (at least one per sequence of the batch)", rows, low=batch)
     check_number("context", context, low=0)
+    weights, kv, flops, memory_s, compute_s = pass_costs(
+        model, gpu, profile, rows=rows, batch=batch, context=context, fmt=fmt,
+        kv_bytes_per_element=kv_bytes_per_element)
+    return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=weights, kv_bytes=kv,
+                    flops=flops, memory_s=memory_s, compute_s=compute_s, fixed_s=profile.fixed_time_s)
+
+
+def pass_costs(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch, context,
+               fmt: WeightFormat = BF16, kv_bytes_per_element: float = 2):
+    """(weight bytes read, KV bytes, FLOPs, memory s, compute s) of one pass; inputs unchecked.
+
+    Plain arithmetic, so rows, batch and context may be numbers or numpy arrays (broadcast);
+    `step_time` (scalars) and `roofline_array.step_times` (arrays) validate, then call this.
+    """
     p = param_counts(model)
-    per_seq = rows / batch
-    flops = rows * 2 * p.gemm_active
+    flops = rows * (2 * p.gemm_active)
     kv = 0.0
     if profile.count_kv:
-        kv_token = kv_bytes_per_token(model, kv_bytes_per_element)
-        kv = (batch * context + rows) * kv_token  # read the cache, write the new rows' K/V
+        kv = (batch * context + rows) * kv_bytes_per_token(model, kv_bytes_per_element)  # read cache, write new K/V
+        per_seq = rows / batch
         pairs = per_seq * context + per_seq * (per_seq + 1) / 2
-        flops += batch * pairs * attention_flops_per_context_token(model)
+        flops = flops + batch * pairs * attention_flops_per_context_token(model)
     weights = weight_bytes_read(model, profile, rows, fmt)
-    return StepTime(
-        rows=rows, batch=batch, context=context,
-        weight_bytes_read=weights, kv_bytes=kv, flops=flops,
-        memory_s=(weights + kv) / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency),
-        compute_s=flops / (gpu.bf16_flops_per_s * profile.compute_efficiency),
-        fixed_s=profile.fixed_time_s,
-    )
+    memory_s = (weights + kv) / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency)
+    compute_s = flops / (gpu.bf16_flops_per_s * profile.compute_efficiency)
+    return weights, kv, flops, memory_s, compute_s
 
 
 def ridge_point(gpu: Accelerator, profile: Profile) -> float:
@@ -121,7 +130,7 @@ def ridge_point(gpu: Accelerator, profile: Profile) -> float:
             / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency))
 
 
-def _first_crossing(f, low: float, high: float) -> float:
+def first_crossing(f, low: float, high: float) -> float:
     """Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect."""
     if f(low) >= 0:
         return low
@@ -157,7 +166,7 @@ def critical_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch
         t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, fmt=fmt)
         return t.compute_s - t.memory_s
 
-    return _first_crossing(gap, float(batch), 1e12)
+    return first_crossing(gap, float(batch), 1e12)
 
 
 def critical_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *,
@@ -175,4 +184,4 @@ def critical_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *,
                       context=context, fmt=fmt)
         return t.compute_s - t.memory_s
 
-    return _first_crossing(gap, 1.0, 1e12)
+    return first_crossing(gap, 1.0, 1e12)

@@ -1,0 +1,189 @@
+"""Speculative decoding at batch B on the roofline: verification is free only below the ridge.
+
+One round of a batch of B sequences costs gamma draft steps plus one target pass over
+B (gamma + 1) rows (seed 002 §2.4, seed 000 §9):
+
+    round    = gamma * t_draft(B) + T(B (gamma + 1))
+    speedup  = E * T(B) / round,        E = (1 - alpha^(gamma+1)) / (1 - alpha)
+
+t_draft is `c * T(B)` (the article) or a draft model's own roofline time (the lecture:
+Llama-3.2-1B drafting for Llama-3.1-8B, c = 0.186 at batch 1). T(B (gamma + 1)) equals T(B)
+until the pass turns compute-bound, at about ridge / (gamma + 1) sequences (article: 295 / 5 ~ 60;
+W4A16 weights: ridge / (4 x 5) ~ 15). A MoE target reads more experts to verify gamma + 1 rows
+than to decode one, so its speedup falls below a dense model's of the same active size.
+Everything broadcasts over alpha, gamma, c and batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from llm_cost.arrays import checked
+from llm_cost.counts import param_counts
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.roofline import first_crossing, critical_batch, ridge_point
+from llm_cost.roofline_array import step_times
+from llm_cost.speculative import TIE_RTOL, _alpha, _cost, _expected, _gamma
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+
+
+@dataclass(frozen=True)
+class RooflineSpeedup:
+    """Speculative decoding at batch B, element-wise over the broadcast inputs (seconds, ratios)."""
+
+    alpha: np.ndarray
+    gamma: np.ndarray
+    batch: np.ndarray
+    c: np.ndarray  # draft step over target step: as given, or the draft model's own ratio
+    expected_tokens: np.ndarray
+    base_s: np.ndarray  # T(B): one plain decode step
+    verify_s: np.ndarray  # T(B (gamma + 1)): one verification pass
+    draft_s: np.ndarray  # one draft step
+    round_s: np.ndarray  # gamma draft steps + one verification
+    speedup: np.ndarray
+    verify_compute_bound: np.ndarray
+
+    @property
+    def verify_over_base(self) -> np.ndarray:
+        return self.verify_s / self.base_s
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        """Generated tokens per second across the batch: B E / round."""
+        return self.batch * self.expected_tokens / self.round_s
+
+
+def roofline_speedup(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, gamma,
+                     batch=1, c=None, draft: ModelSpec | None = None,
+                     draft_profile: Profile | None = None, context=0, fmt: WeightFormat = BF16,
+                     draft_fmt: WeightFormat = BF16) -> RooflineSpeedup:
+    """Speedup of speculative decoding over plain decoding at batch B, from the time model.
+
+    Give the draft cost as `c` (t_draft = c T(B), the article) or as a `draft` model timed on
+    the same GPU with `draft_profile` (default: `profile`). Seed 002 table (alpha 0.8,
+    gamma 4, c 0.1, Llama-3-8B, H100): B = 64 -> 2.38 at peak, 1.61 at 60% MFU.
+    """
+    if (c is None) == (draft is None):
+        raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)")
+    a, g = _alpha(alpha), _gamma(gamma)
+    b = checked("batch", batch, low=1)
+    base = step_times(target, gpu, profile, rows=b, batch=b, context=context, fmt=fmt)
+    verify = step_times(target, gpu, profile, rows=b * (g + 1), batch=b, context=context, fmt=fmt)
+    base_s, verify_s = base.total_s, verify.total_s
+    if draft is None:
+        c = _cost("c", c)
+        draft_s = c * base_s
+    else:
+        own = step_times(draft, gpu, draft_profile or profile, rows=b, batch=b, context=context,
+                         fmt=draft_fmt)
+        draft_s = own.total_s
+        c = draft_s / base_s
+    e = _expected(a, g)
+    round_s = g * draft_s + verify_s
+    out = np.broadcast_arrays(a, g, b, c, e, base_s, verify_s, draft_s, round_s,
+                              e * base_s / round_s, verify.compute_bound)
+    return RooflineSpeedup(*out)
+
+
+def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, batch=1,
+               gamma_max: int = 16, **kwargs) -> RooflineSpeedup:
+    """The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.
+
+    Exhaustive over gamma (a MoE target or the ridge can bend the curve), ties to the smaller
+    gamma; gamma 0 means plain decoding (speedup 1). Seed 000 §9.2: batch 512, context 512,
+    alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
+    """
+    check_number("gamma_max", gamma_max, low=0, integer=True)
+    a, b = _alpha(alpha), checked("batch", batch, low=1)
+    c = kwargs.get("c")
+    ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(kwargs.get("context", 0)))
+    gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)
+    every = roofline_speedup(target, gpu, profile, alpha=a, gamma=gammas, batch=b, **kwargs)
+    top = every.speedup.max(axis=0)
+    pick = np.argmax(every.speedup >= top * (1 - TIE_RTOL), axis=0)[None]  # smallest near-best gamma
+    return RooflineSpeedup(**{f.name: np.take_along_axis(getattr(every, f.name), pick, 0)[0]
+                              for f in fields(RooflineSpeedup)})
+
+
+@dataclass(frozen=True)
+class TurningBatch:
+    """Where verifying gamma drafts stops being free.
+
+    `batch`: the exact batch at which the verification pass over B (gamma + 1) rows turns
+    compute-bound. `ridge_estimate`: the seeds' rule ridge / (compression (gamma + 1)), with
+    compression = 16 / bits of the weight format (4 for INT4: seed 002's ridge / (4 x 5) ~ 15).
+    """
+
+    gamma: int
+    batch: float
+    ridge_estimate: float
+
+
+def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
+                  context: float = 0, fmt: WeightFormat = BF16) -> TurningBatch:
+    """Turning batch of a chain of `gamma` drafts (seed 002 §2.4: 295 / 5 ~ 60; 60% MFU: ~35)."""
+    check_number("gamma", gamma, low=0, integer=True)
+    exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, fmt=fmt)
+    compression = 16 / fmt.bits
+    return TurningBatch(gamma=int(gamma), batch=exact,
+                        ridge_estimate=ridge_point(gpu, profile) / (compression * (gamma + 1)))
+
+
+def break_even_batch(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha: float,
+                     gamma: int, batch_max: float = 1e7, **kwargs) -> float:
+    """Smallest batch at which the roofline speedup falls to 1 or below (inf if never).
+
+    Seed 002 self-test 1: at alpha 0.8, gamma 4, c 0.1 it lies between B = 128 (1.39x) and
+    B = 256 (0.76x): the round costs more than E plain steps once T(B (gamma+1)) > (E - gamma c) T(B).
+    """
+    check_number("alpha", alpha, low=0, high=1)
+    check_number("gamma", gamma, low=0, integer=True)
+
+    def loss(b: float) -> float:
+        r = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gamma, batch=b, **kwargs)
+        return 1.0 - float(r.speedup)
+
+    return first_crossing(loss, 1.0, batch_max)
+
+
+def dense_twin(model: ModelSpec) -> ModelSpec:
+    """A dense model with the MoE's active size: same attention, one MLP as wide as the active part.
+
+    Its MLP width is the active MLP parameters (dense layers, shared and top-k routed experts,
+    routers) spread evenly over the layers, so its active parameters match to within one
+    rounding of the width (Mixtral 8x7B: 2 x 14336 + the router). A dense model is its own twin.
+    """
+    if model.moe is None:
+        return model
+    p = param_counts(model)
+    moe = model.moe
+    per_moe_layer = (p.shared_experts_per_layer + moe.experts_per_token * p.expert_params
+                     + p.router_per_layer)
+    active_mlp = p.num_dense_layers * p.dense_mlp_per_layer + p.num_moe_layers * per_moe_layer
+    matrices = 3 if model.mlp_kind == "gated" else 2
+    width = round(active_mlp / (model.num_layers * matrices * model.hidden_size))
+    return replace(model, name=f"{model.name} dense twin", intermediate_size=width, moe=None,
+                   mlp_bias=False)
+
+
+@dataclass(frozen=True)
+class MoeVsDense:
+    """A MoE target's speculative speedup next to its dense twin's (same active parameters)."""
+
+    moe: RooflineSpeedup
+    dense: RooflineSpeedup
+    dense_model: ModelSpec
+
+
+def moe_vs_dense(target: ModelSpec, gpu: Accelerator, profile: Profile, **kwargs) -> MoeVsDense:
+    """`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
+
+    Verifying gamma + 1 rows per sequence touches up to gamma + 1 times as many experts
+    (seed 000 §9.3: EAGLE gets only 1.5x on Mixtral 8x7B), so the MoE's verification is not
+    free even at batch 1 and its speedup is lower.
+    """
+    twin = dense_twin(target)
+    return MoeVsDense(moe=roofline_speedup(target, gpu, profile, **kwargs),
+                      dense=roofline_speedup(twin, gpu, profile, **kwargs), dense_model=twin)
