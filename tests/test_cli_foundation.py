@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from llm_cost.cli import app
 from llm_cost import __version__
 
 runner = CliRunner()

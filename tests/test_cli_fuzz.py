@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from cli import app
+from llm_cost.cli import app
 
 runner = CliRunner()
 GROUP = get_command(app)

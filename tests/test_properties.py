@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from typer.testing import CliRunner
 
-from cli import app
+from llm_cost.cli import app
 from llm_cost import invariants
 from llm_cost.catalog import catalog_names, load_accelerator, load_model
 from llm_cost.invariants import Invariant, all_invariants, run

@@ -1,0 +1,1 @@
+"""The CLI's command modules, one per area; the root cli.py assembles them into `app`."""

@@ -1,0 +1,108 @@
+"""The Typer app, its error handling, and the options every command shares.
+
+Command modules beside this one register on `app` with `command`; `cli.py` imports them.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from llm_cost import __version__
+from llm_cost.errors import LlmCostError
+from llm_cost.render import FORMATS
+
+try:  # typer >= 0.26 vendors click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer depends on click
+    from click.exceptions import ClickException
+
+EXIT_BAD_INPUT = 2
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (a bad number, an unknown option) as one line on stderr, exit 2, no usage dump."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except ClickException as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # bare `llm-cost`: the help, not an error
+                typer.echo(err.format_message())
+                sys.exit(0)
+            typer.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    name="llm-cost",
+    help="What LLM inference costs on an accelerator: roofline time, bytes, capacity, "
+         "batching and speculative decoding. SI inside; GB = 1e9 bytes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# ---- shared options -------------------------------------------------------------------------
+
+Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json or csv.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
+GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
+Preset = Annotated[str, typer.Option(help="Efficiency profile: article, lecture or lecture-draft.")]
+Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
+BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]
+FixedMs = Annotated[Optional[float], typer.Option("--fixed-ms", help="Fixed time per forward pass in ms, overrides the preset.")]
+ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
+                                                 help="Count the input embedding table as read.")]
+KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
+Weights = Annotated[str, typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8.")]
+
+
+def command(*names, **kwargs):
+    """Register a command whose library errors become one line on stderr and exit code 2."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def run(*args, **kw):
+            try:
+                return fn(*args, **kw)
+            except LlmCostError as err:
+                typer.echo(f"Error: {err}", err=True)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+
+        return app.command(*names, **kwargs)(run)
+
+    return decorate
+
+
+def emit(rows, columns, fmt: str, **kwargs) -> None:
+    from llm_cost.options import choose
+    from llm_cost.render import render
+
+    render(rows, columns, choose("--format", fmt, FORMATS), **kwargs)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"llm-cost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """What LLM inference costs on an accelerator. SI inside; GB = 1e9 bytes."""

@@ -1,0 +1,111 @@
+"""Commands over the foundation: `model` (counts), `roofline` (T(m)), `catalog`."""
+
+from __future__ import annotations
+
+from typing import Annotated, List
+
+import typer
+
+from llm_cost.commands.base import (
+    BwEff,
+    FixedMs,
+    Format,
+    GpuOpt,
+    KvOpt,
+    Mfu,
+    ModelOpt,
+    Preset,
+    ReadEmb,
+    Weights,
+    command,
+    emit,
+)
+from llm_cost.render import Column, fixed
+
+# ---- model ----------------------------------------------------------------------------------
+
+MODEL_COLUMNS = [
+    Column("name", "model"),
+    Column("params_total", "params (B)", fixed(2, 1e9)),
+    Column("params_active", "active (B)", fixed(2, 1e9)),
+    Column("weight_bytes_bf16", "BF16 (GB)", fixed(2, 1e9)),
+    Column("bits_int4", "INT4 bits", fixed(2)),
+    Column("weight_bytes_int4", "INT4 (GB)", fixed(2, 1e9)),
+    Column("kv_bytes_per_token", "KV/token (KB)", fixed(1, 1e3)),
+    Column("flops_per_token", "FLOPs/token (G)", fixed(2, 1e9)),
+    Column("lora_params_attn", "LoRA attn (M)", fixed(2, 1e6)),
+    Column("lora_params_all", "LoRA all (M)", fixed(2, 1e6)),
+]
+
+
+@command("model", epilog="Example: llm-cost model llama-3-8b llama-3-70b --format json")
+def model_cmd(
+    names: Annotated[List[str], typer.Argument(help="Catalog names or paths to config.json files.")],
+    context: Annotated[int, typer.Option(help="Cached tokens each token attends to, for FLOPs/token.")] = 0,
+    lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank for the adapter counts.")] = 16,
+    kv_bytes: Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8).")] = 2.0,
+    fmt: Format = "table",
+) -> None:
+    """Parameters, weight bytes (BF16, INT4 g128), KV bytes and FLOPs per token of models."""
+    from llm_cost.catalog import load_model
+    from llm_cost.report import model_row
+
+    rows = [model_row(load_model(n), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
+            for n in names]
+    emit(rows, MODEL_COLUMNS, fmt, title="Model counts (GB = 1e9 bytes)")
+
+# ---- roofline -------------------------------------------------------------------------------
+
+ROOFLINE_COLUMNS = [
+    Column("rows", "rows"),
+    Column("batch", "batch"),
+    Column("context", "context"),
+    Column("memory_time_s", "memory (ms)", fixed(3, 1e-3)),
+    Column("compute_time_s", "compute (ms)", fixed(3, 1e-3)),
+    Column("fixed_time_s", "fixed (ms)", fixed(3, 1e-3)),
+    Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
+    Column("bound", "bound"),
+]
+
+
+@command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
+                            "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
+def roofline_cmd(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    rows: Annotated[List[int], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable).")] = [1],  # noqa: B006
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences the rows come from.")] = 1,
+    context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
+    preset: Preset = "article",
+    mfu: Mfu = None,
+    bw_eff: BwEff = None,
+    fixed_ms: FixedMs = None,
+    read_embedding: ReadEmb = None,
+    kv: KvOpt = None,
+    weights: Weights = "bf16",
+    fmt: Format = "table",
+) -> None:
+    """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows."""
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.report import roofline_rows
+
+    spec, acc = load_model(model), load_accelerator(gpu)
+    prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
+                           read_embedding=read_embedding, kv=kv)
+    fmt_w = options.weight_format(weights)
+    result, caption = roofline_rows(spec, acc, prof, rows=rows, batch=batch, context=context, fmt=fmt_w)
+    emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
+         title=f"{spec.name} on {acc.name}, {weights}, preset {prof.name}")
+
+# ---- catalog --------------------------------------------------------------------------------
+
+@command("catalog", epilog="Example: llm-cost catalog --format json")
+def catalog_cmd(fmt: Format = "table") -> None:
+    """The models and accelerators that ship with llm-cost, by the names the options take."""
+    from llm_cost.catalog import catalog_names, load_accelerator, load_model
+
+    rows = [{"kind": "model", "name": n, "source": load_model(n).source} for n in catalog_names("models")]
+    rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source} for n in catalog_names("hardware")]
+    emit(rows, [Column("kind", "kind"), Column("name", "name"), Column("source", "source")], fmt,
+         title="Catalog")

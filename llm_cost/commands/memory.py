@@ -1,0 +1,210 @@
+"""Commands for KV memory and scheduling: `capacity`, `waste`, `batching`."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.base import (
+    Format,
+    Preset,
+    Weights,
+    command,
+    emit,
+)
+from llm_cost.commands.progress import SweepProgress
+from llm_cost.render import Column, fixed
+
+# ---- memory and batching --------------------------------------------------------------------
+
+MemModel = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
+MemGpu = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
+Reserve = Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")]
+MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
+KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
+Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
+Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
+Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
+
+CAPACITY_COLUMNS = [
+    Column("model", "model"),
+    Column("gpu", "gpu"),
+    Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
+    Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
+    Column("shortfall_bytes", "short (GB)", fixed(2, 1e9)),
+    Column("kv_bytes_per_token", "KV/token (KB)", fixed(1, 1e3)),
+    Column("kv_tokens", "KV tokens", fixed(0)),
+    Column("requests_max_len", "reqs @ max len", fixed(0)),
+    Column("requests_declared", "reqs @ prompt+max_gen", fixed(0)),
+    Column("requests_none", "reqs @ no reservation", fixed(0)),
+]
+
+
+@command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
+                            "--prompt 272 --max-gen 512 --gen 64.5")
+def capacity_cmd(
+    model: MemModel = "gpt-3-13b",
+    gpu: MemGpu = "a100-40gb",
+    reserve: Reserve = 0.1,
+    prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
+    max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
+    gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
+    max_len: MaxLen = None,
+    weights: Weights = "bf16",
+    kv_bytes: Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8).")] = 2.0,
+    fmt: Format = "table",
+) -> None:
+    """KV tokens that fit beside the weights, and requests that fit per reservation policy."""
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.memory_report import capacity_row
+
+    spec, acc = load_model(model), load_accelerator(gpu)
+    row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
+                       fmt=options.weight_format(weights), kv_bytes_per_element=kv_bytes)
+    caption = (f"{reserve:.0%} of memory held back; requests reserve {row['max_len']} tokens, "
+               f"{prompt:g} + {max_gen:g}, or grow to {prompt:g} + {row['gen']:g}")
+    if row["shortfall_bytes"]:
+        caption = f"the weights do not fit: {row['shortfall_bytes'] / 1e9:.2f} GB short; " + caption
+    emit([row], CAPACITY_COLUMNS, fmt, title=f"KV capacity, {weights} weights (GB = 1e9 bytes)",
+         caption=caption)
+
+
+WASTE_COLUMNS = [
+    Column("batch", "batch"),
+    Column("prompt_max", "longest prompt"),
+    Column("output_max", "longest output"),
+    Column("positions_computed", "computed", fixed(0)),
+    Column("positions_needed", "needed", fixed(0)),
+    Column("positions_wasted", "wasted", fixed(0)),
+    Column("waste_fraction", "waste (%)", fixed(1, 0.01)),
+]
+WASTE_SIM_COLUMNS = [
+    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
+    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
+    Column("mean_batch", "mean batch", fixed(2)),
+    Column("positions_computed", "computed", fixed(0)),
+    Column("positions_needed", "needed", fixed(0)),
+    Column("waste_fraction", "waste (%)", fixed(1, 0.01)),
+]
+
+
+@command("waste", epilog="Example: llm-cost waste --prompt 100 --prompt 300 --prompt 200 --output 10 "
+                         "--output 50 --output 30 (exercise 1, the default); llm-cost waste --rate 0.5 --rate 2")
+def waste_cmd(
+    prompt: Annotated[Optional[List[int]], typer.Option(help="Prompt tokens of one request of the batch (repeatable).")] = None,
+    output: Annotated[Optional[List[int]], typer.Option(help="Generated tokens of that request (repeatable, same order).")] = None,
+    rate: Rates = None,
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level server.")] = 8,
+    requests: Requests = 2000,
+    seed: Seed = 0,
+    model: MemModel = "gpt-3-13b",
+    gpu: MemGpu = "a100-40gb",
+    preset: Preset = "lecture",
+    reserve: Reserve = 0.1,
+    fmt: Format = "table",
+) -> None:
+    """Request-level padding: token positions computed vs needed, for one batch or a simulated load."""
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.memory_report import waste_row
+
+    if not rate:
+        prompts, outputs = (prompt, output) if prompt or output else ([100, 300, 200], [10, 50, 30])
+        emit([waste_row(prompts, outputs)], WASTE_COLUMNS, fmt,
+             title="Request-level batch: prompts padded to the longest, rows run to the longest output")
+        return
+    if prompt or output:
+        raise InvalidValueError("--rate simulates Orca's workload; give it without --prompt and --output")
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.memory_report import batching_rows, waste_sim_row
+    from llm_cost.server import Server
+    from llm_cost.workload import poisson_workload
+
+    server = Server.from_specs(load_model(model), load_accelerator(gpu), options.profile(preset), reserve=reserve)
+    wl = poisson_workload(requests, rate[0], seed=seed)
+    with SweepProgress("simulating") as progress:
+        _, results = batching_rows(wl, server, scheduler="request", max_batch=max_batch, rates=rate,
+                                   on_step=progress)
+    emit([waste_sim_row(r) for r in results], WASTE_SIM_COLUMNS, fmt,
+         title=f"Request-level batching, max batch {max_batch}: {server.description}",
+         caption=f"{requests} requests, {wl.description}, seed {seed}")
+
+
+BATCHING_COLUMNS = [
+    Column("scheduler", "scheduler"),
+    Column("max_batch", "max batch"),
+    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
+    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
+    Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
+    Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
+    Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
+    Column("kv_reserved_over_written", "reserved/written", fixed(2)),
+    Column("mean_batch", "mean batch", fixed(1)),
+    Column("finished", "finished"),
+    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
+]
+
+
+@command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "
+                            "--requests 2000 --seed 0; search: llm-cost batching --scheduler request "
+                            "--max-batch 8 --slo-ms 45")
+def batching_cmd(
+    scheduler: Annotated[str, typer.Option(help="request (whole batches, max-length reservation), iteration "
+                                                "(Orca: FCFS, declared reservation) or none (no reservation).")] = "iteration",
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Most requests in a batch or an iteration.")] = 32,
+    rate: Rates = None,
+    requests: Requests = 2000,
+    seed: Seed = 0,
+    slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
+    slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90.")] = "median",
+    prompt_len: Annotated[Optional[int], typer.Option("--prompt-len", help="Fixed prompt length (default U(32, 512)).")] = None,
+    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Fixed output length (default U(1, 128)).")] = None,
+    max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
+    reservation: Annotated[Optional[str], typer.Option(help="iteration only: declared (default) or max_len.")] = None,
+    kv_tokens: KvTokens = None,
+    max_len: MaxLen = None,
+    model: MemModel = "gpt-3-13b",
+    gpu: MemGpu = "a100-40gb",
+    preset: Preset = "lecture",
+    reserve: Reserve = 0.1,
+    weights: Weights = "bf16",
+    fmt: Format = "table",
+) -> None:
+    """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use."""
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.memory_report import batching_rows, search_row
+    from llm_cost.server import Server
+    from llm_cost.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
+
+    if bool(rate) == (slo_ms is not None):
+        raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
+    server = Server.from_specs(load_model(model), load_accelerator(gpu), options.profile(preset),
+                               reserve=reserve, fmt=options.weight_format(weights), kv_tokens=kv_tokens,
+                               max_len=max_len)
+    wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
+                          prompt=ORCA_PROMPT if prompt_len is None else prompt_len,
+                          output=ORCA_OUTPUT if output_len is None else output_len, max_gen=max_gen)
+    title = f"{server.description}, KV {server.kv_capacity_tokens:,} tokens"
+    caption = f"{requests} requests, {wl.description}, seed {seed}"
+    if slo_ms is not None:
+        with SweepProgress("searching the rate") as progress:
+            row, found = search_row(wl, server, scheduler=scheduler, max_batch=max_batch, slo_s=slo_ms * 1e-3,
+                                    statistic=slo_stat, reservation=reservation, on_step=progress)
+        rows = [row]
+        caption += (f"; highest rate with {slo_stat} per-token latency <= {slo_ms:g} ms: "
+                    f"{found.rate_req_per_s:.2f} req/s (unloaded {slo_stat} {found.unloaded_s * 1e3:.1f} ms, "
+                    f"saturated {found.saturated_req_per_s:.2f} req/s, {found.evaluations} simulations)")
+        results = [found.result] if found.result else []
+    else:
+        with SweepProgress("simulating") as progress:
+            rows, results = batching_rows(wl, server, scheduler=scheduler, max_batch=max_batch, rates=rate,
+                                          reservation=reservation, on_step=progress)
+    for r in results:
+        if r.deadlock is not None:
+            caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
+    emit(rows, BATCHING_COLUMNS, fmt, title=title, caption=caption)

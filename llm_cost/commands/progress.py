@@ -1,0 +1,47 @@
+"""A Rich progress bar for sweeps of simulations, shown only on a terminal and only when slow."""
+
+from __future__ import annotations
+
+
+class SweepProgress:
+    """A Rich progress bar on stderr for a sweep of simulations that runs longer than a second.
+
+    Called after each step with (done, total); it stays hidden while the sweep looks short.
+    """
+
+    def __init__(self, label: str, console=None) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self._start = self._clock()
+        self._label, self._console = label, console
+        self._bar = self._task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        elapsed = self._clock() - self._start
+        if self._bar is None:
+            if elapsed < 1.0 and elapsed / max(done, 1) * total < 1.0:
+                return
+            from rich.console import Console
+            from rich.progress import Progress
+
+            console = self._console or Console(stderr=True)
+            if not console.is_terminal:  # piped or captured: no bar, not even a blank line
+                self._bar = False
+                return
+            self._bar = Progress(console=console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self._label, total=total)
+        if self._bar:
+            self._bar.update(self._task, completed=done, total=total)
+
+    @property
+    def shown(self) -> bool:
+        return bool(self._bar)
+
+    def __enter__(self) -> "SweepProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar:
+            self._bar.stop()

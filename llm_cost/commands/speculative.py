@@ -1,0 +1,149 @@
+"""Commands for speculative decoding: `spec`, `gamma`, `tree`, `leviathan`."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.base import (
+    BwEff,
+    Format,
+    GpuOpt,
+    ModelOpt,
+    Preset,
+    Weights,
+    command,
+    emit,
+)
+from llm_cost.render import Column, fixed
+
+# ---- speculative decoding -------------------------------------------------------------------
+
+Alphas = Annotated[List[float], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable).")]
+Gammas = Annotated[List[int], typer.Option("--gamma", help="Draft tokens per round, >= 0 (repeatable).")]
+Batches = Annotated[List[int], typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable).")]
+Mfus = Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1] (repeatable; default: the preset's and 0.6).")]
+Context = Annotated[int, typer.Option(help="Cached tokens per sequence.")]
+
+
+SPEC_COLUMNS = [
+    Column("batch", "batch"),
+    Column("alpha", "alpha", fixed(2)),
+    Column("gamma", "gamma"),
+    Column("c", "c", fixed(3)),
+    Column("mfu", "MFU", fixed(2)),
+    Column("expected_tokens", "E tokens", fixed(2)),
+    Column("base_step_s", "T(B) (ms)", fixed(3, 1e-3)),
+    Column("verify_step_s", "T(B(g+1)) (ms)", fixed(3, 1e-3)),
+    Column("verify_over_base", "verify/base", fixed(2)),
+    Column("speedup", "speedup", fixed(2)),
+    Column("gamma_opt", "best gamma"),
+    Column("speedup_opt", "best speedup", fixed(2)),
+]
+
+
+@command("spec", epilog="Example: llm-cost spec --alpha 0.8 --gamma 4 --batch 1 --batch 64 --batch 128; "
+                        "with a draft model: llm-cost spec --model llama-3.1-8b --draft llama-3.2-1b "
+                        "--preset lecture --context 1024")
+def spec_cmd(
+    alpha: Alphas = [0.8],  # noqa: B006
+    gamma: Gammas = [4],  # noqa: B006
+    batch: Batches = [1],  # noqa: B006
+    c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable; default 0.1).")] = None,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model (name or config.json): c from its own roofline time.")] = None,
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    preset: Preset = "article",
+    draft_preset: Annotated[Optional[str], typer.Option("--draft-preset", help="Draft's profile (default: lecture-draft with --preset lecture, else the same).")] = None,
+    mfu: Mfus = None,
+    bw_eff: BwEff = None,
+    context: Context = 0,
+    weights: Weights = "bf16",
+    gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma the best-gamma search tries.")] = 16,
+    fmt: Format = "table",
+) -> None:
+    """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1)))."""
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.spec_report import spec_rows
+
+    target, acc = load_model(model), load_accelerator(gpu)
+    draft_spec = load_model(draft) if draft is not None else None
+    rows, caption = spec_rows(target, acc, alphas=alpha, gammas=gamma, batches=batch, cs=c, draft=draft_spec,
+                              preset=preset, draft_preset=draft_preset, mfus=mfu, bw_eff=bw_eff,
+                              context=context, fmt=options.weight_format(weights), gamma_max=gamma_max)
+    columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
+                              if target.is_moe else [])
+    drafted = f", draft {draft_spec.name}" if draft_spec else ""
+    emit(rows, columns, fmt, caption=caption,
+         title=f"Speculative decoding: {target.name} on {acc.name}, {weights}, preset {preset}{drafted}")
+
+
+@command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")
+def gamma_cmd(
+    alpha: Alphas = [0.5, 0.6, 0.7, 0.8, 0.9],  # noqa: B006
+    c: Annotated[List[float], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable).")] = [0.01, 0.05, 0.1, 0.2],  # noqa: B006
+    gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma searched.")] = 64,
+    fmt: Format = "table",
+) -> None:
+    """Optimal integer gamma of E / (gamma c + 1) for each alpha and c (verification free)."""
+    from llm_cost.spec_report import gamma_rows
+
+    emit(gamma_rows(alphas=alpha, cs=c, gamma_max=gamma_max), [
+        Column("alpha", "alpha", fixed(2)), Column("c", "c", fixed(3)),
+        Column("gamma_opt", "best gamma"), Column("speedup", "speedup", fixed(2)),
+        Column("expected_tokens", "E tokens", fixed(2)), Column("gamma1_speedup", "gamma=1 bound", fixed(2)),
+        Column("gamma_capped", "capped"),
+    ], fmt, title="Optimal gamma (Leviathan Theorem 3.8)",
+        caption=f"gamma 0 = do not speculate (alpha <= c); capped = still rising at --gamma-max {gamma_max}")
+
+
+@command("tree", epilog="Example: llm-cost tree --widths 1,1,1,1 --widths 4,2,2,1 --widths 8,4,2,1 "
+                        "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
+def tree_cmd(
+    widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
+    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = "1:0.44,2:0.64,4:0.79,8:0.91",
+    batch: Batches = [1],  # noqa: B006
+    c: Annotated[float, typer.Option("--c", help="One draft level's cost over a target step, >= 0.")] = 0.05,
+    model: ModelOpt = "llama-3.1-8b",
+    gpu: GpuOpt = "h100-sxm",
+    preset: Preset = "lecture",
+    context: Context = 1024,
+    weights: Weights = "bf16",
+    fmt: Format = "table",
+) -> None:
+    """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain."""
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.spec_report import parse_hits, parse_widths, tree_rows
+
+    spec, acc = load_model(model), load_accelerator(gpu)
+    rows = tree_rows(spec, acc, options.profile(preset), widths_list=[parse_widths(w) for w in widths],
+                     hits=parse_hits(hits), batches=batch, c=c, context=context,
+                     fmt=options.weight_format(weights))
+    emit(rows, [
+        Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
+        Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),
+        Column("verify_over_base", "verify/base", fixed(2)), Column("speedup", "speedup", fixed(2)),
+        Column("chain_speedup", "chain (same depth)", fixed(2)),
+    ], fmt, title=f"Token trees: {spec.name} on {acc.name}, preset {preset}, context {context}, c {c:g} per level")
+
+
+@command("leviathan", epilog="Example: llm-cost leviathan --alpha 0.7 --gamma 3 --alpha 0.8 --gamma 4 --c-hat 0.1")
+def leviathan_cmd(
+    alpha: Alphas = [0.8],  # noqa: B006
+    gamma: Gammas = [4],  # noqa: B006
+    c: Annotated[List[float], typer.Option("--c", help="Draft step over target step (one, or one per pair).")] = [0.0],  # noqa: B006
+    c_hat: Annotated[List[float], typer.Option("--c-hat", help="Draft arithmetic over target's (one, or one per pair).")] = [0.0],  # noqa: B006
+    fmt: Format = "table",
+) -> None:
+    """Leviathan's closed forms per (alpha, gamma) pair: E[tokens], speedup, operations factor."""
+    from llm_cost.spec_report import leviathan_rows
+
+    emit(leviathan_rows(alphas=alpha, gammas=gamma, cs=c, c_hats=c_hat), [
+        Column("alpha", "alpha", fixed(3)), Column("gamma", "gamma"), Column("c", "c", fixed(3)),
+        Column("c_hat", "c_hat", fixed(3)), Column("expected_tokens", "E tokens", fixed(3)),
+        Column("speedup", "speedup", fixed(3)), Column("ops_factor", "ops factor", fixed(3)),
+        Column("weight_reads_per_token", "weight reads/token", fixed(3)),
+    ], fmt, title="Leviathan et al. 2023: Eq. 1, Theorems 3.8 and 3.11")
