@@ -3,23 +3,46 @@
 Thin by design: every number comes from `llm_cost`. The Typer app and the shared options live in
 `llm_cost/commands/base.py`; each area's commands in a module beside it. Heavy imports (numpy,
 matplotlib, hypothesis) happen inside the commands that need them.
+
+Startup is paid on every run, so `main` imports only the module of the command being run (Typer
+inspects every registered command's signature before it dispatches). `app`, as imported by tests
+or other code, has every command.
 """
 
 from __future__ import annotations
 
-# Importing a command module registers its commands, in this order in --help.
-from llm_cost.commands import foundation  # noqa: F401  isort: skip
-from llm_cost.commands import memory  # noqa: F401  isort: skip
-from llm_cost.commands import speculative  # noqa: F401  isort: skip
-from llm_cost.commands import check  # noqa: F401  isort: skip
-from llm_cost.commands.base import app
+import importlib
+import sys
 
-__all__ = ["app", "main"]
+# Command -> the module under llm_cost/commands that defines it. A new command adds its line here.
+COMMAND_MODULES = {
+    "model": "foundation", "roofline": "foundation", "catalog": "foundation",
+    "capacity": "memory", "waste": "memory", "batching": "memory",
+    "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
+    "check": "check",
+}
+MODULE_ORDER = ("foundation", "memory", "speculative", "check")  # the order of --help
 
 
-def main() -> None:
+def _register(modules) -> object:
+    for name in modules:
+        importlib.import_module(f"llm_cost.commands.{name}")
+    return importlib.import_module("llm_cost.commands.base").app
+
+
+def __getattr__(name: str):
+    if name == "app":  # `from llm_cost.cli import app`: the whole app
+        return _register(MODULE_ORDER)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: list[str] | None = None) -> None:
     """Entry point of the `llm-cost` script."""
-    app()
+    args = sys.argv[1:] if argv is None else argv
+    first = next((a for a in args if not a.startswith("-")), None)
+    module = COMMAND_MODULES.get(first)
+    app = _register([module] if module else MODULE_ORDER)
+    app(args=args)
 
 
 if __name__ == "__main__":

@@ -104,3 +104,27 @@ def test_catalog_lists_sources():
     rows = json.loads(run("catalog", "-f", "json").output)
     assert {"h100-sxm", "llama-3-8b"} <= {r["name"] for r in rows}
     assert all(r["source"] for r in rows)
+
+
+def test_every_command_is_mapped_to_its_module():
+    # main() imports only the invoked command's module, so the map must be complete and right
+    from llm_cost import cli
+
+    registered = {info.name: info.callback.__module__ for info in cli.app.registered_commands}
+    assert set(registered) == set(cli.COMMAND_MODULES)
+    for name, module in registered.items():
+        assert module == f"llm_cost.commands.{cli.COMMAND_MODULES[name]}", name
+
+
+def test_main_runs_one_command_module_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "llm_cost.cli", "spec", "--alpha", "0.8", "--gamma", "4",
+                          "--batch", "64", "--format", "json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {round(r["speedup"], 2) for r in rows} == {2.38, 1.61}  # article table, B = 64
+    bad = subprocess.run([sys.executable, "-m", "llm_cost.cli", "spec", "--alpha", "2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--alpha" in bad.stderr
