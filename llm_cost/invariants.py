@@ -11,6 +11,7 @@ Imports hypothesis: only the `check` command and the tests import this module.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Callable
 
@@ -135,6 +136,22 @@ def _active_le_total(model, gpu):
     return prop
 
 
+def _capacity_tight(model, gpu):
+    from llm_cost.memory import kv_capacity, requests_that_fit
+
+    @given(reserve=st.floats(min_value=0.0, max_value=0.9), width=kv_widths,
+           per_request=st.floats(min_value=1.0, max_value=1e6))
+    def prop(reserve, width, per_request):
+        cap = kv_capacity(model, gpu, reserve=reserve, kv_bytes_per_element=width)
+        per = cap.kv_bytes_per_token
+        assert cap.kv_tokens * per <= cap.kv_bytes_available
+        assert (cap.kv_tokens + 1) * per > cap.kv_bytes_available
+        n = requests_that_fit(cap.kv_tokens, per_request)
+        size = Fraction(per_request)  # exact: float products round at the boundary
+        assert n * size <= cap.kv_tokens < (n + 1) * size, "n fit and n + 1 must not"
+    return prop
+
+
 FOUNDATION = [
     Invariant("t_rows_monotone", "T(m) is non-decreasing in rows", _t_rows),
     Invariant("t_batch_monotone", "T(m) is non-decreasing in batch", _t_batch),
@@ -143,12 +160,16 @@ FOUNDATION = [
     Invariant("kv_linear", "KV bytes are linear in tokens and batch", _kv_linear),
     Invariant("bytes_grow_with_bits", "quantized weight bytes grow with bits", _bytes_grow_with_bits),
     Invariant("active_le_total", "active parameters never exceed total", _active_le_total),
+    Invariant("capacity_tight", "KV tokens and requests that fit are tight: n fit, n + 1 do not",
+              _capacity_tight),
 ]
 
 
 def all_invariants() -> list[Invariant]:
-    """Every registered invariant, foundation first."""
-    return list(FOUNDATION)
+    """Every registered invariant: per-model ones first, then the formulas'."""
+    from llm_cost.invariants_formulas import FORMULAS
+
+    return list(FOUNDATION) + list(FORMULAS)
 
 
 def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: int = 50) -> CheckResult:

@@ -1,0 +1,160 @@
+"""Invariants of the model-independent formulas: speculative decoding, sampling, trees.
+
+Registered by `invariants.all_invariants`; run once per `llm-cost check`. Each hypothesis test
+pins the edge cases it must survive with `@example` (alpha 0 and 1, gamma 0 and 10^6).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from llm_cost import sampling, speculative, trees
+from llm_cost.invariants import Invariant
+
+alphas = st.floats(min_value=0.0, max_value=1.0)
+gammas = st.integers(min_value=0, max_value=10**6)
+small_gammas = st.integers(min_value=0, max_value=64)
+costs = st.floats(min_value=0.0, max_value=2.0)
+temperatures = st.one_of(st.just(0.0), st.just(1.0), st.floats(min_value=0.05, max_value=4.0))
+weights = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=2, max_size=12)
+widths = st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=6)
+hit_rates = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=4, max_size=4).map(sorted)
+
+EXACT = 1e-12  # the issue's tolerance for "returns p"
+
+
+def _pair(draw_p, draw_q):
+    """Two distributions over the same vocabulary from raw non-negative weights."""
+    n = min(len(draw_p), len(draw_q))
+    p, q = np.array(draw_p[:n]), np.array(draw_q[:n])
+    assume(p.sum() > 1e-6 and q.sum() > 1e-6)
+    return p / p.sum(), q / q.sum()
+
+
+def _expected_bounds(*_):
+    @given(alpha=alphas, gamma=gammas)
+    @example(alpha=1.0, gamma=10**6)
+    @example(alpha=0.0, gamma=0)
+    @example(alpha=1.0 - 1e-15, gamma=10**6)
+    def prop(alpha, gamma):
+        e = speculative.expected_tokens(alpha, gamma)
+        assert math.isfinite(e) and 1.0 <= e <= gamma + 1
+        assert speculative.expected_tokens(alpha, gamma + 1) >= e
+        assert speculative.expected_tokens(min(1.0, alpha + 0.01), gamma) >= e
+    return prop
+
+
+def _speedup_le_expected(*_):
+    @given(alpha=alphas, gamma=gammas, c=costs)
+    @example(alpha=1.0, gamma=10**6, c=0.0)
+    def prop(alpha, gamma, c):
+        e = speculative.expected_tokens(alpha, gamma)
+        assert speculative.speedup(alpha, gamma, 0.0) == e
+        assert speculative.speedup(alpha, gamma, c) <= e
+    return prop
+
+
+def _gamma_one_bound(*_):
+    @given(alpha=alphas, c=costs)
+    def prop(alpha, c):
+        assume(alpha > c + 1e-12)  # closer than float resolution, (1 + alpha) / (1 + c) rounds to 1
+        bound = speculative.gamma_one_speedup(alpha, c)
+        assert bound > 1.0
+        assert math.isclose(speculative.speedup(alpha, 1, c), bound, rel_tol=1e-12)
+        best = speculative.optimal_gamma(alpha, c, gamma_max=256)
+        assert float(best.speedup) >= bound * (1 - 1e-12)
+    return prop
+
+
+def _optimal_gamma(*_):
+    @given(alpha=st.floats(min_value=0.0, max_value=0.99), c=st.floats(min_value=0.001, max_value=2.0))
+    def prop(alpha, c):
+        best = speculative.optimal_gamma(alpha, c, gamma_max=1024)
+        g = int(best.gamma)
+        s = speculative.speedup(alpha, g, c)
+        for other in (g - 1, g + 1):
+            if 0 <= other <= 1024:
+                assert s >= speculative.speedup(alpha, other, c) * (1 - 1e-12), (g, other)
+    return prop
+
+
+def _ops_factor(*_):
+    @given(alpha=alphas, gamma=gammas, c_hat=costs)
+    @example(alpha=1.0, gamma=0, c_hat=0.0)
+    def prop(alpha, gamma, c_hat):
+        f = speculative.ops_factor(alpha, gamma, c_hat)
+        assert math.isfinite(f) and f >= 1.0 - 1e-12
+    return prop
+
+
+def _exact_sampling(*_):
+    @given(raw_p=weights, raw_q=weights, temperature=temperatures, k=st.integers(1, 12))
+    @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2], temperature=1.0, k=3)  # exercise 3
+    def prop(raw_p, raw_q, temperature, k):
+        p, q = _pair(raw_p, raw_q)
+        step = sampling.speculative_step(p, q, temperature=temperature, top_k=min(k, p.size))
+        assert np.max(np.abs(step.output - step.p)) <= EXACT
+        assert abs(step.acceptance - (1 - step.total_variation)) <= EXACT
+    return prop
+
+
+def _wrong_variants_biased(*_):
+    """Each wrong rule is biased exactly when it can be: resampling from p is unbiased iff
+    min(p, q) is proportional to p; rejecting whenever q > p is unbiased iff no token has
+    q(x) > p(x) > 0. (Hypothesis found p = (1, 0), q = (1/2, 1/2): p != q, yet both rules
+    return p; "biased whenever p != q" is false as stated.)"""
+
+    @given(raw_p=weights, raw_q=weights)
+    @example(raw_p=[1.0, 0.0], raw_q=[0.5, 0.5])
+    @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2])  # exercise 4: TV 0.15
+    def prop(raw_p, raw_q):
+        p, q = _pair(raw_p, raw_q)
+        kept = np.minimum(p, q)
+        gap = np.abs(kept - kept.sum() * p).max()  # 0 iff min(p, q) is proportional to p
+        tv1 = np.abs(sampling.output_distribution(p, q, "resample_target") - p).sum() / 2
+        if gap > 1e-6:
+            assert tv1 > 0, "resampling from p after a rejection should be biased here"
+        elif gap < 1e-12:
+            assert tv1 < 1e-9
+        overshoot = ((q - p) * (p > 0)).max()  # > 0 iff some token has q(x) > p(x) > 0
+        tv2 = np.abs(sampling.output_distribution(p, q, "reject_if_draft_higher") - p).sum() / 2
+        if overshoot > 1e-6 and p[(q > p) & (p > 0)].max() > 1e-6:
+            assert tv2 > 0, "rejecting whenever q > p should be biased here"
+        elif overshoot <= 0:
+            assert tv2 < 1e-9
+    return prop
+
+
+def _trees(*_):
+    @given(ws=widths, rates=hit_rates)
+    def prop(ws, rates):
+        hits = trees.TopKHits.of(dict(zip((1, 2, 4, 8), rates)))
+        nodes = trees.tree_nodes(ws)
+        assert nodes >= len(ws) and nodes == sum(math.prod(ws[:d + 1]) for d in range(len(ws)))
+        tau = trees.tree_tau(ws, hits)
+        assert 1.0 <= tau <= len(ws) + 1
+        if all(w == 1 for w in ws):  # a chain: tau is Eq. 1 with alpha = h(1)
+            assert math.isclose(tau, speculative.expected_tokens(rates[0], len(ws)), rel_tol=1e-12)
+    return prop
+
+
+FORMULAS = [
+    Invariant("expected_tokens_bounds", "1 <= E <= gamma + 1, non-decreasing in alpha and gamma",
+              _expected_bounds, "formula"),
+    Invariant("speedup_le_expected", "speedup = E at c = 0 and never exceeds E", _speedup_le_expected,
+              "formula"),
+    Invariant("gamma_one_bound", "alpha > c: the optimum beats (1 + alpha) / (1 + c) > 1",
+              _gamma_one_bound, "formula"),
+    Invariant("optimal_gamma", "the optimal gamma beats its neighbours", _optimal_gamma, "formula"),
+    Invariant("ops_factor_ge_1", "the operations factor is at least 1", _ops_factor, "formula"),
+    Invariant("exact_sampling", "speculative sampling returns p (1e-12); acceptance = 1 - TV",
+              _exact_sampling, "formula"),
+    Invariant("wrong_variants_biased", "both wrong rules are biased wherever bias is possible",
+              _wrong_variants_biased, "formula"),
+    Invariant("tree_counts", "tree nodes = sum of width products; 1 <= tau <= depth + 1", _trees,
+              "formula"),
+]
