@@ -1,13 +1,20 @@
-"""Time to simulate 10,000 requests (issue 4: under 2 s on one core), with baselines from the same run.
+"""Time to simulate 10,000 requests (issue 4: under 2 s on one core), against a naive simulator in the same run.
 
-For each case: the best of R runs of `simulate`, its ratio to the 2 s target, and its ratio to a
-plain Python loop doing one float max-add per simulated iteration (the least any per-iteration
-simulator could cost in pure Python). GPT-3 13B on an A100 40GB, lecture preset, Orca's workload.
-Usage: python bench/simulator.py [REQUESTS] [RUNS]
+For each case: the best of R runs of `simulate` and its ratio to the 2 s target, then the same
+workload through `naive`, a plain per-iteration simulator written the obvious way (the rules of
+`llm_cost.deadlock.run_steps`, the step-level reference, with a clock: explicit per-request
+state, one loop turn per iteration, every running request visited and `IterationCost.time`
+called in every iteration). Both must finish every request at the same time (to 1e-9), and the
+speed ratio naive / simulate is printed. GPT-3 13B on an A100 40GB, lecture preset, Orca's workload.
+
+Usage: python bench/simulator.py [REQUESTS] [RUNS] [NAIVE_REQUESTS]
+(defaults 10000, 5 and REQUESTS: the naive engine runs on the same 10,000 requests unless told
+otherwise, best of min(RUNS, 3); the whole run takes about ten seconds.)
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -15,10 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
+from llm_cost.deadlock import reservation_tokens  # noqa: E402
 from llm_cost.server import Server  # noqa: E402
 from llm_cost.simulator import simulate  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402
-from llm_cost.workload import poisson_workload  # noqa: E402
+from llm_cost.workload import Workload, poisson_workload  # noqa: E402
 
 TARGET_S = 2.0
 CASES = [  # (scheduler, max batch, rate req/s, max_gen): the lecture's operating points
@@ -38,26 +46,105 @@ def best_of(fn, runs: int) -> float:
     return best
 
 
-def plain_loop(steps: int) -> None:
-    t, a, b = 0.0, 0.02, 0.01
-    for _ in range(steps):
-        t += (a if a > b else b) + 0.001
-        a += 1e-9
+def naive(wl: Workload, server: Server, scheduler: str, max_batch: int) -> list[float]:
+    """Finish time of each request (nan if it never finishes), one iteration at a time."""
+    cost, cap, max_len = server.cost, server.kv_capacity_tokens, server.max_len
+    n, prompt, output, arrival = len(wl), wl.prompt, wl.output, wl.arrival_s
+    finish = [math.nan] * n
+    queue, nxt, t = [], 0, 0.0
+    if scheduler == "request":
+        size = min(max_batch, cap // max_len)
+        while nxt < n or queue:
+            while nxt < n and arrival[nxt] <= t:
+                queue.append(nxt)
+                nxt += 1
+            if not queue:
+                t = arrival[nxt]
+                continue
+            batch, queue = queue[:size], queue[size:]
+            b = len(batch)
+            lmax, omax = max(prompt[i] for i in batch), max(output[i] for i in batch)
+            t += cost.time(b * lmax, b * lmax, b * lmax * (lmax + 1) / 2)
+            for ctx in range(lmax, lmax + omax - 1):
+                t += cost.time(b, b * (ctx + 1), b * (ctx + 1))
+            for i in batch:
+                finish[i] = t
+        return finish
+    reservation = "none" if scheduler == "none" else "declared"
+    reserve = [reservation_tokens(reservation, p, d, max_len) for p, d in zip(prompt, wl.declared_gen)]
+    generated, kv = [0] * n, [0] * n
+    running: list[int] = []
+    reserved = 0
+    while nxt < n or queue or running:
+        while nxt < n and arrival[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        if not running and not queue:
+            t = arrival[nxt]
+            continue
+        written = sum(kv[i] for i in running)
+        if reservation == "none":
+            progressed, stalled = running[:cap - written], running[cap - written:]
+        else:
+            progressed, stalled = running, []
+        admitted, room = [], cap - written - len(progressed)
+        while queue and len(running) + len(admitted) < max_batch:
+            i = queue[0]
+            if reservation == "none":
+                if stalled or prompt[i] > room:
+                    break
+                room -= prompt[i]
+            elif reserved + reserve[i] > cap:
+                break
+            reserved += reserve[i]
+            admitted.append(queue.pop(0))
+        if not progressed and not admitted:
+            return finish  # deadlock: the rest never finish
+        rows = len(progressed) + sum(prompt[i] for i in admitted)
+        kv_read = sum(kv[i] for i in progressed)
+        pairs = sum(kv[i] + 1 for i in progressed) + sum(prompt[i] * (prompt[i] + 1) / 2 for i in admitted)
+        t += cost.time(rows, kv_read + rows, pairs)
+        for i in progressed:
+            generated[i] += 1
+            kv[i] += 1
+        for i in admitted:
+            generated[i], kv[i] = 1, prompt[i]
+        running = running + admitted
+        for i in running:
+            if generated[i] == output[i]:
+                finish[i] = t
+                reserved -= reserve[i]
+        running = [i for i in running if math.isnan(finish[i])]
+    return finish
+
+
+def same(a: list[float], b: list[float]) -> bool:
+    return all((math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9) for x, y in zip(a, b))
 
 
 def main() -> None:
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    naive_requests = int(sys.argv[3]) if len(sys.argv) > 3 else requests
+    naive_runs = min(runs, 3)
     server = Server.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
-    print(f"{requests} requests, best of {runs}; target {TARGET_S:.1f} s")
+    print(f"simulate: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
+          f"naive: {naive_requests:,} requests, best of {naive_runs}, against simulate on the same requests")
     for scheduler, max_batch, rate, max_gen in CASES:
         wl = poisson_workload(requests, rate, seed=0, max_gen=max_gen)
         result = simulate(wl, server, scheduler=scheduler, max_batch=max_batch)
         t = best_of(lambda: simulate(wl, server, scheduler=scheduler, max_batch=max_batch), runs)
-        loop = best_of(lambda: plain_loop(result.iterations), runs)
+        small = wl if naive_requests == requests else poisson_workload(naive_requests, rate, seed=0, max_gen=max_gen)
+        t_small = t if small is wl else best_of(
+            lambda: simulate(small, server, scheduler=scheduler, max_batch=max_batch), runs)
+        reference = naive(small, server, scheduler, max_batch)
+        t_naive = best_of(lambda: naive(small, server, scheduler, max_batch), naive_runs)
+        fast = simulate(small, server, scheduler=scheduler, max_batch=max_batch)
+        assert same(list(fast.finish_s), reference), scheduler
+        stuck = "" if result.deadlock is None else f", deadlocks after {result.finished:,} finished"
         print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s: {t * 1e3:7.1f} ms, "
-              f"{result.iterations:7d} iterations, ratio to target {t / TARGET_S:.3f}, "
-              f"ratio to a plain loop of as many iterations {t / loop:.2f}x")
+              f"{result.iterations:7,} iterations{stuck}, ratio to target {t / TARGET_S:.3f}; "
+              f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower")
 
 
 if __name__ == "__main__":

@@ -111,5 +111,6 @@ def search_row(workload: Workload, server: Server, *, scheduler: str, max_batch:
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
                        rate=s.rate_req_per_s)
     row.update({"slo_s": slo_s, "slo_stat": statistic, "unloaded_latency_per_token_s": s.unloaded_s,
-                "saturated_throughput_req_per_s": s.saturated_req_per_s, "evaluations": s.evaluations})
+                "saturated_throughput_req_per_s": s.saturated_req_per_s,
+                "saturated_deadlock": s.saturated_deadlock, "evaluations": s.evaluations})
     return row, s

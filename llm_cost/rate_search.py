@@ -32,19 +32,12 @@ def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[
 
     prompt = np.asarray(workload.prompt, dtype=float)
     output = np.asarray(workload.output, dtype=np.int64)
-    if cost.num_experts:  # the experts a prompt touches depend on its length
-        prefill = np.array([cost.prefill_s(p) for p in workload.prompt]) - cost.fixed_s
-    else:
-        prefill = np.maximum(cost.weight_s + prompt * cost.kv_token_s,
-                             prompt * cost.row_s + prompt * (prompt + 1) / 2 * cost.pair_s)
     steps = output - 1  # decode iterations after the prefill
     owner = np.repeat(np.arange(len(workload)), steps)
     start = np.cumsum(steps) - steps
     ctx = prompt[owner] + (np.arange(owner.size) - start[owner])  # cached tokens before each step
-    decode = np.maximum(cost.weights_s(1) + (ctx + 1) * cost.kv_token_s,
-                        cost.row_s + (ctx + 1) * cost.pair_s)
-    per_request = np.bincount(owner, weights=decode, minlength=len(workload))
-    total = prefill + per_request + output * cost.fixed_s
+    decode = cost.decode_s(ctx)
+    total = cost.prefill_s(prompt) + np.bincount(owner, weights=decode, minlength=len(workload))
     return (total / output).tolist()
 
 
@@ -57,8 +50,9 @@ class RateSearch:
     rate_req_per_s: float  # 0 when even an unloaded server misses the target
     result: SimResult | None
     unloaded_s: float  # the statistic with every request served alone
-    saturated_req_per_s: float  # throughput with every request queued at time 0
+    saturated_req_per_s: float | None  # throughput with every request queued at time 0; None if that deadlocks
     evaluations: int
+    saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
 
 
 def _meets(result: SimResult, slo_s: float, q: float) -> bool:
@@ -71,7 +65,9 @@ def highest_rate(workload: Workload, server: Server, *, scheduler: str, max_batc
     """Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
 
     Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate;
-    from 1.25 x that (doubled while it still meets the target) bisect down to `rel_tol`.
+    from 1.25 x that (doubled while it still meets the target) bisect down to `rel_tol`. Without a
+    reservation the all-at-once run can deadlock; then its partial throughput only seeds the
+    bracket and the result reports no saturated throughput (`saturated_deadlock`).
     `on_step(done, expected)` is called after each simulation (for a progress bar).
     """
     import numpy as np
@@ -92,10 +88,19 @@ def highest_rate(workload: Workload, server: Server, *, scheduler: str, max_batc
         return r
 
     unloaded = float(np.percentile(unloaded_latency_per_token(workload, server.cost), q))
-    saturated = run(math.inf).throughput_req_per_s
+    everyone = run(math.inf)
+    stuck = everyone.deadlock is not None
+    # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:
+    # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
+    seed = everyone.throughput_req_per_s
+    saturated = None if stuck else seed
+
+    def found(rate: float, result: SimResult | None) -> RateSearch:
+        return RateSearch(slo_s, statistic, rate, result, unloaded, saturated, done, stuck)
+
     if unloaded > slo_s:
-        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, done)
-    hi = 1.25 * saturated
+        return found(0.0, None)
+    hi = 1.25 * seed if seed > 0 else 1.0
     lo, best = 0.0, None
     for _ in range(8):
         r = run(hi)
@@ -111,4 +116,4 @@ def highest_rate(workload: Workload, server: Server, *, scheduler: str, max_batc
             lo, best = mid, r
         else:
             hi = mid
-    return RateSearch(slo_s, statistic, lo, best, unloaded, saturated, done)
+    return found(lo, best)

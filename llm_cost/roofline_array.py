@@ -1,8 +1,8 @@
 """The time model of `roofline.step_time` over numpy arrays of rows, batch and context.
 
-The same formula (`roofline.pass_costs`), validated for arrays and evaluated element-wise, so
-that a speedup sweep over a million (gamma, batch) points is a handful of array operations
-instead of a million Python calls:
+The same formula (`roofline.PassCost` at `roofline.uniform_pass`), validated for arrays and
+evaluated element-wise, so that a speedup sweep over a million (gamma, batch) points is a handful
+of array operations instead of a million Python calls:
 
     T(m) = max(bytes_read / (BW * eta_bw), flops(m) / (F * eta_f)) + t_fixed
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from llm_cost.arrays import checked
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import pass_costs
+from llm_cost.roofline import PassCost, uniform_pass
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -32,7 +32,8 @@ class StepTimes:
 
     @property
     def total_s(self) -> np.ndarray:
-        return np.maximum(self.memory_s, self.compute_s) + self.fixed_s
+        longer = np.maximum(self.memory_s, self.compute_s)
+        return longer + self.fixed_s if self.fixed_s else longer
 
     @property
     def compute_bound(self) -> np.ndarray:
@@ -50,7 +51,15 @@ def step_times(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, ba
     context = checked("context", context, low=0)
     if np.any(rows < batch):
         raise InvalidValueError("rows must be at least batch (one row per sequence)")
-    _, _, _, memory, compute = pass_costs(model, gpu, profile, rows=rows, batch=batch, context=context,
-                                          fmt=fmt, kv_bytes_per_element=kv_bytes_per_element)
-    return StepTimes(memory_s=np.asarray(memory), compute_s=np.asarray(compute),
-                     fixed_s=profile.fixed_time_s)
+    return step_times_unchecked(model, gpu, profile, rows=rows, batch=batch, context=context, fmt=fmt,
+                                kv_bytes_per_element=kv_bytes_per_element)
+
+
+def step_times_unchecked(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch,
+                         context=0, fmt: WeightFormat = BF16, kv_bytes_per_element: float = 2) -> StepTimes:
+    """`step_times` without validation, for callers that have checked rows >= batch >= 1 and
+    context >= 0 themselves (a million-point sweep need not check the same grid twice)."""
+    cost = PassCost.from_specs(model, gpu, profile, fmt, kv_bytes_per_element)
+    kv_tokens, pairs = uniform_pass(rows, batch, context) if profile.count_kv else (0.0, 0.0)
+    return StepTimes(memory_s=np.asarray(cost.memory_s(rows, kv_tokens)),
+                     compute_s=np.asarray(cost.compute_s(rows, pairs)), fixed_s=profile.fixed_time_s)

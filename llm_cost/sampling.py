@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.speculative import _expected
+from llm_cost.speculative import expected_tokens_unchecked
 
 RULES = ("exact", "resample_target", "reject_if_draft_higher")
 SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (then it is rescaled)
@@ -254,4 +254,4 @@ def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int =
         gamma=gamma, rounds=n, tokens_per_round=mean,
         tokens_per_round_stderr=float(np.sqrt(max(tokens_sq / n - mean ** 2, 0.0) / n)),
         alpha_measured=alpha_measured, alpha_stationary=process.stationary_alpha,
-        predicted=float(_expected(np.asarray(alpha_measured), np.asarray(float(gamma)))))
+        predicted=float(expected_tokens_unchecked(np.asarray(alpha_measured), np.asarray(float(gamma)))))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from llm_cost.deadlock import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.memory import padded_positions
 from llm_cost.options import choose
 from llm_cost.server import Server
 from llm_cost.workload import Workload
@@ -160,12 +161,10 @@ def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _
         lmax = max(prompt[i] for i in batch)
         omax = max(output[i] for i in batch)
         reserved = b * server.max_len
-        dt = cost.time(b * lmax, b * lmax, b * lmax * (lmax + 1) / 2)
-        area_w = dt * b * lmax
-        for ctx in range(lmax, lmax + omax - 1):  # decode: read ctx cached tokens, write one
-            step = cost.time(b, b * (ctx + 1), b * (ctx + 1))
-            dt += step
-            area_w += step * b * (ctx + 1)
+        prefill = cost.time(b * lmax, b * lmax, b * lmax * (lmax + 1) / 2)
+        _, span, area_w, _ = _decode_stretch(cost, b, b * lmax, omax - 1)  # every row to the longest output
+        dt = prefill + span
+        area_w += prefill * b * lmax
         t += dt
         for i in batch:
             finish[i] = t
@@ -175,9 +174,10 @@ def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _
         st.area_r += dt * reserved
         st.area_w += area_w
         st.peak_r = max(st.peak_r, reserved)
-        st.peak_w = max(st.peak_w, b * (lmax + omax - 1))
+        positions = padded_positions(b, lmax, omax)  # also the KV the batch holds at its end
+        st.peak_w = max(st.peak_w, positions)
         st.iterations += omax
-        st.rows += b * (lmax + omax - 1)
+        st.rows += positions
     return finish
 
 
@@ -197,7 +197,6 @@ def _iteration_level(wl: Workload, arrivals, server: Server, max_batch: int, res
     pending: deque[int] = deque()
     t, it, nxt = 0.0, 0, 0
     written = reserved = 0
-    kv_s, row_s, pair_s, fixed_s = cost.kv_token_s, cost.row_s, cost.pair_s, cost.fixed_s
     while True:
         while nxt < n and arrivals[nxt] <= t:
             pending.append(nxt)
@@ -261,20 +260,7 @@ def _iteration_level(wl: Workload, arrivals, server: Server, max_batch: int, res
             if none:
                 k_max = min(k_max, (cap - written) // n_dec)
             watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n) else math.inf
-            mem = cost.weights_s(n_dec) + kv_s * (written + n_dec)
-            comp = row_s * n_dec + pair_s * (written + n_dec)
-            d_mem, d_comp = kv_s * n_dec, pair_s * n_dec
-            k, span, area_w, w = 0, 0.0, 0.0, written
-            while k < k_max:
-                dt = (mem if mem > comp else comp) + fixed_s
-                span += dt
-                w += n_dec
-                area_w += dt * w
-                mem += d_mem
-                comp += d_comp
-                k += 1
-                if t + span >= watch:
-                    break
+            k, span, area_w, w = _decode_stretch(cost, n_dec, written, k_max, t, watch)
             t += span
             it += k
             written = w
@@ -294,3 +280,32 @@ def _iteration_level(wl: Workload, arrivals, server: Server, max_batch: int, res
             written -= prompt[i] + output[i] - 1
             reserved -= res[i]
             del running[i]
+
+
+def _decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
+                    watch: float = math.inf) -> tuple[int, float, float, int]:
+    """Up to `k_max` pure decode iterations of `n` requests holding `written` KV tokens.
+
+    Iteration j reads written + j n cached tokens, writes n and computes as many pairs plus n
+    (`IterationCost.decode_s` per request); its memory and compute times are the first
+    iteration's `cost.memory_s` and `cost.compute_s` advanced by n x `kv_token_s` and
+    n x `pair_s`, so a stretch costs one compare and four additions per iteration
+    (tests/test_simulator.py pins the result to `roofline.step_time`). Stops early after the
+    iteration that ends at or past `watch` (an arrival that may join, the clock at start `t`).
+    Returns (iterations, seconds, integral of written KV over time, written KV at the end).
+    """
+    mem = cost.memory_s(n, written + n)
+    comp = cost.compute_s(n, written + n)
+    d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
+    k, span, area_w, w = 0, 0.0, 0.0, written
+    while k < k_max:
+        dt = (mem if mem > comp else comp) + fixed_s
+        span += dt
+        w += n
+        area_w += dt * w
+        mem += d_mem
+        comp += d_comp
+        k += 1
+        if t + span >= watch:
+            break
+    return k, span, area_w, w

@@ -13,7 +13,8 @@ import numpy as np
 
 from llm_cost import options, speculative
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.speculative_roofline import best_gamma, dense_twin, roofline_speedup, turning_batch
+from llm_cost.speculative_roofline import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
+                                           moe_vs_dense, roofline_speedup, turning_batch)
 from llm_cost.specs import PRESETS, Accelerator, ModelSpec, WeightFormat
 from llm_cost.trees import TopKHits, tree_speedup
 
@@ -83,6 +84,24 @@ def _mfus(preset: str, mfus) -> list:
     return [own] if own == 0.6 else [own, 0.6]
 
 
+def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mfu: float, context: int,
+                  fmt: WeightFormat) -> str:
+    """Where verification stops being free. A dense target: up to the turning batch. A MoE target
+    turns compute-bound there too, but below it the gamma + 1 rows per sequence already read more
+    experts than one row does, so verification is not free there either: say from which batch it
+    costs over VERIFY_COSTLY decode steps, and what it costs at batch 1."""
+    head = f"gamma {t.gamma}, MFU {mfu:g}: verification"
+    if not (target.is_moe and t.gamma):
+        return f"{head} free up to batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f})"
+    costly = costly_verification_batch(target, gpu, prof, gamma=t.gamma, context=context, fmt=fmt)
+    at_one = float(roofline_speedup(target, gpu, prof, alpha=0.0, gamma=t.gamma, batch=1, c=0.0,
+                                    context=context, fmt=fmt).verify_over_base)
+    costs = (f"over {VERIFY_COSTLY:g}x from batch {round(costly, 1):g}" if costly < float("inf")
+             else f"at most {VERIFY_COSTLY:g}x at any batch")
+    return (f"{head} compute-bound from batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f}); below it "
+            f"verification still reads more experts: {at_one:.2f}x a decode step at batch 1, {costs}")
+
+
 def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, cs=None,
               draft: ModelSpec | None = None, preset: str = "article", draft_preset: str | None = None,
               mfus=None, bw_eff: float | None = None, context: int = 0, fmt: WeightFormat,
@@ -98,7 +117,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, c
     if draft_preset is None:
         draft_preset = "lecture-draft" if preset == "lecture" else preset
     options.choose("--draft-preset", draft_preset, tuple(PRESETS))
-    twin = dense_twin(target) if target.is_moe else None
+    twin = None
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes = [], []
@@ -106,14 +125,16 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, c
         prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff)
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=options.profile(draft_preset, mfu=mfu, bw_eff=bw_eff))
-        r = roofline_speedup(target, gpu, prof, alpha=A, gamma=G, batch=B, context=context, fmt=fmt, **draft_kw)
+        grid = dict(alpha=A, gamma=G, batch=B, context=context, fmt=fmt, **draft_kw)
+        if target.is_moe:  # beside its dense twin (same active parameters)
+            pair = moe_vs_dense(target, gpu, prof, **grid)
+            r, tw, twin = pair.moe, pair.dense, pair.dense_model
+        else:
+            r, tw = roofline_speedup(target, gpu, prof, **grid), None
         best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, fmt=fmt,
                           gamma_max=gamma_max, **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
-        tw = (roofline_speedup(twin, gpu, prof, alpha=A, gamma=G, batch=B, context=context, fmt=fmt, **draft_kw)
-              if twin else None)
         turning = {g: turning_batch(target, gpu, prof, gamma=g, context=context, fmt=fmt) for g in gammas}
-        notes += [f"gamma {g}, MFU {mfu:g}: verification free up to batch {t.batch:.1f} "
-                  f"(ridge rule {t.ridge_estimate:.1f})" for g, t in turning.items()]
+        notes += [_turning_note(target, gpu, prof, t, mfu, context, fmt) for t in turning.values()]
         for (i, a), (j, g), (k, _), (m, b) in product(*(list(enumerate(v)) for v in (alphas, gammas, cs, batches))):
             at = (i, j, k, m)
             row = {
@@ -174,7 +195,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
                 "context": context, "widths": "x".join(map(str, widths)), "batch": b,
                 "nodes": t.nodes, "depth": t.depth, "verify_rows": int(t.verify_rows[m]), "tau": t.tau, "c": c,
                 "base_step_s": float(t.base_s[m]), "verify_step_s": float(t.verify_s[m]),
-                "draft_s": float(t.draft_s[m]), "round_s": float(t.round_s[m]),
+                "draft_round_s": float(t.draft_round_s[m]), "round_s": float(t.round_s[m]),
                 "verify_over_base": float(t.verify_over_base[m]), "speedup": float(t.speedup[m]),
                 "chain_speedup": float(chain.speedup[m]) if chain else None,
             })

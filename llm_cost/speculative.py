@@ -26,25 +26,55 @@ from llm_cost.errors import check_number
 TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a real gain)
 
 
-def _alpha(alpha) -> np.ndarray:
+def check_alpha(alpha) -> np.ndarray:
+    """`alpha` as a float array, or InvalidValueError unless every element is in [0, 1]."""
     return checked("alpha", alpha, low=0, high=1)
 
 
-def _gamma(gamma, low=0) -> np.ndarray:
+def check_gamma(gamma, low=0) -> np.ndarray:
+    """`gamma` as a float array, or InvalidValueError unless every element is a whole number >= low."""
     return checked("gamma", gamma, low=low, integer=True)
 
 
-def _cost(name: str, c) -> np.ndarray:
+def check_cost(name: str, c) -> np.ndarray:
+    """A cost ratio (c, c_hat) as a float array, or InvalidValueError naming `name` if any is < 0."""
     return checked(name, c, low=0)
 
 
-def _expected(a: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """E[tokens] without validation; exact at alpha = 1, no overflow for huge gamma."""
+def expected_tokens_unchecked(a, g):
+    """E[tokens per round] for alpha `a` and gamma `g` already checked (`check_alpha`,
+    `check_gamma`); broadcast over both.
+
+    (a^(g+1) - 1) / (a - 1) with a^(g+1) - 1 as expm1((g+1) ln a): no cancellation near a = 1,
+    no overflow for huge gamma, a = 0 gives 1; exactly g + 1 at a = 1. Clipped to the exact
+    bounds [1, g + 1] so rounding cannot cross them (E(a, 0) = 1). In-place array arithmetic:
+    a million-point sweep spends most of its time here.
+    """
+    a = np.asarray(a, dtype=float)
+    g1 = np.asarray(g, dtype=float) + 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        # 1 - a^(g+1) as -expm1((g+1) ln a): no cancellation near a = 1, and a = 0 gives 1
-        head = -np.expm1((g + 1.0) * np.log(a))
-        e = np.where(a == 1.0, g + 1.0, head / np.where(a == 1.0, 1.0, 1.0 - a))
-    return np.clip(e, 1.0, g + 1.0)  # the exact bounds; rounding must not cross them (E(a, 0) = 1)
+        e = np.log(a)
+        if np.ndim(e) and e.shape == np.broadcast_shapes(e.shape, g1.shape):
+            e *= g1
+        else:
+            e = np.asarray(e * g1)
+        np.expm1(e, out=e)  # a^(g+1) - 1
+        e /= a - 1.0  # 0 / 0 at a = 1, set below
+    one = a == 1.0
+    if one.any():
+        np.copyto(e, g1, where=one)
+    np.clip(e, 1.0, g1, out=e)
+    return e if e.ndim else e[()]
+
+
+def _speedup(e, g, c):
+    """E / (gamma c + 1): Theorem 3.8 from E, unchecked."""
+    return e / (g * c + 1.0)
+
+
+def _ops_factor(e, g, c_hat):
+    """(gamma c_hat + gamma + 1) / E: Theorem 3.11 from E, unchecked."""
+    return (g * c_hat + g + 1.0) / e
 
 
 def expected_tokens(alpha, gamma):
@@ -52,7 +82,7 @@ def expected_tokens(alpha, gamma):
 
     gamma -> inf tends to 1 / (1 - alpha): 5 at alpha 0.8, 10 at 0.9 (seed 000 §8.1).
     """
-    return scalar_or_array(_expected(_alpha(alpha), _gamma(gamma)))
+    return scalar_or_array(expected_tokens_unchecked(check_alpha(alpha), check_gamma(gamma)))
 
 
 def speedup(alpha, gamma, c):
@@ -60,8 +90,8 @@ def speedup(alpha, gamma, c):
 
     Seed 002 §2.3: alpha 0.8, gamma 4, c 0.1 -> 3.36 / 1.4 = 2.4; c 0.02 -> 3.36 / 1.08 ~ 3.1.
     """
-    a, g, c = _alpha(alpha), _gamma(gamma), _cost("c", c)
-    return scalar_or_array(_expected(a, g) / (g * c + 1.0))
+    a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
+    return scalar_or_array(_speedup(expected_tokens_unchecked(a, g), g, c))
 
 
 def gamma_one_speedup(alpha, c):
@@ -69,7 +99,7 @@ def gamma_one_speedup(alpha, c):
 
     Above 1 exactly when alpha > c (then speculation pays); 1 at alpha = c.
     """
-    return scalar_or_array((1.0 + _alpha(alpha)) / (1.0 + _cost("c", c)))
+    return scalar_or_array((1.0 + check_alpha(alpha)) / (1.0 + check_cost("c", c)))
 
 
 def ops_factor(alpha, gamma, c_hat=0.0):
@@ -78,8 +108,8 @@ def ops_factor(alpha, gamma, c_hat=0.0):
     Theorem 3.11, written as (gamma c_hat + gamma + 1) / E so alpha = 1 is exact.
     Seed 000 exercise 7: alpha 0.7, gamma 3 -> 1.58 (c_hat 0), 1.70 (c_hat 0.1).
     """
-    a, g, ch = _alpha(alpha), _gamma(gamma), _cost("c_hat", c_hat)
-    return scalar_or_array((g * ch + g + 1.0) / _expected(a, g))
+    a, g, ch = check_alpha(alpha), check_gamma(gamma), check_cost("c_hat", c_hat)
+    return scalar_or_array(_ops_factor(expected_tokens_unchecked(a, g), g, ch))
 
 
 def weight_reads_per_token(alpha, gamma):
@@ -87,7 +117,7 @@ def weight_reads_per_token(alpha, gamma):
 
     One verification pass reads the weights once and yields E tokens (seed 000 §8.4, exercise 11).
     """
-    return scalar_or_array(1.0 / _expected(_alpha(alpha), _gamma(gamma)))
+    return scalar_or_array(1.0 / expected_tokens_unchecked(check_alpha(alpha), check_gamma(gamma)))
 
 
 def compute_bound_speedup(alpha, gamma, c):
@@ -96,8 +126,8 @@ def compute_bound_speedup(alpha, gamma, c):
     Verification then costs (gamma + 1) plain steps (seed 002 §2.4: 3.36 / 5.4 = 0.62, the
     article table's B = 256 at 60% MFU). It equals 1 / ops_factor with c_hat = c.
     """
-    a, g, c = _alpha(alpha), _gamma(gamma), _cost("c", c)
-    return scalar_or_array(_expected(a, g) / (g + 1.0 + g * c))
+    a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
+    return scalar_or_array(expected_tokens_unchecked(a, g) / (g + 1.0 + g * c))
 
 
 def implied_c(alpha, gamma, measured_speedup):
@@ -105,9 +135,9 @@ def implied_c(alpha, gamma, measured_speedup):
 
     Seed 000 exercise 5: alpha 0.75, gamma 7, 3.4x measured -> c ~ 0.008.
     """
-    a, g = _alpha(alpha), _gamma(gamma, low=1)
+    a, g = check_alpha(alpha), check_gamma(gamma, low=1)
     s = checked("speedup", measured_speedup, low=0, low_open=True)
-    return scalar_or_array((_expected(a, g) / s - 1.0) / g)
+    return scalar_or_array((expected_tokens_unchecked(a, g) / s - 1.0) / g)
 
 
 @dataclass(frozen=True)
@@ -134,10 +164,10 @@ def optimal_gamma(alpha, c, *, gamma_max: int = 64) -> OptimalGamma:
     gamma 8, 3.09.
     """
     check_number("gamma_max", gamma_max, low=1, integer=True)
-    a, c = np.broadcast_arrays(_alpha(alpha), _cost("c", c))
+    a, c = np.broadcast_arrays(check_alpha(alpha), check_cost("c", c))
 
     def f(g):
-        return _expected(a, g) / (g * c + 1.0)
+        return _speedup(expected_tokens_unchecked(a, g), g, c)
 
     lo = np.zeros(a.shape)
     hi = np.full(a.shape, float(gamma_max))
@@ -148,7 +178,7 @@ def optimal_gamma(alpha, c, *, gamma_max: int = 64) -> OptimalGamma:
         hi = np.where(rising, hi, mid)
     capped = (lo == gamma_max) & (f(lo + 1) > f(lo) * (1 + TIE_RTOL))
     return OptimalGamma(alpha=a, c=c, gamma=lo.astype(int), speedup=f(lo),
-                        expected_tokens=_expected(a, lo), capped=capped)
+                        expected_tokens=expected_tokens_unchecked(a, lo), capped=capped)
 
 
 @dataclass(frozen=True)
@@ -170,9 +200,9 @@ def leviathan(alpha, gamma, c=0.0, c_hat=0.0) -> LeviathanForms:
 
     c = c_hat = 0 is the paper's Table 1 (seed 000 §8.2: demo 04 reproduces it cell by cell).
     """
-    a, g, c, ch = np.broadcast_arrays(_alpha(alpha), _gamma(gamma), _cost("c", c),
-                                      _cost("c_hat", c_hat))
-    e = _expected(a, g)
+    a, g, c, ch = np.broadcast_arrays(check_alpha(alpha), check_gamma(gamma), check_cost("c", c),
+                                      check_cost("c_hat", c_hat))
+    e = expected_tokens_unchecked(a, g)
     return LeviathanForms(alpha=a, gamma=g.astype(int), c=c, c_hat=ch, expected_tokens=e,
-                          speedup=e / (g * c + 1.0), ops_factor=(g * ch + g + 1.0) / e,
+                          speedup=_speedup(e, g, c), ops_factor=_ops_factor(e, g, ch),
                           weight_reads_per_token=1.0 / e)

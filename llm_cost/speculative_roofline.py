@@ -23,9 +23,9 @@ import numpy as np
 from llm_cost.arrays import checked
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import first_crossing, critical_batch, ridge_point
-from llm_cost.roofline_array import step_times
-from llm_cost.speculative import TIE_RTOL, _alpha, _cost, _expected, _gamma
+from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_time
+from llm_cost.roofline_array import step_times_unchecked
+from llm_cost.speculative import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -67,20 +67,22 @@ def roofline_speedup(target: ModelSpec, gpu: Accelerator, profile: Profile, *, a
     """
     if (c is None) == (draft is None):
         raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)")
-    a, g = _alpha(alpha), _gamma(gamma)
+    a, g = check_alpha(alpha), check_gamma(gamma)
     b = checked("batch", batch, low=1)
-    base = step_times(target, gpu, profile, rows=b, batch=b, context=context, fmt=fmt)
-    verify = step_times(target, gpu, profile, rows=b * (g + 1), batch=b, context=context, fmt=fmt)
+    ctx = checked("context", context, low=0)
+    # b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b: no need to check the grid again
+    base = step_times_unchecked(target, gpu, profile, rows=b, batch=b, context=ctx, fmt=fmt)
+    verify = step_times_unchecked(target, gpu, profile, rows=b * (g + 1), batch=b, context=ctx, fmt=fmt)
     base_s, verify_s = base.total_s, verify.total_s
     if draft is None:
-        c = _cost("c", c)
+        c = check_cost("c", c)
         draft_s = c * base_s
     else:
-        own = step_times(draft, gpu, draft_profile or profile, rows=b, batch=b, context=context,
-                         fmt=draft_fmt)
+        own = step_times_unchecked(draft, gpu, draft_profile or profile, rows=b, batch=b, context=ctx,
+                                   fmt=draft_fmt)
         draft_s = own.total_s
         c = draft_s / base_s
-    e = _expected(a, g)
+    e = expected_tokens_unchecked(a, g)
     round_s = g * draft_s + verify_s
     out = np.broadcast_arrays(a, g, b, c, e, base_s, verify_s, draft_s, round_s,
                               e * base_s / round_s, verify.compute_bound)
@@ -96,7 +98,7 @@ def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, 
     alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
-    a, b = _alpha(alpha), checked("batch", batch, low=1)
+    a, b = check_alpha(alpha), checked("batch", batch, low=1)
     c = kwargs.get("c")
     ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(kwargs.get("context", 0)))
     gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)
@@ -129,6 +131,29 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
     compression = 16 / fmt.bits
     return TurningBatch(gamma=int(gamma), batch=exact,
                         ridge_estimate=ridge_point(gpu, profile) / (compression * (gamma + 1)))
+
+
+VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many plain decode steps
+
+
+def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
+                              context: float = 0, fmt: WeightFormat = BF16,
+                              threshold: float = VERIFY_COSTLY) -> float:
+    """Smallest batch at which verifying `gamma` drafts takes over `threshold` plain decode steps.
+
+    T(B (gamma + 1)) / T(B) >= threshold (inf if never). A dense target: just past the turning
+    batch. A MoE target: batch 1 already when gamma + 1 rows touch more experts than one row
+    (Mixtral 8x7B, gamma 4, article preset: 2.8x at batch 1, compute-bound only from ~216).
+    """
+    check_number("gamma", gamma, low=0, integer=True)
+    check_number("threshold", threshold, low=1, low_open=True)
+
+    def excess(b: float) -> float:
+        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, fmt=fmt).total_s
+        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, fmt=fmt).total_s
+        return verify / base - threshold
+
+    return first_crossing(excess, 1.0, 1e12)
 
 
 def break_even_batch(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha: float,

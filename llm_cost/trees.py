@@ -110,7 +110,7 @@ class TreeSpeedup:
     batch: np.ndarray
     base_s: np.ndarray  # T(B)
     verify_s: np.ndarray  # T(B (nodes + 1))
-    draft_s: np.ndarray  # all levels: depth * c * T(B)
+    draft_round_s: np.ndarray  # all levels of one round: depth * c * T(B)
     speedup: np.ndarray
 
     @property
@@ -123,7 +123,7 @@ class TreeSpeedup:
 
     @property
     def round_s(self) -> np.ndarray:
-        return self.draft_s + self.verify_s
+        return self.draft_round_s + self.verify_s
 
     @property
     def verify_over_base(self) -> np.ndarray:
@@ -147,4 +147,4 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     draft = len(widths) * c * base
     b, base, verify, draft = np.broadcast_arrays(b, base, verify, draft)
     return TreeSpeedup(widths=widths, nodes=nodes, tau=tau, batch=b, base_s=base, verify_s=verify,
-                       draft_s=draft, speedup=tau * base / (draft + verify))
+                       draft_round_s=draft, speedup=tau * base / (draft + verify))

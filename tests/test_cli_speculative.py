@@ -101,8 +101,14 @@ def test_gamma_grid():
 def test_tree_command():
     rows = rows_of("tree", "--widths", "4,2,2,1", "--widths", "8x4x2x1",
                    "--hits", "1:0.44,2:0.64,4:0.79,8:0.91", "--batch", "1", "--batch", "32")
-    for key in ("nodes", "tau", "speedup", "widths", "batch", "verify_rows", "chain_speedup"):
+    for key in ("nodes", "tau", "speedup", "widths", "batch", "verify_rows", "chain_speedup",
+                "base_step_s", "verify_step_s", "draft_round_s", "round_s"):
         assert key in rows[0]
+    # a round drafts every level (depth x c x T(B)), then verifies once
+    assert "draft_s" not in rows[0]
+    for r in rows:
+        assert r["draft_round_s"] == pytest.approx(r["depth"] * r["c"] * r["base_step_s"], rel=1e-12)
+        assert r["round_s"] == pytest.approx(r["draft_round_s"] + r["verify_step_s"], rel=1e-12)
     assert [r["nodes"] for r in rows] == [44, 44, 168, 168]
     assert round(rows[0]["tau"], 2) == 2.76  # seed 000 exercise 9
     assert rows[0]["speedup"] > rows[0]["chain_speedup"]  # batch 1: trees win

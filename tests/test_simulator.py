@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from llm_cost.catalog import load_accelerator, load_model
@@ -43,6 +45,60 @@ def test_iteration_cost_is_the_roofline(name, gpu, batch, rows_per_seq, context)
     pairs = batch * (rows_per_seq * context + rows_per_seq * (rows_per_seq + 1) / 2)
     expected = step_time(model, acc, LECTURE, rows=rows, batch=batch, context=context).total_s
     assert cost.time(rows, batch * context + rows, pairs) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("name,gpu", [("gpt-3-13b", "a100-40gb"), ("mixtral-8x7b", "h100-sxm")])
+@pytest.mark.parametrize("preset", ["lecture", "article"])
+def test_iteration_cost_over_arrays_is_the_roofline(name, gpu, preset):
+    # IterationCost.time takes arrays too (rate_search's unloaded latency): element by element it
+    # must be roofline.step_time, MoE experts included.
+    model, acc, prof = load_model(name), load_accelerator(gpu), PRESETS[preset]
+    cost = IterationCost.from_roofline(model, acc, prof)
+    batch = np.array([1, 32, 8, 1, 4, 1])
+    per_seq = np.array([1, 1, 1, 272, 5, 40])
+    context = np.array([0, 336, 2000, 0, 100, 512])
+    rows = batch * per_seq
+    kv = batch * context + rows if prof.count_kv else np.zeros(batch.size)
+    pairs = batch * (per_seq * context + per_seq * (per_seq + 1) / 2) if prof.count_kv else np.zeros(batch.size)
+    got = cost.time(rows.astype(float), kv, pairs)
+    assert isinstance(got, np.ndarray) and got.shape == batch.shape
+    for i in range(batch.size):
+        one = step_time(model, acc, prof, rows=int(rows[i]), batch=int(batch[i]), context=int(context[i]))
+        assert got[i] == pytest.approx(one.total_s, rel=1e-12)
+        assert isinstance(cost.time(int(rows[i]), float(kv[i]), float(pairs[i])), float)
+    # prefill_s and decode_s, scalar and array, are uniform passes of one sequence
+    prompts = np.array([1.0, 32.0, 512.0])
+    for p, t in zip(prompts, cost.prefill_s(prompts)):
+        assert t == pytest.approx(step_time(model, acc, prof, rows=int(p), batch=1).total_s, rel=1e-12)
+        assert cost.prefill_s(int(p)) == pytest.approx(t, rel=1e-12)
+    for c, t in zip(context, cost.decode_s(context.astype(float))):
+        assert t == pytest.approx(step_time(model, acc, prof, rows=1, batch=1, context=int(c)).total_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("name,gpu", [("gpt-3-13b", "a100-40gb"), ("mixtral-8x7b", "h100-sxm")])
+@pytest.mark.parametrize("scheduler", ["request", "iteration"])
+def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
+    # The simulator advances decode iterations by increments of IterationCost's coefficients; a
+    # request served alone must finish after exactly the roofline's prefill plus one step_time
+    # per decode step (context P, P + 1, ..., P + O - 2).
+    model, acc = load_model(name), load_accelerator(gpu)
+    server = Server.from_specs(model, acc, LECTURE, kv_tokens=100_000, max_len=4096)
+    for prompt, output in [(1, 1), (7, 2), (300, 200), (2000, 1000)]:
+        sim = simulate(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
+        steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).total_s]
+        steps += [step_time(model, acc, LECTURE, rows=1, batch=1, context=prompt + j).total_s
+                  for j in range(output - 1)]
+        assert sim.finish_s[0] == pytest.approx(math.fsum(steps), rel=1e-12)
+        assert sim.iterations == output
+    # Real decode steps are memory-bound; on a server 10^4 times slower at arithmetic they are
+    # compute-bound, which pins the compute increments too (against IterationCost.time per step).
+    slow = Server(replace(server.cost, flops_per_s=server.cost.flops_per_s * 1e-4), 100_000, 4096)
+    for prompt, output in [(7, 2), (300, 200)]:
+        sim = simulate(fixed_workload([(prompt, output)] * 3), slow, scheduler=scheduler, max_batch=8)
+        steps = [slow.cost.time(3 * prompt, 3 * prompt, 3 * prompt * (prompt + 1) / 2)]
+        steps += [slow.cost.decode_s(prompt + j, batch=3) for j in range(output - 1)]
+        assert slow.cost.decode_s(prompt, batch=3) > slow.cost.memory_s(3, 3 * prompt + 3) + slow.cost.fixed_s
+        assert sim.finish_s == pytest.approx([math.fsum(steps)] * 3, rel=1e-12)
 
 
 def test_unloaded_per_token_latency():
@@ -186,6 +242,19 @@ def test_iteration_level_sustains_an_order_of_magnitude_more():
         assert found.result.latency_per_token_median_s <= slo and found.result.finished == N
     # request-level's batch is capped at 6 by the 2048-token reservation (§3.3, second detail)
     assert request.result.kv_reserved_peak_tokens == 6 * 2048
+
+
+def test_search_without_reservation_reports_no_saturated_throughput():
+    # With --scheduler none every request queued at once deadlocks: that run's throughput counts
+    # only the requests finished before it stopped, so it is no saturated figure (it sat below
+    # the rate found). The search still finds the rate; it reports the deadlock instead.
+    wl = poisson_workload(300, 1.0, seed=0)
+    assert simulate(wl.at_rate(math.inf), SERVER, scheduler="none", max_batch=64).deadlock is not None
+    none = highest_rate(wl, SERVER, scheduler="none", max_batch=64, slo_s=0.045)
+    assert none.saturated_deadlock and none.saturated_req_per_s is None
+    assert none.rate_req_per_s > 0 and none.result.deadlock is None and none.result.finished == 300
+    orca = highest_rate(wl, SERVER, scheduler="iteration", max_batch=32, slo_s=0.045)
+    assert not orca.saturated_deadlock and orca.saturated_req_per_s > 0
 
 
 def test_max_batch_does_not_raise_low_load_latency():

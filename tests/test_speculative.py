@@ -15,8 +15,8 @@ from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError
 from llm_cost.roofline import step_time
 from llm_cost.roofline_array import step_times
-from llm_cost.speculative_roofline import (best_gamma, dense_twin, moe_vs_dense, roofline_speedup,
-                                           turning_batch)
+from llm_cost.speculative_roofline import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
+                                           roofline_speedup, turning_batch)
 from llm_cost.specs import BF16, INT4_G128, PRESETS
 
 H100 = load_accelerator("h100-sxm")
@@ -253,3 +253,25 @@ def test_moe_verification_costs_more_than_dense(name):
     assert np.all(cmp.moe.speedup < cmp.dense.speedup)
     assert cmp.moe.verify_over_base[0] > 2.5
     assert cmp.dense.verify_over_base[0] == pytest.approx(1.0)
+
+
+def test_moe_caption_does_not_call_verification_free():
+    # Mixtral turns compute-bound only at batch ~216 (gamma 4, peak), yet verification already
+    # costs 2.8 decode steps at batch 1: the caption must not say "free up to batch 216".
+    from llm_cost.spec_report import spec_rows
+
+    mixtral = load_model("mixtral-8x7b")
+    rows, caption = spec_rows(mixtral, H100, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    assert "free up to" not in caption
+    turn = turning_batch(mixtral, H100, ARTICLE, gamma=4)
+    assert f"compute-bound from batch {turn.batch:.1f}" in caption and turn.batch > 200
+    assert "still reads more experts: 2.80x a decode step at batch 1, over 1.05x from batch 1" in caption
+    assert rows[0]["verify_over_base"] == pytest.approx(2.80, abs=0.005)
+    assert costly_verification_batch(mixtral, H100, ARTICLE, gamma=4) == 1.0
+    # A dense target is free up to its turning batch and costs 5% more just past it.
+    rows, caption = spec_rows(LLAMA3_8B, H100, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    turn = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
+    assert f"verification free up to batch {turn.batch:.1f}" in caption and "experts" not in caption
+    costly = costly_verification_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
+    assert turn.batch < costly < 1.1 * turn.batch
+    assert math.isinf(costly_verification_batch(LLAMA3_8B, H100, ARTICLE, gamma=0))

@@ -69,7 +69,7 @@ def test_tree_verification_rows_and_cost():
                      batch=np.array([1, 32]), c=0.05, context=1024)
     assert t.verify_rows.tolist() == [45, 32 * 45]
     assert t.depth == 4
-    assert np.allclose(t.draft_s, 4 * 0.05 * t.base_s)
+    assert np.allclose(t.draft_round_s, 4 * 0.05 * t.base_s)
     assert t.verify_over_base[0] == pytest.approx(1.0, abs=0.01)  # batch 1: free
     assert t.verify_over_base[1] > 4  # batch 32: 1440 rows, compute-bound
     assert t.speedup[0] > 2 > 1 > t.speedup[1]

@@ -196,9 +196,11 @@ def batching_cmd(
             row, found = search_row(wl, server, scheduler=scheduler, max_batch=max_batch, slo_s=slo_ms * 1e-3,
                                     statistic=slo_stat, reservation=reservation, on_step=progress)
         rows = [row]
+        saturated = ("all at once it deadlocks" if found.saturated_deadlock
+                     else f"saturated {found.saturated_req_per_s:.2f} req/s")
         caption += (f"; highest rate with {slo_stat} per-token latency <= {slo_ms:g} ms: "
                     f"{found.rate_req_per_s:.2f} req/s (unloaded {slo_stat} {found.unloaded_s * 1e3:.1f} ms, "
-                    f"saturated {found.saturated_req_per_s:.2f} req/s, {found.evaluations} simulations)")
+                    f"{saturated}, {found.evaluations} simulations)")
         results = [found.result] if found.result else []
     else:
         with SweepProgress("simulating") as progress:
