@@ -19,9 +19,10 @@ COMMAND_MODULES = {
     "model": "foundation", "roofline": "foundation", "catalog": "foundation",
     "capacity": "memory", "waste": "memory", "batching": "memory",
     "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
+    "table": "table", "plot": "plot",
     "check": "check",
 }
-MODULE_ORDER = ("foundation", "memory", "speculative", "check")  # the order of --help
+MODULE_ORDER = ("foundation", "memory", "speculative", "table", "plot", "check")  # the order of --help
 
 
 def _register(modules) -> object:

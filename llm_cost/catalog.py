@@ -174,6 +174,7 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
             max_position_embeddings=f.int("max_position_embeddings", 0, minimum=0),
             moe=_moe(f, model_type),
             mla=_mla(f) if model_type in DEEPSEEK else None,
+            mtp_layers=f.int("num_nextn_predict_layers", 0, minimum=0),
             source=str(data.get("_source", path)),
         )
     except ConfigError:

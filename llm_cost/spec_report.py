@@ -76,7 +76,7 @@ def parse_hits(text: str) -> TopKHits:
         raise InvalidValueError(f"--hits: {err}") from None
 
 
-def _mfus(preset: str, mfus) -> list:
+def mfu_values(preset: str, mfus) -> list:
     """The MFUs to show: as given, else the preset's own and 60% (the article's two columns)."""
     if mfus:
         return _check_all("--mfu", mfus, low=0, high=1, low_open=True)
@@ -121,7 +121,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, c
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes = [], []
-    for n, mfu in enumerate(_mfus(preset, mfus)):
+    for n, mfu in enumerate(mfu_values(preset, mfus)):
         prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff)
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=options.profile(draft_preset, mfu=mfu, bw_eff=bw_eff))

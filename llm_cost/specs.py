@@ -96,6 +96,7 @@ class ModelSpec:
     max_position_embeddings: int = 0  # context limit as configured; 0 when unknown
     moe: MoESpec | None = None
     mla: MLASpec | None = None
+    mtp_layers: int = 0  # multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers)
     source: str = ""  # where the numbers come from (a URL or a file path)
 
     def __post_init__(self) -> None:
@@ -104,7 +105,7 @@ class ModelSpec:
         for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                      "intermediate_size", "vocab_size"):
             _positive_int("model", name, getattr(self, name))
-        for name in ("learned_positions", "max_position_embeddings"):
+        for name in ("learned_positions", "max_position_embeddings", "mtp_layers"):
             check_number(f"model.{name}", getattr(self, name), low=0, integer=True)
         if self.mlp_kind not in MLP_KINDS:
             raise InvalidValueError(f"model.mlp_kind must be one of {', '.join(MLP_KINDS)}, got {self.mlp_kind!r}")

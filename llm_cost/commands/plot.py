@@ -1,0 +1,186 @@
+"""`plot`: the figures of the series as PNG or SVG files (matplotlib imported only here)."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.base import BwEff, command
+
+KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching")
+
+# The options each kind reads; any other option given is an error rather than silently ignored.
+USES = {
+    "roofline": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "gamma", "batch", "max_rows"},
+    "spec-vs-batch": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "weights", "alpha", "gamma", "c",
+                      "batch", "batch_max"},
+    "gamma": {"alpha", "c", "gamma_max"},
+    "tree": {"model", "gpu", "preset", "context", "weights", "widths", "hits", "batch", "c"},
+    "batching": {"model", "gpu", "preset", "weights", "reserve", "scheduler", "max_batch", "rate", "requests",
+                 "seed", "slo_ms"},
+}
+# Defaults per kind, as the matching table command has them (spec, gamma, tree, batching).
+DEFAULTS = {
+    "roofline": dict(model="llama-3-8b", gpu="h100-sxm", preset="article", context=0, gamma=[4], batch=[1, 64],
+                     max_rows=16384),
+    "spec-vs-batch": dict(model="llama-3-8b", gpu="h100-sxm", preset="article", context=0, weights="bf16",
+                          alpha=[0.8], gamma=[4], c=[0.1], batch=[1, 8, 32, 64, 128, 256], batch_max=1024),
+    "gamma": dict(alpha=[0.6, 0.8, 0.9], c=[0.05, 0.1, 0.2], gamma_max=16),
+    "tree": dict(model="llama-3.1-8b", gpu="h100-sxm", preset="lecture", context=1024, weights="bf16",
+                 hits="1:0.44,2:0.64,4:0.79,8:0.91", batch=[1, 32], c=[0.05]),
+    "batching": dict(model="gpt-3-13b", gpu="a100-40gb", preset="lecture", weights="bf16", reserve=0.1,
+                     scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
+}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@command("plot", epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline --model "
+                        "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
+def plot_cmd(
+    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree or batching.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="Efficiency profile: article, lecture or lecture-draft.")] = None,
+    mfu: Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1]; spec-vs-batch: one curve each (default the preset's and 0.6).")] = None,
+    bw_eff: BwEff = None,
+    context: Annotated[Optional[int], typer.Option(help="Cached tokens per sequence.")] = None,
+    weights: Annotated[Optional[str], typer.Option("--weights", "-w", help="Weight format: bf16, w4a16, int8, fp8.")] = None,
+    alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate in [0, 1] (repeatable).")] = None,
+    gamma: Annotated[Optional[List[int]], typer.Option("--gamma", help="Draft tokens per round (repeatable for spec-vs-batch).")] = None,
+    c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable for spec-vs-batch, gamma).")] = None,
+    batch: Annotated[Optional[List[int]], typer.Option("--batch", "-b", help="roofline: operating points; spec-vs-batch: marked points; tree: one curve each.")] = None,
+    batch_max: Annotated[Optional[int], typer.Option("--batch-max", help="spec-vs-batch: largest batch on the axis (extended to the largest --batch).")] = None,
+    gamma_max: Annotated[Optional[int], typer.Option("--gamma-max", help="gamma: largest gamma on the axis.")] = None,
+    max_rows: Annotated[Optional[int], typer.Option("--max-rows", help="roofline: largest row count on the axis.")] = None,
+    widths: Annotated[Optional[List[str]], typer.Option("--widths", help="tree: branching widths like 4,2,2,1 (repeatable; default nine trees from 1x1x1x1 to 8x8x4x2).")] = None,
+    hits: Annotated[Optional[str], typer.Option("--hits", help="tree: the draft's top-k hit rates as k:rate pairs.")] = None,
+    scheduler: Annotated[Optional[List[str]], typer.Option("--scheduler", help="batching: request and/or iteration (repeatable).")] = None,
+    max_batch: Annotated[Optional[List[int]], typer.Option("--max-batch", help="batching: most requests in a batch (repeatable; one curve per scheduler and value).")] = None,
+    rate: Annotated[Optional[List[float]], typer.Option("--rate", help="batching: arrival rates in req/s (repeatable; default 0.25 to 20).")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", "-n", help="batching: requests simulated at each rate.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="batching: seed of the workload.")] = None,
+    reserve: Annotated[Optional[float], typer.Option(help="batching: fraction of GPU memory held back, in [0, 1).")] = None,
+    slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="batching: draw a per-token latency target (ms).")] = None,
+) -> None:
+    """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
+
+    Each kind takes the options of its table command (roofline, spec, gamma, tree, batching) and
+    its defaults: roofline and spec-vs-batch llama-3-8b on h100-sxm, preset article; tree
+    llama-3.1-8b on h100-sxm, preset lecture, context 1024; batching gpt-3-13b on a100-40gb,
+    preset lecture, 500 requests per rate. An option the kind does not use is an error.
+    """
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.options import choose
+    from llm_cost.plots import check_output
+
+    choose("KIND", kind, KINDS)
+    values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
+                  alpha=alpha, gamma=gamma, c=c, batch=batch, batch_max=batch_max, gamma_max=gamma_max,
+                  max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
+                  requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms)
+    given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
+    unused = sorted(set(given) - USES[kind])
+    if unused:
+        raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "
+                                f"{', '.join(_flag(n) for n in sorted(USES[kind]))}")
+    path = check_output(output)
+    o = {**DEFAULTS[kind], **given}
+    draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
+            "batching": _batching}[kind]
+    written = draw(o, path)
+    typer.echo(f"wrote {written}")
+
+
+def _single(o: dict, name: str):
+    from llm_cost.errors import InvalidValueError
+
+    values = o[name]
+    if len(values) != 1:
+        raise InvalidValueError(f"{_flag(name)} takes one value for this kind, got {len(values)}")
+    return values[0]
+
+
+def _specs(o: dict):
+    from llm_cost import options
+    from llm_cost.catalog import load_accelerator, load_model
+
+    return load_model(o["model"]), load_accelerator(o["gpu"]), options.profile(o["preset"], bw_eff=o.get("bw_eff"))
+
+
+def _roofline(o: dict, path):
+    from llm_cost import options, plots
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.curves import roofline_series
+
+    spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
+    prof = options.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
+    g = _single(o, "gamma")
+    series = roofline_series(spec, acc, prof, gamma=g, batches=o["batch"], context=o["context"],
+                             max_rows=o["max_rows"])
+    return plots.roofline(series, path, gamma=g, title=f"T(m): {spec.name} on {acc.name}, preset {prof.name}, "
+                                                      f"context {o['context']}")
+
+
+def _spec_vs_batch(o: dict, path):
+    from llm_cost import options, plots
+    from llm_cost.curves import spec_vs_batch
+    from llm_cost.spec_report import mfu_values
+
+    spec, acc, _ = _specs(o)
+    profiles = [options.profile(o["preset"], mfu=m, bw_eff=o.get("bw_eff")) for m in mfu_values(o["preset"], o.get("mfu"))]
+    fmt = options.weight_format(o["weights"])
+    curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
+                           batch_max=o["batch_max"], context=o["context"], fmt=fmt)
+    return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}, "
+                                                   f"{o['weights']}, preset {o['preset']}, context {o['context']}")
+
+
+def _gamma(o: dict, path):
+    from llm_cost import plots
+    from llm_cost.curves import gamma_curves
+
+    curves = gamma_curves(alphas=o["alpha"], cs=o["c"], gamma_max=o["gamma_max"])
+    return plots.gamma(curves, path, title="Speedup against draft length, verification free (Leviathan Theorem 3.8)")
+
+
+def _tree(o: dict, path):
+    from llm_cost import options, plots
+    from llm_cost.curves import DEFAULT_TREES, tree_points
+    from llm_cost.spec_report import parse_hits, parse_widths
+
+    spec, acc, prof = _specs(o)
+    c = _single(o, "c")
+    widths = [parse_widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
+    points = tree_points(spec, acc, prof, widths_list=widths, hits=parse_hits(o["hits"]), batches=o["batch"],
+                         c=c, context=o["context"], fmt=options.weight_format(o["weights"]))
+    return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context "
+                                          f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
+
+
+def _batching(o: dict, path):
+    from llm_cost import options, plots
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.curves import DEFAULT_RATES, batching_curves
+    from llm_cost.errors import check_number
+    from llm_cost.server import Server
+    from llm_cost.workload import poisson_workload
+
+    check_number("--requests", o["requests"], low=1, high=10_000, integer=True)
+    if o.get("slo_ms") is not None:
+        check_number("--slo-ms", o["slo_ms"], low=0, low_open=True)
+    spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
+    server = Server.from_specs(spec, acc, options.profile(o["preset"]), reserve=o["reserve"],
+                               fmt=options.weight_format(o["weights"]))
+    wl = poisson_workload(o["requests"], 1.0, seed=o["seed"])
+    curves = batching_curves(wl, server, schedulers=o["scheduler"], max_batches=o["max_batch"],
+                             rates=o.get("rate") or DEFAULT_RATES)
+    slo = o["slo_ms"] * 1e-3 if o.get("slo_ms") is not None else None
+    return plots.batching(curves, path, slo_s=slo,
+                          title=f"Latency against throughput: {server.description}, KV "
+                                f"{server.kv_capacity_tokens:,} tokens\n{o['requests']} requests per rate, "
+                                f"{wl.description}, seed {o['seed']}")

@@ -1,0 +1,60 @@
+"""`table`: the series' cost table, one column per model (seed 002, chapter 3.2)."""
+
+from __future__ import annotations
+
+from typing import Annotated, List
+
+import typer
+
+from llm_cost.commands.base import GpuOpt, command
+
+FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, markdown (models as columns), "
+                                                              "json or csv (one flat row per model).")]
+
+
+@command("table", epilog="Example: llm-cost table --format markdown; llm-cost table --model llama-3.1-8b "
+                         "--model mixtral-8x7b --gpu h200 --context 8192 --format json")
+def table_cmd(
+    model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = ["llama-3-8b", "llama-3-70b", "deepseek-v3"],  # noqa: B006
+    gpu: GpuOpt = "h100-sxm",
+    alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = 0.8,
+    gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = 4,
+    c: Annotated[float, typer.Option("--c", help="Draft step over target step of the speculative row, >= 0.")] = 0.1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together (decode, speculative and MTP rows).")] = 1,
+    mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = [0.85, 0.9],  # noqa: B006
+    context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = [4096, 32768],  # noqa: B006
+    reserve: Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")] = 0.1,
+    fmt: FormatMd = "table",
+) -> None:
+    """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
+
+    Theoretical (the article preset). Models with an MTP module (DeepSeek-V3) get their own
+    draft's rows. json and csv print one flat row per model, SI values, the unit in each key.
+    """
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.cost_table import table_notes, table_rows, table_view
+    from llm_cost.options import choose
+    from llm_cost.render import FORMATS_WITH_MARKDOWN, Column, render
+
+    fmt = choose("--format", fmt, FORMATS_WITH_MARKDOWN)
+
+    specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
+    rows = table_rows(specs, acc, alpha=alpha, gamma=gamma,
+                      c=c, batch=batch, contexts=context, reserve=reserve, mtp_alphas=mtp_alpha)
+    title = f"Cost table: {acc.name}, theoretical (GB = 1e9 bytes)"
+    if fmt in ("json", "csv"):
+        render(rows, [], fmt)
+        return
+    view, columns = table_view(rows)
+    notes = table_notes(rows)
+    columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
+    if fmt == "markdown":
+        render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
+        return
+    render(view, columns, fmt, title=title)
+    typer.echo("\n".join(notes))  # below the table, left-aligned (a Rich caption is centred)
+
+
+def _cell(text: str) -> str:
+    """Cells are text already; a function (not `str`) so that Rich right-aligns them."""
+    return text

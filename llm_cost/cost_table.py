@@ -1,0 +1,362 @@
+"""The series' cost table (seed 002, chapter 3.2 "文本模型的成本表"): one column per model.
+
+"前面各篇的数字合到一张表（H100 SXM，理论值；DeepSeek-V3 列用第八、十篇的 MLA 与 MoE 版本函数）":
+parameters, weight bytes (BF16, INT4 g128), KV per token and per sequence, FLOPs per token, the
+decode bound in BF16 and W4A16, the speculative speedup, and whether the weights fit on one
+accelerator. Every figure comes from the library (`counts`, `roofline`, `speculative_roofline`,
+`memory`); this module only gathers them. Theoretical means the `article` preset: peak bandwidth
+and FLOP/s, every weight byte read once per pass, no KV reads, no fixed cost.
+
+The speculative row is the article's chain (alpha 0.8, gamma 4, c 0.1) on the roofline at batch B
+(`roofline_speedup`): 2.40 for a dense model at batch 1. DeepSeek-V3's own draft is its MTP module
+(Technical Report §2.2, §5.4.3; seed 002 §2.5): gamma 1, second-token acceptance 85-90%, so
+E = 1 + alpha = 1.85-1.90 tokens per step, reported as 1.8x TPS. We give it three ways:
+
+- E, the reported range;
+- E / (1 + c), verification free (Leviathan Theorem 3.8), with c = one MTP module step over one
+  model step on the same roofline (`mtp_step_time`);
+- the roofline speedup at batch B, where verifying 2 rows reads the experts both rows route to.
+
+The MTP module (Technical Report §2.2, Figure 3) is one transformer block (a MoE layer for
+DeepSeek-V3), RMSNorms on its two inputs, a projection M in R^{d x 2d} of [h; emb] back to d,
+and the embedding and output head shared with the main model. Assumptions: the next token's
+embedding is a one-row lookup (not read in full, whatever the preset); the shared LM head is
+read again by every draft step (shared in memory, not in bandwidth); routing is uniform top-k.
+
+Output: one flat row per model (`table_rows`), SI values, the unit in the key; `table_view`
+turns the rows around (one column per model) for the human table and Markdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.memory import DEFAULT_RESERVE, kv_capacity, requests_that_fit
+from llm_cost.roofline import StepTime, step_time
+from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+
+DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
+DEFAULT_GPU = "h100-sxm"
+DEFAULT_CONTEXTS = (4096, 32768)
+THEORETICAL = PRESETS["article"]
+# DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
+# prediction ranges between 85% and 90% ... 1.8 times TPS"; seed 002 §2.5 and seed 000 §10.4
+MTP_ALPHA_REPORTED = (0.85, 0.90)
+MTP_TPS_REPORTED = 1.8
+MTP_GAMMA = 1  # one MTP module predicts one extra token
+
+
+# ---- the MTP module ------------------------------------------------------------------------
+
+def mtp_module(model: ModelSpec) -> ModelSpec:
+    """One MTP module as a one-layer model: a block like the model's last (MoE) layer, the
+    shared embedding and LM head, and its own output norm (`shared_head.norm`).
+
+    The input norms and the 2d x d projection are not a ModelSpec part: see `mtp_params`.
+    """
+    moe = replace(model.moe, first_dense_layers=0) if model.moe is not None else None
+    return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe)
+
+
+@dataclass(frozen=True)
+class MtpParams:
+    """Parameters of one MTP module (counts). DeepSeek-V3: 11.6B of its own, 13.5B stored."""
+
+    block: int  # the transformer block and the output norm
+    block_active: int  # the block as one token uses it (shared + top-k routed experts)
+    projection: int  # eh_proj (d x 2d, no bias) and the enorm / hnorm gains
+    shared: int  # embedding and LM head, the main model's
+
+    @property
+    def own(self) -> int:
+        """What the module adds to the model's memory."""
+        return self.block + self.projection
+
+    @property
+    def stored(self) -> int:
+        """As the Hub checkpoint stores it, with its copies of the shared tables.
+
+        DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the
+        Multi-Token Prediction (MTP) Module weights".
+        """
+        return self.own + self.shared
+
+
+def mtp_params(model: ModelSpec) -> MtpParams:
+    """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d."""
+    p = param_counts(mtp_module(model))
+    d = model.hidden_size
+    shared = p.embedding + p.lm_head
+    return MtpParams(block=p.total - shared, block_active=p.active - shared,
+                     projection=2 * d * d + 2 * d, shared=shared)
+
+
+def mtp_step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch: float = 1,
+                  fmt: WeightFormat = BF16) -> StepTime:
+    """One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
+
+    The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
+    terms (as `roofline.pass_costs` counts any GEMM); the embedding is a lookup.
+    """
+    prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
+    block = step_time(mtp_module(model), gpu, prof, rows=batch, batch=batch, fmt=fmt)
+    d = model.hidden_size
+    proj_bytes = mtp_params(model).projection * fmt.bytes_per_weight
+    proj_flops = batch * 2 * (2 * d * d)  # the norms' gains are not a GEMM
+    return replace(block, weight_bytes_read=block.weight_bytes_read + proj_bytes,
+                   flops=block.flops + proj_flops,
+                   memory_s=block.memory_s + proj_bytes / (gpu.bandwidth_bytes_per_s * prof.bw_efficiency),
+                   compute_s=block.compute_s + proj_flops / (gpu.bf16_flops_per_s * prof.compute_efficiency))
+
+
+@dataclass(frozen=True)
+class MtpSpeedup:
+    """The MTP draft (gamma 1) at each acceptance rate: tokens per step and speedups."""
+
+    alphas: tuple[float, ...]
+    expected_tokens: tuple[float, ...]  # 1 + alpha
+    c: float  # MTP step / model step, both on the roofline at the same batch
+    verify_over_base: float  # T(2B) / T(B): 2 rows per sequence read more experts
+    speedup_verify_free: tuple[float, ...]  # E / (1 + c)
+    speedup: tuple[float, ...]  # roofline: E T(B) / (c T(B) + T(2B))
+
+
+def mtp_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile = THEORETICAL, *,
+                alphas: Sequence[float] = MTP_ALPHA_REPORTED, batch: float = 1) -> MtpSpeedup:
+    """Speculative decoding with the model's own MTP module as the draft (gamma = 1).
+
+    DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.78-1.83 (the report's
+    1.8x); on the roofline ~1.2, because verifying 2 rows touches ~2x the routed experts.
+    """
+    import numpy as np
+
+    from llm_cost import speculative
+    from llm_cost.speculative_roofline import roofline_speedup
+
+    a = np.asarray(list(alphas), dtype=float)
+    base = step_time(model, gpu, profile, rows=batch, batch=batch)
+    c = mtp_step_time(model, gpu, profile, batch=batch).total_s / base.total_s
+    r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c)
+    free = np.atleast_1d(speculative.speedup(a, MTP_GAMMA, c))
+    return MtpSpeedup(alphas=tuple(a.tolist()), expected_tokens=tuple(np.atleast_1d(r.expected_tokens).tolist()),
+                      c=float(c), verify_over_base=float(np.atleast_1d(r.verify_over_base)[0]),
+                      speedup_verify_free=tuple(free.tolist()), speedup=tuple(np.atleast_1d(r.speedup).tolist()))
+
+
+# ---- one row per model ---------------------------------------------------------------------
+
+def _check_contexts(contexts) -> tuple[int, ...]:
+    if not contexts:
+        raise InvalidValueError("--context needs at least one value")
+    for n in contexts:
+        check_number("--context", n, low=1, integer=True)
+    return tuple(int(n) for n in contexts)
+
+
+def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: int = 4, c: float = 0.1,
+             batch: int = 1, contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
+             mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED) -> dict:
+    """One model's column of the cost table as a flat row: SI values, the unit in each key.
+
+    Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
+    kv_bytes_per_sequence_at_{n}, flops_per_token, decode_step_s_bf16/w4a16 (batch B),
+    spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
+    max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes.
+    """
+    from llm_cost.speculative_roofline import roofline_speedup
+
+    check_number("--alpha", alpha, low=0, high=1)
+    check_number("--gamma", gamma, low=0, integer=True)
+    check_number("--c", c, low=0)
+    check_number("--batch", batch, low=1, integer=True)
+    check_number("--reserve", reserve, low=0, high=1, high_open=True)
+    contexts = _check_contexts(contexts)
+    if not mtp_alphas:
+        raise InvalidValueError("--mtp-alpha needs at least one value")
+    for a in mtp_alphas:
+        check_number("--mtp-alpha", a, low=0, high=1)
+    prof = THEORETICAL
+    p = param_counts(model)
+    bf16, int4 = weight_bytes(model, BF16), weight_bytes(model, INT4_G128)
+    kv = kv_bytes_per_token(model)
+    spec = roofline_speedup(model, gpu, prof, alpha=alpha, gamma=gamma, batch=batch, c=c)
+    row = {
+        "model": model.name, "gpu": gpu.name, "preset": prof.name,
+        "params_total": p.total, "params_active": p.active,
+        "weight_bytes_bf16": bf16.total, "weight_bytes_int4": int4.total, "bits_int4": int4.effective_bits,
+        "kv_bytes_per_token": kv,
+    }
+    row.update({f"kv_bytes_per_sequence_at_{n}": kv * n for n in contexts})
+    row.update({
+        "flops_per_token": flops_per_token(model),
+        "batch": batch,
+        "decode_step_s_bf16": step_time(model, gpu, prof, rows=batch, batch=batch, fmt=BF16).total_s,
+        "decode_step_s_w4a16": step_time(model, gpu, prof, rows=batch, batch=batch, fmt=INT4_G128).total_s,
+        "spec_alpha": alpha, "spec_gamma": int(gamma), "spec_c": c,
+        "spec_expected_tokens": float(spec.expected_tokens),
+        "spec_verify_over_base": float(spec.verify_over_base),
+        "spec_speedup": float(spec.speedup),
+    })
+    row.update(_mtp_keys(model, gpu, prof, model.mtp_layers, mtp_alphas, batch))
+    row.update({"reserve_fraction": reserve, "memory_bytes": gpu.memory_bytes,
+                "usable_bytes": gpu.memory_bytes * (1 - reserve)})
+    for name, fmt in (("bf16", BF16), ("int4", INT4_G128)):
+        cap = kv_capacity(model, gpu, reserve=reserve, fmt=fmt)
+        row[f"fits_{name}"] = cap.fits
+        row.update({f"max_batch_{name}_at_{n}": requests_that_fit(cap.kv_tokens, n) if cap.fits else 0
+                    for n in contexts})
+    return row
+
+
+MTP_KEYS = ("mtp_layers", "mtp_gamma", "mtp_alpha_low", "mtp_alpha_high", "mtp_expected_tokens_low",
+            "mtp_expected_tokens_high", "mtp_params_own", "mtp_params_stored", "mtp_c",
+            "mtp_verify_over_base", "mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high",
+            "mtp_speedup_low", "mtp_speedup_high")
+
+
+def _mtp_keys(model, gpu, prof, layers, alphas, batch) -> dict:
+    if not layers:
+        return dict.fromkeys(MTP_KEYS)
+    alphas = sorted(set(float(a) for a in alphas))
+    lo_hi = [alphas[0], alphas[-1]]
+    s = mtp_speedup(model, gpu, prof, alphas=lo_hi, batch=batch)
+    n = mtp_params(model)
+    return {
+        "mtp_layers": int(layers), "mtp_gamma": MTP_GAMMA, "mtp_alpha_low": lo_hi[0], "mtp_alpha_high": lo_hi[1],
+        "mtp_expected_tokens_low": s.expected_tokens[0], "mtp_expected_tokens_high": s.expected_tokens[1],
+        "mtp_params_own": n.own, "mtp_params_stored": n.stored, "mtp_c": s.c,
+        "mtp_verify_over_base": s.verify_over_base,
+        "mtp_speedup_verify_free_low": s.speedup_verify_free[0],
+        "mtp_speedup_verify_free_high": s.speedup_verify_free[1],
+        "mtp_speedup_low": s.speedup[0], "mtp_speedup_high": s.speedup[1],
+    }
+
+
+def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, **kwargs) -> list[dict]:
+    """`cost_row` for each model: the table's columns as flat rows."""
+    if not models:
+        raise InvalidValueError("--model needs at least one value")
+    return [cost_row(m, gpu, **kwargs) for m in models]
+
+
+# ---- the view: one column per model ----------------------------------------------------------
+
+def _num(key: str, digits: int, scale: float = 1.0) -> Callable[[dict], str]:
+    def text(row: dict) -> str:
+        v = row.get(key)
+        return "-" if v is None else f"{v / scale:,.{digits}f}"
+    return text
+
+
+def _span(low: str, high: str, digits: int) -> Callable[[dict], str]:
+    def text(row: dict) -> str:
+        a, b = row.get(low), row.get(high)
+        if a is None:
+            return "-"
+        return f"{a:.{digits}f}" if f"{a:.{digits}f}" == f"{b:.{digits}f}" else f"{a:.{digits}f}–{b:.{digits}f}"
+    return text
+
+
+def _yes_no(key: str) -> Callable[[dict], str]:
+    return lambda row: "yes" if row[key] else "no"
+
+
+def _batch(fmt: str, n: int) -> Callable[[dict], str]:
+    return lambda row: f"{row[f'max_batch_{fmt}_at_{n}']:,}" if row[f"fits_{fmt}"] else "-"
+
+
+def context_label(n: int) -> str:
+    """4096 -> '4K', 32768 -> '32K', 1000 -> '1000' (tokens)."""
+    return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
+
+
+def _lines(rows: Sequence[dict]) -> list[tuple[str, Callable[[dict], str]]]:
+    r = rows[0]
+    contexts = [int(k.rsplit("_", 1)[1]) for k in r if k.startswith("kv_bytes_per_sequence_at_")]
+    b = r["batch"]
+    lines = [
+        ("parameters, total (B)", _num("params_total", 2, 1e9)),
+        ("parameters, active per token (B)", _num("params_active", 2, 1e9)),
+        ("weights, BF16 (GB)", _num("weight_bytes_bf16", 2, 1e9)),
+        ("weights, INT4 g128 (GB)", _num("weight_bytes_int4", 2, 1e9)),
+        ("INT4 g128, effective bits per weight", _num("bits_int4", 2)),
+        ("KV cache per token, BF16 (bytes)", _num("kv_bytes_per_token", 0)),
+    ]
+    lines += [(f"KV cache at {context_label(n)} context (GB per sequence)",
+               _num(f"kv_bytes_per_sequence_at_{n}", 2, 1e9)) for n in contexts]
+    lines += [
+        ("FLOPs per token, no context (GFLOP)", _num("flops_per_token", 1, 1e9)),
+        (f"decode step lower bound, batch {b}, BF16 (ms)", _num("decode_step_s_bf16", 2, 1e-3)),
+        (f"decode step lower bound, batch {b}, W4A16 (ms)", _num("decode_step_s_w4a16", 2, 1e-3)),
+        (f"speculative speedup, α {r['spec_alpha']:g}, γ {r['spec_gamma']}, c {r['spec_c']:g}, batch {b} (×)",
+         _num("spec_speedup", 2)),
+    ]
+    mtp = next((x for x in rows if x["mtp_layers"]), None)
+    if mtp is not None:
+        alpha = _span("mtp_alpha_low", "mtp_alpha_high", 2)(mtp)
+        lines += [
+            (f"MTP draft, γ 1, α {alpha}: tokens per step",
+             _span("mtp_expected_tokens_low", "mtp_expected_tokens_high", 2)),
+            ("MTP c: module step / model step", _num("mtp_c", 3)),
+            ("MTP speedup, verification free: E / (1 + c) (×)",
+             _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)),
+            (f"MTP speedup on the roofline, batch {b} (×)", _span("mtp_speedup_low", "mtp_speedup_high", 2)),
+        ]
+    usable = f"{r['usable_bytes'] / 1e9:.0f} GB"
+    lines += [
+        (f"weights fit in {usable} ({r['gpu']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
+        (f"weights fit in {usable}, INT4 g128", _yes_no("fits_int4")),
+    ]
+    for n in contexts:
+        lines += [(f"largest batch at {context_label(n)} context, BF16 weights", _batch("bf16", n)),
+                  (f"largest batch at {context_label(n)} context, INT4 weights", _batch("int4", n))]
+    return lines
+
+
+def table_view(rows: Sequence[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The rows turned around: one row per quantity, one column per model (cells as text).
+
+    Returns the view rows (keys 'quantity', 'm0', 'm1', ...) and the (key, header) of each column.
+    """
+    if not rows:
+        raise InvalidValueError("the cost table needs at least one model")
+    view = []
+    for label, text in _lines(rows):
+        cells = {"quantity": label}
+        cells.update({f"m{i}": text(row) for i, row in enumerate(rows)})
+        view.append(cells)
+    return view, [("quantity", "")] + [(f"m{i}", row["model"]) for i, row in enumerate(rows)]
+
+
+def table_notes(rows: Sequence[dict]) -> list[str]:
+    """What the table assumes, and the notes a reader of the MTP and MoE rows needs (one per line)."""
+    r = rows[0]
+    notes = [
+        f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
+        f"once per step, no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
+        f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
+        f"Largest batch: sequences of that context whose BF16 KV cache fits in "
+        f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "
+        f"(a dash where the weights do not fit).",
+    ]
+    for x in rows:
+        if x["spec_verify_over_base"] > 1.0 + 1e-9:
+            verdict = "does not pay" if x["spec_speedup"] <= 1.0 else "pays less"
+            notes.append(
+                f"{x['model']}: verifying {x['spec_gamma'] + 1} rows per sequence at batch {x['batch']} reads "
+                f"{x['spec_verify_over_base']:.2f}x the bytes of a decode step (each row routes to its "
+                f"own experts), so the generic draft {verdict}.")
+    for x in rows:
+        if x["mtp_layers"]:
+            notes.append(
+                f"{x['model']} MTP, its own draft (γ 1): acceptance 85-90% and {MTP_TPS_REPORTED:g}x TPS "
+                f"as reported (DeepSeek-V3 Technical Report §5.4.3). c = one MTP module step over one "
+                f"model step on this roofline: one MoE block, the 2d x d projection and the shared LM "
+                f"head read again, the embedding a lookup ({x['mtp_params_own'] / 1e9:.1f}B parameters of "
+                f"its own, not in the weights above). E / (1 + c) agrees with the report; the roofline "
+                f"row is batch {x['batch']} on one accelerator, where verifying 2 rows reads "
+                f"{x['mtp_verify_over_base']:.2f}x the bytes of a step (uniform top-k routing).")
+    return notes

@@ -1,0 +1,219 @@
+"""Figures (matplotlib, non-interactive): each function draws one kind and saves it.
+
+Used only by `llm-cost plot`, and the only module that imports matplotlib (on the first figure,
+with the Agg backend). The numbers come from `llm_cost.curves`; here they are only converted
+(s -> ms) and drawn. Every axis names its unit. The file format follows the extension: .png, .svg.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from llm_cost.errors import InvalidValueError
+
+EXTENSIONS = (".png", ".svg")
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+          "tab:gray", "tab:olive", "tab:cyan", "navy", "darkgoldenrod")
+STYLES = ("-", "--", ":", "-.")
+
+
+def check_output(path: str | Path) -> Path:
+    """The output path, if its extension is one we write and its folder exists."""
+    path = Path(path)
+    if path.suffix.lower() not in EXTENSIONS:
+        raise InvalidValueError(f"-o/--output must end in .png or .svg, got {str(path)!r}")
+    if not path.parent.is_dir():
+        raise InvalidValueError(f"-o/--output folder does not exist: {path.parent}")
+    return path
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: render to files only
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(ncols: int = 1):
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, ncols, figsize=(7.5 * ncols if ncols == 1 else 5.8 * ncols, 5),
+                             layout="constrained")
+    return fig, axes
+
+
+def save(fig, path: str | Path) -> Path:
+    path = check_output(path)
+    try:
+        fig.savefig(path, dpi=150)
+    except OSError as err:
+        raise InvalidValueError(f"-o/--output cannot be written: {err.strerror or err}") from None
+    finally:
+        _pyplot().close(fig)
+    return path
+
+
+def _plain_log(axis) -> None:
+    """Ticks of a log axis at 1, 2, 5 x 10^k, written as plain numbers (20, not 2x10^1)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _label_fmt(fmt) -> str:
+    return "BF16" if fmt.name == "bf16" else f"W4A16 ({fmt.name.upper()} g{fmt.group_size})"
+
+
+def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
+    """T(m) on log axes, one line per weight format, with the decode (filled) and verification
+    (open) points of each batch: seed 002 §2.4's figure."""
+    fig, ax = _figure()
+    markers = ("o", "s", "^", "D")
+    low = min(float(s.time_s.min()) for s in series) * 1e3
+    for k, s in enumerate(series):
+        color = COLORS[k]
+        plateau = float(s.time_s[0]) * 1e3
+        ax.plot(s.rows, s.time_s * 1e3, color=color, linewidth=3.0 - k, alpha=0.85,
+                label=f"{_label_fmt(s.fmt)}: T(1) = {plateau:.2f} ms, compute-bound from m* = {s.knee_rows:.0f}")
+        ax.axvline(s.knee_rows, color=color, linestyle=":", linewidth=1)
+        ax.annotate(f"m* = {s.knee_rows:.0f}", (s.knee_rows, low * 0.55), xytext=(3, 0),
+                    textcoords="offset points", color=color, fontsize=8)
+        batches = list(dict.fromkeys(b for b, _, _ in s.points))
+        for b, m, t in s.points:
+            marker = markers[batches.index(b) % len(markers)]
+            ax.plot([m], [t * 1e3], marker=marker, color=color, markersize=7, linestyle="none",
+                    markerfacecolor=color if m == b else "white", zorder=3)
+    for b in batches:
+        ax.plot([], [], marker=markers[batches.index(b) % len(markers)], color="gray", linestyle="none",
+                label=f"B = {b}: decode {b} row{'s' if b > 1 else ''} (filled), verify {b * (gamma + 1)} rows (open)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=low * 0.45)
+    _plain_log(ax.yaxis)
+    ax.set_xlabel("rows m per forward pass (tokens)")
+    ax.set_ylabel("forward-pass time T(m) (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return save(fig, path)
+
+
+def _varying(curves, names: Sequence[str]) -> list[str]:
+    return [n for n in names if len({getattr(c, n) for c in curves}) > 1]
+
+
+def _describe(curve, names: Sequence[str]) -> str:
+    text = {"alpha": lambda v: f"α {v:g}", "gamma": lambda v: f"γ {v}", "c": lambda v: f"c {v:g}",
+            "mfu": lambda v: f"MFU {v:.0%}"}
+    return ", ".join(text[n](getattr(curve, n)) for n in names)
+
+
+def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
+    """Speedup against batch (log x): flat while verification is free, then falling below 1."""
+    fig, ax = _figure()
+    names = ("alpha", "gamma", "c", "mfu")
+    varying = _varying(curves, names) or ["mfu"]
+    fixed_part = _describe(curves[0], [n for n in names if n not in varying])
+    top = max(float(c.speedup.max()) for c in curves)
+    draft_keys = list(dict.fromkeys((cv.alpha, cv.gamma, cv.c) for cv in curves))
+    mfus = list(dict.fromkeys(cv.mfu for cv in curves))
+    for cv in curves:  # colour per draft (alpha, gamma, c) or else per MFU; line style per MFU
+        k = draft_keys.index((cv.alpha, cv.gamma, cv.c)) if len(draft_keys) > 1 else mfus.index(cv.mfu)
+        color = COLORS[k % len(COLORS)]
+        style = STYLES[mfus.index(cv.mfu) % len(STYLES)]
+        label = f"{_describe(cv, varying)}: verification compute-bound from B ≈ {cv.turning_batch:.0f}"
+        if cv.break_even_batch <= cv.batch[-1]:
+            label += f", no gain from B ≈ {cv.break_even_batch:.0f}"
+            ax.plot([cv.break_even_batch], [1.0], "x", color=color, markersize=8, mew=2)
+        ax.plot(cv.batch, cv.speedup, color=color, linestyle=style, label=label)
+        ax.plot([b for b, _ in cv.marks], [s for _, s in cv.marks], "o", color=color, markersize=4)
+        ax.axvline(cv.turning_batch, color=color, linestyle=":", linewidth=1)
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, top * 1.1)
+    ax.set_xlabel("batch B (sequences decoded together)")
+    ax.set_ylabel("speedup over plain decoding (×)")
+    ax.set_title(f"{title}\n{fixed_part}; dots: the --batch points; dotted: turning batch; x: no gain",
+                 fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
+    return save(fig, path)
+
+
+def gamma(curves, path: str | Path, *, title: str) -> Path:
+    """Speedup against gamma: colour per alpha, line style per c, the optimum marked."""
+    fig, ax = _figure()
+    alphas = list(dict.fromkeys(c.alpha for c in curves))
+    cs = list(dict.fromkeys(c.c for c in curves))
+    for cv in curves:
+        color, style = COLORS[alphas.index(cv.alpha) % len(COLORS)], STYLES[cs.index(cv.c) % len(STYLES)]
+        ax.plot(cv.gamma, cv.speedup, color=color, linestyle=style, linewidth=1.4)
+        ax.plot([cv.gamma_opt], [cv.speedup_opt], "o", color=color, markersize=5,
+                markerfacecolor="white" if cv.capped else color, clip_on=False, zorder=3)
+    for a in alphas:
+        ax.plot([], [], color=COLORS[alphas.index(a) % len(COLORS)], label=f"α = {a:g}")
+    for c in cs:
+        ax.plot([], [], color="gray", linestyle=STYLES[cs.index(c) % len(STYLES)], label=f"c = {c:g}")
+    ax.plot([], [], "o", color="gray", label="best integer γ")
+    if any(cv.capped for cv in curves):
+        ax.plot([], [], "o", color="gray", markerfacecolor="white", label="still rising at the axis end")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xlim(0, curves[0].gamma[-1])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("draft length γ (tokens per round)")
+    ax.set_ylabel("speedup E / (γ c + 1) (×)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    return save(fig, path)
+
+
+def tree(points, path: str | Path, *, title: str) -> Path:
+    """Left: tau against tree size; right: the speedup at each batch (seed 000 §10.3)."""
+    fig, (left, right) = _figure(2)
+    nodes = [p.nodes for p in points]
+    left.plot(nodes, [p.tau for p in points], "o-", color="black", markersize=4)
+    for p in points:
+        left.annotate(p.label, (p.nodes, p.tau), xytext=(4, -10), textcoords="offset points", fontsize=7)
+    left.set_ylabel("τ: expected tokens per round (tokens)")
+    for k, b in enumerate(points[0].batch):
+        right.plot(nodes, [p.speedup[k] for p in points], "o-", color=COLORS[k % len(COLORS)], markersize=4,
+                   label=f"batch {b}")
+    right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    right.set_ylabel("speedup over plain decoding (×)")
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("tree size (draft tokens verified per round)")
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, path)
+
+
+def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None) -> Path:
+    """Median per-token latency against throughput, one curve per scheduler and batch limit
+    (seed 000 §3.3, Orca Figure 10): the curve turns up where the server saturates."""
+    fig, ax = _figure()
+    for k, cv in enumerate(curves):
+        limits = ", ".join(map(str, cv.max_batches))
+        label = f"{cv.scheduler}-level, max batch {limits}"
+        if cv.scheduler == "request" and cv.effective_batch < max(cv.max_batches):
+            label += f" ({cv.effective_batch} fit at max-length reservations)"
+        ax.plot(cv.throughput_req_per_s, [t * 1e3 for t in cv.latency_median_s], "o-",
+                color=COLORS[k % len(COLORS)], markersize=4, label=label)
+    if slo_s is not None:
+        ax.axhline(slo_s * 1e3, color="black", linewidth=0.8, linestyle="--", label=f"target {slo_s * 1e3:g} ms")
+    ax.set_yscale("log")
+    _plain_log(ax.yaxis)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("throughput (requests/s)")
+    ax.set_ylabel("median latency per generated token (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
+    return save(fig, path)
