@@ -187,10 +187,7 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     check_number("--context", context, low=0, integer=True)
     out = []
     for widths in widths_list:
-        missing = [w for w in widths if w not in hits.ks]
-        if missing:
-            raise InvalidValueError(f"--widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
-                                    f"--hits (given for k = {', '.join(map(str, hits.ks))})")
+        hits.require(widths)
         t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=np.array(batches, dtype=float),
                          c=c, context=context, fmt=fmt)
         out.append(TreePoint(tuple(widths), t.nodes, t.tau, tuple(batches), tuple(np.asarray(t.speedup).tolist())))

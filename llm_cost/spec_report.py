@@ -182,10 +182,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     B = np.array(batches, dtype=float)
     rows = []
     for widths in widths_list:
-        missing = [w for w in widths if w not in hits.ks]
-        if missing:
-            raise InvalidValueError(f"--widths {'x'.join(map(str, widths))}: width {missing[0]} has no "
-                                    f"rate in --hits (given for k = {', '.join(map(str, hits.ks))})")
+        hits.require(widths)
         t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context, fmt=fmt)
         chain = (tree_speedup(model, gpu, profile, widths=(1,) * len(widths), hits=hits, batch=B, c=c,
                               context=context, fmt=fmt) if 1 in hits.ks else None)

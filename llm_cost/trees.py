@@ -58,6 +58,13 @@ class TopKHits:
     def ks(self) -> tuple[int, ...]:
         return tuple(k for k, _ in self.rates)
 
+    def require(self, widths) -> None:
+        """Raise unless every width has a rate (no interpolation between given k)."""
+        missing = [w for w in widths if w not in self.ks]
+        if missing:
+            raise InvalidValueError(f"--widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
+                                    f"--hits (given for k = {', '.join(map(str, self.ks))})")
+
     def rate(self, k: int) -> float:
         """h(k); a width without a given rate is an error (no interpolation)."""
         for known, rate in self.rates:
