@@ -33,8 +33,13 @@ def check_number(name: str, value, *, low=None, high=None, low_open=False,
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidValueError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InvalidValueError(f"{name} must be a finite number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond float range (a 400-digit --rows)
+        finite = False
+    if not finite:
+        shown = value if isinstance(value, float) or len(str(value)) < 40 else f"{str(value)[:12]}... ({len(str(value))} digits)"
+        raise InvalidValueError(f"{name} must be a finite number, got {shown}")
     if integer and value != int(value):
         raise InvalidValueError(f"{name} must be a whole number, got {value!r}")
     too_low = low is not None and (value <= low if low_open else value < low)
@@ -46,6 +51,13 @@ def check_number(name: str, value, *, low=None, high=None, low_open=False,
 
 def range_text(low=None, high=None, low_open=False, high_open=False) -> str:
     """Interval notation for messages: [0, 1], (0, inf), [1, inf)."""
-    left = "(-inf" if low is None else f"{'(' if low_open else '['}{low}"
-    right = "inf)" if high is None else f"{high}{')' if high_open else ']'}"
+    left = "(-inf" if low is None else f"{'(' if low_open else '['}{_bound(low)}"
+    right = "inf)" if high is None else f"{_bound(high)}{')' if high_open else ']'}"
     return f"{left}, {right}"
+
+
+def _bound(x) -> str:
+    """A range end as a reader writes it: 1, 0.5, 100000, 1e+12."""
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:g}" if isinstance(x, float) else str(x)

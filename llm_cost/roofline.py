@@ -26,6 +26,11 @@ from dataclasses import dataclass
 from llm_cost.counts import (WeightBytes, attention_flops_per_context_token, kv_bytes_per_token,
                              param_counts, weight_bytes)
 from llm_cost.errors import check_number
+
+# Far beyond any deployment, and far from float overflow in FLOPs and bytes.
+MAX_BATCH = 1e12
+MAX_ROWS = 1e18
+MAX_CONTEXT = 1e12
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -202,9 +207,9 @@ def step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows: flo
     rows >= batch; rows / batch new rows per sequence (1 for plain decode, gamma + 1 to verify
     a chain of gamma drafts). See the module docstring for the formula and its sources.
     """
-    check_number("batch", batch, low=1)
-    check_number("rows (at least one per sequence of the batch)", rows, low=batch)
-    check_number("context", context, low=0)
+    check_number("--batch", batch, low=1, high=MAX_BATCH)
+    check_number("--rows (at least one per sequence of the batch)", rows, low=batch, high=MAX_ROWS)
+    check_number("--context", context, low=0, high=MAX_CONTEXT)
     weights, kv, flops, memory_s, compute_s = pass_costs(
         model, gpu, profile, rows=rows, batch=batch, context=context, fmt=fmt,
         kv_bytes_per_element=kv_bytes_per_element)

@@ -18,7 +18,7 @@ import numpy as np
 
 from llm_cost.arrays import checked
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import PassCost, uniform_pass
+from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, MAX_ROWS, PassCost, uniform_pass
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -46,9 +46,9 @@ def step_times(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, ba
 
     rows >= batch >= 1: `rows / batch` new rows per sequence (gamma + 1 to verify gamma drafts).
     """
-    batch = checked("batch", batch, low=1)
-    rows = checked("rows", rows, low=1)
-    context = checked("context", context, low=0)
+    batch = checked("--batch", batch, low=1, high=MAX_BATCH)
+    rows = checked("--rows", rows, low=1, high=MAX_ROWS)
+    context = checked("--context", context, low=0, high=MAX_CONTEXT)
     if np.any(rows < batch):
         raise InvalidValueError("rows must be at least batch (one row per sequence)")
     return step_times_unchecked(model, gpu, profile, rows=rows, batch=batch, context=context, fmt=fmt,

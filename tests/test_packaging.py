@@ -35,3 +35,17 @@ def test_cli_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_editable_wheel_maps_only_llm_cost(tmp_path, monkeypatch):
+    # pip install -e . must not put the checkout root on sys.path (that would make `cli`,
+    # `models`, `tests` importable) nor copy cli.py / the catalogs into site-packages.
+    build = pytest.importorskip("hatchling.build")
+    pytest.importorskip("editables")  # what dev-mode-exact wheels import
+    monkeypatch.chdir(ROOT)
+    wheel = tmp_path / build.build_editable(str(tmp_path))
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    assert not any(n.startswith("llm_cost/") for n in names), names
+    pth = [n for n in names if n.endswith(".pth")]
+    assert pth and all(str(ROOT) not in archive.read(n).decode() for n in pth)
