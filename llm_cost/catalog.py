@@ -50,24 +50,32 @@ def catalog_names(kind: str) -> list[str]:
 
 
 def _looks_like_path(ref: str) -> bool:
-    return "/" in ref or "\\" in ref or ref.endswith(".json") or Path(ref).is_dir()
+    """A separator or a .json suffix makes a reference a path; a bare word is a catalog name first."""
+    return "/" in ref or "\\" in ref or ref.endswith(".json") or ref in (".", "..")
+
+
+def _as_file(ref: str, kind: str, what: str) -> Path:
+    path = Path(ref)
+    if kind == "models" and path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"{what} file not found: {path}")
+    return path
 
 
 def _resolve(ref: str, kind: str, what: str) -> Path:
+    """The file a reference names: a path, else a catalog entry, else a bare local path."""
     if not isinstance(ref, str) or not ref:
         raise UnknownNameError(f"{what} must be a catalog name or a path, got {ref!r}")
     if _looks_like_path(ref):
-        path = Path(ref)
-        if kind == "models" and path.is_dir():
-            path = path / "config.json"
-        if not path.is_file():
-            raise ConfigError(f"{what} file not found: {ref}")
-        return path
+        return _as_file(ref, kind, what)
     folder = _catalog_dir(kind)
     path = folder / ref / "config.json" if kind == "models" else folder / f"{ref}.json"
-    if not path.is_file():
-        raise UnknownNameError(f"unknown {what} {ref!r}; known: {', '.join(catalog_names(kind))}")
-    return path
+    if path.is_file():
+        return path
+    if Path(ref).exists():  # `llm-cost model my-model` where ./my-model/config.json exists
+        return _as_file(ref, kind, what)
+    raise UnknownNameError(f"unknown {what} {ref!r}; known: {', '.join(catalog_names(kind))}")
 
 
 def _read_json(path: Path) -> dict:
@@ -84,6 +92,14 @@ def _read_json(path: Path) -> dict:
     return data
 
 
+MAX_SIZE = 2**24  # widths, layer and expert counts, vocabularies: 16.7M is far past any model
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) < 40 else f"{text[:12]}... ({len(text)} characters)"
+
+
 class _Fields:
     """Typed access to a config dict; every error names the file and the key."""
 
@@ -93,8 +109,13 @@ class _Fields:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
-    def int(self, key: str, default=None, *, minimum: int = 1) -> int:
-        value = self.data.get(key, default)
+    def get(self, key: str, default):
+        """The value, or `default` when the key is absent or null (Hub configs write both)."""
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default=None, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
+        value = self.get(key, default)
         if value is None:
             raise ConfigError(f"{self.path}: missing key '{key}'")
         if isinstance(value, bool) or not isinstance(value, int):
@@ -102,30 +123,28 @@ class _Fields:
                 value = int(value)
             else:
                 raise ConfigError(f"{self.path}: key '{key}' must be an integer, got {value!r}")
-        if value < minimum:
-            raise ConfigError(f"{self.path}: key '{key}' must be >= {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{self.path}: key '{key}' must be in [{minimum}, {maximum}], got {_short(value)}")
         return value
 
-    def number(self, key: str) -> float:
+    def number(self, key: str, low: float, high: float) -> float:
         value = self.data.get(key)
         if value is None:
             raise ConfigError(f"{self.path}: missing key '{key}'")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{self.path}: key '{key}' must be a number, got {value!r}")
-        if not value > 0 or value == float("inf"):
-            raise ConfigError(f"{self.path}: key '{key}' must be a positive finite number, got {value!r}")
+        if not low <= value <= high:  # also rejects NaN and inf
+            raise ConfigError(f"{self.path}: key '{key}' must be in [{low:g}, {high:g}], got {_short(value)}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if value is None:
-            return default
+        value = self.get(key, default)
         if not isinstance(value, bool):
             raise ConfigError(f"{self.path}: key '{key}' must be true or false, got {value!r}")
         return value
 
     def str(self, key: str, default=None) -> str:
-        value = self.data.get(key, default)
+        value = self.get(key, default)
         if value is None:
             raise ConfigError(f"{self.path}: missing key '{key}'")
         if not isinstance(value, str):
@@ -218,11 +237,17 @@ def _mla(f: _Fields) -> MLASpec:
 def load_model(ref: str) -> ModelSpec:
     """A model by catalog name (`llama-3-8b`) or by path to a config.json (or its folder)."""
     path = _resolve(ref, "models", "model")
-    name = ref if not _looks_like_path(ref) else (path.parent.name if path.name == "config.json" else path.stem)
+    catalog = path.parent.parent == _catalog_dir("models")
+    name = ref if catalog else (path.resolve().parent.name if path.name == "config.json" else path.stem)
     return model_from_config(_read_json(path), name=name, path=path)
 
 
-ACCELERATOR_KEYS = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s")
+# Plausible ranges, SI: a typo of a unit (GB/s written as bytes/s) lands outside them.
+DATASHEET_RANGES = {
+    "memory_bytes": (1e8, 1e14),  # 100 MB .. 100 TB
+    "bandwidth_bytes_per_s": (1e9, 1e15),  # 1 GB/s .. 1 PB/s
+    "bf16_flops_per_s": (1e11, 1e18),  # 0.1 TFLOP/s .. 1 EFLOP/s
+}
 
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
@@ -231,9 +256,9 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
     try:
         return Accelerator(
             name=f.str("name"),
-            memory_bytes=f.number("memory_bytes"),
-            bandwidth_bytes_per_s=f.number("bandwidth_bytes_per_s"),
-            bf16_flops_per_s=f.number("bf16_flops_per_s"),
+            memory_bytes=f.number("memory_bytes", *DATASHEET_RANGES["memory_bytes"]),
+            bandwidth_bytes_per_s=f.number("bandwidth_bytes_per_s", *DATASHEET_RANGES["bandwidth_bytes_per_s"]),
+            bf16_flops_per_s=f.number("bf16_flops_per_s", *DATASHEET_RANGES["bf16_flops_per_s"]),
             source=str(data.get("source", path)),
         )
     except ConfigError:

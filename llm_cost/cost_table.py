@@ -5,7 +5,8 @@ parameters, weight bytes (BF16, INT4 g128), KV per token and per sequence, FLOPs
 decode bound in BF16 and W4A16, the speculative speedup, and whether the weights fit on one
 accelerator. Every figure comes from the library (`counts`, `roofline`, `speculative_roofline`,
 `memory`); this module only gathers them. Theoretical means the `article` preset: peak bandwidth
-and FLOP/s, every weight byte read once per pass, no KV reads, no fixed cost.
+and FLOP/s, every weight byte read once per pass (MoE: the experts the rows touch), no KV
+reads, no fixed cost.
 
 The speculative row is the article's chain (alpha 0.8, gamma 4, c 0.1) on the roofline at batch B
 (`roofline_speedup`): 2.40 for a dense model at batch 1. DeepSeek-V3's own draft is its MTP module
@@ -35,7 +36,7 @@ from typing import Callable, Sequence
 from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.memory import DEFAULT_RESERVE, kv_capacity, requests_that_fit
-from llm_cost.roofline import StepTime, step_time
+from llm_cost.roofline import PassCost, StepTime, step_time, uniform_costs
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
@@ -102,14 +103,14 @@ def mtp_step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch
     terms (as `roofline.pass_costs` counts any GEMM); the embedding is a lookup.
     """
     prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
-    block = step_time(mtp_module(model), gpu, prof, rows=batch, batch=batch, fmt=fmt)
-    d = model.hidden_size
-    proj_bytes = mtp_params(model).projection * fmt.bytes_per_weight
-    proj_flops = batch * 2 * (2 * d * d)  # the norms' gains are not a GEMM
-    return replace(block, weight_bytes_read=block.weight_bytes_read + proj_bytes,
-                   flops=block.flops + proj_flops,
-                   memory_s=block.memory_s + proj_bytes / (gpu.bandwidth_bytes_per_s * prof.bw_efficiency),
-                   compute_s=block.compute_s + proj_flops / (gpu.bf16_flops_per_s * prof.compute_efficiency))
+    block = PassCost.from_specs(mtp_module(model), gpu, prof, fmt)
+    projection = mtp_params(model).projection  # a GEMM like any other: its bytes and 2 FLOPs each
+    cost = replace(block, weight_bytes=block.weight_bytes + projection * fmt.bytes_per_weight,
+                   row_flops=block.row_flops + 2 * projection)
+    weights, kv, flops, memory_s, compute_s = uniform_costs(cost, rows=batch, batch=batch, context=0,
+                                                            count_kv=prof.count_kv)
+    return StepTime(rows=batch, batch=batch, context=0, weight_bytes_read=weights, kv_bytes=kv,
+                    flops=flops, memory_s=memory_s, compute_s=compute_s, fixed_s=prof.fixed_time_s)
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,15 @@ def context_label(n: int) -> str:
     return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
 
 
+def _speculative_cell(row: dict) -> str:
+    """The series' speculative row: the generic draft, or for a model with an MTP head (DeepSeek-V3)
+    that head at its reported acceptance, verification free (seed 002 §3.2: "DeepSeek-V3 的投机一行按
+    其技术报告的 MTP 接受率转述"). The generic draft's figure stays in the JSON keys spec_*."""
+    if row["mtp_layers"]:
+        return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + " (MTP)"
+    return _num("spec_speedup", 2)(row)
+
+
 def _lines(rows: Sequence[dict]) -> list[tuple[str, Callable[[dict], str]]]:
     r = rows[0]
     contexts = [int(k.rsplit("_", 1)[1]) for k in r if k.startswith("kv_bytes_per_sequence_at_")]
@@ -291,8 +301,8 @@ def _lines(rows: Sequence[dict]) -> list[tuple[str, Callable[[dict], str]]]:
         ("FLOPs per token, no context (GFLOP)", _num("flops_per_token", 1, 1e9)),
         (f"decode step lower bound, batch {b}, BF16 (ms)", _num("decode_step_s_bf16", 2, 1e-3)),
         (f"decode step lower bound, batch {b}, W4A16 (ms)", _num("decode_step_s_w4a16", 2, 1e-3)),
-        (f"speculative speedup, α {r['spec_alpha']:g}, γ {r['spec_gamma']}, c {r['spec_c']:g}, batch {b} (×)",
-         _num("spec_speedup", 2)),
+        (f"speculative speedup, batch {b} (×): a draft with α {r['spec_alpha']:g}, γ {r['spec_gamma']}, "
+         f"c {r['spec_c']:g}; MTP models: their MTP head", _speculative_cell),
     ]
     mtp = next((x for x in rows if x["mtp_layers"]), None)
     if mtp is not None:
@@ -336,7 +346,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
     r = rows[0]
     notes = [
         f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
-        f"once per step, no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
+        f"once per step (MoE: the routed experts the step's rows touch), no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
         f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
         f"Largest batch: sequences of that context whose BF16 KV cache fits in "
         f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "

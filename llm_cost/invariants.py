@@ -178,12 +178,16 @@ def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: i
     names = dict(model=model.name, gpu=gpu.name) if invariant.scope == "model" else {}
     if hasattr(test, "hypothesis"):
         test = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                        suppress_health_check=list(HealthCheck), print_blob=False)(test)
+                        suppress_health_check=list(HealthCheck), print_blob=False,
+                        report_multiple_bugs=False)(test)
     try:
         test()
-    except AssertionError as err:
+    except Exception as err:  # an assertion, or a crash inside the property: both are a FAIL row
         notes = [n for n in getattr(err, "__notes__", []) if n.strip()]
-        detail = "; ".join([str(err).splitlines()[0] if str(err) else "assertion failed", *notes])
+        first = str(err).splitlines()[0] if str(err) else ""
+        if not isinstance(err, AssertionError):
+            first = f"{type(err).__name__}: {first}"
+        detail = "; ".join([first or "assertion failed", *notes])
         return CheckResult(invariant.name, invariant.statement, False, " ".join(detail.split()), **names)
     return CheckResult(invariant.name, invariant.statement, True, **names)
 

@@ -224,8 +224,13 @@ def pass_costs(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, ba
     `PassCost` evaluated at `uniform_pass(rows, batch, context)`; rows, batch and context may be
     numbers or numpy arrays (broadcast). `step_time` validates, then calls this.
     """
-    cost = PassCost.from_specs(model, gpu, profile, fmt, kv_bytes_per_element)
-    kv_tokens, pairs = uniform_pass(rows, batch, context) if profile.count_kv else (0.0, 0.0)
+    return uniform_costs(PassCost.from_specs(model, gpu, profile, fmt, kv_bytes_per_element),
+                         rows=rows, batch=batch, context=context, count_kv=profile.count_kv)
+
+
+def uniform_costs(cost: "PassCost", *, rows, batch, context, count_kv: bool):
+    """(weight bytes read, KV bytes, FLOPs, memory s, compute s) of `cost` over a uniform pass."""
+    kv_tokens, pairs = uniform_pass(rows, batch, context) if count_kv else (0.0, 0.0)
     return (cost.weight_bytes_read(rows), kv_tokens * cost.kv_token_bytes, cost.flops(rows, pairs),
             cost.memory_s(rows, kv_tokens), cost.compute_s(rows, pairs))
 

@@ -72,7 +72,8 @@ BASE = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num
 @pytest.mark.parametrize("change,message", [
     ({"hidden_size": None}, "missing key 'hidden_size'"),
     ({"hidden_size": "64"}, "key 'hidden_size' must be an integer"),
-    ({"num_hidden_layers": -2}, "key 'num_hidden_layers' must be >= 1"),
+    ({"num_hidden_layers": -2}, "key 'num_hidden_layers' must be in \\[1, 16777216\\]"),
+    ({"vocab_size": 10**300}, "key 'vocab_size' must be in \\[1, 16777216\\], got 100000000000\\.\\.\\."),
     ({"hidden_size": 66}, "'num_attention_heads' \\(4\\) does not divide 'hidden_size' \\(66\\)"),
     ({"num_key_value_heads": 3}, "key 'num_key_value_heads'"),
     ({"tie_word_embeddings": "yes"}, "key 'tie_word_embeddings' must be true or false"),
@@ -96,7 +97,9 @@ def test_malformed_json(tmp_path):
 
 @pytest.mark.parametrize("change,message", [
     ({"bandwidth_bytes_per_s": None}, "missing key 'bandwidth_bytes_per_s'"),
-    ({"memory_bytes": -1}, "key 'memory_bytes' must be a positive"),
+    ({"memory_bytes": -1}, "key 'memory_bytes' must be in \\[1e\\+08, 1e\\+14\\]"),
+    ({"bandwidth_bytes_per_s": 1e-300}, "key 'bandwidth_bytes_per_s' must be in \\[1e\\+09, 1e\\+15\\]"),
+    ({"bf16_flops_per_s": float("nan")}, "key 'bf16_flops_per_s' must be in"),
     ({"bf16_flops_per_s": "lots"}, "key 'bf16_flops_per_s' must be a number"),
 ])
 def test_bad_datasheet(tmp_path, change, message):
@@ -114,3 +117,28 @@ def test_specs_name_the_field():
         Accelerator("x", 1e9, -1.0, 1e12)
     with pytest.raises(Exception):  # frozen
         load_model("llama-3-8b").hidden_size = 1
+
+
+def test_null_means_absent(tmp_path):
+    # Hub configs write "key": null for "use the default": mistralai/Mistral-7B-Instruct-v0.3 has
+    # "head_dim": null, gpt2 has "n_inner": null, DeepSeek-V2-Lite has "q_lora_rank": null.
+    cfg = {**BASE, "head_dim": None, "attention_bias": None, "tie_word_embeddings": None}
+    m = load_model(write(tmp_path, cfg))
+    assert m.head_dim == 16 and not m.qkv_bias and not m.tie_word_embeddings
+
+
+def test_model_name_from_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(BASE))
+    monkeypatch.chdir(folder)
+    assert load_model("config.json").name == "my-model"
+    assert load_model(".").name == "my-model"
+    monkeypatch.chdir(tmp_path)
+    assert load_model("my-model").name == "my-model"  # not a catalog name: a local folder
+
+
+def test_local_folder_does_not_shadow_a_catalog_name(tmp_path, monkeypatch):
+    (tmp_path / "llama-3-8b").mkdir()  # e.g. a download in progress, no config.json yet
+    monkeypatch.chdir(tmp_path)
+    assert load_model("llama-3-8b").hidden_size == 4096

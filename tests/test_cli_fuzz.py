@@ -24,7 +24,8 @@ OUT_DIR = Path(tempfile.mkdtemp(prefix="llm-cost-fuzz-"))
 NASTY = ["0", "1", "-1", "0.5", "1.5", "nan", "inf", "-inf", "1e9", "1e308", "-0", "", "abc",
          "3", "64", "0.8", "1:0.44", "1:0.44,2:0.64", "4,2,2,1", "4,,2", "2:1.5", "x:y",
          "llama-3-8b", "h100-sxm", "gpt-3-13b", "a100-40gb", "nope", "/nonexistent/config.json",
-         "article", "lecture", "table", "json", "csv", "markdown", "bf16", "w4a16"]
+         "article", "lecture", "table", "json", "csv", "markdown", "bf16", "w4a16",
+         "1" + "0" * 400, "-" + "9" * 400, "1e-300", "4.9e-324"]  # beyond float range, subnormal
 OUTPUTS = [str(OUT_DIR / "f.png"), str(OUT_DIR / "f.svg"), str(OUT_DIR / "f.txt"), "/nonexistent/dir/f.png"]
 
 

@@ -220,3 +220,16 @@ def test_bad_input_names_the_option(kwargs, match):
         cost_row(load_model("llama-3-8b"), H100, **kwargs)
     with pytest.raises(InvalidValueError):
         table_rows([], H100)
+
+
+def test_speculative_row_takes_deepseek_from_its_mtp_head():
+    # seed 002 §3.2: "DeepSeek-V3 的投机一行按其技术报告的 MTP 接受率转述": the table's speculative
+    # row for DeepSeek-V3 is its MTP head (gamma 1, acceptance 85-90%), not the generic draft.
+    rows = table_rows([load_model(n) for n in DEFAULT_MODELS], load_accelerator("h100-sxm"))
+    view, _ = table_view(rows)
+    line = next(v for v in view if v["quantity"].startswith("speculative speedup"))
+    assert line["m0"] == "2.40" and line["m1"] == "2.40"  # seed 002 §2.3: 3.36 / 1.4
+    ds = rows[2]
+    low, high = ds["mtp_speedup_verify_free_low"], ds["mtp_speedup_verify_free_high"]
+    assert line["m2"] == f"{low:.2f}–{high:.2f} (MTP)"
+    assert low <= 1.8 <= high  # the report's 1.8x TPS lies in the range

@@ -80,3 +80,14 @@ def test_check_command_fails_with_counterexample(monkeypatch):
 def test_check_command_bad_examples():
     out = runner.invoke(app, ["check", "--examples", "0"])
     assert out.exit_code == 2 and "--examples must be in [1, 100000]" in out.output
+
+
+def test_a_crash_inside_a_property_is_a_fail_row_not_a_traceback():
+    def crashes(model, gpu):
+        @given(batch=invariants.batches)
+        def prop(batch):
+            raise OverflowError("math range error")
+        return prop
+
+    result = run(Invariant("crashes", "x", crashes), load_model("llama-3-8b"), load_accelerator("h100-sxm"))
+    assert not result.passed and result.counterexample.startswith("OverflowError: math range error")
