@@ -62,10 +62,6 @@ class ParamCounts:
         return self.dense_layer if self.num_dense_layers else self.moe_layer
 
     @property
-    def routed_experts(self) -> int:
-        return self.num_moe_layers * self.num_experts * self.expert_params
-
-    @property
     def total(self) -> int:
         return (self.num_dense_layers * self.dense_layer + self.num_moe_layers * self.moe_layer
                 + self.embedding + self.position_embedding + self.lm_head + self.final_norm)

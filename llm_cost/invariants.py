@@ -67,6 +67,7 @@ def _close_or_less(a: float, b: float) -> bool:
 
 def _t_rows(model, gpu):
     @given(profile=profiles, batch=batches, r=rows_per_sequence, extra=rows_per_sequence, ctx=contexts)
+    @example(profile=Profile("lecture-like", 0.8, 0.6, 1e-3, False, True), batch=1, r=128, extra=1, ctx=1024)
     def prop(profile, batch, r, extra, ctx):
         a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).total_s
         b = step_time(model, gpu, profile, rows=batch * (r + extra), batch=batch, context=ctx).total_s
@@ -86,6 +87,7 @@ def _t_batch(model, gpu):
 
 def _t_context(model, gpu):
     @given(profile=profiles, batch=batches, r=rows_per_sequence, ctx=contexts, more=contexts)
+    @example(profile=Profile("kv", count_kv=True), batch=4096, r=512, ctx=0, more=131_072)
     def prop(profile, batch, r, ctx, more):
         a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).total_s
         b = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx + more).total_s

@@ -20,7 +20,10 @@ STYLES = ("-", "--", ":", "-.")
 
 def check_output(path: str | Path) -> Path:
     """The output path, if its extension is one we write and its folder exists."""
-    path = Path(path)
+    text = str(path)
+    if not text.strip() or text.endswith(("/", "\\")):
+        raise InvalidValueError(f"-o/--output must name a file ending in .png or .svg, got {text!r}")
+    path = Path(text)
     if path.suffix.lower() not in EXTENSIONS:
         raise InvalidValueError(f"-o/--output must end in .png or .svg, got {str(path)!r}")
     if not path.parent.is_dir():

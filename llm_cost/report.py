@@ -49,6 +49,9 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
         t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, fmt=fmt)
         out.append({
             "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": fmt.name,
+            # the knobs in force, overrides included (--mfu, --bw-eff, --fixed-ms, ...)
+            "bw_efficiency": profile.bw_efficiency, "compute_efficiency": profile.compute_efficiency,
+            "read_input_embedding": profile.read_input_embedding, "count_kv": profile.count_kv,
             "rows": m, "batch": batch, "context": context,
             "step_time_s": t.total_s, "memory_time_s": t.memory_s, "compute_time_s": t.compute_s,
             "fixed_time_s": t.fixed_s, "bound": t.bound,

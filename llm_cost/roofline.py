@@ -237,8 +237,7 @@ def uniform_costs(cost: "PassCost", *, rows, batch, context, count_kv: bool):
 
 def ridge_point(gpu: Accelerator, profile: Profile) -> float:
     """Effective ridge (FLOP/byte): F * eta_f / (BW * eta_bw). H100 peak: 989e12 / 3.35e12 = 295."""
-    return (gpu.bf16_flops_per_s * profile.compute_efficiency
-            / (gpu.bandwidth_bytes_per_s * profile.bw_efficiency))
+    return gpu.ridge_flops_per_byte * profile.compute_efficiency / profile.bw_efficiency
 
 
 def first_crossing(f, low: float, high: float) -> float:

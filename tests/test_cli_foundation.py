@@ -67,7 +67,7 @@ def test_roofline_knob_overrides():
     assert knobs["memory_time_s"] == pytest.approx(2 * base["memory_time_s"])
     assert knobs["step_time_s"] == pytest.approx(2 * base["memory_time_s"] + 0.3e-3)
     mfu = json.loads(run("roofline", "--rows", "1000", "--mfu", "0.6", "-f", "json").output)[0]
-    assert mfu["bound"] == "compute"
+    assert mfu["bound"] == "compute" and mfu["compute_efficiency"] == 0.6 and knobs["bw_efficiency"] == 0.5
     w4 = json.loads(run("roofline", "--weights", "w4a16", "-f", "json").output)[0]
     assert w4["step_time_s"] == pytest.approx(1.27e-3, abs=5e-6)
 

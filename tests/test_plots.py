@@ -183,3 +183,9 @@ def test_matplotlib_only_when_drawing():
     importers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "llm_cost").rglob("*.py")
                  if "import matplotlib" in p.read_text(encoding="utf-8")]
     assert importers == ["llm_cost/plots.py"]
+
+
+@pytest.mark.parametrize("name", ["", "  ", "out.png/", "figures/"])
+def test_output_must_name_a_file(name):
+    with pytest.raises(InvalidValueError, match="must name a file ending in .png or .svg"):
+        plots.check_output(name)
