@@ -18,11 +18,7 @@ E = 1 + alpha = 1.85-1.90 tokens per step, reported as 1.8x TPS. We give it thre
   model step on the same roofline (`mtp_step_time`);
 - the roofline speedup at batch B, where verifying 2 rows reads the experts both rows route to.
 
-The MTP module (Technical Report §2.2, Figure 3) is one transformer block (a MoE layer for
-DeepSeek-V3), RMSNorms on its two inputs, a projection M in R^{d x 2d} of [h; emb] back to d,
-and the embedding and output head shared with the main model. Assumptions: the next token's
-embedding is a one-row lookup (not read in full, whatever the preset); the shared LM head is
-read again by every draft step (shared in memory, not in bandwidth); routing is uniform top-k.
+The MTP module's size and step time are in `mtp`.
 
 Output: one flat row per model (`table_rows`), SI values, the unit in the key; `table_view`
 turns the rows around (one column per model) for the human table and Markdown.
@@ -30,121 +26,19 @@ turns the rows around (one column per model) for the human table and Markdown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.memory import DEFAULT_RESERVE, kv_capacity, requests_that_fit
-from llm_cost.roofline import PassCost, StepTime, step_time, uniform_costs
-from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
+from llm_cost.roofline import step_time
+from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_CONTEXTS = (4096, 32768)
 THEORETICAL = PRESETS["article"]
-# DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
-# prediction ranges between 85% and 90% ... 1.8 times TPS"; seed 002 §2.5 and seed 000 §10.4
-MTP_ALPHA_REPORTED = (0.85, 0.90)
-MTP_TPS_REPORTED = 1.8
-MTP_GAMMA = 1  # one MTP module predicts one extra token
-
-
-# ---- the MTP module ------------------------------------------------------------------------
-
-def mtp_module(model: ModelSpec) -> ModelSpec:
-    """One MTP module as a one-layer model: a block like the model's last (MoE) layer, the
-    shared embedding and LM head, and its own output norm (`shared_head.norm`).
-
-    The input norms and the 2d x d projection are not a ModelSpec part: see `mtp_params`.
-    """
-    moe = replace(model.moe, first_dense_layers=0) if model.moe is not None else None
-    return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe)
-
-
-@dataclass(frozen=True)
-class MtpParams:
-    """Parameters of one MTP module (counts). DeepSeek-V3: 11.6B of its own, 13.5B stored."""
-
-    block: int  # the transformer block and the output norm
-    block_active: int  # the block as one token uses it (shared + top-k routed experts)
-    projection: int  # eh_proj (d x 2d, no bias) and the enorm / hnorm gains
-    shared: int  # embedding and LM head, the main model's
-
-    @property
-    def own(self) -> int:
-        """What the module adds to the model's memory."""
-        return self.block + self.projection
-
-    @property
-    def stored(self) -> int:
-        """As the Hub checkpoint stores it, with its copies of the shared tables.
-
-        DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the
-        Multi-Token Prediction (MTP) Module weights".
-        """
-        return self.own + self.shared
-
-
-def mtp_params(model: ModelSpec) -> MtpParams:
-    """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d."""
-    p = param_counts(mtp_module(model))
-    d = model.hidden_size
-    shared = p.embedding + p.lm_head
-    return MtpParams(block=p.total - shared, block_active=p.active - shared,
-                     projection=2 * d * d + 2 * d, shared=shared)
-
-
-def mtp_step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch: float = 1,
-                  fmt: WeightFormat = BF16) -> StepTime:
-    """One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
-
-    The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
-    terms (as `roofline.pass_costs` counts any GEMM); the embedding is a lookup.
-    """
-    prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
-    block = PassCost.from_specs(mtp_module(model), gpu, prof, fmt)
-    projection = mtp_params(model).projection  # a GEMM like any other: its bytes and 2 FLOPs each
-    cost = replace(block, weight_bytes=block.weight_bytes + projection * fmt.bytes_per_weight,
-                   row_flops=block.row_flops + 2 * projection)
-    weights, kv, flops, memory_s, compute_s = uniform_costs(cost, rows=batch, batch=batch, context=0,
-                                                            count_kv=prof.count_kv)
-    return StepTime(rows=batch, batch=batch, context=0, weight_bytes_read=weights, kv_bytes=kv,
-                    flops=flops, memory_s=memory_s, compute_s=compute_s, fixed_s=prof.fixed_time_s)
-
-
-@dataclass(frozen=True)
-class MtpSpeedup:
-    """The MTP draft (gamma 1) at each acceptance rate: tokens per step and speedups."""
-
-    alphas: tuple[float, ...]
-    expected_tokens: tuple[float, ...]  # 1 + alpha
-    c: float  # MTP step / model step, both on the roofline at the same batch
-    verify_over_base: float  # T(2B) / T(B): 2 rows per sequence read more experts
-    speedup_verify_free: tuple[float, ...]  # E / (1 + c)
-    speedup: tuple[float, ...]  # roofline: E T(B) / (c T(B) + T(2B))
-
-
-def mtp_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile = THEORETICAL, *,
-                alphas: Sequence[float] = MTP_ALPHA_REPORTED, batch: float = 1) -> MtpSpeedup:
-    """Speculative decoding with the model's own MTP module as the draft (gamma = 1).
-
-    DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.78-1.83 (the report's
-    1.8x); on the roofline ~1.2, because verifying 2 rows touches ~2x the routed experts.
-    """
-    import numpy as np
-
-    from llm_cost import speculative
-    from llm_cost.speculative_roofline import roofline_speedup
-
-    a = np.asarray(list(alphas), dtype=float)
-    base = step_time(model, gpu, profile, rows=batch, batch=batch)
-    c = mtp_step_time(model, gpu, profile, batch=batch).total_s / base.total_s
-    r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c)
-    free = np.atleast_1d(speculative.speedup(a, MTP_GAMMA, c))
-    return MtpSpeedup(alphas=tuple(a.tolist()), expected_tokens=tuple(np.atleast_1d(r.expected_tokens).tolist()),
-                      c=float(c), verify_over_base=float(np.atleast_1d(r.verify_over_base)[0]),
-                      speedup_verify_free=tuple(free.tolist()), speedup=tuple(np.atleast_1d(r.speedup).tolist()))
 
 
 # ---- one row per model ---------------------------------------------------------------------
