@@ -7,16 +7,10 @@ import io
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from llm_cost.cli import app
 from llm_cost import __version__
 
-runner = CliRunner()
-
-
-def run(*args):
-    return runner.invoke(app, list(args))
+from helpers import run
 
 
 def test_version_and_help():

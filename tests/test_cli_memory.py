@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
-from llm_cost.cli import app
 from llm_cost.commands.progress import SweepProgress
 
-runner = CliRunner()
-
-
-def run(*args):
-    return runner.invoke(app, list(args))
-
-
-def rows_of(*args):
-    out = run(*args, "--format", "json")
-    assert out.exit_code == 0, out.output
-    return json.loads(out.output)
+from helpers import rows_of, run
 
 
 @pytest.mark.parametrize("cmd", ["capacity", "waste", "batching"])

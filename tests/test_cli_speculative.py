@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from llm_cost.cli import app
-
-runner = CliRunner()
 
 
-def run(*args):
-    return runner.invoke(app, list(args))
-
-
-def rows_of(*args):
-    out = run(*args, "--format", "json")
-    assert out.exit_code == 0, out.output
-    return json.loads(out.output)
+from helpers import rows_of, run
 
 
 @pytest.mark.parametrize("cmd", ["spec", "gamma", "tree", "leviathan"])

@@ -7,16 +7,11 @@ import io
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from llm_cost.cli import app
 
-runner = CliRunner()
+from helpers import run
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def run(*args):
-    return runner.invoke(app, list(args))
 
 
 def one_error_line(out, *needles):

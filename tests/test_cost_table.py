@@ -18,12 +18,10 @@ from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS
 from llm_cost.speculative_roofline import roofline_speedup
 
+from helpers import half_unit
+
 H100 = load_accelerator("h100-sxm")
 ARTICLE = PRESETS["article"]
-
-
-def half_unit(digits: int) -> float:
-    return 0.5 * 10 ** -digits
 
 
 @pytest.fixture(scope="module")

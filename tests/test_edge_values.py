@@ -3,23 +3,15 @@ NaN, inf and negative numbers are rejected with one line naming the option."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from llm_cost import sampling
 from llm_cost.cli import app
 
-runner = CliRunner()
-
-
-def rows(*args):
-    out = runner.invoke(app, [*args, "--format", "json"])
-    assert out.exit_code == 0, out.output
-    return json.loads(out.output)
+from helpers import rows_of, runner
 
 
 def finite(row):
@@ -27,17 +19,17 @@ def finite(row):
 
 
 def test_alpha_one_gamma_a_million_is_exact():
-    (row,) = rows("leviathan", "--alpha", "1", "--gamma", "1000000")
+    (row,) = rows_of("leviathan", "--alpha", "1", "--gamma", "1000000")
     assert row["expected_tokens"] == 1_000_001 and row["ops_factor"] == 1.0 and finite(row)
 
 
 def test_alpha_zero_gamma_zero():
-    (row,) = rows("leviathan", "--alpha", "0", "--gamma", "0")
+    (row,) = rows_of("leviathan", "--alpha", "0", "--gamma", "0")
     assert row["expected_tokens"] == 1.0 and row["speedup"] == 1.0
 
 
 def test_batch_a_billion_and_gamma_a_million():
-    for row in rows("spec", "--batch", "1000000000", "--gamma", "1000000"):
+    for row in rows_of("spec", "--batch", "1000000000", "--gamma", "1000000"):
         assert finite(row)
         assert 0 < row["speedup"] < 1  # deep in the compute-bound region speculation loses
         assert row["verify_bound"] == "compute"

@@ -15,12 +15,10 @@ from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_toke
 from llm_cost.roofline import critical_rows, ridge_point, step_time
 from llm_cost.specs import INT4_G128, PRESETS
 
+from helpers import half_unit
+
 H100 = load_accelerator("h100-sxm")
 ARTICLE = PRESETS["article"]
-
-
-def half_unit(digits: int) -> float:
-    return 0.5 * 10 ** -digits
 
 
 # (model, params B [2 dp], BF16 GB [1 dp], INT4 GB [2 dp], BF16 ms [2 dp], W4A16 ms [2 dp],

@@ -23,16 +23,14 @@ from llm_cost.speculative_roofline import (best_gamma, break_even_batch, rooflin
 from llm_cost.specs import INT4_G128, PRESETS
 from llm_cost.trees import STRONG_DRAFT, WEAK_DRAFT, tree_nodes, tree_speedup, tree_tau
 
+from helpers import half_unit
+
 H100 = load_accelerator("h100-sxm")
 ARTICLE = PRESETS["article"]
 ARTICLE_60 = ARTICLE.with_(compute_efficiency=0.6)
 LECTURE, LECTURE_DRAFT = PRESETS["lecture"], PRESETS["lecture-draft"]
 LLAMA3_8B = load_model("llama-3-8b")
 TARGET, DRAFT = load_model("llama-3.1-8b"), load_model("llama-3.2-1b")  # seed 000 demo 05's pair
-
-
-def half_unit(digits: int) -> float:
-    return 0.5 * 10 ** -digits
 
 
 # ---- seed 002 ---------------------------------------------------------------------------------
