@@ -19,7 +19,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from llm_cost.errors import ConfigError, LlmCostError, UnknownNameError
+from llm_cost.errors import ConfigError, LlmCostError, UnknownNameError, short_repr
 from llm_cost.specs import Accelerator, MLASpec, MoESpec, ModelSpec
 
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
@@ -95,11 +95,6 @@ def _read_json(path: Path) -> dict:
 MAX_SIZE = 2**24  # widths, layer and expert counts, vocabularies: 16.7M is far past any model
 
 
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) < 40 else f"{text[:12]}... ({len(text)} characters)"
-
-
 class _Fields:
     """Typed access to a config dict; every error names the file and the key."""
 
@@ -124,7 +119,7 @@ class _Fields:
             else:
                 raise ConfigError(f"{self.path}: key '{key}' must be an integer, got {value!r}")
         if not minimum <= value <= maximum:
-            raise ConfigError(f"{self.path}: key '{key}' must be in [{minimum}, {maximum}], got {_short(value)}")
+            raise ConfigError(f"{self.path}: key '{key}' must be in [{minimum}, {maximum}], got {short_repr(value)}")
         return value
 
     def number(self, key: str, low: float, high: float) -> float:
@@ -134,7 +129,7 @@ class _Fields:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{self.path}: key '{key}' must be a number, got {value!r}")
         if not low <= value <= high:  # also rejects NaN and inf
-            raise ConfigError(f"{self.path}: key '{key}' must be in [{low:g}, {high:g}], got {_short(value)}")
+            raise ConfigError(f"{self.path}: key '{key}' must be in [{low:g}, {high:g}], got {short_repr(value)}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:

@@ -32,7 +32,7 @@ from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, w
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.memory import DEFAULT_RESERVE, kv_capacity, requests_that_fit
 from llm_cost.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
-from llm_cost.roofline import step_time
+from llm_cost.roofline import MAX_BATCH, step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
@@ -66,7 +66,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: i
     check_number("--alpha", alpha, low=0, high=1)
     check_number("--gamma", gamma, low=0, integer=True)
     check_number("--c", c, low=0)
-    check_number("--batch", batch, low=1, integer=True)
+    check_number("--batch", batch, low=1, high=MAX_BATCH, integer=True)
     check_number("--reserve", reserve, low=0, high=1, high_open=True)
     contexts = _check_contexts(contexts)
     if not mtp_alphas:

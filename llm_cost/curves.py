@@ -15,7 +15,7 @@ import numpy as np
 
 from llm_cost import speculative
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import critical_rows, step_time
+from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
 from llm_cost.roofline_array import step_times
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -182,7 +182,7 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     widths_list = _some("--widths", widths_list, limit=24)
     batches = [int(b) for b in _some("--batch", batches, limit=6)]
     for b in batches:
-        check_number("--batch", b, low=1, integer=True)
+        check_number("--batch", b, low=1, high=MAX_BATCH, integer=True)
     check_number("--c", c, low=0)
     check_number("--context", context, low=0, integer=True)
     out = []

@@ -38,15 +38,20 @@ def check_number(name: str, value, *, low=None, high=None, low_open=False,
     except OverflowError:  # an int beyond float range (a 400-digit --rows)
         finite = False
     if not finite:
-        shown = value if isinstance(value, float) or len(str(value)) < 40 else f"{str(value)[:12]}... ({len(str(value))} digits)"
-        raise InvalidValueError(f"{name} must be a finite number, got {shown}")
+        raise InvalidValueError(f"{name} must be a finite number, got {short_repr(value)}")
     if integer and value != int(value):
         raise InvalidValueError(f"{name} must be a whole number, got {value!r}")
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
     if too_low or too_high:
         raise InvalidValueError(
-            f"{name} must be in {range_text(low, high, low_open, high_open)}, got {value!r}")
+            f"{name} must be in {range_text(low, high, low_open, high_open)}, got {short_repr(value)}")
+
+
+def short_repr(value) -> str:
+    """repr(value), cut to a readable length: a 400-digit integer is not an error message."""
+    text = repr(value)
+    return text if len(text) < 40 else f"{text[:12]}... ({len(text)} characters)"
 
 
 def range_text(low=None, high=None, low_open=False, high_open=False) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from llm_cost.arrays import checked
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_time
+from llm_cost.roofline import MAX_BATCH, critical_batch, first_crossing, ridge_point, step_time
 from llm_cost.roofline_array import step_times_unchecked
 from llm_cost.speculative import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
@@ -68,7 +68,7 @@ def roofline_speedup(target: ModelSpec, gpu: Accelerator, profile: Profile, *, a
     if (c is None) == (draft is None):
         raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)")
     a, g = check_alpha(alpha), check_gamma(gamma)
-    b = checked("batch", batch, low=1)
+    b = checked("--batch", batch, low=1, high=MAX_BATCH)
     ctx = checked("context", context, low=0)
     # b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b: no need to check the grid again
     base = step_times_unchecked(target, gpu, profile, rows=b, batch=b, context=ctx, fmt=fmt)
@@ -98,7 +98,7 @@ def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, 
     alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
-    a, b = check_alpha(alpha), checked("batch", batch, low=1)
+    a, b = check_alpha(alpha), checked("--batch", batch, low=1, high=MAX_BATCH)
     c = kwargs.get("c")
     ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(kwargs.get("context", 0)))
     gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)

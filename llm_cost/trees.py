@@ -25,6 +25,7 @@ import numpy as np
 
 from llm_cost.arrays import checked
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.roofline import MAX_BATCH
 from llm_cost.roofline_array import step_times
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -146,7 +147,7 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     """
     widths = _widths(widths)
     nodes, tau = tree_nodes(widths), tree_tau(widths, hits)
-    b = checked("batch", batch, low=1)
+    b = checked("--batch", batch, low=1, high=MAX_BATCH)
     c = checked("c", c, low=0)
     base = step_times(model, gpu, profile, rows=b, batch=b, context=context, fmt=fmt).total_s
     verify = step_times(model, gpu, profile, rows=b * (nodes + 1), batch=b, context=context,

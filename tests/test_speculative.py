@@ -210,7 +210,7 @@ def test_draft_model_and_c_exclusive():
 
 
 def test_batch_below_one_rejected():
-    with pytest.raises(InvalidValueError, match=r"batch must be in \[1, inf\), got 0"):
+    with pytest.raises(InvalidValueError, match=r"--batch must be in \[1, 1e\+12\], got 0"):
         roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=0)
 
 
