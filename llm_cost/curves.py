@@ -18,6 +18,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
 from llm_cost.roofline_array import step_times
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.trees import TreeSpeedup, tree_speedup
 
 MAX_CURVES = 12  # beyond this a figure is unreadable
 POINTS = 200  # samples of a continuous axis
@@ -154,31 +155,16 @@ def gamma_curves(*, alphas, cs, gamma_max: int = 16) -> list[GammaCurve]:
 
 # ---- token trees ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TreePoint:
-    """One tree: its size, tau, and its speedup at each batch."""
-
-    widths: tuple[int, ...]
-    nodes: int
-    tau: float
-    batch: tuple[int, ...]
-    speedup: tuple[float, ...]
-
-    @property
-    def label(self) -> str:
-        return "x".join(map(str, self.widths))
-
-
 DEFAULT_TREES = ((1, 1, 1, 1), (2, 1, 1, 1), (2, 2, 1, 1), (4, 2, 1, 1), (4, 2, 2, 1), (8, 2, 2, 1),
                  (8, 4, 2, 1), (8, 4, 2, 2), (8, 8, 4, 2))
 
 
 def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_list=DEFAULT_TREES, hits,
                 batches: Sequence[int] = (1, 32), c: float = 0.05, context: int = 0,
-                fmt: WeightFormat = BF16) -> list[TreePoint]:
-    """Seed 000 §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32."""
-    from llm_cost.trees import tree_speedup
+                fmt: WeightFormat = BF16) -> list[TreeSpeedup]:
+    """Seed 000 §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
 
+    One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
     widths_list = _some("--widths", widths_list, limit=24)
     batches = [int(b) for b in _some("--batch", batches, limit=6)]
     for b in batches:
@@ -188,9 +174,8 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     out = []
     for widths in widths_list:
         hits.require(widths)
-        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=np.array(batches, dtype=float),
-                         c=c, context=context, fmt=fmt)
-        out.append(TreePoint(tuple(widths), t.nodes, t.tau, tuple(batches), tuple(np.asarray(t.speedup).tolist())))
+        out.append(tree_speedup(model, gpu, profile, widths=widths, hits=hits,
+                                batch=np.array(batches, dtype=float), c=c, context=context, fmt=fmt))
     return sorted(out, key=lambda p: (p.nodes, p.tau))
 
 

@@ -185,7 +185,7 @@ def tree(points, path: str | Path, *, title: str) -> Path:
     left.set_ylabel("τ: expected tokens per round (tokens)")
     for k, b in enumerate(points[0].batch):
         right.plot(nodes, [p.speedup[k] for p in points], "o-", color=COLORS[k % len(COLORS)], markersize=4,
-                   label=f"batch {b}")
+                   label=f"batch {b:g}")
     right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     right.set_ylabel("speedup over plain decoding (×)")
     right.set_ylim(bottom=0)

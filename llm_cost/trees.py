@@ -126,6 +126,11 @@ class TreeSpeedup:
         return len(self.widths)
 
     @property
+    def label(self) -> str:
+        """The widths as the lecture writes them: 4x2x2x1."""
+        return "x".join(map(str, self.widths))
+
+    @property
     def verify_rows(self) -> np.ndarray:
         return self.batch * (self.nodes + 1)
 
