@@ -17,18 +17,18 @@ import sys
 # Command -> the module under llm_cost/commands that defines it. A new command adds its line here.
 COMMAND_MODULES = {
     "model": "foundation", "roofline": "foundation", "catalog": "foundation",
-    "capacity": "memory", "waste": "memory", "batching": "memory",
+    "capacity": "serving", "waste": "serving", "batching": "serving",
     "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
     "table": "table", "plot": "plot",
     "check": "check",
 }
-MODULE_ORDER = ("foundation", "memory", "speculative", "table", "plot", "check")  # the order of --help
+MODULE_ORDER = ("foundation", "serving", "speculative", "table", "plot", "check")  # the order of --help
 
 
 def _register(modules) -> object:
     for name in modules:
         importlib.import_module(f"llm_cost.commands.{name}")
-    return importlib.import_module("llm_cost.commands.base").app
+    return importlib.import_module("llm_cost.commands.app").app
 
 
 def __getattr__(name: str):

@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
-from llm_cost.deadlock import reservation_tokens  # noqa: E402
-from llm_cost.server import Server  # noqa: E402
-from llm_cost.simulator import simulate  # noqa: E402
-from llm_cost.specs import PRESETS  # noqa: E402
-from llm_cost.workload import Workload, poisson_workload  # noqa: E402
+from llm_cost.catalog.loader import load_accelerator, load_model  # noqa: E402
+from llm_cost.serving.reference_scheduler import reservation_tokens  # noqa: E402
+from llm_cost.serving.replica import Server  # noqa: E402
+from llm_cost.serving.simulator import simulate  # noqa: E402
+from llm_cost.specs.model import PRESETS  # noqa: E402
+from llm_cost.serving.workload import Workload, poisson_workload  # noqa: E402
 
 TARGET_S = 2.0
 CASES = [  # (scheduler, max batch, rate req/s, max_gen): the lecture's operating points

@@ -6,7 +6,7 @@ One lookup per kind, exact names only; an unknown name lists the known ones.
 from __future__ import annotations
 
 from llm_cost.errors import UnknownNameError, check_number
-from llm_cost.specs import PRESETS, WEIGHT_FORMATS, Profile, WeightFormat
+from llm_cost.specs.model import PRESETS, WEIGHT_FORMATS, Profile, WeightFormat
 
 
 def choose(option: str, value: str, allowed) -> str:

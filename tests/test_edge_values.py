@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from llm_cost import sampling
+from llm_cost.speculative import sampling
 from llm_cost.cli import app
 
 from helpers import rows_of, runner
@@ -56,7 +56,7 @@ def test_wrong_variant_counterexample_pinned():
     # "each wrong variant is biased whenever p != q" is false as stated: hypothesis found
     # p = (1, 0), q = (1/2, 1/2). min(p, q) = p / 2 is proportional to p, so resampling from p
     # after a rejection is unbiased; and the only token with q > p has p = 0, so "reject whenever
-    # q > p" is unbiased too. llm_cost.invariants_formulas states the exact conditions.
+    # q > p" is unbiased too. llm_cost.checks.formulas states the exact conditions.
     p, q = np.array([1.0, 0.0]), np.array([0.5, 0.5])
     assert np.allclose(sampling.output_distribution(p, q, "resample_target"), p)
     assert np.allclose(sampling.output_distribution(p, q, "reject_if_draft_higher"), p)

@@ -12,17 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_cost import options, plots
-from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.curves import (DEFAULT_TREES, batching_curves, gamma_curves, roofline_series, spec_vs_batch,
+from llm_cost import options
+
+from llm_cost.report import figures as plots
+from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.report.series import (DEFAULT_TREES, batching_curves, gamma_curves, roofline_series, spec_vs_batch,
                              tree_points)
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import step_time
-from llm_cost.server import Server
-from llm_cost.specs import PRESETS
-from llm_cost.speculative_roofline import turning_batch
-from llm_cost.trees import WEAK_DRAFT
-from llm_cost.workload import poisson_workload
+from llm_cost.roofline.step_time import step_time
+from llm_cost.serving.replica import Server
+from llm_cost.specs.model import PRESETS
+from llm_cost.speculative.batched import turning_batch
+from llm_cost.speculative.trees import WEAK_DRAFT
+from llm_cost.serving.workload import poisson_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = load_accelerator("h100-sxm")
@@ -172,8 +174,8 @@ def test_missing_folder_is_an_error(tmp_path):
 
 def test_matplotlib_only_when_drawing():
     # the table, the curves and a rejected plot never import matplotlib; only plots.py draws
-    code = ("import sys; from typer.testing import CliRunner; from llm_cost.cli import app; import llm_cost.curves;"
-            "import llm_cost.plots; r = CliRunner();"
+    code = ("import sys; from typer.testing import CliRunner; from llm_cost.cli import app; import llm_cost.report.series;"
+            "import llm_cost.report.figures; r = CliRunner();"
             "assert r.invoke(app, ['table', '-f', 'json']).exit_code == 0;"
             "assert r.invoke(app, ['plot', 'gamma', '-o', 'x.pdf']).exit_code == 2;"
             "print('matplotlib' in sys.modules)")
@@ -182,7 +184,7 @@ def test_matplotlib_only_when_drawing():
     assert out.stdout.strip() == "False"
     importers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "llm_cost").rglob("*.py")
                  if "import matplotlib" in p.read_text(encoding="utf-8")]
-    assert importers == ["llm_cost/plots.py"]
+    assert importers == ["llm_cost/report/figures.py"]
 
 
 @pytest.mark.parametrize("name", ["", "  ", "out.png/", "figures/"])

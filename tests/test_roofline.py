@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.catalog.loader import load_accelerator, load_model
 from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import (critical_batch, expected_experts_touched, step_time,
+from llm_cost.roofline.step_time import (critical_batch, expected_experts_touched, step_time,
                                weight_bytes_read)
-from llm_cost.specs import INT4_G128, PRESETS, Profile
+from llm_cost.specs.model import INT4_G128, PRESETS, Profile
 
 H100 = load_accelerator("h100-sxm")
 ARTICLE = PRESETS["article"]

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost import speculative as sp
+from llm_cost.speculative import closed_forms as sp
 from llm_cost.errors import InvalidValueError
-from llm_cost.sampling import (BurstyAcceptance, IndependentAcceptance, adjust, output_distribution,
+from llm_cost.speculative.sampling import (BurstyAcceptance, IndependentAcceptance, adjust, output_distribution,
                                sample_outputs, simulate_rounds, speculative_step, total_variation)
 
 EXACT = 1e-12  # float agreement of identities that hold exactly

@@ -16,15 +16,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.deadlock import KvRequest, run_steps
+from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.serving.reference_scheduler import KvRequest, run_steps
 from llm_cost.errors import InvalidValueError, LlmCostError
-from llm_cost.rate_search import highest_rate, unloaded_latency_per_token
-from llm_cost.roofline import step_time
-from llm_cost.server import IterationCost, Server
-from llm_cost.simulator import simulate
-from llm_cost.specs import PRESETS
-from llm_cost.workload import Workload, fixed_workload, poisson_workload
+from llm_cost.serving.rate_search import highest_rate, unloaded_latency_per_token
+from llm_cost.roofline.step_time import step_time
+from llm_cost.serving.replica import IterationCost, Server
+from llm_cost.serving.simulator import simulate
+from llm_cost.specs.model import PRESETS
+from llm_cost.serving.workload import Workload, fixed_workload, poisson_workload
 
 GPT3_13B = load_model("gpt-3-13b")
 A100 = load_accelerator("a100-40gb")

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from llm_cost import speculative as sp
-from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.speculative import closed_forms as sp
+from llm_cost.catalog.loader import load_accelerator, load_model
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import step_time
-from llm_cost.roofline_array import step_times
-from llm_cost.speculative_roofline import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
+from llm_cost.roofline.step_time import step_time
+from llm_cost.roofline.arrays import step_times
+from llm_cost.speculative.batched import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
                                            roofline_speedup, turning_batch)
-from llm_cost.specs import BF16, INT4_G128, PRESETS
+from llm_cost.specs.model import BF16, INT4_G128, PRESETS
 
 H100 = load_accelerator("h100-sxm")
 ARTICLE, LECTURE = PRESETS["article"], PRESETS["lecture"]
@@ -258,7 +258,7 @@ def test_moe_verification_costs_more_than_dense(name):
 def test_moe_caption_does_not_call_verification_free():
     # Mixtral turns compute-bound only at batch ~216 (gamma 4, peak), yet verification already
     # costs 2.8 decode steps at batch 1: the caption must not say "free up to batch 216".
-    from llm_cost.spec_report import spec_rows
+    from llm_cost.report.spec_rows import spec_rows
 
     mixtral = load_model("mixtral-8x7b")
     rows, caption = spec_rows(mixtral, H100, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)

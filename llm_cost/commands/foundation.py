@@ -6,7 +6,7 @@ from typing import Annotated, List
 
 import typer
 
-from llm_cost.commands.base import (
+from llm_cost.commands.app import (
     BwEff,
     FixedMs,
     Format,
@@ -20,7 +20,7 @@ from llm_cost.commands.base import (
     command,
     emit,
 )
-from llm_cost.render import Column, fixed
+from llm_cost.report.render import Column, fixed
 
 # ---- model ----------------------------------------------------------------------------------
 
@@ -47,8 +47,8 @@ def model_cmd(
     fmt: Format = "table",
 ) -> None:
     """Parameters, weight bytes (BF16, INT4 g128), KV bytes and FLOPs per token of models."""
-    from llm_cost.catalog import load_model
-    from llm_cost.report import model_row
+    from llm_cost.catalog.loader import load_model
+    from llm_cost.report.model_rows import model_row
 
     rows = [model_row(load_model(n), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
             for n in names]
@@ -87,8 +87,8 @@ def roofline_cmd(
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows."""
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report import roofline_rows
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.model_rows import roofline_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
@@ -103,7 +103,7 @@ def roofline_cmd(
 @command("catalog", epilog="Example: llm-cost catalog --format json")
 def catalog_cmd(fmt: Format = "table") -> None:
     """The models and accelerators that ship with llm-cost, by the names the options take."""
-    from llm_cost.catalog import catalog_names, load_accelerator, load_model
+    from llm_cost.catalog.loader import catalog_names, load_accelerator, load_model
 
     rows = [{"kind": "model", "name": n, "source": load_model(n).source} for n in catalog_names("models")]
     rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source} for n in catalog_names("hardware")]

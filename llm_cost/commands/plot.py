@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.base import BwEff, command
+from llm_cost.commands.app import BwEff, command
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching")
 
@@ -76,7 +76,7 @@ def plot_cmd(
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.options import choose
-    from llm_cost.plots import check_output
+    from llm_cost.report.figures import check_output
 
     choose("KIND", kind, KINDS)
     values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
@@ -107,15 +107,16 @@ def _single(o: dict, name: str):
 
 def _specs(o: dict):
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.catalog.loader import load_accelerator, load_model
 
     return load_model(o["model"]), load_accelerator(o["gpu"]), options.profile(o["preset"], bw_eff=o.get("bw_eff"))
 
 
 def _roofline(o: dict, path):
-    from llm_cost import options, plots
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.curves import roofline_series
+    from llm_cost import options
+    from llm_cost.report import figures as plots
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.series import roofline_series
 
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     prof = options.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
@@ -127,9 +128,10 @@ def _roofline(o: dict, path):
 
 
 def _spec_vs_batch(o: dict, path):
-    from llm_cost import options, plots
-    from llm_cost.curves import spec_vs_batch
-    from llm_cost.spec_report import mfu_values
+    from llm_cost import options
+    from llm_cost.report import figures as plots
+    from llm_cost.report.series import spec_vs_batch
+    from llm_cost.report.spec_rows import mfu_values
 
     spec, acc, _ = _specs(o)
     profiles = [options.profile(o["preset"], mfu=m, bw_eff=o.get("bw_eff")) for m in mfu_values(o["preset"], o.get("mfu"))]
@@ -141,17 +143,18 @@ def _spec_vs_batch(o: dict, path):
 
 
 def _gamma(o: dict, path):
-    from llm_cost import plots
-    from llm_cost.curves import gamma_curves
+    from llm_cost.report import figures as plots
+    from llm_cost.report.series import gamma_curves
 
     curves = gamma_curves(alphas=o["alpha"], cs=o["c"], gamma_max=o["gamma_max"])
     return plots.gamma(curves, path, title="Speedup against draft length, verification free (Leviathan Theorem 3.8)")
 
 
 def _tree(o: dict, path):
-    from llm_cost import options, plots
-    from llm_cost.curves import DEFAULT_TREES, tree_points
-    from llm_cost.spec_report import parse_hits, parse_widths
+    from llm_cost import options
+    from llm_cost.report import figures as plots
+    from llm_cost.report.series import DEFAULT_TREES, tree_points
+    from llm_cost.report.spec_rows import parse_hits, parse_widths
 
     spec, acc, prof = _specs(o)
     c = _single(o, "c")
@@ -163,12 +166,13 @@ def _tree(o: dict, path):
 
 
 def _batching(o: dict, path):
-    from llm_cost import options, plots
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.curves import DEFAULT_RATES, batching_curves
+    from llm_cost import options
+    from llm_cost.report import figures as plots
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.series import DEFAULT_RATES, batching_curves
     from llm_cost.errors import check_number
-    from llm_cost.server import Server
-    from llm_cost.workload import poisson_workload
+    from llm_cost.serving.replica import Server
+    from llm_cost.serving.workload import poisson_workload
 
     check_number("--requests", o["requests"], low=1, high=10_000, integer=True)
     if o.get("slo_ms") is not None:

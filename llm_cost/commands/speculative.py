@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.base import (
+from llm_cost.commands.app import (
     BwEff,
     Format,
     GpuOpt,
@@ -16,7 +16,7 @@ from llm_cost.commands.base import (
     command,
     emit,
 )
-from llm_cost.render import Column, fixed
+from llm_cost.report.render import Column, fixed
 
 # ---- speculative decoding -------------------------------------------------------------------
 
@@ -65,8 +65,8 @@ def spec_cmd(
 ) -> None:
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1)))."""
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.spec_report import spec_rows
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.spec_rows import spec_rows
 
     target, acc = load_model(model), load_accelerator(gpu)
     draft_spec = load_model(draft) if draft is not None else None
@@ -88,7 +88,7 @@ def gamma_cmd(
     fmt: Format = "table",
 ) -> None:
     """Optimal integer gamma of E / (gamma c + 1) for each alpha and c (verification free)."""
-    from llm_cost.spec_report import gamma_rows
+    from llm_cost.report.spec_rows import gamma_rows
 
     emit(gamma_rows(alphas=alpha, cs=c, gamma_max=gamma_max), [
         Column("alpha", "alpha", fixed(2)), Column("c", "c", fixed(3)),
@@ -115,8 +115,8 @@ def tree_cmd(
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain."""
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.spec_report import parse_hits, parse_widths, tree_rows
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.spec_rows import parse_hits, parse_widths, tree_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
     rows = tree_rows(spec, acc, options.profile(preset), widths_list=[parse_widths(w) for w in widths],
@@ -139,7 +139,7 @@ def leviathan_cmd(
     fmt: Format = "table",
 ) -> None:
     """Leviathan's closed forms per (alpha, gamma) pair: E[tokens], speedup, operations factor."""
-    from llm_cost.spec_report import leviathan_rows
+    from llm_cost.report.spec_rows import leviathan_rows
 
     emit(leviathan_rows(alphas=alpha, gammas=gamma, cs=c, c_hats=c_hat), [
         Column("alpha", "alpha", fixed(3)), Column("gamma", "gamma"), Column("c", "c", fixed(3)),

@@ -6,7 +6,7 @@ from typing import Annotated, List
 
 import typer
 
-from llm_cost.commands.base import GpuOpt, command
+from llm_cost.commands.app import GpuOpt, command
 
 FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, markdown (models as columns), "
                                                               "json or csv (one flat row per model).")]
@@ -31,10 +31,10 @@ def table_cmd(
     Theoretical (the article preset). Models with an MTP module (DeepSeek-V3) get their own
     draft's rows. json and csv print one flat row per model, SI values, the unit in each key.
     """
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.cost_table import table_notes, table_rows, table_view
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.cost_table import table_notes, table_rows, table_view
     from llm_cost.options import choose
-    from llm_cost.render import FORMATS_WITH_MARKDOWN, Column, render
+    from llm_cost.report.render import FORMATS_WITH_MARKDOWN, Column, render
 
     fmt = choose("--format", fmt, FORMATS_WITH_MARKDOWN)
 

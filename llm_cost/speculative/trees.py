@@ -25,9 +25,9 @@ import numpy as np
 
 from llm_cost.arrays import checked
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import MAX_BATCH
-from llm_cost.roofline_array import step_times
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import MAX_BATCH
+from llm_cost.roofline.arrays import step_times
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import check_number
-from llm_cost.roofline import critical_rows, ridge_point, step_time
-from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import critical_rows, ridge_point, step_time
+from llm_cost.specs.model import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from llm_cost.errors import check_number
-from llm_cost.memory import kv_capacity, model_max_len, padding_waste, requests_by_policy
-from llm_cost.rate_search import RateSearch, highest_rate
-from llm_cost.server import Server
-from llm_cost.simulator import SimResult, simulate
-from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
-from llm_cost.workload import Workload
+from llm_cost.serving.capacity import kv_capacity, model_max_len, padding_waste, requests_by_policy
+from llm_cost.serving.rate_search import RateSearch, highest_rate
+from llm_cost.serving.replica import Server
+from llm_cost.serving.simulator import SimResult, simulate
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, WeightFormat
+from llm_cost.serving.workload import Workload
 
 
 def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float, prompt: float, max_gen: float,

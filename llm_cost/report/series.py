@@ -13,12 +13,12 @@ from typing import Sequence
 
 import numpy as np
 
-from llm_cost import speculative
+from llm_cost.speculative import closed_forms as speculative
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
-from llm_cost.roofline_array import step_times
-from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
-from llm_cost.trees import TreeSpeedup, tree_speedup
+from llm_cost.roofline.step_time import MAX_BATCH, critical_rows, step_time
+from llm_cost.roofline.arrays import step_times
+from llm_cost.specs.model import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.speculative.trees import TreeSpeedup, tree_speedup
 
 MAX_CURVES = 12  # beyond this a figure is unreadable
 POINTS = 200  # samples of a continuous axis
@@ -100,7 +100,7 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
 
     The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger.
     """
-    from llm_cost.speculative_roofline import break_even_batch, roofline_speedup, turning_batch
+    from llm_cost.speculative.batched import break_even_batch, roofline_speedup, turning_batch
 
     check_number("--batch-max", batch_max, low=2, high=1e7, integer=True)
     check_number("--context", context, low=0, integer=True)
@@ -205,7 +205,7 @@ def batching_curves(workload, server, *, schedulers=("request", "iteration"), ma
     A request-level batch also holds at most KV capacity // max_len requests (GPT-3 13B on an
     A100 40GB: 6), so limits above that draw one curve.
     """
-    from llm_cost.simulator import simulate
+    from llm_cost.serving.simulator import simulate
 
     schedulers = _some("--scheduler", schedulers, limit=2)
     for s in schedulers:

@@ -18,8 +18,8 @@ import numpy as np
 
 from llm_cost.arrays import checked
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, MAX_ROWS, PassCost, uniform_pass
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import MAX_BATCH, MAX_CONTEXT, MAX_ROWS, PassCost, uniform_pass
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)

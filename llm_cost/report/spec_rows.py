@@ -11,12 +11,14 @@ from itertools import product
 
 import numpy as np
 
-from llm_cost import options, speculative
+from llm_cost import options
+
+from llm_cost.speculative import closed_forms as speculative
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.speculative_roofline import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
+from llm_cost.speculative.batched import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
                                            moe_vs_dense, roofline_speedup, turning_batch)
-from llm_cost.specs import PRESETS, Accelerator, ModelSpec, WeightFormat
-from llm_cost.trees import TopKHits, tree_speedup
+from llm_cost.specs.model import PRESETS, Accelerator, ModelSpec, WeightFormat
+from llm_cost.speculative.trees import TopKHits, tree_speedup
 
 
 def _check_all(option: str, values, **limits) -> list:

@@ -15,9 +15,9 @@ from typing import Callable
 
 from llm_cost.errors import check_number
 from llm_cost.options import choose
-from llm_cost.server import IterationCost, Server
-from llm_cost.simulator import SimResult, simulate
-from llm_cost.workload import Workload
+from llm_cost.serving.replica import IterationCost, Server
+from llm_cost.serving.simulator import SimResult, simulate
+from llm_cost.serving.workload import Workload
 
 STATISTICS = {"median": 50.0, "p90": 90.0}
 

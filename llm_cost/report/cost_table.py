@@ -30,10 +30,10 @@ from typing import Callable, Sequence
 
 from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.memory import DEFAULT_RESERVE, kv_capacity, requests_that_fit
-from llm_cost.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
-from llm_cost.roofline import MAX_BATCH, step_time
-from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
+from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, requests_that_fit
+from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
+from llm_cost.roofline.step_time import MAX_BATCH, step_time
+from llm_cost.specs.model import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
 DEFAULT_GPU = "h100-sxm"
@@ -61,7 +61,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: i
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
     max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes.
     """
-    from llm_cost.speculative_roofline import roofline_speedup
+    from llm_cost.speculative.batched import roofline_speedup
 
     check_number("--alpha", alpha, low=0, high=1)
     check_number("--gamma", gamma, low=0, integer=True)

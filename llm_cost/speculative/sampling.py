@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.speculative import expected_tokens_unchecked
+from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 
 RULES = ("exact", "resample_target", "reject_if_draft_higher")
 SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (then it is rescaled)

@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.base import (
+from llm_cost.commands.app import (
     Format,
     Preset,
     Weights,
@@ -14,7 +14,7 @@ from llm_cost.commands.base import (
     emit,
 )
 from llm_cost.commands.progress import SweepProgress
-from llm_cost.render import Column, fixed
+from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
 
@@ -57,8 +57,8 @@ def capacity_cmd(
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy."""
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.memory_report import capacity_row
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.serving_rows import capacity_row
 
     spec, acc = load_model(model), load_accelerator(gpu)
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
@@ -107,7 +107,7 @@ def waste_cmd(
 ) -> None:
     """Request-level padding: token positions computed vs needed, for one batch or a simulated load."""
     from llm_cost.errors import InvalidValueError
-    from llm_cost.memory_report import waste_row
+    from llm_cost.report.serving_rows import waste_row
 
     if not rate:
         prompts, outputs = (prompt, output) if prompt or output else ([100, 300, 200], [10, 50, 30])
@@ -117,10 +117,10 @@ def waste_cmd(
     if prompt or output:
         raise InvalidValueError("--rate simulates Orca's workload; give it without --prompt and --output")
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.memory_report import batching_rows, waste_sim_row
-    from llm_cost.server import Server
-    from llm_cost.workload import poisson_workload
+    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.report.serving_rows import batching_rows, waste_sim_row
+    from llm_cost.serving.replica import Server
+    from llm_cost.serving.workload import poisson_workload
 
     server = Server.from_specs(load_model(model), load_accelerator(gpu), options.profile(preset), reserve=reserve)
     wl = poisson_workload(requests, rate[0], seed=seed)
@@ -175,11 +175,11 @@ def batching_cmd(
 ) -> None:
     """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use."""
     from llm_cost import options
-    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.catalog.loader import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
-    from llm_cost.memory_report import batching_rows, search_row
-    from llm_cost.server import Server
-    from llm_cost.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
+    from llm_cost.report.serving_rows import batching_rows, search_row
+    from llm_cost.serving.replica import Server
+    from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
     if bool(rate) == (slo_ms is not None):
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")

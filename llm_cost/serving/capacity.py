@@ -20,8 +20,8 @@ from typing import Sequence
 
 from llm_cost.counts import kv_bytes_per_token, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import step_time
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import step_time
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 DEFAULT_RESERVE = 0.1  # the lecture's code holds back 10% (§2.3)
 

@@ -31,7 +31,7 @@ from llm_cost.errors import check_number
 MAX_BATCH = 1e12
 MAX_ROWS = 1e18
 MAX_CONTEXT = 1e12
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)

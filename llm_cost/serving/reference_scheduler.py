@@ -7,7 +7,7 @@ none frees memory: deadlock. Orca reserves prompt + max_gen when it first schedu
 request completes.
 
 This module is the plain reference: explicit per-request state, one loop turn per iteration,
-a full trace. The time-based simulator (`llm_cost.simulator`) implements the same rules with
+a full trace. The time-based simulator (`llm_cost.serving.simulator`) implements the same rules with
 lazy counters and must agree with it iteration for iteration (tests/test_simulator.py).
 
 The rules, per iteration:

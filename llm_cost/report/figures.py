@@ -1,7 +1,7 @@
 """Figures (matplotlib, non-interactive): each function draws one kind and saves it.
 
 Used only by `llm-cost plot`, and the only module that imports matplotlib (on the first figure,
-with the Agg backend). The numbers come from `llm_cost.curves`; here they are only converted
+with the Agg backend). The numbers come from `llm_cost.report.series`; here they are only converted
 (s -> ms) and drawn. Every axis names its unit. The file format follows the extension: .png, .svg.
 """
 

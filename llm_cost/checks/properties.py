@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from llm_cost.counts import kv_bytes_per_token, param_counts, weight_bytes
-from llm_cost.roofline import step_time
-from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import step_time
+from llm_cost.specs.model import Accelerator, ModelSpec, Profile, WeightFormat
 
 # ---- named strategies -----------------------------------------------------------------------
 
@@ -139,7 +139,7 @@ def _active_le_total(model, gpu):
 
 
 def _capacity_tight(model, gpu):
-    from llm_cost.memory import kv_capacity, requests_that_fit
+    from llm_cost.serving.capacity import kv_capacity, requests_that_fit
 
     @given(reserve=st.floats(min_value=0.0, max_value=0.9), width=kv_widths,
            per_request=st.floats(min_value=1.0, max_value=1e6))
@@ -169,7 +169,7 @@ FOUNDATION = [
 
 def all_invariants() -> list[Invariant]:
     """Every registered invariant: per-model ones first, then the formulas'."""
-    from llm_cost.invariants_formulas import FORMULAS
+    from llm_cost.checks.formulas import FORMULAS
 
     return list(FOUNDATION) + list(FORMULAS)
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from llm_cost.errors import ConfigError, LlmCostError, UnknownNameError, short_repr
-from llm_cost.specs import Accelerator, MLASpec, MoESpec, ModelSpec
+from llm_cost.specs.model import Accelerator, MLASpec, MoESpec, ModelSpec
 
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
 DEEPSEEK = ("deepseek_v3", "deepseek_v2")

@@ -23,10 +23,10 @@ import numpy as np
 from llm_cost.arrays import checked
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline import MAX_BATCH, critical_batch, first_crossing, ridge_point, step_time
-from llm_cost.roofline_array import step_times_unchecked
-from llm_cost.speculative import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import MAX_BATCH, critical_batch, first_crossing, ridge_point, step_time
+from llm_cost.roofline.arrays import step_times_unchecked
+from llm_cost.speculative.closed_forms import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
+from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)

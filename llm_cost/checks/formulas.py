@@ -12,8 +12,12 @@ import numpy as np
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from llm_cost import sampling, speculative, trees
-from llm_cost.invariants import Invariant
+from llm_cost.speculative import sampling
+
+from llm_cost.speculative import closed_forms as speculative
+
+from llm_cost.speculative import trees
+from llm_cost.checks.properties import Invariant
 
 alphas = st.floats(min_value=0.0, max_value=1.0)
 gammas = st.integers(min_value=0, max_value=10**6)

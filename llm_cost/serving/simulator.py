@@ -26,12 +26,12 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from llm_cost.deadlock import Deadlock, Holder, reservation_tokens
+from llm_cost.serving.reference_scheduler import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.memory import padded_positions
+from llm_cost.serving.capacity import padded_positions
 from llm_cost.options import choose
-from llm_cost.server import Server
-from llm_cost.workload import Workload
+from llm_cost.serving.replica import Server
+from llm_cost.serving.workload import Workload
 
 SCHEDULERS = ("request", "iteration", "none")
 

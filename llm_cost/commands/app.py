@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from llm_cost import __version__
 from llm_cost.errors import LlmCostError
-from llm_cost.render import FORMATS
+from llm_cost.report.render import FORMATS
 
 try:  # typer >= 0.26 vendors click
     from typer._click.exceptions import ClickException
@@ -89,7 +89,7 @@ def command(*names, **kwargs):
 
 def emit(rows, columns, fmt: str, **kwargs) -> None:
     from llm_cost.options import choose
-    from llm_cost.render import render
+    from llm_cost.report.render import render
 
     render(rows, columns, choose("--format", fmt, FORMATS), **kwargs)
 

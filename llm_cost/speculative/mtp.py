@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from llm_cost.counts import param_counts
-from llm_cost.roofline import PassCost, StepTime, step_time, uniform_costs
-from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.step_time import PassCost, StepTime, step_time, uniform_costs
+from llm_cost.specs.model import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% ... 1.8 times TPS"; seed 002 §2.5 and seed 000 §10.4
@@ -108,8 +108,8 @@ def mtp_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile = THEORETIC
     """
     import numpy as np
 
-    from llm_cost import speculative
-    from llm_cost.speculative_roofline import roofline_speedup
+    from llm_cost.speculative import closed_forms as speculative
+    from llm_cost.speculative.batched import roofline_speedup
 
     a = np.asarray(list(alphas), dtype=float)
     base = step_time(model, gpu, profile, rows=batch, batch=batch)
