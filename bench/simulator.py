@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llm_cost.catalog.loader import load_accelerator, load_model  # noqa: E402
+from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
 from llm_cost.serving.reference_scheduler import reservation_tokens  # noqa: E402
-from llm_cost.serving.replica import Server  # noqa: E402
+from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.simulator import simulate  # noqa: E402
-from llm_cost.specs.model import PRESETS  # noqa: E402
+from llm_cost.specs import PRESETS  # noqa: E402
 from llm_cost.serving.workload import Workload, poisson_workload  # noqa: E402
 
 TARGET_S = 2.0
@@ -46,7 +46,7 @@ def best_of(fn, runs: int) -> float:
     return best
 
 
-def naive(wl: Workload, server: Server, scheduler: str, max_batch: int) -> list[float]:
+def naive(wl: Workload, server: Replica, scheduler: str, max_batch: int) -> list[float]:
     """Finish time of each request (nan if it never finishes), one iteration at a time."""
     cost, cap, max_len = server.cost, server.kv_capacity_tokens, server.max_len
     n, prompt, output, arrival = len(wl), wl.prompt, wl.output, wl.arrival_s
@@ -127,7 +127,7 @@ def main() -> None:
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     naive_requests = int(sys.argv[3]) if len(sys.argv) > 3 else requests
     naive_runs = min(runs, 3)
-    server = Server.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
+    server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
     print(f"simulate: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
           f"naive: {naive_requests:,} requests, best of {naive_runs}, against simulate on the same requests")
     for scheduler, max_batch, rate, max_gen in CASES:

@@ -1,22 +1,61 @@
 """llm-cost: an analytic calculator of what LLM inference costs on an accelerator.
 
-Flow: specs -> catalog -> counts -> roofline -> speculative / memory / batching -> cli.
+Flow: specs -> catalog -> counts -> roofline -> speculative / serving -> report -> commands.
 
-Everything inside the library is SI: bytes, seconds, FLOP, FLOP/s, bytes/s.
-Conversions to GB (1e9 bytes) or ms happen only where results are rendered.
+Everything inside the library is SI: bytes, seconds, FLOP, FLOP/s, bytes/s. Conversions to GB
+(1e9 bytes) or ms happen only where results are rendered. `import llm_cost as lc` gives the
+names a script needs (`__all__`); each is imported on first use, so importing the package
+costs nothing until then.
+
+>>> import llm_cost as lc
+>>> round(lc.step_time("llama-3-8b", "h100-sxm", lc.PRESETS["article"]).total_s, 5)
+0.00479
 """
 
 from __future__ import annotations
 
 from pathlib import Path as _Path
 
+from llm_cost._exports import lazy_exports, names_from
+
 __version__ = "0.1.0"
 
-# In a source checkout the design card keeps cli.py, hardware/ and models/ beside
-# this package rather than inside it (the wheel maps them in with force-include).
-# Appending the checkout root to __path__ makes `llm_cost.cli` and the catalog
-# folders resolve the same way in both cases.
+# In a source checkout the design card keeps cli.py, hardware/ and models/ beside this package
+# rather than inside it (the wheel maps them in with force-include). Appending the checkout
+# root to __path__ makes `llm_cost.cli` and the catalog folders resolve the same way in both
+# cases. Only those three names are reachable that way: nothing else of the checkout root
+# (tests/, bench/, hatch_build.py) becomes part of the package.
 _root = _Path(__file__).resolve().parent.parent
 if (_root / "cli.py").is_file() and (_root / "pyproject.toml").is_file():
     __path__.append(str(_root))  # type: ignore[name-defined]
 del _root
+
+_EXPORTS = {
+    # loading
+    **names_from("llm_cost.catalog", "load_model", "load_accelerator", "catalog_names", "model_from_config",
+                 "accelerator_from_datasheet"),
+    # specs and presets
+    **names_from("llm_cost.specs", "ModelSpec", "MoESpec", "MLASpec", "Accelerator", "Profile", "PRESETS",
+                 "preset", "WeightFormat", "WEIGHT_FORMATS", "weight_format", "BF16", "INT4_G128",
+                 "INT8_G128", "FP8"),
+    # counts
+    **names_from("llm_cost.counts", "param_counts", "ParamCounts", "flops_per_token", "kv_bytes_per_token",
+                 "weight_bytes", "WeightBytes", "lora_params"),
+    # the time model
+    **names_from("llm_cost.roofline", "step_time", "StepTime", "PassCost", "ridge_point", "critical_rows",
+                 "critical_batch", "expected_experts_touched"),
+    # speculative decoding
+    **names_from("llm_cost.speculative", "expected_tokens", "speedup", "gamma_one_speedup", "ops_factor",
+                 "weight_reads_per_token", "implied_c", "optimal_gamma", "leviathan", "roofline_speedup",
+                 "RooflineSpeedup", "best_gamma", "turning_batch", "break_even_batch", "moe_vs_dense",
+                 "TopKHits", "tree_nodes", "tree_tau", "tree_speedup", "mtp_params", "mtp_speedup",
+                 "speculative_step"),
+    # KV capacity, reservation policies and the simulator
+    **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "requests_that_fit", "requests_by_policy",
+                 "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload", "simulate",
+                 "SimResult", "highest_rate", "run_steps", "KvRequest"),
+    # errors
+    **names_from("llm_cost.errors", "LlmCostError", "InvalidValueError", "UnknownNameError", "ConfigError"),
+}
+__all__ = ["__version__", *_EXPORTS]
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

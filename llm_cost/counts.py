@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model import BF16, ModelSpec, WeightFormat
+from llm_cost.specs import BF16, ModelSpec, WeightFormat
 
 BF16_BYTES = 2
 

@@ -1,6 +1,9 @@
-"""Errors the library raises for bad input: ValueError subclasses with one clear line.
+"""Errors the library raises for bad input, and the validators that raise them.
 
-The CLI prints `str(error)` and exits non-zero; no traceback reaches the user.
+Every error is a ValueError subclass with one clear line that names the *parameter* as the
+library knows it (`batch must be in [1, 1e+12], got 0`) and lists the parameters it names in
+`params`; the CLI rewrites those names into its flags (`--batch must be ...`) and exits 2.
+No traceback reaches the user. Validators for numpy grids import numpy only when called.
 """
 
 from __future__ import annotations
@@ -10,7 +13,15 @@ import numbers
 
 
 class LlmCostError(ValueError):
-    """Base class: a one-line message naming the field or option and what is allowed."""
+    """Base class: a one-line message naming the parameter and what is allowed.
+
+    `params`: the parameter names the message uses, as whole words, so that a front end can
+    put its own names for them (the CLI's flags) in their place.
+    """
+
+    def __init__(self, message: str, *, params=()):
+        super().__init__(message)
+        self.params = tuple(params)
 
 
 class InvalidValueError(LlmCostError):
@@ -25,27 +36,107 @@ class ConfigError(LlmCostError):
     """A config.json or datasheet file that is malformed or misses a key."""
 
 
+def _named(name: str) -> tuple[str, ...]:
+    """The parameter a validator's `name` stands for: itself when it is an identifier."""
+    return (name,) if name.isidentifier() else ()
+
+
 def check_number(name: str, value, *, low=None, high=None, low_open=False,
                  high_open=False, integer=False) -> None:
     """Raise InvalidValueError unless `value` is a finite real number in the given range.
 
-    `name` is the field or option as the user knows it; the message states the range.
+    `name` is the parameter (or spec field, `model.hidden_size`); the message states the range.
+
+    >>> check_number("batch", 0, low=1)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: batch must be in [1, inf), got 0
     """
+    params = _named(name)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidValueError(f"{name} must be a number, got {value!r}")
+        raise InvalidValueError(f"{name} must be a number, got {short_repr(value)}", params=params)
     try:
         finite = math.isfinite(value)
-    except OverflowError:  # an int beyond float range (a 400-digit --rows)
+    except OverflowError:  # an int beyond float range (a 400-digit rows)
         finite = False
     if not finite:
-        raise InvalidValueError(f"{name} must be a finite number, got {short_repr(value)}")
+        raise InvalidValueError(f"{name} must be a finite number, got {short_repr(value)}", params=params)
     if integer and value != int(value):
-        raise InvalidValueError(f"{name} must be a whole number, got {value!r}")
+        raise InvalidValueError(f"{name} must be a whole number, got {value!r}", params=params)
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
     if too_low or too_high:
         raise InvalidValueError(
-            f"{name} must be in {range_text(low, high, low_open, high_open)}, got {short_repr(value)}")
+            f"{name} must be in {range_text(low, high, low_open, high_open)}, got {short_repr(value)}",
+            params=params)
+
+
+def check_all(name: str, values, **limits) -> list:
+    """`values` as a list, or InvalidValueError unless it is non-empty and each passes `check_number`.
+
+    The one validator of repeatable inputs (alphas, contexts, ...): `limits` as for `check_number`.
+    """
+    values = list(values or ())
+    if not values:
+        raise InvalidValueError(f"{name} needs at least one value", params=_named(name))
+    for v in values:
+        check_number(name, v, **limits)
+    return values
+
+
+def check_choice(name: str, value, allowed) -> str:
+    """`value` if it is one of `allowed` (exact match), else an error naming `name` and the choices."""
+    if value not in allowed:
+        raise UnknownNameError(f"{name} must be one of {', '.join(allowed)}, got {short_repr(value)}",
+                               params=_named(name))
+    return value
+
+
+def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=False,
+            integer=False):
+    """`value` as a float numpy array, or InvalidValueError naming `name` and the allowed range.
+
+    Scalars go through `check_number` (same message); arrays must be real, finite and in range,
+    and the first bad element is named. Broadcasting formulas validate their grids with this.
+    """
+    import numpy as np
+
+    if np.ndim(value) == 0:
+        scalar = value.item() if isinstance(value, (np.generic, np.ndarray)) else value
+        check_number(name, scalar, low=low, high=high, low_open=low_open, high_open=high_open,
+                     integer=integer)
+        return np.asarray(scalar, dtype=float)
+    params = _named(name)
+    arr = np.asarray(value)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or np.issubdtype(arr.dtype, np.floating)):
+        raise InvalidValueError(f"{name} must be numbers, got an array of {arr.dtype}", params=params)
+    arr = arr.astype(float, copy=False)
+    if arr.size == 0:
+        raise InvalidValueError(f"{name} must not be empty", params=params)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise InvalidValueError(f"{name} must be finite numbers, got {float(arr[bad][0])!r}", params=params)
+    if integer:
+        bad = arr != np.round(arr)
+        if bad.any():
+            raise InvalidValueError(f"{name} must be whole numbers, got {float(arr[bad][0])!r}", params=params)
+    bad = np.zeros(arr.shape, dtype=bool)
+    if low is not None:
+        bad |= (arr <= low) if low_open else (arr < low)
+    if high is not None:
+        bad |= (arr >= high) if high_open else (arr > high)
+    if bad.any():
+        raise InvalidValueError(f"{name} must be in {range_text(low, high, low_open, high_open)}, "
+                                f"got {float(arr[bad][0])!r}", params=params)
+    return arr
+
+
+def scalar_or_array(x):
+    """A 0-d result as a Python float (what a scalar caller expects), else the array."""
+    import numpy as np
+
+    return float(x) if np.ndim(x) == 0 else x
 
 
 def short_repr(value) -> str:

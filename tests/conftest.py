@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 
 DATA = Path(__file__).parent / "data"
 

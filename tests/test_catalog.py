@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from llm_cost.catalog.loader import catalog_names, load_accelerator, load_model, model_from_config
+from llm_cost.catalog import catalog_names, load_accelerator, load_model, model_from_config
 from llm_cost.errors import ConfigError, InvalidValueError, UnknownNameError
-from llm_cost.specs.model import Accelerator, ModelSpec
+from llm_cost.specs import Accelerator, ModelSpec
 
 REQUIRED_MODELS = {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.2-1b", "gpt-3-13b",
                    "gpt-3-175b", "deepseek-v3", "mixtral-8x7b"}
@@ -22,7 +22,7 @@ def test_catalog_has_the_required_entries():
 
 @pytest.mark.parametrize("name", sorted(REQUIRED_GPUS))
 def test_every_datasheet_cites_each_figure(name):
-    from llm_cost.catalog.loader import _catalog_dir
+    from llm_cost.catalog.paths import catalog_dir as _catalog_dir
 
     data = json.loads((_catalog_dir("hardware") / f"{name}.json").read_text())
     assert data["source"]

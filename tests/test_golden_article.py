@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
                              lora_params, param_counts, weight_bytes)
-from llm_cost.roofline.step_time import critical_rows, ridge_point, step_time
-from llm_cost.specs.model import INT4_G128, PRESETS
+from llm_cost.roofline import critical_rows, ridge_point, step_time
+from llm_cost.specs import INT4_G128, PRESETS
 
 from helpers import half_unit
 

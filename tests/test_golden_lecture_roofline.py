@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import kv_bytes_per_token, weight_bytes
-from llm_cost.roofline.step_time import critical_rows, ridge_point, step_time
-from llm_cost.specs.model import PRESETS
+from llm_cost.roofline import critical_rows, ridge_point, step_time
+from llm_cost.specs import PRESETS
 
 H100 = load_accelerator("h100-sxm")
 LECTURE = PRESETS["lecture"]

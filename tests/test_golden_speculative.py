@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from llm_cost.speculative import closed_forms as sp
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import weight_bytes
-from llm_cost.roofline.step_time import ridge_point
+from llm_cost.roofline import ridge_point
 from llm_cost.speculative.sampling import (BurstyAcceptance, IndependentAcceptance, output_distribution,
                                simulate_rounds, speculative_step, total_variation)
 from llm_cost.speculative.batched import (best_gamma, break_even_batch, roofline_speedup,
                                            turning_batch)
-from llm_cost.specs.model import INT4_G128, PRESETS
+from llm_cost.specs import INT4_G128, PRESETS
 from llm_cost.speculative.trees import STRONG_DRAFT, WEAK_DRAFT, tree_nodes, tree_speedup, tree_tau
 
 from helpers import half_unit

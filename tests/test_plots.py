@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_cost import options
+
 
 from llm_cost.report import figures as plots
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.report.series import (DEFAULT_TREES, batching_curves, gamma_curves, roofline_series, spec_vs_batch,
                              tree_points)
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline.step_time import step_time
-from llm_cost.serving.replica import Server
-from llm_cost.specs.model import PRESETS
+from llm_cost.roofline import step_time
+from llm_cost.serving.replica import Replica
+from llm_cost.specs import PRESETS
 from llm_cost.speculative.batched import turning_batch
 from llm_cost.speculative.trees import WEAK_DRAFT
 from llm_cost.serving.workload import poisson_workload
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 H100 = load_accelerator("h100-sxm")
 LLAMA3_8B = load_model("llama-3-8b")
 ARTICLE = PRESETS["article"]
-ARTICLE_60 = options.profile("article", mfu=0.6)
+ARTICLE_60 = PRESETS["article"].with_(compute_efficiency=0.6)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MIN_BYTES = 20_000  # an empty 7.5 x 5 in axes at 150 dpi is ~10 KB; each figure here is 50-130 KB
 
@@ -100,7 +100,7 @@ def test_tree_points():
 
 @pytest.fixture(scope="module")
 def lecture_server():
-    return Server.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
+    return Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
 
 
 def test_batching_curves(lecture_server):
@@ -124,16 +124,16 @@ def test_figure_sizes_are_bounded(lecture_server):
     with pytest.raises(InvalidValueError, match="curves"):
         spec_vs_batch(LLAMA3_8B, H100, [ARTICLE, ARTICLE_60], alphas=[0.6, 0.7, 0.8, 0.9], gammas=[2, 4],
                       cs=[0.1])
-    with pytest.raises(InvalidValueError, match="--gamma-max"):
+    with pytest.raises(InvalidValueError, match="^gamma_max "):
         gamma_curves(alphas=[0.8], cs=[0.1], gamma_max=10**6)
-    with pytest.raises(InvalidValueError, match="--scheduler"):
+    with pytest.raises(InvalidValueError, match="^schedulers "):
         batching_curves(wl, lecture_server, schedulers=["none"])
 
 
 # ---- rendering -------------------------------------------------------------------------------------
 
 def render_each(tmp_path: Path, suffix: str) -> dict[str, Path]:
-    srv = Server.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
+    srv = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
     files = {}
     files["roofline"] = plots.roofline(roofline_series(LLAMA3_8B, H100, ARTICLE), tmp_path / f"r{suffix}",
                                        gamma=4, title="T(m)")

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from llm_cost.cli import app
 from llm_cost.checks import properties as invariants
-from llm_cost.catalog.loader import catalog_names, load_accelerator, load_model
+from llm_cost.catalog import catalog_names, load_accelerator, load_model
 from llm_cost.checks.properties import Invariant, all_invariants, run
 
 MODELS = catalog_names("models")
@@ -35,8 +35,8 @@ def test_formula_invariant(inv):
 
 def test_a_failing_invariant_reports_its_shrunk_counterexample():
     def too_slow(model, gpu):
-        from llm_cost.roofline.step_time import step_time
-        from llm_cost.specs.model import PRESETS
+        from llm_cost.roofline import step_time
+        from llm_cost.specs import PRESETS
 
         @given(batch=invariants.batches)
         def prop(batch):

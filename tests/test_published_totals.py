@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.catalog.loader import load_model
+from llm_cost.catalog import load_model
 from llm_cost.counts import kv_bytes_per_token, param_counts, weight_bytes
-from llm_cost.specs.model import ModelSpec
+from llm_cost.specs import ModelSpec
 
 
 def test_deepseek_v3_totals():

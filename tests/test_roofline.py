@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline.step_time import (critical_batch, expected_experts_touched, step_time,
-                               weight_bytes_read)
-from llm_cost.specs.model import INT4_G128, PRESETS, Profile
+from llm_cost.roofline import critical_batch, expected_experts_touched, step_time
+from llm_cost.specs import INT4_G128, PRESETS, Profile
 
 H100 = load_accelerator("h100-sxm")
 ARTICLE = PRESETS["article"]
@@ -28,19 +27,19 @@ def test_moe_step_grows_below_the_ridge():
     assert all(a < b for a, b in zip(times, times[1:]))
     assert all(step_time(ds, H100, ARTICLE, rows=m).bound == "memory" for m in (1, 2, 4, 8, 32))
     # one row reads exactly the active weights (the article preset reads the embedding too)
-    assert weight_bytes_read(ds, ARTICLE, 1) == pytest.approx(param_counts(ds).active * 2)
+    assert step_time(ds, H100, ARTICLE, rows=1).weight_bytes_read == pytest.approx(param_counts(ds).active * 2)
 
 
 def test_moe_saturates_at_all_weights():
     mx = load_model("mixtral-8x7b")
-    assert weight_bytes_read(mx, ARTICLE, 10_000) == pytest.approx(weight_bytes(mx).total)
+    assert step_time(mx, H100, ARTICLE, rows=10_000).weight_bytes_read == pytest.approx(weight_bytes(mx).total)
 
 
 def test_lookup_not_read_unless_tied():
     lecture = PRESETS["lecture"]
     untied, tied = load_model("llama-3-8b"), load_model("llama-3.2-1b")
-    assert weight_bytes_read(untied, lecture, 1) == weight_bytes(untied).total - weight_bytes(untied).embedding
-    assert weight_bytes_read(tied, lecture, 1) == weight_bytes(tied).total
+    assert step_time(untied, H100, lecture, rows=1).weight_bytes_read == weight_bytes(untied).total - weight_bytes(untied).embedding
+    assert step_time(tied, H100, lecture, rows=1).weight_bytes_read == weight_bytes(tied).total
 
 
 def test_kv_counts_only_when_asked():

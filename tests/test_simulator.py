@@ -16,20 +16,20 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.serving.reference_scheduler import KvRequest, run_steps
 from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.serving.rate_search import highest_rate, unloaded_latency_per_token
-from llm_cost.roofline.step_time import step_time
-from llm_cost.serving.replica import IterationCost, Server
+from llm_cost.roofline import step_time
+from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.simulator import simulate
-from llm_cost.specs.model import PRESETS
+from llm_cost.specs import PRESETS
 from llm_cost.serving.workload import Workload, fixed_workload, poisson_workload
 
 GPT3_13B = load_model("gpt-3-13b")
 A100 = load_accelerator("a100-40gb")
 LECTURE = PRESETS["lecture"]
-SERVER = Server.from_specs(GPT3_13B, A100, LECTURE)
+SERVER = Replica.from_specs(GPT3_13B, A100, LECTURE)
 N = 1000  # requests per simulation in this file
 
 
@@ -82,7 +82,7 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
     # request served alone must finish after exactly the roofline's prefill plus one step_time
     # per decode step (context P, P + 1, ..., P + O - 2).
     model, acc = load_model(name), load_accelerator(gpu)
-    server = Server.from_specs(model, acc, LECTURE, kv_tokens=100_000, max_len=4096)
+    server = Replica.from_specs(model, acc, LECTURE, kv_tokens=100_000, max_len=4096)
     for prompt, output in [(1, 1), (7, 2), (300, 200), (2000, 1000)]:
         sim = simulate(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
         steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).total_s]
@@ -92,7 +92,7 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
         assert sim.iterations == output
     # Real decode steps are memory-bound; on a server 10^4 times slower at arithmetic they are
     # compute-bound, which pins the compute increments too (against IterationCost.time per step).
-    slow = Server(replace(server.cost, flops_per_s=server.cost.flops_per_s * 1e-4), 100_000, 4096)
+    slow = Replica(replace(server.cost, flops_per_s=server.cost.flops_per_s * 1e-4), 100_000, 4096)
     for prompt, output in [(7, 2), (300, 200)]:
         sim = simulate(fixed_workload([(prompt, output)] * 3), slow, scheduler=scheduler, max_batch=8)
         steps = [slow.cost.time(3 * prompt, 3 * prompt, 3 * prompt * (prompt + 1) / 2)]
@@ -137,7 +137,7 @@ def test_simulator_matches_step_reference():
         ref = run_steps(requests, cap, reservation=reservation, max_batch=max_batch, max_len=20)
         wl = Workload(1.0, tuple(float(r.arrival_step) for r in requests), tuple(r.prompt for r in requests),
                       tuple(r.output for r in requests), tuple(r.declared for r in requests))
-        sim = simulate(wl, Server(IterationCost.unit(), cap, 20),
+        sim = simulate(wl, Replica(IterationCost.unit(), cap, 20),
                        scheduler="none" if reservation == "none" else "iteration",
                        max_batch=max_batch, reservation=reservation)
         got = tuple(None if math.isnan(f) else int(f) for f in sim.finish_s)
@@ -154,7 +154,7 @@ def test_simulator_matches_step_reference():
 
 def test_exercise_10_in_the_simulator():
     wl = fixed_workload([(4, 5), (4, 5)])
-    server = Server(IterationCost.unit(), 10, 2048)
+    server = Replica(IterationCost.unit(), 10, 2048)
     stuck = simulate(wl, server, scheduler="none")
     assert stuck.deadlock is not None and stuck.deadlock.time_s == 2.0 and stuck.finished == 0
     assert [h.kv_tokens for h in stuck.deadlock.holders] == [5, 5]
@@ -186,7 +186,7 @@ def test_every_request_finishes_exactly_once(scheduler, max_batch):
     ("iteration", "declared", None, 3000),  # a small cache: reservations bind
 ])
 def test_kv_never_exceeds_capacity_under_reservation(scheduler, reservation, max_gen, kv_tokens):
-    server = SERVER if kv_tokens is None else Server(SERVER.cost, kv_tokens, 2048)
+    server = SERVER if kv_tokens is None else Replica(SERVER.cost, kv_tokens, 2048)
     sim = simulate(poisson_workload(N, math.inf, seed=1, max_gen=max_gen), server,
                    scheduler=scheduler, max_batch=64, reservation=reservation)
     assert sim.finished == N
@@ -212,17 +212,17 @@ def test_workload_draws():
     assert list(arrivals) == sorted(arrivals) and arrivals[-1] / 5000 == pytest.approx(0.1, rel=0.05)
     assert wl.at_rate(20.0).arrival_s[-1] == pytest.approx(arrivals[-1] / 2)
     assert wl.at_rate(math.inf).arrival_s == (0.0,) * 5000
-    with pytest.raises(InvalidValueError, match="--max-gen"):
+    with pytest.raises(InvalidValueError, match="^max_gen "):
         poisson_workload(10, 1.0, max_gen=100)  # outputs reach 128
 
 
 def test_impossible_requests_are_errors():
     with pytest.raises(InvalidValueError, match="needs 2048 KV tokens"):
-        simulate(poisson_workload(10, 1.0), Server(SERVER.cost, 1000, 2048), scheduler="request")
-    with pytest.raises(LlmCostError, match="--reservation"):
+        simulate(poisson_workload(10, 1.0), Replica(SERVER.cost, 1000, 2048), scheduler="request")
+    with pytest.raises(LlmCostError, match="^reservation "):
         simulate(poisson_workload(10, 1.0), SERVER, scheduler="request", reservation="none")
     with pytest.raises(InvalidValueError, match="no KV room"):
-        Server.from_specs(load_model("gpt-3-175b"), A100)
+        Replica.from_specs(load_model("gpt-3-175b"), A100)
 
 
 # ---- the lecture's findings -------------------------------------------------------------------

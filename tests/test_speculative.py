@@ -10,14 +10,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from llm_cost.speculative import closed_forms as sp
-from llm_cost.catalog.loader import load_accelerator, load_model
+from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError
-from llm_cost.roofline.step_time import step_time
-from llm_cost.roofline.arrays import step_times
+from llm_cost.roofline import step_time
 from llm_cost.speculative.batched import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
                                            roofline_speedup, turning_batch)
-from llm_cost.specs.model import BF16, INT4_G128, PRESETS
+from llm_cost.specs import BF16, INT4_G128, PRESETS
 
 H100 = load_accelerator("h100-sxm")
 ARTICLE, LECTURE = PRESETS["article"], PRESETS["lecture"]
@@ -146,22 +145,24 @@ def test_bad_input_is_one_clear_line(call, message):
 @pytest.mark.parametrize("name", ["llama-3-8b", "llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gpt-3-13b"])
 @pytest.mark.parametrize("preset", ["article", "lecture"])
 @pytest.mark.parametrize("fmt", [BF16, INT4_G128])
-def test_step_times_is_step_time_pointwise(name, preset, fmt):
+def test_step_time_over_arrays_is_step_time_pointwise(name, preset, fmt):
     model, prof = load_model(name), PRESETS[preset]
     batch = np.array([1, 1, 3, 16, 64, 512])
     per_seq = np.array([1, 5, 2, 3, 9, 5])
     context = np.array([0, 1024, 7, 512, 4096, 512])
-    arr = step_times(model, H100, prof, rows=batch * per_seq, batch=batch, context=context, fmt=fmt)
+    arr = step_time(model, H100, prof, rows=batch * per_seq, batch=batch, context=context, fmt=fmt)
     for i in range(batch.size):
         one = step_time(model, H100, prof, rows=int(batch[i] * per_seq[i]), batch=int(batch[i]),
                         context=int(context[i]), fmt=fmt)
         assert arr.total_s[i] == pytest.approx(one.total_s, rel=REL)
-        assert bool(arr.compute_bound[i]) == (one.bound == "compute")
+        assert arr.bound[i] == one.bound
 
 
-def test_step_times_rejects_fewer_rows_than_sequences():
+def test_step_time_rejects_fewer_rows_than_sequences():
     with pytest.raises(InvalidValueError, match="rows must be at least batch"):
-        step_times(LLAMA3_8B, H100, ARTICLE, rows=np.array([4, 8]), batch=np.array([8, 8]))
+        step_time(LLAMA3_8B, H100, ARTICLE, rows=4, batch=8)
+    with pytest.raises(InvalidValueError, match="rows must be at least batch"):
+        step_time(LLAMA3_8B, H100, ARTICLE, rows=np.array([4, 8]), batch=np.array([8, 8]))
 
 
 # ---- roofline speedup -------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_draft_model_and_c_exclusive():
 
 
 def test_batch_below_one_rejected():
-    with pytest.raises(InvalidValueError, match=r"--batch must be in \[1, 1e\+12\], got 0"):
+    with pytest.raises(InvalidValueError, match=r"^batch must be in \[1, 1e\+12\], got 0$"):
         roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=0)
 
 
@@ -261,7 +262,7 @@ def test_moe_caption_does_not_call_verification_free():
     from llm_cost.report.spec_rows import spec_rows
 
     mixtral = load_model("mixtral-8x7b")
-    rows, caption = spec_rows(mixtral, H100, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    rows, caption = spec_rows(mixtral, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
     assert "free up to" not in caption
     turn = turning_batch(mixtral, H100, ARTICLE, gamma=4)
     assert f"compute-bound from batch {turn.batch:.1f}" in caption and turn.batch > 200
@@ -269,7 +270,7 @@ def test_moe_caption_does_not_call_verification_free():
     assert rows[0]["verify_over_base"] == pytest.approx(2.80, abs=0.005)
     assert costly_verification_batch(mixtral, H100, ARTICLE, gamma=4) == 1.0
     # A dense target is free up to its turning batch and costs 5% more just past it.
-    rows, caption = spec_rows(LLAMA3_8B, H100, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    rows, caption = spec_rows(LLAMA3_8B, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
     turn = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
     assert f"verification free up to batch {turn.batch:.1f}" in caption and "experts" not in caption
     costly = costly_verification_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from llm_cost.counts import kv_bytes_per_token, param_counts, weight_bytes
-from llm_cost.roofline.step_time import step_time
-from llm_cost.specs.model import Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline import step_time
+from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 
 # ---- named strategies -----------------------------------------------------------------------
 

@@ -18,7 +18,9 @@ from llm_cost.report.render import FORMATS
 
 try:  # typer >= 0.26 vendors click
     from typer._click.exceptions import ClickException
+    from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover - older typer depends on click
+    from click import get_current_context
     from click.exceptions import ClickException
 
 EXIT_BAD_INPUT = 2
@@ -79,7 +81,7 @@ def command(*names, **kwargs):
             try:
                 return fn(*args, **kw)
             except LlmCostError as err:
-                typer.echo(f"Error: {err}", err=True)
+                typer.echo(f"Error: {_as_flags(err)}", err=True)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
         return app.command(*names, **kwargs)(run)
@@ -87,11 +89,23 @@ def command(*names, **kwargs):
     return decorate
 
 
+def _as_flags(err: LlmCostError) -> str:
+    """The library's message with the parameters it names written as this command's flags."""
+    if not err.params:
+        return str(err)
+    from llm_cost.commands.parse import flags_in
+
+    ctx = get_current_context(silent=True)
+    options = ctx.command.params if ctx is not None else []
+    flags = {o.name: max(o.opts, key=len) for o in options if o.opts and o.opts[0].startswith("-")}
+    return flags_in(str(err), err.params, flags)
+
+
 def emit(rows, columns, fmt: str, **kwargs) -> None:
-    from llm_cost.options import choose
+    from llm_cost.commands.parse import choice
     from llm_cost.report.render import render
 
-    render(rows, columns, choose("--format", fmt, FORMATS), **kwargs)
+    render(rows, columns, choice("fmt", fmt, FORMATS), **kwargs)
 
 
 def _version(value: bool) -> None:

@@ -32,10 +32,10 @@ def check_cmd(
     fmt: Format = "table",
 ) -> None:
     """Run the property suite against catalog entries or your own files; exit 1 on a failure."""
-    from llm_cost.catalog.loader import catalog_names, load_accelerator, load_model
+    from llm_cost.catalog import catalog_names, load_accelerator, load_model
     from llm_cost.errors import check_number
 
-    check_number("--examples", examples, low=1, high=100_000, integer=True)
+    check_number("examples", examples, low=1, high=100_000, integer=True)
     models = [load_model(n) for n in (model or catalog_names("models"))]
     gpus = [load_accelerator(n) for n in (gpu or ["h100-sxm"])]
     from llm_cost.checks.properties import run_all  # hypothesis: imported only by this command

@@ -47,7 +47,7 @@ def model_cmd(
     fmt: Format = "table",
 ) -> None:
     """Parameters, weight bytes (BF16, INT4 g128), KV bytes and FLOPs per token of models."""
-    from llm_cost.catalog.loader import load_model
+    from llm_cost.catalog import load_model
     from llm_cost.report.model_rows import model_row
 
     rows = [model_row(load_model(n), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
@@ -86,14 +86,14 @@ def roofline_cmd(
     fmt: Format = "table",
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows."""
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.model_rows import roofline_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
-    prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
+    prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
-    fmt_w = options.weight_format(weights)
+    fmt_w = parse.weights(weights)
     result, caption = roofline_rows(spec, acc, prof, rows=rows, batch=batch, context=context, fmt=fmt_w)
     emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
          title=f"{spec.name} on {acc.name}, {weights}, preset {prof.name}")
@@ -103,7 +103,7 @@ def roofline_cmd(
 @command("catalog", epilog="Example: llm-cost catalog --format json")
 def catalog_cmd(fmt: Format = "table") -> None:
     """The models and accelerators that ship with llm-cost, by the names the options take."""
-    from llm_cost.catalog.loader import catalog_names, load_accelerator, load_model
+    from llm_cost.catalog import catalog_names, load_accelerator, load_model
 
     rows = [{"kind": "model", "name": n, "source": load_model(n).source} for n in catalog_names("models")]
     rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source} for n in catalog_names("hardware")]

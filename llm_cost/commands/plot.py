@@ -75,10 +75,10 @@ def plot_cmd(
     preset lecture, 500 requests per rate. An option the kind does not use is an error.
     """
     from llm_cost.errors import InvalidValueError
-    from llm_cost.options import choose
+    from llm_cost.commands.parse import choice
     from llm_cost.report.figures import check_output
 
-    choose("KIND", kind, KINDS)
+    choice("KIND", kind, KINDS)
     values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
                   alpha=alpha, gamma=gamma, c=c, batch=batch, batch_max=batch_max, gamma_max=gamma_max,
                   max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
@@ -106,20 +106,20 @@ def _single(o: dict, name: str):
 
 
 def _specs(o: dict):
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
 
-    return load_model(o["model"]), load_accelerator(o["gpu"]), options.profile(o["preset"], bw_eff=o.get("bw_eff"))
+    return load_model(o["model"]), load_accelerator(o["gpu"]), parse.profile(o["preset"], bw_eff=o.get("bw_eff"))
 
 
 def _roofline(o: dict, path):
-    from llm_cost import options
+    from llm_cost.commands import parse
     from llm_cost.report import figures as plots
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.series import roofline_series
 
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    prof = options.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
+    prof = parse.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
     g = _single(o, "gamma")
     series = roofline_series(spec, acc, prof, gamma=g, batches=o["batch"], context=o["context"],
                              max_rows=o["max_rows"])
@@ -128,14 +128,14 @@ def _roofline(o: dict, path):
 
 
 def _spec_vs_batch(o: dict, path):
-    from llm_cost import options
+    from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.report.series import spec_vs_batch
     from llm_cost.report.spec_rows import mfu_values
 
-    spec, acc, _ = _specs(o)
-    profiles = [options.profile(o["preset"], mfu=m, bw_eff=o.get("bw_eff")) for m in mfu_values(o["preset"], o.get("mfu"))]
-    fmt = options.weight_format(o["weights"])
+    spec, acc, base = _specs(o)
+    profiles = [base.with_(compute_efficiency=m) for m in mfu_values(base, o.get("mfu"))]
+    fmt = parse.weights(o["weights"])
     curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
                            batch_max=o["batch_max"], context=o["context"], fmt=fmt)
     return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}, "
@@ -151,40 +151,37 @@ def _gamma(o: dict, path):
 
 
 def _tree(o: dict, path):
-    from llm_cost import options
+    from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.report.series import DEFAULT_TREES, tree_points
-    from llm_cost.report.spec_rows import parse_hits, parse_widths
 
     spec, acc, prof = _specs(o)
     c = _single(o, "c")
-    widths = [parse_widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
-    points = tree_points(spec, acc, prof, widths_list=widths, hits=parse_hits(o["hits"]), batches=o["batch"],
-                         c=c, context=o["context"], fmt=options.weight_format(o["weights"]))
+    widths = [parse.widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
+    points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(o["hits"]), batches=o["batch"],
+                         c=c, context=o["context"], fmt=parse.weights(o["weights"]))
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context "
                                           f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
 
 
 def _batching(o: dict, path):
-    from llm_cost import options
+    from llm_cost.commands import parse
     from llm_cost.report import figures as plots
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.series import DEFAULT_RATES, batching_curves
     from llm_cost.errors import check_number
-    from llm_cost.serving.replica import Server
+    from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import poisson_workload
 
-    check_number("--requests", o["requests"], low=1, high=10_000, integer=True)
-    if o.get("slo_ms") is not None:
-        check_number("--slo-ms", o["slo_ms"], low=0, low_open=True)
+    check_number("requests", o["requests"], low=1, high=10_000, integer=True)
+    slo = parse.seconds("slo_ms", o.get("slo_ms"), positive=True)
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    server = Server.from_specs(spec, acc, options.profile(o["preset"]), reserve=o["reserve"],
-                               fmt=options.weight_format(o["weights"]))
+    replica = Replica.from_specs(spec, acc, parse.profile(o["preset"]), reserve=o["reserve"],
+                               fmt=parse.weights(o["weights"]))
     wl = poisson_workload(o["requests"], 1.0, seed=o["seed"])
-    curves = batching_curves(wl, server, schedulers=o["scheduler"], max_batches=o["max_batch"],
+    curves = batching_curves(wl, replica, schedulers=o["scheduler"], max_batches=o["max_batch"],
                              rates=o.get("rate") or DEFAULT_RATES)
-    slo = o["slo_ms"] * 1e-3 if o.get("slo_ms") is not None else None
     return plots.batching(curves, path, slo_s=slo,
-                          title=f"Latency against throughput: {server.description}, KV "
-                                f"{server.kv_capacity_tokens:,} tokens\n{o['requests']} requests per rate, "
+                          title=f"Latency against throughput: {replica.description}, KV "
+                                f"{replica.kv_capacity_tokens:,} tokens\n{o['requests']} requests per rate, "
                                 f"{wl.description}, seed {o['seed']}")

@@ -56,13 +56,13 @@ def capacity_cmd(
     fmt: Format = "table",
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy."""
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.serving_rows import capacity_row
 
     spec, acc = load_model(model), load_accelerator(gpu)
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
-                       fmt=options.weight_format(weights), kv_bytes_per_element=kv_bytes)
+                       fmt=parse.weights(weights), kv_bytes_per_element=kv_bytes)
     caption = (f"{reserve:.0%} of memory held back; requests reserve {row['max_len']} tokens, "
                f"{prompt:g} + {max_gen:g}, or grow to {prompt:g} + {row['gen']:g}")
     if row["shortfall_bytes"]:
@@ -96,7 +96,7 @@ def waste_cmd(
     prompt: Annotated[Optional[List[int]], typer.Option(help="Prompt tokens of one request of the batch (repeatable).")] = None,
     output: Annotated[Optional[List[int]], typer.Option(help="Generated tokens of that request (repeatable, same order).")] = None,
     rate: Rates = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level server.")] = 8,
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
     model: MemModel = "gpt-3-13b",
@@ -116,19 +116,19 @@ def waste_cmd(
         return
     if prompt or output:
         raise InvalidValueError("--rate simulates Orca's workload; give it without --prompt and --output")
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.serving_rows import batching_rows, waste_sim_row
-    from llm_cost.serving.replica import Server
+    from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import poisson_workload
 
-    server = Server.from_specs(load_model(model), load_accelerator(gpu), options.profile(preset), reserve=reserve)
+    replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset), reserve=reserve)
     wl = poisson_workload(requests, rate[0], seed=seed)
     with SweepProgress("simulating") as progress:
-        _, results = batching_rows(wl, server, scheduler="request", max_batch=max_batch, rates=rate,
+        _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
     emit([waste_sim_row(r) for r in results], WASTE_SIM_COLUMNS, fmt,
-         title=f"Request-level batching, max batch {max_batch}: {server.description}",
+         title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
 
 
@@ -174,26 +174,27 @@ def batching_cmd(
     fmt: Format = "table",
 ) -> None:
     """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use."""
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.serving_rows import batching_rows, search_row
-    from llm_cost.serving.replica import Server
+    from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
+    slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
     if bool(rate) == (slo_ms is not None):
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
-    server = Server.from_specs(load_model(model), load_accelerator(gpu), options.profile(preset),
-                               reserve=reserve, fmt=options.weight_format(weights), kv_tokens=kv_tokens,
+    replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
+                               reserve=reserve, fmt=parse.weights(weights), kv_tokens=kv_tokens,
                                max_len=max_len)
     wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
                           prompt=ORCA_PROMPT if prompt_len is None else prompt_len,
                           output=ORCA_OUTPUT if output_len is None else output_len, max_gen=max_gen)
-    title = f"{server.description}, KV {server.kv_capacity_tokens:,} tokens"
+    title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens"
     caption = f"{requests} requests, {wl.description}, seed {seed}"
     if slo_ms is not None:
         with SweepProgress("searching the rate") as progress:
-            row, found = search_row(wl, server, scheduler=scheduler, max_batch=max_batch, slo_s=slo_ms * 1e-3,
+            row, found = search_row(wl, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
                                     statistic=slo_stat, reservation=reservation, on_step=progress)
         rows = [row]
         saturated = ("all at once it deadlocks" if found.saturated_deadlock
@@ -204,7 +205,7 @@ def batching_cmd(
         results = [found.result] if found.result else []
     else:
         with SweepProgress("simulating") as progress:
-            rows, results = batching_rows(wl, server, scheduler=scheduler, max_batch=max_batch, rates=rate,
+            rows, results = batching_rows(wl, replica, scheduler=scheduler, max_batch=max_batch, rates=rate,
                                           reservation=reservation, on_step=progress)
     for r in results:
         if r.deadlock is not None:

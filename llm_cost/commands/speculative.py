@@ -64,15 +64,18 @@ def spec_cmd(
     fmt: Format = "table",
 ) -> None:
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1)))."""
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.spec_rows import spec_rows
 
     target, acc = load_model(model), load_accelerator(gpu)
     draft_spec = load_model(draft) if draft is not None else None
-    rows, caption = spec_rows(target, acc, alphas=alpha, gammas=gamma, batches=batch, cs=c, draft=draft_spec,
-                              preset=preset, draft_preset=draft_preset, mfus=mfu, bw_eff=bw_eff,
-                              context=context, fmt=options.weight_format(weights), gamma_max=gamma_max)
+    prof = parse.profile(preset, bw_eff=bw_eff)
+    draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
+                  if draft_preset is not None else None)
+    rows, caption = spec_rows(target, acc, prof, alphas=alpha, gammas=gamma, batches=batch, cs=c,
+                              draft=draft_spec, draft_profile=draft_prof, mfus=mfu, context=context,
+                              fmt=parse.weights(weights), gamma_max=gamma_max)
     columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
                               if target.is_moe else [])
     drafted = f", draft {draft_spec.name}" if draft_spec else ""
@@ -114,14 +117,14 @@ def tree_cmd(
     fmt: Format = "table",
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain."""
-    from llm_cost import options
-    from llm_cost.catalog.loader import load_accelerator, load_model
-    from llm_cost.report.spec_rows import parse_hits, parse_widths, tree_rows
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.report.spec_rows import tree_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
-    rows = tree_rows(spec, acc, options.profile(preset), widths_list=[parse_widths(w) for w in widths],
-                     hits=parse_hits(hits), batches=batch, c=c, context=context,
-                     fmt=options.weight_format(weights))
+    rows = tree_rows(spec, acc, parse.profile(preset), widths_list=[parse.widths(w) for w in widths],
+                     hits=parse.hits(hits), batches=batch, c=c, context=context,
+                     fmt=parse.weights(weights))
     emit(rows, [
         Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),

@@ -31,12 +31,12 @@ def table_cmd(
     Theoretical (the article preset). Models with an MTP module (DeepSeek-V3) get their own
     draft's rows. json and csv print one flat row per model, SI values, the unit in each key.
     """
-    from llm_cost.catalog.loader import load_accelerator, load_model
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.cost_table import table_notes, table_rows, table_view
-    from llm_cost.options import choose
+    from llm_cost.commands.parse import choice
     from llm_cost.report.render import FORMATS_WITH_MARKDOWN, Column, render
 
-    fmt = choose("--format", fmt, FORMATS_WITH_MARKDOWN)
+    fmt = choice("fmt", fmt, FORMATS_WITH_MARKDOWN)
 
     specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
     rows = table_rows(specs, acc, alpha=alpha, gamma=gamma,

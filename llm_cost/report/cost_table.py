@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, requests_that_fit
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
-from llm_cost.roofline.step_time import MAX_BATCH, step_time
-from llm_cost.specs.model import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
+from llm_cost.roofline import MAX_BATCH, step_time
+from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
 DEFAULT_GPU = "h100-sxm"
@@ -44,11 +44,7 @@ THEORETICAL = PRESETS["article"]
 # ---- one row per model ---------------------------------------------------------------------
 
 def _check_contexts(contexts) -> tuple[int, ...]:
-    if not contexts:
-        raise InvalidValueError("--context needs at least one value")
-    for n in contexts:
-        check_number("--context", n, low=1, integer=True)
-    return tuple(int(n) for n in contexts)
+    return tuple(int(n) for n in check_all("contexts", contexts, low=1, integer=True))
 
 
 def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: int = 4, c: float = 0.1,
@@ -63,16 +59,13 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: i
     """
     from llm_cost.speculative.batched import roofline_speedup
 
-    check_number("--alpha", alpha, low=0, high=1)
-    check_number("--gamma", gamma, low=0, integer=True)
-    check_number("--c", c, low=0)
-    check_number("--batch", batch, low=1, high=MAX_BATCH, integer=True)
-    check_number("--reserve", reserve, low=0, high=1, high_open=True)
+    check_number("alpha", alpha, low=0, high=1)
+    check_number("gamma", gamma, low=0, integer=True)
+    check_number("c", c, low=0)
+    check_number("batch", batch, low=1, high=MAX_BATCH, integer=True)
+    check_number("reserve", reserve, low=0, high=1, high_open=True)
     contexts = _check_contexts(contexts)
-    if not mtp_alphas:
-        raise InvalidValueError("--mtp-alpha needs at least one value")
-    for a in mtp_alphas:
-        check_number("--mtp-alpha", a, low=0, high=1)
+    check_all("mtp_alphas", mtp_alphas, low=0, high=1)
     prof = THEORETICAL
     p = param_counts(model)
     bf16, int4 = weight_bytes(model, BF16), weight_bytes(model, INT4_G128)
@@ -133,7 +126,7 @@ def _mtp_keys(model, gpu, prof, layers, alphas, batch) -> dict:
 def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, **kwargs) -> list[dict]:
     """`cost_row` for each model: the table's columns as flat rows."""
     if not models:
-        raise InvalidValueError("--model needs at least one value")
+        raise InvalidValueError("models needs at least one value", params=("models",))
     return [cost_row(m, gpu, **kwargs) for m in models]
 
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import check_number
-from llm_cost.roofline.step_time import critical_rows, ridge_point, step_time
-from llm_cost.specs.model import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline import critical_rows, ridge_point, step_time
+from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
               kv_bytes_per_element: float = 2.0) -> dict:
     """One model's counts: params, weight bytes (BF16, INT4 g128), KV and FLOPs per token, LoRA."""
-    check_number("--context", context, low=0, integer=True)
-    check_number("--lora-rank", lora_rank, low=1, integer=True)
-    check_number("--kv-bytes", kv_bytes_per_element, low=0, low_open=True)
+    check_number("context", context, low=0, integer=True)
+    check_number("lora_rank", lora_rank, low=1, integer=True)
+    check_number("kv_bytes", kv_bytes_per_element, low=0, low_open=True)
     p = param_counts(model)
     int4 = weight_bytes(model, INT4_G128)
     lora_ok = model.mla is None

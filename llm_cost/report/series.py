@@ -15,9 +15,8 @@ import numpy as np
 
 from llm_cost.speculative import closed_forms as speculative
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline.step_time import MAX_BATCH, critical_rows, step_time
-from llm_cost.roofline.arrays import step_times
-from llm_cost.specs.model import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
+from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.speculative.trees import TreeSpeedup, tree_speedup
 
 MAX_CURVES = 12  # beyond this a figure is unreadable
@@ -61,14 +60,14 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
                     batches: Sequence[int] = (1, 64), context: int = 0, max_rows: int = 16384,
                     formats: Sequence[WeightFormat] = (BF16, INT4_G128)) -> list[RooflineSeries]:
     """Seed 002 §2.4's figure: quantization lowers the plateau, speculation moves the point right."""
-    check_number("--gamma", gamma, low=0, high=1024, integer=True)
-    check_number("--context", context, low=0, integer=True)
-    check_number("--max-rows", max_rows, low=2, high=1e9, integer=True)
-    batches = [int(b) for b in _some("--batch", batches, limit=4, low=1, high=1e9, integer=True)]
+    check_number("gamma", gamma, low=0, high=1024, integer=True)
+    check_number("context", context, low=0, integer=True)
+    check_number("max_rows", max_rows, low=2, high=1e9, integer=True)
+    batches = [int(b) for b in _some("batch", batches, limit=4, low=1, high=1e9, integer=True)]
     rows = np.unique(np.geomspace(1, max_rows, POINTS).round())
     out = []
     for fmt in formats:
-        t = step_times(model, gpu, profile, rows=rows, batch=1, context=context, fmt=fmt).total_s
+        t = step_time(model, gpu, profile, rows=rows, batch=1, context=context, fmt=fmt).total_s
         points = tuple((b, m, step_time(model, gpu, profile, rows=m, batch=b, context=context, fmt=fmt).total_s)
                        for b in batches for m in (b, b * (gamma + 1)))
         out.append(RooflineSeries(fmt, rows, t, critical_rows(model, gpu, profile, context=context, fmt=fmt),
@@ -102,11 +101,11 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
     """
     from llm_cost.speculative.batched import break_even_batch, roofline_speedup, turning_batch
 
-    check_number("--batch-max", batch_max, low=2, high=1e7, integer=True)
-    check_number("--context", context, low=0, integer=True)
-    alphas, cs = _some("--alpha", alphas, low=0, high=1), _some("--c", cs, low=0)
-    gammas = [int(g) for g in _some("--gamma", gammas, low=0, high=1e6, integer=True)]
-    marks = [int(b) for b in _some("--batch", marks, limit=32, low=1, high=1e7, integer=True)]
+    check_number("batch_max", batch_max, low=2, high=1e7, integer=True)
+    check_number("context", context, low=0, integer=True)
+    alphas, cs = _some("alpha", alphas, low=0, high=1), _some("c", cs, low=0)
+    gammas = [int(g) for g in _some("gamma", gammas, low=0, high=1e6, integer=True)]
+    marks = [int(b) for b in _some("batch", marks, limit=32, low=1, high=1e7, integer=True)]
     batch_max = max(batch_max, *marks)  # the axis reaches every marked batch
     _curves(len(alphas) * len(gammas) * len(cs) * len(profiles))
     batch = np.unique(np.geomspace(1, batch_max, POINTS).round())
@@ -140,8 +139,8 @@ class GammaCurve:
 
 def gamma_curves(*, alphas, cs, gamma_max: int = 16) -> list[GammaCurve]:
     """One curve per (alpha, c), verification free (Theorem 3.8); optimum from `optimal_gamma`."""
-    check_number("--gamma-max", gamma_max, low=1, high=1024, integer=True)
-    alphas, cs = _some("--alpha", alphas, limit=8, low=0, high=1), _some("--c", cs, limit=4, low=0)
+    check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)
+    alphas, cs = _some("alpha", alphas, limit=8, low=0, high=1), _some("c", cs, limit=4, low=0)
     _curves(len(alphas) * len(cs))
     g = np.arange(gamma_max + 1, dtype=float)
     out = []
@@ -165,12 +164,12 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     """Seed 000 §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
-    widths_list = _some("--widths", widths_list, limit=24)
-    batches = [int(b) for b in _some("--batch", batches, limit=6)]
+    widths_list = _some("widths", widths_list, limit=24)
+    batches = [int(b) for b in _some("batch", batches, limit=6)]
     for b in batches:
-        check_number("--batch", b, low=1, high=MAX_BATCH, integer=True)
-    check_number("--c", c, low=0)
-    check_number("--context", context, low=0, integer=True)
+        check_number("batch", b, low=1, high=MAX_BATCH, integer=True)
+    check_number("c", c, low=0)
+    check_number("context", context, low=0, integer=True)
     out = []
     for widths in widths_list:
         hits.require(widths)
@@ -198,7 +197,7 @@ BATCHING_SCHEDULERS = ("request", "iteration")  # `none` can deadlock: no curve 
 DEFAULT_RATES = (0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20)
 
 
-def batching_curves(workload, server, *, schedulers=("request", "iteration"), max_batches=(8, 32),
+def batching_curves(workload, replica, *, schedulers=("request", "iteration"), max_batches=(8, 32),
                     rates=DEFAULT_RATES) -> list[BatchingCurve]:
     """Seed 000 §3.3 (Orca Figure 10): the same requests replayed at each rate, per scheduler.
 
@@ -207,29 +206,30 @@ def batching_curves(workload, server, *, schedulers=("request", "iteration"), ma
     """
     from llm_cost.serving.simulator import simulate
 
-    schedulers = _some("--scheduler", schedulers, limit=2)
+    schedulers = _some("scheduler", schedulers, limit=2)
     for s in schedulers:
         if s not in BATCHING_SCHEDULERS:
-            raise InvalidValueError(f"--scheduler must be one of {', '.join(BATCHING_SCHEDULERS)}, got {s!r}")
-    max_batches = [int(b) for b in _some("--max-batch", max_batches, limit=6)]
+            raise InvalidValueError(f"schedulers must be among {', '.join(BATCHING_SCHEDULERS)}, got {s!r}",
+                                    params=("schedulers",))
+    max_batches = [int(b) for b in _some("max_batch", max_batches, limit=6)]
     for b in max_batches:
-        check_number("--max-batch", b, low=1, high=4096, integer=True)
-    rates = _some("--rate", rates, limit=50)
+        check_number("max_batch", b, low=1, high=4096, integer=True)
+    rates = _some("rate", rates, limit=50)
     for r in rates:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:  # NaN fails r > 0
-            raise InvalidValueError(f"--rate must be in (0, inf], got {r!r}")
+            raise InvalidValueError(f"rates must be in (0, inf], got {r!r}", params=("rates",))
     groups: dict[tuple[str, int], list[int]] = {}
     for s, b in product(schedulers, max_batches):
-        eff = min(b, server.kv_capacity_tokens // server.max_len) if s == "request" else b
+        eff = min(b, replica.kv_capacity_tokens // replica.max_len) if s == "request" else b
         groups.setdefault((s, eff), []).append(b)
     _curves(len(groups))
     total = len(workload) * len(rates) * len(groups)
     if total > MAX_SIM_REQUESTS:
-        raise InvalidValueError(f"--requests x --rate values x curves = {total:,} simulated requests; "
-                                f"keep it under {MAX_SIM_REQUESTS:,} for a figure")
+        raise InvalidValueError(f"requests x rates x curves = {total:,} simulated requests; "
+                                f"keep it under {MAX_SIM_REQUESTS:,} for a figure", params=("requests", "rates"))
     out = []
     for (s, eff), limits in groups.items():
-        results = [simulate(workload.at_rate(float(r)), server, scheduler=s, max_batch=limits[0]) for r in rates]
+        results = [simulate(workload.at_rate(float(r)), replica, scheduler=s, max_batch=limits[0]) for r in rates]
         out.append(BatchingCurve(
             scheduler=s, max_batches=tuple(limits), effective_batch=eff, rate=tuple(float(r) for r in rates),
             throughput_req_per_s=tuple(x.throughput_req_per_s for x in results),

@@ -11,9 +11,9 @@ from typing import Callable, Sequence
 from llm_cost.errors import check_number
 from llm_cost.serving.capacity import kv_capacity, model_max_len, padding_waste, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
-from llm_cost.serving.replica import Server
+from llm_cost.serving.replica import Replica
 from llm_cost.serving.simulator import SimResult, simulate
-from llm_cost.specs.model import BF16, Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.serving.workload import Workload
 
 
@@ -86,13 +86,13 @@ def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str
     return row
 
 
-def batching_rows(workload: Workload, server: Server, *, scheduler: str, max_batch: int,
+def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int,
                   rates: Sequence[float], reservation: str | None = None,
                   on_step: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[SimResult]]:
     """One simulation per rate, the same requests replayed at each (common random numbers)."""
     rows, results = [], []
     for k, rate in enumerate(rates):
-        r = simulate(workload.at_rate(rate), server, scheduler=scheduler, max_batch=max_batch,
+        r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
                      reservation=reservation)
         rows.append(batching_row(r, workload.at_rate(rate)))
         results.append(r)
@@ -101,12 +101,12 @@ def batching_rows(workload: Workload, server: Server, *, scheduler: str, max_bat
     return rows, results
 
 
-def search_row(workload: Workload, server: Server, *, scheduler: str, max_batch: int, slo_s: float,
+def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                statistic: str = "median", reservation: str | None = None,
                on_step: Callable[[int, int], None] | None = None) -> tuple[dict, RateSearch]:
     """The highest rate meeting the per-token latency target, with the metrics at that rate."""
-    check_number("--slo-ms", slo_s, low=0, low_open=True)
-    s = highest_rate(workload, server, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
+    check_number("slo_ms", slo_s, low=0, low_open=True)
+    s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
                      statistic=statistic, reservation=reservation, on_step=on_step)
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
                        rate=s.rate_req_per_s)

@@ -1,8 +1,8 @@
 """Result rows for the CLI's `spec`, `gamma`, `tree` and `leviathan` commands.
 
-Flat dicts, SI values, the unit in the key (`base_step_s`); checked with the option names the
-user typed (`--alpha must be in [0, 1], got 1.5`). Kept out of cli.py so they can be tested
-and reused without Typer.
+Flat dicts, SI values, the unit in the key (`base_step_s`); errors name the parameters
+(`alphas must be in [0, 1], got 1.5`), which the CLI shows as its flags. Kept out of the
+commands so they can be tested and reused without Typer.
 """
 
 from __future__ import annotations
@@ -11,79 +11,41 @@ from itertools import product
 
 import numpy as np
 
-from llm_cost import options
-
+from llm_cost.errors import InvalidValueError, check_all, check_number
+from llm_cost.roofline.pass_cost import MAX_BATCH
+from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.profiles import draft_profile_for
 from llm_cost.speculative import closed_forms as speculative
-from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.speculative.batched import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
-                                           moe_vs_dense, roofline_speedup, turning_batch)
-from llm_cost.specs.model import PRESETS, Accelerator, ModelSpec, WeightFormat
+                                          moe_vs_dense, roofline_speedup, turning_batch)
 from llm_cost.speculative.trees import TopKHits, tree_speedup
 
-
-def _check_all(option: str, values, **limits) -> list:
-    if not values:
-        raise InvalidValueError(f"{option} needs at least one value")
-    for v in values:
-        check_number(option, v, **limits)
-    return list(values)
+ARTICLE_MFU = 0.6  # the article's second column (seed 002 §2.4)
+DEFAULT_C = 0.1  # the article's draft cost ratio
 
 
 def _alphas(values) -> list:
-    return _check_all("--alpha", values, low=0, high=1)
+    return check_all("alphas", values, low=0, high=1)
 
 
 def _gammas(values, low=0) -> list:
-    return [int(g) for g in _check_all("--gamma", values, low=low, integer=True)]
+    return [int(g) for g in check_all("gammas", values, low=low, integer=True)]
 
 
-def _costs(option: str, values) -> list:
-    return _check_all(option, values, low=0)
+def _costs(name: str, values) -> list:
+    return check_all(name, values, low=0)
 
 
 def _batches(values) -> list:
-    return [int(b) for b in _check_all("--batch", values, low=1, integer=True)]
+    return [int(b) for b in check_all("batches", values, low=1, integer=True)]
 
 
-def parse_widths(text: str) -> tuple[int, ...]:
-    """'4,2,2,1' or '4x2x2x1' -> (4, 2, 2, 1); each width a whole number >= 1."""
-    parts = text.replace("x", ",").replace("X", ",").split(",")
-    try:
-        widths = tuple(int(p) for p in parts)
-    except ValueError:
-        raise InvalidValueError(f"--widths must be whole numbers >= 1 per depth, like 4,2,2,1; "
-                                f"got {text!r}") from None
-    for w in widths:
-        check_number(f"--widths {text}: each width", w, low=1, integer=True)
-    return widths
-
-
-def parse_hits(text: str) -> TopKHits:
-    """'1:0.44,2:0.64,4:0.79,8:0.91' -> the draft's top-k hit rates (k >= 1, rate in [0, 1])."""
-    rates = {}
-    for pair in text.split(","):
-        k, sep, rate = pair.partition(":")
-        try:
-            k_int, rate_f = int(k), float(rate)
-        except ValueError:
-            raise InvalidValueError(f"--hits must be k:rate pairs like 1:0.44,2:0.64; got {pair!r}") from None
-        if not sep or k_int in rates:
-            raise InvalidValueError(f"--hits must be k:rate pairs, each k once; got {text!r}")
-        check_number(f"--hits rate for k = {k_int}", rate_f, low=0, high=1)
-        check_number("--hits k", k_int, low=1, integer=True)
-        rates[k_int] = rate_f
-    try:
-        return TopKHits.of(rates)
-    except InvalidValueError as err:
-        raise InvalidValueError(f"--hits: {err}") from None
-
-
-def mfu_values(preset: str, mfus) -> list:
-    """The MFUs to show: as given, else the preset's own and 60% (the article's two columns)."""
+def mfu_values(profile: Profile, mfus) -> list:
+    """The MFUs to show: as given, else the profile's own and 60% (the article's two columns)."""
     if mfus:
-        return _check_all("--mfu", mfus, low=0, high=1, low_open=True)
-    own = options.profile(preset).compute_efficiency
-    return [own] if own == 0.6 else [own, 0.6]
+        return check_all("mfus", mfus, low=0, high=1, low_open=True)
+    own = profile.compute_efficiency
+    return [own] if own == ARTICLE_MFU else [own, ARTICLE_MFU]
 
 
 def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mfu: float, context: int,
@@ -104,29 +66,32 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mf
             f"verification still reads more experts: {at_one:.2f}x a decode step at batch 1, {costs}")
 
 
-def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, cs=None,
-              draft: ModelSpec | None = None, preset: str = "article", draft_preset: str | None = None,
-              mfus=None, bw_eff: float | None = None, context: int = 0, fmt: WeightFormat,
-              gamma_max: int = 16) -> tuple[list[dict], str]:
+def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
+              cs=None, draft: ModelSpec | None = None, draft_profile: Profile | None = None, mfus=None,
+              context: int = 0, fmt: WeightFormat, gamma_max: int = 16) -> tuple[list[dict], str]:
     """One row per (alpha, gamma, c, batch, MFU): the roofline speedup, the best gamma there,
-    and where verification stops being free; MoE targets also get their dense twin's speedup."""
+    and where verification stops being free; MoE targets also get their dense twin's speedup.
+
+    Each MFU in `mfus` (default: the profile's own and 0.6) replaces the compute efficiency of
+    `profile` and of `draft_profile` (default `draft_profile_for(profile)`).
+    """
     alphas, gammas, batches = _alphas(alphas), _gammas(gammas), _batches(batches)
-    check_number("--context", context, low=0, integer=True)
-    check_number("--gamma-max", gamma_max, low=1, high=1024, integer=True)  # one pass per gamma
+    check_number("context", context, low=0, integer=True)
+    check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)  # one pass per gamma
     if draft is not None and cs:
-        raise InvalidValueError("--c and --draft exclude each other: --draft derives c from the roofline")
-    cs = [None] if draft is not None else _costs("--c", cs or [0.1])
-    if draft_preset is None:
-        draft_preset = "lecture-draft" if preset == "lecture" else preset
-    options.choose("--draft-preset", draft_preset, tuple(PRESETS))
+        raise InvalidValueError("c and draft exclude each other: draft derives c from the roofline",
+                                params=("c", "draft"))
+    cs = [None] if draft is not None else _costs("cs", cs or [DEFAULT_C])
+    if draft is not None and draft_profile is None:
+        draft_profile = draft_profile_for(profile)
     twin = None
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes = [], []
-    for n, mfu in enumerate(mfu_values(preset, mfus)):
-        prof = options.profile(preset, mfu=mfu, bw_eff=bw_eff)
+    for n, mfu in enumerate(mfu_values(profile, mfus)):
+        prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
-            draft=draft, draft_profile=options.profile(draft_preset, mfu=mfu, bw_eff=bw_eff))
+            draft=draft, draft_profile=draft_profile.with_(compute_efficiency=mfu))
         grid = dict(alpha=A, gamma=G, batch=B, context=context, fmt=fmt, **draft_kw)
         if target.is_moe:  # beside its dense twin (same active parameters)
             pair = moe_vs_dense(target, gpu, prof, **grid)
@@ -164,8 +129,8 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, *, alphas, gammas, batches, c
 
 def gamma_rows(*, alphas, cs, gamma_max: int = 64) -> list[dict]:
     """The optimal integer gamma for each (alpha, c) and its speedup (verification free)."""
-    alphas, cs = _alphas(alphas), _costs("--c", cs)
-    check_number("--gamma-max", gamma_max, low=1, integer=True)
+    alphas, cs = _alphas(alphas), _costs("cs", cs)
+    check_number("gamma_max", gamma_max, low=1, integer=True)
     opt = speculative.optimal_gamma(np.array(alphas)[:, None], np.array(cs)[None, :], gamma_max=gamma_max)
     one = speculative.gamma_one_speedup(np.array(alphas)[:, None], np.array(cs)[None, :])
     return [{"alpha": a, "c": c, "gamma_opt": int(opt.gamma[i, j]), "speedup": float(opt.speedup[i, j]),
@@ -179,8 +144,8 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     """One row per (tree, batch): nodes, tau, verification rows and the speedup, beside the
     chain of the same depth (top-1 rate as alpha)."""
     batches = _batches(batches)
-    check_number("--c", c, low=0)
-    check_number("--context", context, low=0, integer=True)
+    check_number("c", c, low=0)
+    check_number("context", context, low=0, integer=True)
     B = np.array(batches, dtype=float)
     rows = []
     for widths in widths_list:
@@ -201,24 +166,25 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     return rows
 
 
-def _paired(option: str, values: list, n: int, pair_with: str) -> list:
+def _paired(name: str, values: list, n: int, pair_with: str) -> list:
     if len(values) == n:
         return values
     if len(values) == 1:
         return values * n
-    raise InvalidValueError(f"{option} takes one value or one per {pair_with} ({n}), got {len(values)}")
+    raise InvalidValueError(f"{name} takes one value or one per {pair_with} ({n}), got {len(values)}",
+                            params=(name,))
 
 
 def leviathan_rows(*, alphas, gammas, cs, c_hats) -> list[dict]:
     """Leviathan's closed forms for each (alpha, gamma) pair; c and c_hat one value or one per pair."""
     alphas, gammas = _alphas(alphas), _gammas(gammas)
     if len(alphas) != len(gammas) and 1 not in (len(alphas), len(gammas)):
-        raise InvalidValueError(f"--alpha and --gamma come in pairs: got {len(alphas)} --alpha "
-                                f"and {len(gammas)} --gamma")
+        raise InvalidValueError(f"alphas and gammas come in pairs: got {len(alphas)} alphas "
+                                f"and {len(gammas)} gammas", params=("alphas", "gammas"))
     n = max(len(alphas), len(gammas))
-    alphas, gammas = _paired("--alpha", alphas, n, "pair"), _paired("--gamma", gammas, n, "pair")
-    cs = _paired("--c", _costs("--c", cs), n, "--alpha/--gamma pair")
-    c_hats = _paired("--c-hat", _costs("--c-hat", c_hats), n, "--alpha/--gamma pair")
+    alphas, gammas = _paired("alphas", alphas, n, "pair"), _paired("gammas", gammas, n, "pair")
+    cs = _paired("cs", _costs("cs", cs), n, "(alpha, gamma) pair")
+    c_hats = _paired("c_hats", _costs("c_hats", c_hats), n, "(alpha, gamma) pair")
     f = speculative.leviathan(np.array(alphas), np.array(gammas), np.array(cs), np.array(c_hats))
     return [{"alpha": alphas[i], "gamma": gammas[i], "c": cs[i], "c_hat": c_hats[i],
              "expected_tokens": float(f.expected_tokens[i]), "speedup": float(f.speedup[i]),

@@ -20,8 +20,8 @@ from typing import Sequence
 
 from llm_cost.counts import kv_bytes_per_token, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline.step_time import step_time
-from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline import step_time
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 DEFAULT_RESERVE = 0.1  # the lecture's code holds back 10% (§2.3)
 
@@ -58,7 +58,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
     of GPT-3 13B includes the learned position table and the biases and gives 12,564.
     """
-    check_number("--reserve", reserve, low=0, high=1, high_open=True)
+    check_number("reserve", reserve, low=0, high=1, high_open=True)
     weights = weight_bytes(model, fmt).total
     per_token = kv_bytes_per_token(model, kv_bytes_per_element)
     spare = gpu.memory_bytes * (1.0 - reserve) - weights
@@ -98,14 +98,15 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
     floor(kv / (prompt + gen)), gen the tokens actually generated (default max_gen).
     Lengths may be means (exercise 2: 272 + 64.5). Exercise 2 with 12,596 tokens: 6, 37, 16.
     """
-    check_number("--max-len", max_len, low=1, integer=True)
-    check_number("--prompt", prompt, low=1)
-    check_number("--max-gen", max_gen, low=1)
+    check_number("max_len", max_len, low=1, integer=True)
+    check_number("prompt", prompt, low=1)
+    check_number("max_gen", max_gen, low=1)
     gen = max_gen if gen is None else gen
-    check_number("--gen", gen, low=1, high=int(max_gen) if max_gen == int(max_gen) else max_gen)
+    check_number("gen", gen, low=1, high=int(max_gen) if max_gen == int(max_gen) else max_gen)
     if prompt + max_gen > max_len:
         raise InvalidValueError(
-            f"--prompt + --max-gen must be at most --max-len ({max_len}), got {prompt + max_gen:g}")
+            f"prompt + max_gen must be at most max_len ({max_len}), got {prompt + max_gen:g}",
+            params=("prompt", "max_gen", "max_len"))
     return RequestsFit(
         kv_tokens=kv_tokens, max_len=max_len, prompt=prompt, max_gen=max_gen, gen=gen,
         requests_max_len=requests_that_fit(kv_tokens, max_len),
@@ -116,11 +117,12 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
 def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:
     """The maximum sequence length to reserve: `max_len`, else the model's configured context."""
     if max_len is not None:
-        check_number("--max-len", max_len, low=1, integer=True)
+        check_number("max_len", max_len, low=1, integer=True)
         return int(max_len)
     if not model.max_position_embeddings:
         raise InvalidValueError(
-            f"{model.name} does not state its maximum length (max_position_embeddings); pass --max-len")
+            f"{model.name} does not state its maximum length (max_position_embeddings); pass max_len",
+            params=("max_len",))
     return model.max_position_embeddings
 
 
@@ -163,13 +165,14 @@ def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWast
     """
     if len(prompts) != len(outputs):
         raise InvalidValueError(
-            f"--prompt and --output must be given the same number of times, got {len(prompts)} and {len(outputs)}")
+            f"prompts and outputs must be given the same number of times, got {len(prompts)} and {len(outputs)}",
+            params=("prompts", "outputs"))
     if not prompts:
-        raise InvalidValueError("--prompt and --output need at least one request")
+        raise InvalidValueError("prompts and outputs need at least one request", params=("prompts", "outputs"))
     for p in prompts:
-        check_number("--prompt", p, low=1, integer=True)
+        check_number("prompt", p, low=1, integer=True)
     for o in outputs:
-        check_number("--output", o, low=1, integer=True)
+        check_number("output", o, low=1, integer=True)
     b, lmax, omax = len(prompts), int(max(prompts)), int(max(outputs))
     return PaddingWaste(batch=b, prompt_max=lmax, output_max=omax,
                         positions_computed=padded_positions(b, lmax, omax),

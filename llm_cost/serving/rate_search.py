@@ -13,9 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from llm_cost.errors import check_number
-from llm_cost.options import choose
-from llm_cost.serving.replica import IterationCost, Server
+from llm_cost.errors import check_choice, check_number
+from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.simulator import SimResult, simulate
 from llm_cost.serving.workload import Workload
 
@@ -59,7 +58,7 @@ def _meets(result: SimResult, slo_s: float, q: float) -> bool:
     return result.finished == result.requests and result.latency_percentile_s(q) <= slo_s
 
 
-def highest_rate(workload: Workload, server: Server, *, scheduler: str, max_batch: int, slo_s: float,
+def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
                  on_step: Callable[[int, int], None] | None = None) -> RateSearch:
     """Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
@@ -72,22 +71,22 @@ def highest_rate(workload: Workload, server: Server, *, scheduler: str, max_batc
     """
     import numpy as np
 
-    check_number("--slo-ms", slo_s, low=0, low_open=True)
+    check_number("slo_s", slo_s, low=0, low_open=True)
     check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
-    q = STATISTICS[choose("--slo-stat", statistic, tuple(STATISTICS))]
+    q = STATISTICS[check_choice("statistic", statistic, tuple(STATISTICS))]
     expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
     done = 0
 
     def run(rate: float) -> SimResult:
         nonlocal done
-        r = simulate(workload.at_rate(rate), server, scheduler=scheduler, max_batch=max_batch,
+        r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
                      reservation=reservation)
         done += 1
         if on_step:
             on_step(done, max(expected, done))
         return r
 
-    unloaded = float(np.percentile(unloaded_latency_per_token(workload, server.cost), q))
+    unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     everyone = run(math.inf)
     stuck = everyone.deadlock is not None
     # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.options import choose
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 RESERVATIONS = ("declared", "max_len", "none")
 
@@ -144,13 +143,13 @@ def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation
     admitted (8 tokens), then 10 after the next iteration, then stuck with 5 tokens each and 3
     still to generate. `declared` (4 + 5 = 9 reserved): the second waits; both complete.
     """
-    choose("--reservation", reservation, RESERVATIONS)
+    check_choice("reservation", reservation, RESERVATIONS)
     check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)
     cap, n = int(kv_capacity_tokens), len(requests)
     max_batch = n if max_batch is None else max_batch
-    check_number("--max-batch", max_batch, low=1, integer=True)
+    check_number("max_batch", max_batch, low=1, integer=True)
     if reservation == "max_len":
-        check_number("--max-len", max_len, low=1, integer=True)
+        check_number("max_len", max_len, low=1, integer=True)
     reserve = [reservation_tokens(reservation, r.prompt, r.declared, max_len) for r in requests]
     for i, r in enumerate(requests):
         need = reserve[i] if reservation != "none" else r.prompt

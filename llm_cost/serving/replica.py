@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
-from llm_cost.roofline.step_time import PassCost
-from llm_cost.specs.model import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline import PassCost
+from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class IterationCost(PassCost):
 
 
 @dataclass(frozen=True)
-class Server:
+class Replica:
     """One model replica: iteration cost, KV tokens it can hold, the maximum length to reserve."""
 
     cost: IterationCost
@@ -64,13 +64,13 @@ class Server:
 
     def __post_init__(self) -> None:
         check_number("KV capacity (tokens)", self.kv_capacity_tokens, low=1, integer=True)
-        check_number("--max-len", self.max_len, low=1, integer=True)
+        check_number("max_len", self.max_len, low=1, integer=True)
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS["lecture"], *,
                    reserve: float = DEFAULT_RESERVE, fmt: WeightFormat = BF16,
                    kv_bytes_per_element: float = 2.0, kv_tokens: int | None = None,
-                   max_len: int | None = None) -> "Server":
+                   max_len: int | None = None) -> "Replica":
         """GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 
         kv_tokens overrides the capacity computed from memory, weights and reserve.
@@ -84,7 +84,7 @@ class Server:
                     f"{max(cap.shortfall_bytes, cap.kv_bytes_per_token - cap.kv_bytes_available) / 1e9:.3f} GB")
             kv_tokens = cap.kv_tokens
         else:
-            check_number("--kv-tokens", kv_tokens, low=1, integer=True)
+            check_number("kv_tokens", kv_tokens, low=1, integer=True)
         return cls(IterationCost.from_roofline(model, gpu, profile, fmt, kv_bytes_per_element),
                    int(kv_tokens), model_max_len(model, max_len),
                    f"{model.name} on {gpu.name}, preset {profile.name}")

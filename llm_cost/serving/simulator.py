@@ -27,10 +27,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from llm_cost.serving.reference_scheduler import Deadlock, Holder, reservation_tokens
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.capacity import padded_positions
-from llm_cost.options import choose
-from llm_cost.serving.replica import Server
+from llm_cost.serving.replica import Replica
 from llm_cost.serving.workload import Workload
 
 SCHEDULERS = ("request", "iteration", "none")
@@ -94,36 +93,38 @@ class _Stats:
         self.peak_r = self.peak_w = self.iterations = self.rows = 0
 
 
-def simulate(workload: Workload, server: Server, *, scheduler: str = "iteration",
+def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteration",
              max_batch: int = 32, reservation: str | None = None) -> SimResult:
-    """Serve `workload` on `server` with a scheduler; see the module docstring for the rules.
+    """Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.
 
     reservation: `request` always reserves max_len; `iteration` reserves `declared` (default)
     or `max_len`; `none` reserves nothing.
     """
-    choose("--scheduler", scheduler, SCHEDULERS)
-    check_number("--max-batch", max_batch, low=1, integer=True)
+    check_choice("scheduler", scheduler, SCHEDULERS)
+    check_number("max_batch", max_batch, low=1, integer=True)
     allowed = {"request": ("max_len",), "iteration": ("declared", "max_len"), "none": ("none",)}[scheduler]
     reservation = allowed[0] if reservation is None else reservation
-    choose(f"--reservation (with --scheduler {scheduler})", reservation, allowed)
-    cap, max_len = server.kv_capacity_tokens, server.max_len
+    if reservation not in allowed:
+        raise InvalidValueError(f"reservation must be one of {', '.join(allowed)} with scheduler {scheduler}, "
+                                f"got {reservation!r}", params=("reservation", "scheduler"))
+    cap, max_len = replica.kv_capacity_tokens, replica.max_len
     res = [reservation_tokens(reservation, p, d, max_len) for p, d in zip(workload.prompt, workload.declared_gen)]
     worst = max(res) if reservation != "none" else max(workload.prompt)
     if worst > cap:
-        raise InvalidValueError(f"a request needs {worst} KV tokens to start but the server holds {cap}; "
-                                f"lower --max-gen or --max-len, or free memory")
+        raise InvalidValueError(f"a request needs {worst} KV tokens to start but the replica holds {cap}; "
+                                f"lower max_gen or max_len, or free memory", params=("max_gen", "max_len"))
     if reservation == "max_len" and max(p + d for p, d in zip(workload.prompt, workload.declared_gen)) > max_len:
-        raise InvalidValueError(f"a request's prompt + max_gen exceeds --max-len ({max_len})")
+        raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({max_len})", params=("max_len",))
     arrivals = workload.arrival_s
     st = _Stats()
     if scheduler == "request":
         if max(workload.prompt) + max(workload.output) - 1 > max_len:
             raise InvalidValueError(f"request-level batching pads rows to the longest prompt plus the longest "
-                                    f"output, which exceeds --max-len ({max_len})")
-        finish, deadlock = _request_level(workload, arrivals, server, min(max_batch, cap // max_len), st), None
+                                    f"output, which exceeds max_len ({max_len})", params=("max_len",))
+        finish, deadlock = _request_level(workload, arrivals, replica, min(max_batch, cap // max_len), st), None
         needed = sum(workload.kv_tokens_written)
     else:
-        finish, deadlock = _iteration_level(workload, arrivals, server, max_batch, res, reservation, st)
+        finish, deadlock = _iteration_level(workload, arrivals, replica, max_batch, res, reservation, st)
         needed = st.rows
     done = [i for i, f in enumerate(finish) if f == f]
     lat = tuple((finish[i] - arrivals[i]) / workload.output[i] for i in done)
@@ -142,9 +143,9 @@ def simulate(workload: Workload, server: Server, *, scheduler: str = "iteration"
         positions_computed=st.rows, positions_needed=needed, deadlock=deadlock)
 
 
-def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _Stats) -> list[float]:
+def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: _Stats) -> list[float]:
     """Batches run to completion; rows padded to the longest prompt and the longest output."""
-    cost = server.cost
+    cost = replica.cost
     prompt, output, n = wl.prompt, wl.output, len(wl)
     finish = [math.nan] * n
     queue: deque[int] = deque()
@@ -160,7 +161,7 @@ def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _
         b = len(batch)
         lmax = max(prompt[i] for i in batch)
         omax = max(output[i] for i in batch)
-        reserved = b * server.max_len
+        reserved = b * replica.max_len
         prefill = cost.time(b * lmax, b * lmax, b * lmax * (lmax + 1) / 2)
         _, span, area_w, _ = _decode_stretch(cost, b, b * lmax, omax - 1)  # every row to the longest output
         dt = prefill + span
@@ -181,13 +182,13 @@ def _request_level(wl: Workload, arrivals, server: Server, batch_cap: int, st: _
     return finish
 
 
-def _iteration_level(wl: Workload, arrivals, server: Server, max_batch: int, res: list[int],
+def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, res: list[int],
                      reservation: str, st: _Stats):
     """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
     that reaches its output; its KV is prompt + generated - 1."""
-    cost = server.cost
-    cap = server.kv_capacity_tokens
+    cost = replica.cost
+    cap = replica.kv_capacity_tokens
     prompt, output, n = wl.prompt, wl.output, len(wl)
     none = reservation == "none"
     finish = [math.nan] * n

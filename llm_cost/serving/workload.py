@@ -38,7 +38,7 @@ class Workload:
         if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
             raise InvalidValueError("workload fields must have one entry per request")
         if not (self.rate_req_per_s > 0):
-            raise InvalidValueError(f"--rate must be in (0, inf], got {self.rate_req_per_s!r}")
+            raise InvalidValueError(f"rate must be in (0, inf], got {self.rate_req_per_s!r}", params=("rate",))
         for p, o, d in zip(self.prompt, self.output, self.declared_gen):
             if p < 1 or o < 1 or d < o:
                 raise InvalidValueError(
@@ -70,7 +70,7 @@ class Workload:
 def _check_rate(rate: float) -> None:
     if isinstance(rate, float) and math.isinf(rate) and rate > 0:
         return
-    check_number("--rate", rate, low=0, low_open=True)
+    check_number("rate", rate, low=0, low_open=True)
 
 
 def _lengths(option: str, spec, low: int) -> tuple[int, int]:
@@ -96,13 +96,13 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
     """
     import numpy as np
 
-    check_number("--requests", requests, low=1, integer=True)
+    check_number("requests", requests, low=1, integer=True)
     _check_rate(rate)
-    check_number("--seed", seed, low=0, integer=True)
-    p_lo, p_hi = _lengths("--prompt-len", prompt, 1)
-    o_lo, o_hi = _lengths("--output-len", output, 1)
+    check_number("seed", seed, low=0, integer=True)
+    p_lo, p_hi = _lengths("prompt_len", prompt, 1)
+    o_lo, o_hi = _lengths("output_len", output, 1)
     if max_gen is not None:
-        check_number("--max-gen", max_gen, low=o_hi, integer=True)
+        check_number("max_gen", max_gen, low=o_hi, integer=True)
     rng = np.random.default_rng(int(seed))
     unit = np.cumsum(rng.exponential(1.0, int(requests)))
     prompts = rng.integers(p_lo, p_hi + 1, int(requests))

@@ -1,1 +1,14 @@
-"""specs."""
+"""Specs: frozen dataclasses for a model, an accelerator, an efficiency profile, a weight format.
+
+Every quantity field carries its unit in its name; `__post_init__` rejects bad values naming
+the field. Derived values are properties. Nothing here computes costs.
+"""
+
+from llm_cost.specs.hardware import Accelerator
+from llm_cost.specs.model import MLP_KINDS, NORM_KINDS, MLASpec, MoESpec, ModelSpec
+from llm_cost.specs.profiles import PRESETS, Profile, draft_profile_for, preset
+from llm_cost.specs.weights import BF16, FP8, INT4_G128, INT8_G128, WEIGHT_FORMATS, WeightFormat, weight_format
+
+__all__ = ["Accelerator", "MLP_KINDS", "NORM_KINDS", "MLASpec", "MoESpec", "ModelSpec", "PRESETS", "Profile",
+           "draft_profile_for", "preset", "BF16", "FP8", "INT4_G128", "INT8_G128", "WEIGHT_FORMATS",
+           "WeightFormat", "weight_format"]

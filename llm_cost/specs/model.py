@@ -1,13 +1,13 @@
-"""Specs: frozen dataclasses for a model, an accelerator, an efficiency profile, a weight format.
+"""The model spec: a decoder-only transformer in the Hugging Face config's terms.
 
-Every quantity field carries its unit in its name; `__post_init__` rejects bad values with
-a message naming the field. Derived values are properties. Nothing here computes costs:
-that is `counts` (bytes, params, FLOPs) and `roofline` (time).
+Frozen dataclasses; every `__post_init__` rejects a bad value naming the field
+(`model.hidden_size must be in [1, inf), got 0`). Nothing here computes costs: that is
+`llm_cost.counts` (parameters, bytes, FLOPs) and `llm_cost.roofline` (time).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
 
@@ -132,6 +132,11 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
     @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of one MLP: 3 for a gated MLP (gate, up, down), 2 for a plain one."""
+        return 3 if self.mlp_kind == "gated" else 2
+
+    @property
     def is_moe(self) -> bool:
         return self.moe is not None
 
@@ -142,103 +147,3 @@ class ModelSpec:
     @property
     def num_dense_layers(self) -> int:
         return self.num_layers - self.num_moe_layers
-
-
-@dataclass(frozen=True)
-class Accelerator:
-    """An accelerator's datasheet figures (dense, no sparsity)."""
-
-    name: str
-    memory_bytes: float
-    bandwidth_bytes_per_s: float
-    bf16_flops_per_s: float
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise InvalidValueError("gpu.name must be a non-empty string")
-        for name in ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s"):
-            check_number(f"gpu.{name}", getattr(self, name), low=0, low_open=True)
-
-    @property
-    def ridge_flops_per_byte(self) -> float:
-        """Peak FLOP/s over peak bytes/s: the arithmetic intensity where the roofline bends."""
-        return self.bf16_flops_per_s / self.bandwidth_bytes_per_s
-
-
-@dataclass(frozen=True)
-class Profile:
-    """How close to the datasheet a forward pass gets, and what it reads.
-
-    T(m) = max(bytes_read / (BW * bw_efficiency), flops(m) / (F * compute_efficiency)) + fixed_time_s
-    """
-
-    name: str
-    bw_efficiency: float = 1.0
-    compute_efficiency: float = 1.0  # MFU
-    fixed_time_s: float = 0.0  # per forward pass: launches, scheduling, sampling
-    read_input_embedding: bool = True  # the article reads it; the lecture treats it as a lookup
-    count_kv: bool = False  # KV cache reads and attention FLOPs with context
-
-    def __post_init__(self) -> None:
-        check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
-
-    def with_(self, **changes) -> "Profile":
-        """A copy with some knobs changed (validated again)."""
-        return replace(self, **changes)
-
-
-# The two seeds' presets (SPEC.md, "The time model").
-PRESETS: dict[str, Profile] = {
-    # seed 002: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
-    "article": Profile("article"),
-    # seed 000, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
-    "lecture": Profile("lecture", 0.8, 0.6, 1e-3, read_input_embedding=False, count_kv=True),
-    # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
-    "lecture-draft": Profile("lecture-draft", 0.8, 0.6, 0.3e-3, read_input_embedding=False, count_kv=True),
-}
-
-
-@dataclass(frozen=True)
-class WeightFormat:
-    """Bits per weight: plain (BF16) or group-quantized (one scale and zero per group).
-
-    effective bits = bits + (scale_bits + zero_bits) / group_size
-    """
-
-    name: str
-    bits: float
-    group_size: int = 1
-    scale_bits: float = 0.0
-    zero_bits: float = 0.0
-    keep_embeddings_bf16: bool = False  # embedding table and LM head stay at 16 bits
-
-    def __post_init__(self) -> None:
-        check_number("weights.bits", self.bits, low=0, high=64, low_open=True)
-        check_number("weights.group_size", self.group_size, low=1, integer=True)
-        check_number("weights.scale_bits", self.scale_bits, low=0, high=64)
-        check_number("weights.zero_bits", self.zero_bits, low=0, high=64)
-
-    @property
-    def effective_bits(self) -> float:
-        return self.bits + (self.scale_bits + self.zero_bits) / self.group_size
-
-    @property
-    def bytes_per_weight(self) -> float:
-        return self.effective_bits / 8
-
-
-BF16 = WeightFormat("bf16", 16)
-# The article's INT4: group 128, a 16-bit scale and a 16-bit zero per group -> 4.25 bits
-INT4_G128 = WeightFormat("int4", 4, group_size=128, scale_bits=16, zero_bits=16)
-INT8_G128 = WeightFormat("int8", 8, group_size=128, scale_bits=16, zero_bits=16)
-FP8 = WeightFormat("fp8", 8)
-WEIGHT_FORMATS: dict[str, WeightFormat] = {
-    "bf16": BF16,
-    "w4a16": INT4_G128,
-    "int4": INT4_G128,
-    "int8": INT8_G128,
-    "fp8": FP8,
-}

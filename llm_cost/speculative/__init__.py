@@ -1,3 +1,25 @@
-"""speculative."""
-from llm_cost.speculative.closed_forms import *  # noqa: F401,F403  (temporary)
-from llm_cost.speculative.closed_forms import expected_tokens_unchecked, check_alpha, check_gamma, check_cost, TIE_RTOL  # noqa
+"""Speculative decoding: closed forms, the roofline speedup at batch B, trees, MTP, exact sampling.
+
+`closed_forms` (Leviathan et al.'s Eq. 1, Theorems 3.8 and 3.11, optimal gamma), `batched`
+(verification on the roofline at any batch, the turning batch, MoE targets), `trees` (token
+trees), `mtp` (DeepSeek-V3's MTP module as the draft), `sampling` (exact speculative sampling
+and its wrong variants).
+"""
+
+from llm_cost._exports import lazy_exports, names_from
+
+_EXPORTS = {
+    **names_from(".closed_forms", "expected_tokens", "speedup", "gamma_one_speedup", "ops_factor",
+                 "weight_reads_per_token", "compute_bound_speedup", "implied_c", "optimal_gamma",
+                 "OptimalGamma", "leviathan", "LeviathanForms", "TIE_RTOL"),
+    **names_from(".batched", "roofline_speedup", "RooflineSpeedup", "best_gamma", "turning_batch",
+                 "TurningBatch", "costly_verification_batch", "break_even_batch", "dense_twin",
+                 "moe_vs_dense", "MoeVsDense"),
+    **names_from(".trees", "TopKHits", "tree_nodes", "tree_tau", "tree_speedup", "TreeSpeedup",
+                 "WEAK_DRAFT", "STRONG_DRAFT"),
+    **names_from(".mtp", "mtp_params", "MtpParams", "mtp_step_time", "mtp_speedup", "MtpSpeedup"),
+    **names_from(".sampling", "speculative_step", "SpeculativeStep", "output_distribution",
+                 "total_variation", "sample_outputs", "simulate_rounds"),
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

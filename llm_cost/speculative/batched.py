@@ -20,13 +20,12 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from llm_cost.arrays import checked
+from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.counts import param_counts
-from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline.step_time import MAX_BATCH, critical_batch, first_crossing, ridge_point, step_time
-from llm_cost.roofline.arrays import step_times_unchecked
+from llm_cost.errors import InvalidValueError, check_number, checked
+from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost, critical_batch, first_crossing, ridge_point, step_time
 from llm_cost.speculative.closed_forms import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
-from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -55,37 +54,65 @@ class RooflineSpeedup:
         return self.batch * self.expected_tokens / self.round_s
 
 
-def roofline_speedup(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, gamma,
-                     batch=1, c=None, draft: ModelSpec | None = None,
-                     draft_profile: Profile | None = None, context=0, fmt: WeightFormat = BF16,
+def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None,
+                     draft_profile=None, context=0, fmt: WeightFormat = BF16,
                      draft_fmt: WeightFormat = BF16) -> RooflineSpeedup:
-    """Speedup of speculative decoding over plain decoding at batch B, from the time model.
+    r"""Speedup of speculative decoding over plain decoding at batch B, from the time model.
 
-    Give the draft cost as `c` (t_draft = c T(B), the article) or as a `draft` model timed on
-    the same GPU with `draft_profile` (default: `profile`). Seed 002 table (alpha 0.8,
-    gamma 4, c 0.1, Llama-3-8B, H100): B = 64 -> 2.38 at peak, 1.61 at 60% MFU.
+    .. math:: S = E\,T(B) / (\gamma\,t_{draft}(B) + T(B(\gamma + 1))),\quad
+              E = (1 - \alpha^{\gamma+1}) / (1 - \alpha)
+
+    Parameters
+    ----------
+    target, gpu, profile
+        Specs, or catalog names / a preset name.
+    alpha, gamma, batch, context
+        Acceptance rate in [0, 1], draft tokens per round (whole, >= 0), sequences in
+        [1, 1e12], cached tokens per sequence; numbers or numpy arrays (broadcast).
+    c, draft, draft_profile
+        The draft's cost: `c` (t_draft = c T(B), the article), or a `draft` model timed on the
+        same accelerator under `draft_profile` (default `profile`). Exactly one of c and draft.
+    fmt, draft_fmt
+        Weight formats of the target and the draft.
+
+    Returns
+    -------
+    RooflineSpeedup
+        Arrays of the broadcast shape: E, T(B), T(B (gamma + 1)), the draft step, the round
+        (seconds), the speedup, and whether verification is compute-bound.
+
+    Examples
+    --------
+    The article's table (§2.4; alpha 0.8, gamma 4, c 0.1, Llama-3-8B on H100, peak): 2.38 at B = 64.
+
+    >>> r = roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1, batch=64)
+    >>> round(float(r.speedup), 2)
+    2.38
     """
     if (c is None) == (draft is None):
-        raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)")
+        raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)",
+                                params=("c", "draft"))
+    target, gpu, profile = as_model(target), as_accelerator(gpu), as_profile(profile)
     a, g = check_alpha(alpha), check_gamma(gamma)
-    b = checked("--batch", batch, low=1, high=MAX_BATCH)
-    ctx = checked("context", context, low=0)
-    # b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b: no need to check the grid again
-    base = step_times_unchecked(target, gpu, profile, rows=b, batch=b, context=ctx, fmt=fmt)
-    verify = step_times_unchecked(target, gpu, profile, rows=b * (g + 1), batch=b, context=ctx, fmt=fmt)
-    base_s, verify_s = base.total_s, verify.total_s
+    b = checked("batch", batch, low=1, high=MAX_BATCH)
+    ctx = checked("context", context, low=0, high=MAX_CONTEXT)
+    # b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b: the passes need no further checks
+    cost = PassCost.from_specs(target, gpu, profile, fmt)
+    base_s = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
+    verify = cost.step(b * (g + 1), b, ctx, count_kv=profile.count_kv)
+    verify_s = verify.total_s
     if draft is None:
         c = check_cost("c", c)
         draft_s = c * base_s
     else:
-        own = step_times_unchecked(draft, gpu, draft_profile or profile, rows=b, batch=b, context=ctx,
-                                   fmt=draft_fmt)
-        draft_s = own.total_s
+        own = as_profile(draft_profile) if draft_profile is not None else profile
+        draft_s = PassCost.from_specs(as_model(draft), gpu, own, draft_fmt).step(
+            b, b, ctx, count_kv=own.count_kv).total_s
         c = draft_s / base_s
     e = expected_tokens_unchecked(a, g)
     round_s = g * draft_s + verify_s
     out = np.broadcast_arrays(a, g, b, c, e, base_s, verify_s, draft_s, round_s,
-                              e * base_s / round_s, verify.compute_bound)
+                              e * base_s / round_s, verify.compute_s > verify.memory_s)
     return RooflineSpeedup(*out)
 
 
@@ -98,7 +125,7 @@ def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, 
     alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
-    a, b = check_alpha(alpha), checked("--batch", batch, low=1, high=MAX_BATCH)
+    a, b = check_alpha(alpha), checked("batch", batch, low=1, high=MAX_BATCH)
     c = kwargs.get("c")
     ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(kwargs.get("context", 0)))
     gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)

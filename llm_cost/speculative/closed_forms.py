@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_cost.arrays import checked, scalar_or_array
+from llm_cost.errors import checked, scalar_or_array
 from llm_cost.errors import check_number
 
 TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a real gain)

@@ -15,15 +15,15 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from llm_cost.counts import param_counts
-from llm_cost.roofline.step_time import PassCost, StepTime, step_time, uniform_costs
-from llm_cost.specs.model import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.catalog import as_accelerator, as_model, as_profile
+from llm_cost.roofline import PassCost, StepTime
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% ... 1.8 times TPS"; seed 002 §2.5 and seed 000 §10.4
 MTP_ALPHA_REPORTED = (0.85, 0.90)
 MTP_TPS_REPORTED = 1.8
 MTP_GAMMA = 1  # one MTP module predicts one extra token
-THEORETICAL = PRESETS["article"]
 
 
 def mtp_module(model: ModelSpec) -> ModelSpec:
@@ -69,22 +69,19 @@ def mtp_params(model: ModelSpec) -> MtpParams:
                      projection=2 * d * d + 2 * d, shared=shared)
 
 
-def mtp_step_time(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batch: float = 1,
-                  fmt: WeightFormat = BF16) -> StepTime:
+def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = BF16) -> StepTime:
     """One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
 
     The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
-    terms (as `roofline.pass_costs` counts any GEMM); the embedding is a lookup.
+    terms (as `PassCost` counts any GEMM); the embedding is a lookup.
     """
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
     block = PassCost.from_specs(mtp_module(model), gpu, prof, fmt)
     projection = mtp_params(model).projection  # a GEMM like any other: its bytes and 2 FLOPs each
     cost = replace(block, weight_bytes=block.weight_bytes + projection * fmt.bytes_per_weight,
                    row_flops=block.row_flops + 2 * projection)
-    weights, kv, flops, memory_s, compute_s = uniform_costs(cost, rows=batch, batch=batch, context=0,
-                                                            count_kv=prof.count_kv)
-    return StepTime(rows=batch, batch=batch, context=0, weight_bytes_read=weights, kv_bytes=kv,
-                    flops=flops, memory_s=memory_s, compute_s=compute_s, fixed_s=prof.fixed_time_s)
+    return cost.step(batch, batch, 0, count_kv=prof.count_kv)
 
 
 @dataclass(frozen=True)
@@ -99,8 +96,8 @@ class MtpSpeedup:
     speedup: tuple[float, ...]  # roofline: E T(B) / (c T(B) + T(2B))
 
 
-def mtp_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile = THEORETICAL, *,
-                alphas: Sequence[float] = MTP_ALPHA_REPORTED, batch: float = 1) -> MtpSpeedup:
+def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_ALPHA_REPORTED,
+                batch: float = 1) -> MtpSpeedup:
     """Speculative decoding with the model's own MTP module as the draft (gamma = 1).
 
     DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.78-1.83 (the report's
@@ -108,9 +105,11 @@ def mtp_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile = THEORETIC
     """
     import numpy as np
 
+    from llm_cost.roofline import step_time
     from llm_cost.speculative import closed_forms as speculative
     from llm_cost.speculative.batched import roofline_speedup
 
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     a = np.asarray(list(alphas), dtype=float)
     base = step_time(model, gpu, profile, rows=batch, batch=batch)
     c = mtp_step_time(model, gpu, profile, batch=batch).total_s / base.total_s

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_cost.arrays import checked
-from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.roofline.step_time import MAX_BATCH
-from llm_cost.roofline.arrays import step_times
-from llm_cost.specs.model import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.catalog import as_accelerator, as_model, as_profile
+from llm_cost.errors import InvalidValueError, check_number, checked
+from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,8 @@ class TopKHits:
         """Raise unless every width has a rate (no interpolation between given k)."""
         missing = [w for w in widths if w not in self.ks]
         if missing:
-            raise InvalidValueError(f"--widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
-                                    f"--hits (given for k = {', '.join(map(str, self.ks))})")
+            raise InvalidValueError(f"widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
+                                    f"hits (given for k = {', '.join(map(str, self.ks))})", params=("widths", "hits"))
 
     def rate(self, k: int) -> float:
         """h(k); a width without a given rate is an error (no interpolation)."""
@@ -152,11 +151,13 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     """
     widths = _widths(widths)
     nodes, tau = tree_nodes(widths), tree_tau(widths, hits)
-    b = checked("--batch", batch, low=1, high=MAX_BATCH)
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    b = checked("batch", batch, low=1, high=MAX_BATCH)
     c = checked("c", c, low=0)
-    base = step_times(model, gpu, profile, rows=b, batch=b, context=context, fmt=fmt).total_s
-    verify = step_times(model, gpu, profile, rows=b * (nodes + 1), batch=b, context=context,
-                        fmt=fmt).total_s
+    ctx = checked("context", context, low=0, high=MAX_CONTEXT)
+    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    base = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
+    verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).total_s
     draft = len(widths) * c * base
     b, base, verify, draft = np.broadcast_arrays(b, base, verify, draft)
     return TreeSpeedup(widths=widths, nodes=nodes, tau=tau, batch=b, base_s=base, verify_s=verify,

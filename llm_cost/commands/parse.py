@@ -1,0 +1,106 @@
+"""Option parsing: the CLI's text and units turned into the library's values, before the library.
+
+Milliseconds become seconds here (`--fixed-ms`, `--slo-ms`), each checked in the unit the user
+typed; text options (`--widths 4,2,2,1`, `--hits 1:0.44,...`) become values. Library errors name
+parameters; `flags_in` puts the command's flags in their place.
+"""
+
+from __future__ import annotations
+
+import re
+
+from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.specs.profiles import PRESETS, Profile
+from llm_cost.specs.weights import WeightFormat, weight_format
+
+# A library parameter whose CLI option has another name (repeatables are singular on the CLI).
+OPTION_OF = {
+    "alphas": "alpha", "gammas": "gamma", "batches": "batch", "cs": "c", "c_hats": "c_hat",
+    "mfus": "mfu", "contexts": "context", "mtp_alphas": "mtp_alpha", "rates": "rate",
+    "prompts": "prompt", "outputs": "output", "widths_list": "widths",
+    "kv_bytes_per_element": "kv_bytes", "lora_rank": "lora_rank", "format": "fmt",
+    "compute_efficiency": "mfu", "bw_efficiency": "bw_eff", "statistic": "slo_stat",
+    "schedulers": "scheduler", "max_batches": "max_batch",
+}
+
+
+def flags_in(message: str, params, flags: dict[str, str]) -> str:
+    """`message` with each parameter in `params` that has a flag in `flags` written as that flag.
+
+    `flags` maps a command's parameter names to their flags ({"slo_ms": "--slo-ms"}).
+    """
+    for name in params:
+        flag = flags.get(OPTION_OF.get(name, name)) or flags.get(name)
+        if flag:
+            message = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", flag, message)
+    return message
+
+
+def seconds(name: str, ms, *, positive: bool = False):
+    """A duration typed in milliseconds, checked in milliseconds, in seconds (None stays None)."""
+    if ms is None:
+        return None
+    check_number(name, ms, low=0, low_open=positive)
+    return ms * 1e-3
+
+
+def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float | None = None,
+            fixed_ms: float | None = None, read_embedding: bool | None = None,
+            kv: bool | None = None, option: str = "preset") -> Profile:
+    """The preset with the knobs the user overrode (None keeps the preset's value).
+
+    `option`: the parameter an unknown preset name is reported under (`draft_preset`).
+    """
+    base = PRESETS[check_choice(option, preset, tuple(PRESETS))]
+    if mfu is not None:
+        check_number("mfu", mfu, low=0, high=1, low_open=True)
+    if bw_eff is not None:
+        check_number("bw_eff", bw_eff, low=0, high=1, low_open=True)
+    return base.with_(compute_efficiency=mfu, bw_efficiency=bw_eff,
+                      fixed_time_s=seconds("fixed_ms", fixed_ms), read_input_embedding=read_embedding,
+                      count_kv=kv)
+
+
+def weights(name: str) -> WeightFormat:
+    """`--weights`: a weight format by name."""
+    return weight_format(name)
+
+
+def choice(name: str, value: str, allowed) -> str:
+    """An option that takes one of a closed set of words."""
+    return check_choice(name, value, allowed)
+
+
+def widths(text: str) -> tuple[int, ...]:
+    """'4,2,2,1' or '4x2x2x1' -> (4, 2, 2, 1); each width a whole number >= 1."""
+    parts = text.replace("x", ",").replace("X", ",").split(",")
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise InvalidValueError(f"--widths must be whole numbers >= 1 per depth, like 4,2,2,1; "
+                                f"got {text!r}") from None
+    for w in values:
+        check_number(f"--widths {text}: each width", w, low=1, integer=True)
+    return values
+
+
+def hits(text: str):
+    """'1:0.44,2:0.64,4:0.79,8:0.91' -> the draft's top-k hit rates (k >= 1, rate in [0, 1])."""
+    from llm_cost.speculative.trees import TopKHits
+
+    rates = {}
+    for pair in text.split(","):
+        k, sep, rate = pair.partition(":")
+        try:
+            k_int, rate_f = int(k), float(rate)
+        except ValueError:
+            raise InvalidValueError(f"--hits must be k:rate pairs like 1:0.44,2:0.64; got {pair!r}") from None
+        if not sep or k_int in rates:
+            raise InvalidValueError(f"--hits must be k:rate pairs, each k once; got {text!r}")
+        check_number(f"--hits rate for k = {k_int}", rate_f, low=0, high=1)
+        check_number("--hits k", k_int, low=1, integer=True)
+        rates[k_int] = rate_f
+    try:
+        return TopKHits.of(rates)
+    except InvalidValueError as err:
+        raise InvalidValueError(f"--hits: {err}") from None

@@ -1,0 +1,98 @@
+"""Where the roofline bends: the ridge point, the critical row count and the critical batch.
+
+Below the critical rows (or batch) extra rows are free: the pass is memory-bound and more rows
+only add arithmetic the idle compute absorbs. The article (§1.2 and §2.4): ridge 295 FLOP/byte
+for an H100 at peak, m* ~ 316 rows for Llama-3-8B; verifying gamma drafts stops being free near
+ridge / (gamma + 1) sequences.
+"""
+
+from __future__ import annotations
+
+from llm_cost.catalog import as_accelerator, as_model, as_profile
+from llm_cost.errors import check_number
+from llm_cost.roofline.pass_cost import MAX_BATCH, PassCost
+from llm_cost.specs import BF16, Accelerator, Profile, WeightFormat
+
+
+def ridge_point(gpu: Accelerator | str, profile: Profile | str) -> float:
+    """Effective ridge (FLOP/byte): F eta_f / (BW eta_bw).
+
+    >>> round(ridge_point("h100-sxm", "article"))  # 989e12 / 3.35e12 (the article, §1.2)
+    295
+    """
+    gpu, profile = as_accelerator(gpu), as_profile(profile)
+    return gpu.ridge_flops_per_byte * profile.compute_efficiency / profile.bw_efficiency
+
+
+def first_crossing(f, low: float, high: float) -> float:
+    """Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect.
+
+    inf when f stays negative up to `high`.
+    """
+    if f(low) >= 0:
+        return low
+    x_prev, x = low, low
+    while x < high:
+        x = min(high, x * 1.25 + 1)
+        if f(x) >= 0:
+            break
+        x_prev = x
+    else:
+        return float("inf")
+    lo, hi = x_prev, x
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if f(mid) >= 0:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-9 * hi:
+            break
+    return hi
+
+
+def _compute_minus_memory(cost: PassCost, count_kv: bool, *, rows_per_sequence=None, batch=None,
+                          context: float):
+    """compute_s - memory_s of a uniform pass, as a function of rows (fixed batch) or of batch."""
+    if rows_per_sequence is None:
+        def gap(m: float) -> float:
+            t = cost.step(m, batch, context, count_kv=count_kv)
+            return t.compute_s - t.memory_s
+    else:
+        def gap(b: float) -> float:
+            t = cost.step(b * rows_per_sequence, b, context, count_kv=count_kv)
+            return t.compute_s - t.memory_s
+    return gap
+
+
+def critical_rows(model, gpu, profile, *, batch: float = 1, context: float = 0,
+                  fmt: WeightFormat = BF16) -> float:
+    """Rows per pass (from `batch` sequences) where compute time reaches memory time.
+
+    Dense, no KV: bytes / (2 N) x ridge (article preset: ~316 for Llama-3-8B on H100; lecture
+    preset: ridge x 0.6 / 0.8 ~ 221, the lecture's "about 220").
+
+    >>> round(critical_rows("llama-3-8b", "h100-sxm", "article"))
+    316
+    """
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    check_number("batch", batch, low=1, high=MAX_BATCH)
+    check_number("context", context, low=0)
+    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    gap = _compute_minus_memory(cost, profile.count_kv, batch=batch, context=context)
+    return first_crossing(gap, float(batch), 1e12)
+
+
+def critical_batch(model, gpu, profile, *, rows_per_sequence: float = 1, context: float = 0,
+                   fmt: WeightFormat = BF16) -> float:
+    """Batch at which a pass of `rows_per_sequence` rows per sequence becomes compute-bound.
+
+    Decode (1 row): about the ridge for BF16 weights; verifying gamma drafts (gamma + 1 rows):
+    about ridge / (gamma + 1) (the article, §2.4).
+    """
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    check_number("rows_per_sequence", rows_per_sequence, low=1)
+    check_number("context", context, low=0)
+    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    gap = _compute_minus_memory(cost, profile.count_kv, rows_per_sequence=rows_per_sequence, context=context)
+    return first_crossing(gap, 1.0, 1e12)

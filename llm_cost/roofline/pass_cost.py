@@ -1,0 +1,161 @@
+"""The time model's coefficients and its one formula: T of a pass over token rows.
+
+    T = max((W + E(rows) x expert_bytes + kv_tokens x kv_token_bytes) / (BW eta_bw),
+            (rows x row_flops + pairs x pair_flops) / (F eta_f)) + t_fixed
+
+(symbols in `llm_cost.roofline`). `PassCost` holds the coefficients for a model, accelerator,
+profile and weight format; `step_time` (a uniform pass), the speculative formulas and the
+batching simulator's mixed iterations all evaluate it. Every method takes numbers or numpy
+arrays (broadcast) and checks nothing: validation belongs to the callers' entry points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.counts import (WeightBytes, attention_flops_per_context_token, kv_bytes_per_token,
+                             param_counts, weight_bytes)
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+
+# Far beyond any deployment, and far from float overflow in FLOPs and bytes.
+MAX_BATCH = 1e12
+MAX_ROWS = 1e18
+MAX_CONTEXT = 1e12
+
+
+def roofline_total(memory_s, compute_s, fixed_s):
+    """max(memory_s, compute_s) + fixed_s: the roofline, for numbers or numpy arrays."""
+    if isinstance(memory_s, float) and isinstance(compute_s, float):
+        return (memory_s if memory_s > compute_s else compute_s) + fixed_s
+    import numpy as np
+
+    longer = np.maximum(memory_s, compute_s)
+    return longer + fixed_s if fixed_s else longer
+
+
+def causal_pairs(new_rows, context=0):
+    """(query, key) pairs of one sequence's `new_rows` rows after `context` cached tokens.
+
+    Each new row attends to the context and to the new rows before it and itself:
+    r ctx + r (r + 1) / 2. A prompt of P tokens alone: P (P + 1) / 2.
+    """
+    return new_rows * context + new_rows * (new_rows + 1) / 2
+
+
+def uniform_pass(rows, batch, context):
+    """(K/V tokens moved, attention pairs) of a pass over `batch` sequences of `context` cached tokens.
+
+    Each sequence reads its `context` cached tokens and writes its r = rows / batch new ones.
+    """
+    return batch * context + rows, batch * causal_pairs(rows / batch, context)
+
+
+def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
+    """Distinct experts `rows` tokens touch in one MoE layer under uniform top-k routing.
+
+    E = N (1 - (1 - k/N)^m): each row picks k of N experts; an expert is missed by all m rows
+    with probability (1 - k/N)^m.
+    """
+    if num_experts == 0:
+        return 0.0
+    return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** rows)
+
+
+def shared_bytes_read(wb: WeightBytes, profile: Profile) -> float:
+    """The weight bytes every pass reads (routed experts excluded).
+
+    Every shared weight once; the input embedding (and a learned position table) only when the
+    profile reads lookups; a tied table is the LM head and is always read.
+    """
+    read = wb.always + wb.lm_head
+    if profile.read_input_embedding:
+        read += wb.embedding + wb.position_embedding
+    elif not wb.lm_head:  # tied: the table is read as the LM head
+        read += wb.embedding
+    return read
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """The time model as coefficients: the one place T is evaluated (formula in the module doc)."""
+
+    weight_bytes: float  # read by every pass (routed experts excluded)
+    kv_token_bytes: float  # one token's K/V, all layers (0 when the profile ignores KV)
+    row_flops: float  # GEMM FLOPs of one row: 2 x active GEMM parameters
+    pair_flops: float  # attention FLOPs of one (query, key) pair, all layers (0 without KV)
+    bytes_per_s: float  # effective bandwidth: BW x eta_bw
+    flops_per_s: float  # effective compute: F x eta_f
+    fixed_s: float  # per pass: launches, scheduling, sampling
+    expert_bytes: float = 0.0  # one routed expert in every MoE layer
+    num_experts: int = 0
+    experts_per_token: int = 0
+
+    def __post_init__(self) -> None:
+        # Seconds per K/V token and per attention pair, for loops that advance T by increments
+        # (the simulator's decode stretches): memory_s(rows, k + 1) = memory_s(rows, k) +
+        # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.
+        # Derived attributes, not fields, so that a hot loop reads them at attribute speed.
+        object.__setattr__(self, "kv_token_s", self.kv_token_bytes / self.bytes_per_s)
+        object.__setattr__(self, "pair_s", self.pair_flops / self.flops_per_s)
+
+    @classmethod
+    def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, fmt: WeightFormat = BF16,
+                   kv_bytes_per_element: float = 2.0) -> "PassCost":
+        """The coefficients for this model, accelerator, profile and weight format."""
+        kv = profile.count_kv
+        wb = weight_bytes(model, fmt)
+        moe = model.moe
+        return cls(
+            weight_bytes=shared_bytes_read(wb, profile),
+            kv_token_bytes=kv_bytes_per_token(model, kv_bytes_per_element) if kv else 0.0,
+            row_flops=2 * param_counts(model).gemm_active,
+            pair_flops=attention_flops_per_context_token(model) if kv else 0.0,
+            bytes_per_s=gpu.bandwidth_bytes_per_s * profile.bw_efficiency,
+            flops_per_s=gpu.bf16_flops_per_s * profile.compute_efficiency,
+            fixed_s=profile.fixed_time_s,
+            expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
+            num_experts=moe.num_experts if moe else 0,
+            experts_per_token=moe.experts_per_token if moe else 0)
+
+    def weight_bytes_read(self, rows):
+        """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""
+        if not self.num_experts:
+            return self.weight_bytes
+        return self.weight_bytes + self.expert_bytes * expected_experts_touched(
+            self.num_experts, self.experts_per_token, rows)
+
+    def flops(self, rows, pairs):
+        """GEMM rows plus attention pairs."""
+        flops = rows * self.row_flops
+        return flops + pairs * self.pair_flops if self.pair_flops else flops
+
+    def memory_s(self, rows, kv_tokens):
+        """Seconds to read the weights and move `kv_tokens` tokens' K/V."""
+        return (self.weight_bytes_read(rows) + kv_tokens * self.kv_token_bytes) / self.bytes_per_s
+
+    def compute_s(self, rows, pairs):
+        """Seconds of arithmetic for `rows` rows and `pairs` attention pairs."""
+        seconds = self.flops(rows, pairs)  # a fresh number or array
+        try:
+            seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
+        except TypeError:  # an integer array
+            seconds = seconds / self.flops_per_s
+        return seconds
+
+    def time(self, rows, kv_tokens, pairs):
+        """T in seconds; a float for numbers, an array for arrays."""
+        return roofline_total(self.memory_s(rows, kv_tokens), self.compute_s(rows, pairs), self.fixed_s)
+
+    def step(self, rows, batch, context, *, count_kv: bool = True):
+        """The uniform pass of `step_time`, unchecked: `batch` sequences, `context` cached tokens each.
+
+        `count_kv` False moves no K/V and computes no attention pairs (the article's convention).
+        """
+        from llm_cost.roofline import StepTime
+
+        kv_tokens, pairs = uniform_pass(rows, batch, context) if count_kv else (0.0, 0.0)
+        return StepTime(rows=rows, batch=batch, context=context,
+                        weight_bytes_read=self.weight_bytes_read(rows),
+                        kv_bytes=kv_tokens * self.kv_token_bytes, flops=self.flops(rows, pairs),
+                        memory_s=self.memory_s(rows, kv_tokens), compute_s=self.compute_s(rows, pairs),
+                        fixed_s=self.fixed_s)

@@ -1,0 +1,83 @@
+"""Efficiency profiles: how close to the datasheet a forward pass gets, and what it reads.
+
+The two source documents are two presets of one profile (see README, "Sources"): `article`
+(peak figures, every weight byte, no KV) and `lecture` (80% bandwidth, 60% compute, KV read,
+the input embedding a lookup, 1 ms fixed per pass; `lecture-draft` 0.3 ms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llm_cost.errors import check_choice, check_number
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How close to the datasheet a forward pass gets, and what it reads.
+
+    T(m) = max(bytes_read / (BW * bw_efficiency), flops(m) / (F * compute_efficiency)) + fixed_time_s
+    """
+
+    name: str
+    bw_efficiency: float = 1.0
+    compute_efficiency: float = 1.0  # MFU
+    fixed_time_s: float = 0.0  # per forward pass: launches, scheduling, sampling
+    read_input_embedding: bool = True  # the article reads it; the lecture treats it as a lookup
+    count_kv: bool = False  # KV cache reads and attention FLOPs with context
+
+    def __post_init__(self) -> None:
+        check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
+        check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
+        check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
+
+    def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
+              compute_efficiency: float | None = None, fixed_time_s: float | None = None,
+              read_input_embedding: bool | None = None, count_kv: bool | None = None) -> "Profile":
+        """A copy with the given knobs changed (None keeps a knob); validated again.
+
+        >>> PRESETS["lecture"].with_(compute_efficiency=0.5).compute_efficiency
+        0.5
+        """
+        given = dict(name=name, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
+                     fixed_time_s=fixed_time_s, read_input_embedding=read_input_embedding,
+                     count_kv=count_kv)
+        changes = {k: v for k, v in given.items() if v is not None}
+        return replace(self, **changes) if changes else self
+
+
+# The two seeds' presets (SPEC.md, "The time model").
+PRESETS: dict[str, Profile] = {
+    # seed 002: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
+    "article": Profile("article"),
+    # seed 000, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
+    "lecture": Profile("lecture", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=1e-3,
+                       read_input_embedding=False, count_kv=True),
+    # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
+    "lecture-draft": Profile("lecture-draft", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=0.3e-3,
+                             read_input_embedding=False, count_kv=True),
+}
+
+
+def preset(name: str) -> Profile:
+    """A preset by its exact name (article, lecture, lecture-draft); an unknown name lists them."""
+    return PRESETS[check_choice("preset", name, tuple(PRESETS))]
+
+
+# The profile a draft model runs under when the target runs under a preset: the lecture's draft
+# pays a smaller fixed cost per pass (demo 05); any other profile drafts under itself.
+DRAFT_PRESET_OF = {"lecture": "lecture-draft"}
+
+
+def draft_profile_for(profile: Profile) -> Profile:
+    """The draft's profile for a target `profile`: `lecture-draft` for `lecture`, else the same.
+
+    Knobs the user changed on the target (its efficiencies) carry over to the draft.
+    """
+    name = DRAFT_PRESET_OF.get(profile.name)
+    if name is None:
+        return profile
+    base, draft = PRESETS[profile.name], PRESETS[name]
+    return draft.with_(bw_efficiency=profile.bw_efficiency if profile.bw_efficiency != base.bw_efficiency else None,
+                       compute_efficiency=(profile.compute_efficiency
+                                           if profile.compute_efficiency != base.compute_efficiency else None))
