@@ -2,7 +2,7 @@
 
 All integer counts are exact (Python ints); bytes are floats only where a format has a
 fractional width (INT4 with group scales). Sources:
-- Dense counts and the article's conventions: seed 002 (`param_count`,
+- Dense counts and the article's conventions: the article (`param_count`,
   `forward_flops_per_token`, `kv_bytes_per_token`, `quantized_weight_bytes`, `lora_params`).
 - MoE and MLA shapes: the DeepSeek-V3 and Mixtral Hub configs and modeling code.
 """
@@ -89,7 +89,7 @@ class ParamCounts:
 def param_counts(model: ModelSpec) -> ParamCounts:
     """Count every parameter of `model` by component.
 
-    Dense per layer (seed 002): attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff (GELU: 2*d*ff),
+    Dense per layer (the article): attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff (GELU: 2*d*ff),
     2 RMSNorm gains (LayerNorm: gains and biases); total = layers + embedding + LM head + final norm.
     """
     d = model.hidden_size
@@ -143,7 +143,7 @@ def _attention_params(model: ModelSpec) -> int:
 def attention_flops_per_context_token(model: ModelSpec) -> int:
     """FLOPs one query row spends per cached token, all layers: QK^T and AV, 2 FLOPs per MAC.
 
-    MHA/GQA: 4 * heads * head_dim per layer (seed 002: 4 * hidden * ctx * layers).
+    MHA/GQA: 4 * heads * head_dim per layer (the article: 4 * hidden * ctx * layers).
     MLA, computed without weight absorption: 2 * heads * (qk_head_dim + v_head_dim).
     """
     if model.mla is None:
@@ -156,7 +156,7 @@ def attention_flops_per_context_token(model: ModelSpec) -> int:
 def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     """Forward FLOPs for one token that attends to `context` cached tokens.
 
-    2 * (active params less lookups) + attention term (seed 002, `forward_flops_per_token`:
+    2 * (active params less lookups) + attention term (the article, `forward_flops_per_token`:
     the input embedding is a lookup; a tied table doubles as the LM head and counts).
     """
     check_number("context", context, low=0)
@@ -166,7 +166,7 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
 def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
     """KV cache bytes one token adds, all layers.
 
-    MHA/GQA: 2 (K and V) * layers * kv_heads * head_dim * bytes (seed 002).
+    MHA/GQA: 2 (K and V) * layers * kv_heads * head_dim * bytes (the article).
     MLA: layers * (kv_lora_rank + qk_rope_head_dim) * bytes (DeepSeek-V3: 576 per layer).
     """
     check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
@@ -196,7 +196,7 @@ class WeightBytes:
 
 
 def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
-    """Bytes of every weight in format `fmt` (seed 002, `quantized_weight_bytes`).
+    """Bytes of every weight in format `fmt` (the article, `quantized_weight_bytes`).
 
     Quantized: params * (bits + (scale_bits + zero_bits) / group_size) / 8, with the embedding
     tables (input, LM head, positions) at BF16 when `fmt.keep_embeddings_bf16`.
@@ -223,7 +223,7 @@ LORA_TARGETS_ALL = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> int:
-    """LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (seed 002).
+    """LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (the article).
 
     Targets: q, k, v, o (GQA/MHA attention), gate, up, down (MLP; a plain GELU MLP has up and
     down only). In MoE layers each routed and shared expert gets its own adapter.

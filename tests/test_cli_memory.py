@@ -1,4 +1,4 @@
-"""CLI: `capacity`, `waste`, `batching` (seed 000 §2-§3, exercises 1 and 2), their formats and errors."""
+"""CLI: `capacity`, `waste`, `batching` (the lecture §2-§3, exercises 1 and 2), their formats and errors."""
 
 from __future__ import annotations
 

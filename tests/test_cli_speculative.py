@@ -34,7 +34,7 @@ def test_spec_json_keys_and_article_table():
         assert key in rows[0]
     assert [(r["batch"], r["mfu"]) for r in rows[:4]] == [(1, 1.0), (1, 0.6), (8, 1.0), (8, 0.6)]
     speedups = {(r["batch"], r["mfu"]): round(r["speedup"], 2) for r in rows}
-    # seed 002 §3.1 printed output
+    # the article §3.1 printed output
     assert speedups[(64, 1.0)] == 2.38 and speedups[(64, 0.6)] == 1.61
     assert speedups[(128, 1.0)] == 1.39 and speedups[(128, 0.6)] == 0.89
     assert speedups[(256, 1.0)] == 0.76 and speedups[(256, 0.6)] == 0.62
@@ -50,7 +50,7 @@ def test_spec_repeatable_options_make_a_grid():
 
 
 def test_spec_with_a_draft_model():
-    # seed 000 demo 05: c derived from the draft's roofline time, 0.186 at batch 1, context 1024
+    # the lecture demo 05: c derived from the draft's roofline time, 0.186 at batch 1, context 1024
     rows = rows_of("spec", "--model", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--preset", "lecture",
                    "--context", "1024", "--alpha", "0.8", "--gamma", "4")
     assert len(rows) == 1  # the lecture preset already runs at 60% compute efficiency
@@ -80,7 +80,7 @@ def test_gamma_grid():
     assert [(r["alpha"], r["c"]) for r in rows] == [(0.8, 0.05), (0.8, 0.3), (0.3, 0.05), (0.3, 0.3)]
     for key in ("alpha", "c", "gamma_opt", "speedup"):
         assert key in rows[0]
-    assert rows[0]["gamma_opt"] == 8 and round(rows[0]["speedup"], 2) == 3.09  # seed 000 exercise 6
+    assert rows[0]["gamma_opt"] == 8 and round(rows[0]["speedup"], 2) == 3.09  # the lecture exercise 6
     assert rows[3]["gamma_opt"] == 0 and rows[3]["speedup"] == 1.0  # alpha = c: do not speculate
     assert run("gamma").exit_code == 0
 
@@ -97,7 +97,7 @@ def test_tree_command():
         assert r["draft_round_s"] == pytest.approx(r["depth"] * r["c"] * r["base_step_s"], rel=1e-12)
         assert r["round_s"] == pytest.approx(r["draft_round_s"] + r["verify_step_s"], rel=1e-12)
     assert [r["nodes"] for r in rows] == [44, 44, 168, 168]
-    assert round(rows[0]["tau"], 2) == 2.76  # seed 000 exercise 9
+    assert round(rows[0]["tau"], 2) == 2.76  # the lecture exercise 9
     assert rows[0]["speedup"] > rows[0]["chain_speedup"]  # batch 1: trees win
     assert rows[3]["speedup"] * 5 < rows[3]["chain_speedup"]  # batch 32: far slower than a chain
 
@@ -107,8 +107,8 @@ def test_leviathan_pairs():
                    "--c-hat", "0.1")
     for key in ("alpha", "gamma", "c", "expected_tokens", "speedup", "ops_factor"):
         assert key in rows[0]
-    assert round(rows[0]["ops_factor"], 2) == 1.70  # seed 000 exercise 7 (b)
-    assert round(rows[1]["expected_tokens"], 2) == 3.60  # seed 000 exercise 5 (a)
+    assert round(rows[0]["ops_factor"], 2) == 1.70  # the lecture exercise 7 (b)
+    assert round(rows[1]["expected_tokens"], 2) == 3.60  # the lecture exercise 5 (a)
     assert rows[1]["c_hat"] == 0.1
 
 

@@ -1,4 +1,4 @@
-"""The cost table (seed 002 §3.2): each figure against the count it comes from, and against the
+"""The cost table (the article §3.2): each figure against the count it comes from, and against the
 published totals (the article's output block, the DeepSeek-V3 report)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def rows():
 
 
 # (model, params B [2 dp], BF16 GB [1 dp], INT4 GB [2 dp], BF16 ms [2 dp], W4A16 ms [2 dp])
-# seed 002 §3.1, the reference script's output block ("输出："):
+# the article §3.1, the reference script's output block ("输出："):
 #   Llama-3-8B: 8.03B  BF16 16.1 GB  INT4(g128) 4.25 bit -> 4.27 GB / decode 下界 BF16 4.79 ms  W4A16 1.27 ms
 #   Llama-3-70B: 70.55B  BF16 141.1 GB  INT4(g128) 4.25 bit -> 37.48 GB / decode 下界 BF16 42.12 ms  W4A16 11.19 ms
 ARTICLE_OUTPUT = [
@@ -51,7 +51,7 @@ def test_article_output_block(rows, name, params_b, bf16_gb, int4_gb, bf16_ms, w
 
 
 def test_article_speculative_row(rows):
-    # seed 002 §3.1: "B=   1  peak 2.40  60%MFU 2.40  E[tokens]=3.36" (alpha 0.8, gamma 4, c 0.1)
+    # the article §3.1: "B=   1  peak 2.40  60%MFU 2.40  E[tokens]=3.36" (alpha 0.8, gamma 4, c 0.1)
     for name in ("llama-3-8b", "llama-3-70b"):
         assert rows[name]["spec_speedup"] == pytest.approx(2.40, abs=half_unit(2))
         assert rows[name]["spec_expected_tokens"] == pytest.approx(3.36, abs=half_unit(2))
@@ -59,7 +59,7 @@ def test_article_speculative_row(rows):
 
 
 def test_seventy_b_does_not_fit_in_bf16(rows):
-    # seed 002 §3.1: "70B 的 BF16 decode 下界 42 ms 是'假设能放进一张卡'的数值，实际放不进"
+    # the article §3.1: "70B 的 BF16 decode 下界 42 ms 是'假设能放进一张卡'的数值，实际放不进"
     assert not rows["llama-3-70b"]["fits_bf16"] and rows["llama-3-70b"]["max_batch_bf16_at_4096"] == 0
     assert rows["llama-3-70b"]["fits_int4"] and rows["llama-3-8b"]["fits_bf16"]
     assert not rows["deepseek-v3"]["fits_bf16"] and not rows["deepseek-v3"]["fits_int4"]
@@ -126,7 +126,7 @@ def test_mtp_layers_from_the_config(data_dir, tmp_path):
 
 
 def test_mtp_expected_tokens_as_reported(rows):
-    # seed 002 §2.5: "对应 E[tokens] = 1 + α ≈ 1.85 ~ 1.9" (DeepSeek-V3 report §5.4.3: 85-90%)
+    # the article §2.5: "对应 E[tokens] = 1 + α ≈ 1.85 ~ 1.9" (DeepSeek-V3 report §5.4.3: 85-90%)
     r = rows["deepseek-v3"]
     assert (r["mtp_gamma"], r["mtp_alpha_low"], r["mtp_alpha_high"]) == (1, 0.85, 0.9)
     assert r["mtp_expected_tokens_low"] == pytest.approx(1.85, abs=half_unit(2))
@@ -134,7 +134,7 @@ def test_mtp_expected_tokens_as_reported(rows):
 
 
 def test_mtp_speedup_agrees_with_the_report(rows):
-    # DeepSeek-V3 Technical Report §5.4.3: "1.8 times TPS"; seed 002 §2.5: "与 c 很小时 1.9 / (c + 1)
+    # DeepSeek-V3 Technical Report §5.4.3: "1.8 times TPS"; the article §2.5: "与 c 很小时 1.9 / (c + 1)
     # 的估算一致". E / (1 + c) over the reported acceptance range brackets 1.8.
     r = rows["deepseek-v3"]
     assert r["mtp_speedup_verify_free_low"] == pytest.approx(speculative.speedup(0.85, 1, r["mtp_c"]))
@@ -169,7 +169,7 @@ def test_mtp_module_size():
 
 
 def test_mtp_on_the_roofline_pays_less_at_batch_one(rows):
-    # seed 000 §9.3: verifying gamma + 1 tokens of a MoE touches more experts; at batch 1 the
+    # the lecture §9.3: verifying gamma + 1 tokens of a MoE touches more experts; at batch 1 the
     # two rows route to ~2x the experts, so the roofline speedup sits below E / (1 + c)
     r = rows["deepseek-v3"]
     m = load_model("deepseek-v3")
@@ -203,7 +203,7 @@ def test_view_without_mtp_has_no_mtp_rows():
 def test_contexts_and_batch_follow_the_options():
     (r,) = table_rows([load_model("llama-3-8b")], H100, contexts=[8192], batch=64)
     assert "kv_bytes_per_sequence_at_8192" in r and "kv_bytes_per_sequence_at_4096" not in r
-    assert r["spec_speedup"] == pytest.approx(2.38, abs=half_unit(2))  # seed 002: "B=  64  peak 2.38"
+    assert r["spec_speedup"] == pytest.approx(2.38, abs=half_unit(2))  # the article: "B=  64  peak 2.38"
     view, _ = table_view([r])
     assert any(v["quantity"] == "largest batch at 8K context, INT4 weights" for v in view)
 
@@ -222,12 +222,12 @@ def test_bad_input_names_the_parameter(kwargs, match):
 
 
 def test_speculative_row_takes_deepseek_from_its_mtp_head():
-    # seed 002 §3.2: "DeepSeek-V3 的投机一行按其技术报告的 MTP 接受率转述": the table's speculative
+    # the article §3.2: "DeepSeek-V3 的投机一行按其技术报告的 MTP 接受率转述": the table's speculative
     # row for DeepSeek-V3 is its MTP head (gamma 1, acceptance 85-90%), not the generic draft.
     rows = table_rows([load_model(n) for n in DEFAULT_MODELS], load_accelerator("h100-sxm"))
     view, _ = table_view(rows)
     line = next(v for v in view if v["quantity"].startswith("speculative speedup"))
-    assert line["m0"] == "2.40" and line["m1"] == "2.40"  # seed 002 §2.3: 3.36 / 1.4
+    assert line["m0"] == "2.40" and line["m1"] == "2.40"  # the article §2.3: 3.36 / 1.4
     ds = rows[2]
     low, high = ds["mtp_speedup_verify_free_low"], ds["mtp_speedup_verify_free_high"]
     assert line["m2"] == f"{low:.2f}–{high:.2f} (MTP)"

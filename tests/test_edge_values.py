@@ -60,7 +60,7 @@ def test_wrong_variant_counterexample_pinned():
     p, q = np.array([1.0, 0.0]), np.array([0.5, 0.5])
     assert np.allclose(sampling.output_distribution(p, q, "resample_target"), p)
     assert np.allclose(sampling.output_distribution(p, q, "reject_if_draft_higher"), p)
-    # exercise 4 (seed 000 §15): the same rule on p = (.5, .3, .2), q = (.2, .6, .2) is off by TV 0.15
+    # exercise 4 (the lecture §15): the same rule on p = (.5, .3, .2), q = (.2, .6, .2) is off by TV 0.15
     p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.6, 0.2])
     wrong = sampling.output_distribution(p, q, "resample_target")
     assert np.abs(wrong - p).sum() / 2 == pytest.approx(0.15, abs=5e-3)

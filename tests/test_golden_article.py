@@ -1,4 +1,4 @@
-"""Golden figures of the article (seed 002_be08c68fca30f1c1.txt).
+"""Golden figures of the article (the article_be08c68fca30f1c1.txt).
 
 Every number below is printed in the article: the reference script's output block
 ("输出：", chapter 3.1) or the text of chapter 1.2. Tolerances are half a unit of the last
@@ -32,7 +32,7 @@ OUTPUT_BLOCK = [
 @pytest.mark.parametrize("name,params_b,bf16_gb,int4_gb,bf16_ms,w4_ms,lora_attn_m,lora_all_m,lora_pct",
                          OUTPUT_BLOCK)
 def test_output_block(name, params_b, bf16_gb, int4_gb, bf16_ms, w4_ms, lora_attn_m, lora_all_m, lora_pct):
-    # seed 002, chapter 3.1, the script's printed output
+    # the article, §3.1, the script's printed output
     m = load_model(name)
     total = param_counts(m).total
     assert total / 1e9 == pytest.approx(params_b, abs=half_unit(2))
@@ -49,7 +49,7 @@ def test_output_block(name, params_b, bf16_gb, int4_gb, bf16_ms, w4_ms, lora_att
 
 
 def test_exact_llama3_8b_counts():
-    # seed 002 script arithmetic, done by hand: per layer 4096*4096*2 + 4096*1024*2 + 3*4096*14336
+    # the article script arithmetic, done by hand: per layer 4096*4096*2 + 4096*1024*2 + 3*4096*14336
     # + 2*4096 = 218,112,000; x32 + 2*128256*4096 + 4096 = 8,030,261,248 (the Hub's safetensors total)
     p = param_counts(load_model("llama-3-8b"))
     assert p.per_layer == 218_112_000
@@ -58,7 +58,7 @@ def test_exact_llama3_8b_counts():
 
 
 def test_chapter_1_2_time_model():
-    # seed 002, chapter 1.2: "8.03B 参数，BF16 权重 16.06 GB，每 token 权重 FLOPs 约 15.0 GFLOPs",
+    # the article, §1.2: "8.03B 参数，BF16 权重 16.06 GB，每 token 权重 FLOPs 约 15.0 GFLOPs",
     # "两者相等在 m ≈ 316，与 ridge 295 同一量级"
     m = load_model("llama-3-8b")
     assert weight_bytes(m).total / 1e9 == pytest.approx(16.06, abs=half_unit(2))
@@ -72,7 +72,7 @@ def test_chapter_1_2_time_model():
 
 
 def test_chapter_2_4_sixty_percent_mfu():
-    # seed 002, chapter 2.4: "60% MFU 折算实际可达算力（593 TFLOPS，有效 ridge 约 177，转折 batch 约 35）"
+    # the article, §2.4: "60% MFU 折算实际可达算力（593 TFLOPS，有效 ridge 约 177，转折 batch 约 35）"
     mfu60 = ARTICLE.with_(compute_efficiency=0.6)
     assert H100.bf16_flops_per_s * 0.6 / 1e12 == pytest.approx(593, abs=0.5)
     assert ridge_point(H100, mfu60) == pytest.approx(177, abs=0.5)
@@ -80,14 +80,14 @@ def test_chapter_2_4_sixty_percent_mfu():
 
 
 def test_h100_figures_are_the_articles():
-    # seed 002 script: H100 = GPU("H100 SXM", 80e9, 3.35e12, 989e12); A100 = (80e9, 2.0e12, 312e12)
+    # the article script: H100 = GPU("H100 SXM", 80e9, 3.35e12, 989e12); A100 = (80e9, 2.0e12, 312e12)
     assert (H100.memory_bytes, H100.bandwidth_bytes_per_s, H100.bf16_flops_per_s) == (80e9, 3.35e12, 989e12)
     a100 = load_accelerator("a100-80gb")
     assert (a100.memory_bytes, a100.bandwidth_bytes_per_s, a100.bf16_flops_per_s) == (80e9, 2.0e12, 312e12)
 
 
 def test_keep_embeddings_bf16_option():
-    # seed 002, quantized_weight_bytes(keep_embed_bf16=True): (n - e) * 4.25 / 8 + e * 2
+    # the article, quantized_weight_bytes(keep_embed_bf16=True): (n - e) * 4.25 / 8 + e * 2
     m = load_model("llama-3-8b")
     p = param_counts(m)
     e = p.embedding + p.lm_head

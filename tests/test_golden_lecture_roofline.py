@@ -1,4 +1,4 @@
-"""Golden figures of the lecture (seed 000_c909d80297c831f7.txt) that the time model must give.
+"""Golden figures of the lecture (the lecture_c909d80297c831f7.txt) that the time model must give.
 
 Demo 05 (§9.1, §9.2, exercise 8): Llama-3.1-8B target and Llama-3.2-1B draft on one H100, the
 `lecture` preset (80% bandwidth, 60% compute, KV read, input embedding a lookup, fixed cost

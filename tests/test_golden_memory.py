@@ -1,4 +1,4 @@
-"""Golden figures of KV memory and request-level waste from the lecture (seed 000_c909d80297c831f7.txt).
+"""Golden figures of KV memory and request-level waste from the lecture (the lecture_c909d80297c831f7.txt).
 
 §2.3 (capacity, max-length reservation), exercise 1 (padding waste), exercise 2 (requests per
 reservation policy), exercise 10 (deadlock without reservation), §4.4 (per-request attention

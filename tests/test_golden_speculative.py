@@ -1,9 +1,8 @@
-"""Golden figures of speculative decoding printed in the two seeds.
+"""Golden figures of speculative decoding printed in the two source documents (README, "Sources").
 
-Seed 002 = /work/shared/seeds/002_be08c68fca30f1c1.txt (the article: chapter 2, the script's
-printed output in chapter 3.1, the self-test answers in chapter 5).
-Seed 000 = /work/shared/seeds/000_c909d80297c831f7.txt (the lecture: §6-§11, exercises 3-9 and
-11, demo 05). Each test names its source; tolerances are half a unit of the printed digit
+The article (speculative decoding, in the "Transformer and LLM" series): chapter 2, the script's
+printed output in §3.1, the self-test answers in chapter 5.
+The lecture ("Optimizing Autoregressive Decode", Lecture 6): §6-§11, exercises 3-9 and 11, demo 05. Each test names its source; tolerances are half a unit of the printed digit
 unless a comment says why not.
 """
 
@@ -30,10 +29,10 @@ ARTICLE = PRESETS["article"]
 ARTICLE_60 = ARTICLE.with_(compute_efficiency=0.6)
 LECTURE, LECTURE_DRAFT = PRESETS["lecture"], PRESETS["lecture-draft"]
 LLAMA3_8B = load_model("llama-3-8b")
-TARGET, DRAFT = load_model("llama-3.1-8b"), load_model("llama-3.2-1b")  # seed 000 demo 05's pair
+TARGET, DRAFT = load_model("llama-3.1-8b"), load_model("llama-3.2-1b")  # the lecture demo 05's pair
 
 
-# ---- seed 002 ---------------------------------------------------------------------------------
+# ---- the article ---------------------------------------------------------------------------------
 
 # chapter 3.1 output block: "投机解码 alpha=0.8 gamma=4 c=0.1 (Llama-3-8B, H100)" (batch, peak, 60%MFU)
 ARTICLE_TABLE = [(1, 2.40, 2.40), (8, 2.40, 2.40), (32, 2.40, 2.40),
@@ -42,7 +41,7 @@ ARTICLE_TABLE = [(1, 2.40, 2.40), (8, 2.40, 2.40), (32, 2.40, 2.40),
 
 @pytest.mark.parametrize("batch,peak,mfu60", ARTICLE_TABLE)
 def test_article_table_row(batch, peak, mfu60):
-    # seed 002 §3.1 printed output, "B=  64  peak 2.38  60%MFU 1.61  E[tokens]=3.36" etc.
+    # the article §3.1 printed output, "B=  64  peak 2.38  60%MFU 1.61  E[tokens]=3.36" etc.
     kw = dict(alpha=0.8, gamma=4, c=0.1, batch=batch)
     at_peak = roofline_speedup(LLAMA3_8B, H100, ARTICLE, **kw)
     at_60 = roofline_speedup(LLAMA3_8B, H100, ARTICLE_60, **kw)
@@ -52,21 +51,21 @@ def test_article_table_row(batch, peak, mfu60):
 
 
 def test_article_table_as_one_vectorized_call():
-    # seed 002 §3.1: the whole table (6 batches x 2 MFUs) from one broadcast call
+    # the article §3.1: the whole table (6 batches x 2 MFUs) from one broadcast call
     batches = np.array([b for b, _, _ in ARTICLE_TABLE])
     r = roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=batches)
     assert np.allclose(r.speedup, [p for _, p, _ in ARTICLE_TABLE], atol=half_unit(2))
 
 
 def test_verified_step_times_at_batch_64():
-    # seed 002 §2.4 time model at B = 64: T(64) = 4.794 ms, verification T(320) = 4.857 ms
+    # the article §2.4 time model at B = 64: T(64) = 4.794 ms, verification T(320) = 4.857 ms
     r = roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=64)
     assert float(r.base_s) * 1e3 == pytest.approx(4.794, abs=half_unit(3))
     assert float(r.verify_s) * 1e3 == pytest.approx(4.857, abs=half_unit(3))
 
 
 def test_chapter_2_3_expected_tokens_and_speedup():
-    # seed 002 §2.3: "(1 - 0.8^5)/0.2 = (1 - 0.328)/0.2 = 3.36"; "c = 0.1：3.36 / 1.4 = 2.4";
+    # the article §2.3: "(1 - 0.8^5)/0.2 = (1 - 0.328)/0.2 = 3.36"; "c = 0.1：3.36 / 1.4 = 2.4";
     # "c = 0.02 ... 3.36 / 1.08 ≈ 3.1"
     assert 0.8 ** 5 == pytest.approx(0.328, abs=half_unit(3))
     assert sp.expected_tokens(0.8, 4) == pytest.approx(3.36, abs=half_unit(2))
@@ -75,12 +74,12 @@ def test_chapter_2_3_expected_tokens_and_speedup():
 
 
 def test_chapter_2_3_gamma_4_and_8_tie_at_c_01():
-    # seed 002 §2.3: "c = 0.1 时 γ = 4 与 γ = 8 的加速比相同" (at the printed 2 decimals: 2.40)
+    # the article §2.3: "c = 0.1 时 γ = 4 与 γ = 8 的加速比相同" (at the printed 2 decimals: 2.40)
     assert round(sp.speedup(0.8, 4, 0.1), 2) == round(sp.speedup(0.8, 8, 0.1), 2) == 2.40
 
 
 def test_chapter_2_4_turning_batches():
-    # seed 002 §2.4 and self-test 1: "295 / 5 ≈ 60" at peak; "有效 ridge 约 177，转折 batch 约 35"
+    # the article §2.4 and self-test 1: "295 / 5 ≈ 60" at peak; "有效 ridge 约 177，转折 batch 约 35"
     # at 60% MFU; "W4A16 ... 转折 batch 变成 ridge/(4 × 5) ≈ 15". The printed figures are the
     # ridge rule; the exact turning batch (the verification pass turns compute-bound) is ~7% higher
     # because the article's 16.06 GB include the embedding table its FLOPs do not count (§1.2).
@@ -97,7 +96,7 @@ def test_chapter_2_4_turning_batches():
 
 
 def test_chapter_2_4_compute_bound_limit():
-    # seed 002 §2.4: "FLOPs 效率是 3.36/5 = 67%"; fully compute-bound the speedup is
+    # the article §2.4: "FLOPs 效率是 3.36/5 = 67%"; fully compute-bound the speedup is
     # E / (gamma + 1 + gamma c) = 3.36 / 5.4 = 0.62 -- the table's B = 256 at 60% MFU
     assert sp.expected_tokens(0.8, 4) / 5 == pytest.approx(0.67, abs=half_unit(2))
     assert sp.compute_bound_speedup(0.8, 4, 0.1) == pytest.approx(0.62, abs=half_unit(2))
@@ -107,7 +106,7 @@ def test_chapter_2_4_compute_bound_limit():
 
 
 def test_chapter_2_5_deepseek_mtp():
-    # seed 002 §2.5: MTP with gamma = 1, alpha 85-90% -> "E[tokens] = 1 + α ≈ 1.85 ~ 1.9";
+    # the article §2.5: MTP with gamma = 1, alpha 85-90% -> "E[tokens] = 1 + α ≈ 1.85 ~ 1.9";
     # the speedup "1.9 / (c + 1)"
     assert sp.expected_tokens(0.85, 1) == pytest.approx(1.85, abs=half_unit(2))
     assert sp.expected_tokens(0.9, 1) == pytest.approx(1.9, abs=half_unit(1))
@@ -116,8 +115,8 @@ def test_chapter_2_5_deepseek_mtp():
 
 
 def test_chapter_2_5_small_draft_c_is_the_byte_ratio():
-    # seed 002 §2.5: an independent small draft's "c 约等于参数量之比，在 memory-bound 区间也等于字节数之比"
-    # (article preset: no fixed cost). Seed 000 §8.2 and pitfall 4: the same pair reads "15% 的字节"
+    # the article §2.5: an independent small draft's "c 约等于参数量之比，在 memory-bound 区间也等于字节数之比"
+    # (article preset: no fixed cost). The lecture §8.2 and pitfall 4: the same pair reads "15% 的字节"
     # yet c = 0.186 under the lecture preset, because both pay a fixed cost per step.
     draft_bytes, target_bytes = weight_bytes(DRAFT).total, weight_bytes(TARGET).total
     assert draft_bytes / target_bytes == pytest.approx(0.15, abs=half_unit(2))
@@ -129,7 +128,7 @@ def test_chapter_2_5_small_draft_c_is_the_byte_ratio():
 
 
 def test_self_test_1():
-    # seed 002 §5 self-test 1: E = 3.36, 2.4x, turning ~295/5 ~ 60, "B = 64 仍有 2.38 倍、B = 128 是
+    # the article §5 self-test 1: E = 3.36, 2.4x, turning ~295/5 ~ 60, "B = 64 仍有 2.38 倍、B = 128 是
     # 1.39 倍", and not below 1 until verification costs ~3.36 plain steps: break-even between
     # B = 128 and B = 256, where T(B(gamma+1)) / T(B) = E - gamma c exactly
     assert sp.expected_tokens(0.8, 4) == pytest.approx(3.36, abs=half_unit(2))
@@ -143,7 +142,7 @@ def test_self_test_1():
 
 
 def test_self_test_3_any_draft_is_exact():
-    # seed 002 §5 self-test 3: the output is exactly p whatever q is; a worse q only accepts less
+    # the article §5 self-test 3: the output is exactly p whatever q is; a worse q only accepts less
     p = np.array([0.5, 0.3, 0.2])
     for q in ([0.2, 0.6, 0.2], [0.0, 0.0, 1.0], [1 / 3] * 3, [0.5, 0.3, 0.2]):
         step = speculative_step(p, q)
@@ -151,23 +150,23 @@ def test_self_test_3_any_draft_is_exact():
         assert step.acceptance == pytest.approx(1 - total_variation(p, q))
 
 
-# ---- seed 000 ---------------------------------------------------------------------------------
+# ---- the lecture ---------------------------------------------------------------------------------
 
 def test_lecture_8_1_long_draft_limit():
-    # seed 000 §8.1: gamma -> inf gives 1 / (1 - alpha): "α = 0.8 时最多 5 个，α = 0.9 时最多 10 个"
+    # the lecture §8.1: gamma -> inf gives 1 / (1 - alpha): "α = 0.8 时最多 5 个，α = 0.9 时最多 10 个"
     assert sp.expected_tokens(0.8, 10**6) == pytest.approx(5.0)
     assert sp.expected_tokens(0.9, 10**6) == pytest.approx(10.0)
 
 
 def test_lecture_8_2_corollary_3_9():
-    # seed 000 §8.2 (Corollary 3.9): gamma = 1 gains (1 + α)/(1 + c) when α > c; "α = c 时不赚不赔"
+    # the lecture §8.2 (Corollary 3.9): gamma = 1 gains (1 + α)/(1 + c) when α > c; "α = c 时不赚不赔"
     assert sp.gamma_one_speedup(0.3, 0.3) == pytest.approx(1.0)
     assert sp.speedup(0.3, 1, 0.3) == pytest.approx(1.0)
     assert sp.gamma_one_speedup(0.5, 0.2) == pytest.approx(1.5 / 1.2)
 
 
 def test_exercise_3_hand_computed_sampling():
-    # seed 000 exercise 3: p = (0.5, 0.3, 0.2), q = (0.2, 0.6, 0.2): β = 0.2 + 0.3 + 0.2 = 0.7
+    # the lecture exercise 3: p = (0.5, 0.3, 0.2), q = (0.2, 0.6, 0.2): β = 0.2 + 0.3 + 0.2 = 0.7
     # = 1 - ½(0.3 + 0.3 + 0); residual (1, 0, 0); output a 0.5, b 0.3, c 0.2
     step = speculative_step([0.5, 0.3, 0.2], [0.2, 0.6, 0.2])
     assert step.acceptance == pytest.approx(0.7, abs=half_unit(1))
@@ -177,7 +176,7 @@ def test_exercise_3_hand_computed_sampling():
 
 
 def test_exercise_4_resampling_from_p_is_biased():
-    # seed 000 exercise 4: resample from p after a rejection -> (0.35, 0.39, 0.26), TV 0.15
+    # the lecture exercise 4: resample from p after a rejection -> (0.35, 0.39, 0.26), TV 0.15
     p, q = [0.5, 0.3, 0.2], [0.2, 0.6, 0.2]
     wrong = output_distribution(p, q, "resample_target")
     assert np.allclose(wrong, [0.35, 0.39, 0.26], atol=half_unit(2))
@@ -187,7 +186,7 @@ def test_exercise_4_resampling_from_p_is_biased():
 
 
 def test_exercise_5_leviathan_table_2():
-    # seed 000 exercise 5: γ = 7, α = 0.75: (1 - 0.75^8)/0.25 = (1 - 0.1001)/0.25 ≈ 3.60;
+    # the lecture exercise 5: γ = 7, α = 0.75: (1 - 0.75^8)/0.25 = (1 - 0.1001)/0.25 ≈ 3.60;
     # c = 0 -> 3.60x; measured 3.4x -> c ≈ 0.008
     assert 0.75 ** 8 == pytest.approx(0.1001, abs=half_unit(4))
     assert sp.expected_tokens(0.75, 7) == pytest.approx(3.60, abs=half_unit(2))
@@ -196,7 +195,7 @@ def test_exercise_5_leviathan_table_2():
 
 
 def test_exercise_6_flat_optimum():
-    # seed 000 exercise 6: α = 0.8, c = 0.05: γ = 4 -> 2.80, γ = 8 -> 3.09 (the optimum, as in
+    # the lecture exercise 6: α = 0.8, c = 0.05: γ = 4 -> 2.80, γ = 8 -> 3.09 (the optimum, as in
     # demo 04's table), γ = 12 -> 2.95; dropping from 8 to 4 loses 9%
     for gamma, expected in ((4, 2.80), (8, 3.09), (12, 2.95)):
         assert sp.speedup(0.8, gamma, 0.05) == pytest.approx(expected, abs=half_unit(2))
@@ -207,14 +206,14 @@ def test_exercise_6_flat_optimum():
 
 
 def test_exercise_7_operations_factor():
-    # seed 000 exercise 7: α = 0.7, γ = 3: E = 2.533; ĉ = 0 -> 1.58 (Leviathan Table 1); ĉ = 0.1 -> 1.70
+    # the lecture exercise 7: α = 0.7, γ = 3: E = 2.533; ĉ = 0 -> 1.58 (Leviathan Table 1); ĉ = 0.1 -> 1.70
     assert sp.expected_tokens(0.7, 3) == pytest.approx(2.533, abs=half_unit(3))
     assert sp.ops_factor(0.7, 3, 0.0) == pytest.approx(1.58, abs=half_unit(2))
     assert sp.ops_factor(0.7, 3, 0.1) == pytest.approx(1.70, abs=half_unit(2))
 
 
 def test_exercise_8_verification_at_batch_128():
-    # seed 000 exercise 8: batch 128, context 512, γ = 2: "验证 3 个 token 的时间是普通一步的 1.11 倍"
+    # the lecture exercise 8: batch 128, context 512, γ = 2: "验证 3 个 token 的时间是普通一步的 1.11 倍"
     # (384 rows > ~220); batch 16 with γ = 4 (80 rows) stays at 1
     big = roofline_speedup(TARGET, H100, LECTURE, alpha=0.8, gamma=2, batch=128, context=512,
                            draft=DRAFT, draft_profile=LECTURE_DRAFT)
@@ -227,7 +226,7 @@ def test_exercise_8_verification_at_batch_128():
 
 
 def test_exercise_9_tree():
-    # seed 000 exercise 9: 4×2×2×1 verifies 4 + 8 + 16 + 16 = 44 drafts; with the weak draft
+    # the lecture exercise 9: 4×2×2×1 verifies 4 + 8 + 16 + 16 = 44 drafts; with the weak draft
     # E[accepted] = 0.79 + 0.506 + 0.324 + 0.142 = 1.76, τ ≈ 2.76. (Demo 05 measured 2.82 on a
     # real model whose depths are not independent: that figure is not a closed form.)
     assert tree_nodes((4, 2, 2, 1)) == 44
@@ -239,14 +238,14 @@ def test_exercise_9_tree():
 
 
 def test_exercise_11_weight_reads():
-    # seed 000 exercise 11: 4.74 tokens per target pass -> 1/4.74 ≈ 0.21 of plain decoding's reads;
+    # the lecture exercise 11: 4.74 tokens per target pass -> 1/4.74 ≈ 0.21 of plain decoding's reads;
     # the skip-layer draft of demo 04 (α = 0.827, γ = 8) gives the same by Eq. 1
     assert sp.expected_tokens(0.827, 8) == pytest.approx(4.74, abs=0.01)  # Eq. 1 vs measured 4.74
     assert sp.weight_reads_per_token(0.827, 8) == pytest.approx(0.21, abs=half_unit(2))
 
 
 def test_demo05_draft_cost_and_optimum_at_batch_1():
-    # seed 000 §9.1: target 6.65 ms, draft 1.23 ms, "c = 0.186"; "c ≈ 0.19 把加速比压在 2 倍左右".
+    # the lecture §9.1: target 6.65 ms, draft 1.23 ms, "c = 0.186"; "c ≈ 0.19 把加速比压在 2 倍左右".
     # The demo's table of optimal γ is not printed in the text; at α = 0.8 our roofline gives
     # γ* = 4 and 1.93x, "about 2" (tolerance: half a unit of the printed 2).
     r = roofline_speedup(TARGET, H100, LECTURE, alpha=0.8, gamma=4, batch=1, context=1024,
@@ -263,7 +262,7 @@ def test_demo05_draft_cost_and_optimum_at_batch_1():
 
 
 def test_demo05_batch_512():
-    # seed 000 §9.2: batch 512, context 512: plain step 19.45 ms, verifying 5 tokens 66.92 ms
+    # the lecture §9.2: batch 512, context 512: plain step 19.45 ms, verifying 5 tokens 66.92 ms
     # (3.4x); "最优 γ 缩到 1，加速比缩到 1.1 倍" (α = 0.8, the demo's setting)
     r = roofline_speedup(TARGET, H100, LECTURE, alpha=0.8, gamma=4, batch=512, context=512,
                          draft=DRAFT, draft_profile=LECTURE_DRAFT)
@@ -277,7 +276,7 @@ def test_demo05_batch_512():
 
 
 def test_demo05_trees_win_at_batch_1_and_lose_at_32():
-    # seed 000 §10.3 (demo 05 part 3; draft levels cost 5% of a target step) and §14 pitfall 10:
+    # the lecture §10.3 (demo 05 part 3; draft levels cost 5% of a target step) and §14 pitfall 10:
     # "批 32 时 168 个节点的树比链慢 5 倍以上". 8×4×2×1 has 168 nodes; the chain is the same depth.
     # The demo's context is not printed; we use its §9.1 context of 1024.
     assert tree_nodes((8, 4, 2, 1)) == 168
@@ -297,7 +296,7 @@ def test_demo05_trees_win_at_batch_1_and_lose_at_32():
 
 
 def test_lecture_8_3_bursty_acceptance_overestimate():
-    # seed 000 §8.3: independent positions agree with Eq. 1; "接受成片出现时把实测 α 代入式 (1) 会高估约
+    # the lecture §8.3: independent positions agree with Eq. 1; "接受成片出现时把实测 α 代入式 (1) 会高估约
     # 5%". The lecture cites another course's simulation, not its parameters: here hard positions
     # (α 0.3) come in bursts of ~7 among easy ones (α 0.95), and the overestimate is about 5%.
     independent = simulate_rounds(IndependentAcceptance(0.8), 4, seed=1)

@@ -1,4 +1,4 @@
-"""Figures: each kind's numbers against the library and the seeds, and each kind renders to a
+"""Figures: each kind's numbers against the library and the source documents, and each kind renders to a
 valid, non-trivial PNG or SVG."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def assert_svg(path: Path) -> None:
 
 def test_roofline_series_are_step_times():
     bf16, int4 = roofline_series(LLAMA3_8B, H100, ARTICLE, gamma=4, batches=(1, 64))
-    # seed 002 output block: decode bound 4.79 ms (BF16) and 1.27 ms (W4A16); knee ~316 rows
+    # the article output block: decode bound 4.79 ms (BF16) and 1.27 ms (W4A16); knee ~316 rows
     assert bf16.time_s[0] * 1e3 == pytest.approx(4.79, abs=0.005)
     assert int4.time_s[0] * 1e3 == pytest.approx(1.27, abs=0.005)
     assert bf16.knee_rows == pytest.approx(316, abs=1)
@@ -64,19 +64,19 @@ def test_roofline_series_are_step_times():
 
 
 def test_spec_vs_batch_reproduces_the_article_table():
-    # seed 002 §3.1: B = 1, 8, 32, 64, 128, 256 -> peak 2.40 2.40 2.40 2.38 1.39 0.76,
+    # the article §3.1: B = 1, 8, 32, 64, 128, 256 -> peak 2.40 2.40 2.40 2.38 1.39 0.76,
     # 60% MFU 2.40 2.40 2.40 1.61 0.89 0.62
     peak, mfu60 = spec_vs_batch(LLAMA3_8B, H100, [ARTICLE, ARTICLE_60], alphas=[0.8], gammas=[4], cs=[0.1])
     assert [round(s, 2) for _, s in peak.marks] == [2.40, 2.40, 2.40, 2.38, 1.39, 0.76]
     assert [round(s, 2) for _, s in mfu60.marks] == [2.40, 2.40, 2.40, 1.61, 0.89, 0.62]
     assert peak.turning_batch == turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4).batch
-    assert 35 < mfu60.turning_batch < peak.turning_batch < 64  # seed 002 §2.4: "~60", "约 35"
+    assert 35 < mfu60.turning_batch < peak.turning_batch < 64  # the article §2.4: "~60", "约 35"
     assert 128 < peak.break_even_batch < 256 and 64 < mfu60.break_even_batch < 128
     assert np.all(np.diff(peak.speedup) <= 1e-12)  # never rises with batch
 
 
 def test_gamma_curves_optimum():
-    # seed 000 exercise 6: alpha 0.8, c 0.05 -> gamma 8, 3.09; seed 002 §2.3: gamma 4, c 0.1 -> 2.4
+    # the lecture exercise 6: alpha 0.8, c 0.05 -> gamma 8, 3.09; the article §2.3: gamma 4, c 0.1 -> 2.4
     (curve,) = gamma_curves(alphas=[0.8], cs=[0.05], gamma_max=16)
     assert (curve.gamma_opt, round(curve.speedup_opt, 2), curve.capped) == (8, 3.09, False)
     assert curve.speedup[8] == pytest.approx(curve.speedup_opt) and curve.speedup[0] == 1.0
@@ -87,13 +87,13 @@ def test_gamma_curves_optimum():
 
 
 def test_tree_points():
-    # seed 000 exercise 9: 4x2x2x1 -> 44 nodes, tau 2.76 with the weak draft
+    # the lecture exercise 9: 4x2x2x1 -> 44 nodes, tau 2.76 with the weak draft
     pts = tree_points(load_model("llama-3.1-8b"), H100, PRESETS["lecture"], widths_list=DEFAULT_TREES,
                       hits=WEAK_DRAFT, batches=(1, 32), c=0.05, context=1024)
     by = {p.label: p for p in pts}
     assert (by["4x2x2x1"].nodes, round(by["4x2x2x1"].tau, 2)) == (44, 2.76)
     assert [p.nodes for p in pts] == sorted(p.nodes for p in pts)
-    # seed 000 §10.3: trees win at batch 1 and lose badly at batch 32
+    # the lecture §10.3: trees win at batch 1 and lose badly at batch 32
     assert by["8x4x2x1"].speedup[0] > by["1x1x1x1"].speedup[0]
     assert by["8x4x2x1"].speedup[1] < 1.0 < by["1x1x1x1"].speedup[1]
 

@@ -50,7 +50,7 @@ def test_kv_counts_only_when_asked():
 
 
 def test_critical_batch_turning_points():
-    # seed 002, chapter 2.4: verification stops being free at about ridge / (gamma + 1) (295/5 = 59;
+    # the article, §2.4: verification stops being free at about ridge / (gamma + 1) (295/5 = 59;
     # the exact crossing is later, 63.2, because the weight bytes include the embedding); with W4A16
     # weights it falls by about 4x ("ridge/(4 x 5) ≈ 15"; exact 16.8).
     m = load_model("llama-3-8b")

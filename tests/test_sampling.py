@@ -36,7 +36,7 @@ top_ks = st.one_of(st.none(), st.integers(1, 12))
 
 @given(pairs(), temperatures, top_ks)
 def test_output_is_the_adjusted_target(pq, temperature, top_k):
-    # seed 000 §7.1 and §7.3 (seed 002 §2.2): min(p, q) + (1 - beta) residual = p, for p and q
+    # the lecture §7.1 and §7.3 (the article §2.2): min(p, q) + (1 - beta) residual = p, for p and q
     # adjusted alike, whatever q is
     p, q = pq
     step = speculative_step(p, q, temperature=temperature, top_k=top_k)
@@ -61,12 +61,12 @@ def test_wrong_variants_are_biased_unless_q_is_p():
     for rule in ("resample_target", "reject_if_draft_higher"):
         assert total_variation(output_distribution(p, q, rule), p) > 0.1
         assert np.allclose(output_distribution(p, p, rule), p)
-    # resampling from p over-weights what q favours (token b): seed 000 exercise 4
+    # resampling from p over-weights what q favours (token b): the lecture exercise 4
     assert output_distribution(p, q, "resample_target")[1] > p[1]
 
 
 def test_greedy_is_argmax_matching():
-    # seed 000 §7.4: temperature 0 accepts iff the argmaxes agree; the output is the target's argmax
+    # the lecture §7.4: temperature 0 accepts iff the argmaxes agree; the output is the target's argmax
     p, q = [0.1, 0.6, 0.3], [0.5, 0.2, 0.3]
     step = speculative_step(p, q, temperature=0)
     assert step.acceptance == 0.0
@@ -79,7 +79,7 @@ def test_adjust_temperature_and_top_k():
     assert np.allclose(adjust(p, temperature=0.5), p ** 2 / (p ** 2).sum())
     assert np.allclose(adjust(p, top_k=2), [0.625, 0.375, 0.0])
     assert np.allclose(adjust(p, temperature=1.0), p)
-    # adjusting only p (not q) stays exact but accepts less (seed 000 §7.3)
+    # adjusting only p (not q) stays exact but accepts less (the lecture §7.3)
     q = np.array([0.45, 0.35, 0.2])
     both = speculative_step(p, q, temperature=0.5).acceptance
     only_p = np.minimum(adjust(p, temperature=0.5), q).sum()
@@ -112,7 +112,7 @@ def test_independent_rounds_agree_with_eq1(alpha, gamma):
 
 
 def test_bursty_rounds_deliver_less_than_eq1():
-    # seed 000 §8.3: the same mean acceptance, hard positions in bursts -> fewer tokens per round
+    # the lecture §8.3: the same mean acceptance, hard positions in bursts -> fewer tokens per round
     process = BurstyAcceptance(easy_alpha=1.0, hard_alpha=0.2, p_easy_to_hard=0.1, p_hard_to_easy=0.3)
     stats = simulate_rounds(process, 4, seed=5)
     assert process.stationary_alpha == pytest.approx(0.8)

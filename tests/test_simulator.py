@@ -1,5 +1,5 @@
 """The batching simulator: its time model, its agreement with the step-level reference, conservation,
-KV bounds, determinism, and the lecture's findings in shape (seed 000, §3.3-§3.5).
+KV bounds, determinism, and the lecture's findings in shape (the lecture, §3.3-§3.5).
 
 Setting of the lecture's demo 01: GPT-3 13B on one A100 40GB, the lecture preset, Orca's workload
 (Poisson arrivals, prompts U(32, 512), outputs U(1, 128)). Request counts are modest so that the

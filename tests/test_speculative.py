@@ -170,7 +170,7 @@ def test_step_time_rejects_fewer_rows_than_sequences():
 @settings(max_examples=50, deadline=None)
 @given(alphas, st.integers(0, 16), costs, batches, st.sampled_from([1.0, 0.6]))
 def test_roofline_speedup_matches_the_article_formula(alpha, gamma, c, batch, mfu):
-    # seed 002 `speculative_speedup`: E T(B) / (gamma c T(B) + T(B (gamma + 1))), scalar step_time
+    # the article `speculative_speedup`: E T(B) / (gamma c T(B) + T(B (gamma + 1))), scalar step_time
     prof = ARTICLE.with_(compute_efficiency=mfu)
     base = step_time(LLAMA3_8B, H100, prof, rows=batch, batch=batch).total_s
     verify = step_time(LLAMA3_8B, H100, prof, rows=batch * (gamma + 1), batch=batch).total_s
@@ -226,7 +226,7 @@ def test_best_gamma_is_exhaustive():
 
 
 def test_w4a16_turns_earlier():
-    # seed 002 §2.4: quantized weights lower the memory plateau, so verification turns
+    # the article §2.4: quantized weights lower the memory plateau, so verification turns
     # compute-bound about 4x sooner; the speedup at B = 32 already suffers
     bf16 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
     w4 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4, fmt=INT4_G128)
@@ -248,7 +248,7 @@ def test_dense_twin_has_the_active_size(name):
 
 @pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-v3"])
 def test_moe_verification_costs_more_than_dense(name):
-    # seed 000 §9.3 "MoE 的陷阱": verifying gamma + 1 tokens touches more experts. At small batch
+    # the lecture §9.3 "MoE 的陷阱": verifying gamma + 1 tokens touches more experts. At small batch
     # the MoE's speedup falls below its dense twin's; at batch 1 verification is not free.
     cmp = moe_vs_dense(load_model(name), H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=np.array([1, 4, 8]))
     assert np.all(cmp.moe.speedup < cmp.dense.speedup)

@@ -25,8 +25,8 @@ chain_depths = st.integers(1, 12)
 
 
 def test_node_counts():
-    assert tree_nodes((4, 2, 2, 1)) == 44  # seed 000 exercise 9
-    assert tree_nodes((8, 4, 2, 1)) == 168  # seed 000 §14 pitfall 10
+    assert tree_nodes((4, 2, 2, 1)) == 44  # the lecture exercise 9
+    assert tree_nodes((8, 4, 2, 1)) == 168  # the lecture §14 pitfall 10
     assert tree_nodes((1, 1, 1, 1)) == 4
     assert tree_nodes((3,)) == 3
 

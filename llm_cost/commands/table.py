@@ -1,4 +1,4 @@
-"""`table`: the series' cost table, one column per model (seed 002, chapter 3.2)."""
+"""`table`: the series' cost table, one column per model (the article, §3.2)."""
 
 from __future__ import annotations
 

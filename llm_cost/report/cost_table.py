@@ -1,4 +1,4 @@
-"""The series' cost table (seed 002, chapter 3.2 "文本模型的成本表"): one column per model.
+"""The series' cost table (the article, §3.2 "文本模型的成本表"): one column per model.
 
 "前面各篇的数字合到一张表（H100 SXM，理论值；DeepSeek-V3 列用第八、十篇的 MLA 与 MoE 版本函数）":
 parameters, weight bytes (BF16, INT4 g128), KV per token and per sequence, FLOPs per token, the
@@ -10,7 +10,7 @@ reads, no fixed cost.
 
 The speculative row is the article's chain (alpha 0.8, gamma 4, c 0.1) on the roofline at batch B
 (`roofline_speedup`): 2.40 for a dense model at batch 1. DeepSeek-V3's own draft is its MTP module
-(Technical Report §2.2, §5.4.3; seed 002 §2.5): gamma 1, second-token acceptance 85-90%, so
+(Technical Report §2.2, §5.4.3; the article §2.5): gamma 1, second-token acceptance 85-90%, so
 E = 1 + alpha = 1.85-1.90 tokens per step, reported as 1.8x TPS. We give it three ways:
 
 - E, the reported range;
@@ -163,7 +163,7 @@ def context_label(n: int) -> str:
 
 def _speculative_cell(row: dict) -> str:
     """The series' speculative row: the generic draft, or for a model with an MTP head (DeepSeek-V3)
-    that head at its reported acceptance, verification free (seed 002 §3.2: "DeepSeek-V3 的投机一行按
+    that head at its reported acceptance, verification free (the article §3.2: "DeepSeek-V3 的投机一行按
     其技术报告的 MTP 接受率转述"). The generic draft's figure stays in the JSON keys spec_*."""
     if row["mtp_layers"]:
         return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + " (MTP)"

@@ -73,7 +73,7 @@ def _label_fmt(fmt) -> str:
 
 def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
     """T(m) on log axes, one line per weight format, with the decode (filled) and verification
-    (open) points of each batch: seed 002 §2.4's figure."""
+    (open) points of each batch: the article §2.4's figure."""
     fig, ax = _figure()
     markers = ("o", "s", "^", "D")
     low = min(float(s.time_s.min()) for s in series) * 1e3
@@ -176,7 +176,7 @@ def gamma(curves, path: str | Path, *, title: str) -> Path:
 
 
 def tree(points, path: str | Path, *, title: str) -> Path:
-    """Left: tau against tree size; right: the speedup at each batch (seed 000 §10.3)."""
+    """Left: tau against tree size; right: the speedup at each batch (the lecture §10.3)."""
     fig, (left, right) = _figure(2)
     nodes = [p.nodes for p in points]
     left.plot(nodes, [p.tau for p in points], "o-", color="black", markersize=4)
@@ -200,7 +200,7 @@ def tree(points, path: str | Path, *, title: str) -> Path:
 
 def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None) -> Path:
     """Median per-token latency against throughput, one curve per scheduler and batch limit
-    (seed 000 §3.3, Orca Figure 10): the curve turns up where the server saturates."""
+    (the lecture §3.3, Orca Figure 10): the curve turns up where the server saturates."""
     fig, ax = _figure()
     for k, cv in enumerate(curves):
         limits = ", ".join(map(str, cv.max_batches))

@@ -59,7 +59,7 @@ class RooflineSeries:
 def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int = 4,
                     batches: Sequence[int] = (1, 64), context: int = 0, max_rows: int = 16384,
                     formats: Sequence[WeightFormat] = (BF16, INT4_G128)) -> list[RooflineSeries]:
-    """Seed 002 §2.4's figure: quantization lowers the plateau, speculation moves the point right."""
+    """The article §2.4's figure: quantization lowers the plateau, speculation moves the point right."""
     check_number("gamma", gamma, low=0, high=1024, integer=True)
     check_number("context", context, low=0, integer=True)
     check_number("max_rows", max_rows, low=2, high=1e9, integer=True)
@@ -95,7 +95,7 @@ class SpecBatchCurve:
 def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile], *, alphas, gammas, cs,
                   marks: Sequence[int] = (1, 8, 32, 64, 128, 256), batch_max: int = 1024, context: int = 0,
                   fmt: WeightFormat = BF16) -> list[SpecBatchCurve]:
-    """Seed 002 §2.4's table as curves: 2.40 flat to about ridge / (gamma + 1), then falling.
+    """The article §2.4's table as curves: 2.40 flat to about ridge / (gamma + 1), then falling.
 
     The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger.
     """
@@ -161,7 +161,7 @@ DEFAULT_TREES = ((1, 1, 1, 1), (2, 1, 1, 1), (2, 2, 1, 1), (4, 2, 1, 1), (4, 2, 
 def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_list=DEFAULT_TREES, hits,
                 batches: Sequence[int] = (1, 32), c: float = 0.05, context: int = 0,
                 fmt: WeightFormat = BF16) -> list[TreeSpeedup]:
-    """Seed 000 §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
+    """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
     widths_list = _some("widths", widths_list, limit=24)
@@ -199,7 +199,7 @@ DEFAULT_RATES = (0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20)
 
 def batching_curves(workload, replica, *, schedulers=("request", "iteration"), max_batches=(8, 32),
                     rates=DEFAULT_RATES) -> list[BatchingCurve]:
-    """Seed 000 §3.3 (Orca Figure 10): the same requests replayed at each rate, per scheduler.
+    """The lecture §3.3 (Orca Figure 10): the same requests replayed at each rate, per scheduler.
 
     A request-level batch also holds at most KV capacity // max_len requests (GPT-3 13B on an
     A100 40GB: 6), so limits above that draw one curve.

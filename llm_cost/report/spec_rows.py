@@ -20,7 +20,7 @@ from llm_cost.speculative.batched import (VERIFY_COSTLY, TurningBatch, best_gamm
                                           moe_vs_dense, roofline_speedup, turning_batch)
 from llm_cost.speculative.trees import TopKHits, tree_speedup
 
-ARTICLE_MFU = 0.6  # the article's second column (seed 002 §2.4)
+ARTICLE_MFU = 0.6  # the article's second column (the article §2.4)
 DEFAULT_C = 0.1  # the article's draft cost ratio
 
 

@@ -1,7 +1,7 @@
 """KV memory: token capacity, requests that fit under a reservation policy, padding waste,
 per-request attention launches.
 
-Sources: the lecture (seed 000) §2.3 (capacity, reservation by maximum length), §3.2 and
+Sources: the lecture §2.3 (capacity, reservation by maximum length), §3.2 and
 exercise 2 (reservation by declared prompt + max_gen), §2.2 and exercise 1 (request-level
 padding), §4.4 (one attention kernel per request and layer: 40 x 32 = 1280 launches).
 

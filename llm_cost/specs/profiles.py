@@ -46,11 +46,11 @@ class Profile:
         return replace(self, **changes) if changes else self
 
 
-# The two seeds' presets (SPEC.md, "The time model").
+# The two source documents as presets (README, "Sources").
 PRESETS: dict[str, Profile] = {
-    # seed 002: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
+    # the article: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
     "article": Profile("article"),
-    # seed 000, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
+    # the lecture, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
     "lecture": Profile("lecture", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=1e-3,
                        read_input_embedding=False, count_kv=True),
     # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)

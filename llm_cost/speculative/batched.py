@@ -1,7 +1,7 @@
 """Speculative decoding at batch B on the roofline: verification is free only below the ridge.
 
 One round of a batch of B sequences costs gamma draft steps plus one target pass over
-B (gamma + 1) rows (seed 002 §2.4, seed 000 §9):
+B (gamma + 1) rows (the article §2.4, the lecture §9):
 
     round    = gamma * t_draft(B) + T(B (gamma + 1))
     speedup  = E * T(B) / round,        E = (1 - alpha^(gamma+1)) / (1 - alpha)
@@ -121,7 +121,7 @@ def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, 
     """The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.
 
     Exhaustive over gamma (a MoE target or the ridge can bend the curve), ties to the smaller
-    gamma; gamma 0 means plain decoding (speedup 1). Seed 000 §9.2: batch 512, context 512,
+    gamma; gamma 0 means plain decoding (speedup 1). The lecture §9.2: batch 512, context 512,
     alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
@@ -141,8 +141,8 @@ class TurningBatch:
     """Where verifying gamma drafts stops being free.
 
     `batch`: the exact batch at which the verification pass over B (gamma + 1) rows turns
-    compute-bound. `ridge_estimate`: the seeds' rule ridge / (compression (gamma + 1)), with
-    compression = 16 / bits of the weight format (4 for INT4: seed 002's ridge / (4 x 5) ~ 15).
+    compute-bound. `ridge_estimate`: the source documents' rule ridge / (compression (gamma + 1)), with
+    compression = 16 / bits of the weight format (4 for INT4: the article's ridge / (4 x 5) ~ 15).
     """
 
     gamma: int
@@ -152,7 +152,7 @@ class TurningBatch:
 
 def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                   context: float = 0, fmt: WeightFormat = BF16) -> TurningBatch:
-    """Turning batch of a chain of `gamma` drafts (seed 002 §2.4: 295 / 5 ~ 60; 60% MFU: ~35)."""
+    """Turning batch of a chain of `gamma` drafts (the article §2.4: 295 / 5 ~ 60; 60% MFU: ~35)."""
     check_number("gamma", gamma, low=0, integer=True)
     exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, fmt=fmt)
     compression = 16 / fmt.bits
@@ -187,7 +187,7 @@ def break_even_batch(target: ModelSpec, gpu: Accelerator, profile: Profile, *, a
                      gamma: int, batch_max: float = 1e7, **kwargs) -> float:
     """Smallest batch at which the roofline speedup falls to 1 or below (inf if never).
 
-    Seed 002 self-test 1: at alpha 0.8, gamma 4, c 0.1 it lies between B = 128 (1.39x) and
+    The article self-test 1: at alpha 0.8, gamma 4, c 0.1 it lies between B = 128 (1.39x) and
     B = 256 (0.76x): the round costs more than E plain steps once T(B (gamma+1)) > (E - gamma c) T(B).
     """
     check_number("alpha", alpha, low=0, high=1)
@@ -233,7 +233,7 @@ def moe_vs_dense(target: ModelSpec, gpu: Accelerator, profile: Profile, **kwargs
     """`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
 
     Verifying gamma + 1 rows per sequence touches up to gamma + 1 times as many experts
-    (seed 000 §9.3: EAGLE gets only 1.5x on Mixtral 8x7B), so the MoE's verification is not
+    (the lecture §9.3: EAGLE gets only 1.5x on Mixtral 8x7B), so the MoE's verification is not
     free even at batch 1 and its speedup is lower.
     """
     twin = dense_twin(target)

@@ -3,14 +3,14 @@
 One round: the draft proposes gamma tokens, the target verifies them in one pass and keeps
 the accepted prefix plus one token of its own (a resample after a rejection, or a bonus token
 after gamma acceptances). With a per-position acceptance rate alpha, independent across
-positions (seed 000 §8.3: independence is the real assumption, not equal rates):
+positions (the lecture §8.3: independence is the real assumption, not equal rates):
 
     E[tokens per round] = (1 - alpha^(gamma+1)) / (1 - alpha)       -> gamma + 1 at alpha = 1
     speedup             = E / (gamma c + 1)                          (Theorem 3.8)
     operations factor   = (gamma c_hat + gamma + 1) / E              (Theorem 3.11)
 
 c is the draft's time per step over the target's; c_hat the same ratio of arithmetic. Sources:
-seed 002 chapter 2.3 (E = 3.36 at alpha 0.8, gamma 4; 2.4x at c 0.1), seed 000 §8, exercises 5-7.
+the article chapter 2.3 (E = 3.36 at alpha 0.8, gamma 4; 2.4x at c 0.1), the lecture §8, exercises 5-7.
 The roofline version at batch B (verification is not free there) is in `speculative_roofline`.
 """
 
@@ -80,7 +80,7 @@ def _ops_factor(e, g, c_hat):
 def expected_tokens(alpha, gamma):
     """Expected tokens one round produces: (1 - alpha^(gamma+1)) / (1 - alpha), gamma + 1 at alpha = 1.
 
-    gamma -> inf tends to 1 / (1 - alpha): 5 at alpha 0.8, 10 at 0.9 (seed 000 §8.1).
+    gamma -> inf tends to 1 / (1 - alpha): 5 at alpha 0.8, 10 at 0.9 (the lecture §8.1).
     """
     return scalar_or_array(expected_tokens_unchecked(check_alpha(alpha), check_gamma(gamma)))
 
@@ -88,7 +88,7 @@ def expected_tokens(alpha, gamma):
 def speedup(alpha, gamma, c):
     """Leviathan's wall-time speedup E / (gamma c + 1), verification assumed free (Theorem 3.8).
 
-    Seed 002 §2.3: alpha 0.8, gamma 4, c 0.1 -> 3.36 / 1.4 = 2.4; c 0.02 -> 3.36 / 1.08 ~ 3.1.
+    The article §2.3: alpha 0.8, gamma 4, c 0.1 -> 3.36 / 1.4 = 2.4; c 0.02 -> 3.36 / 1.08 ~ 3.1.
     """
     a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
     return scalar_or_array(_speedup(expected_tokens_unchecked(a, g), g, c))
@@ -106,7 +106,7 @@ def ops_factor(alpha, gamma, c_hat=0.0):
     """Total arithmetic over plain decoding: (1 - alpha)(gamma c_hat + gamma + 1) / (1 - alpha^(gamma+1)).
 
     Theorem 3.11, written as (gamma c_hat + gamma + 1) / E so alpha = 1 is exact.
-    Seed 000 exercise 7: alpha 0.7, gamma 3 -> 1.58 (c_hat 0), 1.70 (c_hat 0.1).
+    The lecture exercise 7: alpha 0.7, gamma 3 -> 1.58 (c_hat 0), 1.70 (c_hat 0.1).
     """
     a, g, ch = check_alpha(alpha), check_gamma(gamma), check_cost("c_hat", c_hat)
     return scalar_or_array(_ops_factor(expected_tokens_unchecked(a, g), g, ch))
@@ -115,7 +115,7 @@ def ops_factor(alpha, gamma, c_hat=0.0):
 def weight_reads_per_token(alpha, gamma):
     """Target weight reads per generated token, as a fraction of plain decoding's one: 1 / E.
 
-    One verification pass reads the weights once and yields E tokens (seed 000 §8.4, exercise 11).
+    One verification pass reads the weights once and yields E tokens (the lecture §8.4, exercise 11).
     """
     return scalar_or_array(1.0 / expected_tokens_unchecked(check_alpha(alpha), check_gamma(gamma)))
 
@@ -123,7 +123,7 @@ def weight_reads_per_token(alpha, gamma):
 def compute_bound_speedup(alpha, gamma, c):
     """The speedup once verification is fully compute-bound: E / (gamma + 1 + gamma c).
 
-    Verification then costs (gamma + 1) plain steps (seed 002 §2.4: 3.36 / 5.4 = 0.62, the
+    Verification then costs (gamma + 1) plain steps (the article §2.4: 3.36 / 5.4 = 0.62, the
     article table's B = 256 at 60% MFU). It equals 1 / ops_factor with c_hat = c.
     """
     a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
@@ -133,7 +133,7 @@ def compute_bound_speedup(alpha, gamma, c):
 def implied_c(alpha, gamma, measured_speedup):
     """The cost coefficient a measured speedup implies: c = (E / speedup - 1) / gamma.
 
-    Seed 000 exercise 5: alpha 0.75, gamma 7, 3.4x measured -> c ~ 0.008.
+    The lecture exercise 5: alpha 0.75, gamma 7, 3.4x measured -> c ~ 0.008.
     """
     a, g = check_alpha(alpha), check_gamma(gamma, low=1)
     s = checked("speedup", measured_speedup, low=0, low_open=True)
@@ -160,7 +160,7 @@ def optimal_gamma(alpha, c, *, gamma_max: int = 64) -> OptimalGamma:
 
     E is concave in gamma and gamma c + 1 affine, so the ratio is unimodal: a binary search on
     the sign of f(gamma + 1) - f(gamma) finds the optimum in log2(gamma_max) array passes.
-    Ties (within TIE_RTOL) go to the smaller gamma. Seed 000 exercise 6: alpha 0.8, c 0.05 ->
+    Ties (within TIE_RTOL) go to the smaller gamma. The lecture exercise 6: alpha 0.8, c 0.05 ->
     gamma 8, 3.09.
     """
     check_number("gamma_max", gamma_max, low=1, integer=True)
@@ -198,7 +198,7 @@ class LeviathanForms:
 def leviathan(alpha, gamma, c=0.0, c_hat=0.0) -> LeviathanForms:
     """Expected tokens, speedup, operations factor and weight reads per token, for checking the paper.
 
-    c = c_hat = 0 is the paper's Table 1 (seed 000 §8.2: demo 04 reproduces it cell by cell).
+    c = c_hat = 0 is the paper's Table 1 (the lecture §8.2: demo 04 reproduces it cell by cell).
     """
     a, g, c, ch = np.broadcast_arrays(check_alpha(alpha), check_gamma(gamma), check_cost("c", c),
                                       check_cost("c_hat", c_hat))

@@ -20,7 +20,7 @@ from llm_cost.roofline import PassCost, StepTime
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
-# prediction ranges between 85% and 90% ... 1.8 times TPS"; seed 002 §2.5 and seed 000 §10.4
+# prediction ranges between 85% and 90% ... 1.8 times TPS"; the article §2.5 and the lecture §10.4
 MTP_ALPHA_REPORTED = (0.85, 0.90)
 MTP_TPS_REPORTED = 1.8
 MTP_GAMMA = 1  # one MTP module predicts one extra token

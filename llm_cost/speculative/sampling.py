@@ -1,6 +1,6 @@
 """Speculative sampling on explicit distributions, exactly, and a Monte Carlo of whole rounds.
 
-One position (seed 000 §7, seed 002 §2.2): the draft proposes x ~ q, the target accepts it with
+One position (the lecture §7, the article §2.2): the draft proposes x ~ q, the target accepts it with
 probability min(1, p(x) / q(x)), and after a rejection samples the residual
 norm(max(0, p - q)). Then
 
@@ -47,7 +47,7 @@ def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
     """The sampling distribution: top-k kept (ties by lower index), then p^(1/T) renormalized.
 
     Temperature 0 is greedy: one-hot at the first argmax. Same as softmax(logits / T) with the
-    tokens past the k-th set to -inf (seed 000 §7.3).
+    tokens past the k-th set to -inf (the lecture §7.3).
     """
     p = distribution(probs, name)
     check_number("temperature", temperature, low=0)
@@ -91,7 +91,7 @@ def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None) -> SpeculativeStep:
     """The exact output distribution of one speculative position, after adjusting p and q alike.
 
-    Seed 000 exercise 3: p = (0.5, 0.3, 0.2), q = (0.2, 0.6, 0.2) -> beta 0.7, residual (1, 0, 0).
+    The lecture exercise 3: p = (0.5, 0.3, 0.2), q = (0.2, 0.6, 0.2) -> beta 0.7, residual (1, 0, 0).
     """
     p = adjust(p, temperature=temperature, top_k=top_k, name="p")
     q = adjust(q, temperature=temperature, top_k=top_k, name="q")
@@ -204,7 +204,7 @@ class RoundStats:
 
     gamma: int
     rounds: int
-    tokens_per_round: float  # tau, what an engine should measure (seed 000 §8.3)
+    tokens_per_round: float  # tau, what an engine should measure (the lecture §8.3)
     tokens_per_round_stderr: float
     alpha_measured: float  # accepted drafts / drafts judged
     alpha_stationary: float  # the process's long-run acceptance rate

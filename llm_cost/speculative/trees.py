@@ -3,7 +3,7 @@
 A tree has a branching width per depth: 4x2x2x1 keeps the draft's top 4 at depth 1, the top 2
 under each of those, and so on. Under greedy decoding a depth of width k continues exactly
 when the target's token is among the draft's top k, which happens with the draft's top-k hit
-rate h(k). With depths independent (seed 000 §10.3, exercise 9):
+rate h(k). With depths independent (the lecture §10.3, exercise 9):
 
     nodes = sum_d prod_{j <= d} w_j                      (4x2x2x1: 4 + 8 + 16 + 16 = 44)
     tau   = 1 + sum_d prod_{j <= d} h(w_j)               (weak draft: ~2.76 for 4x2x2x1)
@@ -13,7 +13,7 @@ rate h(k). With depths independent (seed 000 §10.3, exercise 9):
 Verification attends like a chain of nodes + 1 rows (`roofline.step_time`'s causal count), an
 upper bound on a tree mask's pairs; the GEMM rows, which set the time, are exact. A chain of
 gamma drafts is the tree 1x1x...x1 with alpha = h(1). Trees win at batch 1 and lose badly at
-batch 32, where B (nodes + 1) rows make verification compute-bound (seed 000 §10.3).
+batch 32, where B (nodes + 1) rows make verification compute-bound (the lecture §10.3).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class TopKHits:
                                 f"{', '.join(map(str, self.ks))})")
 
 
-# Seed 000 §10.3, demo 05 part 3: Lecture 3's model drafting with its first layer only (weak) and
+# The lecture §10.3, demo 05 part 3: Lecture 3's model drafting with its first layer only (weak) and
 # with its own INT4 weights (strong); the share of positions whose greedy target token is
 # among the draft's top 1 / 2 / 4 / 8.
 WEAK_DRAFT = TopKHits.of({1: 0.44, 2: 0.64, 4: 0.79, 8: 0.91})
@@ -98,7 +98,7 @@ def tree_nodes(widths) -> int:
 def tree_tau(widths, hits: TopKHits) -> float:
     """Expected tokens per round tau = 1 + sum_d prod_{j <= d} h(w_j), depths independent.
 
-    Seed 000 exercise 9: 4x2x2x1 with the weak draft -> 1 + 0.79 + 0.506 + 0.324 + 0.142 = 2.76.
+    The lecture exercise 9: 4x2x2x1 with the weak draft -> 1 + 0.79 + 0.506 + 0.324 + 0.142 = 2.76.
     """
     tau, reach = 1.0, 1.0
     for w in _widths(widths):
