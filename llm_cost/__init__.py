@@ -21,14 +21,32 @@ from llm_cost._exports import lazy_exports, names_from
 __version__ = "0.1.0"
 
 # In a source checkout the design card keeps cli.py, hardware/ and models/ beside this package
-# rather than inside it (the wheel maps them in with force-include). Appending the checkout
-# root to __path__ makes `llm_cost.cli` and the catalog folders resolve the same way in both
-# cases. Only those three names are reachable that way: nothing else of the checkout root
-# (tests/, bench/, hatch_build.py) becomes part of the package.
-_root = _Path(__file__).resolve().parent.parent
-if (_root / "cli.py").is_file() and (_root / "pyproject.toml").is_file():
-    __path__.append(str(_root))  # type: ignore[name-defined]
-del _root
+# rather than inside it (the wheel maps them in with force-include). `CHECKOUT_ROOT` is that
+# folder when this is a checkout (None in an installed wheel); the catalogs look there after the
+# package folder, and a finder maps exactly one module name, `llm_cost.cli`, to its cli.py.
+# Nothing else of the checkout (tests/, bench/, hatch_build.py) becomes part of the package.
+def _checkout_root():
+    root = _Path(__file__).resolve().parent.parent
+    return root if (root / "cli.py").is_file() and (root / "pyproject.toml").is_file() else None
+
+
+CHECKOUT_ROOT = _checkout_root()
+if CHECKOUT_ROOT is not None and not (_Path(__file__).parent / "cli.py").is_file():
+    import sys as _sys
+
+    class _CheckoutCli:
+        """Finds `llm_cost.cli` at the checkout root, and nothing else."""
+
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            if fullname != "llm_cost.cli":
+                return None
+            from importlib.util import spec_from_file_location
+
+            return spec_from_file_location(fullname, CHECKOUT_ROOT / "cli.py")
+
+    _sys.meta_path.append(_CheckoutCli)
+    del _sys
 
 _EXPORTS = {
     # loading

@@ -142,3 +142,12 @@ def test_local_folder_does_not_shadow_a_catalog_name(tmp_path, monkeypatch):
     (tmp_path / "llama-3-8b").mkdir()  # e.g. a download in progress, no config.json yet
     monkeypatch.chdir(tmp_path)
     assert load_model("llama-3-8b").hidden_size == 4096
+
+
+def test_datasheet_that_is_not_an_object():
+    # Review defect: a datasheet dict of the wrong type raised AttributeError, not a one-line error.
+    from llm_cost.catalog import accelerator_from_datasheet
+
+    for data in ([1, 2], "h100", None):
+        with pytest.raises(ConfigError, match="expected a JSON object at the top level"):
+            accelerator_from_datasheet(data, path="gpu.json")

@@ -194,6 +194,19 @@ def test_view_turns_the_rows_around(rows):
     assert any("1.8x TPS" in n for n in table_notes(list(rows.values())))
 
 
+def test_mtp_note_says_which_acceptance_it_used():
+    # Review defect: the note said "acceptance 85-90% ... agrees with the report" whatever
+    # --mtp-alpha was. With the reported range it says so; with another it shows that one.
+    ds = load_model("deepseek-v3")
+    (reported,) = table_rows([ds], H100)
+    (other,) = table_rows([ds], H100, mtp_alphas=[0.5])
+    note = next(n for n in table_notes([reported]) if "MTP" in n)
+    assert "α 0.85–0.90 (as the report gives it" in note and "agrees" not in note
+    note = next(n for n in table_notes([other]) if "MTP" in n)
+    assert "α 0.50 (as given; the report gives 85%-90%" in note and "agrees" not in note
+    assert f"E / (1 + c) = {other['mtp_speedup_verify_free_low']:.2f}x" in note
+
+
 def test_view_without_mtp_has_no_mtp_rows():
     only = table_rows([load_model("llama-3-8b")], H100)
     view, _ = table_view(only)
@@ -204,7 +217,7 @@ def test_contexts_and_batch_follow_the_options():
     (r,) = table_rows([load_model("llama-3-8b")], H100, contexts=[8192], batch=64)
     assert "kv_bytes_per_sequence_at_8192" in r and "kv_bytes_per_sequence_at_4096" not in r
     assert r["spec_speedup"] == pytest.approx(2.38, abs=half_unit(2))  # the article: "B=  64  peak 2.38"
-    view, _ = table_view([r])
+    view, _ = table_view([r], contexts=[8192])
     assert any(v["quantity"] == "largest batch at 8K context, INT4 weights" for v in view)
 
 

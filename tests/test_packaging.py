@@ -49,3 +49,19 @@ def test_editable_wheel_maps_only_llm_cost(tmp_path, monkeypatch):
     assert not any(n.startswith("llm_cost/") for n in names), names
     pth = [n for n in names if n.endswith(".pth")]
     assert pth and all(str(ROOT) not in archive.read(n).decode() for n in pth)
+
+
+def test_checkout_exposes_only_the_package_and_its_cli():
+    # Review defect: in a source checkout llm_cost.tests, llm_cost.bench and llm_cost.hatch_build
+    # were importable (the checkout root was on the package path). Only llm_cost.cli maps there.
+    code = ("import importlib, llm_cost.cli\n"
+            "for name in ('llm_cost.tests', 'llm_cost.bench', 'llm_cost.hatch_build', 'llm_cost.models'):\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "        print('importable', name)\n"
+            "    except ModuleNotFoundError:\n"
+            "        pass\n"
+            "print(llm_cost.cli.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "tests")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["llm_cost.cli"]

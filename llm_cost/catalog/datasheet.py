@@ -18,6 +18,8 @@ DATASHEET_RANGES = {
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
     """Build an Accelerator from a datasheet dict: name, the three figures, their sources."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
     f = Fields(data, path)
     try:
         return Accelerator(

@@ -16,10 +16,9 @@ def catalog_dir(kind: str) -> Path:
     """The folder of a catalog: inside the installed package, or at the checkout root."""
     import llm_cost
 
-    for entry in llm_cost.__path__:
-        candidate = Path(entry) / kind
-        if candidate.is_dir():
-            return candidate
+    for folder in (Path(llm_cost.__file__).parent, llm_cost.CHECKOUT_ROOT):
+        if folder is not None and (folder / kind).is_dir():
+            return folder / kind
     raise LlmCostError(f"the {kind}/ catalog is missing from this installation")  # pragma: no cover
 
 

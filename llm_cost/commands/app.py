@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -56,21 +56,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-# ---- shared options -------------------------------------------------------------------------
-
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json or csv.")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
-GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
-Preset = Annotated[str, typer.Option(help="Efficiency profile: article, lecture or lecture-draft.")]
-Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
-BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]
-FixedMs = Annotated[Optional[float], typer.Option("--fixed-ms", help="Fixed time per forward pass in ms, overrides the preset.")]
-ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
-                                                 help="Count the input embedding table as read.")]
-KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
-Weights = Annotated[str, typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8.")]
-
 
 def command(*names, **kwargs):
     """Register a command whose library errors become one line on stderr and exit code 2."""

@@ -6,20 +6,8 @@ from typing import Annotated, List
 
 import typer
 
-from llm_cost.commands.app import (
-    BwEff,
-    FixedMs,
-    Format,
-    GpuOpt,
-    KvOpt,
-    Mfu,
-    ModelOpt,
-    Preset,
-    ReadEmb,
-    Weights,
-    command,
-    emit,
-)
+from llm_cost.commands.app import command, emit
+from llm_cost.commands.options import KvBytes, BwEff, FixedMs, Format, GpuOpt, KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights
 from llm_cost.report.render import Column, fixed
 
 # ---- model ----------------------------------------------------------------------------------
@@ -43,7 +31,7 @@ def model_cmd(
     names: Annotated[List[str], typer.Argument(help="Catalog names or paths to config.json files.")],
     context: Annotated[int, typer.Option(help="Cached tokens each token attends to, for FLOPs/token.")] = 0,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank for the adapter counts.")] = 16,
-    kv_bytes: Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8).")] = 2.0,
+    kv_bytes: KvBytes = 2.0,
     fmt: Format = "table",
 ) -> None:
     """Parameters, weight bytes (BF16, INT4 g128), KV bytes and FLOPs per token of models."""

@@ -6,7 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import BwEff, command
+from llm_cost.commands.app import command
+from llm_cost.commands.options import BwEff
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching")
 
@@ -20,18 +21,44 @@ USES = {
     "batching": {"model", "gpu", "preset", "weights", "reserve", "scheduler", "max_batch", "rate", "requests",
                  "seed", "slo_ms"},
 }
-# Defaults per kind, as the matching table command has them (spec, gamma, tree, batching).
-DEFAULTS = {
-    "roofline": dict(model="llama-3-8b", gpu="h100-sxm", preset="article", context=0, gamma=[4], batch=[1, 64],
-                     max_rows=16384),
-    "spec-vs-batch": dict(model="llama-3-8b", gpu="h100-sxm", preset="article", context=0, weights="bf16",
-                          alpha=[0.8], gamma=[4], c=[0.1], batch=[1, 8, 32, 64, 128, 256], batch_max=1024),
+# What each kind draws beyond its table command's defaults (the article's batches, a figure's axes).
+OWN_DEFAULTS = {
+    "roofline": dict(gamma=[4], batch=[1, 64], max_rows=16384),
+    "spec-vs-batch": dict(batch=[1, 8, 32, 64, 128, 256], batch_max=1024),  # the article's table, §2.4
     "gamma": dict(alpha=[0.6, 0.8, 0.9], c=[0.05, 0.1, 0.2], gamma_max=16),
-    "tree": dict(model="llama-3.1-8b", gpu="h100-sxm", preset="lecture", context=1024, weights="bf16",
-                 hits="1:0.44,2:0.64,4:0.79,8:0.91", batch=[1, 32], c=[0.05]),
-    "batching": dict(model="gpt-3-13b", gpu="a100-40gb", preset="lecture", weights="bf16", reserve=0.1,
-                     scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
+    "tree": dict(batch=[1, 32]),  # the lecture's two batches, §10.3
+    "batching": dict(scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
 }
+# The options each kind takes from its table command, with that command's default.
+FROM_COMMAND = {
+    "roofline": ("foundation", "roofline_cmd", ("model", "gpu", "preset", "context")),
+    "spec-vs-batch": ("speculative", "spec_cmd", ("model", "gpu", "preset", "context", "weights", "alpha", "gamma")),
+    "gamma": None,
+    "tree": ("speculative", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
+    "batching": ("serving", "batching_cmd", ("model", "gpu", "preset", "weights", "reserve")),
+}
+
+
+def defaults(kind: str) -> dict:
+    """The defaults of a kind: its table command's (read from that command, stated once) and its own."""
+    import importlib
+    import inspect
+
+    own = dict(OWN_DEFAULTS[kind])
+    source = FROM_COMMAND[kind]
+    if source is None:
+        return own
+    module, name, keys = source
+    fn = getattr(importlib.import_module(f"llm_cost.commands.{module}"), name)
+    params = inspect.signature(fn).parameters
+    taken = {k: params[k].default for k in keys}
+    if kind == "spec-vs-batch":
+        from llm_cost.report.spec_rows import DEFAULT_C
+
+        taken["c"] = [DEFAULT_C]  # `spec --c` defaults to the article's 0.1 inside the library
+    if kind == "tree":
+        taken["c"] = [taken["c"]]
+    return {**taken, **own}
 
 
 def _flag(name: str) -> str:
@@ -89,7 +116,7 @@ def plot_cmd(
         raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "
                                 f"{', '.join(_flag(n) for n in sorted(USES[kind]))}")
     path = check_output(output)
-    o = {**DEFAULTS[kind], **given}
+    o = {**defaults(kind), **given}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
             "batching": _batching}[kind]
     written = draw(o, path)

@@ -6,26 +6,12 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import (
-    Format,
-    Preset,
-    Weights,
-    command,
-    emit,
-)
+from llm_cost.commands.app import command, emit
+from llm_cost.commands.options import Format, GpuOpt, KvBytes, KvTokens, MaxLen, ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
-
-MemModel = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
-MemGpu = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
-Reserve = Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")]
-MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
-KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
-Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
-Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
-Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
@@ -44,15 +30,15 @@ CAPACITY_COLUMNS = [
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
                             "--prompt 272 --max-gen 512 --gen 64.5")
 def capacity_cmd(
-    model: MemModel = "gpt-3-13b",
-    gpu: MemGpu = "a100-40gb",
+    model: ModelOpt = "gpt-3-13b",
+    gpu: GpuOpt = "a100-40gb",
     reserve: Reserve = 0.1,
     prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
     max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
     gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
     max_len: MaxLen = None,
     weights: Weights = "bf16",
-    kv_bytes: Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8).")] = 2.0,
+    kv_bytes: KvBytes = 2.0,
     fmt: Format = "table",
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy."""
@@ -99,8 +85,8 @@ def waste_cmd(
     max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
-    model: MemModel = "gpt-3-13b",
-    gpu: MemGpu = "a100-40gb",
+    model: ModelOpt = "gpt-3-13b",
+    gpu: GpuOpt = "a100-40gb",
     preset: Preset = "lecture",
     reserve: Reserve = 0.1,
     fmt: Format = "table",
@@ -166,8 +152,8 @@ def batching_cmd(
     reservation: Annotated[Optional[str], typer.Option(help="iteration only: declared (default) or max_len.")] = None,
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
-    model: MemModel = "gpt-3-13b",
-    gpu: MemGpu = "a100-40gb",
+    model: ModelOpt = "gpt-3-13b",
+    gpu: GpuOpt = "a100-40gb",
     preset: Preset = "lecture",
     reserve: Reserve = 0.1,
     weights: Weights = "bf16",

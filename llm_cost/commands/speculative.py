@@ -6,16 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import (
-    BwEff,
-    Format,
-    GpuOpt,
-    ModelOpt,
-    Preset,
-    Weights,
-    command,
-    emit,
-)
+from llm_cost.commands.app import command, emit
+from llm_cost.commands.options import BwEff, Format, GpuOpt, ModelOpt, Preset, Weights
 from llm_cost.report.render import Column, fixed
 
 # ---- speculative decoding -------------------------------------------------------------------

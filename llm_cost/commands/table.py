@@ -6,7 +6,12 @@ from typing import Annotated, List
 
 import typer
 
-from llm_cost.commands.app import GpuOpt, command
+from llm_cost.commands.app import command
+from llm_cost.commands.options import GpuOpt, Reserve
+from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
+                                        DEFAULT_MODELS)
+from llm_cost.serving.capacity import DEFAULT_RESERVE
+from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
 
 FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, markdown (models as columns), "
                                                               "json or csv (one flat row per model).")]
@@ -15,15 +20,15 @@ FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, ma
 @command("table", epilog="Example: llm-cost table --format markdown; llm-cost table --model llama-3.1-8b "
                          "--model mixtral-8x7b --gpu h200 --context 8192 --format json")
 def table_cmd(
-    model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = ["llama-3-8b", "llama-3-70b", "deepseek-v3"],  # noqa: B006
-    gpu: GpuOpt = "h100-sxm",
-    alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = 0.8,
-    gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = 4,
-    c: Annotated[float, typer.Option("--c", help="Draft step over target step of the speculative row, >= 0.")] = 0.1,
+    model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = list(DEFAULT_MODELS),  # noqa: B006
+    gpu: GpuOpt = DEFAULT_GPU,
+    alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = DEFAULT_ALPHA,
+    gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = DEFAULT_GAMMA,
+    c: Annotated[float, typer.Option("--c", help="Draft step over target step of the speculative row, >= 0.")] = DEFAULT_C,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together (decode, speculative and MTP rows).")] = 1,
-    mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = [0.85, 0.9],  # noqa: B006
-    context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = [4096, 32768],  # noqa: B006
-    reserve: Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")] = 0.1,
+    mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = list(MTP_ALPHA_REPORTED),  # noqa: B006
+    context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = list(DEFAULT_CONTEXTS),  # noqa: B006
+    reserve: Reserve = DEFAULT_RESERVE,
     fmt: FormatMd = "table",
 ) -> None:
     """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
@@ -45,7 +50,7 @@ def table_cmd(
     if fmt in ("json", "csv"):
         render(rows, [], fmt)
         return
-    view, columns = table_view(rows)
+    view, columns = table_view(rows, contexts=context)
     notes = table_notes(rows)
     columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
     if fmt == "markdown":

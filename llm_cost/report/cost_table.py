@@ -35,9 +35,11 @@ from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPO
 from llm_cost.roofline import MAX_BATCH, step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 
+# The series' table (the article, §3.2): its models, accelerator, contexts and speculative draft.
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_CONTEXTS = (4096, 32768)
+DEFAULT_ALPHA, DEFAULT_GAMMA, DEFAULT_C = 0.8, 4, 0.1  # the article's draft (§2.3)
 THEORETICAL = PRESETS["article"]
 
 
@@ -47,7 +49,8 @@ def _check_contexts(contexts) -> tuple[int, ...]:
     return tuple(int(n) for n in check_all("contexts", contexts, low=1, integer=True))
 
 
-def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = 0.8, gamma: int = 4, c: float = 0.1,
+def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA, gamma: int = DEFAULT_GAMMA,
+             c: float = DEFAULT_C,
              batch: int = 1, contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
              mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
@@ -170,9 +173,8 @@ def _speculative_cell(row: dict) -> str:
     return _num("spec_speedup", 2)(row)
 
 
-def _lines(rows: Sequence[dict]) -> list[tuple[str, Callable[[dict], str]]]:
+def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Callable[[dict], str]]]:
     r = rows[0]
-    contexts = [int(k.rsplit("_", 1)[1]) for k in r if k.startswith("kv_bytes_per_sequence_at_")]
     b = r["batch"]
     lines = [
         ("parameters, total (B)", _num("params_total", 2, 1e9)),
@@ -213,15 +215,18 @@ def _lines(rows: Sequence[dict]) -> list[tuple[str, Callable[[dict], str]]]:
     return lines
 
 
-def table_view(rows: Sequence[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+def table_view(rows: Sequence[dict], *, contexts: Sequence[int] = DEFAULT_CONTEXTS,
+               ) -> tuple[list[dict], list[tuple[str, str]]]:
     """The rows turned around: one row per quantity, one column per model (cells as text).
 
+    `contexts`: the contexts the rows were computed at (`table_rows(..., contexts=...)`).
     Returns the view rows (keys 'quantity', 'm0', 'm1', ...) and the (key, header) of each column.
     """
     if not rows:
         raise InvalidValueError("the cost table needs at least one model")
+    contexts = _check_contexts(contexts)
     view = []
-    for label, text in _lines(rows):
+    for label, text in _lines(rows, contexts):
         cells = {"quantity": label}
         cells.update({f"m{i}": text(row) for i, row in enumerate(rows)})
         view.append(cells)
@@ -246,14 +251,21 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
                 f"{x['model']}: verifying {x['spec_gamma'] + 1} rows per sequence at batch {x['batch']} reads "
                 f"{x['spec_verify_over_base']:.2f}x the bytes of a decode step (each row routes to its "
                 f"own experts), so the generic draft {verdict}.")
+    low, high = (f"{a:.0%}" for a in MTP_ALPHA_REPORTED)
     for x in rows:
         if x["mtp_layers"]:
+            given = (x["mtp_alpha_low"], x["mtp_alpha_high"])
+            alpha = _span("mtp_alpha_low", "mtp_alpha_high", 2)(x)
+            source = ("as the report gives it" if given == MTP_ALPHA_REPORTED
+                      else f"as given; the report gives {low}-{high}")
             notes.append(
-                f"{x['model']} MTP, its own draft (γ 1): acceptance 85-90% and {MTP_TPS_REPORTED:g}x TPS "
-                f"as reported (DeepSeek-V3 Technical Report §5.4.3). c = one MTP module step over one "
-                f"model step on this roofline: one MoE block, the 2d x d projection and the shared LM "
-                f"head read again, the embedding a lookup ({x['mtp_params_own'] / 1e9:.1f}B parameters of "
-                f"its own, not in the weights above). E / (1 + c) agrees with the report; the roofline "
-                f"row is batch {x['batch']} on one accelerator, where verifying 2 rows reads "
-                f"{x['mtp_verify_over_base']:.2f}x the bytes of a step (uniform top-k routing).")
+                f"{x['model']} MTP, its own draft (γ 1): acceptance α {alpha} ({source}; DeepSeek-V3 "
+                f"Technical Report §5.4.3, which measures {MTP_TPS_REPORTED:g}x TPS). c = one MTP module "
+                f"step over one model step on this roofline: one MoE block, the 2d x d projection and the "
+                f"shared LM head read again, the embedding a lookup ({x['mtp_params_own'] / 1e9:.1f}B "
+                f"parameters of its own, not in the weights above). E / (1 + c) = "
+                f"{_span('mtp_speedup_verify_free_low', 'mtp_speedup_verify_free_high', 2)(x)}x against the "
+                f"report's {MTP_TPS_REPORTED:g}x; the roofline row is batch {x['batch']} on one accelerator, "
+                f"where verifying 2 rows reads {x['mtp_verify_over_base']:.2f}x the bytes of a step "
+                f"(uniform top-k routing).")
     return notes
