@@ -1,0 +1,30 @@
+"""README's library example runs as written and reproduces the article's table (§2.4)."""
+
+from __future__ import annotations
+
+import csv
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+from helpers import half_unit
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_library_sweep_writes_the_articles_table(tmp_path, monkeypatch):
+    section = README.read_text(encoding="utf-8").split("## Library", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(code.strip().splitlines()) <= 12  # "a ten-line sweep"
+    script = tmp_path / "sweep.py"
+    script.write_text(code, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(script))
+    rows = list(csv.DictReader((tmp_path / "sweep.csv").open()))
+    assert len(rows) == 8 * 6
+    at = {(int(r["gamma"]), int(r["batch"])): float(r["speedup"]) for r in rows}
+    # the article §2.4, alpha 0.8, gamma 4, c 0.1, peak: B = 1, 64, 128, 256 -> 2.40, 2.38, 1.39, 0.76
+    for b, printed in ((1, 2.40), (64, 2.38), (128, 1.39), (256, 0.76)):
+        assert at[(4, b)] == pytest.approx(printed, abs=half_unit(2))
