@@ -71,16 +71,20 @@ def check_number(name: str, value, *, low=None, high=None, low_open=False,
             params=params)
 
 
-def check_all(name: str, values, **limits) -> list:
-    """`values` as a list, or InvalidValueError unless it is non-empty and each passes `check_number`.
+def check_all(name: str, values, *, most: int | None = None, numbers: bool = True, **limits) -> list:
+    """`values` as a list, or InvalidValueError unless it holds 1 to `most` values, each valid.
 
-    The one validator of repeatable inputs (alphas, contexts, ...): `limits` as for `check_number`.
+    The one validator of repeatable inputs (alphas, contexts, curves of a figure): each value
+    passes `check_number` with `limits` unless `numbers` is False (widths, scheduler names).
     """
     values = list(values or ())
     if not values:
         raise InvalidValueError(f"{name} needs at least one value", params=_named(name))
-    for v in values:
-        check_number(name, v, **limits)
+    if most is not None and len(values) > most:
+        raise InvalidValueError(f"{name} takes at most {most} values, got {len(values)}", params=_named(name))
+    if numbers:
+        for v in values:
+            check_number(name, v, **limits)
     return values
 
 

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from llm_cost.speculative import closed_forms as speculative
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.speculative.trees import TreeSpeedup, tree_speedup
@@ -24,17 +24,9 @@ POINTS = 200  # samples of a continuous axis
 MAX_SIM_REQUESTS = 400_000  # requests x rates x curves of one batching figure (~5 ms per 500)
 
 
-def _some(option: str, values, *, limit: int = MAX_CURVES, **bounds) -> list:
-    """`values` as a list: at least one, at most `limit`, each within `bounds` (check_number's)."""
-    values = list(values)
-    if not values:
-        raise InvalidValueError(f"{option} needs at least one value")
-    if len(values) > limit:
-        raise InvalidValueError(f"{option} takes at most {limit} values in one figure, got {len(values)}")
-    if bounds:
-        for v in values:
-            check_number(option, v, **bounds)
-    return values
+def _some(name: str, values, *, limit: int = MAX_CURVES, **bounds) -> list:
+    """`values` as a list: at least one, at most `limit` in one figure, each within `bounds`."""
+    return check_all(name, values, most=limit, numbers=bool(bounds), **bounds)
 
 
 def _curves(count: int) -> None:
@@ -63,7 +55,7 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
     check_number("gamma", gamma, low=0, high=1024, integer=True)
     check_number("context", context, low=0, integer=True)
     check_number("max_rows", max_rows, low=2, high=1e9, integer=True)
-    batches = [int(b) for b in _some("batch", batches, limit=4, low=1, high=1e9, integer=True)]
+    batches = [int(b) for b in _some("batches", batches, limit=4, low=1, high=1e9, integer=True)]
     rows = np.unique(np.geomspace(1, max_rows, POINTS).round())
     out = []
     for fmt in formats:
@@ -103,9 +95,9 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
 
     check_number("batch_max", batch_max, low=2, high=1e7, integer=True)
     check_number("context", context, low=0, integer=True)
-    alphas, cs = _some("alpha", alphas, low=0, high=1), _some("c", cs, low=0)
-    gammas = [int(g) for g in _some("gamma", gammas, low=0, high=1e6, integer=True)]
-    marks = [int(b) for b in _some("batch", marks, limit=32, low=1, high=1e7, integer=True)]
+    alphas, cs = _some("alphas", alphas, low=0, high=1), _some("cs", cs, low=0)
+    gammas = [int(g) for g in _some("gammas", gammas, low=0, high=1e6, integer=True)]
+    marks = [int(b) for b in _some("marks", marks, limit=32, low=1, high=1e7, integer=True)]
     batch_max = max(batch_max, *marks)  # the axis reaches every marked batch
     _curves(len(alphas) * len(gammas) * len(cs) * len(profiles))
     batch = np.unique(np.geomspace(1, batch_max, POINTS).round())
@@ -140,7 +132,7 @@ class GammaCurve:
 def gamma_curves(*, alphas, cs, gamma_max: int = 16) -> list[GammaCurve]:
     """One curve per (alpha, c), verification free (Theorem 3.8); optimum from `optimal_gamma`."""
     check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)
-    alphas, cs = _some("alpha", alphas, limit=8, low=0, high=1), _some("c", cs, limit=4, low=0)
+    alphas, cs = _some("alphas", alphas, limit=8, low=0, high=1), _some("cs", cs, limit=4, low=0)
     _curves(len(alphas) * len(cs))
     g = np.arange(gamma_max + 1, dtype=float)
     out = []
@@ -164,10 +156,8 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
-    widths_list = _some("widths", widths_list, limit=24)
-    batches = [int(b) for b in _some("batch", batches, limit=6)]
-    for b in batches:
-        check_number("batch", b, low=1, high=MAX_BATCH, integer=True)
+    widths_list = _some("widths_list", widths_list, limit=24)
+    batches = [int(b) for b in _some("batches", batches, limit=6, low=1, high=MAX_BATCH, integer=True)]
     check_number("c", c, low=0)
     check_number("context", context, low=0, integer=True)
     out = []
@@ -206,15 +196,13 @@ def batching_curves(workload, replica, *, schedulers=("request", "iteration"), m
     """
     from llm_cost.serving.simulator import simulate
 
-    schedulers = _some("scheduler", schedulers, limit=2)
+    schedulers = _some("schedulers", schedulers, limit=2)
     for s in schedulers:
         if s not in BATCHING_SCHEDULERS:
             raise InvalidValueError(f"schedulers must be among {', '.join(BATCHING_SCHEDULERS)}, got {s!r}",
                                     params=("schedulers",))
-    max_batches = [int(b) for b in _some("max_batch", max_batches, limit=6)]
-    for b in max_batches:
-        check_number("max_batch", b, low=1, high=4096, integer=True)
-    rates = _some("rate", rates, limit=50)
+    max_batches = [int(b) for b in _some("max_batches", max_batches, limit=6, low=1, high=4096, integer=True)]
+    rates = _some("rates", rates, limit=50)
     for r in rates:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:  # NaN fails r > 0
             raise InvalidValueError(f"rates must be in (0, inf], got {r!r}", params=("rates",))
