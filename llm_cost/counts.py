@@ -19,7 +19,35 @@ BF16_BYTES = 2
 
 @dataclass(frozen=True)
 class ParamCounts:
-    """A model's parameters by component (counts, not bytes). Per-layer fields are one layer."""
+    r"""A model's parameters by component (counts, not bytes). Per-layer fields are one layer.
+
+    .. math:: N_{total} = L_{dense} N_{dense\,layer} + L_{moe} N_{moe\,layer}
+              + N_{emb} + N_{pos} + N_{head} + N_{final\,norm}
+
+    Attributes
+    ----------
+    embedding, position_embedding, lm_head, final_norm
+        Input token table (vocab x d), learned position table (GPT-2/3; else 0), LM head (0 when
+        tied to the embedding) and final norm gains, in parameters (integers >= 0).
+    attention_per_layer, norms_per_layer, dense_mlp_per_layer
+        One layer's attention projections (with biases and MLA's inner norms), norm gains (and
+        biases) and dense MLP, in parameters.
+    expert_params, shared_experts_per_layer, router_per_layer
+        One routed expert of one MoE layer, a MoE layer's shared experts and its router, in
+        parameters (0 for a dense model).
+    num_layers, num_moe_layers, num_experts, experts_per_token
+        Layer counts (num_moe_layers <= num_layers) and the routing: experts per MoE layer and the
+        top-k each token is sent to (0 for a dense model).
+
+    Examples
+    --------
+    Llama-3-8B, the Hub's safetensors total (the article, §3.1: 8.03B):
+
+    >>> from llm_cost.catalog import load_model
+    >>> p = param_counts(load_model("llama-3-8b"))
+    >>> p.total, p.per_layer, p.embedding == p.lm_head == 525_336_576
+    (8030261248, 218112000, True)
+    """
 
     embedding: int  # input token table
     position_embedding: int  # learned position table (GPT-2/3), else 0
@@ -38,6 +66,7 @@ class ParamCounts:
 
     @property
     def num_dense_layers(self) -> int:
+        """Layers with a dense MLP: num_layers - num_moe_layers."""
         return self.num_layers - self.num_moe_layers
 
     @property
@@ -63,6 +92,7 @@ class ParamCounts:
 
     @property
     def total(self) -> int:
+        """Every parameter: all layers, the embedding tables, the LM head and the final norm."""
         return (self.num_dense_layers * self.dense_layer + self.num_moe_layers * self.moe_layer
                 + self.embedding + self.position_embedding + self.lm_head + self.final_norm)
 
@@ -87,15 +117,45 @@ class ParamCounts:
 
 
 def param_counts(model: ModelSpec) -> ParamCounts:
-    """Count every parameter of `model` by component.
+    r"""Count every parameter of `model` by component.
 
-    Dense per layer (the article): attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff (GELU: 2*d*ff),
-    2 RMSNorm gains (LayerNorm: gains and biases); total = layers + embedding + LM head + final norm.
+    Dense per layer (the article, `param_count`): attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff
+    (GELU: 2*d*ff), 2 RMSNorm gains (LayerNorm: gains and biases); total = layers + embedding +
+    LM head + final norm. MoE and MLA shapes follow the DeepSeek-V3 and Mixtral Hub configs and
+    modeling code.
+
+    .. math:: N_{layer} = d\,q + 2\,d\,kv + q\,d + 3\,d\,ff + 2\,d
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec; load one with `llm_cost.catalog.load_model`).
+
+    Returns
+    -------
+    ParamCounts
+        Exact integer counts by component, with `total`, `active` and `gemm_active`.
+
+    Examples
+    --------
+    Llama-3-8B (the article, §3.1): per layer 4096*4096*2 + 4096*1024*2 + 3*4096*14336 + 2*4096
+    = 218,112,000; x 32 + 2 * 128256 * 4096 + 4096 = 8,030,261,248.
+
+    >>> from llm_cost.catalog import load_model
+    >>> p = param_counts(load_model("llama-3-8b"))
+    >>> p.per_layer, p.total
+    (218112000, 8030261248)
+
+    DeepSeek-V3 (MoE and MLA): 671B in all, 37.6B active per token.
+
+    >>> ds = param_counts(load_model("deepseek-v3"))
+    >>> round(ds.total / 1e9, 2), round(ds.active / 1e9, 1)
+    (671.03, 37.6)
     """
     d = model.hidden_size
     norm_width = 2 if model.norm_kind == "layer" else 1  # LayerNorm: gain and bias
     moe = model.moe
-    mlp_matrices = 3 if model.mlp_kind == "gated" else 2
+    mlp_matrices = model.mlp_matrices
     dense_mlp = mlp_matrices * d * model.intermediate_size
     if model.mlp_bias:
         dense_mlp += (mlp_matrices - 1) * model.intermediate_size + d
@@ -119,6 +179,7 @@ def param_counts(model: ModelSpec) -> ParamCounts:
 
 
 def _attention_params(model: ModelSpec) -> int:
+    """Attention parameters of one layer: MHA/GQA projections and biases, or MLA's."""
     d, h = model.hidden_size, model.num_heads
     mla = model.mla
     if mla is None:
@@ -141,10 +202,30 @@ def _attention_params(model: ModelSpec) -> int:
 
 
 def attention_flops_per_context_token(model: ModelSpec) -> int:
-    """FLOPs one query row spends per cached token, all layers: QK^T and AV, 2 FLOPs per MAC.
+    r"""FLOPs one query row spends per cached token, all layers: QK^T and AV, 2 FLOPs per MAC.
 
     MHA/GQA: 4 * heads * head_dim per layer (the article: 4 * hidden * ctx * layers).
     MLA, computed without weight absorption: 2 * heads * (qk_head_dim + v_head_dim).
+
+    .. math:: F_{attn} = 4\,h\,d_{head}\,L \quad\text{(MLA: } 2\,h\,(d_{qk} + d_v)\,L)
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+
+    Returns
+    -------
+    int
+        FLOPs per (query row, cached token) pair, summed over the layers.
+
+    Examples
+    --------
+    Llama-3-8B: 4 x 32 heads x 128 x 32 layers.
+
+    >>> from llm_cost.catalog import load_model
+    >>> attention_flops_per_context_token(load_model("llama-3-8b"))
+    524288
     """
     if model.mla is None:
         per_layer = 4 * model.num_heads * model.head_dim
@@ -154,20 +235,67 @@ def attention_flops_per_context_token(model: ModelSpec) -> int:
 
 
 def flops_per_token(model: ModelSpec, context: float = 0) -> float:
-    """Forward FLOPs for one token that attends to `context` cached tokens.
+    r"""Forward FLOPs for one token that attends to `context` cached tokens.
 
     2 * (active params less lookups) + attention term (the article, `forward_flops_per_token`:
     the input embedding is a lookup; a tied table doubles as the LM head and counts).
+
+    .. math:: F = 2\,N_{gemm\,active} + F_{attn}\,\cdot\,\mathit{context}
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+    context : float, optional
+        Cached tokens the token attends to, in [0, inf) (default 0).
+
+    Returns
+    -------
+    float
+        FLOPs (2 per multiply-accumulate).
+
+    Examples
+    --------
+    The article, §1.2: Llama-3-8B spends about 15.0 GFLOPs per token on its weights.
+
+    >>> from llm_cost.catalog import load_model
+    >>> round(flops_per_token(load_model("llama-3-8b")) / 1e9, 1)
+    15.0
     """
     check_number("context", context, low=0)
     return 2 * param_counts(model).gemm_active + attention_flops_per_context_token(model) * context
 
 
 def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
-    """KV cache bytes one token adds, all layers.
+    r"""KV cache bytes one token adds, all layers.
 
     MHA/GQA: 2 (K and V) * layers * kv_heads * head_dim * bytes (the article).
     MLA: layers * (kv_lora_rank + qk_rope_head_dim) * bytes (DeepSeek-V3: 576 per layer).
+
+    .. math:: b_{KV} = 2\,L\,h_{kv}\,d_{head}\,b \quad\text{(MLA: } L\,(r_{kv} + d_{rope})\,b)
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+    bytes_per_element : float, optional
+        Bytes of one cached element, in (0, inf): 2 for BF16 (default), 1 for FP8, 0.5 for 4 bits.
+
+    Returns
+    -------
+    float
+        Bytes per token of context.
+
+    Examples
+    --------
+    GPT-3 13B, the lecture §2.3: 2 x 40 x 40 x 128 x 2 = 819,200 bytes ("819.2 KB"); DeepSeek-V3's
+    MLA cache: 61 x 576 x 2 = 70,272 bytes.
+
+    >>> from llm_cost.catalog import load_model
+    >>> kv_bytes_per_token(load_model("gpt-3-13b"))
+    819200
+    >>> kv_bytes_per_token(load_model("deepseek-v3"))
+    70272
     """
     check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
     if model.mla is not None:
@@ -178,7 +306,31 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
 
 @dataclass(frozen=True)
 class WeightBytes:
-    """Weight bytes by how a forward pass reads them, in a given format."""
+    r"""Weight bytes by how a forward pass reads them, in a given format.
+
+    .. math:: B_{total} = B_{emb} + B_{pos} + B_{head} + B_{always} + L_{moe}\,E\,B_{expert}
+
+    Attributes
+    ----------
+    embedding, position_embedding, lm_head
+        Bytes of the input table (a lookup unless tied), the learned position table and the LM
+        head (0 when tied).
+    always
+        Bytes every pass reads: all layers' attention, norms, dense MLPs, shared experts and routers,
+        and the final norm.
+    expert
+        Bytes of one routed expert of one MoE layer (0 for a dense model).
+    num_moe_layers, num_experts
+        MoE layers and routed experts per MoE layer.
+    effective_bits
+        Bits per weight of the format, scales and zeros included (BF16 16, INT4 g128 4.25).
+
+    Examples
+    --------
+    >>> from llm_cost.catalog import load_model
+    >>> round(weight_bytes(load_model("llama-3-8b")).total / 1e9, 2)
+    16.06
+    """
 
     embedding: float  # input table (a lookup unless tied)
     position_embedding: float
@@ -191,15 +343,44 @@ class WeightBytes:
 
     @property
     def total(self) -> float:
+        """All weight bytes: tables, LM head, the always-read part and every routed expert."""
         return (self.embedding + self.position_embedding + self.lm_head + self.always
                 + self.num_moe_layers * self.num_experts * self.expert)
 
 
 def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
-    """Bytes of every weight in format `fmt` (the article, `quantized_weight_bytes`).
+    r"""Bytes of every weight in format `fmt` (the article, `quantized_weight_bytes`).
 
     Quantized: params * (bits + (scale_bits + zero_bits) / group_size) / 8, with the embedding
     tables (input, LM head, positions) at BF16 when `fmt.keep_embeddings_bf16`.
+
+    .. math:: B = N \cdot (b + (b_{scale} + b_{zero}) / g) / 8
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+    fmt : WeightFormat, optional
+        Weight format (default BF16; `llm_cost.specs.INT4_G128` is the article's INT4 g128).
+
+    Returns
+    -------
+    WeightBytes
+        Bytes (GB = 1e9 bytes) by component, `total` and the format's effective bits.
+
+    Examples
+    --------
+    The article, §3.1: Llama-3-8B is 16.06 GB in BF16; INT4(g128) is 4 + 32 / 128 = 4.25 bits
+    and 4.27 GB.
+
+    >>> from llm_cost.catalog import load_model
+    >>> from llm_cost.specs import INT4_G128
+    >>> m = load_model("llama-3-8b")
+    >>> round(weight_bytes(m).total / 1e9, 2)
+    16.06
+    >>> w = weight_bytes(m, INT4_G128)
+    >>> w.effective_bits, round(w.total / 1e9, 2)
+    (4.25, 4.27)
     """
     p = param_counts(model)
     per = fmt.bytes_per_weight
@@ -223,10 +404,37 @@ LORA_TARGETS_ALL = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> int:
-    """LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (the article).
+    r"""LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (the article).
 
     Targets: q, k, v, o (GQA/MHA attention), gate, up, down (MLP; a plain GELU MLP has up and
     down only). In MoE layers each routed and shared expert gets its own adapter.
+
+    .. math:: N_{LoRA} = \sum_{layers} \sum_{W \in targets} r\,(d_{in}(W) + d_{out}(W))
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec); MLA models take MLP targets only.
+    rank : int, optional
+        Adapter rank r, a whole number >= 1 (default 16).
+    targets : sequence of str, optional
+        Matrices to adapt: `LORA_TARGETS_ALL` (default) or `LORA_TARGETS_ATTN`, or any subset of
+        q, k, v, o, gate, up, down.
+
+    Returns
+    -------
+    int
+        Adapter parameters (counts).
+
+    Examples
+    --------
+    The article, §3.1: Llama-3-8B at rank 16 has 13.63M attention-only and 41.94M all-target
+    adapter parameters.
+
+    >>> from llm_cost.catalog import load_model
+    >>> m = load_model("llama-3-8b")
+    >>> round(lora_params(m, 16, LORA_TARGETS_ATTN) / 1e6, 2), round(lora_params(m, 16) / 1e6, 2)
+    (13.63, 41.94)
     """
     check_number("rank", rank, low=1, integer=True)
     if model.mla is not None and set(targets) & set(LORA_TARGETS_ATTN):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
-from llm_cost.roofline import PassCost
+from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -46,7 +46,7 @@ class IterationCost(PassCost):
 
     def prefill_s(self, prompt):
         """One request's prompt alone: P rows, P K/V written, P (P + 1) / 2 pairs."""
-        return self.time(prompt, prompt, prompt * (prompt + 1) / 2)
+        return self.time(prompt, prompt, causal_pairs(prompt))
 
     def decode_s(self, context, batch: int = 1):
         """`batch` requests with `context` cached tokens each generating one token."""
