@@ -1,4 +1,4 @@
-"""The property suite (llm_cost.checks.properties) over every catalog model, and `llm-cost check`."""
+"""The property suite (llm_cost.checks.properties and .formulas) over every catalog model, and `llm-cost check`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from hypothesis import given
 from typer.testing import CliRunner
 
 from llm_cost.cli import app
-from llm_cost.checks import properties as invariants
 from llm_cost.catalog import catalog_names, load_accelerator, load_model
-from llm_cost.checks.properties import Invariant, all_invariants, run
+from llm_cost.checks import runner as check_runner, strategies
+from llm_cost.checks.invariant import Invariant
+from llm_cost.checks.runner import all_invariants, run
 
 MODELS = catalog_names("models")
 GPUS = ["h100-sxm", "l40s"]
@@ -38,7 +39,7 @@ def test_a_failing_invariant_reports_its_shrunk_counterexample():
         from llm_cost.roofline import step_time
         from llm_cost.specs import PRESETS
 
-        @given(batch=invariants.batches)
+        @given(batch=strategies.batches)
         def prop(batch):
             assert step_time(model, gpu, PRESETS["article"], rows=batch, batch=batch).total_s < 5e-3
         return prop
@@ -70,7 +71,7 @@ def test_check_command_fails_with_counterexample(monkeypatch):
             assert False, "planted failure"
         return prop
 
-    monkeypatch.setattr(invariants, "all_invariants", lambda: [Invariant("planted", "fails", never)])
+    monkeypatch.setattr(check_runner, "all_invariants", lambda: [Invariant("planted", "fails", never)])
     out = runner.invoke(app, ["check", "--model", "llama-3-8b", "--format", "json"])
     assert out.exit_code == 1
     row = json.loads(out.output)[0]
@@ -84,7 +85,7 @@ def test_check_command_bad_examples():
 
 def test_a_crash_inside_a_property_is_a_fail_row_not_a_traceback():
     def crashes(model, gpu):
-        @given(batch=invariants.batches)
+        @given(batch=strategies.batches)
         def prop(batch):
             raise OverflowError("math range error")
         return prop

@@ -1,7 +1,8 @@
-"""Invariants of the model-independent formulas: speculative decoding, sampling, trees.
+"""Formula invariants: speculative decoding, sampling, trees, independent of any model (FORMULAS).
 
-Registered by `invariants.all_invariants`; run once per `llm-cost check`. Each hypothesis test
-pins the edge cases it must survive with `@example` (alpha 0 and 1, gamma 0 and 10^6).
+Registered by `runner.all_invariants`; run once per `llm-cost check`. Each hypothesis test
+pins the edge cases it must survive with `@example` (alpha 0 and 1, gamma 0 and 10^6). The
+strategies are `strategies`' public ones.
 """
 
 from __future__ import annotations
@@ -12,21 +13,18 @@ import numpy as np
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from llm_cost.speculative import sampling
-
+from llm_cost.checks.invariant import Invariant
+from llm_cost.checks.strategies import (
+    alphas,
+    costs,
+    gammas,
+    hit_rates,
+    probability_weights,
+    temperatures,
+    tree_widths,
+)
 from llm_cost.speculative import closed_forms as speculative
-
-from llm_cost.speculative import trees
-from llm_cost.checks.properties import Invariant
-
-alphas = st.floats(min_value=0.0, max_value=1.0)
-gammas = st.integers(min_value=0, max_value=10**6)
-small_gammas = st.integers(min_value=0, max_value=64)
-costs = st.floats(min_value=0.0, max_value=2.0)
-temperatures = st.one_of(st.just(0.0), st.just(1.0), st.floats(min_value=0.05, max_value=4.0))
-weights = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=2, max_size=12)
-widths = st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=6)
-hit_rates = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=4, max_size=4).map(sorted)
+from llm_cost.speculative import sampling, trees
 
 EXACT = 1e-12  # the issue's tolerance for "returns p"
 
@@ -96,7 +94,7 @@ def _ops_factor(*_):
 
 
 def _exact_sampling(*_):
-    @given(raw_p=weights, raw_q=weights, temperature=temperatures, k=st.integers(1, 12))
+    @given(raw_p=probability_weights, raw_q=probability_weights, temperature=temperatures, k=st.integers(1, 12))
     @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2], temperature=1.0, k=3)  # exercise 3
     def prop(raw_p, raw_q, temperature, k):
         p, q = _pair(raw_p, raw_q)
@@ -112,7 +110,7 @@ def _wrong_variants_biased(*_):
     q(x) > p(x) > 0. (Hypothesis found p = (1, 0), q = (1/2, 1/2): p != q, yet both rules
     return p; "biased whenever p != q" is false as stated.)"""
 
-    @given(raw_p=weights, raw_q=weights)
+    @given(raw_p=probability_weights, raw_q=probability_weights)
     @example(raw_p=[1.0, 0.0], raw_q=[0.5, 0.5])
     @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2])  # exercise 4: TV 0.15
     def prop(raw_p, raw_q):
@@ -134,7 +132,7 @@ def _wrong_variants_biased(*_):
 
 
 def _trees(*_):
-    @given(ws=widths, rates=hit_rates)
+    @given(ws=tree_widths, rates=hit_rates)
     def prop(ws, rates):
         hits = trees.TopKHits.of(dict(zip((1, 2, 4, 8), rates)))
         nodes = trees.tree_nodes(ws)

@@ -1,62 +1,33 @@
-"""Invariants: the properties the formulas promise, as hypothesis checks runnable at run time.
+"""Model invariants: what the formulas promise for any (model, gpu) pair, as hypothesis tests.
 
-`llm-cost check` runs them against catalog entries or a user's own config.json and datasheet;
-tests/test_properties.py runs the same checks in the test suite. Each invariant builds a
-hypothesis test for one (model, gpu) pair; a failure comes back with hypothesis's shrunk
-counterexample. Strategies are named and defined once below.
-
-Imports hypothesis: only the `check` command and the tests import this module.
+`llm-cost check` runs FOUNDATION against catalog entries or a user's own config.json and
+datasheet (through `runner`); tests/test_properties.py runs the same checks in the test suite.
+Each invariant builds a hypothesis test for one (model, gpu) pair; a failure comes back with
+hypothesis's shrunk counterexample. The strategies are `strategies`' public ones.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from dataclasses import dataclass
-from typing import Callable
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
+from llm_cost.checks.invariant import REL, Invariant
+from llm_cost.checks.strategies import (
+    batches,
+    bits,
+    contexts,
+    group_sizes,
+    kv_widths,
+    profiles,
+    rows_per_sequence,
+)
 from llm_cost.counts import kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.roofline import step_time
-from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
-
-# ---- named strategies -----------------------------------------------------------------------
-
-efficiencies = st.floats(min_value=0.05, max_value=1.0)
-fixed_times_s = st.floats(min_value=0.0, max_value=5e-3)
-profiles = st.builds(Profile, name=st.just("random"), bw_efficiency=efficiencies,
-                     compute_efficiency=efficiencies, fixed_time_s=fixed_times_s,
-                     read_input_embedding=st.booleans(), count_kv=st.booleans())
-batches = st.integers(min_value=1, max_value=4096)
-rows_per_sequence = st.integers(min_value=1, max_value=512)
-contexts = st.integers(min_value=0, max_value=131_072)
-bits = st.floats(min_value=1.0, max_value=16.0)
-group_sizes = st.sampled_from([32, 64, 128, 256])
-kv_widths = st.sampled_from([0.5, 1.0, 2.0, 4.0])
-
-REL = 1e-9  # float tolerance for identities that hold exactly in real arithmetic
-
-
-@dataclass(frozen=True)
-class Invariant:
-    """One promised property: a name, the statement, and a builder of its hypothesis test."""
-
-    name: str
-    statement: str
-    build: Callable[[ModelSpec, Accelerator], Callable[[], None]]
-    scope: str = "model"  # "model": run per (model, gpu); "formula": independent of both, run once
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    statement: str
-    passed: bool
-    counterexample: str = ""
-    model: str = "-"
-    gpu: str = "-"
+from llm_cost.serving import kv_capacity, requests_that_fit
+from llm_cost.specs import Profile, WeightFormat
 
 
 def _close_or_less(a: float, b: float) -> bool:
@@ -139,8 +110,6 @@ def _active_le_total(model, gpu):
 
 
 def _capacity_tight(model, gpu):
-    from llm_cost.serving.capacity import kv_capacity, requests_that_fit
-
     @given(reserve=st.floats(min_value=0.0, max_value=0.9), width=kv_widths,
            per_request=st.floats(min_value=1.0, max_value=1e6))
     def prop(reserve, width, per_request):
@@ -165,42 +134,3 @@ FOUNDATION = [
     Invariant("capacity_tight", "KV tokens and requests that fit are tight: n fit, n + 1 do not",
               _capacity_tight),
 ]
-
-
-def all_invariants() -> list[Invariant]:
-    """Every registered invariant: per-model ones first, then the formulas'."""
-    from llm_cost.checks.formulas import FORMULAS
-
-    return list(FOUNDATION) + list(FORMULAS)
-
-
-def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: int = 50) -> CheckResult:
-    """Run one invariant with `examples` hypothesis examples; a failure carries its counterexample."""
-    test = invariant.build(model, gpu)
-    names = dict(model=model.name, gpu=gpu.name) if invariant.scope == "model" else {}
-    if hasattr(test, "hypothesis"):
-        test = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                        suppress_health_check=list(HealthCheck), print_blob=False,
-                        report_multiple_bugs=False)(test)
-    try:
-        test()
-    except Exception as err:  # an assertion, or a crash inside the property: both are a FAIL row
-        notes = [n for n in getattr(err, "__notes__", []) if n.strip()]
-        first = str(err).splitlines()[0] if str(err) else ""
-        if not isinstance(err, AssertionError):
-            first = f"{type(err).__name__}: {first}"
-        detail = "; ".join([first or "assertion failed", *notes])
-        return CheckResult(invariant.name, invariant.statement, False, " ".join(detail.split()), **names)
-    return CheckResult(invariant.name, invariant.statement, True, **names)
-
-
-def run_all(models: list[ModelSpec], gpus: list[Accelerator], *, examples: int = 50,
-            invariants: list[Invariant] | None = None) -> list[CheckResult]:
-    """Model invariants for every (model, gpu) pair, then formula invariants once."""
-    invariants = all_invariants() if invariants is None else invariants
-    results = [run(inv, m, g, examples=examples)
-               for inv in invariants if inv.scope == "model" for m in models for g in gpus]
-    if models and gpus:
-        results += [run(inv, models[0], gpus[0], examples=examples)
-                    for inv in invariants if inv.scope == "formula"]
-    return results

@@ -6,11 +6,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import (
-    Format,
-    command,
-    emit,
-)
+from llm_cost.commands.app import command, emit
+from llm_cost.commands.options import Format
 from llm_cost.report.render import Column
 
 # ---- invariants -----------------------------------------------------------------------------
@@ -38,7 +35,7 @@ def check_cmd(
     check_number("examples", examples, low=1, high=100_000, integer=True)
     models = [load_model(n) for n in (model or catalog_names("models"))]
     gpus = [load_accelerator(n) for n in (gpu or ["h100-sxm"])]
-    from llm_cost.checks.properties import run_all  # hypothesis: imported only by this command
+    from llm_cost.checks.runner import run_all  # hypothesis: imported only by this command
 
     results = run_all(models, gpus, examples=examples)
     rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu,

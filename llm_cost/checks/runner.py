@@ -1,0 +1,52 @@
+"""What `llm-cost check` runs: every invariant, per (model, gpu) pair or once for the formulas.
+
+`run` turns one invariant's hypothesis test into a CheckResult, a failure carrying hypothesis's
+shrunk counterexample; `run_all` runs the model invariants for every pair, then the formula
+invariants once. Imports `properties` and `formulas`; neither imports this module.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+from llm_cost.checks.formulas import FORMULAS
+from llm_cost.checks.invariant import CheckResult, Invariant
+from llm_cost.checks.properties import FOUNDATION
+from llm_cost.specs import Accelerator, ModelSpec
+
+
+def all_invariants() -> list[Invariant]:
+    """Every registered invariant: per-model ones first, then the formulas'."""
+    return list(FOUNDATION) + list(FORMULAS)
+
+
+def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: int = 50) -> CheckResult:
+    """Run one invariant with `examples` hypothesis examples; a failure carries its counterexample."""
+    test = invariant.build(model, gpu)
+    names = dict(model=model.name, gpu=gpu.name) if invariant.scope == "model" else {}
+    if hasattr(test, "hypothesis"):
+        test = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+                        suppress_health_check=list(HealthCheck), print_blob=False,
+                        report_multiple_bugs=False)(test)
+    try:
+        test()
+    except Exception as err:  # an assertion, or a crash inside the property: both are a FAIL row
+        notes = [n for n in getattr(err, "__notes__", []) if n.strip()]
+        first = str(err).splitlines()[0] if str(err) else ""
+        if not isinstance(err, AssertionError):
+            first = f"{type(err).__name__}: {first}"
+        detail = "; ".join([first or "assertion failed", *notes])
+        return CheckResult(invariant.name, invariant.statement, False, " ".join(detail.split()), **names)
+    return CheckResult(invariant.name, invariant.statement, True, **names)
+
+
+def run_all(models: list[ModelSpec], gpus: list[Accelerator], *, examples: int = 50,
+            invariants: list[Invariant] | None = None) -> list[CheckResult]:
+    """Model invariants for every (model, gpu) pair, then formula invariants once."""
+    invariants = all_invariants() if invariants is None else invariants
+    results = [run(inv, m, g, examples=examples)
+               for inv in invariants if inv.scope == "model" for m in models for g in gpus]
+    if models and gpus:
+        results += [run(inv, models[0], gpus[0], examples=examples)
+                    for inv in invariants if inv.scope == "formula"]
+    return results
