@@ -28,3 +28,13 @@ def test_library_sweep_writes_the_articles_table(tmp_path, monkeypatch):
     # the article §2.4, alpha 0.8, gamma 4, c 0.1, peak: B = 1, 64, 128, 256 -> 2.40, 2.38, 1.39, 0.76
     for b, printed in ((1, 2.40), (64, 2.38), (128, 1.39), (256, 0.76)):
         assert at[(4, b)] == pytest.approx(printed, abs=half_unit(2))
+
+
+def test_property_test_example_runs():
+    section = README.read_text(encoding="utf-8").split("## Property tests for your own models", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    tests = [v for k, v in namespace.items() if k.startswith("test_")]
+    assert len(tests) == 1
+    tests[0]()  # hypothesis runs the example test with its own settings
