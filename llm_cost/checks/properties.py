@@ -38,7 +38,8 @@ def _close_or_less(a: float, b: float) -> bool:
 
 def _t_rows(model, gpu):
     @given(profile=profiles, batch=batches, r=rows_per_sequence, extra=rows_per_sequence, ctx=contexts)
-    @example(profile=Profile("lecture-like", 0.8, 0.6, 1e-3, False, True), batch=1, r=128, extra=1, ctx=1024)
+    @example(profile=Profile("lecture-like", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=1e-3,
+                             read_input_embedding=False, count_kv=True), batch=1, r=128, extra=1, ctx=1024)
     def prop(profile, batch, r, extra, ctx):
         a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).total_s
         b = step_time(model, gpu, profile, rows=batch * (r + extra), batch=batch, context=ctx).total_s

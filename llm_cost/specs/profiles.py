@@ -7,7 +7,7 @@ the input embedding a lookup, 1 ms fixed per pass; `lecture-draft` 0.3 ms).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 
 from llm_cost.errors import check_choice, check_number
 
@@ -20,6 +20,7 @@ class Profile:
     """
 
     name: str
+    _: KW_ONLY  # the knobs by name only: two efficiencies by position are easy to swap
     bw_efficiency: float = 1.0
     compute_efficiency: float = 1.0  # MFU
     fixed_time_s: float = 0.0  # per forward pass: launches, scheduling, sampling

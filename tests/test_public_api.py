@@ -1,0 +1,75 @@
+"""`import llm_cost as lc`: the names a script needs, resolved lazily, with names or specs."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import llm_cost as lc
+from helpers import half_unit
+
+PACKAGES = ["llm_cost", "llm_cost.specs", "llm_cost.catalog", "llm_cost.roofline", "llm_cost.speculative",
+            "llm_cost.serving"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_exported_name_resolves(package):
+    module = importlib.import_module(package)
+    assert module.__all__, package
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+    assert set(module.__all__) <= set(dir(module))
+
+
+def test_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        lc.nope  # noqa: B018
+
+
+def test_import_is_light():
+    # a script that only loads a config must not pay for numpy
+    code = "import sys, llm_cost as lc; lc.load_model('llama-3-8b'); print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_issue_example_prints_the_article_decode_bound():
+    # issue 9's acceptance line: the article §1.2, Llama-3-8B on an H100, decode bound 4.79 ms
+    code = "import llm_cost as lc; print(lc.step_time('llama-3-8b', 'h100-sxm', lc.PRESETS['article']).total_s)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) * 1e3 == pytest.approx(4.79, abs=half_unit(2))
+
+
+def test_names_and_specs_give_the_same_result():
+    by_name = lc.step_time("llama-3-8b", "h100-sxm", "lecture", batch=8, context=512)
+    by_spec = lc.step_time(lc.load_model("llama-3-8b"), lc.load_accelerator("h100-sxm"), lc.PRESETS["lecture"],
+                           batch=8, context=512)
+    assert by_name == by_spec
+
+
+def test_step_time_takes_arrays_and_numbers_alike():
+    rows = np.array([1, 64, 512, 4096])
+    grid = lc.step_time("llama-3-8b", "h100-sxm", "article", rows=rows)
+    for i, m in enumerate(rows.tolist()):
+        one = lc.step_time("llama-3-8b", "h100-sxm", "article", rows=m)
+        assert isinstance(one.total_s, float) and isinstance(one.bound, str)
+        assert grid.total_s[i] == pytest.approx(one.total_s, rel=1e-12)
+        assert grid.bound[i] == one.bound
+        assert grid.flops[i] == pytest.approx(one.flops, rel=1e-12)
+
+
+def test_speedup_forms_return_floats_for_numbers():
+    assert isinstance(lc.speedup(0.8, 4, 0.1), float)
+    assert isinstance(lc.expected_tokens(0.8, 4), float)
+
+
+def test_profile_knobs_are_keyword_only():
+    with pytest.raises(TypeError):
+        lc.Profile("x", 0.8, 0.6)  # efficiencies by position are easy to swap
+    assert lc.Profile("x", bw_efficiency=0.8, compute_efficiency=0.6).compute_efficiency == 0.6
