@@ -450,6 +450,7 @@ def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> i
         raise InvalidValueError(f"LoRA target 'gate' does not exist in {model.name} (plain GELU MLP)")
 
     def mlp(ff: int) -> int:
+        """Adapter parameters of one MLP of width `ff` in one layer (a dense MLP or one expert)."""
         shapes = {"gate": (d, ff), "up": (d, ff), "down": (ff, d)}
         return sum(rank * sum(shapes[t]) for t in targets if t in shapes)
 

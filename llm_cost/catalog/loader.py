@@ -18,7 +18,33 @@ from llm_cost.specs import Accelerator, ModelSpec, Profile
 
 @lru_cache(maxsize=64)
 def load_model(ref: str) -> ModelSpec:
-    """A model by catalog name (`llama-3-8b`) or by path to a config.json (or its folder)."""
+    """A model by catalog name (`llama-3-8b`) or by path to a config.json (or its folder).
+
+    The file is read once per process (cached): equal references give the same object.
+
+        name -> <catalog>/models/<name>/config.json;  path -> that file (or <folder>/config.json)
+
+    Parameters
+    ----------
+    ref : str
+        A catalog name (see `llm_cost.catalog.catalog_names("models")`), or a path to a Hugging
+        Face style config.json or to the folder that holds one.
+
+    Returns
+    -------
+    ModelSpec
+        The model, named after the catalog entry, the config's folder or the file's stem.
+
+    Examples
+    --------
+    Llama-3-8B's config.json (the article's model):
+
+    >>> m = load_model("llama-3-8b")
+    >>> m.name, m.num_layers, m.hidden_size, m.num_kv_heads, m.head_dim
+    ('llama-3-8b', 32, 4096, 8, 128)
+    >>> load_model("llama-3-8b") is m
+    True
+    """
     path = resolve(ref, "models", "model")
     catalog = path.parent.parent == catalog_dir("models")
     name = ref if catalog else (path.resolve().parent.name if path.name == "config.json" else path.stem)
@@ -27,13 +53,57 @@ def load_model(ref: str) -> ModelSpec:
 
 @lru_cache(maxsize=64)
 def load_accelerator(ref: str) -> Accelerator:
-    """An accelerator by catalog name (`h100-sxm`) or by path to a datasheet JSON."""
+    """An accelerator by catalog name (`h100-sxm`) or by path to a datasheet JSON.
+
+    The file is read once per process (cached).
+
+        name -> <catalog>/hardware/<name>.json;  path -> that file
+
+    Parameters
+    ----------
+    ref : str
+        A catalog name (see `llm_cost.catalog.catalog_names("hardware")`) or a path to a
+        datasheet JSON.
+
+    Returns
+    -------
+    Accelerator
+        Memory (bytes), HBM bandwidth (bytes/s) and dense BF16 throughput (FLOP/s), with the
+        datasheet's source.
+
+    Examples
+    --------
+    The article's H100: 80 GB, 3.35 TB/s, 989 TFLOPS BF16 dense.
+
+    >>> h100 = load_accelerator("h100-sxm")
+    >>> h100.name, h100.memory_bytes / 1e9, h100.bandwidth_bytes_per_s / 1e12, h100.bf16_flops_per_s / 1e12
+    ('H100 SXM', 80.0, 3.35, 989.0)
+    """
     path = resolve(ref, "hardware", "gpu")
     return accelerator_from_datasheet(read_json(path), path=path)
 
 
 def as_model(model) -> ModelSpec:
-    """A ModelSpec as given, or loaded from its catalog name or path."""
+    """A ModelSpec as given, or loaded from its catalog name or path.
+
+        as_model(m) = m if m is a ModelSpec else load_model(m)
+
+    Parameters
+    ----------
+    model : ModelSpec or str
+        A spec (returned unchanged), or a catalog name or path for `load_model`.
+
+    Returns
+    -------
+    ModelSpec
+
+    Examples
+    --------
+    >>> as_model("gpt-3-13b").num_layers
+    40
+    >>> as_model(load_model("gpt-3-13b")) is load_model("gpt-3-13b")
+    True
+    """
     if isinstance(model, ModelSpec):
         return model
     if isinstance(model, str):
@@ -43,7 +113,27 @@ def as_model(model) -> ModelSpec:
 
 
 def as_accelerator(gpu) -> Accelerator:
-    """An Accelerator as given, or loaded from its catalog name or path."""
+    """An Accelerator as given, or loaded from its catalog name or path.
+
+        as_accelerator(g) = g if g is an Accelerator else load_accelerator(g)
+
+    Parameters
+    ----------
+    gpu : Accelerator or str
+        A spec (returned unchanged), or a catalog name or path for `load_accelerator`.
+
+    Returns
+    -------
+    Accelerator
+
+    Examples
+    --------
+    The lecture's GPU (§2.3): an A100 with 40 GB.
+
+    >>> a100 = as_accelerator("a100-40gb")
+    >>> a100.name, a100.memory_bytes / 1e9
+    ('A100 40GB', 40.0)
+    """
     if isinstance(gpu, Accelerator):
         return gpu
     if isinstance(gpu, str):
@@ -53,7 +143,29 @@ def as_accelerator(gpu) -> Accelerator:
 
 
 def as_profile(profile) -> Profile:
-    """A Profile as given, or a preset by name (article, lecture, lecture-draft)."""
+    """A Profile as given, or a preset by name (article, lecture, lecture-draft).
+
+        as_profile(p) = p if p is a Profile else PRESETS[p]
+
+    Parameters
+    ----------
+    profile : Profile or str
+        A profile (returned unchanged) or a preset name.
+
+    Returns
+    -------
+    Profile
+        Bandwidth and compute efficiencies (fractions in (0, 1]), the fixed time per step
+        (seconds) and what a step reads.
+
+    Examples
+    --------
+    The lecture's preset: 80% of peak bandwidth, 60% of peak compute, 1 ms per step.
+
+    >>> p = as_profile("lecture")
+    >>> p.bw_efficiency, p.compute_efficiency, p.fixed_time_s
+    (0.8, 0.6, 0.001)
+    """
     if isinstance(profile, Profile):
         return profile
     from llm_cost.specs.profiles import preset

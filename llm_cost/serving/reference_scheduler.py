@@ -34,7 +34,26 @@ RESERVATIONS = ("declared", "max_len", "none")
 
 @dataclass(frozen=True)
 class KvRequest:
-    """One request of a step-level run; `max_gen` is what it declares (default its output)."""
+    """One request of a step-level run; `max_gen` is what it declares (default its output).
+
+        declared = max_gen if given else output;  KV written by its end = prompt + output - 1
+
+    Parameters
+    ----------
+    prompt : int
+        Prompt tokens, a whole number >= 1.
+    output : int
+        Tokens it generates, >= 1.
+    arrival_step : int, optional
+        Iteration at which it arrives, >= 0 (default 0).
+    max_gen : int or None, optional
+        Declared generation limit, >= output (default: output).
+
+    Examples
+    --------
+    >>> KvRequest(4, 5).declared, KvRequest(4, 5, max_gen=9).declared
+    (5, 9)
+    """
 
     prompt: int
     output: int
@@ -42,6 +61,7 @@ class KvRequest:
     max_gen: int | None = None
 
     def __post_init__(self) -> None:
+        """Validate the lengths (whole, >= 1), the arrival step (>= 0) and max_gen (>= output)."""
         check_number("prompt", self.prompt, low=1, integer=True)
         check_number("output", self.output, low=1, integer=True)
         check_number("arrival step", self.arrival_step, low=0, integer=True)
@@ -50,12 +70,33 @@ class KvRequest:
 
     @property
     def declared(self) -> int:
+        """The generation limit it declares: max_gen, else its output."""
         return self.output if self.max_gen is None else self.max_gen
 
 
 @dataclass(frozen=True)
 class Holder:
-    """A request stuck in a deadlock and the KV it holds."""
+    r"""A request stuck in a deadlock and the KV it holds.
+
+    .. math:: \mathit{kv\_tokens} = \mathit{prompt} + \mathit{generated} - 1
+
+    Attributes
+    ----------
+    request
+        Index in arrival order.
+    prompt, generated
+        Prompt tokens and tokens generated so far.
+    kv_tokens
+        KV tokens it holds: prompt + generated - 1.
+    remaining
+        Tokens it still has to generate.
+
+    Examples
+    --------
+    >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+    >>> run.deadlock.holders[0]
+    Holder(request=0, prompt=4, generated=2, kv_tokens=5, remaining=3)
+    """
 
     request: int  # index in arrival order
     prompt: int
@@ -66,7 +107,27 @@ class Holder:
 
 @dataclass(frozen=True)
 class Deadlock:
-    """When a no-reservation run stopped, and who holds the KV cache."""
+    """When a no-reservation run stopped, and who holds the KV cache.
+
+        kv_held_tokens = sum of the holders' prompt + generated - 1 = kv_capacity_tokens
+
+    Attributes
+    ----------
+    iterations_done
+        Iterations run (idle time excluded); the next one cannot run.
+    time_s
+        Clock in seconds at that point (None for a step-level run: no clock).
+    kv_capacity_tokens
+        The cache's size, tokens.
+    holders
+        The running requests and what they hold.
+    waiting
+        Requests arrived but not admitted.
+
+    Examples
+    --------
+    See `run_steps`.
+    """
 
     iterations_done: int  # iterations run (idle time excluded); the next one cannot run
     time_s: float | None  # clock at that point (None for a step-level run: no clock)
@@ -76,10 +137,29 @@ class Deadlock:
 
     @property
     def kv_held_tokens(self) -> int:
+        """KV tokens the holders hold together (the whole cache in a deadlock)."""
         return sum(h.kv_tokens for h in self.holders)
 
     def describe(self, limit: int = 8) -> str:
-        """One line: when, how much is held, and by whom (the first `limit` holders)."""
+        """One line: when, how much is held, and by whom (the first `limit` holders).
+
+        Parameters
+        ----------
+        limit : int, optional
+            Holders named (default 8); the rest are counted.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        The lecture exercise 10 without a reservation:
+
+        >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+        >>> print(run.deadlock.describe())
+        deadlock: iteration 3 cannot run; 2 requests hold 10 of 10 KV tokens: #0 holds 5 (3 to go), #1 holds 5 (3 to go); 0 waiting
+        """
         shown = ", ".join(f"#{h.request} holds {h.kv_tokens} ({h.remaining} to go)"
                           for h in self.holders[:limit])
         more = f", and {len(self.holders) - limit} more" if len(self.holders) > limit else ""
@@ -91,7 +171,30 @@ class Deadlock:
 
 @dataclass(frozen=True)
 class Step:
-    """One iteration of the trace."""
+    """One iteration of the trace.
+
+        kv_written = sum over running requests of (prompt + generated - 1)
+
+    Attributes
+    ----------
+    step
+        The iteration's index (iterations are counted from 0, idle ones skipped).
+    admitted, progressed, stalled, finished
+        Requests (indices) admitted, that wrote a token and generated one, that stalled (no free KV
+        token), and that finished in this iteration.
+    kv_written
+        KV tokens written after the iteration, before finished requests free theirs.
+    kv_reserved
+        KV tokens reserved after the iteration.
+
+    Examples
+    --------
+    The lecture exercise 10 without a reservation: both admitted (8 tokens), then 10.
+
+    >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+    >>> [(s.step, s.admitted, s.progressed, s.kv_written) for s in run.trace]
+    [(0, (0, 1), (), 8), (1, (), (0, 1), 10)]
+    """
 
     step: int
     admitted: tuple[int, ...]
@@ -104,7 +207,27 @@ class Step:
 
 @dataclass(frozen=True)
 class StepRun:
-    """A step-level run: when each request finished (end of iteration, None if it never did)."""
+    """A step-level run: when each request finished (end of iteration, None if it never did).
+
+        completed = (deadlock is None) and every finish_step is not None
+
+    Attributes
+    ----------
+    reservation
+        The policy: "declared", "max_len" or "none".
+    kv_capacity_tokens
+        The cache's size, tokens.
+    finish_step
+        Per request, the number of iterations done when it finished (None if it never did).
+    trace
+        One `Step` per iteration.
+    deadlock
+        The deadlock that stopped the run, or None.
+
+    Examples
+    --------
+    See `run_steps`.
+    """
 
     reservation: str
     kv_capacity_tokens: int
@@ -114,19 +237,49 @@ class StepRun:
 
     @property
     def completed(self) -> bool:
+        """True when there was no deadlock and every request finished."""
         return self.deadlock is None and all(f is not None for f in self.finish_step)
 
     @property
     def peak_kv_written(self) -> int:
+        """The most KV tokens written at once, tokens."""
         return max((s.kv_written for s in self.trace), default=0)
 
     @property
     def peak_kv_reserved(self) -> int:
+        """The most KV tokens reserved at once, tokens."""
         return max((s.kv_reserved for s in self.trace), default=0)
 
 
 def reservation_tokens(reservation: str, prompt: int, declared: int, max_len: int | None) -> int:
-    """KV tokens a request reserves when admitted: prompt + max_gen, max_len, or 0."""
+    r"""KV tokens a request reserves when admitted: prompt + max_gen, max_len, or 0.
+
+    .. math:: R = \begin{cases} P + G_{max} & \text{declared (Orca)} \\
+              L_{max} & \text{max\_len} \\ 0 & \text{none} \end{cases}
+
+    Parameters
+    ----------
+    reservation : str
+        "declared", "max_len" or "none".
+    prompt : int
+        Prompt tokens.
+    declared : int
+        The declared max_gen.
+    max_len : int or None
+        The maximum length (used by "max_len").
+
+    Returns
+    -------
+    int
+        Tokens.
+
+    Examples
+    --------
+    The lecture exercise 10: Orca reserves 4 + 5 = 9.
+
+    >>> reservation_tokens("declared", 4, 5, None), reservation_tokens("max_len", 4, 5, 2048)
+    (9, 2048)
+    """
     if reservation == "declared":
         return prompt + declared
     if reservation == "max_len":
@@ -137,11 +290,52 @@ def reservation_tokens(reservation: str, prompt: int, declared: int, max_len: in
 def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation: str = "none",
               max_batch: int | None = None, max_len: int | None = None,
               max_steps: int = 1_000_000) -> StepRun:
-    """Run `requests` iteration by iteration under a reservation policy; report deadlock.
+    r"""Run `requests` iteration by iteration under a reservation policy; report deadlock.
 
     Exercise 10: capacity 10, two requests of 4 prompt tokens generating 5 each. `none`: both
     admitted (8 tokens), then 10 after the next iteration, then stuck with 5 tokens each and 3
     still to generate. `declared` (4 + 5 = 9 reserved): the second waits; both complete.
+    The lecture §3.5; Orca, Algorithm 1, lines 23-25.
+
+    .. math:: \text{admit } i \iff \mathit{reserved} + R_i \le \mathit{capacity}
+              \ (\text{none: } P_i \le \text{free tokens})
+
+    Parameters
+    ----------
+    requests : list of KvRequest
+        The requests.
+    kv_capacity_tokens : int
+        The cache's size, a whole number of tokens >= 1.
+    reservation : str, optional
+        "none" (default), "declared" or "max_len".
+    max_batch : int or None, optional
+        Most requests running at once, >= 1 (default: all).
+    max_len : int or None, optional
+        Tokens a "max_len" reservation takes (required for it).
+    max_steps : int, optional
+        Iterations after which the run stops (default 1,000,000).
+
+    Returns
+    -------
+    StepRun
+        Finish iterations, the trace and the deadlock if any.
+
+    Examples
+    --------
+    The lecture exercise 10: "两个都被接纳，prefill 后占 8 个 ... 下一次迭代各写 1 个 → 10 个 ...
+    死锁".
+
+    >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+    >>> [s.kv_written for s in run.trace], run.completed, run.deadlock.iterations_done
+    ([8, 10], False, 2)
+    >>> [(h.request, h.kv_tokens, h.remaining) for h in run.deadlock.holders]
+    [(0, 5, 3), (1, 5, 3)]
+
+    Orca's reservation of prompt + max_gen = 9: "慢一些，但一定能完成".
+
+    >>> orca = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="declared")
+    >>> orca.completed, orca.finish_step, orca.peak_kv_reserved, orca.peak_kv_written
+    (True, (5, 10), 9, 8)
     """
     check_choice("reservation", reservation, RESERVATIONS)
     check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)

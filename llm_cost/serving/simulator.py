@@ -38,7 +38,39 @@ SCHEDULERS = ("request", "iteration", "none")
 
 @dataclass(frozen=True)
 class SimResult:
-    """What a simulation measured. Times in seconds, KV in tokens; means weighted by time busy."""
+    r"""What a simulation measured. Times in seconds, KV in tokens; means weighted by time busy.
+
+    .. math:: \mathit{latency\ per\ token}_i = (t^{finish}_i - t^{arrival}_i) / O_i
+
+    Attributes
+    ----------
+    scheduler, reservation, max_batch
+        The scheduler ("request", "iteration", "none"), the reservation and the batch limit.
+    rate_req_per_s, requests, kv_capacity_tokens
+        The workload's rate (req/s), its size and the replica's KV capacity (tokens).
+    finish_s
+        Finish time of each request (nan for one that never finished).
+    latency_per_token_s
+        Per-token latency of the finished requests, in arrival order (seconds).
+    throughput_req_per_s
+        Finished requests / (last finish - first arrival).
+    iterations, busy_s
+        Iterations run and seconds busy.
+    mean_batch
+        Requests in the running batch (request-level: padded rows included).
+    kv_reserved_mean_tokens, kv_written_mean_tokens, kv_reserved_peak_tokens, kv_written_peak_tokens
+        KV reserved and written: time-weighted means and peaks (tokens).
+    positions_computed
+        Token rows run through the model (padding included).
+    positions_needed
+        sum of prompt + output - 1 over the requests that ran.
+    deadlock
+        The deadlock that stopped a `none` run, or None.
+
+    Examples
+    --------
+    See `simulate`.
+    """
 
     scheduler: str
     reservation: str
@@ -62,20 +94,34 @@ class SimResult:
 
     @property
     def finished(self) -> int:
+        """Requests that finished."""
         return len(self.latency_per_token_s)
 
     def latency_percentile_s(self, q: float) -> float:
-        """The q-th percentile (0..100, linear interpolation) of per-token latency; nan if none."""
+        """The q-th percentile (0..100, linear interpolation) of per-token latency; nan if none.
+
+        Parameters
+        ----------
+        q : float
+            Percentile in [0, 100].
+
+        Returns
+        -------
+        float
+            Seconds per token.
+        """
         import numpy as np
 
         return float(np.percentile(self.latency_per_token_s, q)) if self.latency_per_token_s else math.nan
 
     @property
     def latency_per_token_median_s(self) -> float:
+        """Median per-token latency, seconds."""
         return self.latency_percentile_s(50)
 
     @property
     def latency_per_token_p90_s(self) -> float:
+        """90th percentile of per-token latency, seconds."""
         return self.latency_percentile_s(90)
 
     @property
@@ -90,16 +136,63 @@ class _Stats:
     __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows")
 
     def __init__(self) -> None:
+        """All sums and peaks at zero."""
         self.busy = self.area_n = self.area_r = self.area_w = 0.0
         self.peak_r = self.peak_w = self.iterations = self.rows = 0
 
 
 def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteration",
              max_batch: int = 32, reservation: str | None = None) -> SimResult:
-    """Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.
+    r"""Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.
 
     reservation: `request` always reserves max_len; `iteration` reserves `declared` (default)
-    or `max_len`; `none` reserves nothing.
+    or `max_len`; `none` reserves nothing. The lecture §2-§3, Orca §3 and Algorithm 1.
+
+    .. math:: T_{iter} = T(\mathit{rows}, kv_{read} + \mathit{rows}, \mathit{pairs}),\quad
+              \mathit{latency\ per\ token} = (t_{finish} - t_{arrival}) / O
+
+    Parameters
+    ----------
+    workload : Workload
+        The requests and their arrival times.
+    replica : Replica
+        Iteration cost, KV capacity (tokens) and the maximum length.
+    scheduler : str, optional
+        "iteration" (default, Orca), "request" (FasterTransformer) or "none" (iteration-level
+        without a reservation).
+    max_batch : int, optional
+        Most requests in the running batch, a whole number >= 1 (default 32).
+    reservation : str or None, optional
+        "max_len" or "declared" (see above; default the scheduler's first).
+
+    Returns
+    -------
+    SimResult
+        Finish times, per-token latencies, throughput, KV use and any deadlock.
+
+    Examples
+    --------
+    The lecture exercise 10 in the simulator, every iteration costing 1 s: without a
+    reservation both requests stall after 2 iterations; Orca's reservation of 9 completes both.
+
+    >>> from llm_cost.serving.replica import IterationCost
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> wl = fixed_workload([(4, 5), (4, 5)])
+    >>> server = Replica(IterationCost.unit(), 10, 2048)
+    >>> stuck = simulate(wl, server, scheduler="none")
+    >>> stuck.finished, stuck.deadlock.time_s, stuck.deadlock.kv_held_tokens
+    (0, 2.0, 10)
+    >>> done = simulate(wl, server, scheduler="iteration")
+    >>> done.finish_s, done.kv_reserved_peak_tokens
+    ((5.0, 10.0), 9)
+
+    GPT-3 13B on an A100 40GB: request-level batching fits 12,564 // 2048 = 6 requests.
+
+    >>> from llm_cost.catalog import load_model, load_accelerator
+    >>> from llm_cost.serving.workload import poisson_workload
+    >>> a100 = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
+    >>> simulate(poisson_workload(200, 4.0), a100, scheduler="request", max_batch=8).kv_reserved_peak_tokens
+    12288
     """
     check_choice("scheduler", scheduler, SCHEDULERS)
     check_number("max_batch", max_batch, low=1, integer=True)

@@ -23,7 +23,32 @@ ORCA_OUTPUT = (1, 128)  # U(1, 128) generated tokens
 
 @dataclass(frozen=True)
 class Workload:
-    """Requests in arrival order: arrival time, prompt tokens, generated tokens, declared max_gen."""
+    r"""Requests in arrival order: arrival time, prompt tokens, generated tokens, declared max_gen.
+
+    .. math:: t_i = u_i / \lambda,\quad u_i = \sum_{j \le i} e_j,\ e_j \sim \mathrm{Exp}(1)
+
+    Parameters
+    ----------
+    rate_req_per_s : float
+        Arrival rate lambda in (0, inf], requests per second; inf: every request arrives at time 0
+        (a saturated server).
+    unit_arrivals : tuple of float
+        Arrival times at rate 1 (sum of Exp(1) gaps), non-decreasing.
+    prompt, output : tuple of int
+        Prompt and generated tokens per request, each >= 1.
+    declared_gen : tuple of int
+        max_gen each request declares (>= its output).
+    seed : int or None, optional
+        The seed the lengths and gaps were drawn with (None for a hand-written workload).
+    description : str, optional
+        A one-line description for reports.
+
+    Examples
+    --------
+    >>> wl = fixed_workload([(4, 5), (100, 10)], arrivals_s=[0.0, 2.0])
+    >>> len(wl), wl.kv_tokens_written, wl.at_rate(2.0).arrival_s
+    (2, (8, 109), (0.0, 1.0))
+    """
 
     rate_req_per_s: float  # inf: every request arrives at time 0 (a saturated server)
     unit_arrivals: tuple[float, ...]  # arrival times at rate 1 (sum of Exp(1) gaps)
@@ -34,6 +59,7 @@ class Workload:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
         n = len(self.prompt)
         if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
             raise InvalidValueError("workload fields must have one entry per request")
@@ -45,6 +71,7 @@ class Workload:
                     f"each request needs prompt >= 1, output >= 1 and max_gen >= output, got {p}, {o}, {d}")
 
     def __len__(self) -> int:
+        """Requests in the workload."""
         return len(self.prompt)
 
     @property
@@ -56,7 +83,23 @@ class Workload:
         return tuple(u / r for u in self.unit_arrivals)
 
     def at_rate(self, rate: float) -> "Workload":
-        """The same requests arriving at another rate (same lengths, gaps scaled)."""
+        """The same requests arriving at another rate (same lengths, gaps scaled).
+
+        Parameters
+        ----------
+        rate : float
+            Arrival rate in (0, inf], requests per second.
+
+        Returns
+        -------
+        Workload
+
+        Examples
+        --------
+        >>> wl = poisson_workload(3, 1.0, seed=0)
+        >>> wl.at_rate(2.0).arrival_s == tuple(t / 2 for t in wl.arrival_s), wl.at_rate(float("inf")).arrival_s
+        (True, (0.0, 0.0, 0.0))
+        """
         _check_rate(rate)
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
                         self.seed, self.description)
@@ -68,6 +111,7 @@ class Workload:
 
 
 def _check_rate(rate: float) -> None:
+    """Raise unless `rate` is in (0, inf]."""
     if isinstance(rate, float) and math.isinf(rate) and rate > 0:
         return
     check_number("rate", rate, low=0, low_open=True)
@@ -82,17 +126,53 @@ def _lengths(option: str, spec, low: int) -> tuple[int, int]:
 
 
 def _describe(lo: int, hi: int) -> str:
+    """A length range as a report writes it: `128` or `U(32, 512)`."""
     return str(lo) if lo == hi else f"U({lo}, {hi})"
 
 
 def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_PROMPT,
                      output=ORCA_OUTPUT, max_gen: int | None = None) -> Workload:
-    """`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.
+    r"""`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.
 
     prompt, output: a fixed length or an inclusive (low, high) range (default Orca's U(32, 512)
-    and U(1, 128)). max_gen: the generation limit every request declares (default: its own
-    output length, as in Orca's experiments where no request stops early); it must cover the
-    longest output.
+    and U(1, 128); Yu et al., OSDI 2022, §6; the lecture §2.2). max_gen: the generation limit
+    every request declares (default: its own output length, as in Orca's experiments where no
+    request stops early); it must cover the longest output (the lecture §3.5 declares 512).
+
+    .. math:: t_i = \frac{1}{\lambda} \sum_{j \le i} e_j,\ e_j \sim \mathrm{Exp}(1),\quad
+              P_i \sim U\{p_{lo}, p_{hi}\},\quad O_i \sim U\{o_{lo}, o_{hi}\}
+
+    Parameters
+    ----------
+    requests : int
+        Requests to draw, a whole number >= 1.
+    rate : float
+        Arrival rate in (0, inf], requests per second.
+    seed : int, optional
+        Seed of numpy's default generator, a whole number >= 0 (default 0).
+    prompt : int or (int, int), optional
+        Prompt tokens, fixed or an inclusive range, >= 1 (default (32, 512)).
+    output : int or (int, int), optional
+        Generated tokens, fixed or an inclusive range, >= 1 (default (1, 128)).
+    max_gen : int or None, optional
+        Declared generation limit, at least the longest output (default: each request's output).
+
+    Returns
+    -------
+    Workload
+        Deterministic under the seed; the same seed at another rate keeps every length.
+
+    Examples
+    --------
+    Orca's workload: mean prompt about 272 tokens and mean output about 64.5.
+
+    >>> wl = poisson_workload(5000, 10.0, seed=0)
+    >>> wl.description
+    'Poisson, prompt U(32, 512), output U(1, 128)'
+    >>> min(wl.prompt) >= 32 and max(wl.prompt) <= 512 and min(wl.output) >= 1 and max(wl.output) <= 128
+    True
+    >>> round(sum(wl.prompt) / len(wl) / 272, 1), round(sum(wl.output) / len(wl) / 64.5, 1)
+    (1.0, 1.0)
     """
     import numpy as np
 
@@ -117,7 +197,33 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
 
 def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
                    max_gen: int | None = None) -> Workload:
-    """A hand-written workload: (prompt, output) per request, arrival times (default all at 0)."""
+    """A hand-written workload: (prompt, output) per request, arrival times (default all at 0).
+
+        t_i = arrivals_s[i] (rate 1: unit arrivals are seconds);  declared_i = max_gen or O_i
+
+    Parameters
+    ----------
+    requests : list of (int, int)
+        (prompt tokens, generated tokens) per request, at least one.
+    arrivals_s : sequence of float or None, optional
+        Arrival times in seconds, one per request and non-decreasing (default all 0).
+    max_gen : int or None, optional
+        Declared generation limit of every request (default: each request's output).
+
+    Returns
+    -------
+    Workload
+        At rate 1, so that its arrivals are the times given.
+
+    Examples
+    --------
+    The lecture exercise 10: two requests of 4 prompt tokens generating 5 each; each writes
+    4 + 5 - 1 = 8 KV tokens by its end.
+
+    >>> wl = fixed_workload([(4, 5), (4, 5)])
+    >>> wl.arrival_s, wl.kv_tokens_written
+    ((0.0, 0.0), (8, 8))
+    """
     if not requests:
         raise InvalidValueError("a workload needs at least one request")
     arrivals = [0.0] * len(requests) if arrivals_s is None else [float(a) for a in arrivals_s]

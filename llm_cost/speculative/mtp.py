@@ -27,10 +27,31 @@ MTP_GAMMA = 1  # one MTP module predicts one extra token
 
 
 def mtp_module(model: ModelSpec) -> ModelSpec:
-    """One MTP module as a one-layer model: a block like the model's last (MoE) layer, the
+    r"""One MTP module as a one-layer model: a block like the model's last (MoE) layer, the
     shared embedding and LM head, and its own output norm (`shared_head.norm`).
 
     The input norms and the 2d x d projection are not a ModelSpec part: see `mtp_params`.
+    DeepSeek-V3 Technical Report §2.2, Figure 3.
+
+    .. math:: h'_k = \mathrm{Block}(M\,[\mathrm{RMSNorm}(h_{k-1});\ \mathrm{RMSNorm}(\mathrm{Emb}(t_{k}))]),
+              \quad M \in \mathbb{R}^{d \times 2d}
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The main model (a spec); its MoE, if any, keeps its experts and loses its dense layers.
+
+    Returns
+    -------
+    ModelSpec
+        A one-layer model named "<model> MTP module".
+
+    Examples
+    --------
+    >>> from llm_cost.catalog import load_model
+    >>> m = mtp_module(load_model("deepseek-v3"))
+    >>> m.name, m.num_layers, m.num_moe_layers
+    ('deepseek-v3 MTP module', 1, 1)
     """
     moe = replace(model.moe, first_dense_layers=0) if model.moe is not None else None
     return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe)
@@ -38,7 +59,25 @@ def mtp_module(model: ModelSpec) -> ModelSpec:
 
 @dataclass(frozen=True)
 class MtpParams:
-    """Parameters of one MTP module (counts). DeepSeek-V3: 11.6B of its own, 13.5B stored."""
+    r"""Parameters of one MTP module (counts). DeepSeek-V3: 11.6B of its own, 13.5B stored.
+
+    .. math:: N_{own} = N_{block} + N_{proj},\quad N_{stored} = N_{own} + N_{emb} + N_{head}
+
+    Attributes
+    ----------
+    block
+        The transformer block and the output norm.
+    block_active
+        The block as one token uses it (shared + top-k routed experts).
+    projection
+        eh_proj (d x 2d, no bias) and the enorm / hnorm gains: 2 d^2 + 2 d.
+    shared
+        Embedding and LM head, the main model's.
+
+    Examples
+    --------
+    See `mtp_params`.
+    """
 
     block: int  # the transformer block and the output norm
     block_active: int  # the block as one token uses it (shared + top-k routed experts)
@@ -61,7 +100,30 @@ class MtpParams:
 
 
 def mtp_params(model: ModelSpec) -> MtpParams:
-    """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d."""
+    """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d.
+
+    .. math:: N_{proj} = 2 d^2 + 2 d
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The main model (a spec).
+
+    Returns
+    -------
+    MtpParams
+        Counts of the block (all and active), the projection and the shared tables.
+
+    Examples
+    --------
+    DeepSeek-V3: 11.6B of its own, 13.5B as the Hub checkpoint stores it (the README's "14B of
+    the Multi-Token Prediction (MTP) Module weights").
+
+    >>> from llm_cost.catalog import load_model
+    >>> n = mtp_params(load_model("deepseek-v3"))
+    >>> n.projection == 2 * 7168 ** 2 + 2 * 7168, round(n.own / 1e9, 1), round(n.stored / 1e9, 1)
+    (True, 11.6, 13.5)
+    """
     p = param_counts(mtp_module(model))
     d = model.hidden_size
     shared = p.embedding + p.lm_head
@@ -70,10 +132,37 @@ def mtp_params(model: ModelSpec) -> MtpParams:
 
 
 def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = BF16) -> StepTime:
-    """One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
+    r"""One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
 
     The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
     terms (as `PassCost` counts any GEMM); the embedding is a lookup.
+
+    .. math:: t_{MTP} = \max\left(\frac{B_{module} + B_{proj}}{BW\,\eta_{bw}},
+              \frac{B\,(F_{module} + 2 N_{proj})}{F_{peak}\,\eta_f}\right) + t_{fixed}
+
+    Parameters
+    ----------
+    model, gpu, profile
+        Specs, or catalog names / a preset name.
+    batch : float, optional
+        Sequences drafting at once, in [1, 1e12] (default 1).
+    fmt : WeightFormat, optional
+        The module's weight format (default BF16).
+
+    Returns
+    -------
+    StepTime
+        Bytes, FLOPs and times (seconds) of the draft step.
+
+    Examples
+    --------
+    DeepSeek-V3 on an H100, article preset, batch 1: c = t_MTP / T = 0.043 (the MTP module reads
+    its block's active experts, the projection and the LM head).
+
+    >>> from llm_cost.roofline import step_time
+    >>> t = mtp_step_time("deepseek-v3", "h100-sxm", "article")
+    >>> round(t.total_s / step_time("deepseek-v3", "h100-sxm", "article").total_s, 3)
+    0.043
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
@@ -86,7 +175,29 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = 
 
 @dataclass(frozen=True)
 class MtpSpeedup:
-    """The MTP draft (gamma 1) at each acceptance rate: tokens per step and speedups."""
+    r"""The MTP draft (gamma 1) at each acceptance rate: tokens per step and speedups.
+
+    .. math:: E = 1 + \alpha,\quad S_{free} = E / (1 + c),\quad S = E\,T(B) / (c\,T(B) + T(2B))
+
+    Attributes
+    ----------
+    alphas
+        Acceptance rates of the second token, fractions in [0, 1].
+    expected_tokens
+        1 + alpha per rate.
+    c
+        MTP step / model step, both on the roofline at the same batch.
+    verify_over_base
+        T(2B) / T(B): 2 rows per sequence read more experts.
+    speedup_verify_free
+        E / (1 + c) per rate.
+    speedup
+        The roofline's E T(B) / (c T(B) + T(2B)) per rate.
+
+    Examples
+    --------
+    See `mtp_speedup`.
+    """
 
     alphas: tuple[float, ...]
     expected_tokens: tuple[float, ...]  # 1 + alpha
@@ -98,10 +209,40 @@ class MtpSpeedup:
 
 def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_ALPHA_REPORTED,
                 batch: float = 1) -> MtpSpeedup:
-    """Speculative decoding with the model's own MTP module as the draft (gamma = 1).
+    r"""Speculative decoding with the model's own MTP module as the draft (gamma = 1).
 
-    DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.78-1.83 (the report's
-    1.8x); on the roofline ~1.2, because verifying 2 rows touches ~2x the routed experts.
+    DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.77-1.82 (the report's
+    1.8x, DeepSeek-V3 Technical Report §5.4.3; the article §2.5 and the lecture §10.4); on the
+    roofline ~1.2, because verifying 2 rows touches ~2x the routed experts (the lecture §9.3).
+
+    .. math:: S = (1 + \alpha)\,T(B) / (c\,T(B) + T(2B))
+
+    Parameters
+    ----------
+    model, gpu
+        Specs, or catalog names.
+    profile : Profile or str, optional
+        The time model's preset (default "article").
+    alphas : sequence of float, optional
+        Acceptance rates, fractions in [0, 1] (default the report's 0.85 and 0.90).
+    batch : float, optional
+        Sequences per step, in [1, 1e12] (default 1).
+
+    Returns
+    -------
+    MtpSpeedup
+        Tokens per step, c, T(2B) / T(B) and both speedups per acceptance rate.
+
+    Examples
+    --------
+    The article §2.5: E = 1 + alpha = 1.85 to 1.9 tokens per step; E / (1 + c) brackets the
+    report's 1.8x TPS.
+
+    >>> s = mtp_speedup("deepseek-v3", "h100-sxm", "article")
+    >>> [round(e, 2) for e in s.expected_tokens], round(s.c, 3)
+    ([1.85, 1.9], 0.043)
+    >>> [round(x, 2) for x in s.speedup_verify_free], [round(x, 2) for x in s.speedup]
+    ([1.77, 1.82], [1.18, 1.21])
     """
     import numpy as np
 

@@ -31,11 +31,29 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 @dataclass(frozen=True)
 class TopKHits:
-    """A draft's top-k hit rates: the probability that the target's token is among its top k."""
+    r"""A draft's top-k hit rates: the probability that the target's token is among its top k.
+
+    .. math:: h(k) = P(x_{target} \in \mathrm{top}_k(q)),\quad 0 \le h(k_1) \le h(k_2) \le 1
+              \text{ for } k_1 < k_2
+
+    Parameters
+    ----------
+    rates : tuple of (int, float)
+        (k, h(k)) pairs, k a whole number >= 1 in increasing order, each rate a fraction in
+        [0, 1] and not below the rate of a smaller k (more candidates cannot hit less).
+
+    Examples
+    --------
+    The lecture §10.3 (demo 05 part 3): the weak draft (Lecture 3's model, first layer only).
+
+    >>> WEAK_DRAFT.ks, WEAK_DRAFT.rate(4)
+    ((1, 2, 4, 8), 0.79)
+    """
 
     rates: tuple[tuple[int, float], ...]  # (k, rate), k increasing
 
     def __post_init__(self) -> None:
+        """Validate the rates: k whole and increasing, each rate in [0, 1] and not falling with k."""
         if not self.rates:
             raise InvalidValueError("top-k hit rates must not be empty")
         previous_k, previous_rate = 0, 0.0
@@ -52,21 +70,73 @@ class TopKHits:
 
     @classmethod
     def of(cls, mapping: dict) -> "TopKHits":
+        """Hit rates from a {k: h(k)} mapping, sorted by k.
+
+        Parameters
+        ----------
+        mapping : dict of int to float
+            k (whole, >= 1) to its hit rate, a fraction in [0, 1].
+
+        Returns
+        -------
+        TopKHits
+
+        Examples
+        --------
+        >>> TopKHits.of({2: 0.64, 1: 0.44}).rates
+        ((1, 0.44), (2, 0.64))
+        """
         return cls(tuple(sorted(mapping.items())))
 
     @property
     def ks(self) -> tuple[int, ...]:
+        """The k that have a rate, increasing."""
         return tuple(k for k, _ in self.rates)
 
     def require(self, widths) -> None:
-        """Raise unless every width has a rate (no interpolation between given k)."""
+        """Raise unless every width has a rate (no interpolation between given k).
+
+        Parameters
+        ----------
+        widths : sequence of int
+            Tree widths per depth.
+
+        Raises
+        ------
+        InvalidValueError
+            Naming the first width without a rate.
+
+        Examples
+        --------
+        >>> WEAK_DRAFT.require((4, 2, 2, 1))
+        >>> WEAK_DRAFT.require((4, 3))
+        Traceback (most recent call last):
+        ...
+        llm_cost.errors.InvalidValueError: widths 4x3: width 3 has no rate in hits (given for k = 1, 2, 4, 8)
+        """
         missing = [w for w in widths if w not in self.ks]
         if missing:
             raise InvalidValueError(f"widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
                                     f"hits (given for k = {', '.join(map(str, self.ks))})", params=("widths", "hits"))
 
     def rate(self, k: int) -> float:
-        """h(k); a width without a given rate is an error (no interpolation)."""
+        """h(k); a width without a given rate is an error (no interpolation).
+
+        Parameters
+        ----------
+        k : int
+            A width that has a rate.
+
+        Returns
+        -------
+        float
+            The top-k hit rate, a fraction in [0, 1].
+
+        Examples
+        --------
+        >>> STRONG_DRAFT.rate(1), WEAK_DRAFT.rate(1)
+        (0.79, 0.44)
+        """
         for known, rate in self.rates:
             if known == k:
                 return rate
@@ -82,6 +152,7 @@ STRONG_DRAFT = TopKHits.of({1: 0.79, 2: 0.94, 4: 0.98, 8: 1.00})
 
 
 def _widths(widths) -> tuple[int, ...]:
+    """Validated widths: at least one depth, each a whole number >= 1."""
     widths = tuple(widths)
     if not widths:
         raise InvalidValueError("tree widths must name at least one depth")
@@ -91,14 +162,58 @@ def _widths(widths) -> tuple[int, ...]:
 
 
 def tree_nodes(widths) -> int:
-    """Draft tokens a tree verifies: sum over depths of the product of widths so far (4x2x2x1 -> 44)."""
+    r"""Draft tokens a tree verifies: sum over depths of the product of widths so far (4x2x2x1 -> 44).
+
+    .. math:: \mathit{nodes} = \sum_{d=1}^{D} \prod_{j \le d} w_j
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Branching width per depth, each a whole number >= 1 (at least one depth).
+
+    Returns
+    -------
+    int
+        Tree nodes (draft tokens) verified in one target pass.
+
+    Examples
+    --------
+    The lecture exercise 9: 4 + 8 + 16 + 16 = 44; the lecture §14 pitfall 10: 8x4x2x1 has 168.
+
+    >>> tree_nodes((4, 2, 2, 1)), tree_nodes((8, 4, 2, 1))
+    (44, 168)
+    """
     return sum(math.prod(_widths(widths)[:d + 1]) for d in range(len(_widths(widths))))
 
 
 def tree_tau(widths, hits: TopKHits) -> float:
-    """Expected tokens per round tau = 1 + sum_d prod_{j <= d} h(w_j), depths independent.
+    r"""Expected tokens per round tau = 1 + sum_d prod_{j <= d} h(w_j), depths independent.
 
     The lecture exercise 9: 4x2x2x1 with the weak draft -> 1 + 0.79 + 0.506 + 0.324 + 0.142 = 2.76.
+
+    .. math:: \tau = 1 + \sum_{d=1}^{D} \prod_{j \le d} h(w_j)
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Branching width per depth, each a whole number >= 1 with a rate in `hits`.
+    hits : TopKHits
+        The draft's top-k hit rates (`WEAK_DRAFT`, `STRONG_DRAFT` or your own).
+
+    Returns
+    -------
+    float
+        Expected tokens per round, in [1, depth + 1].
+
+    Examples
+    --------
+    >>> round(tree_tau((4, 2, 2, 1), WEAK_DRAFT), 2)
+    2.76
+
+    A chain of gamma drafts is the tree 1x...x1: Eq. 1 with alpha = h(1).
+
+    >>> round(tree_tau((1, 1, 1, 1), TopKHits.of({1: 0.8})), 4)  # 1 + 0.8 + 0.64 + 0.512 + 0.4096
+    3.3616
     """
     tau, reach = 1.0, 1.0
     for w in _widths(widths):
@@ -109,7 +224,25 @@ def tree_tau(widths, hits: TopKHits) -> float:
 
 @dataclass(frozen=True)
 class TreeSpeedup:
-    """One tree at each batch: its size, tau, the round's parts (seconds) and the speedup."""
+    r"""One tree at each batch: its size, tau, the round's parts (seconds) and the speedup.
+
+    .. math:: S(B) = \tau\,T(B) / (D\,c\,T(B) + T(B\,(\mathit{nodes} + 1)))
+
+    Attributes
+    ----------
+    widths, nodes, tau
+        The tree's widths per depth, its node count and its expected tokens per round.
+    batch
+        Sequences per step (array).
+    base_s, verify_s, draft_round_s
+        T(B), T(B (nodes + 1)) and all D draft levels of a round, depth * c * T(B), in seconds.
+    speedup
+        tau T(B) / round time (> 1: the tree pays).
+
+    Examples
+    --------
+    See `tree_speedup`.
+    """
 
     widths: tuple[int, ...]
     nodes: int
@@ -122,6 +255,7 @@ class TreeSpeedup:
 
     @property
     def depth(self) -> int:
+        """Depths of the tree (draft levels per round)."""
         return len(self.widths)
 
     @property
@@ -131,23 +265,66 @@ class TreeSpeedup:
 
     @property
     def verify_rows(self) -> np.ndarray:
+        """Rows of the verification pass: B (nodes + 1)."""
         return self.batch * (self.nodes + 1)
 
     @property
     def round_s(self) -> np.ndarray:
+        """Seconds per round: all draft levels plus the verification pass."""
         return self.draft_round_s + self.verify_s
 
     @property
     def verify_over_base(self) -> np.ndarray:
+        """T(B (nodes + 1)) / T(B): what verifying the tree costs over a plain step."""
         return self.verify_s / self.base_s
 
 
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
                  hits: TopKHits, batch=1, c=0.05, context=0,
                  fmt: WeightFormat = BF16) -> TreeSpeedup:
-    """Speedup of tree verification at batch B: tau T(B) / (depth c T(B) + T(B (nodes + 1))).
+    r"""Speedup of tree verification at batch B: tau T(B) / (depth c T(B) + T(B (nodes + 1))).
 
-    `c`: one draft level's cost over a target step (the lecture assumes 5%).
+    `c`: one draft level's cost over a target step (the lecture assumes 5%). Trees win at batch 1
+    and lose at batch 32, where B (nodes + 1) rows make verification compute-bound (the lecture
+    §10.3).
+
+    .. math:: S = \tau\,T(B) / (D\,c\,T(B) + T(B\,(\mathit{nodes} + 1)))
+
+    Parameters
+    ----------
+    model, gpu, profile
+        The target's specs, or catalog names / a preset name (`"llama-3.1-8b"`, `"h100-sxm"`,
+        `"lecture"`).
+    widths : sequence of int
+        Branching width per depth, each a whole number >= 1 with a rate in `hits`.
+    hits : TopKHits
+        The draft's top-k hit rates.
+    batch : float or array, optional
+        Sequences per step, in [1, 1e12] (default 1); arrays broadcast.
+    c : float or array, optional
+        One draft level's time over T(B), in [0, inf) (default 0.05).
+    context : float or array, optional
+        Cached tokens per sequence, in [0, 1e12] (default 0).
+    fmt : WeightFormat, optional
+        The target's weight format (default BF16).
+
+    Returns
+    -------
+    TreeSpeedup
+        Node count, tau, T(B), T(B (nodes + 1)), the draft levels' time (seconds) and the speedup,
+        arrays of the broadcast shape.
+
+    Examples
+    --------
+    The lecture's 4x2x2x1 tree with the weak draft, Llama-3.1-8B on an H100 (lecture preset,
+    context 1024): verification is free at batch 1 and costs several steps at batch 32.
+
+    >>> t = tree_speedup("llama-3.1-8b", "h100-sxm", "lecture", widths=(4, 2, 2, 1), hits=WEAK_DRAFT,
+    ...                  batch=[1, 32], context=1024)
+    >>> t.label, t.nodes, round(t.tau, 2), t.verify_rows.tolist()
+    ('4x2x2x1', 44, 2.76, [45.0, 1440.0])
+    >>> [round(float(s), 2) for s in t.speedup]
+    [2.3, 0.56]
     """
     widths = _widths(widths)
     nodes, tau = tree_nodes(widths), tree_tau(widths, hits)
