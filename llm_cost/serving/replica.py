@@ -3,7 +3,7 @@
 An iteration of iteration-level scheduling mixes sequences in different states (the lecture
 §3.2, StepModel.mixed_time): decoding requests feed 1 row each and read their cached KV; new
 requests feed their whole prompt; the weights are read once. Our roofline's `PassCost`
-(`llm_cost.roofline.step_time`) times a pass over `rows` rows that moves `kv_tokens` K/V tokens (the
+(`llm_cost.roofline.step`) times a pass over `rows` rows that moves `kv_tokens` K/V tokens (the
 `kv_read` cached ones read, the rows' written) and computes `pairs` (query, key) attention pairs:
 
     T = max((weights + (kv_read + rows) x kv_bytes) / (BW x eta_bw),
