@@ -73,3 +73,13 @@ def test_profile_knobs_are_keyword_only():
     with pytest.raises(TypeError):
         lc.Profile("x", 0.8, 0.6)  # efficiencies by position are easy to swap
     assert lc.Profile("x", bw_efficiency=0.8, compute_efficiency=0.6).compute_efficiency == 0.6
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_export_is_named_like_a_submodule(package):
+    # a submodule named like an exported function shadows it once imported (roofline.step_time did)
+    import pkgutil
+
+    module = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)
