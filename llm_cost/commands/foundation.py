@@ -9,6 +9,7 @@ import typer
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import KvBytes, BwEff, FixedMs, Format, GpuOpt, KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights
 from llm_cost.report.render import Column, fixed
+from llm_cost.specs.profiles import ARTICLE_SETTING
 
 # ---- model ----------------------------------------------------------------------------------
 
@@ -59,12 +60,12 @@ ROOFLINE_COLUMNS = [
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
                             "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
 def roofline_cmd(
-    model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    model: ModelOpt = ARTICLE_SETTING.model,
+    gpu: GpuOpt = ARTICLE_SETTING.gpu,
     rows: Annotated[List[int], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable).")] = [1],  # noqa: B006
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences the rows come from.")] = 1,
     context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
-    preset: Preset = "article",
+    preset: Preset = ARTICLE_SETTING.preset,
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,

@@ -9,6 +9,8 @@ import typer
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import Format, GpuOpt, KvBytes, KvTokens, MaxLen, ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights
 from llm_cost.commands.progress import SweepProgress
+from llm_cost.serving.capacity import DEFAULT_RESERVE
+from llm_cost.specs.profiles import LECTURE_SERVING
 from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
@@ -30,9 +32,9 @@ CAPACITY_COLUMNS = [
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
                             "--prompt 272 --max-gen 512 --gen 64.5")
 def capacity_cmd(
-    model: ModelOpt = "gpt-3-13b",
-    gpu: GpuOpt = "a100-40gb",
-    reserve: Reserve = 0.1,
+    model: ModelOpt = LECTURE_SERVING.model,
+    gpu: GpuOpt = LECTURE_SERVING.gpu,
+    reserve: Reserve = DEFAULT_RESERVE,
     prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
     max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
     gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
@@ -85,10 +87,10 @@ def waste_cmd(
     max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
-    model: ModelOpt = "gpt-3-13b",
-    gpu: GpuOpt = "a100-40gb",
-    preset: Preset = "lecture",
-    reserve: Reserve = 0.1,
+    model: ModelOpt = LECTURE_SERVING.model,
+    gpu: GpuOpt = LECTURE_SERVING.gpu,
+    preset: Preset = LECTURE_SERVING.preset,
+    reserve: Reserve = DEFAULT_RESERVE,
     fmt: Format = "table",
 ) -> None:
     """Request-level padding: token positions computed vs needed, for one batch or a simulated load."""
@@ -152,10 +154,10 @@ def batching_cmd(
     reservation: Annotated[Optional[str], typer.Option(help="iteration only: declared (default) or max_len.")] = None,
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
-    model: ModelOpt = "gpt-3-13b",
-    gpu: GpuOpt = "a100-40gb",
-    preset: Preset = "lecture",
-    reserve: Reserve = 0.1,
+    model: ModelOpt = LECTURE_SERVING.model,
+    gpu: GpuOpt = LECTURE_SERVING.gpu,
+    preset: Preset = LECTURE_SERVING.preset,
+    reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
     fmt: Format = "table",
 ) -> None:

@@ -9,6 +9,8 @@ import typer
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import BwEff, Format, GpuOpt, ModelOpt, Preset, Weights
 from llm_cost.report.render import Column, fixed
+from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
+from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
 
 # ---- speculative decoding -------------------------------------------------------------------
 
@@ -44,9 +46,9 @@ def spec_cmd(
     batch: Batches = [1],  # noqa: B006
     c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable; default 0.1).")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model (name or config.json): c from its own roofline time.")] = None,
-    model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
-    preset: Preset = "article",
+    model: ModelOpt = ARTICLE_SETTING.model,
+    gpu: GpuOpt = ARTICLE_SETTING.gpu,
+    preset: Preset = ARTICLE_SETTING.preset,
     draft_preset: Annotated[Optional[str], typer.Option("--draft-preset", help="Draft's profile (default: lecture-draft with --preset lecture, else the same).")] = None,
     mfu: Mfus = None,
     bw_eff: BwEff = None,
@@ -98,12 +100,12 @@ def gamma_cmd(
                         "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
 def tree_cmd(
     widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
-    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = "1:0.44,2:0.64,4:0.79,8:0.91",
+    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
     batch: Batches = [1],  # noqa: B006
-    c: Annotated[float, typer.Option("--c", help="One draft level's cost over a target step, >= 0.")] = 0.05,
-    model: ModelOpt = "llama-3.1-8b",
-    gpu: GpuOpt = "h100-sxm",
-    preset: Preset = "lecture",
+    c: Annotated[float, typer.Option("--c", help="One draft level's cost over a target step, >= 0.")] = LEVEL_COST,
+    model: ModelOpt = LECTURE_DECODE.model,
+    gpu: GpuOpt = LECTURE_DECODE.gpu,
+    preset: Preset = LECTURE_DECODE.preset,
     context: Context = 1024,
     weights: Weights = "bf16",
     fmt: Format = "table",

@@ -23,6 +23,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
 from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.profiles import LECTURE_SERVING
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class Replica:
         check_number("max_len", self.max_len, low=1, integer=True)
 
     @classmethod
-    def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS["lecture"], *,
+    def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS[LECTURE_SERVING.preset], *,
                    reserve: float = DEFAULT_RESERVE, fmt: WeightFormat = BF16,
                    kv_bytes_per_element: float = 2.0, kv_tokens: int | None = None,
                    max_len: int | None = None) -> "Replica":

@@ -82,3 +82,18 @@ def draft_profile_for(profile: Profile) -> Profile:
     return draft.with_(bw_efficiency=profile.bw_efficiency if profile.bw_efficiency != base.bw_efficiency else None,
                        compute_efficiency=(profile.compute_efficiency
                                            if profile.compute_efficiency != base.compute_efficiency else None))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where a source document computes: a model and an accelerator (catalog names) and a preset."""
+
+    model: str
+    gpu: str
+    preset: str
+
+
+# The settings of the two documents; commands take their defaults from these.
+ARTICLE_SETTING = Setting("llama-3-8b", "h100-sxm", "article")  # the article, §1.2
+LECTURE_DECODE = Setting("llama-3.1-8b", "h100-sxm", "lecture")  # the lecture, demo 05 (§9-§10)
+LECTURE_SERVING = Setting("gpt-3-13b", "a100-40gb", "lecture")  # the lecture, §3.3 (Orca's setting)

@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number, checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
@@ -89,6 +87,11 @@ class TopKHits:
         return cls(tuple(sorted(mapping.items())))
 
     @property
+    def text(self) -> str:
+        """The rates as the CLI writes them: '1:0.44,2:0.64,4:0.79,8:0.91'."""
+        return ",".join(f"{k}:{rate:g}" for k, rate in self.rates)
+
+    @property
     def ks(self) -> tuple[int, ...]:
         """The k that have a rate, increasing."""
         return tuple(k for k, _ in self.rates)
@@ -148,6 +151,7 @@ class TopKHits:
 # with its own INT4 weights (strong); the share of positions whose greedy target token is
 # among the draft's top 1 / 2 / 4 / 8.
 WEAK_DRAFT = TopKHits.of({1: 0.44, 2: 0.64, 4: 0.79, 8: 0.91})
+LEVEL_COST = 0.05  # one draft level's cost over a target step, as the lecture assumes (§10.3)
 STRONG_DRAFT = TopKHits.of({1: 0.79, 2: 0.94, 4: 0.98, 8: 1.00})
 
 
@@ -280,7 +284,7 @@ class TreeSpeedup:
 
 
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
-                 hits: TopKHits, batch=1, c=0.05, context=0,
+                 hits: TopKHits, batch=1, c=LEVEL_COST, context=0,
                  fmt: WeightFormat = BF16) -> TreeSpeedup:
     r"""Speedup of tree verification at batch B: tau T(B) / (depth c T(B) + T(B (nodes + 1))).
 
@@ -336,6 +340,8 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     base = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
     verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).total_s
     draft = len(widths) * c * base
+    import numpy as np
+
     b, base, verify, draft = np.broadcast_arrays(b, base, verify, draft)
     return TreeSpeedup(widths=widths, nodes=nodes, tau=tau, batch=b, base_s=base, verify_s=verify,
                        draft_round_s=draft, speedup=tau * base / (draft + verify))
