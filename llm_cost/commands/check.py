@@ -9,6 +9,7 @@ import typer
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import Format
 from llm_cost.report.render import Column
+from llm_cost.specs.profiles import ARTICLE_SETTING
 
 # ---- invariants -----------------------------------------------------------------------------
 
@@ -34,7 +35,7 @@ def check_cmd(
 
     check_number("examples", examples, low=1, high=100_000, integer=True)
     models = [load_model(n) for n in (model or catalog_names("models"))]
-    gpus = [load_accelerator(n) for n in (gpu or ["h100-sxm"])]
+    gpus = [load_accelerator(n) for n in (gpu or [ARTICLE_SETTING.gpu])]
     from llm_cost.checks.runner import run_all  # hypothesis: imported only by this command
 
     results = run_all(models, gpus, examples=examples)
