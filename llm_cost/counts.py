@@ -30,14 +30,21 @@ class ParamCounts:
         Input token table (vocab x d), learned position table (GPT-2/3; else 0), LM head (0 when
         tied to the embedding) and final norm gains, in parameters (integers >= 0).
     attention_per_layer, norms_per_layer, dense_mlp_per_layer
-        One layer's attention projections (with biases and MLA's inner norms), norm gains (and
-        biases) and dense MLP, in parameters.
-    expert_params, shared_experts_per_layer, router_per_layer
-        One routed expert of one MoE layer, a MoE layer's shared experts and its router, in
-        parameters (0 for a dense model).
+        One layer's attention projections (with their biases and MLA's inner norms), its norm
+        gains (and biases: 2 d for a pre-norm layer, 4 d for Gemma's four) and a dense MLP.
+    qk_norms_per_layer, sinks_per_layer
+        One layer's q_norm / k_norm gains (Qwen3, Gemma 3: 2 head_dim; OLMo 2: q_dim + kv_dim)
+        and attention sinks (gpt-oss: one per head), in parameters.
+    expert_params, expert_bias_params, shared_experts_per_layer, router_per_layer
+        One routed expert of one MoE layer (biases included), of which biases (gpt-oss:
+        2 ff + d), a MoE layer's shared experts and its router (with its bias, one per expert).
     num_layers, num_moe_layers, num_experts, experts_per_token
         Layer counts (num_moe_layers <= num_layers) and the routing: experts per MoE layer and the
         top-k each token is sent to (0 for a dense model).
+
+    Norm gains, biases and sinks stay in `gemm_active`, as they did before they had fields of
+    their own: the article's FLOPs are 2 per non-lookup parameter, and these are under 0.1% of
+    any model here (Llama-3-8B: 266,240 of 8.03B), so every published FLOP figure is unchanged.
 
     Examples
     --------
@@ -56,13 +63,21 @@ class ParamCounts:
     attention_per_layer: int  # projections, their biases, MLA's inner norms
     norms_per_layer: int
     dense_mlp_per_layer: int  # in dense layers (all layers of a dense model)
-    expert_params: int  # one routed expert of one MoE layer
+    expert_params: int  # one routed expert of one MoE layer, its biases included
     shared_experts_per_layer: int
-    router_per_layer: int
+    router_per_layer: int  # its weight and its bias (one per expert), if any
     num_layers: int
     num_moe_layers: int
     num_experts: int
     experts_per_token: int
+    qk_norms_per_layer: int = 0  # q_norm and k_norm gains (Qwen3, Gemma 3, OLMo 2)
+    sinks_per_layer: int = 0  # attention sinks, one per head (gpt-oss)
+    expert_bias_params: int = 0  # of expert_params, the biases (gpt-oss)
+
+    @property
+    def attention_block_per_layer(self) -> int:
+        """One layer's attention with everything it owns: projections, q/k norms and sinks."""
+        return self.attention_per_layer + self.qk_norms_per_layer + self.sinks_per_layer
 
     @property
     def num_dense_layers(self) -> int:
@@ -71,13 +86,13 @@ class ParamCounts:
 
     @property
     def dense_layer(self) -> int:
-        """Parameters of one dense layer (attention + MLP + norms)."""
-        return self.attention_per_layer + self.dense_mlp_per_layer + self.norms_per_layer
+        """Parameters of one dense layer (attention block + MLP + norms)."""
+        return self.attention_block_per_layer + self.dense_mlp_per_layer + self.norms_per_layer
 
     @property
     def moe_layer_shared(self) -> int:
         """Parameters of one MoE layer that every token uses (all but the routed experts)."""
-        return (self.attention_per_layer + self.norms_per_layer + self.shared_experts_per_layer
+        return (self.attention_block_per_layer + self.norms_per_layer + self.shared_experts_per_layer
                 + self.router_per_layer)
 
     @property
@@ -87,7 +102,7 @@ class ParamCounts:
 
     @property
     def per_layer(self) -> int:
-        """Parameters of the first layer (every layer of a dense model)."""
+        """Parameters of a dense layer if the model has one (DeepSeek's first), else of a MoE layer."""
         return self.dense_layer if self.num_dense_layers else self.moe_layer
 
     @property
@@ -159,14 +174,16 @@ def param_counts(model: ModelSpec) -> ParamCounts:
     dense_mlp = mlp_matrices * d * model.intermediate_size
     if model.mlp_bias:
         dense_mlp += (mlp_matrices - 1) * model.intermediate_size + d
-    expert = 3 * d * moe.expert_intermediate_size if moe else 0
+    ff = moe.expert_intermediate_size if moe else 0
+    expert_bias = 2 * ff + d if moe and moe.expert_bias else 0  # gate_up (2 ff) and down (d) biases
+    expert = 3 * d * ff + expert_bias
     return ParamCounts(
         embedding=model.vocab_size * d,
         position_embedding=model.learned_positions * d,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
         final_norm=norm_width * d,
         attention_per_layer=_attention_params(model),
-        norms_per_layer=2 * norm_width * d,
+        norms_per_layer=model.layer_norms * norm_width * d,
         dense_mlp_per_layer=dense_mlp,
         expert_params=expert,
         shared_experts_per_layer=moe.num_shared_experts * expert if moe else 0,
@@ -175,7 +192,19 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         num_moe_layers=model.num_moe_layers,
         num_experts=moe.num_experts if moe else 0,
         experts_per_token=moe.experts_per_token if moe else 0,
+        qk_norms_per_layer=_qk_norm_params(model),
+        sinks_per_layer=model.num_heads if model.attention_sinks else 0,
+        expert_bias_params=expert_bias,
     )
+
+
+def _qk_norm_params(model: ModelSpec) -> int:
+    """q_norm + k_norm gains of one layer: 2 head_dim (shared by the heads) or q_dim + kv_dim."""
+    if model.qk_norm == "head":
+        return 2 * model.head_dim
+    if model.qk_norm == "full":
+        return model.q_dim + model.kv_dim
+    return 0  # none, or weightless (Llama 4's L2 norm)
 
 
 def _attention_params(model: ModelSpec) -> int:

@@ -14,7 +14,12 @@ from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, Wei
 
 def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
               kv_bytes_per_element: float = 2.0) -> dict:
-    """One model's counts: params, weight bytes (BF16, INT4 g128), KV and FLOPs per token, LoRA."""
+    """One model's counts: params, weight bytes (BF16, INT4 g128), KV and FLOPs per token, LoRA.
+
+    `params_mtp`: the multi-token-prediction modules as the checkpoint stores them (DeepSeek-V3:
+    13.5B, the README's "14B"), counted apart: `params_total` is the main model (671B) and the
+    checkpoint holds params_total + params_mtp ("685B").
+    """
     check_number("context", context, low=0, integer=True)
     check_number("lora_rank", lora_rank, low=1, integer=True)
     check_number("kv_bytes", kv_bytes_per_element, low=0, low_open=True)
@@ -23,11 +28,13 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
     lora_ok = model.mla is None
     return {
         "name": model.name,
+        "family": model.family,
         "params_total": p.total,
         "params_active": p.active,
         "params_per_layer": p.per_layer,
         "params_embedding": p.embedding,
         "params_lm_head": p.lm_head,
+        "params_mtp": mtp_checkpoint_params(model),
         "weight_bytes_bf16": weight_bytes(model, BF16).total,
         "weight_bytes_int4": int4.total,
         "bits_int4": int4.effective_bits,
@@ -39,6 +46,18 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
         "lora_params_all": lora_params(model, lora_rank, LORA_TARGETS_ALL if model.mlp_kind == "gated"
                                        else ("q", "k", "v", "o", "up", "down")) if lora_ok else None,
     }
+
+
+def mtp_checkpoint_params(model: ModelSpec) -> int:
+    """Parameters of the model's MTP modules as its checkpoint stores them (0 without MTP).
+
+        mtp_layers x MtpParams.stored   (`llm_cost.speculative.mtp.mtp_params`)
+    """
+    if not model.mtp_layers:
+        return 0
+    from llm_cost.speculative.mtp import mtp_params
+
+    return model.mtp_layers * mtp_params(model).stored
 
 
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,

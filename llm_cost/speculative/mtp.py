@@ -53,8 +53,13 @@ def mtp_module(model: ModelSpec) -> ModelSpec:
     >>> m.name, m.num_layers, m.num_moe_layers
     ('deepseek-v3 MTP module', 1, 1)
     """
-    moe = replace(model.moe, first_dense_layers=0) if model.moe is not None else None
-    return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe)
+    moe = replace(model.moe, first_dense_layers=0, dense_layers=()) if model.moe is not None else None
+    last = model.attention_layer_types[-1]  # the block is like the last layer, its attention too
+    return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe,
+                   layer_types=(last,) if last != "full" else (),
+                   sliding_window=model.sliding_window if last == "sliding" else 0,
+                   attention_chunk_size=model.attention_chunk_size if last == "chunked" else 0,
+                   nope_layers=(0,) if model.num_layers - 1 in model.nope_layers else ())
 
 
 @dataclass(frozen=True)
