@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from llm_cost.speculative import closed_forms as sp
 from llm_cost.errors import InvalidValueError
-from llm_cost.speculative.sampling import (BurstyAcceptance, IndependentAcceptance, adjust, output_distribution,
-                               sample_outputs, simulate_rounds, speculative_step, total_variation)
+from llm_cost.speculative.rounds import BurstyAcceptance, IndependentAcceptance, simulate_rounds
+from llm_cost.speculative.sampling import adjust, output_distribution, sample_outputs, speculative_step, total_variation
 
 EXACT = 1e-12  # float agreement of identities that hold exactly
 

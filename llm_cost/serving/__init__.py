@@ -1,6 +1,6 @@
 """Serving: KV capacity and reservation policies, workloads, a replica's cost, the simulator.
 
-`capacity` (KV tokens beside the weights, requests per policy, padding waste, launches),
+`capacity` (KV tokens beside the weights, requests per policy), `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reference_scheduler` (the plain step-level scheduler, with deadlock), `simulator`
 (request- and iteration-level batching, fast), `rate_search` (the highest rate under a target).
@@ -10,8 +10,9 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".capacity", "DEFAULT_RESERVE", "kv_capacity", "KvCapacity", "requests_that_fit",
-                 "requests_by_policy", "RequestsFit", "model_max_len", "padding_waste", "PaddingWaste",
-                 "attention_launches", "AttentionLaunches"),
+                 "requests_by_policy", "RequestsFit", "model_max_len"),
+    **names_from(".batch_waste", "padding_waste", "PaddingWaste", "padded_positions", "attention_launches",
+                 "AttentionLaunches"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),
     **names_from(".replica", "Replica", "IterationCost"),
     **names_from(".reference_scheduler", "run_steps", "KvRequest", "StepRun", "Deadlock", "RESERVATIONS"),

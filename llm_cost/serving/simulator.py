@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from llm_cost.serving.reference_scheduler import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
-from llm_cost.serving.capacity import padded_positions
+from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.workload import Workload
 from llm_cost.roofline import causal_pairs

@@ -3,7 +3,7 @@
 `closed_forms` (Leviathan et al.'s Eq. 1, Theorems 3.8 and 3.11, optimal gamma), `batched`
 (verification on the roofline at any batch, the turning batch, MoE targets), `trees` (token
 trees), `mtp` (DeepSeek-V3's MTP module as the draft), `sampling` (exact speculative sampling
-and its wrong variants).
+and its wrong variants), `rounds` (whole rounds over streams of acceptances).
 """
 
 from llm_cost._exports import lazy_exports, names_from
@@ -19,7 +19,8 @@ _EXPORTS = {
                  "WEAK_DRAFT", "STRONG_DRAFT"),
     **names_from(".mtp", "mtp_params", "MtpParams", "mtp_step_time", "mtp_speedup", "MtpSpeedup"),
     **names_from(".sampling", "speculative_step", "SpeculativeStep", "output_distribution",
-                 "total_variation", "sample_outputs", "simulate_rounds"),
+                 "total_variation", "sample_outputs"),
+    **names_from(".rounds", "simulate_rounds", "RoundStats", "IndependentAcceptance", "BurstyAcceptance"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
