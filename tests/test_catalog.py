@@ -151,3 +151,110 @@ def test_datasheet_that_is_not_an_object():
     for data in ([1, 2], "h100", None):
         with pytest.raises(ConfigError, match="expected a JSON object at the top level"):
             accelerator_from_datasheet(data, path="gpu.json")
+
+
+# ---- families: what each refuses rather than counting it as something else ----------------------
+
+def hub(file: str) -> dict:
+    """A released model's config.json from tests/data/configs (see its README)."""
+    from conftest import DATA
+
+    return json.loads((DATA / "configs" / file).read_text())
+
+
+NO_ARCH = {"architectures": None}  # so that model_type alone decides
+
+
+@pytest.mark.parametrize("file,change,message", [
+    # a model_type outside the supported set: the nearest family is named
+    ("qwen3-8b.json", {"model_type": "qwen4", **NO_ARCH},
+     r"key 'model_type' 'qwen4' is not supported; nearest: qwen3 \(supported: .*qwen3_moe.*\)"),
+    ("gemma-2-9b-it.json", {"model_type": "gemma4", **NO_ARCH}, r"'gemma4' is not supported; nearest: gemma2 "),
+    ("llama-3.1-405b.json", {"architectures": ["LlamaForCausalLM"], "model_type": "mistral"},
+     r"key 'architectures' \['LlamaForCausalLM'\] names the llama architecture, but 'model_type' is 'mistral'"),
+    # MoE keys that contradict each other, or a dense family given experts
+    ("qwen3-30b-a3b.json", {"num_experts_per_tok": 200}, r"key 'num_experts_per_tok' \(200\) exceeds 'num_experts' \(128\)"),
+    ("qwen3-30b-a3b.json", {"num_experts": None},
+     r"key 'moe_intermediate_size' is given but no expert count \('num_experts'\)"),
+    ("mixtral-8x22b-v0.1.json", {"num_local_experts": None},
+     r"key 'num_experts_per_tok' is given but no expert count \('num_local_experts'\)"),
+    ("gpt-oss-20b.json", {"experts_per_token": 2}, r"key 'experts_per_token' \(2\) contradicts 'num_experts_per_tok' \(4\)"),
+    ("qwen3-8b.json", {"num_experts": 8}, r"key 'num_experts' describes experts, but qwen3 is a dense family"),
+    ("llama-3.1-405b.json", {"moe_intermediate_size": 1024}, r"key 'moe_intermediate_size' describes experts"),
+    ("qwen3-30b-a3b.json", {"mlp_only_layers": [48]}, r"key 'mlp_only_layers' entry 0 must be in \[0, 47\]"),
+    ("qwen3-30b-a3b.json", {"decoder_sparse_step": 49}, r"key 'decoder_sparse_step' leaves no MoE layer of 48"),
+    ("deepseek-v2-lite.json", {"first_k_dense_replace": 27}, r"key 'first_k_dense_replace' leaves no MoE layer"),
+    ("deepseek-v2-lite.json", {"n_routed_experts": None},
+     r"key 'moe_intermediate_size' is given but no expert count \('n_routed_experts'\)"),
+    # a window without the layers it applies to
+    ("llama-3.1-405b.json", {"sliding_window": 4096},
+     r"key 'sliding_window' \(4096\) names a window but not the layers it applies to \(no 'layer_types'\)"),
+    ("gpt-oss-20b.json", {"layer_types": None}, r"key 'sliding_window' \(128\) names a window but not the layers"),
+    ("gemma-3-1b-it.json", {"sliding_window_pattern": None},
+     r"key 'sliding_window' \(512\) names a window but not the layers it applies to \(no 'layer_types' or "
+     r"'sliding_window_pattern'\)"),
+    ("gpt-oss-20b.json", {"layer_types": ["sliding_attention"] * 23}, r"key 'layer_types' has 23 entries, 'num_hidden_layers' is 24"),
+    ("gpt-oss-20b.json", {"layer_types": ["sliding_attention"] * 23 + ["local"]}, r"key 'layer_types' entry 23 'local' is not one of"),
+    ("gpt-oss-20b.json", {"sliding_window": None}, r"missing key 'sliding_window'"),
+    ("qwen3-8b.json", {"use_sliding_window": True, "max_window_layers": 0}, r"missing key 'sliding_window'"),
+    # nested keys of a multimodal wrapper are named with their path
+    ("llama-4-scout-17b-16e-instruct.json", {"text_config": None}, r"missing key 'text_config'"),
+    ("llama-4-scout-17b-16e-instruct.json", {"text_config": {**hub("llama-4-scout-17b-16e-instruct.json")["text_config"],
+                                                             "num_experts_per_tok": 17}},
+     r"key 'text_config.num_experts_per_tok' \(17\) exceeds 'text_config.num_local_experts' \(16\)"),
+    ("llama-3.1-405b.json", {"quantization_config": {"bits": 4}}, r"missing key 'quantization_config.quant_method'"),
+])
+def test_bad_family_config_names_file_and_key(tmp_path, file, change, message):
+    cfg = {k: v for k, v in {**hub(file), **change}.items() if v is not None}
+    path = write(tmp_path, cfg)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_model(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_bad_family_config_is_one_line_on_the_cli(tmp_path):
+    from helpers import run
+
+    path = write(tmp_path, {**hub("qwen3-8b.json"), "model_type": "qwen4", "architectures": []})
+    out = run("model", path)
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert out.exit_code == 2 and len(lines) == 1 and "Traceback" not in out.output
+    assert f"{path}: key 'model_type' 'qwen4' is not supported; nearest: qwen3 (supported: " in lines[0]
+
+
+def test_a_known_architecture_under_another_model_type(tmp_path):
+    # A fine-tune that renames model_type keeps DeepseekV3ForCausalLM: it is read (and named) as
+    # deepseek_v3, the way Kimi K2's kimi_k2 is; Kimi K2 under any name counts the same.
+    renamed = load_model(write(tmp_path, {**hub("kimi-k2-instruct.json"), "model_type": "my_k2_finetune"}))
+    kimi = load_model(write(tmp_path, hub("kimi-k2-instruct.json"), "k2.json"))
+    assert (renamed.family, kimi.family) == ("deepseek_v3", "kimi_k2")
+    from llm_cost.counts import param_counts
+
+    assert param_counts(renamed).total == param_counts(kimi).total == 1_026_408_232_448
+
+
+def test_family_window_rules(tmp_path):
+    # Qwen2/3: with use_sliding_window, layers from max_window_layers on slide (Qwen3Config);
+    # Mistral: the window is every layer's (mistralai/Mistral-7B-v0.1 has sliding_window 4096)
+    qwen = load_model(write(tmp_path, {**hub("qwen3-8b.json"), "use_sliding_window": True,
+                                       "sliding_window": 4096, "max_window_layers": 28}))
+    assert qwen.layer_types == ("full",) * 28 + ("sliding",) * 8 and qwen.sliding_window == 4096
+    from conftest import DATA
+
+    mistral = load_model(str(DATA / "mistral-7b-v0.1.json"))
+    assert mistral.layer_types == ("sliding",) * 32 and mistral.sliding_window == 4096
+
+
+def test_spec_windows_must_match_their_layers():
+    base = dict(name="x", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, head_dim=16,
+                intermediate_size=128, vocab_size=100)
+    with pytest.raises(InvalidValueError, match="model.sliding_window"):
+        ModelSpec(**base, layer_types=("sliding", "full"))
+    with pytest.raises(InvalidValueError, match="model.layer_types must have 2 entries"):
+        ModelSpec(**base, layer_types=("full",))
+    with pytest.raises(InvalidValueError, match="model.nope_layers"):
+        ModelSpec(**base, nope_layers=(2,))
+    with pytest.raises(InvalidValueError, match="model.qk_norm"):
+        ModelSpec(**base, qk_norm="rms")
+    assert ModelSpec(**base, layer_types=("sliding", "full"), sliding_window=8).attention_layer_types == (
+        "sliding", "full")
