@@ -12,6 +12,18 @@ from llm_cost.specs import Accelerator, ModelSpec
 
 REQUIRED_MODELS = {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.2-1b", "gpt-3-13b",
                    "gpt-3-175b", "deepseek-v3", "mixtral-8x7b"}
+# issue 10: the popular ones, each from its Hugging Face config; the shared test configs they are
+# copies of (tests/data/configs, counted there against the published totals), or None
+HUB_ENTRIES = {
+    "llama-3.1-70b": None, "llama-3.1-405b": "llama-3.1-405b.json", "llama-3.3-70b": "llama-3.3-70b-instruct.json",
+    "qwen2.5-7b": None, "qwen2.5-72b": None, "qwen3-8b": "qwen3-8b.json", "qwen3-32b": "qwen3-32b.json",
+    "qwen3-30b-a3b": "qwen3-30b-a3b.json", "qwen3-235b-a22b": "qwen3-235b-a22b.json",
+    "gpt-oss-20b": "gpt-oss-20b.json", "gpt-oss-120b": "gpt-oss-120b.json", "gemma-2-9b": "gemma-2-9b-it.json",
+    "phi-4": "phi-4.json", "mistral-nemo": "mistral-nemo-base-2407.json", "mixtral-8x22b": "mixtral-8x22b-v0.1.json",
+    "deepseek-v2-lite": "deepseek-v2-lite.json", "kimi-k2": "kimi-k2-instruct.json",
+    "llama-4-scout": "llama-4-scout-17b-16e-instruct.json",
+}
+REQUIRED_MODELS |= set(HUB_ENTRIES)
 REQUIRED_GPUS = {"h100-sxm", "a100-80gb", "a100-40gb", "h200", "b200", "mi300x", "l40s"}
 
 
@@ -258,3 +270,77 @@ def test_spec_windows_must_match_their_layers():
         ModelSpec(**base, qk_norm="rms")
     assert ModelSpec(**base, layer_types=("sliding", "full"), sliding_window=8).attention_layer_types == (
         "sliding", "full")
+
+
+# ---- the issue-10 catalog entries ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name,file", sorted((n, f) for n, f in HUB_ENTRIES.items() if f))
+def test_catalog_entry_is_its_hub_config(name, file):
+    # the same config.json as the golden test data, with a _source: the same model, the same counts
+    from conftest import DATA
+    from llm_cost.counts import param_counts
+
+    entry, data = load_model(name), load_model(str(DATA / "configs" / file))
+    assert entry.source.startswith("https://huggingface.co/")
+    assert entry.family == data.family
+    assert param_counts(entry) == param_counts(data)
+    assert entry.max_position_embeddings == data.max_position_embeddings > 0
+
+
+def test_llama_3_1_70b_entry():
+    """meta-llama/Llama-3.1-70B: Hub safetensors.total 70,553,706,496, the same as
+    Llama-3.3-70B-Instruct's (the entry is that config's shapes; its _source says so).
+    Hand count: see tests/test_hub_configs.py::test_llama_3_3_70b_instruct."""
+    from llm_cost.counts import param_counts
+
+    m = load_model("llama-3.1-70b")
+    assert "Llama-3.3-70B-Instruct" in m.source and m.max_position_embeddings == 131_072
+    assert param_counts(m).total == 70_553_706_496
+
+
+def test_qwen2_5_7b_entry():
+    """Qwen/Qwen2.5-7B-Instruct: Hub safetensors.total 7,615,616,512 (the base Qwen2.5-7B records
+    the same); card "Number of Parameters: 7.61B" (https://huggingface.co/Qwen/Qwen2.5-7B-Instruct).
+
+    H 3584, L 28, I 18944, nh 28, nkv 4, hd 128, V 152064, untied; q/k/v biases (Qwen2).
+    attention 2 x 3584^2 + 2 x 3584 x 512 + 3584 + 2 x 512 = 29,364,736; MLP 3 x 3584 x 18944
+    = 203,685,888; norms 7,168; layer 233,057,792.
+    total = 2 x 152064 x 3584 + 28 x 233,057,792 + 3584 = 1,089,994,752 + 6,525,618,176 + 3,584
+          = 7,615,616,512.
+    """
+    from llm_cost.counts import param_counts
+
+    m = load_model("qwen2.5-7b")
+    p = param_counts(m)
+    assert m.qkv_bias and not m.o_bias and p.per_layer == 233_057_792
+    assert p.total == 7_615_616_512 and round(p.total / 1e9, 2) == 7.62  # the card truncates: 7.61B
+
+
+def test_qwen2_5_72b_entry():
+    """Qwen/Qwen2.5-72B-Instruct: Hub safetensors.total 72,706,203,648 (Keras-Hub's
+    qwen2.5_instruct_72b_en preset records "params": 72706203648; the base Qwen2.5-72B the same);
+    card "Number of Parameters: 72.7B" (https://huggingface.co/Qwen/Qwen2.5-72B-Instruct).
+
+    H 8192, L 80, I 29568, nh 64, nkv 8, hd 128, V 152064, untied; q/k/v biases.
+    attention 2 x 8192^2 + 2 x 8192 x 1024 + 8192 + 2 x 1024 = 151,005,184; MLP 3 x 8192 x 29568
+    = 726,663,168; norms 16,384; layer 877,684,736.
+    total = 2 x 152064 x 8192 + 80 x 877,684,736 + 8192 = 2,491,416,576 + 70,214,778,880 + 8,192
+          = 72,706,203,648.
+    """
+    from llm_cost.counts import param_counts
+
+    p = param_counts(load_model("qwen2.5-72b"))
+    assert p.per_layer == 877_684_736
+    assert p.total == 72_706_203_648 and round(p.total / 1e9, 1) == 72.7
+
+
+def test_model_and_check_commands_take_every_new_entry():
+    from helpers import rows_of, run
+
+    rows = rows_of("model", *sorted(HUB_ENTRIES))
+    assert [r["name"] for r in rows] == sorted(HUB_ENTRIES)
+    assert all(r["params_total"] > 0 and r["kv_bytes_per_token"] > 0 for r in rows)
+    out = run("check", "--model", "kimi-k2", "--model", "gpt-oss-20b", "--model", "llama-4-scout",
+              "--examples", "10", "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert {r["status"] for r in json.loads(out.output)} == {"pass"}

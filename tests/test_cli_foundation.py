@@ -100,6 +100,18 @@ def test_catalog_lists_sources():
     assert all(r["source"] for r in rows)
 
 
+def test_catalog_lists_each_models_params_and_context():
+    rows = {r["name"]: r for r in json.loads(run("catalog", "-f", "json").output)}
+    assert (rows["llama-3-8b"]["params_total"], rows["llama-3-8b"]["max_position_embeddings"]) == (8_030_261_248, 8192)
+    oss = rows["gpt-oss-20b"]
+    assert (oss["params_total"], oss["params_active"], oss["max_position_embeddings"]) == (
+        20_914_757_184, 4_187_440_704, 131_072)
+    assert rows["h100-sxm"]["params_total"] is None and rows["h100-sxm"]["max_position_embeddings"] is None
+    assert all(r["params_active"] <= r["params_total"] for r in rows.values() if r["kind"] == "model")
+    table = run("catalog").output
+    assert "params (B)" in table and "context (tokens)" in table and "20.91" in table
+
+
 def test_every_command_is_mapped_to_its_module():
     # main() imports only the invoked command's module, so the map must be complete and right
     from llm_cost import cli

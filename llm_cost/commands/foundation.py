@@ -89,12 +89,20 @@ def roofline_cmd(
 
 # ---- catalog --------------------------------------------------------------------------------
 
+CATALOG_COLUMNS = [
+    Column("kind", "kind"),
+    Column("name", "name"),
+    Column("params_total", "params (B)", fixed(2, 1e9)),
+    Column("params_active", "active (B)", fixed(2, 1e9)),
+    Column("max_position_embeddings", "context (tokens)", fixed(0)),
+    Column("source", "source"),
+]
+
+
 @command("catalog", epilog="Example: llm-cost catalog --format json")
 def catalog_cmd(fmt: Format = "table") -> None:
-    """The models and accelerators that ship with llm-cost, by the names the options take."""
-    from llm_cost.catalog import catalog_names, load_accelerator, load_model
+    """The models (total and active parameters, context limit) and accelerators that ship with
+    llm-cost, by the names the options take, with their sources."""
+    from llm_cost.report.model_rows import catalog_rows
 
-    rows = [{"kind": "model", "name": n, "source": load_model(n).source} for n in catalog_names("models")]
-    rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source} for n in catalog_names("hardware")]
-    emit(rows, [Column("kind", "kind"), Column("name", "name"), Column("source", "source")], fmt,
-         title="Catalog")
+    emit(catalog_rows(), CATALOG_COLUMNS, fmt, title="Catalog")

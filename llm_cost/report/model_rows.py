@@ -48,6 +48,24 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
     }
 
 
+def catalog_rows() -> list[dict]:
+    """The shipped catalog: each model with its total and active parameters and its context limit
+    (`max_position_embeddings`, None when the config has none), then each accelerator; every
+    row names its source."""
+    from llm_cost.catalog import catalog_names, load_accelerator, load_model
+
+    rows = []
+    for n in catalog_names("models"):
+        m = load_model(n)
+        p = param_counts(m)
+        rows.append({"kind": "model", "name": n, "source": m.source, "params_total": p.total,
+                     "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None})
+    empty = {"params_total": None, "params_active": None, "max_position_embeddings": None}
+    rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source, **empty}
+             for n in catalog_names("hardware")]
+    return rows
+
+
 def mtp_checkpoint_params(model: ModelSpec) -> int:
     """Parameters of the model's MTP modules as its checkpoint stores them (0 without MTP).
 
