@@ -127,7 +127,10 @@ class ParamCounts:
 
     @property
     def gemm_active(self) -> int:
-        """Active parameters a token multiplies (FLOPs = 2 x this): active less the lookups."""
+        """Active parameters a token multiplies (FLOPs = 2 x this): active less the lookups.
+
+        Norm gains, biases, q/k norms and attention sinks stay in it (the class docstring says why).
+        """
         return self.active - self.lookup
 
 
