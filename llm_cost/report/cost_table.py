@@ -126,11 +126,15 @@ def _mtp_keys(model, gpu, prof, layers, alphas, batch) -> dict:
     }
 
 
-def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, **kwargs) -> list[dict]:
-    """`cost_row` for each model: the table's columns as flat rows."""
+def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA,
+               gamma: int = DEFAULT_GAMMA, c: float = DEFAULT_C, batch: int = 1,
+               contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
+               mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED) -> list[dict]:
+    """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`)."""
     if not models:
         raise InvalidValueError("models needs at least one value", params=("models",))
-    return [cost_row(m, gpu, **kwargs) for m in models]
+    return [cost_row(m, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
+                     mtp_alphas=mtp_alphas) for m in models]
 
 
 # ---- the view: one column per model ----------------------------------------------------------
