@@ -4,9 +4,9 @@ Thin by design: every number comes from `llm_cost`. The Typer app and the shared
 `llm_cost/commands/base.py`; each area's commands in a module beside it. Heavy imports (numpy,
 matplotlib, hypothesis) happen inside the commands that need them.
 
-Startup is paid on every run, so `main` imports only the module of the command being run (Typer
-inspects every registered command's signature before it dispatches). `app`, as imported by tests
-or other code, has every command.
+Startup is paid on every run, so `main` imports only the module of the command being run and
+lets Typer build only that command (it inspects the signature of every registered command
+before it dispatches). `app`, as imported by tests or other code, has every command.
 """
 
 from __future__ import annotations
@@ -43,7 +43,17 @@ def main(argv: list[str] | None = None) -> None:
     first = next((a for a in args if not a.startswith("-")), None)
     module = COMMAND_MODULES.get(first)
     app = _register([module] if module else MODULE_ORDER)
-    app(args=args)
+    if module is None:  # --help, --version, an unknown command: every command, as `app` has
+        app(args=args)
+        return
+    # Typer builds a Click command, inspecting the signature, of every registered command before
+    # it dispatches; the module's other commands cannot run now, so only this one is built.
+    registered = app.registered_commands
+    app.registered_commands = [info for info in registered if info.name == first]
+    try:
+        app(args=args)
+    finally:
+        app.registered_commands = registered
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError, check_number, checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost, critical_batch, first_crossing, ridge_point, step_time
-from llm_cost.speculative.closed_forms import TIE_RTOL, check_alpha, check_cost, check_gamma, expected_tokens_unchecked
+from llm_cost.roofline.pass_cost import _into
+from llm_cost.speculative.closed_forms import (TIE_RTOL, _checked, _expected_tokens_g1, check_alpha, check_cost,
+                                              check_gamma)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -94,26 +96,40 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
                                 params=("c", "draft"))
     target, gpu, profile = as_model(target), as_accelerator(gpu), as_profile(profile)
     a, g = check_alpha(alpha), check_gamma(gamma)
-    b = checked("batch", batch, low=1, high=MAX_BATCH)
-    ctx = checked("context", context, low=0, high=MAX_CONTEXT)
-    # b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b: the passes need no further checks
+    b = _checked("batch", batch, low=1, high=MAX_BATCH)
+    ctx = _checked("context", context, low=0, high=MAX_CONTEXT)
     cost = PassCost.from_specs(target, gpu, profile, fmt)
-    base_s = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
-    verify = cost.step(b * (g + 1), b, ctx, count_kv=profile.count_kv)
-    verify_s = verify.total_s
     if draft is None:
-        c = check_cost("c", c)
-        draft_s = c * base_s
+        c, draft_cost = check_cost("c", c), None
     else:
         own = as_profile(draft_profile) if draft_profile is not None else profile
-        draft_s = PassCost.from_specs(as_model(draft), gpu, own, draft_fmt).step(
-            b, b, ctx, count_kv=own.count_kv).total_s
-        c = draft_s / base_s
-    e = expected_tokens_unchecked(a, g)
-    round_s = g * draft_s + verify_s
-    out = np.broadcast_arrays(a, g, b, c, e, base_s, verify_s, draft_s, round_s,
-                              e * base_s / round_s, verify.compute_s > verify.memory_s)
+        draft_cost = (PassCost.from_specs(as_model(draft), gpu, own, draft_fmt), own.count_kv)
+    c, *computed = _round(cost, profile.count_kv, draft_cost, a, g, b, ctx, c)
+    out = np.broadcast_arrays(a, g, b, c, *computed)
     return RooflineSpeedup(*out)
+
+
+def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
+    """(c, E, T(B), T(B (gamma + 1)), draft step, round, speedup, verification compute-bound),
+    element-wise over checked inputs; `draft_cost` (PassCost, count_kv) replaces `c` when given.
+
+    `PassCost.step_total` is `PassCost.step(...).total_s` bit for bit with fewer temporaries: a
+    10^6-point sweep is bound by fresh 8 MB arrays and memory traffic, so g + 1 serves E, then
+    the verification rows, then (in place) their time; each later result is written into the
+    array its expression starts. b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b.
+    """
+    g1 = g + 1.0
+    e = _expected_tokens_g1(a, g1)
+    base_s = cost.step_total(b, b, ctx, count_kv=count_kv)
+    verify_s, bound = cost.step_total(_into(g1, "multiply", b), b, ctx, count_kv=count_kv,  # rows b (g + 1)
+                                      with_bound=True, rows_scratch=True)
+    if draft_cost is None:
+        draft_s = c * base_s
+    else:
+        draft_s = draft_cost[0].step_total(b, b, ctx, count_kv=draft_cost[1])
+        c = draft_s / base_s
+    round_s = _into(g * draft_s, "add", verify_s)  # g draft_s + verify_s
+    return c, e, base_s, verify_s, draft_s, round_s, _into(e * base_s, "true_divide", round_s), bound
 
 
 def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, batch=1,
