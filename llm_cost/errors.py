@@ -105,6 +105,9 @@ def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=
     """
     import numpy as np
 
+    if (type(value) is np.ndarray and value.dtype == np.float64 and value.size and not low_open
+            and not high_open and _all_valid(value, low, high, integer)):
+        return value  # the common case of a sweep, in one read of the array
     if np.ndim(value) == 0:
         scalar = value.item() if isinstance(value, (np.generic, np.ndarray)) else value
         check_number(name, scalar, low=low, high=high, low_open=low_open, high_open=high_open,
@@ -134,6 +137,33 @@ def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=
         raise InvalidValueError(f"{name} must be in {range_text(low, high, low_open, high_open)}, "
                                 f"got {float(arr[bad][0])!r}", params=params)
     return arr
+
+
+_BLOCK = 1 << 15  # elements per block of `_all_valid` (256 KB: in cache while it is checked)
+
+
+def _all_valid(arr, low, high, integer: bool) -> bool:
+    """Every element of a non-empty float64 array is finite, in [low, high] and (`integer`) whole.
+
+    min and max carry a NaN, so finite extremes in range mean every element is finite and in
+    range; whole numbers take one rint. False sends `checked` down its slow path, which names the
+    first bad element.
+    """
+    import numpy as np
+
+    flat = arr.reshape(-1) if arr.flags.c_contiguous else None
+    blocks = [arr] if flat is None else [flat[i:i + _BLOCK] for i in range(0, flat.size, _BLOCK)]
+    scratch = np.empty(min(arr.size, _BLOCK)) if integer and flat is not None else None
+    for block in blocks:
+        lo, hi = float(block.min()), float(block.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)) or (low is not None and lo < low) or (
+                high is not None and hi > high):
+            return False
+        if integer:
+            rounded = np.rint(block) if scratch is None else np.rint(block, out=scratch[:block.size])
+            if not np.array_equal(rounded, block):
+                return False
+    return True
 
 
 def scalar_or_array(x):

@@ -25,7 +25,7 @@ from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError, check_number, checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost, critical_batch, first_crossing, ridge_point, step_time
 from llm_cost.roofline.pass_cost import _into
-from llm_cost.speculative.closed_forms import (TIE_RTOL, _checked, _expected_tokens_g1, check_alpha, check_cost,
+from llm_cost.speculative.closed_forms import (TIE_RTOL, _expected_tokens_g1, check_alpha, check_cost,
                                               check_gamma)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -96,8 +96,8 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
                                 params=("c", "draft"))
     target, gpu, profile = as_model(target), as_accelerator(gpu), as_profile(profile)
     a, g = check_alpha(alpha), check_gamma(gamma)
-    b = _checked("batch", batch, low=1, high=MAX_BATCH)
-    ctx = _checked("context", context, low=0, high=MAX_CONTEXT)
+    b = checked("batch", batch, low=1, high=MAX_BATCH)
+    ctx = checked("context", context, low=0, high=MAX_CONTEXT)
     cost = PassCost.from_specs(target, gpu, profile, fmt)
     if draft is None:
         c, draft_cost = check_cost("c", c), None

@@ -16,7 +16,6 @@ The roofline version at batch B (verification is not free there) is in `speculat
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,51 +28,17 @@ TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a r
 
 def check_alpha(alpha) -> np.ndarray:
     """`alpha` as a float array, or InvalidValueError unless every element is in [0, 1]."""
-    return _checked("alpha", alpha, low=0, high=1)
+    return checked("alpha", alpha, low=0, high=1)
 
 
 def check_gamma(gamma, low=0) -> np.ndarray:
     """`gamma` as a float array, or InvalidValueError unless every element is a whole number >= low."""
-    return _checked("gamma", gamma, low=low, integer=True)
+    return checked("gamma", gamma, low=low, integer=True)
 
 
 def check_cost(name: str, c) -> np.ndarray:
     """A cost ratio (c, c_hat) as a float array, or InvalidValueError naming `name` if any is < 0."""
-    return _checked(name, c, low=0)
-
-
-def _checked(name: str, value, *, low=None, high=None, integer=False):
-    """`errors.checked(name, value, low=..., high=..., integer=...)` (closed ranges): the same
-    result and the same errors, in one read of a valid float64 array instead of about ten passes.
-
-    min and max carry a NaN, so finite extremes in range mean every element is finite and in
-    range; whole numbers take one rint. Blocks of the array are checked while they are in cache.
-    Anything else (scalars, other dtypes, a bad element) goes to `checked`, which finds and names
-    the first bad element exactly as before.
-    """
-    if type(value) is np.ndarray and value.dtype == np.float64 and value.size and _valid(value, low, high, integer):
-        return value
-    return checked(name, value, low=low, high=high, integer=integer)
-
-
-_CHECK_BLOCK = 1 << 15  # elements per block of `_checked` (256 KB: in cache while checked)
-
-
-def _valid(arr: np.ndarray, low, high, integer: bool) -> bool:
-    """Every element of a non-empty float64 array is finite, in [low, high] and (`integer`) whole."""
-    flat = arr.reshape(-1) if arr.flags.c_contiguous else None
-    blocks = [arr] if flat is None else [flat[i:i + _CHECK_BLOCK] for i in range(0, flat.size, _CHECK_BLOCK)]
-    scratch = np.empty(min(arr.size, _CHECK_BLOCK)) if integer and flat is not None else None
-    for block in blocks:
-        lo, hi = float(block.min()), float(block.max())
-        if not (math.isfinite(lo) and math.isfinite(hi)) or (low is not None and lo < low) or (
-                high is not None and hi > high):
-            return False
-        if integer:
-            rounded = np.rint(block) if scratch is None else np.rint(block, out=scratch[:block.size])
-            if not np.array_equal(rounded, block):
-                return False
-    return True
+    return checked(name, c, low=0)
 
 
 def expected_tokens_unchecked(a, g):
@@ -88,46 +53,9 @@ def expected_tokens_unchecked(a, g):
     return _expected_tokens_g1(a, np.asarray(g, dtype=float) + 1.0)
 
 
-_RUNS_MIN_SIZE = 1 << 14  # arrays this large are scanned for runs of equal (alpha, gamma)
-_RUNS_MAX_SHARE = 8  # ... and evaluated once per run if there are under size / this many runs
-
-
 def _expected_tokens_g1(a, g1):
-    """`expected_tokens_unchecked(a, g)` from g1 = g + 1 (which a caller may share), bit for bit.
-
-    Equal inputs give equal outputs, so when same-shape flat inputs come in long runs of equal
-    consecutive (alpha, gamma) pairs (a grid raveled with alpha and gamma outside: a sweep's
-    usual layout), the log and expm1 are evaluated once per run and the results repeated.
-    """
-    a = np.asarray(a, dtype=float)
-    g1 = np.asarray(g1, dtype=float)
-    runs = _run_starts(a, g1)
-    if runs is not None:
-        flat_a, flat_g1 = a.reshape(-1), g1.reshape(-1)
-        e = _expected_tokens(flat_a[runs], flat_g1[runs])
-        return np.repeat(e, np.diff(runs, append=flat_a.size)).reshape(a.shape)
-    return _expected_tokens(a, g1)
-
-
-def _run_starts(a: np.ndarray, g1: np.ndarray):
-    """Indices where a run of equal consecutive (a, g1) starts, or None when runs are short."""
-    n = a.size
-    if (a.shape != g1.shape or n < _RUNS_MIN_SIZE or not a.flags.c_contiguous
-            or not g1.flags.c_contiguous):
-        return None
-    a, g1 = a.reshape(-1), g1.reshape(-1)
-    probe = _RUNS_MIN_SIZE // 4  # a prefix first: unstructured input pays almost nothing
-    if np.count_nonzero((a[1:probe] != a[:probe - 1]) | (g1[1:probe] != g1[:probe - 1])) * _RUNS_MAX_SHARE > probe:
-        return None
-    change = np.not_equal(a[1:], a[:-1])
-    change |= np.not_equal(g1[1:], g1[:-1], out=np.empty(n - 1, dtype=bool))
-    count = np.count_nonzero(change)
-    if (count + 1) * _RUNS_MAX_SHARE > n:
-        return None
-    starts = np.empty(count + 1, dtype=np.intp)
-    starts[0] = 0
-    np.add(np.flatnonzero(change), 1, out=starts[1:])
-    return starts
+    """`expected_tokens_unchecked(a, g)` from g1 = g + 1, which a caller may share."""
+    return _expected_tokens(np.asarray(a, dtype=float), np.asarray(g1, dtype=float))
 
 
 def _expected_tokens(a: np.ndarray, g1: np.ndarray):
