@@ -55,10 +55,13 @@ _EXPORTS = {
     # specs and presets
     **names_from("llm_cost.specs", "ModelSpec", "MoESpec", "MLASpec", "Accelerator", "Profile", "PRESETS",
                  "preset", "WeightFormat", "WEIGHT_FORMATS", "weight_format", "BF16", "INT4_G128",
-                 "INT8_G128", "FP8"),
+                 "INT8_G128", "FP8", "CHECKPOINT"),
     # counts
     **names_from("llm_cost.counts", "param_counts", "ParamCounts", "flops_per_token", "kv_bytes_per_token",
                  "weight_bytes", "WeightBytes", "lora_params"),
+    # checkpoint formats (FP8 blocks, MXFP4 experts, torch_dtype)
+    **names_from("llm_cost.checkpoint", "checkpoint_bytes", "CheckpointBytes", "checkpoint_format",
+                 "CheckpointFormat"),
     # the time model
     **names_from("llm_cost.roofline", "step_time", "StepTime", "PassCost", "ridge_point", "critical_rows",
                  "critical_batch", "expected_experts_touched"),

@@ -1,4 +1,5 @@
-"""Weight formats: bits per weight, plain or group-quantized (the article's INT4 g128: 4.25 bits)."""
+"""Weight formats: bits per weight, plain or group-quantized (the article's INT4 g128: 4.25 bits),
+or the model's own checkpoint format (`CHECKPOINT`, resolved per component from its config)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ class WeightFormat:
     """Bits per weight: plain (BF16) or group-quantized (one scale and zero per group).
 
     effective bits = bits + (scale_bits + zero_bits) / group_size
+
+    `checkpoint`: the format is the model's own, as its checkpoint ships it (`quantization_config`,
+    else `torch_dtype`); `counts.weight_bytes` then takes each component's width from the model
+    (`llm_cost.checkpoint`), and `bits` (16) only stands in where a caller needs one width.
     """
 
     name: str
@@ -20,6 +25,7 @@ class WeightFormat:
     scale_bits: float = 0.0
     zero_bits: float = 0.0
     keep_embeddings_bf16: bool = False  # embedding table and LM head stay at 16 bits
+    checkpoint: bool = False  # the model's own per-component formats (`llm_cost.checkpoint`)
 
     def __post_init__(self) -> None:
         check_number("weights.bits", self.bits, low=0, high=64, low_open=True)
@@ -41,17 +47,22 @@ BF16 = WeightFormat("bf16", 16)
 INT4_G128 = WeightFormat("int4", 4, group_size=128, scale_bits=16, zero_bits=16)
 INT8_G128 = WeightFormat("int8", 8, group_size=128, scale_bits=16, zero_bits=16)
 FP8 = WeightFormat("fp8", 8)
+# Each model in the format its checkpoint ships: FP8 128 x 128 blocks (DeepSeek-V3, Kimi-K2), MXFP4
+# experts (gpt-oss), else its torch_dtype (BF16; OLMo 2: F32). The bits are BF16's, a stand-in.
+CHECKPOINT = WeightFormat("checkpoint", 16, checkpoint=True)
 WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "bf16": BF16,
     "w4a16": INT4_G128,
     "int4": INT4_G128,
     "int8": INT8_G128,
     "fp8": FP8,
+    "checkpoint": CHECKPOINT,
 }
 
 
 def weight_format(name: str) -> WeightFormat:
-    """A weight format by name: bf16, w4a16 / int4 (g128, 4.25 bits), int8 (g128), fp8.
+    """A weight format by name: bf16, w4a16 / int4 (g128, 4.25 bits), int8 (g128), fp8, or
+    checkpoint (each model's own, `CHECKPOINT`).
 
     >>> weight_format("int4").effective_bits
     4.25

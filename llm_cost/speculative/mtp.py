@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from llm_cost.checkpoint import checkpoint_format
 from llm_cost.counts import param_counts
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime
@@ -173,7 +174,9 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = 
     prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
     block = PassCost.from_specs(mtp_module(model), gpu, prof, fmt)
     projection = mtp_params(model).projection  # a GEMM like any other: its bytes and 2 FLOPs each
-    cost = replace(block, weight_bytes=block.weight_bytes + projection * fmt.bytes_per_weight,
+    # the checkpoint's own format keeps eh_proj at torch_dtype (BF16 in DeepSeek-V3's FP8 checkpoint)
+    per = checkpoint_format(model).dtype_bytes if fmt.checkpoint else fmt.bytes_per_weight
+    cost = replace(block, weight_bytes=block.weight_bytes + projection * per,
                    row_flops=block.row_flops + 2 * projection)
     return cost.step(batch, batch, 0, count_kv=prof.count_kv)
 
