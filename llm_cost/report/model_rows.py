@@ -7,24 +7,31 @@ from __future__ import annotations
 
 from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes_per_token, lora_params, param_counts, weight_bytes)
-from llm_cost.errors import check_number
+from llm_cost.errors import LlmCostError, check_number
 from llm_cost.roofline import critical_rows, ridge_point, step_time
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
 
 def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
               kv_bytes_per_element: float = 2.0) -> dict:
-    """One model's counts: params, weight bytes (BF16, INT4 g128), KV and FLOPs per token, LoRA.
+    """One model's counts: params, weight bytes (BF16, INT4 g128, as shipped), KV and FLOPs per
+    token, LoRA.
 
     `params_mtp`: the multi-token-prediction modules as the checkpoint stores them (DeepSeek-V3:
     13.5B, the README's "14B"), counted apart: `params_total` is the main model (671B) and the
     checkpoint holds params_total + params_mtp ("685B").
+
+    `weight_bytes_checkpoint`: every weight byte the checkpoint ships, in `checkpoint_format`
+    (`llm_cost.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
+    (DeepSeek-V3: 688.57 GB, of which MTP 15.42 GB); None, with the quant_method named in
+    `checkpoint_format`, for a quantization it does not count (GPTQ, AWQ, ...).
     """
     check_number("context", context, low=0, integer=True)
     check_number("lora_rank", lora_rank, low=1, integer=True)
     check_number("kv_bytes", kv_bytes_per_element, low=0, low_open=True)
     p = param_counts(model)
     int4 = weight_bytes(model, INT4_G128)
+    shipped_format, shipped_bytes = _as_shipped(model)
     lora_ok = model.mla is None
     return {
         "name": model.name,
@@ -38,6 +45,8 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
         "weight_bytes_bf16": weight_bytes(model, BF16).total,
         "weight_bytes_int4": int4.total,
         "bits_int4": int4.effective_bits,
+        "checkpoint_format": shipped_format,
+        "weight_bytes_checkpoint": shipped_bytes,
         "kv_bytes_per_token": kv_bytes_per_token(model, kv_bytes_per_element),
         "context": context,
         "flops_per_token": flops_per_token(model, context),
@@ -46,6 +55,18 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
         "lora_params_all": lora_params(model, lora_rank, LORA_TARGETS_ALL if model.mlp_kind == "gated"
                                        else ("q", "k", "v", "o", "up", "down")) if lora_ok else None,
     }
+
+
+def _as_shipped(model: ModelSpec) -> tuple[str, float | None]:
+    """(checkpoint format, bytes as shipped), or (what the config says, None) when not counted."""
+    from llm_cost.checkpoint import checkpoint_bytes
+
+    try:
+        shipped = checkpoint_bytes(model)
+    except LlmCostError:  # a quantization or torch_dtype the checkpoint rules do not count
+        said = model.quantization.method if model.quantization else model.checkpoint_dtype
+        return f"{said} (not counted)", None
+    return shipped.format, shipped.total
 
 
 def catalog_rows() -> list[dict]:
