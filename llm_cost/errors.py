@@ -89,11 +89,43 @@ def check_all(name: str, values, *, most: int | None = None, numbers: bool = Tru
 
 
 def check_choice(name: str, value, allowed) -> str:
-    """`value` if it is one of `allowed` (exact match), else an error naming `name` and the choices."""
-    if value not in allowed:
-        raise UnknownNameError(f"{name} must be one of {', '.join(allowed)}, got {short_repr(value)}",
-                               params=_named(name))
-    return value
+    """The one of `allowed` that `value` names, ignoring case; else an error naming `name`, the
+    choices and the nearest ones ("did you mean").
+
+    >>> check_choice("fmt", "JSON", ("table", "json"))
+    'json'
+    """
+    if value in allowed:
+        return value
+    if isinstance(value, str):
+        folded = {a.casefold(): a for a in allowed if isinstance(a, str)}
+        if value.casefold() in folded:
+            return folded[value.casefold()]
+    hint = did_you_mean(value, [a for a in allowed if isinstance(a, str)])
+    raise UnknownNameError(f"{name} must be one of {', '.join(allowed)}, got {short_repr(value)}{hint}",
+                           params=_named(name))
+
+
+def nearest(value, known, n: int = 3) -> list[str]:
+    """The known names nearest `value` (case ignored): those it starts (a100 -> a100-40gb,
+    a100-80gb), then difflib's closest; at most `n`."""
+    if not isinstance(value, str) or not value:
+        return []
+    import difflib
+
+    folded = {k.casefold(): k for k in known}
+    v = value.casefold()
+    starts = [k for f, k in folded.items() if f.startswith(v)]
+    close = [folded[f] for f in difflib.get_close_matches(v, list(folded), n=n, cutoff=0.5)]
+    return list(dict.fromkeys(starts + close))[:n]
+
+
+def did_you_mean(value, known) -> str:
+    """"; did you mean x or y?" for the names nearest `value`, or "" when none is near."""
+    near = nearest(value, known)
+    if not near:
+        return ""
+    return "; did you mean " + (near[0] if len(near) == 1 else ", ".join(near[:-1]) + " or " + near[-1]) + "?"
 
 
 def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=False,

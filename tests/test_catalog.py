@@ -50,9 +50,11 @@ def test_every_model_loads_and_names_its_source(name):
 
 def test_unknown_name_lists_known():
     with pytest.raises(UnknownNameError, match="known: .*llama-3-8b"):
-        load_model("llama-3-8")  # no fuzzy matching
+        load_model("llama-3-8")  # no guess: the nearest names are suggested, none is taken
     with pytest.raises(UnknownNameError, match="h100-sxm"):
-        load_accelerator("h100")
+        load_accelerator("h10")
+    assert load_accelerator("h100") is load_accelerator("h100-sxm") or (
+        load_accelerator("h100") == load_accelerator("h100-sxm"))  # issue 15: h100 is h100-sxm
 
 
 def test_model_kinds():

@@ -75,7 +75,7 @@ def test_roofline_knob_overrides():
     (["roofline", "--context", "-5"], "--context must be in [0, 1e+12]"),
     (["roofline", "--preset", "fast"], "--preset must be one of article, lecture"),
     (["roofline", "--weights", "int3"], "--weights must be one of"),
-    (["roofline", "--gpu", "h101"], "unknown gpu 'h101'; known:"),
+    (["roofline", "--gpu", "h101"], "unknown gpu 'h101'; did you mean h200 or h100-sxm? (known:"),
     (["roofline", "--format", "xml"], "--format must be one of table, json, csv"),
     (["model", "nope"], "unknown model 'nope'"),
     (["model", "/nonexistent/config.json"], "file not found"),

@@ -47,7 +47,7 @@ def load_model(ref: str) -> ModelSpec:
     """
     path = resolve(ref, "models", "model")
     catalog = path.parent.parent == catalog_dir("models")
-    name = ref if catalog else (path.resolve().parent.name if path.name == "config.json" else path.stem)
+    name = path.parent.name if catalog else (path.resolve().parent.name if path.name == "config.json" else path.stem)
     return model_from_config(read_json(path), name=name, path=path)
 
 

@@ -85,7 +85,7 @@ def roofline_cmd(
     fmt_w = parse.weights(weights)
     result, caption = roofline_rows(spec, acc, prof, rows=rows, batch=batch, context=context, fmt=fmt_w)
     emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
-         title=f"{spec.name} on {acc.name}, {weights}, preset {prof.name}")
+         title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
 
 # ---- catalog --------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ def capacity_cmd(
                f"{prompt:g} + {max_gen:g}, or grow to {prompt:g} + {row['gen']:g}")
     if row["shortfall_bytes"]:
         caption = f"the weights do not fit: {row['shortfall_bytes'] / 1e9:.2f} GB short; " + caption
-    emit([row], CAPACITY_COLUMNS, fmt, title=f"KV capacity, {weights} weights (GB = 1e9 bytes)",
+    emit([row], CAPACITY_COLUMNS, fmt, title=f"KV capacity, {weights.lower()} weights (GB = 1e9 bytes)",
          caption=caption)
 
 

@@ -74,7 +74,7 @@ def spec_cmd(
                               if target.is_moe else [])
     drafted = f", draft {draft_spec.name}" if draft_spec else ""
     emit(rows, columns, fmt, caption=caption,
-         title=f"Speculative decoding: {target.name} on {acc.name}, {weights}, preset {preset}{drafted}")
+         title=f"Speculative decoding: {target.name} on {acc.name}, {weights.lower()}, preset {prof.name}{drafted}")
 
 
 @command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")
@@ -116,7 +116,8 @@ def tree_cmd(
     from llm_cost.report.spec_rows import tree_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
-    rows = tree_rows(spec, acc, parse.profile(preset), widths_list=[parse.widths(w) for w in widths],
+    prof = parse.profile(preset)
+    rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      fmt=parse.weights(weights))
     emit(rows, [
@@ -124,7 +125,7 @@ def tree_cmd(
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),
         Column("verify_over_base", "verify/base", fixed(2)), Column("speedup", "speedup", fixed(2)),
         Column("chain_speedup", "chain (same depth)", fixed(2)),
-    ], fmt, title=f"Token trees: {spec.name} on {acc.name}, preset {preset}, context {context}, c {c:g} per level")
+    ], fmt, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context {context}, c {c:g} per level")
 
 
 @command("leviathan", epilog="Example: llm-cost leviathan --alpha 0.7 --gamma 3 --alpha 0.8 --gamma 4 --c-hat 0.1")
