@@ -10,18 +10,18 @@ import sys
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from llm_cost import __version__
 from llm_cost.errors import LlmCostError
 from llm_cost.report.render import FORMATS
 
 try:  # typer >= 0.26 vendors click
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, UsageError
     from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import get_current_context
-    from click.exceptions import ClickException
+    from click.exceptions import ClickException, UsageError
 
 EXIT_BAD_INPUT = 2
 
@@ -44,6 +44,48 @@ class OneLineErrors(TyperGroup):
             typer.echo("Aborted.", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+class OneValueCommand(TyperCommand):
+    """A command whose single-value options refuse a second value (`--gpu h100-sxm --gpu h200`):
+    click keeps the last one silently; here it is an error naming the option.
+
+    The parser reports each occurrence of an option in the order it met them, so the arguments are
+    parsed once first to count them (no callbacks run), then as usual.
+    """
+
+    def parse_args(self, ctx, args):
+        if not ctx.resilient_parsing:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            seen = set()
+            for param in order:
+                if (param.param_type_name != "option" or param.multiple or param.nargs != 1
+                        or param.is_eager):  # repeatable, or --help / --version
+                    continue
+                if param.name in seen:
+                    given = _given(param, args)
+                    got = f", got {', '.join(given)}" if len(given) > 1 else ", given more than once"
+                    if param.is_flag:
+                        name = "/".join([max(param.opts, key=len), *param.secondary_opts])
+                        raise UsageError(f"{name} is one switch: give it once{got}", ctx=ctx)
+                    raise UsageError(f"{max(param.opts, key=len)} takes one value{got}", ctx=ctx)
+                seen.add(param.name)
+        return super().parse_args(ctx, args)
+
+
+def _given(param, args) -> list[str]:
+    """What `args` gave the option `param`, occurrence by occurrence (`--gpu h200`: h200; a flag:
+    itself)."""
+    flags = [*param.opts, *param.secondary_opts]
+    given = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg in flags:
+            given.append(arg if param.is_flag else (args[i + 1] if i + 1 < len(args) else ""))
+        elif not param.is_flag and any(arg.startswith(f + "=") for f in flags if f.startswith("--")):
+            given.append(arg.partition("=")[2])
+    return given
 
 
 app = typer.Typer(
@@ -69,7 +111,7 @@ def command(*names, **kwargs):
                 typer.echo(f"Error: {_as_flags(err)}", err=True)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
-        return app.command(*names, **kwargs)(run)
+        return app.command(*names, **{"cls": OneValueCommand, **kwargs})(run)
 
     return decorate
 

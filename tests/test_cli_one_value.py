@@ -1,0 +1,61 @@
+"""CLI: a single-value option given twice is an error naming it (issue 15, deliverable 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.cli import app
+
+from helpers import run
+
+
+def _one_error_line(*args) -> str:
+    out = run(*args)
+    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, out.output
+    return lines[0]
+
+
+def test_roofline_gpu_twice():
+    assert _one_error_line("roofline", "--gpu", "h100-sxm", "--gpu", "h200") == \
+        "Error: --gpu takes one value, got h100-sxm, h200"
+
+
+def test_roofline_model_twice_short_and_long():
+    assert _one_error_line("roofline", "-m", "llama-3-8b", "--model=llama-3-70b") == \
+        "Error: --model takes one value, got llama-3-8b, llama-3-70b"
+
+
+def test_table_gpu_twice():
+    assert "--gpu takes one value" in _one_error_line("table", "--gpu", "h100-sxm", "--gpu", "h200")
+
+
+def test_switch_twice():
+    assert "--kv/--no-kv is one switch" in _one_error_line("roofline", "--kv", "--no-kv")
+
+
+def test_repeatable_options_still_repeat():
+    out = run("roofline", "--rows", "1", "--rows", "257", "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert run("model", "llama-3-8b", "llama-3-70b", "-f", "json").exit_code == 0
+
+
+def test_help_twice_is_help():
+    assert run("roofline", "--help", "--help").exit_code == 0
+
+
+def _single_value_options():
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name, cmd in group.commands.items():
+        for p in cmd.params:
+            if p.param_type_name == "option" and not p.multiple and not p.is_eager and not p.is_flag:
+                yield name, max(p.opts, key=len)
+
+
+@pytest.mark.parametrize("command,flag", list(_single_value_options()))
+def test_every_single_value_option_refuses_a_second_value(command, flag):
+    line = _one_error_line(command, flag, "1", flag, "2")
+    assert line.startswith(f"Error: {flag} takes one value"), line
