@@ -231,21 +231,21 @@ def checkpoint_weight_bytes(model: ModelSpec) -> WeightBytes:
     >>> w.total, round(w.effective_bits, 3)
     (13761264768, 5.264)
     """
-    fmt = checkpoint_format(model)
-    p, mats, u = param_counts(model), _matrices(model), fmt.dtype_bytes
+    shipped = checkpoint_format(model)
+    p, mats, u = param_counts(model), _matrices(model), shipped.dtype_bytes
 
     def group(name: str, params: int) -> int:
         """Bytes of `params` parameters holding the weight matrices of group `name`."""
-        if name not in fmt.converted:
+        if name not in shipped.converted:
             return params * u
         converted = sum(r * c for r, c in mats[name])
-        return (params - converted) * u + sum(fmt.matrix_bytes(r, c) for r, c in mats[name])
+        return (params - converted) * u + sum(shipped.matrix_bytes(r, c) for r, c in mats[name])
 
     attention = group("attention", p.attention_block_per_layer)
     norms = p.norms_per_layer * u
     router = p.router_per_layer * u
-    if model.moe is not None and model.moe.router_bias and fmt.router_bias_bytes:
-        router += p.num_experts * (fmt.router_bias_bytes - u)
+    if model.moe is not None and model.moe.router_bias and shipped.router_bias_bytes:
+        router += p.num_experts * (shipped.router_bias_bytes - u)
     dense_layer = attention + group("dense_mlp", p.dense_mlp_per_layer) + norms
     moe_shared = attention + norms + group("shared_experts", p.shared_experts_per_layer) + router
     always = p.num_dense_layers * dense_layer + p.num_moe_layers * moe_shared + p.final_norm * u
@@ -283,11 +283,11 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     >>> c.format, c.total
     ('fp8 e4m3 128x128', 688574839360)
     """
-    fmt = checkpoint_format(model)
+    shipped = checkpoint_format(model)
     mtp = 0
     if model.mtp_layers:
         from llm_cost.speculative.mtp import mtp_module, mtp_params
 
         module = checkpoint_weight_bytes(mtp_module(model)).total
-        mtp = model.mtp_layers * (module + mtp_params(model).projection * fmt.dtype_bytes)
-    return CheckpointBytes(format=fmt.name, weights=checkpoint_weight_bytes(model), mtp=mtp)
+        mtp = model.mtp_layers * (module + mtp_params(model).projection * shipped.dtype_bytes)
+    return CheckpointBytes(format=shipped.name, weights=checkpoint_weight_bytes(model), mtp=mtp)

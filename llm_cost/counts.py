@@ -380,12 +380,12 @@ class WeightBytes:
                 + self.num_moe_layers * self.num_experts * self.expert)
 
 
-def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
-    r"""Bytes of every weight in format `fmt` (the article, `quantized_weight_bytes`).
+def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
+    r"""Bytes of every weight in format `weights` (the article, `quantized_weight_bytes`).
 
     Quantized: params * (bits + (scale_bits + zero_bits) / group_size) / 8, with the embedding
-    tables (input, LM head, positions) at BF16 when `fmt.keep_embeddings_bf16`. A checkpoint
-    format (`fmt.checkpoint`, `llm_cost.specs.CHECKPOINT`) takes each component's bytes from the
+    tables (input, LM head, positions) at BF16 when `weights.keep_embeddings_bf16`. A checkpoint
+    format (`weights.checkpoint`, `llm_cost.specs.CHECKPOINT`) takes each component's bytes from the
     model's own checkpoint format (`llm_cost.checkpoint.checkpoint_weight_bytes`).
 
     .. math:: B = N \cdot (b + (b_{scale} + b_{zero}) / g) / 8
@@ -394,7 +394,7 @@ def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
     ----------
     model : ModelSpec
         The model (a spec).
-    fmt : WeightFormat, optional
+    weights : WeightFormat, optional
         Weight format (default BF16; `llm_cost.specs.INT4_G128` is the article's INT4 g128;
         `llm_cost.specs.CHECKPOINT` the model's own).
 
@@ -417,13 +417,13 @@ def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
     >>> w.effective_bits, round(w.total / 1e9, 2)
     (4.25, 4.27)
     """
-    if fmt.checkpoint:
+    if weights.checkpoint:
         from llm_cost.checkpoint import checkpoint_weight_bytes  # it counts on this module
 
         return checkpoint_weight_bytes(model)
     p = param_counts(model)
-    per = fmt.bytes_per_weight
-    emb = BF16_BYTES if fmt.keep_embeddings_bf16 else per
+    per = weights.bytes_per_weight
+    emb = BF16_BYTES if weights.keep_embeddings_bf16 else per
     always = (p.num_dense_layers * p.dense_layer + p.num_moe_layers * p.moe_layer_shared
               + p.final_norm)
     return WeightBytes(
@@ -434,7 +434,7 @@ def weight_bytes(model: ModelSpec, fmt: WeightFormat = BF16) -> WeightBytes:
         expert=p.expert_params * per,
         num_moe_layers=p.num_moe_layers,
         num_experts=p.num_experts,
-        effective_bits=fmt.effective_bits,
+        effective_bits=weights.effective_bits,
     )
 
 

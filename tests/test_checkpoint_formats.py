@@ -164,8 +164,8 @@ def test_a_bf16_checkpoint_is_bf16(name):
     for profile in ("article", "lecture"):
         for rows in (1, 64, 4096):
             kw = dict(rows=rows, batch=1, context=512)
-            assert (step_time(model, "h100-sxm", PRESETS[profile], fmt=CHECKPOINT, **kw)
-                    == step_time(model, "h100-sxm", PRESETS[profile], fmt=BF16, **kw))
+            assert (step_time(model, "h100-sxm", PRESETS[profile], weights=CHECKPOINT, **kw)
+                    == step_time(model, "h100-sxm", PRESETS[profile], weights=BF16, **kw))
 
 
 def test_every_catalog_checkpoint_is_counted_and_no_larger_than_bf16():
@@ -193,7 +193,7 @@ def test_the_time_model_reads_the_checkpoint_components():
     = 4,866,350,208 bytes read, against 8,374,881,408 in BF16.
     """
     model = load_model("gpt-oss-20b")
-    t = step_time(model, "h100-sxm", PRESETS["article"], fmt=CHECKPOINT)
+    t = step_time(model, "h100-sxm", PRESETS["article"], weights=CHECKPOINT)
     assert t.weight_bytes_read == pytest.approx(4_866_350_208, rel=1e-12)
     assert step_time(model, "h100-sxm", PRESETS["article"]).weight_bytes_read == pytest.approx(8_374_881_408,
                                                                                                rel=1e-12)

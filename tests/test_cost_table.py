@@ -87,11 +87,11 @@ def test_each_figure_is_the_librarys(rows, name):
     assert r["kv_bytes_per_sequence_at_32768"] == kv_bytes_per_token(m) * 32768
     assert r["flops_per_token"] == flops_per_token(m)
     assert r["decode_step_s_bf16"] == step_time(m, H100, ARTICLE, rows=1).total_s
-    assert r["decode_step_s_w4a16"] == step_time(m, H100, ARTICLE, rows=1, fmt=INT4_G128).total_s
+    assert r["decode_step_s_w4a16"] == step_time(m, H100, ARTICLE, rows=1, weights=INT4_G128).total_s
     spec = roofline_speedup(m, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=1)
     assert r["spec_speedup"] == float(spec.speedup)
     for fmt, key in ((BF16, "bf16"), (INT4_G128, "int4")):
-        cap = kv_capacity(m, H100, reserve=0.1, fmt=fmt)
+        cap = kv_capacity(m, H100, reserve=0.1, weights=fmt)
         assert r[f"fits_{key}"] == cap.fits
         for n in (4096, 32768):
             assert r[f"max_batch_{key}_at_{n}"] == (cap.kv_tokens // n if cap.fits else 0)

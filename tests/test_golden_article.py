@@ -41,7 +41,7 @@ def test_output_block(name, params_b, bf16_gb, int4_gb, bf16_ms, w4_ms, lora_att
     assert int4.effective_bits == 4.25  # "INT4(g128) 4.25 bit"
     assert int4.total / 1e9 == pytest.approx(int4_gb, abs=half_unit(2))
     assert step_time(m, H100, ARTICLE).total_s * 1e3 == pytest.approx(bf16_ms, abs=half_unit(2))
-    assert step_time(m, H100, ARTICLE, fmt=INT4_G128).total_s * 1e3 == pytest.approx(w4_ms, abs=half_unit(2))
+    assert step_time(m, H100, ARTICLE, weights=INT4_G128).total_s * 1e3 == pytest.approx(w4_ms, abs=half_unit(2))
     assert lora_params(m, 16, LORA_TARGETS_ATTN) / 1e6 == pytest.approx(lora_attn_m, abs=half_unit(2))
     all_ = lora_params(m, 16, LORA_TARGETS_ALL)
     assert all_ / 1e6 == pytest.approx(lora_all_m, abs=half_unit(2))

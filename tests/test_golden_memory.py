@@ -81,7 +81,7 @@ def test_model_that_does_not_fit_is_a_result():
 
 
 def test_int4_weights_leave_more_kv():
-    assert kv_capacity(GPT3_13B, A100, fmt=INT4_G128).kv_tokens > 2 * kv_capacity(GPT3_13B, A100).kv_tokens
+    assert kv_capacity(GPT3_13B, A100, weights=INT4_G128).kv_tokens > 2 * kv_capacity(GPT3_13B, A100).kv_tokens
 
 
 def test_exercise_1():

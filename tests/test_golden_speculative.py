@@ -88,7 +88,7 @@ def test_chapter_2_4_turning_batches():
     # because the article's 16.06 GB include the embedding table its FLOPs do not count (§1.2).
     peak = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
     mfu60 = turning_batch(LLAMA3_8B, H100, ARTICLE_60, gamma=4)
-    w4 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4, fmt=INT4_G128)
+    w4 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4, weights=INT4_G128)
     assert peak.ridge_estimate == pytest.approx(295 / 5, abs=half_unit(0))
     assert 55 <= peak.batch <= 65  # "≈ 60"
     assert mfu60.ridge_estimate == pytest.approx(35, abs=half_unit(0))

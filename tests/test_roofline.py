@@ -55,7 +55,7 @@ def test_critical_batch_turning_points():
     # weights it falls by about 4x ("ridge/(4 x 5) ≈ 15"; exact 16.8).
     m = load_model("llama-3-8b")
     bf16 = critical_batch(m, H100, ARTICLE, rows_per_sequence=5)
-    w4 = critical_batch(m, H100, ARTICLE, rows_per_sequence=5, fmt=INT4_G128)
+    w4 = critical_batch(m, H100, ARTICLE, rows_per_sequence=5, weights=INT4_G128)
     assert 59 < bf16 < 64
     assert 14.7 < w4 < 17
     assert bf16 / w4 == pytest.approx(16.06 / 4.27, rel=0.01)

@@ -150,10 +150,10 @@ def test_step_time_over_arrays_is_step_time_pointwise(name, preset, fmt):
     batch = np.array([1, 1, 3, 16, 64, 512])
     per_seq = np.array([1, 5, 2, 3, 9, 5])
     context = np.array([0, 1024, 7, 512, 4096, 512])
-    arr = step_time(model, H100, prof, rows=batch * per_seq, batch=batch, context=context, fmt=fmt)
+    arr = step_time(model, H100, prof, rows=batch * per_seq, batch=batch, context=context, weights=fmt)
     for i in range(batch.size):
         one = step_time(model, H100, prof, rows=int(batch[i] * per_seq[i]), batch=int(batch[i]),
-                        context=int(context[i]), fmt=fmt)
+                        context=int(context[i]), weights=fmt)
         assert arr.total_s[i] == pytest.approx(one.total_s, rel=REL)
         assert arr.bound[i] == one.bound
 
@@ -229,10 +229,10 @@ def test_w4a16_turns_earlier():
     # the article §2.4: quantized weights lower the memory plateau, so verification turns
     # compute-bound about 4x sooner; the speedup at B = 32 already suffers
     bf16 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
-    w4 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4, fmt=INT4_G128)
+    w4 = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4, weights=INT4_G128)
     assert 3.5 < bf16.batch / w4.batch < 4.0
     r_bf16 = roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=32)
-    r_w4 = roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=32, fmt=INT4_G128)
+    r_w4 = roofline_speedup(LLAMA3_8B, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=32, weights=INT4_G128)
     assert float(r_w4.speedup) < float(r_bf16.speedup)
     assert float(r_w4.round_s) < float(r_bf16.round_s)  # still faster in absolute time
 
@@ -262,7 +262,7 @@ def test_moe_caption_does_not_call_verification_free():
     from llm_cost.report.spec_rows import spec_rows
 
     mixtral = load_model("mixtral-8x7b")
-    rows, caption = spec_rows(mixtral, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    rows, caption = spec_rows(mixtral, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], weights=BF16)
     assert "free up to" not in caption
     turn = turning_batch(mixtral, H100, ARTICLE, gamma=4)
     assert f"compute-bound from batch {turn.batch:.1f}" in caption and turn.batch > 200
@@ -270,7 +270,7 @@ def test_moe_caption_does_not_call_verification_free():
     assert rows[0]["verify_over_base"] == pytest.approx(2.80, abs=0.005)
     assert costly_verification_batch(mixtral, H100, ARTICLE, gamma=4) == 1.0
     # A dense target is free up to its turning batch and costs 5% more just past it.
-    rows, caption = spec_rows(LLAMA3_8B, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], fmt=BF16)
+    rows, caption = spec_rows(LLAMA3_8B, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], weights=BF16)
     turn = turning_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)
     assert f"verification free up to batch {turn.batch:.1f}" in caption and "experts" not in caption
     costly = costly_verification_batch(LLAMA3_8B, H100, ARTICLE, gamma=4)

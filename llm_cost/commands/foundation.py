@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -62,7 +62,7 @@ ROOFLINE_COLUMNS = [
 def roofline_cmd(
     model: ModelOpt = ARTICLE_SETTING.model,
     gpu: GpuOpt = ARTICLE_SETTING.gpu,
-    rows: Annotated[List[int], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable).")] = [1],  # noqa: B006
+    rows: Annotated[Optional[List[int]], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable; default: --batch, one decode step).")] = None,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences the rows come from.")] = 1,
     context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
     preset: Preset = ARTICLE_SETTING.preset,
@@ -83,7 +83,7 @@ def roofline_cmd(
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
     fmt_w = parse.weights(weights)
-    result, caption = roofline_rows(spec, acc, prof, rows=rows, batch=batch, context=context, fmt=fmt_w)
+    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, fmt=fmt_w)
     emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
          title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
 

@@ -162,9 +162,9 @@ def _spec_vs_batch(o: dict, path):
 
     spec, acc, base = _specs(o)
     profiles = [base.with_(compute_efficiency=m) for m in mfu_values(base, o.get("mfu"))]
-    fmt = parse.weights(o["weights"])
+    weight_format = parse.weights(o["weights"])
     curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
-                           batch_max=o["batch_max"], context=o["context"], fmt=fmt)
+                           batch_max=o["batch_max"], context=o["context"], weights=weight_format)
     return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}, "
                                                    f"{o['weights']}, preset {o['preset']}, context {o['context']}")
 
@@ -186,7 +186,7 @@ def _tree(o: dict, path):
     c = _single(o, "c")
     widths = [parse.widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
     points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(o["hits"]), batches=o["batch"],
-                         c=c, context=o["context"], fmt=parse.weights(o["weights"]))
+                         c=c, context=o["context"], weights=parse.weights(o["weights"]))
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context "
                                           f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
 
@@ -204,7 +204,7 @@ def _batching(o: dict, path):
     slo = parse.seconds("slo_ms", o.get("slo_ms"), positive=True)
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     replica = Replica.from_specs(spec, acc, parse.profile(o["preset"]), reserve=o["reserve"],
-                               fmt=parse.weights(o["weights"]))
+                               weights=parse.weights(o["weights"]))
     wl = poisson_workload(o["requests"], 1.0, seed=o["seed"])
     curves = batching_curves(wl, replica, schedulers=o["scheduler"], max_batches=o["max_batch"],
                              rates=o.get("rate") or DEFAULT_RATES)

@@ -43,7 +43,11 @@ def capacity_cmd(
     kv_bytes: KvBytes = 2.0,
     fmt: Format = "table",
 ) -> None:
-    """KV tokens that fit beside the weights, and requests that fit per reservation policy."""
+    """KV tokens that fit beside the weights, and requests that fit per reservation policy.
+
+    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
+    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.serving_rows import capacity_row
@@ -93,7 +97,11 @@ def waste_cmd(
     reserve: Reserve = DEFAULT_RESERVE,
     fmt: Format = "table",
 ) -> None:
-    """Request-level padding: token positions computed vs needed, for one batch or a simulated load."""
+    """Request-level padding: token positions computed vs needed, for one batch or a simulated load.
+
+    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
+    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    """
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.serving_rows import waste_row
 
@@ -161,7 +169,11 @@ def batching_cmd(
     weights: Weights = "bf16",
     fmt: Format = "table",
 ) -> None:
-    """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use."""
+    """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use.
+
+    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
+    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError

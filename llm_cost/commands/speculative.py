@@ -110,7 +110,11 @@ def tree_cmd(
     weights: Weights = "bf16",
     fmt: Format = "table",
 ) -> None:
-    """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain."""
+    """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
+
+    Defaults: the lecture's example, Llama-3.1-8B on an H100 SXM under the lecture preset at
+    context 1024 (its demo 05); the other commands default to Llama-3-8B (the article).
+    """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.spec_rows import tree_rows

@@ -84,8 +84,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
-        "decode_step_s_bf16": step_time(model, gpu, prof, rows=batch, batch=batch, fmt=BF16).total_s,
-        "decode_step_s_w4a16": step_time(model, gpu, prof, rows=batch, batch=batch, fmt=INT4_G128).total_s,
+        "decode_step_s_bf16": step_time(model, gpu, prof, rows=batch, batch=batch, weights=BF16).total_s,
+        "decode_step_s_w4a16": step_time(model, gpu, prof, rows=batch, batch=batch, weights=INT4_G128).total_s,
         "spec_alpha": alpha, "spec_gamma": int(gamma), "spec_c": c,
         "spec_expected_tokens": float(spec.expected_tokens),
         "spec_verify_over_base": float(spec.verify_over_base),
@@ -94,8 +94,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     row.update(_mtp_keys(model, gpu, prof, model.mtp_layers, mtp_alphas, batch))
     row.update({"reserve_fraction": reserve, "memory_bytes": gpu.memory_bytes,
                 "usable_bytes": gpu.memory_bytes * (1 - reserve)})
-    for name, fmt in (("bf16", BF16), ("int4", INT4_G128)):
-        cap = kv_capacity(model, gpu, reserve=reserve, fmt=fmt)
+    for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
+        cap = kv_capacity(model, gpu, reserve=reserve, weights=weights)
         row[f"fits_{name}"] = cap.fits
         row.update({f"max_batch_{name}_at_{n}": requests_that_fit(cap.kv_tokens, n) if cap.fits else 0
                     for n in contexts})
@@ -159,8 +159,8 @@ def _yes_no(key: str) -> Callable[[dict], str]:
     return lambda row: "yes" if row[key] else "no"
 
 
-def _batch(fmt: str, n: int) -> Callable[[dict], str]:
-    return lambda row: f"{row[f'max_batch_{fmt}_at_{n}']:,}" if row[f"fits_{fmt}"] else "-"
+def _batch(weights: str, n: int) -> Callable[[dict], str]:
+    return lambda row: f"{row[f'max_batch_{weights}_at_{n}']:,}" if row[f"fits_{weights}"] else "-"
 
 
 def context_label(n: int) -> str:

@@ -67,8 +67,8 @@ def _plain_log(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _label_fmt(fmt) -> str:
-    return "BF16" if fmt.name == "bf16" else f"W4A16 ({fmt.name.upper()} g{fmt.group_size})"
+def _label_fmt(weights) -> str:
+    return "BF16" if weights.name == "bf16" else f"W4A16 ({weights.name.upper()} g{weights.group_size})"
 
 
 def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
@@ -81,7 +81,7 @@ def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
         color = COLORS[k]
         plateau = float(s.time_s[0]) * 1e3
         ax.plot(s.rows, s.time_s * 1e3, color=color, linewidth=3.0 - k, alpha=0.85,
-                label=f"{_label_fmt(s.fmt)}: T(1) = {plateau:.2f} ms, compute-bound from m* = {s.knee_rows:.0f}")
+                label=f"{_label_fmt(s.weights)}: T(1) = {plateau:.2f} ms, compute-bound from m* = {s.knee_rows:.0f}")
         ax.axvline(s.knee_rows, color=color, linestyle=":", linewidth=1)
         ax.annotate(f"m* = {s.knee_rows:.0f}", (s.knee_rows, low * 0.55), xytext=(3, 0),
                     textcoords="offset points", color=color, fontsize=8)

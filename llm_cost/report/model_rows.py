@@ -100,13 +100,13 @@ def mtp_checkpoint_params(model: ModelSpec) -> int:
 
 
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
-                  context: int, fmt: WeightFormat = BF16) -> tuple[list[dict], str]:
+                  context: int, weights: WeightFormat = BF16) -> tuple[list[dict], str]:
     """T(m) for each row count, and a caption with the ridge point and the critical row count."""
     out = []
     for m in rows:
-        t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, fmt=fmt)
+        t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, weights=weights)
         out.append({
-            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": fmt.name,
+            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
             # the knobs in force, overrides included (--mfu, --bw-eff, --fixed-ms, ...)
             "bw_efficiency": profile.bw_efficiency, "compute_efficiency": profile.compute_efficiency,
             "read_input_embedding": profile.read_input_embedding, "count_kv": profile.count_kv,
@@ -116,7 +116,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
         })
     ridge = ridge_point(gpu, profile)
-    crit = critical_rows(model, gpu, profile, batch=batch, context=context, fmt=fmt)
+    crit = critical_rows(model, gpu, profile, batch=batch, context=context, weights=weights)
     caption = (f"ridge {ridge:.1f} FLOP/byte; compute-bound from {crit:.1f} rows "
                f"(batch {batch}, context {context})")
     return out, caption

@@ -41,7 +41,7 @@ def _curves(count: int) -> None:
 class RooflineSeries:
     """T(m) of one weight format over `rows`, its knee, and the decode / verify operating points."""
 
-    fmt: WeightFormat
+    weights: WeightFormat
     rows: np.ndarray
     time_s: np.ndarray
     knee_rows: float  # compute time reaches memory time (critical_rows)
@@ -58,11 +58,11 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
     batches = [int(b) for b in _some("batches", batches, limit=4, low=1, high=1e9, integer=True)]
     rows = np.unique(np.geomspace(1, max_rows, POINTS).round())
     out = []
-    for fmt in formats:
-        t = step_time(model, gpu, profile, rows=rows, batch=1, context=context, fmt=fmt).total_s
-        points = tuple((b, m, step_time(model, gpu, profile, rows=m, batch=b, context=context, fmt=fmt).total_s)
+    for weights in formats:
+        t = step_time(model, gpu, profile, rows=rows, batch=1, context=context, weights=weights).total_s
+        points = tuple((b, m, step_time(model, gpu, profile, rows=m, batch=b, context=context, weights=weights).total_s)
                        for b in batches for m in (b, b * (gamma + 1)))
-        out.append(RooflineSeries(fmt, rows, t, critical_rows(model, gpu, profile, context=context, fmt=fmt),
+        out.append(RooflineSeries(weights, rows, t, critical_rows(model, gpu, profile, context=context, weights=weights),
                                   points))
     return out
 
@@ -86,7 +86,7 @@ class SpecBatchCurve:
 
 def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile], *, alphas, gammas, cs,
                   marks: Sequence[int] = (1, 8, 32, 64, 128, 256), batch_max: int = 1024, context: int = 0,
-                  fmt: WeightFormat = BF16) -> list[SpecBatchCurve]:
+                  weights: WeightFormat = BF16) -> list[SpecBatchCurve]:
     """The article §2.4's table as curves: 2.40 flat to about ridge / (gamma + 1), then falling.
 
     The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger.
@@ -103,13 +103,13 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
     batch = np.unique(np.geomspace(1, batch_max, POINTS).round())
     out = []
     for prof, a, g, c in product(profiles, alphas, gammas, cs):
-        kw = dict(alpha=a, gamma=g, c=c, context=context, fmt=fmt)
+        kw = dict(alpha=a, gamma=g, c=c, context=context, weights=weights)
         r = roofline_speedup(model, gpu, prof, batch=batch, **kw)
         at = roofline_speedup(model, gpu, prof, batch=np.array(marks, dtype=float), **kw)
         out.append(SpecBatchCurve(
             alpha=float(a), gamma=int(g), c=float(c), mfu=prof.compute_efficiency, batch=batch,
             speedup=np.asarray(r.speedup), marks=tuple(zip(marks, np.asarray(at.speedup).tolist(), strict=True)),
-            turning_batch=turning_batch(model, gpu, prof, gamma=g, context=context, fmt=fmt).batch,
+            turning_batch=turning_batch(model, gpu, prof, gamma=g, context=context, weights=weights).batch,
             break_even_batch=break_even_batch(model, gpu, prof, batch_max=batch_max, **kw)))
     return out
 
@@ -152,7 +152,7 @@ DEFAULT_TREES = ((1, 1, 1, 1), (2, 1, 1, 1), (2, 2, 1, 1), (4, 2, 1, 1), (4, 2, 
 
 def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_list=DEFAULT_TREES, hits,
                 batches: Sequence[int] = (1, 32), c: float = 0.05, context: int = 0,
-                fmt: WeightFormat = BF16) -> list[TreeSpeedup]:
+                weights: WeightFormat = BF16) -> list[TreeSpeedup]:
     """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
@@ -164,7 +164,7 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     for widths in widths_list:
         hits.require(widths)
         out.append(tree_speedup(model, gpu, profile, widths=widths, hits=hits,
-                                batch=np.array(batches, dtype=float), c=c, context=context, fmt=fmt))
+                                batch=np.array(batches, dtype=float), c=c, context=context, weights=weights))
     return sorted(out, key=lambda p: (p.nodes, p.tau))
 
 

@@ -19,14 +19,14 @@ from llm_cost.serving.workload import Workload
 
 
 def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float, prompt: float, max_gen: float,
-                 gen: float | None = None, max_len: int | None = None, fmt: WeightFormat = BF16,
+                 gen: float | None = None, max_len: int | None = None, weights: WeightFormat = BF16,
                  kv_bytes_per_element: float = 2.0) -> dict:
     """KV tokens beside the weights and the requests that fit under each reservation policy."""
-    cap = kv_capacity(model, gpu, reserve=reserve, fmt=fmt, kv_bytes_per_element=kv_bytes_per_element)
+    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen)
     return {
-        "model": model.name, "gpu": gpu.name, "weights": fmt.name,
+        "model": model.name, "gpu": gpu.name, "weights": weights.name,
         "memory_bytes": cap.memory_bytes, "reserve_fraction": reserve, "usable_bytes": cap.usable_bytes,
         "weight_bytes": cap.weight_bytes, "kv_bytes_per_token": cap.kv_bytes_per_token,
         "kv_bytes_available": cap.kv_bytes_available, "shortfall_bytes": cap.shortfall_bytes,

@@ -49,7 +49,7 @@ def mfu_values(profile: Profile, mfus) -> list:
 
 
 def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mfu: float, context: int,
-                  fmt: WeightFormat) -> str:
+                  weights: WeightFormat) -> str:
     """Where verification stops being free. A dense target: up to the turning batch. A MoE target
     turns compute-bound there too, but below it the gamma + 1 rows per sequence already read more
     experts than one row does, so verification is not free there either: say from which batch it
@@ -57,9 +57,9 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mf
     head = f"gamma {t.gamma}, MFU {mfu:g}: verification"
     if not (target.is_moe and t.gamma):
         return f"{head} free up to batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f})"
-    costly = costly_verification_batch(target, gpu, prof, gamma=t.gamma, context=context, fmt=fmt)
+    costly = costly_verification_batch(target, gpu, prof, gamma=t.gamma, context=context, weights=weights)
     at_one = float(roofline_speedup(target, gpu, prof, alpha=0.0, gamma=t.gamma, batch=1, c=0.0,
-                                    context=context, fmt=fmt).verify_over_base)
+                                    context=context, weights=weights).verify_over_base)
     costs = (f"over {VERIFY_COSTLY:g}x from batch {round(costly, 1):g}" if costly < float("inf")
              else f"at most {VERIFY_COSTLY:g}x at any batch")
     return (f"{head} compute-bound from batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f}); below it "
@@ -68,7 +68,7 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mf
 
 def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
               cs=None, draft: ModelSpec | None = None, draft_profile: Profile | None = None, mfus=None,
-              context: int = 0, fmt: WeightFormat, gamma_max: int = 16) -> tuple[list[dict], str]:
+              context: int = 0, weights: WeightFormat, gamma_max: int = 16) -> tuple[list[dict], str]:
     """One row per (alpha, gamma, c, batch, MFU): the roofline speedup, the best gamma there,
     and where verification stops being free; MoE targets also get their dense twin's speedup.
 
@@ -92,20 +92,20 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
         prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=draft_profile.with_(compute_efficiency=mfu))
-        grid = dict(alpha=A, gamma=G, batch=B, context=context, fmt=fmt, **draft_kw)
+        grid = dict(alpha=A, gamma=G, batch=B, context=context, weights=weights, **draft_kw)
         if target.is_moe:  # beside its dense twin (same active parameters)
             pair = moe_vs_dense(target, gpu, prof, **grid)
             r, tw, twin = pair.moe, pair.dense, pair.dense_model
         else:
             r, tw = roofline_speedup(target, gpu, prof, **grid), None
-        best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, fmt=fmt,
+        best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, weights=weights,
                           gamma_max=gamma_max, **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
-        turning = {g: turning_batch(target, gpu, prof, gamma=g, context=context, fmt=fmt) for g in gammas}
-        notes += [_turning_note(target, gpu, prof, t, mfu, context, fmt) for t in turning.values()]
+        turning = {g: turning_batch(target, gpu, prof, gamma=g, context=context, weights=weights) for g in gammas}
+        notes += [_turning_note(target, gpu, prof, t, mfu, context, weights) for t in turning.values()]
         for (i, a), (j, g), (k, _), (m, b) in product(*(list(enumerate(v)) for v in (alphas, gammas, cs, batches))):
             at = (i, j, k, m)
             row = {
-                "model": target.name, "gpu": gpu.name, "preset": prof.name, "weights": fmt.name,
+                "model": target.name, "gpu": gpu.name, "preset": prof.name, "weights": weights.name,
                 "draft": draft.name if draft else None, "context": context,
                 "batch": b, "alpha": a, "gamma": g, "c": float(r.c[at]), "mfu": mfu,
                 "expected_tokens": float(r.expected_tokens[at]),
@@ -140,7 +140,7 @@ def gamma_rows(*, alphas, cs, gamma_max: int = 64) -> list[dict]:
 
 
 def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits: TopKHits, batches,
-              c: float, context: int, fmt: WeightFormat) -> list[dict]:
+              c: float, context: int, weights: WeightFormat) -> list[dict]:
     """One row per (tree, batch): nodes, tau, verification rows and the speedup, beside the
     chain of the same depth (top-1 rate as alpha)."""
     batches = _batches(batches)
@@ -150,12 +150,12 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     rows = []
     for widths in widths_list:
         hits.require(widths)
-        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context, fmt=fmt)
+        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context, weights=weights)
         chain = (tree_speedup(model, gpu, profile, widths=(1,) * len(widths), hits=hits, batch=B, c=c,
-                              context=context, fmt=fmt) if 1 in hits.ks else None)
+                              context=context, weights=weights) if 1 in hits.ks else None)
         for m, b in enumerate(batches):
             rows.append({
-                "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": fmt.name,
+                "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
                 "context": context, "widths": "x".join(map(str, widths)), "batch": b,
                 "nodes": t.nodes, "depth": t.depth, "verify_rows": int(t.verify_rows[m]), "tau": t.tau, "c": c,
                 "base_step_s": float(t.base_s[m]), "verify_step_s": float(t.verify_s[m]),

@@ -66,7 +66,7 @@ def _compute_minus_memory(cost: PassCost, count_kv: bool, *, rows_per_sequence=N
 
 
 def critical_rows(model, gpu, profile, *, batch: float = 1, context: float = 0,
-                  fmt: WeightFormat = BF16) -> float:
+                  weights: WeightFormat = BF16) -> float:
     """Rows per pass (from `batch` sequences) where compute time reaches memory time.
 
     Dense, no KV: bytes / (2 N) x ridge (article preset: ~316 for Llama-3-8B on H100; lecture
@@ -78,13 +78,13 @@ def critical_rows(model, gpu, profile, *, batch: float = 1, context: float = 0,
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     check_number("batch", batch, low=1, high=MAX_BATCH)
     check_number("context", context, low=0)
-    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    cost = PassCost.from_specs(model, gpu, profile, weights)
     gap = _compute_minus_memory(cost, profile.count_kv, batch=batch, context=context)
     return first_crossing(gap, float(batch), 1e12)
 
 
 def critical_batch(model, gpu, profile, *, rows_per_sequence: float = 1, context: float = 0,
-                   fmt: WeightFormat = BF16) -> float:
+                   weights: WeightFormat = BF16) -> float:
     """Batch at which a pass of `rows_per_sequence` rows per sequence becomes compute-bound.
 
     Decode (1 row): about the ridge for BF16 weights; verifying gamma drafts (gamma + 1 rows):
@@ -93,6 +93,6 @@ def critical_batch(model, gpu, profile, *, rows_per_sequence: float = 1, context
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     check_number("rows_per_sequence", rows_per_sequence, low=1)
     check_number("context", context, low=0)
-    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    cost = PassCost.from_specs(model, gpu, profile, weights)
     gap = _compute_minus_memory(cost, profile.count_kv, rows_per_sequence=rows_per_sequence, context=context)
     return first_crossing(gap, 1.0, 1e12)

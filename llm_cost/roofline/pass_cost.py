@@ -101,11 +101,11 @@ class PassCost:
         object.__setattr__(self, "pair_s", self.pair_flops / self.flops_per_s)
 
     @classmethod
-    def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, fmt: WeightFormat = BF16,
+    def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float = 2.0) -> "PassCost":
         """The coefficients for this model, accelerator, profile and weight format."""
         kv = profile.count_kv
-        wb = weight_bytes(model, fmt)
+        wb = weight_bytes(model, weights)
         moe = model.moe
         return cls(
             weight_bytes=shared_bytes_read(wb, profile),
@@ -156,11 +156,11 @@ class PassCost:
         from llm_cost.roofline import StepTime
 
         kv_tokens, pairs = uniform_pass(rows, batch, context) if count_kv else (0.0, 0.0)
-        weights = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
+        read = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
         flops = self.flops(rows, pairs)
         kv_bytes = kv_tokens * self.kv_token_bytes
-        return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=weights,
-                        kv_bytes=kv_bytes, flops=flops, memory_s=(weights + kv_bytes) / self.bytes_per_s,
+        return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
+                        kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
                         compute_s=flops / self.flops_per_s, fixed_s=self.fixed_s)
 
     def step_total(self, rows, batch, context, *, count_kv: bool = True, with_bound: bool = False,

@@ -61,7 +61,7 @@ class StepTime:
         return self.weight_bytes_read + self.kv_bytes
 
 
-def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, fmt: WeightFormat = BF16,
+def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,
               kv_bytes_per_element: float = 2.0) -> StepTime:
     """T(m) of one forward pass over `rows` rows from `batch` sequences with `context` cached tokens.
 
@@ -78,7 +78,7 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, fmt: Weight
         Sequences the rows come from, in [1, 1e12].
     context
         Cached tokens per sequence, in [0, 1e12].
-    fmt
+    weights
         Weight format (BF16, INT4 g128, ...).
     kv_bytes_per_element
         Bytes of one K or V element (2 for BF16, 1 for FP8).
@@ -116,5 +116,5 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, fmt: Weight
     if too_few:
         raise InvalidValueError("rows must be at least batch (one row per sequence of the batch)",
                                 params=("rows", "batch"))
-    cost = PassCost.from_specs(model, gpu, profile, fmt, kv_bytes_per_element)
+    cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
     return cost.step(rows, batch, context, count_kv=profile.count_kv)

@@ -171,7 +171,7 @@ class AttentionLaunches:
 
 def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, requests: int,
                        context: float, launch_cost_s: float,
-                       fmt: WeightFormat = BF16) -> AttentionLaunches:
+                       weights: WeightFormat = BF16) -> AttentionLaunches:
     r"""Per-request attention in a pure decode iteration: layers x requests kernel launches.
 
     Lecture §4.4 (demo 02.4): GPT-3 13B, A100, 40 layers x 32 requests = 1280 launches, "每次
@@ -195,7 +195,7 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
         Cached tokens per request, in [0, inf).
     launch_cost_s : float
         Seconds per kernel launch, in [0, inf).
-    fmt : WeightFormat, optional
+    weights : WeightFormat, optional
         Weight format (default BF16).
 
     Returns
@@ -215,6 +215,6 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
     check_number("requests", requests, low=1, integer=True)
     check_number("launch cost (s)", launch_cost_s, low=0)
     check_number("context", context, low=0)
-    t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, fmt=fmt)
+    t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, weights=weights)
     return AttentionLaunches(launches=model.num_layers * int(requests), launch_cost_s=launch_cost_s,
                              step_time_s=t.total_s)

@@ -80,7 +80,7 @@ class KvCapacity:
 
 
 def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_RESERVE,
-                fmt: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> KvCapacity:
+                weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> KvCapacity:
     r"""KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0.
 
     Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
@@ -97,7 +97,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     reserve : float, optional
         Fraction r of memory held back for activations and fragmentation, in [0, 1)
         (default 0.1, the lecture's code).
-    fmt : WeightFormat, optional
+    weights : WeightFormat, optional
         Weight format (default BF16).
     kv_bytes_per_element : float, optional
         Bytes of one cached K or V element, in (0, inf) (default 2.0, BF16).
@@ -115,13 +115,13 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     (25706772480, 819200, 12564)
     """
     check_number("reserve", reserve, low=0, high=1, high_open=True)
-    weights = weight_bytes(model, fmt).total
+    total = weight_bytes(model, weights).total
     per_token = kv_bytes_per_token(model, kv_bytes_per_element)
-    spare = gpu.memory_bytes * (1.0 - reserve) - weights
+    spare = gpu.memory_bytes * (1.0 - reserve) - total
     available = max(0.0, spare)
     return KvCapacity(
         model=model.name, gpu=gpu.name, memory_bytes=gpu.memory_bytes, reserve_fraction=reserve,
-        weight_bytes=weights, kv_bytes_per_token=per_token, kv_bytes_available=available,
+        weight_bytes=total, kv_bytes_per_token=per_token, kv_bytes_available=available,
         shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // per_token))
 
 

@@ -51,7 +51,7 @@ class IterationCost(PassCost):
 
     @classmethod
     def from_roofline(cls, model: ModelSpec, gpu: Accelerator, profile: Profile,
-                      fmt: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> "IterationCost":
+                      weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> "IterationCost":
         """The coefficients of `roofline.step_time` for this model, accelerator and profile.
 
         Parameters
@@ -62,7 +62,7 @@ class IterationCost(PassCost):
             The accelerator (a spec).
         profile : Profile
             The time model's preset (a spec).
-        fmt : WeightFormat, optional
+        weights : WeightFormat, optional
             Weight format (default BF16).
         kv_bytes_per_element : float, optional
             Bytes of one cached K or V element (default 2.0, BF16).
@@ -71,7 +71,7 @@ class IterationCost(PassCost):
         -------
         IterationCost
         """
-        return cls.from_specs(model, gpu, profile, fmt, kv_bytes_per_element)
+        return cls.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
 
     @classmethod
     def unit(cls) -> "IterationCost":
@@ -175,7 +175,7 @@ class Replica:
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS[LECTURE_SERVING.preset], *,
-                   reserve: float = DEFAULT_RESERVE, fmt: WeightFormat = BF16,
+                   reserve: float = DEFAULT_RESERVE, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float = 2.0, kv_tokens: int | None = None,
                    max_len: int | None = None) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
@@ -194,7 +194,7 @@ class Replica:
             The time model's preset (default the lecture's).
         reserve : float, optional
             Fraction of memory held back, in [0, 1) (default 0.1).
-        fmt : WeightFormat, optional
+        weights : WeightFormat, optional
             Weight format (default BF16).
         kv_bytes_per_element : float, optional
             Bytes of one cached K or V element (default 2.0).
@@ -220,7 +220,7 @@ class Replica:
         (12564, 2048, 'gpt-3-13b on A100 40GB, preset lecture')
         """
         if kv_tokens is None:
-            cap = kv_capacity(model, gpu, reserve=reserve, fmt=fmt, kv_bytes_per_element=kv_bytes_per_element)
+            cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
             if cap.kv_tokens < 1:
                 raise InvalidValueError(
                     f"{model.name} leaves no KV room on {gpu.name}: weights {cap.weight_bytes / 1e9:.2f} GB, "
@@ -229,6 +229,6 @@ class Replica:
             kv_tokens = cap.kv_tokens
         else:
             check_number("kv_tokens", kv_tokens, low=1, integer=True)
-        return cls(IterationCost.from_roofline(model, gpu, profile, fmt, kv_bytes_per_element),
+        return cls(IterationCost.from_roofline(model, gpu, profile, weights, kv_bytes_per_element),
                    int(kv_tokens), model_max_len(model, max_len),
                    f"{model.name} on {gpu.name}, preset {profile.name}")

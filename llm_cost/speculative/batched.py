@@ -57,8 +57,8 @@ class RooflineSpeedup:
 
 
 def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None,
-                     draft_profile=None, context=0, fmt: WeightFormat = BF16,
-                     draft_fmt: WeightFormat = BF16) -> RooflineSpeedup:
+                     draft_profile=None, context=0, weights: WeightFormat = BF16,
+                     draft_weights: WeightFormat = BF16) -> RooflineSpeedup:
     r"""Speedup of speculative decoding over plain decoding at batch B, from the time model.
 
     .. math:: S = E\,T(B) / (\gamma\,t_{draft}(B) + T(B(\gamma + 1))),\quad
@@ -74,7 +74,7 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
     c, draft, draft_profile
         The draft's cost: `c` (t_draft = c T(B), the article), or a `draft` model timed on the
         same accelerator under `draft_profile` (default `profile`). Exactly one of c and draft.
-    fmt, draft_fmt
+    weights, draft_weights
         Weight formats of the target and the draft.
 
     Returns
@@ -98,12 +98,12 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
     a, g = check_alpha(alpha), check_gamma(gamma)
     b = checked("batch", batch, low=1, high=MAX_BATCH)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)
-    cost = PassCost.from_specs(target, gpu, profile, fmt)
+    cost = PassCost.from_specs(target, gpu, profile, weights)
     if draft is None:
         c, draft_cost = check_cost("c", c), None
     else:
         own = as_profile(draft_profile) if draft_profile is not None else profile
-        draft_cost = (PassCost.from_specs(as_model(draft), gpu, own, draft_fmt), own.count_kv)
+        draft_cost = (PassCost.from_specs(as_model(draft), gpu, own, draft_weights), own.count_kv)
     c, *computed = _round(cost, profile.count_kv, draft_cost, a, g, b, ctx, c)
     out = np.broadcast_arrays(a, g, b, c, *computed)
     return RooflineSpeedup(*out)
@@ -167,11 +167,11 @@ class TurningBatch:
 
 
 def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
-                  context: float = 0, fmt: WeightFormat = BF16) -> TurningBatch:
+                  context: float = 0, weights: WeightFormat = BF16) -> TurningBatch:
     """Turning batch of a chain of `gamma` drafts (the article §2.4: 295 / 5 ~ 60; 60% MFU: ~35)."""
     check_number("gamma", gamma, low=0, integer=True)
-    exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, fmt=fmt)
-    compression = 16 / fmt.bits
+    exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, weights=weights)
+    compression = 16 / weights.bits
     return TurningBatch(gamma=int(gamma), batch=exact,
                         ridge_estimate=ridge_point(gpu, profile) / (compression * (gamma + 1)))
 
@@ -180,7 +180,7 @@ VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many p
 
 
 def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
-                              context: float = 0, fmt: WeightFormat = BF16,
+                              context: float = 0, weights: WeightFormat = BF16,
                               threshold: float = VERIFY_COSTLY) -> float:
     """Smallest batch at which verifying `gamma` drafts takes over `threshold` plain decode steps.
 
@@ -192,8 +192,8 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     check_number("threshold", threshold, low=1, low_open=True)
 
     def excess(b: float) -> float:
-        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, fmt=fmt).total_s
-        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, fmt=fmt).total_s
+        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, weights=weights).total_s
+        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, weights=weights).total_s
         return verify / base - threshold
 
     return first_crossing(excess, 1.0, 1e12)

@@ -137,7 +137,7 @@ def mtp_params(model: ModelSpec) -> MtpParams:
                      projection=2 * d * d + 2 * d, shared=shared)
 
 
-def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = BF16) -> StepTime:
+def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightFormat = BF16) -> StepTime:
     r"""One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
 
     The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
@@ -152,7 +152,7 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = 
         Specs, or catalog names / a preset name.
     batch : float, optional
         Sequences drafting at once, in [1, 1e12] (default 1).
-    fmt : WeightFormat, optional
+    weights : WeightFormat, optional
         The module's weight format (default BF16).
 
     Returns
@@ -172,10 +172,10 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, fmt: WeightFormat = 
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     prof = profile.with_(read_input_embedding=False)  # one row of the table, not the table
-    block = PassCost.from_specs(mtp_module(model), gpu, prof, fmt)
+    block = PassCost.from_specs(mtp_module(model), gpu, prof, weights)
     projection = mtp_params(model).projection  # a GEMM like any other: its bytes and 2 FLOPs each
     # the checkpoint's own format keeps eh_proj at torch_dtype (BF16 in DeepSeek-V3's FP8 checkpoint)
-    per = checkpoint_format(model).dtype_bytes if fmt.checkpoint else fmt.bytes_per_weight
+    per = checkpoint_format(model).dtype_bytes if weights.checkpoint else weights.bytes_per_weight
     cost = replace(block, weight_bytes=block.weight_bytes + projection * per,
                    row_flops=block.row_flops + 2 * projection)
     return cost.step(batch, batch, 0, count_kv=prof.count_kv)

@@ -285,7 +285,7 @@ class TreeSpeedup:
 
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
                  hits: TopKHits, batch=1, c=LEVEL_COST, context=0,
-                 fmt: WeightFormat = BF16) -> TreeSpeedup:
+                 weights: WeightFormat = BF16) -> TreeSpeedup:
     r"""Speedup of tree verification at batch B: tau T(B) / (depth c T(B) + T(B (nodes + 1))).
 
     `c`: one draft level's cost over a target step (the lecture assumes 5%). Trees win at batch 1
@@ -309,7 +309,7 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
         One draft level's time over T(B), in [0, inf) (default 0.05).
     context : float or array, optional
         Cached tokens per sequence, in [0, 1e12] (default 0).
-    fmt : WeightFormat, optional
+    weights : WeightFormat, optional
         The target's weight format (default BF16).
 
     Returns
@@ -336,7 +336,7 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     b = checked("batch", batch, low=1, high=MAX_BATCH)
     c = checked("c", c, low=0)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)
-    cost = PassCost.from_specs(model, gpu, profile, fmt)
+    cost = PassCost.from_specs(model, gpu, profile, weights)
     base = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
     verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).total_s
     draft = len(widths) * c * base
