@@ -132,8 +132,9 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     return c, e, base_s, verify_s, draft_s, round_s, _into(e * base_s, "true_divide", round_s), bound
 
 
-def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, batch=1,
-               gamma_max: int = 16, **kwargs) -> RooflineSpeedup:
+def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = 16, c=None, draft=None,
+               draft_profile=None, context=0, weights: WeightFormat = BF16,
+               draft_weights: WeightFormat = BF16) -> RooflineSpeedup:
     """The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.
 
     Exhaustive over gamma (a MoE target or the ridge can bend the curve), ties to the smaller
@@ -142,10 +143,11 @@ def best_gamma(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha, 
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
     a, b = check_alpha(alpha), checked("batch", batch, low=1, high=MAX_BATCH)
-    c = kwargs.get("c")
-    ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(kwargs.get("context", 0)))
+    ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(context))
     gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)
-    every = roofline_speedup(target, gpu, profile, alpha=a, gamma=gammas, batch=b, **kwargs)
+    every = roofline_speedup(target, gpu, profile, alpha=a, gamma=gammas, batch=b, c=c, draft=draft,
+                             draft_profile=draft_profile, context=context, weights=weights,
+                             draft_weights=draft_weights)
     top = every.speedup.max(axis=0)
     pick = np.argmax(every.speedup >= top * (1 - TIE_RTOL), axis=0)[None]  # smallest near-best gamma
     return RooflineSpeedup(**{f.name: np.take_along_axis(getattr(every, f.name), pick, 0)[0]
@@ -199,8 +201,9 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     return first_crossing(excess, 1.0, 1e12)
 
 
-def break_even_batch(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alpha: float,
-                     gamma: int, batch_max: float = 1e7, **kwargs) -> float:
+def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_max: float = 1e7, c=None,
+                     draft=None, draft_profile=None, context=0, weights: WeightFormat = BF16,
+                     draft_weights: WeightFormat = BF16) -> float:
     """Smallest batch at which the roofline speedup falls to 1 or below (inf if never).
 
     The article self-test 1: at alpha 0.8, gamma 4, c 0.1 it lies between B = 128 (1.39x) and
@@ -210,7 +213,9 @@ def break_even_batch(target: ModelSpec, gpu: Accelerator, profile: Profile, *, a
     check_number("gamma", gamma, low=0, integer=True)
 
     def loss(b: float) -> float:
-        r = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gamma, batch=b, **kwargs)
+        r = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gamma, batch=b, c=c, draft=draft,
+                             draft_profile=draft_profile, context=context, weights=weights,
+                             draft_weights=draft_weights)
         return 1.0 - float(r.speedup)
 
     return first_crossing(loss, 1.0, batch_max)
@@ -230,8 +235,7 @@ def dense_twin(model: ModelSpec) -> ModelSpec:
     per_moe_layer = (p.shared_experts_per_layer + moe.experts_per_token * p.expert_params
                      + p.router_per_layer)
     active_mlp = p.num_dense_layers * p.dense_mlp_per_layer + p.num_moe_layers * per_moe_layer
-    matrices = 3 if model.mlp_kind == "gated" else 2
-    width = round(active_mlp / (model.num_layers * matrices * model.hidden_size))
+    width = round(active_mlp / (model.num_layers * model.mlp_matrices * model.hidden_size))
     return replace(model, name=f"{model.name} dense twin", intermediate_size=width, moe=None,
                    mlp_bias=False)
 
@@ -245,13 +249,17 @@ class MoeVsDense:
     dense_model: ModelSpec
 
 
-def moe_vs_dense(target: ModelSpec, gpu: Accelerator, profile: Profile, **kwargs) -> MoeVsDense:
+def moe_vs_dense(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None, draft_profile=None,
+                 context=0, weights: WeightFormat = BF16, draft_weights: WeightFormat = BF16) -> MoeVsDense:
     """`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
 
     Verifying gamma + 1 rows per sequence touches up to gamma + 1 times as many experts
     (the lecture §9.3: EAGLE gets only 1.5x on Mixtral 8x7B), so the MoE's verification is not
     free even at batch 1 and its speedup is lower.
     """
+    target = as_model(target)
     twin = dense_twin(target)
-    return MoeVsDense(moe=roofline_speedup(target, gpu, profile, **kwargs),
-                      dense=roofline_speedup(twin, gpu, profile, **kwargs), dense_model=twin)
+    grid = dict(alpha=alpha, gamma=gamma, batch=batch, c=c, draft=draft, draft_profile=draft_profile,
+                context=context, weights=weights, draft_weights=draft_weights)
+    return MoeVsDense(moe=roofline_speedup(target, gpu, profile, **grid),
+                      dense=roofline_speedup(twin, gpu, profile, **grid), dense_model=twin)
