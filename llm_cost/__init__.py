@@ -60,7 +60,7 @@ _EXPORTS = {
     **names_from("llm_cost.counts", "param_counts", "ParamCounts", "flops_per_token", "kv_bytes_per_token",
                  "weight_bytes", "WeightBytes", "lora_params"),
     # checkpoint formats (FP8 blocks, MXFP4 experts, torch_dtype)
-    **names_from("llm_cost.checkpoint", "checkpoint_bytes", "CheckpointBytes", "checkpoint_format",
+    **names_from("llm_cost.counts.checkpoint", "checkpoint_bytes", "CheckpointBytes", "checkpoint_format",
                  "CheckpointFormat"),
     # the time model
     **names_from("llm_cost.roofline", "step_time", "StepTime", "PassCost", "ridge_point", "critical_rows",

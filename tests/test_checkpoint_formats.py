@@ -4,7 +4,7 @@ Published figures are each checkpoint's bytes of tensors: `model.safetensors.ind
 `metadata.total_size`, or the sum of the tensors in the shard headers (the same thing), read from
 stored copies (the Hub was not reachable when these were written). Tolerance: exact bytes, except
 where a docstring names the tensors we do not model. Sources of the format rules: the module
-docstring of `llm_cost.checkpoint`.
+docstring of `llm_cost.counts.checkpoint`.
 
 Symbols: H hidden, L layers, V vocabulary, E routed experts, ff expert width.
 """
@@ -18,7 +18,7 @@ import pytest
 
 from helpers import rows_of, run
 from llm_cost.catalog import load_model
-from llm_cost.checkpoint import CheckpointFormat, checkpoint_bytes, checkpoint_format
+from llm_cost.counts.checkpoint import CheckpointFormat, checkpoint_bytes, checkpoint_format
 from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.roofline import step_time

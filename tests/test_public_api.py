@@ -12,8 +12,8 @@ import pytest
 import llm_cost as lc
 from helpers import half_unit
 
-PACKAGES = ["llm_cost", "llm_cost.specs", "llm_cost.catalog", "llm_cost.roofline", "llm_cost.speculative",
-            "llm_cost.serving"]
+PACKAGES = ["llm_cost", "llm_cost.specs", "llm_cost.catalog", "llm_cost.counts", "llm_cost.roofline",
+            "llm_cost.speculative", "llm_cost.serving"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -22,7 +22,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
     checkpoint holds params_total + params_mtp ("685B").
 
     `weight_bytes_checkpoint`: every weight byte the checkpoint ships, in `checkpoint_format`
-    (`llm_cost.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
+    (`llm_cost.counts.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
     (DeepSeek-V3: 688.57 GB, of which MTP 15.42 GB); None, with the quant_method named in
     `checkpoint_format`, for a quantization it does not count (GPTQ, AWQ, ...).
     """
@@ -59,7 +59,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
 
 def _as_shipped(model: ModelSpec) -> tuple[str, float | None]:
     """(checkpoint format, bytes as shipped), or (what the config says, None) when not counted."""
-    from llm_cost.checkpoint import checkpoint_bytes
+    from llm_cost.counts.checkpoint import checkpoint_bytes
 
     try:
         shipped = checkpoint_bytes(model)

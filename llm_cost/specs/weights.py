@@ -16,7 +16,7 @@ class WeightFormat:
 
     `checkpoint`: the format is the model's own, as its checkpoint ships it (`quantization_config`,
     else `torch_dtype`); `counts.weight_bytes` then takes each component's width from the model
-    (`llm_cost.checkpoint`), and `bits` (16) only stands in where a caller needs one width.
+    (`llm_cost.counts.checkpoint`), and `bits` (16) only stands in where a caller needs one width.
     """
 
     name: str
@@ -25,7 +25,7 @@ class WeightFormat:
     scale_bits: float = 0.0
     zero_bits: float = 0.0
     keep_embeddings_bf16: bool = False  # embedding table and LM head stay at 16 bits
-    checkpoint: bool = False  # the model's own per-component formats (`llm_cost.checkpoint`)
+    checkpoint: bool = False  # the model's own per-component formats (`llm_cost.counts.checkpoint`)
 
     def __post_init__(self) -> None:
         check_number("weights.bits", self.bits, low=0, high=64, low_open=True)

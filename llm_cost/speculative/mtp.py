@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from llm_cost.checkpoint import checkpoint_format
+from llm_cost.counts.checkpoint import checkpoint_format
 from llm_cost.counts import param_counts
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime

@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.counts import WeightBytes, param_counts
+from llm_cost.counts.params import param_counts
+from llm_cost.counts.weights import WeightBytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.specs import ModelSpec
 
