@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json or csv.")]
+Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
 GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
 Preset = Annotated[str, typer.Option(help="Efficiency profile: article, lecture or lecture-draft.")]

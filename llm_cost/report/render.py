@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-FORMATS = ("table", "json", "csv")
-FORMATS_WITH_MARKDOWN = FORMATS + ("markdown",)
+FORMATS = ("table", "json", "csv", "markdown")  # every table command takes each
+FORMATS_WITH_MARKDOWN = FORMATS  # the name `table` used when only it wrote Markdown
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,20 @@ def render(rows: Sequence[dict], columns: Sequence[Column], fmt: str, *, title: 
         out.write(buf.getvalue())
     elif fmt == "markdown":
         lines = [f"**{title}**", ""] if title else []
-        lines.append("| " + " | ".join(c.header for c in columns) + " |")
-        lines.append("|" + "|".join(" --- " for _ in columns) + "|")
+        lines.append("| " + " | ".join(_md_cell(c.header) for c in columns) + " |")
+        lines.append("|" + "|".join(" --- " if c.text is str else " ---: " for c in columns) + "|")
         for r in rows:
-            lines.append("| " + " | ".join(c.text(r.get(c.key)) for c in columns) + " |")
+            lines.append("| " + " | ".join(_md_cell(c.text(r.get(c.key))) for c in columns) + " |")
         if caption:
             lines += ["", caption]
         out.write("\n".join(lines) + "\n")
     else:
         _print_table(rows, columns, title, caption, out)
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: a `|` escaped, a line break as <br>."""
+    return text.replace("|", "\\|").replace("\n", "<br>")
 
 
 _EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")  # rich._emoji_replace's pattern
