@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llm_cost.errors import check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
-from llm_cost.specs import BF16, ModelSpec
+from llm_cost.specs import ModelSpec
 
 
 def attention_flops_per_context_token(model: ModelSpec) -> int:

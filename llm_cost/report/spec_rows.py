@@ -12,7 +12,6 @@ from itertools import product
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_all, check_number
-from llm_cost.roofline.pass_cost import MAX_BATCH
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.profiles import draft_profile_for
 from llm_cost.speculative import closed_forms as speculative

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from llm_cost.counts import kv_bytes_per_token, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 
 DEFAULT_RESERVE = 0.1  # the lecture's code holds back 10% (§2.3)
 

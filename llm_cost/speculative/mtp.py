@@ -18,7 +18,7 @@ from llm_cost.counts.checkpoint import checkpoint_format
 from llm_cost.counts import param_counts
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime
-from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs import BF16, ModelSpec, WeightFormat
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% ... 1.8 times TPS"; the article §2.5 and the lecture §10.4

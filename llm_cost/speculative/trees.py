@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number, checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+
+if TYPE_CHECKING:  # numpy is imported where a tree is timed, not at import
+    import numpy as np
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+"""Which layers attend to a window: from `layer_types` when the config has it, else the family's rule.
+
+Sliding-window layers keep at most `sliding_window` tokens of K/V, chunked ones (Llama 4) attend
+within `attention_chunk_size`; the rest are full. A window whose layers neither the config nor
+the family states is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from llm_cost.catalog.fields import Fields
+from llm_cost.errors import short_repr
+
+# The attention kinds of Hugging Face's `layer_types`, as ModelSpec names them.
+HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
+
+
+
+# ---- windows ------------------------------------------------------------------------------
+
+def _windows(f: Fields, layers: int, rule: Callable[[Fields, int], dict] | None) -> dict:
+    """layer_types / sliding_window / attention_chunk_size: from `layer_types`, else the rule."""
+    if f.has("layer_types"):
+        kinds = []
+        for i, t in enumerate(f.str_list("layer_types")):
+            if t not in HF_LAYER_TYPES:
+                raise f.error(f"key {f.key('layer_types')} entry {i} {t!r} is not one of "
+                              f"{', '.join(HF_LAYER_TYPES)}")
+            kinds.append(HF_LAYER_TYPES[t])
+        if len(kinds) != layers:
+            raise f.error(f"key {f.key('layer_types')} has {len(kinds)} entries, "
+                          f"{f.key('num_hidden_layers')} is {layers}")
+        return _window_fields(f, kinds)
+    if rule is None:
+        if f.has("sliding_window"):
+            raise f.error(f"key {f.key('sliding_window')} ({short_repr(f.get('sliding_window', None))}) "
+                          f"names a window but not the layers it applies to (no {f.key('layer_types')})")
+        return {}
+    return rule(f, layers)
+
+
+def _window_fields(f: Fields, kinds: list[str]) -> dict:
+    """The spec's window fields for per-layer kinds, each size read only where a layer uses it."""
+    out: dict = {"layer_types": tuple(kinds)} if set(kinds) != {"full"} else {}
+    if "sliding" in kinds:
+        out["sliding_window"] = f.int("sliding_window")
+    if "chunked" in kinds:
+        out["attention_chunk_size"] = f.int("attention_chunk_size")
+    return out
+
+
+def _every_layer(f: Fields, layers: int) -> dict:
+    """Mistral, Mixtral, Phi-3: `sliding_window`, when set, applies to every layer."""
+    return _window_fields(f, ["sliding" if f.has("sliding_window") else "full"] * layers)
+
+
+def _qwen_window(f: Fields, layers: int) -> dict:
+    """Qwen2/3: a window only with `use_sliding_window`, on layers from `max_window_layers` on."""
+    if not f.bool("use_sliding_window", False):
+        return {}  # the Hub configs carry sliding_window 131072 (or null) with the window off
+    first = f.int("max_window_layers", minimum=0)
+    return _window_fields(f, ["sliding" if i >= first else "full" for i in range(layers)])
+
+
+def _gemma2_window(f: Fields, layers: int) -> dict:
+    """Gemma 2 alternates: layers 0, 2, 4, ... slide (Gemma2Config's default layer_types)."""
+    return _window_fields(f, ["sliding" if (i + 1) % 2 else "full" for i in range(layers)])
+
+
+def _gemma3_window(f: Fields, layers: int) -> dict:
+    """Gemma 3: every `sliding_window_pattern`-th layer is global, the others slide (5 : 1)."""
+    window = f.int("sliding_window")  # Gemma 3 always has local layers
+    if not f.has("sliding_window_pattern"):
+        raise f.error(f"key {f.key('sliding_window')} ({window}) names a window but not the layers it "
+                      f"applies to (no {f.key('layer_types')} or {f.key('sliding_window_pattern')})")
+    pattern = f.int("sliding_window_pattern")
+    return _window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
+
+
