@@ -8,7 +8,6 @@ from __future__ import annotations
 from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import LlmCostError, check_number
-from llm_cost.roofline import critical_rows, ridge_point, step_time
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
 
@@ -102,6 +101,8 @@ def mtp_checkpoint_params(model: ModelSpec) -> int:
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
                   context: int, weights: WeightFormat = BF16) -> tuple[list[dict], str]:
     """T(m) for each row count, and a caption with the ridge point and the critical row count."""
+    from llm_cost.roofline import critical_rows, ridge_point, step_time  # the `model` command needs none
+
     out = []
     for m in rows:
         t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, weights=weights)
