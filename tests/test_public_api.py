@@ -83,3 +83,12 @@ def test_no_export_is_named_like_a_submodule(package):
     module = importlib.import_module(package)
     submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
     assert not submodules & set(module.__all__)
+
+
+def test_roofline_speedup_gives_numbers_for_numbers():
+    # issue 9: roofline_speedup returned 0-d arrays for scalars while speedup returned floats
+    r = lc.roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1, batch=64)
+    assert isinstance(r.speedup, float) and isinstance(r.verify_compute_bound, bool)
+    assert isinstance(lc.best_gamma("llama-3-8b", "h100-sxm", "article", alpha=0.8, c=0.1).gamma, float)
+    grid = lc.roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=[0.8], gamma=4, c=0.1, batch=64)
+    assert grid.speedup.shape == (1,) and grid.speedup[0] == r.speedup

@@ -32,7 +32,10 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 @dataclass(frozen=True)
 class RooflineSpeedup:
-    """Speculative decoding at batch B, element-wise over the broadcast inputs (seconds, ratios)."""
+    """Speculative decoding at batch B, element-wise over the broadcast inputs (seconds, ratios).
+
+    Fields are numpy arrays of the broadcast shape, or Python numbers when every input is one.
+    """
 
     alpha: np.ndarray
     gamma: np.ndarray
@@ -105,8 +108,14 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
         own = as_profile(draft_profile) if draft_profile is not None else profile
         draft_cost = (PassCost.from_specs(as_model(draft), gpu, own, draft_weights), own.count_kv)
     c, *computed = _round(cost, profile.count_kv, draft_cost, a, g, b, ctx, c)
-    out = np.broadcast_arrays(a, g, b, c, *computed)
-    return RooflineSpeedup(*out)
+    return _as_result(np.broadcast_arrays(a, g, b, c, *computed))
+
+
+def _as_result(fields) -> "RooflineSpeedup":
+    """A RooflineSpeedup of arrays, or of Python numbers when every input was a number."""
+    if fields[0].ndim:
+        return RooflineSpeedup(*fields)
+    return RooflineSpeedup(*(x.item() for x in fields))
 
 
 def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
@@ -150,8 +159,7 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = 16, c=N
                              draft_weights=draft_weights)
     top = every.speedup.max(axis=0)
     pick = np.argmax(every.speedup >= top * (1 - TIE_RTOL), axis=0)[None]  # smallest near-best gamma
-    return RooflineSpeedup(**{f.name: np.take_along_axis(getattr(every, f.name), pick, 0)[0]
-                              for f in fields(RooflineSpeedup)})
+    return _as_result([np.take_along_axis(getattr(every, f.name), pick, 0)[0] for f in fields(RooflineSpeedup)])
 
 
 @dataclass(frozen=True)
