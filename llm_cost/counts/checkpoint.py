@@ -187,8 +187,9 @@ def _matrices(model: ModelSpec) -> dict[str, list[tuple[int, int]]]:
     """
     d, moe, mla = model.hidden_size, model.moe, model.mla
 
-    def mlp(ff: int, gated: bool = True) -> list[tuple[int, int]]:
-        return [(ff, d), (ff, d), (d, ff)] if gated else [(ff, d), (d, ff)]
+    def mlp(ff: int) -> list[tuple[int, int]]:
+        shapes = {"gate": (ff, d), "up": (ff, d), "down": (d, ff)}
+        return [shapes[name] for name in model.mlp_projections]
 
     if mla is None:
         attention = [(model.q_dim, d), (model.kv_dim, d), (model.kv_dim, d), (d, model.q_dim)]
@@ -199,7 +200,7 @@ def _matrices(model: ModelSpec) -> dict[str, list[tuple[int, int]]]:
         attention = q + [(mla.kv_lora_rank + mla.qk_rope_head_dim, d),
                          (h * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank), (d, h * mla.v_head_dim)]
     shared = moe.num_shared_experts * moe.expert_intermediate_size if moe else 0
-    return {"attention": attention, "dense_mlp": mlp(model.intermediate_size, model.mlp_kind == "gated"),
+    return {"attention": attention, "dense_mlp": mlp(model.intermediate_size),
             "shared_experts": mlp(shared) if shared else [],
             "experts": mlp(moe.expert_intermediate_size) if moe else []}
 

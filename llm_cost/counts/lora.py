@@ -54,7 +54,7 @@ def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> i
     for t in targets:
         if t not in known:
             raise InvalidValueError(f"LoRA target must be one of {', '.join(LORA_TARGETS_ALL)}, got {t!r}")
-    if model.mlp_kind == "plain" and "gate" in targets:
+    if "gate" in targets and "gate" not in model.mlp_projections:
         raise InvalidValueError(f"LoRA target 'gate' does not exist in {model.name} (plain GELU MLP)")
 
     def mlp(ff: int) -> int:

@@ -5,7 +5,7 @@ Kept out of cli.py so that the rows can be tested and reused without Typer.
 
 from __future__ import annotations
 
-from llm_cost.counts import (LORA_TARGETS_ALL, LORA_TARGETS_ATTN, flops_per_token,
+from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import LlmCostError, check_number
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
@@ -51,8 +51,8 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
         "flops_per_token": flops_per_token(model, context),
         "lora_rank": lora_rank,
         "lora_params_attn": lora_params(model, lora_rank, LORA_TARGETS_ATTN) if lora_ok else None,
-        "lora_params_all": lora_params(model, lora_rank, LORA_TARGETS_ALL if model.mlp_kind == "gated"
-                                       else ("q", "k", "v", "o", "up", "down")) if lora_ok else None,
+        "lora_params_all": (lora_params(model, lora_rank, LORA_TARGETS_ATTN + model.mlp_projections)
+                            if lora_ok else None),
     }
 
 

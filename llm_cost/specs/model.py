@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from llm_cost.errors import InvalidValueError, check_number
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
+MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
 NORM_KINDS = ("rms", "layer")  # rms: a gain vector; layer: gain and bias
 # q_norm / k_norm on the queries and keys: none; "head": one gain of head_dim shared by the heads
 # (Qwen3, Gemma 3); "full": gains over all heads, q_dim and kv_dim (OLMo 2); "weightless": an L2
@@ -199,9 +200,14 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
     @property
+    def mlp_projections(self) -> tuple[str, ...]:
+        """The MLP's weight matrices by name: gate, up, down (gated, SwiGLU) or up, down (plain GELU)."""
+        return MLP_PROJECTIONS[self.mlp_kind]
+
+    @property
     def mlp_matrices(self) -> int:
-        """Weight matrices of one MLP: 3 for a gated MLP (gate, up, down), 2 for a plain one."""
-        return 3 if self.mlp_kind == "gated" else 2
+        """Weight matrices of one MLP: 3 for a gated MLP, 2 for a plain one."""
+        return len(self.mlp_projections)
 
     @property
     def is_moe(self) -> bool:
