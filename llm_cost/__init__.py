@@ -58,7 +58,7 @@ _EXPORTS = {
                  "INT8_G128", "FP8", "CHECKPOINT"),
     # counts
     **names_from("llm_cost.counts", "param_counts", "ParamCounts", "flops_per_token", "kv_bytes_per_token",
-                 "weight_bytes", "WeightBytes", "lora_params"),
+                 "kv_bytes", "weight_bytes", "WeightBytes", "lora_params"),
     # checkpoint formats (FP8 blocks, MXFP4 experts, torch_dtype)
     **names_from("llm_cost.counts.checkpoint", "checkpoint_bytes", "CheckpointBytes", "checkpoint_format",
                  "CheckpointFormat"),
@@ -70,7 +70,7 @@ _EXPORTS = {
                  "weight_reads_per_token", "implied_c", "optimal_gamma", "leviathan", "roofline_speedup",
                  "RooflineSpeedup", "best_gamma", "turning_batch", "break_even_batch", "moe_vs_dense",
                  "TopKHits", "tree_nodes", "tree_tau", "tree_speedup", "mtp_params", "mtp_speedup",
-                 "speculative_step"),
+                 "speculative_step", "alpha_from_tau"),
     # KV capacity, reservation policies and the simulator
     **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "requests_that_fit", "requests_by_policy",
                  "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload", "simulate",

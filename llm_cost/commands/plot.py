@@ -56,6 +56,8 @@ def defaults(kind: str) -> dict:
         from llm_cost.report.spec_rows import DEFAULT_C
 
         taken["c"] = [DEFAULT_C]  # `spec --c` defaults to the article's 0.1 inside the library
+        if taken["alpha"] is None:  # `spec --alpha` has none: --tau may stand in for it
+            taken["alpha"] = list(importlib.import_module(f"llm_cost.commands.{module}").DEFAULT_ALPHAS)
     if kind == "tree":
         taken["c"] = [taken["c"]]
     return {**taken, **own}

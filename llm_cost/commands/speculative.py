@@ -21,6 +21,8 @@ Mfus = Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute effi
 Context = Annotated[int, typer.Option(help="Cached tokens per sequence.")]
 
 
+DEFAULT_ALPHAS = (0.8,)  # spec's --alpha without --alpha or --tau (the article, §2.3)
+
 SPEC_COLUMNS = [
     Column("batch", "batch"),
     Column("alpha", "alpha", fixed(2)),
@@ -41,7 +43,8 @@ SPEC_COLUMNS = [
                         "with a draft model: llm-cost spec --model llama-3.1-8b --draft llama-3.2-1b "
                         "--preset lecture --context 1024")
 def spec_cmd(
-    alpha: Alphas = [0.8],  # noqa: B006
+    alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable; default 0.8).")] = None,
+    tau: Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length (tokens per round, as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")] = None,
     gamma: Gammas = [4],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
     c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable; default 0.1).")] = None,
@@ -60,6 +63,7 @@ def spec_cmd(
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1)))."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.errors import InvalidValueError
     from llm_cost.report.spec_rows import spec_rows
 
     target, acc = load_model(model), load_accelerator(gpu)
@@ -67,14 +71,42 @@ def spec_cmd(
     prof = parse.profile(preset, bw_eff=bw_eff)
     draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
                   if draft_preset is not None else None)
-    rows, caption = spec_rows(target, acc, prof, alphas=alpha, gammas=gamma, batches=batch, cs=c,
+    if tau and alpha:
+        raise InvalidValueError("--alpha and --tau exclude each other: give the acceptance rate or the "
+                                "mean accepted length it is solved from")
+    rows, captions, solved = [], [], []
+    for alpha, gamma in _alphas_per_gamma(alpha, tau, gamma):  # one grid, or one per gamma with --tau
+        part, caption = spec_rows(target, acc, prof, alphas=alpha, gammas=gamma, batches=batch, cs=c,
                               draft=draft_spec, draft_profile=draft_prof, mfus=mfu, context=context,
-                              fmt=parse.weights(weights), gamma_max=gamma_max)
+                              weights=parse.weights(weights), gamma_max=gamma_max)
+        if tau:
+            for r in part:
+                r["tau"] = tau[alpha.index(r["alpha"])]
+            solved += [f"tau {t:g} at gamma {gamma[0]}: alpha {a:.4f}" for t, a in zip(tau, alpha)]
+        rows += part
+        captions.append(caption.rpartition(". Best gamma")[0])
+    caption = "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}."
+    if solved:
+        caption = "alpha from --tau (E tokens = tau): " + ", ".join(solved) + ". " + caption
     columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
                               if target.is_moe else [])
+    if tau:
+        columns = [*columns[:2], Column("tau", "tau", fixed(2)), *columns[2:]]
     drafted = f", draft {draft_spec.name}" if draft_spec else ""
     emit(rows, columns, fmt, caption=caption,
          title=f"Speculative decoding: {target.name} on {acc.name}, {weights.lower()}, preset {prof.name}{drafted}")
+
+
+def _alphas_per_gamma(alphas, taus, gammas):
+    """(alphas, gammas) grids for spec_rows: the --alpha values (default 0.8) over every --gamma, or
+    per --gamma the alphas its --tau values give (alpha depends on gamma: E(alpha, gamma) = tau)."""
+    if not taus:
+        return [(list(alphas or DEFAULT_ALPHAS), list(gammas))]
+    from llm_cost.errors import check_all
+    from llm_cost.speculative.tau import alpha_from_tau
+
+    return [([float(alpha_from_tau(t, g)) for t in taus], [g])
+            for g in check_all("gamma", gammas, low=0, integer=True)]
 
 
 @command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")
@@ -123,7 +155,7 @@ def tree_cmd(
     prof = parse.profile(preset)
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
-                     fmt=parse.weights(weights))
+                     weights=parse.weights(weights))
     emit(rows, [
         Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),

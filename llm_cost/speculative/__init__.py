@@ -20,6 +20,7 @@ _EXPORTS = {
     **names_from(".mtp", "mtp_params", "MtpParams", "mtp_step_time", "mtp_speedup", "MtpSpeedup"),
     **names_from(".sampling", "speculative_step", "SpeculativeStep", "output_distribution",
                  "total_variation", "sample_outputs"),
+    **names_from(".tau", "alpha_from_tau"),
     **names_from(".rounds", "simulate_rounds", "RoundStats", "IndependentAcceptance", "BurstyAcceptance"),
 }
 __all__ = list(_EXPORTS)
