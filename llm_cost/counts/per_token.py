@@ -111,3 +111,90 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         return model.num_layers * width * bytes_per_element
     return 2 * model.num_layers * model.num_kv_heads * model.head_dim * bytes_per_element
+
+
+def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
+    """The model's windowed layers as (window tokens, layers) pairs, ascending by window; () for none.
+
+    A "sliding" layer keeps its last `sliding_window` tokens; a "chunked" layer (Llama 4) keeps the
+    tokens of its current `attention_chunk_size` chunk, which are at most min(context, chunk): that
+    bound is what we count (the cache a server allocates for it). Full layers are not listed; they
+    are num_layers less the listed layers.
+
+    Examples
+    --------
+    gpt-oss-20b alternates a 128-token window with full attention over 24 layers.
+
+    >>> from llm_cost.catalog import load_model
+    >>> layer_windows(load_model("gpt-oss-20b")), layer_windows(load_model("llama-3-8b"))
+    (((128, 12),), ())
+    """
+    if not model.layer_types:
+        return ()
+    counts: dict[int, int] = {}
+    for kind in model.layer_types:
+        if kind != "full":
+            w = model.sliding_window if kind == "sliding" else model.attention_chunk_size
+            counts[w] = counts.get(w, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def kv_layer_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
+    """KV cache bytes one token adds in ONE layer: 2 x kv_heads x head_dim x bytes (MLA: (r_kv + d_rope) x bytes)."""
+    check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
+    if model.mla is not None:
+        return (model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) * bytes_per_element
+    return 2 * model.num_kv_heads * model.head_dim * bytes_per_element
+
+
+def _minimum(x, window: int):
+    """min(x, window) for a number, numpy.minimum for an array."""
+    if isinstance(x, (int, float)):
+        return x if x < window else window
+    import numpy as np
+
+    return np.minimum(x, window)
+
+
+def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
+    r"""KV cache bytes ONE sequence of `context` tokens holds, each layer keeping at most its window.
+
+    Full layers hold `context` tokens, sliding ones min(context, sliding_window), chunked ones
+    (Llama 4) min(context, attention_chunk_size): an upper bound, the current chunk holds
+    context mod chunk tokens (chunk when that is 0) and a server allocates the whole chunk.
+    A model without windows holds context x `kv_bytes_per_token`, exactly.
+
+    .. math:: B_{KV}(n) = b_{layer} \sum_{l=1}^{L} \min(n, w_l) \quad (w_l = \infty \text{ for full layers})
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+    context : float or numpy array
+        Tokens in the sequence, in [0, inf).
+    bytes_per_element : float, optional
+        Bytes of one cached element, in (0, inf): 2 for BF16 (default), 1 for FP8.
+
+    Returns
+    -------
+    float or numpy array
+        Bytes (kv_bytes(model, 1) = kv_bytes_per_token(model)).
+
+    Examples
+    --------
+    gpt-oss-20b at 8192 tokens: 12 full layers x 8192 + 12 sliding layers x 128, at 2 x 8 x 64 x 2
+    = 2048 bytes per token and layer: (98,304 + 1,536) x 2048 = 204,472,320 bytes, against
+    8192 x 49,152 = 402,653,184 if every layer were full.
+
+    >>> from llm_cost.catalog import load_model
+    >>> kv_bytes(load_model("gpt-oss-20b"), 8192), kv_bytes(load_model("llama-3-8b"), 1024)
+    (204472320, 134217728)
+    """
+    windows = layer_windows(model)
+    if not windows:
+        return context * kv_bytes_per_token(model, bytes_per_element)
+    full = model.num_layers - sum(n for _, n in windows)
+    layer_tokens = full * context
+    for window, layers in windows:
+        layer_tokens = layer_tokens + layers * _minimum(context, window)
+    return layer_tokens * kv_layer_bytes_per_token(model, bytes_per_element)
