@@ -20,7 +20,7 @@ OPTION_OF = {
     "prompts": "prompt", "outputs": "output", "widths_list": "widths",
     "kv_bytes_per_element": "kv_bytes", "lora_rank": "lora_rank", "format": "fmt",
     "compute_efficiency": "mfu", "bw_efficiency": "bw_eff", "statistic": "slo_stat",
-    "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch",
+    "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch", "path": "output",
 }
 
 

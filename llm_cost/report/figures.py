@@ -22,12 +22,12 @@ def check_output(path: str | Path) -> Path:
     """The output path, if its extension is one we write and its folder exists."""
     text = str(path)
     if not text.strip() or text.endswith(("/", "\\")):
-        raise InvalidValueError(f"-o/--output must name a file ending in .png or .svg, got {text!r}")
+        raise InvalidValueError(f"path must name a file ending in .png or .svg, got {text!r}", params=("path",))
     path = Path(text)
     if path.suffix.lower() not in EXTENSIONS:
-        raise InvalidValueError(f"-o/--output must end in .png or .svg, got {str(path)!r}")
+        raise InvalidValueError(f"path must end in .png or .svg, got {str(path)!r}", params=("path",))
     if not path.parent.is_dir():
-        raise InvalidValueError(f"-o/--output folder does not exist: {path.parent}")
+        raise InvalidValueError(f"path: the folder does not exist: {path.parent}", params=("path",))
     return path
 
 
@@ -52,7 +52,7 @@ def save(fig, path: str | Path) -> Path:
     try:
         fig.savefig(path, dpi=150)
     except OSError as err:
-        raise InvalidValueError(f"-o/--output cannot be written: {err.strerror or err}") from None
+        raise InvalidValueError(f"path cannot be written: {err.strerror or err}", params=("path",)) from None
     finally:
         _pyplot().close(fig)
     return path

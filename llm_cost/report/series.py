@@ -32,7 +32,7 @@ def _some(name: str, values, *, limit: int = MAX_CURVES, **bounds) -> list:
 def _curves(count: int) -> None:
     if count > MAX_CURVES:
         raise InvalidValueError(f"that is {count} curves; a figure shows at most {MAX_CURVES}: "
-                                f"give fewer repeated options")
+                                f"give fewer values")
 
 
 # ---- roofline: T(m) for BF16 and W4A16 -------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from llm_cost.errors import check_number
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import kv_capacity, model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
@@ -106,7 +105,6 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
                statistic: str = "median", reservation: str | None = None,
                on_step: Callable[[int, int], None] | None = None) -> tuple[dict, RateSearch]:
     """The highest rate meeting the per-token latency target, with the metrics at that rate."""
-    check_number("slo_ms", slo_s, low=0, low_open=True)
     s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
                      statistic=statistic, reservation=reservation, on_step=on_step)
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
