@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -116,12 +116,8 @@ def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWast
         raise InvalidValueError(
             f"prompts and outputs must be given the same number of times, got {len(prompts)} and {len(outputs)}",
             params=("prompts", "outputs"))
-    if not prompts:
-        raise InvalidValueError("prompts and outputs need at least one request", params=("prompts", "outputs"))
-    for p in prompts:
-        check_number("prompt", p, low=1, integer=True)
-    for o in outputs:
-        check_number("output", o, low=1, integer=True)
+    prompts = check_all("prompts", prompts, low=1, integer=True)
+    outputs = check_all("outputs", outputs, low=1, integer=True)
     b, lmax, omax = len(prompts), int(max(prompts)), int(max(outputs))
     return PaddingWaste(batch=b, prompt_max=lmax, output_max=omax,
                         positions_computed=padded_positions(b, lmax, omax),
