@@ -262,7 +262,7 @@ def checkpoint_weight_bytes(model: ModelSpec) -> WeightBytes:
 def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     """The model's weights as its checkpoint ships them: the main model and its MTP modules.
 
-    MTP (DeepSeek-V3's layer 61): the block as `speculative.mtp.mtp_module` (FP8 like any layer),
+    MTP (DeepSeek-V3's layer 61): the block as `counts.mtp.mtp_module` (FP8 like any layer),
     its copies of the embedding and the head, and `eh_proj` with the enorm / hnorm gains at
     torch_dtype (the shipped list has `eh_proj` in BF16).
 
@@ -288,7 +288,7 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     shipped = checkpoint_format(model)
     mtp = 0
     if model.mtp_layers:
-        from llm_cost.speculative.mtp import mtp_module, mtp_params
+        from llm_cost.counts.mtp import mtp_module, mtp_params
 
         module = checkpoint_weight_bytes(mtp_module(model)).total
         mtp = model.mtp_layers * (module + mtp_params(model).projection * shipped.dtype_bytes)

@@ -6,7 +6,7 @@ Kept out of cli.py so that the rows can be tested and reused without Typer.
 from __future__ import annotations
 
 from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
-                             kv_bytes_per_token, lora_params, param_counts, weight_bytes)
+                             kv_bytes, kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import LlmCostError, check_number
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -24,6 +24,11 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
     (`llm_cost.counts.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
     (DeepSeek-V3: 688.57 GB, of which MTP 15.42 GB); None, with the quant_method named in
     `checkpoint_format`, for a quantization it does not count (GPTQ, AWQ, ...).
+
+    `kv_bytes_per_sequence`: the K/V one sequence of `kv_context` tokens holds, each sliding or
+    chunked layer at most its window (`counts.kv_bytes`; gpt-oss-20b at its 131,072: 3.22 GB,
+    not the 6.44 GB of kv_bytes_per_token x context). `kv_context` is `context`, or the model's
+    max_position_embeddings when `context` is 0; both None when neither is known.
     """
     check_number("context", context, low=0, integer=True)
     check_number("lora_rank", lora_rank, low=1, integer=True)
@@ -32,6 +37,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
     int4 = weight_bytes(model, INT4_G128)
     shipped_format, shipped_bytes = _as_shipped(model)
     lora_ok = model.mla is None
+    kv_context = context or model.max_position_embeddings or None
     return {
         "name": model.name,
         "family": model.family,
@@ -47,6 +53,8 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
         "checkpoint_format": shipped_format,
         "weight_bytes_checkpoint": shipped_bytes,
         "kv_bytes_per_token": kv_bytes_per_token(model, kv_bytes_per_element),
+        "kv_context": kv_context,
+        "kv_bytes_per_sequence": None if kv_context is None else kv_bytes(model, kv_context, kv_bytes_per_element),
         "context": context,
         "flops_per_token": flops_per_token(model, context),
         "lora_rank": lora_rank,
@@ -89,11 +97,11 @@ def catalog_rows() -> list[dict]:
 def mtp_checkpoint_params(model: ModelSpec) -> int:
     """Parameters of the model's MTP modules as its checkpoint stores them (0 without MTP).
 
-        mtp_layers x MtpParams.stored   (`llm_cost.speculative.mtp.mtp_params`)
+        mtp_layers x MtpParams.stored   (`llm_cost.counts.mtp.mtp_params`)
     """
     if not model.mtp_layers:
         return 0
-    from llm_cost.speculative.mtp import mtp_params
+    from llm_cost.counts.mtp import mtp_params
 
     return model.mtp_layers * mtp_params(model).stored
 

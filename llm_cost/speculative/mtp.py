@@ -6,7 +6,8 @@ and the embedding and output head shared with the main model. Assumptions: the n
 embedding is a one-row lookup (not read in full, whatever the preset); the shared LM head is
 read again by every draft step (shared in memory, not in bandwidth); routing is uniform top-k.
 
-Used by the cost table (`cost_table`) for DeepSeek-V3's speculative row.
+Its parameter counts are `llm_cost.counts.mtp`; this module times it and gives its speedup, which
+the cost table (`report.cost_table`) uses for DeepSeek-V3's speculative row.
 """
 
 from __future__ import annotations
@@ -15,126 +16,16 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from llm_cost.counts.checkpoint import checkpoint_format
-from llm_cost.counts import param_counts
+from llm_cost.counts.mtp import MtpParams, mtp_module, mtp_params  # noqa: F401 (re-exported)
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime
-from llm_cost.specs import BF16, ModelSpec, WeightFormat
+from llm_cost.specs import BF16, WeightFormat
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% ... 1.8 times TPS"; the article §2.5 and the lecture §10.4
 MTP_ALPHA_REPORTED = (0.85, 0.90)
 MTP_TPS_REPORTED = 1.8
 MTP_GAMMA = 1  # one MTP module predicts one extra token
-
-
-def mtp_module(model: ModelSpec) -> ModelSpec:
-    r"""One MTP module as a one-layer model: a block like the model's last (MoE) layer, the
-    shared embedding and LM head, and its own output norm (`shared_head.norm`).
-
-    The input norms and the 2d x d projection are not a ModelSpec part: see `mtp_params`.
-    DeepSeek-V3 Technical Report §2.2, Figure 3.
-
-    .. math:: h'_k = \mathrm{Block}(M\,[\mathrm{RMSNorm}(h_{k-1});\ \mathrm{RMSNorm}(\mathrm{Emb}(t_{k}))]),
-              \quad M \in \mathbb{R}^{d \times 2d}
-
-    Parameters
-    ----------
-    model : ModelSpec
-        The main model (a spec); its MoE, if any, keeps its experts and loses its dense layers.
-
-    Returns
-    -------
-    ModelSpec
-        A one-layer model named "<model> MTP module".
-
-    Examples
-    --------
-    >>> from llm_cost.catalog import load_model
-    >>> m = mtp_module(load_model("deepseek-v3"))
-    >>> m.name, m.num_layers, m.num_moe_layers
-    ('deepseek-v3 MTP module', 1, 1)
-    """
-    moe = replace(model.moe, first_dense_layers=0, dense_layers=()) if model.moe is not None else None
-    last = model.attention_layer_types[-1]  # the block is like the last layer, its attention too
-    return replace(model, name=f"{model.name} MTP module", num_layers=1, moe=moe,
-                   layer_types=(last,) if last != "full" else (),
-                   sliding_window=model.sliding_window if last == "sliding" else 0,
-                   attention_chunk_size=model.attention_chunk_size if last == "chunked" else 0,
-                   nope_layers=(0,) if model.num_layers - 1 in model.nope_layers else ())
-
-
-@dataclass(frozen=True)
-class MtpParams:
-    r"""Parameters of one MTP module (counts). DeepSeek-V3: 11.6B of its own, 13.5B stored.
-
-    .. math:: N_{own} = N_{block} + N_{proj},\quad N_{stored} = N_{own} + N_{emb} + N_{head}
-
-    Attributes
-    ----------
-    block
-        The transformer block and the output norm.
-    block_active
-        The block as one token uses it (shared + top-k routed experts).
-    projection
-        eh_proj (d x 2d, no bias) and the enorm / hnorm gains: 2 d^2 + 2 d.
-    shared
-        Embedding and LM head, the main model's.
-
-    Examples
-    --------
-    See `mtp_params`.
-    """
-
-    block: int  # the transformer block and the output norm
-    block_active: int  # the block as one token uses it (shared + top-k routed experts)
-    projection: int  # eh_proj (d x 2d, no bias) and the enorm / hnorm gains
-    shared: int  # embedding and LM head, the main model's
-
-    @property
-    def own(self) -> int:
-        """What the module adds to the model's memory."""
-        return self.block + self.projection
-
-    @property
-    def stored(self) -> int:
-        """As the Hub checkpoint stores it, with its copies of the shared tables.
-
-        DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the
-        Multi-Token Prediction (MTP) Module weights".
-        """
-        return self.own + self.shared
-
-
-def mtp_params(model: ModelSpec) -> MtpParams:
-    """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d.
-
-    .. math:: N_{proj} = 2 d^2 + 2 d
-
-    Parameters
-    ----------
-    model : ModelSpec
-        The main model (a spec).
-
-    Returns
-    -------
-    MtpParams
-        Counts of the block (all and active), the projection and the shared tables.
-
-    Examples
-    --------
-    DeepSeek-V3: 11.6B of its own, 13.5B as the Hub checkpoint stores it (the README's "14B of
-    the Multi-Token Prediction (MTP) Module weights").
-
-    >>> from llm_cost.catalog import load_model
-    >>> n = mtp_params(load_model("deepseek-v3"))
-    >>> n.projection == 2 * 7168 ** 2 + 2 * 7168, round(n.own / 1e9, 1), round(n.stored / 1e9, 1)
-    (True, 11.6, 13.5)
-    """
-    p = param_counts(mtp_module(model))
-    d = model.hidden_size
-    shared = p.embedding + p.lm_head
-    return MtpParams(block=p.total - shared, block_active=p.active - shared,
-                     projection=2 * d * d + 2 * d, shared=shared)
 
 
 def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightFormat = BF16) -> StepTime:
