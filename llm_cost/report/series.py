@@ -1,7 +1,7 @@
 """The numbers behind `llm-cost plot`: each figure's series, computed by the library, SI units.
 
-No matplotlib here (`plots` draws); every series is a call into `roofline`, `speculative`,
-`speculative_roofline`, `trees` or `simulator`, so a figure shows exactly what the matching
+No matplotlib here (`figures` draws); every series is a call into `roofline`, `speculative`
+(`batched`, `trees`) or `serving.simulator`, so a figure shows exactly what the matching
 table command prints. Sizes are bounded so that no figure takes more than a moment.
 """
 
