@@ -36,7 +36,7 @@ def shipped(file: str):
 
 def test_gpt_oss_20b_as_shipped():
     """openai/gpt-oss-20b `model.safetensors.index.json`: "metadata": {"total_size": 13761264768}
-    (a stored copy of the repository's files, code index id 31112482743); the model card's
+    (https://huggingface.co/openai/gpt-oss-20b/blob/main/model.safetensors.index.json); the model card's
     12.8 GiB (13,761,264,768 / 2^30 = 12.816).
 
     Experts (MXFP4): L 24 x E 32 x (gate_up 2880 x 5760 + down 2880 x 2880) = 768 x 24,883,200
@@ -56,8 +56,8 @@ def test_gpt_oss_20b_as_shipped():
 
 def test_gpt_oss_120b_as_shipped():
     """openai/gpt-oss-120b: 65,248,815,744 tensor bytes in its 15 safetensors files (65,248,893,184
-    file bytes with the headers), a stored inventory of the repository (code index id
-    59724567210; the same figure appears in a second, independent copy, id 57403603525);
+    file bytes with the headers), from two independent inventories of the repository's files
+    (https://huggingface.co/openai/gpt-oss-120b/tree/main);
     the model card's 60.8 GiB (65,248,815,744 / 2^30 = 60.768).
 
     Experts: L 36 x E 128 x 24,883,200 = 114,661,785,600 weights x 17 / 32 = 60,914,073,600 bytes.
@@ -80,7 +80,7 @@ def test_deepseek_v3_as_shipped():
     """deepseek-ai/DeepSeek-V3: "Total Parameters Size: 688,574,839,360 bytes" over its 91,991
     tensors (simpx/model-inspect `README.md`, which reads the shard headers of the repository and
     lists each tensor's dtype); its 163 files are 688,586,727,753 bytes with their headers (a stored
-    inventory at revision afb92e1fa402..., code index id 59118868630), 11,888,393 bytes of JSON
+    inventory at revision afb92e1fa402..., https://huggingface.co/deepseek-ai/DeepSeek-V3/tree/main), 11,888,393 bytes of JSON
     headers more. README_WEIGHTS.md: 671B main model + the MTP module (layer 61).
 
     Per MLA layer, F8_E4M3 weights and F32 scales (ceil(out/128) x ceil(in/128)):
@@ -107,7 +107,7 @@ def test_deepseek_v3_as_shipped():
 
 def test_kimi_k2_instruct_as_shipped():
     """moonshotai/Kimi-K2-Instruct: index total_size 1,029,173,256,720 bytes over 139,644 tensors
-    in 61 shards (an independent recount of every shard header, code index id 68577105039; the
+    in 61 shards (https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/model.safetensors.index.json, and an independent recount of every shard header; the
     same total_size in id 71553780238). We model 139,583 tensors: the 61 more (6,832 bytes, 112 a
     tensor) are non-weight buffers by that recount, which leaves "scale/shape/RoPE buffers" out
     of its logical parameters (1,026,408,232,448 = our count).
