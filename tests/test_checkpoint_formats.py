@@ -107,8 +107,8 @@ def test_deepseek_v3_as_shipped():
 
 def test_kimi_k2_instruct_as_shipped():
     """moonshotai/Kimi-K2-Instruct: index total_size 1,029,173,256,720 bytes over 139,644 tensors
-    in 61 shards (https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/model.safetensors.index.json, and an independent recount of every shard header; the
-    same total_size in id 71553780238). We model 139,583 tensors: the 61 more (6,832 bytes, 112 a
+    in 61 shards (https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/model.safetensors.index.json;
+    an independent recount of every shard header gives the same total_size). We model 139,583 tensors: the 61 more (6,832 bytes, 112 a
     tensor) are non-weight buffers by that recount, which leaves "scale/shape/RoPE buffers" out
     of its logical parameters (1,026,408,232,448 = our count).
 
