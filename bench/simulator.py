@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
-from llm_cost.serving.reference_scheduler import reservation_tokens  # noqa: E402
+from llm_cost.serving.reservations import reservation_tokens  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.simulator import simulate  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402

@@ -2,7 +2,8 @@
 
 `capacity` (KV tokens beside the weights, requests per policy), `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
-capacity), `reference_scheduler` (the plain step-level scheduler, with deadlock), `simulator`
+capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
+step-level scheduler), `simulator`
 (request- and iteration-level batching, fast), `rate_search` (the highest rate under a target).
 """
 
@@ -15,7 +16,8 @@ _EXPORTS = {
                  "AttentionLaunches"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),
     **names_from(".replica", "Replica", "IterationCost"),
-    **names_from(".reference_scheduler", "run_steps", "KvRequest", "StepRun", "Deadlock", "RESERVATIONS"),
+    **names_from(".reference_scheduler", "run_steps", "KvRequest", "StepRun"),
+    **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS", "reservation_tokens"),
     **names_from(".simulator", "simulate", "SimResult", "SCHEDULERS"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
 }

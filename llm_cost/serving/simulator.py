@@ -26,7 +26,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from llm_cost.serving.reference_scheduler import Deadlock, Holder, reservation_tokens
+from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving.replica import Replica
