@@ -112,3 +112,41 @@ def test_windowed_is_monotone_and_at_most_full(name, n):
 
 def test_catalog_has_the_windowed_models():
     assert {"gpt-oss-20b", "gemma-2-9b", "llama-4-scout"} <= set(WINDOWED)
+
+
+# ---- the `model` row -------------------------------------------------------------------------
+
+def test_model_row_states_the_windowed_figure_at_its_context():
+    """gpt-oss-20b at its max_position_embeddings, 131,072 (context 0): 12 x 131,072 + 12 x 128
+    = 1,574,400 layer-tokens x 2,048 = 3,224,371,200 bytes, against 131,072 x 49,152 = 6,442,450,944.
+    At --context 8192: 204,472,320 (above)."""
+    from llm_cost.report.model_rows import model_row
+
+    m = load_model("gpt-oss-20b")
+    row = model_row(m)
+    assert row["kv_context"] == 131_072 and row["context"] == 0
+    assert row["kv_bytes_per_sequence"] == 3_224_371_200
+    assert row["kv_bytes_per_token"] == 49_152  # the all-layer figure stays
+    at = model_row(m, context=8192)
+    assert at["kv_context"] == 8192 and at["kv_bytes_per_sequence"] == 204_472_320
+
+
+def test_model_row_without_windows_is_context_times_per_token():
+    """llama-3-8b: 8,192 x 131,072 = 1,073,741,824 bytes at its max_position_embeddings."""
+    from llm_cost.report.model_rows import model_row
+
+    row = model_row(load_model("llama-3-8b"))
+    assert row["kv_context"] == 8192 and row["kv_bytes_per_sequence"] == 1_073_741_824
+
+
+def test_model_json_has_the_windowed_keys():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    out = CliRunner().invoke(app, ["model", "gemma-2-9b", "--context", "32768", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.output)[0]
+    assert row["kv_context"] == 32768 and row["kv_bytes_per_sequence"] == 6_341_787_648
