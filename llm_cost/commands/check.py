@@ -15,6 +15,7 @@ from llm_cost.specs.profiles import ARTICLE_SETTING
 
 CHECK_COLUMNS = [
     Column("invariant", "invariant"),
+    Column("statement", "statement"),
     Column("model", "model"),
     Column("gpu", "gpu"),
     Column("status", "status"),

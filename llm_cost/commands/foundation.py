@@ -20,7 +20,7 @@ MODEL_COLUMNS = [
     Column("weight_bytes_bf16", "BF16 (GB)", fixed(2, 1e9)),
     Column("bits_int4", "INT4 bits", fixed(2)),
     Column("weight_bytes_int4", "INT4 (GB)", fixed(2, 1e9)),
-    Column("kv_bytes_per_token", "KV/token (KB)", fixed(1, 1e3)),
+    Column("kv_bytes_per_token", "KV/token (bytes)", fixed(0)),  # bytes, as `table` and `capacity` show it
     Column("flops_per_token", "FLOPs/token (G)", fixed(2, 1e9)),
     Column("lora_params_attn", "LoRA attn (M)", fixed(2, 1e6)),
     Column("lora_params_all", "LoRA all (M)", fixed(2, 1e6)),
@@ -82,8 +82,8 @@ def roofline_cmd(
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
-    fmt_w = parse.weights(weights)
-    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, fmt=fmt_w)
+    weight_format = parse.weights(weights)
+    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, weights=weight_format)
     emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
          title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
 

@@ -20,8 +20,8 @@ CAPACITY_COLUMNS = [
     Column("gpu", "gpu"),
     Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
     Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
-    Column("shortfall_bytes", "short (GB)", fixed(2, 1e9)),
-    Column("kv_bytes_per_token", "KV/token (KB)", fixed(1, 1e3)),
+    Column("shortfall_bytes", "shortfall (GB)", fixed(2, 1e9)),
+    Column("kv_bytes_per_token", "KV/token (bytes)", fixed(0)),
     Column("kv_tokens", "KV tokens", fixed(0)),
     Column("requests_max_len", "reqs @ max len", fixed(0)),
     Column("requests_declared", "reqs @ prompt+max_gen", fixed(0)),
@@ -54,9 +54,11 @@ def capacity_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
-                       fmt=parse.weights(weights), kv_bytes_per_element=kv_bytes)
-    caption = (f"{reserve:.0%} of memory held back; requests reserve {row['max_len']} tokens, "
-               f"{prompt:g} + {max_gen:g}, or grow to {prompt:g} + {row['gen']:g}")
+                       weights=parse.weights(weights), kv_bytes_per_element=kv_bytes)
+    caption = (f"{reserve:.0%} of memory held back. KV tokens a request holds: at max len {row['max_len']:g}; "
+               f"at prompt+max_gen {prompt:g} prompt + {max_gen:g} declared = {prompt + max_gen:g}; "
+               f"with no reservation it grows to {prompt:g} prompt + {row['gen']:g} generated = "
+               f"{prompt + row['gen']:g}")
     if row["shortfall_bytes"]:
         caption = f"the weights do not fit: {row['shortfall_bytes'] / 1e9:.2f} GB short; " + caption
     emit([row], CAPACITY_COLUMNS, fmt, title=f"KV capacity, {weights.lower()} weights (GB = 1e9 bytes)",
@@ -182,10 +184,13 @@ def batching_cmd(
     from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
     slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
-    if bool(rate) == (slo_ms is not None):
+    if not rate and slo_ms is None:
+        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
+                                "search the highest rate whose per-token latency meets T ms")
+    if rate and slo_ms is not None:
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
     replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
-                               reserve=reserve, fmt=parse.weights(weights), kv_tokens=kv_tokens,
+                               reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
                                max_len=max_len)
     wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
                           prompt=ORCA_PROMPT if prompt_len is None else prompt_len,

@@ -30,8 +30,8 @@ SPEC_COLUMNS = [
     Column("c", "c", fixed(3)),
     Column("mfu", "MFU", fixed(2)),
     Column("expected_tokens", "E tokens", fixed(2)),
-    Column("base_step_s", "T(B) (ms)", fixed(3, 1e-3)),
-    Column("verify_step_s", "T(B(g+1)) (ms)", fixed(3, 1e-3)),
+    Column("base_step_s", "decode step (ms)", fixed(3, 1e-3)),
+    Column("verify_step_s", "verify step (ms)", fixed(3, 1e-3)),
     Column("verify_over_base", "verify/base", fixed(2)),
     Column("speedup", "speedup", fixed(2)),
     Column("gamma_opt", "best gamma"),
@@ -85,7 +85,8 @@ def spec_cmd(
             solved += [f"tau {t:g} at gamma {gamma[0]}: alpha {a:.4f}" for t, a in zip(tau, alpha)]
         rows += part
         captions.append(caption.rpartition(". Best gamma")[0])
-    caption = "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}."
+    caption = ("decode step: one target pass over B rows; verify step: over B (gamma + 1) rows. "
+               + "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}.")
     if solved:
         caption = "alpha from --tau (E tokens = tau): " + ", ".join(solved) + ". " + caption
     columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
@@ -95,6 +96,10 @@ def spec_cmd(
     drafted = f", draft {draft_spec.name}" if draft_spec else ""
     emit(rows, columns, fmt, caption=caption,
          title=f"Speculative decoding: {target.name} on {acc.name}, {weights.lower()}, preset {prof.name}{drafted}")
+
+
+def _yes_no(value) -> str:
+    return "yes" if value else "no"
 
 
 def _alphas_per_gamma(alphas, taus, gammas):
@@ -123,7 +128,7 @@ def gamma_cmd(
         Column("alpha", "alpha", fixed(2)), Column("c", "c", fixed(3)),
         Column("gamma_opt", "best gamma"), Column("speedup", "speedup", fixed(2)),
         Column("expected_tokens", "E tokens", fixed(2)), Column("gamma1_speedup", "gamma=1 bound", fixed(2)),
-        Column("gamma_capped", "capped"),
+        Column("gamma_capped", "capped", _yes_no),
     ], fmt, title="Optimal gamma (Leviathan Theorem 3.8)",
         caption=f"gamma 0 = do not speculate (alpha <= c); capped = still rising at --gamma-max {gamma_max}")
 

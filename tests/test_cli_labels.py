@@ -1,0 +1,68 @@
+"""CLI: readable labels and messages (issue 15, deliverable 7)."""
+
+from __future__ import annotations
+
+from helpers import rows_of, run
+
+
+def _text(*args) -> str:
+    out = run(*args)
+    assert out.exit_code == 0, out.output
+    return " ".join(out.output.split())  # the caption may wrap
+
+
+def _error(*args) -> str:
+    out = run(*args)
+    assert out.exit_code == 2, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, out.output
+    return lines[0]
+
+
+def test_capacity_shortfall_header():
+    text = _text("capacity")
+    assert "shortfall (GB)" in text and "short (GB)" not in text
+
+
+def test_capacity_caption_names_each_term():
+    text = _text("capacity", "--prompt", "272", "--max-gen", "512", "--gen", "64.5")
+    assert "at max len 2048" in text
+    assert "at prompt+max_gen 272 prompt + 512 declared = 784" in text
+    assert "272 prompt + 64.5 generated = 336.5" in text
+
+
+def test_spec_step_headers():
+    text = _text("spec")
+    assert "T(B(g+1))" not in text
+    assert "decode step (ms)" in text and "verify step (ms)" in text
+    assert "verify step: over B (gamma + 1) rows" in text
+
+
+def test_gamma_capped_yes_no():
+    text = _text("gamma", "--alpha", "0.8", "--c", "0", "--c", "0.1", "--gamma-max", "16")
+    assert "False" not in text and "True" not in text
+    assert " yes │" in text and " no │" in text
+
+
+def test_check_shows_each_statement():
+    rows = rows_of("check", "--model", "llama-3.2-1b", "--examples", "1")
+    text = _text("check", "--model", "llama-3.2-1b", "--examples", "1")
+    assert "statement" in text and rows[0]["statement"] in text
+
+
+def test_kv_per_token_in_bytes_everywhere():
+    model = _text("model", "llama-3-8b")
+    assert "KV/token (bytes)" in model and "131,072" in model and "(KB)" not in model
+    capacity = _text("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm")
+    assert "KV/token (bytes)" in capacity and "131,072" in capacity
+    assert "KV cache per token, BF16 (bytes)" in _text("table") and "131,072" in _text("table")
+
+
+def test_batching_without_rate_or_slo_says_what_to_give():
+    line = _error("batching")
+    assert "not both" not in line
+    assert "give --rate R" in line and "--slo-ms T" in line
+
+
+def test_batching_with_rate_and_slo_still_not_both():
+    assert "not both" in _error("batching", "--rate", "1", "--slo-ms", "45")
