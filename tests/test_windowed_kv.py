@@ -150,3 +150,98 @@ def test_model_json_has_the_windowed_keys():
     assert out.exit_code == 0, out.output
     row = json.loads(out.output)[0]
     assert row["kv_context"] == 32768 and row["kv_bytes_per_sequence"] == 6_341_787_648
+
+
+# ---- the time model --------------------------------------------------------------------------
+
+def _oss():
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.specs import PRESETS
+
+    return load_model("gpt-oss-20b"), load_accelerator("h100-sxm"), PRESETS["lecture"]
+
+
+@pytest.mark.parametrize("context", [64, 8192])
+def test_decode_step_reads_windowed_kv(context):
+    """gpt-oss-20b, lecture preset, batch 8 decoding one token each after `context` cached tokens.
+
+    K/V moved: 8 x kv_bytes(context) read + 8 new tokens x 49,152 written:
+    - 64: 8 x 3,145,728 + 393,216 = 25,559,040 (= 8 x 65 x 49,152: inside the window, as before);
+    - 8192: 8 x 204,472,320 + 393,216 = 1,636,171,776 (all-layer would be 8 x 8,193 x 49,152
+      = 3,221,618,688).
+    Attention FLOPs: 4 x 64 heads x 64 = 16,384 per (row, key) pair and layer; the new row sees
+    context + 1 keys in the 12 full layers and min(128, context + 1) in the 12 sliding ones:
+    - 64: 8 x 16,384 x 24 x 65 = 204,472,320;
+    - 8192: 8 x 16,384 x (12 x 8,193 + 12 x 128) = 8 x 16,384 x 99,852 = 13,087,801,344.
+    GEMM: 8 x 2 x 3,608,307,264 = 57,732,916,224.
+    """
+    from llm_cost.roofline import step_time
+
+    m, gpu, prof = _oss()
+    t = step_time(m, gpu, prof, batch=8, context=context)
+    kv, attn = {64: (25_559_040, 204_472_320), 8192: (1_636_171_776, 13_087_801_344)}[context]
+    assert t.kv_bytes == pytest.approx(kv, rel=1e-12)
+    assert t.flops == pytest.approx(57_732_916_224 + attn, rel=1e-12)
+
+
+def test_prefill_pairs_stop_at_the_window():
+    """gpt-oss-20b, one 512-token prompt: a full layer has 512 x 513 / 2 = 131,328 pairs; a sliding one
+    128 x 129 / 2 = 8,256 for the first 128 rows and 384 x 128 = 49,152 after: 57,408. Attention
+    FLOPs: 16,384 x 12 x (131,328 + 57,408) = 16,384 x 2,264,832 = 37,107,007,488. K/V written:
+    512 x 49,152 = 25,165,824 (every layer writes each new row)."""
+    from llm_cost.roofline import step_time
+
+    m, gpu, prof = _oss()
+    t = step_time(m, gpu, prof, rows=512, batch=1, context=0)
+    assert t.kv_bytes == pytest.approx(25_165_824, rel=1e-12)
+    assert t.flops == pytest.approx(512 * 2 * 3_608_307_264 + 37_107_007_488, rel=1e-12)
+
+
+def test_windowed_step_broadcasts_and_step_total_agrees():
+    """Arrays over context give the numbers one call per context gives; step_total = step().total_s."""
+    np = pytest.importorskip("numpy")
+    from llm_cost.roofline import PassCost, step_time
+
+    m, gpu, prof = _oss()
+    ctx = np.array([0, 64, 127, 128, 129, 8192, 131072])
+    t = step_time(m, gpu, prof, batch=4, rows=20, context=ctx)
+    one = [step_time(m, gpu, prof, batch=4, rows=20, context=int(c)).total_s for c in ctx]
+    assert t.total_s.tolist() == pytest.approx(one, rel=1e-12)
+    cost = PassCost.from_specs(m, gpu, prof)
+    assert cost.step_total(np.full(ctx.shape, 20.0), 4, ctx).tolist() == t.total_s.tolist()
+
+
+def test_windows_do_not_change_a_window_free_pass():
+    """A pass that stays inside the window costs what an all-full model costs (up to rounding)."""
+    from dataclasses import replace
+
+    from llm_cost.roofline import step_time
+
+    m, gpu, prof = _oss()
+    full = replace(m, layer_types=(), sliding_window=0)
+    a = step_time(m, gpu, prof, rows=32, batch=8, context=100)  # 100 + 4 <= 128
+    b = step_time(full, gpu, prof, rows=32, batch=8, context=100)
+    assert a.total_s == pytest.approx(b.total_s, rel=1e-12) and a.kv_bytes == pytest.approx(b.kv_bytes, rel=1e-12)
+    beyond = step_time(m, gpu, prof, rows=32, batch=8, context=4096)
+    assert beyond.kv_bytes < step_time(full, gpu, prof, rows=32, batch=8, context=4096).kv_bytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(r=st.integers(1, 600), c=st.integers(0, 10_000), w=st.integers(1, 10_000))
+def test_windowed_pairs_is_the_row_by_row_sum(r, c, w):
+    """sum over rows i = 1..r of min(w, c + i), and causal_pairs when the window never binds."""
+    from llm_cost.roofline import causal_pairs, windowed_pairs
+
+    assert windowed_pairs(r, c, w) == sum(min(w, c + i) for i in range(1, r + 1))
+    assert windowed_pairs(r, c, c + r) == causal_pairs(r, c)
+
+
+def test_iteration_cost_decode_and_prefill_are_windowed():
+    """IterationCost.decode_s / prefill_s are step_time's uniform passes, windows included."""
+    from llm_cost.roofline import step_time
+    from llm_cost.serving.replica import IterationCost
+
+    m, gpu, prof = _oss()
+    cost = IterationCost.from_roofline(m, gpu, prof)
+    assert cost.decode_s(8192, batch=8) == step_time(m, gpu, prof, batch=8, context=8192).total_s
+    assert cost.prefill_s(512) == step_time(m, gpu, prof, rows=512, batch=1).total_s

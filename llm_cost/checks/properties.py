@@ -24,7 +24,7 @@ from llm_cost.checks.strategies import (
     profiles,
     rows_per_sequence,
 )
-from llm_cost.counts import kv_bytes_per_token, param_counts, weight_bytes
+from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, param_counts, weight_bytes
 from llm_cost.roofline import step_time
 from llm_cost.serving import kv_capacity, requests_that_fit
 from llm_cost.specs import Profile, WeightFormat
@@ -88,8 +88,14 @@ def _kv_linear(model, gpu):
         kv = Profile("kv", count_kv=True)
         t1 = step_time(model, gpu, kv, rows=batch, batch=batch, context=ctx, kv_bytes_per_element=width)
         t2 = step_time(model, gpu, kv, rows=batch, batch=batch, context=ctx + more, kv_bytes_per_element=width)
-        assert math.isclose(t2.kv_bytes - t1.kv_bytes, batch * more * per, rel_tol=REL, abs_tol=1e-6)
-        assert math.isclose(t1.kv_bytes, (batch * ctx + batch) * per, rel_tol=REL)
+        # batch x the K/V one sequence holds (windowed layers at most their window) + the new rows'
+        held1, held2 = kv_bytes(model, ctx, width), kv_bytes(model, ctx + more, width)
+        assert math.isclose(t1.kv_bytes, batch * held1 + batch * per, rel_tol=REL)
+        assert math.isclose(t2.kv_bytes - t1.kv_bytes, batch * (held2 - held1), rel_tol=REL,
+                            abs_tol=1e-12 * t2.kv_bytes + 1e-6)
+        assert held2 - held1 <= more * per * (1 + REL)  # windows only drop K/V
+        if not layer_windows(model):
+            assert held2 - held1 == more * per
     return prop
 
 
@@ -129,7 +135,8 @@ FOUNDATION = [
     Invariant("t_batch_monotone", "T(m) is non-decreasing in batch", _t_batch),
     Invariant("t_context_monotone", "T(m) is non-decreasing in context", _t_context),
     Invariant("t_between_max_and_sum", "max(memory, compute) <= T - fixed <= memory + compute", _t_between),
-    Invariant("kv_linear", "KV bytes are linear in tokens and batch", _kv_linear),
+    Invariant("kv_linear", "KV bytes are linear in tokens and batch (windowed layers: up to their window)",
+              _kv_linear),
     Invariant("bytes_grow_with_bits", "quantized weight bytes grow with bits", _bytes_grow_with_bits),
     Invariant("active_le_total", "active parameters never exceed total", _active_le_total),
     Invariant("capacity_tight", "KV tokens and requests that fit are tight: n fit, n + 1 do not",

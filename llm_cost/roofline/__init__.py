@@ -12,6 +12,9 @@ Symbols, defined once (SI units):
     T(m) = max((W + E(m) expert_bytes + (B ctx + m) kv) / (BW eta_bw),
                (2 N_gemm m + attention pairs x pair_flops) / (F eta_f)) + t_fixed
 
+Windowed layers (sliding, chunked) hold min(ctx, window) tokens and give each new row at most
+`window` keys; `pass_cost.windowed_pass` counts B ctx and the pairs with that cap, in all-layer units.
+
 `pass_cost` holds the coefficients and the one evaluation of T; `step.step_time` validates a uniform
 pass and returns a `StepTime`; `critical` finds the ridge point, critical rows and batch.
 """
@@ -21,7 +24,8 @@ from llm_cost._exports import lazy_exports, names_from
 _EXPORTS = {
     **names_from(".step", "StepTime", "step_time"),
     **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS", "causal_pairs",
-                 "expected_experts_touched", "roofline_total", "uniform_pass"),
+                 "expected_experts_touched", "roofline_total", "uniform_pass",
+                 "windowed_pairs", "windowed_pass"),
     **names_from(".critical", "critical_batch", "critical_rows", "first_crossing", "ridge_point"),
 }
 __all__ = list(_EXPORTS)

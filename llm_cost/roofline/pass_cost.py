@@ -3,7 +3,10 @@
     T = max((W + E(rows) x expert_bytes + kv_tokens x kv_token_bytes) / (BW eta_bw),
             (rows x row_flops + pairs x pair_flops) / (F eta_f)) + t_fixed
 
-(symbols in `llm_cost.roofline`). `PassCost` holds the coefficients for a model, accelerator,
+(symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
+window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
+(`windowed_pass`) counts kv_tokens and pairs in all-layer units, the windowed layers' share
+capped, so the formula and its coefficients stay as they are. `PassCost` holds the coefficients for a model, accelerator,
 profile and weight format; `step_time` (a uniform pass), the speculative formulas and the
 batching simulator's mixed iterations all evaluate it. Every method takes numbers or numpy
 arrays (broadcast) and checks nothing: validation belongs to the callers' entry points.
@@ -16,7 +19,7 @@ import sys
 from dataclasses import dataclass
 
 from llm_cost.counts import (WeightBytes, attention_flops_per_context_token, kv_bytes_per_token,
-                             param_counts, weight_bytes)
+                             layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 # Far beyond any deployment, and far from float overflow in FLOPs and bytes.
@@ -50,6 +53,57 @@ def uniform_pass(rows, batch, context):
     Each sequence reads its `context` cached tokens and writes its r = rows / batch new ones.
     """
     return batch * context + rows, batch * causal_pairs(rows / batch, context)
+
+
+def _minimum(x, cap):
+    """min(x, cap): a number for numbers, numpy.minimum for arrays."""
+    if isinstance(x, (int, float)):
+        return x if x < cap else cap
+    import numpy as np
+
+    return np.minimum(x, cap)
+
+
+def _clip(x, low, high):
+    """low <= x <= high, x clipped: numbers or numpy arrays (broadcast)."""
+    if isinstance(x, (int, float)) and isinstance(high, (int, float)):
+        return low if x < low else (high if x > high else x)
+    import numpy as np
+
+    return np.clip(x, low, high)
+
+
+def windowed_pairs(new_rows, context, window):
+    """(query, key) pairs of one sequence's `new_rows` rows after `context` cached tokens in a layer
+    whose rows attend to at most `window` keys (themselves included).
+
+    Row i (1..r) sees min(window, context + i) keys: the k = clip(window - context, 0, r) rows still
+    inside the window see context + i, the others `window`:
+    k ctx + k (k + 1) / 2 + (r - k) window. A window >= context + r gives `causal_pairs`.
+    """
+    k = _clip(window - context, 0, new_rows)
+    return k * context + k * (k + 1) / 2 + (new_rows - k) * window
+
+
+def windowed_pass(rows, batch, context, windows, num_layers):
+    """`uniform_pass` for a model whose `windows` ((window, layers), ...) keep at most their window.
+
+    In all-layer units, as `PassCost` multiplies them (kv_token_bytes and pair_flops are all-layer
+    figures): kv_tokens = batch x (held layer-tokens of one sequence) / L + rows, the held ones
+    being the full layers' context and each windowed layer's min(context, window) (so
+    kv_tokens x kv_token_bytes = batch x `kv_bytes(model, context)` + rows x kv_bytes_per_token:
+    every layer writes the new rows' K/V); pairs = batch x sum over layers of the layer's pairs / L
+    (`causal_pairs` for full layers, `windowed_pairs` for the others). Chunked layers (Llama 4) are
+    counted as a window of the chunk size: an upper bound of their current chunk.
+    """
+    r = rows / batch
+    full = num_layers - sum(n for _, n in windows)
+    held = full * context
+    pairs = full * causal_pairs(r, context)
+    for window, layers in windows:
+        held = held + layers * _minimum(context, window)
+        pairs = pairs + layers * windowed_pairs(r, context, window)
+    return batch * held / num_layers + rows, batch * pairs / num_layers
 
 
 def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
@@ -91,6 +145,11 @@ class PassCost:
     expert_bytes: float = 0.0  # one routed expert in every MoE layer
     num_experts: int = 0
     experts_per_token: int = 0
+    # Windowed layers as ((window tokens, layers), ...) (`counts.layer_windows`) and the model's
+    # layer count: uniform passes (`step`, `step_total`, `uniform_terms`) cap those layers' K/V
+    # and pairs. () for a model without windows or a profile that ignores KV.
+    kv_windows: tuple[tuple[int, int], ...] = ()
+    num_layers: int = 0
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -107,6 +166,7 @@ class PassCost:
         kv = profile.count_kv
         wb = weight_bytes(model, weights)
         moe = model.moe
+        windows = layer_windows(model) if kv else ()
         return cls(
             weight_bytes=shared_bytes_read(wb, profile),
             kv_token_bytes=kv_bytes_per_token(model, kv_bytes_per_element) if kv else 0.0,
@@ -117,7 +177,14 @@ class PassCost:
             fixed_s=profile.fixed_time_s,
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
-            experts_per_token=moe.experts_per_token if moe else 0)
+            experts_per_token=moe.experts_per_token if moe else 0,
+            kv_windows=windows, num_layers=model.num_layers if windows else 0)
+
+    def uniform_terms(self, rows, batch, context):
+        """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
+        if not self.kv_windows:
+            return uniform_pass(rows, batch, context)
+        return windowed_pass(rows, batch, context, self.kv_windows, self.num_layers)
 
     def weight_bytes_read(self, rows):
         """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""
@@ -152,10 +219,11 @@ class PassCost:
         """The uniform pass of `step_time`, unchecked: `batch` sequences, `context` cached tokens each.
 
         `count_kv` False moves no K/V and computes no attention pairs (the article's convention).
+        Windowed layers hold and attend to at most their window (`uniform_terms`).
         """
         from llm_cost.roofline import StepTime
 
-        kv_tokens, pairs = uniform_pass(rows, batch, context) if count_kv else (0.0, 0.0)
+        kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         read = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
         flops = self.flops(rows, pairs)
         kv_bytes = kv_tokens * self.kv_token_bytes
@@ -173,7 +241,7 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        kv_tokens, pairs = uniform_pass(rows, batch, context) if count_kv else (0.0, 0.0)
+        kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         memory = self.memory_s(rows, kv_tokens)  # a number, except for MoE or K/V
         del kv_tokens
         compute = _into(rows, "multiply", self.row_flops) if rows_scratch else rows * self.row_flops

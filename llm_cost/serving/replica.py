@@ -105,6 +105,8 @@ class IterationCost(PassCost):
         float or numpy.ndarray
             Seconds.
         """
+        if self.kv_windows:  # sliding / chunked layers: each row sees at most its window
+            return self.time(prompt, *self.uniform_terms(prompt, 1, 0))
         return self.time(prompt, prompt, causal_pairs(prompt))
 
     def decode_s(self, context, batch: int = 1):
@@ -135,6 +137,8 @@ class IterationCost(PassCost):
         >>> round(cost.decode_s(336, batch=32) * 1e3, 1)
         28.7
         """
+        if self.kv_windows:  # sliding / chunked layers hold and attend to at most their window
+            return self.time(batch, *self.uniform_terms(batch, batch, context))
         return self.time(batch, batch * (context + 1), batch * (context + 1))
 
 
