@@ -128,6 +128,11 @@ def _as_flags(err: LlmCostError) -> str:
     return flags_in(str(err), err.params, flags)
 
 
+def note(text: str) -> None:
+    """One line on stderr beside the output (an option that changed nothing, and how to make it count)."""
+    typer.echo(f"Note: {text}", err=True)
+
+
 def emit(rows, columns, fmt: str, **kwargs) -> None:
     from llm_cost.commands.parse import choice
     from llm_cost.report.render import render

@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit
+from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import KvBytes, BwEff, FixedMs, Format, GpuOpt, KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -84,6 +84,9 @@ def roofline_cmd(
                            read_embedding=read_embedding, kv=kv)
     weight_format = parse.weights(weights)
     result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, weights=weight_format)
+    ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
+    if ignored:  # after the library accepted the context
+        note(ignored)
     emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
          title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
 

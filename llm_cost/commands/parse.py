@@ -61,6 +61,18 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
                       count_kv=kv)
 
 
+def ignored_context(prof: Profile, context, how: str) -> str | None:
+    """The note for a --context the profile ignores (it counts no KV reads or attention FLOPs), or
+    None when the context counts or is 0. `how`: what counts it on this command (`add --kv`)."""
+    contexts = context if isinstance(context, (list, tuple)) else [context]
+    if prof.count_kv or not any(contexts):
+        return None
+    given = ", ".join(f"{c:g}" for c in contexts)
+    why = "--no-kv" if prof.name in PRESETS and PRESETS[prof.name].count_kv else "the article's convention"
+    return (f"--context {given} changes nothing here: preset {prof.name} counts no KV reads or attention "
+            f"FLOPs ({why}); {how} to count them")
+
+
 def weights(name: str) -> WeightFormat:
     """`--weights`: a weight format by name."""
     return weight_format(name)

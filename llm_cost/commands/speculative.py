@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit
+from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import BwEff, Format, GpuOpt, ModelOpt, Preset, Weights
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
@@ -94,6 +94,9 @@ def spec_cmd(
     if tau:
         columns = [*columns[:2], Column("tau", "tau", fixed(2)), *columns[2:]]
     drafted = f", draft {draft_spec.name}" if draft_spec else ""
+    ignored = parse.ignored_context(prof, context, "use --preset lecture")
+    if ignored:  # after the library accepted the context
+        note(ignored)
     emit(rows, columns, fmt, caption=caption,
          title=f"Speculative decoding: {target.name} on {acc.name}, {weights.lower()}, preset {prof.name}{drafted}")
 
@@ -161,6 +164,9 @@ def tree_cmd(
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      weights=parse.weights(weights))
+    ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
+    if ignored:  # after the library accepted the context
+        note(ignored)
     emit(rows, [
         Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),

@@ -46,7 +46,7 @@ def table_cmd(
     specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
     rows = table_rows(specs, acc, alpha=alpha, gamma=gamma,
                       c=c, batch=batch, contexts=context, reserve=reserve, mtp_alphas=mtp_alpha)
-    title = f"Cost table: {acc.name}, theoretical (GB = 1e9 bytes)"
+    title = f"Cost table: {acc.name}, preset article: theoretical (GB = 1e9 bytes)"
     if fmt in ("json", "csv"):
         render(rows, [], fmt)
         return
