@@ -35,6 +35,46 @@ class MoESpec:
     ones keep an MLP of the model's `intermediate_size` (DeepSeek-V3's `first_k_dense_replace = 3`,
     Qwen3-MoE's `mlp_only_layers`). An expert is a gated MLP of `expert_intermediate_size`; the
     shared ones (DeepSeek, Llama 4) run for every token beside the top-k routed ones.
+
+        MoE layers = num_layers - first_dense_layers - len(dense_layers)
+        experts a token runs per MoE layer = experts_per_token + num_shared_experts
+
+    Parameters
+    ----------
+    num_experts : int
+        Routed experts per MoE layer, >= 1.
+    experts_per_token : int
+        Top-k routed experts per token, in [1, num_experts].
+    expert_intermediate_size : int
+        Hidden width of one expert's gated MLP (elements), >= 1.
+    num_shared_experts : int, optional
+        Experts every token uses, each of `expert_intermediate_size`, >= 0 (default 0).
+    first_dense_layers : int, optional
+        Leading dense layers, in [0, num_layers] (default 0).
+    router_bias : bool, optional
+        One bias per expert on the router (default False).
+    dense_layers : tuple of int, optional
+        Further dense layers, 0-based, distinct, ascending, >= first_dense_layers (default ()).
+    expert_bias : bool, optional
+        Biases on each expert's projections, 2 ff + d (default False).
+
+    Raises
+    ------
+    InvalidValueError
+        Naming the field, on any value out of range.
+
+    Examples
+    --------
+    Mixtral 8x7B routes each token to 2 of 8 experts in every layer:
+
+    >>> from llm_cost.catalog import load_model
+    >>> moe = load_model("mixtral-8x7b").moe
+    >>> moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    (8, 2, 14336)
+    >>> MoESpec(8, 9, 14336)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: moe.experts_per_token must be in [1, 8] (num_experts), got 9
     """
 
     num_experts: int  # routed experts per MoE layer
@@ -67,6 +107,38 @@ class MLASpec:
 
     The KV cache holds, per token and layer, the latent (`kv_lora_rank`) plus the shared
     decoupled RoPE key (`qk_rope_head_dim`).
+
+        KV elements per token and layer = kv_lora_rank + qk_rope_head_dim
+        query/key head width            = qk_nope_head_dim + qk_rope_head_dim
+
+    Parameters
+    ----------
+    kv_lora_rank : int
+        Width of the compressed KV latent (elements), >= 1.
+    qk_nope_head_dim, qk_rope_head_dim : int
+        Per-head query/key widths without and with rotary positions (elements), >= 1.
+    v_head_dim : int
+        Per-head value width (elements), >= 1.
+    q_lora_rank : int, optional
+        Rank of the low-rank query projection, >= 0; 0 is a full-rank q_proj (DeepSeek-V2-Lite).
+
+    Raises
+    ------
+    InvalidValueError
+        Naming the field, on any value out of range.
+
+    Examples
+    --------
+    DeepSeek-V3 caches 512 + 64 = 576 elements per token and layer:
+
+    >>> from llm_cost.catalog import load_model
+    >>> mla = load_model("deepseek-v3").mla
+    >>> mla.kv_lora_rank + mla.qk_rope_head_dim, mla.qk_head_dim
+    (576, 192)
+    >>> MLASpec(512, 128, 0, 128)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: mla.qk_rope_head_dim must be in [1, inf), got 0
     """
 
     kv_lora_rank: int
@@ -82,6 +154,7 @@ class MLASpec:
 
     @property
     def qk_head_dim(self) -> int:
+        """Per-head query/key width (elements): qk_nope_head_dim + qk_rope_head_dim (DeepSeek-V3: 192)."""
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
@@ -91,6 +164,32 @@ class QuantizationConfig:
 
     Recorded only: no count or time uses it yet. `settings` holds every key but `quant_method`,
     sorted, with lists as tuples and objects as tuples of (key, value) pairs (hashable, frozen).
+    (No formula: the widths it implies are `llm_cost.counts.checkpoint`'s.)
+
+    Parameters
+    ----------
+    method : str
+        The config's `quant_method` ("fp8", "mxfp4", ...), non-empty.
+    settings : tuple of (str, object), optional
+        Every other key with its value, sorted by key (default ()).
+
+    Raises
+    ------
+    InvalidValueError
+        When `method` is not a non-empty string.
+
+    Examples
+    --------
+    DeepSeek-V3 ships FP8 weights in 128 x 128 blocks:
+
+    >>> from llm_cost.catalog import load_model
+    >>> q = load_model("deepseek-v3").quantization
+    >>> q.method, q.get("weight_block_size")
+    ('fp8', (128, 128))
+    >>> QuantizationConfig("")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: quantization.method must be a non-empty string
     """
 
     method: str  # quant_method: "fp8", "mxfp4", ...
@@ -101,7 +200,27 @@ class QuantizationConfig:
             raise InvalidValueError("quantization.method must be a non-empty string")
 
     def get(self, key: str, default=None):
-        """The setting `key` as read (`weight_block_size` -> (128, 128)), or `default`."""
+        """The setting `key` as read (`weight_block_size` -> (128, 128)), or `default`.
+
+        Parameters
+        ----------
+        key : str
+            A `quantization_config` key other than `quant_method`.
+        default : object, optional
+            Returned when the key is absent (default None).
+
+        Returns
+        -------
+        object
+            The value, lists as tuples and objects as tuples of (key, value) pairs.
+
+        Examples
+        --------
+        >>> QuantizationConfig("fp8", (("weight_block_size", (128, 128)),)).get("weight_block_size")
+        (128, 128)
+        >>> QuantizationConfig("fp8").get("fmt", "e4m3")
+        'e4m3'
+        """
         return dict(self.settings).get(key, default)
 
 
@@ -111,6 +230,64 @@ class ModelSpec:
 
     `head_dim` is explicit (the Hub's default is hidden_size / num_heads, applied by the
     loader). Attention of width `num_heads * head_dim` need not equal `hidden_size`.
+
+        q_dim  = num_heads * head_dim        (MLA: num_heads * (qk_nope + qk_rope head dims))
+        kv_dim = num_kv_heads * head_dim
+        MLP matrices = 3 (gated: gate, up, down) or 2 (plain: up, down)
+
+    Parameters
+    ----------
+    name : str
+        Non-empty; the catalog name.
+    hidden_size, num_layers, num_heads, num_kv_heads, head_dim, intermediate_size, vocab_size : int
+        The config's sizes (elements, layers, heads, tokens), each >= 1; num_kv_heads divides
+        num_heads.
+    mlp_kind, norm_kind, qk_norm : str, optional
+        One of MLP_KINDS ("gated"), NORM_KINDS ("rms"), QK_NORM_KINDS ("none").
+    tie_word_embeddings, qkv_bias, o_bias, mlp_bias, attention_sinks : bool, optional
+        Shared embedding and LM head; biases; one learned sink logit per head and layer.
+    learned_positions, max_position_embeddings, mtp_layers : int, optional
+        Rows of a learned position table, the context limit (tokens; 0 unknown), MTP modules;
+        each >= 0.
+    moe, mla : MoESpec or MLASpec, optional
+        Mixture-of-experts layers and latent attention, None when absent.
+    source, checkpoint_dtype, family : str, optional
+        Where the numbers come from, torch_dtype as read, the config's model_type.
+    layer_norms : int, optional
+        Norm vectors of hidden_size per layer, >= 0 (default 2).
+    layer_types : tuple of str, optional
+        () or one of ATTENTION_KINDS per layer (num_layers entries).
+    sliding_window, attention_chunk_size : int, optional
+        Tokens a "sliding" layer sees / per "chunked" chunk, >= 0; > 0 exactly when a layer
+        is of that kind.
+    nope_layers : tuple of int, optional
+        Layers without rotary positions, 0-based, distinct, ascending, < num_layers.
+    quantization : QuantizationConfig, optional
+        The checkpoint's format, as read.
+
+    Raises
+    ------
+    InvalidValueError
+        Naming the field (`model.hidden_size must be in [1, inf), got 0`).
+
+    Examples
+    --------
+    Llama-3-8B (the article §1.2): 32 query heads and 8 KV heads of 128, a gated MLP, dense.
+
+    >>> from llm_cost.catalog import load_model
+    >>> m = load_model("llama-3-8b")
+    >>> m.q_dim, m.kv_dim, m.mlp_matrices, m.is_moe, m.num_dense_layers
+    (4096, 1024, 3, False, 32)
+
+    DeepSeek-V3: 3 dense layers, then 58 MoE layers.
+
+    >>> ds = load_model("deepseek-v3")
+    >>> ds.is_moe, ds.num_dense_layers, ds.num_moe_layers
+    (True, 3, 58)
+    >>> ModelSpec("x", 4096, 32, 32, 5, 128, 14336, 128256)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: model.num_kv_heads (5) must divide num_heads (32)
     """
 
     name: str
@@ -211,21 +388,31 @@ class ModelSpec:
 
     @property
     def is_moe(self) -> bool:
+        """True when the model has mixture-of-experts layers (`moe` is set)."""
         return self.moe is not None
 
     @property
     def num_moe_layers(self) -> int:
+        """MoE layers: num_layers - first_dense_layers - len(dense_layers); 0 for a dense model."""
         if self.moe is None:
             return 0
         return self.num_layers - self.moe.first_dense_layers - len(self.moe.dense_layers)
 
     @property
     def num_dense_layers(self) -> int:
+        """Layers with a plain (dense) MLP: num_layers - num_moe_layers."""
         return self.num_layers - self.num_moe_layers
 
     @property
     def attention_layer_types(self) -> tuple[str, ...]:
-        """Each layer's attention kind ("full", "sliding", "chunked"), all layers spelled out."""
+        """Each layer's attention kind ("full", "sliding", "chunked"), all layers spelled out.
+
+        Examples
+        --------
+        >>> from llm_cost.catalog import load_model
+        >>> load_model("llama-3-8b").attention_layer_types[:2]
+        ('full', 'full')
+        """
         return self.layer_types or ("full",) * self.num_layers
 
 

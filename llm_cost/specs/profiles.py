@@ -17,6 +17,41 @@ class Profile:
     """How close to the datasheet a forward pass gets, and what it reads.
 
     T(m) = max(bytes_read / (BW * bw_efficiency), flops(m) / (F * compute_efficiency)) + fixed_time_s
+
+    Parameters
+    ----------
+    name : str
+        The profile's name (a preset's: "article", "lecture", "lecture-draft").
+    bw_efficiency : float, optional
+        Share of peak bandwidth reached, in (0, 1] (default 1). Keyword only, as are the rest.
+    compute_efficiency : float, optional
+        Share of peak FLOP/s reached (MFU), in (0, 1] (default 1).
+    fixed_time_s : float, optional
+        Seconds per forward pass on top of the roofline (launches, scheduling, sampling), >= 0.
+    read_input_embedding : bool, optional
+        Count the input embedding table as read (the article) or as a lookup (the lecture).
+    count_kv : bool, optional
+        Count KV cache reads and attention FLOPs with context (default False).
+
+    Raises
+    ------
+    InvalidValueError
+        Naming the field (`profile.bw_efficiency must be in (0, 1], got 1.2`).
+
+    Examples
+    --------
+    The two source documents' presets (README, "Sources"): the article at peak, the lecture at
+    80% bandwidth and 60% compute with 1 ms per pass.
+
+    >>> a, l = PRESETS["article"], PRESETS["lecture"]
+    >>> a.bw_efficiency, a.compute_efficiency, a.fixed_time_s, a.count_kv
+    (1.0, 1.0, 0.0, False)
+    >>> l.bw_efficiency, l.compute_efficiency, l.fixed_time_s, l.read_input_embedding, l.count_kv
+    (0.8, 0.6, 0.001, False, True)
+    >>> Profile("p", bw_efficiency=1.2)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: profile.bw_efficiency must be in (0, 1], got 1.2
     """
 
     name: str
@@ -37,8 +72,25 @@ class Profile:
               read_input_embedding: bool | None = None, count_kv: bool | None = None) -> "Profile":
         """A copy with the given knobs changed (None keeps a knob); validated again.
 
+        Parameters
+        ----------
+        name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv
+            As in `Profile`, each optional; None keeps the current value.
+
+        Returns
+        -------
+        Profile
+            The copy (`self` when nothing changes).
+
+        Examples
+        --------
         >>> PRESETS["lecture"].with_(compute_efficiency=0.5).compute_efficiency
         0.5
+
+        The article §2.4 at 60% MFU (593 of 989 TFLOP/s):
+
+        >>> round(989e12 * PRESETS["article"].with_(compute_efficiency=0.6).compute_efficiency / 1e12)
+        593
         """
         given = dict(name=name, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
                      fixed_time_s=fixed_time_s, read_input_embedding=read_input_embedding,
@@ -61,7 +113,34 @@ PRESETS: dict[str, Profile] = {
 
 
 def preset(name: str) -> Profile:
-    """A preset by its exact name (article, lecture, lecture-draft); an unknown name lists them."""
+    """A preset by its exact name (article, lecture, lecture-draft); an unknown name lists them.
+
+    (No formula: the presets' knobs enter `Profile`'s T(m).) Case is ignored.
+
+    Parameters
+    ----------
+    name : str
+        One of PRESETS' keys.
+
+    Returns
+    -------
+    Profile
+
+    Raises
+    ------
+    UnknownNameError
+        For any other name, with the nearest presets.
+
+    Examples
+    --------
+    >>> preset("lecture").fixed_time_s, preset("lecture-draft").fixed_time_s  # the lecture, demo 05
+    (0.001, 0.0003)
+    >>> preset("lectur")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.UnknownNameError: preset must be one of article, lecture, lecture-draft,
+        got 'lectur'; did you mean lecture or lecture-draft?
+    """
     return PRESETS[check_choice("preset", name, tuple(PRESETS))]
 
 
@@ -73,7 +152,27 @@ DRAFT_PRESET_OF = {"lecture": "lecture-draft"}
 def draft_profile_for(profile: Profile) -> Profile:
     """The draft's profile for a target `profile`: `lecture-draft` for `lecture`, else the same.
 
-    Knobs the user changed on the target (its efficiencies) carry over to the draft.
+    Knobs the user changed on the target (its efficiencies) carry over to the draft. The lecture
+    (demo 05): the draft pays 0.3 ms per pass instead of the target's 1 ms.
+
+    Parameters
+    ----------
+    profile : Profile
+        The target's profile.
+
+    Returns
+    -------
+    Profile
+        `lecture-draft` (with the target's changed efficiencies) for a `lecture` profile, else
+        `profile` itself.
+
+    Examples
+    --------
+    >>> d = draft_profile_for(PRESETS["lecture"].with_(compute_efficiency=0.5))
+    >>> d.name, d.fixed_time_s, d.compute_efficiency, d.bw_efficiency
+    ('lecture-draft', 0.0003, 0.5, 0.8)
+    >>> draft_profile_for(PRESETS["article"]) is PRESETS["article"]
+    True
     """
     name = DRAFT_PRESET_OF.get(profile.name)
     if name is None:
@@ -86,7 +185,24 @@ def draft_profile_for(profile: Profile) -> Profile:
 
 @dataclass(frozen=True)
 class Setting:
-    """Where a source document computes: a model and an accelerator (catalog names) and a preset."""
+    """Where a source document computes: a model and an accelerator (catalog names) and a preset.
+
+    Parameters
+    ----------
+    model, gpu : str
+        Catalog names of the model and the accelerator.
+    preset : str
+        A key of PRESETS.
+
+    Examples
+    --------
+    The article §1.2 computes Llama-3-8B on an H100 SXM at peak:
+
+    >>> ARTICLE_SETTING
+    Setting(model='llama-3-8b', gpu='h100-sxm', preset='article')
+    >>> LECTURE_DECODE.model, LECTURE_SERVING.gpu  # the lecture, demo 05 and §3.3
+    ('llama-3.1-8b', 'a100-40gb')
+    """
 
     model: str
     gpu: str

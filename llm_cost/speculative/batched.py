@@ -32,9 +32,32 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
 @dataclass(frozen=True)
 class RooflineSpeedup:
-    """Speculative decoding at batch B, element-wise over the broadcast inputs (seconds, ratios).
+    r"""Speculative decoding at batch B, element-wise over the broadcast inputs (seconds, ratios).
+
+    .. math:: \mathit{round} = \gamma\,t_{draft}(B) + T(B(\gamma + 1)),\quad
+              S = E\,T(B) / \mathit{round}
 
     Fields are numpy arrays of the broadcast shape, or Python numbers when every input is one.
+
+    Attributes
+    ----------
+    alpha, gamma, batch : float or numpy.ndarray
+        Acceptance rate in [0, 1], draft tokens per round, sequences per step.
+    c : float or numpy.ndarray
+        Draft step over target step: as given, or the draft model's own ratio.
+    expected_tokens : float or numpy.ndarray
+        E, tokens per round per sequence.
+    base_s, verify_s, draft_s, round_s : float or numpy.ndarray
+        T(B), T(B (gamma + 1)), one draft step and one round (gamma draft steps plus one
+        verification), in seconds.
+    speedup : float or numpy.ndarray
+        E T(B) / round (> 1: speculation pays).
+    verify_compute_bound : bool or numpy.ndarray
+        True where the verification pass is compute-bound.
+
+    Examples
+    --------
+    See `roofline_speedup`.
     """
 
     alpha: np.ndarray
@@ -51,11 +74,32 @@ class RooflineSpeedup:
 
     @property
     def verify_over_base(self) -> np.ndarray:
+        """T(B (gamma + 1)) / T(B): one verification pass in plain decode steps (1: free).
+
+        Examples
+        --------
+        The article §2.4 (alpha 0.8, gamma 4, c 0.1, Llama-3-8B on H100, peak): free at batch 1,
+        4x a decode step at batch 256.
+
+        >>> r = roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1,
+        ...                      batch=[1, 256])
+        >>> r.verify_over_base.round(2).tolist()
+        [1.0, 4.05]
+        """
         return self.verify_s / self.base_s
 
     @property
     def tokens_per_s(self) -> np.ndarray:
-        """Generated tokens per second across the batch: B E / round."""
+        """Generated tokens per second across the batch: B E / round.
+
+        Examples
+        --------
+        The article's setting at batch 1: 3.36 tokens per 6.71 ms round, against 209 tokens/s plain.
+
+        >>> r = roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1)
+        >>> round(r.tokens_per_s), round(1 / r.base_s)
+        (501, 209)
+        """
         return self.batch * self.expected_tokens / self.round_s
 
 
@@ -66,6 +110,8 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
 
     .. math:: S = E\,T(B) / (\gamma\,t_{draft}(B) + T(B(\gamma + 1))),\quad
               E = (1 - \alpha^{\gamma+1}) / (1 - \alpha)
+
+    Source: the article §2.4 (t_draft = c T(B)) and the lecture §9 (a draft model's own time).
 
     Parameters
     ----------
@@ -93,6 +139,24 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
     >>> r = roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1, batch=64)
     >>> round(float(r.speedup), 2)
     2.38
+
+    The whole peak column of the table (§3.1's output) in one broadcast call, and 60% MFU at 64:
+
+    >>> r = roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1,
+    ...                      batch=[1, 64, 128, 256])
+    >>> r.speedup.round(2).tolist()
+    [2.4, 2.38, 1.39, 0.76]
+    >>> mfu60 = as_profile("article").with_(compute_efficiency=0.6)
+    >>> round(roofline_speedup("llama-3-8b", "h100-sxm", mfu60, alpha=0.8, gamma=4, c=0.1, batch=64).speedup, 2)
+    1.61
+
+    The lecture §9.1: Llama-3.2-1B drafting for Llama-3.1-8B (lecture presets, context 1024) costs
+    c = 0.186 of a target step.
+
+    >>> r = roofline_speedup("llama-3.1-8b", "h100-sxm", "lecture", alpha=0.8, gamma=4, context=1024,
+    ...                      draft="llama-3.2-1b", draft_profile="lecture-draft")
+    >>> round(r.c, 3), round(r.base_s * 1e3, 2), round(r.draft_s * 1e3, 2)
+    (0.186, 6.65, 1.23)
     """
     if (c is None) == (draft is None):
         raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)",
@@ -144,11 +208,42 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
 def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = 16, c=None, draft=None,
                draft_profile=None, context=0, weights: WeightFormat = BF16,
                draft_weights: WeightFormat = BF16) -> RooflineSpeedup:
-    """The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.
+    r"""The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.
+
+    .. math:: \gamma^* = \arg\max_{0 \le \gamma \le \gamma_{max}}
+              \frac{E(\alpha, \gamma)\,T(B)}{\gamma\,t_{draft}(B) + T(B(\gamma + 1))}
 
     Exhaustive over gamma (a MoE target or the ridge can bend the curve), ties to the smaller
     gamma; gamma 0 means plain decoding (speedup 1). The lecture §9.2: batch 512, context 512,
     alpha 0.8, 1B draft for 8B -> gamma 1, about 1.1x.
+
+    Parameters
+    ----------
+    target, gpu, profile
+        Specs, or catalog names / a preset name.
+    alpha, batch, context
+        Acceptance rate in [0, 1], sequences in [1, 1e12], cached tokens per sequence;
+        numbers or numpy arrays (broadcast).
+    gamma_max : int, optional
+        Largest gamma tried, a whole number >= 0 (default 16).
+    c, draft, draft_profile, weights, draft_weights
+        As in `roofline_speedup`: exactly one of c and draft.
+
+    Returns
+    -------
+    RooflineSpeedup
+        The round at the best gamma, per cell (Python numbers when every input is a number).
+
+    Examples
+    --------
+    The lecture §9.1 and §9.2 (Llama-3.2-1B drafting for Llama-3.1-8B, lecture presets): gamma 4
+    and about 2x at batch 1 (context 1024); gamma 1 and about 1.1x at batch 512 (context 512).
+
+    >>> kw = dict(alpha=0.8, draft="llama-3.2-1b", draft_profile="lecture-draft")
+    >>> b1 = best_gamma("llama-3.1-8b", "h100-sxm", "lecture", batch=1, context=1024, **kw)
+    >>> b512 = best_gamma("llama-3.1-8b", "h100-sxm", "lecture", batch=512, context=512, **kw)
+    >>> (int(b1.gamma), round(b1.speedup, 2)), (int(b512.gamma), round(b512.speedup, 1))
+    ((4, 1.93), (1, 1.1))
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
     a, b = check_alpha(alpha), checked("batch", batch, low=1, high=MAX_BATCH)
@@ -164,11 +259,26 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = 16, c=N
 
 @dataclass(frozen=True)
 class TurningBatch:
-    """Where verifying gamma drafts stops being free.
+    r"""Where verifying gamma drafts stops being free.
+
+    .. math:: B_{turn} \approx \frac{\mathit{ridge}}{(16 / \mathit{bits})(\gamma + 1)}
 
     `batch`: the exact batch at which the verification pass over B (gamma + 1) rows turns
     compute-bound. `ridge_estimate`: the source documents' rule ridge / (compression (gamma + 1)), with
     compression = 16 / bits of the weight format (4 for INT4: the article's ridge / (4 x 5) ~ 15).
+
+    Attributes
+    ----------
+    gamma : int
+        Draft tokens per round.
+    batch : float
+        Exact turning batch (sequences) from the time model.
+    ridge_estimate : float
+        The documents' rule of thumb (sequences).
+
+    Examples
+    --------
+    See `turning_batch`.
     """
 
     gamma: int
@@ -178,7 +288,45 @@ class TurningBatch:
 
 def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                   context: float = 0, weights: WeightFormat = BF16) -> TurningBatch:
-    """Turning batch of a chain of `gamma` drafts (the article §2.4: 295 / 5 ~ 60; 60% MFU: ~35)."""
+    r"""Turning batch of a chain of `gamma` drafts (the article §2.4: 295 / 5 ~ 60; 60% MFU: ~35).
+
+    .. math:: B_{turn} \approx \frac{\mathit{ridge}}{(16 / \mathit{bits})(\gamma + 1)}
+
+    The exact batch solves compute time = memory time for a pass of B (gamma + 1) rows
+    (`critical_batch`); the estimate is the rule above. The exact one is ~7% higher for
+    Llama-3-8B, whose 16.06 GB include an embedding table its FLOPs do not count (§1.2).
+
+    Parameters
+    ----------
+    model, gpu, profile : ModelSpec, Accelerator, Profile
+        The target and where it runs.
+    gamma : int
+        Draft tokens per round, a whole number >= 0.
+    context : float, optional
+        Cached tokens per sequence, >= 0 (default 0).
+    weights : WeightFormat, optional
+        The target's weight format (default BF16).
+
+    Returns
+    -------
+    TurningBatch
+        The exact turning batch and the ridge estimate, in sequences.
+
+    Examples
+    --------
+    The article §2.4 (Llama-3-8B on H100, gamma 4): 295 / 5 ~ 60 at peak, ~35 at 60% MFU, and
+    W4A16 weights ridge / (4 x 5) ~ 15.
+
+    >>> from llm_cost.specs import INT4_G128
+    >>> llama, h100, article = as_model("llama-3-8b"), as_accelerator("h100-sxm"), as_profile("article")
+    >>> peak = turning_batch(llama, h100, article, gamma=4)
+    >>> mfu60 = turning_batch(llama, h100, article.with_(compute_efficiency=0.6), gamma=4)
+    >>> w4 = turning_batch(llama, h100, article, gamma=4, weights=INT4_G128)
+    >>> [round(t.ridge_estimate) for t in (peak, mfu60, w4)]
+    [59, 35, 15]
+    >>> [round(t.batch) for t in (peak, mfu60, w4)]
+    [63, 38, 17]
+    """
     check_number("gamma", gamma, low=0, integer=True)
     exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, weights=weights)
     compression = 16 / weights.bits
@@ -192,11 +340,42 @@ VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many p
 def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                               context: float = 0, weights: WeightFormat = BF16,
                               threshold: float = VERIFY_COSTLY) -> float:
-    """Smallest batch at which verifying `gamma` drafts takes over `threshold` plain decode steps.
+    r"""Smallest batch at which verifying `gamma` drafts takes over `threshold` plain decode steps.
+
+    .. math:: B_{costly} = \min\{B \ge 1 : T(B(\gamma + 1)) / T(B) \ge \mathit{threshold}\}
 
     T(B (gamma + 1)) / T(B) >= threshold (inf if never). A dense target: just past the turning
     batch. A MoE target: batch 1 already when gamma + 1 rows touch more experts than one row
     (Mixtral 8x7B, gamma 4, article preset: 2.8x at batch 1, compute-bound only from ~216).
+    Source: the lecture §9.3 (the MoE trap).
+
+    Parameters
+    ----------
+    model, gpu, profile : ModelSpec, Accelerator, Profile
+        The target and where it runs.
+    gamma : int
+        Draft tokens per round, a whole number >= 0.
+    context : float, optional
+        Cached tokens per sequence, >= 0 (default 0).
+    weights : WeightFormat, optional
+        The target's weight format (default BF16).
+    threshold : float, optional
+        Verification cost in plain decode steps that counts as costly, in (1, inf) (default 1.05).
+
+    Returns
+    -------
+    float
+        The batch (sequences), 1.0 when verification is costly from the start, inf if never.
+
+    Examples
+    --------
+    Mixtral 8x7B pays from batch 1; dense Llama-3-8B just past its turning batch (~63).
+
+    >>> h100, article = as_accelerator("h100-sxm"), as_profile("article")
+    >>> costly_verification_batch(as_model("mixtral-8x7b"), h100, article, gamma=4)
+    1.0
+    >>> round(costly_verification_batch(as_model("llama-3-8b"), h100, article, gamma=4))
+    66
     """
     check_number("gamma", gamma, low=0, integer=True)
     check_number("threshold", threshold, low=1, low_open=True)
@@ -212,10 +391,38 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
 def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_max: float = 1e7, c=None,
                      draft=None, draft_profile=None, context=0, weights: WeightFormat = BF16,
                      draft_weights: WeightFormat = BF16) -> float:
-    """Smallest batch at which the roofline speedup falls to 1 or below (inf if never).
+    r"""Smallest batch at which the roofline speedup falls to 1 or below (inf if never).
+
+    .. math:: B_{even} = \min\{B \ge 1 : T(B(\gamma + 1)) \ge (E - \gamma c)\,T(B)\}
 
     The article self-test 1: at alpha 0.8, gamma 4, c 0.1 it lies between B = 128 (1.39x) and
     B = 256 (0.76x): the round costs more than E plain steps once T(B (gamma+1)) > (E - gamma c) T(B).
+
+    Parameters
+    ----------
+    target, gpu, profile
+        Specs, or catalog names / a preset name.
+    alpha : float
+        Acceptance rate in [0, 1].
+    gamma : int
+        Draft tokens per round, a whole number >= 0.
+    batch_max : float, optional
+        Largest batch searched (default 1e7).
+    c, draft, draft_profile, context, weights, draft_weights
+        As in `roofline_speedup`: exactly one of c and draft.
+
+    Returns
+    -------
+    float
+        The break-even batch (sequences), or inf if the speedup stays above 1 up to `batch_max`.
+
+    Examples
+    --------
+    The article §5 self-test 1:
+
+    >>> b = break_even_batch("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1)
+    >>> 128 < b < 256, round(b)
+    (True, 187)
     """
     check_number("alpha", alpha, low=0, high=1)
     check_number("gamma", gamma, low=0, integer=True)
@@ -230,11 +437,31 @@ def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_ma
 
 
 def dense_twin(model: ModelSpec) -> ModelSpec:
-    """A dense model with the MoE's active size: same attention, one MLP as wide as the active part.
+    r"""A dense model with the MoE's active size: same attention, one MLP as wide as the active part.
+
+    .. math:: d_{ff}^{twin} = \mathrm{round}\left(\frac{P_{MLP}^{active}}{L \cdot n_{matrices} \cdot d}\right)
 
     Its MLP width is the active MLP parameters (dense layers, shared and top-k routed experts,
     routers) spread evenly over the layers, so its active parameters match to within one
     rounding of the width (Mixtral 8x7B: 2 x 14336 + the router). A dense model is its own twin.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Any model; a MoE one gets a twin.
+
+    Returns
+    -------
+    ModelSpec
+        The dense twin (named "<name> dense twin"), or `model` itself when it is dense.
+
+    Examples
+    --------
+    >>> twin = dense_twin(as_model("mixtral-8x7b"))
+    >>> twin.name, twin.intermediate_size, twin.moe
+    ('mixtral-8x7b dense twin', 28675, None)
+    >>> dense_twin(as_model("llama-3-8b")).name
+    'llama-3-8b'
     """
     if model.moe is None:
         return model
@@ -250,7 +477,19 @@ def dense_twin(model: ModelSpec) -> ModelSpec:
 
 @dataclass(frozen=True)
 class MoeVsDense:
-    """A MoE target's speculative speedup next to its dense twin's (same active parameters)."""
+    """A MoE target's speculative speedup next to its dense twin's (same active parameters).
+
+    Attributes
+    ----------
+    moe, dense : RooflineSpeedup
+        `roofline_speedup` of the MoE target and of its twin, same arguments.
+    dense_model : ModelSpec
+        The twin (`dense_twin`).
+
+    Examples
+    --------
+    See `moe_vs_dense`.
+    """
 
     moe: RooflineSpeedup
     dense: RooflineSpeedup
@@ -259,11 +498,34 @@ class MoeVsDense:
 
 def moe_vs_dense(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None, draft_profile=None,
                  context=0, weights: WeightFormat = BF16, draft_weights: WeightFormat = BF16) -> MoeVsDense:
-    """`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
+    r"""`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
+
+    .. math:: S = E\,T(B) / (\gamma\,t_{draft}(B) + T(B(\gamma + 1))), \text{ for the MoE and its twin}
 
     Verifying gamma + 1 rows per sequence touches up to gamma + 1 times as many experts
     (the lecture §9.3: EAGLE gets only 1.5x on Mixtral 8x7B), so the MoE's verification is not
     free even at batch 1 and its speedup is lower.
+
+    Parameters
+    ----------
+    target
+        A model spec or catalog name (a dense one is compared with itself).
+    gpu, profile, alpha, gamma, batch, c, draft, draft_profile, context, weights, draft_weights
+        As in `roofline_speedup`.
+
+    Returns
+    -------
+    MoeVsDense
+        Both results and the twin.
+
+    Examples
+    --------
+    Mixtral 8x7B (article preset, alpha 0.8, gamma 4, c 0.1, batch 1): verification costs 2.80
+    decode steps, so speculation barely pays, while the dense twin gets the full 2.40x.
+
+    >>> cmp = moe_vs_dense("mixtral-8x7b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1)
+    >>> print(f"{cmp.moe.verify_over_base:.2f} {cmp.moe.speedup:.2f} {cmp.dense.speedup:.2f}")
+    2.80 1.05 2.40
     """
     target = as_model(target)
     twin = dense_twin(target)
