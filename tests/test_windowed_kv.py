@@ -245,3 +245,58 @@ def test_iteration_cost_decode_and_prefill_are_windowed():
     cost = IterationCost.from_roofline(m, gpu, prof)
     assert cost.decode_s(8192, batch=8) == step_time(m, gpu, prof, batch=8, context=8192).total_s
     assert cost.prefill_s(512) == step_time(m, gpu, prof, rows=512, batch=1).total_s
+
+
+# ---- capacity --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, weights, context, fit, all_layer", [
+    ("gpt-oss-20b", "bf16", 64, 9_590, 9_590),
+    ("gpt-oss-20b", "bf16", 8192, 147, 74),
+    ("gemma-2-9b", "bf16", 2048, 75, 75),
+    ("gemma-2-9b", "bf16", 32768, 8, 4),
+    ("llama-4-scout", "int4", 4096, 18, 18),
+    ("llama-4-scout", "int4", 32768, 5, 2),
+])
+def test_sequences_that_fit_on_an_h100(name, weights, context, fit, all_layer):
+    """H100 SXM, 80e9 bytes less 10%: 72e9 usable; sequences = floor(K/V room / kv_bytes(context)).
+
+    - gpt-oss-20b, BF16 weights 41,829,514,368: room 30,170,485,632 bytes.
+      64: / 3,145,728 = 9,590.9 -> 9,590 (inside the window: as kv_tokens 613,820 // 64);
+      8192: / 204,472,320 = 147.6 -> 147, where all-layer tokens give 613,820 // 8,192 = 74.
+    - gemma-2-9b, BF16 weights 18,483,411,968: room 53,516,588,032.
+      2048: / 704,643,072 = 75.9 -> 75 (kv_tokens 155,542 // 2,048 = 75);
+      32768: / 6,341,787,648 = 8.4 -> 8, all-layer 155,542 // 32,768 = 4.
+    - llama-4-scout, INT4 g128 weights 57,252,738,720 (BF16 does not fit): room 14,747,261,280.
+      4096: / 805,306,368 = 18.3 -> 18 (kv_tokens 75,008 // 4,096 = 18);
+      32768: / 2,818,572,288 = 5.2 -> 5, all-layer 75,008 // 32,768 = 2.
+    """
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.serving.capacity import kv_capacity, sequences_that_fit
+    from llm_cost.specs import weight_format
+
+    m, h100, w = load_model(name), load_accelerator("h100-sxm"), weight_format(weights)
+    assert sequences_that_fit(m, h100, context, weights=w) == fit
+    assert kv_capacity(m, h100, weights=w).kv_tokens // context == all_layer
+
+
+@pytest.mark.parametrize("name", WINDOWLESS)
+def test_sequences_that_fit_without_windows_is_kv_tokens_over_context(name):
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.serving.capacity import kv_capacity, requests_that_fit, sequences_that_fit
+
+    m, gpu = load_model(name), load_accelerator("h200")
+    cap = kv_capacity(m, gpu)
+    for n in (1, 4096, 32768):
+        assert sequences_that_fit(m, gpu, n) == (requests_that_fit(cap.kv_tokens, n) if cap.fits else 0)
+
+
+def test_cost_table_counts_windowed_sequences():
+    """gpt-oss-20b at 32,768 tokens: 12 x 32,768 + 12 x 128 = 394,752 layer-tokens x 2,048
+    = 808,452,096 bytes a sequence; 30,170,485,632 / 808,452,096 = 37.3 -> 37 sequences in BF16
+    (all-layer tokens would give 613,820 // 32,768 = 18)."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.report.cost_table import cost_row
+
+    row = cost_row(load_model("gpt-oss-20b"), load_accelerator("h100-sxm"), contexts=(64, 32768))
+    assert row["kv_bytes_per_sequence_at_32768"] == 808_452_096
+    assert row["max_batch_bf16_at_32768"] == 37 and row["max_batch_bf16_at_64"] == 9_590

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
+from llm_cost.counts import flops_per_token, kv_bytes, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_all, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, requests_that_fit
+from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, sequences_that_fit
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
 from llm_cost.roofline import MAX_BATCH, step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
@@ -80,7 +80,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         "weight_bytes_bf16": bf16.total, "weight_bytes_int4": int4.total, "bits_int4": int4.effective_bits,
         "kv_bytes_per_token": kv,
     }
-    row.update({f"kv_bytes_per_sequence_at_{n}": kv * n for n in contexts})
+    # one sequence's K/V: context x kv, or less where sliding / chunked layers keep only their window
+    row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n) for n in contexts})
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
@@ -95,9 +96,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     row.update({"reserve_fraction": reserve, "memory_bytes": gpu.memory_bytes,
                 "usable_bytes": gpu.memory_bytes * (1 - reserve)})
     for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
-        cap = kv_capacity(model, gpu, reserve=reserve, weights=weights)
-        row[f"fits_{name}"] = cap.fits
-        row.update({f"max_batch_{name}_at_{n}": requests_that_fit(cap.kv_tokens, n) if cap.fits else 0
+        row[f"fits_{name}"] = kv_capacity(model, gpu, reserve=reserve, weights=weights).fits
+        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, reserve=reserve, weights=weights)
                     for n in contexts})
     return row
 
@@ -244,7 +244,8 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
         f"once per step (MoE: the routed experts the step's rows touch), no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
         f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
-        f"Largest batch: sequences of that context whose BF16 KV cache fits in "
+        f"Largest batch: sequences of that context whose BF16 KV cache (sliding and chunked layers "
+        f"holding at most their window) fits in "
         f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "
         f"(a dash where the weights do not fit).",
     ]

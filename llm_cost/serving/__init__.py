@@ -11,7 +11,7 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".capacity", "DEFAULT_RESERVE", "kv_capacity", "KvCapacity", "requests_that_fit",
-                 "requests_by_policy", "RequestsFit", "model_max_len"),
+                 "requests_by_policy", "RequestsFit", "model_max_len", "sequences_that_fit"),
     **names_from(".batch_waste", "padding_waste", "PaddingWaste", "padded_positions", "attention_launches",
                  "AttentionLaunches"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),

@@ -6,7 +6,9 @@ exercise 2 (reservation by declared prompt + max_gen). Padding and launches: `ba
 Conventions:
 - The reserve is a fraction of the accelerator's memory held back for activations and
   fragmentation: KV bytes = memory x (1 - reserve) - weight bytes.
-- KV tokens that fit are whole tokens: floor(KV bytes / KV bytes per token).
+- KV tokens that fit are whole tokens: floor(KV bytes / KV bytes per token), each token in every
+  layer. Models whose sliding or chunked layers keep at most their window hold more: for them
+  `sequences_that_fit` counts sequences of a context from `counts.kv_bytes`.
 - A request that prefills P tokens and generates O writes P + O - 1 KV tokens (the last token
   is returned, never fed back). Reservations follow the lecture and Orca and count P + max_gen.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.counts import kv_bytes_per_token, weight_bytes
+from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 
@@ -86,6 +88,10 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
     of GPT-3 13B includes the learned position table and the biases and gives 12,564.
 
+    Tokens here are all-layer tokens: for a model with sliding or chunked layers (gpt-oss, Gemma,
+    Llama 4) a long sequence holds less than context x KV bytes per token, and
+    `sequences_that_fit` says how many sequences of a given context fit.
+
     .. math:: \mathit{kv\_tokens} = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{b_{KV}} \right\rfloor
 
     Parameters
@@ -123,6 +129,51 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
         model=model.name, gpu=gpu.name, memory_bytes=gpu.memory_bytes, reserve_fraction=reserve,
         weight_bytes=total, kv_bytes_per_token=per_token, kv_bytes_available=available,
         shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // per_token))
+
+
+def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float = DEFAULT_RESERVE,
+                       weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> int:
+    r"""Sequences of `context` tokens whose K/V fit beside the weights, windows counted.
+
+    .. math:: n = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{B_{KV}(\mathit{context})} \right\rfloor
+
+    B_KV = `counts.kv_bytes`: each sliding layer holds at most its window, each chunked one (Llama 4)
+    at most its chunk. A model without windows gives floor(kv_tokens / context) from `kv_capacity`,
+    exactly as `requests_that_fit(kv_capacity(...).kv_tokens, context)`. 0 when the weights do not fit.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+    gpu : Accelerator
+        The accelerator (a spec).
+    context : int
+        Tokens per sequence, a whole number >= 1.
+    reserve, weights, kv_bytes_per_element
+        As in `kv_capacity`.
+
+    Returns
+    -------
+    int
+        Sequences that fit (>= 0).
+
+    Examples
+    --------
+    gpt-oss-20b in BF16 on an H100 (80 GB, 10% held back): 72 GB - 41.83 GB = 30.17 GB of K/V;
+    at 8192 tokens a sequence holds 204,472,320 bytes (not 402,653,184): 147 sequences, not 74.
+
+    >>> from llm_cost.catalog import load_model, load_accelerator
+    >>> oss, h100 = load_model("gpt-oss-20b"), load_accelerator("h100-sxm")
+    >>> sequences_that_fit(oss, h100, 8192), kv_capacity(oss, h100).kv_tokens // 8192
+    (147, 74)
+    """
+    check_number("context", context, low=1, integer=True)
+    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
+    if not cap.fits:
+        return 0
+    if not layer_windows(model):
+        return requests_that_fit(cap.kv_tokens, context)
+    return int(cap.kv_bytes_available // kv_bytes(model, context, kv_bytes_per_element))
 
 
 def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
