@@ -78,8 +78,9 @@ def _as_shipped(model: ModelSpec) -> tuple[str, float | None]:
 
 def catalog_rows() -> list[dict]:
     """The shipped catalog: each model with its total and active parameters and its context limit
-    (`max_position_embeddings`, None when the config has none), then each accelerator; every
-    row names its source."""
+    (`max_position_embeddings`, None when the config has none), then each accelerator with its
+    memory, bandwidth, dense BF16 peak and ridge point; every row names its source and has every
+    key (None where it does not apply), so that csv has one header."""
     from llm_cost.catalog import catalog_names, load_accelerator, load_model
 
     rows = []
@@ -87,11 +88,18 @@ def catalog_rows() -> list[dict]:
         m = load_model(n)
         p = param_counts(m)
         rows.append({"kind": "model", "name": n, "source": m.source, "params_total": p.total,
-                     "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None})
+                     "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None,
+                     **dict.fromkeys(GPU_FIGURES)})
     empty = {"params_total": None, "params_active": None, "max_position_embeddings": None}
-    rows += [{"kind": "gpu", "name": n, "source": load_accelerator(n).source, **empty}
-             for n in catalog_names("hardware")]
+    for n in catalog_names("hardware"):
+        acc = load_accelerator(n)
+        rows.append({"kind": "gpu", "name": n, "source": acc.source, **empty,
+                     "memory_bytes": acc.memory_bytes, "bandwidth_bytes_per_s": acc.bandwidth_bytes_per_s,
+                     "bf16_flops_per_s": acc.bf16_flops_per_s, "ridge_flops_per_byte": acc.ridge_flops_per_byte})
     return rows
+
+
+GPU_FIGURES = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s", "ridge_flops_per_byte")
 
 
 def mtp_checkpoint_params(model: ModelSpec) -> int:
