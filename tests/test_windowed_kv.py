@@ -300,3 +300,42 @@ def test_cost_table_counts_windowed_sequences():
     row = cost_row(load_model("gpt-oss-20b"), load_accelerator("h100-sxm"), contexts=(64, 32768))
     assert row["kv_bytes_per_sequence_at_32768"] == 808_452_096
     assert row["max_batch_bf16_at_32768"] == 37 and row["max_batch_bf16_at_64"] == 9_590
+
+
+# ---- the simulator refuses what it does not count --------------------------------------------
+
+@pytest.mark.parametrize("name, says", [
+    ("gpt-oss-20b", "12 of 24 layers slide over 128 tokens"),
+    ("gemma-2-9b", "21 of 42 layers slide over 4096 tokens"),
+    ("llama-4-scout", "36 of 48 layers attend in 8192-token chunks"),
+])
+def test_replica_refuses_windowed_models(name, says):
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.replica import Replica
+
+    with pytest.raises(InvalidValueError, match="batching simulator") as err:
+        Replica.from_specs(load_model(name), load_accelerator("h200"))
+    assert name in str(err.value) and says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_simulate_refuses_a_hand_built_windowed_replica():
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving import poisson_workload, simulate
+    from llm_cost.serving.replica import IterationCost, Replica
+    from llm_cost.specs import PRESETS
+
+    cost = IterationCost.from_roofline(load_model("gpt-oss-20b"), load_accelerator("h200"), PRESETS["lecture"])
+    with pytest.raises(InvalidValueError, match="sliding or chunked"):
+        simulate(poisson_workload(10, 1.0), Replica(cost, 10_000, 2048, "gpt-oss-20b by hand"))
+
+
+def test_batching_cli_refuses_a_windowed_model_in_one_line():
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    out = CliRunner().invoke(app, ["batching", "--model", "gpt-oss-20b", "--gpu", "h200", "--rate", "1", "-n", "10"])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    assert "gpt-oss-20b has windowed attention" in out.output

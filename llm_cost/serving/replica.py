@@ -214,7 +214,8 @@ class Replica:
         Raises
         ------
         InvalidValueError
-            When the model leaves no KV room on the accelerator.
+            When the model leaves no KV room on the accelerator, or has sliding or chunked
+            attention layers (`refuse_windowed`).
 
         Examples
         --------
@@ -223,6 +224,7 @@ class Replica:
         >>> r.kv_capacity_tokens, r.max_len, r.description
         (12564, 2048, 'gpt-3-13b on A100 40GB, preset lecture')
         """
+        refuse_windowed(model)
         if kv_tokens is None:
             cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
             if cap.kv_tokens < 1:
@@ -236,3 +238,29 @@ class Replica:
         return cls(IterationCost.from_roofline(model, gpu, profile, weights, kv_bytes_per_element),
                    int(kv_tokens), model_max_len(model, max_len),
                    f"{model.name} on {gpu.name}, preset {profile.name}")
+
+
+NOT_MODELLED = ("the batching simulator counts every layer's K/V for every cached token (its counters "
+                "are sums of contexts) and does not cap them at sliding or chunked windows")
+
+
+def refuse_windowed(model: ModelSpec) -> None:
+    """Refuse, in one line naming the model, a model whose layers keep only a window of K/V.
+
+    The simulator's capacity (all-layer tokens) and its lazy counters (sums of contexts, advanced
+    by n tokens per decode iteration) would charge such a model every layer's K/V: a wrong number,
+    not a bound to report. `roofline.step_time` and `capacity.sequences_that_fit` do count windows.
+    """
+    from llm_cost.counts import layer_windows
+
+    windows = layer_windows(model)
+    if not windows:
+        return
+    kinds = model.attention_layer_types
+    parts = []
+    for kind, size, how in (("sliding", model.sliding_window, "slide over {} tokens"),
+                            ("chunked", model.attention_chunk_size, "attend in {}-token chunks")):
+        if kind in kinds:
+            parts.append(f"{kinds.count(kind)} of {model.num_layers} layers {how.format(size)}")
+    raise InvalidValueError(f"{model.name} has windowed attention ({'; '.join(parts)}): {NOT_MODELLED}; "
+                            f"step_time and sequences_that_fit count its windows", params=("model",))

@@ -16,6 +16,8 @@ computes the same schedule with lazy counters and runs stretches of identical de
 in a tight loop, so 10,000 requests take well under a second.
 
 Per-token latency = (finish - arrival) / generated tokens (the lecture §3.3, Orca §6).
+Models with sliding or chunked attention layers (gpt-oss, Gemma 2/3, Llama 4) are refused in one
+line (`replica.refuse_windowed`): the counters are sums of contexts, every layer's K/V.
 Everything is deterministic: the workload carries its seed and the schedule has no randomness.
 """
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.batch_waste import padded_positions
-from llm_cost.serving.replica import Replica
+from llm_cost.serving.replica import NOT_MODELLED, Replica
 from llm_cost.serving.workload import Workload
 from llm_cost.roofline import causal_pairs
 
@@ -196,6 +198,9 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     """
     check_choice("scheduler", scheduler, SCHEDULERS)
     check_number("max_batch", max_batch, low=1, integer=True)
+    if replica.cost.kv_windows:  # an IterationCost of a windowed model, built without from_specs
+        raise InvalidValueError(f"{replica.description or 'this replica'}: the model has sliding or chunked "
+                                f"attention layers; {NOT_MODELLED}", params=("replica",))
     allowed = {"request": ("max_len",), "iteration": ("declared", "max_len"), "none": ("none",)}[scheduler]
     reservation = allowed[0] if reservation is None else reservation
     if reservation not in allowed:
