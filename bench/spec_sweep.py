@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
 from llm_cost.roofline import PassCost, step_time  # noqa: E402
-from llm_cost.speculative.batched import roofline_speedup  # noqa: E402
+from llm_cost.speculative import roofline_speedup  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402
 
 MODEL, GPU, PROFILE = load_model("llama-3-8b"), load_accelerator("h100-sxm"), PRESETS["article"]

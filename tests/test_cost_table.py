@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from llm_cost.speculative import closed_forms as speculative
+from llm_cost import speculative as speculative
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.report.cost_table import DEFAULT_MODELS, MTP_KEYS, cost_row, table_notes, table_rows, table_view
 from llm_cost.speculative.mtp import mtp_params, mtp_speedup, mtp_step_time
@@ -16,7 +16,7 @@ from llm_cost.errors import ConfigError, InvalidValueError
 from llm_cost.serving.capacity import kv_capacity
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS
-from llm_cost.speculative.batched import roofline_speedup
+from llm_cost.speculative import roofline_speedup
 
 from helpers import half_unit
 

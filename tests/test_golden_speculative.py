@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_cost.speculative import closed_forms as sp
+from llm_cost import speculative as sp
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import weight_bytes
 from llm_cost.roofline import ridge_point
 from llm_cost.speculative.rounds import BurstyAcceptance, IndependentAcceptance, simulate_rounds
 from llm_cost.speculative.sampling import output_distribution, speculative_step, total_variation
-from llm_cost.speculative.batched import (best_gamma, break_even_batch, roofline_speedup,
+from llm_cost.speculative import (best_gamma, break_even_batch, roofline_speedup,
                                            turning_batch)
 from llm_cost.specs import INT4_G128, PRESETS
 from llm_cost.speculative.trees import STRONG_DRAFT, WEAK_DRAFT, tree_nodes, tree_speedup, tree_tau

@@ -22,7 +22,7 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.roofline import step_time
 from llm_cost.serving.replica import Replica
 from llm_cost.specs import PRESETS
-from llm_cost.speculative.batched import turning_batch
+from llm_cost.speculative import turning_batch
 from llm_cost.speculative.trees import WEAK_DRAFT
 from llm_cost.serving.workload import poisson_workload
 

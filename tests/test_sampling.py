@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.speculative import closed_forms as sp
+from llm_cost import speculative as sp
 from llm_cost.errors import InvalidValueError
 from llm_cost.speculative.rounds import BurstyAcceptance, IndependentAcceptance, simulate_rounds
 from llm_cost.speculative.sampling import adjust, output_distribution, sample_outputs, speculative_step, total_variation

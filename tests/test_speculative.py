@@ -9,12 +9,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from llm_cost.speculative import closed_forms as sp
+from llm_cost import speculative as sp
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import param_counts
 from llm_cost.errors import InvalidValueError
 from llm_cost.roofline import step_time
-from llm_cost.speculative.batched import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
+from llm_cost.speculative import (best_gamma, costly_verification_batch, dense_twin, moe_vs_dense,
                                            roofline_speedup, turning_batch)
 from llm_cost.specs import BF16, INT4_G128, PRESETS
 

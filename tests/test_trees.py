@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_cost.speculative import closed_forms as sp
+from llm_cost import speculative as sp
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.errors import InvalidValueError
-from llm_cost.speculative.batched import roofline_speedup
+from llm_cost.speculative import roofline_speedup
 from llm_cost.specs import PRESETS
 from llm_cost.speculative.trees import STRONG_DRAFT, WEAK_DRAFT, TopKHits, tree_nodes, tree_speedup, tree_tau
 

@@ -23,7 +23,7 @@ from llm_cost.checks.strategies import (
     temperatures,
     tree_widths,
 )
-from llm_cost.speculative import closed_forms as speculative
+from llm_cost import speculative as speculative
 from llm_cost.speculative import sampling, trees
 
 EXACT = 1e-12  # the tolerance for "returns p"

@@ -149,7 +149,7 @@ def checkpoint_format(model: ModelSpec) -> CheckpointFormat:
     if q.method == "mxfp4":
         if any("experts" in str(m) for m in q.get("modules_to_not_convert", ()) or ()):
             raise _refused(model, "quantization_config mxfp4 keeps its experts unconverted: not counted")
-        # Without routed experts (the dense twin `speculative.batched.dense_twin` of gpt-oss, whose
+        # Without routed experts (the dense twin `speculative.moe.dense_twin` of gpt-oss, whose
         # MLP stands for the experts a token uses) the MLPs take the experts' format.
         return CheckpointFormat("mxfp4 experts", width, converted=("experts",) if model.moe else ("dense_mlp",),
                                 element_bits=4, block_cols=MXFP4_BLOCK, scale_bytes=1, pad_cols=True)

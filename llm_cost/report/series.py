@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from llm_cost.speculative import closed_forms as speculative
+from llm_cost import speculative as speculative
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
@@ -91,7 +91,7 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
 
     The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger.
     """
-    from llm_cost.speculative.batched import break_even_batch, roofline_speedup, turning_batch
+    from llm_cost.speculative import break_even_batch, roofline_speedup, turning_batch
 
     check_number("batch_max", batch_max, low=2, high=1e7, integer=True)
     check_number("context", context, low=0, integer=True)

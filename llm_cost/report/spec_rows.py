@@ -14,8 +14,8 @@ import numpy as np
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.profiles import draft_profile_for
-from llm_cost.speculative import closed_forms as speculative
-from llm_cost.speculative.batched import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
+from llm_cost import speculative as speculative
+from llm_cost.speculative import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
                                           moe_vs_dense, roofline_speedup, turning_batch)
 from llm_cost.speculative.trees import TopKHits, tree_speedup
 

@@ -1,20 +1,25 @@
 """Speculative decoding: closed forms, the roofline speedup at batch B, trees, MTP, exact sampling.
 
-`closed_forms` (Leviathan et al.'s Eq. 1, Theorems 3.8 and 3.11, optimal gamma), `batched`
-(verification on the roofline at any batch, the turning batch, MoE targets), `trees` (token
-trees), `mtp` (DeepSeek-V3's MTP module as the draft), `sampling` (exact speculative sampling
-and its wrong variants), `rounds` (whole rounds over streams of acceptances).
+`inputs` (alpha, gamma and cost ratios validated), `closed_forms` (Leviathan et al.'s Eq. 1,
+Theorems 3.8 and 3.11), `gamma_choice` (the optimal gamma, the paper's table), `tau` (alpha from
+a mean accepted length), `batched` (verification on the roofline at any batch, the best gamma
+there), `turning` (where verification stops being free, the break-even batch), `moe` (a MoE
+target beside its dense twin), `trees` (token trees), `mtp` (DeepSeek-V3's MTP module as the
+draft), `sampling` (exact speculative sampling and its wrong variants), `rounds` (whole rounds
+over streams of acceptances).
 """
 
 from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".closed_forms", "expected_tokens", "speedup", "gamma_one_speedup", "ops_factor",
-                 "weight_reads_per_token", "compute_bound_speedup", "implied_c", "optimal_gamma",
-                 "OptimalGamma", "leviathan", "LeviathanForms", "TIE_RTOL"),
-    **names_from(".batched", "roofline_speedup", "RooflineSpeedup", "best_gamma", "turning_batch",
-                 "TurningBatch", "costly_verification_batch", "break_even_batch", "dense_twin",
-                 "moe_vs_dense", "MoeVsDense"),
+                 "weight_reads_per_token", "compute_bound_speedup", "implied_c"),
+    **names_from(".inputs", "check_alpha", "check_gamma", "check_cost"),
+    **names_from(".gamma_choice", "optimal_gamma", "OptimalGamma", "leviathan", "LeviathanForms", "TIE_RTOL"),
+    **names_from(".batched", "roofline_speedup", "RooflineSpeedup", "best_gamma"),
+    **names_from(".turning", "turning_batch", "TurningBatch", "costly_verification_batch", "break_even_batch",
+                 "VERIFY_COSTLY"),
+    **names_from(".moe", "dense_twin", "moe_vs_dense", "MoeVsDense"),
     **names_from(".trees", "TopKHits", "tree_nodes", "tree_tau", "tree_speedup", "TreeSpeedup",
                  "WEAK_DRAFT", "STRONG_DRAFT"),
     **names_from(".mtp", "mtp_params", "MtpParams", "mtp_step_time", "mtp_speedup", "MtpSpeedup"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from llm_cost.counts.checkpoint import checkpoint_format
-from llm_cost.counts.mtp import MtpParams, mtp_module, mtp_params  # noqa: F401 (re-exported)
+from llm_cost.counts.mtp import MtpParams, mtp_module, mtp_params  # noqa: F401  (MtpParams re-exported)
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime
 from llm_cost.specs import BF16, WeightFormat
@@ -146,8 +146,8 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
     import numpy as np
 
     from llm_cost.roofline import step_time
-    from llm_cost.speculative import closed_forms as speculative
-    from llm_cost.speculative.batched import roofline_speedup
+    from llm_cost import speculative as speculative
+    from llm_cost.speculative import roofline_speedup
 
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     a = np.asarray(list(alphas), dtype=float)

@@ -1,0 +1,90 @@
+"""The speculative inputs, validated: alpha in [0, 1], gamma a whole number >= 0, cost ratios >= 0.
+
+Each takes a number or a numpy grid and returns a float array (`errors.checked`), or raises a
+one-line InvalidValueError naming the parameter and the first bad element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from llm_cost.errors import checked
+
+
+def check_alpha(alpha) -> np.ndarray:
+    """`alpha` as a float array, or InvalidValueError unless every element is in [0, 1].
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        Per-position acceptance rate, a fraction in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        `alpha` as float64 (0-d for a number).
+
+    Examples
+    --------
+    >>> check_alpha(0.8)
+    array(0.8)
+    >>> check_alpha(1.5)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: alpha must be in [0, 1], got 1.5
+    """
+    return checked("alpha", alpha, low=0, high=1)
+
+
+def check_gamma(gamma, low=0) -> np.ndarray:
+    """`gamma` as a float array, or InvalidValueError unless every element is a whole number >= low.
+
+    Parameters
+    ----------
+    gamma : int or array_like
+        Draft tokens per round, whole numbers.
+    low : int, optional
+        Smallest allowed gamma (default 0: plain decoding is gamma 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        `gamma` as float64 (0-d for a number).
+
+    Examples
+    --------
+    >>> check_gamma(4)
+    array(4.)
+    >>> check_gamma(2.5)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: gamma must be a whole number, got 2.5
+    """
+    return checked("gamma", gamma, low=low, integer=True)
+
+
+def check_cost(name: str, c) -> np.ndarray:
+    """A cost ratio (c, c_hat) as a float array, or InvalidValueError naming `name` if any is < 0.
+
+    Parameters
+    ----------
+    name : str
+        The parameter the message names ("c", "c_hat").
+    c : float or array_like
+        A time (c) or arithmetic (c_hat) ratio of draft over target, in [0, inf).
+
+    Returns
+    -------
+    numpy.ndarray
+        `c` as float64 (0-d for a number).
+
+    Examples
+    --------
+    >>> check_cost("c", 0.1)
+    array(0.1)
+    >>> check_cost("c", -0.1)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: c must be in [0, inf), got -0.1
+    """
+    return checked(name, c, low=0)
