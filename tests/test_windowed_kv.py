@@ -339,3 +339,14 @@ def test_batching_cli_refuses_a_windowed_model_in_one_line():
     out = CliRunner().invoke(app, ["batching", "--model", "gpt-oss-20b", "--gpu", "h200", "--rate", "1", "-n", "10"])
     assert out.exit_code != 0 and "Traceback" not in out.output
     assert "gpt-oss-20b has windowed attention" in out.output
+
+
+def test_flops_per_token_attends_within_the_window():
+    """gpt-oss-20b, one token after 8,192 cached: 16,384 FLOPs per key and layer (4 x 64 heads x 64),
+    12 full layers x 8,192 keys + 12 sliding x 128 = 99,840 keys: 1,635,778,560 attention FLOPs beside
+    2 x 3,608,307,264 = 7,216,614,528 GEMM FLOPs. At 64 cached every layer sees all 64 (as before)."""
+    from llm_cost.counts import attention_flops_per_context_token, flops_per_token
+
+    m = load_model("gpt-oss-20b")
+    assert flops_per_token(m, 8192) == 7_216_614_528 + 1_635_778_560
+    assert flops_per_token(m, 64) == 7_216_614_528 + attention_flops_per_context_token(m) * 64

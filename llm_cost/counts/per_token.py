@@ -48,6 +48,8 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
 
     2 * (active params less lookups) + attention term (the article, `forward_flops_per_token`:
     the input embedding is a lookup; a tied table doubles as the LM head and counts).
+    Sliding and chunked layers attend to at most their window: min(context, window) keys there
+    (`layer_windows`); a model without windows gives the all-layer term x context exactly.
 
     .. math:: F = 2\,N_{gemm\,active} + F_{attn}\,\cdot\,\mathit{context}
 
@@ -72,7 +74,14 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     15.0
     """
     check_number("context", context, low=0)
-    return 2 * param_counts(model).gemm_active + attention_flops_per_context_token(model) * context
+    windows = layer_windows(model)
+    if not windows:
+        return 2 * param_counts(model).gemm_active + attention_flops_per_context_token(model) * context
+    per_layer = attention_flops_per_context_token(model) // model.num_layers
+    keys = (model.num_layers - sum(n for _, n in windows)) * context
+    for window, layers in windows:
+        keys += layers * min(context, window)
+    return 2 * param_counts(model).gemm_active + per_layer * keys
 
 
 def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
