@@ -350,3 +350,17 @@ def test_flops_per_token_attends_within_the_window():
     m = load_model("gpt-oss-20b")
     assert flops_per_token(m, 8192) == 7_216_614_528 + 1_635_778_560
     assert flops_per_token(m, 64) == 7_216_614_528 + attention_flops_per_context_token(m) * 64
+
+
+def test_roofline_speedup_broadcasts_over_context_with_windows():
+    """roofline_speedup (PassCost.step_total with arrays) on gpt-oss-20b: one array call over context
+    gives what one call per context gives, inside and beyond the 128-token window."""
+    np = pytest.importorskip("numpy")
+    from llm_cost.speculative import roofline_speedup
+
+    m, gpu, prof = _oss()
+    ctx = [64, 8192, 131072]
+    arr = roofline_speedup(m, gpu, prof, alpha=0.8, gamma=4, batch=64, context=np.array(ctx), c=0.1).speedup
+    one = [float(roofline_speedup(m, gpu, prof, alpha=0.8, gamma=4, batch=64, context=n, c=0.1).speedup)
+           for n in ctx]
+    assert arr.tolist() == pytest.approx(one, rel=1e-12)
