@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
-from llm_cost.errors import InvalidValueError, check_number, checked
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.grids import checked
 from llm_cost.roofline.pass_cost import MAX_BATCH, MAX_CONTEXT, MAX_ROWS, PassCost, roofline_total
 from llm_cost.specs import BF16, WeightFormat
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
-from llm_cost.errors import InvalidValueError, check_number, checked
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.roofline.pass_cost import _into
 from llm_cost.speculative.closed_forms import _expected_tokens_g1

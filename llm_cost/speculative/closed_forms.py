@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm_cost.errors import checked, scalar_or_array
+from llm_cost.grids import checked, scalar_or_array
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
 
 def expected_tokens_unchecked(a, g):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm_cost.errors import checked
+from llm_cost.grids import checked
 
 
 def check_alpha(alpha) -> np.ndarray:

@@ -7,7 +7,8 @@ so each tau in [1, gamma + 1] has one alpha; it is found by bisection on [0, 1] 
 
 from __future__ import annotations
 
-from llm_cost.errors import InvalidValueError, check_number, scalar_or_array
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.grids import scalar_or_array
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 
 _STEPS = 64  # halvings of [0, 1]: below one ulp of any alpha in it

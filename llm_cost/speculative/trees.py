@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
-from llm_cost.errors import InvalidValueError, check_number, checked
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
