@@ -1,6 +1,6 @@
 """The speculative inputs, validated: alpha in [0, 1], gamma a whole number >= 0, cost ratios >= 0.
 
-Each takes a number or a numpy grid and returns a float array (`errors.checked`), or raises a
+Each takes a number or a numpy grid and returns a float array (`grids.checked`), or raises a
 one-line InvalidValueError naming the parameter and the first bad element.
 """
 
