@@ -364,3 +364,18 @@ def test_roofline_speedup_broadcasts_over_context_with_windows():
     one = [float(roofline_speedup(m, gpu, prof, alpha=0.8, gamma=4, batch=64, context=n, c=0.1).speedup)
            for n in ctx]
     assert arr.tolist() == pytest.approx(one, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+@pytest.mark.parametrize("context", [1, 127, 128, 4096, 8192, 32768, 131072])
+def test_sequences_that_fit_is_tight(name, context):
+    """n sequences fit beside the weights, n + 1 do not (H200, BF16 when it fits, else INT4)."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.serving.capacity import kv_capacity, sequences_that_fit
+    from llm_cost.specs import BF16, INT4_G128
+
+    m, gpu = load_model(name), load_accelerator("h200")
+    w = BF16 if kv_capacity(m, gpu).fits else INT4_G128
+    room = kv_capacity(m, gpu, weights=w).kv_bytes_available
+    n = sequences_that_fit(m, gpu, context, weights=w)
+    assert n * kv_bytes(m, context) <= room < (n + 1) * kv_bytes(m, context) or room == 0
