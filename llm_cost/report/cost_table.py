@@ -3,8 +3,8 @@
 "前面各篇的数字合到一张表（H100 SXM，理论值；DeepSeek-V3 列用第八、十篇的 MLA 与 MoE 版本函数）":
 parameters, weight bytes (BF16, INT4 g128), KV per token and per sequence, FLOPs per token, the
 decode bound in BF16 and W4A16, the speculative speedup, and whether the weights fit on one
-accelerator. Every figure comes from the library (`counts`, `roofline`, `speculative_roofline`,
-`memory`); this module only gathers them. Theoretical means the `article` preset: peak bandwidth
+accelerator. Every figure comes from the library (`counts`, `roofline`, `speculative.batched`,
+`serving.capacity`); this module only gathers them. Theoretical means the `article` preset: peak bandwidth
 and FLOP/s, every weight byte read once per pass (MoE: the experts the rows touch), no KV
 reads, no fixed cost.
 
@@ -60,7 +60,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
     max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes.
     """
-    from llm_cost.speculative.batched import roofline_speedup
+    from llm_cost.speculative import roofline_speedup
 
     check_number("alpha", alpha, low=0, high=1)
     check_number("gamma", gamma, low=0, integer=True)
