@@ -72,7 +72,7 @@ _EXPORTS = {
                  "TopKHits", "tree_nodes", "tree_tau", "tree_speedup", "mtp_params", "mtp_speedup",
                  "speculative_step", "alpha_from_tau"),
     # KV capacity, reservation policies and the simulator
-    **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "requests_that_fit", "requests_by_policy",
+    **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "sequences_that_fit", "requests_that_fit", "requests_by_policy",
                  "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload", "simulate",
                  "SimResult", "highest_rate", "run_steps", "KvRequest"),
     # errors
