@@ -39,7 +39,7 @@ def table_cmd(
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.cost_table import table_notes, table_rows, table_view
     from llm_cost.commands.parse import choice
-    from llm_cost.report.render import FORMATS_WITH_MARKDOWN, Column, render
+    from llm_cost.report.render import FORMATS_WITH_MARKDOWN, Column, print_notes, render
 
     fmt = choice("fmt", fmt, FORMATS_WITH_MARKDOWN)
 
@@ -57,7 +57,7 @@ def table_cmd(
         render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
         return
     render(view, columns, fmt, title=title)
-    typer.echo("\n".join(notes))  # below the table, left-aligned (a Rich caption is centred)
+    print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
 
 
 def _cell(text: str) -> str:

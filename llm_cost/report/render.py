@@ -89,23 +89,22 @@ _EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")  # rich._emoji_re
 
 
 def _print_table(rows, columns, title: str, caption: str, out) -> None:
-    """The Rich table. Piped or captured, it is printed as wide as it is: never a number cut to
-    fit 80 columns."""
+    """The Rich table, whose numbers are never cut.
+
+    In a terminal (or piped with an explicit COLUMNS) it fits the screen: numeric cells are never
+    wrapped and words only at their boundaries; a table that cannot fit so becomes one key/value
+    block per row. Piped or captured without COLUMNS, it is printed as wide as it is.
+    """
     from rich.console import Console
-    from rich.table import Table
 
     cells = [[c.text(r.get(c.key)) for c in columns] for r in rows]
     texts = [title or "", caption or "", *(c.header for c in columns), *(t for line in cells for t in line)]
     # Rich replaces :name: emoji codes (its own pattern); with none, its emoji table (a 2 ms
     # import) is not needed for the same output.
     emoji = any(_EMOJI_CODE.search(t) for t in texts)
-    table = Table(title=title or None, caption=caption or None)
-    for c in columns:
-        table.add_column(c.header, justify="left" if c.text is str else "right", overflow="fold")
-    for line in cells:
-        table.add_row(*line)
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
-    if not console.is_terminal:
+    screen = _screen_width(console)
+    if screen is None:
         # Any width at least the table's own renders it the same (it is not expanded, and the
         # title and caption wrap to the table's width), so an upper bound replaces measuring
         # it: each column's longest text at two cells a character, padding and rules.
@@ -113,4 +112,115 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
                   for i, c in enumerate(columns)]
         bound = sum(2 * w + 3 for w in widest) + 1
         console = Console(file=console.file, width=max(console.width, bound), emoji=emoji)
-    console.print(table)
+        console.print(_table(columns, cells, title, caption))
+        return
+    console = Console(file=console.file, width=screen, emoji=emoji)
+    widths = _fitted_widths(columns, cells, screen)
+    if widths is not None:
+        console.print(_table(columns, cells, title, caption, widths))
+    else:
+        _print_records(console, columns, cells, title, caption)
+
+
+def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
+    """Column widths (padding excluded) that fit `screen` with no number or word cut, or None.
+
+    Each column gets at least `_least_width` and at most its one-line width; the room between
+    goes to each column in proportion to what it lacks. Rich's own shrinking ignores a column's
+    minimum (it narrows the widest columns first), so the widths are fixed here.
+    """
+    from rich.cells import cell_len
+
+    least = [_least_width(c, [line[i] for line in cells]) for i, c in enumerate(columns)]
+    most = [max([cell_len(c.header), *(cell_len(line[i]) for line in cells)], default=1)
+            for i, c in enumerate(columns)]
+    most = [max(m, lo) for m, lo in zip(most, least)]
+    room = screen - (3 * len(columns) + 1)  # a rule and a space each side of each cell
+    if sum(least) > room:
+        return None
+    if sum(most) <= room:
+        return most
+    extra, lack = room - sum(least), [m - lo for m, lo in zip(most, least)]
+    widths = [lo + extra * d // sum(lack) for lo, d in zip(least, lack)]
+    for i in sorted(range(len(widths)), key=lambda i: widths[i] - most[i]):  # rounding's leftovers
+        if sum(widths) < room and widths[i] < most[i]:
+            widths[i] += 1
+    return widths
+
+
+def print_notes(lines, out=None) -> None:
+    """Lines of prose below a table, left-aligned, wrapped at word boundaries to the width the
+    table was fitted to (a terminal's, or an explicit COLUMNS); as they are otherwise."""
+    import textwrap
+
+    out = out or sys.stdout
+    width = _screen_width(_Tty(out))
+    for line in lines:
+        out.write((textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                   if width else line) + "\n")
+
+
+class _Tty:
+    """What `_screen_width` asks of a console, for a plain stream."""
+
+    def __init__(self, out):
+        self.is_terminal = hasattr(out, "isatty") and out.isatty()
+        self.width = __import__("shutil").get_terminal_size().columns
+
+
+def _screen_width(console) -> int | None:
+    """The width to fit: the terminal's, or an explicit COLUMNS when piped; None for full width."""
+    import os
+
+    if console.is_terminal:
+        return console.width
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+_LONGEST_TEXT_WORD = 24  # a longer word (a URL) may fold; shorter ones (`iteration`) never do
+
+
+def _numeric(column: Column) -> bool:
+    return column.text is not str  # formatted numbers (right-aligned), not free text
+
+
+def _least_width(column: Column, texts) -> int:
+    """The narrowest the column can be without cutting a number or a word: a numeric cell whole,
+    the longest word of a header or text cell (at most `_LONGEST_TEXT_WORD`)."""
+    from rich.cells import cell_len
+
+    words = [cell_len(w) for t in (column.header, *([] if _numeric(column) else texts)) for w in t.split()]
+    word = min(max(words, default=1), _LONGEST_TEXT_WORD)
+    return max([word, *(cell_len(t) for t in texts)] if _numeric(column) else [word])
+
+
+def _table(columns, cells, title: str, caption: str, widths=None):
+    from rich.table import Table
+
+    table = Table(title=title or None, caption=caption or None)
+    for i, c in enumerate(columns):
+        table.add_column(c.header, justify="right" if _numeric(c) else "left", overflow="fold",
+                         width=widths[i] if widths else None)
+    for line in cells:
+        table.add_row(*line)
+    return table
+
+
+def _print_records(console, columns, cells, title: str, caption: str) -> None:
+    """A table too wide for the screen: one key/value block per row, numbers whole."""
+    from rich.table import Table
+
+    if title:
+        console.print(title, style="italic")
+    for n, line in enumerate(cells):
+        block = Table(show_header=False, box=None, padding=(0, 1))
+        block.add_column("key", style="bold", overflow="fold")
+        block.add_column("value", overflow="fold")
+        for c, text in zip(columns, line):
+            block.add_row(c.header, text)
+        if n:
+            console.print()
+        console.print(block)
+    if caption:
+        console.print(caption, style="dim")

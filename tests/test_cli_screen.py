@@ -1,0 +1,95 @@
+"""Tables that never split a number (issue 15, deliverable 1): fitted at 80 and 120 columns.
+
+The screen width comes from an explicit COLUMNS (piped output honours it; a terminal's own width
+takes the same path) and, once, from a real pseudo-terminal. Every number of the full-width table
+must appear whole in the fitted text, and no line may pass the width.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_cost.cli import app
+
+from test_cli_markdown import COMMANDS
+
+NUMBER = re.compile(r"(?<![\w/.\-])\d[\d,]*(?:\.\d+)?(?![\w/\-])")  # a figure, not a digit in a URL or a name
+runner = CliRunner()
+
+
+def _out(args, columns=None) -> str:
+    env = {"COLUMNS": str(columns)} if columns else {"COLUMNS": ""}
+    out = runner.invoke(app, [str(a) for a in args], env=env)
+    assert out.exit_code == 0, out.output
+    return out.stdout
+
+
+def _numbers(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - {"check"}) + ["check"])
+def test_numbers_whole_at_width(command, width):
+    args = COMMANDS[command]
+    full, fitted = _out(args), _out(args, width)
+    assert max(len(ln) for ln in fitted.splitlines()) <= width, fitted
+    missing = _numbers(full) - _numbers(fitted)
+    assert not missing, f"split or lost at {width} columns: {sorted(missing)[:10]}\n{fitted}"
+
+
+@pytest.mark.parametrize("args", [["spec", "--alpha", "0.8", "--gamma", "4", "--batch", "64"],
+                                  ["capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--reserve", "0.1"],
+                                  ["batching", "--scheduler", "iteration", "--max-batch", "32", "--slo-ms", "45",
+                                   "-n", "100"]])
+def test_issue_examples_keep_their_figures_at_80(args):
+    fitted = _out(args, 80)
+    for number in _numbers(_out(args)):
+        assert number in _numbers(fitted)
+
+
+def test_piped_without_columns_keeps_full_width():
+    assert max(len(ln) for ln in _out(["catalog"]).splitlines()) > 200
+
+
+def test_piped_with_columns_fits():
+    assert max(len(ln) for ln in _out(["catalog"], 80).splitlines()) <= 80
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize("width", [80, 120])
+def test_pseudo_terminal(width):
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["TERM"], env["NO_COLOR"] = "xterm", "1"
+    proc = subprocess.Popen([sys.executable, "-m", "llm_cost.cli", "spec", "--alpha", "0.8", "--gamma", "4",
+                             "--batch", "64"], stdout=slave, stderr=slave, stdin=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(master)
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    lines = screen.replace("\r", "").splitlines()
+    assert proc.returncode == 0, screen
+    assert max(len(ln) for ln in lines) <= width, screen
+    assert {"4.794", "8.094", "2.38", "1.61"} <= _numbers(screen), screen
