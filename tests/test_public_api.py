@@ -92,3 +92,22 @@ def test_roofline_speedup_gives_numbers_for_numbers():
     assert isinstance(lc.best_gamma("llama-3-8b", "h100-sxm", "article", alpha=0.8, c=0.1).gamma, float)
     grid = lc.roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=[0.8], gamma=4, c=0.1, batch=64)
     assert grid.speedup.shape == (1,) and grid.speedup[0] == r.speedup
+
+
+@pytest.mark.parametrize("call", [
+    lambda: lc.param_counts("llama-3-8b").total,
+    lambda: lc.flops_per_token("llama-3-8b"),
+    lambda: lc.kv_bytes_per_token("llama-3-8b"),
+    lambda: lc.weight_bytes("llama-3-8b").total,
+    lambda: lc.lora_params("llama-3-8b"),
+    lambda: lc.mtp_params("deepseek-v3").own,
+    lambda: lc.kv_capacity("gpt-3-13b", "a100-40gb").kv_tokens,
+    lambda: lc.Replica.from_specs("gpt-3-13b", "a100-40gb").kv_capacity_tokens,
+    lambda: lc.ridge_point("h100-sxm", "article"),
+    lambda: lc.critical_rows("llama-3-8b", "h100-sxm", "article"),
+    lambda: lc.tree_speedup("llama-3.1-8b", "h100-sxm", "lecture", widths=(4, 2, 2, 1),
+                            hits=lc.TopKHits.of({1: 0.44, 2: 0.64, 4: 0.79, 8: 0.91})).tau,
+])
+def test_functions_take_catalog_names(call):
+    # review finding: the counts and serving functions raised AttributeError on a name
+    assert call() > 0

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_model
 from llm_cost.counts.params import param_counts
 from llm_cost.counts.weights import WeightBytes
 from llm_cost.errors import InvalidValueError
@@ -285,6 +286,9 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     >>> c.format, c.total
     ('fp8 e4m3 128x128', 688574839360)
     """
+
+
+    model = as_model(model)
     shipped = checkpoint_format(model)
     mtp = 0
     if model.mtp_layers:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from llm_cost.catalog import as_model
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import ModelSpec
 
@@ -44,6 +45,9 @@ def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> i
     >>> round(lora_params(m, 16, LORA_TARGETS_ATTN) / 1e6, 2), round(lora_params(m, 16) / 1e6, 2)
     (13.63, 41.94)
     """
+
+
+    model = as_model(model)
     check_number("rank", rank, low=1, integer=True)
     if model.mla is not None and set(targets) & set(LORA_TARGETS_ATTN):
         raise InvalidValueError("LoRA targets q, k, v, o are not defined for MLA attention; "

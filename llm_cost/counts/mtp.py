@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from llm_cost.catalog import as_model
 from llm_cost.counts.params import param_counts
 from llm_cost.specs import ModelSpec
 
@@ -117,6 +118,9 @@ def mtp_params(model: ModelSpec) -> MtpParams:
     >>> n.projection == 2 * 7168 ** 2 + 2 * 7168, round(n.own / 1e9, 1), round(n.stored / 1e9, 1)
     (True, 11.6, 13.5)
     """
+
+
+    model = as_model(model)
     p = param_counts(mtp_module(model))
     d = model.hidden_size
     shared = p.embedding + p.lm_head

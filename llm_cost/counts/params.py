@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_model
 from llm_cost.specs import ModelSpec
 
 
@@ -168,6 +169,9 @@ def param_counts(model: ModelSpec) -> ParamCounts:
     >>> round(ds.total / 1e9, 2), round(ds.active / 1e9, 1)
     (671.03, 37.6)
     """
+
+
+    model = as_model(model)
     d = model.hidden_size
     norm_width = 2 if model.norm_kind == "layer" else 1  # LayerNorm: gain and bias
     moe = model.moe

@@ -5,6 +5,7 @@ The article: `forward_flops_per_token`, `kv_bytes_per_token`.
 
 from __future__ import annotations
 
+from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.specs import ModelSpec
@@ -36,6 +37,9 @@ def attention_flops_per_context_token(model: ModelSpec) -> int:
     >>> attention_flops_per_context_token(load_model("llama-3-8b"))
     524288
     """
+
+
+    model = as_model(model)
     if model.mla is None:
         per_layer = 4 * model.num_heads * model.head_dim
     else:
@@ -73,6 +77,9 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     >>> round(flops_per_token(load_model("llama-3-8b")) / 1e9, 1)
     15.0
     """
+
+
+    model = as_model(model)
     check_number("context", context, low=0)
     windows = layer_windows(model)
     if not windows:
@@ -115,6 +122,9 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
     >>> kv_bytes_per_token(load_model("deepseek-v3"))
     70272
     """
+
+
+    model = as_model(model)
     check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
     if model.mla is not None:
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
@@ -138,6 +148,9 @@ def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
     >>> layer_windows(load_model("gpt-oss-20b")), layer_windows(load_model("llama-3-8b"))
     (((128, 12),), ())
     """
+
+
+    model = as_model(model)
     if not model.layer_types:
         return ()
     counts: dict[int, int] = {}
@@ -199,6 +212,9 @@ def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
     >>> kv_bytes(load_model("gpt-oss-20b"), 8192), kv_bytes(load_model("llama-3-8b"), 1024)
     (204472320, 134217728)
     """
+
+
+    model = as_model(model)
     windows = layer_windows(model)
     if not windows:
         return context * kv_bytes_per_token(model, bytes_per_element)

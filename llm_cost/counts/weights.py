@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_model
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
 
@@ -91,6 +92,9 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
     >>> w.effective_bits, round(w.total / 1e9, 2)
     (4.25, 4.27)
     """
+
+
+    model = as_model(model)
     if weights.checkpoint:
         from llm_cost.counts.checkpoint import checkpoint_weight_bytes  # it counts on this module
 

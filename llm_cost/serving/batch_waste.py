@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
@@ -208,6 +209,15 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
     >>> a.launches, round(a.step_time_s * 1e3, 1), f"{a.share_of_step:.1%}"
     (1280, 28.7, '13.4%')
     """
+
+
+    model = as_model(model)
+
+
+    gpu = as_accelerator(gpu)
+
+
+    profile = as_profile(profile)
     check_number("requests", requests, low=1, integer=True)
     check_number("launch cost (s)", launch_cost_s, low=0)
     check_number("context", context, low=0)

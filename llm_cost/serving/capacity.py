@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_accelerator, as_model
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
@@ -120,6 +121,12 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     >>> int(cap.weight_bytes), int(cap.kv_bytes_per_token), cap.kv_tokens
     (25706772480, 819200, 12564)
     """
+
+
+    model = as_model(model)
+
+
+    gpu = as_accelerator(gpu)
     check_number("reserve", reserve, low=0, high=1, high_open=True)
     total = weight_bytes(model, weights).total
     per_token = kv_bytes_per_token(model, kv_bytes_per_element)
@@ -167,6 +174,12 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
     >>> sequences_that_fit(oss, h100, 8192), kv_capacity(oss, h100).kv_tokens // 8192
     (147, 74)
     """
+
+
+    model = as_model(model)
+
+
+    gpu = as_accelerator(gpu)
     check_number("context", context, low=1, integer=True)
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
     if not cap.fits:

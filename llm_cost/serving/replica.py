@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
 from llm_cost.roofline import PassCost, causal_pairs
@@ -224,6 +225,9 @@ class Replica:
         >>> r.kv_capacity_tokens, r.max_len, r.description
         (12564, 2048, 'gpt-3-13b on A100 40GB, preset lecture')
         """
+        model = as_model(model)
+        gpu = as_accelerator(gpu)
+        profile = as_profile(profile)
         refuse_windowed(model)
         if kv_tokens is None:
             cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
