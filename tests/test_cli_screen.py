@@ -61,9 +61,8 @@ def test_piped_with_columns_fits():
     assert max(len(ln) for ln in _out(["catalog"], 80).splitlines()) <= 80
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
-@pytest.mark.parametrize("width", [80, 120])
-def test_pseudo_terminal(width):
+def _in_pseudo_terminal(args, width: int) -> tuple[int, str]:
+    """Run `llm-cost ARGS` with a pseudo-terminal of `width` columns as its screen: (exit code, text)."""
     import fcntl
     import pty
     import struct
@@ -74,22 +73,37 @@ def test_pseudo_terminal(width):
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["TERM"], env["NO_COLOR"] = "xterm", "1"
-    proc = subprocess.Popen([sys.executable, "-m", "llm_cost.cli", "spec", "--alpha", "0.8", "--gamma", "4",
-                             "--batch", "64"], stdout=slave, stderr=slave, stdin=slave, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "llm_cost.cli", *args], stdout=slave, stderr=slave,
+                            stdin=slave, env=env)
     os.close(slave)
     chunks = []
     while True:
         try:
             data = os.read(master, 65536)
-        except OSError:
+        except OSError:  # the child closed the terminal
             break
         if not data:
             break
         chunks.append(data)
-    proc.wait(timeout=60)
+    proc.wait(timeout=120)
     os.close(master)
     screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
-    lines = screen.replace("\r", "").splitlines()
-    assert proc.returncode == 0, screen
-    assert max(len(ln) for ln in lines) <= width, screen
+    return proc.returncode, screen.replace("\r", "")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_pseudo_terminal(command, width):
+    code, screen = _in_pseudo_terminal(COMMANDS[command], width)
+    assert code == 0, screen
+    assert max(len(ln) for ln in screen.splitlines()) <= width, screen
+    missing = _numbers(_out(COMMANDS[command])) - _numbers(screen)
+    assert not missing, f"split or lost in a {width}-column terminal: {sorted(missing)[:10]}\n{screen}"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_pseudo_terminal_issue_example():
+    code, screen = _in_pseudo_terminal(["spec", "--alpha", "0.8", "--gamma", "4", "--batch", "64"], 80)
+    assert code == 0, screen
     assert {"4.794", "8.094", "2.38", "1.61"} <= _numbers(screen), screen

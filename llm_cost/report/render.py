@@ -97,11 +97,17 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     """
     from rich.console import Console
 
+    from rich.markup import escape
+
     cells = [[c.text(r.get(c.key)) for c in columns] for r in rows]
     texts = [title or "", caption or "", *(c.header for c in columns), *(t for line in cells for t in line)]
     # Rich replaces :name: emoji codes (its own pattern); with none, its emoji table (a 2 ms
     # import) is not needed for the same output.
     emoji = any(_EMOJI_CODE.search(t) for t in texts)
+    # Text is printed as written: `E[tokens]` is not Rich markup to be swallowed.
+    columns = [Column(c.key, escape(c.header), c.text) for c in columns]
+    cells = [[escape(t) for t in line] for line in cells]
+    title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
     screen = _screen_width(console)
     if screen is None:
