@@ -53,9 +53,9 @@ def defaults(kind: str) -> dict:
     params = inspect.signature(fn).parameters
     taken = {k: params[k].default for k in keys}
     if kind == "spec-vs-batch":
-        from llm_cost.report.spec_rows import DEFAULT_C
+        from llm_cost.specs.profiles import ARTICLE_DRAFT
 
-        taken["c"] = [DEFAULT_C]  # `spec --c` defaults to the article's 0.1 inside the library
+        taken["c"] = [ARTICLE_DRAFT.c]  # `spec --c` defaults to the article's 0.1 inside the library
         if taken["alpha"] is None:  # `spec --alpha` has none: --tau may stand in for it
             taken["alpha"] = list(importlib.import_module(f"llm_cost.commands.{module}").DEFAULT_ALPHAS)
     if kind == "tree":

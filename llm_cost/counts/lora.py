@@ -12,7 +12,10 @@ LORA_TARGETS_ATTN = ("q", "k", "v", "o")
 LORA_TARGETS_ALL = ("q", "k", "v", "o", "gate", "up", "down")
 
 
-def lora_params(model: ModelSpec, rank: int = 16, targets=LORA_TARGETS_ALL) -> int:
+LORA_RANK = 16  # the article's rank (§3.1)
+
+
+def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_ALL) -> int:
     r"""LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (the article).
 
     Targets: q, k, v, o (GQA/MHA attention), gate, up, down (MLP; a plain GELU MLP has up and

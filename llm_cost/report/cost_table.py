@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.counts import flops_per_token, kv_bytes, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, sequences_that_fit
@@ -39,7 +40,7 @@ from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_CONTEXTS = (4096, 32768)
-DEFAULT_ALPHA, DEFAULT_GAMMA, DEFAULT_C = 0.8, 4, 0.1  # the article's draft (§2.3)
+DEFAULT_ALPHA, DEFAULT_GAMMA, DEFAULT_C = ARTICLE_DRAFT.alpha, ARTICLE_DRAFT.gamma, ARTICLE_DRAFT.c
 THEORETICAL = PRESETS["article"]
 
 

@@ -5,14 +5,16 @@ Kept out of cli.py so that the rows can be tested and reused without Typer.
 
 from __future__ import annotations
 
+from llm_cost.counts.lora import LORA_RANK
+from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes, kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import LlmCostError, check_number
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
 
 
-def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = 16,
-              kv_bytes_per_element: float = 2.0) -> dict:
+def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
+              kv_bytes_per_element: float = BF16_BYTES) -> dict:
     """One model's counts: params, weight bytes (BF16, INT4 g128, as shipped), KV and FLOPs per
     token, LoRA.
 

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from llm_cost import speculative as speculative
+from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
@@ -129,7 +130,7 @@ class GammaCurve:
     capped: bool  # the optimum lies beyond gamma_max
 
 
-def gamma_curves(*, alphas, cs, gamma_max: int = 16) -> list[GammaCurve]:
+def gamma_curves(*, alphas, cs, gamma_max: int = ROOFLINE_GAMMA_MAX) -> list[GammaCurve]:
     """One curve per (alpha, c), verification free (Theorem 3.8); optimum from `optimal_gamma`."""
     check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)
     alphas, cs = _some("alphas", alphas, limit=8, low=0, high=1), _some("cs", cs, limit=4, low=0)

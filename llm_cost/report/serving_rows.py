@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from llm_cost.counts import BF16_BYTES
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import kv_capacity, model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
@@ -19,7 +20,7 @@ from llm_cost.serving.workload import Workload
 
 def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float, prompt: float, max_gen: float,
                  gen: float | None = None, max_len: int | None = None, weights: WeightFormat = BF16,
-                 kv_bytes_per_element: float = 2.0) -> dict:
+                 kv_bytes_per_element: float = BF16_BYTES) -> dict:
     """KV tokens beside the weights and the requests that fit under each reservation policy."""
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,

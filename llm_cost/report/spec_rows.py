@@ -11,6 +11,9 @@ from itertools import product
 
 import numpy as np
 
+from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
+from llm_cost.speculative.gamma_choice import GAMMA_MAX
+from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.profiles import draft_profile_for
@@ -20,7 +23,6 @@ from llm_cost.speculative import (VERIFY_COSTLY, TurningBatch, best_gamma, costl
 from llm_cost.speculative.trees import TopKHits, tree_speedup
 
 ARTICLE_MFU = 0.6  # the article's second column (the article §2.4)
-DEFAULT_C = 0.1  # the article's draft cost ratio
 
 
 def _alphas(values) -> list:
@@ -67,7 +69,7 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mf
 
 def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
               cs=None, draft: ModelSpec | None = None, draft_profile: Profile | None = None, mfus=None,
-              context: int = 0, weights: WeightFormat, gamma_max: int = 16) -> tuple[list[dict], str]:
+              context: int = 0, weights: WeightFormat, gamma_max: int = ROOFLINE_GAMMA_MAX) -> tuple[list[dict], str]:
     """One row per (alpha, gamma, c, batch, MFU): the roofline speedup, the best gamma there,
     and where verification stops being free; MoE targets also get their dense twin's speedup.
 
@@ -80,7 +82,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     if draft is not None and cs:
         raise InvalidValueError("c and draft exclude each other: draft derives c from the roofline",
                                 params=("c", "draft"))
-    cs = [None] if draft is not None else _costs("cs", cs or [DEFAULT_C])
+    cs = [None] if draft is not None else _costs("cs", cs or [ARTICLE_DRAFT.c])
     if draft is not None and draft_profile is None:
         draft_profile = draft_profile_for(profile)
     twin = None
@@ -126,7 +128,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     return rows, caption
 
 
-def gamma_rows(*, alphas, cs, gamma_max: int = 64) -> list[dict]:
+def gamma_rows(*, alphas, cs, gamma_max: int = GAMMA_MAX) -> list[dict]:
     """The optimal integer gamma for each (alpha, c) and its speedup (verification free)."""
     alphas, cs = _alphas(alphas), _costs("cs", cs)
     check_number("gamma_max", gamma_max, low=1, integer=True)

@@ -18,6 +18,7 @@ import operator
 import sys
 from dataclasses import dataclass
 
+from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (WeightBytes, attention_flops_per_context_token, kv_bytes_per_token,
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
@@ -161,7 +162,7 @@ class PassCost:
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
-                   kv_bytes_per_element: float = 2.0) -> "PassCost":
+                   kv_bytes_per_element: float = BF16_BYTES) -> "PassCost":
         """The coefficients for this model, accelerator, profile and weight format."""
         kv = profile.count_kv
         wb = weight_bytes(model, weights)

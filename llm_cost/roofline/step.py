@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import checked
@@ -63,7 +64,7 @@ class StepTime:
 
 
 def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,
-              kv_bytes_per_element: float = 2.0) -> StepTime:
+              kv_bytes_per_element: float = BF16_BYTES) -> StepTime:
     """T(m) of one forward pass over `rows` rows from `batch` sequences with `context` cached tokens.
 
     .. math:: T(m) = \\max(B_{read} / (BW\\,\\eta_{bw}),\\ F(m) / (F_{peak}\\,\\eta_f)) + t_{fixed}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
@@ -83,7 +84,7 @@ class KvCapacity:
 
 
 def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_RESERVE,
-                weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> KvCapacity:
+                weights: WeightFormat = BF16, kv_bytes_per_element: float = BF16_BYTES) -> KvCapacity:
     r"""KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0.
 
     Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
@@ -139,7 +140,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
 
 
 def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float = DEFAULT_RESERVE,
-                       weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> int:
+                       weights: WeightFormat = BF16, kv_bytes_per_element: float = BF16_BYTES) -> int:
     r"""Sequences of `context` tokens whose K/V fit beside the weights, windows counted.
 
     .. math:: n = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{B_{KV}(\mathit{context})} \right\rfloor

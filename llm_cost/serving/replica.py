@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
@@ -52,7 +53,7 @@ class IterationCost(PassCost):
 
     @classmethod
     def from_roofline(cls, model: ModelSpec, gpu: Accelerator, profile: Profile,
-                      weights: WeightFormat = BF16, kv_bytes_per_element: float = 2.0) -> "IterationCost":
+                      weights: WeightFormat = BF16, kv_bytes_per_element: float = BF16_BYTES) -> "IterationCost":
         """The coefficients of `roofline.step_time` for this model, accelerator and profile.
 
         Parameters
@@ -181,7 +182,7 @@ class Replica:
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS[LECTURE_SERVING.preset], *,
                    reserve: float = DEFAULT_RESERVE, weights: WeightFormat = BF16,
-                   kv_bytes_per_element: float = 2.0, kv_tokens: int | None = None,
+                   kv_bytes_per_element: float = BF16_BYTES, kv_tokens: int | None = None,
                    max_len: int | None = None) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 

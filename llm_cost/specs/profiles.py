@@ -213,3 +213,15 @@ class Setting:
 ARTICLE_SETTING = Setting("llama-3-8b", "h100-sxm", "article")  # the article, §1.2
 LECTURE_DECODE = Setting("llama-3.1-8b", "h100-sxm", "lecture")  # the lecture, demo 05 (§9-§10)
 LECTURE_SERVING = Setting("gpt-3-13b", "a100-40gb", "lecture")  # the lecture, §3.3 (Orca's setting)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A speculative draft as the closed forms see it: acceptance rate, tokens per round, cost ratio."""
+
+    alpha: float
+    gamma: int
+    c: float
+
+
+ARTICLE_DRAFT = Draft(alpha=0.8, gamma=4, c=0.1)  # the article §2.3: E = 3.36 tokens, 2.4x

@@ -206,7 +206,10 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     return c, e, base_s, verify_s, draft_s, round_s, _into(e * base_s, "true_divide", round_s), bound
 
 
-def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = 16, c=None, draft=None,
+ROOFLINE_GAMMA_MAX = 16  # the roofline search's range: one verification pass per gamma
+
+
+def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLINE_GAMMA_MAX, c=None, draft=None,
                draft_profile=None, context=0, weights: WeightFormat = BF16,
                draft_weights: WeightFormat = BF16) -> RooflineSpeedup:
     r"""The round at the integer gamma in [0, gamma_max] with the highest roofline speedup.

@@ -50,7 +50,10 @@ class OptimalGamma:
     capped: np.ndarray
 
 
-def optimal_gamma(alpha, c, *, gamma_max: int = 64) -> OptimalGamma:
+GAMMA_MAX = 64  # the closed-form search's range: E / (gamma c + 1) is cheap to evaluate
+
+
+def optimal_gamma(alpha, c, *, gamma_max: int = GAMMA_MAX) -> OptimalGamma:
     r"""argmax over integer gamma of E(gamma) / (gamma c + 1), broadcast over alpha and c.
 
     .. math:: \gamma^* = \arg\max_{\gamma \in \{0, \dots, \gamma_{max}\}} \frac{E(\alpha, \gamma)}{\gamma c + 1}
