@@ -13,7 +13,8 @@ from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import kv_capacity, model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
-from llm_cost.serving.simulator import SimResult, simulate
+from llm_cost.serving.sim_result import SimResult
+from llm_cost.serving.simulator import simulate
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.serving.workload import Workload
 

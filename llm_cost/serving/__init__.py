@@ -3,7 +3,7 @@
 `capacity` (KV tokens beside the weights, requests per policy), `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
-step-level scheduler), `simulator`
+step-level scheduler), `simulator` and `sim_result`
 (request- and iteration-level batching, fast), `rate_search` (the highest rate under a target).
 """
 
@@ -18,7 +18,8 @@ _EXPORTS = {
     **names_from(".replica", "Replica", "IterationCost"),
     **names_from(".reference_scheduler", "run_steps", "KvRequest", "StepRun"),
     **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS", "reservation_tokens"),
-    **names_from(".simulator", "simulate", "SimResult", "SCHEDULERS"),
+    **names_from(".simulator", "simulate", "SCHEDULERS"),
+    **names_from(".sim_result", "SimResult"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
 }
 __all__ = list(_EXPORTS)

@@ -15,7 +15,8 @@ from typing import Callable
 
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
-from llm_cost.serving.simulator import SimResult, simulate
+from llm_cost.serving.sim_result import SimResult
+from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
 
 STATISTICS = {"median": 50.0, "p90": 90.0}
