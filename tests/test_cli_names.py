@@ -116,3 +116,12 @@ def test_paths_still_work(data_dir, tmp_path):
     sheet = tmp_path / "H100.json"  # a path whose stem is an alias is still that file
     sheet.write_text((catalog_dir("hardware") / "h200.json").read_text(encoding="utf-8"), encoding="utf-8")
     assert rows_of("roofline", "--gpu", str(sheet)) == rows_of("roofline", "--gpu", "h200")
+
+
+def test_command_and_option_names_any_case():
+    assert rows_of("Roofline", "--GPU", "h100") == rows_of("roofline", "--gpu", "h100-sxm")
+
+
+def test_option_twice_in_two_cases_is_still_twice():
+    line = _one_error_line("roofline", "--gpu", "h100", "--GPU=h200")
+    assert line == "Error: --gpu takes one value, got h100, h200"

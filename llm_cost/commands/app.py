@@ -81,9 +81,9 @@ def _given(param, args) -> list[str]:
     for i, arg in enumerate(args):
         if arg == "--":
             break
-        if arg in flags:
+        if arg.lower() in flags:  # option names ignore case (the app's token_normalize_func)
             given.append(arg if param.is_flag else (args[i + 1] if i + 1 < len(args) else ""))
-        elif not param.is_flag and any(arg.startswith(f + "=") for f in flags if f.startswith("--")):
+        elif not param.is_flag and any(arg.lower().startswith(f + "=") for f in flags if f.startswith("--")):
             given.append(arg.partition("=")[2])
     return given
 
@@ -95,6 +95,7 @@ app = typer.Typer(
          "batching and speculative decoding. SI inside; GB = 1e9 bytes.",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"token_normalize_func": str.lower},  # `Roofline --GPU h100` as `roofline --gpu h100`
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
