@@ -16,13 +16,13 @@ import sys
 
 # Command -> the module under llm_cost/commands that defines it. A new command adds its line here.
 COMMAND_MODULES = {
-    "model": "foundation", "roofline": "foundation", "catalog": "foundation",
+    "model": "model", "roofline": "roofline", "catalog": "catalog",
     "capacity": "serving", "waste": "serving", "batching": "serving",
     "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
     "table": "table", "plot": "plot",
     "check": "check",
 }
-MODULE_ORDER = ("foundation", "serving", "speculative", "table", "plot", "check")  # the order of --help
+MODULE_ORDER = ("model", "roofline", "catalog", "serving", "speculative", "table", "plot", "check")  # the order of --help
 
 
 def _register(modules) -> object:

@@ -5,7 +5,7 @@ Grid: 100 alpha x 10 gamma x 10 c x 100 batch = 10^6 points of the roofline spee
 (what a sweep normally is) and on the same points as flat 10^6-element arrays (no broadcasting
 help: every point gets its own time-model evaluation). Two loop baselines, one point at a time:
 
-- loop A, "scalar API": the foundation's scalar `roofline.step_time` for T(B) and T(B (gamma + 1))
+- loop A, "scalar API": the scalar `roofline.step_time` for T(B) and T(B (gamma + 1))
   (argument checks and a StepTime per call), Eq. 1 and the round cost written out. It takes about
   half a minute over 10^6 points, so by default it runs on an evenly strided subset and is
   scaled to 10^6, which the output says.

@@ -259,7 +259,7 @@ def test_moe_verification_costs_more_than_dense(name):
 def test_moe_caption_does_not_call_verification_free():
     # Mixtral turns compute-bound only at batch ~216 (gamma 4, peak), yet verification already
     # costs 2.8 decode steps at batch 1: the caption must not say "free up to batch 216".
-    from llm_cost.report.spec_rows import spec_rows
+    from llm_cost.report.speculative_rows import spec_rows
 
     mixtral = load_model("mixtral-8x7b")
     rows, caption = spec_rows(mixtral, H100, ARTICLE, alphas=[0.8], gammas=[4], batches=[1], mfus=[1.0], weights=BF16)

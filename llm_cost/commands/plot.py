@@ -31,7 +31,7 @@ OWN_DEFAULTS = {
 }
 # The options each kind takes from its table command, with that command's default.
 FROM_COMMAND = {
-    "roofline": ("foundation", "roofline_cmd", ("model", "gpu", "preset", "context")),
+    "roofline": ("roofline", "roofline_cmd", ("model", "gpu", "preset", "context")),
     "spec-vs-batch": ("speculative", "spec_cmd", ("model", "gpu", "preset", "context", "weights", "alpha", "gamma")),
     "gamma": None,
     "tree": ("speculative", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
@@ -160,7 +160,7 @@ def _spec_vs_batch(o: dict, path):
     from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.report.series import spec_vs_batch
-    from llm_cost.report.spec_rows import mfu_values
+    from llm_cost.report.speculative_rows import mfu_values
 
     spec, acc, base = _specs(o)
     profiles = [base.with_(compute_efficiency=m) for m in mfu_values(base, o.get("mfu"))]

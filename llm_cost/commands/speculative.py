@@ -64,7 +64,7 @@ def spec_cmd(
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
-    from llm_cost.report.spec_rows import spec_rows
+    from llm_cost.report.speculative_rows import spec_rows
 
     target, acc = load_model(model), load_accelerator(gpu)
     draft_spec = load_model(draft) if draft is not None else None
@@ -125,7 +125,7 @@ def gamma_cmd(
     fmt: Format = "table",
 ) -> None:
     """Optimal integer gamma of E / (gamma c + 1) for each alpha and c (verification free)."""
-    from llm_cost.report.spec_rows import gamma_rows
+    from llm_cost.report.speculative_rows import gamma_rows
 
     emit(gamma_rows(alphas=alpha, cs=c, gamma_max=gamma_max), [
         Column("alpha", "alpha", fixed(2)), Column("c", "c", fixed(3)),
@@ -157,7 +157,7 @@ def tree_cmd(
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report.spec_rows import tree_rows
+    from llm_cost.report.speculative_rows import tree_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset)
@@ -184,7 +184,7 @@ def leviathan_cmd(
     fmt: Format = "table",
 ) -> None:
     """Leviathan's closed forms per (alpha, gamma) pair: E[tokens], speedup, operations factor."""
-    from llm_cost.report.spec_rows import leviathan_rows
+    from llm_cost.report.speculative_rows import leviathan_rows
 
     emit(leviathan_rows(alphas=alpha, gammas=gamma, cs=c, c_hats=c_hat), [
         Column("alpha", "alpha", fixed(3)), Column("gamma", "gamma"), Column("c", "c", fixed(3)),

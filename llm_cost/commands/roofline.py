@@ -1,0 +1,57 @@
+"""`roofline`: the time of one forward pass, T(m) = max(memory, compute) + fixed, for each --rows."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.app import command, emit, note
+from llm_cost.commands.options import BwEff, FixedMs, Format, GpuOpt, KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights
+from llm_cost.report.render import Column, fixed
+from llm_cost.specs.profiles import ARTICLE_SETTING
+
+ROOFLINE_COLUMNS = [
+    Column("rows", "rows"),
+    Column("batch", "batch"),
+    Column("context", "context"),
+    Column("memory_time_s", "memory (ms)", fixed(3, 1e-3)),
+    Column("compute_time_s", "compute (ms)", fixed(3, 1e-3)),
+    Column("fixed_time_s", "fixed (ms)", fixed(3, 1e-3)),
+    Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
+    Column("bound", "bound"),
+]
+
+
+@command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
+                            "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
+def roofline_cmd(
+    model: ModelOpt = ARTICLE_SETTING.model,
+    gpu: GpuOpt = ARTICLE_SETTING.gpu,
+    rows: Annotated[Optional[List[int]], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable; default: --batch, one decode step).")] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences the rows come from.")] = 1,
+    context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
+    preset: Preset = ARTICLE_SETTING.preset,
+    mfu: Mfu = None,
+    bw_eff: BwEff = None,
+    fixed_ms: FixedMs = None,
+    read_embedding: ReadEmb = None,
+    kv: KvOpt = None,
+    weights: Weights = "bf16",
+    fmt: Format = "table",
+) -> None:
+    """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows."""
+    from llm_cost.commands import parse
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.report.model_rows import roofline_rows
+
+    spec, acc = load_model(model), load_accelerator(gpu)
+    prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
+                           read_embedding=read_embedding, kv=kv)
+    weight_format = parse.weights(weights)
+    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, weights=weight_format)
+    ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
+    if ignored:  # after the library accepted the context
+        note(ignored)
+    emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
+         title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
