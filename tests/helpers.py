@@ -22,6 +22,15 @@ def rows_of(*args):
     return json.loads(out.output)
 
 
+def error_line(*args) -> str:
+    """The one line a command that must fail prints: exit 2, no traceback, nothing else."""
+    out = run(*args)
+    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, out.output
+    return lines[0]
+
+
 def half_unit(digits: int) -> float:
     """Half a unit of the last printed digit: the tolerance of a golden figure printed to `digits`."""
     return 0.5 * 10 ** -digits

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from helpers import rows_of, run
+from helpers import rows_of, run, error_line
 
 
 def _text(*args) -> str:
     out = run(*args)
     assert out.exit_code == 0, out.output
     return " ".join(out.output.split())  # the caption may wrap
-
-
-def _error(*args) -> str:
-    out = run(*args)
-    assert out.exit_code == 2, out.output
-    lines = [ln for ln in out.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, out.output
-    return lines[0]
 
 
 def test_capacity_shortfall_header():
@@ -59,10 +51,10 @@ def test_kv_per_token_in_bytes_everywhere():
 
 
 def test_batching_without_rate_or_slo_says_what_to_give():
-    line = _error("batching")
+    line = error_line("batching")
     assert "not both" not in line
     assert "give --rate R" in line and "--slo-ms T" in line
 
 
 def test_batching_with_rate_and_slo_still_not_both():
-    assert "not both" in _error("batching", "--rate", "1", "--slo-ms", "45")
+    assert "not both" in error_line("batching", "--rate", "1", "--slo-ms", "45")

@@ -10,15 +10,7 @@ from llm_cost.catalog import catalog_names, load_accelerator, load_model
 from llm_cost.catalog.paths import ALIASES
 from llm_cost.errors import UnknownNameError, check_choice
 
-from helpers import run, rows_of
-
-
-def _one_error_line(*args) -> str:
-    out = run(*args)
-    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
-    lines = [ln for ln in out.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, out.output
-    return lines[0]
+from helpers import run, rows_of, error_line
 
 
 def test_catalog_entries_are_lower_case():  # what the lookup's fast path relies on
@@ -44,7 +36,7 @@ def test_aliases_name_catalog_entries():
 
 
 def test_a100_is_ambiguous():
-    line = _one_error_line("capacity", "--gpu", "a100")
+    line = error_line("capacity", "--gpu", "a100")
     assert line == "Error: gpu 'a100' is ambiguous: did you mean a100-40gb or a100-80gb?"
 
 
@@ -54,18 +46,18 @@ def test_model_name_any_case_keeps_the_entry_name():
 
 
 def test_unknown_model_did_you_mean():
-    line = _one_error_line("model", "llama3-8b")
+    line = error_line("model", "llama3-8b")
     assert line.startswith("Error: unknown model 'llama3-8b'; did you mean llama-3-8b")
     assert "(known: deepseek-v2-lite" in line
 
 
 def test_unknown_gpu_did_you_mean():
-    line = _one_error_line("roofline", "--gpu", "h10")
+    line = error_line("roofline", "--gpu", "h10")
     assert "unknown gpu 'h10'; did you mean h100-sxm" in line
 
 
 def test_unknown_name_with_nothing_near_lists_the_known():
-    assert "unknown gpu 'zzz'; known: a100-40gb" in _one_error_line("roofline", "--gpu", "zzz")
+    assert "unknown gpu 'zzz'; known: a100-40gb" in error_line("roofline", "--gpu", "zzz")
 
 
 def test_library_unknown_name_did_you_mean():
@@ -79,7 +71,7 @@ def test_format_any_case():
 
 
 def test_format_did_you_mean():
-    assert "did you mean json?" in _one_error_line("roofline", "-f", "jsn")
+    assert "did you mean json?" in error_line("roofline", "-f", "jsn")
 
 
 def test_preset_any_case():
@@ -87,7 +79,7 @@ def test_preset_any_case():
 
 
 def test_preset_did_you_mean():
-    assert "got 'lectur'; did you mean lecture or lecture-draft?" in _one_error_line("roofline", "--preset", "lectur")
+    assert "got 'lectur'; did you mean lecture or lecture-draft?" in error_line("roofline", "--preset", "lectur")
 
 
 def test_weights_any_case():
@@ -95,7 +87,7 @@ def test_weights_any_case():
 
 
 def test_weights_did_you_mean():
-    assert "did you mean w4a16?" in _one_error_line("roofline", "-w", "w4a1")
+    assert "did you mean w4a16?" in error_line("roofline", "-w", "w4a1")
 
 
 def test_title_shows_the_canonical_names():
@@ -123,5 +115,5 @@ def test_command_and_option_names_any_case():
 
 
 def test_option_twice_in_two_cases_is_still_twice():
-    line = _one_error_line("roofline", "--gpu", "h100", "--GPU=h200")
+    line = error_line("roofline", "--gpu", "h100", "--GPU=h200")
     assert line == "Error: --gpu takes one value, got h100, h200"

@@ -6,33 +6,25 @@ import pytest
 
 from llm_cost.cli import app
 
-from helpers import run
-
-
-def _one_error_line(*args) -> str:
-    out = run(*args)
-    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
-    lines = [ln for ln in out.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, out.output
-    return lines[0]
+from helpers import run, error_line
 
 
 def test_roofline_gpu_twice():
-    assert _one_error_line("roofline", "--gpu", "h100-sxm", "--gpu", "h200") == \
+    assert error_line("roofline", "--gpu", "h100-sxm", "--gpu", "h200") == \
         "Error: --gpu takes one value, got h100-sxm, h200"
 
 
 def test_roofline_model_twice_short_and_long():
-    assert _one_error_line("roofline", "-m", "llama-3-8b", "--model=llama-3-70b") == \
+    assert error_line("roofline", "-m", "llama-3-8b", "--model=llama-3-70b") == \
         "Error: --model takes one value, got llama-3-8b, llama-3-70b"
 
 
 def test_table_gpu_twice():
-    assert "--gpu takes one value" in _one_error_line("table", "--gpu", "h100-sxm", "--gpu", "h200")
+    assert "--gpu takes one value" in error_line("table", "--gpu", "h100-sxm", "--gpu", "h200")
 
 
 def test_switch_twice():
-    assert "--kv/--no-kv is one switch" in _one_error_line("roofline", "--kv", "--no-kv")
+    assert "--kv/--no-kv is one switch" in error_line("roofline", "--kv", "--no-kv")
 
 
 def test_repeatable_options_still_repeat():
@@ -57,5 +49,5 @@ def _single_value_options():
 
 @pytest.mark.parametrize("command,flag", list(_single_value_options()))
 def test_every_single_value_option_refuses_a_second_value(command, flag):
-    line = _one_error_line(command, flag, "1", flag, "2")
+    line = error_line(command, flag, "1", flag, "2")
     assert line.startswith(f"Error: {flag} takes one value"), line

@@ -10,7 +10,7 @@ import llm_cost as lc
 from llm_cost.errors import InvalidValueError
 from llm_cost.speculative import alpha_from_tau, expected_tokens
 
-from helpers import rows_of, run
+from helpers import rows_of, run, error_line
 
 
 def test_article_alpha_from_its_tau():
@@ -68,21 +68,13 @@ def test_spec_tau_printed_beside_alpha():
     assert header.index("alpha") < header.index("tau") < header.index("gamma")
 
 
-def _error(*args) -> str:
-    out = run(*args)
-    assert out.exit_code == 2, out.output
-    lines = [ln for ln in out.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, out.output
-    return lines[0]
-
-
 def test_spec_tau_and_alpha_exclude_each_other():
-    assert "--alpha and --tau exclude each other" in _error("spec", "--tau", "3", "--alpha", "0.8")
+    assert "--alpha and --tau exclude each other" in error_line("spec", "--tau", "3", "--alpha", "0.8")
 
 
 def test_spec_tau_out_of_range():
-    assert "--tau must be in [1, --gamma + 1] = [1, 5] at --gamma 4" in _error("spec", "--tau", "6")
+    assert "--tau must be in [1, --gamma + 1] = [1, 5] at --gamma 4" in error_line("spec", "--tau", "6")
 
 
 def test_spec_tau_at_gamma_zero():
-    assert "--tau gives alpha only at --gamma >= 1" in _error("spec", "--tau", "2", "--gamma", "0")
+    assert "--tau gives alpha only at --gamma >= 1" in error_line("spec", "--tau", "2", "--gamma", "0")
