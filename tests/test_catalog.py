@@ -111,8 +111,15 @@ def test_malformed_json(tmp_path):
 
 @pytest.mark.parametrize("change,message", [
     ({"bandwidth_bytes_per_s": None}, "missing key 'bandwidth_bytes_per_s'"),
-    ({"memory_bytes": -1}, "key 'memory_bytes' must be in \\[1e\\+08, 1e\\+14\\]"),
-    ({"bandwidth_bytes_per_s": 1e-300}, "key 'bandwidth_bytes_per_s' must be in \\[1e\\+09, 1e\\+15\\]"),
+    ({"memory_bytes": -1}, "key 'memory_bytes' must be in \\[1e\\+09, 1e\\+13\\]"),
+    ({"bandwidth_bytes_per_s": 1e-300}, "key 'bandwidth_bytes_per_s' must be in \\[5e\\+10, 1e\\+14\\]"),
+    # an H100's 3.35 TB/s written 1000x too small: implausible, refused
+    ({"bandwidth_bytes_per_s": 3.35e9}, "key 'bandwidth_bytes_per_s' must be in \\[5e\\+10, 1e\\+14\\], got 3350000000"),
+    ({"memory_byts": 80e9}, "unknown key 'memory_byts'; did you mean memory_bytes"),
+    ({"fp8_flops_per_s": 1979e6}, "key 'fp8_flops_per_s' must be in \\[1e\\+12, 1e\\+17\\]"),
+    ({"usable_memory_bytes": 81559 * 2**20 * 1000}, "key 'usable_memory_bytes' must be in"),
+    ({"usable_memory_bytes": 4e9}, "'usable_memory_bytes' must be within 0.5x..1.5x of 'memory_bytes'"),
+    ({"interconnect_bytes_per_s": 450e9}, "'interconnect_bytes_per_s' and 'interconnect_latency_s' go together"),
     ({"bf16_flops_per_s": float("nan")}, "key 'bf16_flops_per_s' must be in"),
     ({"bf16_flops_per_s": "lots"}, "key 'bf16_flops_per_s' must be a number"),
 ])

@@ -1,34 +1,64 @@
-"""Accelerator datasheet JSON -> Accelerator: the name, three figures (SI), and their sources."""
+"""Accelerator datasheet JSON -> Accelerator: the name, the figures (SI, dense), their sources.
+
+Schema (README, "Datasheets"): required `name`, `memory_bytes`, `bandwidth_bytes_per_s`,
+`bf16_flops_per_s`; optional `usable_memory_bytes`, `fp8_flops_per_s`, `int8_ops_per_s`,
+`fp4_flops_per_s`, `interconnect`, `interconnect_bytes_per_s`, `interconnect_latency_s`, `source`,
+`sources`. Any other key is refused naming it (a typo such as `memory_byts` must not pass), and
+every figure must lie in a plausible range: a unit slip (3.35e9 B/s for an H100's 3.35e12) lands
+outside it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from llm_cost.catalog.fields import Fields
-from llm_cost.errors import ConfigError, LlmCostError
+from llm_cost.errors import ConfigError, LlmCostError, did_you_mean
 from llm_cost.specs import Accelerator
 
-# Plausible ranges, SI: a typo of a unit (GB/s written as bytes/s) lands outside them.
+# Plausible ranges, SI: a slip of a unit (GB/s written as MB/s, TFLOP/s as GFLOP/s) lands outside.
+FLOPS_RANGE = (1e12, 1e17)  # 1 TFLOP/s .. 100 PFLOP/s dense, any precision
 DATASHEET_RANGES = {
-    "memory_bytes": (1e8, 1e14),  # 100 MB .. 100 TB
-    "bandwidth_bytes_per_s": (1e9, 1e15),  # 1 GB/s .. 1 PB/s
-    "bf16_flops_per_s": (1e11, 1e18),  # 0.1 TFLOP/s .. 1 EFLOP/s
+    "memory_bytes": (1e9, 1e13),  # 1 GB .. 10 TB
+    "usable_memory_bytes": (1e9, 1e13),
+    "bandwidth_bytes_per_s": (5e10, 1e14),  # 50 GB/s (a laptop's DRAM) .. 100 TB/s
+    "bf16_flops_per_s": FLOPS_RANGE,
+    "fp8_flops_per_s": FLOPS_RANGE,
+    "int8_ops_per_s": FLOPS_RANGE,
+    "fp4_flops_per_s": FLOPS_RANGE,
+    "interconnect_bytes_per_s": (1e9, 1e13),  # PCIe Gen3 x4 .. 10 TB/s per direction
+    "interconnect_latency_s": (1e-8, 1e-3),  # 10 ns .. 1 ms per collective step
 }
+REQUIRED = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s")
+OPTIONAL = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
+            "interconnect_bytes_per_s", "interconnect_latency_s")
+KNOWN_KEYS = ("name", *REQUIRED, *OPTIONAL, "interconnect", "source", "sources")
+# usable / marketed: drivers report a few percent more or less than the label (81,559 MiB of an
+# "80GB" H100 is 1.07x); a factor outside this range is a unit slip.
+USABLE_RATIO = (0.5, 1.5)
 
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
-    """Build an Accelerator from a datasheet dict: name, the three figures, their sources."""
+    """Build an Accelerator from a datasheet dict: name, figures, interconnect, sources."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
+    for key in data:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}'{did_you_mean(key, KNOWN_KEYS)} "
+                              f"(known: {', '.join(KNOWN_KEYS)})")
     f = Fields(data, path)
+    figures = {key: f.number(key, *DATASHEET_RANGES[key]) for key in REQUIRED}
+    figures.update({key: f.number(key, *DATASHEET_RANGES[key]) for key in OPTIONAL if f.has(key)})
+    usable = figures.get("usable_memory_bytes")
+    if usable is not None and not USABLE_RATIO[0] <= usable / figures["memory_bytes"] <= USABLE_RATIO[1]:
+        raise ConfigError(f"{path}: key 'usable_memory_bytes' must be within {USABLE_RATIO[0]:g}x.."
+                          f"{USABLE_RATIO[1]:g}x of 'memory_bytes' ({figures['memory_bytes']:g}), got {usable:g}")
+    if f.has("interconnect_bytes_per_s") != f.has("interconnect_latency_s"):
+        raise ConfigError(f"{path}: keys 'interconnect_bytes_per_s' and 'interconnect_latency_s' go together "
+                          "(give both, or neither for a single-GPU datasheet)")
     try:
-        return Accelerator(
-            name=f.str("name"),
-            memory_bytes=f.number("memory_bytes", *DATASHEET_RANGES["memory_bytes"]),
-            bandwidth_bytes_per_s=f.number("bandwidth_bytes_per_s", *DATASHEET_RANGES["bandwidth_bytes_per_s"]),
-            bf16_flops_per_s=f.number("bf16_flops_per_s", *DATASHEET_RANGES["bf16_flops_per_s"]),
-            source=str(data.get("source", path)),
-        )
+        return Accelerator(name=f.str("name"), source=str(data.get("source", path)),
+                           interconnect=f.str("interconnect", ""), **figures)
     except ConfigError:
         raise
     except LlmCostError as err:

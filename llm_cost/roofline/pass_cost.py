@@ -3,6 +3,14 @@
     T = max((W + E(rows) x expert_bytes + kv_tokens x kv_token_bytes) / (BW eta_bw),
             (rows x row_flops + pairs x pair_flops) / (F eta_f)) + t_fixed
 
+On a deployment (`llm_cost.parallel.deployed_cost`) the coefficients are one GPU's share of one
+pipeline stage, and the pass crosses `stages` of them and the collectives:
+
+    T = stages x max(memory, compute) + comm(rows) + t_fixed,   comm(rows) = comm_fixed_s + rows x comm_row_s
+
+(`overlap_comm`: max(stages x max(memory, compute), comm(rows)) + t_fixed). One GPU: stages 1,
+comm 0, and T is the formula above bit for bit.
+
 (symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
 window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
 (`windowed_pass`) counts kv_tokens and pairs in all-layer units, the windowed layers' share
@@ -54,6 +62,22 @@ def uniform_pass(rows, batch, context):
     Each sequence reads its `context` cached tokens and writes its r = rows / batch new ones.
     """
     return batch * context + rows, batch * causal_pairs(rows / batch, context)
+
+
+def gemm_precision(model: ModelSpec, weights: WeightFormat) -> str:
+    """The precision the GEMMs run at: the format's (`WeightFormat.compute`), or for the model's own
+    checkpoint format, fp8 when its config says FP8 (DeepSeek-V3's blocks are W8A8), else bf16."""
+    if weights.checkpoint:
+        q = model.quantization
+        return "fp8" if q is not None and q.method == "fp8" else "bf16"
+    return weights.compute
+
+
+def _maximum(x, y):
+    """numpy.maximum(x, y) (arrays)."""
+    import numpy as np
+
+    return np.maximum(x, y)
 
 
 def _minimum(x, cap):
@@ -151,6 +175,14 @@ class PassCost:
     # and pairs. () for a model without windows or a profile that ignores KV.
     kv_windows: tuple[tuple[int, int], ...] = ()
     num_layers: int = 0
+    # A deployment (`llm_cost.parallel.deployed_cost`): a routed expert's rows come from
+    # expert_rows_scale replicas (ep > tp); the pass crosses `stages` pipeline stages and collectives
+    # of comm_fixed_s + rows x comm_row_s seconds, added (or hidden behind the rest: overlap_comm).
+    expert_rows_scale: float = 1.0
+    stages: int = 1
+    comm_fixed_s: float = 0.0
+    comm_row_s: float = 0.0
+    overlap_comm: bool = False
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -174,7 +206,7 @@ class PassCost:
             row_flops=2 * param_counts(model).gemm_active,
             pair_flops=attention_flops_per_context_token(model) if kv else 0.0,
             bytes_per_s=gpu.bandwidth_bytes_per_s * profile.bw_efficiency,
-            flops_per_s=gpu.bf16_flops_per_s * profile.compute_efficiency,
+            flops_per_s=gpu.peak_flops_per_s(gemm_precision(model, weights)) * profile.compute_efficiency,
             fixed_s=profile.fixed_time_s,
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
@@ -191,8 +223,32 @@ class PassCost:
         """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""
         if not self.num_experts:
             return self.weight_bytes
+        if self.expert_rows_scale != 1.0:
+            rows = rows * self.expert_rows_scale
         return self.weight_bytes + self.expert_bytes * expected_experts_touched(
             self.num_experts, self.experts_per_token, rows)
+
+    @property
+    def deployed(self) -> bool:
+        """Pipeline stages or collectives: T is more than max(memory, compute) + fixed."""
+        return self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s)
+
+    def comm_s(self, rows):
+        """Seconds of collectives in a pass over `rows` rows (0 on one GPU)."""
+        if not (self.comm_fixed_s or self.comm_row_s):
+            return 0.0
+        return self.comm_fixed_s + rows * self.comm_row_s
+
+    def deployed_total(self, longer, rows):
+        """stages x longer + comm(rows) + fixed, `longer` = max(memory, compute) of one stage
+        (overlap_comm: max(stages x longer, comm) + fixed)."""
+        body = longer * self.stages if self.stages != 1 else longer
+        comm = self.comm_s(rows)
+        if self.overlap_comm:
+            body = roofline_total(body, comm, 0.0) if isinstance(body, float) else _maximum(body, comm)
+        else:
+            body = body + comm
+        return body + self.fixed_s if self.fixed_s else body
 
     def flops(self, rows, pairs):
         """GEMM rows plus attention pairs."""
@@ -214,6 +270,9 @@ class PassCost:
 
     def time(self, rows, kv_tokens, pairs):
         """T in seconds; a float for numbers, an array for arrays."""
+        if self.deployed:
+            return self.deployed_total(roofline_total(self.memory_s(rows, kv_tokens),
+                                                      self.compute_s(rows, pairs), 0.0), rows)
         return roofline_total(self.memory_s(rows, kv_tokens), self.compute_s(rows, pairs), self.fixed_s)
 
     def step(self, rows, batch, context, *, count_kv: bool = True):
@@ -230,7 +289,8 @@ class PassCost:
         kv_bytes = kv_tokens * self.kv_token_bytes
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
-                        compute_s=flops / self.flops_per_s, fixed_s=self.fixed_s)
+                        compute_s=flops / self.flops_per_s, fixed_s=self.fixed_s,
+                        comm_s=self.comm_s(rows), stages=self.stages, overlap_comm=self.overlap_comm)
 
     def step_total(self, rows, batch, context, *, count_kv: bool = True, with_bound: bool = False,
                    rows_scratch: bool = False):
@@ -242,6 +302,9 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
+        if self.deployed:  # a deployment: the plain path (sweeps of deployments are not the hot loop)
+            t = self.step(rows, batch, context, count_kv=count_kv)
+            return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         memory = self.memory_s(rows, kv_tokens)  # a number, except for MoE or K/V
         del kv_tokens

@@ -43,24 +43,49 @@ class StepTime:
     memory_s: Any
     compute_s: Any
     fixed_s: float
+    comm_s: Any = 0.0  # collectives (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
+    stages: int = 1  # pipeline stages the pass crosses; memory_s and compute_s are one stage's
+    overlap_comm: bool = False
 
     @property
     def total_s(self):
-        """max(memory_s, compute_s) + fixed_s."""
-        return roofline_total(self.memory_s, self.compute_s, self.fixed_s)
+        """max(memory_s, compute_s) + fixed_s; on a deployment stages x max(...) + comm_s + fixed_s
+        (`overlap_comm`: max(stages x max(...), comm_s) + fixed_s)."""
+        if self.stages == 1 and not _any(self.comm_s):
+            return roofline_total(self.memory_s, self.compute_s, self.fixed_s)
+        import numpy as np
+
+        body = np.maximum(self.memory_s, self.compute_s) * self.stages
+        body = np.maximum(body, self.comm_s) if self.overlap_comm else body + self.comm_s
+        total = body + self.fixed_s
+        return float(total) if np.ndim(total) == 0 else total
 
     @property
     def bound(self):
-        """'memory' or 'compute' (an array of them for arrays): which side sets the time."""
-        if isinstance(self.memory_s, float) and isinstance(self.compute_s, float):
+        """'memory', 'compute' or 'communication' (an array of them for arrays): which side sets
+        the time (communication: the collectives take longer than the stages' roofline)."""
+        scalar = isinstance(self.memory_s, float) and isinstance(self.compute_s, float)
+        if scalar and not _any(self.comm_s):
             return "compute" if self.compute_s > self.memory_s else "memory"
         import numpy as np
 
-        return np.where(np.asarray(self.compute_s) > self.memory_s, "compute", "memory")
+        side = np.where(np.asarray(self.compute_s) > self.memory_s, "compute", "memory")
+        longer = np.maximum(self.memory_s, self.compute_s) * self.stages
+        side = np.where(np.asarray(self.comm_s) > longer, "communication", side)
+        return str(side) if scalar and np.ndim(side) == 0 else side
 
     @property
     def bytes_read(self):
         return self.weight_bytes_read + self.kv_bytes
+
+
+def _any(x) -> bool:
+    """x is not 0 (a number) or has a non-zero element (an array)."""
+    if isinstance(x, (int, float)):
+        return bool(x)
+    import numpy as np
+
+    return bool(np.any(x))
 
 
 def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,

@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from llm_cost.errors import InvalidValueError, check_number
 
 
+# GEMM precision -> the datasheet field of its dense peak
+COMPUTE_PEAKS = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s",
+                 "fp4": "fp4_flops_per_s"}
+OPTIONAL_FIGURES = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
+                    "interconnect_bytes_per_s", "interconnect_latency_s")
+
+
 @dataclass(frozen=True)
 class Accelerator:
     """An accelerator's datasheet figures (dense, no sparsity).
@@ -25,6 +32,17 @@ class Accelerator:
         Peak dense BF16 FLOP/s, > 0.
     source : str, optional
         Where the figures come from.
+    usable_memory_bytes : float, optional
+        Memory a program can allocate as the driver reports it (an "80GB" H100: 81,559 MiB);
+        0 means unknown: `memory_available` then uses `memory_bytes`.
+    fp8_flops_per_s, int8_ops_per_s, fp4_flops_per_s : float, optional
+        Dense peaks of FP8, INT8 and FP4 GEMMs; 0 where the chip has no such tensor cores.
+    interconnect : str, optional
+        The GPU-to-GPU link ("NVLink 4", "PCIe Gen4 x16"); "" when unknown.
+    interconnect_bytes_per_s : float, optional
+        That link's bandwidth per GPU per direction (0 when unknown: no tp/pp/ep > 1).
+    interconnect_latency_s : float, optional
+        Latency of one step of a collective over the link (a ring hop).
 
     Raises
     ------
@@ -50,12 +68,38 @@ class Accelerator:
     bandwidth_bytes_per_s: float
     bf16_flops_per_s: float
     source: str = ""
+    usable_memory_bytes: float = 0.0
+    fp8_flops_per_s: float = 0.0
+    int8_ops_per_s: float = 0.0
+    fp4_flops_per_s: float = 0.0
+    interconnect: str = ""
+    interconnect_bytes_per_s: float = 0.0
+    interconnect_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise InvalidValueError("gpu.name must be a non-empty string")
         for name in ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s"):
             check_number(f"gpu.{name}", getattr(self, name), low=0, low_open=True)
+        for name in OPTIONAL_FIGURES:
+            check_number(f"gpu.{name}", getattr(self, name), low=0)
+
+    def peak_flops_per_s(self, compute: str = "bf16") -> float:
+        """The dense GEMM peak of a compute precision: bf16, fp8, int8 or fp4.
+
+        A chip without that precision's tensor cores runs it as a weight-only format (A100 and
+        FP8: vLLM's W8A16 Marlin kernels), at the BF16 peak: `compute_precision` says which.
+        """
+        return getattr(self, COMPUTE_PEAKS[self.compute_precision(compute)])
+
+    def compute_precision(self, compute: str = "bf16") -> str:
+        """The precision whose peak a `compute` GEMM runs at here: itself, or bf16 when the chip lacks it."""
+        return compute if getattr(self, COMPUTE_PEAKS[compute]) else "bf16"
+
+    @property
+    def memory_available_bytes(self) -> float:
+        """Memory a program can use: `usable_memory_bytes`, else the marketed `memory_bytes`."""
+        return self.usable_memory_bytes or self.memory_bytes
 
     @property
     def ridge_flops_per_byte(self) -> float:

@@ -32,6 +32,10 @@ class WeightFormat:
         Keep the embedding table and LM head at 16 bits (default False).
     checkpoint : bool, optional
         Use the model's own per-component formats (default False).
+    compute : str, optional
+        The GEMMs' precision, whose peak FLOP/s the roofline uses: "bf16" for BF16 and the
+        weight-only formats (W4A16, W8A16: weights are dequantized to BF16), "fp8" for FP8 W8A8,
+        "int8" for INT8 W8A8, "fp4" for NVFP4 W4A4 (default "bf16").
 
     Raises
     ------
@@ -57,8 +61,10 @@ class WeightFormat:
     zero_bits: float = 0.0
     keep_embeddings_bf16: bool = False  # embedding table and LM head stay at 16 bits
     checkpoint: bool = False  # the model's own per-component formats (`llm_cost.counts.checkpoint`)
+    compute: str = "bf16"  # the GEMMs' precision: bf16 (and weight-only W4A16/W8A16), fp8, int8, fp4
 
     def __post_init__(self) -> None:
+        check_choice("weights.compute", self.compute, COMPUTE_PRECISIONS)
         check_number("weights.bits", self.bits, low=0, high=64, low_open=True)
         check_number("weights.group_size", self.group_size, low=1, integer=True)
         check_number("weights.scale_bits", self.scale_bits, low=0, high=64)
@@ -81,11 +87,18 @@ class WeightFormat:
         return self.effective_bits / 8
 
 
+COMPUTE_PRECISIONS = ("bf16", "fp8", "int8", "fp4")
+
 BF16 = WeightFormat("bf16", 16)
 # The article's INT4: group 128, a 16-bit scale and a 16-bit zero per group -> 4.25 bits
 INT4_G128 = WeightFormat("int4", 4, group_size=128, scale_bits=16, zero_bits=16)
 INT8_G128 = WeightFormat("int8", 8, group_size=128, scale_bits=16, zero_bits=16)
-FP8 = WeightFormat("fp8", 8)
+# FP8 W8A8 (per-tensor or per-channel scales: a few bytes per matrix, not counted): the FP8 peak
+FP8 = WeightFormat("fp8", 8, compute="fp8")
+# INT8 W8A8 (SmoothQuant-style, per-channel scales): the INT8 peak
+INT8_W8A8 = WeightFormat("w8a8", 8, compute="int8")
+# NVFP4: 4-bit E2M1 weights, one FP8 scale per 16 (4 + 8/16 = 4.5 bits), FP4 GEMMs (Blackwell)
+NVFP4 = WeightFormat("nvfp4", 4, group_size=16, scale_bits=8, compute="fp4")
 # Each model in the format its checkpoint ships: FP8 128 x 128 blocks (DeepSeek-V3, Kimi-K2), MXFP4
 # experts (gpt-oss), else its torch_dtype (BF16; OLMo 2: F32). The bits are BF16's, a stand-in.
 CHECKPOINT = WeightFormat("checkpoint", 16, checkpoint=True)
@@ -94,14 +107,17 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "w4a16": INT4_G128,
     "int4": INT4_G128,
     "int8": INT8_G128,
+    "w8a16": INT8_G128,
     "fp8": FP8,
+    "w8a8": INT8_W8A8,
+    "nvfp4": NVFP4,
     "checkpoint": CHECKPOINT,
 }
 
 
 def weight_format(name: str) -> WeightFormat:
-    """A weight format by name: bf16, w4a16 / int4 (g128, 4.25 bits), int8 (g128), fp8, or
-    checkpoint (each model's own, `CHECKPOINT`).
+    """A weight format by name: bf16, w4a16 / int4 (g128, 4.25 bits), int8 / w8a16 (g128, weight-only),
+    fp8 (W8A8), w8a8 (INT8 W8A8), nvfp4 (W4A4, 4.5 bits), or checkpoint (each model's own, `CHECKPOINT`).
 
         effective bits = bits + (scale_bits + zero_bits) / group_size
 
@@ -130,8 +146,8 @@ def weight_format(name: str) -> WeightFormat:
     >>> weight_format("int3")
     Traceback (most recent call last):
     ...
-    llm_cost.errors.UnknownNameError: weights must be one of bf16, w4a16, int4, int8, fp8, checkpoint,
-        got 'int3'; did you mean int8 or int4?
+    llm_cost.errors.UnknownNameError: weights must be one of bf16, w4a16, int4, int8, w8a16, fp8, w8a8, nvfp4,
+        checkpoint, got 'int3'; did you mean int8 or int4?
     """
     return WEIGHT_FORMATS[check_choice("weights", name, tuple(WEIGHT_FORMATS))]
 

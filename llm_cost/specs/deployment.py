@@ -1,0 +1,100 @@
+"""A deployment: how many GPUs, how the model is split over them, and the KV cache's precision.
+
+    gpus = replicas x tp x pp        (one replica: tp x pp GPUs; ep spreads a MoE layer's routed
+                                      experts over ep of them, or over ep / tp replicas' GPUs)
+
+Nothing here knows the model: `llm_cost.parallel.check_deployment` checks that tp divides its
+heads, that ep needs a MoE, and that the accelerator has an interconnect to split over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.errors import InvalidValueError, check_choice, check_number
+
+# Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
+KV_DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+MAX_DEGREE = 1024  # far past any node or pod a single model is served on
+DEFAULT_RESERVE = 0.1  # vLLM's gpu_memory_utilization 0.9; the lecture's code also holds back 10% (§2.3)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """GPUs and their split: tensor (tp), pipeline (pp) and expert (ep) parallel degrees, replicas,
+    KV precision, whether collectives overlap compute, and the memory held back.
+
+    Parameters
+    ----------
+    tp, pp, ep : int, optional
+        Tensor-parallel GPUs per stage, pipeline stages, expert-parallel ranks; each in [1, 1024].
+    gpus : int, optional
+        GPUs in all, a multiple of tp x pp (default tp x pp: one replica).
+    kv_dtype : str, optional
+        The KV cache's element type: bf16, fp16, fp8, int8 or int4 (`KV_DTYPES`).
+    overlap_comm : bool, optional
+        Collectives hidden behind compute (max instead of sum; default False: they add).
+    reserve : float, optional
+        Fraction of usable memory held back from weights, KV and activations, in [0, 1).
+
+    Examples
+    --------
+    >>> d = Deployment(tp=4, gpus=8, kv_dtype="fp8")
+    >>> d.replicas, d.gpus_per_replica, d.kv_bytes_per_element
+    (2, 4, 1.0)
+    >>> Deployment(tp=4, gpus=6)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: gpus must be a multiple of tp x pp = 4, got 6
+    """
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    gpus: int = 0  # 0: tp x pp
+    kv_dtype: str = "bf16"
+    overlap_comm: bool = False
+    reserve: float = DEFAULT_RESERVE
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "ep"):
+            check_number(name, getattr(self, name), low=1, high=MAX_DEGREE, integer=True)
+        check_number("gpus", self.gpus, low=0, high=MAX_DEGREE * MAX_DEGREE, integer=True)
+        check_choice("kv_dtype", self.kv_dtype, tuple(KV_DTYPES))
+        check_number("reserve", self.reserve, low=0, high=1, high_open=True)
+        if self.gpus and self.gpus % self.gpus_per_replica:
+            raise InvalidValueError(f"gpus must be a multiple of tp x pp = {self.gpus_per_replica}, got {self.gpus}",
+                                    params=("gpus", "tp", "pp"))
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """tp x pp: the GPUs one copy of the model spans."""
+        return self.tp * self.pp
+
+    @property
+    def total_gpus(self) -> int:
+        """`gpus`, or tp x pp when not given."""
+        return self.gpus or self.gpus_per_replica
+
+    @property
+    def replicas(self) -> int:
+        """Copies of the model: gpus / (tp x pp)."""
+        return self.total_gpus // self.gpus_per_replica
+
+    @property
+    def kv_bytes_per_element(self) -> float:
+        """Bytes of one cached K or V element (`KV_DTYPES`)."""
+        return KV_DTYPES[self.kv_dtype]
+
+    @property
+    def expert_group(self) -> int:
+        """GPUs one MoE layer's routed experts are spread over: max(tp, ep)."""
+        return max(self.tp, self.ep)
+
+    @property
+    def is_single(self) -> bool:
+        """One GPU, no split: the seeds' setting (the time is exactly `step_time`'s)."""
+        return self.tp == self.pp == self.ep == 1
+
+
+SINGLE_GPU = Deployment()
