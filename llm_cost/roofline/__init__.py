@@ -22,7 +22,7 @@ pass and returns a `StepTime`; `critical` finds the ridge point, critical rows a
 from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
-    **names_from(".step", "StepTime", "step_time"),
+    **names_from(".step", "StepTime", "step_time", "check_pass"),
     **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS", "causal_pairs",
                  "expected_experts_touched", "roofline_total", "uniform_pass",
                  "windowed_pairs", "windowed_pass"),

@@ -127,6 +127,14 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     ['memory', 'compute']
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    rows, batch, context = check_pass(rows, batch, context)
+    cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
+    return cost.step(rows, batch, context, count_kv=profile.count_kv)
+
+
+def check_pass(rows, batch, context):
+    """(rows, batch, context) of a uniform pass, checked: batch in [1, 1e12], rows in [batch, 1e18],
+    context in [0, 1e12]; rows None means batch (one decode step). Arrays come back as float arrays."""
     rows = batch if rows is None else rows
     if all(isinstance(x, (int, float)) for x in (rows, batch, context)):
         check_number("batch", batch, low=1, high=MAX_BATCH)
@@ -143,5 +151,4 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     if too_few:
         raise InvalidValueError("rows must be at least batch (one row per sequence of the batch)",
                                 params=("rows", "batch"))
-    cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
-    return cost.step(rows, batch, context, count_kv=profile.count_kv)
+    return rows, batch, context

@@ -1,0 +1,95 @@
+"""Does a deployment fit? One GPU's weights + K/V + activation workspace against its usable memory
+less the reserve, and the context against the model's limit.
+
+    needed    = weight_bytes_per_gpu + batch x kv_bytes(model, context + rows / batch) x kv_share / pp
+                + workspace
+    available = usable_memory_bytes x (1 - reserve)
+
+The workspace is an estimate (vLLM measures it by profiling a dummy batch; we count it): the live
+activations of one layer, reused layer after layer, for `rows` rows:
+
+    rows x 2 x (2 hidden + (q_dim + 2 kv_dim) / tp + 2 intermediate / tp)     (BF16: residual and
+                                           normed input; q, k, v; gate and up, the widest MLP)
+    + sampling rows x vocab / tp x 4     (FP32 logits; a prefill samples its last row only)
+
+A deployment that does not fit keeps its time (the article's "70B on one card, assuming it fits");
+`Fit.reason` says by how much it falls short, for the warning and the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.counts import kv_bytes
+from llm_cost.parallel.shard import ACTIVATION_BYTES, kv_share, weight_bytes_per_gpu
+from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs.deployment import Deployment
+
+LOGIT_BYTES = 4  # FP32 logits
+# A pass with more new rows per sequence than this is a prefill: it samples each sequence's last row
+# only (decode samples 1 per sequence, verification gamma + 1)
+MAX_SAMPLED_ROWS_PER_SEQUENCE = 64
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One GPU's memory on a deployment: what it needs, what it has, and whether the context is allowed."""
+
+    weight_bytes: float  # this GPU's share of the weights
+    kv_bytes: float  # this GPU's share of the batch's K/V (windowed layers capped)
+    workspace_bytes: float  # activation workspace estimate (module doc)
+    available_bytes: float  # usable memory less the reserve
+    context: float  # tokens per sequence after the pass: context + rows / batch
+    context_limit: int  # the model's max_position_embeddings (0: unknown, not checked)
+
+    @property
+    def needed_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.workspace_bytes
+
+    @property
+    def fits_memory(self) -> bool:
+        return self.needed_bytes <= self.available_bytes
+
+    @property
+    def fits_context(self) -> bool:
+        return not self.context_limit or self.context <= self.context_limit
+
+    @property
+    def fits(self) -> bool:
+        return self.fits_memory and self.fits_context
+
+    @property
+    def reason(self) -> str:
+        """Why it does not fit, in one line ('' when it fits)."""
+        why = []
+        if not self.fits_memory:
+            why.append(f"needs {self.needed_bytes / 1e9:.1f} GB per GPU (weights {self.weight_bytes / 1e9:.1f}, "
+                       f"KV {self.kv_bytes / 1e9:.1f}, activations {self.workspace_bytes / 1e9:.1f}) of "
+                       f"{self.available_bytes / 1e9:.1f} GB usable after the reserve: short by "
+                       f"{(self.needed_bytes - self.available_bytes) / 1e9:.1f} GB")
+        if not self.fits_context:
+            why.append(f"context {self.context:g} exceeds the model's limit of {self.context_limit} tokens")
+        return "; ".join(why)
+
+
+def workspace_bytes(model: ModelSpec, rows: float, batch: float, tp: int = 1) -> float:
+    """Activation workspace of a pass over `rows` rows of `batch` sequences on one GPU of a tp group
+    (the module doc's estimate)."""
+    widest = model.intermediate_size
+    if model.moe is not None:
+        widest = max(widest, model.moe.experts_per_token * model.moe.expert_intermediate_size)
+    per_row = 2 * model.hidden_size + (model.q_dim + 2 * model.kv_dim) / tp + 2 * widest / tp
+    sampled = rows if rows <= MAX_SAMPLED_ROWS_PER_SEQUENCE * batch else batch
+    return rows * ACTIVATION_BYTES * per_row + sampled * model.vocab_size / tp * LOGIT_BYTES
+
+
+def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
+                   rows: float, batch: float, context: float) -> Fit:
+    """`Fit` of one GPU of `deployment` for a pass over `rows` rows of `batch` sequences with `context`
+    cached tokens each (numbers; the K/V is the cache after the pass: context + rows / batch tokens)."""
+    after = context + rows / batch
+    kv = batch * kv_bytes(model, after, deployment.kv_bytes_per_element) * kv_share(model, deployment.tp)
+    return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment), kv_bytes=kv / deployment.pp,
+               workspace_bytes=workspace_bytes(model, rows, batch, deployment.tp),
+               available_bytes=gpu.memory_available_bytes * (1 - deployment.reserve),
+               context=after, context_limit=model.max_position_embeddings)

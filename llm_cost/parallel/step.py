@@ -1,0 +1,47 @@
+"""One forward pass on a deployment: one GPU's time (all stages, collectives), and whether it fits."""
+
+from __future__ import annotations
+
+from llm_cost.catalog import as_accelerator, as_model, as_profile
+from llm_cost.parallel.fit import Fit, deployment_fit
+from llm_cost.parallel.shard import deployed_cost
+from llm_cost.roofline import PassCost, StepTime, check_pass
+from llm_cost.specs import BF16, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+
+
+def deployed_pass_cost(model, gpu, profile, weights: WeightFormat = BF16,
+                       deployment: Deployment = SINGLE_GPU, *, cls=PassCost) -> PassCost:
+    """The `PassCost` of one GPU of `deployment` (K/V at its `kv_dtype`); `cls` a PassCost subclass."""
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    cost = cls.from_specs(model, gpu, profile, weights, deployment.kv_bytes_per_element)
+    return deployed_cost(cost, model, gpu, weights, deployment)
+
+
+def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1,
+                       context=0, weights: WeightFormat = BF16) -> StepTime:
+    """`roofline.step_time` on a deployment: one GPU's share of each stage, stages x max(memory,
+    compute) + collectives + fixed. `deployment` SINGLE_GPU (and kv_dtype bf16) is step_time exactly.
+
+    Examples
+    --------
+    Llama-3-70B decode at batch 1 on 4 H100s (article preset): a quarter of the weights per GPU,
+    plus 160 all-reduces.
+
+    >>> from llm_cost.specs.deployment import Deployment
+    >>> t = deployed_step_time("llama-3-70b", "h100-sxm", "article", Deployment(tp=4))
+    >>> round(t.memory_s * 1e3, 2), round(t.comm_s * 1e3, 3), t.bound
+    (10.53, 0.964, 'memory')
+    """
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    rows, batch, context = check_pass(rows, batch, context)
+    cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
+    return cost.step(rows, batch, context, count_kv=profile.count_kv)
+
+
+def step_fit(model, gpu, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1, context=0,
+             weights: WeightFormat = BF16) -> Fit:
+    """`parallel.fit.deployment_fit` with catalog names accepted and the pass checked."""
+    model, gpu = as_model(model), as_accelerator(gpu)
+    rows, batch, context = check_pass(rows, batch, context)
+    return deployment_fit(model, gpu, deployment, weights=weights, rows=rows, batch=batch, context=context)
