@@ -19,7 +19,7 @@ def rows_of(*args):
     """The JSON rows of a command that must succeed."""
     out = run(*args, "--format", "json")
     assert out.exit_code == 0, out.output
-    return json.loads(out.output)
+    return json.loads(out.stdout)
 
 
 def error_line(*args) -> str:

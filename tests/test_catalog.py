@@ -356,4 +356,4 @@ def test_model_and_check_commands_take_every_new_entry():
     out = run("check", "--model", "kimi-k2", "--model", "gpt-oss-20b", "--model", "llama-4-scout",
               "--examples", "10", "--format", "json")
     assert out.exit_code == 0, out.output
-    assert {r["status"] for r in json.loads(out.output)} == {"pass"}
+    assert {r["status"] for r in json.loads(out.stdout)} == {"pass"}

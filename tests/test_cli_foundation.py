@@ -23,7 +23,7 @@ def test_version_and_help():
 def test_model_json_keys():
     out = run("model", "llama-3-8b", "deepseek-v3", "--format", "json")
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     assert [r["name"] for r in rows] == ["llama-3-8b", "deepseek-v3"]
     for key in ("name", "params_total", "params_active", "weight_bytes_bf16", "weight_bytes_int4",
                 "bits_int4", "kv_bytes_per_token", "flops_per_token"):
@@ -41,14 +41,14 @@ def test_model_table_and_csv():
 
 def test_model_from_path(data_dir):
     out = run("model", str(data_dir / "qwen2-7b.json"), "-f", "json")
-    assert json.loads(out.output)[0]["params_total"] == 7_615_616_512
+    assert json.loads(out.stdout)[0]["params_total"] == 7_615_616_512
 
 
 def test_roofline_lecture_rows():
     out = run("roofline", "--model", "llama-3.1-8b", "--preset", "lecture", "--context", "1024",
               "--rows", "1", "--rows", "257", "--format", "json")
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     for key in ("rows", "batch", "context", "step_time_s", "memory_time_s", "compute_time_s", "bound"):
         assert key in rows[0]
     assert rows[0]["step_time_s"] == pytest.approx(6.65e-3, abs=5e-6)
@@ -56,13 +56,13 @@ def test_roofline_lecture_rows():
 
 
 def test_roofline_knob_overrides():
-    base = json.loads(run("roofline", "-f", "json").output)[0]
-    knobs = json.loads(run("roofline", "--bw-eff", "0.5", "--fixed-ms", "0.3", "-f", "json").output)[0]
+    base = json.loads(run("roofline", "-f", "json").stdout)[0]
+    knobs = json.loads(run("roofline", "--bw-eff", "0.5", "--fixed-ms", "0.3", "-f", "json").stdout)[0]
     assert knobs["memory_time_s"] == pytest.approx(2 * base["memory_time_s"])
     assert knobs["step_time_s"] == pytest.approx(2 * base["memory_time_s"] + 0.3e-3)
-    mfu = json.loads(run("roofline", "--rows", "1000", "--mfu", "0.6", "-f", "json").output)[0]
+    mfu = json.loads(run("roofline", "--rows", "1000", "--mfu", "0.6", "-f", "json").stdout)[0]
     assert mfu["bound"] == "compute" and mfu["compute_efficiency"] == 0.6 and knobs["bw_efficiency"] == 0.5
-    w4 = json.loads(run("roofline", "--weights", "w4a16", "-f", "json").output)[0]
+    w4 = json.loads(run("roofline", "--weights", "w4a16", "-f", "json").stdout)[0]
     assert w4["step_time_s"] == pytest.approx(1.27e-3, abs=5e-6)
 
 
@@ -95,13 +95,13 @@ def test_unparseable_number_no_traceback():
 
 
 def test_catalog_lists_sources():
-    rows = json.loads(run("catalog", "-f", "json").output)
+    rows = json.loads(run("catalog", "-f", "json").stdout)
     assert {"h100-sxm", "llama-3-8b"} <= {r["name"] for r in rows}
     assert all(r["source"] for r in rows)
 
 
 def test_catalog_lists_each_models_params_and_context():
-    rows = {r["name"]: r for r in json.loads(run("catalog", "-f", "json").output)}
+    rows = {r["name"]: r for r in json.loads(run("catalog", "-f", "json").stdout)}
     assert (rows["llama-3-8b"]["params_total"], rows["llama-3-8b"]["max_position_embeddings"]) == (8_030_261_248, 8192)
     oss = rows["gpt-oss-20b"]
     assert (oss["params_total"], oss["params_active"], oss["max_position_embeddings"]) == (

@@ -53,7 +53,7 @@ def test_unknown_model_did_you_mean():
 
 def test_unknown_gpu_did_you_mean():
     line = error_line("roofline", "--gpu", "h10")
-    assert "unknown gpu 'h10'; did you mean h100-sxm" in line
+    assert "unknown gpu 'h10'; did you mean h100-pcie, h100-sxm" in line
 
 
 def test_unknown_name_with_nothing_near_lists_the_known():
@@ -66,7 +66,7 @@ def test_library_unknown_name_did_you_mean():
 
 
 def test_format_any_case():
-    assert json.loads(run("roofline", "-f", "JSON").output) == rows_of("roofline")
+    assert json.loads(run("roofline", "-f", "JSON").stdout) == rows_of("roofline")
     assert run("roofline", "-f", "Csv").output == run("roofline", "-f", "csv").output
 
 

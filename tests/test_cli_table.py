@@ -55,7 +55,7 @@ def test_table_markdown_has_models_as_columns():
 def test_table_json_is_one_flat_row_per_model():
     out = run("table", "--format", "json")
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     assert [r["model"] for r in rows] == ["llama-3-8b", "llama-3-70b", "deepseek-v3"]
     for r in rows:
         assert all(not isinstance(v, (dict, list)) for v in r.values())
@@ -66,7 +66,7 @@ def test_table_json_is_one_flat_row_per_model():
 
 
 def test_table_csv_has_the_json_keys():
-    rows = json.loads(run("table", "-f", "json").output)
+    rows = json.loads(run("table", "-f", "json").stdout)
     out = run("table", "-f", "csv")
     assert out.exit_code == 0, out.output
     parsed = list(csv.DictReader(io.StringIO(out.output)))
@@ -85,7 +85,7 @@ def test_table_options():
 
 
 def test_table_takes_a_config_path(data_dir):
-    rows = json.loads(run("table", "-m", str(data_dir / "qwen2-7b.json"), "-f", "json").output)
+    rows = json.loads(run("table", "-m", str(data_dir / "qwen2-7b.json"), "-f", "json").stdout)
     assert rows[0]["model"] == "qwen2-7b" and rows[0]["params_total"] == 7_615_616_512
 
 

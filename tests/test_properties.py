@@ -60,7 +60,7 @@ def test_check_command_passes_on_user_files(data_dir, tmp_path):
     out = runner.invoke(app, ["check", "--model", str(data_dir / "qwen2-7b.json"), "--gpu", str(sheet),
                               "--examples", "10", "--format", "json"])
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     assert rows and all(r["status"] == "pass" for r in rows)
     assert {r["model"] for r in rows} >= {"qwen2-7b"}
 
@@ -74,7 +74,7 @@ def test_check_command_fails_with_counterexample(monkeypatch):
     monkeypatch.setattr(check_runner, "all_invariants", lambda: [Invariant("planted", "fails", never)])
     out = runner.invoke(app, ["check", "--model", "llama-3-8b", "--format", "json"])
     assert out.exit_code == 1
-    row = json.loads(out.output)[0]
+    row = json.loads(out.stdout)[0]
     assert row["status"] == "FAIL" and "planted failure" in row["counterexample"]
 
 

@@ -148,7 +148,7 @@ def test_model_json_has_the_windowed_keys():
 
     out = CliRunner().invoke(app, ["model", "gemma-2-9b", "--context", "32768", "--format", "json"])
     assert out.exit_code == 0, out.output
-    row = json.loads(out.output)[0]
+    row = json.loads(out.stdout)[0]
     assert row["kv_context"] == 32768 and row["kv_bytes_per_sequence"] == 6_341_787_648
 
 

@@ -134,6 +134,21 @@ def note(text: str) -> None:
     typer.echo(f"Note: {text}", err=True)
 
 
+def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point") -> None:
+    """One warning line on stderr per distinct reason a row does not fit (`fits` False, `fit_note`),
+    and `skipped` points a search left out; `--strict` then exits 2 (after the output)."""
+    seen = []
+    for r in rows:
+        if r.get("fits") is False and r.get("fit_note") not in seen:
+            seen.append(r.get("fit_note"))
+    for reason in seen:
+        typer.echo(f"Warning: does not fit: {reason} (the times assume it does)", err=True)
+    if skipped:
+        typer.echo(f"Warning: skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit", err=True)
+    if strict and (seen or skipped):
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
 def emit(rows, columns, fmt: str, **kwargs) -> None:
     from llm_cost.commands.parse import choice
     from llm_cost.report.render import render

@@ -26,3 +26,12 @@ KvBytes = Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element
 Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
 Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
 Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
+
+# A deployment (every timing command): `parse.deployment` turns these into a `Deployment`.
+Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per pipeline stage (divides the heads).")]
+Pp = Annotated[int, typer.Option("--pp", help="Pipeline stages (layers split in balanced stages).")]
+Ep = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks of a MoE's routed experts (divides or is a multiple of --tp).")]
+Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica).")]
+KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4.")]
+OverlapComm = Annotated[bool, typer.Option("--overlap-comm/--no-overlap-comm", help="Hide collectives behind compute (default: they add).")]
+Strict = Annotated[bool, typer.Option("--strict", help="Exit 2 when a deployment does not fit (memory or context).")]

@@ -116,3 +116,19 @@ def hits(text: str):
         return TopKHits.of(rates)
     except InvalidValueError as err:
         raise InvalidValueError(f"--hits: {err}") from None
+
+
+def deployment(tp: int = 1, pp: int = 1, ep: int = 1, gpus: int | None = None, kv_dtype: str = "bf16",
+               overlap_comm: bool = False, reserve: float | None = None):
+    """`--tp --pp --ep --gpus --kv-dtype --overlap-comm` (and `--reserve` where a command has it): a
+    `Deployment`, checked (tp x pp at most --gpus and dividing it)."""
+    from llm_cost.specs.deployment import DEFAULT_RESERVE, Deployment
+
+    if gpus is not None:
+        check_number("gpus", gpus, low=1, integer=True)
+        for name, degree in (("tp", tp), ("pp", pp)):
+            check_number(name, degree, low=1, integer=True)
+        if tp * pp > gpus:
+            raise InvalidValueError(f"tp x pp = {tp * pp} exceeds gpus = {gpus}", params=("tp", "pp", "gpus"))
+    return Deployment(tp=tp, pp=pp, ep=ep, gpus=gpus or 0, kv_dtype=str(kv_dtype).lower(),
+                      overlap_comm=overlap_comm, reserve=DEFAULT_RESERVE if reserve is None else reserve)

@@ -6,8 +6,9 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, FixedMs, Format, GpuOpt, KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights
+from llm_cost.commands.app import command, emit, note, warn_unfit
+from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, KvOpt, Mfu, ModelOpt,
+                                       OverlapComm, Pp, Preset, ReadEmb, Strict, Tp, Weights)
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
@@ -21,6 +22,13 @@ ROOFLINE_COLUMNS = [
     Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
     Column("bound", "bound"),
 ]
+# shown when the deployment is more than one GPU (json and csv always carry every key)
+DEPLOYED_COLUMNS = [
+    Column("comm_time_s", "comm (ms)", fixed(3, 1e-3)),
+    Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
+    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
 
 
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
@@ -38,9 +46,17 @@ def roofline_cmd(
     read_embedding: ReadEmb = None,
     kv: KvOpt = None,
     weights: Weights = "bf16",
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtype = "bf16",
+    overlap_comm: OverlapComm = False,
+    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
-    """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows."""
+    """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows; on --tp/--pp/--ep
+    GPUs one GPU's share, stages x max(memory, compute) + collectives + fixed."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.model_rows import roofline_rows
@@ -49,9 +65,16 @@ def roofline_cmd(
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
     weight_format = parse.weights(weights)
-    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context, weights=weight_format)
+    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
+                                    weights=weight_format, deployment=deployment)
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(result, ROOFLINE_COLUMNS, fmt, caption=caption,
-         title=f"{spec.name} on {acc.name}, {weights.lower()}, preset {prof.name}")
+    columns = ROOFLINE_COLUMNS + (DEPLOYED_COLUMNS if not deployment.is_single else [])
+    if any(not r["fits"] for r in result):
+        columns = columns + [FIT_COLUMN]
+    split = "" if deployment.is_single else f", tp {tp} pp {pp}" + (f" ep {ep}" if ep > 1 else "")
+    emit(result, columns, fmt, caption=caption,
+         title=f"{spec.name} on {acc.name}{split}, {weights.lower()}, preset {prof.name}")
+    warn_unfit(result, strict)

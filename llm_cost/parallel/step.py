@@ -31,7 +31,7 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
     >>> from llm_cost.specs.deployment import Deployment
     >>> t = deployed_step_time("llama-3-70b", "h100-sxm", "article", Deployment(tp=4))
     >>> round(t.memory_s * 1e3, 2), round(t.comm_s * 1e3, 3), t.bound
-    (10.53, 0.964, 'memory')
+    (10.53, 0.46, 'memory')
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     rows, batch, context = check_pass(rows, batch, context)

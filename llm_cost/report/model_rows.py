@@ -117,13 +117,20 @@ def mtp_checkpoint_params(model: ModelSpec) -> int:
 
 
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
-                  context: int, weights: WeightFormat = BF16) -> tuple[list[dict], str]:
-    """T(m) for each row count, and a caption with the ridge point and the critical row count."""
-    from llm_cost.roofline import critical_rows, ridge_point, step_time  # the `model` command needs none
+                  context: int, weights: WeightFormat = BF16, deployment=None) -> tuple[list[dict], str]:
+    """T(m) for each row count on one GPU of `deployment` (default one GPU), with its collectives,
+    per-GPU memory and fit (`report.deployment_rows`), and a caption with the ridge point and the
+    critical row count."""
+    from llm_cost.parallel import deployed_step_time, step_fit  # the `model` command needs none
+    from llm_cost.report.deployment_rows import deployment_fields
+    from llm_cost.roofline import critical_rows, ridge_point
+    from llm_cost.specs.deployment import SINGLE_GPU
 
+    deployment = deployment or SINGLE_GPU
     out = []
     for m in rows:
-        t = step_time(model, gpu, profile, rows=m, batch=batch, context=context, weights=weights)
+        t = deployed_step_time(model, gpu, profile, deployment, rows=m, batch=batch, context=context, weights=weights)
+        fit = step_fit(model, gpu, deployment, rows=m, batch=batch, context=context, weights=weights)
         out.append({
             "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
             # the knobs in force, overrides included (--mfu, --bw-eff, --fixed-ms, ...)
@@ -133,9 +140,13 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             "step_time_s": t.total_s, "memory_time_s": t.memory_s, "compute_time_s": t.compute_s,
             "fixed_time_s": t.fixed_s, "bound": t.bound,
             "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
+            **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(t.comm_s),
+                                step_s=t.total_s, tokens=m),
         })
     ridge = ridge_point(gpu, profile)
     crit = critical_rows(model, gpu, profile, batch=batch, context=context, weights=weights)
     caption = (f"ridge {ridge:.1f} FLOP/byte; compute-bound from {crit:.1f} rows "
                f"(batch {batch}, context {context})")
+    if deployment.pp > 1:
+        caption += f"; memory and compute are one stage's, T(m) crosses {deployment.pp}"
     return out, caption

@@ -1,0 +1,36 @@
+"""The columns every timing row of a deployment carries: the split, the collectives, per-GPU memory
+and whether it fits, and throughput. Flat, SI, unit in the key."""
+
+from __future__ import annotations
+
+from llm_cost.parallel.fit import Fit
+from llm_cost.roofline.pass_cost import gemm_precision
+from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs.deployment import Deployment
+
+# Every row of a deployment has these keys (csv needs one header), in this order
+DEPLOYMENT_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "compute_dtype", "comm_time_s",
+                   "weight_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "memory_needed_bytes",
+                   "memory_available_bytes", "fits", "fit_note", "tokens_per_s", "tokens_per_s_per_gpu")
+
+
+def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment, weights: WeightFormat,
+                      fit: Fit, *, comm_s: float, step_s: float, tokens: float) -> dict:
+    """The deployment's columns for one pass of `step_s` seconds that yields `tokens` tokens per replica
+    and stage (decode: the batch; a verification: the accepted tokens).
+
+    tokens_per_s = replicas x pp x tokens / step_s: pipeline stages each hold a batch in flight
+    (iteration-level scheduling needs no microbatches: the lecture, Orca §), replicas add up.
+    """
+    rate = deployment.replicas * deployment.pp * tokens / step_s
+    return {
+        "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
+        "replicas": deployment.replicas, "kv_dtype": deployment.kv_dtype,
+        "compute_dtype": gpu.compute_precision(gemm_precision(model, weights)),
+        "comm_time_s": comm_s,
+        "weight_bytes_per_gpu": fit.weight_bytes, "kv_bytes_per_gpu": fit.kv_bytes,
+        "workspace_bytes_per_gpu": fit.workspace_bytes,
+        "memory_needed_bytes": fit.needed_bytes, "memory_available_bytes": fit.available_bytes,
+        "fits": fit.fits, "fit_note": fit.reason,
+        "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / deployment.total_gpus,
+    }
