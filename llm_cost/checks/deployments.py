@@ -1,0 +1,82 @@
+"""Deployment invariants: what splitting a model over GPUs promises, for any (model, gpu) pair.
+
+- one GPU as a `Deployment()` is `step_time` bit for bit;
+- more GPUs (a larger tp, then a larger pp) never raise one GPU's weight, K/V or needed bytes;
+- collectives cost nothing at tp = 1 and, at fixed bytes, more the larger tp.
+
+The tp degrees tried are the model's valid ones (dividing its heads; its K/V heads or a multiple of
+them); a datasheet without an interconnect is checked at tp = 1 only.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llm_cost.checks.invariant import Invariant
+from llm_cost.checks.strategies import batches, contexts, kv_widths, profiles, rows_per_sequence
+from llm_cost.roofline import step_time
+from llm_cost.specs.deployment import Deployment
+
+DEGREES = (1, 2, 4, 8, 16)
+KV_DTYPE_OF_WIDTH = {0.5: "int4", 1.0: "fp8", 2.0: "bf16", 4.0: None}
+
+
+def valid_tp(model, gpu) -> list[int]:
+    """The tp degrees in DEGREES this model can be split over on this datasheet (1 without an interconnect)."""
+    if not gpu.interconnect_bytes_per_s:
+        return [1]
+    kv = model.num_kv_heads
+    return [t for t in DEGREES if model.num_heads % t == 0 and (model.mla is not None or kv % t == 0 or t % kv == 0)]
+
+
+def _tp1_exact(model, gpu):
+    from llm_cost.parallel import deployed_step_time
+
+    @given(profile=profiles, batch=batches, r=rows_per_sequence, ctx=contexts)
+    def prop(profile, batch, r, ctx):
+        one = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx)
+        split = deployed_step_time(model, gpu, profile, Deployment(), rows=batch * r, batch=batch, context=ctx)
+        assert split.total_s == one.total_s and split.bound == one.bound, (split.total_s, one.total_s)
+        assert split.comm_s == 0.0
+    return prop
+
+
+def _per_gpu_bytes_fall(model, gpu):
+    from llm_cost.parallel import step_fit
+
+    @given(batch=batches, ctx=contexts, width=kv_widths.filter(lambda w: KV_DTYPE_OF_WIDTH[w] is not None),
+           pp=st.integers(min_value=1, max_value=min(4, model.num_layers)))
+    def prop(batch, ctx, width, pp):
+        kv = KV_DTYPE_OF_WIDTH[width]
+        last = None
+        splits = [Deployment(tp=t, kv_dtype=kv) for t in valid_tp(model, gpu)]
+        if gpu.interconnect_bytes_per_s:
+            splits.append(Deployment(tp=splits[-1].tp, pp=pp, kv_dtype=kv))
+        for d in splits:
+            f = step_fit(model, gpu, d, rows=batch, batch=batch, context=ctx)
+            now = (f.weight_bytes, f.kv_bytes, f.needed_bytes)
+            if last is not None:
+                assert all(b <= a * (1 + 1e-12) for a, b in zip(last, now)), f"{d}: {now} > {last}"
+            last = now
+    return prop
+
+
+def _comm_grows_with_tp(model, gpu):
+    from llm_cost.parallel import deployed_step_time
+
+    @given(batch=batches, r=rows_per_sequence, ctx=contexts)
+    def prop(batch, r, ctx):
+        comm = [deployed_step_time(model, gpu, "article", Deployment(tp=t), rows=batch * r, batch=batch,
+                                   context=ctx).comm_s for t in valid_tp(model, gpu)]
+        assert comm[0] == 0.0, f"comm {comm[0]} s at tp = 1"
+        assert all(b > a for a, b in zip(comm, comm[1:])), f"comm over tp {valid_tp(model, gpu)}: {comm}"
+    return prop
+
+
+DEPLOYMENTS = [
+    Invariant("tp1_exact", "one GPU as a Deployment() is step_time bit for bit, no communication", _tp1_exact),
+    Invariant("per_gpu_bytes_fall", "more GPUs (tp, then pp) never raise one GPU's weight, KV or needed bytes",
+              _per_gpu_bytes_fall),
+    Invariant("comm_grows_with_tp", "collectives take 0 s at tp = 1 and longer as tp grows", _comm_grows_with_tp),
+]

@@ -1,0 +1,161 @@
+"""Deployments (issue 11): per-GPU shares, collectives, fit; hand arithmetic and one-line errors.
+
+The properties (tp = 1 exact, per-GPU bytes fall with GPUs, communication grows with tp) run per
+catalog model in tests/test_properties.py (`llm_cost.checks.deployments`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.errors import InvalidValueError
+from llm_cost.parallel import (all_reduce_s, deployed_step_time, kv_share, step_fit, weight_bytes_per_gpu)
+from llm_cost.roofline import step_time
+from llm_cost.specs import BF16, FP8
+from llm_cost.specs.deployment import Deployment
+from tests.helpers import error_line, run, rows_of
+
+H100 = load_accelerator("h100-sxm")
+L70 = load_model("llama-3-70b")
+
+
+def test_tp_all_reduce_arithmetic_by_hand():
+    """Llama-3-70B decode, batch 1, tp 4 on H100 SXM (NVLink 4: 450e9 B/s per direction, NCCL's ring
+    hop 0.47 us). One all-reduce of one row: 8192 x 2 bytes = 16,384 B; ring: 2 (4 - 1) = 6 hops of
+    0.47 us and 2 x 3 / 4 x 16,384 / 450e9 s of transfer; two per layer, 80 layers."""
+    one = 6 * 0.47e-6 + 1.5 * 16384 / 450e9  # 2.82e-6 + 5.4613e-8 s
+    assert all_reduce_s(16384, 4, H100) == pytest.approx(one, rel=1e-12)
+    t = deployed_step_time(L70, H100, "article", Deployment(tp=4))
+    assert t.comm_s == pytest.approx(160 * one, rel=1e-12)  # 0.4599 ms
+    assert round(t.comm_s * 1e3, 3) == 0.460
+    # at 64 rows the transfer term grows 64x, the hops stay
+    t64 = deployed_step_time(L70, H100, "article", Deployment(tp=4), batch=64)
+    assert t64.comm_s == pytest.approx(160 * (6 * 0.47e-6 + 1.5 * 64 * 16384 / 450e9), rel=1e-12)
+
+
+def test_tp_splits_weights_flops_and_kv_heads():
+    one = step_time(L70, H100, "lecture", batch=8, context=4096)
+    four = deployed_step_time(L70, H100, "lecture", Deployment(tp=4), batch=8, context=4096)
+    assert four.weight_bytes_read == pytest.approx(one.weight_bytes_read / 4, rel=1e-12)
+    assert four.kv_bytes == pytest.approx(one.kv_bytes / 4, rel=1e-12)  # 8 K/V heads: 2 per GPU
+    assert four.flops == pytest.approx(one.flops / 4, rel=1e-12)
+    assert four.total_s == pytest.approx(max(four.memory_s, four.compute_s) + four.comm_s + 1e-3, rel=1e-12)
+
+
+def test_kv_heads_fewer_than_tp_are_replicated_and_mla_latent_everywhere():
+    assert kv_share(L70, 8) == 1 / 8 and kv_share(L70, 16) == 1 / 8  # 8 K/V heads: one per GPU at most
+    assert kv_share(load_model("deepseek-v3"), 8) == 1.0  # the MLA latent is replicated
+    # the replicated K/V projections: 80 layers x 2 x 8192 x 1024 params x (1/8 - 1/16) more per GPU
+    extra = 80 * 2 * 8192 * 1024 * (1 / 8 - 1 / 16) * 2
+    assert (weight_bytes_per_gpu(L70, BF16, Deployment(tp=16)) - weight_bytes_per_gpu(L70, BF16, Deployment(tp=8)) / 2
+            == pytest.approx(extra, rel=1e-9))
+
+
+def test_fp8_halves_a_compute_bound_prefill_on_h100():
+    """H100 SXM dense peaks: BF16 989 TFLOP/s, FP8 1,979 TFLOP/s (datasheet, sparsity halved). A 4096-row
+    prefill of Llama-3-8B is compute-bound in both; W8A8 FP8 runs the GEMMs at the FP8 peak."""
+    bf16 = step_time("llama-3-8b", H100, "article", rows=4096, weights=BF16)
+    fp8 = step_time("llama-3-8b", H100, "article", rows=4096, weights=FP8)
+    assert bf16.bound == fp8.bound == "compute"
+    assert bf16.total_s / fp8.total_s == pytest.approx(1979 / 989, rel=1e-12)
+    # no FP8 tensor cores on an A100: FP8 weights run at the BF16 peak (weight-only), and the row says so
+    (row,) = rows_of("roofline", "--gpu", "a100-80gb", "--weights", "fp8", "--rows", "4096")
+    assert row["compute_dtype"] == "bf16"
+    (row,) = rows_of("roofline", "--weights", "fp8", "--rows", "4096")
+    assert row["compute_dtype"] == "fp8"
+
+
+def test_pipeline_crosses_the_stages():
+    """pp 2, article preset, batch 1: each stage reads half the weights; the step crosses both and one
+    hand-off of 8192 x 2 bytes (0.47 us + 16,384 / 450e9 s)."""
+    one = step_time(L70, H100, "article")
+    two = deployed_step_time(L70, H100, "article", Deployment(pp=2))
+    assert two.memory_s == pytest.approx(one.memory_s / 2, rel=1e-12) and two.stages == 2
+    assert two.comm_s == pytest.approx(0.47e-6 + 16384 / 450e9, rel=1e-12)
+    assert two.total_s == pytest.approx(one.total_s + two.comm_s, rel=1e-12)
+    (row,) = rows_of("roofline", "--model", "llama-3-70b", "--pp", "2", "--gpus", "4")
+    assert row["replicas"] == 2 and row["tokens_per_s"] == pytest.approx(2 * 2 * 1 / row["step_time_s"])
+
+
+def test_expert_parallel_spreads_experts_and_adds_all_to_alls():
+    ds = load_model("deepseek-v3")
+    tp8 = deployed_step_time(ds, H100, "article", Deployment(tp=8), batch=64)
+    ep8 = deployed_step_time(ds, H100, "article", Deployment(tp=8, ep=8), batch=64)
+    assert ep8.comm_s > tp8.comm_s  # dispatch and combine on each of the 58 MoE layers
+    # 2 all-to-alls x 58 layers: 7 hops each, and 7/8 of 64/8 rows x 8 experts x 7168 x 2 bytes sent
+    a2a = 2 * 58 * (7 * 0.47e-6 + 7 / 8 * (64 / 8 * 8 * 7168 * 2) / 450e9)
+    assert ep8.comm_s - tp8.comm_s == pytest.approx(a2a, rel=1e-9)
+    assert weight_bytes_per_gpu(ds, BF16, Deployment(tp=8, ep=8)) == pytest.approx(
+        weight_bytes_per_gpu(ds, BF16, Deployment(tp=8)), rel=1e-12)  # same share, whole experts
+
+
+def test_seventy_b_on_one_h100_keeps_its_number_and_says_it_does_not_fit():
+    """The article §1.2: 'Llama-3-70B decode bound 42.12 ms' (assuming it fits in one card)."""
+    out = run("roofline", "--model", "llama-3-70b", "--format", "json")
+    assert out.exit_code == 0
+    (row,) = json.loads(out.stdout)
+    assert round(row["step_time_s"] * 1e3, 2) == 42.12 and row["fits"] is False
+    assert row["memory_needed_bytes"] > row["memory_available_bytes"]
+    assert "does not fit" in out.stderr and "short by" in out.stderr and len(out.stderr.splitlines()) == 1
+    strict = run("roofline", "--model", "llama-3-70b", "--strict", "--format", "json")
+    assert strict.exit_code == 2
+    fine = run("roofline", "--model", "llama-3-70b", "--tp", "4", "--strict")
+    assert fine.exit_code == 0 and not fine.stderr
+
+
+def test_a_context_past_the_models_limit_is_never_silent():
+    fit = step_fit(L70, H100, Deployment(tp=8), batch=1, context=12 * 8192)
+    assert not fit.fits and "exceeds the model's limit of 8192 tokens" in fit.reason
+    out = run("roofline", "--model", "llama-3-70b", "--tp", "8", "--context", str(12 * 8192))
+    assert out.exit_code == 0 and "exceeds the model's limit" in out.stderr
+
+
+def test_usable_memory_is_what_the_driver_reports():
+    assert H100.memory_bytes == 80e9  # the seeds' figure, unchanged
+    assert H100.memory_available_bytes == 81559 * 2**20  # nvidia-smi's 81,559 MiB
+    fit = step_fit(L70, H100, Deployment(tp=2), batch=1)
+    assert fit.available_bytes == pytest.approx(81559 * 2**20 * 0.9) and fit.fits
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--tp", "3"), "--tp must divide the model's 32 attention heads, got 3"),
+    (("--ep", "2"), "--ep must be 1 for a dense model"),
+    (("--kv-dtype", "fp7"), "--kv-dtype must be one of bf16, fp16, fp8, int8, int4, got 'fp7'"),
+    (("--tp", "4", "--gpus", "2"), "--tp x --pp = 4 exceeds --gpus = 2"),
+    (("--tp", "2", "--gpus", "3"), "--gpus must be a multiple of --tp x --pp = 2, got 3"),
+    (("--tp", "0"), "--tp must be"),
+    (("--model", "deepseek-v3", "--tp", "8", "--ep", "3"), "--ep must divide the model's 256 routed experts, got 3"),
+])
+def test_bad_deployments_are_one_line(args, needle):
+    assert needle in error_line("roofline", *args)
+
+
+def test_a_datasheet_without_an_interconnect_refuses_tp(tmp_path):
+    sheet = {"name": "Lonely", "memory_bytes": 80e9, "bandwidth_bytes_per_s": 2e12, "bf16_flops_per_s": 3e14}
+    path = tmp_path / "lonely.json"
+    path.write_text(json.dumps(sheet))
+    assert "--tp = 2 needs the interconnect" in error_line("roofline", "--gpu", str(path), "--tp", "2")
+    assert run("roofline", "--gpu", str(path)).exit_code == 0
+
+
+def test_overlap_hides_communication_behind_the_roofline():
+    d = Deployment(tp=8, overlap_comm=True)
+    t = deployed_step_time(L70, H100, "article", d)
+    assert t.total_s == max(t.memory_s, t.compute_s, t.comm_s)
+    plain = deployed_step_time(L70, H100, "article", dataclasses.replace(d, overlap_comm=False))
+    assert plain.total_s > t.total_s
+
+
+def test_fp8_kv_halves_the_kv_read():
+    bf16 = deployed_step_time(L70, H100, "lecture", Deployment(tp=4), batch=32, context=4096)
+    fp8 = deployed_step_time(L70, H100, "lecture", Deployment(tp=4, kv_dtype="fp8"), batch=32, context=4096)
+    assert fp8.kv_bytes == pytest.approx(bf16.kv_bytes / 2, rel=1e-12)
+
+
+def test_library_errors_name_the_parameter():
+    with pytest.raises(InvalidValueError, match="tp must divide"):
+        deployed_step_time(L70, H100, "article", Deployment(tp=5))
