@@ -18,6 +18,8 @@ CATALOG_GPU_COLUMNS = [
     Column("memory_bytes", "memory (GB)", fixed(0, 1e9)),
     Column("bandwidth_bytes_per_s", "bandwidth (TB/s)", fixed(3, 1e12)),
     Column("bf16_flops_per_s", "BF16 dense (TFLOP/s)", fixed(0, 1e12)),
+    Column("fp8_flops_per_s", "FP8 dense (TFLOP/s)", fixed(0, 1e12)),
+    Column("interconnect_bytes_per_s", "link (GB/s per dir.)", fixed(0, 1e9)),
     Column("ridge_flops_per_byte", "ridge (FLOP/byte)", fixed(0)),
     Column("source", "source"),
 ]
@@ -26,7 +28,7 @@ CATALOG_GPU_COLUMNS = [
 @command("catalog", epilog="Example: llm-cost catalog --format json")
 def catalog_cmd(fmt: Format = "table") -> None:
     """The models (total and active parameters, context limit) and accelerators (memory,
-    bandwidth, dense BF16 peak, ridge point) that ship with llm-cost, by the names the options
+    bandwidth, dense BF16 and FP8 peaks, interconnect per GPU per direction, ridge point) that ship with llm-cost, by the names the options
     take, with their sources. A table per kind; json and csv one row per entry, with its kind."""
     from llm_cost.commands.parse import choice
     from llm_cost.report.model_rows import catalog_rows

@@ -81,7 +81,9 @@ def _as_shipped(model: ModelSpec) -> tuple[str, float | None]:
 def catalog_rows() -> list[dict]:
     """The shipped catalog: each model with its total and active parameters and its context limit
     (`max_position_embeddings`, None when the config has none), then each accelerator with its
-    memory, bandwidth, dense BF16 peak and ridge point; every row names its source and has every
+    memory (marketed and usable), bandwidth, dense BF16 / FP8 / INT8 / FP4 peaks (None where the chip
+    has none), interconnect (per GPU per direction, and its latency per collective step) and ridge
+    point; every row names its source and has every
     key (None where it does not apply), so that csv has one header."""
     from llm_cost.catalog import catalog_names, load_accelerator, load_model
 
@@ -95,13 +97,15 @@ def catalog_rows() -> list[dict]:
     empty = {"params_total": None, "params_active": None, "max_position_embeddings": None}
     for n in catalog_names("hardware"):
         acc = load_accelerator(n)
-        rows.append({"kind": "gpu", "name": n, "source": acc.source, **empty,
-                     "memory_bytes": acc.memory_bytes, "bandwidth_bytes_per_s": acc.bandwidth_bytes_per_s,
-                     "bf16_flops_per_s": acc.bf16_flops_per_s, "ridge_flops_per_byte": acc.ridge_flops_per_byte})
+        figures = {key: getattr(acc, key) or None for key in GPU_FIGURES[:-2]}  # 0 (absent) -> None
+        rows.append({"kind": "gpu", "name": n, "source": acc.source, **empty, **figures,
+                     "interconnect": acc.interconnect or None, "ridge_flops_per_byte": acc.ridge_flops_per_byte})
     return rows
 
 
-GPU_FIGURES = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s", "ridge_flops_per_byte")
+GPU_FIGURES = ("memory_bytes", "usable_memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s", "fp8_flops_per_s",
+               "int8_ops_per_s", "fp4_flops_per_s", "interconnect_bytes_per_s", "interconnect_latency_s",
+               "interconnect", "ridge_flops_per_byte")
 
 
 def mtp_checkpoint_params(model: ModelSpec) -> int:
