@@ -38,3 +38,24 @@ def test_property_test_example_runs():
     tests = [v for k, v in namespace.items() if k.startswith("test_")]
     assert len(tests) == 1
     tests[0]()  # hypothesis runs the example test with its own settings
+
+
+def test_every_use_command_runs(tmp_path, monkeypatch):
+    """The README's "Use" lines run as written (those naming your own files aside); a line whose
+    comment says "exit 2" exits 2 (a --strict deployment that does not fit)."""
+    import shlex
+
+    from tests.helpers import run
+
+    section = README.read_text(encoding="utf-8").split("## Use", 1)[1].split("\n## ", 1)[0]
+    lines = [ln.strip() for ln in section.splitlines() if ln.startswith("    llm-cost ")]
+    monkeypatch.chdir(tmp_path)  # plot writes its file here
+    ran = 0
+    for line in lines:
+        command, _, comment = line.partition("#")
+        if "./my-" in command:
+            continue
+        out = run(*shlex.split(command)[1:])
+        assert out.exit_code == (2 if "exit 2" in comment else 0), (line, out.output[-500:])
+        ran += 1
+    assert ran >= 15
