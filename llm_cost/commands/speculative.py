@@ -6,8 +6,9 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, Format, GpuOpt, ModelOpt, Preset, Weights
+from llm_cost.commands.app import command, emit, note, warn_unfit
+from llm_cost.commands.options import (BwEff, Ep, Format, GpuOpt, Gpus, KvDtype, ModelOpt, OverlapComm, Pp, Preset,
+                                       Strict, Tp, Weights)
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
@@ -37,6 +38,32 @@ SPEC_COLUMNS = [
     Column("gamma_opt", "best gamma"),
     Column("speedup_opt", "best speedup", fixed(2)),
 ]
+# as `roofline` shows them: when the deployment is more than one GPU (json and csv carry every key)
+DEPLOYED_COLUMNS = [
+    Column("comm_time_s", "comm (ms)", fixed(3, 1e-3)),
+    Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
+    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+
+
+def _deployed_columns(columns, rows, deployment):
+    """`columns`, then comm / GB per GPU / tokens per GPU on more than one GPU, then `fits` when a
+    row does not fit."""
+    columns = columns + (DEPLOYED_COLUMNS if not deployment.is_single else [])
+    return columns + ([FIT_COLUMN] if any(not r["fits"] for r in rows) else [])
+
+
+def _split(deployment) -> str:
+    """', tp 4 pp 1' for a title, '' on one GPU."""
+    if deployment.is_single:
+        return ""
+    return f", tp {deployment.tp} pp {deployment.pp}" + (f" ep {deployment.ep}" if deployment.ep > 1 else "")
+
+
+def _skipped(rows) -> int:
+    """Gammas the best-gamma searches left out, once per batch (the same for every alpha, c, MFU)."""
+    return sum({r["batch"]: r["gamma_skipped_unfit"] for r in rows}.values())
 
 
 @command("spec", epilog="Example: llm-cost spec --alpha 0.8 --gamma 4 --batch 1 --batch 64 --batch 128; "
@@ -58,9 +85,17 @@ def spec_cmd(
     context: Context = 0,
     weights: Weights = "bf16",
     gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma the best-gamma search tries.")] = 16,
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtype = "bf16",
+    overlap_comm: OverlapComm = False,
+    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
-    """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1)))."""
+    """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1))); on
+    --tp/--pp/--ep GPUs each pass is one GPU's share with its collectives (the draft on the same GPUs)."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
@@ -71,6 +106,7 @@ def spec_cmd(
     prof = parse.profile(preset, bw_eff=bw_eff)
     draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
                   if draft_preset is not None else None)
+    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
     if tau and alpha:
         raise InvalidValueError("--alpha and --tau exclude each other: give the acceptance rate or the "
                                 "mean accepted length it is solved from")
@@ -78,15 +114,18 @@ def spec_cmd(
     for alpha, gamma in _alphas_per_gamma(alpha, tau, gamma):  # one grid, or one per gamma with --tau
         part, caption = spec_rows(target, acc, prof, alphas=alpha, gammas=gamma, batches=batch, cs=c,
                               draft=draft_spec, draft_profile=draft_prof, mfus=mfu, context=context,
-                              weights=parse.weights(weights), gamma_max=gamma_max)
+                              weights=parse.weights(weights), gamma_max=gamma_max, deployment=deployment)
         if tau:
             for r in part:
                 r["tau"] = tau[alpha.index(r["alpha"])]
             solved += [f"tau {t:g} at gamma {gamma[0]}: alpha {a:.4f}" for t, a in zip(tau, alpha)]
         rows += part
-        captions.append(caption.rpartition(". Best gamma")[0])
+        head, _, searched = caption.partition(". Best gamma")
+        captions.append(head)
+        left_out = searched.partition(". ")[2]  # the gammas the search left out, if any
     caption = ("decode step: one target pass over B rows; verify step: over B (gamma + 1) rows. "
-               + "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}.")
+               + "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}."
+               + (f" {left_out}" if left_out else ""))
     if solved:
         caption = "alpha from --tau (E tokens = tau): " + ", ".join(solved) + ". " + caption
     columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
@@ -97,8 +136,11 @@ def spec_cmd(
     ignored = parse.ignored_context(prof, context, "use --preset lecture")
     if ignored:  # after the library accepted the context
         note(ignored)
+    columns = _deployed_columns(columns, rows, deployment)
     emit(rows, columns, fmt, caption=caption,
-         title=f"Speculative decoding: {target.name} on {acc.name}, {weights.lower()}, preset {prof.name}{drafted}")
+         title=f"Speculative decoding: {target.name} on {acc.name}{_split(deployment)}, {weights.lower()}, "
+               f"preset {prof.name}{drafted}")
+    warn_unfit(rows, strict, skipped=_skipped(rows), what="gamma")
 
 
 def _yes_no(value) -> str:
@@ -148,6 +190,13 @@ def tree_cmd(
     preset: Preset = LECTURE_DECODE.preset,
     context: Context = 1024,
     weights: Weights = "bf16",
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtype = "bf16",
+    overlap_comm: OverlapComm = False,
+    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
@@ -161,18 +210,21 @@ def tree_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset)
+    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
-                     weights=parse.weights(weights))
+                     weights=parse.weights(weights), deployment=deployment)
     ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(rows, [
+    emit(rows, _deployed_columns([
         Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),
         Column("verify_over_base", "verify/base", fixed(2)), Column("speedup", "speedup", fixed(2)),
         Column("chain_speedup", "chain (same depth)", fixed(2)),
-    ], fmt, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context {context}, c {c:g} per level")
+    ], rows, deployment), fmt, title=f"Token trees: {spec.name} on {acc.name}{_split(deployment)}, preset {prof.name}, "
+                                     f"context {context}, c {c:g} per level")
+    warn_unfit(rows, strict)
 
 
 @command("leviathan", epilog="Example: llm-cost leviathan --alpha 0.7 --gamma 3 --alpha 0.8 --gamma 4 --c-hat 0.1")

@@ -3,15 +3,20 @@
 Flat dicts, SI values, the unit in the key (`base_step_s`); errors name the parameters
 (`alphas must be in [0, 1], got 1.5`), which the CLI shows as its flags. Kept out of the
 commands so they can be tested and reused without Typer.
+
+`spec` and `tree` rows of a deployment (default one GPU) carry `report.deployment_rows`' keys:
+the fit of the verification pass at the row's batch and context (the draft model's weights and
+K/V included), the verification step's collectives, and tokens per second of the round.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import product
 
 import numpy as np
 
-from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
+from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX, draft_deployment_for, verification_fit
 from llm_cost.speculative.gamma_choice import GAMMA_MAX
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.errors import InvalidValueError, check_all, check_number
@@ -19,8 +24,9 @@ from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.profiles import draft_profile_for
 from llm_cost import speculative as speculative
 from llm_cost.speculative import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
-                                          moe_vs_dense, roofline_speedup, turning_batch)
+                                          dense_twin, moe_vs_dense, roofline_speedup, turning_batch)
 from llm_cost.speculative.trees import TopKHits, tree_speedup
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 ARTICLE_MFU = 0.6  # the article's second column (the article §2.4)
 
@@ -69,12 +75,19 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mf
 
 def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
               cs=None, draft: ModelSpec | None = None, draft_profile: Profile | None = None, mfus=None,
-              context: int = 0, weights: WeightFormat, gamma_max: int = ROOFLINE_GAMMA_MAX) -> tuple[list[dict], str]:
+              context: int = 0, weights: WeightFormat, gamma_max: int = ROOFLINE_GAMMA_MAX,
+              deployment: Deployment = SINGLE_GPU) -> tuple[list[dict], str]:
     """One row per (alpha, gamma, c, batch, MFU): the roofline speedup, the best gamma there,
     and where verification stops being free; MoE targets also get their dense twin's speedup.
 
     Each MFU in `mfus` (default: the profile's own and 0.6) replaces the compute efficiency of
     `profile` and of `draft_profile` (default `draft_profile_for(profile)`).
+
+    On `deployment` the target and the draft run on one GPU's share (`roofline_speedup`); each row
+    carries the deployment's keys (`deployment_fields`: the fit of the verification pass over
+    batch x (gamma + 1) rows, the draft included; that pass's collectives; tokens per second of
+    the round) and `gamma_skipped_unfit`, the gammas the best-gamma search left out there because
+    their verification does not fit. The turning batch stays the one-GPU figure.
     """
     alphas, gammas, batches = _alphas(alphas), _gammas(gammas), _batches(batches)
     check_number("context", context, low=0, integer=True)
@@ -85,22 +98,35 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     cs = [None] if draft is not None else _costs("cs", cs or [ARTICLE_DRAFT.c])
     if draft is not None and draft_profile is None:
         draft_profile = draft_profile_for(profile)
+    from llm_cost.parallel import check_deployment, deployed_pass_cost
+    from llm_cost.report.deployment_rows import deployment_fields
+
+    check_deployment(target, gpu, deployment)
+    on = draft_deployment_for(draft, deployment) if draft is not None else None
+    if draft is not None:
+        check_deployment(draft, gpu, on)
     twin = None
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
-    rows, notes = [], []
+    rows, notes, fits = [], [], {}
     for n, mfu in enumerate(mfu_values(profile, mfus)):
         prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=draft_profile.with_(compute_efficiency=mfu))
         grid = dict(alpha=A, gamma=G, batch=B, context=context, weights=weights, **draft_kw)
-        if target.is_moe:  # beside its dense twin (same active parameters)
-            pair = moe_vs_dense(target, gpu, prof, **grid)
+        if target.is_moe and deployment.is_single and deployment.kv_dtype == SINGLE_GPU.kv_dtype:
+            pair = moe_vs_dense(target, gpu, prof, **grid)  # beside its dense twin (same active parameters)
             r, tw, twin = pair.moe, pair.dense, pair.dense_model
+        elif target.is_moe:  # the twin on the same GPUs; it has no experts to spread (ep 1)
+            twin = dense_twin(target)
+            r = roofline_speedup(target, gpu, prof, deployment=deployment, **grid)
+            tw = roofline_speedup(twin, gpu, prof, deployment=replace(deployment, ep=1), **grid)
         else:
-            r, tw = roofline_speedup(target, gpu, prof, **grid), None
+            r, tw = roofline_speedup(target, gpu, prof, deployment=deployment, **grid), None
         best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, weights=weights,
-                          gamma_max=gamma_max, **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
+                          gamma_max=gamma_max, deployment=deployment,
+                          **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
+        cost = deployed_pass_cost(target, gpu, prof, weights, deployment)  # the verification's collectives
         turning = {g: turning_batch(target, gpu, prof, gamma=g, context=context, weights=weights) for g in gammas}
         notes += [_turning_note(target, gpu, prof, t, mfu, context, weights) for t in turning.values()]
         for (i, a), (j, g), (k, _), (m, b) in product(*(list(enumerate(v)) for v in (alphas, gammas, cs, batches))):
@@ -120,9 +146,23 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
             }
             if tw is not None:
                 row["dense_twin_speedup"] = float(tw.speedup[at])
+            verify_rows = b * (g + 1)
+            fit = fits.get((b, g))
+            if fit is None:
+                fit = fits[b, g] = verification_fit(target, gpu, deployment, rows=verify_rows, batch=b,
+                                                    context=context, weights=weights, draft=draft,
+                                                    draft_deployment=on)
+            row.update(deployment_fields(target, gpu, deployment, weights, fit,
+                                         comm_s=float(cost.comm_s(verify_rows)), step_s=row["round_s"],
+                                         tokens=b * row["expected_tokens"]))
+            row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
             rows.append((at + (n,), row))  # each batch's MFUs side by side, like the article's table
     rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
     caption = "; ".join(notes) + f". Best gamma searched in 0..{gamma_max}."
+    cut = {r["batch"]: r["gamma_skipped_unfit"] for r in rows if r["gamma_skipped_unfit"]}
+    if cut:
+        caption += (" Gammas whose verification does not fit were left out: "
+                    + ", ".join(f"above {gamma_max - n} at batch {b}" for b, n in cut.items()) + ".")
     if twin:
         caption += f" Dense twin: {twin.name}, MLP width {twin.intermediate_size}."
     return rows, caption
@@ -141,20 +181,34 @@ def gamma_rows(*, alphas, cs, gamma_max: int = GAMMA_MAX) -> list[dict]:
 
 
 def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits: TopKHits, batches,
-              c: float, context: int, weights: WeightFormat) -> list[dict]:
+              c: float, context: int, weights: WeightFormat,
+              deployment: Deployment = SINGLE_GPU) -> list[dict]:
     """One row per (tree, batch): nodes, tau, verification rows and the speedup, beside the
-    chain of the same depth (top-1 rate as alpha)."""
+    chain of the same depth (top-1 rate as alpha).
+
+    On `deployment` each row carries the deployment's keys (`deployment_fields`: the fit of the
+    verification pass over batch x (nodes + 1) rows, its collectives, tokens per second of the round).
+    """
+    from llm_cost.parallel import check_deployment, deployed_pass_cost
+    from llm_cost.report.deployment_rows import deployment_fields
+
+    check_deployment(model, gpu, deployment)
     batches = _batches(batches)
     check_number("c", c, low=0)
     check_number("context", context, low=0, integer=True)
     B = np.array(batches, dtype=float)
+    cost = deployed_pass_cost(model, gpu, profile, weights, deployment)  # the verification's collectives
     rows = []
     for widths in widths_list:
         hits.require(widths)
-        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context, weights=weights)
+        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context,
+                         weights=weights, deployment=deployment)
         chain = (tree_speedup(model, gpu, profile, widths=(1,) * len(widths), hits=hits, batch=B, c=c,
-                              context=context, weights=weights) if 1 in hits.ks else None)
+                              context=context, weights=weights, deployment=deployment) if 1 in hits.ks else None)
         for m, b in enumerate(batches):
+            verify_rows = int(t.verify_rows[m])
+            fit = verification_fit(model, gpu, deployment, rows=verify_rows, batch=b, context=context,
+                                   weights=weights)
             rows.append({
                 "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
                 "context": context, "widths": "x".join(map(str, widths)), "batch": b,
@@ -163,6 +217,8 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
                 "draft_round_s": float(t.draft_round_s[m]), "round_s": float(t.round_s[m]),
                 "verify_over_base": float(t.verify_over_base[m]), "speedup": float(t.speedup[m]),
                 "chain_speedup": float(chain.speedup[m]) if chain else None,
+                **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(cost.comm_s(verify_rows)),
+                                    step_s=float(t.round_s[m]), tokens=b * t.tau),
             })
     return rows
 

@@ -14,6 +14,9 @@ Verification attends like a chain of nodes + 1 rows (`roofline.step_time`'s caus
 upper bound on a tree mask's pairs; the GEMM rows, which set the time, are exact. A chain of
 gamma drafts is the tree 1x1x...x1 with alpha = h(1). Trees win at batch 1 and lose badly at
 batch 32, where B (nodes + 1) rows make verification compute-bound (the lecture §10.3).
+
+On a deployment (`deployment`, default one GPU) T is one GPU's pass, collectives and pipeline
+stages included, K/V at its kv_dtype (`parallel.deployed_pass_cost`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from typing import TYPE_CHECKING
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import checked
-from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
+from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 if TYPE_CHECKING:  # numpy is imported where a tree is timed, not at import
     import numpy as np
@@ -290,7 +294,7 @@ class TreeSpeedup:
 
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
                  hits: TopKHits, batch=1, c=LEVEL_COST, context=0,
-                 weights: WeightFormat = BF16) -> TreeSpeedup:
+                 weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> TreeSpeedup:
     r"""Speedup of tree verification at batch B: tau T(B) / (depth c T(B) + T(B (nodes + 1))).
 
     `c`: one draft level's cost over a target step (the lecture assumes 5%). Trees win at batch 1
@@ -316,6 +320,9 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
         Cached tokens per sequence, in [0, 1e12] (default 0).
     weights : WeightFormat, optional
         The target's weight format (default BF16).
+    deployment : Deployment, optional
+        The GPUs the target runs on (default one GPU): T is one GPU's pass with its collectives
+        (`parallel.deployed_pass_cost`).
 
     Returns
     -------
@@ -341,7 +348,9 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     b = checked("batch", batch, low=1, high=MAX_BATCH)
     c = checked("c", c, low=0)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)
-    cost = PassCost.from_specs(model, gpu, profile, weights)
+    from llm_cost.parallel import deployed_pass_cost
+
+    cost = deployed_pass_cost(model, gpu, profile, weights, deployment)  # one GPU: PassCost.from_specs
     base = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
     verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).total_s
     draft = len(widths) * c * base
