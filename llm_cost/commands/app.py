@@ -136,7 +136,8 @@ def note(text: str) -> None:
 
 def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point") -> None:
     """One warning line on stderr per distinct reason a row does not fit (`fits` False, `fit_note`),
-    and `skipped` points a search left out; `--strict` then exits 2 (after the output)."""
+    and `skipped` points a search left out; `--strict` exits 2 (after the output) when a printed row
+    does not fit (a search that left points out still printed rows that run)."""
     seen = []
     for r in rows:
         if r.get("fits") is False and r.get("fit_note") not in seen:
@@ -145,7 +146,7 @@ def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point"
         typer.echo(f"Warning: does not fit: {reason} (the times assume it does)", err=True)
     if skipped:
         typer.echo(f"Warning: skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit", err=True)
-    if strict and (seen or skipped):
+    if strict and seen:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
