@@ -6,14 +6,39 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import Format, GpuOpt, KvBytes, KvTokens, MaxLen, ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights
+from llm_cost.commands.app import command, emit, warn_unfit
+from llm_cost.commands.options import (Ep, Format, GpuOpt, Gpus, KvTokens, MaxLen, ModelOpt, OverlapComm, Pp, Preset,
+                                       Rates, Requests, Reserve, Seed, Strict, Tp, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
 from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
+
+# `--kv-bytes` (bytes per element, the seeds' spelling) and `--kv-dtype` (its name): either, or both
+# when they agree; None = not given (`kv_settings`)
+KvBytesOpt = Annotated[Optional[float], typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")]
+KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
+UsableMemory = Annotated[bool, typer.Option("--usable-memory/--marketed-memory", help="Capacity from the memory a program can use (an 80GB H100: 81,559 MiB) instead of the marketed figure (default, the lecture's: 40e9 bytes for an A100 40GB).")]
+
+
+def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, float | None]:
+    """(kv_dtype for the `Deployment`, bytes per element or None): --kv-dtype, --kv-bytes, or both
+    when they agree; one error line when they do not."""
+    from llm_cost.errors import InvalidValueError, check_choice, check_number
+    from llm_cost.specs.deployment import KV_DTYPES
+
+    if kv_bytes is not None:
+        check_number("kv_bytes_per_element", kv_bytes, low=0, low_open=True)
+    if kv_dtype is None:
+        return "bf16", kv_bytes
+    name = check_choice("kv_dtype", str(kv_dtype).lower(), tuple(KV_DTYPES))
+    if kv_bytes is not None and kv_bytes != KV_DTYPES[name]:
+        raise InvalidValueError(f"--kv-bytes {kv_bytes:g} disagrees with --kv-dtype {name} "
+                                f"({KV_DTYPES[name]:g} bytes per element): give one of them")
+    return name, None
+
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
@@ -27,6 +52,15 @@ CAPACITY_COLUMNS = [
     Column("requests_declared", "reqs @ prompt+max_gen", fixed(0)),
     Column("requests_none", "reqs @ no reservation", fixed(0)),
 ]
+# shown when the deployment is more than one GPU (json and csv always carry every key)
+CAPACITY_DEPLOYED_COLUMNS = [
+    Column("replicas", "replicas", fixed(0)),
+    Column("weight_bytes_per_gpu", "weights/GPU (GB)", fixed(2, 1e9)),
+    Column("kv_bytes_per_token_per_gpu", "KV/token/GPU (bytes)", fixed(0)),
+    Column("kv_tokens_total", "KV tokens (all)", fixed(0)),
+    Column("requests_declared_total", "reqs @ prompt+max_gen (all)", fixed(0)),
+]
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
 
 
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
@@ -40,10 +74,25 @@ def capacity_cmd(
     gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
     max_len: MaxLen = None,
     weights: Weights = "bf16",
-    kv_bytes: KvBytes = 2.0,
+    kv_bytes: KvBytesOpt = None,
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtypeOpt = None,
+    overlap_comm: OverlapComm = False,
+    usable_memory: UsableMemory = False,
+    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
-    """KV tokens that fit beside the weights, and requests that fit per reservation policy.
+    """KV tokens that fit beside the weights, and requests that fit per reservation policy; on
+    --tp/--pp GPUs one replica's (per GPU: its share of the weights and of each token's K/V) and
+    in all (x replicas = --gpus / (tp x pp)).
+
+    Memory is the marketed figure (memory_bytes: 40e9 for an A100 40GB, the lecture's) unless
+    --usable-memory; the rows say which (memory_basis). --overlap-comm changes no capacity. A
+    replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
+    then exits 2.
 
     Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
     §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
@@ -53,16 +102,31 @@ def capacity_cmd(
     from llm_cost.report.serving_rows import capacity_row
 
     spec, acc = load_model(model), load_accelerator(gpu)
+    dtype, kv_el = kv_settings(kv_dtype, kv_bytes)
+    deployment = parse.deployment(tp, pp, ep, gpus, dtype, overlap_comm, reserve)
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
-                       weights=parse.weights(weights), kv_bytes_per_element=kv_bytes)
-    caption = (f"{reserve:.0%} of memory held back. KV tokens a request holds: at max len {row['max_len']:g}; "
+                       weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment,
+                       usable_memory=usable_memory)
+    basis = "usable" if usable_memory else ""
+    caption = (f"{reserve:.0%} of {basis + ' ' if basis else ''}memory held back. KV tokens a request holds: "
+               f"at max len {row['max_len']:g}; "
                f"at prompt+max_gen {prompt:g} prompt + {max_gen:g} declared = {prompt + max_gen:g}; "
                f"with no reservation it grows to {prompt:g} prompt + {row['gen']:g} generated = "
                f"{prompt + row['gen']:g}")
     if row["shortfall_bytes"]:
         caption = f"the weights do not fit: {row['shortfall_bytes'] / 1e9:.2f} GB short; " + caption
-    emit([row], CAPACITY_COLUMNS, fmt, title=f"KV capacity, {weights.lower()} weights (GB = 1e9 bytes)",
+    from llm_cost.serving.replica import deployment_label
+
+    split = deployment_label(deployment)
+    columns = CAPACITY_COLUMNS + (CAPACITY_DEPLOYED_COLUMNS if split else [])
+    if not row["fits"]:
+        columns = columns + [FIT_COLUMN]
+    if split:
+        caption += (f". Per GPU: 1/{tp * pp} of the weights (plus replicated K/V projections) and its share of "
+                    f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
+    emit([row], columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
          caption=caption)
+    warn_unfit([row], strict)
 
 
 WASTE_COLUMNS = [
@@ -144,6 +208,11 @@ BATCHING_COLUMNS = [
     Column("finished", "finished"),
     Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
 ]
+BATCHING_DEPLOYED_COLUMNS = [
+    Column("comm_time_s", "comm/iter (ms)", fixed(3, 1e-3)),
+    Column("tokens_per_s", "tok/s (all)", fixed(0)),
+    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
 
 
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "
@@ -169,9 +238,23 @@ def batching_cmd(
     preset: Preset = LECTURE_SERVING.preset,
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtypeOpt = None,
+    overlap_comm: OverlapComm = False,
+    usable_memory: UsableMemory = False,
+    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
     """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use.
+
+    On --tp/--pp/--ep GPUs the simulated server is one replica: each iteration costs one GPU's share,
+    pp stages one after another (one batch in flight, no microbatches) plus the collectives, and its
+    KV capacity is one replica's. --rate is the arrival rate at that replica; the rows' totals
+    (rate_total_req_per_s, throughput_total_req_per_s, tokens_per_s) are x replicas = --gpus / (tp x pp),
+    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (marketed unless --usable-memory).
 
     Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
     §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
@@ -179,7 +262,7 @@ def batching_cmd(
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
-    from llm_cost.report.serving_rows import batching_rows, search_row
+    from llm_cost.report.serving_rows import PIPELINE_NOTE, batching_rows, search_row
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
@@ -189,9 +272,11 @@ def batching_cmd(
                                 "search the highest rate whose per-token latency meets T ms")
     if rate and slo_ms is not None:
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
+    dtype, _ = kv_settings(kv_dtype, None)
+    deployment = parse.deployment(tp, pp, ep, gpus, dtype, overlap_comm, reserve)
     replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
-                               reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
-                               max_len=max_len)
+                                 reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
+                                 max_len=max_len, deployment=deployment, usable_memory=usable_memory)
     wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
                           prompt=ORCA_PROMPT if prompt_len is None else prompt_len,
                           output=ORCA_OUTPUT if output_len is None else output_len, max_gen=max_gen)
@@ -215,4 +300,14 @@ def batching_cmd(
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    emit(rows, BATCHING_COLUMNS, fmt, title=title, caption=caption)
+    columns = BATCHING_COLUMNS
+    if not (deployment.is_single and deployment.replicas == 1):
+        columns = columns + BATCHING_DEPLOYED_COLUMNS
+        caption += f"; one replica simulated ({tp * pp} GPUs"
+        caption += f"), tok/s (all) x {deployment.replicas} replicas" if deployment.replicas > 1 else ")"
+        if pp > 1:
+            caption += f"; pipeline: {PIPELINE_NOTE}"
+    if any(r["fits"] is False for r in rows):
+        columns = columns + [FIT_COLUMN]
+    emit(rows, columns, fmt, title=title, caption=caption)
+    warn_unfit(rows, strict)

@@ -2,28 +2,52 @@
 
 Flat dicts, SI values, the unit in the key (`kv_tokens`, `latency_per_token_median_s`); kept
 out of cli.py so that they can be tested and reused without Typer.
+
+On a deployment (tp, pp, ep, replicas, kv_dtype) the capacity row is one replica's KV tokens with
+the total over the replicas beside it, and a batching row one simulated replica's metrics with the
+deployment's totals (x replicas) and per-GPU figures beside them (`REPLICA_KEYS`, `CAPACITY_KEYS`).
+A replica that cannot hold its weights (or not one token's K/V beside them) says so in `fits` and
+`fit_note`: its capacity is 0, never negative.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from llm_cost.counts import BF16_BYTES
 from llm_cost.serving.batch_waste import padding_waste
-from llm_cost.serving.capacity import kv_capacity, model_max_len, requests_by_policy
+from llm_cost.serving.capacity import _settings, kv_capacity, model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.sim_result import SimResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs.deployment import Deployment
 from llm_cost.serving.workload import Workload
 
+# The deployment's columns of a capacity row (after the seeds' columns)
+CAPACITY_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "kv_bytes_per_element", "memory_basis",
+                 "weight_bytes_per_gpu", "kv_bytes_per_token_per_gpu", "memory_available_bytes",
+                 "kv_tokens_total", "requests_max_len_total", "requests_declared_total", "requests_none_total",
+                 "fits", "fit_note")
+# ... and of a batching row
+REPLICA_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "compute_dtype", "memory_basis",
+                "weight_bytes_per_gpu", "kv_bytes_per_gpu", "memory_available_bytes", "fits", "fit_note",
+                "pipeline", "comm_time_s", "comm_fraction", "rate_total_req_per_s", "throughput_total_req_per_s",
+                "tokens_per_s", "tokens_per_s_per_gpu")
+PIPELINE_NOTE = "one batch in flight: an iteration crosses the stages one after another"
 
-def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float, prompt: float, max_gen: float,
-                 gen: float | None = None, max_len: int | None = None, weights: WeightFormat = BF16,
-                 kv_bytes_per_element: float = BF16_BYTES) -> dict:
-    """KV tokens beside the weights and the requests that fit under each reservation policy."""
-    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
+
+def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None, prompt: float,
+                 max_gen: float, gen: float | None = None, max_len: int | None = None,
+                 weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
+                 deployment: Deployment | None = None, usable_memory: bool = False) -> dict:
+    """KV tokens beside the weights and the requests that fit under each reservation policy: one
+    replica's (the seeds' columns), in all (x replicas, `*_total`), and the deployment's columns
+    (`CAPACITY_KEYS`). reserve and kv_bytes_per_element default to the deployment's."""
+    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
+                      deployment=deployment, usable_memory=usable_memory)
+    d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+    reserve = cap.reserve_fraction
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen)
     return {
@@ -34,6 +58,14 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float, prompt: 
         "kv_tokens": cap.kv_tokens, "max_len": fit.max_len, "prompt": prompt, "max_gen": max_gen,
         "gen": fit.gen, "requests_max_len": fit.requests_max_len,
         "requests_declared": fit.requests_declared, "requests_none": fit.requests_none,
+        "tp": d.tp, "pp": d.pp, "ep": d.ep, "gpus": d.total_gpus, "replicas": d.replicas,
+        "kv_dtype": cap.kv_dtype or "custom", "kv_bytes_per_element": kv_el,
+        "memory_basis": cap.memory_basis, "weight_bytes_per_gpu": cap.weight_bytes_per_gpu,
+        "kv_bytes_per_token_per_gpu": cap.kv_bytes_per_token_per_gpu, "memory_available_bytes": cap.usable_bytes,
+        "kv_tokens_total": cap.kv_tokens_total, "requests_max_len_total": fit.requests_max_len * d.replicas,
+        "requests_declared_total": fit.requests_declared * d.replicas,
+        "requests_none_total": fit.requests_none * d.replicas,
+        "fits": cap.runs, "fit_note": cap.note,
     }
 
 
@@ -67,9 +99,38 @@ _METRICS = ("reservation", "requests", "finished", "throughput_req_per_s",
             "positions_computed", "positions_needed")
 
 
+def replica_fields(replica: Replica, result: SimResult | None) -> dict:
+    """The deployment's columns of a batching row (`REPLICA_KEYS`): the split, one GPU's memory, the
+    collectives' mean time per iteration and share of the busy time, and the totals over replicas.
+
+    tokens_per_s = replicas x one replica's generated tokens / (last finish - first arrival); the
+    pipeline holds one batch in flight (`PIPELINE_NOTE`), so unlike a roofline row no x pp.
+    """
+    d, cap = replica.deployment, replica.capacity
+    r = result
+    per_token_gpu = cap.kv_bytes_per_token_per_gpu if cap else None
+    rate = r.tokens_per_s * d.replicas if r else None
+    return {
+        "tp": d.tp, "pp": d.pp, "ep": d.ep, "gpus": d.total_gpus, "replicas": d.replicas,
+        "kv_dtype": (cap.kv_dtype or "custom") if cap else d.kv_dtype, "compute_dtype": replica.compute_dtype,
+        "memory_basis": cap.memory_basis if cap else None,
+        "weight_bytes_per_gpu": cap.weight_bytes_per_gpu if cap else None,
+        "kv_bytes_per_gpu": replica.kv_capacity_tokens * per_token_gpu if cap else None,
+        "memory_available_bytes": cap.usable_bytes if cap else None,
+        "fits": cap.runs if cap else True, "fit_note": cap.note if cap else "",
+        "pipeline": PIPELINE_NOTE if d.pp > 1 else "",
+        "comm_time_s": r.comm_per_iteration_s if r else None,
+        "comm_fraction": (r.comm_s / r.busy_s if r.busy_s else 0.0) if r else None,
+        "rate_total_req_per_s": r.rate_req_per_s * d.replicas if r else None,
+        "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas if r else None,
+        "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / d.total_gpus if r else None,
+    }
+
+
 def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str = "",
-                 max_batch: int = 0, rate: float = 0.0) -> dict:
-    """One simulation's metrics, flat; the deadlock (if any) as when, how much and how many.
+                 max_batch: int = 0, rate: float = 0.0, replica: Replica | None = None) -> dict:
+    """One simulation's metrics, flat; the deadlock (if any) as when, how much and how many; with a
+    `replica`, its deployment's columns (`replica_fields`).
 
     result None (no rate meets a target): the same keys with the metrics left empty.
     """
@@ -85,6 +146,8 @@ def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str
         "deadlock_kv_held_tokens": d.kv_held_tokens if d else None,
         "workload": workload.description, "seed": workload.seed,
     })
+    if replica is not None:
+        row.update(replica_fields(replica, result))
     return row
 
 
@@ -96,7 +159,7 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
     for k, rate in enumerate(rates):
         r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
                      reservation=reservation)
-        rows.append(batching_row(r, workload.at_rate(rate)))
+        rows.append(batching_row(r, workload.at_rate(rate), replica=replica))
         results.append(r)
         if on_step:
             on_step(k + 1, len(rates))
@@ -110,7 +173,7 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
     s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
                      statistic=statistic, reservation=reservation, on_step=on_step)
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
-                       rate=s.rate_req_per_s)
+                       rate=s.rate_req_per_s, replica=replica)
     row.update({"slo_s": slo_s, "slo_stat": statistic, "unloaded_latency_per_token_s": s.unloaded_s,
                 "saturated_throughput_req_per_s": s.saturated_req_per_s,
                 "saturated_deadlock": s.saturated_deadlock, "evaluations": s.evaluations})

@@ -11,19 +11,32 @@ Conventions:
   `sequences_that_fit` counts sequences of a context from `counts.kv_bytes`.
 - A request that prefills P tokens and generates O writes P + O - 1 KV tokens (the last token
   is returned, never fed back). Reservations follow the lecture and Orca and count P + max_gen.
+- A deployment (`specs.deployment.Deployment`: tp, pp, replicas, kv_dtype) splits both sides over
+  one replica's tp x pp GPUs. Every GPU of a replica holds the same share (balanced stages), so
+
+      one replica's KV tokens = floor((M x (1 - r) - W_gpu) / (b_KV x kv_share / pp))
+
+  with W_gpu = `parallel.weight_bytes_per_gpu` (1/(tp pp) of the weights plus the replicated K/V
+  projections), kv_share = `parallel.kv_share` (max(1/tp, 1/kv_heads); 1 for an MLA latent) and
+  b_KV at the deployment's kv_dtype. The deployment's replicas each hold that many: in all x replicas.
+- Memory basis: M is the marketed `memory_bytes` (40e9 for an A100 40GB: the lecture's figures and
+  the seeds) unless `usable_memory` asks for `memory_available_bytes` (what the driver reports, what
+  `parallel.fit` checks a timing row against). The reserve covers activations and fragmentation
+  here: no workspace is counted on top of it (`parallel.fit` counts one for a timing row).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.counts import BF16_BYTES
+from llm_cost.counts import BF16_BYTES  # noqa: F401 (re-exported: serving's default)
 from llm_cost.catalog import as_accelerator, as_model
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment
 
-DEFAULT_RESERVE = 0.1  # the lecture's code holds back 10% (§2.3)
+MEMORY_BASES = ("marketed", "usable")  # `memory_bytes` (the seeds) or `memory_available_bytes`
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,14 @@ class KvCapacity:
     shortfall_bytes
         max(0, weights - usable): what is missing to hold the weights, bytes.
     kv_tokens
-        Whole KV tokens that fit (>= 0).
+        Whole KV tokens that fit in one replica (>= 0).
+    weight_bytes_per_gpu, kv_bytes_per_token_per_gpu
+        One GPU's share of the weights and of one token's K/V (the whole model's on one GPU).
+    tp, pp, replicas
+        The deployment: one replica spans tp x pp GPUs; `kv_tokens_total` is x replicas.
+    kv_dtype, memory_basis
+        The K/V element type's name ("" when given as bytes per element) and which memory figure
+        `memory_bytes` is: "marketed" (`Accelerator.memory_bytes`) or "usable".
 
     Examples
     --------
@@ -60,11 +80,49 @@ class KvCapacity:
     kv_bytes_per_token: float
     kv_bytes_available: float  # max(0, usable - weights)
     shortfall_bytes: float  # max(0, weights - usable): what is missing to hold the weights
-    kv_tokens: int
+    kv_tokens: int  # one replica's
+    weight_bytes_per_gpu: float = -1.0  # -1: the whole model's (`weight_bytes`), one GPU
+    kv_bytes_per_token_per_gpu: float = -1.0  # -1: `kv_bytes_per_token`
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1
+    kv_dtype: str = "bf16"
+    memory_basis: str = "marketed"
+
+    def __post_init__(self) -> None:
+        if self.weight_bytes_per_gpu < 0:
+            object.__setattr__(self, "weight_bytes_per_gpu", self.weight_bytes)
+        if self.kv_bytes_per_token_per_gpu < 0:
+            object.__setattr__(self, "kv_bytes_per_token_per_gpu", self.kv_bytes_per_token)
+
+    @property
+    def kv_tokens_total(self) -> int:
+        """KV tokens of every replica together: kv_tokens x replicas."""
+        return self.kv_tokens * self.replicas
+
+    @property
+    def runs(self) -> bool:
+        """The weights fit and leave room for at least one token's K/V: a replica can serve at all."""
+        return self.fits and self.kv_tokens >= 1
+
+    @property
+    def note(self) -> str:
+        """Why a replica cannot serve at all, in one line ('' when it can)."""
+        if self.runs:
+            return ""
+        where = f"per GPU (tp {self.tp} pp {self.pp})" if self.tp * self.pp > 1 else "on one GPU"
+        basis = f"{self.memory_basis} {self.memory_bytes / 1e9:.1f} GB x (1 - reserve {self.reserve_fraction:g})"
+        if not self.fits:
+            return (f"{self.model} weights need {self.weight_bytes_per_gpu / 1e9:.1f} GB {where} of "
+                    f"{self.usable_bytes / 1e9:.1f} GB ({basis}) on {self.gpu}: short by "
+                    f"{self.shortfall_bytes / 1e9:.1f} GB, no room for K/V")
+        return (f"{self.model} weights ({self.weight_bytes_per_gpu / 1e9:.2f} GB {where}) leave "
+                f"{self.kv_bytes_available / 1e9:.3f} GB of {self.usable_bytes / 1e9:.2f} GB ({basis}) on "
+                f"{self.gpu}: less than one token's K/V ({self.kv_bytes_per_token_per_gpu:,.0f} bytes)")
 
     @property
     def usable_bytes(self) -> float:
-        """memory x (1 - reserve)."""
+        """memory x (1 - reserve), one GPU's."""
         return self.memory_bytes * (1.0 - self.reserve_fraction)
 
     @property
@@ -83,9 +141,35 @@ class KvCapacity:
         return self.shortfall_bytes == 0
 
 
-def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_RESERVE,
-                weights: WeightFormat = BF16, kv_bytes_per_element: float = BF16_BYTES) -> KvCapacity:
-    r"""KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0.
+def _settings(deployment: Deployment | None, reserve: float | None,
+              kv_bytes_per_element: float | None) -> tuple[Deployment, float, float, str]:
+    """(deployment, reserve, KV bytes per element, kv_dtype name): the explicit values, else the
+    deployment's (a default `Deployment()`: reserve 0.1, BF16)."""
+    from llm_cost.specs.deployment import KV_DTYPES
+
+    deployment = SINGLE_GPU if deployment is None else deployment
+    reserve = deployment.reserve if reserve is None else reserve
+    check_number("reserve", reserve, low=0, high=1, high_open=True)
+    if kv_bytes_per_element is None:
+        return deployment, reserve, deployment.kv_bytes_per_element, deployment.kv_dtype
+    check_number("kv_bytes_per_element", kv_bytes_per_element, low=0, low_open=True)
+    if kv_bytes_per_element == deployment.kv_bytes_per_element:
+        return deployment, reserve, kv_bytes_per_element, deployment.kv_dtype
+    name = next((k for k, v in KV_DTYPES.items() if v == kv_bytes_per_element), "")
+    return deployment, reserve, kv_bytes_per_element, name
+
+
+def memory_basis_bytes(gpu: Accelerator, usable_memory: bool = False) -> tuple[float, str]:
+    """(bytes, basis): the marketed `memory_bytes` ("marketed", the seeds' and the lecture's figure),
+    or with `usable_memory` the `memory_available_bytes` a program can allocate ("usable")."""
+    return (gpu.memory_available_bytes, "usable") if usable_memory else (gpu.memory_bytes, "marketed")
+
+
+def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None,
+                weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
+                deployment: Deployment | None = None, usable_memory: bool = False) -> KvCapacity:
+    r"""KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0;
+    on a deployment one replica's: per GPU, weights and K/V per token its share (module doc).
 
     Lecture §2.3: GPT-3 13B on an A100 40GB, 10% held back: "约 12,596 个 token". Our count
     of GPT-3 13B includes the learned position table and the biases and gives 12,564.
@@ -94,21 +178,28 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     Llama 4) a long sequence holds less than context x KV bytes per token, and
     `sequences_that_fit` says how many sequences of a given context fit.
 
-    .. math:: \mathit{kv\_tokens} = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{b_{KV}} \right\rfloor
+    .. math:: \mathit{kv\_tokens} = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W_{gpu})}
+              {b_{KV}\,\mathit{kv\_share} / pp} \right\rfloor
 
     Parameters
     ----------
     model : ModelSpec
         The model (a spec).
     gpu : Accelerator
-        The accelerator (a spec); M = its memory in bytes.
+        The accelerator (a spec); M = its marketed memory in bytes (`usable_memory`: usable).
     reserve : float, optional
         Fraction r of memory held back for activations and fragmentation, in [0, 1)
-        (default 0.1, the lecture's code).
+        (default the deployment's, 0.1: the lecture's code).
     weights : WeightFormat, optional
         Weight format (default BF16).
     kv_bytes_per_element : float, optional
-        Bytes of one cached K or V element, in (0, inf) (default 2.0, BF16).
+        Bytes of one cached K or V element, in (0, inf) (default the deployment's kv_dtype: BF16, 2.0).
+    deployment : Deployment, optional
+        tp, pp (and replicas) the model is split over (default one GPU); checked against the model
+        (`parallel.check_deployment`: tp divides the heads, ep needs a MoE, ...).
+    usable_memory : bool, optional
+        M = `memory_available_bytes` (what the driver reports) instead of the marketed
+        `memory_bytes` (default False: the lecture's and the seeds' figures).
 
     Returns
     -------
@@ -121,27 +212,46 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float = DEFAULT_
     >>> cap = kv_capacity(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), reserve=0.1)
     >>> int(cap.weight_bytes), int(cap.kv_bytes_per_token), cap.kv_tokens
     (25706772480, 819200, 12564)
-    """
 
+    Llama-3-70B in BF16 (141.1 GB) does not fit one H100 (72 GB after the reserve); over tp = 4 each
+    GPU holds 35.3 GB of weights and 2 of the 8 K/V heads: (72 - 35.3) GB / 81,920 bytes a token.
+
+    >>> from llm_cost.specs.deployment import Deployment
+    >>> kv_capacity(load_model("llama-3-70b"), load_accelerator("h100-sxm")).fits
+    False
+    >>> four = kv_capacity(load_model("llama-3-70b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=4))
+    >>> round(four.weight_bytes_per_gpu / 1e9, 1), int(four.kv_bytes_per_token_per_gpu), four.kv_tokens
+    (35.3, 81920, 448280)
+    """
+    from llm_cost.parallel import check_deployment, kv_share, weight_bytes_per_gpu
 
     model = as_model(model)
-
-
     gpu = as_accelerator(gpu)
-    check_number("reserve", reserve, low=0, high=1, high_open=True)
+    deployment, reserve, kv_el, kv_dtype = _settings(deployment, reserve, kv_bytes_per_element)
     total = weight_bytes(model, weights).total
-    per_token = kv_bytes_per_token(model, kv_bytes_per_element)
-    spare = gpu.memory_bytes * (1.0 - reserve) - total
+    per_token = kv_bytes_per_token(model, kv_el)
+    memory, basis = memory_basis_bytes(gpu, usable_memory)
+    if deployment.is_single:  # the seeds' arithmetic, bit for bit
+        w_gpu, t_gpu = total, per_token
+    else:
+        check_deployment(model, gpu, deployment)
+        w_gpu = weight_bytes_per_gpu(model, weights, deployment)
+        t_gpu = per_token * kv_share(model, deployment.tp) / deployment.pp
+    spare = memory * (1.0 - reserve) - w_gpu
     available = max(0.0, spare)
     return KvCapacity(
-        model=model.name, gpu=gpu.name, memory_bytes=gpu.memory_bytes, reserve_fraction=reserve,
+        model=model.name, gpu=gpu.name, memory_bytes=memory, reserve_fraction=reserve,
         weight_bytes=total, kv_bytes_per_token=per_token, kv_bytes_available=available,
-        shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // per_token))
+        shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // t_gpu),
+        weight_bytes_per_gpu=w_gpu, kv_bytes_per_token_per_gpu=t_gpu, tp=deployment.tp, pp=deployment.pp,
+        replicas=deployment.replicas, kv_dtype=kv_dtype, memory_basis=basis)
 
 
-def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float = DEFAULT_RESERVE,
-                       weights: WeightFormat = BF16, kv_bytes_per_element: float = BF16_BYTES) -> int:
-    r"""Sequences of `context` tokens whose K/V fit beside the weights, windows counted.
+def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float | None = None,
+                       weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
+                       deployment: Deployment | None = None, usable_memory: bool = False) -> int:
+    r"""Sequences of `context` tokens whose K/V fit beside the weights, windows counted; on a
+    deployment, in one replica (x `deployment.replicas` in all).
 
     .. math:: n = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{B_{KV}(\mathit{context})} \right\rfloor
 
@@ -157,7 +267,7 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
         The accelerator (a spec).
     context : int
         Tokens per sequence, a whole number >= 1.
-    reserve, weights, kv_bytes_per_element
+    reserve, weights, kv_bytes_per_element, deployment, usable_memory
         As in `kv_capacity`.
 
     Returns
@@ -182,12 +292,19 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
 
     gpu = as_accelerator(gpu)
     check_number("context", context, low=1, integer=True)
-    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
+    cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
+                      deployment=deployment, usable_memory=usable_memory)
     if not cap.fits:
         return 0
     if not layer_windows(model):
         return requests_that_fit(cap.kv_tokens, context)
-    return int(cap.kv_bytes_available // kv_bytes(model, context, kv_bytes_per_element))
+    deployment, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+    per_sequence = kv_bytes(model, context, kv_el)
+    if not deployment.is_single:  # one GPU's share: kv_share / pp
+        from llm_cost.parallel import kv_share
+
+        per_sequence = per_sequence * kv_share(model, deployment.tp) / deployment.pp
+    return int(cap.kv_bytes_available // per_sequence)
 
 
 def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:

@@ -13,6 +13,15 @@ which is `step_time` term by term: a decoding request with c cached tokens adds 
 pairs; a prompt of P tokens adds P rows and P (P + 1) / 2 pairs. `IterationCost` is that
 `PassCost` (the coefficients are computed once, so an iteration costs a few float operations)
 with the shapes a batching simulation asks for.
+
+On a deployment (`Replica.from_specs(..., deployment=...)`) the cost is `parallel.deployed_cost`
+of it: one GPU's share of one pipeline stage, the pass crossing pp stages and the collectives,
+
+    T = pp x max(memory, compute) + comm(rows) + t_fixed
+
+and the KV capacity is one replica's (`capacity.kv_capacity`). A replica runs one batch at a time:
+an iteration crosses its stages one after another, no microbatches in flight (module doc of
+`simulator`); the deployment's other replicas serve as many requests again.
 """
 
 from __future__ import annotations
@@ -22,9 +31,10 @@ from dataclasses import dataclass
 from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, model_max_len
+from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, _settings, kv_capacity, model_max_len  # noqa: F401
 from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
 
 
@@ -160,6 +170,12 @@ class Replica:
         The maximum sequence length a `max_len` reservation takes, tokens >= 1.
     description : str, optional
         A one-line description for reports.
+    deployment : Deployment, optional
+        The GPUs the replica spans and how many replicas serve (default one GPU, one replica).
+    capacity : KvCapacity or None, optional
+        The memory arithmetic the capacity came from (per-GPU weights, basis; `from_specs`).
+    compute_dtype : str, optional
+        The precision its GEMMs run at ("" when unknown).
 
     Examples
     --------
@@ -173,6 +189,9 @@ class Replica:
     kv_capacity_tokens: int
     max_len: int
     description: str = ""
+    deployment: Deployment = SINGLE_GPU
+    capacity: KvCapacity | None = None
+    compute_dtype: str = ""
 
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
@@ -181,14 +200,17 @@ class Replica:
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS[LECTURE_SERVING.preset], *,
-                   reserve: float = DEFAULT_RESERVE, weights: WeightFormat = BF16,
-                   kv_bytes_per_element: float = BF16_BYTES, kv_tokens: int | None = None,
-                   max_len: int | None = None) -> "Replica":
+                   reserve: float | None = None, weights: WeightFormat = BF16,
+                   kv_bytes_per_element: float | None = None, kv_tokens: int | None = None,
+                   max_len: int | None = None, deployment: Deployment | None = None,
+                   usable_memory: bool = False) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 
-        kv_tokens overrides the capacity computed from memory, weights and reserve.
+        kv_tokens overrides the capacity computed from memory, weights and reserve. On a
+        `deployment` the cost is `parallel.deployed_cost` of the one-GPU cost and the capacity one
+        replica's (per GPU: its share of the weights and of each token's K/V).
 
-        .. math:: \mathit{kv\_tokens} = \lfloor (M\,(1 - r) - W) / b_{KV} \rfloor
+        .. math:: \mathit{kv\_tokens} = \lfloor (M\,(1 - r) - W_{gpu}) / (b_{KV}\,\mathit{kv\_share} / pp) \rfloor
 
         Parameters
         ----------
@@ -199,15 +221,19 @@ class Replica:
         profile : Profile, optional
             The time model's preset (default the lecture's).
         reserve : float, optional
-            Fraction of memory held back, in [0, 1) (default 0.1).
+            Fraction of memory held back, in [0, 1) (default the deployment's, 0.1).
         weights : WeightFormat, optional
             Weight format (default BF16).
         kv_bytes_per_element : float, optional
-            Bytes of one cached K or V element (default 2.0).
+            Bytes of one cached K or V element (default the deployment's kv_dtype, BF16: 2.0).
         kv_tokens : int or None, optional
             KV capacity in tokens, >= 1 (default: from `kv_capacity`).
         max_len : int or None, optional
             Maximum length to reserve, tokens >= 1 (default the model's context).
+        deployment : Deployment, optional
+            tp, pp, ep, replicas, kv_dtype, overlap_comm (default one GPU).
+        usable_memory : bool, optional
+            Capacity from the usable memory instead of the marketed figure (`capacity.kv_capacity`).
 
         Returns
         -------
@@ -225,24 +251,57 @@ class Replica:
         >>> r = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
         >>> r.kv_capacity_tokens, r.max_len, r.description
         (12564, 2048, 'gpt-3-13b on A100 40GB, preset lecture')
+
+        Llama-3-70B over 4 H100s: each GPU a quarter of the weights and 2 of the 8 K/V heads.
+
+        >>> from llm_cost.specs.deployment import Deployment
+        >>> r = Replica.from_specs(load_model("llama-3-70b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=4))
+        >>> r.kv_capacity_tokens, r.cost.stages, r.cost.comm_s(1) > 0, r.description
+        (448280, 1, True, 'llama-3-70b on H100 SXM, tp 4, preset lecture')
         """
+        from llm_cost.parallel import deployed_cost
+        from llm_cost.roofline.pass_cost import gemm_precision
+
         model = as_model(model)
         gpu = as_accelerator(gpu)
         profile = as_profile(profile)
         refuse_windowed(model)
+        deployment = SINGLE_GPU if deployment is None else deployment
+        cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
+                          deployment=deployment, usable_memory=usable_memory)  # checks the deployment
         if kv_tokens is None:
-            cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element)
             if cap.kv_tokens < 1:
+                more = "; split it over more GPUs (tp, pp)" if gpu.interconnect_bytes_per_s else ""
+                d = deployment
+                split = "" if d.is_single else f" with tp {d.tp} pp {d.pp} ep {d.ep}"
                 raise InvalidValueError(
-                    f"{model.name} leaves no KV room on {gpu.name}: weights {cap.weight_bytes / 1e9:.2f} GB, "
-                    f"usable {cap.usable_bytes / 1e9:.2f} GB (reserve {reserve:g}), short by "
-                    f"{max(cap.shortfall_bytes, cap.kv_bytes_per_token - cap.kv_bytes_available) / 1e9:.3f} GB")
+                    f"{model.name} leaves no KV room on {gpu.name}{split}: weights "
+                    f"{cap.weight_bytes_per_gpu / 1e9:.2f} GB per GPU, usable {cap.usable_bytes / 1e9:.2f} GB "
+                    f"(reserve {cap.reserve_fraction:g}), short by "
+                    f"{max(cap.shortfall_bytes, cap.kv_bytes_per_token_per_gpu - cap.kv_bytes_available) / 1e9:.3f} GB"
+                    f"{more}", params=("tp", "pp", "ep") if more or split else ())
             kv_tokens = cap.kv_tokens
         else:
             check_number("kv_tokens", kv_tokens, low=1, integer=True)
-        return cls(IterationCost.from_roofline(model, gpu, profile, weights, kv_bytes_per_element),
-                   int(kv_tokens), model_max_len(model, max_len),
-                   f"{model.name} on {gpu.name}, preset {profile.name}")
+        _, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+        cost = deployed_cost(IterationCost.from_roofline(model, gpu, profile, weights, kv_el),
+                             model, gpu, weights, deployment)
+        return cls(cost, int(kv_tokens), model_max_len(model, max_len),
+                   f"{model.name} on {gpu.name}{deployment_label(deployment)}, preset {profile.name}",
+                   deployment=deployment, capacity=cap,
+                   compute_dtype=gpu.compute_precision(gemm_precision(model, weights)))
+
+
+def deployment_label(deployment: Deployment) -> str:
+    """', tp 4 pp 2, 16 GPUs (2 replicas)' for a deployment, '' for one GPU."""
+    if deployment.is_single and deployment.replicas == 1:
+        return ""
+    parts = [f"{k} {v}" for k, v in (("tp", deployment.tp), ("pp", deployment.pp), ("ep", deployment.ep))
+             if v > 1]
+    split = [" ".join(parts)] if parts else []
+    if deployment.replicas > 1:
+        split.append(f"{deployment.total_gpus} GPUs ({deployment.replicas} replicas)")
+    return ", " + ", ".join(split)
 
 
 NOT_MODELLED = ("the batching simulator counts every layer's K/V for every cached token (its counters "

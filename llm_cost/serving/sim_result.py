@@ -42,6 +42,11 @@ class SimResult:
         sum of prompt + output - 1 over the requests that ran.
     deadlock
         The deadlock that stopped a `none` run, or None.
+    output_tokens
+        Tokens the finished requests generated (sum of their outputs).
+    comm_s
+        Seconds of collectives over the run (0 on one GPU; counted also where `overlap_comm`
+        hides them behind compute).
 
     Examples
     --------
@@ -67,6 +72,21 @@ class SimResult:
     positions_computed: int  # token rows run through the model (padding included)
     positions_needed: int  # sum of prompt + output - 1 over the requests that ran
     deadlock: Deadlock | None
+    output_tokens: int = 0
+    comm_s: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per second of one replica: output_tokens / (last finish - first arrival)
+        (= throughput_req_per_s x mean output of the finished requests)."""
+        if not self.finished or not self.throughput_req_per_s:
+            return 0.0
+        return self.output_tokens * self.throughput_req_per_s / self.finished
+
+    @property
+    def comm_per_iteration_s(self) -> float:
+        """Mean seconds of collectives per iteration (0 on one GPU)."""
+        return self.comm_s / self.iterations if self.iterations else 0.0
 
     @property
     def finished(self) -> int:
@@ -109,9 +129,9 @@ class SimResult:
 class _Stats:
     """Time-weighted sums over iterations."""
 
-    __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows")
+    __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows", "comm")
 
     def __init__(self) -> None:
         """All sums and peaks at zero."""
-        self.busy = self.area_n = self.area_r = self.area_w = 0.0
+        self.busy = self.area_n = self.area_r = self.area_w = self.comm = 0.0
         self.peak_r = self.peak_w = self.iterations = self.rows = 0

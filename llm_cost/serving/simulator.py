@@ -19,6 +19,16 @@ Per-token latency = (finish - arrival) / generated tokens (the lecture §3.3, Or
 Models with sliding or chunked attention layers (gpt-oss, Gemma 2/3, Llama 4) are refused in one
 line (`replica.refuse_windowed`): the counters are sums of contexts, every layer's K/V.
 Everything is deterministic: the workload carries its seed and the schedule has no randomness.
+
+Deployments (`Replica.from_specs(..., deployment=...)`): the simulation is one replica's. Its
+iteration costs `PassCost.time` on the deployed cost: pp x max(memory, compute) of one GPU's share
++ the collectives comm(rows) + t_fixed; a decode stretch adds the same terms (one GPU: the
+roofline exactly, bit for bit). Pipeline stages run one batch at a time: an iteration's latency
+crosses every stage and the next iteration starts when it is done (no microbatches in flight, so a
+pp > 1 replica's throughput is a lower bound: the stages idle while the others work). The
+deployment's other replicas each serve as many requests again: the arrival rate simulated is one
+replica's (a balancer splitting Poisson arrivals evenly), the rows multiply by the replicas.
+`SimResult.comm_s` sums the collectives' seconds (hidden ones too, under overlap_comm).
 """
 
 from __future__ import annotations
@@ -120,6 +130,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         finish, deadlock = _iteration_level(workload, arrivals, replica, max_batch, res, reservation, st)
         needed = st.rows
     done = [i for i, f in enumerate(finish) if f == f]
+    generated = sum(workload.output[i] for i in done)
     lat = tuple((finish[i] - arrivals[i]) / workload.output[i] for i in done)
     span = max((finish[i] for i in done), default=0.0) - arrivals[0]
     busy = st.busy or 1.0
@@ -133,7 +144,8 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
         kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
         kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
-        positions_computed=st.rows, positions_needed=needed, deadlock=deadlock)
+        positions_computed=st.rows, positions_needed=needed, deadlock=deadlock,
+        output_tokens=int(generated), comm_s=st.comm)
 
 
 def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: _Stats) -> list[float]:
@@ -157,6 +169,8 @@ def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st:
         reserved = b * replica.max_len
         prefill = cost.time(b * lmax, b * lmax, b * causal_pairs(lmax))
         _, span, area_w, _ = _decode_stretch(cost, b, b * lmax, omax - 1)  # every row to the longest output
+        if cost.deployed:
+            st.comm += cost.comm_s(b * lmax) + (omax - 1) * cost.comm_s(b)
         dt = prefill + span
         area_w += prefill * b * lmax
         t += dt
@@ -181,6 +195,7 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
     that reaches its output; its KV is prompt + generated - 1."""
     cost = replica.cost
+    deployed = cost.deployed  # once: a property, and the loop below is hot
     cap = replica.kv_capacity_tokens
     prompt, output, n = wl.prompt, wl.output, len(wl)
     none = reservation == "none"
@@ -231,6 +246,8 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
                 rows += p
                 pairs += causal_pairs(p)
             dt = cost.time(rows, kv_read + rows, pairs)
+            if deployed:
+                st.comm += cost.comm_s(rows)
             for i in stalled:
                 base[i] += 1
                 heapq.heappush(heap, (base[i] + output[i], i))
@@ -255,6 +272,8 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
                 k_max = min(k_max, (cap - written) // n_dec)
             watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n) else math.inf
             k, span, area_w, w = _decode_stretch(cost, n_dec, written, k_max, t, watch)
+            if deployed:
+                st.comm += k * cost.comm_s(n_dec)
             t += span
             it += k
             written = w
@@ -287,11 +306,28 @@ def _decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
     (tests/test_simulator.py pins the result to `roofline.step_time`). Stops early after the
     iteration that ends at or past `watch` (an arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
+
+    A deployed cost (`cost.deployed`: stages or collectives) takes `cost.deployed_total` of the same
+    max(memory, compute): stages x max + comm(n) + fixed, as `cost.time`; one GPU keeps the
+    inlined roofline below, bit for bit as before.
     """
     mem = cost.memory_s(n, written + n)
     comp = cost.compute_s(n, written + n)
     d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
     k, span, area_w, w = 0, 0.0, 0.0, written
+    if cost.deployed:
+        total = cost.deployed_total
+        while k < k_max:
+            dt = total(mem if mem > comp else comp, n)
+            span += dt
+            w += n
+            area_w += dt * w
+            mem += d_mem
+            comp += d_comp
+            k += 1
+            if t + span >= watch:
+                break
+        return k, span, area_w, w
     while k < k_max:
         dt = (mem if mem > comp else comp) + fixed_s  # roofline_total, inlined: a call here costs 25%
         span += dt
