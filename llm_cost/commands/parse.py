@@ -21,6 +21,7 @@ OPTION_OF = {
     "kv_bytes_per_element": "kv_bytes", "lora_rank": "lora_rank", "format": "fmt",
     "compute_efficiency": "mfu", "bw_efficiency": "bw_eff", "statistic": "slo_stat",
     "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch", "path": "output",
+    "isls": "isl", "osls": "osl", "requests": "request",
 }
 
 
@@ -132,3 +133,15 @@ def deployment(tp: int = 1, pp: int = 1, ep: int = 1, gpus: int | None = None, k
             raise InvalidValueError(f"tp x pp = {tp * pp} exceeds gpus = {gpus}", params=("tp", "pp", "gpus"))
     return Deployment(tp=tp, pp=pp, ep=ep, gpus=gpus or 0, kv_dtype=str(kv_dtype).lower(),
                       overlap_comm=overlap_comm, reserve=DEFAULT_RESERVE if reserve is None else reserve)
+
+
+def cached_new(text: str) -> tuple[int, int]:
+    """`--request 3:1`: (cached, new) tokens of one request in an iteration."""
+    cached, sep, new = str(text).partition(":")
+    try:
+        pair = (int(cached), int(new))
+    except ValueError:
+        pair = None
+    if not sep or pair is None:
+        raise InvalidValueError(f"request must be cached:new tokens like 3:1, got {text!r}", params=("request",))
+    return pair

@@ -1,0 +1,147 @@
+"""`request`: whole requests (TTFT, TPOT, e2e, throughput, dollars) on a deployment; `selective`:
+the lecture's selective-batching ledger."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.app import command, emit, warn_unfit
+from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, Mfu, ModelOpt, OverlapComm,
+                                       Pp, Preset, Strict, Tp, Weights)
+from llm_cost.report.render import Column, fixed
+
+REQUEST_COLUMNS = [
+    Column("batch", "batch"),
+    Column("isl", "ISL"),
+    Column("osl", "OSL"),
+    Column("ttft_s", "TTFT (ms)", fixed(1, 1e-3)),
+    Column("tpot_s", "TPOT (ms)", fixed(2, 1e-3)),
+    Column("e2e_s", "e2e (s)", fixed(2)),
+    Column("output_tokens_per_s_per_user", "tok/s/user", fixed(1)),
+    Column("output_tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
+PRICE_COLUMNS = [
+    Column("usd_per_million_input_tokens", "$/M in", fixed(3)),
+    Column("usd_per_million_output_tokens", "$/M out", fixed(2)),
+]
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+
+
+@command("request", epilog="Example: llm-cost request --model llama-3-70b --tp 4 --batch 1 --batch 32 --isl 4096 "
+                           "--osl 256 --usd-per-gpu-hour 2.5")
+def request_cmd(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    batch: Annotated[List[int], typer.Option("--batch", "-b", help="Requests served together, a static batch (repeatable).")] = [1],  # noqa: B006
+    isl: Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")] = [1024],  # noqa: B006
+    osl: Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")] = [256],  # noqa: B006
+    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per prefill pass (chunked prefill; default: the whole prompt).")] = None,
+    usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million input and output tokens.")] = None,
+    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Speculative decoding of the output: acceptance rate in [0, 1].")] = None,
+    spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Draft tokens per round with --spec-alpha or --tau.")] = 4,
+    tau: Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round in [1, gamma + 1], instead of --spec-alpha.")] = None,
+    c: Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (default 0.1 without --draft).")] = None,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
+    preset: Preset = "lecture",
+    mfu: Mfu = None,
+    bw_eff: BwEff = None,
+    fixed_ms: FixedMs = None,
+    weights: Weights = "bf16",
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtype = "bf16",
+    overlap_comm: OverlapComm = False,
+    strict: Strict = False,
+    fmt: Format = "table",
+) -> None:
+    """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
+    tokens per second per user and per GPU, and with a price dollars per million tokens.
+
+    Default preset: lecture (80% bandwidth, 60% MFU, KV read, 1 ms per pass), a request's realistic
+    setting; --preset article gives the bounds.
+    """
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.report.request_rows import request_rows
+    from llm_cost.requests import Speculation
+
+    spec, acc = load_model(model), load_accelerator(gpu)
+    prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    speculation = None
+    if spec_alpha is not None and tau is not None:
+        raise InvalidValueError("--spec-alpha and --tau exclude each other: give the acceptance rate or the mean "
+                                "accepted length it is solved from")
+    if spec_alpha is not None or tau is not None:
+        if c is not None and draft is not None:
+            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
+        from llm_cost.errors import check_number
+
+        check_number("spec_gamma", spec_gamma, low=0, integer=True)
+        alpha = spec_alpha
+        if tau is not None:
+            from llm_cost.speculative.tau import alpha_from_tau
+
+            alpha = float(alpha_from_tau(tau, spec_gamma))
+        draft_spec = load_model(draft) if draft is not None else None
+        speculation = Speculation(alpha=alpha, gamma=spec_gamma, c=None if draft_spec else (0.1 if c is None else c),
+                                  draft=draft_spec)
+    elif c is not None or draft is not None:
+        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
+    rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
+                        weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
+                        usd_per_gpu_hour=usd_per_gpu_hour)
+    columns = REQUEST_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
+    if any(not r["fits"] for r in rows):
+        columns = columns + [FIT_COLUMN]
+    split = "" if deployment.is_single else f", tp {tp} pp {pp}" + (f" ep {ep}" if ep > 1 else "")
+    spec_text = (f"; decode speculative: alpha {speculation.alpha:.3f}, gamma {speculation.gamma}"
+                 if speculation else "")
+    emit(rows, columns, fmt, title=f"Requests: {spec.name} on {deployment.total_gpus} x {acc.name}{split}, "
+                                   f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
+         caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
+                 f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
+    warn_unfit(rows, strict)
+
+
+@command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "
+                             "--model llama-3-8b")
+def selective_cmd(
+    request: Annotated[Optional[List[str]], typer.Option("--request", "-r", help="One request of the iteration as cached:new tokens (repeatable; default: the lecture's figure 5, 3:1 1:1 0:2 0:3).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or config.json: adds the bytes read, batched vs per request.")] = None,
+    weights: Weights = "bf16",
+    fmt: Format = "table",
+) -> None:
+    """Selective batching (Orca; the lecture §4): token positions and attention scores padded to
+    [B, L] vs flattened, and the bytes one batched pass reads vs one pass per request."""
+    from llm_cost.commands import parse
+    from llm_cost.serving.selective import FIGURE5, selective_ledger
+
+    pairs = [parse.cached_new(text) for text in request] if request else list(FIGURE5)
+    x = selective_ledger(pairs, model=model, weights=parse.weights(weights) if model else None)
+    rows = [
+        {"quantity": "token positions", "padded": x.positions_padded, "selective": x.positions_useful},
+        {"quantity": "attention scores (q x k per request)", "padded": x.scores_padded, "selective": x.scores_useful},
+        {"quantity": "attention scores a causal mask keeps", "padded": x.scores_padded, "selective": x.scores_causal},
+    ]
+    columns = [Column("quantity", ""), Column("padded", "padded [B, L]", fixed(0)),
+               Column("selective", "selective", fixed(0))]
+    if model is not None:
+        rows += [{"quantity": "weight bytes read (GB)", "padded": x.weight_bytes_per_request,
+                  "selective": x.weight_bytes_selective},
+                 {"quantity": "KV bytes read and written (GB)", "padded": x.kv_bytes, "selective": x.kv_bytes}]
+        columns = [Column("quantity", ""), Column("padded", "padded / per request", _count_or_gb),
+                   Column("selective", "selective", _count_or_gb)]
+    emit(rows, columns, fmt, title="Selective batching: " + " ".join(f"{c}:{n}" for c, n in x.requests),
+         caption="weights: one batched pass reads them once, one pass per request once each; KV bytes are the "
+                 "same either way (attention has no weights)" if model else "cached:new tokens per request")
+
+
+def _count_or_gb(value) -> str:
+    """Counts as integers; byte figures (large floats) in GB."""
+    return f"{value:,}" if isinstance(value, int) else f"{value / 1e9:,.4f}"

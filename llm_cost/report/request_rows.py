@@ -1,0 +1,62 @@
+"""Rows of `llm-cost request`: one per (batch, isl, osl), flat, SI, unit in the key."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from llm_cost.errors import check_all, check_number
+from llm_cost.report.deployment_rows import deployment_fields
+from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+
+
+def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batches, isls, osls,
+                 deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16, prefill_chunk=None,
+                 speculation=None, usd_per_gpu_hour: float | None = None) -> list[dict]:
+    """`requests.request_cost` for each combination of batch, isl and osl, as rows.
+
+    Keys: ttft_s, tpot_s (mean after the first token), tpot_first_s, tpot_last_s, e2e_s,
+    output_tokens_per_s_per_user (osl / e2e), output_tokens_per_s and _per_gpu, prefill_tokens_per_s,
+    gpu_seconds_prefill / _decode per batch, and with a price usd_per_million_input_tokens (prefill
+    GPU time over B x isl) and usd_per_million_output_tokens (decode GPU time over B x (osl - 1); the
+    first output token is the prefill's), usd_per_request; plus the deployment's keys (fit at the peak:
+    weights + K/V of isl + osl tokens + the larger workspace).
+    """
+    from llm_cost.requests import request_cost
+
+    batches = check_all("batches", batches, low=1, integer=True)
+    isls = check_all("isls", isls, low=1, integer=True)
+    osls = check_all("osls", osls, low=1, integer=True)
+    if usd_per_gpu_hour is not None:
+        check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
+    rows = []
+    for b, isl, osl in product(batches, isls, osls):
+        r = request_cost(model, gpu, profile, batch=b, isl=isl, osl=osl, deployment=deployment, weights=weights,
+                         prefill_chunk=prefill_chunk, speculation=speculation)
+        ph = r.phases
+        pre_gpu_s, dec_gpu_s = r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s)
+        row = {
+            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
+            "batch": r.batch, "isl": r.isl, "osl": r.osl, "prefill_chunk": prefill_chunk,
+            "prefill_passes": ph.prefill_passes, "prefill_bound": ph.prefill_bound, "decode_bound": ph.decode_bound,
+            "spec_alpha": speculation.alpha if speculation else None,
+            "spec_gamma": speculation.gamma if speculation else None,
+            "spec_expected_tokens": r.expected_tokens if speculation else None,
+            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "tpot_first_s": ph.decode_first_s, "tpot_last_s": ph.decode_last_s,
+            "e2e_s": r.e2e_s, "output_tokens_per_s_per_user": r.osl / r.e2e_s,
+            "output_tokens_per_s": r.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": r.output_tokens_per_s / deployment.total_gpus,
+            "prefill_tokens_per_s": r.prefill_tokens_per_s,
+            "gpu_seconds_prefill": pre_gpu_s, "gpu_seconds_decode": dec_gpu_s,
+            "usd_per_gpu_hour": usd_per_gpu_hour,
+            "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None, "usd_per_request": None,
+        }
+        if usd_per_gpu_hour is not None:
+            per_s = usd_per_gpu_hour / 3600
+            row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (b * isl) * 1e6
+            row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (b * (osl - 1)) * 1e6 if osl > 1 else None)
+            row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
+        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_s=ph.prefill_comm_s + ph.decode_comm_s,
+                                     step_s=r.e2e_s, tokens=b * osl))
+        rows.append(row)
+    return rows

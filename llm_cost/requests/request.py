@@ -1,0 +1,166 @@
+"""Whole requests: B requests of ISL prompt and OSL output tokens, served as one static batch.
+
+    TTFT  = the prefill (`phases`): the first output token comes from its last row
+    TPOT  = the mean of the OSL - 1 decode steps (contexts ISL .. ISL + OSL - 2 cached tokens)
+    e2e   = TTFT + (OSL - 1) x TPOT
+    output tokens/s per user = OSL / e2e;  in all = replicas x pp x B x OSL / e2e (each pipeline
+    stage holds a batch in flight);  per GPU = that / gpus
+    GPU-seconds of a phase = its time x tp x pp / pp (the replica's GPUs, shared by the pp batches
+    in flight), dollars = GPU-seconds x price / 3600: input tokens are priced by the prefill, output
+    tokens by the decode steps (the first output token is the prefill's).
+
+With speculation the decode's tokens each take round(ctx) / E of a speculative round at their
+context (`speculative.roofline_speedup` per context: gamma draft steps and one verification over
+B (gamma + 1) rows), a mean-field view of rounds that accept E tokens on average.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.catalog import as_accelerator, as_model, as_profile
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
+from llm_cost.requests.phases import Phases, phases
+from llm_cost.specs import BF16, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+
+MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding of the decode phase: acceptance `alpha`, `gamma` drafts per round, and the
+    draft's cost as `c` (t_draft = c T(B)) or a `draft` model on the same deployment."""
+
+    alpha: float
+    gamma: int
+    c: float | None = None
+    draft: object = None  # a ModelSpec or catalog name
+    draft_profile: object = None
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """One static batch of requests on a deployment: the phases, the request's latencies, throughput,
+    GPU-seconds and the fit (SI)."""
+
+    batch: int
+    isl: int
+    osl: int
+    phases: Phases
+    deployment: Deployment
+    fit: Fit
+    expected_tokens: float = 1.0  # tokens per decode round (1 without speculation)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.phases.prefill_s
+
+    @property
+    def tpot_s(self) -> float:
+        """Mean seconds per output token after the first (0 when OSL = 1)."""
+        return self.phases.decode_s / (self.osl - 1) if self.osl > 1 else 0.0
+
+    @property
+    def e2e_s(self) -> float:
+        return self.phases.prefill_s + self.phases.decode_s
+
+    @property
+    def in_flight(self) -> int:
+        """Batches the deployment serves at once: replicas x pipeline stages."""
+        return self.deployment.replicas * self.deployment.pp
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.in_flight * self.batch * self.osl / self.e2e_s
+
+    @property
+    def prefill_tokens_per_s(self) -> float:
+        return self.in_flight * self.batch * self.isl / self.phases.prefill_s
+
+    def gpu_seconds(self, seconds: float) -> float:
+        """GPU-seconds one batch takes over `seconds` of its life: tp x pp GPUs shared by pp batches."""
+        return seconds * self.deployment.tp
+
+
+def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
+                 deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16,
+                 prefill_chunk: int | None = None, speculation: Speculation | None = None) -> RequestCost:
+    """`RequestCost` of `batch` requests of `isl` prompt and `osl` output tokens (module doc).
+
+    Parameters
+    ----------
+    model, gpu, profile
+        Specs, or catalog names / a preset name.
+    batch, isl, osl
+        Requests in the static batch, prompt and output tokens of each: whole numbers >= 1; isl at
+        most the model's context limit (`max_position_embeddings`, when known).
+    deployment, weights
+        The GPUs and their split, K/V precision; the weight format.
+    prefill_chunk
+        Prompt tokens per prefill pass (chunked prefill), >= 1; None: the whole prompt at once.
+    speculation
+        Speculative decoding of the decode phase (`Speculation`), or None.
+
+    Examples
+    --------
+    A 4,096-token prompt and 256 output tokens of Llama-3-8B on an H100 (lecture preset):
+
+    >>> r = request_cost("llama-3-8b", "h100-sxm", "lecture", isl=4096, osl=256)
+    >>> round(r.ttft_s * 1e3, 1), round(r.tpot_s * 1e3, 2), r.phases.prefill_bound, r.phases.decode_bound
+    (112.0, 6.81, 'compute', 'memory')
+    >>> abs(r.e2e_s - (r.ttft_s + 255 * r.tpot_s)) < 1e-12
+    True
+    """
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    check_number("batch", batch, low=1, high=1e9, integer=True)
+    check_number("isl", isl, low=1, high=MAX_TOKENS, integer=True)
+    check_number("osl", osl, low=1, high=MAX_TOKENS, integer=True)
+    if prefill_chunk is not None:
+        check_number("prefill_chunk", prefill_chunk, low=1, high=MAX_TOKENS, integer=True)
+    limit = model.max_position_embeddings
+    if limit and isl > limit:
+        raise InvalidValueError(f"isl must be at most the model's context of {limit} tokens, got {isl}",
+                                params=("isl",))
+    batch, isl, osl = int(batch), int(isl), int(osl)
+    cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
+    ph = phases(cost, batch=batch, isl=isl, osl=osl, chunk=prefill_chunk, count_kv=profile.count_kv)
+    expected = 1.0
+    if speculation is not None and osl > 1:
+        ph, expected = _speculative_decode(ph, model, gpu, profile, weights, deployment, speculation,
+                                           batch=batch, isl=isl, osl=osl)
+    return RequestCost(batch=batch, isl=isl, osl=osl, phases=ph, deployment=deployment,
+                       fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
+                                       chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0),
+                       expected_tokens=expected)
+
+
+def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0) -> Fit:
+    """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
+    the larger workspace of a prefill pass and a (verification) decode step."""
+    pre = step_fit(model, gpu, deployment, rows=batch * min(chunk or isl, isl), batch=batch, context=0,
+                   weights=weights)
+    end = step_fit(model, gpu, deployment, rows=batch * (gamma + 1), batch=batch,
+                   context=isl + osl - 1 - gamma, weights=weights)
+    return Fit(weight_bytes=end.weight_bytes, kv_bytes=end.kv_bytes,
+               workspace_bytes=max(pre.workspace_bytes, end.workspace_bytes),
+               available_bytes=end.available_bytes, context=isl + osl, context_limit=end.context_limit)
+
+
+def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, spec: Speculation, *,
+                        batch, isl, osl) -> tuple[Phases, float]:
+    """The decode phase under speculation: each of the OSL - 1 tokens takes round(ctx) / E."""
+    import numpy as np
+
+    from llm_cost.speculative import roofline_speedup
+
+    contexts = isl + np.arange(osl - 1, dtype=float)
+    r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
+                         draft=spec.draft, draft_profile=spec.draft_profile, context=contexts, weights=weights,
+                         deployment=deployment)
+    per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), (osl - 1,))
+    expected = float(np.asarray(r.expected_tokens).flat[0])
+    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, float(np.sum(per_token)),
+                   float(per_token[0]), float(per_token[-1]), ph.decode_comm_s, ph.prefill_bound,
+                   "compute" if bool(np.asarray(r.verify_compute_bound).flat[-1]) else "memory"), expected)
