@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from llm_cost.cli import app
 from typer.testing import CliRunner
 
 runner = CliRunner()
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def run(*args):

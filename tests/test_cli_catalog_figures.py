@@ -11,9 +11,9 @@ from pathlib import Path
 
 from llm_cost.catalog import accelerator_from_datasheet, load_accelerator
 
-from helpers import run
+from helpers import README, run
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+
 
 
 def test_catalog_json_has_each_gpus_figures():

@@ -15,7 +15,7 @@ from llm_cost.specs.deployment import Deployment
 from llm_cost.speculative import RooflineSpeedup, best_gamma, roofline_speedup, tree_speedup
 from llm_cost.speculative.batched import verification_fit
 from llm_cost.speculative.trees import WEAK_DRAFT
-from tests.helpers import error_line, rows_of, run
+from helpers import error_line, rows_of, run
 
 ARTICLE = ("llama-3-8b", "h100-sxm", "article")
 LECTURE = ("llama-3.1-8b", "h100-sxm", "lecture")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import half_unit
+from helpers import README, half_unit
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_library_sweep_writes_the_articles_table(tmp_path, monkeypatch):
@@ -45,7 +44,7 @@ def test_every_use_command_runs(tmp_path, monkeypatch):
     comment says "exit 2" exits 2 (a --strict deployment that does not fit)."""
     import shlex
 
-    from tests.helpers import run
+    from tests.helpers import README, run
 
     section = README.read_text(encoding="utf-8").split("## Use", 1)[1].split("\n## ", 1)[0]
     lines = [ln.strip() for ln in section.splitlines() if ln.startswith("    llm-cost ")]

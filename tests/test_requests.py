@@ -13,7 +13,7 @@ from llm_cost.roofline import step_time
 from llm_cost.serving.selective import FIGURE5, selective_ledger
 from llm_cost.specs import Profile
 from llm_cost.specs.deployment import Deployment
-from tests.helpers import error_line, run, rows_of
+from helpers import error_line, run, rows_of
 
 H100 = load_accelerator("h100-sxm")
 L8 = load_model("llama-3-8b")
