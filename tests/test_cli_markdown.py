@@ -15,6 +15,8 @@ COMMANDS = {
     "roofline": ["roofline"],
     "catalog": ["catalog"],
     "capacity": ["capacity"],
+    "request": ["request"],
+    "selective": ["selective"],
     "waste": ["waste"],
     "batching": ["batching", "--rate", "2", "--requests", "50"],
     "spec": ["spec"],

@@ -9,7 +9,7 @@ import json
 import pytest
 
 
-from helpers import run
+from helpers import rows_of, run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -42,7 +42,7 @@ def test_table_default_is_the_article_table():
 def test_table_markdown_has_models_as_columns():
     out = run("table", "--format", "markdown")
     assert out.exit_code == 0, out.output
-    lines = out.output.splitlines()
+    lines = out.stdout.splitlines()
     assert lines[0].startswith("**Cost table: H100 SXM")
     assert "|  | llama-3-8b | llama-3-70b | deepseek-v3 |" in lines
     assert "| weights, BF16 (GB) | 16.06 | 141.11 | 1,342.05 |" in lines
@@ -69,7 +69,7 @@ def test_table_csv_has_the_json_keys():
     rows = json.loads(run("table", "-f", "json").stdout)
     out = run("table", "-f", "csv")
     assert out.exit_code == 0, out.output
-    parsed = list(csv.DictReader(io.StringIO(out.output)))
+    parsed = list(csv.DictReader(io.StringIO(out.stdout)))
     assert len(parsed) == 3 and list(parsed[0]) == list(rows[0])
     assert float(parsed[1]["weight_bytes_int4"]) == rows[1]["weight_bytes_int4"]
 
@@ -153,3 +153,21 @@ def test_plot_errors(tmp_path, args, needles):
     args = [str(tmp_path / a) if a in ("x.png", "x.pdf") else a for a in args]
     one_error_line(run("plot", *args), *needles)
     assert not (tmp_path / "x.png").exists()
+
+
+def test_table_on_a_deployment_with_ttft_and_price():
+    """`table --tp 8 --isl 4096 --usd-per-gpu-hour 2.5`: each decode step is one GPU's (roofline on the same
+    deployment), TTFT the prefill of one prompt, dollars the decode step's 8 GPU-seconds per B tokens."""
+    rows = rows_of("table", "--tp", "8", "--isl", "4096", "--usd-per-gpu-hour", "2.5")
+    (step,) = rows_of("roofline", "--model", "llama-3-70b", "--tp", "8")
+    r = rows[1]
+    assert (r["tp"], r["gpus"], r["isl"]) == (8, 8, 4096)
+    assert r["decode_step_s_bf16"] == step["step_time_s"]
+    assert r["usd_per_million_output_tokens_bf16"] == pytest.approx(r["decode_step_s_bf16"] * 8 * 2.5 / 3600 * 1e6)
+    (req,) = rows_of("request", "--model", "llama-3-70b", "--tp", "8", "--isl", "4096", "--osl", "1", "--preset", "article")
+    assert r["ttft_s_bf16"] == pytest.approx(req["ttft_s"], rel=1e-12)
+    assert rows[1]["fits_bf16"] and not rows[2]["fits_bf16"]  # DeepSeek-V3 in BF16: 1.34 TB on 8 x 80 GB
+    out = run("table", "--tp", "8", "--strict")
+    assert out.exit_code == 2 and "deepseek-v3: BF16 weights do not fit" in out.stderr
+    text = run("table", "--tp", "8", "--isl", "4096", "--usd-per-gpu-hour", "2.5", "-f", "markdown").stdout
+    assert "time to first token, 4,096-token prompt, BF16 (ms)" in text and "$ per million output tokens" in text

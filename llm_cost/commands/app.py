@@ -134,7 +134,8 @@ def note(text: str) -> None:
     typer.echo(f"Note: {text}", err=True)
 
 
-def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point") -> None:
+def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point",
+               suffix: str = " (the times assume it does)") -> None:
     """One warning line on stderr per distinct reason a row does not fit (`fits` False, `fit_note`),
     and `skipped` points a search left out; `--strict` exits 2 (after the output) when a printed row
     does not fit (a search that left points out still printed rows that run)."""
@@ -143,7 +144,7 @@ def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point"
         if r.get("fits") is False and r.get("fit_note") not in seen:
             seen.append(r.get("fit_note"))
     for reason in seen:
-        typer.echo(f"Warning: does not fit: {reason} (the times assume it does)", err=True)
+        typer.echo(f"Warning: does not fit: {reason}{suffix}", err=True)
     if skipped:
         typer.echo(f"Warning: skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit", err=True)
     if strict and seen:

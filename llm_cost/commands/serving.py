@@ -126,7 +126,7 @@ def capacity_cmd(
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
     emit([row], columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
          caption=caption)
-    warn_unfit([row], strict)
+    warn_unfit([row], strict, suffix="")
 
 
 WASTE_COLUMNS = [

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List
+from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command
-from llm_cost.commands.options import GpuOpt, Reserve
+from llm_cost.commands.app import command, warn_unfit
+from llm_cost.commands.options import Ep, GpuOpt, Gpus, KvDtype, OverlapComm, Pp, Reserve, Strict, Tp
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -29,6 +29,15 @@ def table_cmd(
     mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = list(MTP_ALPHA_REPORTED),  # noqa: B006
     context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = list(DEFAULT_CONTEXTS),  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
+    isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt tokens: adds the time to first token (one prompt's prefill).")] = None,
+    usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million output tokens of the decode rows.")] = None,
+    tp: Tp = 1,
+    pp: Pp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
+    kv_dtype: KvDtype = "bf16",
+    overlap_comm: OverlapComm = False,
+    strict: Strict = False,
     fmt: FormatMd = "table",
 ) -> None:
     """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
@@ -43,21 +52,39 @@ def table_cmd(
 
     fmt = choice("fmt", fmt, FORMATS_WITH_MARKDOWN)
 
+    from llm_cost.commands import parse
+
     specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
-    rows = table_rows(specs, acc, alpha=alpha, gamma=gamma,
-                      c=c, batch=batch, contexts=context, reserve=reserve, mtp_alphas=mtp_alpha)
-    title = f"Cost table: {acc.name}, preset article: theoretical (GB = 1e9 bytes)"
+    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm, reserve)
+    rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
+                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+    split = "" if deployment.is_single else (f" x {deployment.total_gpus}, tp {tp} pp {pp}"
+                                             + (f" ep {ep}" if ep > 1 else "") + " (per GPU)")
+    title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
+    unfit = [{"fits": False, "fit_note": f"{r['model']}: BF16 weights do not fit {acc.name}{split or ''} "
+                                         f"({r['weight_bytes_bf16'] / 1e9:.1f} GB in all)"}
+             for r in rows if not r["fits_bf16"]]
     if fmt in ("json", "csv"):
         render(rows, [], fmt)
+        _strict(unfit, strict)
         return
     view, columns = table_view(rows, contexts=context)
     notes = table_notes(rows)
     columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
     if fmt == "markdown":
         render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
+        _strict(unfit, strict)
         return
     render(view, columns, fmt, title=title)
     print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
+    _strict(unfit, strict)
+
+
+def _strict(unfit, strict: bool) -> None:
+    """The table's own rows say which weights do not fit ("weights fit ...: no"); --strict also says it on
+    stderr and exits 2."""
+    if strict:
+        warn_unfit(unfit, strict, suffix=": its decode rows assume they do")
 
 
 def _cell(text: str) -> str:

@@ -26,6 +26,7 @@ turns the rows around (one column per model) for the human table and Markdown.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Sequence
 
 from llm_cost.specs.profiles import ARTICLE_DRAFT
@@ -35,6 +36,7 @@ from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, sequences_th
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, MTP_TPS_REPORTED, mtp_params, mtp_speedup
 from llm_cost.roofline import MAX_BATCH, step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 # The series' table (the article, §3.2): its models, accelerator, contexts and speculative draft.
 DEFAULT_MODELS = ("llama-3-8b", "llama-3-70b", "deepseek-v3")
@@ -53,14 +55,20 @@ def _check_contexts(contexts) -> tuple[int, ...]:
 def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA, gamma: int = DEFAULT_GAMMA,
              c: float = DEFAULT_C,
              batch: int = 1, contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
-             mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED) -> dict:
+             mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
+             isl: int | None = None, usd_per_gpu_hour: float | None = None) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
 
     Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
     kv_bytes_per_sequence_at_{n}, flops_per_token, decode_step_s_bf16/w4a16 (batch B),
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
-    max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes.
+    max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes;
+    the deployment (tp, pp, ep, gpus, kv_dtype: times, K/V and fits are one GPU's, the largest batch
+    one replica's); with `isl`, ttft_s_bf16/w4a16 (the prefill of one prompt of isl tokens); with
+    a price, usd_per_million_output_tokens_bf16/w4a16 (the decode step's GPU-seconds over its B
+    tokens, `requests.request.gpu_seconds`).
     """
+    from llm_cost.parallel import deployed_step_time
     from llm_cost.speculative import roofline_speedup
 
     check_number("alpha", alpha, low=0, high=1)
@@ -68,39 +76,69 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     check_number("c", c, low=0)
     check_number("batch", batch, low=1, high=MAX_BATCH, integer=True)
     check_number("reserve", reserve, low=0, high=1, high_open=True)
+    if isl is not None:
+        check_number("isl", isl, low=1, integer=True)
+    if usd_per_gpu_hour is not None:
+        check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
     contexts = _check_contexts(contexts)
     check_all("mtp_alphas", mtp_alphas, low=0, high=1)
+    deployment = dataclasses.replace(deployment or SINGLE_GPU, reserve=reserve)
     prof = THEORETICAL
     p = param_counts(model)
     bf16, int4 = weight_bytes(model, BF16), weight_bytes(model, INT4_G128)
-    kv = kv_bytes_per_token(model)
-    spec = roofline_speedup(model, gpu, prof, alpha=alpha, gamma=gamma, batch=batch, c=c)
+    kv_el = deployment.kv_bytes_per_element
+    kv = kv_bytes_per_token(model, kv_el)
+    spec = roofline_speedup(model, gpu, prof, alpha=alpha, gamma=gamma, batch=batch, c=c, deployment=deployment)
     row = {
         "model": model.name, "gpu": gpu.name, "preset": prof.name,
+        "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
+        "kv_dtype": deployment.kv_dtype,
         "params_total": p.total, "params_active": p.active,
         "weight_bytes_bf16": bf16.total, "weight_bytes_int4": int4.total, "bits_int4": int4.effective_bits,
         "kv_bytes_per_token": kv,
     }
     # one sequence's K/V: context x kv, or less where sliding / chunked layers keep only their window
-    row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n) for n in contexts})
+    row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n, kv_el) for n in contexts})
+    steps = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w).total_s
+             for name, w in (("bf16", BF16), ("w4a16", INT4_G128))}
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
-        "decode_step_s_bf16": step_time(model, gpu, prof, rows=batch, batch=batch, weights=BF16).total_s,
-        "decode_step_s_w4a16": step_time(model, gpu, prof, rows=batch, batch=batch, weights=INT4_G128).total_s,
+        "decode_step_s_bf16": steps["bf16"],
+        "decode_step_s_w4a16": steps["w4a16"],
         "spec_alpha": alpha, "spec_gamma": int(gamma), "spec_c": c,
         "spec_expected_tokens": float(spec.expected_tokens),
         "spec_verify_over_base": float(spec.verify_over_base),
         "spec_speedup": float(spec.speedup),
     })
-    row.update(_mtp_keys(model, gpu, prof, model.mtp_layers, mtp_alphas, batch))
+    row.update(_mtp_keys(model, gpu, prof, model.mtp_layers, mtp_alphas, batch, deployment))
+    row.update(_request_keys(model, gpu, prof, deployment, batch, steps, isl, usd_per_gpu_hour))
     row.update({"reserve_fraction": reserve, "memory_bytes": gpu.memory_bytes,
                 "usable_bytes": gpu.memory_bytes * (1 - reserve)})
     for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
-        row[f"fits_{name}"] = kv_capacity(model, gpu, reserve=reserve, weights=weights).fits
-        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, reserve=reserve, weights=weights)
+        row[f"fits_{name}"] = kv_capacity(model, gpu, weights=weights, deployment=deployment).fits
+        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, weights=weights, deployment=deployment)
                     for n in contexts})
     return row
+
+
+def _request_keys(model, gpu, prof, deployment, batch, steps, isl, price) -> dict:
+    """TTFT of one prompt of `isl` tokens and dollars per million output tokens of the decode steps."""
+    from llm_cost.requests.request import gpu_seconds, request_cost
+
+    keys = dict.fromkeys(("isl", "ttft_s_bf16", "ttft_s_w4a16", "usd_per_gpu_hour",
+                          "usd_per_million_output_tokens_bf16", "usd_per_million_output_tokens_w4a16"))
+    if isl is not None:
+        keys["isl"] = int(isl)
+        for name, w in (("bf16", BF16), ("w4a16", INT4_G128)):
+            keys[f"ttft_s_{name}"] = request_cost(model, gpu, prof, isl=isl, osl=1, deployment=deployment,
+                                                  weights=w).ttft_s
+    if price is not None:
+        keys["usd_per_gpu_hour"] = price
+        for name in ("bf16", "w4a16"):
+            keys[f"usd_per_million_output_tokens_{name}"] = (gpu_seconds(steps[name], deployment) * price / 3600
+                                                             / batch * 1e6)
+    return keys
 
 
 MTP_KEYS = ("mtp_layers", "mtp_gamma", "mtp_alpha_low", "mtp_alpha_high", "mtp_expected_tokens_low",
@@ -109,12 +147,12 @@ MTP_KEYS = ("mtp_layers", "mtp_gamma", "mtp_alpha_low", "mtp_alpha_high", "mtp_e
             "mtp_speedup_low", "mtp_speedup_high")
 
 
-def _mtp_keys(model, gpu, prof, layers, alphas, batch) -> dict:
+def _mtp_keys(model, gpu, prof, layers, alphas, batch, deployment=None) -> dict:
     if not layers:
         return dict.fromkeys(MTP_KEYS)
     alphas = sorted(set(float(a) for a in alphas))
     lo_hi = [alphas[0], alphas[-1]]
-    s = mtp_speedup(model, gpu, prof, alphas=lo_hi, batch=batch)
+    s = mtp_speedup(model, gpu, prof, alphas=lo_hi, batch=batch, deployment=deployment)
     n = mtp_params(model)
     return {
         "mtp_layers": int(layers), "mtp_gamma": MTP_GAMMA, "mtp_alpha_low": lo_hi[0], "mtp_alpha_high": lo_hi[1],
@@ -130,12 +168,14 @@ def _mtp_keys(model, gpu, prof, layers, alphas, batch) -> dict:
 def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA,
                gamma: int = DEFAULT_GAMMA, c: float = DEFAULT_C, batch: int = 1,
                contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
-               mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED) -> list[dict]:
+               mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
+               isl: int | None = None, usd_per_gpu_hour: float | None = None) -> list[dict]:
     """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`)."""
     if not models:
         raise InvalidValueError("models needs at least one value", params=("models",))
     return [cost_row(m, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
-                     mtp_alphas=mtp_alphas) for m in models]
+                     mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+            for m in models]
 
 
 # ---- the view: one column per model ----------------------------------------------------------
@@ -187,7 +227,7 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
         ("weights, BF16 (GB)", _num("weight_bytes_bf16", 2, 1e9)),
         ("weights, INT4 g128 (GB)", _num("weight_bytes_int4", 2, 1e9)),
         ("INT4 g128, effective bits per weight", _num("bits_int4", 2)),
-        ("KV cache per token, BF16 (bytes)", _num("kv_bytes_per_token", 0)),
+        (f"KV cache per token, {r['kv_dtype'].upper()} (bytes)", _num("kv_bytes_per_token", 0)),
     ]
     lines += [(f"KV cache at {context_label(n)} context (GB per sequence)",
                _num(f"kv_bytes_per_sequence_at_{n}", 2, 1e9)) for n in contexts]
@@ -195,6 +235,17 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
         ("FLOPs per token, no context (GFLOP)", _num("flops_per_token", 1, 1e9)),
         (f"decode step lower bound, batch {b}, BF16 (ms)", _num("decode_step_s_bf16", 2, 1e-3)),
         (f"decode step lower bound, batch {b}, W4A16 (ms)", _num("decode_step_s_w4a16", 2, 1e-3)),
+    ]
+    if r["isl"] is not None:
+        lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)", _num("ttft_s_bf16", 1, 1e-3)),
+                  (f"time to first token, {r['isl']:,}-token prompt, W4A16 (ms)", _num("ttft_s_w4a16", 1, 1e-3))]
+    if r["usd_per_gpu_hour"] is not None:
+        price = f"${r['usd_per_gpu_hour']:g}/GPU-hour"
+        lines += [(f"decode cost at batch {b}, BF16 ($ per million output tokens, {price})",
+                   _num("usd_per_million_output_tokens_bf16", 2)),
+                  (f"decode cost at batch {b}, W4A16 ($ per million output tokens, {price})",
+                   _num("usd_per_million_output_tokens_w4a16", 2))]
+    lines += [
         (f"speculative speedup, batch {b} (×): a draft with α {r['spec_alpha']:g}, γ {r['spec_gamma']}, "
          f"c {r['spec_c']:g}; MTP models: their MTP head", _speculative_cell),
     ]
@@ -210,13 +261,16 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
             (f"MTP speedup on the roofline, batch {b} (×)", _span("mtp_speedup_low", "mtp_speedup_high", 2)),
         ]
     usable = f"{r['usable_bytes'] / 1e9:.0f} GB"
+    split = r["tp"] * r["pp"] > 1
+    per_gpu = f" per GPU (tp {r['tp']} x pp {r['pp']})" if split else ""
     lines += [
-        (f"weights fit in {usable} ({r['gpu']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
-        (f"weights fit in {usable}, INT4 g128", _yes_no("fits_int4")),
+        (f"weights fit in {usable}{per_gpu} ({r['gpu']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
+        (f"weights fit in {usable}{per_gpu}, INT4 g128", _yes_no("fits_int4")),
     ]
+    replica = ", one replica" if split else ""
     for n in contexts:
-        lines += [(f"largest batch at {context_label(n)} context, BF16 weights", _batch("bf16", n)),
-                  (f"largest batch at {context_label(n)} context, INT4 weights", _batch("int4", n))]
+        lines += [(f"largest batch at {context_label(n)} context{replica}, BF16 weights", _batch("bf16", n)),
+                  (f"largest batch at {context_label(n)} context{replica}, INT4 weights", _batch("int4", n))]
     return lines
 
 
@@ -245,13 +299,18 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
         f"once per step (MoE: the routed experts the step's rows touch), no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
         f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
-        f"Largest batch: sequences of that context whose BF16 KV cache (sliding and chunked layers "
+        f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "
         f"holding at most their window) fits in "
         f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "
         f"(a dash where the weights do not fit).",
     ]
+    if r["tp"] * r["pp"] > 1:
+        notes.append(f"Deployment: {r['gpus']} GPUs, tp {r['tp']} x pp {r['pp']}"
+                     + (f", ep {r['ep']}" if r["ep"] > 1 else "") + ": each decode step is one GPU's share of the "
+                     "weights across the pipeline's stages plus two ring all-reduces per layer (and the MoE layers' "
+                     "all-to-alls) over the datasheet's interconnect; the largest batch is one replica's.")
     for x in rows:
-        if x["spec_verify_over_base"] > 1.0 + 1e-9:
+        if x["spec_verify_over_base"] > 1.0 + 1e-9 and x["params_active"] < x["params_total"]:  # a MoE
             verdict = "does not pay" if x["spec_speedup"] <= 1.0 else "pays less"
             notes.append(
                 f"{x['model']}: verifying {x['spec_gamma'] + 1} rows per sequence at batch {x['batch']} reads "
@@ -271,7 +330,8 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
                 f"shared LM head read again, the embedding a lookup ({x['mtp_params_own'] / 1e9:.1f}B "
                 f"parameters of its own, not in the weights above). E / (1 + c) = "
                 f"{_span('mtp_speedup_verify_free_low', 'mtp_speedup_verify_free_high', 2)(x)}x against the "
-                f"report's {MTP_TPS_REPORTED:g}x; the roofline row is batch {x['batch']} on one accelerator, "
+                f"report's {MTP_TPS_REPORTED:g}x; the roofline row is batch {x['batch']} on "
+                f"{'one GPU of the deployment' if x['tp'] * x['pp'] > 1 else 'one accelerator'}, "
                 f"where verifying 2 rows reads {x['mtp_verify_over_base']:.2f}x the bytes of a step "
                 f"(uniform top-k routing).")
     return notes

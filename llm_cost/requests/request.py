@@ -80,8 +80,14 @@ class RequestCost:
         return self.in_flight * self.batch * self.isl / self.phases.prefill_s
 
     def gpu_seconds(self, seconds: float) -> float:
-        """GPU-seconds one batch takes over `seconds` of its life: tp x pp GPUs shared by pp batches."""
-        return seconds * self.deployment.tp
+        """GPU-seconds one batch takes over `seconds` of its life (`gpu_seconds`)."""
+        return gpu_seconds(seconds, self.deployment)
+
+
+def gpu_seconds(seconds: float, deployment: Deployment) -> float:
+    """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, shared by the
+    pp batches in flight: seconds x tp."""
+    return seconds * deployment.tp
 
 
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,

@@ -28,7 +28,8 @@ MTP_TPS_REPORTED = 1.8
 MTP_GAMMA = 1  # one MTP module predicts one extra token
 
 
-def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightFormat = BF16) -> StepTime:
+def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightFormat = BF16,
+                  deployment=None) -> StepTime:
     r"""One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
 
     The projection adds its weight bytes and 2 x 2d^2 FLOPs per row to the same two roofline
@@ -45,6 +46,9 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightForma
         Sequences drafting at once, in [1, 1e12] (default 1).
     weights : WeightFormat, optional
         The module's weight format (default BF16).
+    deployment : Deployment, optional
+        The target's GPUs: the module is split over tp (and its experts over ep) like the model's
+        layers, on one pipeline stage (the last); default one GPU.
 
     Returns
     -------
@@ -69,6 +73,10 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightForma
     per = checkpoint_format(model).dtype_bytes if weights.checkpoint else weights.bytes_per_weight
     cost = replace(block, weight_bytes=block.weight_bytes + projection * per,
                    row_flops=block.row_flops + 2 * projection)
+    if deployment is not None and not deployment.is_single:
+        from llm_cost.parallel import deployed_cost
+
+        cost = deployed_cost(cost, mtp_module(model), gpu, weights, replace(deployment, pp=1))
     return cost.step(batch, batch, 0, count_kv=prof.count_kv)
 
 
@@ -107,7 +115,7 @@ class MtpSpeedup:
 
 
 def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_ALPHA_REPORTED,
-                batch: float = 1) -> MtpSpeedup:
+                batch: float = 1, deployment=None) -> MtpSpeedup:
     r"""Speculative decoding with the model's own MTP module as the draft (gamma = 1).
 
     DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.77-1.82 (the report's
@@ -126,6 +134,8 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
         Acceptance rates, fractions in [0, 1] (default the report's 0.85 and 0.90).
     batch : float, optional
         Sequences per step, in [1, 1e12] (default 1).
+    deployment : Deployment, optional
+        The GPUs and their split (default one GPU): T and the MTP step are one GPU's.
 
     Returns
     -------
@@ -145,15 +155,17 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
     """
     import numpy as np
 
-    from llm_cost.roofline import step_time
     from llm_cost import speculative as speculative
+    from llm_cost.parallel import deployed_step_time
     from llm_cost.speculative import roofline_speedup
+    from llm_cost.specs.deployment import SINGLE_GPU
 
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    deployment = deployment or SINGLE_GPU
     a = np.asarray(list(alphas), dtype=float)
-    base = step_time(model, gpu, profile, rows=batch, batch=batch)
-    c = mtp_step_time(model, gpu, profile, batch=batch).total_s / base.total_s
-    r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c)
+    base = deployed_step_time(model, gpu, profile, deployment, rows=batch, batch=batch)
+    c = mtp_step_time(model, gpu, profile, batch=batch, deployment=deployment).total_s / base.total_s
+    r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c, deployment=deployment)
     free = np.atleast_1d(speculative.speedup(a, MTP_GAMMA, c))
     return MtpSpeedup(alphas=tuple(a.tolist()), expected_tokens=tuple(np.atleast_1d(r.expected_tokens).tolist()),
                       c=float(c), verify_over_base=float(np.atleast_1d(r.verify_over_base)[0]),
