@@ -134,3 +134,12 @@ def test_selective_ledger_of_the_lectures_figure_5():
     assert [(r["padded"], r["selective"]) for r in rows] == [(12, 7), (48, 19), (48, 15)]
     assert "--request must be cached:new" in error_line("selective", "--request", "3")
     assert "--request entry 3:0: new must be in [1, inf), got 0" in error_line("selective", "--request", "3:0")
+
+
+def test_tau_on_request_solves_alpha_and_says_so():
+    from llm_cost.speculative.tau import alpha_from_tau
+
+    (row,) = rows_of("request", "--tau", "3", "--spec-gamma", "4")
+    assert row["spec_tau"] == 3 and row["spec_alpha"] == pytest.approx(float(alpha_from_tau(3, 4)), rel=1e-12)
+    assert row["spec_expected_tokens"] == pytest.approx(3, rel=1e-9)
+    assert "alpha 0.7" in run("request", "--tau", "3", "--spec-gamma", "4").stdout

@@ -96,12 +96,17 @@ def request_cmd(
     rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                         weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
                         usd_per_gpu_hour=usd_per_gpu_hour)
+    for r in rows:
+        r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
     columns = REQUEST_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
     if any(not r["fits"] for r in rows):
         columns = columns + [FIT_COLUMN]
     split = "" if deployment.is_single else f", tp {tp} pp {pp}" + (f" ep {ep}" if ep > 1 else "")
-    spec_text = (f"; decode speculative: alpha {speculation.alpha:.3f}, gamma {speculation.gamma}"
-                 if speculation else "")
+    spec_text = ""
+    if speculation:
+        solved = f" (from tau {tau:g})" if tau is not None else ""
+        draft_text = f", draft {draft}" if draft is not None else f", c {speculation.c:g}"
+        spec_text = f"; decode speculative: alpha {speculation.alpha:.4f}{solved}, gamma {speculation.gamma}{draft_text}"
     emit(rows, columns, fmt, title=f"Requests: {spec.name} on {deployment.total_gpus} x {acc.name}{split}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
