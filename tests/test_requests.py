@@ -143,3 +143,27 @@ def test_tau_on_request_solves_alpha_and_says_so():
     assert row["spec_tau"] == 3 and row["spec_alpha"] == pytest.approx(float(alpha_from_tau(3, 4)), rel=1e-12)
     assert row["spec_expected_tokens"] == pytest.approx(3, rel=1e-9)
     assert "alpha 0.7" in run("request", "--tau", "3", "--spec-gamma", "4").stdout
+
+
+def test_the_drafts_memory_costs_target_requests():
+    """The lecture §9.3: "草稿模型的权重和 KV cache 也要占显存，能放下的目标序列就少了". Llama-3.2-1B drafting
+    for Llama-3-8B on one H100 (81,559 MiB usable, 10% held back), requests of 4096 + 1024 tokens: the
+    target's K/V is 131,072 B x 5,120 = 0.671 GB a request, the draft's 32,768 B x 5,120 = 0.168 GB,
+    its weights 2.47 GB."""
+    from llm_cost.counts import kv_bytes_per_token
+
+    (row,) = rows_of("request", "--spec-alpha", "0.8", "--draft", "llama-3.2-1b", "--isl", "4096", "--osl", "1024")
+    draft = load_model("llama-3.2-1b")
+    assert row["draft_kv_bytes_per_request_per_gpu"] == kv_bytes_per_token(draft) * 5120
+    assert row["draft_weight_bytes_per_gpu"] == weight_bytes(draft).total
+    spare = 81559 * 2**20 * 0.9 - weight_bytes(L8).total  # less a workspace of a few MB
+    assert row["max_batch_without_draft"] == int(spare // (131072 * 5120)) == 90
+    assert row["max_batch_with_draft"] == int((spare - row["draft_weight_bytes_per_gpu"])
+                                              // (131072 * 5120 + 32768 * 5120)) == 69
+    assert row["requests_lost_to_draft"] == 21
+    # the batch's own fit counts the draft too
+    plain = rows_of("request", "--spec-alpha", "0.8", "--isl", "4096", "--osl", "1024")[0]
+    assert row["memory_needed_bytes"] - plain["memory_needed_bytes"] == pytest.approx(
+        row["draft_weight_bytes_per_gpu"] + row["draft_kv_bytes_per_request_per_gpu"], rel=1e-3)
+    assert "cost 21 of 90 requests" in " ".join(run("request", "--spec-alpha", "0.8", "--draft", "llama-3.2-1b",
+                                                    "--isl", "4096", "--osl", "1024").stdout.split())

@@ -107,6 +107,12 @@ def request_cmd(
         solved = f" (from tau {tau:g})" if tau is not None else ""
         draft_text = f", draft {draft}" if draft is not None else f", c {speculation.c:g}"
         spec_text = f"; decode speculative: alpha {speculation.alpha:.4f}{solved}, gamma {speculation.gamma}{draft_text}"
+    lost = [r for r in rows if r["requests_lost_to_draft"] is not None]
+    if lost:
+        r = lost[0]
+        spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
+                      f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
+                      f"{r['isl'] + r['osl']:,} tokens")
     emit(rows, columns, fmt, title=f"Requests: {spec.name} on {deployment.total_gpus} x {acc.name}{split}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "

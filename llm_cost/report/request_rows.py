@@ -56,7 +56,24 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (b * isl) * 1e6
             row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (b * (osl - 1)) * 1e6 if osl > 1 else None)
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
+        row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
         row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_s=ph.prefill_comm_s + ph.decode_comm_s,
                                      step_s=r.e2e_s, tokens=b * osl))
         rows.append(row)
     return rows
+
+
+def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:
+    """A draft model's memory beside the target (the lecture §9.3): its weights and K/V per GPU, and the
+    requests of this isl + osl the target can no longer hold (None without a draft model)."""
+    keys = dict.fromkeys(("draft_weight_bytes_per_gpu", "draft_kv_bytes_per_request_per_gpu", "max_batch_without_draft",
+                          "max_batch_with_draft", "requests_lost_to_draft"))
+    if speculation is None or speculation.draft is None:
+        return keys
+    from llm_cost.requests import draft_memory
+
+    d = draft_memory(model, gpu, deployment, weights, speculation.draft, isl=isl, osl=osl, gamma=speculation.gamma)
+    keys.update(draft_weight_bytes_per_gpu=d.weight_bytes, draft_kv_bytes_per_request_per_gpu=d.kv_bytes_per_request,
+                max_batch_without_draft=d.max_batch_without, max_batch_with_draft=d.max_batch_with,
+                requests_lost_to_draft=d.requests_lost)
+    return keys

@@ -16,6 +16,7 @@ B (gamma + 1) rows), a mean-field view of rounds that accept E tokens on average
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
@@ -138,20 +139,64 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                                            batch=batch, isl=isl, osl=osl)
     return RequestCost(batch=batch, isl=isl, osl=osl, phases=ph, deployment=deployment,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
-                                       chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0),
+                                       chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
+                                       draft=speculation.draft if speculation else None),
                        expected_tokens=expected)
 
 
-def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0) -> Fit:
+def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
-    the larger workspace of a prefill pass and a (verification) decode step."""
+    the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on
+    the same GPUs (`speculative.batched.draft_deployment_for`), its weights and its K/V too (the
+    lecture §9.3: the draft's weights and K/V take memory, so fewer target sequences fit)."""
     pre = step_fit(model, gpu, deployment, rows=batch * min(chunk or isl, isl), batch=batch, context=0,
                    weights=weights)
     end = step_fit(model, gpu, deployment, rows=batch * (gamma + 1), batch=batch,
                    context=isl + osl - 1 - gamma, weights=weights)
-    return Fit(weight_bytes=end.weight_bytes, kv_bytes=end.kv_bytes,
-               workspace_bytes=max(pre.workspace_bytes, end.workspace_bytes),
-               available_bytes=end.available_bytes, context=isl + osl, context_limit=end.context_limit)
+    fit = Fit(weight_bytes=end.weight_bytes, kv_bytes=end.kv_bytes,
+              workspace_bytes=max(pre.workspace_bytes, end.workspace_bytes),
+              available_bytes=end.available_bytes, context=isl + osl, context_limit=end.context_limit)
+    if draft is None:
+        return fit
+    own = _draft_fit(draft, gpu, deployment, batch=batch, isl=isl, osl=osl, gamma=gamma)
+    return dataclasses.replace(fit, weight_bytes=fit.weight_bytes + own.weight_bytes,
+                               kv_bytes=fit.kv_bytes + own.kv_bytes,
+                               workspace_bytes=max(fit.workspace_bytes, own.workspace_bytes))
+
+
+def _draft_fit(draft, gpu, deployment, *, batch, isl, osl, gamma) -> Fit:
+    """The draft's own `Fit` at the end of the batch (BF16 weights, the target's K/V dtype)."""
+    from llm_cost.speculative.batched import draft_deployment_for
+
+    return step_fit(draft, gpu, draft_deployment_for(draft, deployment), rows=batch * (gamma + 1), batch=batch,
+                    context=isl + osl - 1 - gamma)
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """What a draft model costs the target in memory: its bytes per GPU and the requests it displaces."""
+
+    weight_bytes: float  # the draft's weights, per GPU
+    kv_bytes_per_request: float  # its K/V of ISL + OSL tokens, per GPU
+    max_batch_without: int  # requests of ISL + OSL tokens that fit beside the target's weights alone
+    max_batch_with: int  # ... and beside the draft's weights and K/V
+    @property
+    def requests_lost(self) -> int:
+        return self.max_batch_without - self.max_batch_with
+
+
+def draft_memory(model, gpu, deployment, weights, draft, *, isl: int, osl: int, gamma: int) -> DraftMemory:
+    """`DraftMemory` of `draft` beside `model` for requests of `isl` + `osl` tokens: the largest static
+    batch with and without it (the K/V per request from one request's fit; the workspace of that one
+    request's passes counted once)."""
+    model, gpu, draft = as_model(model), as_accelerator(gpu), as_model(draft)
+    one = request_fit(model, gpu, deployment, weights, batch=1, isl=isl, osl=osl, gamma=gamma)
+    own = _draft_fit(draft, gpu, deployment, batch=1, isl=isl, osl=osl, gamma=gamma)
+    spare = one.available_bytes - one.weight_bytes - max(one.workspace_bytes, own.workspace_bytes)
+    without = max(0, int(spare // one.kv_bytes))
+    with_draft = max(0, int((spare - own.weight_bytes) // (one.kv_bytes + own.kv_bytes)))
+    return DraftMemory(weight_bytes=own.weight_bytes, kv_bytes_per_request=own.kv_bytes,
+                       max_batch_without=without, max_batch_with=with_draft)
 
 
 def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, spec: Speculation, *,
