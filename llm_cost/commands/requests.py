@@ -10,6 +10,7 @@ import typer
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, Mfu, ModelOpt, OverlapComm,
                                        Pp, Preset, Strict, Tp, Weights)
+from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 
 REQUEST_COLUMNS = [
@@ -26,7 +27,6 @@ PRICE_COLUMNS = [
     Column("usd_per_million_input_tokens", "$/M in", fixed(3)),
     Column("usd_per_million_output_tokens", "$/M out", fixed(2)),
 ]
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
 
 
 @command("request", epilog="Example: llm-cost request --model llama-3-70b --tp 4 --batch 1 --batch 32 --isl 4096 "
@@ -98,10 +98,8 @@ def request_cmd(
                         usd_per_gpu_hour=usd_per_gpu_hour)
     for r in rows:
         r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
-    columns = REQUEST_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
-    if any(not r["fits"] for r in rows):
-        columns = columns + [FIT_COLUMN]
-    split = "" if deployment.is_single else f", tp {tp} pp {pp}" + (f" ep {ep}" if ep > 1 else "")
+    columns = deployed_columns(REQUEST_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else []), rows,
+                               deployment, per_gpu=False)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""
@@ -113,7 +111,7 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    emit(rows, columns, fmt, title=f"Requests: {spec.name} on {deployment.total_gpus} x {acc.name}{split}, "
+    emit(rows, columns, fmt, title=f"Requests: {spec.name} on {acc.name}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")

@@ -9,6 +9,7 @@ import typer
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, KvOpt, Mfu, ModelOpt,
                                        OverlapComm, Pp, Preset, ReadEmb, Strict, Tp, Weights)
+from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
@@ -22,13 +23,6 @@ ROOFLINE_COLUMNS = [
     Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
     Column("bound", "bound"),
 ]
-# shown when the deployment is more than one GPU (json and csv always carry every key)
-DEPLOYED_COLUMNS = [
-    Column("comm_time_s", "comm (ms)", fixed(3, 1e-3)),
-    Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
-    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
-]
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
 
 
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
@@ -71,10 +65,6 @@ def roofline_cmd(
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    columns = ROOFLINE_COLUMNS + (DEPLOYED_COLUMNS if not deployment.is_single else [])
-    if any(not r["fits"] for r in result):
-        columns = columns + [FIT_COLUMN]
-    split = "" if deployment.is_single else f", tp {tp} pp {pp}" + (f" ep {ep}" if ep > 1 else "")
-    emit(result, columns, fmt, caption=caption,
-         title=f"{spec.name} on {acc.name}{split}, {weights.lower()}, preset {prof.name}")
+    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption,
+         title=f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
     warn_unfit(result, strict)

@@ -9,6 +9,7 @@ import typer
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (BwEff, Ep, Format, GpuOpt, Gpus, KvDtype, ModelOpt, OverlapComm, Pp, Preset,
                                        Strict, Tp, Weights)
+from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
@@ -39,26 +40,6 @@ SPEC_COLUMNS = [
     Column("speedup_opt", "best speedup", fixed(2)),
 ]
 # as `roofline` shows them: when the deployment is more than one GPU (json and csv carry every key)
-DEPLOYED_COLUMNS = [
-    Column("comm_time_s", "comm (ms)", fixed(3, 1e-3)),
-    Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
-    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
-]
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
-
-
-def _deployed_columns(columns, rows, deployment):
-    """`columns`, then comm / GB per GPU / tokens per GPU on more than one GPU, then `fits` when a
-    row does not fit."""
-    columns = columns + (DEPLOYED_COLUMNS if not deployment.is_single else [])
-    return columns + ([FIT_COLUMN] if any(not r["fits"] for r in rows) else [])
-
-
-def _split(deployment) -> str:
-    """', tp 4 pp 1' for a title, '' on one GPU."""
-    if deployment.is_single:
-        return ""
-    return f", tp {deployment.tp} pp {deployment.pp}" + (f" ep {deployment.ep}" if deployment.ep > 1 else "")
 
 
 def _skipped(rows) -> int:
@@ -136,9 +117,9 @@ def spec_cmd(
     ignored = parse.ignored_context(prof, context, "use --preset lecture")
     if ignored:  # after the library accepted the context
         note(ignored)
-    columns = _deployed_columns(columns, rows, deployment)
+    columns = deployed_columns(columns, rows, deployment)
     emit(rows, columns, fmt, caption=caption,
-         title=f"Speculative decoding: {target.name} on {acc.name}{_split(deployment)}, {weights.lower()}, "
+         title=f"Speculative decoding: {target.name} on {acc.name}{deployment.label}, {weights.lower()}, "
                f"preset {prof.name}{drafted}")
     warn_unfit(rows, strict, skipped=_skipped(rows), what="gamma")
 
@@ -217,12 +198,12 @@ def tree_cmd(
     ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(rows, _deployed_columns([
+    emit(rows, deployed_columns([
         Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
         Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),
         Column("verify_over_base", "verify/base", fixed(2)), Column("speedup", "speedup", fixed(2)),
         Column("chain_speedup", "chain (same depth)", fixed(2)),
-    ], rows, deployment), fmt, title=f"Token trees: {spec.name} on {acc.name}{_split(deployment)}, preset {prof.name}, "
+    ], rows, deployment), fmt, title=f"Token trees: {spec.name} on {acc.name}{deployment.label}, preset {prof.name}, "
                                      f"context {context}, c {c:g} per level")
     warn_unfit(rows, strict)
 

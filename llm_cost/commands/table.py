@@ -58,8 +58,7 @@ def table_cmd(
     deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm, reserve)
     rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
                       mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
-    split = "" if deployment.is_single else (f" x {deployment.total_gpus}, tp {tp} pp {pp}"
-                                             + (f" ep {ep}" if ep > 1 else "") + " (per GPU)")
+    split = deployment.label + (" (per GPU)" if deployment.label else "")
     title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
     unfit = [{"fits": False, "fit_note": f"{r['model']}: BF16 weights do not fit {acc.name}{split or ''} "
                                          f"({r['weight_bytes_bf16'] / 1e9:.1f} GB in all)"}

@@ -4,6 +4,7 @@ and whether it fits, and throughput. Flat, SI, unit in the key."""
 from __future__ import annotations
 
 from llm_cost.parallel.fit import Fit
+from llm_cost.report.render import Column, fixed
 from llm_cost.roofline.pass_cost import gemm_precision
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
@@ -34,3 +35,19 @@ def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment
         "fits": fit.fits, "fit_note": fit.reason,
         "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / deployment.total_gpus,
     }
+
+
+# The human table's deployment columns: comm, memory and throughput per GPU on more than one GPU, and
+# `fits` only when some row does not (json and csv always carry every key)
+DEPLOYED_COLUMNS = [
+    Column("comm_time_s", "comm (ms)", fixed(3, 1e-3)),
+    Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
+    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+
+
+def deployed_columns(columns, rows, deployment: Deployment, *, per_gpu: bool = True):
+    """`columns`, then DEPLOYED_COLUMNS on more than one GPU (`per_gpu`), then `fits` when a row does not fit."""
+    columns = list(columns) + (DEPLOYED_COLUMNS if per_gpu and not deployment.is_single else [])
+    return columns + ([FIT_COLUMN] if any(not r["fits"] for r in rows) else [])

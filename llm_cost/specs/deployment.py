@@ -92,6 +92,17 @@ class Deployment:
         return max(self.tp, self.ep)
 
     @property
+    def label(self) -> str:
+        """', tp 4 pp 2, 16 GPUs (2 replicas)' as titles show it; '' for one GPU."""
+        if self.is_single and self.replicas == 1:
+            return ""
+        parts = [f"{k} {v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if v > 1]
+        split = [" ".join(parts)] if parts else []
+        if self.replicas > 1:
+            split.append(f"{self.total_gpus} GPUs ({self.replicas} replicas)")
+        return ", " + ", ".join(split)
+
+    @property
     def is_single(self) -> bool:
         """One GPU, no split: the seeds' setting (the time is exactly `step_time`'s)."""
         return self.tp == self.pp == self.ep == 1
