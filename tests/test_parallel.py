@@ -177,3 +177,20 @@ def test_readme_side_by_side_shows_todays_numbers():
         got = tuple(round(rows_of("roofline", "--model", "llama-3-70b", "--tp", "4", "--batch", b, "--context", "4096",
                                   *extra)[0]["step_time_s"] * 1e3, 2) for b in ("1", "64"))
         assert got == printed[label], label
+
+
+def test_turning_batch_rule_uses_the_formats_peak_and_bytes():
+    """The article §2.4's rule ridge / ((16 / bits)(gamma + 1)): FP8 W8A8 doubles the ridge (the FP8 peak)
+    and halves the bytes, so the turning batch stays ~59 on an H100; a checkpoint's own format (DeepSeek-V3's
+    FP8 blocks) takes its BF16-to-checkpoint byte ratio for 16 / bits."""
+    from llm_cost.roofline import ridge_point
+    from llm_cost.specs import CHECKPOINT
+    from llm_cost.speculative.turning import turning_batch
+
+    fp8 = turning_batch("llama-3-8b", H100, "article", gamma=4, weights=FP8)
+    assert fp8.ridge_estimate == pytest.approx(ridge_point(H100, "article", "fp8") / (2 * 5), rel=1e-12)
+    assert ridge_point(H100, "article", "fp8") == pytest.approx(1979 / 3.35, rel=1e-12)
+    ds = load_model("deepseek-v3")
+    ckpt = turning_batch(ds, H100, "article", gamma=1, weights=CHECKPOINT)
+    ratio = weight_bytes_per_gpu(ds, BF16, Deployment()) / weight_bytes_per_gpu(ds, CHECKPOINT, Deployment())
+    assert ckpt.ridge_estimate == pytest.approx(ridge_point(H100, "article", "fp8") / (ratio * 2), rel=1e-12)

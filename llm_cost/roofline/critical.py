@@ -14,8 +14,8 @@ from llm_cost.roofline.pass_cost import MAX_BATCH, PassCost
 from llm_cost.specs import BF16, Accelerator, Profile, WeightFormat
 
 
-def ridge_point(gpu: Accelerator | str, profile: Profile | str) -> float:
-    r"""Effective ridge (FLOP/byte): F eta_f / (BW eta_bw).
+def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "bf16") -> float:
+    r"""Effective ridge (FLOP/byte): F eta_f / (BW eta_bw), F the dense peak of the GEMMs' precision.
 
     .. math:: I^* = \frac{F\,\eta_f}{BW\,\eta_{bw}}
 
@@ -26,6 +26,9 @@ def ridge_point(gpu: Accelerator | str, profile: Profile | str) -> float:
     profile : Profile or str
         The profile or a preset name (eta_f: compute efficiency, eta_bw: bandwidth efficiency,
         both in (0, 1]).
+    compute : str, optional
+        The GEMMs' precision (`WeightFormat.compute`: bf16, fp8, int8, fp4); a chip without it
+        runs at the BF16 peak (`Accelerator.compute_precision`). Default bf16.
 
     Returns
     -------
@@ -44,9 +47,17 @@ def ridge_point(gpu: Accelerator | str, profile: Profile | str) -> float:
     177
     >>> round(ridge_point("h100-sxm", "lecture"))
     221
+
+    FP8 W8A8 GEMMs run at the FP8 peak, 1,979 TFLOP/s dense: twice the ridge.
+
+    >>> round(ridge_point("h100-sxm", "article", "fp8"))
+    591
     """
     gpu, profile = as_accelerator(gpu), as_profile(profile)
-    return gpu.ridge_flops_per_byte * profile.compute_efficiency / profile.bw_efficiency
+    if compute == "bf16":
+        return gpu.ridge_flops_per_byte * profile.compute_efficiency / profile.bw_efficiency
+    peak = gpu.peak_flops_per_s(compute)
+    return peak / gpu.bandwidth_bytes_per_s * profile.compute_efficiency / profile.bw_efficiency
 
 
 def first_crossing(f, low: float, high: float) -> float:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.catalog import as_model
+from llm_cost.counts import weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_time
+from llm_cost.roofline.pass_cost import gemm_precision
 from llm_cost.speculative.batched import roofline_speedup
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 
@@ -52,7 +55,9 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
     .. math:: B_{turn} \approx \frac{\mathit{ridge}}{(16 / \mathit{bits})(\gamma + 1)}
 
     The exact batch solves compute time = memory time for a pass of B (gamma + 1) rows
-    (`critical_batch`); the estimate is the rule above. The exact one is ~7% higher for
+    (`critical_batch`); the estimate is the rule above, with the ridge of the format's GEMM
+    precision (FP8 W8A8: the FP8 peak) and, for the model's own checkpoint format, 16 / bits the
+    ratio of its BF16 bytes to its checkpoint bytes. The exact one is ~7% higher for
     Llama-3-8B, whose 16.06 GB include an embedding table its FLOPs do not count (§1.2).
 
     Parameters
@@ -89,9 +94,12 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
     """
     check_number("gamma", gamma, low=0, integer=True)
     exact = critical_batch(model, gpu, profile, rows_per_sequence=gamma + 1, context=context, weights=weights)
+    model = as_model(model)
     compression = 16 / weights.bits
-    return TurningBatch(gamma=int(gamma), batch=exact,
-                        ridge_estimate=ridge_point(gpu, profile) / (compression * (gamma + 1)))
+    if weights.checkpoint:  # the model's own mix of widths: BF16 bytes over the checkpoint's
+        compression = weight_bytes(model, BF16).total / weight_bytes(model, weights).total
+    ridge = ridge_point(gpu, profile, gemm_precision(model, weights))
+    return TurningBatch(gamma=int(gamma), batch=exact, ridge_estimate=ridge / (compression * (gamma + 1)))
 
 
 VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many plain decode steps
