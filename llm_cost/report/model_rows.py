@@ -147,7 +147,9 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(t.comm_s),
                                 step_s=t.total_s, tokens=m),
         })
-    ridge = ridge_point(gpu, profile)
+    from llm_cost.roofline.pass_cost import gemm_precision
+
+    ridge = ridge_point(gpu, profile, gemm_precision(model, weights))
     crit = critical_rows(model, gpu, profile, batch=batch, context=context, weights=weights)
     caption = (f"ridge {ridge:.1f} FLOP/byte; compute-bound from {crit:.1f} rows "
                f"(batch {batch}, context {context})")
