@@ -42,6 +42,9 @@ class Workload:
         The seed the lengths and gaps were drawn with (None for a hand-written workload).
     description : str, optional
         A one-line description for reports.
+    concurrency : int or None, optional
+        A closed loop of this many clients: request i >= N is sent when a request finishes
+        (`engine.serve`; the plain `simulator` refuses it). None: open-loop arrivals.
 
     Examples
     --------
@@ -57,6 +60,7 @@ class Workload:
     declared_gen: tuple[int, ...]  # max_gen each request declares (>= output)
     seed: int | None = None
     description: str = ""
+    concurrency: int | None = None  # a closed loop of this many clients (`workload_spec`); None: open
 
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
@@ -102,7 +106,7 @@ class Workload:
         """
         _check_rate(rate)
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
-                        self.seed, self.description)
+                        self.seed, self.description, self.concurrency)
 
     @property
     def kv_tokens_written(self) -> tuple[int, ...]:

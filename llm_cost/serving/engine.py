@@ -1,0 +1,389 @@
+"""The serving engine: iteration-level scheduling with paged KV and preemption, chunked prefill,
+speculation inside the batch, pipeline stages in flight, any workload (the lecture §3.5-§3.6, §11).
+
+One loop turn forms one iteration from the running sequences that are not in flight:
+
+1. gamma for the iteration (`SpecConfig.policy`); each decoding sequence feeds gamma + 1 rows.
+2. Paged KV (`reservation="paged"`): each decoder needs ceil(K(kv + rows) / block) blocks; when the
+   free blocks do not cover it, the latest-admitted running sequence is preempted (vLLM's rule):
+   `recompute` frees its blocks and queues it first, to prefill its prompt and generated tokens
+   again; `swap` moves its K/V to host memory over the host link and back when blocks free up.
+   `none`: no reservation, no preemption: decoders past the free tokens stall, and when nothing
+   can run the run stops with a `Deadlock` (exercise 10). `declared` / `max_len`: Orca's
+   reservations (admission stops at the first request whose reservation does not fit).
+3. Prefill: with `prefill_chunk` N, decode rows come first and prompt chunks fill the rest of N
+   tokens (Sarathi-Serve); without it a prompt is prefilled whole in the iteration that admits it.
+4. Admission (only in an iteration that preempted nobody): swapped sequences first, then the
+   queue (recompute victims at its head), while the batch has room, the reservation fits and
+   (paged) the free blocks after it stay above the watermark.
+5. Its time: `IterationCost.time(rows, kv_read + rows, pairs)`, where every sequence with c cached
+   tokens feeding r rows adds r rows, c K/V read and causal_pairs(r, c) pairs (windowed layers: each
+   capped at its window, `PassCost.uniform_terms`), plus gamma draft steps (c x the plain decode
+   step, or the draft model's own step), plus any swap transfer.
+6. Pipeline stages (`cost.stages` > 1): `orca` injects the next iteration one stage-time
+   (T / stages) later, up to `stages` in flight, and a sequence's next iteration waits only for its
+   own previous one; `microbatch` runs one batch split into `stages` microbatches: it takes
+   (2 stages - 1) / stages x T(one microbatch), one batch at a time.
+7. When an iteration completes: each decoder accepts n drafts (P(n >= k) = alpha^k, k <= gamma, or
+   a bursty chain) and gains min(n + 1, left) tokens; its K/V rolls back to prompt + generated - 1
+   (paged: the spare blocks freed); a prefill that completes emits the first token (TTFT).
+
+K/V is counted in all-layer tokens as `capacity.kv_capacity`: a sequence of c tokens holds
+K(c) = (full layers x c + sum over windowed layers of min(c, window)) / layers tokens
+(`counts.kv_bytes(model, c)` / `kv_bytes_per_token`); K(c) = c for a model without windows.
+
+Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`. Without speculation,
+preemption, chunks or stages, the schedule is `simulator.simulate`'s (tests pin the finish times).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+
+from llm_cost.errors import InvalidValueError
+from llm_cost.serving.replica import Replica
+from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.serve_result import ServeResult
+from llm_cost.serving.spec_batch import Acceptance, choose_gamma
+from llm_cost.serving.workload import Workload
+
+
+def held_tokens_fn(cost):
+    """K(c): all-layer tokens a sequence of c tokens holds (module doc); identity without windows."""
+    if not cost.kv_windows:
+        return None
+    layers = cost.num_layers
+    windows = cost.kv_windows
+    full = layers - sum(n for _, n in windows)
+
+    def held(c):
+        return (full * c + sum(n * (c if c < w else w) for w, n in windows)) / layers
+    return held
+
+
+def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
+          on_progress=None) -> ServeResult:
+    """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
+
+    Examples
+    --------
+    Exercise 10 (capacity 10 tokens, two requests of 4 + 5, 1 s per iteration): `none` deadlocks
+    after two iterations; paged blocks of 1 token with recompute finish both.
+
+    >>> from llm_cost.serving.replica import IterationCost
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> wl, server = fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048)
+    >>> serve(wl, server, ServeConfig(reservation="none")).deadlock.time_s
+    2.0
+    >>> r = serve(wl, server, ServeConfig(reservation="paged", block_size=1, watermark=0))
+    >>> r.finish_s, r.preemptions
+    ((5.0, 8.0), 1)
+    """
+    cfg = config
+    cost = replica.cost
+    cap = replica.kv_capacity_tokens
+    held = held_tokens_fn(cost)
+    K = held or (lambda c: c)
+    n = len(workload)
+    P, O = workload.prompt, workload.output
+    policy = cfg.reservation
+    paged, none = policy == "paged", policy == "none"
+    spec = cfg.spec
+    gmax = spec.gamma if spec else 0
+    B = cfg.block_size
+    total_blocks = cap // B if paged else 0
+    wm_blocks = math.ceil(cfg.watermark * total_blocks) if paged else 0
+    if paged and total_blocks < 1:
+        raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
+    res = [reservation_tokens(policy, p, d, replica.max_len) if policy in ("declared", "max_len") else 0
+           for p, d in zip(P, workload.declared_gen)]
+    longest = max(K(p + o - 1 + gmax + 1) for p, o in zip(P, O))
+    worst = max(res) if policy in ("declared", "max_len") else (longest if paged else max(P))
+    limit = total_blocks * B if paged else cap
+    if worst > limit:
+        raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
+                                f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
+    closed = workload.concurrency
+    arr = list(workload.arrival_s) if closed is None else [0.0] * n
+    sent = n if closed is None else min(closed, n)
+    stages = cost.stages
+    orca_pipe = stages > 1 and cfg.pipeline == "orca"
+    micro = stages > 1 and cfg.pipeline == "microbatch"
+    chunk = cfg.prefill_chunk
+    acceptance = Acceptance(spec) if spec else None
+    kv_bytes = cost.kv_token_bytes
+    host = cfg.host_bytes_per_s
+
+    gen, kv, pre = [0] * n, [0] * n, [0] * n
+    need = list(P)
+    blocks = [0] * n
+    first, fin = [math.nan] * n, [math.nan] * n
+    inflight = [False] * n
+    running: dict[int, None] = {}
+    waiting: deque[int] = deque()
+    swapped: deque[int] = deque()
+    flights: list = []  # heap of (done_s, launch number, decoders [(i, g)], prefills [(i, q)])
+    free = total_blocks
+    used = 0.0  # K/V tokens held (none, declared, max_len) or blocks x B (paged)
+    reserved = 0
+    t, nxt, launches, finished = 0.0, 0, 0, 0
+    st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
+          "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
+          "spec_tokens": 0, "gamma_sum": 0, "comm": 0.0}
+    in_system, last_t = 0, 0.0
+    progress_every = max(1, n // 100)
+    deadlock = None
+
+    def release(i):
+        nonlocal free, used, reserved
+        if paged:
+            free += blocks[i]
+            used -= blocks[i] * B
+            blocks[i] = 0
+        else:
+            used -= K(kv[i])
+            reserved -= res[i]
+
+    def complete(done_s, decs, pfs):
+        nonlocal free, used, finished, sent, in_system
+        for i, g in decs:
+            inflight[i] = False
+            left = O[i] - gen[i]
+            tok = (acceptance.accepted(i, g) + 1) if g else 1
+            tok = tok if tok < left else left
+            if g:
+                st["spec_rounds"] += 1
+                st["spec_tokens"] += tok
+            old = kv[i]
+            gen[i] += tok
+            kv[i] = P[i] + gen[i] - 1
+            if paged:
+                want = math.ceil(K(kv[i]) / B)
+                free += blocks[i] - want
+                used += (want - blocks[i]) * B
+                blocks[i] = want
+            else:
+                used += K(kv[i]) - K(old)
+        for i, q in pfs:
+            inflight[i] = False
+            old = kv[i]
+            pre[i] += q
+            kv[i] = pre[i]
+            if pre[i] == need[i]:
+                gen[i] += 1
+                kv[i] = P[i] + gen[i] - 1
+                if first[i] != first[i]:
+                    first[i] = done_s
+            if paged:
+                want = math.ceil(K(kv[i]) / B)
+                free += blocks[i] - want
+                used += (want - blocks[i]) * B
+                blocks[i] = want
+            else:
+                used += K(kv[i]) - K(old)
+        for i, _ in list(decs) + list(pfs):
+            if gen[i] >= O[i] and fin[i] != fin[i]:
+                fin[i] = done_s
+                release(i)
+                del running[i]
+                finished += 1
+                in_system -= 1
+                if sent < n:  # closed loop: the client sends its next request now
+                    arr[sent] = done_s
+                    sent += 1
+
+    while True:
+        while flights and flights[0][0] <= t:
+            done_s, _, decs, pfs = heapq.heappop(flights)
+            complete(done_s, decs, pfs)
+        limit_arr = sent
+        while nxt < limit_arr and arr[nxt] <= t:
+            waiting.append(nxt)
+            st["area_sys"] += t - arr[nxt]
+            in_system += 1
+            nxt += 1
+        if on_progress and finished and finished % progress_every == 0:
+            on_progress(finished, n)
+        cand = [i for i in running if not inflight[i]]
+        decoders = [i for i in cand if pre[i] >= need[i]]
+        prefilling = [i for i in cand if pre[i] < need[i]]
+        g = choose_gamma(spec, cost, decoders, kv) if spec and decoders else 0
+        preempted = False
+        swap_s = 0.0
+        dec_run = []
+        if paged:
+            gone = set()
+            for i in decoders:
+                if i in gone:
+                    continue
+                want = math.ceil(K(kv[i] + g + 1) / B) - blocks[i]
+                while free < want:
+                    victim = next((v for v in reversed(running) if not inflight[v] and v not in gone), None)
+                    if victim is None:
+                        break
+                    gone.add(victim)
+                    preempted = True
+                    st["preemptions"] += 1
+                    if cfg.preemption == "swap":
+                        st["swap_bytes"] += K(kv[victim]) * kv_bytes
+                        swap_s += K(kv[victim]) * kv_bytes / host
+                        free += blocks[victim]
+                        used -= blocks[victim] * B
+                        blocks[victim] = 0
+                        swapped.append(victim)
+                    else:
+                        release(victim)
+                        need[victim] = P[victim] + gen[victim]
+                        pre[victim] = kv[victim] = 0
+                        waiting.appendleft(victim)
+                    del running[victim]
+                    if victim == i:
+                        break
+                if i in gone or free < want:
+                    continue
+                free -= want
+                used += want * B
+                blocks[i] += want
+                dec_run.append(i)
+            prefilling = [i for i in prefilling if i not in gone]
+        elif none:
+            room = cap - used
+            for i in decoders:
+                inc = K(kv[i] + 1) - K(kv[i])
+                if inc > room + 1e-9:
+                    break
+                room -= inc
+                dec_run.append(i)
+        else:
+            dec_run = decoders
+        stalled = len(dec_run) < len(decoders)
+        rows_dec = len(dec_run) * (g + 1)
+        budget = (chunk - rows_dec) if chunk else math.inf
+        pf_run = []
+        for i in prefilling:
+            if budget <= 0:
+                break
+            q = min(need[i] - pre[i], budget)
+            if paged:
+                want = math.ceil(K(pre[i] + q) / B) - blocks[i]
+                if want > free:
+                    continue
+                free -= want
+                used += want * B
+                blocks[i] += want
+            pf_run.append((i, q))
+            budget -= q
+        if not preempted and not stalled:
+            while swapped and len(running) < cfg.max_batch:
+                v = swapped[0]
+                want = math.ceil(K(kv[v] + gmax + 1) / B)
+                if free - want < wm_blocks:
+                    break
+                swapped.popleft()
+                swap_s += K(kv[v]) * kv_bytes / host
+                st["swap_bytes"] += K(kv[v]) * kv_bytes
+                w0 = math.ceil(K(kv[v]) / B)
+                free -= w0
+                used += w0 * B
+                blocks[v] = w0
+                running[v] = None
+            room = cap - used - sum(K(kv[i] + 1) - K(kv[i]) for i in dec_run) if none else 0
+            while waiting and not swapped and len(running) < cfg.max_batch and budget > 0:
+                i = waiting[0]
+                q = min(need[i] - pre[i], budget)
+                if paged:
+                    want = math.ceil(K(pre[i] + q) / B)
+                    if free - want < wm_blocks and (running or free < want):
+                        break
+                    free -= want
+                    used += want * B
+                    blocks[i] = want
+                elif none:
+                    if K(need[i]) > room:
+                        break
+                    room -= K(need[i])
+                elif reserved + res[i] > cap:
+                    break
+                else:
+                    reserved += res[i]
+                waiting.popleft()
+                running[i] = None
+                pf_run.append((i, q))
+                budget -= q
+        rows = rows_dec + sum(q for _, q in pf_run)
+        if rows == 0 and swap_s == 0.0:
+            if flights:
+                t_new = max(t, flights[0][0])
+            elif running or waiting or swapped:
+                holders = tuple(Holder(i, P[i], gen[i], kv[i], O[i] - gen[i]) for i in running)
+                deadlock = Deadlock(st["iterations"], t, cap, holders, len(waiting))
+                break
+            elif nxt < sent:
+                t_new = arr[nxt]
+            else:
+                break
+            st["area_sys"] += (t_new - t) * in_system
+            t = t_new
+            continue
+        kv_read = pairs = 0.0
+        kv_dec = 0.0
+        r = g + 1
+        for i in dec_run:
+            c = kv[i]
+            if held:
+                kt, pr = cost.uniform_terms(r, 1, c)
+                kv_read += kt - r
+                pairs += pr
+            else:
+                kv_read += c
+                pairs += r * c + r * (r + 1) / 2
+            kv_dec += c
+        for i, q in pf_run:
+            c = pre[i]
+            if held:
+                kt, pr = cost.uniform_terms(q, 1, c)
+                kv_read += kt - q
+                pairs += pr
+            else:
+                kv_read += c
+                pairs += q * c + q * (q + 1) / 2
+        dt = 0.0
+        if rows:
+            if micro:
+                m = stages
+                dt = cost.time(rows / m, (kv_read + rows) / m, pairs / m) * (2 * m - 1) / m
+            else:
+                dt = cost.time(rows, kv_read + rows, pairs)
+            if cost.deployed:
+                st["comm"] += cost.comm_s(rows)
+        if g and dec_run:
+            nd = len(dec_run)
+            plain = (spec.draft_cost or cost).time(nd, kv_dec + nd, kv_dec + nd)
+            draft = g * (plain if spec.draft_cost is not None else spec.c * plain)
+            dt += draft
+            st["draft_s"] += draft
+        dt += swap_s
+        st["gamma_sum"] += g * len(dec_run)
+        launches += 1
+        decs = [(i, g) for i in dec_run]
+        for i in dec_run:
+            inflight[i] = True
+        for i, _ in pf_run:
+            inflight[i] = True
+        heapq.heappush(flights, (t + dt, launches, decs, pf_run))
+        step = dt / stages if orca_pipe else dt
+        st["iterations"] += 1
+        st["rows"] += rows
+        st["busy"] += step
+        st["area_n"] += step * len(running)
+        st["area_kv"] += step * used
+        st["area_sys"] += step * in_system
+        if used > st["peak_kv"]:
+            st["peak_kv"] = used
+        t += step
+    if on_progress:
+        on_progress(n, n)
+    return ServeResult.build(workload, replica, cfg, arr, first, fin, st, deadlock)

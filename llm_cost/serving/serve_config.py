@@ -1,0 +1,121 @@
+"""What the serving engine is told: KV policy, preemption, chunked prefill, speculation, pipeline.
+
+`ServeConfig` is the engine's one input beside the workload and the replica; `SpecConfig` says how
+each decoding sequence speculates inside the batch (the lecture §11) and how gamma is chosen per
+iteration (§9.3). The host link for swapping is `host_link_bytes_per_s`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm_cost.errors import InvalidValueError, check_choice, check_number
+
+RESERVATION_POLICIES = ("declared", "max_len", "none", "paged")
+PREEMPTIONS = ("recompute", "swap")
+SPEC_POLICIES = ("fixed", "off-above-batch", "adaptive")
+PIPELINES = ("orca", "microbatch")
+# PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b: about 63 GB/s per direction, quoted as 64 GB/s
+# (NVIDIA's H100 datasheet: "PCIe Gen5: 128GB/s" bidirectional). The host link of a GPU whose
+# datasheet interconnect is not PCIe (NVLink, Infinity Fabric, ICI are GPU-to-GPU links).
+PCIE_GEN5_X16_BYTES_PER_S = 64e9
+
+
+def host_link_bytes_per_s(gpu) -> float:
+    """Bytes per second one GPU moves to or from host memory, one direction (swap preemption).
+
+    The datasheet's `interconnect_bytes_per_s` when its interconnect is PCIe (per direction
+    already); otherwise the assumption `PCIE_GEN5_X16_BYTES_PER_S` (64e9 B/s).
+
+    >>> from llm_cost.catalog import load_accelerator
+    >>> host_link_bytes_per_s(load_accelerator("l4")), host_link_bytes_per_s(load_accelerator("h100-sxm"))
+    (32000000000.0, 64000000000.0)
+    """
+    if gpu is not None and "pcie" in (gpu.interconnect or "").lower() and gpu.interconnect_bytes_per_s:
+        return float(gpu.interconnect_bytes_per_s)
+    return PCIE_GEN5_X16_BYTES_PER_S
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    r"""Speculative decoding inside the batch: gamma drafts per sequence, acceptance, the policy.
+
+    Each decoding sequence feeds gamma + 1 rows to the verification; it accepts n drafts with
+    P(n >= k) = alpha^k (k <= gamma, Eq. 1's independent positions) and gains n + 1 tokens; the
+    rejected positions' K/V roll back. The draft runs gamma steps over the decoding sequences,
+    each costing c x the target's plain decode step (Leviathan's c), or a draft model's own step.
+
+    .. math:: E[\mathit{tokens}] = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha},\quad
+              T_{round} = \gamma\,T_{draft} + T_{verify}(B(\gamma + 1))
+
+    policy: `fixed` (gamma always), `off-above-batch` (0 when more than `off_above` sequences
+    decode), `adaptive` (each iteration the gamma in 0..gamma maximising expected tokens per second
+    at that iteration's batch: the lecture §9.3). `bursty`: a `rounds.BurstyAcceptance` instead.
+    """
+
+    gamma: int
+    alpha: float
+    c: float = 0.0
+    draft_cost: object = field(default=None, repr=False)  # an IterationCost of the draft model, or None
+    policy: str = "fixed"
+    off_above: int = 0
+    bursty: object = None  # a speculative.rounds.BurstyAcceptance, or None: independent positions
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_number("spec_gamma", self.gamma, low=0, high=64, integer=True)
+        check_number("spec_alpha", self.alpha, low=0, high=1)
+        check_number("c", self.c, low=0)
+        check_choice("spec_policy", self.policy, SPEC_POLICIES)
+        if self.policy == "off-above-batch":
+            check_number("spec_policy", self.off_above, low=1, integer=True)
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The engine's settings (`engine.serve`).
+
+    Attributes
+    ----------
+    max_batch
+        Most sequences in an iteration.
+    reservation
+        `declared` (Orca), `max_len`, `none` (no reservation, no preemption: may deadlock) or `paged`
+        (blocks of `block_size` tokens on demand, preemption when the next step would not fit).
+    block_size, watermark
+        Paged: tokens per block; fraction of blocks admission leaves free (vLLM's 0.01).
+    preemption
+        Paged: `recompute` (the victim's prompt and generated tokens prefilled again) or `swap`
+        (its K/V moved to host memory and back over `host_bytes_per_s`, one direction).
+    prefill_chunk
+        Tokens per iteration (decode rows first, then prompt chunks: Sarathi-Serve); None: whole prompts.
+    spec
+        A `SpecConfig`, or None.
+    pipeline
+        With pipeline stages: `orca` (up to `stages` batches in flight, a request's next iteration
+        waits for its previous one) or `microbatch` (one batch split into `stages` microbatches).
+    """
+
+    max_batch: int = 32
+    reservation: str = "declared"
+    block_size: int = 16
+    watermark: float = 0.01
+    preemption: str = "recompute"
+    prefill_chunk: int | None = None
+    spec: SpecConfig | None = None
+    pipeline: str = "orca"
+    host_bytes_per_s: float = PCIE_GEN5_X16_BYTES_PER_S
+
+    def __post_init__(self) -> None:
+        check_number("max_batch", self.max_batch, low=1, integer=True)
+        check_choice("reservation", self.reservation, RESERVATION_POLICIES)
+        check_number("block_size", self.block_size, low=1, high=1 << 20, integer=True)
+        check_number("watermark", self.watermark, low=0, high=1, high_open=True)
+        check_choice("preemption", self.preemption, PREEMPTIONS)
+        if self.prefill_chunk is not None:
+            check_number("prefill_chunk", self.prefill_chunk, low=1, integer=True)
+        check_choice("pipeline", self.pipeline, PIPELINES)
+        check_number("host_bytes_per_s", self.host_bytes_per_s, low=0, low_open=True)
+        if self.spec is not None and self.reservation == "none":
+            raise InvalidValueError("speculation needs a reservation policy that can hold gamma + 1 rows: "
+                                    "use declared, max_len or paged", params=("reservation",))

@@ -1,0 +1,135 @@
+"""What the serving engine measured: TTFT, TPOT, end-to-end latency and their tails, goodput, KV use.
+
+TTFT = first token - arrival (the iteration that completes the prefill, queueing included);
+TPOT = (finish - first token) / (output - 1) for outputs of two tokens or more; e2e = finish -
+arrival; latency per token = e2e / output (the lecture's and Orca's metric). Goodput = requests per
+second that finished within both SLOs (`goodput_req_per_s(ttft_s, tpot_s)`). Means of KV and batch
+are weighted by the time the engine was busy; `mean_in_system` by wall time (Little's law:
+mean_in_system = arrival rate x mean e2e in steady state).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from llm_cost.serving.reservations import Deadlock
+
+METRICS = ("ttft", "tpot", "e2e", "latency_per_token")
+PERCENTILES = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """One run of `engine.serve`. Seconds, tokens; nan for requests that never finished."""
+
+    reservation: str
+    max_batch: int
+    rate_req_per_s: float
+    requests: int
+    kv_capacity_tokens: int
+    arrival_s: tuple = field(repr=False)
+    first_token_s: tuple = field(repr=False)
+    finish_s: tuple = field(repr=False)
+    output: tuple = field(repr=False)
+    iterations: int
+    busy_s: float
+    mean_batch: float
+    kv_used_mean_tokens: float
+    kv_used_peak_tokens: float
+    preemptions: int
+    swap_bytes: float
+    draft_s: float
+    mean_in_system: float
+    tokens_per_round: float  # generated tokens per speculative round (0 without speculation)
+    mean_gamma: float  # gamma per decoding row, averaged over decode rows
+    deadlock: Deadlock | None
+    comm_s: float = 0.0
+
+    @classmethod
+    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock) -> "ServeResult":
+        busy = st["busy"] or 1.0
+        done_t = [f for f in fin if f == f]
+        span = (max(done_t) - min(arrivals)) if done_t else 0.0
+        return cls(
+            reservation=cfg.reservation, max_batch=cfg.max_batch, rate_req_per_s=wl.rate_req_per_s,
+            requests=len(wl), kv_capacity_tokens=replica.kv_capacity_tokens, arrival_s=tuple(arrivals),
+            first_token_s=tuple(first), finish_s=tuple(fin), output=tuple(wl.output),
+            iterations=st["iterations"], busy_s=st["busy"], mean_batch=st["area_n"] / busy,
+            kv_used_mean_tokens=st["area_kv"] / busy, kv_used_peak_tokens=st["peak_kv"],
+            preemptions=st["preemptions"], swap_bytes=st["swap_bytes"], draft_s=st["draft_s"],
+            mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
+            tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
+            mean_gamma=st["gamma_sum"] / max(1, st["rows"]), deadlock=deadlock, comm_s=st["comm"])
+
+    @property
+    def finished(self) -> int:
+        return sum(1 for f in self.finish_s if f == f)
+
+    @property
+    def span_s(self) -> float:
+        """Last finish - first arrival."""
+        done = [f for f in self.finish_s if f == f]
+        return max(done) - min(self.arrival_s) if done else 0.0
+
+    @property
+    def throughput_req_per_s(self) -> float:
+        return self.finished / self.span_s if self.span_s > 0 else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens of the finished requests per second."""
+        s = self.span_s
+        return sum(o for o, f in zip(self.output, self.finish_s) if f == f) / s if s > 0 else 0.0
+
+    @property
+    def kv_utilisation(self) -> float:
+        """Mean K/V held (paged: whole blocks) / capacity, a fraction."""
+        return self.kv_used_mean_tokens / self.kv_capacity_tokens
+
+    def values(self, metric: str):
+        """Seconds per finished request for `metric` (ttft, tpot, e2e, latency_per_token); numpy array."""
+        import numpy as np
+
+        a, f1, f = (np.asarray(x, dtype=float) for x in (self.arrival_s, self.first_token_s, self.finish_s))
+        o = np.asarray(self.output, dtype=float)
+        ok = ~np.isnan(f)
+        if metric == "ttft":
+            return (f1 - a)[ok]
+        if metric == "e2e":
+            return (f - a)[ok]
+        if metric == "latency_per_token":
+            return ((f - a) / o)[ok]
+        many = ok & (o > 1)
+        return ((f - f1) / (o - 1))[many]
+
+    def percentile_s(self, metric: str, stat: str = "p50") -> float:
+        """A percentile (median, p50, p90, p99) or `mean` of `metric`; nan when none finished."""
+        import numpy as np
+
+        v = self.values(metric)
+        if not v.size:
+            return math.nan
+        if stat == "mean":
+            return float(v.mean())
+        return float(np.percentile(v, PERCENTILES[stat]))
+
+    def goodput_req_per_s(self, ttft_s: float | None = None, tpot_s: float | None = None) -> float:
+        """Finished requests within both targets (None: no target) per second of the run.
+
+        TPOT of a one-token request counts as met."""
+        import numpy as np
+
+        s = self.span_s
+        if s <= 0:
+            return 0.0
+        a, f1, f = (np.asarray(x, dtype=float) for x in (self.arrival_s, self.first_token_s, self.finish_s))
+        o = np.asarray(self.output, dtype=float)
+        ok = ~np.isnan(f)
+        if ttft_s is not None:
+            ok &= (f1 - a) <= ttft_s
+        if tpot_s is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                tpot = np.where(o > 1, (f - f1) / np.maximum(o - 1, 1), 0.0)
+            ok &= tpot <= tpot_s
+        return float(ok.sum()) / s

@@ -1,0 +1,105 @@
+"""Speculation inside a continuous batch: the accepted drafts of each sequence, and gamma per iteration.
+
+The lecture §11: "批里每个序列接受的个数不同 ... 调度器要算新的账：一次迭代的 token 数 = 各序列的
+(gamma + 1) 之和 ... 批大时 ... 调度器要减小 gamma 或关掉投机", and §9.3: low load trades
+speculation for latency, high load turns it down for throughput.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llm_cost.serving.serve_config import SpecConfig
+from llm_cost.speculative.closed_forms import expected_tokens_unchecked
+
+_BLOCK = 1 << 16  # uniforms drawn per numpy call
+
+
+class Acceptance:
+    """Accepted drafts per round, seeded: independent positions (Eq. 1) or a bursty chain.
+
+    Independent: n = min(floor(ln u / ln alpha), gamma), so P(n >= k) = alpha^k for k <= gamma and
+    E[n + 1] = (1 - alpha^(gamma + 1)) / (1 - alpha) (Leviathan Eq. 1). Bursty
+    (`rounds.BurstyAcceptance`): each sequence carries its easy / hard state from position to position.
+
+    >>> from llm_cost.serving.serve_config import SpecConfig
+    >>> a = Acceptance(SpecConfig(gamma=4, alpha=0.8, seed=0))
+    >>> mean = sum(a.accepted(0, 4) + 1 for _ in range(200_000)) / 200_000
+    >>> abs(mean - (1 - 0.8 ** 5) / 0.2) < 0.01
+    True
+    """
+
+    def __init__(self, spec: SpecConfig) -> None:
+        import numpy as np
+
+        self._rng = np.random.default_rng(int(spec.seed))
+        self._u: list[float] = []
+        self._k = 0
+        self.alpha = float(spec.alpha)
+        self._log_a = math.log(self.alpha) if 0 < self.alpha < 1 else None
+        self.bursty = spec.bursty
+        self._hard: dict[int, bool] = {}
+
+    def _uniform(self) -> float:
+        if self._k >= len(self._u):
+            self._u = self._rng.random(_BLOCK).tolist()
+            self._k = 0
+        u = self._u[self._k]
+        self._k += 1
+        return u
+
+    def accepted(self, seq: int, gamma: int) -> int:
+        """Drafts accepted in one round of `gamma` for sequence `seq` (0..gamma)."""
+        if self.bursty is not None:
+            return self._bursty(seq, gamma)
+        if self._log_a is None:
+            return gamma if self.alpha >= 1 else 0
+        u = self._uniform()
+        if u <= 0.0:
+            return gamma
+        k = int(math.log(u) / self._log_a)
+        return k if k < gamma else gamma
+
+    def _bursty(self, seq: int, gamma: int) -> int:
+        b = self.bursty
+        hard = self._hard.get(seq)
+        if hard is None:
+            hard = self._uniform() < b.hard_share
+        k = 0
+        while k < gamma:
+            ok = self._uniform() < (b.hard_alpha if hard else b.easy_alpha)
+            flip = self._uniform()
+            hard = flip >= b.p_hard_to_easy if hard else flip < b.p_easy_to_hard
+            if not ok:
+                break
+            k += 1
+        self._hard[seq] = hard
+        return k
+
+
+def choose_gamma(spec: SpecConfig, cost, decoders, kv) -> int:
+    r"""gamma for this iteration: fixed, off above a batch, or the rate-maximising one (adaptive).
+
+    Adaptive: over g in 0..gamma, the g maximising the decoders' expected tokens per second of a
+    pure decode iteration, with the decoders' summed context C and count B:
+
+    .. math:: g^* = \arg\max_g \frac{B\,E(\alpha, g)}{T(B(g+1),\ C + B(g+1),\ \mathit{pairs}(g)) + g\,T_{draft}}
+
+    (pairs(g) = (g + 1) C + B (g + 1)(g + 2) / 2; windows are ignored in the choice itself).
+    """
+    if spec.policy == "fixed":
+        return spec.gamma
+    b = len(decoders)
+    if spec.policy == "off-above-batch":
+        return 0 if b > spec.off_above else spec.gamma
+    ctx = float(sum(kv[i] for i in decoders))
+    plain = (spec.draft_cost or cost).time(b, ctx + b, ctx + b)
+    draft = plain if spec.draft_cost is not None else spec.c * plain
+    best, best_rate = 0, -1.0
+    for g in range(spec.gamma + 1):
+        r = g + 1
+        t = cost.time(b * r, ctx + b * r, r * ctx + b * r * (r + 1) / 2) + g * draft
+        rate = b * float(expected_tokens_unchecked(spec.alpha, g)) / t
+        if rate > best_rate * (1 + 1e-12):
+            best, best_rate = g, rate
+    return best

@@ -1,0 +1,251 @@
+"""Any workload: length distributions, Poisson / bursty / closed-loop arrivals, CSV traces.
+
+Length specs (`--prompt-len`, `--output-len`), every draw a whole number >= 1 and seeded:
+
+- `N`: every request N tokens.
+- `uniform:A:B` (or `A:B`): U{A, ..., B} inclusive (Orca's U(32, 512) and U(1, 128)).
+- `lognormal:MEAN:SIGMA`: exp(N(mu, SIGMA^2)) with mu = ln(MEAN) - SIGMA^2 / 2, so that the mean
+  is MEAN tokens before rounding (rounded to the nearest integer, at least 1).
+- `zipf:S:MAX`: a long tail, P(n) proportional to n^-S for n = 1..MAX (S > 0; S = 1.2 puts most
+  requests short and a few near MAX), drawn by inverse CDF over the truncated support.
+
+Arrivals: `poisson` (Exp(1) gaps), `gamma:SHAPE` (Gamma(SHAPE, 1/SHAPE) gaps, mean 1, coefficient
+of variation 1/sqrt(SHAPE): SHAPE < 1 is bursty, 1 is Poisson), or a closed loop of N clients
+(`concurrency`): each sends its next request when its previous one finishes (no think time).
+Unit-rate gaps are divided by the rate, as in `workload.poisson_workload` (common random numbers).
+
+Trace CSV: a header with `arrival_s,prompt_tokens,output_tokens` and optionally `max_tokens` (the
+declared max_gen, >= output_tokens); arrivals non-negative and non-decreasing. Its rate is the
+trace's mean rate (requests / last arrival), so `at_rate(r)` replays its pattern at mean rate r.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.serving.workload import Workload
+
+LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
+
+
+def parse_length(option: str, text) -> tuple:
+    """('fixed', n) | ('uniform', a, b) | ('lognormal', mean, sigma) | ('zipf', s, max) from a spec string.
+
+    Examples
+    --------
+    >>> parse_length("prompt_len", "uniform:32:512"), parse_length("output_len", "128")
+    (('uniform', 32, 512), ('fixed', 128))
+    >>> parse_length("output_len", "lognormal:200:0.8"), parse_length("output_len", "zipf:1.2:2048")
+    (('lognormal', 200.0, 0.8), ('zipf', 1.2, 2048))
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        check_number(option, text, low=1, integer=True)
+        return ("fixed", int(text))
+    s = str(text).strip().lower()
+    parts = s.split(":")
+    bad = InvalidValueError(f"{option} must be N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX, got {text!r}",
+                            params=(option,))
+    try:
+        if len(parts) == 1:
+            n = float(parts[0])
+            check_number(option, n, low=1, integer=True)
+            return ("fixed", int(n))
+        if len(parts) == 2 or parts[0] == "uniform":
+            a, b = (parts[1], parts[2]) if parts[0] == "uniform" and len(parts) == 3 else parts[-2:]
+            if len(parts) == 3 and parts[0] != "uniform":
+                raise bad
+            a, b = float(a), float(b)
+            check_number(option, a, low=1, integer=True)
+            check_number(option, b, low=a, integer=True)
+            return ("uniform", int(a), int(b))
+        if len(parts) == 3 and parts[0] == "lognormal":
+            mean, sigma = float(parts[1]), float(parts[2])
+            check_number(option, mean, low=1)
+            check_number(option, sigma, low=0, high=5)
+            return ("lognormal", mean, sigma)
+        if len(parts) == 3 and parts[0] == "zipf":
+            exp, top = float(parts[1]), float(parts[2])
+            check_number(option, exp, low=0, low_open=True, high=10)
+            check_number(option, top, low=1, high=10_000_000, integer=True)
+            return ("zipf", exp, int(top))
+    except ValueError as err:
+        if isinstance(err, InvalidValueError):
+            raise
+        raise bad from None
+    raise bad
+
+
+def length_bounds(spec: tuple) -> tuple[int, int | None]:
+    """(smallest, largest) a spec can draw; largest None when unbounded (lognormal)."""
+    kind = spec[0]
+    if kind == "fixed":
+        return spec[1], spec[1]
+    if kind == "uniform":
+        return spec[1], spec[2]
+    if kind == "zipf":
+        return 1, spec[2]
+    return 1, None
+
+
+def describe_length(spec: tuple) -> str:
+    """`128`, `U(32, 512)`, `lognormal(200, 0.8)`, `zipf(1.2, 2048)`."""
+    kind = spec[0]
+    if kind == "fixed":
+        return str(spec[1])
+    if kind == "uniform":
+        return str(spec[1]) if spec[1] == spec[2] else f"U({spec[1]}, {spec[2]})"
+    return f"{kind}({spec[1]:g}, {spec[2]:g})"
+
+
+def draw_lengths(rng, spec: tuple, n: int):
+    """n whole lengths >= 1 from a spec (numpy int64 array)."""
+    import numpy as np
+
+    kind = spec[0]
+    if kind == "fixed":
+        return np.full(n, spec[1], dtype=np.int64)
+    if kind == "uniform":
+        return rng.integers(spec[1], spec[2] + 1, n)
+    if kind == "lognormal":
+        mean, sigma = spec[1], spec[2]
+        mu = math.log(mean) - sigma * sigma / 2
+        return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
+    s, top = spec[1], spec[2]
+    support = np.arange(1, top + 1, dtype=float)
+    cdf = np.cumsum(support ** -s)
+    cdf /= cdf[-1]
+    return (np.searchsorted(cdf, rng.random(n), side="right") + 1).clip(1, top).astype(np.int64)
+
+
+def parse_arrivals(text: str) -> tuple:
+    """('poisson',) or ('gamma', shape) from `poisson` or `gamma:SHAPE`.
+
+    >>> parse_arrivals("poisson"), parse_arrivals("gamma:0.25")
+    (('poisson',), ('gamma', 0.25))
+    """
+    s = str(text).strip().lower()
+    if s == "poisson":
+        return ("poisson",)
+    if s.startswith("gamma:"):
+        try:
+            shape = float(s.split(":", 1)[1])
+        except ValueError:
+            shape = math.nan
+        check_number("arrivals", shape, low=1e-3, high=1e3)
+        return ("gamma", shape)
+    raise InvalidValueError(f"arrivals must be poisson or gamma:SHAPE (SHAPE < 1 bursty), got {text!r}",
+                            params=("arrivals",))
+
+
+def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uniform:32:512",
+                       output="uniform:1:128", max_gen: int | None = None, arrivals: str = "poisson",
+                       concurrency: int | None = None) -> Workload:
+    r"""`requests` requests with drawn lengths and Poisson, gamma-gap or closed-loop arrivals.
+
+    .. math:: t_i = \frac{1}{\lambda}\sum_{j\le i} e_j,\quad e_j \sim \mathrm{Exp}(1)\ \text{or}\
+              \Gamma(k, 1/k)
+
+    The draws are in the order of `workload.poisson_workload` (gaps, prompts, outputs), so Poisson
+    arrivals with uniform lengths give exactly its workload for the same seed.
+
+    Examples
+    --------
+    >>> from llm_cost.serving.workload import poisson_workload
+    >>> synthetic_workload(50, 3.0, seed=1) == poisson_workload(50, 3.0, seed=1)
+    True
+    >>> wl = synthetic_workload(4, 1.0, output="zipf:1.2:64", concurrency=2)
+    >>> wl.concurrency, min(wl.output) >= 1 and max(wl.output) <= 64
+    (2, True)
+    """
+    import numpy as np
+
+    from llm_cost.serving.workload import _check_rate
+
+    check_number("requests", requests, low=1, integer=True)
+    _check_rate(rate)
+    check_number("seed", seed, low=0, integer=True)
+    p_spec, o_spec = parse_length("prompt_len", prompt), parse_length("output_len", output)
+    arr = parse_arrivals(arrivals)
+    if concurrency is not None:
+        check_number("concurrency", concurrency, low=1, integer=True)
+    n = int(requests)
+    rng = np.random.default_rng(int(seed))
+    gaps = rng.exponential(1.0, n) if arr[0] == "poisson" else rng.gamma(arr[1], 1.0 / arr[1], n)
+    unit = np.cumsum(gaps)
+    prompts = draw_lengths(rng, p_spec, n)
+    outputs = draw_lengths(rng, o_spec, n)
+    if max_gen is not None:
+        check_number("max_gen", max_gen, low=int(outputs.max()), integer=True)
+    declared = outputs if max_gen is None else np.full(n, int(max_gen))
+    how = "Poisson" if arr[0] == "poisson" else f"gamma gaps (shape {arr[1]:g})"
+    if concurrency is not None:
+        how = f"closed loop of {int(concurrency)} clients"
+    desc = f"{how}, prompt {describe_length(p_spec)}, output {describe_length(o_spec)}"
+    if max_gen is not None:
+        desc += f", max_gen {max_gen} declared"
+    return Workload(float(rate), tuple(unit.tolist()), tuple(prompts.tolist()), tuple(outputs.tolist()),
+                    tuple(declared.tolist()), int(seed), desc,
+                    None if concurrency is None else int(concurrency))
+
+
+TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+
+
+def read_trace(path) -> Workload:
+    """A workload from a CSV trace (module doc); one error line naming the file on bad input.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False)
+    >>> _ = f.write("arrival_s,prompt_tokens,output_tokens\\n0,4,5\\n0.5,4,5\\n"); f.close()
+    >>> wl = read_trace(f.name); os.unlink(f.name)
+    >>> wl.arrival_s, wl.prompt, wl.rate_req_per_s
+    ((0.0, 0.5), (4, 4), 4.0)
+    """
+    import csv
+    from pathlib import Path
+
+    p = Path(path)
+    name = p.name
+
+    def fail(msg: str) -> InvalidValueError:
+        return InvalidValueError(f"trace {name}: {msg}", params=("trace",))
+
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise fail(f"cannot be read ({err.__class__.__name__})") from None
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in TRACE_COLUMNS if c not in header]
+    if missing:
+        raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
+    times, prompts, outputs, declared = [], [], [], []
+    for line, raw in enumerate(reader, start=2):
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
+        try:
+            t = float(row["arrival_s"])
+            pr, out = float(row["prompt_tokens"]), float(row["output_tokens"])
+            mx = float(row["max_tokens"]) if row.get("max_tokens") else out
+        except ValueError:
+            raise fail(f"line {line}: not a number") from None
+        if not (t >= 0 and math.isfinite(t)):
+            raise fail(f"line {line}: arrival_s must be >= 0, got {row['arrival_s']}")
+        if times and t < times[-1]:
+            raise fail(f"line {line}: arrival_s must be non-decreasing")
+        for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
+            if not (v >= 1 and v == int(v)):
+                raise fail(f"line {line}: {col} must be a whole number >= 1, got {row[col]}")
+        if not (mx >= out and mx == int(mx)):
+            raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
+        times.append(t)
+        prompts.append(int(pr))
+        outputs.append(int(out))
+        declared.append(int(mx))
+    if not times:
+        raise fail("no requests")
+    rate = len(times) / times[-1] if times[-1] > 0 else math.inf
+    unit = tuple(t * rate for t in times) if math.isfinite(rate) else tuple(times)
+    return Workload(rate, unit, tuple(prompts), tuple(outputs), tuple(declared), None, f"trace {name}")
