@@ -13,6 +13,7 @@ import pytest
 
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.errors import InvalidValueError
+from llm_cost.counts import weight_bytes
 from llm_cost.parallel import (all_reduce_s, deployed_step_time, kv_share, step_fit, weight_bytes_per_gpu)
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, FP8
@@ -81,16 +82,30 @@ def test_pipeline_crosses_the_stages():
     assert row["replicas"] == 2 and row["tokens_per_s"] == pytest.approx(2 * 2 * 1 / row["step_time_s"])
 
 
-def test_expert_parallel_spreads_experts_and_adds_all_to_alls():
+def test_expert_parallel_replaces_the_moe_all_reduce_by_all_to_alls():
+    """DeepSeek-V3 (61 layers, 58 MoE, top-8 of 256, hidden 7168) at batch 64 on H100 SXM. EP 8 over TP 8:
+    each MoE layer's output all-reduce becomes a dispatch and a combine all-to-all of 64 / 8 rows x 8
+    experts x 7168 x 2 bytes (7 hops, 7/8 of it sent); with top-8 over 8 GPUs the bytes equal the
+    all-reduce's, so EP = TP costs the same (its gains are kernels and balance, not modelled)."""
     ds = load_model("deepseek-v3")
     tp8 = deployed_step_time(ds, H100, "article", Deployment(tp=8), batch=64)
     ep8 = deployed_step_time(ds, H100, "article", Deployment(tp=8, ep=8), batch=64)
-    assert ep8.comm_s > tp8.comm_s  # dispatch and combine on each of the 58 MoE layers
-    # 2 all-to-alls x 58 layers: 7 hops each, and 7/8 of 64/8 rows x 8 experts x 7168 x 2 bytes sent
-    a2a = 2 * 58 * (7 * 0.47e-6 + 7 / 8 * (64 / 8 * 8 * 7168 * 2) / 450e9)
-    assert ep8.comm_s - tp8.comm_s == pytest.approx(a2a, rel=1e-9)
+    all_reduce = 14 * 0.47e-6 + 2 * 7 / 8 * 64 * 7168 * 2 / 450e9
+    a2a = 7 * 0.47e-6 + 7 / 8 * (64 / 8 * 8 * 7168 * 2) / 450e9
+    assert tp8.comm_s == pytest.approx(2 * 61 * all_reduce, rel=1e-12)
+    assert ep8.comm_s == pytest.approx((2 * 61 - 58) * all_reduce + 2 * 58 * a2a, rel=1e-12)
     assert weight_bytes_per_gpu(ds, BF16, Deployment(tp=8, ep=8)) == pytest.approx(
         weight_bytes_per_gpu(ds, BF16, Deployment(tp=8)), rel=1e-12)  # same share, whole experts
+    # DP attention: tp 1, ep 8 over 8 replicas; each GPU holds all attention and 32 of the 256 experts, and
+    # its experts see the rows of all 8 replicas; no all-reduce, 2 all-to-alls of 64 x 8 rows per MoE layer
+    dp = Deployment(tp=1, ep=8, gpus=8)
+    t = deployed_step_time(ds, H100, "article", dp, batch=64)
+    assert t.comm_s == pytest.approx(2 * 58 * (7 * 0.47e-6 + 7 / 8 * (64 * 8 * 7168 * 2) / 450e9), rel=1e-12)
+    wb = weight_bytes(ds)
+    experts = wb.num_moe_layers * wb.num_experts * wb.expert
+    assert weight_bytes_per_gpu(ds, BF16, dp) == pytest.approx(wb.total - experts + experts / 8, rel=1e-12)
+    assert "--ep must be 1 or a multiple of --tp = 8" in error_line("roofline", "--model", "deepseek-v3", "--tp", "8",
+                                                                  "--ep", "2")
 
 
 def test_seventy_b_on_one_h100_keeps_its_number_and_says_it_does_not_fit():
@@ -177,6 +192,11 @@ def test_readme_side_by_side_shows_todays_numbers():
         got = tuple(round(rows_of("roofline", "--model", "llama-3-70b", "--tp", "4", "--batch", b, "--context", "4096",
                                   *extra)[0]["step_time_s"] * 1e3, 2) for b in ("1", "64"))
         assert got == printed[label], label
+    comm = [rows_of("roofline", "--model", "llama-3-70b", "--tp", "4", "--batch", b, "--context", "4096", "--kv")[0]["comm_time_s"]
+            for b in ("1", "64")]
+    prose = " ".join(README.read_text(encoding="utf-8").split("**Side by side.**", 1)[1].split())
+    assert f"and {comm[0] * 1e3:.2f} ms of all-reduces at batch 1" in prose
+    assert f"against our {comm[1] * 1e3:.2f} ms at batch 64" in prose
 
 
 def test_turning_batch_rule_uses_the_formats_peak_and_bytes():
@@ -194,3 +214,14 @@ def test_turning_batch_rule_uses_the_formats_peak_and_bytes():
     ckpt = turning_batch(ds, H100, "article", gamma=1, weights=CHECKPOINT)
     ratio = weight_bytes_per_gpu(ds, BF16, Deployment()) / weight_bytes_per_gpu(ds, CHECKPOINT, Deployment())
     assert ckpt.ridge_estimate == pytest.approx(ridge_point(H100, "article", "fp8") / (ratio * 2), rel=1e-12)
+
+
+def test_pipeline_batches_in_flight_hold_their_kv_and_uneven_stages_fit_the_largest():
+    """pp stages each hold a batch in flight (the throughput counts pp batches), so one GPU keeps its
+    layers' K/V for all of them: Llama-3-70B at pp 4, batch 64, context 4096 needs 4 x 64 sequences' K/V
+    over 4 stages, 64 x 4097 x 327,680 B = 85.9 GB per GPU: it does not fit, though one batch would."""
+    fit = step_fit(L70, H100, Deployment(pp=4), batch=64, context=4096)
+    assert fit.kv_bytes == pytest.approx(64 * 4097 * 327680, rel=1e-12) and not fit.fits
+    # 80 layers over pp 3: the largest stage holds 27 of them
+    three = step_fit(L70, H100, Deployment(pp=3), batch=1)
+    assert three.weight_bytes == pytest.approx(weight_bytes(L70).total * 27 / 80, rel=1e-12)

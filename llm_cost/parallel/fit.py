@@ -1,8 +1,11 @@
 """Does a deployment fit? One GPU's weights + K/V + activation workspace against its usable memory
 less the reserve, and the context against the model's limit.
 
-    needed    = weight_bytes_per_gpu + batch x kv_bytes(model, context + rows / batch) x kv_share / pp
-                + workspace
+    needed    = weight_bytes_per_gpu + pp x batch x kv_bytes(model, context + rows / batch) x kv_share
+                  x ceil(L / pp) / L + workspace
+
+(one GPU of the largest pipeline stage: its layers' K/V for each of the pp batches in flight, as the
+throughput counts them: `Deployment.batches_in_flight`)
     available = usable_memory_bytes x (1 - reserve)
 
 The workspace is an estimate (vLLM measures it by profiling a dummy batch; we count it): the live
@@ -21,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.counts import kv_bytes
-from llm_cost.parallel.shard import ACTIVATION_BYTES, kv_share, weight_bytes_per_gpu
+from llm_cost.parallel.shard import ACTIVATION_BYTES, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
 
@@ -86,10 +89,12 @@ def workspace_bytes(model: ModelSpec, rows: float, batch: float, tp: int = 1) ->
 def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
                    rows: float, batch: float, context: float) -> Fit:
     """`Fit` of one GPU of `deployment` for a pass over `rows` rows of `batch` sequences with `context`
-    cached tokens each (numbers; the K/V is the cache after the pass: context + rows / batch tokens)."""
+    cached tokens each (numbers; the K/V is the cache after the pass: context + rows / batch tokens,
+    for each of the pp batches in flight)."""
     after = context + rows / batch
-    kv = batch * kv_bytes(model, after, deployment.kv_bytes_per_element) * kv_share(model, deployment.tp)
-    return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment), kv_bytes=kv / deployment.pp,
+    per_sequence = kv_bytes_per_token_per_gpu(model, kv_bytes(model, after, deployment.kv_bytes_per_element), deployment)
+    return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment),
+               kv_bytes=deployment.pp * batch * per_sequence,
                workspace_bytes=workspace_bytes(model, rows, batch, deployment.tp),
                available_bytes=gpu.memory_available_bytes * (1 - deployment.reserve),
                context=after, context_limit=model.max_position_embeddings)

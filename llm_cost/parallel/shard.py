@@ -6,20 +6,25 @@ K/V heads split too while there are at least tp of them; with fewer each GPU kee
 max(1, kv_heads / tp) of them (`kv_share`), and their K/V projections are replicated with them;
 an MLA latent (and its down-projections) is replicated on every GPU. Two all-reduces per layer
 (after attention, after the MLP or MoE) of rows x hidden x 2 bytes (BF16 activations, also under
-FP8 weights).
+FP8 weights). The figures of the datasheet's link hold within one node (an NVLink or Infinity
+Fabric domain); a group that spans nodes is timed at them too, an optimistic bound.
 
 Pipeline parallel (pp): the layers in pp balanced stages (each GPU 1/pp of the weights and K/V);
 a pass crosses the stages one after another, with pp - 1 hand-offs of rows x hidden x 2 bytes.
 
-Expert parallel (ep): a MoE layer's routed experts spread over the expert group of max(tp, ep)
-GPUs, whole experts when ep >= tp; ep > tp spans ep / tp replicas whose attention runs data
-parallel and whose rows meet in the experts (the replicas run the same batch). Each MoE layer
-adds a dispatch and a combine all-to-all over ep GPUs of rows / tp x top-k x hidden x 2 bytes.
-Uniform routing, no load imbalance.
+Expert parallel (ep, 1 or a multiple of tp): a MoE layer's routed experts spread whole over ep
+GPUs; ep > tp spans ep / tp replicas whose attention runs data parallel and whose rows meet in
+the experts (the replicas run the same batch). A MoE layer's output all-reduce is replaced by a
+dispatch and a combine all-to-all over ep GPUs of rows / tp x top-k x hidden x 2 bytes each
+(SGLang's and vLLM's EP); the attention's all-reduce stays. Uniform routing, no load imbalance.
+
+Stages that do not divide the layers (80 over pp 3) are as balanced as whole layers allow: the
+time crosses all of them, and the memory of the largest, ceil(L / pp) layers, is what must fit
+(`stage_share`).
 
 The collectives' times are `llm_cost.parallel.comm`'s; they add to the roofline unless
-`Deployment.overlap_comm`. At tp = pp = ep = 1 `deployed_cost` returns the one-GPU `PassCost`
-unchanged.
+`Deployment.overlap_comm`; a stage hand-off waits for its stage and always adds. At
+tp = pp = ep = 1 `deployed_cost` returns the one-GPU `PassCost` unchanged.
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
     """Raise InvalidValueError (naming the option) unless `model` can be split as `deployment` says.
 
     tp divides the query heads, and the K/V heads or is a multiple of them; pp at most the layers;
-    ep only for a MoE, dividing its routed experts, with ep and tp one a multiple of the other and
-    ep / tp dividing the replicas; an interconnect on the datasheet when anything is split.
+    ep only for a MoE, dividing its routed experts, 1 or a multiple of tp, ep / tp dividing the
+    replicas; an interconnect on the datasheet when anything is split.
     """
     tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
     if model.num_heads % tp:
@@ -60,8 +65,9 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
         if model.moe.num_experts % ep:
             raise InvalidValueError(f"ep must divide the model's {model.moe.num_experts} routed experts, got {ep}",
                                     params=("ep",))
-        if ep % tp and tp % ep:
-            raise InvalidValueError(f"ep must divide tp = {tp} or be a multiple of it, got {ep}", params=("ep",))
+        if ep % tp:
+            raise InvalidValueError(f"ep must be 1 or a multiple of tp = {tp} (whole experts per GPU), got {ep}",
+                                    params=("ep", "tp"))
         if ep > tp and deployment.replicas % (ep // tp):
             raise InvalidValueError(f"ep = {ep} spans {ep // tp} replicas of tp = {tp}: --gpus must hold a multiple "
                                     f"of them (replicas {deployment.replicas})", params=("ep", "gpus"))
@@ -94,34 +100,54 @@ def replicated_params_per_layer(model: ModelSpec, tp: int) -> float:
     return down * (1.0 - 1.0 / tp)
 
 
+def replicated_bytes(model: ModelSpec, weights: WeightFormat, tp: int) -> float:
+    """Bytes one GPU holds beyond its 1/tp share, all layers (`replicated_params_per_layer`)."""
+    if tp == 1:
+        return 0.0
+    return model.num_layers * replicated_params_per_layer(model, tp) * weight_bytes(model, weights).effective_bits / 8
+
+
+def stage_share(model: ModelSpec, pp: int) -> float:
+    """Fraction of the layers the largest of pp stages holds: ceil(L / pp) / L (1/pp when pp divides L)."""
+    return -(-model.num_layers // pp) / model.num_layers
+
+
 def weight_bytes_per_gpu(model: ModelSpec, weights: WeightFormat, deployment: Deployment) -> float:
-    """Weight bytes one GPU holds: 1/(tp pp) of the shared weights, 1/(max(tp, ep) pp) of the routed
-    experts, plus the replicated attention parameters of its layers."""
+    """Weight bytes one GPU of the largest stage holds: 1/tp of the shared weights, 1/max(tp, ep) of the
+    routed experts, plus the replicated attention parameters, of its ceil(L / pp) / L share."""
     wb = weight_bytes(model, weights)
-    tp, pp = deployment.tp, deployment.pp
     experts = wb.num_moe_layers * wb.num_experts * wb.expert
-    replicated = model.num_layers * replicated_params_per_layer(model, tp) * wb.effective_bits / 8
-    return ((wb.total - experts) / tp + experts / deployment.expert_group + replicated) / pp
+    held = (wb.total - experts) / deployment.tp + experts / deployment.expert_group
+    return (held + replicated_bytes(model, weights, deployment.tp)) * stage_share(model, deployment.pp)
 
 
-def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tuple[float, float]:
-    """(fixed seconds, seconds per row) of one pass's collectives, all stages: 2 all-reduces per
-    layer over tp, 2 all-to-alls per MoE layer over ep, pp - 1 stage hand-offs."""
+def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_bytes_per_token: float, deployment: Deployment) -> float:
+    """One token's K/V (all layers: `kv_bytes_per_token`) one GPU of the largest stage holds:
+    x kv_share(tp) x ceil(L / pp) / L."""
+    return kv_bytes_per_token * kv_share(model, deployment.tp) * stage_share(model, deployment.pp)
+
+
+def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tuple[float, float, float, float]:
+    """(fixed seconds, seconds per row) of one pass's collectives, all stages, then the same of its
+    pp - 1 stage hand-offs: an all-reduce per layer after attention and per dense layer after the MLP
+    over tp; per MoE layer the MLP's all-reduce (ep 1) or a dispatch and a combine all-to-all over ep."""
     tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
     row = model.hidden_size * ACTIVATION_BYTES  # one row's activations
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
     k = model.moe.experts_per_token if model.moe else 0
+    all_reduces = 2 * model.num_layers - (moe_layers if ep > 1 else 0)
 
-    def per_pass(rows):
-        s = 2 * model.num_layers * all_reduce_s(rows * row, tp, gpu)
+    def collectives(rows):
+        s = all_reduces * all_reduce_s(rows * row, tp, gpu)
         if ep > 1:
             s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu)
-        if pp > 1:
-            s += (pp - 1) * send_s(rows * row, gpu)
         return s
 
-    fixed = per_pass(0.0)
-    return fixed, per_pass(1.0) - fixed
+    def handoffs(rows):
+        return (pp - 1) * send_s(rows * row, gpu) if pp > 1 else 0.0
+
+    fixed, handoff_fixed = collectives(0.0), handoffs(0.0)
+    return fixed, collectives(1.0) - fixed, handoff_fixed, handoffs(1.0) - handoff_fixed
 
 
 def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: WeightFormat,
@@ -132,22 +158,23 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
         W / (tp pp) + replicated,  kv x kv_share / pp,  row and pair FLOPs / (tp pp),
         expert bytes / (max(tp, ep) pp) with rows x max(tp, ep) / tp,  stages pp,  comm_terms
 
+    (the time's stages are balanced: a pass crosses all of them; `stage_share` is the memory's)
+
     Unchanged (the same object) at tp = pp = ep = 1. Checks the deployment (`check_deployment`).
     """
     check_deployment(model, gpu, deployment)
     if deployment.is_single:
         return cost
     tp, pp, group = deployment.tp, deployment.pp, deployment.expert_group
-    wb = weight_bytes(model, weights)
-    replicated = model.num_layers * replicated_params_per_layer(model, tp) * wb.effective_bits / 8
-    comm_fixed, comm_row = comm_terms(model, gpu, deployment)
+    comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment)
     return dataclasses.replace(
         cost,
-        weight_bytes=(cost.weight_bytes / tp + replicated) / pp,
+        weight_bytes=(cost.weight_bytes / tp + replicated_bytes(model, weights, tp)) / pp,
         kv_token_bytes=cost.kv_token_bytes * kv_share(model, tp) / pp,
         row_flops=cost.row_flops / (tp * pp),
         pair_flops=cost.pair_flops / (tp * pp),
         expert_bytes=cost.expert_bytes / (group * pp),
         expert_rows_scale=group / tp,
-        stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, overlap_comm=deployment.overlap_comm)
+        stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, handoff_fixed_s=handoff_fixed,
+        handoff_row_s=handoff_row, overlap_comm=deployment.overlap_comm)
 

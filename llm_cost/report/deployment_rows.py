@@ -23,7 +23,7 @@ def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment
     tokens_per_s = replicas x pp x tokens / step_s: pipeline stages each hold a batch in flight
     (iteration-level scheduling needs no microbatches: the lecture, Orca §), replicas add up.
     """
-    rate = deployment.replicas * deployment.pp * tokens / step_s
+    rate = deployment.batches_in_flight * tokens / step_s
     return {
         "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
         "replicas": deployment.replicas, "kv_dtype": deployment.kv_dtype,

@@ -69,8 +69,8 @@ class RequestCost:
 
     @property
     def in_flight(self) -> int:
-        """Batches the deployment serves at once: replicas x pipeline stages."""
-        return self.deployment.replicas * self.deployment.pp
+        """Batches the deployment serves at once (`Deployment.batches_in_flight`)."""
+        return self.deployment.batches_in_flight
 
     @property
     def output_tokens_per_s(self) -> float:

@@ -43,21 +43,23 @@ class StepTime:
     memory_s: Any
     compute_s: Any
     fixed_s: float
-    comm_s: Any = 0.0  # collectives (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
+    comm_s: Any = 0.0  # all communication (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
     stages: int = 1  # pipeline stages the pass crosses; memory_s and compute_s are one stage's
-    overlap_comm: bool = False
+    overlap_comm: bool = False  # the collectives hide behind the stages' roofline (hand-offs never do)
+    handoff_s: Any = 0.0  # of comm_s, the pipeline's stage hand-offs
 
     @property
     def total_s(self):
         """max(memory_s, compute_s) + fixed_s; on a deployment stages x max(...) + comm_s + fixed_s
-        (`overlap_comm`: max(stages x max(...), comm_s) + fixed_s)."""
+        (`overlap_comm`: max(stages x max(...), comm_s - handoff_s) + handoff_s + fixed_s)."""
         if self.stages == 1 and not _any(self.comm_s):
             return roofline_total(self.memory_s, self.compute_s, self.fixed_s)
         import numpy as np
 
         body = np.maximum(self.memory_s, self.compute_s) * self.stages
-        body = np.maximum(body, self.comm_s) if self.overlap_comm else body + self.comm_s
-        total = body + self.fixed_s
+        collectives = np.subtract(self.comm_s, self.handoff_s)
+        body = np.maximum(body, collectives) if self.overlap_comm else body + collectives
+        total = body + self.handoff_s + self.fixed_s
         return float(total) if np.ndim(total) == 0 else total
 
     @property

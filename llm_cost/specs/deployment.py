@@ -82,6 +82,12 @@ class Deployment:
         return self.total_gpus // self.gpus_per_replica
 
     @property
+    def batches_in_flight(self) -> int:
+        """Batches served at once: replicas x pp (each pipeline stage holds one; iteration-level
+        scheduling needs no microbatches, the lecture's Orca section)."""
+        return self.replicas * self.pp
+
+    @property
     def kv_bytes_per_element(self) -> float:
         """Bytes of one cached K or V element (`KV_DTYPES`)."""
         return KV_DTYPES[self.kv_dtype]
