@@ -6,10 +6,12 @@
 On a deployment (`llm_cost.parallel.deployed_cost`) the coefficients are one GPU's share of one
 pipeline stage, and the pass crosses `stages` of them and the collectives:
 
-    T = stages x max(memory, compute) + comm(rows) + t_fixed,   comm(rows) = comm_fixed_s + rows x comm_row_s
+    T = stages x max(memory, compute) + collectives(rows) + handoffs(rows) + t_fixed,
+    collectives(rows) = comm_fixed_s + rows x comm_row_s,  handoffs(rows) = handoff_fixed_s + rows x handoff_row_s
 
-(`overlap_comm`: max(stages x max(memory, compute), comm(rows)) + t_fixed). One GPU: stages 1,
-comm 0, and T is the formula above bit for bit.
+(`overlap_comm`: max(stages x max(memory, compute), collectives(rows)) + handoffs(rows) + t_fixed: a
+stage hand-off waits for its stage). One GPU: stages 1, no communication, and T is the formula
+above bit for bit.
 
 (symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
 window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
@@ -182,6 +184,8 @@ class PassCost:
     stages: int = 1
     comm_fixed_s: float = 0.0
     comm_row_s: float = 0.0
+    handoff_fixed_s: float = 0.0
+    handoff_row_s: float = 0.0
     overlap_comm: bool = False
 
     def __post_init__(self) -> None:
@@ -230,24 +234,36 @@ class PassCost:
 
     @property
     def deployed(self) -> bool:
-        """Pipeline stages or collectives: T is more than max(memory, compute) + fixed."""
-        return self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s)
+        """Pipeline stages or communication: T is more than max(memory, compute) + fixed."""
+        return (self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s) or bool(self.handoff_fixed_s)
+                or bool(self.handoff_row_s))
 
-    def comm_s(self, rows):
-        """Seconds of collectives in a pass over `rows` rows (0 on one GPU)."""
+    def collectives_s(self, rows):
+        """Seconds of the tp all-reduces and ep all-to-alls in a pass over `rows` rows (0 on one GPU)."""
         if not (self.comm_fixed_s or self.comm_row_s):
             return 0.0
         return self.comm_fixed_s + rows * self.comm_row_s
 
+    def handoff_s(self, rows):
+        """Seconds of the pipeline's stage hand-offs in a pass over `rows` rows (0 without stages)."""
+        if not (self.handoff_fixed_s or self.handoff_row_s):
+            return 0.0
+        return self.handoff_fixed_s + rows * self.handoff_row_s
+
+    def comm_s(self, rows):
+        """All communication of a pass over `rows` rows: collectives and hand-offs."""
+        return self.collectives_s(rows) + self.handoff_s(rows)
+
     def deployed_total(self, longer, rows):
-        """stages x longer + comm(rows) + fixed, `longer` = max(memory, compute) of one stage
-        (overlap_comm: max(stages x longer, comm) + fixed)."""
+        """stages x longer + collectives + hand-offs + fixed, `longer` = max(memory, compute) of one stage
+        (overlap_comm: max(stages x longer, collectives) + hand-offs + fixed)."""
         body = longer * self.stages if self.stages != 1 else longer
-        comm = self.comm_s(rows)
+        comm = self.collectives_s(rows)
         if self.overlap_comm:
             body = roofline_total(body, comm, 0.0) if isinstance(body, float) else _maximum(body, comm)
         else:
             body = body + comm
+        body = body + self.handoff_s(rows)
         return body + self.fixed_s if self.fixed_s else body
 
     def flops(self, rows, pairs):
@@ -290,7 +306,8 @@ class PassCost:
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
                         compute_s=flops / self.flops_per_s, fixed_s=self.fixed_s,
-                        comm_s=self.comm_s(rows), stages=self.stages, overlap_comm=self.overlap_comm)
+                        comm_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
+                        overlap_comm=self.overlap_comm)
 
     def step_total(self, rows, batch, context, *, count_kv: bool = True, with_bound: bool = False,
                    rows_scratch: bool = False):
