@@ -124,6 +124,8 @@ def test_malformed_json(tmp_path):
     ({"usable_memory_bytes": 81559 * 2**20 * 1000}, "key 'usable_memory_bytes' must be in"),
     ({"usable_memory_bytes": 4e9}, "'usable_memory_bytes' must be within 0.5x..1.5x of 'memory_bytes'"),
     ({"interconnect_bytes_per_s": 450e9}, "'interconnect_bytes_per_s' and 'interconnect_latency_s' go together"),
+    ({"fp8_flops_per_s": 1e13}, "key 'fp8_flops_per_s' \\(1e\\+13\\) must be at least 'bf16_flops_per_s'"),
+    ({"sources": {"memory_byts": "80GB"}}, "unknown key 'sources.memory_byts'; did you mean memory_bytes"),
     ({"bf16_flops_per_s": float("nan")}, "key 'bf16_flops_per_s' must be in"),
     ({"bf16_flops_per_s": "lots"}, "key 'bf16_flops_per_s' must be a number"),
 ])

@@ -19,12 +19,12 @@ from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.parallel import deployed_step_time
 from llm_cost.roofline import critical_batch
-from llm_cost.specs import PRESETS, Profile, weight_format
+from llm_cost.specs import PRESETS, Profile, WeightFormat
 from llm_cost.specs.deployment import Deployment
 
 V5E = load_accelerator("tpu-v5e")
 L70 = load_model("llama-3-70b")
-INT8 = weight_format("w8a8")  # one byte per parameter, no group scales: the book's "int8"
+INT8 = WeightFormat("int8", 8, compute="int8")  # every parameter one byte, tables included: the book's "int8"
 PEAK_KV = Profile("peak-kv", count_kv=True)  # the book's roofline: peak HBM, K/V read
 
 

@@ -5,7 +5,8 @@ Schema (README, "Datasheets"): required `name`, `memory_bytes`, `bandwidth_bytes
 `fp4_flops_per_s`, `interconnect`, `interconnect_bytes_per_s`, `interconnect_latency_s`, `source`,
 `sources`. Any other key is refused naming it (a typo such as `memory_byts` must not pass), and
 every figure must lie in a plausible range: a unit slip (3.35e9 B/s for an H100's 3.35e12) lands
-outside it.
+outside it; an FP8, INT8 or FP4 peak below the BF16 peak and a `sources` entry for an unknown key
+are refused too.
 """
 
 from __future__ import annotations
@@ -53,6 +54,16 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
     if usable is not None and not USABLE_RATIO[0] <= usable / figures["memory_bytes"] <= USABLE_RATIO[1]:
         raise ConfigError(f"{path}: key 'usable_memory_bytes' must be within {USABLE_RATIO[0]:g}x.."
                           f"{USABLE_RATIO[1]:g}x of 'memory_bytes' ({figures['memory_bytes']:g}), got {usable:g}")
+    for key in ("fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s"):
+        if key in figures and figures[key] < figures["bf16_flops_per_s"]:
+            raise ConfigError(f"{path}: key '{key}' ({figures[key]:g}) must be at least 'bf16_flops_per_s' "
+                              f"({figures['bf16_flops_per_s']:g}): narrower tensor cores are never slower (a unit slip?)")
+    sources = data.get("sources", {})
+    if not isinstance(sources, dict):
+        raise ConfigError(f"{path}: key 'sources' must be an object of key -> quoted source, got {type(sources).__name__}")
+    for key in sources:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{path}: unknown key 'sources.{key}'{did_you_mean(key, KNOWN_KEYS)}")
     if f.has("interconnect_bytes_per_s") != f.has("interconnect_latency_s"):
         raise ConfigError(f"{path}: keys 'interconnect_bytes_per_s' and 'interconnect_latency_s' go together "
                           "(give both, or neither for a single-GPU datasheet)")

@@ -1,7 +1,8 @@
 """Deployment invariants: what splitting a model over GPUs promises, for any (model, gpu) pair.
 
 - one GPU as a `Deployment()` is `step_time` bit for bit;
-- more GPUs (a larger tp, then a larger pp) never raise one GPU's weight, K/V or needed bytes;
+- more GPUs (a larger tp, then a larger pp) never raise one GPU's weight, K/V or needed bytes for
+  the same sequences (pp stages hold pp batches in flight, so pp splits the sequences into them);
 - collectives cost nothing at tp = 1 and, at fixed bytes, more the larger tp.
 
 The tp degrees tried are the model's valid ones (dividing its heads; its K/V heads or a multiple of
@@ -53,8 +54,10 @@ def _per_gpu_bytes_fall(model, gpu):
         splits = [Deployment(tp=t, kv_dtype=kv) for t in valid_tp(model, gpu)]
         if gpu.interconnect_bytes_per_s:
             splits.append(Deployment(tp=splits[-1].tp, pp=pp, kv_dtype=kv))
+        sequences = batch * pp  # the same sequences in all: pp stages hold pp batches of batch each
         for d in splits:
-            f = step_fit(model, gpu, d, rows=batch, batch=batch, context=ctx)
+            per_batch = sequences / d.pp
+            f = step_fit(model, gpu, d, rows=per_batch, batch=per_batch, context=ctx)
             now = (f.weight_bytes, f.kv_bytes, f.needed_bytes)
             if last is not None:
                 assert all(b <= a * (1 + 1e-12) for a, b in zip(last, now)), f"{d}: {now} > {last}"
@@ -76,7 +79,8 @@ def _comm_grows_with_tp(model, gpu):
 
 DEPLOYMENTS = [
     Invariant("tp1_exact", "one GPU as a Deployment() is step_time bit for bit, no communication", _tp1_exact),
-    Invariant("per_gpu_bytes_fall", "more GPUs (tp, then pp) never raise one GPU's weight, KV or needed bytes",
+    Invariant("per_gpu_bytes_fall", "more GPUs (tp, then pp) never raise one GPU's weight, KV or needed bytes "
+              "for the same sequences",
               _per_gpu_bytes_fall),
     Invariant("comm_grows_with_tp", "collectives take 0 s at tp = 1 and longer as tp grows", _comm_grows_with_tp),
 ]

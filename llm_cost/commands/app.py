@@ -136,18 +136,21 @@ def note(text: str) -> None:
 
 def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point",
                suffix: str = " (the times assume it does)") -> None:
-    """One warning line on stderr per distinct reason a row does not fit (`fits` False, `fit_note`),
-    and `skipped` points a search left out; `--strict` exits 2 (after the output) when a printed row
-    does not fit (a search that left points out still printed rows that run)."""
-    seen = []
-    for r in rows:
-        if r.get("fits") is False and r.get("fit_note") not in seen:
-            seen.append(r.get("fit_note"))
-    for reason in seen:
-        typer.echo(f"Warning: does not fit: {reason}{suffix}", err=True)
+    """One warning line on stderr when rows do not fit (`fits` False, `fit_note`): the reason, or with
+    several rows "N of M rows do not fit; the worst: ..." (the largest shortfall); one line for the
+    `skipped` points a search left out. `--strict` exits 2 (after the output) when a printed row does
+    not fit (a search that left points out still printed rows that run)."""
+    unfit = [r for r in rows if r.get("fits") is False]
+    if unfit:
+        worst = max(unfit, key=lambda r: (r.get("memory_needed_bytes") or 0) - (r.get("memory_available_bytes") or 0))
+        if len({r.get("fit_note") for r in unfit}) == 1:
+            typer.echo(f"Warning: does not fit: {worst.get('fit_note')}{suffix}", err=True)
+        else:
+            typer.echo(f"Warning: {len(unfit)} of {len(rows)} rows do not fit; the worst: {worst.get('fit_note')}{suffix}",
+                       err=True)
     if skipped:
         typer.echo(f"Warning: skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit", err=True)
-    if strict and seen:
+    if strict and unfit:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 

@@ -45,6 +45,15 @@ class Fit:
     context: float  # tokens per sequence after the pass: context + rows / batch
     context_limit: int  # the model's max_position_embeddings (0: unknown, not checked)
 
+    def beside(self, other: "Fit") -> "Fit":
+        """This fit with `other`'s model on the same GPUs (a draft beside its target): weights and K/V add,
+        the workspace is reused (the larger counts)."""
+        import dataclasses
+
+        return dataclasses.replace(self, weight_bytes=self.weight_bytes + other.weight_bytes,
+                                   kv_bytes=self.kv_bytes + other.kv_bytes,
+                                   workspace_bytes=max(self.workspace_bytes, other.workspace_bytes))
+
     @property
     def needed_bytes(self) -> float:
         return self.weight_bytes + self.kv_bytes + self.workspace_bytes

@@ -27,7 +27,7 @@ class Phases:
     decode_s: float  # the OSL - 1 decode steps, summed
     decode_first_s: float  # the first decode step (context ISL); 0 when OSL = 1
     decode_last_s: float  # the last (context ISL + OSL - 2)
-    decode_comm_s: float
+    decode_comm_s: float  # the target's communication (under speculation: of its verification passes)
     prefill_bound: str  # of the (last) prefill pass
     decode_bound: str  # of the last decode step
 

@@ -137,6 +137,9 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
     if speculation is not None and osl > 1:
         ph, expected = _speculative_decode(ph, model, gpu, profile, weights, deployment, speculation,
                                            batch=batch, isl=isl, osl=osl)
+        # the target's collectives: one verification pass over B (gamma + 1) rows per round, (OSL - 1) / E rounds
+        ph = dataclasses.replace(ph, decode_comm_s=(osl - 1) / expected
+                                 * float(cost.comm_s(batch * (speculation.gamma + 1))))
     return RequestCost(batch=batch, isl=isl, osl=osl, phases=ph, deployment=deployment,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
                                        chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
@@ -158,10 +161,7 @@ def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None,
               available_bytes=end.available_bytes, context=isl + osl, context_limit=end.context_limit)
     if draft is None:
         return fit
-    own = _draft_fit(draft, gpu, deployment, batch=batch, isl=isl, osl=osl, gamma=gamma)
-    return dataclasses.replace(fit, weight_bytes=fit.weight_bytes + own.weight_bytes,
-                               kv_bytes=fit.kv_bytes + own.kv_bytes,
-                               workspace_bytes=max(fit.workspace_bytes, own.workspace_bytes))
+    return fit.beside(_draft_fit(draft, gpu, deployment, batch=batch, isl=isl, osl=osl, gamma=gamma))
 
 
 def _draft_fit(draft, gpu, deployment, *, batch, isl, osl, gamma) -> Fit:

@@ -93,12 +93,14 @@ BF16 = WeightFormat("bf16", 16)
 # The article's INT4: group 128, a 16-bit scale and a 16-bit zero per group -> 4.25 bits
 INT4_G128 = WeightFormat("int4", 4, group_size=128, scale_bits=16, zero_bits=16)
 INT8_G128 = WeightFormat("int8", 8, group_size=128, scale_bits=16, zero_bits=16)
+# The W8A8 and W4A4 formats keep the embedding and the LM head at 16 bits, as shipped FP8 and NVFP4
+# checkpoints do (llm-compressor's and ModelOpt's recipes ignore lm_head; embeddings are a lookup).
 # FP8 W8A8 (per-tensor or per-channel scales: a few bytes per matrix, not counted): the FP8 peak
-FP8 = WeightFormat("fp8", 8, compute="fp8")
+FP8 = WeightFormat("fp8", 8, compute="fp8", keep_embeddings_bf16=True)
 # INT8 W8A8 (SmoothQuant-style, per-channel scales): the INT8 peak
-INT8_W8A8 = WeightFormat("w8a8", 8, compute="int8")
+INT8_W8A8 = WeightFormat("w8a8", 8, compute="int8", keep_embeddings_bf16=True)
 # NVFP4: 4-bit E2M1 weights, one FP8 scale per 16 (4 + 8/16 = 4.5 bits), FP4 GEMMs (Blackwell)
-NVFP4 = WeightFormat("nvfp4", 4, group_size=16, scale_bits=8, compute="fp4")
+NVFP4 = WeightFormat("nvfp4", 4, group_size=16, scale_bits=8, compute="fp4", keep_embeddings_bf16=True)
 # Each model in the format its checkpoint ships: FP8 128 x 128 blocks (DeepSeek-V3, Kimi-K2), MXFP4
 # experts (gpt-oss), else its torch_dtype (BF16; OLMo 2: F32). The bits are BF16's, a stand-in.
 CHECKPOINT = WeightFormat("checkpoint", 16, checkpoint=True)

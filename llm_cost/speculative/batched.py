@@ -251,10 +251,7 @@ def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, 
     if draft is None:
         return fit
     on = draft_deployment if draft_deployment is not None else draft_deployment_for(draft, deployment)
-    own = step_fit(draft, gpu, on, rows=rows, batch=batch, context=context, weights=draft_weights)
-    return dataclasses.replace(fit, weight_bytes=fit.weight_bytes + own.weight_bytes,
-                               kv_bytes=fit.kv_bytes + own.kv_bytes,
-                               workspace_bytes=max(fit.workspace_bytes, own.workspace_bytes))
+    return fit.beside(step_fit(draft, gpu, on, rows=rows, batch=batch, context=context, weights=draft_weights))
 
 
 def _fits_grid(target: ModelSpec, gpu, deployment: Deployment, weights, g, b, ctx, draft, draft_weights,
