@@ -9,7 +9,8 @@ import pytest
 
 from llm_cost import speculative as speculative
 from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.report.cost_table import DEFAULT_MODELS, MTP_KEYS, cost_row, table_notes, table_rows, table_view
+from llm_cost.report.cost_table import DEFAULT_MODELS, MTP_KEYS, cost_row, table_rows
+from llm_cost.report.cost_table_view import table_notes, table_view
 from llm_cost.speculative.mtp import mtp_params, mtp_speedup, mtp_step_time
 from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import ConfigError, InvalidValueError

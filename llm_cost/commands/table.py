@@ -46,7 +46,8 @@ def table_cmd(
     draft's rows. json and csv print one flat row per model, SI values, the unit in each key.
     """
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report.cost_table import table_notes, table_rows, table_view
+    from llm_cost.report.cost_table import table_rows
+    from llm_cost.report.cost_table_view import table_notes, table_view
     from llm_cost.commands.parse import choice
     from llm_cost.report.render import FORMATS_WITH_MARKDOWN, Column, print_notes, render
 

@@ -1,0 +1,173 @@
+"""The cost table's view: its rows turned around, one column per model, and the notes under it.
+
+`table_view` writes one line per quantity (cells as text, the units in the labels); `table_notes`
+says what the table assumes (the article preset, the MTP draft, the deployment). The rows are
+`cost_table.table_rows`'.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from llm_cost.errors import InvalidValueError
+from llm_cost.report.cost_table import DEFAULT_CONTEXTS, _check_contexts
+from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_TPS_REPORTED
+
+
+# ---- the view: one column per model ----------------------------------------------------------
+
+def _num(key: str, digits: int, scale: float = 1.0) -> Callable[[dict], str]:
+    def text(row: dict) -> str:
+        v = row.get(key)
+        return "-" if v is None else f"{v / scale:,.{digits}f}"
+    return text
+
+
+def _span(low: str, high: str, digits: int) -> Callable[[dict], str]:
+    def text(row: dict) -> str:
+        a, b = row.get(low), row.get(high)
+        if a is None:
+            return "-"
+        return f"{a:.{digits}f}" if f"{a:.{digits}f}" == f"{b:.{digits}f}" else f"{a:.{digits}f}–{b:.{digits}f}"
+    return text
+
+
+def _yes_no(key: str) -> Callable[[dict], str]:
+    return lambda row: "yes" if row[key] else "no"
+
+
+def _batch(weights: str, n: int) -> Callable[[dict], str]:
+    return lambda row: f"{row[f'max_batch_{weights}_at_{n}']:,}" if row[f"fits_{weights}"] else "-"
+
+
+def context_label(n: int) -> str:
+    """4096 -> '4K', 32768 -> '32K', 1000 -> '1000' (tokens)."""
+    return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
+
+
+def _speculative_cell(row: dict) -> str:
+    """The series' speculative row: the generic draft, or for a model with an MTP head (DeepSeek-V3)
+    that head at its reported acceptance, verification free (the article §3.2: "DeepSeek-V3 的投机一行按
+    其技术报告的 MTP 接受率转述"). The generic draft's figure stays in the JSON keys spec_*."""
+    if row["mtp_layers"]:
+        return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + " (MTP)"
+    return _num("spec_speedup", 2)(row)
+
+
+def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Callable[[dict], str]]]:
+    r = rows[0]
+    b = r["batch"]
+    lines = [
+        ("parameters, total (B)", _num("params_total", 2, 1e9)),
+        ("parameters, active per token (B)", _num("params_active", 2, 1e9)),
+        ("weights, BF16 (GB)", _num("weight_bytes_bf16", 2, 1e9)),
+        ("weights, INT4 g128 (GB)", _num("weight_bytes_int4", 2, 1e9)),
+        ("INT4 g128, effective bits per weight", _num("bits_int4", 2)),
+        (f"KV cache per token, {r['kv_dtype'].upper()} (bytes)", _num("kv_bytes_per_token", 0)),
+    ]
+    lines += [(f"KV cache at {context_label(n)} context (GB per sequence)",
+               _num(f"kv_bytes_per_sequence_at_{n}", 2, 1e9)) for n in contexts]
+    lines += [
+        ("FLOPs per token, no context (GFLOP)", _num("flops_per_token", 1, 1e9)),
+        (f"decode step lower bound, batch {b}, BF16 (ms)", _num("decode_step_s_bf16", 2, 1e-3)),
+        (f"decode step lower bound, batch {b}, W4A16 (ms)", _num("decode_step_s_w4a16", 2, 1e-3)),
+    ]
+    if r["isl"] is not None:
+        lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)", _num("ttft_s_bf16", 1, 1e-3)),
+                  (f"time to first token, {r['isl']:,}-token prompt, W4A16 (ms)", _num("ttft_s_w4a16", 1, 1e-3))]
+    if r["usd_per_gpu_hour"] is not None:
+        price = f"${r['usd_per_gpu_hour']:g}/GPU-hour"
+        lines += [(f"decode cost at batch {b}, BF16 ($ per million output tokens, {price})",
+                   _num("usd_per_million_output_tokens_bf16", 2)),
+                  (f"decode cost at batch {b}, W4A16 ($ per million output tokens, {price})",
+                   _num("usd_per_million_output_tokens_w4a16", 2))]
+    lines += [
+        (f"speculative speedup, batch {b} (×): a draft with α {r['spec_alpha']:g}, γ {r['spec_gamma']}, "
+         f"c {r['spec_c']:g}; MTP models: their MTP head", _speculative_cell),
+    ]
+    mtp = next((x for x in rows if x["mtp_layers"]), None)
+    if mtp is not None:
+        alpha = _span("mtp_alpha_low", "mtp_alpha_high", 2)(mtp)
+        lines += [
+            (f"MTP draft, γ 1, α {alpha}: tokens per step",
+             _span("mtp_expected_tokens_low", "mtp_expected_tokens_high", 2)),
+            ("MTP c: module step / model step", _num("mtp_c", 3)),
+            ("MTP speedup, verification free: E / (1 + c) (×)",
+             _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)),
+            (f"MTP speedup on the roofline, batch {b} (×)", _span("mtp_speedup_low", "mtp_speedup_high", 2)),
+        ]
+    usable = f"{r['usable_bytes'] / 1e9:.0f} GB"
+    split = r["tp"] * r["pp"] > 1
+    per_gpu = f" per GPU (tp {r['tp']} x pp {r['pp']})" if split else ""
+    lines += [
+        (f"weights fit in {usable}{per_gpu} ({r['gpu']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
+        (f"weights fit in {usable}{per_gpu}, INT4 g128", _yes_no("fits_int4")),
+    ]
+    replica = ", one replica" if split else ""
+    for n in contexts:
+        lines += [(f"largest batch at {context_label(n)} context{replica}, BF16 weights", _batch("bf16", n)),
+                  (f"largest batch at {context_label(n)} context{replica}, INT4 weights", _batch("int4", n))]
+    return lines
+
+
+def table_view(rows: Sequence[dict], *, contexts: Sequence[int] = DEFAULT_CONTEXTS,
+               ) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The rows turned around: one row per quantity, one column per model (cells as text).
+
+    `contexts`: the contexts the rows were computed at (`table_rows(..., contexts=...)`).
+    Returns the view rows (keys 'quantity', 'm0', 'm1', ...) and the (key, header) of each column.
+    """
+    if not rows:
+        raise InvalidValueError("the cost table needs at least one model")
+    contexts = _check_contexts(contexts)
+    view = []
+    for label, text in _lines(rows, contexts):
+        cells = {"quantity": label}
+        cells.update({f"m{i}": text(row) for i, row in enumerate(rows)})
+        view.append(cells)
+    return view, [("quantity", "")] + [(f"m{i}", row["model"]) for i, row in enumerate(rows)]
+
+
+def table_notes(rows: Sequence[dict]) -> list[str]:
+    """What the table assumes, and the notes a reader of the MTP and MoE rows needs (one per line)."""
+    r = rows[0]
+    notes = [
+        f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
+        f"once per step (MoE: the routed experts the step's rows touch), no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
+        f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
+        f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "
+        f"holding at most their window) fits in "
+        f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "
+        f"(a dash where the weights do not fit).",
+    ]
+    if r["tp"] * r["pp"] > 1:
+        notes.append(f"Deployment: {r['gpus']} GPUs, tp {r['tp']} x pp {r['pp']}"
+                     + (f", ep {r['ep']}" if r["ep"] > 1 else "") + ": each decode step is one GPU's share of the "
+                     "weights across the pipeline's stages plus two ring all-reduces per layer (and the MoE layers' "
+                     "all-to-alls) over the datasheet's interconnect; the largest batch is one replica's.")
+    for x in rows:
+        if x["spec_verify_over_base"] > 1.0 + 1e-9 and x["params_active"] < x["params_total"]:  # a MoE
+            verdict = "does not pay" if x["spec_speedup"] <= 1.0 else "pays less"
+            notes.append(
+                f"{x['model']}: verifying {x['spec_gamma'] + 1} rows per sequence at batch {x['batch']} reads "
+                f"{x['spec_verify_over_base']:.2f}x the bytes of a decode step (each row routes to its "
+                f"own experts), so the generic draft {verdict}.")
+    low, high = (f"{a:.0%}" for a in MTP_ALPHA_REPORTED)
+    for x in rows:
+        if x["mtp_layers"]:
+            given = (x["mtp_alpha_low"], x["mtp_alpha_high"])
+            alpha = _span("mtp_alpha_low", "mtp_alpha_high", 2)(x)
+            source = ("as the report gives it" if given == MTP_ALPHA_REPORTED
+                      else f"as given; the report gives {low}-{high}")
+            notes.append(
+                f"{x['model']} MTP, its own draft (γ 1): acceptance α {alpha} ({source}; DeepSeek-V3 "
+                f"Technical Report §5.4.3, which measures {MTP_TPS_REPORTED:g}x TPS). c = one MTP module "
+                f"step over one model step on this roofline: one MoE block, the 2d x d projection and the "
+                f"shared LM head read again, the embedding a lookup ({x['mtp_params_own'] / 1e9:.1f}B "
+                f"parameters of its own, not in the weights above). E / (1 + c) = "
+                f"{_span('mtp_speedup_verify_free_low', 'mtp_speedup_verify_free_high', 2)(x)}x against the "
+                f"report's {MTP_TPS_REPORTED:g}x; the roofline row is batch {x['batch']} on "
+                f"{'one GPU of the deployment' if x['tp'] * x['pp'] > 1 else 'one accelerator'}, "
+                f"where verifying 2 rows reads {x['mtp_verify_over_base']:.2f}x the bytes of a step "
+                f"(uniform top-k routing).")
+    return notes
