@@ -19,11 +19,11 @@ COMMAND_MODULES = {
     "model": "model", "roofline": "roofline", "catalog": "catalog",
     "capacity": "serving", "waste": "serving", "batching": "serving",
     "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
-    "request": "requests", "selective": "requests",
+    "request": "requests", "selective": "requests", "plan": "plan",
     "table": "table", "plot": "plot",
     "check": "check",
 }
-MODULE_ORDER = ("model", "roofline", "catalog", "requests", "serving", "speculative", "table", "plot", "check")  # the order of --help
+MODULE_ORDER = ("model", "roofline", "catalog", "requests", "plan", "serving", "speculative", "table", "plot", "check")  # the order of --help
 
 
 def _register(modules) -> object:

@@ -16,6 +16,8 @@ COMMANDS = {
     "catalog": ["catalog"],
     "capacity": ["capacity"],
     "request": ["request"],
+    "plan": ["plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--isl", "512", "--osl", "64",
+             "--batch", "1", "--batch", "16", "--spec-alpha", "0.8", "--max-gamma", "2"],
     "selective": ["selective"],
     "waste": ["waste"],
     "batching": ["batching", "--rate", "2", "--requests", "50"],

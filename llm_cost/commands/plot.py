@@ -9,7 +9,7 @@ import typer
 from llm_cost.commands.app import command
 from llm_cost.commands.options import BwEff
 
-KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching")
+KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan")
 
 # The options each kind reads; any other option given is an error rather than silently ignored.
 USES = {
@@ -20,6 +20,7 @@ USES = {
     "tree": {"model", "gpu", "preset", "context", "weights", "widths", "hits", "batch", "c"},
     "batching": {"model", "gpu", "preset", "weights", "reserve", "scheduler", "max_batch", "rate", "requests",
                  "seed", "slo_ms"},
+    "plan": {"model", "gpu", "preset", "weights", "batch", "alpha", "c", "gpus", "isl", "osl", "ttft_ms", "tpot_ms"},
 }
 # What each kind draws beyond its table command's defaults (the article's batches, a figure's axes).
 OWN_DEFAULTS = {
@@ -28,6 +29,7 @@ OWN_DEFAULTS = {
     "gamma": dict(alpha=[0.6, 0.8, 0.9], c=[0.05, 0.1, 0.2], gamma_max=16),
     "tree": dict(batch=[1, 32]),  # the lecture's two batches, §10.3
     "batching": dict(scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
+    "plan": dict(model="llama-3-8b", gpu="h100-sxm", gpus=8, isl=1024, osl=256),
 }
 # The options each kind takes from its table command, with that command's default.
 FROM_COMMAND = {
@@ -36,6 +38,7 @@ FROM_COMMAND = {
     "gamma": None,
     "tree": ("speculative", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
     "batching": ("serving", "batching_cmd", ("model", "gpu", "preset", "weights", "reserve")),
+    "plan": ("plan", "plan_cmd", ("preset",)),
 }
 
 
@@ -70,7 +73,7 @@ def _flag(name: str) -> str:
 @command("plot", epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline --model "
                         "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
 def plot_cmd(
-    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree or batching.")],
+    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching or plan.")],
     output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")] = None,
@@ -95,6 +98,11 @@ def plot_cmd(
     seed: Annotated[Optional[int], typer.Option(help="batching: seed of the workload.")] = None,
     reserve: Annotated[Optional[float], typer.Option(help="batching: fraction of GPU memory held back, in [0, 1).")] = None,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="batching: draw a per-token latency target (ms).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="plan: GPUs at most.")] = None,
+    isl: Annotated[Optional[int], typer.Option("--isl", help="plan: prompt tokens per request.")] = None,
+    osl: Annotated[Optional[int], typer.Option("--osl", help="plan: output tokens per request.")] = None,
+    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="plan: TTFT target (ms).")] = None,
+    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="plan: TPOT target (ms).")] = None,
 ) -> None:
     """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
 
@@ -111,7 +119,8 @@ def plot_cmd(
     values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
                   alpha=alpha, gamma=gamma, c=c, batch=batch, batch_max=batch_max, gamma_max=gamma_max,
                   max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
-                  requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms)
+                  requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, gpus=gpus, isl=isl, osl=osl,
+                  ttft_ms=ttft_ms, tpot_ms=tpot_ms)
     given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
     unused = sorted(set(given) - USES[kind])
     if unused:
@@ -120,7 +129,7 @@ def plot_cmd(
     path = check_output(output)
     o = {**defaults(kind), **given}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
-            "batching": _batching}[kind]
+            "batching": _batching, "plan": _plan}[kind]
     written = draw(o, path)
     typer.echo(f"wrote {written}")
 
@@ -214,3 +223,18 @@ def _batching(o: dict, path):
                           title=f"Latency against throughput: {replica.description}, KV "
                                 f"{replica.kv_capacity_tokens:,} tokens\n{o['requests']} requests per rate, "
                                 f"{wl.description}, seed {o['seed']}")
+
+
+def _plan(o: dict, path):
+    from llm_cost.commands import parse
+    from llm_cost.commands.plan import build, title_of
+    from llm_cost.plan import plan
+    from llm_cost.report import figures as plots
+
+    spec, grid, target, _ = build(
+        model=o["model"], gpu=[o["gpu"]], gpus=o["gpus"], isl=o["isl"], osl=o["osl"], ttft_ms=o.get("ttft_ms"),
+        tpot_ms=o.get("tpot_ms"), tokens_per_s_per_user=None, spec_alpha=_single(o, "alpha") if o.get("alpha") else None,
+        c=_single(o, "c") if o.get("c") else None, draft=None, max_gamma=8, mtp_alpha=0.85, tp=None, pp=None, max_tp=8,
+        weights=[o["weights"]] if o.get("weights") else None, kv_dtype=None, batch=o.get("batch"),
+        profile=parse.profile(o["preset"]))
+    return plots.plan(plan(grid, target), path, title=title_of(spec, grid, target))

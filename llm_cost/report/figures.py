@@ -220,3 +220,42 @@ def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None
     ax.grid(True, which="both", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
     return save(fig, path)
+
+
+def plan(result, path: str | Path, *, title: str) -> Path:
+    """A plan's configurations (tokens/s per user against tokens/s per GPU): those that fit, those that
+    meet the target, the Pareto frontier, its first (chosen) row, and the per-user rate a configuration
+    at both latency limits reaches, OSL / (TTFT + (OSL - 1) TPOT): every one meeting them lies right of it."""
+    g, target = result.grid, result.target
+    fig, ax = _figure()
+    user, per_gpu = g.output_tokens_per_s_per_user, g.output_tokens_per_s_per_gpu
+    fit = g.fits & ~result.meets
+    ax.scatter(user[fit], per_gpu[fit], s=6, color="lightgray", label=f"fit, miss the target ({fit.sum():,})")
+    ax.scatter(user[result.meets], per_gpu[result.meets], s=8, color="tab:blue", alpha=0.5,
+               label=f"meet the target ({result.meets.sum():,})")
+    front = result.frontier
+    if len(front):
+        ax.plot(user[front], per_gpu[front], "o-", color="tab:red", markersize=5, label=f"frontier ({len(front)})")
+        first = front[0]
+        grp, v = g.space.groups[g.group[first]], g.variants[g.variant[first]]
+        ax.plot([user[first]], [per_gpu[first]], "*", color="black", markersize=14,
+                label=f"chosen: {grp.gpu.name} tp {grp.deployment.tp} pp {grp.deployment.pp}, {grp.weights.name}, "
+                      f"KV {grp.deployment.kv_dtype}, batch {int(g.batch[first])}, {v.kind}"
+                      + (f" gamma {v.gamma}" if v.gamma else ""))
+    if target.ttft_s is not None and target.tpot_s is not None:
+        limit = g.osl / (target.ttft_s + (g.osl - 1) * target.tpot_s)
+        ax.axvline(limit, color="black", linestyle="--", linewidth=0.8,
+                   label=f"TTFT {target.ttft_s * 1e3:g} ms and TPOT {target.tpot_s * 1e3:g} ms at their limits")
+    elif target.tokens_per_s_per_user is not None:
+        ax.axvline(target.tokens_per_s_per_user, color="black", linestyle="--", linewidth=0.8,
+                   label=f"target {target.tokens_per_s_per_user:g} tok/s/user")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
+    ax.set_xlabel("output tokens/s per user (OSL / e2e)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.legend(fontsize=7, loc="outside lower center")
+    return save(fig, path)

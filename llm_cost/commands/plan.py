@@ -1,0 +1,236 @@
+"""`plan`: the best deployment for a workload and a latency target (accelerators, parallelism,
+precision, batch and speculation searched at once; the Pareto frontier printed best first)."""
+
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from llm_cost.commands.app import command, emit, note
+from llm_cost.commands.options import BwEff, FixedMs, Format, Mfu, Preset
+from llm_cost.errors import InvalidValueError
+from llm_cost.report.render import Column, fixed
+from llm_cost.specs.profiles import PRESETS
+
+# The calibrated profile once it exists, else the lecture's realistic one (as `request`).
+DEFAULT_PRESET = "measured" if "measured" in PRESETS else "lecture"
+
+# The table's columns (narrow enough for 80 columns without prices); every key is in the JSON and CSV
+# rows, with gpus, replicas, tp and pp, gamma, bound, e2e and the request_args.
+PLAN_COLUMNS = [
+    Column("gpu", "GPU", str),
+    Column("split", "tp x pp", str),
+    Column("weights", "weights", str),
+    Column("kv_dtype", "KV", str),
+    Column("batch", "batch"),
+    Column("decoding", "decoding", str),
+    Column("ttft_s", "TTFT ms", fixed(0, 1e-3)),
+    Column("tpot_s", "TPOT ms", fixed(2, 1e-3)),
+    Column("output_tokens_per_s_per_user", "tok/s per user", fixed(1)),
+    Column("output_tokens_per_s_per_gpu", "tok/s per GPU", fixed(0)),
+]
+PRICE_COLUMN = Column("usd_per_million_output_tokens", "$/M out", fixed(3))
+SPLIT_COLUMNS = [
+    Column("gpu", "GPU", str),
+    Column("prefill_gpus", "prefill GPUs"),
+    Column("decode_gpus", "decode GPUs"),
+    Column("weights", "weights", str),
+    Column("kv_dtype", "KV", str),
+    Column("prefill_tp", "P tp"),
+    Column("prefill_batch", "P batch"),
+    Column("decode_tp", "D tp"),
+    Column("decode_batch", "D batch"),
+    Column("decoding", "decoding", str),
+    Column("ttft_s", "TTFT ms", fixed(0, 1e-3)),
+    Column("kv_transfer_s", "KV move ms", fixed(2, 1e-3)),
+    Column("tpot_s", "TPOT ms", fixed(2, 1e-3)),
+    Column("requests_per_s", "req/s", fixed(2)),
+    Column("colocated_requests_per_s", "colocated req/s", fixed(2)),
+]
+
+
+@command("plan", epilog="Example: llm-cost plan --model llama-3-70b --gpu h100-sxm --gpu a100-80gb --gpus 8 --isl 2048 "
+                        "--osl 256 --ttft-ms 1000 --tpot-ms 30 --spec-alpha 0.7")
+def plan_cmd(
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
+    gpu: Annotated[Optional[List[str]], typer.Option("--gpu", "-g", help="Accelerator to search: a catalog name or datasheet path (repeatable).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs at most: replicas x tp x pp <= N.")] = None,
+    isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt (input) tokens per request.")] = None,
+    osl: Annotated[Optional[int], typer.Option("--osl", help="Output tokens per request, >= 2.")] = None,
+    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Target: time to first token at most this (ms).")] = None,
+    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Target: time per output token at most this (ms).")] = None,
+    tokens_per_s_per_user: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target: output tokens per second per user (OSL / e2e) at least this; instead of --tpot-ms.")] = None,
+    usd_per_gpu_hour: Annotated[Optional[List[str]], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour as GPU=PRICE (repeatable; PRICE alone with one --gpu): rank by $ per million output tokens.")] = None,
+    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Search speculative decoding with a draft of this acceptance rate in [0, 1].")] = None,
+    c: Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (default 0.1 without --draft).")] = None,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
+    max_gamma: Annotated[int, typer.Option("--max-gamma", help="Draft tokens per round searched: 1 .. this.")] = 8,
+    mtp_alpha: Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (searched for models that have one; DeepSeek-V3 report: 0.85-0.90).")] = 0.85,
+    tp: Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")] = None,
+    pp: Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")] = None,
+    max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = 8,
+    weights: Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")] = None,
+    kv_dtype: Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")] = None,
+    batch: Annotated[Optional[List[int]], typer.Option("--batch", "-b", help="Batches to search (repeatable; default 1, 2, 4, ..., 512).")] = None,
+    disaggregate: Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")] = False,
+    preset: Preset = DEFAULT_PRESET,
+    mfu: Mfu = None,
+    bw_eff: BwEff = None,
+    fixed_ms: FixedMs = None,
+    fmt: Format = "table",
+) -> None:
+    """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
+    tokens with prices) over accelerators, tp, pp, weights, KV dtype, batch and speculation, under a
+    TTFT and TPOT target. Each row is a static batch as `llm-cost request` times it (its request_args
+    give the same TTFT and TPOT there).
+    """
+    from llm_cost.commands import parse
+
+    prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                               tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
+                               max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, max_tp=max_tp,
+                               weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof)
+    prices = prices_of(usd_per_gpu_hour, grid.space)
+    from llm_cost.plan import plan
+
+    result = plan(grid, target, usd_per_gpu_hour=prices)
+    if disaggregate:
+        from llm_cost.plan import disaggregate as split
+        from llm_cost.report.plan_rows import disaggregated_rows
+
+        splits, missing = split(grid, target)
+        rows = disaggregated_rows(grid, splits, prices, refs)
+        columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+        emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
+             caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
+                     "interconnect; colocated: the best single pool on the same GPUs"
+                     + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
+                        if missing["no_split"] else ""))
+        if not rows:
+            note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(result))
+        return
+    from llm_cost.report.plan_rows import plan_rows
+
+    rows = plan_rows(result, refs)
+    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption_of(result))
+    if not rows:
+        note("no configuration meets the target: " + caption_of(result))
+
+
+def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
+          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile):
+    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
+    model's and accelerator's name to the text the user gave for it."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.errors import check_number
+    from llm_cost.plan import Target, evaluate, plan_space
+    from llm_cost.plan.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
+
+    for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
+        if value is None or value == []:
+            raise InvalidValueError(f"{name} is required: the plan needs " + {
+                "model": "a model to serve", "gpu": "at least one accelerator to search",
+                "gpus": "the number of GPUs it may use", "isl": "the prompt length",
+                "osl": "the output length"}[name], params=(name,))
+    target = Target(ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
+                    tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
+                    tokens_per_s_per_user=tokens_per_s_per_user)
+    spec = load_model(model)
+    accelerators = [load_accelerator(g) for g in dict.fromkeys(gpu)]
+    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, dict.fromkeys(gpu))}}
+    speculation = []
+    if spec_alpha is not None:
+        check_number("max_gamma", max_gamma, low=1, high=64, integer=True)
+        if c is not None and draft is not None:
+            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
+        from llm_cost.speculative import check_alpha
+
+        check_alpha(spec_alpha)
+        draft_spec = load_model(draft) if draft is not None else None
+        if draft_spec is not None:
+            refs[draft_spec.name] = draft
+        if c is not None:
+            check_number("c", c, low=0, high=10)
+        speculation.append(SpecOption("draft", float(spec_alpha), tuple(range(1, int(max_gamma) + 1)),
+                                      c=None if draft_spec else (0.1 if c is None else float(c)), draft=draft_spec))
+    elif c is not None or draft is not None:
+        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha")
+    if spec.mtp_layers:
+        check_number("mtp_alpha", mtp_alpha, low=0, high=1)
+        speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
+    space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
+                       kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
+                       speculation=speculation)
+    return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
+
+
+def prices_of(texts, space) -> dict:
+    """`--usd-per-gpu-hour GPU=PRICE ...` as {accelerator name: price}: each GPU one of the search's
+    (catalog name or datasheet name), PRICE alone when the search has one accelerator."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.errors import check_number
+
+    names = list(dict.fromkeys(g.gpu.name for g in space.groups))
+    searched = {g.gpu.name for g in space.groups}
+    out = {}
+    for text in texts or []:
+        key, sep, value = str(text).rpartition("=")
+        if not sep:
+            if len(names) != 1:
+                raise InvalidValueError(f"--usd-per-gpu-hour {text}: name the accelerator, GPU=PRICE, when the "
+                                        f"search has several")
+            key, value = names[0], text
+        try:
+            price = float(value)
+        except ValueError:
+            raise InvalidValueError(f"--usd-per-gpu-hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}") from None
+        check_number(f"--usd-per-gpu-hour {text}: the price", price, low=0, high=1e6)
+        try:
+            name = load_accelerator(key).name if key not in searched else key
+        except InvalidValueError:
+            name = key
+        if name not in searched:
+            raise InvalidValueError(f"--usd-per-gpu-hour {text}: {key} is not an accelerator of the search "
+                                    f"({', '.join(sorted(searched))})")
+        out[name] = price
+    if out and set(out) != searched:
+        missing = sorted(searched - set(out))
+        raise InvalidValueError(f"--usd-per-gpu-hour: give a price for every accelerator searched or none; "
+                                f"missing {', '.join(missing)}")
+    return out
+
+
+def title_of(spec, grid, target) -> str:
+    gpus = ", ".join(dict.fromkeys(g.gpu.name for g in grid.space.groups)) or "no accelerator that runs it"
+    bounds = []
+    if target.ttft_s is not None:
+        bounds.append(f"TTFT <= {target.ttft_s * 1e3:g} ms")
+    if target.tpot_s is not None:
+        bounds.append(f"TPOT <= {target.tpot_s * 1e3:g} ms")
+    if target.tokens_per_s_per_user is not None:
+        bounds.append(f">= {target.tokens_per_s_per_user:g} tok/s/user")
+    return (f"Plan: {spec.name}, ISL {grid.isl}, OSL {grid.osl}, up to {grid.space.budget} x {gpus}; "
+            f"target {', '.join(bounds) or 'none'}")
+
+
+def caption_of(result) -> str:
+    """How many configurations were searched, did not fit, missed the target (and which part), met
+    it; what the space left out; which profile the times come from."""
+    k, p = result.counts, result.grid.profile
+    left = []
+    if k.get("left_out_split"):
+        left.append(f"{k['left_out_split']:,} on splits the model or chip cannot take")
+    if k.get("left_out_format"):
+        left.append(f"{k['left_out_format']:,} in formats the chip does not run")
+    ranked = "$ per million output tokens" if result.usd_per_gpu_hour else "tokens/s per GPU"
+    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {k['missed']:,} miss the target "
+            f"(TTFT {k['missed_ttft']:,}, TPOT or tok/s/user {k['missed_decode']:,}), {k['meet']:,} meet it; "
+            f"frontier {k['frontier']} (tokens/s per user against {ranked}, best first)")
+    if left:
+        text += "; left out " + ", ".join(left)
+    return (text + f"; times from preset {p.name} (bandwidth {p.bw_efficiency:g}, MFU {p.compute_efficiency:g}, "
+                   f"{p.fixed_time_s * 1e3:g} ms per pass), static batches as `llm-cost request` times them")

@@ -1,0 +1,19 @@
+"""Planning: the best deployment for a workload and a latency target.
+
+`space` lists the configurations (accelerator x tp x pp x weights x KV dtype x batch x
+speculation) and what it left out, `search` evaluates them all at once (TTFT, TPOT, fit, tokens per
+second, dollars) with the `request` time model, `frontier` keeps those that fit and meet the target
+and their Pareto frontier, `disaggregate` splits the GPUs into a prefill and a decode pool.
+"""
+
+from llm_cost._exports import lazy_exports, names_from
+
+_EXPORTS = {
+    **names_from(".space", "PlanSpace", "SpecOption", "plan_space", "DEFAULT_BATCHES", "DEFAULT_KV_DTYPES",
+                 "DEFAULT_WEIGHTS"),
+    **names_from(".search", "Grid", "evaluate", "sum_of_max"),
+    **names_from(".frontier", "Target", "Plan", "plan", "pareto"),
+    **names_from(".disaggregate", "Disaggregated", "disaggregate"),
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -1,0 +1,139 @@
+"""The configurations a plan searches, and the ones it leaves out (counted, never silent).
+
+    accelerator x (tp, pp) x weights x KV dtype x batch x speculation
+
+- (tp, pp): powers of two (or the lists given) with tp x pp at most the GPU budget N and tp at most
+  `max_tp` (one NVLink domain: the datasheet's interconnect is one tier); replicas = floor(N / (tp pp)),
+  so a plan uses at most N GPUs and a larger budget only adds configurations (monotone).
+  Splits the model or chip cannot take (`parallel.check_deployment`: tp must divide the heads, a
+  split needs an interconnect) are left out and counted.
+- weights: bf16, fp8 (W8A8), int8 (W8A16), int4 (W4A16 g128) by default; a format whose GEMM
+  precision the chip lacks (fp8 on an A100) is left out and counted: the chip does not run it.
+- KV dtype: bf16, fp8 by default.
+- batch: 1, 2, 4, ..., 512 by default (a static batch, as `request` serves).
+- speculation: none; a draft (acceptance alpha, cost ratio c or a draft model; gamma searched
+  1..gamma_max); MTP for models with MTP modules (gamma 1, alpha given).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm_cost.errors import InvalidValueError, check_all, check_choice, check_number
+from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
+from llm_cost.specs.deployment import KV_DTYPES, MAX_DEGREE, Deployment
+from llm_cost.specs.weights import weight_format
+
+DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
+DEFAULT_KV_DTYPES = ("bf16", "fp8")
+DEFAULT_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512
+DEFAULT_MAX_TP = 8  # an HGX node's NVLink domain
+DEFAULT_GAMMA_MAX = 8
+MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
+
+
+@dataclass(frozen=True)
+class SpecOption:
+    """One kind of speculative decoding the plan tries: "draft" (alpha with c or a draft model, each
+    gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1)."""
+
+    kind: str
+    alpha: float
+    gammas: tuple[int, ...]
+    c: float | None = None
+    draft: ModelSpec | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """The configurations that share one GPU's time model: an accelerator, a deployment, a format."""
+
+    gpu: Accelerator
+    deployment: Deployment
+    weights: WeightFormat
+
+
+@dataclass(frozen=True)
+class PlanSpace:
+    """What the search evaluates: the groups, and per group every batch x speculation variant."""
+
+    model: ModelSpec
+    budget: int
+    groups: tuple[Group, ...]
+    batches: tuple[int, ...]
+    speculation: tuple[SpecOption, ...]
+    left_out: dict = field(default_factory=dict)  # reason -> configurations left out
+
+    @property
+    def variants(self) -> int:
+        """Speculation variants per batch: none, plus one per (option, gamma)."""
+        return 1 + sum(len(s.gammas) for s in self.speculation)
+
+    @property
+    def size(self) -> int:
+        """Configurations the search evaluates."""
+        return len(self.groups) * len(self.batches) * self.variants
+
+
+def powers_of_two(limit: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to `limit`."""
+    out, k = [], 1
+    while k <= limit:
+        out.append(k)
+        k *= 2
+    return tuple(out)
+
+
+def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
+               weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
+               speculation=(), reserve: float | None = None) -> PlanSpace:
+    """The `PlanSpace` of `model` on the accelerators `gpus` with at most `budget` GPUs (module doc).
+
+    Raises InvalidValueError naming the parameter: no accelerator, a budget or degree < 1, an
+    unknown weight format or KV dtype, a batch < 1.
+    """
+    gpus = tuple(gpus)
+    if not gpus:
+        raise InvalidValueError("gpu: give at least one accelerator to search", params=("gpu",))
+    check_number("gpus", budget, low=1, high=MAX_BUDGET, integer=True)
+    budget = int(budget)
+    check_number("max_tp", max_tp, low=1, high=MAX_DEGREE, integer=True)
+    tps = tuple(check_all("tps", tps, low=1, high=MAX_DEGREE, integer=True)) if tps else powers_of_two(
+        min(budget, max_tp))
+    pps = tuple(check_all("pps", pps, low=1, high=MAX_DEGREE, integer=True)) if pps else powers_of_two(budget)
+    formats = [weight_format(w) for w in dict.fromkeys(str(w).lower() for w in weights)]
+    if not formats:
+        raise InvalidValueError("weights: give at least one weight format", params=("weights",))
+    kvs = tuple(dict.fromkeys(check_choice("kv_dtype", str(k).lower(), tuple(KV_DTYPES)) for k in kv_dtypes))
+    if not kvs:
+        raise InvalidValueError("kv_dtype: give at least one KV dtype", params=("kv_dtype",))
+    batches = tuple(sorted(set(int(b) for b in check_all("batches", batches, low=1, high=1e9, integer=True))))
+    if not batches:
+        raise InvalidValueError("batches: give at least one batch", params=("batches",))
+    speculation = tuple(speculation)
+    variants = 1 + sum(len(s.gammas) for s in speculation)
+    per_group = len(batches) * variants
+    from llm_cost.parallel import check_deployment
+
+    groups, left_out = [], {"split": 0, "format": 0}
+    extra = {} if reserve is None else {"reserve": reserve}
+    for gpu in gpus:
+        for tp in tps:
+            for pp in pps:
+                if tp * pp > budget:
+                    continue
+                replicas = budget // (tp * pp)
+                for w in formats:
+                    for kv in kvs:
+                        deployment = Deployment(tp=tp, pp=pp, gpus=replicas * tp * pp, kv_dtype=kv, **extra)
+                        try:
+                            check_deployment(model, gpu, deployment)
+                        except InvalidValueError:
+                            left_out["split"] += per_group
+                            continue
+                        if not w.checkpoint and gpu.compute_precision(w.compute) != w.compute:
+                            left_out["format"] += per_group
+                            continue
+                        groups.append(Group(gpu, deployment, w))
+    return PlanSpace(model=model, budget=budget, groups=tuple(groups), batches=batches, speculation=speculation,
+                     left_out=left_out)

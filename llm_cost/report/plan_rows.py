@@ -1,0 +1,82 @@
+"""Rows of `llm-cost plan`: the frontier (one per configuration, best first) and the disaggregated
+splits, flat, SI, unit in the key; `request_args` is the `llm-cost request` line that gives the same
+TTFT and TPOT."""
+
+from __future__ import annotations
+
+import math
+
+
+def _spec_args(v, c, refs) -> list[str]:
+    """`request`'s speculation options for a variant (MTP: its cost ratio at this batch as --c)."""
+    if v.kind == "none":
+        return []
+    args = ["--spec-alpha", repr(float(v.alpha)), "--spec-gamma", str(v.gamma)]
+    if v.draft is not None:
+        return args + ["--draft", refs.get(v.draft.name, v.draft.name)]
+    return args + ["--c", repr(float(c))]
+
+
+def config_fields(grid, i: int, refs: dict | None = None) -> dict:
+    """The configuration of grid row `i` and its times and throughput; `refs` maps a model's or
+    accelerator's name to what the user typed for it (a catalog name or a path), for request_args."""
+    refs = refs or {}
+    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    dep = grp.deployment
+    c = float(grid.c[i])
+    args = ["--model", refs.get(grid.space.model.name, grid.space.model.name), "--gpu", refs.get(grp.gpu.name, grp.gpu.name), "--tp", str(dep.tp), "--pp", str(dep.pp),
+            "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
+            "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
+            "--preset", grid.profile.name, *_spec_args(v, c, refs)]
+    return {
+        "gpu": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas,
+        "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
+        "speculation": v.kind if v.draft is None else f"draft {v.draft.name}",
+        "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}",
+        "decoding": "none" if v.kind == "none" else f"{v.kind if v.draft is None else v.draft.name} γ{v.gamma}", "spec_c": None if math.isnan(c) else c,
+        "ttft_s": float(grid.ttft_s[i]), "tpot_s": float(grid.tpot_s[i]), "e2e_s": float(grid.e2e_s[i]),
+        "output_tokens_per_s_per_user": float(grid.output_tokens_per_s_per_user[i]),
+        "output_tokens_per_s_per_gpu": float(grid.output_tokens_per_s_per_gpu[i]),
+        "output_tokens_per_s": float(grid.output_tokens_per_s[i]),
+        "memory_needed_bytes": float(grid.needed_bytes[i]), "memory_available_bytes": float(grid.available_bytes[i]),
+        "request_args": " ".join(args),
+    }
+
+
+def plan_rows(result, refs: dict | None = None) -> list[dict]:
+    """One row per frontier configuration of a `plan.Plan`, best first (`refs`: `config_fields`)."""
+    grid = result.grid
+    usd = result.usd_per_million_output_tokens
+    rows = []
+    for i in result.frontier:
+        row = config_fields(grid, int(i), refs)
+        price = float(usd[i])
+        row.update({"usd_per_million_output_tokens": None if math.isnan(price) else price,
+                    "meets_slo": bool(result.meets[i]), "bound": str(grid.bound[i]), "preset": grid.profile.name})
+        rows.append(row)
+    return rows
+
+
+def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> list[dict]:
+    """One row per accelerator's best prefill/decode split (`plan.disaggregate`)."""
+    rows = []
+    for d in splits:
+        pre, dec = config_fields(grid, d.prefill, refs), config_fields(grid, d.decode, refs)
+        used = d.prefill_gpus + d.decode_gpus
+        tokens_per_s = d.requests_per_s * grid.osl
+        price = prices.get(d.gpu)
+        rows.append({
+            "gpu": d.gpu, "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
+            "weights": pre["weights"], "kv_dtype": pre["kv_dtype"],
+            "prefill_tp": pre["tp"], "prefill_pp": pre["pp"], "prefill_batch": pre["batch"],
+            "decode_tp": dec["tp"], "decode_pp": dec["pp"], "decode_batch": dec["batch"],
+            "speculation": dec["speculation"], "gamma": dec["gamma"], "decoding": dec["decoding"],
+            "ttft_s": pre["ttft_s"], "kv_transfer_s": d.kv_transfer_s, "tpot_s": dec["tpot_s"],
+            "e2e_s": pre["ttft_s"] + d.kv_transfer_s + dec["tpot_s"] * (grid.osl - 1),
+            "requests_per_s": d.requests_per_s, "output_tokens_per_s": tokens_per_s,
+            "output_tokens_per_s_per_gpu": tokens_per_s / used,
+            "colocated_requests_per_s": d.colocated_requests_per_s,
+            "usd_per_million_output_tokens": price * used / 3600 / tokens_per_s * 1e6 if price is not None else None,
+            "prefill_request_args": pre["request_args"], "decode_request_args": dec["request_args"],
+        })
+    return rows
