@@ -227,10 +227,26 @@ def batching_cmd(
     seed: Seed = 0,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
     slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90.")] = "median",
-    prompt_len: Annotated[Optional[int], typer.Option("--prompt-len", help="Fixed prompt length (default U(32, 512)).")] = None,
-    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Fixed output length (default U(1, 128)).")] = None,
+    prompt_len: Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")] = None,
+    output_len: Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")] = None,
     max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
-    reservation: Annotated[Optional[str], typer.Option(help="iteration only: declared (default) or max_len.")] = None,
+    reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
+    arrivals: Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients, each sending its next request when its last one finishes.")] = None,
+    block_size: Annotated[int, typer.Option("--block-size", help="paged: tokens per KV block.")] = 16,
+    preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
+    watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
+    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
+    spec_gamma: Annotated[Optional[int], typer.Option("--spec-gamma", help="Speculation in the batch: drafts per sequence per iteration.")] = None,
+    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token.")] = None,
+    c: Annotated[Optional[float], typer.Option("--c", help="Draft step / target step (Leviathan's c; default 0 without --draft).")] = None,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own step time, weights and K/V (subtracted from the target's).")] = None,
+    spec_policy: Annotated[str, typer.Option("--spec-policy", help="fixed, off-above-batch:N or adaptive (gamma per iteration for the most tokens/s).")] = "fixed",
+    pipeline: Annotated[Optional[str], typer.Option("--pipeline", help="With --pp: orca (up to pp batches in flight) or microbatch.")] = None,
+    slo_ttft_ms: Annotated[Optional[float], typer.Option("--slo-ttft-ms", help="Goodput: time-to-first-token target (ms).")] = None,
+    slo_tpot_ms: Annotated[Optional[float], typer.Option("--slo-tpot-ms", help="Goodput: time-per-output-token target (ms).")] = None,
+    slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
     model: ModelOpt = LECTURE_SERVING.model,
@@ -274,12 +290,24 @@ def batching_cmd(
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
     dtype, _ = kv_settings(kv_dtype, None)
     deployment = parse.deployment(tp, pp, ep, gpus, dtype, overlap_comm, reserve)
+    from llm_cost.commands.serving_engine import engine_wanted, run_engine
+
+    if engine_wanted(reservation=reservation, trace=trace, arrivals=arrivals, concurrency=concurrency,
+                     prefill_chunk=prefill_chunk, spec_gamma=spec_gamma, spec_alpha=spec_alpha, draft=draft,
+                     pipeline=pipeline, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, slo_metric=slo_metric,
+                     prompt_len=prompt_len, output_len=output_len, c=c, slo_stat=slo_stat):
+        if scheduler != "iteration":
+            raise InvalidValueError("the serving options (paged KV, chunks, speculation, traces, ...) run "
+                                    "iteration-level scheduling: give --scheduler iteration", params=("scheduler",))
+        run_engine(locals())
+        return
     replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
                                  reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
                                  max_len=max_len, deployment=deployment, usable_memory=usable_memory)
     wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
-                          prompt=ORCA_PROMPT if prompt_len is None else prompt_len,
-                          output=ORCA_OUTPUT if output_len is None else output_len, max_gen=max_gen)
+                          prompt=ORCA_PROMPT if prompt_len is None else _fixed_len("prompt_len", prompt_len),
+                          output=ORCA_OUTPUT if output_len is None else _fixed_len("output_len", output_len),
+                          max_gen=max_gen)
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens"
     caption = f"{requests} requests, {wl.description}, seed {seed}"
     if slo_ms is not None:
@@ -311,3 +339,10 @@ def batching_cmd(
         columns = columns + [FIT_COLUMN]
     emit(rows, columns, fmt, title=title, caption=caption)
     warn_unfit(rows, strict)
+
+
+def _fixed_len(option: str, text: str) -> int:
+    """A fixed length given as text (the plain simulator's lengths: N, or uniform specs via the engine)."""
+    from llm_cost.serving.workload_spec import parse_length
+
+    return parse_length(option, text)[1]

@@ -178,3 +178,87 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
                 "saturated_throughput_req_per_s": s.saturated_req_per_s,
                 "saturated_deadlock": s.saturated_deadlock, "evaluations": s.evaluations})
     return row, s
+
+
+# ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----
+
+SERVE_STATS = ("p50", "p90", "p99")
+
+
+def serve_row(result, workload: Workload, config, *, replica: Replica | None = None,
+              slo_ttft_s: float | None = None, slo_tpot_s: float | None = None, draft=None) -> dict:
+    """One engine run, flat: TTFT / TPOT / e2e / latency per token at p50, p90, p99 (seconds),
+    throughput and goodput (req/s; goodput within both SLOs), KV utilisation (a fraction),
+    preemptions, swap bytes, speculation (mean gamma per decode row, tokens per round), the settings;
+    with a `replica` the deployment's columns (`replica_fields`); with `draft` (a `DraftMemory`) its
+    memory columns."""
+    r = result
+    spec = config.spec
+    row = {"scheduler": "iteration", "reservation": config.reservation, "max_batch": config.max_batch,
+           "rate_req_per_s": r.rate_req_per_s, "requests": r.requests, "finished": r.finished,
+           "throughput_req_per_s": r.throughput_req_per_s, "tokens_per_s_replica": r.tokens_per_s,
+           "goodput_req_per_s": r.goodput_req_per_s(slo_ttft_s, slo_tpot_s),
+           "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s}
+    for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
+        for stat in SERVE_STATS:
+            row[f"{metric}_{stat}_s"] = r.percentile_s(metric, stat)
+        row[f"{metric}_mean_s"] = r.percentile_s(metric, "mean")
+    row["latency_per_token_median_s"] = row["latency_per_token_p50_s"]
+    row["latency_per_token_p90_s"] = row["latency_per_token_p90_s"]
+    row.update({
+        "kv_capacity_tokens": r.kv_capacity_tokens, "kv_used_mean_tokens": r.kv_used_mean_tokens,
+        "kv_used_peak_tokens": r.kv_used_peak_tokens, "kv_utilisation": r.kv_utilisation,
+        "preemptions": r.preemptions, "swap_bytes": r.swap_bytes, "mean_batch": r.mean_batch,
+        "mean_in_system": r.mean_in_system, "iterations": r.iterations, "busy_s": r.busy_s,
+        "block_size": config.block_size if config.reservation == "paged" else None,
+        "preemption": config.preemption if config.reservation == "paged" else None,
+        "watermark": config.watermark if config.reservation == "paged" else None,
+        "prefill_chunk": config.prefill_chunk, "pipeline": config.pipeline,
+        "spec_gamma": spec.gamma if spec else 0, "spec_alpha": spec.alpha if spec else None,
+        "spec_policy": spec.policy if spec else None, "spec_c": spec.c if spec and spec.draft_cost is None else None,
+        "mean_gamma": r.mean_gamma, "tokens_per_round": r.tokens_per_round, "draft_s": r.draft_s,
+        "deadlock": r.deadlock is not None,
+        "deadlock_time_s": r.deadlock.time_s if r.deadlock else None,
+        "workload": workload.description, "seed": workload.seed,
+    })
+    if draft is not None:
+        row.update(draft_fields(draft, workload))
+    if replica is not None:
+        fields = replica_fields(replica, None)
+        d = replica.deployment
+        fields.update({"comm_time_s": r.comm_s / r.iterations if r.iterations else 0.0,
+                       "comm_fraction": r.comm_s / r.busy_s if r.busy_s else 0.0,
+                       "rate_total_req_per_s": r.rate_req_per_s * d.replicas,
+                       "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas,
+                       "tokens_per_s": r.tokens_per_s * d.replicas,
+                       "tokens_per_s_per_gpu": r.tokens_per_s * d.replicas / d.total_gpus})
+        fields["pipeline"] = config.pipeline if d.pp > 1 else ""
+        row.update(fields)
+    return row
+
+
+def draft_fields(draft, workload: Workload | None = None, tokens_per_sequence: float | None = None) -> dict:
+    """The draft's memory columns: its weights and K/V per token (one GPU), the target's tokens with
+    and without it, and the sequences it costs at the workload's mean prompt + output (or given)."""
+    if tokens_per_sequence is None and workload is not None:
+        tokens_per_sequence = (sum(workload.prompt) + sum(workload.output)) / len(workload)
+    return {"draft": draft.draft, "draft_weight_bytes": draft.draft_weight_bytes,
+            "draft_kv_bytes_per_token": draft.draft_kv_bytes_per_token,
+            "kv_tokens_without_draft": draft.kv_tokens_without_draft, "kv_tokens_with_draft": draft.kv_tokens,
+            "sequences_lost_to_draft": draft.sequences_lost(tokens_per_sequence) if tokens_per_sequence else None}
+
+
+def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],
+               on_step: Callable[[int, int], None] | None = None, **row_kw) -> tuple[list[dict], list]:
+    """One engine run per rate, the same requests replayed at each (a closed loop: one run)."""
+    from llm_cost.serving.engine import serve
+
+    rows, results = [], []
+    for k, rate in enumerate(rates):
+        wl = workload.at_rate(rate)
+        r = serve(wl, replica, config)
+        rows.append(serve_row(r, wl, config, replica=replica, **row_kw))
+        results.append(r)
+        if on_step:
+            on_step(k + 1, len(rates))
+    return rows, results

@@ -22,8 +22,10 @@ One loop turn forms one iteration from the running sequences that are not in fli
    step, or the draft model's own step), plus any swap transfer.
 6. Pipeline stages (`cost.stages` > 1): `orca` injects the next iteration one stage-time
    (T / stages) later, up to `stages` in flight, and a sequence's next iteration waits only for its
-   own previous one; `microbatch` runs one batch split into `stages` microbatches: it takes
-   (2 stages - 1) / stages x T(one microbatch), one batch at a time.
+   own previous one, and up to max_batch x stages sequences are held (max_batch per batch);
+   `microbatch` (FasterTransformer) splits one batch of max_batch into `stages` microbatches that
+   keep the stages full: an iteration of the batch takes T(one microbatch) (each microbatch
+   crosses all stages, the others overlapping it), and the smaller rows batch less efficiently.
 7. When an iteration completes: each decoder accepts n drafts (P(n >= k) = alpha^k, k <= gamma, or
    a bursty chain) and gains min(n + 1, left) tokens; its K/V rolls back to prompt + generated - 1
    (paged: the spare blocks freed); a prefill that completes emits the first token (TTFT).
@@ -113,6 +115,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     orca_pipe = stages > 1 and cfg.pipeline == "orca"
     micro = stages > 1 and cfg.pipeline == "microbatch"
     chunk = cfg.prefill_chunk
+    hold = cfg.max_batch * stages if orca_pipe else cfg.max_batch  # sequences held: max_batch per batch in flight
     acceptance = Acceptance(spec) if spec else None
     kv_bytes = cost.kv_token_bytes
     host = cfg.host_bytes_per_s
@@ -132,7 +135,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     t, nxt, launches, finished = 0.0, 0, 0, 0
     st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
           "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-          "spec_tokens": 0, "gamma_sum": 0, "comm": 0.0}
+          "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
     in_system, last_t = 0, 0.0
     progress_every = max(1, n // 100)
     deadlock = None
@@ -208,10 +211,10 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         if on_progress and finished and finished % progress_every == 0:
             on_progress(finished, n)
         cand = [i for i in running if not inflight[i]]
-        decoders = [i for i in cand if pre[i] >= need[i]]
+        decoders = [i for i in cand if pre[i] >= need[i]][:cfg.max_batch]
         prefilling = [i for i in cand if pre[i] < need[i]]
         g = choose_gamma(spec, cost, decoders, kv) if spec and decoders else 0
-        preempted = False
+        preempted = moved = False
         swap_s = 0.0
         dec_run = []
         if paged:
@@ -277,12 +280,13 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             pf_run.append((i, q))
             budget -= q
         if not preempted and not stalled:
-            while swapped and len(running) < cfg.max_batch:
+            while swapped and len(running) < hold:
                 v = swapped[0]
                 want = math.ceil(K(kv[v] + gmax + 1) / B)
                 if free - want < wm_blocks:
                     break
                 swapped.popleft()
+                moved = True
                 swap_s += K(kv[v]) * kv_bytes / host
                 st["swap_bytes"] += K(kv[v]) * kv_bytes
                 w0 = math.ceil(K(kv[v]) / B)
@@ -291,7 +295,8 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                 blocks[v] = w0
                 running[v] = None
             room = cap - used - sum(K(kv[i] + 1) - K(kv[i]) for i in dec_run) if none else 0
-            while waiting and not swapped and len(running) < cfg.max_batch and budget > 0:
+            while (waiting and not swapped and len(running) < hold and budget > 0
+                   and len(dec_run) + len(pf_run) < cfg.max_batch):
                 i = waiting[0]
                 q = min(need[i] - pre[i], budget)
                 if paged:
@@ -315,6 +320,8 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                 budget -= q
         rows = rows_dec + sum(q for _, q in pf_run)
         if rows == 0 and swap_s == 0.0:
+            if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
+                continue
             if flights:
                 t_new = max(t, flights[0][0])
             elif running or waiting or swapped:
@@ -352,9 +359,9 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                 pairs += q * c + q * (q + 1) / 2
         dt = 0.0
         if rows:
-            if micro:
+            if micro:  # stages microbatches of rows / stages each, the pipeline full in steady state
                 m = stages
-                dt = cost.time(rows / m, (kv_read + rows) / m, pairs / m) * (2 * m - 1) / m
+                dt = cost.time(rows / m, (kv_read + rows) / m, pairs / m)
             else:
                 dt = cost.time(rows, kv_read + rows, pairs)
             if cost.deployed:
@@ -367,6 +374,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             st["draft_s"] += draft
         dt += swap_s
         st["gamma_sum"] += g * len(dec_run)
+        st["dec_slots"] += len(dec_run)
         launches += 1
         decs = [(i, g) for i in dec_run]
         for i in dec_run:

@@ -19,7 +19,7 @@ from llm_cost.serving.sim_result import SimResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
 
-STATISTICS = {"median": 50.0, "p90": 90.0}
+STATISTICS = {"median": 50.0, "p90": 90.0, "p99": 99.0}
 
 
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
@@ -103,14 +103,21 @@ class RateSearch:
     saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
 
 
-def _meets(result: SimResult, slo_s: float, q: float) -> bool:
-    """True when every request finished and the latency statistic is within the target."""
-    return result.finished == result.requests and result.latency_percentile_s(q) <= slo_s
+def _meets(result, slo_s: float, q: float, metric: str = "latency_per_token") -> bool:
+    """True when every request finished and the latency statistic is within the target
+    (a `ServeResult`: of `metric`, ttft, tpot, e2e or latency_per_token)."""
+    if result.finished != result.requests:
+        return False
+    if hasattr(result, "percentile_s"):
+        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
+        return result.percentile_s(metric, stat) <= slo_s
+    return result.latency_percentile_s(q) <= slo_s
 
 
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
-                 on_step: Callable[[int, int], None] | None = None) -> RateSearch:
+                 on_step: Callable[[int, int], None] | None = None, config=None,
+                 metric: str = "latency_per_token") -> RateSearch:
     r"""Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
 
     Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate;
@@ -142,6 +149,12 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         Relative width of the final bracket, in (0, 1) (default 0.01).
     on_step : callable or None, optional
         Called as on_step(done, expected) after each simulation.
+    config : ServeConfig or None, optional
+        Run `engine.serve` with it instead of `simulate` (scheduler and reservation then unused); the
+        target applies to `metric` (ttft, tpot, e2e, latency_per_token) and the unloaded figure is a
+        run with every request alone (arrivals 10^6 x further apart than the saturated service).
+    metric : str, optional
+        With `config`: the latency held to the target (default latency_per_token).
 
     Returns
     -------
@@ -176,15 +189,34 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     def run(rate: float) -> SimResult:
         """Simulate the workload at `rate` and count the evaluation."""
         nonlocal done
-        r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
-                     reservation=reservation)
+        if config is not None:
+            from llm_cost.serving.engine import serve
+
+            r = serve(workload.at_rate(rate), replica, config)
+        else:
+            r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
+                         reservation=reservation)
         done += 1
         if on_step:
             on_step(done, max(expected, done))
         return r
 
-    unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
+    if config is not None:
+        from llm_cost.errors import InvalidValueError
+        from llm_cost.serving.engine import serve
+        from llm_cost.serving.serve_result import METRICS
+
+        check_choice("slo_metric", metric, METRICS)
+        if workload.concurrency is not None:
+            raise InvalidValueError("a closed loop sets its own rate: give --rate with --concurrency, not --slo-ms",
+                                    params=("concurrency",))
     everyone = run(math.inf)
+    if config is not None:
+        alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
+        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
+        unloaded = serve(workload.at_rate(alone_rate), replica, config).percentile_s(metric, stat)
+    else:
+        unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     stuck = everyone.deadlock is not None
     # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:
     # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
@@ -201,7 +233,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     lo, best = 0.0, None
     for _ in range(8):
         r = run(hi)
-        if not _meets(r, slo_s, q):
+        if not _meets(r, slo_s, q, metric):
             break
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
@@ -209,7 +241,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
             break
         mid = (lo + hi) / 2
         r = run(mid)
-        if _meets(r, slo_s, q):
+        if _meets(r, slo_s, q, metric):
             lo, best = mid, r
         else:
             hi = mid

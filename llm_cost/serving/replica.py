@@ -203,7 +203,7 @@ class Replica:
                    reserve: float | None = None, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float | None = None, kv_tokens: int | None = None,
                    max_len: int | None = None, deployment: Deployment | None = None,
-                   usable_memory: bool = False) -> "Replica":
+                   usable_memory: bool = False, windowed: bool = False) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 
         kv_tokens overrides the capacity computed from memory, weights and reserve. On a
@@ -234,6 +234,9 @@ class Replica:
             tp, pp, ep, replicas, kv_dtype, overlap_comm (default one GPU).
         usable_memory : bool, optional
             Capacity from the usable memory instead of the marketed figure (`capacity.kv_capacity`).
+        windowed : bool, optional
+            Accept a model with sliding or chunked layers (for `engine.serve`, which caps each
+            layer's K/V at its window); default False: refused, `simulate` cannot count them.
 
         Returns
         -------
@@ -265,7 +268,8 @@ class Replica:
         model = as_model(model)
         gpu = as_accelerator(gpu)
         profile = as_profile(profile)
-        refuse_windowed(model)
+        if not windowed:
+            refuse_windowed(model)
         deployment = SINGLE_GPU if deployment is None else deployment
         cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                           deployment=deployment, usable_memory=usable_memory)  # checks the deployment
@@ -327,4 +331,5 @@ def refuse_windowed(model: ModelSpec) -> None:
         if kind in kinds:
             parts.append(f"{kinds.count(kind)} of {model.num_layers} layers {how.format(size)}")
     raise InvalidValueError(f"{model.name} has windowed attention ({'; '.join(parts)}): {NOT_MODELLED}; "
-                            f"step_time and sequences_that_fit count its windows", params=("model",))
+                            f"step_time, sequences_that_fit and the serving engine (batching --reservation "
+                            f"paged, or any engine option) count its windows", params=("model",))

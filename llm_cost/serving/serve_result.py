@@ -60,7 +60,7 @@ class ServeResult:
             preemptions=st["preemptions"], swap_bytes=st["swap_bytes"], draft_s=st["draft_s"],
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
-            mean_gamma=st["gamma_sum"] / max(1, st["rows"]), deadlock=deadlock, comm_s=st["comm"])
+            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"])
 
     @property
     def finished(self) -> int:
@@ -101,7 +101,7 @@ class ServeResult:
         if metric == "latency_per_token":
             return ((f - a) / o)[ok]
         many = ok & (o > 1)
-        return ((f - f1) / (o - 1))[many]
+        return (f - f1)[many] / (o - 1)[many]
 
     def percentile_s(self, metric: str, stat: str = "p50") -> float:
         """A percentile (median, p50, p90, p99) or `mean` of `metric`; nan when none finished."""

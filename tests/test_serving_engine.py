@@ -1,0 +1,262 @@
+"""The serving engine (issue 16): agreement with the plain simulator, exercise 10 under every policy,
+paged allocation and preemption counted by hand, speculation in the batch against Eq. 1 and the
+lecture §9.3's load dependence, chunked prefill's trade-off, pipeline stages in flight, windowed
+K/V, the draft's memory, Little's law, workloads and one-line errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.errors import InvalidValueError
+from llm_cost.serving.engine import serve
+from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.serve_config import ServeConfig, SpecConfig
+from llm_cost.serving.simulator import simulate
+from llm_cost.serving.workload import fixed_workload, poisson_workload
+from llm_cost.serving.workload_spec import read_trace, synthetic_workload
+from llm_cost.specs.deployment import Deployment
+
+SERVER = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
+UNIT10 = Replica(IterationCost.unit(), 10, 2048)
+EX10 = fixed_workload([(4, 5), (4, 5)])
+
+
+@pytest.mark.parametrize("scheduler,reservation,rate,max_gen,batch", [
+    ("iteration", "declared", 12.4, None, 32), ("iteration", "declared", 4.0, 512, 64),
+    ("iteration", "max_len", 3.0, None, 32), ("none", "none", 4.0, 512, 64), ("none", "none", 12.0, 512, 64)])
+def test_engine_schedules_exactly_as_the_simulator(scheduler, reservation, rate, max_gen, batch):
+    # Without the new options the engine's schedule is simulate's: every finish time to 1e-9, the
+    # same iterations, and the same deadlock (none at 12 req/s deadlocks).
+    wl = poisson_workload(1500, rate, seed=0, max_gen=max_gen)
+    a = simulate(wl, SERVER, scheduler=scheduler, max_batch=batch, reservation=reservation)
+    b = serve(wl, SERVER, ServeConfig(max_batch=batch, reservation=reservation))
+    assert a.iterations == b.iterations and (a.deadlock is None) == (b.deadlock is None)
+    for x, y in zip(a.finish_s, b.finish_s):
+        assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-9)
+
+
+# ---- exercise 10 under every policy -----------------------------------------------------------
+
+def test_exercise_10_under_every_policy():
+    # capacity 10 tokens, two requests of 4 prompt + 5 output, 1 s per iteration.
+    stuck = serve(EX10, UNIT10, ServeConfig(reservation="none"))
+    assert stuck.finished == 0 and stuck.deadlock.time_s == 2.0 and stuck.deadlock.kv_held_tokens == 10
+    orca = serve(EX10, UNIT10, ServeConfig(reservation="declared"))  # reserves 9: one at a time
+    assert orca.finish_s == (5.0, 10.0)
+    longest = serve(EX10, Replica(IterationCost.unit(), 10, 9), ServeConfig(reservation="max_len"))
+    assert longest.finish_s == (5.0, 10.0)
+    # paged, blocks of 1: at iteration 3 #0 needs a 6th token, none is free: #1 (the latest) is
+    # preempted and later prefills its 4 + 2 tokens again in one iteration (t 5 -> 6), then 2 more.
+    recompute = serve(EX10, UNIT10, ServeConfig(reservation="paged", block_size=1, watermark=0))
+    assert recompute.finish_s == (5.0, 8.0) and recompute.preemptions == 1
+    swap = serve(EX10, UNIT10, ServeConfig(reservation="paged", block_size=1, watermark=0, preemption="swap",
+                                           host_bytes_per_s=1.0))
+    assert swap.finished == 2 and swap.preemptions == 1 and swap.swap_bytes == 0.0  # the unit cost has 0 bytes
+
+
+def test_paged_allocation_and_preemption_counted_by_hand():
+    # Three requests (prompt, output) = (3, 4), (2, 4), (4, 2) at t = 0, 0, 1.5; 8 KV tokens in
+    # blocks of 2 = 4 blocks; 1 s per iteration; no watermark.
+    # it1 [0,1): #0 and #1 prefill: ceil(3/2) + ceil(2/2) = 3 blocks, free 1. kv 3, 2.
+    # it2 [1,2): #0 needs ceil(4/2) - 2 = 0 more, #1 ceil(3/2) - 1 = 1: free 0. kv 4, 3 (gen 2, 2).
+    # it3 [2,3): #2 has arrived; #0 needs ceil(5/2) - 2 = 1, none free: #2 waits, #1 (latest
+    #   running) preempted, frees 2 -> #0 takes 1 (free 1). #0 kv 5, gen 3. No admission (preempted).
+    # it4 [3,4): #0 needs ceil(6/2) - 3 = 0: runs, gen 4 = done at t = 4, frees 3 -> free 4.
+    #   Admission: #1 first (a recompute victim at the queue's head): prefill 2 + 2 = 4 tokens, 2 blocks;
+    #   #2: 4 tokens, 2 blocks: free 0. Both join it4? No: it4 was formed before #0 finished, with
+    #   free 1: #1's 4 tokens need 2 blocks > 1: admission stops.
+    # it5 [4,5): #1 (4 tokens, 2 blocks) and #2 (4, 2 blocks) prefill: #1 gen 3, #2 gen 1.
+    # it6 [5,6): #1 needs ceil(6/2) - 2 = 1 block, #2 ceil(5/2) - 2 = 1: none free -> #2 preempted
+    #   (frees 2); #1 takes 1: gen 4, done at 6. it7 [6,7): #2 prefills 4 tokens again (gen 1 was
+    #   its first token: need 4 + 1 = 5 tokens, 3 blocks), gen 2 = done at 7.
+    wl = fixed_workload([(3, 4), (2, 4), (4, 2)], arrivals_s=[0.0, 0.0, 1.5])
+    r = serve(wl, Replica(IterationCost.unit(), 8, 2048), ServeConfig(reservation="paged", block_size=2, watermark=0))
+    assert r.finish_s == (4.0, 6.0, 7.0)
+    assert r.preemptions == 2 and r.iterations == 7
+    assert r.first_token_s == (1.0, 1.0, 5.0)  # #2's first token is its first prefill's, kept
+    assert r.kv_used_peak_tokens == 8
+
+
+def test_paged_beats_the_declared_reservation_at_the_same_target():
+    # The lecture §3.5's workload: max_gen 512 declared, U(1, 128) generated, batch 64. At a 45 ms
+    # median per-token target paged KV sustains a higher rate than Orca's declared reservation.
+    from llm_cost.serving.rate_search import highest_rate
+
+    wl = poisson_workload(600, 1.0, seed=0, max_gen=512)
+    declared = highest_rate(wl, SERVER, scheduler="iteration", max_batch=64, slo_s=0.045,
+                            config=ServeConfig(max_batch=64, reservation="declared"))
+    paged = highest_rate(wl, SERVER, scheduler="iteration", max_batch=64, slo_s=0.045,
+                         config=ServeConfig(max_batch=64, reservation="paged"))
+    assert paged.rate_req_per_s > 1.3 * declared.rate_req_per_s > 0
+
+
+# ---- speculation inside the batch ---------------------------------------------------------------
+
+def test_speculation_at_batch_1_and_zero_load_is_the_closed_form():
+    # One request alone, each pass 1 s, the draft c = 0.05 of it: a round costs 1 + 4 x 0.05 s and
+    # yields E = (1 - 0.8^5) / 0.2 = 3.3616 tokens on average: TPOT -> 1.2 / 3.3616 s (Leviathan's
+    # speedup 2.80 over 1 s per token), sampled over 60,000 tokens.
+    from llm_cost.speculative import expected_tokens, speedup
+
+    wl = fixed_workload([(10, 60_001)])
+    cfg = ServeConfig(reservation="declared", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05, seed=3))
+    r = serve(wl, Replica(IterationCost.unit(), 100_000, 200_000), cfg)
+    tpot = r.percentile_s("tpot", "mean")
+    assert 1 / tpot == pytest.approx(float(speedup(0.8, 4, 0.05)), rel=0.01)
+    assert r.tokens_per_round == pytest.approx(float(expected_tokens(0.8, 4)), rel=0.01)
+
+
+L8 = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+
+
+def _spec_runs(rate):
+    wl = poisson_workload(1500, 1.0, seed=0).at_rate(rate)
+    out = {}
+    for name, spec in [("off", None), ("fixed", SpecConfig(4, 0.8, c=0.05)),
+                       ("adaptive", SpecConfig(4, 0.8, c=0.05, policy="adaptive"))]:
+        out[name] = serve(wl, L8, ServeConfig(max_batch=256, spec=spec))
+    return out
+
+
+def test_speculation_helps_at_low_load_not_at_high_and_adaptive_is_the_better_of_both():
+    # The lecture §9.3: low load trades speculation for latency, high load turns it down.
+    low = _spec_runs(0.5)
+    lat = {k: v.percentile_s("latency_per_token", "p50") for k, v in low.items()}
+    assert lat["fixed"] < 0.5 * lat["off"] and lat["adaptive"] <= min(lat["fixed"], lat["off"]) * 1.01
+    high = _spec_runs(math.inf)  # all at once: batches of about 250, verification compute-bound
+    thr = {k: v.throughput_req_per_s for k, v in high.items()}
+    assert thr["fixed"] < thr["off"] and thr["adaptive"] >= max(thr["fixed"], thr["off"]) * 0.99
+    assert high["adaptive"].mean_gamma < 2 < low["adaptive"].mean_gamma
+
+
+def test_off_above_batch_switches_speculation_off():
+    r = serve(poisson_workload(300, math.inf, seed=0), L8,
+              ServeConfig(max_batch=64, spec=SpecConfig(4, 0.8, c=0.05, policy="off-above-batch", off_above=8)))
+    assert r.mean_gamma < 0.5
+
+
+# ---- chunked prefill, pipelines, windows, the draft --------------------------------------------
+
+def test_chunked_prefill_trades_ttft_for_tpot():
+    wl = poisson_workload(1500, 2.0, seed=0, prompt=(32, 2048))
+    whole = serve(wl, SERVER, ServeConfig(max_batch=32))
+    chunked = serve(wl, SERVER, ServeConfig(max_batch=32, prefill_chunk=128))
+    assert chunked.percentile_s("tpot", "p99") < 0.5 * whole.percentile_s("tpot", "p99")
+    assert chunked.percentile_s("ttft", "p50") > whole.percentile_s("ttft", "p50")
+
+
+def test_pipeline_in_flight_beats_microbatches_and_one_batch_in_flight():
+    r = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), deployment=Deployment(pp=2))
+    wl = poisson_workload(1500, math.inf, seed=0)
+    one = simulate(wl, r, max_batch=32).throughput_req_per_s
+    orca = serve(wl, r, ServeConfig(max_batch=32, pipeline="orca")).throughput_req_per_s
+    micro = serve(wl, r, ServeConfig(max_batch=32, pipeline="microbatch")).throughput_req_per_s
+    assert orca > micro > one
+
+
+@pytest.mark.parametrize("name,tp", [("gpt-oss-20b", 1), ("gemma-2-9b", 1), ("llama-4-scout", 4)])
+def test_windowed_models_hold_their_windows(name, tp):
+    # One request alone: its last iteration starts holding P + O - 2 tokens' K/V, which is
+    # kv_bytes(model, P + O - 2) / kv_bytes_per_token all-layer tokens (the peak the engine records).
+    from llm_cost.counts import kv_bytes, kv_bytes_per_token
+
+    model = load_model(name)
+    rep = Replica.from_specs(model, load_accelerator("h200"), windowed=True, deployment=Deployment(tp=tp))
+    p, o = 9000, 50  # past gpt-oss's 128, Gemma 2's 4096 and Llama 4's 8192-token chunks
+    r = serve(fixed_workload([(p, o)]), rep, ServeConfig(reservation="declared"))
+    assert r.finished == 1
+    expected = kv_bytes(model, p + o - 2) / kv_bytes_per_token(model)
+    assert expected < p + o - 2
+    assert r.kv_used_peak_tokens == pytest.approx(expected, rel=1e-9)
+    paged = serve(poisson_workload(200, 4.0, seed=0), rep, ServeConfig(reservation="paged"))
+    assert paged.finished == 200
+
+
+def test_the_draft_memory_by_hand():
+    from llm_cost.counts import kv_bytes_per_token, weight_bytes
+    from llm_cost.serving.draft_memory import draft_memory
+
+    t, d, gpu = load_model("llama-3.1-8b"), load_model("llama-3.2-1b"), load_accelerator("h100-sxm")
+    m = draft_memory(t, d, gpu)
+    spare = gpu.memory_bytes * 0.9 - weight_bytes(t).total - weight_bytes(d).total
+    assert m.kv_tokens == int(spare // (kv_bytes_per_token(t) + kv_bytes_per_token(d)))
+    assert m.sequences_lost(1024) == m.kv_tokens_without_draft // 1024 - m.kv_tokens // 1024 > 0
+
+
+# ---- Little's law, workloads ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", [ServeConfig(max_batch=32), ServeConfig(max_batch=32, reservation="paged",
+                                                                         spec=SpecConfig(3, 0.7, c=0.1))])
+def test_littles_law_in_steady_state(cfg):
+    wl = poisson_workload(4000, 8.0, seed=1)
+    r = serve(wl, SERVER, cfg)
+    assert r.mean_in_system == pytest.approx(r.throughput_req_per_s * r.percentile_s("e2e", "mean"), rel=0.03)
+    assert r.throughput_req_per_s == pytest.approx(8.0, rel=0.05)
+
+
+def test_workloads():
+    assert synthetic_workload(300, 2.0, seed=4) == poisson_workload(300, 2.0, seed=4)
+    logn = synthetic_workload(20_000, 1.0, output="lognormal:200:0.8")
+    assert sum(logn.output) / 20_000 == pytest.approx(200, rel=0.03)
+    z = synthetic_workload(20_000, 1.0, output="zipf:1.2:2048")
+    assert min(z.output) == 1 and max(z.output) <= 2048 and sorted(z.output)[10_000] < 20
+    bursty = synthetic_workload(20_000, 1.0, arrivals="gamma:0.25")
+    import numpy as np
+
+    gaps = np.diff(bursty.arrival_s)
+    assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.1)  # CV = 1 / sqrt(0.25)
+    closed = synthetic_workload(200, 1.0, concurrency=4)
+    r = serve(closed, SERVER, ServeConfig(max_batch=32))
+    assert r.finished == 200 and r.mean_batch <= 4 + 1e-9
+
+
+def test_trace(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens,max_tokens\n0,4,5,5\n0,4,5,5\n")
+    wl = read_trace(f)
+    assert wl.declared_gen == (5, 5)
+    assert serve(wl.at_rate(math.inf), UNIT10, ServeConfig()).finish_s == (5.0, 10.0)
+
+
+# ---- bad input: one line naming the file or the option, exit 2 ------------------------------------
+
+@pytest.mark.parametrize("args,says", [
+    (["--trace", "{neg}"], "neg.csv"), (["--trace", "{missing}"], "missing column output_tokens"),
+    (["--reservation", "paged", "--block-size", "0"], "--block-size"),
+    (["--spec-gamma", "4"], "--spec-alpha"), (["--prompt-len", "lognormal:x:1"], "--prompt-len"),
+    (["--spec-gamma", "4", "--spec-alpha", "0.8", "--spec-policy", "sometimes"], "--spec-policy"),
+    (["--arrivals", "weibull"], "--arrivals")])
+def test_bad_input_is_one_line(tmp_path, args, says):
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    neg = tmp_path / "neg.csv"
+    neg.write_text("arrival_s,prompt_tokens,output_tokens\n-1,4,5\n")
+    missing = tmp_path / "missing.csv"
+    missing.write_text("arrival_s,prompt_tokens\n0,4\n")
+    args = [a.format(neg=neg, missing=missing) for a in args]
+    out = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20"] + args)
+    assert out.exit_code == 2, out.output
+    assert "Traceback" not in out.output and says in out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
+def test_cli_paged_speculative_draft_rows():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    out = CliRunner().invoke(app, ["batching", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "2",
+                                   "-n", "200", "--reservation", "paged", "--spec-gamma", "4", "--spec-alpha",
+                                   "0.8", "--draft", "llama-3.2-1b", "--slo-ttft-ms", "200", "--slo-tpot-ms", "20",
+                                   "--format", "json"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.stdout)[0]
+    assert row["finished"] == 200 and row["sequences_lost_to_draft"] > 0 and row["draft_weight_bytes"] > 2e9
+    assert row["ttft_p99_s"] >= row["ttft_p50_s"] > 0 and 0 < row["goodput_req_per_s"] <= row["throughput_req_per_s"]
