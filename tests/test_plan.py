@@ -245,3 +245,26 @@ def test_plot_plan(tmp_path):
               "--osl", "64", "--ttft-ms", "200", "--tpot-ms", "20")
     assert out.exit_code == 0, out.output
     assert path.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("model, draft", [("llama-3-70b", None), ("llama-3.1-8b", "llama-3.2-1b")])
+def test_fit_is_requests_for_every_configuration(model, draft):
+    # not only the frontier: the search's fit of each configuration is request_fit's (the draft's
+    # weights and K/V beside the target's), so nothing is skipped or kept that `request` would not
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.plan import SpecOption, evaluate, plan_space
+    from llm_cost.requests import request_fit
+    from llm_cost.specs import PRESETS
+
+    spec = load_model(model)
+    d = load_model(draft) if draft else None
+    space = plan_space(spec, [load_accelerator("a100-40gb"), load_accelerator("l40s")], 4, batches=(1, 32, 256),
+                       speculation=[SpecOption("draft", 0.8, (1, 3), c=None if d else 0.1, draft=d)])
+    grid = evaluate(space, PRESETS["lecture"], isl=4096, osl=512)
+    assert 0 < grid.fits.sum() < len(grid)
+    for i in range(len(grid)):
+        grp, v = space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+        fit = request_fit(spec, grp.gpu, grp.deployment, grp.weights, batch=int(grid.batch[i]), isl=4096, osl=512,
+                          gamma=v.gamma, draft=v.draft)
+        assert fit.fits == grid.fits[i], (grp, v, grid.batch[i])
+        assert fit.needed_bytes == pytest.approx(grid.needed_bytes[i], rel=1e-12)

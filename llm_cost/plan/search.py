@@ -25,11 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.parallel import deployed_pass_cost, deployment_fit, workspace_bytes
+from llm_cost.counts import layer_windows
+from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit, workspace_bytes
 from llm_cost.plan.space import PlanSpace
 from llm_cost.requests import gpu_seconds
 from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
+from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile
 
 
@@ -70,7 +72,6 @@ class Grid:
     decode_gpu_s: np.ndarray  # GPU-seconds of the decode (`requests.gpu_seconds`)
     output_tokens_per_s_per_gpu: np.ndarray
     output_tokens_per_s: np.ndarray  # all the deployment's GPUs
-    bound: np.ndarray  # of the last decode (or verification) step; the prefill's when OSL = 1
     prefill_fits: np.ndarray  # weights + the K/V of ISL tokens + the prefill's workspace (a prefill pool)
 
     def __len__(self) -> int:
@@ -123,6 +124,13 @@ def sum_of_max(m0, m1, c0, c1, n: int):
     return memory + compute
 
 
+def _full(x, shape):
+    """`x` as an array of `shape` (a view when it is a number or smaller)."""
+    if type(x) is np.ndarray and x.shape == shape:
+        return x
+    return np.broadcast_to(x, shape)
+
+
 def variants_of(space: PlanSpace) -> tuple[Variant, ...]:
     """No speculation, then each option's gammas."""
     out = [Variant("none")]
@@ -132,26 +140,14 @@ def variants_of(space: PlanSpace) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-def _decode_sums(cost, count_kv: bool, batches, rows_per_seq, isl: int, n: int):
-    """(sum of the n step times at contexts isl .. isl + n - 1, bound at the last) for every
-    (r, B): arrays (len(rows_per_seq), len(batches))."""
-    b = np.broadcast_to(batches, (len(rows_per_seq), len(batches)))
-    rows = np.asarray(rows_per_seq, dtype=float)[:, None] * b
-    if cost.kv_windows and count_kv and n > 1:  # windowed layers: not linear in the context
-        contexts = isl + np.arange(n, dtype=float)
-        t = cost.step(rows[..., None], b[..., None], contexts, count_kv=count_kv)
-        total = np.broadcast_to(t.total_s, rows.shape + (n,))
-        return total.sum(axis=-1), np.broadcast_to(t.bound, rows.shape + (n,))[..., -1]
-    ends = np.array([isl, isl + n - 1], dtype=float)[:, None, None]
-    t = cost.step(rows, b, ends, count_kv=count_kv)
-    shape = (2,) + rows.shape
-    total = np.broadcast_to(t.total_s, shape)
-    mem, comp = np.broadcast_to(t.memory_s, shape), np.broadcast_to(t.compute_s, shape)
-    longest = sum_of_max(mem[0], mem[1], comp[0], comp[1], n)
-    first_max = np.maximum(mem[0], comp[0])
-    # each step is stages x max(memory, compute) + (collectives + fixed): the same addend at every context
-    summed = n * total[0] + cost.stages * (longest - n * first_max)
-    return summed, np.broadcast_to(t.bound, shape)[1]
+def bound_of(grid: "Grid", i: int) -> str:
+    """The bound (memory, compute, communication) of configuration `i`'s last decode (or verification)
+    step: `PassCost.step(...).bound` at context ISL + OSL - 2, evaluated for the rows printed only."""
+    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    cost = deployed_pass_cost(grid.space.model, grp.gpu, grid.profile, grp.weights, grp.deployment)
+    b = float(grid.batch[i])
+    return str(cost.step(b * v.rows_per_sequence, b, float(grid.isl + grid.osl - 2),
+                         count_kv=grid.profile.count_kv).bound)
 
 
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
@@ -170,91 +166,130 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     nb, nv = len(batches), len(variants)
     rs = sorted({v.rows_per_sequence for v in variants})
     r_index = {r: i for i, r in enumerate(rs)}
-    n = osl - 1
-    e_of = [1.0 if v.kind == "none" else float(expected_tokens_unchecked(np.array(v.alpha), np.array(float(v.gamma))))
-            for v in variants]
-    workspaces = {}  # tp -> (variants, batches) workspace bytes; ("prefill", tp) -> (batches,)
+    n = osl - 1  # decode steps (>= 1)
+    e_of = np.array([1.0 if v.kind == "none" else float(expected_tokens_unchecked(np.array(v.alpha),
+                                                                                  np.array(float(v.gamma))))
+                     for v in variants])
+    gam = np.array([float(v.gamma) for v in variants])
+    rix = np.array([r_index[v.rows_per_sequence] for v in variants])
+    c_set = np.array([v.kind == "draft" and v.draft is None for v in variants])
+    c_of = np.array([v.c if c_set[k] else 0.0 for k, v in enumerate(variants)])
+    mtp = np.array([v.kind == "mtp" for v in variants])
+    draft_models = {}  # name -> (spec, mask of its variants)
+    for k, v in enumerate(variants):
+        if v.draft is not None:
+            spec, at = draft_models.setdefault(v.draft.name, (v.draft, np.zeros(nv, dtype=bool)))
+            at[k] = True
+    groups, G = space.groups, len(space.groups)
+    windowed = bool(count_kv and layer_windows(model))  # not linear in the context: summed over each one
+    base_costs, fits_of, available_of, workspaces = {}, {}, {}, {}
+    ttft = np.empty((G, nb))
+    ends = np.empty((G, 4, len(rs), nb))  # memory and compute seconds at the first and last context
+    first_total = np.empty((G, len(rs), nb))
+    direct = np.empty((G, len(rs), nb)) if windowed else None
+    stages, per_s = np.empty(G), np.empty(G)  # pipeline stages; GPU-seconds per second of a batch's life
+    draft_terms = {name: (np.empty((G, 4, 1, nb)), np.empty((G, 1, nb)), np.empty(G), np.empty((G, 1, nb)))
+                   for name in draft_models}
+    mtp_c = np.full((G, nb), np.nan)
+    weight_b, kv_b, pre_kv_b, avail = np.empty(G), np.empty(G), np.empty(G), np.empty(G)
+    extra_w, extra_kv = np.zeros((G, nv, 1)), np.zeros((G, nv, 1))
+    ws, pre_ws = np.empty((G, nv, nb)), np.empty((G, nb))
 
-    out = {k: [] for k in ("group", "variant", "batch", "ttft", "decode", "c", "fits", "needed", "available",
-                           "gpu_s", "per_gpu", "total", "bound", "prefill_fits")}
-    var_index = np.repeat(np.arange(nv), nb)
-    batch_flat = np.tile(batches, nv)
-    for gi, grp in enumerate(space.groups):
+    def terms(cost, rows_per_seq, at, into_ends, into_first, into_direct):
+        b = np.broadcast_to(batches, (len(rows_per_seq), nb))
+        rows = np.asarray(rows_per_seq, dtype=float)[:, None] * b
+        if windowed:
+            t = cost.step(rows[..., None], b[..., None], isl + np.arange(n, dtype=float), count_kv=count_kv)
+            into_direct[at] = _full(t.total_s, rows.shape + (n,)).sum(axis=-1)
+            return
+        t = cost.step(rows, b, np.array([isl, isl + n - 1], dtype=float)[:, None, None], count_kv=count_kv)
+        shape = (2,) + rows.shape
+        into_ends[at, 0:2], into_ends[at, 2:4] = _full(t.memory_s, shape), _full(t.compute_s, shape)
+        into_first[at] = _full(t.total_s, shape)[0]
+
+    for gi, grp in enumerate(groups):
         gpu, dep, w = grp.gpu, grp.deployment, grp.weights
-        cost = deployed_pass_cost(model, gpu, profile, w, dep)
-        pre = cost.step(batches * isl, batches, 0.0, count_kv=count_kv)
-        ttft = np.broadcast_to(pre.total_s, (nb,))
-        decode = np.zeros((nv, nb))
-        cs = np.full((nv, nb), np.nan)
-        bound = np.empty((nv, nb), dtype=object)
-        if n >= 1:
-            sums, bounds = _decode_sums(cost, count_kv, batches, rs, isl, n)
-            base = sums[r_index[1]]
-            drafts, mtp_c = {}, None
-            for vi, v in enumerate(variants):
-                ri = r_index[v.rows_per_sequence]
-                bound[vi] = bounds[ri]
-                if v.kind == "none":
-                    decode[vi] = base
-                    continue
-                if v.kind == "mtp":
-                    if mtp_c is None:
-                        from llm_cost.speculative.mtp import mtp_step_time
+        key = (gpu.name, w.name, dep.kv_dtype)
+        if key not in base_costs:  # one GPU's coefficients; the deployment's share is `deployed_cost`'s
+            base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)
+        cost = deployed_cost(base_costs[key], model, gpu, w, dep)  # = `deployed_pass_cost`
+        ttft[gi] = _full(cost.step(batches * isl, batches, 0.0, count_kv=count_kv).total_s, (nb,))
+        terms(cost, rs, gi, ends, first_total, direct)
+        stages[gi], per_s[gi] = cost.stages, gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
+        if mtp.any():
+            from llm_cost.speculative.mtp import mtp_step_time
 
-                        plain = cost.step(batches, batches, 0.0, count_kv=count_kv).total_s
-                        mtp_c = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).total_s / plain
-                    cs[vi] = mtp_c
-                    draft_sum = mtp_c * base
-                elif v.draft is None:
-                    cs[vi] = v.c
-                    draft_sum = v.c * base
-                else:
-                    if v.draft.name not in drafts:
-                        on = draft_deployment_for(v.draft, dep)
-                        dcost = deployed_pass_cost(v.draft, gpu, profile, BF16, on)
-                        drafts[v.draft.name] = _decode_sums(dcost, count_kv, batches, [1], isl, n)[0][0]
-                    draft_sum = drafts[v.draft.name]
-                decode[vi] = (v.gamma * draft_sum + sums[ri]) / e_of[vi]
-        else:
-            bound[:] = np.broadcast_to(pre.bound, (nb,))
-        fit1 = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1)
-        if dep.tp not in workspaces:  # the larger workspace of the prefill and the decode step, per variant
-            workspaces[dep.tp] = np.array([[max(workspace_bytes(model, b * isl, b, dep.tp),
-                                                workspace_bytes(model, b * v.rows_per_sequence, b, dep.tp))
-                                            for b in space.batches] for v in variants])
-        extra_w, extra_kv = np.zeros((nv, 1)), np.zeros((nv, 1))
-        for vi, v in enumerate(variants):
-            if v.kind == "draft" and v.draft is not None:  # the draft's weights and K/V share the GPUs
-                own = deployment_fit(v.draft, gpu, draft_deployment_for(v.draft, dep), weights=BF16, rows=1, batch=1,
-                                     context=isl + osl - 1)
-                extra_w[vi], extra_kv[vi] = own.weight_bytes, own.kv_bytes
-        needed = fit1.weight_bytes + extra_w + batches[None, :] * (fit1.kv_bytes + extra_kv) + workspaces[dep.tp]
-        fits = (needed <= fit1.available_bytes) & fit1.fits_context
-        pre_fit = deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0)
-        if ("prefill", dep.tp) not in workspaces:
-            workspaces["prefill", dep.tp] = np.array([workspace_bytes(model, b * isl, b, dep.tp) for b in space.batches])
-        pre_needed = pre_fit.weight_bytes + batches * pre_fit.kv_bytes + workspaces["prefill", dep.tp]
-        pre_fits = (pre_needed <= pre_fit.available_bytes) & pre_fit.fits_context
-        e2e = ttft[None, :] + decode
-        per_gpu = batches[None, :] * osl / gpu_seconds(e2e, dep)
-        out["group"].append(np.full(nv * nb, gi))
-        out["variant"].append(var_index)
-        out["batch"].append(batch_flat)
-        out["ttft"].append(np.tile(ttft, nv))
-        out["decode"].append(decode.ravel())
-        out["c"].append(cs.ravel())
-        out["fits"].append(fits.ravel())
-        out["needed"].append(needed.ravel())
-        out["available"].append(np.full(nv * nb, fit1.available_bytes))
-        out["gpu_s"].append(gpu_seconds(decode, dep).ravel())
-        out["per_gpu"].append(per_gpu.ravel())
-        out["total"].append(per_gpu.ravel() * dep.total_gpus)
-        out["bound"].append(bound.ravel())
-        out["prefill_fits"].append(np.tile(pre_fits, nv))
-    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in out.items()}
+            plain = cost.step(batches, batches, 0.0, count_kv=count_kv).total_s
+            mtp_c[gi] = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).total_s / plain
+        for name, (draft, at) in draft_models.items():
+            on = draft_deployment_for(draft, dep)
+            dcost = deployed_pass_cost(draft, gpu, profile, BF16, on)
+            d_ends, d_first, d_stages, d_direct = draft_terms[name]
+            terms(dcost, [1], gi, d_ends, d_first, d_direct)
+            d_stages[gi] = dcost.stages
+            own = fits_of.get((name, gpu.name, on))
+            if own is None:
+                own = fits_of[name, gpu.name, on] = deployment_fit(draft, gpu, on, weights=BF16, rows=1, batch=1,
+                                                                   context=isl + osl - 1)
+            extra_w[gi, at], extra_kv[gi, at] = own.weight_bytes, own.kv_bytes
+        # the fit: weights and K/V per sequence depend on the split, not the chip; the memory on the chip
+        split = (dep.tp, dep.pp, w.name, dep.kv_dtype)
+        if split not in fits_of:
+            fits_of[split] = (deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1),
+                              deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0))
+        end_fit, pre_fit = fits_of[split]
+        if gpu.name not in available_of:
+            available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1,
+                                                    context=0).available_bytes
+        weight_b[gi], kv_b[gi], pre_kv_b[gi], avail[gi] = (end_fit.weight_bytes, end_fit.kv_bytes, pre_fit.kv_bytes,
+                                                          available_of[gpu.name])
+        if dep.tp not in workspaces:  # the larger workspace of the prefill and the (verification) step
+            pre = [workspace_bytes(model, b * isl, b, dep.tp) for b in space.batches]
+            workspaces[dep.tp] = (np.array([[max(p, workspace_bytes(model, b * v.rows_per_sequence, b, dep.tp))
+                                             for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
+        ws[gi], pre_ws[gi] = workspaces[dep.tp]
+
+    def summed(e, first, stage, dir_):
+        """The sum over the n contexts: n T_0 + stages (sum of max - n max_0) (the module doc)."""
+        if windowed:
+            return dir_
+        longest = sum_of_max(e[:, 0], e[:, 1], e[:, 2], e[:, 3], n)
+        return n * first + stage[:, None, None] * (longest - n * np.maximum(e[:, 0], e[:, 2]))
+
+    sums = summed(ends, first_total, stages, direct)  # (G, r, B)
+    base = sums[:, r_index[1]]
+    draft_sum = c_of[None, :, None] * base[:, None, :]  # t_draft = c T(B) (0 without speculation: gamma 0)
+    cs = np.broadcast_to(np.where(c_set, c_of, np.nan)[None, :, None], (G, nv, nb)).copy()
+    if mtp.any():
+        draft_sum[:, mtp] = (mtp_c * base)[:, None, :]
+        cs[:, mtp] = mtp_c[:, None, :]
+    for name, (draft, at) in draft_models.items():
+        d_ends, d_first, d_stages, d_direct = draft_terms[name]
+        draft_sum[:, at] = summed(d_ends, d_first, d_stages, d_direct)[:, 0][:, None, :]
+    decode = (gam[None, :, None] * draft_sum + sums[:, rix]) / e_of[None, :, None]
+    b3 = batches[None, None, :]
+    needed = weight_b[:, None, None] + extra_w + b3 * (kv_b[:, None, None] + extra_kv) + ws
+    context_ok = not model.max_position_embeddings or isl + osl <= model.max_position_embeddings
+    fits = (needed <= avail[:, None, None]) & context_ok
+    pre_fits = (weight_b[:, None] + batches[None, :] * pre_kv_b[:, None] + pre_ws <= avail[:, None]) & context_ok
+    e2e = ttft[:, None, :] + decode
+    per_gpu = b3 * osl / (e2e * per_s[:, None, None])
+    total_gpus = np.array([g.deployment.total_gpus for g in groups])
+    shape = (G, nv, nb)
+    cat = {
+        "group": np.broadcast_to(np.arange(G)[:, None, None], shape).ravel(),
+        "variant": np.broadcast_to(np.arange(nv)[None, :, None], shape).ravel(),
+        "batch": np.broadcast_to(b3, shape).ravel(),
+        "ttft": np.broadcast_to(ttft[:, None, :], shape).ravel(),
+        "decode": decode.ravel(), "c": cs.ravel(), "fits": fits.ravel(), "needed": needed.ravel(),
+        "available": np.broadcast_to(avail[:, None, None], shape).ravel(),
+        "gpu_s": (decode * per_s[:, None, None]).ravel(), "per_gpu": per_gpu.ravel(),
+        "total": (per_gpu * total_gpus[:, None, None]).ravel(),
+        "prefill_fits": np.broadcast_to(pre_fits[:, None, :], shape).ravel(),
+    }
     return Grid(space=space, variants=variants, isl=isl, osl=osl, profile=profile,
                 group=cat["group"].astype(int), variant=cat["variant"].astype(int), batch=cat["batch"],
                 ttft_s=cat["ttft"], decode_s=cat["decode"], c=cat["c"], fits=cat["fits"].astype(bool),
                 needed_bytes=cat["needed"], available_bytes=cat["available"], decode_gpu_s=cat["gpu_s"],
-                output_tokens_per_s_per_gpu=cat["per_gpu"], output_tokens_per_s=cat["total"], bound=cat["bound"],
+                output_tokens_per_s_per_gpu=cat["per_gpu"], output_tokens_per_s=cat["total"],
                 prefill_fits=cat["prefill_fits"].astype(bool))

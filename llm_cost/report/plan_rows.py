@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from llm_cost.plan.search import bound_of
+
 
 def _spec_args(v, c, refs) -> list[str]:
     """`request`'s speculation options for a variant (MTP: its cost ratio at this batch as --c)."""
@@ -52,7 +54,7 @@ def plan_rows(result, refs: dict | None = None) -> list[dict]:
         row = config_fields(grid, int(i), refs)
         price = float(usd[i])
         row.update({"usd_per_million_output_tokens": None if math.isnan(price) else price,
-                    "meets_slo": bool(result.meets[i]), "bound": str(grid.bound[i]), "preset": grid.profile.name})
+                    "meets_slo": bool(result.meets[i]), "bound": bound_of(grid, int(i)), "preset": grid.profile.name})
         rows.append(row)
     return rows
 
