@@ -260,3 +260,17 @@ def test_cli_paged_speculative_draft_rows():
     row = json.loads(out.stdout)[0]
     assert row["finished"] == 200 and row["sequences_lost_to_draft"] > 0 and row["draft_weight_bytes"] > 2e9
     assert row["ttft_p99_s"] >= row["ttft_p50_s"] > 0 and 0 < row["goodput_req_per_s"] <= row["throughput_req_per_s"]
+
+
+@pytest.mark.parametrize("scheduler", ["iteration", "request"])
+def test_simulate_records_ttft(scheduler):
+    # The plain simulator's time to first token: the engine's for iteration-level (same schedule);
+    # request-level, a request alone waits for its prefill only.
+    wl = poisson_workload(800, 6.0, seed=2)
+    a = simulate(wl, SERVER, scheduler=scheduler, max_batch=8)
+    if scheduler == "iteration":
+        b = serve(wl, SERVER, ServeConfig(max_batch=8))
+        assert a.ttft_s == pytest.approx(tuple(b.values("ttft")), rel=1e-9)
+    alone = simulate(fixed_workload([(300, 20)]), SERVER, scheduler=scheduler, max_batch=8)
+    assert alone.ttft_s == pytest.approx((SERVER.cost.prefill_s(300),), rel=1e-12)
+    assert a.ttft_percentile_s(99) >= a.ttft_percentile_s(50) > 0

@@ -61,6 +61,12 @@ CAPACITY_DEPLOYED_COLUMNS = [
     Column("requests_declared_total", "reqs @ prompt+max_gen (all)", fixed(0)),
 ]
 FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+CAPACITY_DRAFT_COLUMNS = [
+    Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
+    Column("draft_kv_bytes_per_token", "draft KV/token (bytes)", fixed(0)),
+    Column("kv_tokens_with_draft", "KV tokens with draft", fixed(0)),
+    Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0)),
+]
 
 
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
@@ -82,6 +88,7 @@ def capacity_cmd(
     kv_dtype: KvDtypeOpt = None,
     overlap_comm: OverlapComm = False,
     usable_memory: UsableMemory = False,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="A draft model beside the target: its weights and K/V per token come out of the capacity (rows say how many sequences it costs).")] = None,
     strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
@@ -107,6 +114,13 @@ def capacity_cmd(
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
                        weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment,
                        usable_memory=usable_memory)
+    if draft is not None:
+        from llm_cost.report.serving_rows import draft_fields
+        from llm_cost.serving.draft_memory import draft_memory
+
+        dmem = draft_memory(spec, load_model(draft), acc, reserve=reserve, weights=parse.weights(weights),
+                            kv_bytes_per_element=kv_el, deployment=deployment, usable_memory=usable_memory)
+        row.update(draft_fields(dmem, tokens_per_sequence=prompt + row["gen"]))
     basis = "usable" if usable_memory else ""
     caption = (f"{reserve:.0%} of {basis + ' ' if basis else ''}memory held back. KV tokens a request holds: "
                f"at max len {row['max_len']:g}; "
@@ -121,6 +135,11 @@ def capacity_cmd(
     columns = CAPACITY_COLUMNS + (CAPACITY_DEPLOYED_COLUMNS if split else [])
     if not row["fits"]:
         columns = columns + [FIT_COLUMN]
+    if draft is not None:
+        columns = columns + CAPACITY_DRAFT_COLUMNS
+        caption += (f"; the draft {row['draft']} holds {row['draft_weight_bytes'] / 1e9:.2f} GB and "
+                    f"{row['draft_kv_bytes_per_token']:.0f} bytes of K/V a token: {row['kv_tokens_with_draft']:,} "
+                    f"tokens of both fit, {row['sequences_lost_to_draft']} sequences fewer with no reservation")
     if split:
         caption += (f". Per GPU: 1/{tp * pp} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
@@ -226,7 +245,7 @@ def batching_cmd(
     requests: Requests = 2000,
     seed: Seed = 0,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
-    slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90.")] = "median",
+    slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90 (with a serving-engine option also p50, p99).")] = "median",
     prompt_len: Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")] = None,
     output_len: Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")] = None,
     max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
@@ -283,7 +302,7 @@ def batching_cmd(
     from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
     slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
-    if not rate and slo_ms is None:
+    if not rate and slo_ms is None and trace is None and concurrency is None:
         raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
                                 "search the highest rate whose per-token latency meets T ms")
     if rate and slo_ms is not None:

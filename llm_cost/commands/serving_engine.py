@@ -37,7 +37,7 @@ def engine_wanted(*, reservation, trace, arrivals, concurrency, prefill_chunk, s
     return (reservation == "paged" or trace is not None or arrivals != "poisson" or concurrency is not None
             or prefill_chunk is not None or spec_gamma is not None or spec_alpha is not None or draft is not None
             or c is not None or pipeline is not None or slo_ttft_ms is not None or slo_tpot_ms is not None
-            or slo_metric != "latency_per_token" or slo_stat == "p99"
+            or slo_metric != "latency_per_token"
             or not plain_int(prompt_len) or not plain_int(output_len))
 
 
@@ -115,7 +115,7 @@ def run_engine(o: dict) -> None:
         wl = synthetic_workload(o["requests"], rate[0] if rate else 1.0, seed=o["seed"],
                                 prompt=o["prompt_len"] or "uniform:32:512", output=o["output_len"] or "uniform:1:128",
                                 max_gen=o["max_gen"], arrivals=o["arrivals"], concurrency=o["concurrency"])
-        rates = rate or []
+        rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True), "draft": dmem}
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens, serving engine"

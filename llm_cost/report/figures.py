@@ -199,25 +199,38 @@ def tree(points, path: str | Path, *, title: str) -> Path:
 
 
 def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None) -> Path:
-    """Median per-token latency against throughput, one curve per scheduler and batch limit
-    (the lecture §3.3, Orca Figure 10): the curve turns up where the server saturates."""
-    fig, ax = _figure()
+    """Three panels against throughput, one curve per scheduler and batch limit: the median per-token
+    latency (the lecture §3.3, Orca Figure 10: the curve turns up where the server saturates), its
+    p99 (the tail), and the time to first token at p50 (solid) and p99 (dashed), queueing included."""
+    fig, axes = _figure(3)
+    panels = ((axes[0], "latency_median_s", "median latency per generated token (ms)", slo_s),
+              (axes[1], "latency_p99_s", "p99 latency per generated token (ms)", slo_s),
+              (axes[2], "ttft_median_s", "time to first token, p50 solid, p99 dashed (ms)", None))
     for k, cv in enumerate(curves):
         limits = ", ".join(map(str, cv.max_batches))
         label = f"{cv.scheduler}-level, max batch {limits}"
         if cv.scheduler == "request" and cv.effective_batch < max(cv.max_batches):
             label += f" ({cv.effective_batch} fit at max-length reservations)"
-        ax.plot(cv.throughput_req_per_s, [t * 1e3 for t in cv.latency_median_s], "o-",
-                color=COLORS[k % len(COLORS)], markersize=4, label=label)
-    if slo_s is not None:
-        ax.axhline(slo_s * 1e3, color="black", linewidth=0.8, linestyle="--", label=f"target {slo_s * 1e3:g} ms")
-    ax.set_yscale("log")
-    _plain_log(ax.yaxis)
-    ax.set_xlim(left=0)
-    ax.set_xlabel("throughput (requests/s)")
-    ax.set_ylabel("median latency per generated token (ms)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
+        color = COLORS[k % len(COLORS)]
+        for n, (ax, key, _, _) in enumerate(panels):
+            ys = getattr(cv, key)
+            if ys:
+                ax.plot(cv.throughput_req_per_s, [t * 1e3 for t in ys], "o-", color=color, markersize=4,
+                        label=label if n == 0 else None)
+        if cv.ttft_p99_s:
+            axes[2].plot(cv.throughput_req_per_s, [t * 1e3 for t in cv.ttft_p99_s], "s--", color=color,
+                         markersize=3)
+    for ax, _, ylabel, target in panels:
+        if target is not None:
+            ax.axhline(target * 1e3, color="black", linewidth=0.8, linestyle="--",
+                       label=f"target {target * 1e3:g} ms" if ax is axes[0] else None)
+        ax.set_yscale("log")
+        _plain_log(ax.yaxis)
+        ax.set_xlim(left=0)
+        ax.set_xlabel("throughput (requests/s)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
     fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
     return save(fig, path)
 

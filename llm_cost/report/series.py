@@ -182,6 +182,9 @@ class BatchingCurve:
     throughput_req_per_s: tuple[float, ...]
     latency_median_s: tuple[float, ...]
     latency_p90_s: tuple[float, ...]
+    latency_p99_s: tuple[float, ...] = ()  # the tail panel
+    ttft_median_s: tuple[float, ...] = ()  # time to first token, queueing included
+    ttft_p99_s: tuple[float, ...] = ()
 
 
 BATCHING_SCHEDULERS = ("request", "iteration")  # `none` can deadlock: no curve to draw
@@ -223,5 +226,8 @@ def batching_curves(workload, replica, *, schedulers=("request", "iteration"), m
             scheduler=s, max_batches=tuple(limits), effective_batch=eff, rate=tuple(float(r) for r in rates),
             throughput_req_per_s=tuple(x.throughput_req_per_s for x in results),
             latency_median_s=tuple(x.latency_per_token_median_s for x in results),
-            latency_p90_s=tuple(x.latency_per_token_p90_s for x in results)))
+            latency_p90_s=tuple(x.latency_per_token_p90_s for x in results),
+            latency_p99_s=tuple(x.latency_percentile_s(99) for x in results),
+            ttft_median_s=tuple(x.ttft_percentile_s(50) for x in results),
+            ttft_p99_s=tuple(x.ttft_percentile_s(99) for x in results)))
     return out

@@ -195,7 +195,8 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
     r = result
     spec = config.spec
     row = {"scheduler": "iteration", "reservation": config.reservation, "max_batch": config.max_batch,
-           "rate_req_per_s": r.rate_req_per_s, "requests": r.requests, "finished": r.finished,
+           "rate_req_per_s": None if workload.concurrency else r.rate_req_per_s,
+           "concurrency": workload.concurrency, "requests": r.requests, "finished": r.finished,
            "throughput_req_per_s": r.throughput_req_per_s, "tokens_per_s_replica": r.tokens_per_s,
            "goodput_req_per_s": r.goodput_req_per_s(slo_ttft_s, slo_tpot_s),
            "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s}
@@ -254,11 +255,11 @@ def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[
     from llm_cost.serving.engine import serve
 
     rows, results = [], []
+    m = len(rates)
     for k, rate in enumerate(rates):
         wl = workload.at_rate(rate)
-        r = serve(wl, replica, config)
+        inner = (lambda d, t, k=k: on_step(k * t + d, m * t)) if on_step else None  # requests finished
+        r = serve(wl, replica, config, on_progress=inner)
         rows.append(serve_row(r, wl, config, replica=replica, **row_kw))
         results.append(r)
-        if on_step:
-            on_step(k + 1, len(rates))
     return rows, results

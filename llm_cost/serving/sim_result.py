@@ -44,6 +44,8 @@ class SimResult:
         The deadlock that stopped a `none` run, or None.
     output_tokens
         Tokens the finished requests generated (sum of their outputs).
+    ttft_s
+        Time to first token of the finished requests, in arrival order (seconds).
     comm_s
         Seconds of collectives over the run (0 on one GPU; counted also where `overlap_comm`
         hides them behind compute).
@@ -74,6 +76,14 @@ class SimResult:
     deadlock: Deadlock | None
     output_tokens: int = 0
     comm_s: float = 0.0
+    ttft_s: tuple[float, ...] = field(default=(), repr=False)  # first token - arrival, finished requests
+
+    def ttft_percentile_s(self, q: float) -> float:
+        """The q-th percentile (0..100) of time to first token of the finished requests (the
+        iteration that completes the prefill, queueing included), seconds; nan if none."""
+        import numpy as np
+
+        return float(np.percentile(self.ttft_s, q)) if self.ttft_s else math.nan
 
     @property
     def tokens_per_s(self) -> float:
@@ -129,7 +139,7 @@ class SimResult:
 class _Stats:
     """Time-weighted sums over iterations."""
 
-    __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows", "comm")
+    __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows", "comm", "first")
 
     def __init__(self) -> None:
         """All sums and peaks at zero."""

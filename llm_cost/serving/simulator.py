@@ -120,6 +120,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({max_len})", params=("max_len",))
     arrivals = workload.arrival_s
     st = _Stats()
+    st.first = [math.nan] * len(workload)
     if scheduler == "request":
         if max(workload.prompt) + max(workload.output) - 1 > max_len:
             raise InvalidValueError(f"request-level batching pads rows to the longest prompt plus the longest "
@@ -145,7 +146,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
         kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
         positions_computed=st.rows, positions_needed=needed, deadlock=deadlock,
-        output_tokens=int(generated), comm_s=st.comm)
+        output_tokens=int(generated), comm_s=st.comm, ttft_s=tuple(st.first[i] - arrivals[i] for i in done))
 
 
 def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: _Stats) -> list[float]:
@@ -169,6 +170,8 @@ def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st:
         reserved = b * replica.max_len
         prefill = cost.time(b * lmax, b * lmax, b * causal_pairs(lmax))
         _, span, area_w, _ = _decode_stretch(cost, b, b * lmax, omax - 1)  # every row to the longest output
+        for i in batch:
+            st.first[i] = t + prefill  # the batch's prefill emits every row's first token
         if cost.deployed:
             st.comm += cost.comm_s(b * lmax) + (omax - 1) * cost.comm_s(b)
         dt = prefill + span
@@ -200,6 +203,7 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
     prompt, output, n = wl.prompt, wl.output, len(wl)
     none = reservation == "none"
     finish = [math.nan] * n
+    first = st.first
     base = [0] * n
     heap: list[tuple[int, int]] = []  # (iteration count at which it finishes, request)
     running: dict[int, None] = {}  # admission order = arrival order
@@ -254,6 +258,7 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
             for i in admitted:
                 base[i] = it
                 running[i] = None
+                first[i] = t + dt
                 heapq.heappush(heap, (it + output[i], i))
             written += rows  # decoders write one token each, prompts their length
             it += 1
