@@ -7,9 +7,15 @@ state, one loop turn per iteration, every running request visited and `Iteration
 called in every iteration). Both must finish every request at the same time (to 1e-9), and the
 speed ratio naive / simulate is printed. GPT-3 13B on an A100 40GB, lecture preset, Orca's workload.
 
-Usage: python bench/simulator.py [REQUESTS] [RUNS] [NAIVE_REQUESTS]
-(defaults 10000, 5 and REQUESTS: the naive engine runs on the same 10,000 requests unless told
-otherwise, best of min(RUNS, 3); the whole run takes about ten seconds.)
+Then the serving engine (`llm_cost.serving.engine.serve`, issue 16): on the declared-reservation
+case it must finish every request when `simulate` does (to 1e-9) and its time is printed against
+`simulate`'s and the naive engine's on the same requests; then paged KV with speculation in the
+batch (gamma 4, alpha 0.8, c 0.05) at Orca's 12.4 req/s, its seconds per 1,000,000 requests
+extrapolated from ENGINE_REQUESTS and its ratio to the issue's 5 s target.
+
+Usage: python bench/simulator.py [REQUESTS] [RUNS] [NAIVE_REQUESTS] [ENGINE_REQUESTS]
+(defaults 10000, 5, REQUESTS and 50000: the naive engine runs on the same 10,000 requests unless
+told otherwise, best of min(RUNS, 3); the whole run takes about half a minute.)
 """
 
 from __future__ import annotations
@@ -122,6 +128,33 @@ def same(a: list[float], b: list[float]) -> bool:
     return all((math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9) for x, y in zip(a, b))
 
 
+ENGINE_TARGET_S = 5.0  # issue 16: 1,000,000 requests, paged KV and speculation in the batch, one core
+
+
+def engine_cases(server: Replica, requests: int, naive_requests: int) -> None:
+    """The serving engine against simulate and the naive engine, then paged + speculation."""
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import ServeConfig, SpecConfig
+
+    wl = poisson_workload(naive_requests, 12.4, seed=0)
+    t_engine = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32)), 1)
+    t_fast = best_of(lambda: simulate(wl, server, scheduler="iteration", max_batch=32), 3)
+    t_naive = best_of(lambda: naive(wl, server, "iteration", 32), 1)
+    assert same(list(serve(wl, server, ServeConfig(max_batch=32)).finish_s), naive(wl, server, "iteration", 32))
+    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: {t_engine * 1e3:7.1f} ms; "
+          f"simulate {t_fast * 1e3:7.1f} ms ({t_engine / t_fast:.1f}x faster than the engine); naive "
+          f"{t_naive * 1e3:7.1f} ms ({t_naive / t_engine:.2f}x the engine)")
+    big = poisson_workload(requests, 12.4, seed=0)
+    cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
+    start = time.perf_counter()
+    r = serve(big, server, cfg)
+    t = time.perf_counter() - start
+    per_million = t * 1e6 / requests
+    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4: {requests:,} requests in {t:.2f} s, "
+          f"{r.iterations:,} iterations, {r.preemptions} preemptions; {per_million:.1f} s per 1,000,000, "
+          f"ratio to the {ENGINE_TARGET_S:.0f} s target {per_million / ENGINE_TARGET_S:.1f}")
+
+
 def main() -> None:
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -145,6 +178,7 @@ def main() -> None:
         print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s: {t * 1e3:7.1f} ms, "
               f"{result.iterations:7,} iterations{stuck}, ratio to target {t / TARGET_S:.3f}; "
               f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower")
+    engine_cases(server, int(sys.argv[4]) if len(sys.argv) > 4 else 50_000, naive_requests)
 
 
 if __name__ == "__main__":
