@@ -150,26 +150,55 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             used -= K(kv[i])
             reserved -= res[i]
 
-    def complete(done_s, decs, pfs):
-        nonlocal free, used, finished, sent, in_system
-        for i, g in decs:
+    def finish(i, done_s):
+        nonlocal finished, sent, in_system
+        fin[i] = done_s
+        release(i)
+        del running[i]
+        finished += 1
+        in_system -= 1
+        if sent < n:  # closed loop: the client sends its next request now
+            arr[sent] = done_s
+            sent += 1
+
+    accept = acceptance.accepted if acceptance else None
+    take = acceptance.take if acceptance else None
+    bulk = acceptance is not None and acceptance.bursty is None  # independent positions: drawn in blocks
+
+    def complete(done_s, decs, g, pfs):
+        nonlocal free, used
+        rounds = tokens = 0
+        drawn = (take(g, len(decs)) if bulk else [accept(i, g) for i in decs]) if g else ()
+        for k, i in enumerate(decs):
             inflight[i] = False
-            left = O[i] - gen[i]
-            tok = (acceptance.accepted(i, g) + 1) if g else 1
-            tok = tok if tok < left else left
+            gi = gen[i]
             if g:
-                st["spec_rounds"] += 1
-                st["spec_tokens"] += tok
+                tok = drawn[k] + 1
+                left = O[i] - gi
+                if tok > left:
+                    tok = left
+                rounds += 1
+                tokens += tok
+                gi += tok
+            else:
+                gi += 1
+            gen[i] = gi
             old = kv[i]
-            gen[i] += tok
-            kv[i] = P[i] + gen[i] - 1
+            new = kv[i] = P[i] + gi - 1
             if paged:
-                want = math.ceil(K(kv[i]) / B)
+                want = -(-(held(new) if held else new) // B)
                 free += blocks[i] - want
                 used += (want - blocks[i]) * B
                 blocks[i] = want
+            elif held:
+                used += held(new) - held(old)
             else:
-                used += K(kv[i]) - K(old)
+                used += new - old
+            if gi >= O[i]:
+                finish(i, done_s)
+        if rounds:
+            st["spec_rounds"] += rounds
+            st["spec_tokens"] += tokens
         for i, q in pfs:
             inflight[i] = False
             old = kv[i]
@@ -187,21 +216,13 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                 blocks[i] = want
             else:
                 used += K(kv[i]) - K(old)
-        for i, _ in list(decs) + list(pfs):
             if gen[i] >= O[i] and fin[i] != fin[i]:
-                fin[i] = done_s
-                release(i)
-                del running[i]
-                finished += 1
-                in_system -= 1
-                if sent < n:  # closed loop: the client sends its next request now
-                    arr[sent] = done_s
-                    sent += 1
+                finish(i, done_s)
 
     while True:
         while flights and flights[0][0] <= t:
-            done_s, _, decs, pfs = heapq.heappop(flights)
-            complete(done_s, decs, pfs)
+            done_s, _, decs, g_done, pfs = heapq.heappop(flights)
+            complete(done_s, decs, g_done, pfs)
         limit_arr = sent
         while nxt < limit_arr and arr[nxt] <= t:
             waiting.append(nxt)
@@ -210,19 +231,31 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             nxt += 1
         if on_progress and finished and finished % progress_every == 0:
             on_progress(finished, n)
-        cand = [i for i in running if not inflight[i]]
-        decoders = [i for i in cand if pre[i] >= need[i]][:cfg.max_batch]
-        prefilling = [i for i in cand if pre[i] < need[i]]
+        decoders, prefilling = [], []
+        for i in running:
+            if inflight[i]:
+                continue
+            if pre[i] >= need[i]:
+                decoders.append(i)
+            else:
+                prefilling.append(i)
+        if len(decoders) > cfg.max_batch:
+            decoders = decoders[:cfg.max_batch]
         g = choose_gamma(spec, cost, decoders, kv) if spec and decoders else 0
         preempted = moved = False
         swap_s = 0.0
         dec_run = []
         if paged:
             gone = set()
+            ahead = g + 1
             for i in decoders:
-                if i in gone:
+                if gone and i in gone:
                     continue
-                want = math.ceil(K(kv[i] + g + 1) / B) - blocks[i]
+                c = kv[i] + ahead
+                want = -(-(held(c) if held else c) // B) - blocks[i]
+                if want <= 0:  # its blocks already hold the rows (paged: rounded up)
+                    dec_run.append(i)
+                    continue
                 while free < want:
                     victim = next((v for v in reversed(running) if not inflight[v] and v not in gone), None)
                     if victim is None:
@@ -245,13 +278,14 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                     del running[victim]
                     if victim == i:
                         break
-                if i in gone or free < want:
+                if (gone and i in gone) or free < want:
                     continue
                 free -= want
                 used += want * B
                 blocks[i] += want
                 dec_run.append(i)
-            prefilling = [i for i in prefilling if i not in gone]
+            if gone:
+                prefilling = [i for i in prefilling if i not in gone]
         elif none:
             room = cap - used
             for i in decoders:
@@ -338,16 +372,17 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         kv_read = pairs = 0.0
         kv_dec = 0.0
         r = g + 1
-        for i in dec_run:
-            c = kv[i]
-            if held:
+        if held:
+            for i in dec_run:
+                c = kv[i]
                 kt, pr = cost.uniform_terms(r, 1, c)
                 kv_read += kt - r
                 pairs += pr
-            else:
-                kv_read += c
-                pairs += r * c + r * (r + 1) / 2
-            kv_dec += c
+                kv_dec += c
+        elif dec_run:
+            kv_dec = sum(map(kv.__getitem__, dec_run))
+            kv_read = kv_dec
+            pairs = r * kv_dec + len(dec_run) * (r * (r + 1) / 2)
         for i, q in pf_run:
             c = pre[i]
             if held:
@@ -376,12 +411,11 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         st["gamma_sum"] += g * len(dec_run)
         st["dec_slots"] += len(dec_run)
         launches += 1
-        decs = [(i, g) for i in dec_run]
         for i in dec_run:
             inflight[i] = True
         for i, _ in pf_run:
             inflight[i] = True
-        heapq.heappush(flights, (t + dt, launches, decs, pf_run))
+        heapq.heappush(flights, (t + dt, launches, dec_run, g, pf_run))
         step = dt / stages if orca_pipe else dt
         st["iterations"] += 1
         st["rows"] += rows
