@@ -4,7 +4,10 @@
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
 step-level scheduler), `simulator` and `sim_result`
-(request- and iteration-level batching, fast), `rate_search` (the highest rate under a target).
+(request- and iteration-level batching, fast), `rate_search` (the highest rate under a target);
+`engine` (the serving engine: paged KV and preemption, chunked prefill, speculation in the batch,
+pipeline stages in flight) with `serve_config`, `serve_result`, `spec_batch`, `workload_spec` (any
+lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft's share of memory).
 """
 
 from llm_cost._exports import lazy_exports, names_from
@@ -21,6 +24,11 @@ _EXPORTS = {
     **names_from(".simulator", "simulate", "SCHEDULERS"),
     **names_from(".sim_result", "SimResult"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
+    **names_from(".engine", "serve"),
+    **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s"),
+    **names_from(".serve_result", "ServeResult"),
+    **names_from(".workload_spec", "synthetic_workload", "read_trace", "parse_length"),
+    **names_from(".draft_memory", "DraftMemory"),  # the function: llm_cost.serving.draft_memory.draft_memory
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
