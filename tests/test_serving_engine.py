@@ -274,3 +274,39 @@ def test_simulate_records_ttft(scheduler):
     alone = simulate(fixed_workload([(300, 20)]), SERVER, scheduler=scheduler, max_batch=8)
     assert alone.ttft_s == pytest.approx((SERVER.cost.prefill_s(300),), rel=1e-12)
     assert a.ttft_percentile_s(99) >= a.ttft_percentile_s(50) > 0
+
+
+def test_swap_preemption_costs_the_transfer_by_hand():
+    # Exercise 10 with paged blocks of 1 and swap preemption; each K/V token is 1e-9 bytes and the host
+    # link moves 1e-9 B/s, so a token's swap takes 1 s (the passes stay 1 s, the bytes' own read time
+    # is 1e-9 x tokens). it3 (from t = 2) swaps #1's 5 tokens out: 1 + 5 s -> t = 8; #0 runs alone to
+    # its 5th token at t = 10; then #1's 5 tokens come back (5 s, an iteration of the transfer alone,
+    # t = 15) and it decodes its last 3 tokens: done at 18.
+    from dataclasses import replace
+
+    cost = replace(IterationCost.unit(), kv_token_bytes=1e-9)
+    r = serve(EX10, Replica(cost, 10, 2048),
+              ServeConfig(reservation="paged", block_size=1, watermark=0, preemption="swap", host_bytes_per_s=1e-9))
+    assert r.finish_s == pytest.approx((10.0, 18.0), abs=1e-6)
+    assert r.preemptions == 1 and r.swap_bytes == pytest.approx(2 * 5 * 1e-9)
+
+
+def test_bursty_acceptance_in_the_batch_yields_fewer_tokens_than_eq1():
+    # The lecture §8.3: hard positions in bursts make Eq. 1 with the measured alpha overestimate the
+    # tokens per round. Same stationary alpha 0.8: the bursty chain's rounds are shorter.
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+    from llm_cost.speculative import expected_tokens
+
+    base = ["batching", "--rate", "1", "-n", "300", "--spec-gamma", "4", "--c", "0.05", "--format", "json"]
+    iid = json.loads(CliRunner().invoke(app, base + ["--spec-alpha", "0.8"]).stdout)[0]
+    out = CliRunner().invoke(app, base + ["--spec-acceptance", "bursty:1.0:0.2:0.1:0.3"])
+    assert out.exit_code == 0, out.output
+    bursty = json.loads(out.stdout)[0]
+    assert iid["tokens_per_round"] == pytest.approx(float(expected_tokens(0.8, 4)), rel=0.03)
+    assert bursty["tokens_per_round"] < 0.97 * iid["tokens_per_round"]
+    bad = CliRunner().invoke(app, base + ["--spec-acceptance", "bursty:1:0.2:0:0.3"])
+    assert bad.exit_code == 2 and "--spec-acceptance" in bad.output and len(bad.output.strip().splitlines()) == 1

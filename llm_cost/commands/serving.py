@@ -261,6 +261,7 @@ def batching_cmd(
     spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token.")] = None,
     c: Annotated[Optional[float], typer.Option("--c", help="Draft step / target step (Leviathan's c; default 0 without --draft).")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own step time, weights and K/V (subtracted from the target's).")] = None,
+    spec_acceptance: Annotated[str, typer.Option("--spec-acceptance", help="iid (Eq. 1: each draft accepted with --spec-alpha) or bursty:EASY:HARD:P_EH:P_HE (a two-state chain; --spec-alpha is then unused).")] = "iid",
     spec_policy: Annotated[str, typer.Option("--spec-policy", help="fixed, off-above-batch:N or adaptive (gamma per iteration for the most tokens/s).")] = "fixed",
     pipeline: Annotated[Optional[str], typer.Option("--pipeline", help="With --pp: orca (up to pp batches in flight) or microbatch.")] = None,
     slo_ttft_ms: Annotated[Optional[float], typer.Option("--slo-ttft-ms", help="Goodput: time-to-first-token target (ms).")] = None,

@@ -56,6 +56,29 @@ def _spec_policy(text: str) -> tuple[str, int]:
                             params=("spec_policy",))
 
 
+def _acceptance(text: str):
+    """None for `iid`, a `rounds.BurstyAcceptance` for `bursty:EASY:HARD:P_EH:P_HE`."""
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.speculative.rounds import BurstyAcceptance
+
+    s = str(text).strip().lower()
+    if s == "iid":
+        return None
+    parts = s.split(":")
+    if parts[0] == "bursty" and len(parts) == 5:
+        try:
+            easy, hard, p_eh, p_he = (float(x) for x in parts[1:])
+        except ValueError:
+            pass
+        else:
+            try:
+                return BurstyAcceptance(easy, hard, p_eh, p_he)
+            except InvalidValueError as err:
+                raise InvalidValueError(f"spec_acceptance: {err}", params=("spec_acceptance",)) from None
+    raise InvalidValueError(f"spec_acceptance must be iid or bursty:EASY:HARD:P_EH:P_HE, got {text!r}",
+                            params=("spec_acceptance",))
+
+
 def run_engine(o: dict) -> None:
     """Build the workload, replica and `ServeConfig` from the `batching` options `o`, run, emit."""
     from llm_cost.catalog import load_accelerator, load_model
@@ -73,6 +96,9 @@ def run_engine(o: dict) -> None:
     target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     profile, weights, dep = parse.profile(o["preset"]), parse.weights(o["weights"]), o["deployment"]
     gamma, alpha = o["spec_gamma"], o["spec_alpha"]
+    bursty = _acceptance(o["spec_acceptance"])
+    if bursty is not None and alpha is None:
+        alpha = bursty.stationary_alpha  # the adaptive policy's Eq. 1 uses the long-run rate
     if (gamma is None) != (alpha is None):
         raise InvalidValueError("speculation needs both --spec-gamma and --spec-alpha", params=("spec_gamma", "spec_alpha"))
     if o["c"] is not None and o["draft"] is not None:
@@ -100,7 +126,7 @@ def run_engine(o: dict) -> None:
                 kv_tokens = dmem.kv_tokens
         policy, off = _spec_policy(o["spec_policy"])
         spec = SpecConfig(gamma=gamma, alpha=alpha, c=o["c"] or 0.0, draft_cost=draft_cost, policy=policy,
-                          off_above=off, seed=o["seed"])
+                          off_above=off, seed=o["seed"], bursty=bursty)
     replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
                                  max_len=o["max_len"], deployment=dep, usable_memory=o["usable_memory"], windowed=True)
     config = ServeConfig(max_batch=o["max_batch"], reservation=o["reservation"] or "declared",
@@ -125,7 +151,9 @@ def run_engine(o: dict) -> None:
     if config.prefill_chunk:
         caption += f"; prefill chunks of {config.prefill_chunk} tokens"
     if spec:
-        caption += f"; speculation gamma {spec.gamma} alpha {spec.alpha:g} ({o['spec_policy']})"
+        how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
+               f"bursty acceptance, stationary alpha {spec.bursty.stationary_alpha:.3g}")
+        caption += f"; speculation gamma {spec.gamma} {how} ({o['spec_policy']})"
     if o["slo_ms"] is not None:
         slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
         with SweepProgress("searching the rate") as progress:
