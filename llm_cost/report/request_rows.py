@@ -64,16 +64,20 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
 
 
 def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:
-    """A draft model's memory beside the target (the lecture §9.3): its weights and K/V per GPU, and the
-    requests of this isl + osl the target can no longer hold (None without a draft model)."""
+    """A draft model's memory beside the target (the lecture §9.3; `serving.draft_memory`, on the usable
+    memory the fit checks): its weights and K/V per GPU, and the requests of isl + osl tokens the target
+    can no longer hold (None without a draft model)."""
     keys = dict.fromkeys(("draft_weight_bytes_per_gpu", "draft_kv_bytes_per_request_per_gpu", "max_batch_without_draft",
                           "max_batch_with_draft", "requests_lost_to_draft"))
     if speculation is None or speculation.draft is None:
         return keys
-    from llm_cost.requests import draft_memory
+    from llm_cost.serving.capacity import requests_that_fit
+    from llm_cost.serving.draft_memory import draft_memory
 
-    d = draft_memory(model, gpu, deployment, weights, speculation.draft, isl=isl, osl=osl, gamma=speculation.gamma)
-    keys.update(draft_weight_bytes_per_gpu=d.weight_bytes, draft_kv_bytes_per_request_per_gpu=d.kv_bytes_per_request,
-                max_batch_without_draft=d.max_batch_without, max_batch_with_draft=d.max_batch_with,
-                requests_lost_to_draft=d.requests_lost)
+    d = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment, usable_memory=True)
+    tokens = isl + osl
+    keys.update(draft_weight_bytes_per_gpu=d.draft_weight_bytes,
+                draft_kv_bytes_per_request_per_gpu=d.draft_kv_bytes_per_token * tokens,
+                max_batch_without_draft=requests_that_fit(d.kv_tokens_without_draft, tokens),
+                max_batch_with_draft=requests_that_fit(d.kv_tokens, tokens), requests_lost_to_draft=d.sequences_lost(tokens))
     return keys

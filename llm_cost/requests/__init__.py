@@ -5,8 +5,7 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".phases", "Phases", "phases"),
-    **names_from(".request", "DraftMemory", "RequestCost", "Speculation", "draft_memory", "gpu_seconds", "request_cost",
-                 "request_fit"),
+    **names_from(".request", "RequestCost", "Speculation", "gpu_seconds", "request_cost", "request_fit"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -172,33 +172,6 @@ def _draft_fit(draft, gpu, deployment, *, batch, isl, osl, gamma) -> Fit:
                     context=isl + osl - 1 - gamma)
 
 
-@dataclass(frozen=True)
-class DraftMemory:
-    """What a draft model costs the target in memory: its bytes per GPU and the requests it displaces."""
-
-    weight_bytes: float  # the draft's weights, per GPU
-    kv_bytes_per_request: float  # its K/V of ISL + OSL tokens, per GPU
-    max_batch_without: int  # requests of ISL + OSL tokens that fit beside the target's weights alone
-    max_batch_with: int  # ... and beside the draft's weights and K/V
-    @property
-    def requests_lost(self) -> int:
-        return self.max_batch_without - self.max_batch_with
-
-
-def draft_memory(model, gpu, deployment, weights, draft, *, isl: int, osl: int, gamma: int) -> DraftMemory:
-    """`DraftMemory` of `draft` beside `model` for requests of `isl` + `osl` tokens: the largest static
-    batch with and without it (the K/V per request from one request's fit; the workspace of that one
-    request's passes counted once)."""
-    model, gpu, draft = as_model(model), as_accelerator(gpu), as_model(draft)
-    one = request_fit(model, gpu, deployment, weights, batch=1, isl=isl, osl=osl, gamma=gamma)
-    own = _draft_fit(draft, gpu, deployment, batch=1, isl=isl, osl=osl, gamma=gamma)
-    spare = one.available_bytes - one.weight_bytes - max(one.workspace_bytes, own.workspace_bytes)
-    without = max(0, int(spare // one.kv_bytes))
-    with_draft = max(0, int((spare - own.weight_bytes) // (one.kv_bytes + own.kv_bytes)))
-    return DraftMemory(weight_bytes=own.weight_bytes, kv_bytes_per_request=own.kv_bytes,
-                       max_batch_without=without, max_batch_with=with_draft)
-
-
 def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, spec: Speculation, *,
                         batch, isl, osl) -> tuple[Phases, float]:
     """The decode phase under speculation: each of the OSL - 1 tokens takes round(ctx) / E."""
