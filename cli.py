@@ -22,8 +22,9 @@ COMMAND_MODULES = {
     "request": "requests", "selective": "requests", "plan": "plan",
     "table": "table", "plot": "plot",
     "check": "check",
+    "validate": "calibrate", "calibrate": "calibrate",
 }
-MODULE_ORDER = ("model", "roofline", "catalog", "requests", "plan", "serving", "speculative", "table", "plot", "check")  # the order of --help
+MODULE_ORDER = ("model", "roofline", "catalog", "requests", "plan", "serving", "speculative", "table", "plot", "calibrate", "check")  # the order of --help
 
 
 def _register(modules) -> object:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,9 @@ COMMANDS = {
     "leviathan": ["leviathan"],
     "table": ["table"],
     "check": ["check", "--model", "llama-3.2-1b", "--examples", "1"],
+    "validate": ["validate", Path(__file__).parent / "data" / "calibrate" / "hand.csv", "--profile", "article"],
+    "calibrate": ["calibrate", Path(__file__).parent / "data" / "measured" / "train.csv", "--no-cv", "--free",
+                  "bw_efficiency", "-o", Path(tempfile.mkdtemp()) / "profile.json"],
 }
 
 

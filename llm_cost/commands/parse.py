@@ -50,9 +50,24 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
             kv: bool | None = None, option: str = "preset") -> Profile:
     """The preset with the knobs the user overrode (None keeps the preset's value).
 
-    `option`: the parameter an unknown preset name is reported under (`draft_preset`).
+    `option`: the parameter an unknown preset name is reported under (`draft_preset`). A name ending
+    in .json, or naming a file, is a profile file (`llm-cost calibrate -o`).
     """
-    base = PRESETS[check_choice(option, preset, tuple(PRESETS))]
+    import os
+
+    if preset.lower().endswith(".json") or (preset not in PRESETS and os.path.isfile(preset)):
+        from llm_cost.calibrate.profile_file import read_profile
+
+        base = read_profile(preset)
+    elif option == "preset":  # the option answers to --preset and --profile: name the first
+        from llm_cost.errors import UnknownNameError
+
+        try:
+            base = PRESETS[check_choice(option, preset, tuple(PRESETS))]
+        except UnknownNameError as err:
+            raise UnknownNameError(f"--{err} (or a profile JSON file)") from None
+    else:
+        base = PRESETS[check_choice(option, preset, tuple(PRESETS))]
     if mfu is not None:
         check_number("mfu", mfu, low=0, high=1, low_open=True)
     if bw_eff is not None:

@@ -75,6 +75,11 @@ def gemm_precision(model: ModelSpec, weights: WeightFormat) -> str:
     return weights.compute
 
 
+def weight_only(weights: WeightFormat) -> bool:
+    """Weights stored below 16 bits and dequantized to BF16 for the GEMMs (INT4/INT8 W4A16, W8A16)."""
+    return not weights.checkpoint and weights.compute == "bf16" and weights.bits < 16
+
+
 def _maximum(x, y):
     """numpy.maximum(x, y) (arrays)."""
     import numpy as np
@@ -204,14 +209,24 @@ class PassCost:
         wb = weight_bytes(model, weights)
         moe = model.moe
         windows = layer_windows(model) if kv else ()
+        bytes_per_s = gpu.bandwidth_bytes_per_s * profile.bw_efficiency
+        if profile.weight_only_bw_factor != 1.0 and weight_only(weights):
+            bytes_per_s *= profile.weight_only_bw_factor  # dequantizing GEMM kernels reach less
+        precision = gemm_precision(model, weights)
+        flops_per_s = gpu.peak_flops_per_s(precision) * profile.compute_efficiency
+        if profile.fp8_compute_factor != 1.0 and precision == "fp8":
+            flops_per_s *= profile.fp8_compute_factor  # FP8 GEMMs reach less of their (doubled) peak
+        fixed_s = profile.fixed_time_s
+        if profile.fixed_time_per_layer_s:
+            fixed_s += model.num_layers * profile.fixed_time_per_layer_s
         return cls(
             weight_bytes=shared_bytes_read(wb, profile),
             kv_token_bytes=kv_bytes_per_token(model, kv_bytes_per_element) if kv else 0.0,
             row_flops=2 * param_counts(model).gemm_active,
             pair_flops=attention_flops_per_context_token(model) if kv else 0.0,
-            bytes_per_s=gpu.bandwidth_bytes_per_s * profile.bw_efficiency,
-            flops_per_s=gpu.peak_flops_per_s(gemm_precision(model, weights)) * profile.compute_efficiency,
-            fixed_s=profile.fixed_time_s,
+            bytes_per_s=bytes_per_s,
+            flops_per_s=flops_per_s,
+            fixed_s=fixed_s,
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
             experts_per_token=moe.experts_per_token if moe else 0,

@@ -32,6 +32,15 @@ class Profile:
         Count the input embedding table as read (the article) or as a lookup (the lecture).
     count_kv : bool, optional
         Count KV cache reads and attention FLOPs with context (default False).
+    weight_only_bw_factor : float, optional
+        Share of `bw_efficiency` a pass reaches when the weights are weight-only quantized (INT4 or
+        INT8 dequantized inside the GEMM kernel: gpt-fast's int4 at ~60% of its bf16 GB/s), in (0, 1]
+        (default 1: as BF16).
+    fp8_compute_factor : float, optional
+        Share of `compute_efficiency` FP8 GEMMs reach (of the FP8 peak), in (0, 1] (default 1).
+    fixed_time_per_layer_s : float, optional
+        Seconds per layer per forward pass on top of `fixed_time_s` (kernel launches and small
+        kernels in each layer), >= 0 (default 0).
 
     Raises
     ------
@@ -61,20 +70,29 @@ class Profile:
     fixed_time_s: float = 0.0  # per forward pass: launches, scheduling, sampling
     read_input_embedding: bool = True  # the article reads it; the lecture treats it as a lookup
     count_kv: bool = False  # KV cache reads and attention FLOPs with context
+    weight_only_bw_factor: float = 1.0  # of bw_efficiency, under INT4/INT8 weight-only formats
+    fp8_compute_factor: float = 1.0  # of compute_efficiency, for GEMMs at the FP8 peak
+    fixed_time_per_layer_s: float = 0.0  # per layer per pass: launches of the layer's small kernels
 
     def __post_init__(self) -> None:
         check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
         check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
         check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
+        check_number("profile.weight_only_bw_factor", self.weight_only_bw_factor, low=0, high=1, low_open=True)
+        check_number("profile.fp8_compute_factor", self.fp8_compute_factor, low=0, high=1, low_open=True)
+        check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0)
 
     def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
               compute_efficiency: float | None = None, fixed_time_s: float | None = None,
-              read_input_embedding: bool | None = None, count_kv: bool | None = None) -> "Profile":
+              read_input_embedding: bool | None = None, count_kv: bool | None = None,
+              weight_only_bw_factor: float | None = None, fp8_compute_factor: float | None = None,
+              fixed_time_per_layer_s: float | None = None) -> "Profile":
         """A copy with the given knobs changed (None keeps a knob); validated again.
 
         Parameters
         ----------
-        name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv
+        name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv,
+        weight_only_bw_factor, fp8_compute_factor, fixed_time_per_layer_s
             As in `Profile`, each optional; None keeps the current value.
 
         Returns
@@ -94,7 +112,8 @@ class Profile:
         """
         given = dict(name=name, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
                      fixed_time_s=fixed_time_s, read_input_embedding=read_input_embedding,
-                     count_kv=count_kv)
+                     count_kv=count_kv, weight_only_bw_factor=weight_only_bw_factor,
+                     fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s)
         changes = {k: v for k, v in given.items() if v is not None}
         return replace(self, **changes) if changes else self
 
@@ -109,11 +128,16 @@ PRESETS: dict[str, Profile] = {
     # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
     "lecture-draft": Profile("lecture-draft", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=0.3e-3,
                              read_input_embedding=False, count_kv=True),
+    # Calibrated on shared/measured/train.csv (88 published figures; README, "Calibration"):
+    # `llm-cost calibrate tests/data/measured/train.csv -o measured.json --base lecture` reproduces it.
+    "measured": Profile("measured", bw_efficiency=0.8425, compute_efficiency=0.5263, fixed_time_s=86.0e-6,
+                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.9283,
+                        fp8_compute_factor=0.6068, fixed_time_per_layer_s=104.3e-6),
 }
 
 
 def preset(name: str) -> Profile:
-    """A preset by its exact name (article, lecture, lecture-draft); an unknown name lists them.
+    """A preset by its exact name (article, lecture, lecture-draft, measured); an unknown name lists them.
 
     (No formula: the presets' knobs enter `Profile`'s T(m).) Case is ignored.
 
@@ -138,7 +162,7 @@ def preset(name: str) -> Profile:
     >>> preset("lectur")
     Traceback (most recent call last):
     ...
-    llm_cost.errors.UnknownNameError: preset must be one of article, lecture, lecture-draft,
+    llm_cost.errors.UnknownNameError: preset must be one of article, lecture, lecture-draft, measured,
         got 'lectur'; did you mean lecture or lecture-draft?
     """
     return PRESETS[check_choice("preset", name, tuple(PRESETS))]

@@ -1,0 +1,202 @@
+"""A measured point's predicted value under a profile, or why the model cannot express it.
+
+Every metric is a whole-request figure of `requests.request_cost` (a static batch: prefill, then
+OSL - 1 decode steps at a growing context) on the row's deployment, weights and KV precision:
+
+    decode / output tok/s per user   OSL / e2e  (batch 1)
+    output_tok_per_s                 B x OSL / e2e             (static batch or B in flight)
+    output_tok_per_s_per_gpu         B x OSL / e2e / GPUs
+    ttft_ms                          the prefill of the batch
+    itl_ms                           TPOT: the mean decode step (request rate: simulated)
+    e2e_latency_ms                   TTFT + (OSL - 1) TPOT
+    output_tok_per_s_total           B x OSL / e2e at the largest batch that fits (saturation)
+    decode_tok_per_s                 OSL / (OSL decode steps after ISL cached tokens)  (llama-bench tg)
+    prefill_tok_per_s                B x ISL / prefill                                 (llama-bench pp)
+
+A closed loop of B requests of fixed lengths (`concurrency`) runs as a static batch of B; a Poisson
+`request rate` is served by the continuous-batching simulator (`serving.simulate`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from llm_cost.calibrate.points import Point
+from llm_cost.errors import LlmCostError
+from llm_cost.specs import BF16, WeightFormat
+from llm_cost.specs.deployment import Deployment
+from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
+
+SIM_REQUESTS = 200  # Poisson arrivals simulated for a `request rate` row
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A point's predicted value in the metric's unit, or None and the reason it is not covered."""
+
+    point: Point
+    predicted: float | None
+    reason: str = ""
+
+    @property
+    def covered(self) -> bool:
+        return self.predicted is not None
+
+    @property
+    def ape(self) -> float | None:
+        """|predicted / value - 1| (None when not covered)."""
+        return None if self.predicted is None else abs(self.predicted / self.point.value - 1.0)
+
+
+def weight_format_of(name: str, group_size: int) -> WeightFormat:
+    """The WeightFormat of a row's `weights` and `group_size` (0: per output channel, no group overhead).
+
+    int4 / int8 weight-only: a 16-bit scale and a 16-bit zero per group (GPTQ, AWQ, gpt-fast);
+    q8_0 / q4_0 (llama.cpp): one 16-bit scale per 32 weights: 8.5 and 4.5 bits.
+    """
+    if name in ("bf16", "fp16"):
+        return BF16
+    if name == "fp8":
+        return FP8
+    if name == "w8a8":
+        return INT8_W8A8
+    if name == "nvfp4":
+        return NVFP4
+    if name in ("q8_0", "q4_0"):
+        return WeightFormat(name, 8 if name == "q8_0" else 4, group_size=32, scale_bits=16)
+    bits = 4 if name == "int4" else 8
+    if group_size == 0:
+        return WeightFormat(name, bits)
+    return WeightFormat(name, bits, group_size=group_size, scale_bits=16, zero_bits=16)
+
+
+def deployment_of(point: Point) -> Deployment:
+    """The row's GPUs: tp x pp per replica, gpu_count in all, its KV precision."""
+    kv = {"fp16": "bf16"}.get(point.kv, point.kv)
+    return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
+
+
+def predict(point: Point, profile) -> Prediction:
+    """`Prediction` of one point under `profile` (module doc); a row the model cannot express is not
+    covered, with the reason."""
+    try:
+        model, gpu = _specs(point.config, point.gpu_name)
+        return Prediction(point, _value(point, model, gpu, profile))
+    except _NotCovered as why:
+        return Prediction(point, None, str(why))
+    except LlmCostError as err:
+        return Prediction(point, None, str(err))
+
+
+@functools.lru_cache(maxsize=256)
+def _specs(config: str, gpu_name: str):
+    """The model and accelerator of a row (`config` already resolved against the CSV's folder)."""
+    from pathlib import Path
+
+    from llm_cost.calibrate.points import _resolve_model
+    from llm_cost.catalog import load_accelerator
+
+    return _resolve_model(config, Path(".")), load_accelerator(gpu_name)
+
+
+class _NotCovered(Exception):
+    pass
+
+
+def _value(p: Point, model, gpu, profile) -> float:
+    from llm_cost.requests import request_cost
+
+    weights = weight_format_of(p.weights, p.group_size)
+    dep = deployment_of(p)
+    metric, kind = p.metric, p.batch_kind
+    if kind == "request rate":
+        return _simulated(p, model, gpu, profile, weights, dep)
+    batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
+    if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
+        return _bench(p, model, gpu, profile, weights, dep, batch)
+    if p.isl < 1:
+        raise _NotCovered(f"{metric} needs isl >= 1, got 0")
+    r = request_cost(model, gpu, profile, batch=batch, isl=p.isl, osl=p.osl, deployment=dep, weights=weights)
+    if metric in ("decode_tok_per_s_per_user", "output_tok_per_s_per_user"):
+        return p.osl / r.e2e_s
+    if metric in ("output_tok_per_s", "output_tok_per_s_total"):
+        return r.output_tokens_per_s
+    if metric == "output_tok_per_s_per_gpu":
+        return r.output_tokens_per_s / dep.total_gpus
+    if metric == "ttft_ms":
+        return r.ttft_s * 1e3
+    if metric == "itl_ms":
+        if p.osl < 2:
+            raise _NotCovered("itl_ms needs osl >= 2")
+        return r.tpot_s * 1e3
+    if metric == "e2e_latency_ms":
+        return r.e2e_s * 1e3
+    raise _NotCovered(f"metric {metric} has no prediction")  # pragma: no cover (METRICS is closed)
+
+
+def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
+    """llama-bench: tg = OSL decode steps after ISL cached tokens; pp = the prefill of ISL tokens."""
+    from llm_cost.parallel import deployed_pass_cost
+    from llm_cost.requests.phases import decode_steps, prefill_s
+
+    cost = deployed_pass_cost(model, gpu, profile, weights, dep)
+    if p.metric == "prefill_tok_per_s":
+        if p.isl < 1:
+            raise _NotCovered("prefill_tok_per_s needs isl >= 1")
+        seconds = prefill_s(cost, batch, p.isl, None, profile.count_kv)[0]
+        return batch * p.isl / seconds
+    import numpy as np
+
+    steps = decode_steps(cost, batch, p.isl, p.osl + 1, profile.count_kv)  # OSL steps from context ISL
+    seconds = float(np.sum(np.broadcast_to(steps.total_s, (p.osl,))))
+    return batch * p.osl / seconds
+
+
+def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
+    """The most requests of ISL + OSL tokens whose weights, K/V and workspace fit one GPU."""
+    from llm_cost.requests.request import request_fit
+
+    def fits(b: int) -> bool:
+        return request_fit(model, gpu, dep, weights, batch=b, isl=max(p.isl, 1), osl=p.osl).fits
+
+    if not fits(1):
+        raise _NotCovered("saturation: not even one request fits the deployment's memory")
+    lo, hi = 1, 2
+    while fits(hi) and hi < 1 << 20:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def _simulated(p: Point, model, gpu, profile, weights, dep) -> float:
+    """A Poisson `request rate` row through the continuous-batching simulator (iteration level)."""
+    from llm_cost.serving import Replica, simulate
+    from llm_cost.serving.workload import fixed_workload
+    import random
+
+    if p.metric not in ("itl_ms", "output_tok_per_s", "output_tok_per_s_total", "e2e_latency_ms"):
+        raise _NotCovered(f"{p.metric} at a request rate: the simulator reports no such figure")
+    rng = random.Random(0)
+    t, arrivals = 0.0, []
+    for _ in range(SIM_REQUESTS):
+        t += rng.expovariate(p.batch)
+        arrivals.append(t)
+    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=dep,
+                                 kv_bytes_per_element=dep.kv_bytes_per_element)
+    wl = fixed_workload([(max(p.isl, 1), p.osl)] * SIM_REQUESTS, arrivals_s=arrivals)
+    res = simulate(wl, replica, scheduler="iteration", max_batch=256)
+    import numpy as np
+
+    finish = np.asarray(res.finish_s, dtype=float)
+    if not np.all(np.isfinite(finish)):
+        raise _NotCovered("request rate: the simulated replica did not finish every request")
+    if p.metric == "itl_ms":
+        # mean time per output token after the first: (finish - arrival - ttft-ish) / (OSL - 1)
+        lat = np.asarray(res.latency_per_token_s, dtype=float)
+        return float(np.mean(lat)) * 1e3
+    if p.metric == "e2e_latency_ms":
+        return float(np.mean(finish - np.asarray(arrivals))) * 1e3
+    return res.output_tokens / (float(np.max(finish)) - arrivals[0]) * dep.replicas

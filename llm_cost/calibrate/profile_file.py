@@ -1,0 +1,58 @@
+"""Profiles as JSON files: `{"name": ..., "bw_efficiency": ..., ...}`, every `Profile` field by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from llm_cost.errors import InvalidValueError, LlmCostError
+from llm_cost.specs.profiles import Profile
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "_")
+
+
+def profile_to_json(profile: Profile, **extra) -> str:
+    """The profile's fields (and `extra` keys, e.g. the calibration's error) as indented JSON."""
+    data = {name: getattr(profile, name) for name in FIELDS}
+    data.update(extra)
+    return json.dumps(data, indent=2) + "\n"
+
+
+def write_profile(profile: Profile, path, **extra) -> None:
+    """Write `profile_to_json(profile, **extra)` to `path`."""
+    try:
+        Path(path).write_text(profile_to_json(profile, **extra), encoding="utf-8")
+    except OSError as err:
+        raise InvalidValueError(f"output {path}: cannot write it ({err.strerror or err})", params=("output",)) from None
+
+
+def read_profile(path) -> Profile:
+    """The Profile in the JSON file at `path`; unknown keys other than `calibration` are refused.
+
+    Raises
+    ------
+    InvalidValueError
+        One line naming the file and the bad key or value.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InvalidValueError(f"profile file {path}: cannot read it ({err.strerror or err})") from None
+    except json.JSONDecodeError as err:
+        raise InvalidValueError(f"profile file {path}: not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InvalidValueError(f"profile file {path}: must hold a JSON object of profile knobs")
+    unknown = [k for k in data if k not in FIELDS and k != "calibration"]
+    if unknown:
+        raise InvalidValueError(f"profile file {path}: unknown key {unknown[0]!r} (known: {', '.join(FIELDS)})")
+    knobs = {k: v for k, v in data.items() if k in FIELDS}
+    knobs.setdefault("name", path.stem)
+    for k in ("read_input_embedding", "count_kv"):
+        if k in knobs and not isinstance(knobs[k], bool):
+            raise InvalidValueError(f"profile file {path}: {k} must be true or false, got {knobs[k]!r}")
+    try:
+        return Profile(**knobs)
+    except (LlmCostError, TypeError) as err:
+        raise InvalidValueError(f"profile file {path}: {err}") from None
