@@ -255,3 +255,20 @@ def test_model_command_imports_no_numpy_or_scipy():
             "try:\n    main(['model', 'llama-3-8b'])\nexcept SystemExit:\n    pass\n"
             "assert 'numpy' not in sys.modules and 'scipy' not in sys.modules, 'imported'")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_request_rate_alone_is_one_request():
+    """At a rate so low that requests never meet, the simulator's TTFT and ITL are one request's
+    prefill and mean decode step (`request_cost` at batch 1), up to the simulator's iteration model."""
+    from dataclasses import replace
+
+    from llm_cost.requests import request_cost
+
+    lec = PRESETS["lecture"]
+    m6 = next(p for p in read_points(KINDS) if p.id == "m6")
+    slow = replace(m6, batch=0.01)
+    r = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=1, isl=512, osl=64)
+    assert predict(slow, lec).predicted == pytest.approx(r.tpot_s * 1e3, rel=0.02)
+    assert predict(replace(slow, metric="ttft_ms"), lec).predicted == pytest.approx(r.ttft_s * 1e3, rel=0.02)
+    assert predict(replace(slow, metric="e2e_latency_ms"), lec).predicted == pytest.approx(r.e2e_s * 1e3, rel=0.02)
+    assert not predict(replace(slow, metric="prefill_tok_per_s"), lec).covered

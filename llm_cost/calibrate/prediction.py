@@ -29,6 +29,8 @@ from llm_cost.specs.deployment import Deployment
 from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
 
 SIM_REQUESTS = 200  # Poisson arrivals simulated for a `request rate` row
+RATE_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
+                "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
 
 
 @dataclass(frozen=True)
@@ -172,31 +174,49 @@ def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
 
 
 def _simulated(p: Point, model, gpu, profile, weights, dep) -> float:
-    """A Poisson `request rate` row through the continuous-batching simulator (iteration level)."""
-    from llm_cost.serving import Replica, simulate
-    from llm_cost.serving.workload import fixed_workload
+    """A Poisson `request rate` row through the continuous-batching simulator (iteration level):
+    SIM_REQUESTS requests of ISL and OSL tokens arriving at `batch` requests per second on one replica
+    (the rate split evenly over the replicas).
+
+        ttft = first token - arrival;  itl = (finish - arrival - ttft) / (OSL - 1);  per user OSL / (finish - arrival)
+        output tok/s = output tokens / (last finish - first arrival) x replicas
+    """
     import random
 
-    if p.metric not in ("itl_ms", "output_tok_per_s", "output_tok_per_s_total", "e2e_latency_ms"):
-        raise _NotCovered(f"{p.metric} at a request rate: the simulator reports no such figure")
-    rng = random.Random(0)
-    t, arrivals = 0.0, []
-    for _ in range(SIM_REQUESTS):
-        t += rng.expovariate(p.batch)
-        arrivals.append(t)
-    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=dep,
-                                 kv_bytes_per_element=dep.kv_bytes_per_element)
-    wl = fixed_workload([(max(p.isl, 1), p.osl)] * SIM_REQUESTS, arrivals_s=arrivals)
-    res = simulate(wl, replica, scheduler="iteration", max_batch=256)
     import numpy as np
 
+    from llm_cost.serving import Replica, simulate
+    from llm_cost.serving.workload import fixed_workload
+
+    if p.metric not in RATE_METRICS:
+        raise _NotCovered(f"{p.metric} at a request rate: the simulator gives {', '.join(RATE_METRICS)}")
+    if p.metric == "itl_ms" and p.osl < 2:
+        raise _NotCovered("itl_ms needs osl >= 2")
+    rng = random.Random(0)
+    rate = p.batch / dep.replicas
+    t, arrivals = 0.0, []
+    for _ in range(SIM_REQUESTS):
+        t += rng.expovariate(rate)
+        arrivals.append(t)
+    single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
+    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
+                                 kv_bytes_per_element=single.kv_bytes_per_element)
+    wl = fixed_workload([(max(p.isl, 1), p.osl)] * SIM_REQUESTS, arrivals_s=arrivals)
+    res = simulate(wl, replica, scheduler="iteration", max_batch=256)
     finish = np.asarray(res.finish_s, dtype=float)
     if not np.all(np.isfinite(finish)):
         raise _NotCovered("request rate: the simulated replica did not finish every request")
+    life = finish - np.asarray(arrivals)
+    ttft = np.asarray(res.ttft_s, dtype=float) if len(res.ttft_s) == len(finish) else None
+    if p.metric in ("ttft_ms", "itl_ms") and ttft is None:
+        raise _NotCovered(f"{p.metric} at a request rate: the simulator recorded no time to first token")
+    if p.metric == "ttft_ms":
+        return float(np.mean(ttft)) * 1e3
     if p.metric == "itl_ms":
-        # mean time per output token after the first: (finish - arrival - ttft-ish) / (OSL - 1)
-        lat = np.asarray(res.latency_per_token_s, dtype=float)
-        return float(np.mean(lat)) * 1e3
+        return float(np.mean((life - ttft) / (p.osl - 1))) * 1e3
     if p.metric == "e2e_latency_ms":
-        return float(np.mean(finish - np.asarray(arrivals))) * 1e3
-    return res.output_tokens / (float(np.max(finish)) - arrivals[0]) * dep.replicas
+        return float(np.mean(life)) * 1e3
+    if p.metric in ("output_tok_per_s_per_user", "decode_tok_per_s_per_user"):
+        return float(np.mean(p.osl / life))
+    total = res.output_tokens / (float(np.max(finish)) - arrivals[0]) * dep.replicas
+    return total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
