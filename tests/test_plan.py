@@ -268,3 +268,14 @@ def test_fit_is_requests_for_every_configuration(model, draft):
                           gamma=v.gamma, draft=v.draft)
         assert fit.fits == grid.fits[i], (grp, v, grid.batch[i])
         assert fit.needed_bytes == pytest.approx(grid.needed_bytes[i], rel=1e-12)
+
+
+def test_package_names_are_its_functions():
+    # a submodule imported first must not shadow a name the package exports (llm_cost.plan.disaggregate
+    # is a module; its function is best_split)
+    import importlib
+
+    import llm_cost.plan.disaggregate  # noqa: F401
+    plan = importlib.import_module("llm_cost.plan")
+    for name in plan.__all__:
+        assert not isinstance(getattr(plan, name), type(plan)), name

@@ -97,10 +97,10 @@ def plan_cmd(
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
     if disaggregate:
-        from llm_cost.plan import disaggregate as split
+        from llm_cost.plan import best_split
         from llm_cost.report.plan_rows import disaggregated_rows
 
-        splits, missing = split(grid, target)
+        splits, missing = best_split(grid, target)
         rows = disaggregated_rows(grid, splits, prices, refs)
         columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
         emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),

@@ -13,7 +13,7 @@ _EXPORTS = {
                  "DEFAULT_WEIGHTS"),
     **names_from(".search", "Grid", "evaluate", "sum_of_max"),
     **names_from(".frontier", "Target", "Plan", "plan", "pareto"),
-    **names_from(".disaggregate", "Disaggregated", "disaggregate"),
+    **names_from(".disaggregate", "Disaggregated", "best_split"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

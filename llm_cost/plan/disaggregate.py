@@ -42,7 +42,7 @@ class Disaggregated:
     colocated_requests_per_s: float
 
 
-def disaggregate(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
+def best_split(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
     """The best prefill/decode split per accelerator (module doc), best rate first, and the counts:
     accelerators with no split that meets both targets."""
     space, osl, isl = grid.space, grid.osl, grid.isl
