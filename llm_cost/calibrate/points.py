@@ -135,7 +135,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
 
     metric = get("metric", _choice(tuple(METRICS)))
     kind = get("batch_kind", _batch_kind)
-    batch = 0.0 if kind == "saturation" and not (row.get("batch") or "").strip() else get("batch", _positive)
+    batch = 0.0 if kind == "saturation" else get("batch", _positive)  # saturation: the batch is what fits
     if kind in ("static", "concurrency") and batch != int(batch):
         raise PointsError(f"{path} row {n}, column batch: a {kind} batch must be a whole number, got {batch:g}")
     tp, pp, count = get("tp", lambda t: _whole(t, 1)), get("pp", lambda t: _whole(t, 1)), get(

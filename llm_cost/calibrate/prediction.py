@@ -89,6 +89,8 @@ def predict(point: Point, profile) -> Prediction:
         return Prediction(point, None, str(why))
     except LlmCostError as err:
         return Prediction(point, None, str(err))
+    except (ValueError, ArithmeticError) as err:  # a condition the formulas cannot take: not a guess
+        return Prediction(point, None, f"the model cannot evaluate this row ({type(err).__name__}: {err})")
 
 
 @functools.lru_cache(maxsize=256)
