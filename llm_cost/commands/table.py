@@ -37,6 +37,7 @@ def table_cmd(
     gpus: Gpus = None,
     kv_dtype: KvDtype = "bf16",
     overlap_comm: OverlapComm = False,
+    usable_memory: Annotated[bool, typer.Option("--usable-memory/--marketed-memory", help="Fits and largest batch from the memory the driver reports (81,559 MiB on an 80GB H100, what the timing commands' fit checks) instead of the marketed figure (default, the article's 80 GB).")] = False,
     strict: Strict = False,
     fmt: FormatMd = "table",
 ) -> None:
@@ -58,7 +59,8 @@ def table_cmd(
     specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
     deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm, reserve)
     rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
-                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
+                      usable_memory=usable_memory)
     split = deployment.label + (" (per GPU)" if deployment.label else "")
     title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
     unfit = [{"fits": False, "fit_note": f"{r['model']}: BF16 weights do not fit {acc.name}{split or ''} "

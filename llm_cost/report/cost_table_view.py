@@ -137,7 +137,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
         f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "
         f"holding at most their window) fits in "
-        f"{r['memory_bytes'] / 1e9:g} GB x (1 - {r['reserve_fraction']:g}) less the weights "
+        f"{r['memory_bytes'] / 1e9:g} GB ({r['memory_basis']}) x (1 - {r['reserve_fraction']:g}) less the weights "
         f"(a dash where the weights do not fit).",
     ]
     if r["tp"] * r["pp"] > 1:
