@@ -191,3 +191,17 @@ def test_matplotlib_only_when_drawing():
 def test_output_must_name_a_file(name):
     with pytest.raises(InvalidValueError, match="must name a file ending in .png or .svg"):
         plots.check_output(name)
+
+
+def test_plot_validation_draws_predicted_against_measured(tmp_path):
+    """`plot validation --points` (issue 13): the covered rows of a measurement CSV, predicted against
+    measured on log axes; without --points one line, exit 2."""
+    from helpers import error_line, run
+
+    out = tmp_path / "validation.png"
+    result = run("plot", "validation", "--points", ROOT / "tests" / "data" / "measured" / "train.csv", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert_png(out)
+    assert "plot validation needs --points" in error_line("plot", "validation", "-o", tmp_path / "v.png")
+    assert "--points does not apply to plot roofline" in error_line("plot", "roofline", "-o", tmp_path / "r.png",
+                                                                    "--points", "x.csv")

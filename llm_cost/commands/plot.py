@@ -9,7 +9,7 @@ import typer
 from llm_cost.commands.app import command
 from llm_cost.commands.options import BwEff
 
-KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan")
+KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
 # The options each kind reads; any other option given is an error rather than silently ignored.
 USES = {
@@ -21,6 +21,7 @@ USES = {
     "batching": {"model", "gpu", "preset", "weights", "reserve", "scheduler", "max_batch", "rate", "requests",
                  "seed", "slo_ms"},
     "plan": {"model", "gpu", "preset", "weights", "batch", "alpha", "c", "gpus", "isl", "osl", "ttft_ms", "tpot_ms"},
+    "validation": {"points", "preset"},
 }
 # What each kind draws beyond its table command's defaults (the article's batches, a figure's axes).
 OWN_DEFAULTS = {
@@ -30,6 +31,7 @@ OWN_DEFAULTS = {
     "tree": dict(batch=[1, 32]),  # the lecture's two batches, §10.3
     "batching": dict(scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
     "plan": dict(model="llama-3-8b", gpu="h100-sxm", gpus=8, isl=1024, osl=256),
+    "validation": dict(),
 }
 # The options each kind takes from its table command, with that command's default.
 FROM_COMMAND = {
@@ -39,6 +41,7 @@ FROM_COMMAND = {
     "tree": ("speculative", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
     "batching": ("serving", "batching_cmd", ("model", "gpu", "preset", "weights", "reserve")),
     "plan": ("plan", "plan_cmd", ("preset",)),
+    "validation": ("calibrate", "validate_cmd", ("preset",)),
 }
 
 
@@ -73,7 +76,7 @@ def _flag(name: str) -> str:
 @command("plot", epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline --model "
                         "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
 def plot_cmd(
-    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching or plan.")],
+    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching, plan or validation.")],
     output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")] = None,
@@ -103,6 +106,7 @@ def plot_cmd(
     osl: Annotated[Optional[int], typer.Option("--osl", help="plan: output tokens per request.")] = None,
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="plan: TTFT target (ms).")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="plan: TPOT target (ms).")] = None,
+    points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
 ) -> None:
     """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
 
@@ -120,7 +124,7 @@ def plot_cmd(
                   alpha=alpha, gamma=gamma, c=c, batch=batch, batch_max=batch_max, gamma_max=gamma_max,
                   max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
                   requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, gpus=gpus, isl=isl, osl=osl,
-                  ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+                  ttft_ms=ttft_ms, tpot_ms=tpot_ms, points=points)
     given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
     unused = sorted(set(given) - USES[kind])
     if unused:
@@ -129,7 +133,7 @@ def plot_cmd(
     path = check_output(output)
     o = {**defaults(kind), **given}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
-            "batching": _batching, "plan": _plan}[kind]
+            "batching": _batching, "plan": _plan, "validation": _validation}[kind]
     written = draw(o, path)
     typer.echo(f"wrote {written}")
 
@@ -238,3 +242,18 @@ def _plan(o: dict, path):
         weights=[o["weights"]] if o.get("weights") else None, kv_dtype=None, batch=o.get("batch"),
         profile=parse.profile(o["preset"]))
     return plots.plan(plan(grid, target), path, title=title_of(spec, grid, target))
+
+
+def _validation(o: dict, path):
+    """Predicted against measured for every covered row of --points, log axes, a +-10% band."""
+    from llm_cost.calibrate.figure import validation_figure
+    from llm_cost.calibrate.points import read_points
+    from llm_cost.calibrate.prediction import predict
+    from llm_cost.commands import parse
+    from llm_cost.errors import InvalidValueError
+
+    if not o.get("points"):
+        raise InvalidValueError("plot validation needs --points FILE.csv (the columns of train.csv)", params=("points",))
+    prof = parse.profile(o["preset"])
+    preds = [predict(p, prof) for p in read_points(o["points"])]
+    return validation_figure(preds, path, title=f"{o['points']}: profile {prof.name}")
