@@ -297,6 +297,7 @@ def batching_cmd(
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.counts import layer_windows
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.serving_rows import PIPELINE_NOTE, batching_rows, search_row
     from llm_cost.serving.replica import Replica
@@ -315,7 +316,8 @@ def batching_cmd(
     if engine_wanted(reservation=reservation, trace=trace, arrivals=arrivals, concurrency=concurrency,
                      prefill_chunk=prefill_chunk, spec_gamma=spec_gamma, spec_alpha=spec_alpha, draft=draft,
                      pipeline=pipeline, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, slo_metric=slo_metric,
-                     prompt_len=prompt_len, output_len=output_len, c=c, slo_stat=slo_stat):
+                     prompt_len=prompt_len, output_len=output_len, c=c, slo_stat=slo_stat,
+                     windowed=bool(layer_windows(load_model(model)))):
         if scheduler != "iteration":
             raise InvalidValueError("the serving options (paged KV, chunks, speculation, traces, ...) run "
                                     "iteration-level scheduling: give --scheduler iteration", params=("scheduler",))

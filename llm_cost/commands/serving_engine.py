@@ -29,15 +29,18 @@ DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9
 
 
 def engine_wanted(*, reservation, trace, arrivals, concurrency, prefill_chunk, spec_gamma, spec_alpha, draft,
-                  pipeline, slo_ttft_ms, slo_tpot_ms, slo_metric, prompt_len, output_len, c, slo_stat) -> bool:
-    """Whether any option only the engine has was given (else `simulate`, bit for bit as before)."""
+                  pipeline, slo_ttft_ms, slo_tpot_ms, slo_metric, prompt_len, output_len, c, slo_stat,
+                  windowed: bool = False) -> bool:
+    """Whether any option only the engine has was given, or the model has windowed layers (only the
+    engine caps their K/V), or a statistic only the engine records (p50, p99); else `simulate`, bit
+    for bit as before."""
     def plain_int(text):
         return text is None or str(text).strip().isdigit()
 
     return (reservation == "paged" or trace is not None or arrivals != "poisson" or concurrency is not None
             or prefill_chunk is not None or spec_gamma is not None or spec_alpha is not None or draft is not None
             or c is not None or pipeline is not None or slo_ttft_ms is not None or slo_tpot_ms is not None
-            or slo_metric != "latency_per_token"
+            or slo_metric != "latency_per_token" or windowed or str(slo_stat).lower() in ("p50", "p99")
             or not plain_int(prompt_len) or not plain_int(output_len))
 
 
