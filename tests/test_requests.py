@@ -167,3 +167,39 @@ def test_the_drafts_memory_costs_target_requests():
         row["draft_weight_bytes_per_gpu"] + row["draft_kv_bytes_per_request_per_gpu"], rel=1e-3)
     assert "cost 21 of 90 requests" in " ".join(run("request", "--spec-alpha", "0.8", "--draft", "llama-3.2-1b",
                                                     "--isl", "4096", "--osl", "1024").stdout.split())
+
+
+def test_spec_rows_say_how_many_sequences_the_draft_costs():
+    """Issue 12 deliverable 4 on `spec`: with --draft, rows carry the draft's weights per GPU and the
+    sequences of context + gamma + 1 tokens it displaces (`serving.draft_memory`, usable memory); by hand
+    for Llama-3.1-8B + Llama-3.2-1B on an H100: (0.9 x 81,559 MiB - 16.06 GB) / 131,072 B a token alone,
+    less the draft's 2.47 GB over 131,072 + 32,768 B a token with it, in sequences of 1,029 tokens."""
+    from llm_cost.counts import weight_bytes
+
+    rows = rows_of("spec", "--model", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--preset", "lecture",
+                   "--context", "1024")
+    target, draft = load_model("llama-3.1-8b"), load_model("llama-3.2-1b")
+    spare = 0.9 * 81559 * 2**20 - weight_bytes(target).total
+    alone = int(spare // 131072) // 1029
+    beside = int((spare - weight_bytes(draft).total) // (131072 + 32768)) // 1029
+    assert {(r["sequences_lost_to_draft"], r["draft_weight_bytes_per_gpu"]) for r in rows} == {
+        (alone - beside, weight_bytes(draft).total)}
+    assert rows_of("spec")[0]["sequences_lost_to_draft"] is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 600), isl=st.integers(1, 6000), osl=st.integers(1, 2000), tp=st.sampled_from([1, 2, 4]))
+def test_a_batch_that_fits_is_one_the_capacity_holds(batch, isl, osl, tp):
+    """Per-GPU throughput never comes from more requests than fit: a request batch whose fit passes has at
+    most the sequences of isl + osl tokens that `capacity` (usable memory, no workspace) holds, and a
+    batch past that never fits."""
+    from llm_cost.serving.capacity import sequences_that_fit
+
+    d = Deployment(tp=tp)
+    isl = min(isl, 8192 - osl) if osl < 8192 else 1
+    r = request_cost(L8, H100, "lecture", batch=batch, isl=isl, osl=osl, deployment=d)
+    most = sequences_that_fit(L8, H100, isl + osl, deployment=d, usable_memory=True)
+    if r.fit.fits:
+        assert batch <= most
+    if batch > most:
+        assert not r.fit.fits

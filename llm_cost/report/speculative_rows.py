@@ -109,6 +109,11 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes, fits = [], [], {}
+    memory = None
+    if draft is not None:  # the draft's weights and K/V beside the target's (the lecture §9.3)
+        from llm_cost.serving.draft_memory import draft_memory
+
+        memory = draft_memory(target, draft, gpu, weights=weights, deployment=deployment, usable_memory=True)
     for n, mfu in enumerate(mfu_values(profile, mfus)):
         prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
@@ -156,6 +161,8 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
                                          comm_s=float(cost.comm_s(verify_rows)), step_s=row["round_s"],
                                          tokens=b * row["expected_tokens"]))
             row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
+            row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
+            row["sequences_lost_to_draft"] = memory.sequences_lost(context + g + 1) if memory else None
             rows.append((at + (n,), row))  # each batch's MFUs side by side, like the article's table
     rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
     caption = "; ".join(notes) + f". Best gamma searched in 0..{gamma_max}."
@@ -165,6 +172,13 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
                     + ", ".join(f"above {gamma_max - n} at batch {b}" for b, n in cut.items()) + ".")
     if twin:
         caption += f" Dense twin: {twin.name}, MLP width {twin.intermediate_size}."
+    if memory is not None:
+        from llm_cost.serving.capacity import requests_that_fit
+
+        tokens = context + gammas[0] + 1
+        caption += (f" The draft's weights ({memory.draft_weight_bytes / 1e9:.2f} GB per GPU) and K/V cost "
+                    f"{memory.sequences_lost(tokens)} of {requests_that_fit(memory.kv_tokens_without_draft, tokens)} "
+                    f"sequences of {tokens:,} tokens.")
     return rows, caption
 
 
