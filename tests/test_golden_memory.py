@@ -15,7 +15,8 @@ from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.serving.reference_scheduler import KvRequest, run_steps
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.batch_waste import attention_launches, padding_waste
-from llm_cost.serving.capacity import kv_capacity, requests_by_policy, requests_that_fit
+from llm_cost.serving.capacity import kv_capacity
+from llm_cost.serving.policies import requests_by_policy, requests_that_fit
 from llm_cost.specs import INT4_G128, PRESETS
 
 GPT3_13B = load_model("gpt-3-13b")

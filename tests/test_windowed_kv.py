@@ -282,7 +282,8 @@ def test_sequences_that_fit_on_an_h100(name, weights, context, fit, all_layer):
 @pytest.mark.parametrize("name", WINDOWLESS)
 def test_sequences_that_fit_without_windows_is_kv_tokens_over_context(name):
     from llm_cost.catalog import load_accelerator
-    from llm_cost.serving.capacity import kv_capacity, requests_that_fit, sequences_that_fit
+    from llm_cost.serving.capacity import kv_capacity, sequences_that_fit
+    from llm_cost.serving.policies import requests_that_fit
 
     m, gpu = load_model(name), load_accelerator("h200")
     cap = kv_capacity(m, gpu)

@@ -71,7 +71,7 @@ def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:
                           "max_batch_with_draft", "requests_lost_to_draft"))
     if speculation is None or speculation.draft is None:
         return keys
-    from llm_cost.serving.capacity import requests_that_fit
+    from llm_cost.serving.policies import requests_that_fit
     from llm_cost.serving.draft_memory import draft_memory
 
     d = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment, usable_memory=True)

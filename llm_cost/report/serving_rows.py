@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
-from llm_cost.serving.capacity import _settings, kv_capacity, model_max_len, requests_by_policy
+from llm_cost.serving.capacity import _settings, kv_capacity
+from llm_cost.serving.policies import model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.sim_result import SimResult

@@ -173,7 +173,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     if twin:
         caption += f" Dense twin: {twin.name}, MLP width {twin.intermediate_size}."
     if memory is not None:
-        from llm_cost.serving.capacity import requests_that_fit
+        from llm_cost.serving.policies import requests_that_fit
 
         tokens = context + gammas[0] + 1
         caption += (f" The draft's weights ({memory.draft_weight_bytes / 1e9:.2f} GB per GPU) and K/V cost "

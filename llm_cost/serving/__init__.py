@@ -1,6 +1,7 @@
 """Serving: KV capacity and reservation policies, workloads, a replica's cost, the simulator.
 
-`capacity` (KV tokens beside the weights, requests per policy), `batch_waste` (padding, launches),
+`capacity` (KV tokens beside the weights), `policies` (requests per reservation policy),
+`batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
 step-level scheduler), `simulator` and `sim_result`
@@ -13,8 +14,8 @@ lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft'
 from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
-    **names_from(".capacity", "DEFAULT_RESERVE", "kv_capacity", "KvCapacity", "requests_that_fit",
-                 "requests_by_policy", "RequestsFit", "model_max_len", "sequences_that_fit"),
+    **names_from(".capacity", "DEFAULT_RESERVE", "kv_capacity", "KvCapacity", "sequences_that_fit"),
+    **names_from(".policies", "requests_that_fit", "requests_by_policy", "RequestsFit", "model_max_len"),
     **names_from(".batch_waste", "padding_waste", "PaddingWaste", "padded_positions", "attention_launches",
                  "AttentionLaunches"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.serving.capacity import kv_capacity, requests_that_fit
+from llm_cost.serving.capacity import kv_capacity
+from llm_cost.serving.policies import requests_that_fit
 from llm_cost.specs import BF16
 
 

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, _settings, kv_capacity, model_max_len  # noqa: F401
+from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, _settings, kv_capacity  # noqa: F401
+from llm_cost.serving.policies import model_max_len
 from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
