@@ -136,7 +136,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
           "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
           "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
-    in_system, last_t = 0, 0.0
+    in_system = 0
     progress_every = max(1, n // 100)
     deadlock = None
 
