@@ -13,7 +13,7 @@ from llm_cost.parallel import deployed_step_time, step_fit
 from llm_cost.report.deployment_rows import DEPLOYMENT_KEYS
 from llm_cost.specs.deployment import Deployment
 from llm_cost.speculative import RooflineSpeedup, best_gamma, roofline_speedup, tree_speedup
-from llm_cost.speculative.batched import verification_fit
+from llm_cost.speculative.fit import verification_fit
 from llm_cost.speculative.trees import WEAK_DRAFT
 from helpers import error_line, rows_of, run
 

@@ -114,7 +114,7 @@ def run_engine(o: dict) -> None:
         draft_cost = None
         if o["draft"] is not None:
             from llm_cost.parallel import deployed_cost
-            from llm_cost.speculative.batched import draft_deployment_for
+            from llm_cost.speculative.fit import draft_deployment_for
 
             dspec = load_model(o["draft"])
             d_dep = draft_deployment_for(dspec, dep)

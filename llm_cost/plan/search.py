@@ -152,7 +152,7 @@ def bound_of(grid: "Grid", i: int) -> str:
 
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc)."""
-    from llm_cost.speculative.batched import draft_deployment_for
+    from llm_cost.speculative.fit import draft_deployment_for
 
     model, count_kv = space.model, profile.count_kv
     check_number("isl", isl, low=1, high=MAX_TOKENS, integer=True)

@@ -16,7 +16,8 @@ from itertools import product
 
 import numpy as np
 
-from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX, draft_deployment_for, verification_fit
+from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
+from llm_cost.speculative.fit import draft_deployment_for, verification_fit
 from llm_cost.speculative.gamma_choice import GAMMA_MAX
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.errors import InvalidValueError, check_all, check_number

@@ -150,7 +150,7 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
     the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on
-    the same GPUs (`speculative.batched.draft_deployment_for`), its weights and its K/V too (the
+    the same GPUs (`speculative.fit.draft_deployment_for`), its weights and its K/V too (the
     lecture §9.3: the draft's weights and K/V take memory, so fewer target sequences fit)."""
     pre = step_fit(model, gpu, deployment, rows=batch * min(chunk or isl, isl), batch=batch, context=0,
                    weights=weights)
@@ -166,7 +166,7 @@ def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None,
 
 def _draft_fit(draft, gpu, deployment, *, batch, isl, osl, gamma) -> Fit:
     """The draft's own `Fit` at the end of the batch (BF16 weights, the target's K/V dtype)."""
-    from llm_cost.speculative.batched import draft_deployment_for
+    from llm_cost.speculative.fit import draft_deployment_for
 
     return step_fit(draft, gpu, draft_deployment_for(draft, deployment), rows=batch * (gamma + 1), batch=batch,
                     context=isl + osl - 1 - gamma)

@@ -6,7 +6,7 @@ the target's and the draft's K/V bytes and the token capacity is
 
     kv_tokens = floor((M (1 - r) - W_target - W_draft) / (b_KV,target + b_KV,draft))
 
-per GPU on a deployment (the draft on the target's GPUs, `speculative.batched.draft_deployment_for`:
+per GPU on a deployment (the draft on the target's GPUs, `speculative.fit.draft_deployment_for`:
 its share of weights and K/V per token as the target's, `capacity.kv_capacity`).
 """
 
@@ -58,7 +58,7 @@ def draft_memory(target, draft, gpu, *, reserve=None, weights=BF16, draft_weight
     (2.47, 32768, 426784, 326341)
     """
     from llm_cost.catalog import as_model
-    from llm_cost.speculative.batched import draft_deployment_for
+    from llm_cost.speculative.fit import draft_deployment_for
 
     target, draft = as_model(target), as_model(draft)
     base = kv_capacity(target, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,

@@ -16,13 +16,12 @@ Everything broadcasts over alpha, gamma, c and batch.
 On a deployment (`deployment`, default one GPU) T is one GPU's pass (`parallel.deployed_pass_cost`:
 its share of the weights, K/V at the deployment's kv_dtype, FLOPs, pipeline stages and collectives),
 and the draft runs on the same tp and pp (`draft_deployment`). `best_gamma` leaves out the gammas
-whose verification pass over B (gamma + 1) rows does not fit in memory (`verification_fit`) and
+whose verification pass over B (gamma + 1) rows does not fit in memory (`fit.verification_fit`) and
 says how many per cell (`BestGamma.gamma_skipped_unfit`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -35,8 +34,9 @@ from llm_cost.roofline.pass_cost import _into
 from llm_cost.speculative.closed_forms import _expected_tokens_g1
 from llm_cost.speculative.gamma_choice import TIE_RTOL
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
-from llm_cost.specs import BF16, ModelSpec, WeightFormat
+from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.speculative.fit import draft_deployment_for, fits_grid
 
 
 @dataclass(frozen=True)
@@ -213,63 +213,6 @@ def _as_result(fields, cls=None) -> "RooflineSpeedup":
     return cls(*(x.item() for x in fields))
 
 
-def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
-    """Where the draft runs by default: on the target's GPUs, the same tp and pp (and ep for a MoE
-    draft; a dense draft has no experts to spread, so ep 1).
-
-    Examples
-    --------
-    >>> from llm_cost.specs.deployment import Deployment
-    >>> draft_deployment_for("llama-3.2-1b", Deployment(tp=4, ep=4)).ep
-    1
-    """
-    if deployment.ep == 1 or as_model(draft).is_moe:
-        return deployment
-    return dataclasses.replace(deployment, ep=1)
-
-
-def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, batch, context=0,
-                     weights: WeightFormat = BF16, draft=None, draft_weights: WeightFormat = BF16,
-                     draft_deployment: Deployment | None = None):
-    """`parallel.Fit` of one GPU for a verification pass over `rows` rows of `batch` sequences with
-    `context` cached tokens each (numbers): the target's weights, K/V and workspace, plus a `draft`
-    model's weights and K/V when it shares the GPUs (its workspace is reused: the larger one counts).
-
-    Examples
-    --------
-    Llama-3-70B in BF16 does not fit one H100 (141 GB of weights), and fits four:
-
-    >>> from llm_cost.specs.deployment import Deployment
-    >>> verification_fit("llama-3-70b", "h100-sxm", rows=5, batch=1).fits
-    False
-    >>> verification_fit("llama-3-70b", "h100-sxm", Deployment(tp=4), rows=5, batch=1).fits
-    True
-    """
-    from llm_cost.parallel import step_fit
-
-    fit = step_fit(target, gpu, deployment, rows=rows, batch=batch, context=context, weights=weights)
-    if draft is None:
-        return fit
-    on = draft_deployment if draft_deployment is not None else draft_deployment_for(draft, deployment)
-    return fit.beside(step_fit(draft, gpu, on, rows=rows, batch=batch, context=context, weights=draft_weights))
-
-
-def _fits_grid(target: ModelSpec, gpu, deployment: Deployment, weights, g, b, ctx, draft, draft_weights,
-               draft_deployment) -> np.ndarray:
-    """Whether the verification pass over b (g + 1) rows fits, element-wise over the broadcast
-    gamma, batch and context (each distinct triple checked once)."""
-    g, b, ctx = np.broadcast_arrays(g, b, ctx)
-    cache, out = {}, np.empty(g.shape, dtype=bool)
-    for at, key in zip(np.ndindex(g.shape), zip(g.flat, b.flat, ctx.flat)):
-        if key not in cache:
-            gamma, batch, context = (float(x) for x in key)
-            cache[key] = verification_fit(target, gpu, deployment, rows=batch * (gamma + 1), batch=batch,
-                                          context=context, weights=weights, draft=draft,
-                                          draft_weights=draft_weights, draft_deployment=draft_deployment).fits
-        out[at] = cache[key]
-    return out
-
-
 def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     """(c, E, T(B), T(B (gamma + 1)), draft step, round, speedup, verification compute-bound),
     element-wise over checked inputs; `draft_cost` (PassCost, count_kv) replaces `c` when given.
@@ -371,7 +314,7 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
     speedup = every.speedup
     skipped = np.zeros(np.shape(speedup)[1:], dtype=int)
     if skip_unfit:
-        fits = _fits_grid(as_model(target), as_accelerator(gpu), deployment, weights, gammas, b,
+        fits = fits_grid(as_model(target), as_accelerator(gpu), deployment, weights, gammas, b,
                           checked("context", context, low=0, high=MAX_CONTEXT),
                           None if draft is None else as_model(draft), draft_weights, draft_deployment)
         fits = np.broadcast_to(fits | ~fits.any(axis=0), speedup.shape)  # none fits: search them all
