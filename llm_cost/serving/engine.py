@@ -16,10 +16,10 @@ One loop turn forms one iteration from the running sequences that are not in fli
 4. Admission (only in an iteration that preempted nobody): swapped sequences first, then the
    queue (recompute victims at its head), while the batch has room, the reservation fits and
    (paged) the free blocks after it stay above the watermark.
-5. Its time: `IterationCost.time(rows, kv_read + rows, pairs)`, where every sequence with c cached
-   tokens feeding r rows adds r rows, c K/V read and causal_pairs(r, c) pairs (windowed layers: each
-   capped at its window, `PassCost.uniform_terms`), plus gamma draft steps (c x the plain decode
-   step, or the draft model's own step), plus any swap transfer.
+5. Its time (`iteration.iteration_time`): `IterationCost.time(rows, kv_read + rows, pairs)`, where
+   every sequence with c cached tokens feeding r rows adds r rows, c K/V read and causal_pairs(r, c)
+   pairs (windowed layers: each capped at its window, `PassCost.uniform_terms`), plus gamma draft
+   steps (c x the plain decode step, or the draft model's own step), plus any swap transfer.
 6. Pipeline stages (`cost.stages` > 1): `orca` injects the next iteration one stage-time
    (T / stages) later, up to `stages` in flight, and a sequence's next iteration waits only for its
    own previous one, and up to max_batch x stages sequences are held (max_batch per batch);
@@ -30,9 +30,7 @@ One loop turn forms one iteration from the running sequences that are not in fli
    a bursty chain) and gains min(n + 1, left) tokens; its K/V rolls back to prompt + generated - 1
    (paged: the spare blocks freed); a prefill that completes emits the first token (TTFT).
 
-K/V is counted in all-layer tokens as `capacity.kv_capacity`: a sequence of c tokens holds
-K(c) = (full layers x c + sum over windowed layers of min(c, window)) / layers tokens
-(`counts.kv_bytes(model, c)` / `kv_bytes_per_token`); K(c) = c for a model without windows.
+K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_tokens_fn`).
 
 Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`. Without speculation,
 preemption, chunks or stages, the schedule is `simulator.simulate`'s (tests pin the finish times).
@@ -50,20 +48,8 @@ from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.spec_batch import Acceptance, choose_gamma
+from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.workload import Workload
-
-
-def held_tokens_fn(cost):
-    """K(c): all-layer tokens a sequence of c tokens holds (module doc); identity without windows."""
-    if not cost.kv_windows:
-        return None
-    layers = cost.num_layers
-    windows = cost.kv_windows
-    full = layers - sum(n for _, n in windows)
-
-    def held(c):
-        return (full * c + sum(n * (c if c < w else w) for w, n in windows)) / layers
-    return held
 
 
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
@@ -369,44 +355,10 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             st["area_sys"] += (t_new - t) * in_system
             t = t_new
             continue
-        kv_read = pairs = 0.0
-        kv_dec = 0.0
-        r = g + 1
-        if held:
-            for i in dec_run:
-                c = kv[i]
-                kt, pr = cost.uniform_terms(r, 1, c)
-                kv_read += kt - r
-                pairs += pr
-                kv_dec += c
-        elif dec_run:
-            kv_dec = sum(map(kv.__getitem__, dec_run))
-            kv_read = kv_dec
-            pairs = r * kv_dec + len(dec_run) * (r * (r + 1) / 2)
-        for i, q in pf_run:
-            c = pre[i]
-            if held:
-                kt, pr = cost.uniform_terms(q, 1, c)
-                kv_read += kt - q
-                pairs += pr
-            else:
-                kv_read += c
-                pairs += q * c + q * (q + 1) / 2
-        dt = 0.0
-        if rows:
-            if micro:  # stages microbatches of rows / stages each, the pipeline full in steady state
-                m = stages
-                dt = cost.time(rows / m, (kv_read + rows) / m, pairs / m)
-            else:
-                dt = cost.time(rows, kv_read + rows, pairs)
-            if cost.deployed:
-                st["comm"] += cost.comm_s(rows)
-        if g and dec_run:
-            nd = len(dec_run)
-            plain = (spec.draft_cost or cost).time(nd, kv_dec + nd, kv_dec + nd)
-            draft = g * (plain if spec.draft_cost is not None else spec.c * plain)
-            dt += draft
-            st["draft_s"] += draft
+        dt, comm, draft = iteration_time(cost, held, kv, pre, dec_run, pf_run, g, rows, spec,
+                                         stages if micro else 1)
+        st["comm"] += comm
+        st["draft_s"] += draft
         dt += swap_s
         st["gamma_sum"] += g * len(dec_run)
         st["dec_slots"] += len(dec_run)
