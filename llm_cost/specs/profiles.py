@@ -11,6 +11,9 @@ from dataclasses import KW_ONLY, dataclass, replace
 
 from llm_cost.errors import check_choice, check_number
 
+# What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
+MEMORY_BASES = ("usable", "marketed")
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -41,6 +44,10 @@ class Profile:
     fixed_time_per_layer_s : float, optional
         Seconds per layer per forward pass on top of `fixed_time_s` (kernel launches and small
         kernels in each layer), >= 0 (default 0).
+    memory_basis : str, optional
+        The memory a GPU offers, for every fit and KV capacity: "usable" (default: the datasheet's
+        `usable_memory_bytes`, what the driver reports, 81,559 MiB on an "80GB" H100) or "marketed"
+        (`memory_bytes`, 80e9: the two documents' arithmetic, so the seeds' presets use it).
 
     Raises
     ------
@@ -73,6 +80,7 @@ class Profile:
     weight_only_bw_factor: float = 1.0  # of bw_efficiency, under INT4/INT8 weight-only formats
     fp8_compute_factor: float = 1.0  # of compute_efficiency, for GEMMs at the FP8 peak
     fixed_time_per_layer_s: float = 0.0  # per layer per pass: launches of the layer's small kernels
+    memory_basis: str = "usable"  # fits and KV capacity: usable_memory_bytes, or "marketed" memory_bytes
 
     def __post_init__(self) -> None:
         check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
@@ -81,18 +89,19 @@ class Profile:
         check_number("profile.weight_only_bw_factor", self.weight_only_bw_factor, low=0, high=1, low_open=True)
         check_number("profile.fp8_compute_factor", self.fp8_compute_factor, low=0, high=1, low_open=True)
         check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0)
+        check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES)
 
     def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
               compute_efficiency: float | None = None, fixed_time_s: float | None = None,
               read_input_embedding: bool | None = None, count_kv: bool | None = None,
               weight_only_bw_factor: float | None = None, fp8_compute_factor: float | None = None,
-              fixed_time_per_layer_s: float | None = None) -> "Profile":
+              fixed_time_per_layer_s: float | None = None, memory_basis: str | None = None) -> "Profile":
         """A copy with the given knobs changed (None keeps a knob); validated again.
 
         Parameters
         ----------
         name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv,
-        weight_only_bw_factor, fp8_compute_factor, fixed_time_per_layer_s
+        weight_only_bw_factor, fp8_compute_factor, fixed_time_per_layer_s, memory_basis
             As in `Profile`, each optional; None keeps the current value.
 
         Returns
@@ -113,21 +122,23 @@ class Profile:
         given = dict(name=name, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
                      fixed_time_s=fixed_time_s, read_input_embedding=read_input_embedding,
                      count_kv=count_kv, weight_only_bw_factor=weight_only_bw_factor,
-                     fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s)
+                     fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s,
+                     memory_basis=memory_basis)
         changes = {k: v for k, v in given.items() if v is not None}
         return replace(self, **changes) if changes else self
 
 
-# The two source documents as presets (README, "Sources").
+# The two source documents as presets (README, "Sources"); both count the marketed memory (80e9 for an
+# "80GB" H100, 40e9 for the lecture's A100 40GB), so their capacity figures stay as printed.
 PRESETS: dict[str, Profile] = {
     # the article: peak bandwidth and FLOP/s, all weight bytes incl. embedding, no KV, no fixed cost
-    "article": Profile("article"),
+    "article": Profile("article", memory_basis="marketed"),
     # the lecture, demo 05: 80% of bandwidth, 60% of FLOP/s, KV read, embedding a lookup, 1 ms fixed
     "lecture": Profile("lecture", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=1e-3,
-                       read_input_embedding=False, count_kv=True),
+                       read_input_embedding=False, count_kv=True, memory_basis="marketed"),
     # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
     "lecture-draft": Profile("lecture-draft", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=0.3e-3,
-                             read_input_embedding=False, count_kv=True),
+                             read_input_embedding=False, count_kv=True, memory_basis="marketed"),
     # Calibrated on shared/measured/train.csv (88 published figures; README, "Calibration"):
     # `llm-cost calibrate tests/data/measured/train.csv -o measured.json --base lecture` reproduces it.
     "measured": Profile("measured", bw_efficiency=0.8425, compute_efficiency=0.5263, fixed_time_s=86.0e-6,
