@@ -8,14 +8,19 @@ called in every iteration). Both must finish every request at the same time (to 
 speed ratio naive / simulate is printed. GPT-3 13B on an A100 40GB, lecture preset, Orca's workload.
 
 Then the serving engine (`llm_cost.serving.engine.serve`, issue 16): on the declared-reservation
-case it must finish every request when `simulate` does (to 1e-9) and its time is printed against
-`simulate`'s and the naive engine's on the same requests; then paged KV with speculation in the
-batch (gamma 4, alpha 0.8, c 0.05) at Orca's 12.4 req/s, its seconds per 1,000,000 requests
-extrapolated from ENGINE_REQUESTS and its ratio to the issue's 5 s target.
+case it must finish every request when `simulate` and the naive simulator do (to 1e-9); its time
+is printed against `simulate`'s, its own general loop's and the naive simulator's on the same
+requests. Then paged KV with speculation in the batch (gamma 4, alpha 0.8, c 0.05) at Orca's
+12.4 req/s: on NAIVE_REQUESTS requests against the naive engine for this case, the engine's
+general loop (`serve(..., fast=False)`: one loop turn per iteration visiting every running
+sequence, the engine before its fast path; the same finish times, asserted), and on ENGINE_REQUESTS
+requests its seconds per 1,000,000 (extrapolated), the ratio to the issue's 5 s target and the
+ratio to `simulate`'s time on the same requests (a measure that does not move with the machine's
+load).
 
 Usage: python bench/simulator.py [REQUESTS] [RUNS] [NAIVE_REQUESTS] [ENGINE_REQUESTS]
-(defaults 10000, 5, REQUESTS and 50000: the naive engine runs on the same 10,000 requests unless
-told otherwise, best of min(RUNS, 3); the whole run takes about half a minute.)
+(defaults 10000, 5, REQUESTS and 100000: the naive engines run on the same 10,000 requests unless
+told otherwise, best of min(RUNS, 3); the whole run takes about a minute.)
 """
 
 from __future__ import annotations
@@ -131,28 +136,42 @@ def same(a: list[float], b: list[float]) -> bool:
 ENGINE_TARGET_S = 5.0  # issue 16: 1,000,000 requests, paged KV and speculation in the batch, one core
 
 
-def engine_cases(server: Replica, requests: int, naive_requests: int) -> None:
-    """The serving engine against simulate and the naive engine, then paged + speculation."""
+def engine_cases(server: Replica, requests: int, naive_requests: int, engine_requests: int) -> None:
+    """The serving engine against simulate and the naive engine, then paged + speculation against the
+    engine's general loop (`serve(..., fast=False)`) on the same requests."""
     from llm_cost.serving.engine import serve
     from llm_cost.serving.serve_config import ServeConfig, SpecConfig
 
     wl = poisson_workload(naive_requests, 12.4, seed=0)
-    t_engine = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32)), 1)
+    t_engine = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32)), 3)
+    t_general = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32), fast=False), 1)
     t_fast = best_of(lambda: simulate(wl, server, scheduler="iteration", max_batch=32), 3)
     t_naive = best_of(lambda: naive(wl, server, "iteration", 32), 1)
     assert same(list(serve(wl, server, ServeConfig(max_batch=32)).finish_s), naive(wl, server, "iteration", 32))
-    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: {t_engine * 1e3:7.1f} ms; "
-          f"simulate {t_fast * 1e3:7.1f} ms ({t_engine / t_fast:.1f}x faster than the engine); naive "
-          f"{t_naive * 1e3:7.1f} ms ({t_naive / t_engine:.2f}x the engine)")
-    big = poisson_workload(requests, 12.4, seed=0)
+    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: {t_engine * 1e3:7.1f} ms "
+          f"({t_engine / t_fast:.2f}x simulate's {t_fast * 1e3:.1f} ms); its general loop {t_general * 1e3:7.1f} ms "
+          f"({t_general / t_engine:.1f}x slower); naive {t_naive * 1e3:7.1f} ms ({t_naive / t_engine:.1f}x slower)")
     cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
+    fast = serve(wl, server, cfg)
+    general = serve(wl, server, cfg, fast=False)
+    assert same(list(fast.finish_s), list(general.finish_s)) and fast.iterations == general.iterations
+    t_small = best_of(lambda: serve(wl, server, cfg), 3)
+    t_loop = best_of(lambda: serve(wl, server, cfg, fast=False), 1)
+    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4, {naive_requests:,} requests: "
+          f"{t_small * 1e3:7.1f} ms; the general loop (every running sequence visited each iteration, "
+          f"the same finish times) {t_loop * 1e3:7.1f} ms, {t_loop / t_small:.1f}x slower")
+    big = poisson_workload(engine_requests, 12.4, seed=0)
+    t_sim = best_of(lambda: simulate(big, server, scheduler="iteration", max_batch=32), 1)
     start = time.perf_counter()
     r = serve(big, server, cfg)
     t = time.perf_counter() - start
-    per_million = t * 1e6 / requests
-    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4: {requests:,} requests in {t:.2f} s, "
+    per_million = t * 1e6 / engine_requests
+    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4: {engine_requests:,} requests in {t:.2f} s, "
           f"{r.iterations:,} iterations, {r.preemptions} preemptions; {per_million:.1f} s per 1,000,000, "
-          f"ratio to the {ENGINE_TARGET_S:.0f} s target {per_million / ENGINE_TARGET_S:.1f}")
+          f"ratio to the {ENGINE_TARGET_S:.0f} s target {per_million / ENGINE_TARGET_S:.2f}; simulate (declared, "
+          f"no speculation) on the same requests {t_sim * 1e6 / engine_requests:.1f} s per 1,000,000 "
+          f"(the engine {t / t_sim:.2f}x its time); the general loop {t_loop / t_small * per_million:.0f} s "
+          f"per 1,000,000 at the ratio above")
 
 
 def main() -> None:
@@ -178,7 +197,7 @@ def main() -> None:
         print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s: {t * 1e3:7.1f} ms, "
               f"{result.iterations:7,} iterations{stuck}, ratio to target {t / TARGET_S:.3f}; "
               f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower")
-    engine_cases(server, int(sys.argv[4]) if len(sys.argv) > 4 else 50_000, naive_requests)
+    engine_cases(server, requests, naive_requests, int(sys.argv[4]) if len(sys.argv) > 4 else 100_000)
 
 
 if __name__ == "__main__":

@@ -310,3 +310,108 @@ def test_bursty_acceptance_in_the_batch_yields_fewer_tokens_than_eq1():
     assert bursty["tokens_per_round"] < 0.97 * iid["tokens_per_round"]
     bad = CliRunner().invoke(app, base + ["--spec-acceptance", "bursty:1:0.2:0:0.3"])
     assert bad.exit_code == 2 and "--spec-acceptance" in bad.output and len(bad.output.strip().splitlines()) == 1
+
+
+# ---- the fast path (running totals) against the general loop --------------------------------------
+
+def _same_run(a, b):
+    assert a.iterations == b.iterations and a.preemptions == b.preemptions and a.finished == b.finished
+    assert a.finish_s == b.finish_s and a.first_token_s == b.first_token_s  # the same floating-point operations
+    for name in ("busy_s", "mean_batch", "kv_used_mean_tokens", "kv_used_peak_tokens", "draft_s", "mean_in_system",
+                 "tokens_per_round", "mean_gamma", "comm_s"):
+        assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-9, abs=1e-12), name
+
+
+@pytest.mark.parametrize("cfg,rate,max_gen", [
+    (ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05)), 12.4, None),
+    (ServeConfig(max_batch=32, reservation="paged"), 12.4, None),
+    (ServeConfig(max_batch=32, spec=SpecConfig(3, 0.7, c=0.1, seed=5)), 12.4, None),
+    (ServeConfig(max_batch=64, reservation="max_len", spec=SpecConfig(2, 0.9, c=0.05, policy="off-above-batch",
+                                                                        off_above=64)), 30.0, None),
+    (ServeConfig(max_batch=64, reservation="paged", block_size=5, watermark=0.05,
+                 spec=SpecConfig(6, 0.6, c=0.02, seed=2)), 4.0, 512),
+    (ServeConfig(max_batch=64, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05)), 30.0, None),  # preempts
+])
+def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
+    # serve() takes running totals where nothing depends on one sequence's state (fast_engine); the
+    # general loop visits every running sequence each iteration. Same requests, same acceptances drawn
+    # from each sequence's own stream: the same schedule. The last case preempts: the fast path hands
+    # the run to the general loop.
+    from llm_cost.serving.fast_engine import fast_eligible
+
+    wl = poisson_workload(1500, rate, seed=1, max_gen=max_gen)
+    assert fast_eligible(wl, SERVER, cfg, None)
+    fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
+    _same_run(fast, general)
+    assert (fast.preemptions > 0) == (rate == 30.0 and cfg.reservation == "paged")
+
+
+def test_fast_path_with_a_draft_model_a_deployment_and_long_outputs():
+    # A draft model's own step; a tensor-parallel deployment (collectives: the general cost function);
+    # one request of 60,000 tokens (its rounds run past its first block of draws).
+    d8 = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=2))
+    draft = Replica.from_specs(load_model("llama-3.2-1b"), load_accelerator("h100-sxm")).cost
+    wl = poisson_workload(400, 6.0, seed=3)
+    for rep, spec in [(L8, SpecConfig(4, 0.8, draft_cost=draft)), (d8, SpecConfig(3, 0.75, c=0.05))]:
+        cfg = ServeConfig(max_batch=64, reservation="paged", spec=spec)
+        _same_run(serve(wl, rep, cfg), serve(wl, rep, cfg, fast=False))
+    long = fixed_workload([(10, 60_001), (20, 3)], arrivals_s=[0.0, 1.0])
+    cfg = ServeConfig(reservation="declared", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05, seed=3))
+    server = Replica(IterationCost.unit(), 100_000, 200_000)
+    _same_run(serve(long, server, cfg), serve(long, server, cfg, fast=False))
+
+
+def test_acceptance_streams_are_eq1_and_do_not_depend_on_the_schedule():
+    import numpy as np
+
+    from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, expected_and_variance
+
+    spec = SpecConfig(gamma=4, alpha=0.8, seed=7)
+    out = [128] * (CHUNK + 10)
+    a, b = AcceptanceStreams(spec, out), AcceptanceStreams(spec, out)
+    mean = np.mean([a.accepted(i, 4) + 1 for i in range(2000) for _ in range(40)])
+    assert mean == pytest.approx(expected_and_variance(0.8, 4)[0], rel=0.01)
+    assert expected_and_variance(0.8, 4)[0] == pytest.approx((1 - 0.8 ** 5) / 0.2, rel=1e-12)
+    # another order of requests and rounds, a smaller gamma: each request's own draws, capped
+    seq = [b.accepted(i, 2) for i in (CHUNK + 3, 5, CHUNK + 3, 5)]
+    assert seq == [min(int(x), 2) for x in (b.stream(CHUNK + 3)[0], b.stream(5)[0], b.stream(CHUNK + 3)[1],
+                                             b.stream(5)[1])]
+    assert len(a.stream(CHUNK + 9)) == 127  # every round a request can take
+
+
+def test_trajectories_by_brute_force_including_rounds_past_the_first_block():
+    # Each request's rounds from its own stream, one by one, against the vectorized chunk. The first
+    # block holds mean + 3 sd + 2 rounds at the stream's gamma 5: at gamma 5 nearly every request
+    # fits it, at gamma 1 most run past it into the second block.
+    import numpy as np
+
+    from llm_cost.serving.spec_streams import AcceptanceStreams, trajectories
+
+    rng = np.random.default_rng(0)
+    out = rng.integers(1, 200, size=3000).tolist()
+    prompt = rng.integers(1, 300, size=3000).tolist()
+    streams = AcceptanceStreams(SpecConfig(gamma=5, alpha=0.7, seed=1), out)
+    for gamma, past in [(5, False), (1, True)]:
+        R, offsets, packed, extra = trajectories(prompt, [o - 1 for o in out], gamma, gamma + 1, 16, streams, 0)
+        assert (len(extra) > 1000) == past
+        for i in range(3000):
+            kv, gen, rounds = prompt[i], 1, []
+            for g in streams.stream(i).tolist():
+                if gen >= out[i]:
+                    break
+                rounds.append(kv + (-(-(kv + gamma + 1) // 16) << 32))
+                gained = min(min(g, gamma) + 1, out[i] - gen)
+                gen, kv = gen + gained, kv + gained
+            got = extra[i] if offsets[i] < 0 else packed[offsets[i]:offsets[i] + R[i]]
+            assert R[i] == len(rounds) and list(got) == rounds, i
+
+
+def test_fast_path_past_the_first_block(monkeypatch):
+    # First blocks far too short (as if 50 tokens a round): every request's later rounds come from the
+    # second block, in both paths alike.
+    import llm_cost.serving.spec_streams as streams
+
+    monkeypatch.setattr(streams, "expected_and_variance", lambda alpha, gamma: (50.0, 0.0))
+    wl = poisson_workload(600, 12.4, seed=2)
+    cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05))
+    _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))

@@ -31,8 +31,12 @@ One loop turn forms one iteration from the running sequences that are not in fli
    (paged: the spare blocks freed); a prefill that completes emits the first token (TTFT).
 
 K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_tokens_fn`).
+With one stage, whole prefills, no windows, open-loop arrivals, no stalls and a fixed gamma, every
+running sequence decodes every iteration and `fast_engine` computes the same schedule by running
+totals (about 8x faster); it hands a run that would preempt back to the loop here.
 
-Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`. Without speculation,
+Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`: independent positions
+from each sequence's own stream (`spec_streams`), a bursty chain round by round. Without speculation,
 preemption, chunks or stages, the schedule is `simulator.simulate`'s (tests pin the finish times).
 """
 
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections import deque
 
 from llm_cost.errors import InvalidValueError
@@ -47,14 +52,19 @@ from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
+from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.spec_batch import Acceptance, choose_gamma
+from llm_cost.serving.spec_streams import AcceptanceStreams
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.workload import Workload
 
 
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
-          on_progress=None) -> ServeResult:
+          on_progress=None, fast: bool = True) -> ServeResult:
     """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
+
+    `fast` (default): where it applies, the schedule by running totals (`fast_engine`), the same
+    result; False: always the loop below (the tests compare the two).
 
     Examples
     --------
@@ -86,14 +96,19 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     wm_blocks = math.ceil(cfg.watermark * total_blocks) if paged else 0
     if paged and total_blocks < 1:
         raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
-    res = [reservation_tokens(policy, p, d, replica.max_len) if policy in ("declared", "max_len") else 0
-           for p, d in zip(P, workload.declared_gen)]
-    longest = max(K(p + o - 1 + gmax + 1) for p, o in zip(P, O))
-    worst = max(res) if policy in ("declared", "max_len") else (longest if paged else max(P))
+    reserving = policy in ("declared", "max_len")
+    res = ([reservation_tokens(policy, p, d, replica.max_len) for p, d in zip(P, workload.declared_gen)]
+           if reserving else [0] * n)
+    longest = K(max(map(operator.add, P, O)) + gmax)  # K grows with its argument
+    worst = max(res) if reserving else (longest if paged else max(P))
     limit = total_blocks * B if paged else cap
     if worst > limit:
         raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
                                 f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
+    if fast and fast_eligible(workload, replica, cfg, held):
+        result = serve_fast(workload, replica, cfg, res, on_progress)
+        if result is not None:
+            return result
     closed = workload.concurrency
     arr = list(workload.arrival_s) if closed is None else [0.0] * n
     sent = n if closed is None else min(closed, n)
@@ -102,7 +117,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     micro = stages > 1 and cfg.pipeline == "microbatch"
     chunk = cfg.prefill_chunk
     hold = cfg.max_batch * stages if orca_pipe else cfg.max_batch  # sequences held: max_batch per batch in flight
-    acceptance = Acceptance(spec) if spec else None
+    acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, O)) if spec else None
     kv_bytes = cost.kv_token_bytes
     host = cfg.host_bytes_per_s
 
@@ -148,13 +163,11 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             sent += 1
 
     accept = acceptance.accepted if acceptance else None
-    take = acceptance.take if acceptance else None
-    bulk = acceptance is not None and acceptance.bursty is None  # independent positions: drawn in blocks
 
     def complete(done_s, decs, g, pfs):
         nonlocal free, used
         rounds = tokens = 0
-        drawn = (take(g, len(decs)) if bulk else [accept(i, g) for i in decs]) if g else ()
+        drawn = [accept(i, g) for i in decs] if g else ()
         for k, i in enumerate(decs):
             inflight[i] = False
             gi = gen[i]

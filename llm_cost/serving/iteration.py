@@ -54,6 +54,13 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
         else:
             kv_read += c
             pairs += q * c + q * (q + 1) / 2
+    return totals_time(cost, spec, rows, kv_read, pairs, len(dec_run), kv_dec, g, microbatches)
+
+
+def totals_time(cost, spec, rows, kv_read, pairs, decoders: int, kv_dec, g: int, microbatches: int = 1):
+    """(seconds, of which collectives, of which draft steps) of an iteration from its totals: `rows`
+    rows reading `kv_read` cached K/V tokens and computing `pairs` pairs, of which `decoders`
+    sequences decode with `kv_dec` cached tokens in all and g drafts each (module doc)."""
     dt = comm = draft = 0.0
     if rows:
         if microbatches > 1:  # microbatches of rows / m each, the pipeline full in steady state
@@ -63,9 +70,52 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
             dt = cost.time(rows, kv_read + rows, pairs)
         if cost.deployed:
             comm = cost.comm_s(rows)
-    if g and dec_run:
-        nd = len(dec_run)
-        plain = (spec.draft_cost or cost).time(nd, kv_dec + nd, kv_dec + nd)
-        draft = g * (plain if spec.draft_cost is not None else spec.c * plain)
+    if g and decoders:
+        draft = draft_time(cost, spec, g, decoders, kv_dec)
         dt += draft
     return dt, comm, draft
+
+
+def draft_time(cost, spec, g: int, decoders, kv_dec):
+    """g draft steps over `decoders` sequences holding `kv_dec` cached tokens in all: c x the plain
+    decode step each, or the draft model's own step. Numbers or numpy arrays (decoders >= 1)."""
+    plain = (spec.draft_cost or cost).time(decoders, kv_dec + decoders, kv_dec + decoders)
+    return g * (plain if spec.draft_cost is not None else spec.c * plain)
+
+
+def _plain_roofline(cost) -> bool:
+    """One GPU, no routed experts, no GEMM ramp: T = max(memory, compute) + fixed, constant coefficients."""
+    return not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
+
+
+def totals_time_fn(cost, spec, g: int):
+    """The seconds of `totals_time` for one gamma as a function of (rows, pairs, decoders, kv_dec),
+    kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's fast path.
+
+    On one GPU without routed experts or a GEMM ramp the roofline's coefficients are taken once and
+    the function evaluates `PassCost.time` and `draft_time` operation for operation (the same
+    seconds, bit for bit); otherwise it calls `totals_time`."""
+    draft_cost = spec.draft_cost if spec else None
+    dcost = draft_cost or cost
+    if not (_plain_roofline(cost) and _plain_roofline(dcost)):
+        def general(rows, pairs, decoders, kv_dec):
+            return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
+        return general
+    w, kvb, bps = cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s
+    rf, pf, fps, fixed = cost.row_flops, cost.pair_flops, cost.flops_per_s, cost.fixed_s
+    dw, dkvb, dbps = dcost.weight_bytes, dcost.kv_token_bytes, dcost.bytes_per_s
+    drf, dpf, dfps, dfixed = dcost.row_flops, dcost.pair_flops, dcost.flops_per_s, dcost.fixed_s
+    c = None if draft_cost is not None or not g else spec.c
+
+    def plain(rows, pairs, decoders, kv_dec):
+        mem = (w + (kv_dec + rows) * kvb) / bps
+        comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
+        dt = (mem if mem > comp else comp) + fixed
+        if not g or not decoders:
+            return dt
+        ctx = kv_dec + decoders
+        mem = (dw + ctx * dkvb) / dbps
+        comp = (decoders * drf + ctx * dpf if dpf else decoders * drf) / dfps
+        one = (mem if mem > comp else comp) + dfixed
+        return dt + g * (one if c is None else c * one)
+    return plain

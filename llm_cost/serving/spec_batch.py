@@ -13,6 +13,8 @@ from llm_cost.serving.serve_config import SpecConfig
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 
 _BLOCK = 1 << 16  # uniforms drawn per numpy call
+# The engine draws independent positions from each sequence's own stream (`spec_streams`); this
+# class serves the bursty chain (and `accepted` for one sequence alone).
 
 
 class Acceptance:
@@ -39,7 +41,6 @@ class Acceptance:
         self._log_a = math.log(self.alpha) if 0 < self.alpha < 1 else None
         self.bursty = spec.bursty
         self._hard: dict[int, bool] = {}
-        self._blocks: dict[int, list] = {}  # gamma -> [accepted counts drawn ahead, next index]
 
     def _uniform(self) -> float:
         if self._k >= len(self._u):
@@ -48,27 +49,6 @@ class Acceptance:
         u = self._u[self._k]
         self._k += 1
         return u
-
-    def take(self, gamma: int, count: int) -> list[int]:
-        """Accepted drafts for `count` sequences, one round of `gamma` each (independent positions:
-        drawn ahead in numpy blocks per gamma; bursty: `accepted` per sequence is used instead)."""
-        block = self._blocks.get(gamma)
-        if block is None or block[1] + count > len(block[0]):
-            import numpy as np
-
-            size = max(_BLOCK, count)
-            if self._log_a is None:
-                drawn = [gamma if self.alpha >= 1 else 0] * size
-            else:
-                u = self._rng.random(size)
-                with np.errstate(divide="ignore"):
-                    k = np.floor(np.log(u) / self._log_a)
-                drawn = np.minimum(np.nan_to_num(k, posinf=gamma), gamma).astype(np.int64).tolist()
-            block = [drawn, 0]
-            self._blocks[gamma] = block
-        start = block[1]
-        block[1] = start + count
-        return block[0][start:start + count]
 
     def accepted(self, seq: int, gamma: int) -> int:
         """Drafts accepted in one round of `gamma` for sequence `seq` (0..gamma)."""

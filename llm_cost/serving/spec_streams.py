@@ -1,0 +1,156 @@
+"""Each sequence's own stream of accepted drafts (independent positions, Eq. 1), drawn ahead in numpy.
+
+Sequence i's round j (its j-th verification, j = 0, 1, ...) accepts min(G[i, j], gamma) drafts, where
+G[i, j] = #{k in 1..gamma_max : u[i, j] < alpha^k}, so P(G >= k) = alpha^k (k <= gamma_max) with one
+uniform u per round. The uniforms of the sequences in a chunk of `CHUNK` requests come from one
+generator seeded (seed, spawn key (chunk, 1)): L[i] per sequence, consecutively, with L[i] a little above the
+rounds sequence i needs at gamma_max (mean + 3 sd + 2, at most output - 1); the rounds past L[i]
+(fewer tokens per round at a smaller gamma, or an unlucky sequence) come from a second generator
+seeded (seed, spawn key (chunk, 2)), output - 1 - L[i] each: every round a sequence can take (each yields at
+least one token) has its uniform. Which round a draw serves depends on the sequence and the round
+only, never on the schedule, so the engine's general loop (`accepted`, round by round) and its fast
+path (`trajectories`, all of a sequence's rounds at its admission) see the same acceptances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHUNK = 1 << 14  # requests per generator
+
+
+def expected_and_variance(alpha: float, gamma: int) -> tuple[float, float]:
+    """Mean and variance of the tokens of one round, min(G, gamma) + 1 (P(G >= k) = alpha^k)."""
+    p = [alpha ** k for k in range(gamma + 1)]  # P(tokens >= k + 1)
+    mean = sum(p)
+    second = sum((2 * k + 1) * p[k] for k in range(gamma + 1))  # E[X^2] = sum (2k - 1) P(X >= k)
+    return mean, max(second - mean * mean, 0.0)
+
+
+class AcceptanceStreams:
+    """Accepted drafts per sequence and round (module doc), for requests of `output` tokens."""
+
+    def __init__(self, spec, output) -> None:
+        self.gmax = int(spec.gamma)
+        self.alpha = float(spec.alpha)
+        self.seed = int(spec.seed)
+        self._need = np.maximum(np.asarray(output, dtype=np.int64) - 1, 0)  # rounds at most
+        self._th = self.alpha ** np.arange(1, self.gmax + 1, dtype=np.float64)
+        mean, var = expected_and_variance(self.alpha, self.gmax)
+        need = self._need.astype(np.float64)
+        est = np.ceil(need / mean + 3.0 * np.sqrt(need * var / mean ** 3) + 2.0)
+        self._len = np.minimum(self._need, est.astype(np.int64))
+        self._first: dict[int, tuple] = {}
+        self._second: dict[int, tuple] = {}
+        self._round: dict[int, int] = {}
+        self._cache: dict[int, list] = {}
+
+    def _counts(self, u):
+        """G for each uniform: how many of alpha^1..alpha^gamma_max exceed it (int8)."""
+        g = np.zeros(u.shape, dtype=np.int8)
+        if self.gmax <= 8:
+            for th in self._th:
+                g += u < th
+        else:
+            g[:] = self.gmax - np.searchsorted(self._th[::-1], u, side="right")
+        return g
+
+    def _block(self, c: int, level: int):
+        store = self._first if level == 1 else self._second
+        got = store.get(c)
+        if got is None:
+            lo, hi = c * CHUNK, min((c + 1) * CHUNK, len(self._need))
+            lengths = self._len[lo:hi] if level == 1 else self._need[lo:hi] - self._len[lo:hi]
+            off = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(lengths, out=off[1:])
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, level)))
+            got = store[c] = (self._counts(rng.random(int(off[-1]))), off)
+        return got
+
+    def stream(self, i: int) -> np.ndarray:
+        """G of every round sequence i can take (output - 1 of them), first block then second."""
+        c, r = divmod(i, CHUNK)
+        g1, o1 = self._block(c, 1)
+        head = g1[o1[r]:o1[r + 1]]
+        if o1[r + 1] - o1[r] == self._need[i]:
+            return head
+        g2, o2 = self._block(c, 2)
+        return np.concatenate([head, g2[o2[r]:o2[r + 1]]])
+
+    def accepted(self, i: int, gamma: int) -> int:
+        """Drafts sequence i accepts in its next round of `gamma` (the general loop, round by round)."""
+        j = self._round.get(i, 0)
+        self._round[i] = j + 1
+        cached = self._cache.get(i)
+        if cached is None:
+            cached = self._cache[i] = self.stream(i).tolist()
+        if j + 1 == len(cached):
+            del self._cache[i]  # its last possible round
+        k = cached[j]
+        return k if k < gamma else gamma
+
+    def first_block(self, c: int):
+        """(G of the first block, offsets per sequence, round counts per sequence) of chunk c."""
+        g1, o1 = self._block(c, 1)
+        return g1, o1, self._len[c * CHUNK:c * CHUNK + len(o1) - 1]
+
+
+def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, streams, chunk: int):
+    """Every decode round of the requests of one chunk, fixed `gamma`, for the engine's fast path.
+
+    Request i (prompt P, `need` = output - 1 tokens to decode) prefilled in iteration a decodes in
+    iterations a + 1 .. a + R[i]; before its round j it holds kv = P + (tokens gained so far) and,
+    paged, ceil((kv + ahead) / block) blocks (ahead = gamma + 1 rows allocated on demand).
+    Returns (R, offsets, packed, extra): request i's rounds are packed[offsets[i]:offsets[i] + R[i]],
+    kv + (blocks << 32) as int64, or extra[i] (an array) where offsets[i] is -1 (a request whose
+    rounds run past its first block of draws). Without `streams` every round gains one token.
+    """
+    prompt = np.asarray(prompt, dtype=np.int64)
+    need = np.asarray(need, dtype=np.int64)
+    m = len(need)
+    if streams is None:
+        lengths = need
+        tok = np.ones(int(need.sum()), dtype=np.int32)
+    else:
+        g1, o1, lengths = streams.first_block(chunk)
+        tok = np.minimum(g1, gamma) if gamma < streams.gmax else g1
+        tok = tok.astype(np.int32)
+        tok += 1
+    before = np.cumsum(tok, dtype=np.int64 if len(tok) >= 1 << 30 else np.int32)
+    before -= tok  # tokens gained before each round, the chunk's requests one after another
+    start = np.zeros(m, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=start[1:])
+    ends = start + lengths
+    full = lengths > 0
+    prior = np.zeros(m, dtype=np.int64)
+    prior[full] = before[start[full]]
+    gained = np.zeros(m, dtype=np.int64)
+    gained[full] = before[ends[full] - 1] + tok[ends[full] - 1] - prior[full]
+    # rounds before need is reached: before < prior + need (before rises by at least 1 a round)
+    R = np.searchsorted(before, prior + need, side="left") - start if len(before) else np.zeros(m, np.int64)
+    np.clip(R, 0, lengths, out=R)
+    vals = np.repeat(prompt - prior, lengths)
+    vals += before  # kv before each round
+    if block:
+        vals += _blocks(vals, ahead, block) << 32
+    offsets = start.copy()
+    extra = {}
+    for r in np.flatnonzero(gained < need).tolist():  # past the first block: the whole stream, rare
+        t = np.minimum(streams.stream(chunk * CHUNK + r), gamma).astype(np.int64) + 1
+        b = np.cumsum(t) - t
+        kv = b[b < need[r]] + prompt[r]
+        if block:
+            kv += _blocks(kv, ahead, block) << 32
+        extra[r] = kv
+        R[r] = len(kv)
+        offsets[r] = -1
+    return R, offsets, vals, extra
+
+
+def _blocks(kv, ahead: int, block: int):
+    """ceil((kv + ahead) / block) of an int64 array (a shift for a power of two)."""
+    up = kv + (ahead + block - 1)
+    if block & (block - 1) == 0:
+        up >>= block.bit_length() - 1
+        return up
+    return up // block
