@@ -142,12 +142,13 @@ def _synthetic(truth):
 
 
 def test_calibrate_recovers_known_knobs():
-    truth = PRESETS["lecture"].with_(bw_efficiency=0.7, compute_efficiency=0.45, fixed_time_s=0.4e-3,
+    truth = PRESETS["lecture"].with_(bw_efficiency=0.7, compute_efficiency=0.65, fixed_time_s=0.4e-3,
                                      fixed_time_per_layer_s=30e-6, weight_only_bw_factor=0.65,
-                                     fp8_compute_factor=0.8)
+                                     fp8_compute_factor=0.8, small_gemm_factor=0.35, gemm_half_rows=400.0,
+                                     memory_basis="usable")
     result = fit_profile(_synthetic(truth), PRESETS["lecture"])
     for knob in ("bw_efficiency", "compute_efficiency", "fixed_time_s", "fixed_time_per_layer_s",
-                 "weight_only_bw_factor", "fp8_compute_factor"):
+                 "weight_only_bw_factor", "fp8_compute_factor", "small_gemm_factor", "gemm_half_rows"):
         assert getattr(result.profile, knob) == pytest.approx(getattr(truth, knob), rel=0.01), knob
     assert result.rms_log_error < 1e-4
 
@@ -213,6 +214,7 @@ def test_new_knobs_are_neutral_in_the_seed_presets():
     for name in ("article", "lecture", "lecture-draft"):
         p = PRESETS[name]
         assert p.weight_only_bw_factor == 1.0 and p.fp8_compute_factor == 1.0 and p.fixed_time_per_layer_s == 0.0
+        assert p.small_gemm_factor == 1.0 and p.gemm_half_rows == 0.0
 
 
 def test_measured_knobs_act_where_they_say():
@@ -236,9 +238,10 @@ def test_measured_preset_is_the_fit_to_train():
     fitted = fit_profile(read_points(TRAIN), PRESETS["lecture"]).profile
     shipped = PRESETS["measured"]
     for knob in ("bw_efficiency", "compute_efficiency", "weight_only_bw_factor", "fp8_compute_factor",
-                 "fixed_time_per_layer_s"):
+                 "fixed_time_per_layer_s", "small_gemm_factor", "gemm_half_rows"):
         assert getattr(shipped, knob) == pytest.approx(getattr(fitted, knob), rel=2e-3), knob
     assert shipped.fixed_time_s == pytest.approx(fitted.fixed_time_s, abs=1e-6)
+    assert shipped.memory_basis == fitted.memory_basis == "usable"
 
 
 def test_validate_plot(tmp_path):

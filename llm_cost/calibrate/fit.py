@@ -23,8 +23,13 @@ KNOBS: dict[str, tuple[float, float, float]] = {
     "fp8_compute_factor": (0.05, 1.0, 1.0),
     "fixed_time_s": (0.0, 0.05, 1e-3),  # per pass: seconds, seen in ms
     "fixed_time_per_layer_s": (0.0, 1e-3, 1e-6),  # per layer per pass: seen in microseconds
+    "small_gemm_factor": (0.02, 1.0, 1.0),
+    "gemm_half_rows": (0.0, 4096.0, 100.0),  # rows, seen in hundreds
 }
 DEFAULT_FREE = tuple(KNOBS)
+# Where a knob's fit starts when its base value is neutral and the neutral value is a flat spot
+# (the GEMM ramp does nothing while either of its two knobs is neutral).
+START = {"small_gemm_factor": 0.5, "gemm_half_rows": 128.0}
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     from scipy.optimize import least_squares
 
     free = check_free(free)
+    base = base.with_(memory_basis="usable")  # a calibrated profile counts what the driver reports
     used = [p for p in points if predict(p, base).covered]
     if not used:
         raise InvalidValueError("calibrate: no point of the file can be predicted, nothing to fit")
@@ -66,7 +72,10 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
         return FitResult(base.with_(name=name), len(used), _rms(used, base))
     lows = [KNOBS[k][0] / KNOBS[k][2] for k in free]
     highs = [KNOBS[k][1] / KNOBS[k][2] for k in free]
-    x0 = [min(max(getattr(base, k) / KNOBS[k][2], lo), hi) for k, lo, hi in zip(free, lows, highs)]
+    neutral = Profile("neutral")
+    x0 = [(START[k] if k in START and getattr(base, k) == getattr(neutral, k) else getattr(base, k)) / KNOBS[k][2]
+          for k in free]
+    x0 = [min(max(v, lo), hi) for v, lo, hi in zip(x0, lows, highs)]
     x0 = [min(max(v, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for v, lo, hi in zip(x0, lows, highs)]
     res = least_squares(lambda x: _residuals(used, base, free, x), x0, bounds=(lows, highs),
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
@@ -82,11 +91,12 @@ def _rms(points, profile: Profile) -> float:
 def acting_knobs(points, base: Profile, free) -> tuple[str, ...]:
     """The knobs of `free` that change some point's prediction (FP8's factor needs an FP8 row, the
     weight-only factor an INT4/INT8 row): a knob no point sees keeps `base`'s value, unfitted."""
-    ref = _residuals(points, base, (), [])
+    mid = base.with_(**{k: 0.5 * (KNOBS[k][0] + KNOBS[k][1]) for k in free})  # every free knob acting
+    ref = _residuals(points, mid, (), [])
     acting = []
     for k in free:
         low, high, _ = KNOBS[k]
-        probe = base.with_(**{k: low + 0.5 * (high - low) if getattr(base, k) != low + 0.5 * (high - low) else high})
+        probe = mid.with_(**{k: low + 0.25 * (high - low)})
         if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, probe, (), []))):
             acting.append(k)
     return tuple(acting)

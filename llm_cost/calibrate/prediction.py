@@ -11,7 +11,7 @@ OSL - 1 decode steps at a growing context) on the row's deployment, weights and 
     e2e_latency_ms                   TTFT + (OSL - 1) TPOT
     output_tok_per_s_total           B x OSL / e2e at the largest batch that fits (saturation)
     decode_tok_per_s                 OSL / (OSL decode steps after ISL cached tokens)  (llama-bench tg)
-    prefill_tok_per_s                B x ISL / prefill                                 (llama-bench pp)
+    prefill_tok_per_s                B x ISL / prefill in passes of 512 tokens        (llama-bench pp)
 
 A closed loop of B requests of fixed lengths (`concurrency`) runs as a static batch of B; a Poisson
 `request rate` is served by the continuous-batching simulator (`serving.simulate`).
@@ -29,6 +29,7 @@ from llm_cost.specs.deployment import Deployment
 from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
 
 SIM_REQUESTS = 200  # Poisson arrivals simulated for a `request rate` row
+LLAMA_BENCH_UBATCH = 512  # llama-bench's default n_ubatch: a pp prompt runs in passes of 512 tokens
 RATE_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
                 "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
 
@@ -140,7 +141,8 @@ def _value(p: Point, model, gpu, profile) -> float:
 
 
 def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
-    """llama-bench: tg = OSL decode steps after ISL cached tokens; pp = the prefill of ISL tokens."""
+    """llama-bench: tg = OSL decode steps after ISL cached tokens; pp = the prefill of ISL tokens in
+    passes of its default micro-batch (n_ubatch 512), each attending to the tokens before it."""
     from llm_cost.parallel import deployed_pass_cost
     from llm_cost.requests.phases import decode_steps, prefill_s
 
@@ -148,7 +150,7 @@ def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
     if p.metric == "prefill_tok_per_s":
         if p.isl < 1:
             raise _NotCovered("prefill_tok_per_s needs isl >= 1")
-        seconds = prefill_s(cost, batch, p.isl, None, profile.count_kv)[0]
+        seconds = prefill_s(cost, batch, p.isl, LLAMA_BENCH_UBATCH, profile.count_kv)[0]
         return batch * p.isl / seconds
     import numpy as np
 

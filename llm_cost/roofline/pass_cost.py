@@ -13,6 +13,14 @@ pipeline stage, and the pass crosses `stages` of them and the collectives:
 stage hand-off waits for its stage). One GPU: stages 1, no communication, and T is the formula
 above bit for bit.
 
+GEMMs of few rows reach less of the peak than a prefill's (`Profile.small_gemm_factor` r and
+`gemm_half_rows` h; neutral by default, and then skipped): a GEMM of m rows runs at
+eta_f ramp(m), ramp(m) = r + (1 - r) m / (m + h), so rows x row_flops becomes
+rows / ramp(rows) x row_flops in the compute time. A routed expert's GEMMs see only its own rows,
+m_e = rows x k / E(rows) (E the experts those rows touch), so the experts' share s of row_flops
+runs at ramp(m_e): (1 - s) rows / ramp(rows) + s rows / ramp(m_e). Attention pairs stay at eta_f;
+`flops` still counts the FLOPs done.
+
 (symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
 window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
 (`windowed_pass`) counts kv_tokens and pairs in all-layer units, the windowed layers' share
@@ -163,6 +171,12 @@ def shared_bytes_read(wb: WeightBytes, profile: Profile) -> float:
     return read
 
 
+def _expert_share(model: ModelSpec) -> float:
+    """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
+    pc = param_counts(model)
+    return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active
+
+
 @dataclass(frozen=True)
 class PassCost:
     """The time model as coefficients: the one place T is evaluated (formula in the module doc)."""
@@ -192,6 +206,10 @@ class PassCost:
     handoff_fixed_s: float = 0.0
     handoff_row_s: float = 0.0
     overlap_comm: bool = False
+    # The profile's GEMM ramp (r, h: module doc; r = 1 is none) and the routed experts' share of row_flops.
+    small_gemm_factor: float = 1.0
+    gemm_half_rows: float = 0.0
+    expert_flops_share: float = 0.0
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -230,7 +248,30 @@ class PassCost:
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
             experts_per_token=moe.experts_per_token if moe else 0,
-            kv_windows=windows, num_layers=model.num_layers if windows else 0)
+            kv_windows=windows, num_layers=model.num_layers if windows else 0,
+            small_gemm_factor=profile.small_gemm_factor, gemm_half_rows=profile.gemm_half_rows,
+            expert_flops_share=_expert_share(model) if moe else 0.0)
+
+    @property
+    def ramped(self) -> bool:
+        """GEMMs of few rows run below `flops_per_s` (the profile's small_gemm_factor < 1, h > 0)."""
+        return self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0
+
+    def gemm_rows(self, rows):
+        """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
+        rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); `rows`
+        itself without a ramp."""
+        if not self.ramped:
+            return rows
+        h, r = self.gemm_half_rows, self.small_gemm_factor
+        dense = rows * (rows + h) / (rows + r * h)
+        if not self.expert_flops_share:
+            return dense
+        routed = rows * self.expert_rows_scale
+        m = routed * self.experts_per_token / expected_experts_touched(self.num_experts, self.experts_per_token,
+                                                                       routed)  # rows per touched expert
+        s = self.expert_flops_share
+        return (1.0 - s) * dense + s * rows * (m + h) / (m + r * h)
 
     def uniform_terms(self, rows, batch, context):
         """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
@@ -291,8 +332,9 @@ class PassCost:
         return (self.weight_bytes_read(rows) + kv_tokens * self.kv_token_bytes) / self.bytes_per_s
 
     def compute_s(self, rows, pairs):
-        """Seconds of arithmetic for `rows` rows and `pairs` attention pairs."""
-        seconds = self.flops(rows, pairs)  # a fresh number or array
+        """Seconds of arithmetic for `rows` rows and `pairs` attention pairs (GEMMs on the ramp:
+        `gemm_rows`)."""
+        seconds = self.flops(self.gemm_rows(rows) if self.ramped else rows, pairs)  # a fresh number or array
         try:
             seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
         except TypeError:  # an integer array
@@ -320,7 +362,8 @@ class PassCost:
         kv_bytes = kv_tokens * self.kv_token_bytes
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
-                        compute_s=flops / self.flops_per_s, fixed_s=self.fixed_s,
+                        compute_s=self.compute_s(rows, pairs) if self.ramped else flops / self.flops_per_s,
+                        fixed_s=self.fixed_s,
                         comm_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
 
@@ -334,7 +377,7 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        if self.deployed:  # a deployment: the plain path (sweeps of deployments are not the hot loop)
+        if self.deployed or self.ramped:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
             return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
