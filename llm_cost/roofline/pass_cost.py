@@ -218,6 +218,9 @@ class PassCost:
         # Derived attributes, not fields, so that a hot loop reads them at attribute speed.
         object.__setattr__(self, "kv_token_s", self.kv_token_bytes / self.bytes_per_s)
         object.__setattr__(self, "pair_s", self.pair_flops / self.flops_per_s)
+        # GEMMs of few rows run below flops_per_s (a profile's small_gemm_factor < 1 and h > 0): an
+        # attribute, not a property, read on every pass of the simulator's loops.
+        object.__setattr__(self, "ramped", self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0)
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
@@ -251,11 +254,6 @@ class PassCost:
             kv_windows=windows, num_layers=model.num_layers if windows else 0,
             small_gemm_factor=profile.small_gemm_factor, gemm_half_rows=profile.gemm_half_rows,
             expert_flops_share=_expert_share(model) if moe else 0.0)
-
-    @property
-    def ramped(self) -> bool:
-        """GEMMs of few rows run below `flops_per_s` (the profile's small_gemm_factor < 1, h > 0)."""
-        return self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0
 
     def gemm_rows(self, rows):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
