@@ -37,13 +37,14 @@ LECTURE = PRESETS["lecture"]
 # ---- default rows unchanged ---------------------------------------------------------------------
 
 def test_capacity_library_same_with_and_without_a_one_gpu_deployment():
-    plain = kv_capacity(GPT3_13B, A100, reserve=0.1)
-    assert plain == kv_capacity(GPT3_13B, A100, reserve=0.1, deployment=Deployment())
-    assert plain == kv_capacity(GPT3_13B, A100, deployment=Deployment(reserve=0.1))
+    lecture = Deployment(memory_basis="marketed")  # the lecture's 40e9 bytes (its preset's basis)
+    plain = kv_capacity(GPT3_13B, A100, reserve=0.1, deployment=lecture)
+    assert plain == kv_capacity(GPT3_13B, A100, deployment=Deployment(reserve=0.1, memory_basis="marketed"))
+    assert plain == kv_capacity(GPT3_13B, A100, reserve=0.1, deployment=Deployment().following(PRESETS["lecture"]))
     assert (plain.kv_tokens, plain.memory_bytes, plain.memory_basis) == (12_564, 40e9, "marketed")
     assert plain.weight_bytes_per_gpu == plain.weight_bytes and plain.kv_tokens_total == 12_564
-    row = capacity_row(GPT3_13B, A100, reserve=0.1, prompt=272, max_gen=64.5)
-    assert row == capacity_row(GPT3_13B, A100, reserve=0.1, prompt=272, max_gen=64.5, deployment=Deployment())
+    row = capacity_row(GPT3_13B, A100, reserve=0.1, prompt=272, max_gen=64.5, deployment=lecture)
+    assert row["kv_tokens"] == 12_564 and row["memory_basis"] == "marketed"
     assert set(CAPACITY_KEYS) <= set(row)
 
 
@@ -252,8 +253,9 @@ def test_pipeline_runs_one_batch_in_flight():
        gpu=st.sampled_from(["h100-sxm", "h200", "a100-80gb"]))
 def test_more_gpus_never_lower_a_replicas_kv_tokens(reserve, kv_dtype, weights, usable, gpu):
     acc, fmt = load_accelerator(gpu), weight_format(weights)
-    tokens = [kv_capacity(LLAMA_70B, acc, weights=fmt, usable_memory=usable,
-                          deployment=Deployment(tp=tp, reserve=reserve, kv_dtype=kv_dtype)).kv_tokens
+    basis = "usable" if usable else "marketed"
+    tokens = [kv_capacity(LLAMA_70B, acc, weights=fmt,
+                          deployment=Deployment(tp=tp, reserve=reserve, kv_dtype=kv_dtype, memory_basis=basis)).kv_tokens
               for tp in (1, 2, 4, 8)]
     assert tokens == sorted(tokens)
     assert tokens[2] > 0  # 4 GPUs hold the 70B in any of these formats

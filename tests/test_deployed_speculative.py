@@ -179,15 +179,18 @@ def test_bad_deployments_are_one_line(cmd):
 
 # ---- the best-gamma search skips what does not fit --------------------------------------------
 
+USABLE = Deployment(memory_basis="usable")  # 81,559 MiB: the figures below are on the driver's memory
+
+
 def test_best_gamma_skips_unfit_gammas_and_counts_them():
-    kw = dict(alpha=0.9, c=0.01, batch=64, context=7240)
+    kw = dict(alpha=0.9, c=0.01, batch=64, context=7240, deployment=USABLE)
     best = best_gamma(*ARTICLE, **kw)
     every = best_gamma(*ARTICLE, skip_unfit=False, **kw)
     assert (int(best.gamma), best.gamma_skipped_unfit) == (2, 14) and every.gamma == 4
-    assert verification_fit("llama-3-8b", "h100-sxm", rows=64 * 3, batch=64, context=7240).fits
-    assert not verification_fit("llama-3-8b", "h100-sxm", rows=64 * 4, batch=64, context=7240).fits
+    assert verification_fit("llama-3-8b", "h100-sxm", USABLE, rows=64 * 3, batch=64, context=7240).fits
+    assert not verification_fit("llama-3-8b", "h100-sxm", USABLE, rows=64 * 4, batch=64, context=7240).fits
     # arrays: one count per cell; where even plain decoding does not fit nothing is left out
-    arr = best_gamma(*ARTICLE, alpha=0.9, c=0.01, batch=[1, 64, 256], context=7240)
+    arr = best_gamma(*ARTICLE, alpha=0.9, c=0.01, batch=[1, 64, 256], context=7240, deployment=USABLE)
     assert arr.gamma_skipped_unfit.tolist() == [0, 14, 0] and arr.gamma[1] == 2
 
 
@@ -199,7 +202,7 @@ def test_best_gamma_everything_fitting_is_unchanged():
 
 
 def test_spec_says_how_many_gammas_it_skipped():
-    args = ("spec", "--alpha", 0.9, "--c", 0.01, "--gamma", 2, "--batch", 64, "--context", 7240)
+    args = ("spec", "--alpha", 0.9, "--c", 0.01, "--gamma", 2, "--batch", 64, "--context", 7240, "--usable-memory")
     rows = rows_of(*args)
     assert [(r["gamma_opt"], r["gamma_skipped_unfit"]) for r in rows] == [(2, 14), (2, 14)]
     assert all(r["fits"] for r in rows)

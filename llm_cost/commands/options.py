@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from dataclasses import dataclass, fields
 from typing import Annotated, List, Optional
 
 import typer
@@ -27,11 +30,65 @@ Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson ar
 Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
 Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
 
-# A deployment (every timing command): `parse.deployment` turns these into a `Deployment`.
+# A deployment (every timing command): declared once here, added to a command by `deployment_options`,
+# turned into a `Deployment` by `parse.deployment`.
 Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per pipeline stage (divides the heads).")]
 Pp = Annotated[int, typer.Option("--pp", help="Pipeline stages (layers split in balanced stages).")]
 Ep = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks of a MoE's routed experts (divides or is a multiple of --tp).")]
 Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica).")]
-KvDtype = Annotated[str, typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4.")]
+KvDtype = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 OverlapComm = Annotated[bool, typer.Option("--overlap-comm/--no-overlap-comm", help="Hide collectives behind compute (default: they add).")]
 Strict = Annotated[bool, typer.Option("--strict", help="Exit 2 when a deployment does not fit (memory or context).")]
+UsableMemory = Annotated[Optional[bool], typer.Option(
+    "--usable-memory/--marketed-memory",
+    help="The GPU memory every fit and KV capacity counts: usable (what the driver reports: 81,559 MiB on an "
+         "80GB H100) or marketed (80e9 bytes). Default: the profile's (the documents' presets marketed, "
+         "measured usable).")]
+
+
+@dataclass(frozen=True)
+class DeploymentArgs:
+    """The deployment options as given on the command line (`deployment_options`)."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    gpus: Optional[int] = None
+    kv_dtype: Optional[str] = None  # None: bf16 (or what a command's --kv-bytes says)
+    overlap_comm: bool = False
+    usable_memory: Optional[bool] = None  # None: the profile's memory basis
+    strict: bool = False
+
+
+DEPLOYMENT_OPTIONS = {"tp": Tp, "pp": Pp, "ep": Ep, "gpus": Gpus, "kv_dtype": KvDtype, "overlap_comm": OverlapComm,
+                      "usable_memory": UsableMemory, "strict": Strict}
+DEPLOYMENT_PARAMETER = "deploy"
+AS_GIVEN = DeploymentArgs()  # a command's `deploy` default: no deployment option given
+
+
+def deployment_options(fn):
+    """Give command `fn` the deployment options in place of its `deploy` parameter, which then
+    receives them as one `DeploymentArgs`: `--tp --pp --ep --gpus --kv-dtype --overlap-comm
+    --usable-memory/--marketed-memory --strict`, declared once (`DEPLOYMENT_OPTIONS`).
+
+    Typer reads the options from the signature this sets (`__signature__`, `__annotations__`).
+    """
+    signature = inspect.signature(fn, eval_str=True)  # the command's Annotated options, resolved
+    names = list(signature.parameters)
+    if DEPLOYMENT_PARAMETER not in names:
+        raise TypeError(f"{fn.__name__} needs a {DEPLOYMENT_PARAMETER!r} parameter for the deployment options")
+    kind = signature.parameters[DEPLOYMENT_PARAMETER].kind
+    added = [inspect.Parameter(f.name, kind, default=f.default, annotation=DEPLOYMENT_OPTIONS[f.name])
+             for f in fields(DeploymentArgs)]
+    at = names.index(DEPLOYMENT_PARAMETER)
+    params = list(signature.parameters.values())
+    params[at:at + 1] = added
+
+    @functools.wraps(fn)
+    def with_deployment(*args, **kw):
+        given = {name: kw.pop(name) for name in DEPLOYMENT_OPTIONS if name in kw}
+        return fn(*args, **{DEPLOYMENT_PARAMETER: DeploymentArgs(**given)}, **kw)
+
+    with_deployment.__signature__ = signature.replace(parameters=params)
+    with_deployment.__annotations__ = {p.name: p.annotation for p in params}
+    return with_deployment

@@ -134,20 +134,25 @@ def hits(text: str):
         raise InvalidValueError(f"--hits: {err}") from None
 
 
-def deployment(tp: int = 1, pp: int = 1, ep: int = 1, gpus: int | None = None, kv_dtype: str = "bf16",
-               overlap_comm: bool = False, reserve: float | None = None):
-    """`--tp --pp --ep --gpus --kv-dtype --overlap-comm` (and `--reserve` where a command has it): a
-    `Deployment`, checked (tp x pp at most --gpus and dividing it)."""
+def deployment(args, profile=None, reserve: float | None = None, kv_dtype: str | None = None):
+    """The deployment options (`options.DeploymentArgs`: --tp --pp --ep --gpus --kv-dtype --overlap-comm
+    --usable-memory/--marketed-memory) and `--reserve` where a command has it: a `Deployment`, checked
+    (tp x pp at most --gpus and dividing it), on `profile`'s memory basis unless a flag names one;
+    `kv_dtype` replaces --kv-dtype (a command that also reads --kv-bytes)."""
     from llm_cost.specs.deployment import DEFAULT_RESERVE, Deployment
 
+    tp, pp, gpus = args.tp, args.pp, args.gpus
     if gpus is not None:
         check_number("gpus", gpus, low=1, integer=True)
         for name, degree in (("tp", tp), ("pp", pp)):
             check_number(name, degree, low=1, integer=True)
         if tp * pp > gpus:
             raise InvalidValueError(f"tp x pp = {tp * pp} exceeds gpus = {gpus}", params=("tp", "pp", "gpus"))
-    return Deployment(tp=tp, pp=pp, ep=ep, gpus=gpus or 0, kv_dtype=str(kv_dtype).lower(),
-                      overlap_comm=overlap_comm, reserve=DEFAULT_RESERVE if reserve is None else reserve)
+    basis = None if args.usable_memory is None else ("usable" if args.usable_memory else "marketed")
+    out = Deployment(tp=tp, pp=pp, ep=args.ep, gpus=gpus or 0, kv_dtype=str(kv_dtype or args.kv_dtype or "bf16").lower(),
+                     overlap_comm=args.overlap_comm, reserve=DEFAULT_RESERVE if reserve is None else reserve,
+                     memory_basis=basis)
+    return out if profile is None else out.following(profile)
 
 
 def cached_new(text: str) -> tuple[int, int]:

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, FixedMs, Format, Mfu, Preset
+from llm_cost.commands.options import BwEff, FixedMs, Format, Mfu, Preset, UsableMemory
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import PRESETS
@@ -78,6 +78,7 @@ def plan_cmd(
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
+    usable_memory: UsableMemory = None,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -88,6 +89,8 @@ def plan_cmd(
     from llm_cost.commands import parse
 
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    if usable_memory is not None:  # the fits' memory, else the profile's
+        prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                                tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
                                max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, max_tp=max_tp,

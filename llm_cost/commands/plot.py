@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Annotated, List, Optional
 
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import BwEff
+from llm_cost.commands.options import AS_GIVEN, BwEff, DeploymentArgs, deployment_options
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
+# The deployment options a figure of one GPU's passes takes (--gpus is the plan's budget there)
+SPLIT = {"tp", "pp", "ep", "kv_dtype", "overlap_comm", "usable_memory"}
 # The options each kind reads; any other option given is an error rather than silently ignored.
 USES = {
-    "roofline": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "gamma", "batch", "max_rows"},
+    "roofline": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "gamma", "batch", "max_rows"} | SPLIT,
     "spec-vs-batch": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "weights", "alpha", "gamma", "c",
-                      "batch", "batch_max"},
+                      "batch", "batch_max"} | SPLIT,
     "gamma": {"alpha", "c", "gamma_max"},
-    "tree": {"model", "gpu", "preset", "context", "weights", "widths", "hits", "batch", "c"},
+    "tree": {"model", "gpu", "preset", "context", "weights", "widths", "hits", "batch", "c"} | SPLIT,
     "batching": {"model", "gpu", "preset", "weights", "reserve", "scheduler", "max_batch", "rate", "requests",
-                 "seed", "slo_ms"},
+                 "seed", "slo_ms", "gpus"} | SPLIT,
     "plan": {"model", "gpu", "preset", "weights", "batch", "alpha", "c", "gpus", "isl", "osl", "ttft_ms", "tpot_ms"},
     "validation": {"points", "preset"},
 }
@@ -75,6 +78,7 @@ def _flag(name: str) -> str:
 
 @command("plot", epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline --model "
                         "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
+@deployment_options
 def plot_cmd(
     kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching, plan or validation.")],
     output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
@@ -101,19 +105,22 @@ def plot_cmd(
     seed: Annotated[Optional[int], typer.Option(help="batching: seed of the workload.")] = None,
     reserve: Annotated[Optional[float], typer.Option(help="batching: fraction of GPU memory held back, in [0, 1).")] = None,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="batching: draw a per-token latency target (ms).")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", help="plan: GPUs at most.")] = None,
     isl: Annotated[Optional[int], typer.Option("--isl", help="plan: prompt tokens per request.")] = None,
     osl: Annotated[Optional[int], typer.Option("--osl", help="plan: output tokens per request.")] = None,
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="plan: TTFT target (ms).")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="plan: TPOT target (ms).")] = None,
     points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
+    deploy: DeploymentArgs = AS_GIVEN,
 ) -> None:
     """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
 
     Each kind takes the options of its table command (roofline, spec, gamma, tree, batching) and
     its defaults: roofline and spec-vs-batch llama-3-8b on h100-sxm, preset article; tree
     llama-3.1-8b on h100-sxm, preset lecture, context 1024; batching gpt-3-13b on a100-40gb,
-    preset lecture, 500 requests per rate. An option the kind does not use is an error.
+    preset lecture, 500 requests per rate. An option the kind does not use is an error. roofline,
+    spec-vs-batch, tree and batching take the deployment options (--tp --pp --ep --kv-dtype
+    --overlap-comm --usable-memory; batching also --gpus): one GPU's passes, as their commands
+    print them; plan reads --gpus as the GPUs it may use.
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.commands.parse import choice
@@ -123,15 +130,17 @@ def plot_cmd(
     values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
                   alpha=alpha, gamma=gamma, c=c, batch=batch, batch_max=batch_max, gamma_max=gamma_max,
                   max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
-                  requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, gpus=gpus, isl=isl, osl=osl,
+                  requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, isl=isl, osl=osl,
                   ttft_ms=ttft_ms, tpot_ms=tpot_ms, points=points)
     given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
+    given.update({f.name: getattr(deploy, f.name) for f in fields(DeploymentArgs)
+                  if getattr(deploy, f.name) != getattr(AS_GIVEN, f.name)})
     unused = sorted(set(given) - USES[kind])
     if unused:
         raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "
                                 f"{', '.join(_flag(n) for n in sorted(USES[kind]))}")
     path = check_output(output)
-    o = {**defaults(kind), **given}
+    o = {**defaults(kind), **given, "deploy": deploy}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
             "batching": _batching, "plan": _plan, "validation": _validation}[kind]
     written = draw(o, path)
@@ -163,9 +172,10 @@ def _roofline(o: dict, path):
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     prof = parse.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
     g = _single(o, "gamma")
+    dep = parse.deployment(o["deploy"], prof)
     series = roofline_series(spec, acc, prof, gamma=g, batches=o["batch"], context=o["context"],
-                             max_rows=o["max_rows"])
-    return plots.roofline(series, path, gamma=g, title=f"T(m): {spec.name} on {acc.name}, preset {prof.name}, "
+                             max_rows=o["max_rows"], deployment=dep)
+    return plots.roofline(series, path, gamma=g, title=f"T(m): {spec.name} on {acc.name}{dep.label}, preset {prof.name}, "
                                                       f"context {o['context']}")
 
 
@@ -178,9 +188,10 @@ def _spec_vs_batch(o: dict, path):
     spec, acc, base = _specs(o)
     profiles = [base.with_(compute_efficiency=m) for m in mfu_values(base, o.get("mfu"))]
     weight_format = parse.weights(o["weights"])
+    dep = parse.deployment(o["deploy"], base)
     curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
-                           batch_max=o["batch_max"], context=o["context"], weights=weight_format)
-    return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}, "
+                           batch_max=o["batch_max"], context=o["context"], weights=weight_format, deployment=dep)
+    return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}{dep.label}, "
                                                    f"{o['weights']}, preset {o['preset']}, context {o['context']}")
 
 
@@ -200,9 +211,10 @@ def _tree(o: dict, path):
     spec, acc, prof = _specs(o)
     c = _single(o, "c")
     widths = [parse.widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
+    dep = parse.deployment(o["deploy"], prof)
     points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(o["hits"]), batches=o["batch"],
-                         c=c, context=o["context"], weights=parse.weights(o["weights"]))
-    return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}, preset {prof.name}, context "
+                         c=c, context=o["context"], weights=parse.weights(o["weights"]), deployment=dep)
+    return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}{dep.label}, preset {prof.name}, context "
                                           f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
 
 
@@ -218,8 +230,9 @@ def _batching(o: dict, path):
     check_number("requests", o["requests"], low=1, high=10_000, integer=True)
     slo = parse.seconds("slo_ms", o.get("slo_ms"), positive=True)
     spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    replica = Replica.from_specs(spec, acc, parse.profile(o["preset"]), reserve=o["reserve"],
-                               weights=parse.weights(o["weights"]))
+    prof = parse.profile(o["preset"])
+    replica = Replica.from_specs(spec, acc, prof, reserve=o["reserve"], weights=parse.weights(o["weights"]),
+                                 deployment=parse.deployment(o["deploy"], prof, o["reserve"]))
     wl = poisson_workload(o["requests"], 1.0, seed=o["seed"])
     curves = batching_curves(wl, replica, schedulers=o["scheduler"], max_batches=o["max_batch"],
                              rates=o.get("rate") or DEFAULT_RATES)

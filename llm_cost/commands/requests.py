@@ -8,8 +8,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, Mfu, ModelOpt, OverlapComm,
-                                       Pp, Preset, Strict, Tp, Weights)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
+                                       Mfu, ModelOpt, Preset, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 
@@ -31,6 +31,7 @@ PRICE_COLUMNS = [
 
 @command("request", epilog="Example: llm-cost request --model llama-3-70b --tp 4 --batch 1 --batch 32 --isl 4096 "
                            "--osl 256 --usd-per-gpu-hour 2.5")
+@deployment_options
 def request_cmd(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
@@ -49,13 +50,7 @@ def request_cmd(
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtype = "bf16",
-    overlap_comm: OverlapComm = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: Format = "table",
 ) -> None:
     """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
@@ -72,7 +67,7 @@ def request_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
-    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    deployment = parse.deployment(deploy, prof)
     speculation = None
     if spec_alpha is not None and tau is not None:
         raise InvalidValueError("--spec-alpha and --tau exclude each other: give the acceptance rate or the mean "
@@ -115,7 +110,7 @@ def request_cmd(
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
-    warn_unfit(rows, strict)
+    warn_unfit(rows, deploy.strict)
 
 
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "

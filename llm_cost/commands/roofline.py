@@ -7,8 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (BwEff, Ep, FixedMs, Format, GpuOpt, Gpus, KvDtype, KvOpt, Mfu, ModelOpt,
-                                       OverlapComm, Pp, Preset, ReadEmb, Strict, Tp, Weights)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
+                                       KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -27,6 +27,7 @@ ROOFLINE_COLUMNS = [
 
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
                             "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
+@deployment_options
 def roofline_cmd(
     model: ModelOpt = ARTICLE_SETTING.model,
     gpu: GpuOpt = ARTICLE_SETTING.gpu,
@@ -40,13 +41,7 @@ def roofline_cmd(
     read_embedding: ReadEmb = None,
     kv: KvOpt = None,
     weights: Weights = "bf16",
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtype = "bf16",
-    overlap_comm: OverlapComm = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: Format = "table",
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows; on --tp/--pp/--ep
@@ -59,7 +54,7 @@ def roofline_cmd(
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
     weight_format = parse.weights(weights)
-    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    deployment = parse.deployment(deploy, prof)
     result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
                                     weights=weight_format, deployment=deployment)
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
@@ -67,4 +62,4 @@ def roofline_cmd(
         note(ignored)
     emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption,
          title=f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
-    warn_unfit(result, strict)
+    warn_unfit(result, deploy.strict)

@@ -7,8 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (Ep, Format, GpuOpt, Gpus, KvTokens, MaxLen, ModelOpt, OverlapComm, Pp, Preset,
-                                       Rates, Requests, Reserve, Seed, Strict, Tp, Weights)
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, Format, GpuOpt, KvTokens, MaxLen,
+                                       ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -20,7 +20,6 @@ from llm_cost.report.render import Column, fixed
 # when they agree; None = not given (`kv_settings`)
 KvBytesOpt = Annotated[Optional[float], typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")]
 KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
-UsableMemory = Annotated[bool, typer.Option("--usable-memory/--marketed-memory", help="Capacity from the memory a program can use (an 80GB H100: 81,559 MiB) instead of the marketed figure (default, the lecture's: 40e9 bytes for an A100 40GB).")]
 
 
 def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, float | None]:
@@ -71,6 +70,7 @@ CAPACITY_DRAFT_COLUMNS = [
 
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
                             "--prompt 272 --max-gen 512 --gen 64.5")
+@deployment_options
 def capacity_cmd(
     model: ModelOpt = LECTURE_SERVING.model,
     gpu: GpuOpt = LECTURE_SERVING.gpu,
@@ -81,23 +81,17 @@ def capacity_cmd(
     max_len: MaxLen = None,
     weights: Weights = "bf16",
     kv_bytes: KvBytesOpt = None,
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtypeOpt = None,
-    overlap_comm: OverlapComm = False,
-    usable_memory: UsableMemory = False,
+    preset: Annotated[str, typer.Option("--preset", "--profile", help="Profile whose memory basis counts (the lecture's: marketed), or a profile JSON file.")] = LECTURE_SERVING.preset,
+    deploy: DeploymentArgs = AS_GIVEN,
     draft: Annotated[Optional[str], typer.Option("--draft", help="A draft model beside the target: its weights and K/V per token come out of the capacity (rows say how many sequences it costs).")] = None,
-    strict: Strict = False,
     fmt: Format = "table",
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy; on
     --tp/--pp GPUs one replica's (per GPU: its share of the weights and of each token's K/V) and
     in all (x replicas = --gpus / (tp x pp)).
 
-    Memory is the marketed figure (memory_bytes: 40e9 for an A100 40GB, the lecture's) unless
-    --usable-memory; the rows say which (memory_basis). --overlap-comm changes no capacity. A
+    Memory is the profile's (--preset; the lecture's: the marketed 40e9 bytes of an A100 40GB) unless
+    --usable-memory or --marketed-memory says; the rows say which (memory_basis). --overlap-comm changes no capacity. A
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
 
@@ -109,20 +103,18 @@ def capacity_cmd(
     from llm_cost.report.serving_rows import capacity_row
 
     spec, acc = load_model(model), load_accelerator(gpu)
-    dtype, kv_el = kv_settings(kv_dtype, kv_bytes)
-    deployment = parse.deployment(tp, pp, ep, gpus, dtype, overlap_comm, reserve)
+    dtype, kv_el = kv_settings(deploy.kv_dtype, kv_bytes)
+    deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
     row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
-                       weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment,
-                       usable_memory=usable_memory)
+                       weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment)
     if draft is not None:
         from llm_cost.report.serving_rows import draft_fields
         from llm_cost.serving.draft_memory import draft_memory
 
         dmem = draft_memory(spec, load_model(draft), acc, reserve=reserve, weights=parse.weights(weights),
-                            kv_bytes_per_element=kv_el, deployment=deployment, usable_memory=usable_memory)
+                            kv_bytes_per_element=kv_el, deployment=deployment)
         row.update(draft_fields(dmem, tokens_per_sequence=prompt + row["gen"]))
-    basis = "usable" if usable_memory else ""
-    caption = (f"{reserve:.0%} of {basis + ' ' if basis else ''}memory held back. KV tokens a request holds: "
+    caption = (f"{reserve:.0%} of the {deployment.basis} memory held back. KV tokens a request holds: "
                f"at max len {row['max_len']:g}; "
                f"at prompt+max_gen {prompt:g} prompt + {max_gen:g} declared = {prompt + max_gen:g}; "
                f"with no reservation it grows to {prompt:g} prompt + {row['gen']:g} generated = "
@@ -141,11 +133,11 @@ def capacity_cmd(
                     f"{row['draft_kv_bytes_per_token']:.0f} bytes of K/V a token: {row['kv_tokens_with_draft']:,} "
                     f"tokens of both fit, {row['sequences_lost_to_draft']} sequences fewer with no reservation")
     if split:
-        caption += (f". Per GPU: 1/{tp * pp} of the weights (plus replicated K/V projections) and its share of "
+        caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
     emit([row], columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
          caption=caption)
-    warn_unfit([row], strict, suffix="")
+    warn_unfit([row], deploy.strict, suffix="")
 
 
 WASTE_COLUMNS = [
@@ -237,6 +229,7 @@ BATCHING_DEPLOYED_COLUMNS = [
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "
                             "--requests 2000 --seed 0; search: llm-cost batching --scheduler request "
                             "--max-batch 8 --slo-ms 45")
+@deployment_options
 def batching_cmd(
     scheduler: Annotated[str, typer.Option(help="request (whole batches, max-length reservation), iteration "
                                                 "(Orca: FCFS, declared reservation) or none (no reservation).")] = "iteration",
@@ -274,14 +267,7 @@ def batching_cmd(
     preset: Preset = LECTURE_SERVING.preset,
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtypeOpt = None,
-    overlap_comm: OverlapComm = False,
-    usable_memory: UsableMemory = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: Format = "table",
 ) -> None:
     """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use.
@@ -309,8 +295,8 @@ def batching_cmd(
                                 "search the highest rate whose per-token latency meets T ms")
     if rate and slo_ms is not None:
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
-    dtype, _ = kv_settings(kv_dtype, None)
-    deployment = parse.deployment(tp, pp, ep, gpus, dtype, overlap_comm, reserve)
+    dtype, _ = kv_settings(deploy.kv_dtype, None)
+    deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
     from llm_cost.commands.serving_engine import engine_wanted, run_engine
 
     if engine_wanted(reservation=reservation, trace=trace, arrivals=arrivals, concurrency=concurrency,
@@ -325,7 +311,7 @@ def batching_cmd(
         return
     replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
                                  reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
-                                 max_len=max_len, deployment=deployment, usable_memory=usable_memory)
+                                 max_len=max_len, deployment=deployment)
     wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
                           prompt=ORCA_PROMPT if prompt_len is None else _fixed_len("prompt_len", prompt_len),
                           output=ORCA_OUTPUT if output_len is None else _fixed_len("output_len", output_len),
@@ -353,14 +339,14 @@ def batching_cmd(
     columns = BATCHING_COLUMNS
     if not (deployment.is_single and deployment.replicas == 1):
         columns = columns + BATCHING_DEPLOYED_COLUMNS
-        caption += f"; one replica simulated ({tp * pp} GPUs"
+        caption += f"; one replica simulated ({deployment.gpus_per_replica} GPUs"
         caption += f"), tok/s (all) x {deployment.replicas} replicas" if deployment.replicas > 1 else ")"
-        if pp > 1:
+        if deployment.pp > 1:
             caption += f"; pipeline: {PIPELINE_NOTE}"
     if any(r["fits"] is False for r in rows):
         columns = columns + [FIT_COLUMN]
     emit(rows, columns, fmt, title=title, caption=caption)
-    warn_unfit(rows, strict)
+    warn_unfit(rows, deploy.strict)
 
 
 def _fixed_len(option: str, text: str) -> int:

@@ -120,8 +120,7 @@ def run_engine(o: dict) -> None:
             d_dep = draft_deployment_for(dspec, dep)
             draft_cost = deployed_cost(IterationCost.from_roofline(dspec, acc, profile), dspec, acc, parse.weights("bf16"),
                                        d_dep)
-            dmem = draft_memory(target, dspec, acc, reserve=o["reserve"], weights=weights, deployment=dep,
-                                usable_memory=o["usable_memory"])
+            dmem = draft_memory(target, dspec, acc, reserve=o["reserve"], weights=weights, deployment=dep)
             if kv_tokens is None:
                 if dmem.kv_tokens < 1:
                     raise InvalidValueError(f"{dspec.name} beside {target.name} leaves no K/V room on {acc.name}",
@@ -131,7 +130,7 @@ def run_engine(o: dict) -> None:
         spec = SpecConfig(gamma=gamma, alpha=alpha, c=o["c"] or 0.0, draft_cost=draft_cost, policy=policy,
                           off_above=off, seed=o["seed"], bursty=bursty)
     replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
-                                 max_len=o["max_len"], deployment=dep, usable_memory=o["usable_memory"], windowed=True)
+                                 max_len=o["max_len"], deployment=dep, windowed=True)
     config = ServeConfig(max_batch=o["max_batch"], reservation=o["reservation"] or "declared",
                          block_size=o["block_size"], watermark=o["watermark"], preemption=o["preemption"],
                          prefill_chunk=o["prefill_chunk"], spec=spec, pipeline=o["pipeline"] or "orca",
@@ -176,4 +175,4 @@ def run_engine(o: dict) -> None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     columns = SERVE_COLUMNS + (SPEC_COLUMNS if spec else []) + (DRAFT_COLUMNS if dmem else [])
     emit(rows, columns, o["fmt"], title=title, caption=caption)
-    warn_unfit(rows, o["strict"])
+    warn_unfit(rows, o["deploy"].strict)

@@ -7,8 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (BwEff, Ep, Format, GpuOpt, Gpus, KvDtype, ModelOpt, OverlapComm, Pp, Preset,
-                                       Strict, Tp, Weights)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, Format, GpuOpt, ModelOpt,
+                                       Preset, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
@@ -50,6 +50,7 @@ def _skipped(rows) -> int:
 @command("spec", epilog="Example: llm-cost spec --alpha 0.8 --gamma 4 --batch 1 --batch 64 --batch 128; "
                         "with a draft model: llm-cost spec --model llama-3.1-8b --draft llama-3.2-1b "
                         "--preset lecture --context 1024")
+@deployment_options
 def spec_cmd(
     alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable; default 0.8).")] = None,
     tau: Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length (tokens per round, as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")] = None,
@@ -66,13 +67,7 @@ def spec_cmd(
     context: Context = 0,
     weights: Weights = "bf16",
     gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma the best-gamma search tries.")] = 16,
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtype = "bf16",
-    overlap_comm: OverlapComm = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: Format = "table",
 ) -> None:
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1))); on
@@ -87,7 +82,7 @@ def spec_cmd(
     prof = parse.profile(preset, bw_eff=bw_eff)
     draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
                   if draft_preset is not None else None)
-    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    deployment = parse.deployment(deploy, prof)
     if tau and alpha:
         raise InvalidValueError("--alpha and --tau exclude each other: give the acceptance rate or the "
                                 "mean accepted length it is solved from")
@@ -121,7 +116,7 @@ def spec_cmd(
     emit(rows, columns, fmt, caption=caption,
          title=f"Speculative decoding: {target.name} on {acc.name}{deployment.label}, {weights.lower()}, "
                f"preset {prof.name}{drafted}")
-    warn_unfit(rows, strict, skipped=_skipped(rows), what="gamma")
+    warn_unfit(rows, deploy.strict, skipped=_skipped(rows), what="gamma")
 
 
 def _yes_no(value) -> str:
@@ -161,6 +156,7 @@ def gamma_cmd(
 
 @command("tree", epilog="Example: llm-cost tree --widths 1,1,1,1 --widths 4,2,2,1 --widths 8,4,2,1 "
                         "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
+@deployment_options
 def tree_cmd(
     widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
     hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
@@ -171,13 +167,7 @@ def tree_cmd(
     preset: Preset = LECTURE_DECODE.preset,
     context: Context = 1024,
     weights: Weights = "bf16",
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtype = "bf16",
-    overlap_comm: OverlapComm = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: Format = "table",
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
@@ -191,7 +181,7 @@ def tree_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset)
-    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm)
+    deployment = parse.deployment(deploy, prof)
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      weights=parse.weights(weights), deployment=deployment)
@@ -205,7 +195,7 @@ def tree_cmd(
         Column("chain_speedup", "chain (same depth)", fixed(2)),
     ], rows, deployment), fmt, title=f"Token trees: {spec.name} on {acc.name}{deployment.label}, preset {prof.name}, "
                                      f"context {context}, c {c:g} per level")
-    warn_unfit(rows, strict)
+    warn_unfit(rows, deploy.strict)
 
 
 @command("leviathan", epilog="Example: llm-cost leviathan --alpha 0.7 --gamma 3 --alpha 0.8 --gamma 4 --c-hat 0.1")

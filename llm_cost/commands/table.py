@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, warn_unfit
-from llm_cost.commands.options import Ep, GpuOpt, Gpus, KvDtype, OverlapComm, Pp, Reserve, Strict, Tp
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, GpuOpt, Reserve)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -19,6 +19,7 @@ FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, ma
 
 @command("table", epilog="Example: llm-cost table --format markdown; llm-cost table --model llama-3.1-8b "
                          "--model mixtral-8x7b --gpu h200 --context 8192 --format json")
+@deployment_options
 def table_cmd(
     model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = list(DEFAULT_MODELS),  # noqa: B006
     gpu: GpuOpt = DEFAULT_GPU,
@@ -31,14 +32,7 @@ def table_cmd(
     reserve: Reserve = DEFAULT_RESERVE,
     isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt tokens: adds the time to first token (one prompt's prefill).")] = None,
     usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million output tokens of the decode rows.")] = None,
-    tp: Tp = 1,
-    pp: Pp = 1,
-    ep: Ep = 1,
-    gpus: Gpus = None,
-    kv_dtype: KvDtype = "bf16",
-    overlap_comm: OverlapComm = False,
-    usable_memory: Annotated[bool, typer.Option("--usable-memory/--marketed-memory", help="Fits and largest batch from the memory the driver reports (81,559 MiB on an 80GB H100, what the timing commands' fit checks) instead of the marketed figure (default, the article's 80 GB).")] = False,
-    strict: Strict = False,
+    deploy: DeploymentArgs = AS_GIVEN,
     fmt: FormatMd = "table",
 ) -> None:
     """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
@@ -57,10 +51,9 @@ def table_cmd(
     from llm_cost.commands import parse
 
     specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
-    deployment = parse.deployment(tp, pp, ep, gpus, kv_dtype, overlap_comm, reserve)
+    deployment = parse.deployment(deploy, reserve=reserve)  # cost_row: the article's memory basis unless given
     rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
-                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
-                      usable_memory=usable_memory)
+                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
     split = deployment.label + (" (per GPU)" if deployment.label else "")
     title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
     unfit = [{"fits": False, "fit_note": f"{r['model']}: BF16 weights do not fit {acc.name}{split or ''} "
@@ -68,18 +61,18 @@ def table_cmd(
              for r in rows if not r["fits_bf16"]]
     if fmt in ("json", "csv"):
         render(rows, [], fmt)
-        _strict(unfit, strict)
+        _strict(unfit, deploy.strict)
         return
     view, columns = table_view(rows, contexts=context)
     notes = table_notes(rows)
     columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
     if fmt == "markdown":
         render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
-        _strict(unfit, strict)
+        _strict(unfit, deploy.strict)
         return
     render(view, columns, fmt, title=title)
     print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
-    _strict(unfit, strict)
+    _strict(unfit, deploy.strict)
 
 
 def _strict(unfit, strict: bool) -> None:

@@ -1,12 +1,14 @@
-"""Does a deployment fit? One GPU's weights + K/V + activation workspace against its usable memory
-less the reserve, and the context against the model's limit.
+"""Does a deployment fit? One GPU's weights + K/V + activation workspace against its memory (the
+profile's basis: `Deployment.memory_bytes`) less the reserve, and the context against the model's limit.
 
     needed    = weight_bytes_per_gpu + pp x batch x kv_bytes(model, context + rows / batch) x kv_share
                   x ceil(L / pp) / L + workspace
 
 (one GPU of the largest pipeline stage: its layers' K/V for each of the pp batches in flight, as the
 throughput counts them: `Deployment.batches_in_flight`)
-    available = usable_memory_bytes x (1 - reserve)
+    available = memory x (1 - reserve)     (memory: `Deployment.memory_bytes`: the marketed figure
+                                           by default and under the documents' presets, usable_memory_bytes
+                                           under `measured` and calibrated profiles)
 
 The workspace is an estimate (vLLM measures it by profiling a dummy batch; we count it): the live
 activations of one layer, reused layer after layer, for `rows` rows:
@@ -41,9 +43,10 @@ class Fit:
     weight_bytes: float  # this GPU's share of the weights
     kv_bytes: float  # this GPU's share of the batch's K/V (windowed layers capped)
     workspace_bytes: float  # activation workspace estimate (module doc)
-    available_bytes: float  # usable memory less the reserve
+    available_bytes: float  # the memory (on `memory_basis`) less the reserve
     context: float  # tokens per sequence after the pass: context + rows / batch
     context_limit: int  # the model's max_position_embeddings (0: unknown, not checked)
+    memory_basis: str  # what available_bytes counts from: "usable" or "marketed" memory
 
     def beside(self, other: "Fit") -> "Fit":
         """This fit with `other`'s model on the same GPUs (a draft beside its target): weights and K/V add,
@@ -77,7 +80,7 @@ class Fit:
         if not self.fits_memory:
             why.append(f"needs {self.needed_bytes / 1e9:.1f} GB per GPU (weights {self.weight_bytes / 1e9:.1f}, "
                        f"KV {self.kv_bytes / 1e9:.1f}, activations {self.workspace_bytes / 1e9:.1f}) of "
-                       f"{self.available_bytes / 1e9:.1f} GB usable after the reserve: short by "
+                       f"{self.available_bytes / 1e9:.1f} GB ({self.memory_basis}) after the reserve: short by "
                        f"{(self.needed_bytes - self.available_bytes) / 1e9:.1f} GB")
         if not self.fits_context:
             why.append(f"context {self.context:g} exceeds the model's limit of {self.context_limit} tokens")
@@ -105,5 +108,5 @@ def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *
     return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment),
                kv_bytes=deployment.pp * batch * per_sequence,
                workspace_bytes=workspace_bytes(model, rows, batch, deployment.tp),
-               available_bytes=gpu.memory_available_bytes * (1 - deployment.reserve),
+               available_bytes=deployment.available_bytes(gpu), memory_basis=deployment.basis,
                context=after, context_limit=model.max_position_embeddings)

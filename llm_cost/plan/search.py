@@ -208,7 +208,7 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         into_first[at] = _full(t.total_s, shape)[0]
 
     for gi, grp in enumerate(groups):
-        gpu, dep, w = grp.gpu, grp.deployment, grp.weights
+        gpu, dep, w = grp.gpu, grp.deployment.following(profile), grp.weights  # fits on the profile's memory
         key = (gpu.name, w.name, dep.kv_dtype)
         if key not in base_costs:  # one GPU's coefficients; the deployment's share is `deployed_cost`'s
             base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)

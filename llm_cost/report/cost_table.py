@@ -33,7 +33,7 @@ from typing import Sequence
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.counts import flops_per_token, kv_bytes, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_all, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, memory_basis_bytes, sequences_that_fit
+from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, sequences_that_fit
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, mtp_params, mtp_speedup
 from llm_cost.roofline import MAX_BATCH
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
@@ -57,7 +57,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
              c: float = DEFAULT_C,
              batch: int = 1, contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
              mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
-             isl: int | None = None, usd_per_gpu_hour: float | None = None, usable_memory: bool = False) -> dict:
+             isl: int | None = None, usd_per_gpu_hour: float | None = None) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
 
     Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
@@ -65,8 +65,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
     max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes;
     the deployment (tp, pp, ep, gpus, kv_dtype: times, K/V and fits are one GPU's, the largest batch
-    one replica's); `usable_memory`: fits and largest batch from the memory the driver reports (what
-    the timing commands' fit checks) instead of the marketed figure (the article's 80 GB); with `isl`, ttft_s_bf16/w4a16 (the prefill of one prompt of isl tokens); with
+    one replica's; its memory basis, else the article's marketed 80 GB: `Deployment.following`); with
+    `isl`, ttft_s_bf16/w4a16 (the prefill of one prompt of isl tokens); with
     a price, usd_per_million_output_tokens_bf16/w4a16 (the decode step's GPU-seconds over its B
     tokens, `requests.request.gpu_seconds`).
     """
@@ -84,8 +84,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
     contexts = _check_contexts(contexts)
     check_all("mtp_alphas", mtp_alphas, low=0, high=1)
-    deployment = dataclasses.replace(deployment or SINGLE_GPU, reserve=reserve)
     prof = THEORETICAL
+    deployment = dataclasses.replace(deployment or SINGLE_GPU, reserve=reserve).following(prof)
     p = param_counts(model)
     bf16, int4 = weight_bytes(model, BF16), weight_bytes(model, INT4_G128)
     kv_el = deployment.kv_bytes_per_element
@@ -115,14 +115,12 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     })
     row.update(_mtp_keys(model, gpu, prof, model.mtp_layers, mtp_alphas, batch, deployment))
     row.update(_request_keys(model, gpu, prof, deployment, batch, steps, isl, usd_per_gpu_hour))
-    memory, basis = memory_basis_bytes(gpu, usable_memory)
+    memory, basis = deployment.memory_bytes(gpu), deployment.basis
     row.update({"reserve_fraction": reserve, "memory_bytes": memory, "memory_basis": basis,
                 "usable_bytes": memory * (1 - reserve)})
     for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
-        row[f"fits_{name}"] = kv_capacity(model, gpu, weights=weights, deployment=deployment,
-                                          usable_memory=usable_memory).fits
-        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, weights=weights, deployment=deployment,
-                                                                   usable_memory=usable_memory)
+        row[f"fits_{name}"] = kv_capacity(model, gpu, weights=weights, deployment=deployment).fits
+        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, weights=weights, deployment=deployment)
                     for n in contexts})
     return row
 
@@ -174,11 +172,10 @@ def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, *, alpha: float = 
                gamma: int = DEFAULT_GAMMA, c: float = DEFAULT_C, batch: int = 1,
                contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
                mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
-               isl: int | None = None, usd_per_gpu_hour: float | None = None, usable_memory: bool = False) -> list[dict]:
+               isl: int | None = None, usd_per_gpu_hour: float | None = None) -> list[dict]:
     """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`)."""
     if not models:
         raise InvalidValueError("models needs at least one value", params=("models",))
     return [cost_row(m, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
-                     mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
-                     usable_memory=usable_memory)
+                     mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
             for m in models]

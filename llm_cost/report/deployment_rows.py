@@ -12,7 +12,7 @@ from llm_cost.specs.deployment import Deployment
 # Every row of a deployment has these keys (csv needs one header), in this order
 DEPLOYMENT_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "compute_dtype", "comm_time_s",
                    "weight_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "memory_needed_bytes",
-                   "memory_available_bytes", "fits", "fit_note", "tokens_per_s", "tokens_per_s_per_gpu")
+                   "memory_available_bytes", "memory_basis", "fits", "fit_note", "tokens_per_s", "tokens_per_s_per_gpu")
 
 
 def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment, weights: WeightFormat,
@@ -32,7 +32,7 @@ def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment
         "weight_bytes_per_gpu": fit.weight_bytes, "kv_bytes_per_gpu": fit.kv_bytes,
         "workspace_bytes_per_gpu": fit.workspace_bytes,
         "memory_needed_bytes": fit.needed_bytes, "memory_available_bytes": fit.available_bytes,
-        "fits": fit.fits, "fit_note": fit.reason,
+        "memory_basis": fit.memory_basis, "fits": fit.fits, "fit_note": fit.reason,
         "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / deployment.total_gpus,
     }
 

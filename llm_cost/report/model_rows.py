@@ -130,7 +130,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
     from llm_cost.roofline import critical_rows, ridge_point
     from llm_cost.specs.deployment import SINGLE_GPU
 
-    deployment = deployment or SINGLE_GPU
+    deployment = (deployment or SINGLE_GPU).following(profile)  # the fit on the profile's memory basis
     out = []
     for m in rows:
         t = deployed_step_time(model, gpu, profile, deployment, rows=m, batch=batch, context=context, weights=weights)

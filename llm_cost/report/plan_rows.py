@@ -19,6 +19,10 @@ def _spec_args(v, c, refs) -> list[str]:
     return args + ["--c", repr(float(c))]
 
 
+# The memory the plan's fits counted, stated in request_args so that `request` counts the same
+_MEMORY_FLAG = {"usable": "--usable-memory", "marketed": "--marketed-memory"}
+
+
 def config_fields(grid, i: int, refs: dict | None = None) -> dict:
     """The configuration of grid row `i` and its times and throughput; `refs` maps a model's or
     accelerator's name to what the user typed for it (a catalog name or a path), for request_args."""
@@ -29,7 +33,7 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
     args = ["--model", refs.get(grid.space.model.name, grid.space.model.name), "--gpu", refs.get(grp.gpu.name, grp.gpu.name), "--tp", str(dep.tp), "--pp", str(dep.pp),
             "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
-            "--preset", grid.profile.name, *_spec_args(v, c, refs)]
+            "--preset", grid.profile.name, _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
     return {
         "gpu": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),

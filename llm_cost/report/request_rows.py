@@ -29,6 +29,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
     osls = check_all("osls", osls, low=1, integer=True)
     if usd_per_gpu_hour is not None:
         check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
+    deployment = deployment.following(profile)  # fits and draft memory on the profile's memory basis
     rows = []
     for b, isl, osl in product(batches, isls, osls):
         r = request_cost(model, gpu, profile, batch=b, isl=isl, osl=osl, deployment=deployment, weights=weights,
@@ -74,7 +75,7 @@ def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:
     from llm_cost.serving.policies import requests_that_fit
     from llm_cost.serving.draft_memory import draft_memory
 
-    d = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment, usable_memory=True)
+    d = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment)
     tokens = isl + osl
     keys.update(draft_weight_bytes_per_gpu=d.draft_weight_bytes,
                 draft_kv_bytes_per_request_per_gpu=d.draft_kv_bytes_per_token * tokens,

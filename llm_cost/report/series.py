@@ -16,8 +16,9 @@ import numpy as np
 from llm_cost import speculative as speculative
 from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
 from llm_cost.errors import InvalidValueError, check_all, check_number
-from llm_cost.roofline import MAX_BATCH, critical_rows, step_time
+from llm_cost.roofline import MAX_BATCH, critical_rows
 from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.speculative.trees import TreeSpeedup, tree_speedup
 
 MAX_CURVES = 12  # beyond this a figure is unreadable
@@ -51,8 +52,14 @@ class RooflineSeries:
 
 def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int = 4,
                     batches: Sequence[int] = (1, 64), context: int = 0, max_rows: int = 16384,
-                    formats: Sequence[WeightFormat] = (BF16, INT4_G128)) -> list[RooflineSeries]:
-    """The article §2.4's figure: quantization lowers the plateau, speculation moves the point right."""
+                    formats: Sequence[WeightFormat] = (BF16, INT4_G128),
+                    deployment: Deployment = SINGLE_GPU) -> list[RooflineSeries]:
+    """The article §2.4's figure: quantization lowers the plateau, speculation moves the point right.
+
+    On `deployment` T(m) is one GPU's (`parallel.deployed_step_time`: its share, collectives, stages);
+    the critical row count marked stays the one-GPU figure."""
+    from llm_cost.parallel import deployed_step_time
+
     check_number("gamma", gamma, low=0, high=1024, integer=True)
     check_number("context", context, low=0, integer=True)
     check_number("max_rows", max_rows, low=2, high=1e9, integer=True)
@@ -60,9 +67,12 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
     rows = np.unique(np.geomspace(1, max_rows, POINTS).round())
     out = []
     for weights in formats:
-        t = step_time(model, gpu, profile, rows=rows, batch=1, context=context, weights=weights).total_s
-        points = tuple((b, m, step_time(model, gpu, profile, rows=m, batch=b, context=context, weights=weights).total_s)
-                       for b in batches for m in (b, b * (gamma + 1)))
+        def at(m, b):
+            return deployed_step_time(model, gpu, profile, deployment, rows=m, batch=b, context=context,
+                                      weights=weights).total_s
+
+        t = at(rows, 1)
+        points = tuple((b, m, at(m, b)) for b in batches for m in (b, b * (gamma + 1)))
         out.append(RooflineSeries(weights, rows, t, critical_rows(model, gpu, profile, context=context, weights=weights),
                                   points))
     return out
@@ -87,10 +97,12 @@ class SpecBatchCurve:
 
 def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile], *, alphas, gammas, cs,
                   marks: Sequence[int] = (1, 8, 32, 64, 128, 256), batch_max: int = 1024, context: int = 0,
-                  weights: WeightFormat = BF16) -> list[SpecBatchCurve]:
+                  weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> list[SpecBatchCurve]:
     """The article §2.4's table as curves: 2.40 flat to about ridge / (gamma + 1), then falling.
 
-    The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger.
+    The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger. On
+    `deployment` the speedup is one GPU's (`roofline_speedup`); the turning and break-even batches
+    marked stay the one-GPU figures.
     """
     from llm_cost.speculative import break_even_batch, roofline_speedup, turning_batch
 
@@ -105,8 +117,8 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
     out = []
     for prof, a, g, c in product(profiles, alphas, gammas, cs):
         kw = dict(alpha=a, gamma=g, c=c, context=context, weights=weights)
-        r = roofline_speedup(model, gpu, prof, batch=batch, **kw)
-        at = roofline_speedup(model, gpu, prof, batch=np.array(marks, dtype=float), **kw)
+        r = roofline_speedup(model, gpu, prof, batch=batch, deployment=deployment, **kw)
+        at = roofline_speedup(model, gpu, prof, batch=np.array(marks, dtype=float), deployment=deployment, **kw)
         out.append(SpecBatchCurve(
             alpha=float(a), gamma=int(g), c=float(c), mfu=prof.compute_efficiency, batch=batch,
             speedup=np.asarray(r.speedup), marks=tuple(zip(marks, np.asarray(at.speedup).tolist(), strict=True)),
@@ -153,8 +165,9 @@ DEFAULT_TREES = ((1, 1, 1, 1), (2, 1, 1, 1), (2, 2, 1, 1), (4, 2, 1, 1), (4, 2, 
 
 def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_list=DEFAULT_TREES, hits,
                 batches: Sequence[int] = (1, 32), c: float = 0.05, context: int = 0,
-                weights: WeightFormat = BF16) -> list[TreeSpeedup]:
-    """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32.
+                weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> list[TreeSpeedup]:
+    """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32
+    (on `deployment`: one GPU's passes, `trees.tree_speedup`).
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
     widths_list = _some("widths_list", widths_list, limit=24)
@@ -165,7 +178,7 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
     for widths in widths_list:
         hits.require(widths)
         out.append(tree_speedup(model, gpu, profile, widths=widths, hits=hits,
-                                batch=np.array(batches, dtype=float), c=c, context=context, weights=weights))
+                                batch=np.array(batches, dtype=float), c=c, context=context, weights=weights, deployment=deployment))
     return sorted(out, key=lambda p: (p.nodes, p.tau))
 
 

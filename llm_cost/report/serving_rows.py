@@ -41,12 +41,12 @@ PIPELINE_NOTE = "one batch in flight: an iteration crosses the stages one after 
 def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None, prompt: float,
                  max_gen: float, gen: float | None = None, max_len: int | None = None,
                  weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
-                 deployment: Deployment | None = None, usable_memory: bool = False) -> dict:
+                 deployment: Deployment | None = None) -> dict:
     """KV tokens beside the weights and the requests that fit under each reservation policy: one
     replica's (the seeds' columns), in all (x replicas, `*_total`), and the deployment's columns
     (`CAPACITY_KEYS`). reserve and kv_bytes_per_element default to the deployment's."""
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
-                      deployment=deployment, usable_memory=usable_memory)
+                      deployment=deployment)
     d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,

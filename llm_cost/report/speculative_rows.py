@@ -91,6 +91,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     their verification does not fit. The turning batch stays the one-GPU figure.
     """
     alphas, gammas, batches = _alphas(alphas), _gammas(gammas), _batches(batches)
+    deployment = deployment.following(profile)  # fits on the profile's memory basis
     check_number("context", context, low=0, integer=True)
     check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)  # one pass per gamma
     if draft is not None and cs:
@@ -114,7 +115,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     if draft is not None:  # the draft's weights and K/V beside the target's (the lecture §9.3)
         from llm_cost.serving.draft_memory import draft_memory
 
-        memory = draft_memory(target, draft, gpu, weights=weights, deployment=deployment, usable_memory=True)
+        memory = draft_memory(target, draft, gpu, weights=weights, deployment=deployment)
     for n, mfu in enumerate(mfu_values(profile, mfus)):
         prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
@@ -208,6 +209,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     from llm_cost.report.deployment_rows import deployment_fields
 
     check_deployment(model, gpu, deployment)
+    deployment = deployment.following(profile)  # fits on the profile's memory basis
     batches = _batches(batches)
     check_number("c", c, low=0)
     check_number("context", context, low=0, integer=True)

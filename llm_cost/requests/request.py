@@ -131,6 +131,7 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
         raise InvalidValueError(f"isl must be at most the model's context of {limit} tokens, got {isl}",
                                 params=("isl",))
     batch, isl, osl = int(batch), int(isl), int(osl)
+    deployment = deployment.following(profile)  # the fit counts the profile's memory basis
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
     ph = phases(cost, batch=batch, isl=isl, osl=osl, chunk=prefill_chunk, count_kv=profile.count_kv)
     expected = 1.0
@@ -156,9 +157,7 @@ def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None,
                    weights=weights)
     end = step_fit(model, gpu, deployment, rows=batch * (gamma + 1), batch=batch,
                    context=isl + osl - 1 - gamma, weights=weights)
-    fit = Fit(weight_bytes=end.weight_bytes, kv_bytes=end.kv_bytes,
-              workspace_bytes=max(pre.workspace_bytes, end.workspace_bytes),
-              available_bytes=end.available_bytes, context=isl + osl, context_limit=end.context_limit)
+    fit = dataclasses.replace(end, workspace_bytes=max(pre.workspace_bytes, end.workspace_bytes), context=isl + osl)
     if draft is None:
         return fit
     return fit.beside(_draft_fit(draft, gpu, deployment, batch=batch, isl=isl, osl=osl, gamma=gamma))

@@ -21,10 +21,11 @@ Conventions:
   with W_gpu = `parallel.weight_bytes_per_gpu` (1/(tp pp) of the weights plus the replicated K/V
   projections), kv_share = `parallel.kv_share` (max(1/tp, 1/kv_heads); 1 for an MLA latent) and
   b_KV at the deployment's kv_dtype. The deployment's replicas each hold that many: in all x replicas.
-- Memory basis: M is the marketed `memory_bytes` (40e9 for an A100 40GB: the lecture's figures and
-  the seeds) unless `usable_memory` asks for `memory_available_bytes` (what the driver reports, what
-  `parallel.fit` checks a timing row against). The reserve covers activations and fragmentation
-  here: no workspace is counted on top of it (`parallel.fit` counts one for a timing row).
+- Memory basis: M is the deployment's (`Deployment.memory_bytes`): the marketed `memory_bytes`
+  ("marketed": 40e9 for an A100 40GB, the lecture's figures; the default, and the documents'
+  presets') or `memory_available_bytes` ("usable": what the driver reports; the `measured` preset's
+  and a calibrated profile's, `Deployment.following`), the same M `parallel.fit` checks a pass against. The reserve covers activations and
+  fragmentation here: no workspace is counted on top of it (`parallel.fit` counts one for a pass).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment
 from llm_cost.serving.policies import requests_that_fit
 
-MEMORY_BASES = ("marketed", "usable")  # `memory_bytes` (the seeds) or `memory_available_bytes`
+from llm_cost.specs.profiles import MEMORY_BASES  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -162,15 +163,9 @@ def _settings(deployment: Deployment | None, reserve: float | None,
     return deployment, reserve, kv_bytes_per_element, name
 
 
-def memory_basis_bytes(gpu: Accelerator, usable_memory: bool = False) -> tuple[float, str]:
-    """(bytes, basis): the marketed `memory_bytes` ("marketed", the seeds' and the lecture's figure),
-    or with `usable_memory` the `memory_available_bytes` a program can allocate ("usable")."""
-    return (gpu.memory_available_bytes, "usable") if usable_memory else (gpu.memory_bytes, "marketed")
-
-
 def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None,
                 weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
-                deployment: Deployment | None = None, usable_memory: bool = False) -> KvCapacity:
+                deployment: Deployment | None = None) -> KvCapacity:
     r"""KV tokens = floor((memory x (1 - reserve) - weight bytes) / KV bytes per token), at least 0;
     on a deployment one replica's: per GPU, weights and K/V per token its share (module doc).
 
@@ -189,7 +184,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     model : ModelSpec
         The model (a spec).
     gpu : Accelerator
-        The accelerator (a spec); M = its marketed memory in bytes (`usable_memory`: usable).
+        The accelerator (a spec); M = its memory on the deployment's `memory_basis`, bytes.
     reserve : float, optional
         Fraction r of memory held back for activations and fragmentation, in [0, 1)
         (default the deployment's, 0.1: the lecture's code).
@@ -199,10 +194,8 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
         Bytes of one cached K or V element, in (0, inf) (default the deployment's kv_dtype: BF16, 2.0).
     deployment : Deployment, optional
         tp, pp (and replicas) the model is split over (default one GPU); checked against the model
-        (`parallel.check_deployment`: tp divides the heads, ep needs a MoE, ...).
-    usable_memory : bool, optional
-        M = `memory_available_bytes` (what the driver reports) instead of the marketed
-        `memory_bytes` (default False: the lecture's and the seeds' figures).
+        (`parallel.check_deployment`: tp divides the heads, ep needs a MoE, ...) and the memory
+        basis: usable by default, marketed for the lecture's figures (`LECTURE_MEMORY`).
 
     Returns
     -------
@@ -212,9 +205,16 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     Examples
     --------
     >>> from llm_cost.catalog import load_model, load_accelerator
-    >>> cap = kv_capacity(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), reserve=0.1)
-    >>> int(cap.weight_bytes), int(cap.kv_bytes_per_token), cap.kv_tokens
-    (25706772480, 819200, 12564)
+    >>> a100 = load_accelerator("a100-40gb")
+    >>> cap = kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1)
+    >>> int(cap.weight_bytes), int(cap.kv_bytes_per_token), cap.kv_tokens, cap.memory_basis
+    (25706772480, 819200, 12564, 'marketed')
+
+    On the memory the driver reports (40,960 MiB: the `measured` preset's basis) it holds more:
+
+    >>> from llm_cost.specs.deployment import Deployment
+    >>> kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1, deployment=Deployment(memory_basis="usable")).kv_tokens
+    15805
 
     Llama-3-70B in BF16 (141.1 GB) does not fit one H100 (72 GB after the reserve); over tp = 4 each
     GPU holds 35.3 GB of weights and 2 of the 8 K/V heads: (72 - 35.3) GB / 81,920 bytes a token.
@@ -233,7 +233,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     deployment, reserve, kv_el, kv_dtype = _settings(deployment, reserve, kv_bytes_per_element)
     total = weight_bytes(model, weights).total
     per_token = kv_bytes_per_token(model, kv_el)
-    memory, basis = memory_basis_bytes(gpu, usable_memory)
+    memory, basis = deployment.memory_bytes(gpu), deployment.basis
     if deployment.is_single:  # the seeds' arithmetic, bit for bit
         w_gpu, t_gpu = total, per_token
     else:
@@ -252,7 +252,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
 
 def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float | None = None,
                        weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
-                       deployment: Deployment | None = None, usable_memory: bool = False) -> int:
+                       deployment: Deployment | None = None) -> int:
     r"""Sequences of `context` tokens whose K/V fit beside the weights, windows counted; on a
     deployment, in one replica (x `deployment.replicas` in all).
 
@@ -270,7 +270,7 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
         The accelerator (a spec).
     context : int
         Tokens per sequence, a whole number >= 1.
-    reserve, weights, kv_bytes_per_element, deployment, usable_memory
+    reserve, weights, kv_bytes_per_element, deployment
         As in `kv_capacity`.
 
     Returns
@@ -288,15 +288,11 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
     >>> sequences_that_fit(oss, h100, 8192), kv_capacity(oss, h100).kv_tokens // 8192
     (147, 74)
     """
-
-
     model = as_model(model)
-
-
     gpu = as_accelerator(gpu)
     check_number("context", context, low=1, integer=True)
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
-                      deployment=deployment, usable_memory=usable_memory)
+                      deployment=deployment)
     if not cap.fits:
         return 0
     if not layer_windows(model):

@@ -44,7 +44,7 @@ class DraftMemory:
 
 
 def draft_memory(target, draft, gpu, *, reserve=None, weights=BF16, draft_weights=BF16,
-                 kv_bytes_per_element=None, deployment=None, usable_memory=False) -> DraftMemory:
+                 kv_bytes_per_element=None, deployment=None) -> DraftMemory:
     """The target's capacity with the draft's weights and K/V subtracted (module doc).
 
     Examples
@@ -62,10 +62,10 @@ def draft_memory(target, draft, gpu, *, reserve=None, weights=BF16, draft_weight
 
     target, draft = as_model(target), as_model(draft)
     base = kv_capacity(target, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
-                       deployment=deployment, usable_memory=usable_memory)
+                       deployment=deployment)
     d_dep = None if deployment is None else draft_deployment_for(draft, deployment)
     d = kv_capacity(draft, gpu, reserve=reserve, weights=draft_weights, kv_bytes_per_element=kv_bytes_per_element,
-                    deployment=d_dep, usable_memory=usable_memory)
+                    deployment=d_dep)
     spare = base.kv_bytes_available - d.weight_bytes_per_gpu
     per_token = base.kv_bytes_per_token_per_gpu + d.kv_bytes_per_token_per_gpu
     tokens = int(max(0.0, spare) // per_token)

@@ -204,7 +204,7 @@ class Replica:
                    reserve: float | None = None, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float | None = None, kv_tokens: int | None = None,
                    max_len: int | None = None, deployment: Deployment | None = None,
-                   usable_memory: bool = False, windowed: bool = False) -> "Replica":
+                   windowed: bool = False) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 
         kv_tokens overrides the capacity computed from memory, weights and reserve. On a
@@ -232,9 +232,8 @@ class Replica:
         max_len : int or None, optional
             Maximum length to reserve, tokens >= 1 (default the model's context).
         deployment : Deployment, optional
-            tp, pp, ep, replicas, kv_dtype, overlap_comm (default one GPU).
-        usable_memory : bool, optional
-            Capacity from the usable memory instead of the marketed figure (`capacity.kv_capacity`).
+            tp, pp, ep, replicas, kv_dtype, overlap_comm, memory basis (default one GPU; a basis
+            not named is the profile's: the lecture's 40e9 bytes under its preset).
         windowed : bool, optional
             Accept a model with sliding or chunked layers (for `engine.serve`, which caps each
             layer's K/V at its window); default False: refused, `simulate` cannot count them.
@@ -271,9 +270,9 @@ class Replica:
         profile = as_profile(profile)
         if not windowed:
             refuse_windowed(model)
-        deployment = SINGLE_GPU if deployment is None else deployment
+        deployment = (SINGLE_GPU if deployment is None else deployment).following(profile)
         cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
-                          deployment=deployment, usable_memory=usable_memory)  # checks the deployment
+                          deployment=deployment)  # checks the deployment
         if kv_tokens is None:
             if cap.kv_tokens < 1:
                 more = "; split it over more GPUs (tp, pp)" if gpu.interconnect_bytes_per_s else ""

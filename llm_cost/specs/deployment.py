@@ -9,9 +9,10 @@ heads, that ep needs a MoE, and that the accelerator has an interconnect to spli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.specs.profiles import MEMORY_BASES
 
 # Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
 KV_DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -35,7 +36,12 @@ class Deployment:
     overlap_comm : bool, optional
         Collectives hidden behind compute (max instead of sum; default False: they add).
     reserve : float, optional
-        Fraction of usable memory held back from weights, KV and activations, in [0, 1).
+        Fraction of the GPU's memory held back from weights, KV and activations, in [0, 1).
+    memory_basis : str, optional
+        What that memory is: "usable" (`usable_memory_bytes`, what the driver reports) or "marketed"
+        (`memory_bytes`, the two documents' figure); default None: the profile's
+        (`Profile.memory_basis`, see `following`), and where no profile is known the documents'
+        ("marketed": the lecture's 40e9 bytes for an A100 40GB stay what `kv_capacity` gives).
 
     Examples
     --------
@@ -55,6 +61,7 @@ class Deployment:
     kv_dtype: str = "bf16"
     overlap_comm: bool = False
     reserve: float = DEFAULT_RESERVE
+    memory_basis: str | None = None  # None: the profile's (`following`), else the documents' marketed
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "ep"):
@@ -62,6 +69,8 @@ class Deployment:
         check_number("gpus", self.gpus, low=0, high=MAX_DEGREE * MAX_DEGREE, integer=True)
         check_choice("kv_dtype", self.kv_dtype, tuple(KV_DTYPES))
         check_number("reserve", self.reserve, low=0, high=1, high_open=True)
+        if self.memory_basis is not None:
+            check_choice("memory_basis", self.memory_basis, MEMORY_BASES)
         if self.gpus and self.gpus % self.gpus_per_replica:
             raise InvalidValueError(f"gpus must be a multiple of tp x pp = {self.gpus_per_replica}, got {self.gpus}",
                                     params=("gpus", "tp", "pp"))
@@ -107,6 +116,31 @@ class Deployment:
         if self.replicas > 1:
             split.append(f"{self.total_gpus} GPUs ({self.replicas} replicas)")
         return ", " + ", ".join(split)
+
+    def following(self, profile) -> "Deployment":
+        """This deployment with `profile`'s memory basis, unless it names its own.
+
+        >>> from llm_cost.specs.profiles import PRESETS
+        >>> Deployment().following(PRESETS["lecture"]).basis, Deployment(memory_basis="usable").following(
+        ...     PRESETS["lecture"]).basis
+        ('marketed', 'usable')
+        """
+        if self.memory_basis is not None or profile.memory_basis == self.basis:
+            return self
+        return replace(self, memory_basis=profile.memory_basis)
+
+    @property
+    def basis(self) -> str:
+        """The memory basis in force: `memory_basis`, or the documents' "marketed" when none was set."""
+        return self.memory_basis or "marketed"
+
+    def memory_bytes(self, gpu) -> float:
+        """One GPU's memory on this basis: its marketed `memory_bytes` or `memory_available_bytes`."""
+        return gpu.memory_bytes if self.basis == "marketed" else gpu.memory_available_bytes
+
+    def available_bytes(self, gpu) -> float:
+        """What weights, K/V and activations may take on one GPU: memory x (1 - reserve)."""
+        return self.memory_bytes(gpu) * (1.0 - self.reserve)
 
     @property
     def is_single(self) -> bool:

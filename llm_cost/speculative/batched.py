@@ -294,11 +294,14 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
     >>> (int(b1.gamma), round(b1.speedup, 2)), (int(b512.gamma), round(b512.speedup, 1))
     ((4, 1.93), (1, 1.1))
 
-    Llama-3-8B at batch 64 and context 7240 on one H100 (alpha 0.9, c 0.01): the batch's K/V
-    nearly fills the card, and only gammas 0 to 2 leave room for their verification rows; the
-    search takes 2 instead of the 4 it would take if everything fitted, and says it left 14 out.
+    Llama-3-8B at batch 64 and context 7240 on one H100 (alpha 0.9, c 0.01), on the 81,559 MiB
+    the driver reports: the batch's K/V nearly fills the card, and only gammas 0 to 2 leave room
+    for their verification rows; the search takes 2 instead of the 4 it would take if everything
+    fitted, and says it left 14 out. (The fits count `profile`'s memory basis unless `deployment`
+    names one: the article's preset counts the marketed 80 GB.)
 
-    >>> kw = dict(alpha=0.9, c=0.01, batch=64, context=7240)
+    >>> usable = Deployment(memory_basis="usable")
+    >>> kw = dict(alpha=0.9, c=0.01, batch=64, context=7240, deployment=usable)
     >>> b = best_gamma("llama-3-8b", "h100-sxm", "article", **kw)
     >>> int(b.gamma), b.gamma_skipped_unfit, int(best_gamma("llama-3-8b", "h100-sxm", "article", skip_unfit=False, **kw).gamma)
     (2, 14, 4)
@@ -314,7 +317,8 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
     speedup = every.speedup
     skipped = np.zeros(np.shape(speedup)[1:], dtype=int)
     if skip_unfit:
-        fits = fits_grid(as_model(target), as_accelerator(gpu), deployment, weights, gammas, b,
+        on = deployment.following(as_profile(profile))  # the profile's memory basis unless it names one
+        fits = fits_grid(as_model(target), as_accelerator(gpu), on, weights, gammas, b,
                           checked("context", context, low=0, high=MAX_CONTEXT),
                           None if draft is None else as_model(draft), draft_weights, draft_deployment)
         fits = np.broadcast_to(fits | ~fits.any(axis=0), speedup.shape)  # none fits: search them all
