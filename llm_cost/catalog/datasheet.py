@@ -2,7 +2,8 @@
 
 Schema (README, "Datasheets"): required `name`, `memory_bytes`, `bandwidth_bytes_per_s`,
 `bf16_flops_per_s`; optional `usable_memory_bytes`, `fp8_flops_per_s`, `int8_ops_per_s`,
-`fp4_flops_per_s`, `interconnect`, `interconnect_bytes_per_s`, `interconnect_latency_s`, `source`,
+`fp4_flops_per_s`, `interconnect`, `interconnect_bytes_per_s`, `interconnect_latency_s`,
+`scale_up_gpus`, `scale_out_bytes_per_s`, `scale_out_latency_s` (the three together), `source`,
 `sources`. Any other key is refused naming it (a typo such as `memory_byts` must not pass), and
 every figure must lie in a plausible range: a unit slip (3.35e9 B/s for an H100's 3.35e12) lands
 outside it; an FP8, INT8 or FP4 peak below the BF16 peak and a `sources` entry for an unknown key
@@ -29,10 +30,14 @@ DATASHEET_RANGES = {
     "fp4_flops_per_s": FLOPS_RANGE,
     "interconnect_bytes_per_s": (1e9, 1e13),  # PCIe Gen3 x4 .. 10 TB/s per direction
     "interconnect_latency_s": (1e-8, 1e-3),  # 10 ns .. 1 ms per collective step
+    "scale_up_gpus": (1, 1e5),  # GPUs one link domain joins
+    "scale_out_bytes_per_s": (1e8, 1e12),  # 1 Gb/s Ethernet .. 8 Tb/s per GPU
+    "scale_out_latency_s": (1e-8, 1e-2),
 }
+SCALE_OUT = ("scale_up_gpus", "scale_out_bytes_per_s", "scale_out_latency_s")
 REQUIRED = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s")
 OPTIONAL = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
-            "interconnect_bytes_per_s", "interconnect_latency_s")
+            "interconnect_bytes_per_s", "interconnect_latency_s", *SCALE_OUT)
 KNOWN_KEYS = ("name", *REQUIRED, *OPTIONAL, "interconnect", "source", "sources")
 # usable / marketed: drivers report a few percent more or less than the label (81,559 MiB of an
 # "80GB" H100 is 1.07x); a factor outside this range is a unit slip.
@@ -67,6 +72,14 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
     if f.has("interconnect_bytes_per_s") != f.has("interconnect_latency_s"):
         raise ConfigError(f"{path}: keys 'interconnect_bytes_per_s' and 'interconnect_latency_s' go together "
                           "(give both, or neither for a single-GPU datasheet)")
+    given = [key for key in SCALE_OUT if f.has(key)]
+    if given and (len(given) < len(SCALE_OUT) or not f.has("interconnect_bytes_per_s")):
+        raise ConfigError(f"{path}: keys {', '.join(repr(k) for k in SCALE_OUT)} go together, beside "
+                          "'interconnect_bytes_per_s' (the link inside a domain; give all, or none)")
+    if "scale_up_gpus" in figures:
+        if figures["scale_up_gpus"] != int(figures["scale_up_gpus"]):
+            raise ConfigError(f"{path}: key 'scale_up_gpus' must be a whole number, got {figures['scale_up_gpus']:g}")
+        figures["scale_up_gpus"] = int(figures["scale_up_gpus"])
     try:
         return Accelerator(name=f.str("name"), source=str(data.get("source", path)),
                            interconnect=f.str("interconnect", ""), **figures)

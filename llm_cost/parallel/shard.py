@@ -33,7 +33,7 @@ import dataclasses
 
 from llm_cost.counts import weight_bytes
 from llm_cost.errors import InvalidValueError
-from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, send_s
+from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, handoffs_across, send_s
 from llm_cost.roofline import PassCost
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
@@ -143,8 +143,12 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tu
             s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu)
         return s
 
+    across = handoffs_across(tp, pp, gpu)
+
     def handoffs(rows):
-        return (pp - 1) * send_s(rows * row, gpu) if pp > 1 else 0.0
+        if pp == 1:
+            return 0.0
+        return (pp - 1 - across) * send_s(rows * row, gpu) + across * send_s(rows * row, gpu, across=True)
 
     fixed, handoff_fixed = collectives(0.0), handoffs(0.0)
     return fixed, collectives(1.0) - fixed, handoff_fixed, handoffs(1.0) - handoff_fixed

@@ -11,7 +11,8 @@ from llm_cost.errors import InvalidValueError, check_number
 COMPUTE_PEAKS = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "int8_ops_per_s",
                  "fp4": "fp4_flops_per_s"}
 OPTIONAL_FIGURES = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
-                    "interconnect_bytes_per_s", "interconnect_latency_s")
+                    "interconnect_bytes_per_s", "interconnect_latency_s", "scale_out_bytes_per_s",
+                    "scale_out_latency_s")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ class Accelerator:
         That link's bandwidth per GPU per direction (0 when unknown: no tp/pp/ep > 1).
     interconnect_latency_s : float, optional
         Latency of one step of a collective over the link (a ring hop).
+    scale_up_gpus : int, optional
+        GPUs that link joins (one NVLink or Infinity Fabric domain: 8 on an HGX board); 0 when
+        unknown or unbounded: every group is timed on the link.
+    scale_out_bytes_per_s, scale_out_latency_s : float, optional
+        The network between domains, per GPU per direction (one 400 Gb/s NIC per GPU: 50e9 B/s),
+        and one step's latency; 0 when not given (a group past `scale_up_gpus` is then timed on the
+        link, an optimistic bound). `parallel.comm` says how a group that spans domains is timed.
 
     Raises
     ------
@@ -75,6 +83,9 @@ class Accelerator:
     interconnect: str = ""
     interconnect_bytes_per_s: float = 0.0
     interconnect_latency_s: float = 0.0
+    scale_up_gpus: int = 0
+    scale_out_bytes_per_s: float = 0.0
+    scale_out_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -83,6 +94,19 @@ class Accelerator:
             check_number(f"gpu.{name}", getattr(self, name), low=0, low_open=True)
         for name in OPTIONAL_FIGURES:
             check_number(f"gpu.{name}", getattr(self, name), low=0)
+        check_number("gpu.scale_up_gpus", self.scale_up_gpus, low=0, integer=True)
+
+    def domains(self, gpus: int) -> int:
+        """Scale-up domains a group of `gpus` GPUs spans (1 when it fits one, or no network is given).
+
+        >>> from llm_cost.catalog import load_accelerator
+        >>> h100 = load_accelerator("h100-sxm")
+        >>> h100.domains(8), h100.domains(16), load_accelerator("l4").domains(16)
+        (1, 2, 1)
+        """
+        if not (self.scale_up_gpus and self.scale_out_bytes_per_s) or gpus <= self.scale_up_gpus:
+            return 1
+        return -(-int(gpus) // self.scale_up_gpus)
 
     def peak_flops_per_s(self, compute: str = "bf16") -> float:
         """The dense GEMM peak of a compute precision: bf16, fp8, int8 or fp4.
