@@ -336,7 +336,7 @@ def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
     # serve() takes running totals where nothing depends on one sequence's state (fast_engine); the
     # general loop visits every running sequence each iteration. Same requests, same acceptances drawn
     # from each sequence's own stream: the same schedule. The last case preempts: the fast path hands
-    # the run to the general loop.
+    # the run to the general loop and takes it back.
     from llm_cost.serving.fast_engine import fast_eligible
 
     wl = poisson_workload(1500, rate, seed=1, max_gen=max_gen)
@@ -415,3 +415,20 @@ def test_fast_path_past_the_first_block(monkeypatch):
     wl = poisson_workload(600, 12.4, seed=2)
     cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05))
     _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))
+
+
+@pytest.mark.parametrize("preemption,spec", [("recompute", None), ("swap", SpecConfig(4, 0.8, c=0.05)),
+                                             ("recompute", SpecConfig(2, 0.6, c=0.05))])
+def test_fast_path_hands_over_at_preemptions_and_takes_the_run_back(monkeypatch, preemption, spec):
+    # Batches of 48 at 14 req/s outgrow the KV: the general loop preempts, then hands back once every
+    # running sequence decodes again; the finish times are the general loop's alone.
+    import llm_cost.serving.handover as handover
+
+    back = []
+    take = handover.from_general
+    monkeypatch.setattr(handover, "from_general", lambda fast, state: back.append(1) or take(fast, state))
+    wl = poisson_workload(3000, 14.0, seed=3)
+    cfg = ServeConfig(max_batch=48, reservation="paged", preemption=preemption, watermark=0.0, spec=spec)
+    fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
+    _same_run(fast, general)
+    assert fast.preemptions > 0 and len(back) >= 1 and fast.finished == 3000

@@ -106,38 +106,71 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
                                 f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
     if fast and fast_eligible(workload, replica, cfg, held):
-        result = serve_fast(workload, replica, cfg, res, on_progress)
-        if result is not None:
-            return result
+        return serve_fast(workload, replica, cfg, res, on_progress,
+                          lambda state, handback: general_loop(workload, replica, cfg, res, on_progress, state, handback))
+    return general_loop(workload, replica, cfg, res, on_progress)
+
+
+def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on_progress=None, state=None,
+                 handback: int = 0):
+    """The loop of the module doc over a validated workload (`serve`); `res` the reservations.
+
+    With `state` (the fast path's `handover`: a dict of this loop's variables) it starts from it;
+    with `handback` > 0 it returns ("handback", state) at the first loop turn, `handback` iterations
+    or more after its start and after its last preemption, where every running sequence decodes,
+    nothing is swapped out and the queue's head is a fresh request; and ("done", state) at the end,
+    instead of a `ServeResult`."""
+    cost = replica.cost
+    cap = replica.kv_capacity_tokens
+    held = held_tokens_fn(cost)
+    K = held or (lambda c: c)
+    n = len(workload)
+    P, O = workload.prompt, workload.output
+    policy = cfg.reservation
+    paged, none = policy == "paged", policy == "none"
+    spec = cfg.spec
+    gmax = spec.gamma if spec else 0
+    B = cfg.block_size
+    total_blocks = cap // B if paged else 0
+    wm_blocks = math.ceil(cfg.watermark * total_blocks) if paged else 0
     closed = workload.concurrency
-    arr = list(workload.arrival_s) if closed is None else [0.0] * n
+    arr = state["arr"] if state else list(workload.arrival_s) if closed is None else [0.0] * n
     sent = n if closed is None else min(closed, n)
     stages = cost.stages
     orca_pipe = stages > 1 and cfg.pipeline == "orca"
     micro = stages > 1 and cfg.pipeline == "microbatch"
     chunk = cfg.prefill_chunk
     hold = cfg.max_batch * stages if orca_pipe else cfg.max_batch  # sequences held: max_batch per batch in flight
-    acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, O)) if spec else None
+    if not state:
+        acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, O)) if spec else None
     kv_bytes = cost.kv_token_bytes
     host = cfg.host_bytes_per_s
 
-    gen, kv, pre = [0] * n, [0] * n, [0] * n
-    need = list(P)
-    blocks = [0] * n
-    first, fin = [math.nan] * n, [math.nan] * n
     inflight = [False] * n
-    running: dict[int, None] = {}
-    waiting: deque[int] = deque()
     swapped: deque[int] = deque()
     flights: list = []  # heap of (done_s, launch number, decoders [(i, g)], prefills [(i, q)])
-    free = total_blocks
-    used = 0.0  # K/V tokens held (none, declared, max_len) or blocks x B (paged)
-    reserved = 0
-    t, nxt, launches, finished = 0.0, 0, 0, 0
-    st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
-          "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-          "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
-    in_system = 0
+    if state:
+        gen, kv, pre, need, blocks = (state[x] for x in ("gen", "kv", "pre", "need", "blocks"))
+        first, fin, running, waiting, st = (state[x] for x in ("first", "fin", "running", "waiting", "st"))
+        free, used, reserved, t, nxt = (state[x] for x in ("free", "used", "reserved", "t", "nxt"))
+        finished, in_system, acceptance = state["finished"], state["in_system"], state["acceptance"]
+        launches = st["iterations"]
+    else:
+        gen, kv, pre = [0] * n, [0] * n, [0] * n
+        need = list(P)
+        blocks = [0] * n
+        first, fin = [math.nan] * n, [math.nan] * n
+        running: dict[int, None] = {}
+        waiting: deque[int] = deque()
+        free = total_blocks
+        used = 0.0  # K/V tokens held (none, declared, max_len) or blocks x B (paged)
+        reserved = 0
+        t, nxt, launches, finished = 0.0, 0, 0, 0
+        st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
+              "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
+              "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
+        in_system = 0
+    last_pre = st["iterations"]
     progress_every = max(1, n // 100)
     deadlock = None
 
@@ -230,6 +263,10 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             nxt += 1
         if on_progress and finished and finished % progress_every == 0:
             on_progress(finished, n)
+        if (handback and st["iterations"] - last_pre >= handback and not swapped and not flights
+                and (not waiting or (pre[waiting[0]] == 0 and need[waiting[0]] == P[waiting[0]]))
+                and all(pre[i] >= need[i] for i in running)):
+            break
         decoders, prefilling = [], []
         for i in running:
             if inflight[i]:
@@ -285,6 +322,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                 dec_run.append(i)
             if gone:
                 prefilling = [i for i in prefilling if i not in gone]
+                last_pre = st["iterations"]
         elif none:
             room = cap - used
             for i in decoders:
@@ -391,6 +429,12 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         if used > st["peak_kv"]:
             st["peak_kv"] = used
         t += step
+    if handback:
+        return ("done" if finished == n or deadlock else "handback"), {
+            "gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": first, "fin": fin,
+            "running": running, "waiting": waiting, "st": st, "free": free, "used": used, "reserved": reserved,
+            "t": t, "nxt": nxt, "finished": finished, "in_system": in_system, "acceptance": acceptance, "arr": arr,
+            "deadlock": deadlock}
     if on_progress:
         on_progress(n, n)
     return ServeResult.build(workload, replica, cfg, arr, first, fin, st, deadlock)

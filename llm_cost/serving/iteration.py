@@ -83,6 +83,21 @@ def draft_time(cost, spec, g: int, decoders, kv_dec):
     return g * (plain if spec.draft_cost is not None else spec.c * plain)
 
 
+def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
+    """`totals_time` of many iterations at once (numpy arrays, rows >= 1, kv_read = kv_dec): the
+    (seconds, collectives, draft steps) arrays, elementwise the same floating-point operations."""
+    import numpy as np
+
+    dt = cost.time(rows, kv_dec + rows, pairs)
+    comm = cost.comm_s(rows) if cost.deployed else np.zeros(len(dt))
+    draft = np.zeros(len(dt))
+    on = decoders > 0
+    if g and on.any():
+        draft[on] = draft_time(cost, spec, g, decoders[on], kv_dec[on])
+        dt[on] += draft[on]
+    return dt, comm, draft
+
+
 def _plain_roofline(cost) -> bool:
     """One GPU, no routed experts, no GEMM ramp: T = max(memory, compute) + fixed, constant coefficients."""
     return not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
@@ -119,3 +134,67 @@ def totals_time_fn(cost, spec, g: int):
         one = (mem if mem > comp else comp) + dfixed
         return dt + g * (one if c is None else c * one)
     return plain
+
+
+def decode_iterations_fn(cost, spec, g: int):
+    """For the engine's fast path: run(decoders, t, k, item, finishing, append, over, stop_s) runs the
+    iterations of `decoders` sequences decoding g + 1 rows each, nothing else, from iteration k at
+    time t: iteration k's packed totals are `item(k)` (K/V tokens + (blocks << 32)), `finishing[k]`
+    sequences finish at its end, and its end time goes to `append`. It stops after an iteration in
+    which some finish or one ending at or past `stop_s` and returns (t, k, finished) after it, or
+    None before an iteration whose blocks exceed `over`.
+
+    Each iteration's seconds are `totals_time_fn`'s, inlined on one GPU without routed experts or a
+    GEMM ramp (the same operations; a call per iteration would cost a fifth of the fast path)."""
+    low = (1 << 32) - 1
+    r = g + 1
+    half = r * (r + 1) / 2
+    draft_cost = spec.draft_cost if spec else None
+    dcost = draft_cost or cost
+    if not (_plain_roofline(cost) and _plain_roofline(dcost)):
+        tf = totals_time_fn(cost, spec, g)
+
+        def run_general(decoders, t, k, item, finishing, append, over, stop_s):
+            rows, more = decoders * r, decoders * half
+            while True:
+                v = item(k)
+                if v >> 32 > over:
+                    return None
+                kv = v & low
+                t += tf(rows, r * kv + more, decoders, kv)
+                append(t)
+                f = finishing[k]
+                k += 1
+                if f or t >= stop_s:
+                    return t, k, f
+        return run_general
+    w, kvb, bps = cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s
+    rf, pf, fps, fixed = cost.row_flops, cost.pair_flops, cost.flops_per_s, cost.fixed_s
+    dw, dkvb, dbps = dcost.weight_bytes, dcost.kv_token_bytes, dcost.bytes_per_s
+    drf, dpf, dfps, dfixed = dcost.row_flops, dcost.pair_flops, dcost.flops_per_s, dcost.fixed_s
+    c = None if draft_cost is not None or not g else spec.c
+
+    def run(decoders, t, k, item, finishing, append, over, stop_s):
+        rows, more = decoders * r, decoders * half
+        gemm, dgemm = rows * rf, decoders * drf
+        while True:
+            v = item(k)
+            if v >> 32 > over:
+                return None
+            kv = v & low
+            mem = (w + (kv + rows) * kvb) / bps
+            comp = (gemm + (r * kv + more) * pf if pf else gemm) / fps
+            dt = (mem if mem > comp else comp) + fixed
+            if g:
+                ctx = kv + decoders
+                mem = (dw + ctx * dkvb) / dbps
+                comp = (dgemm + ctx * dpf if dpf else dgemm) / dfps
+                one = (mem if mem > comp else comp) + dfixed
+                dt = dt + g * (one if c is None else c * one)
+            t += dt
+            append(t)
+            f = finishing[k]
+            k += 1
+            if f or t >= stop_s:
+                return t, k, f
+    return run

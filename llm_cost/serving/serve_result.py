@@ -47,10 +47,12 @@ class ServeResult:
     comm_s: float = 0.0
 
     @classmethod
-    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock) -> "ServeResult":
+    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None) -> "ServeResult":
+        """`span`: last finish - first arrival when the caller knows it (every request finished)."""
         busy = st["busy"] or 1.0
-        done_t = [f for f in fin if f == f]
-        span = (max(done_t) - min(arrivals)) if done_t else 0.0
+        if span is None:
+            done_t = [f for f in fin if f == f]
+            span = (max(done_t) - min(arrivals)) if done_t else 0.0
         return cls(
             reservation=cfg.reservation, max_batch=cfg.max_batch, rate_req_per_s=wl.rate_req_per_s,
             requests=len(wl), kv_capacity_tokens=replica.kv_capacity_tokens, arrival_s=tuple(arrivals),

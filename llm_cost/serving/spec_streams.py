@@ -120,19 +120,23 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
     before -= tok  # tokens gained before each round, the chunk's requests one after another
     start = np.zeros(m, dtype=np.int64)
     np.cumsum(lengths[:-1], out=start[1:])
-    ends = start + lengths
-    full = lengths > 0
-    prior = np.zeros(m, dtype=np.int64)
-    prior[full] = before[start[full]]
-    gained = np.zeros(m, dtype=np.int64)
-    gained[full] = before[ends[full] - 1] + tok[ends[full] - 1] - prior[full]
-    # rounds before need is reached: before < prior + need (before rises by at least 1 a round)
-    R = np.searchsorted(before, prior + need, side="left") - start if len(before) else np.zeros(m, np.int64)
-    np.clip(R, 0, lengths, out=R)
+    if len(before):
+        first = np.minimum(start, len(before) - 1)  # a request with no rounds (output 1): any, unused
+        last = np.minimum(start + lengths - 1, len(before) - 1)
+        prior = before[first].astype(np.int64)
+        gained = before[last] + tok[last] - prior  # tokens the first block's rounds give
+        gained[lengths == 0] = 0
+        # rounds before need is reached: before < prior + need (before rises by at least 1 a round)
+        R = np.searchsorted(before, prior + need, side="left") - start
+        np.clip(R, 0, lengths, out=R)
+    else:
+        prior, gained, R = (np.zeros(m, dtype=np.int64) for _ in range(3))
     vals = np.repeat(prompt - prior, lengths)
     vals += before  # kv before each round
     if block:
-        vals += _blocks(vals, ahead, block) << 32
+        up = _blocks(vals, ahead, block)
+        up <<= 32
+        vals += up
     offsets = start.copy()
     extra = {}
     for r in np.flatnonzero(gained < need).tolist():  # past the first block: the whole stream, rare
@@ -152,5 +156,6 @@ def _blocks(kv, ahead: int, block: int):
     up = kv + (ahead + block - 1)
     if block & (block - 1) == 0:
         up >>= block.bit_length() - 1
-        return up
-    return up // block
+    else:
+        up //= block
+    return up

@@ -1,0 +1,185 @@
+"""The serving engine's fast path and its general loop handing a run to each other (`fast_engine`).
+
+A segment of fast iterations k0 .. k1 - 1 is summed up when it ends (`close_segment`): per iteration
+its decoders (the requests prefilled in it before, or handed over at k0, not yet done), its
+admissions, rows, pairs and K/V from the packed totals, and from them its seconds
+(`iteration.totals_time_arrays`, elementwise what the loop computed) and the general loop's
+statistics; the requests that finished in it get their finish times. `to_general` then writes the
+general loop's variables at iteration k1 (each running request's tokens from its own acceptance
+stream, its blocks after the last roll-back, the stream's round), and `from_general` takes them
+back: each running request's remaining rounds become a trajectory from iteration k on, as at an
+admission. Time in system is summed at the end as the sum of finish - arrival (Little's area).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from llm_cost.serving.iteration import totals_time_arrays
+from llm_cost.serving.serve_result import ServeResult
+
+_LOW = (1 << 32) - 1
+
+
+def _gained(fast, i: int, js: int, rounds: int) -> int:
+    """Tokens request i gains in `rounds` rounds from round `js` of its stream (none done yet capped)."""
+    if not fast.g:
+        return rounds
+    np = fast.np
+    return int(np.minimum(fast.streams.stream(i)[js:js + rounds], fast.g).sum()) + rounds
+
+
+def _alive(fast, k: int):
+    """Requests running at iteration k (not done by its start): the handed-over ones, then this
+    segment's admissions, each with (first iteration of the segment it decodes in, tokens before,
+    stream round before)."""
+    out = [(i, c[0], c[3], c[2]) for i, c in fast.customs.items() if c[0] + c[1] - 1 >= k]
+    adm, R = fast.adm, fast.R_all
+    for i in range(fast.h0, fast.head):
+        if adm[i] + R[i] >= k:
+            out.append((i, adm[i] + 1, 1, 0))
+    return out
+
+
+def close_segment(fast) -> None:
+    """Statistics, first tokens and finish times of the fast iterations fast.k0 .. fast.k - 1."""
+    np, k0, k1, h0, h1, st = fast.np, fast.k0, fast.k, fast.h0, fast.head, fast.st
+    K = k1 - k0
+    if K <= 0:
+        return
+    g, r = fast.g, fast.g + 1
+    P = np.asarray(fast.P[h0:h1], dtype=np.int64)
+    a = np.frombuffer(fast.adm, dtype=np.int64)[h0:h1] - k0
+    R = fast.R_all[h0:h1]
+    T = np.frombuffer(fast.T_end, dtype=np.float64)
+    dec = R > 0
+    delta = np.bincount(a[dec] + 1, minlength=K + 1)[:K] - np.bincount((a + R + 1)[dec], minlength=K + 2)[:K]
+    if fast.customs:
+        ci = np.array(list(fast.customs), dtype=np.int64)
+        cs = np.array([c[0] for c in fast.customs.values()], dtype=np.int64) - k0
+        cr = np.array([c[1] for c in fast.customs.values()], dtype=np.int64)
+        delta = delta + np.bincount(cs, minlength=K + 1)[:K] - np.bincount(cs + cr, minlength=K + 2)[:K]
+        over = cs + cr - 1 < K
+        fast.fin[ci[over]] = T[(cs + cr - 1 + k0)[over]]
+    nd = np.cumsum(delta)
+    D = fast.D[k0:k1]
+    S, U = D & _LOW, D >> 32
+    rows = nd * r + np.bincount(a, weights=P, minlength=K)
+    pairs = r * S + nd * (r * (r + 1) / 2) + np.bincount(a, weights=P * (P + 1) / 2, minlength=K)
+    dt, comm, draft = totals_time_arrays(fast.replica.cost, fast.cfg.spec, g, rows, pairs, nd, S)
+    if fast.paged:
+        B = fast.B
+        used = (U + np.bincount(a, weights=-(-P // B), minlength=K).astype(np.int64)) * B
+    else:
+        used = S
+    fast.first[h0:h1] = T[a + k0]
+    done = a + R < K
+    fast.fin[np.arange(h0, h1)[done]] = T[(a + R + k0)[done]]
+    slots = int(nd.sum())
+    st["busy"] += float(dt.sum())
+    st["area_n"] += float(dt @ (nd + np.bincount(a, minlength=K)))
+    st["area_kv"] += float(dt @ used)
+    st["iterations"] += K
+    st["rows"] += int(rows.sum())
+    st["draft_s"] += float(draft.sum())
+    st["comm"] += float(comm.sum())
+    st["peak_kv"] = max(st["peak_kv"], float(used.max()))
+    st["dec_slots"] += slots
+    st["gamma_sum"] += g * slots
+    if g:
+        st["spec_rounds"] += slots
+        O = np.asarray(fast.O[h0:h1], dtype=np.int64)
+        st["spec_tokens"] += int((O - 1)[done].sum())
+        for i, c in fast.customs.items():
+            if c[0] + c[1] - 1 < k1:
+                st["spec_tokens"] += fast.O[i] - c[3]
+
+
+def to_general(fast) -> dict:
+    """The general loop's variables at iteration fast.k (fast iterations closed)."""
+    close_segment(fast)
+    np, k, n, P, g, B = fast.np, fast.k, fast.n, fast.P, fast.g, fast.B
+    if fast.general is None:
+        fast.general = {"gen": [0] * n, "kv": [0] * n, "pre": [0] * n, "need": list(P), "blocks": [0] * n}
+    gl = fast.general
+    gen, kv, pre, need, blocks = gl["gen"], gl["kv"], gl["pre"], gl["need"], gl["blocks"]
+    running: dict[int, None] = {}
+    held = 0
+    for i, start, g0, js in _alive(fast, k):
+        rounds = k - start
+        gen[i] = g0 + _gained(fast, i, js, rounds)
+        kv[i] = P[i] + gen[i] - 1
+        pre[i] = need[i]
+        blocks[i] = -(-kv[i] // B) if fast.paged else 0
+        held += blocks[i] * B if fast.paged else kv[i]
+        if fast.streams is not None:
+            fast.streams._round[i] = js + rounds
+        if g:
+            fast.st["spec_tokens"] += gen[i] - g0
+        running[i] = None
+    hz = fast.horizon
+    fast.D[k:hz] = 0
+    fast.FIN[k:hz] = [0] * max(0, hz - k)
+    fast.DRES[k:hz] = [0] * max(0, hz - k)
+    fast.customs = {}
+    return {"gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": fast.first, "fin": fast.fin,
+            "running": running, "waiting": deque(range(fast.head, fast.nxt)), "st": fast.st,
+            "free": fast.total - held // B if fast.paged else 0, "used": float(held), "reserved": fast.reserved,
+            "t": fast.t, "nxt": fast.nxt, "finished": fast.finished, "in_system": fast.nxt - fast.finished,
+            "acceptance": fast.streams, "arr": fast.arr}
+
+
+def from_general(fast, state: dict) -> None:
+    """Take the run back at the general loop's iteration (module doc)."""
+    np, P, O, g, B = fast.np, fast.P, fast.O, fast.g, fast.B
+    k = fast.st["iterations"]
+    missing = k - len(fast.T_end)
+    fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
+    gen, kv = state["gen"], state["kv"]
+    hz = fast.horizon
+    for i in state["running"]:
+        js = fast.streams._round.get(i, 0) if fast.streams is not None else 0
+        left = O[i] - gen[i]
+        if g:
+            tok = np.minimum(fast.streams.stream(i)[js:], g).astype(np.int64) + 1
+            before = np.cumsum(tok) - tok
+            kvs = before[before < left] + kv[i]
+        else:
+            kvs = np.arange(left, dtype=np.int64) + kv[i]
+        if fast.paged:
+            kvs = kvs + ((kvs + (g + B)) // B << 32)
+        R = len(kvs)
+        e = k + R - 1
+        while e + 2 > fast.size:
+            grow = fast.size // 2
+            fast.D = np.concatenate((fast.D, np.zeros(grow, dtype=np.int64)))
+            fast.FIN += [0] * grow
+            fast.DRES += [0] * grow
+            fast.size += grow
+        fast.D[k:k + R] += kvs
+        fast.FIN[e] += 1
+        if not fast.paged:
+            fast.DRES[e] += fast.res[i]
+        hz = max(hz, e + 1)
+        fast.customs[i] = (k, R, js, gen[i])
+    fast.horizon = hz
+    fast.k, fast.t, fast.running = k, state["t"], len(state["running"])
+    waiting = state["waiting"]
+    fast.nxt = state["nxt"]
+    fast.head = waiting[0] if waiting else fast.nxt
+    fast.k0, fast.h0 = k, fast.head
+    fast.finished, fast.reserved = state["finished"], state["reserved"]
+
+
+def result(fast, state) -> ServeResult:
+    """The run's `ServeResult` (state: the general loop's at the end, None if it ended fast)."""
+    np = fast.np
+    st = fast.st
+    arr = np.asarray(fast.arr)
+    deadlock = state["deadlock"] if state else None
+    if deadlock is None:
+        st["area_sys"] = float(np.sum(fast.fin - arr))
+    span = float(np.nanmax(fast.fin)) - min(fast.arr) if not np.isnan(fast.fin).all() else 0.0
+    return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.arr, fast.first.tolist(),
+                             fast.fin.tolist(), st, deadlock, span=span)
