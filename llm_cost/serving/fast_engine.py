@@ -50,7 +50,7 @@ def fast_eligible(workload, replica, cfg, held) -> bool:
 
 def serve_fast(workload, replica, cfg, res, on_progress, general):
     """`engine.serve` by running totals (module doc); `general(state, handback)` is the engine's
-    general loop, run from a state and handing back as `engine.general_loop` says."""
+    general loop, run from a state and handing back as `engine_loop.general_loop` says."""
     fast = _Fast(workload, replica, cfg, res)
     while True:
         if fast.run(on_progress):

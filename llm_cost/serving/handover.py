@@ -99,7 +99,7 @@ def close_segment(fast) -> None:
 def to_general(fast) -> dict:
     """The general loop's variables at iteration fast.k (fast iterations closed)."""
     close_segment(fast)
-    np, k, n, P, g, B = fast.np, fast.k, fast.n, fast.P, fast.g, fast.B
+    k, n, P, g, B = fast.k, fast.n, fast.P, fast.g, fast.B
     if fast.general is None:
         fast.general = {"gen": [0] * n, "kv": [0] * n, "pre": [0] * n, "need": list(P), "blocks": [0] * n}
     gl = fast.general
@@ -132,7 +132,7 @@ def to_general(fast) -> dict:
 
 def from_general(fast, state: dict) -> None:
     """Take the run back at the general loop's iteration (module doc)."""
-    np, P, O, g, B = fast.np, fast.P, fast.O, fast.g, fast.B
+    np, O, g, B = fast.np, fast.O, fast.g, fast.B
     k = fast.st["iterations"]
     missing = k - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
