@@ -69,6 +69,12 @@ def test_a_pipeline_over_two_boards_pays_one_network_hand_off():
     assert inside.handoff_s == pytest.approx(UP_LAT + rows * 8192 * 2 / UP_BW, rel=1e-9)
 
 
+def test_a_pipeline_on_a_chip_without_a_network():
+    # pp over the L4's PCIe only: every hand-off on the one link, none over a network it does not have
+    t = deployed_step_time("llama-3-8b", L4, "article", Deployment(tp=2, pp=8), rows=1)
+    assert t.handoff_s == pytest.approx(7 * (L4.interconnect_latency_s + 4096 * 2 / L4.interconnect_bytes_per_s))
+
+
 def test_tp_16_costs_more_communication_than_tp_8_on_h100s():
     t8 = deployed_step_time("llama-3-70b", H100, "article", Deployment(tp=8), rows=1)
     t16 = deployed_step_time("llama-3-70b", H100, "article", Deployment(tp=16), rows=1)

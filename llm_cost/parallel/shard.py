@@ -148,7 +148,8 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tu
     def handoffs(rows):
         if pp == 1:
             return 0.0
-        return (pp - 1 - across) * send_s(rows * row, gpu) + across * send_s(rows * row, gpu, across=True)
+        inside = (pp - 1 - across) * send_s(rows * row, gpu)
+        return inside + across * send_s(rows * row, gpu, across=True) if across else inside
 
     fixed, handoff_fixed = collectives(0.0), handoffs(0.0)
     return fixed, collectives(1.0) - fixed, handoff_fixed, handoffs(1.0) - handoff_fixed
