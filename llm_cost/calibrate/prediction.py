@@ -113,7 +113,7 @@ def _value(p: Point, model, gpu, profile) -> float:
     from llm_cost.requests import request_cost
 
     weights = weight_format_of(p.weights, p.group_size)
-    dep = deployment_of(p)
+    dep = deployment_of(p).following(profile)  # fits on the profile's memory basis
     metric, kind = p.metric, p.batch_kind
     if kind == "request rate":
         return _simulated(p, model, gpu, profile, weights, dep)
