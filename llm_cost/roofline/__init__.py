@@ -13,9 +13,10 @@ Symbols, defined once (SI units):
                (2 N_gemm m + attention pairs x pair_flops) / (F eta_f)) + t_fixed
 
 Windowed layers (sliding, chunked) hold min(ctx, window) tokens and give each new row at most
-`window` keys; `pass_cost.windowed_pass` counts B ctx and the pairs with that cap, in all-layer units.
+`window` keys; `pass_terms.windowed_pass` counts B ctx and the pairs with that cap, in all-layer units.
 
-`pass_cost` holds the coefficients and the one evaluation of T; `step.step_time` validates a uniform
+`pass_terms` has the terms T sums (pairs, windows, experts touched, bytes read), `pass_cost` the
+coefficients and the one evaluation of T; `step.step_time` validates a uniform
 pass and returns a `StepTime`; `critical` finds the ridge point, critical rows and batch.
 """
 
@@ -23,8 +24,8 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".step", "StepTime", "step_time", "check_pass"),
-    **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS", "causal_pairs",
-                 "expected_experts_touched", "roofline_total", "uniform_pass",
+    **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS"),
+    **names_from(".pass_terms", "causal_pairs", "expected_experts_touched", "roofline_total", "uniform_pass",
                  "windowed_pairs", "windowed_pass"),
     **names_from(".critical", "critical_batch", "critical_rows", "first_crossing", "ridge_point"),
 }

@@ -44,7 +44,7 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
     """The ledger of one iteration over `requests`, each (cached, new) tokens: cached >= 0, new >= 1.
 
     With `model` (and `weights`, default BF16), the bytes: weights read by every pass
-    (`roofline.pass_cost.shared_bytes_read` under the lecture's convention, the input table a lookup),
+    (`roofline.pass_terms.shared_bytes_read` under the lecture's convention, the input table a lookup),
     and the K/V each request reads (its cached tokens) and writes (its new ones).
 
     Examples

@@ -1,0 +1,140 @@
+"""The terms of one pass the time model sums: the roofline's max + fixed, the attention pairs of
+causal rows (windows capped), the routed experts rows touch, the weight bytes a pass reads, and
+which GEMM peak a format runs at. `pass_cost.PassCost` evaluates T from them (its module doc has
+the formula); each takes numbers or numpy arrays and checks nothing.
+"""
+
+from __future__ import annotations
+
+from llm_cost.counts import WeightBytes, param_counts
+from llm_cost.specs import ModelSpec, Profile, WeightFormat
+
+
+def roofline_total(memory_s, compute_s, fixed_s):
+    """max(memory_s, compute_s) + fixed_s: the roofline, for numbers or numpy arrays."""
+    if isinstance(memory_s, float) and isinstance(compute_s, float):
+        return (memory_s if memory_s > compute_s else compute_s) + fixed_s
+    import numpy as np
+
+    longer = np.maximum(memory_s, compute_s)
+    return longer + fixed_s if fixed_s else longer
+
+
+def causal_pairs(new_rows, context=0):
+    """(query, key) pairs of one sequence's `new_rows` rows after `context` cached tokens.
+
+    Each new row attends to the context and to the new rows before it and itself:
+    r ctx + r (r + 1) / 2. A prompt of P tokens alone: P (P + 1) / 2.
+    """
+    return new_rows * context + new_rows * (new_rows + 1) / 2
+
+
+def uniform_pass(rows, batch, context):
+    """(K/V tokens moved, attention pairs) of a pass over `batch` sequences of `context` cached tokens.
+
+    Each sequence reads its `context` cached tokens and writes its r = rows / batch new ones.
+    """
+    return batch * context + rows, batch * causal_pairs(rows / batch, context)
+
+
+def gemm_precision(model: ModelSpec, weights: WeightFormat) -> str:
+    """The precision the GEMMs run at: the format's (`WeightFormat.compute`), or for the model's own
+    checkpoint format, fp8 when its config says FP8 (DeepSeek-V3's blocks are W8A8), else bf16."""
+    if weights.checkpoint:
+        q = model.quantization
+        return "fp8" if q is not None and q.method == "fp8" else "bf16"
+    return weights.compute
+
+
+def weight_only(weights: WeightFormat) -> bool:
+    """Weights stored below 16 bits and dequantized to BF16 for the GEMMs (INT4/INT8 W4A16, W8A16)."""
+    return not weights.checkpoint and weights.compute == "bf16" and weights.bits < 16
+
+
+def _maximum(x, y):
+    """numpy.maximum(x, y) (arrays)."""
+    import numpy as np
+
+    return np.maximum(x, y)
+
+
+def _minimum(x, cap):
+    """min(x, cap): a number for numbers, numpy.minimum for arrays."""
+    if isinstance(x, (int, float)):
+        return x if x < cap else cap
+    import numpy as np
+
+    return np.minimum(x, cap)
+
+
+def _clip(x, low, high):
+    """low <= x <= high, x clipped: numbers or numpy arrays (broadcast)."""
+    if isinstance(x, (int, float)) and isinstance(high, (int, float)):
+        return low if x < low else (high if x > high else x)
+    import numpy as np
+
+    return np.clip(x, low, high)
+
+
+def windowed_pairs(new_rows, context, window):
+    """(query, key) pairs of one sequence's `new_rows` rows after `context` cached tokens in a layer
+    whose rows attend to at most `window` keys (themselves included).
+
+    Row i (1..r) sees min(window, context + i) keys: the k = clip(window - context, 0, r) rows still
+    inside the window see context + i, the others `window`:
+    k ctx + k (k + 1) / 2 + (r - k) window. A window >= context + r gives `causal_pairs`.
+    """
+    k = _clip(window - context, 0, new_rows)
+    return k * context + k * (k + 1) / 2 + (new_rows - k) * window
+
+
+def windowed_pass(rows, batch, context, windows, num_layers):
+    """`uniform_pass` for a model whose `windows` ((window, layers), ...) keep at most their window.
+
+    In all-layer units, as `PassCost` multiplies them (kv_token_bytes and pair_flops are all-layer
+    figures): kv_tokens = batch x (held layer-tokens of one sequence) / L + rows, the held ones
+    being the full layers' context and each windowed layer's min(context, window) (so
+    kv_tokens x kv_token_bytes = batch x `kv_bytes(model, context)` + rows x kv_bytes_per_token:
+    every layer writes the new rows' K/V); pairs = batch x sum over layers of the layer's pairs / L
+    (`causal_pairs` for full layers, `windowed_pairs` for the others). Chunked layers (Llama 4) are
+    counted as a window of the chunk size: an upper bound of their current chunk.
+    """
+    r = rows / batch
+    full = num_layers - sum(n for _, n in windows)
+    held = full * context
+    pairs = full * causal_pairs(r, context)
+    for window, layers in windows:
+        held = held + layers * _minimum(context, window)
+        pairs = pairs + layers * windowed_pairs(r, context, window)
+    return batch * held / num_layers + rows, batch * pairs / num_layers
+
+
+def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
+    """Distinct experts `rows` tokens touch in one MoE layer under uniform top-k routing.
+
+    E = N (1 - (1 - k/N)^m): each row picks k of N experts; an expert is missed by all m rows
+    with probability (1 - k/N)^m.
+    """
+    if num_experts == 0:
+        return 0.0
+    return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** rows)
+
+
+def shared_bytes_read(wb: WeightBytes, profile: Profile) -> float:
+    """The weight bytes every pass reads (routed experts excluded).
+
+    Every shared weight once; the input embedding (and a learned position table) only when the
+    profile reads lookups; a tied table is the LM head and is always read.
+    """
+    read = wb.always + wb.lm_head
+    if profile.read_input_embedding:
+        read += wb.embedding + wb.position_embedding
+    elif not wb.lm_head:  # tied: the table is read as the LM head
+        read += wb.embedding
+    return read
+
+
+def _expert_share(model: ModelSpec) -> float:
+    """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
+    pc = param_counts(model)
+    return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active
