@@ -103,15 +103,19 @@ def _all_valid(arr, low, high, integer: bool) -> bool:
 
     flat = arr.reshape(-1) if arr.flags.c_contiguous else None
     blocks = [arr] if flat is None else [flat[i:i + _BLOCK] for i in range(0, flat.size, _BLOCK)]
-    scratch = np.empty(min(arr.size, _BLOCK)) if integer and flat is not None else None
+    size = min(arr.size, _BLOCK) if flat is not None else 0
+    rounded, whole = (np.empty(size), np.empty(size, dtype=bool)) if integer and size else (None, None)
     for block in blocks:
-        lo, hi = float(block.min()), float(block.max())
+        lo, hi = float(np.minimum.reduce(block, axis=None)), float(np.maximum.reduce(block, axis=None))
         if not (math.isfinite(lo) and math.isfinite(hi)) or (low is not None and lo < low) or (
                 high is not None and hi > high):
             return False
         if integer:
-            rounded = np.rint(block) if scratch is None else np.rint(block, out=scratch[:block.size])
-            if not np.array_equal(rounded, block):
+            if rounded is None:
+                same = np.rint(block) == block
+            else:  # into work arrays: the block stays in cache and nothing is allocated per block
+                same = np.equal(np.rint(block, out=rounded[:block.size]), block, out=whole[:block.size])
+            if not same.all():
                 return False
     return True
 

@@ -31,6 +31,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.roofline.pass_cost import _into
+from llm_cost.speculative import blocks
 from llm_cost.speculative.closed_forms import _expected_tokens_g1
 from llm_cost.speculative.gamma_choice import TIE_RTOL
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
@@ -221,7 +222,10 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     10^6-point sweep is bound by fresh 8 MB arrays and memory traffic, so g + 1 serves E, then
     the verification rows, then (in place) their time; each later result is written into the
     array its expression starts. b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b.
+    Inputs that are all one shape (flat arrays) go blockwise through `blocks.flat_round`.
     """
+    if blocks.blockable(a, g, b, ctx, *(() if c is None else (c,))):
+        return blocks.flat_round(cost, count_kv, draft_cost, a, g, b, ctx, c)
     g1 = g + 1.0
     e = _expected_tokens_g1(a, g1)
     base_s = cost.step_total(b, b, ctx, count_kv=count_kv)

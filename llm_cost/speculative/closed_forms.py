@@ -20,18 +20,19 @@ from __future__ import annotations
 import numpy as np
 
 from llm_cost.grids import checked, scalar_or_array
+from llm_cost.speculative import powers as _powers
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
+
 
 def expected_tokens_unchecked(a, g):
     r"""E[tokens per round] for alpha `a` and gamma `g` already checked (`check_alpha`,
     `check_gamma`); broadcast over both.
 
-    .. math:: E = \frac{a^{g+1} - 1}{a - 1} = \frac{\mathrm{expm1}((g + 1) \ln a)}{a - 1}
+    .. math:: E = \frac{1 - a^{g+1}}{1 - a}
 
-    (a^(g+1) - 1) / (a - 1) with a^(g+1) - 1 as expm1((g+1) ln a): no cancellation near a = 1,
-    no overflow for huge gamma, a = 0 gives 1; exactly g + 1 at a = 1. Clipped to the exact
-    bounds [1, g + 1] so rounding cannot cross them (E(a, 0) = 1). In-place array arithmetic:
-    a million-point sweep spends most of its time here.
+    a^(g+1) by squaring for whole g (`powers`: a few multiplications, no logarithm); where
+    1 - a^(g+1) would cancel (a near 1) or g is not a whole number below 255, expm1((g+1) ln a) / (a - 1),
+    exactly g + 1 at a = 1. E lies in [1, g + 1] (E(a, 0) = 1, E(0, g) = 1).
 
     Parameters
     ----------
@@ -60,26 +61,7 @@ def expected_tokens_unchecked(a, g):
 
 def _expected_tokens_g1(a, g1):
     """`expected_tokens_unchecked(a, g)` from g1 = g + 1, which a caller may share."""
-    return _expected_tokens(np.asarray(a, dtype=float), np.asarray(g1, dtype=float))
-
-
-def _expected_tokens(a: np.ndarray, g1: np.ndarray):
-    """The formula of `expected_tokens_unchecked`, from float arrays a and g + 1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        e = np.log(a)
-        if np.ndim(e) and e.shape == np.broadcast_shapes(e.shape, g1.shape):
-            e *= g1
-        else:
-            e = np.asarray(e * g1)
-        np.expm1(e, out=e)  # a^(g+1) - 1
-        e /= a - 1.0  # 0 / 0 at a = 1, set below
-    one = a == 1.0
-    if one.any():
-        np.copyto(e, g1, where=one)
-    # np.clip(e, 1.0, g1, out=e) in two passes (clip is minimum(maximum(e, 1), g1); no NaN here)
-    np.maximum(e, 1.0, out=e)
-    np.minimum(e, g1, out=e)
-    return e if e.ndim else e[()]
+    return _powers.expected_tokens(a, g1)
 
 
 def _speedup(e, g, c):
