@@ -432,3 +432,13 @@ def test_fast_path_hands_over_at_preemptions_and_takes_the_run_back(monkeypatch,
     fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
     _same_run(fast, general)
     assert fast.preemptions > 0 and len(back) >= 1 and fast.finished == 3000
+
+
+def test_the_fast_path_reports_progress():
+    # The command's progress bar (commands/progress.py) is fed every 1% of finished requests.
+    calls = []
+    wl = poisson_workload(2000, 12.4, seed=0)
+    serve(wl, SERVER, ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05)),
+          on_progress=lambda done, total: calls.append((done, total)))
+    assert len(calls) >= 50 and calls[-1] == (2000, 2000)
+    assert all(a[0] <= b[0] and a[1] == 2000 for a, b in zip(calls, calls[1:]))
