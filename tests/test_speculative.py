@@ -92,7 +92,8 @@ def test_optimal_gamma_is_the_brute_force_argmax(alpha, c):
     assert float(best.speedup) == pytest.approx(max(grid), rel=1e-12)
     assert grid[int(best.gamma)] == pytest.approx(max(grid), rel=1e-12)
     if alpha > c:  # Corollary 3.9: the optimum is at least the gamma = 1 bound, above 1
-        assert float(best.speedup) >= sp.gamma_one_speedup(alpha, c) - 1e-12 > 1 - 1e-12
+        bound = sp.gamma_one_speedup(alpha, c)  # (1 + alpha) / (1 + c) >= 1; exactly 1.0 within an ulp of c
+        assert float(best.speedup) >= bound - 1e-12 and bound >= 1.0
     else:  # speculation never pays when alpha <= c
         assert int(best.gamma) == 0 and float(best.speedup) == 1.0
 
