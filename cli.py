@@ -22,13 +22,13 @@ import sys
 COMMAND_MODULES = {
     "model": "model", "roofline": "roofline", "catalog": "catalog",
     "capacity": "serving", "waste": "serving", "batching": "serving",
-    "spec": "speculative", "gamma": "speculative", "tree": "speculative", "leviathan": "speculative",
+    "spec": "speculative", "gamma": "speculative", "tree": "trees", "leviathan": "speculative",
     "request": "requests", "selective": "requests", "plan": "plan",
     "table": "table", "plot": "plot",
     "check": "check",
     "validate": "calibrate", "calibrate": "calibrate",
 }
-MODULE_ORDER = ("model", "roofline", "catalog", "requests", "plan", "serving", "speculative", "table", "plot", "calibrate", "check")  # the order of --help
+MODULE_ORDER = ("model", "roofline", "catalog", "requests", "plan", "serving", "speculative", "trees", "table", "plot", "calibrate", "check")  # the order of --help
 
 
 def _register(modules) -> object:

@@ -12,11 +12,15 @@ are refused too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
 from llm_cost.catalog.fields import Fields
 from llm_cost.errors import ConfigError, LlmCostError, did_you_mean
-from llm_cost.specs import Accelerator
+
+if TYPE_CHECKING:  # annotations only: the spec modules load where they are used
+    from llm_cost.specs import Accelerator
 
 # Plausible ranges, SI: a slip of a unit (GB/s written as MB/s, TFLOP/s as GFLOP/s) lands outside.
 FLOPS_RANGE = (1e12, 1e17)  # 1 TFLOP/s .. 100 PFLOP/s dense, any precision
@@ -46,6 +50,7 @@ USABLE_RATIO = (0.5, 1.5)
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
     """Build an Accelerator from a datasheet dict: name, figures, interconnect, sources."""
+    from llm_cost.specs.hardware import Accelerator
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
     for key in data:

@@ -8,12 +8,16 @@ itself or its name or path (`as_model`, `as_accelerator`, `as_profile`).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from llm_cost.catalog.config import model_from_config
 from llm_cost.catalog.datasheet import accelerator_from_datasheet
 from llm_cost.catalog.paths import catalog_dir, read_json, resolve
 from llm_cost.errors import UnknownNameError
-from llm_cost.specs import Accelerator, ModelSpec, Profile
+from llm_cost.specs.model import ModelSpec
+
+if TYPE_CHECKING:  # imported where used: `llm-cost model` never builds an Accelerator or a Profile
+    from llm_cost.specs import Accelerator, Profile
 
 
 @lru_cache(maxsize=64)
@@ -134,6 +138,7 @@ def as_accelerator(gpu) -> Accelerator:
     >>> a100.name, a100.memory_bytes / 1e9
     ('A100 40GB', 40.0)
     """
+    from llm_cost.specs.hardware import Accelerator
     if isinstance(gpu, Accelerator):
         return gpu
     if isinstance(gpu, str):
@@ -166,6 +171,7 @@ def as_profile(profile) -> Profile:
     >>> p.bw_efficiency, p.compute_efficiency, p.fixed_time_s
     (0.8, 0.6, 0.001)
     """
+    from llm_cost.specs.profiles import Profile
     if isinstance(profile, Profile):
         return profile
     from llm_cost.specs.profiles import preset

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass, fields
-from typing import Annotated, List, Optional
+from typing import Annotated, List, NamedTuple, Optional
 
 import typer
 
@@ -22,6 +21,8 @@ KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV re
 Weights = Annotated[str, typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")]
 
 
+Batches = Annotated[List[int], typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable).")]
+Context = Annotated[int, typer.Option(help="Cached tokens per sequence.")]
 Reserve = Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")]
 MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
 KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
@@ -46,9 +47,9 @@ UsableMemory = Annotated[Optional[bool], typer.Option(
          "measured usable).")]
 
 
-@dataclass(frozen=True)
-class DeploymentArgs:
-    """The deployment options as given on the command line (`deployment_options`)."""
+class DeploymentArgs(NamedTuple):
+    """The deployment options as given on the command line (`deployment_options`; a NamedTuple, not a
+    frozen dataclass: it is built at every command's import, and a dataclass costs ~1 ms to create)."""
 
     tp: int = 1
     pp: int = 1
@@ -78,8 +79,8 @@ def deployment_options(fn):
     if DEPLOYMENT_PARAMETER not in names:
         raise TypeError(f"{fn.__name__} needs a {DEPLOYMENT_PARAMETER!r} parameter for the deployment options")
     kind = signature.parameters[DEPLOYMENT_PARAMETER].kind
-    added = [inspect.Parameter(f.name, kind, default=f.default, annotation=DEPLOYMENT_OPTIONS[f.name])
-             for f in fields(DeploymentArgs)]
+    added = [inspect.Parameter(name, kind, default=default, annotation=DEPLOYMENT_OPTIONS[name])
+             for name, default in DeploymentArgs._field_defaults.items()]
     at = names.index(DEPLOYMENT_PARAMETER)
     params = list(signature.parameters.values())
     params[at:at + 1] = added

@@ -8,10 +8,13 @@ parameters; `flags_in` puts the command's flags in their place.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
-from llm_cost.specs.profiles import PRESETS, Profile
 from llm_cost.specs.weights import WeightFormat, weight_format
+
+if TYPE_CHECKING:  # annotations only: the spec modules load where they are used
+    from llm_cost.specs import Profile
 
 # A library parameter whose CLI option has another name (repeatables are singular on the CLI).
 OPTION_OF = {
@@ -55,6 +58,7 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
     """
     import os
 
+    from llm_cost.specs.profiles import PRESETS
     if preset.lower().endswith(".json") or (preset not in PRESETS and os.path.isfile(preset)):
         from llm_cost.calibrate.profile_file import read_profile
 
@@ -84,6 +88,7 @@ def ignored_context(prof: Profile, context, how: str) -> str | None:
     if prof.count_kv or not any(contexts):
         return None
     given = ", ".join(f"{c:g}" for c in contexts)
+    from llm_cost.specs.profiles import PRESETS
     why = "--no-kv" if prof.name in PRESETS and PRESETS[prof.name].count_kv else "the article's convention"
     return (f"--context {given} changes nothing here: preset {prof.name} counts no KV reads or attention "
             f"FLOPs ({why}); {how} to count them")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Annotated, List, Optional
 
 import typer
@@ -41,7 +40,7 @@ FROM_COMMAND = {
     "roofline": ("roofline", "roofline_cmd", ("model", "gpu", "preset", "context")),
     "spec-vs-batch": ("speculative", "spec_cmd", ("model", "gpu", "preset", "context", "weights", "alpha", "gamma")),
     "gamma": None,
-    "tree": ("speculative", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
+    "tree": ("trees", "tree_cmd", ("model", "gpu", "preset", "context", "weights", "hits", "c")),
     "batching": ("serving", "batching_cmd", ("model", "gpu", "preset", "weights", "reserve")),
     "plan": ("plan", "plan_cmd", ("preset",)),
     "validation": ("calibrate", "validate_cmd", ("preset",)),
@@ -133,8 +132,7 @@ def plot_cmd(
                   requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, isl=isl, osl=osl,
                   ttft_ms=ttft_ms, tpot_ms=tpot_ms, points=points)
     given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
-    given.update({f.name: getattr(deploy, f.name) for f in fields(DeploymentArgs)
-                  if getattr(deploy, f.name) != getattr(AS_GIVEN, f.name)})
+    given.update({k: v for k, v in deploy._asdict().items() if v != getattr(AS_GIVEN, k)})
     unused = sorted(set(given) - USES[kind])
     if unused:
         raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "

@@ -1,4 +1,4 @@
-"""Commands for speculative decoding: `spec`, `gamma`, `tree`, `leviathan`."""
+"""Commands for speculative decoding: `spec`, `gamma`, `leviathan` (token trees: `trees.py`)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,17 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, Format, GpuOpt, ModelOpt,
-                                       Preset, Weights)
+from llm_cost.commands.options import (AS_GIVEN, Batches, BwEff, Context, DeploymentArgs, Format, GpuOpt, ModelOpt,
+                                       Preset, Weights, deployment_options)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import ARTICLE_SETTING, LECTURE_DECODE
-from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
+from llm_cost.specs.profiles import ARTICLE_SETTING
 
 # ---- speculative decoding -------------------------------------------------------------------
 
 Alphas = Annotated[List[float], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable).")]
 Gammas = Annotated[List[int], typer.Option("--gamma", help="Draft tokens per round, >= 0 (repeatable).")]
-Batches = Annotated[List[int], typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable).")]
 Mfus = Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1] (repeatable; default: the preset's and 0.6).")]
-Context = Annotated[int, typer.Option(help="Cached tokens per sequence.")]
 
 
 DEFAULT_ALPHAS = (0.8,)  # spec's --alpha without --alpha or --tau (the article, §2.3)
@@ -152,50 +149,6 @@ def gamma_cmd(
         Column("gamma_capped", "capped", _yes_no),
     ], fmt, title="Optimal gamma (Leviathan Theorem 3.8)",
         caption=f"gamma 0 = do not speculate (alpha <= c); capped = still rising at --gamma-max {gamma_max}")
-
-
-@command("tree", epilog="Example: llm-cost tree --widths 1,1,1,1 --widths 4,2,2,1 --widths 8,4,2,1 "
-                        "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
-@deployment_options
-def tree_cmd(
-    widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
-    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
-    batch: Batches = [1],  # noqa: B006
-    c: Annotated[float, typer.Option("--c", help="One draft level's cost over a target step, >= 0.")] = LEVEL_COST,
-    model: ModelOpt = LECTURE_DECODE.model,
-    gpu: GpuOpt = LECTURE_DECODE.gpu,
-    preset: Preset = LECTURE_DECODE.preset,
-    context: Context = 1024,
-    weights: Weights = "bf16",
-    deploy: DeploymentArgs = AS_GIVEN,
-    fmt: Format = "table",
-) -> None:
-    """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
-
-    Defaults: the lecture's example, Llama-3.1-8B on an H100 SXM under the lecture preset at
-    context 1024 (its demo 05); the other commands default to Llama-3-8B (the article).
-    """
-    from llm_cost.commands import parse
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report.speculative_rows import tree_rows
-
-    spec, acc = load_model(model), load_accelerator(gpu)
-    prof = parse.profile(preset)
-    deployment = parse.deployment(deploy, prof)
-    rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
-                     hits=parse.hits(hits), batches=batch, c=c, context=context,
-                     weights=parse.weights(weights), deployment=deployment)
-    ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
-    if ignored:  # after the library accepted the context
-        note(ignored)
-    emit(rows, deployed_columns([
-        Column("widths", "widths"), Column("batch", "batch"), Column("nodes", "nodes"),
-        Column("verify_rows", "verify rows"), Column("tau", "tau", fixed(2)),
-        Column("verify_over_base", "verify/base", fixed(2)), Column("speedup", "speedup", fixed(2)),
-        Column("chain_speedup", "chain (same depth)", fixed(2)),
-    ], rows, deployment), fmt, title=f"Token trees: {spec.name} on {acc.name}{deployment.label}, preset {prof.name}, "
-                                     f"context {context}, c {c:g} per level")
-    warn_unfit(rows, deploy.strict)
 
 
 @command("leviathan", epilog="Example: llm-cost leviathan --alpha 0.7 --gamma 3 --alpha 0.8 --gamma 4 --c-hat 0.1")

@@ -5,12 +5,18 @@ Kept out of cli.py so that the rows can be tested and reused without Typer.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.counts.lora import LORA_RANK
 from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes, kv_bytes_per_token, lora_params, param_counts, weight_bytes)
 from llm_cost.errors import LlmCostError, check_number
-from llm_cost.specs import BF16, INT4_G128, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.weights import BF16, INT4_G128, WeightFormat
+from llm_cost.specs.model import ModelSpec
+
+if TYPE_CHECKING:  # annotations only: the spec modules load where they are used
+    from llm_cost.specs import Accelerator, Profile
 
 
 def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,

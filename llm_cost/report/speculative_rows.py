@@ -11,6 +11,8 @@ K/V included), the verification step's collectives, and tokens per second of the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import replace
 from itertools import product
 
@@ -26,8 +28,10 @@ from llm_cost.specs.profiles import draft_profile_for
 from llm_cost import speculative as speculative
 from llm_cost.speculative import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
                                           dense_twin, moe_vs_dense, roofline_speedup, turning_batch)
-from llm_cost.speculative.trees import TopKHits, tree_speedup
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+
+if TYPE_CHECKING:  # the tree model loads in `tree_rows`: `spec` does not need it
+    from llm_cost.speculative.trees import TopKHits
 
 ARTICLE_MFU = 0.6  # the article's second column (the article §2.4)
 
@@ -207,6 +211,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     """
     from llm_cost.parallel import check_deployment, deployed_pass_cost
     from llm_cost.report.deployment_rows import deployment_fields
+    from llm_cost.speculative.trees import tree_speedup
 
     check_deployment(model, gpu, deployment)
     deployment = deployment.following(profile)  # fits on the profile's memory basis
