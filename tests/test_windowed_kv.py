@@ -294,13 +294,15 @@ def test_sequences_that_fit_without_windows_is_kv_tokens_over_context(name):
 def test_cost_table_counts_windowed_sequences():
     """gpt-oss-20b at 32,768 tokens: 12 x 32,768 + 12 x 128 = 394,752 layer-tokens x 2,048
     = 808,452,096 bytes a sequence; 30,170,485,632 / 808,452,096 = 37.3 -> 37 sequences in BF16
-    (all-layer tokens would give 613,820 // 32,768 = 18)."""
+    (all-layer tokens would give 613,820 // 32,768 = 18). Each sequence's decode step also holds
+    872,192 bytes of activations (804,352 of them its FP32 logits over 201,088 tokens), which at 64
+    tokens (3,145,728 bytes of K/V) matters: 30,170,485,632 // 4,017,920 = 7,508, not the K/V's 9,590."""
     from llm_cost.catalog import load_accelerator
     from llm_cost.report.cost_table import cost_row
 
     row = cost_row(load_model("gpt-oss-20b"), load_accelerator("h100-sxm"), contexts=(64, 32768))
     assert row["kv_bytes_per_sequence_at_32768"] == 808_452_096
-    assert row["max_batch_bf16_at_32768"] == 37 and row["max_batch_bf16_at_64"] == 9_590
+    assert row["max_batch_bf16_at_32768"] == 37 and row["max_batch_bf16_at_64"] == 7_508
 
 
 # ---- the simulator refuses what it does not count --------------------------------------------

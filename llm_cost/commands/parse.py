@@ -24,7 +24,7 @@ OPTION_OF = {
     "kv_bytes_per_element": "kv_bytes", "lora_rank": "lora_rank", "format": "fmt",
     "compute_efficiency": "mfu", "bw_efficiency": "bw_eff", "statistic": "slo_stat",
     "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch", "path": "output",
-    "isls": "isl", "osls": "osl", "requests": "request",
+    "isls": "isl", "osls": "osl", "requests": "request", "tps": "tp", "pps": "pp", "eps": "ep",
 }
 
 

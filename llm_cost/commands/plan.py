@@ -69,6 +69,7 @@ def plan_cmd(
     mtp_alpha: Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (searched for models that have one; DeepSeek-V3 report: 0.85-0.90).")] = 0.85,
     tp: Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")] = None,
     pp: Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")] = None,
+    ep: Annotated[Optional[List[int]], typer.Option("--ep", help="Expert-parallel degrees to search for a MoE model (repeatable; default 1 and each tp).")] = None,
     max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = 8,
     weights: Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")] = None,
     kv_dtype: Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")] = None,
@@ -93,7 +94,7 @@ def plan_cmd(
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                                tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
-                               max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, max_tp=max_tp,
+                               max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, max_tp=max_tp,
                                weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof)
     prices = prices_of(usd_per_gpu_hour, grid.space)
     from llm_cost.plan import plan
@@ -124,7 +125,7 @@ def plan_cmd(
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
-          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile):
+          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None):
     """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
     model's and accelerator's name to the text the user gave for it."""
     from llm_cost.catalog import load_accelerator, load_model
@@ -167,7 +168,7 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
         speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
     space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
                        kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
-                       speculation=speculation)
+                       speculation=speculation, eps=ep)
     return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
 
 

@@ -12,7 +12,7 @@ from llm_cost.commands.options import AS_GIVEN, BwEff, DeploymentArgs, deploymen
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
 # The deployment options a figure of one GPU's passes takes (--gpus is the plan's budget there)
-SPLIT = {"tp", "pp", "ep", "kv_dtype", "overlap_comm", "usable_memory"}
+SPLIT = {"tp", "pp", "ep", "kv_dtype", "overlap_comm", "usable_memory", "strict"}
 # The options each kind reads; any other option given is an error rather than silently ignored.
 USES = {
     "roofline": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "gamma", "batch", "max_rows"} | SPLIT,
@@ -143,6 +143,9 @@ def plot_cmd(
             "batching": _batching, "plan": _plan, "validation": _validation}[kind]
     written = draw(o, path)
     typer.echo(f"wrote {written}")
+    from llm_cost.commands.app import warn_unfit
+
+    warn_unfit(o.get("fits", []), deploy.strict, suffix=" (the figure assumes it does)")
 
 
 def _single(o: dict, name: str):
@@ -173,6 +176,8 @@ def _roofline(o: dict, path):
     dep = parse.deployment(o["deploy"], prof)
     series = roofline_series(spec, acc, prof, gamma=g, batches=o["batch"], context=o["context"],
                              max_rows=o["max_rows"], deployment=dep)
+    o["fits"] = [_fit(spec, acc, dep, s.weights, batch=b, rows=m, context=o["context"])
+                 for s in series for b, m, _ in s.points]
     return plots.roofline(series, path, gamma=g, title=f"T(m): {spec.name} on {acc.name}{dep.label}, preset {prof.name}, "
                                                       f"context {o['context']}")
 
@@ -189,6 +194,8 @@ def _spec_vs_batch(o: dict, path):
     dep = parse.deployment(o["deploy"], base)
     curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
                            batch_max=o["batch_max"], context=o["context"], weights=weight_format, deployment=dep)
+    o["fits"] = [_batch_axis_fit(spec, acc, dep, weight_format, int(g), o["context"], int(curves[0].batch[-1]))
+                 for g in dict.fromkeys(o["gamma"])]
     return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}{dep.label}, "
                                                    f"{o['weights']}, preset {o['preset']}, context {o['context']}")
 
@@ -212,6 +219,8 @@ def _tree(o: dict, path):
     dep = parse.deployment(o["deploy"], prof)
     points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(o["hits"]), batches=o["batch"],
                          c=c, context=o["context"], weights=parse.weights(o["weights"]), deployment=dep)
+    o["fits"] = [_fit(spec, acc, dep, parse.weights(o["weights"]), batch=b, rows=b * (p.nodes + 1), context=o["context"])
+                 for p in points for b in o["batch"]]
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}{dep.label}, preset {prof.name}, context "
                                           f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
 
@@ -268,3 +277,27 @@ def _validation(o: dict, path):
     prof = parse.profile(o["preset"])
     preds = [predict(p, prof) for p in read_points(o["points"])]
     return validation_figure(preds, path, title=f"{o['points']}: profile {prof.name}")
+
+
+def _fit(model, gpu, deployment, weights, *, batch, rows, context) -> dict:
+    """A drawn point's fit as a row `warn_unfit` reads: one pass of `rows` rows of `batch` sequences."""
+    from llm_cost.parallel import step_fit
+
+    f = step_fit(model, gpu, deployment, rows=rows, batch=batch, context=context, weights=weights)
+    where = f"{weights.name} at batch {batch}, {rows} rows, context {context}"
+    return {"fits": f.fits, "fit_note": f"{where}: {f.reason}" if not f.fits else "",
+            "memory_needed_bytes": f.needed_bytes, "memory_available_bytes": f.available_bytes}
+
+
+def _batch_axis_fit(model, gpu, deployment, weights, gamma: int, context: int, batch_max: int) -> dict:
+    """Whether the whole batch axis of a spec-vs-batch curve fits: the largest batch whose verification
+    pass (gamma + 1 rows a sequence) fits, against the axis's end."""
+    from llm_cost.parallel import largest_batch
+
+    most = largest_batch(model, gpu, deployment, weights=weights, tokens=context + gamma + 1, rows_per_sequence=gamma + 1)
+    if most >= batch_max:
+        return {"fits": True, "fit_note": ""}
+    where = "no batch" if not most else f"batches above {most:,}"
+    return {"fits": False, "fit_note": f"{where} of gamma {gamma} at context {context} fit {gpu.name}"
+                                       f"{deployment.label} ({weights.name}: weights, K/V and activations)"}
+

@@ -56,30 +56,26 @@ def table_cmd(
                       mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
     split = deployment.label + (" (per GPU)" if deployment.label else "")
     title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
-    unfit = [{"fits": False, "fit_note": f"{r['model']}: BF16 weights do not fit {acc.name}{split or ''} "
-                                         f"({r['weight_bytes_bf16'] / 1e9:.1f} GB in all)"}
-             for r in rows if not r["fits_bf16"]]
     if fmt in ("json", "csv"):
         render(rows, [], fmt)
-        _strict(unfit, deploy.strict)
+        _warn(rows, deploy.strict)
         return
     view, columns = table_view(rows, contexts=context)
     notes = table_notes(rows)
     columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
     if fmt == "markdown":
         render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
-        _strict(unfit, deploy.strict)
+        _warn(rows, deploy.strict)
         return
     render(view, columns, fmt, title=title)
     print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
-    _strict(unfit, deploy.strict)
+    _warn(rows, deploy.strict)
 
 
-def _strict(unfit, strict: bool) -> None:
-    """The table's own rows say which weights do not fit ("weights fit ...: no"); --strict also says it on
-    stderr and exits 2."""
-    if strict:
-        warn_unfit(unfit, strict, suffix=": its decode rows assume they do")
+def _warn(rows, strict: bool) -> None:
+    """What cannot run (weights that do not fit, a batch past the largest at a --context, a context past
+    the model's limit: the rows' `fit_note`) in one line on stderr; --strict then exits 2."""
+    warn_unfit(rows, strict, suffix=": its rows assume it does")
 
 
 def _cell(text: str) -> str:

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from itertools import product
+
 from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, check_all, check_choice, check_number
@@ -86,11 +88,15 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
 
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
-               speculation=(), reserve: float | None = None) -> PlanSpace:
+               speculation=(), reserve: float | None = None, eps=None) -> PlanSpace:
     """The `PlanSpace` of `model` on the accelerators `gpus` with at most `budget` GPUs (module doc).
 
+    `eps`: expert-parallel degrees to search for a MoE model (default: 1 and tp, the routed experts
+    spread over each tensor-parallel group; a degree that is not 1 or a multiple of tp, or that needs
+    more replicas than the budget holds, is left out as a split).
+
     Raises InvalidValueError naming the parameter: no accelerator, a budget or degree < 1, an
-    unknown weight format or KV dtype, a batch < 1.
+    unknown weight format or KV dtype, a batch < 1, expert parallelism for a model without experts.
     """
     gpus = tuple(gpus)
     if not gpus:
@@ -101,6 +107,11 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     tps = tuple(check_all("tps", tps, low=1, high=MAX_DEGREE, integer=True)) if tps else powers_of_two(
         min(budget, max_tp))
     pps = tuple(check_all("pps", pps, low=1, high=MAX_DEGREE, integer=True)) if pps else powers_of_two(budget)
+    if eps:
+        eps = tuple(check_all("eps", eps, low=1, high=MAX_DEGREE, integer=True))
+        if any(e > 1 for e in eps) and not model.is_moe:
+            raise InvalidValueError(f"eps: expert parallelism needs routed experts; {model.name} has none",
+                                    params=("eps",))
     formats = [weight_format(w) for w in dict.fromkeys(str(w).lower() for w in weights)]
     if not formats:
         raise InvalidValueError("weights: give at least one weight format", params=("weights",))
@@ -123,17 +134,24 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                 if tp * pp > budget:
                     continue
                 replicas = budget // (tp * pp)
-                for w in formats:
-                    for kv in kvs:
-                        deployment = Deployment(tp=tp, pp=pp, gpus=replicas * tp * pp, kv_dtype=kv, **extra)
-                        try:
-                            check_deployment(model, gpu, deployment)
-                        except InvalidValueError:
-                            left_out["split"] += per_group
-                            continue
-                        if not w.checkpoint and gpu.compute_precision(w.compute) != w.compute:
-                            left_out["format"] += per_group
-                            continue
-                        groups.append(Group(gpu, deployment, w))
+                for ep, w, kv in product(_eps(model, tp, eps), formats, kvs):
+                    deployment = Deployment(tp=tp, pp=pp, ep=ep, gpus=replicas * tp * pp, kv_dtype=kv, **extra)
+                    try:
+                        check_deployment(model, gpu, deployment)
+                    except InvalidValueError:
+                        left_out["split"] += per_group
+                        continue
+                    if not w.checkpoint and gpu.compute_precision(w.compute) != w.compute:
+                        left_out["format"] += per_group
+                        continue
+                    groups.append(Group(gpu, deployment, w))
     return PlanSpace(model=model, budget=budget, groups=tuple(groups), batches=batches, speculation=speculation,
                      left_out=left_out)
+
+
+def _eps(model: ModelSpec, tp: int, eps) -> tuple:
+    """The expert-parallel degrees searched at `tp`: the given ones, else 1 and tp for a MoE model."""
+    if eps:
+        return tuple(dict.fromkeys(int(e) for e in eps))
+    return tuple(dict.fromkeys((1, tp))) if model.is_moe else (1,)
+

@@ -33,7 +33,8 @@ from typing import Sequence
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.counts import flops_per_token, kv_bytes, kv_bytes_per_token, param_counts, weight_bytes
 from llm_cost.errors import InvalidValueError, check_all, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity, sequences_that_fit
+from llm_cost.parallel.fit import largest_batch
+from llm_cost.serving.capacity import DEFAULT_RESERVE, kv_capacity
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_GAMMA, mtp_params, mtp_speedup
 from llm_cost.roofline import MAX_BATCH
 from llm_cost.specs import BF16, INT4_G128, PRESETS, Accelerator, ModelSpec
@@ -63,7 +64,10 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
     kv_bytes_per_sequence_at_{n}, flops_per_token, decode_step_s_bf16/w4a16 (batch B),
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
-    max_batch_bf16/int4_at_{n} (0 when the weights do not fit), reserve_fraction, usable_bytes;
+    max_batch_bf16/int4_at_{n} (the most sequences of n tokens whose decode step fits: weights, K/V and
+    activations, `parallel.fit.largest_batch`; 0 when the weights do not fit), reserve_fraction,
+    usable_bytes; fits and fit_note (`_fit_keys`: what cannot run, said), context_limit,
+    memory_needed_bytes and memory_available_bytes (the BF16 decode step's);
     the deployment (tp, pp, ep, gpus, kv_dtype: times, K/V and fits are one GPU's, the largest batch
     one replica's; its memory basis, else the article's marketed 80 GB: `Deployment.following`); with
     `isl`, ttft_s_bf16/w4a16 (the prefill of one prompt of isl tokens); with
@@ -120,9 +124,39 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
                 "usable_bytes": memory * (1 - reserve)})
     for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
         row[f"fits_{name}"] = kv_capacity(model, gpu, weights=weights, deployment=deployment).fits
-        row.update({f"max_batch_{name}_at_{n}": sequences_that_fit(model, gpu, n, weights=weights, deployment=deployment)
+        row.update({f"max_batch_{name}_at_{n}": largest_batch(model, gpu, deployment, weights=weights, tokens=n)
                     for n in contexts})
+    row.update(_fit_keys(model, gpu, deployment, batch, contexts, row))
     return row
+
+
+def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
+    """Whether what the table prints can run, as every timing row says it (`fits`, `fit_note`, the
+    BF16 decode step's memory): each decode step (batch B, the article's context 0) fits, B is within
+    the largest batch at each --context, and each --context within the model's limit
+    (`max_position_embeddings`; its largest batch is then memory arithmetic only)."""
+    from llm_cost.parallel import step_fit
+
+    notes = []
+    fits = {}
+    for name, weights, kv_name in (("BF16", BF16, "bf16"), ("W4A16", INT4_G128, "int4")):
+        fit = fits[name] = step_fit(model, gpu, deployment, rows=batch, batch=batch, weights=weights)
+        if not fit.fits_memory:
+            short = fit.weight_bytes > fit.available_bytes
+            notes.append(f"{name} weights do not fit {gpu.name}{deployment.label} ({row[f'weight_bytes_{kv_name}'] / 1e9:.1f}"
+                         f" GB in all)" if short else f"{name} decode at batch {batch}: {fit.reason}")
+            continue
+        over = [n for n in contexts if batch > row[f"max_batch_{kv_name}_at_{n}"]]
+        if over:
+            notes.append(f"batch {batch} exceeds the largest {name} batch at {over[0]:,} tokens "
+                         f"({row[f'max_batch_{kv_name}_at_{over[0]}']})")
+    limit = model.max_position_embeddings
+    past = [n for n in contexts if limit and n > limit]
+    if past:
+        notes.append(f"context {past[0]:,} exceeds the model's limit of {limit:,} tokens")
+    bf16 = fits["BF16"]
+    return {"context_limit": limit, "fits": not notes, "fit_note": f"{model.name}: " + "; ".join(notes) if notes else "",
+            "memory_needed_bytes": bf16.needed_bytes, "memory_available_bytes": bf16.available_bytes}
 
 
 def _request_keys(model, gpu, prof, deployment, batch, steps, isl, price) -> dict:

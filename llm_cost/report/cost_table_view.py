@@ -37,7 +37,14 @@ def _yes_no(key: str) -> Callable[[dict], str]:
 
 
 def _batch(weights: str, n: int) -> Callable[[dict], str]:
-    return lambda row: f"{row[f'max_batch_{weights}_at_{n}']:,}" if row[f"fits_{weights}"] else "-"
+    """The largest batch at n tokens; a dash where the weights do not fit; marked past the model's limit."""
+    def cell(row: dict) -> str:
+        if not row[f"fits_{weights}"]:
+            return "-"
+        past = row.get("context_limit") and n > row["context_limit"]
+        return f"{row[f'max_batch_{weights}_at_{n}']:,}" + (f" (past its {context_label(row['context_limit'])} limit)"
+                                                           if past else "")
+    return cell
 
 
 def context_label(n: int) -> str:
@@ -138,7 +145,8 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "
         f"holding at most their window) fits in "
         f"{r['memory_bytes'] / 1e9:g} GB ({r['memory_basis']}) x (1 - {r['reserve_fraction']:g}) less the weights "
-        f"(a dash where the weights do not fit).",
+        f"beside a decode step's activations (a dash where the weights do not fit; a context past the model's "
+        f"limit is memory arithmetic only).",
     ]
     if r["tp"] * r["pp"] > 1:
         notes.append(f"Deployment: {r['gpus']} GPUs, tp {r['tp']} x pp {r['pp']}"

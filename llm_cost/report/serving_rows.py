@@ -12,6 +12,8 @@ A replica that cannot hold its weights (or not one token's K/V beside them) says
 
 from __future__ import annotations
 
+import operator
+
 from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
@@ -149,7 +151,19 @@ def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str
     })
     if replica is not None:
         row.update(replica_fields(replica, result))
+        row.update(context_fields(replica, workload, row))
     return row
+
+
+def context_fields(replica: Replica, workload: Workload, row: dict) -> dict:
+    """`fits` False and a `fit_note` when a request's prompt + output exceeds the model's context
+    (`Replica.context_limit`): the simulation still runs, its rows say it cannot be served."""
+    limit = replica.context_limit
+    longest = max(map(operator.add, workload.prompt, workload.output), default=0)
+    if not limit or longest <= limit:
+        return {}
+    note = f"requests of up to {longest:,} tokens (prompt + output) exceed the model's context of {limit:,} tokens"
+    return {"fits": False, "fit_note": "; ".join(x for x in (row.get("fit_note"), note) if x)}
 
 
 def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int,
@@ -236,6 +250,7 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
                        "tokens_per_s_per_gpu": r.tokens_per_s * d.replicas / d.total_gpus})
         fields["pipeline"] = config.pipeline if d.pp > 1 else ""
         row.update(fields)
+        row.update(context_fields(replica, workload, row))
     return row
 
 

@@ -193,6 +193,7 @@ class Replica:
     deployment: Deployment = SINGLE_GPU
     capacity: KvCapacity | None = None
     compute_dtype: str = ""
+    context_limit: int = 0  # the model's max_position_embeddings (0: unknown, not checked)
 
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
@@ -293,7 +294,8 @@ class Replica:
         return cls(cost, int(kv_tokens), model_max_len(model, max_len),
                    f"{model.name} on {gpu.name}{deployment_label(deployment)}, preset {profile.name}",
                    deployment=deployment, capacity=cap,
-                   compute_dtype=gpu.compute_precision(gemm_precision(model, weights)))
+                   compute_dtype=gpu.compute_precision(gemm_precision(model, weights)),
+                   context_limit=model.max_position_embeddings or 0)
 
 
 def deployment_label(deployment: Deployment) -> str:
