@@ -161,20 +161,14 @@ def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
 
 def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
     """The most requests of ISL + OSL tokens whose weights, K/V and workspace fit one GPU."""
+    from llm_cost.parallel.fit import most_that_fit
     from llm_cost.requests.request import request_fit
 
-    def fits(b: int) -> bool:
-        return request_fit(model, gpu, dep, weights, batch=b, isl=max(p.isl, 1), osl=p.osl).fits
-
-    if not fits(1):
+    most = most_that_fit(lambda b: request_fit(model, gpu, dep, weights, batch=b, isl=max(p.isl, 1),
+                                               osl=p.osl).fits, limit=1 << 20)
+    if not most:
         raise _NotCovered("saturation: not even one request fits the deployment's memory")
-    lo, hi = 1, 2
-    while fits(hi) and hi < 1 << 20:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return most
 
 
 def _simulated(p: Point, model, gpu, profile, weights, dep) -> float:

@@ -129,17 +129,24 @@ def largest_batch(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     104
     """
     context = tokens - rows_per_sequence
+    return most_that_fit(lambda batch: deployment_fit(model, gpu, deployment, weights=weights,
+                                                      rows=batch * rows_per_sequence, batch=batch,
+                                                      context=context).fits_memory)
 
-    def fits(batch: int) -> bool:
-        return deployment_fit(model, gpu, deployment, weights=weights, rows=batch * rows_per_sequence,
-                              batch=batch, context=context).fits_memory
 
+def most_that_fit(fits, limit: int = 1 << 40) -> int:
+    """The largest n >= 1 with `fits(n)` for a `fits` that holds up to some n and fails past it (a
+    batch's memory), 0 when `fits(1)` fails; doubling, then bisection (about 2 log2 n calls).
+
+    >>> most_that_fit(lambda n: n * n <= 1000)
+    31
+    """
     if not fits(1):
         return 0
     low, high = 1, 2
     while fits(high):
         low, high = high, high * 2
-        if high > 1 << 40:
+        if high > limit:
             return low
     while high - low > 1:
         mid = (low + high) // 2
