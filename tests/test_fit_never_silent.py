@@ -80,6 +80,9 @@ def test_plot_warns_for_a_figure_of_a_deployment_that_does_not_fit(tmp_path):
     assert spec.exit_code == 0 and "batches above 2 of gamma 4 at context 4096" in spec.stderr
     quiet = run("plot", "roofline", "-o", tmp_path / "q.png")
     assert quiet.exit_code == 0 and quiet.stderr == ""
+    past = run("plot", "spec-vs-batch", "--context", "9000", "--batch-max", "2", "--batch", "1", "--batch", "2",
+               "--strict", "-o", tmp_path / "c.png")
+    assert past.exit_code == 2 and "context 9005 exceeds the model's limit of 8192 tokens" in past.stderr
 
 
 def test_plan_searches_expert_parallelism_for_a_moe():
@@ -99,3 +102,15 @@ def test_plan_refuses_expert_parallelism_for_a_dense_model():
     line = error_line("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "8", "--isl", "512", "--osl", "64",
                       "--ep", "2")
     assert "--ep" in line and "llama-3-8b has none" in line
+
+
+def test_plan_request_args_name_the_profile_as_given(tmp_path):
+    # a calibrated profile is a file: request_args carry its path (quoted) and the knobs given over it
+    path = tmp_path / "my profile.json"
+    path.write_text('{"name": "mine", "bw_efficiency": 0.7}')
+    (r,) = rows_of("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "1", "--isl", "100", "--osl", "10",
+                   "--profile", str(path), "--mfu", "0.5")[:1]
+    args = shlex.split(r["request_args"])
+    assert args[args.index("--preset") + 1] == str(path) and args[args.index("--mfu") + 1] == "0.5"
+    got = rows_of("request", *args)[0]
+    assert got["ttft_s"] == pytest.approx(r["ttft_s"], rel=1e-9) and got["tpot_s"] == pytest.approx(r["tpot_s"], rel=1e-9)

@@ -96,6 +96,10 @@ def plan_cmd(
                                tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
                                max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, max_tp=max_tp,
                                weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof)
+    # request_args name the profile as given (a preset or a file) with the knobs given over it
+    refs["profile_args"] = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff),
+                                                                    ("--fixed-ms", fixed_ms)) if v is not None
+                                                   for x in (flag, f"{v:g}")]
     prices = prices_of(usd_per_gpu_hour, grid.space)
     from llm_cost.plan import plan
 

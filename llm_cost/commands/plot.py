@@ -83,7 +83,7 @@ def plot_cmd(
     output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="Efficiency profile: article, lecture or lecture-draft.")] = None,
+    preset: Annotated[Optional[str], typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (default: the kind's command's).")] = None,
     mfu: Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1]; spec-vs-batch: one curve each (default the preset's and 0.6).")] = None,
     bw_eff: BwEff = None,
     context: Annotated[Optional[int], typer.Option(help="Cached tokens per sequence.")] = None,
@@ -294,10 +294,14 @@ def _batch_axis_fit(model, gpu, deployment, weights, gamma: int, context: int, b
     pass (gamma + 1 rows a sequence) fits, against the axis's end."""
     from llm_cost.parallel import largest_batch
 
+    limit = model.max_position_embeddings
+    past = (f"context {context + gamma + 1} exceeds the model's limit of {limit} tokens"
+            if limit and context + gamma + 1 > limit else "")
     most = largest_batch(model, gpu, deployment, weights=weights, tokens=context + gamma + 1, rows_per_sequence=gamma + 1)
-    if most >= batch_max:
+    if most >= batch_max and not past:
         return {"fits": True, "fit_note": ""}
     where = "no batch" if not most else f"batches above {most:,}"
-    return {"fits": False, "fit_note": f"{where} of gamma {gamma} at context {context} fit {gpu.name}"
-                                       f"{deployment.label} ({weights.name}: weights, K/V and activations)"}
+    short = (f"{where} of gamma {gamma} at context {context} fit {gpu.name}{deployment.label} "
+             f"({weights.name}: weights, K/V and activations)" if most < batch_max else "")
+    return {"fits": False, "fit_note": "; ".join(x for x in (short, past) if x)}
 

@@ -5,6 +5,7 @@ TTFT and TPOT."""
 from __future__ import annotations
 
 import math
+import shlex
 
 from llm_cost.plan.search import bound_of
 
@@ -33,7 +34,7 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
     args = ["--model", refs.get(grid.space.model.name, grid.space.model.name), "--gpu", refs.get(grp.gpu.name, grp.gpu.name), "--tp", str(dep.tp), "--pp", str(dep.pp), "--ep", str(dep.ep),
             "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
-            "--preset", grid.profile.name, _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
+            *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
     return {
         "gpu": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
@@ -45,7 +46,7 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
         "output_tokens_per_s_per_gpu": float(grid.output_tokens_per_s_per_gpu[i]),
         "output_tokens_per_s": float(grid.output_tokens_per_s[i]),
         "memory_needed_bytes": float(grid.needed_bytes[i]), "memory_available_bytes": float(grid.available_bytes[i]),
-        "request_args": " ".join(args),
+        "request_args": shlex.join(args),
     }
 
 

@@ -281,8 +281,8 @@ class Replica:
                 split = "" if d.is_single else f" with tp {d.tp} pp {d.pp} ep {d.ep}"
                 raise InvalidValueError(
                     f"{model.name} leaves no KV room on {gpu.name}{split}: weights "
-                    f"{cap.weight_bytes_per_gpu / 1e9:.2f} GB per GPU, usable {cap.usable_bytes / 1e9:.2f} GB "
-                    f"(reserve {cap.reserve_fraction:g}), short by "
+                    f"{cap.weight_bytes_per_gpu / 1e9:.2f} GB per GPU of {cap.usable_bytes / 1e9:.2f} GB "
+                    f"({cap.memory_basis} memory less the reserve {cap.reserve_fraction:g}), short by "
                     f"{max(cap.shortfall_bytes, cap.kv_bytes_per_token_per_gpu - cap.kv_bytes_available) / 1e9:.3f} GB"
                     f"{more}", params=("tp", "pp", "ep") if more or split else ())
             kv_tokens = cap.kv_tokens
