@@ -98,6 +98,13 @@ def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
     return dt, comm, draft
 
 
+def _terms(cost) -> tuple:
+    """The coefficients `PassCost.time` reads on one GPU (weight bytes, K/V bytes a token, bytes/s, FLOPs
+    a row and a pair, FLOP/s, fixed seconds), for the fast path's inlined T (`_plain_roofline` holds)."""
+    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
+            cost.flops_per_s, cost.fixed_s)
+
+
 def _plain_roofline(cost) -> bool:
     """One GPU, no routed experts, no GEMM ramp: T = max(memory, compute) + fixed, constant coefficients."""
     return not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
@@ -116,10 +123,7 @@ def totals_time_fn(cost, spec, g: int):
         def general(rows, pairs, decoders, kv_dec):
             return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
         return general
-    w, kvb, bps = cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s
-    rf, pf, fps, fixed = cost.row_flops, cost.pair_flops, cost.flops_per_s, cost.fixed_s
-    dw, dkvb, dbps = dcost.weight_bytes, dcost.kv_token_bytes, dcost.bytes_per_s
-    drf, dpf, dfps, dfixed = dcost.row_flops, dcost.pair_flops, dcost.flops_per_s, dcost.fixed_s
+    (w, kvb, bps, rf, pf, fps, fixed), (dw, dkvb, dbps, drf, dpf, dfps, dfixed) = _terms(cost), _terms(dcost)
     c = None if draft_cost is not None or not g else spec.c
 
     def plain(rows, pairs, decoders, kv_dec):
@@ -168,10 +172,7 @@ def decode_iterations_fn(cost, spec, g: int):
                 if f or t >= stop_s:
                     return t, k, f
         return run_general
-    w, kvb, bps = cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s
-    rf, pf, fps, fixed = cost.row_flops, cost.pair_flops, cost.flops_per_s, cost.fixed_s
-    dw, dkvb, dbps = dcost.weight_bytes, dcost.kv_token_bytes, dcost.bytes_per_s
-    drf, dpf, dfps, dfixed = dcost.row_flops, dcost.pair_flops, dcost.flops_per_s, dcost.fixed_s
+    (w, kvb, bps, rf, pf, fps, fixed), (dw, dkvb, dbps, drf, dpf, dfps, dfixed) = _terms(cost), _terms(dcost)
     c = None if draft_cost is not None or not g else spec.c
 
     def run(decoders, t, k, item, finishing, append, over, stop_s):
