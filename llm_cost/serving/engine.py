@@ -47,9 +47,8 @@ import math
 import operator
 
 from llm_cost.errors import InvalidValueError
-from llm_cost.serving.engine_loop import general_loop
+from llm_cost.serving.engine_loop import general_loop, run_basics
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
-from llm_cost.serving.iteration import held_tokens_fn
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import reservation_tokens
 from llm_cost.serving.serve_config import ServeConfig
@@ -79,13 +78,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     ((5.0, 8.0), 1)
     """
     cfg = config
-    cost = replica.cost
-    cap = replica.kv_capacity_tokens
-    held = held_tokens_fn(cost)
-    K = held or (lambda c: c)
-    n = len(workload)
-    P, O = workload.prompt, workload.output
-    policy = cfg.reservation
+    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged = policy == "paged"
     spec = cfg.spec
     gmax = spec.gamma if spec else 0

@@ -19,6 +19,16 @@ from llm_cost.serving.spec_streams import AcceptanceStreams
 from llm_cost.serving.workload import Workload
 
 
+def run_basics(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
+    """What `engine.serve` validates and the loop runs on: (the replica's iteration cost, its KV capacity
+    in tokens, `held_tokens_fn` of the cost (None without windows), K: a sequence's context -> the K/V
+    tokens it holds, requests, prompts, outputs, the reservation policy)."""
+    cost = replica.cost
+    held = held_tokens_fn(cost)
+    return (cost, replica.kv_capacity_tokens, held, held or (lambda c: c), len(workload), workload.prompt,
+            workload.output, cfg.reservation)
+
+
 def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on_progress=None, state=None,
                  handback: int = 0):
     """The loop of the module doc over a validated workload (`serve`); `res` the reservations.
@@ -28,13 +38,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     or more after its start and after its last preemption, where every running sequence decodes,
     nothing is swapped out and the queue's head is a fresh request; and ("done", state) at the end,
     instead of a `ServeResult`."""
-    cost = replica.cost
-    cap = replica.kv_capacity_tokens
-    held = held_tokens_fn(cost)
-    K = held or (lambda c: c)
-    n = len(workload)
-    P, O = workload.prompt, workload.output
-    policy = cfg.reservation
+    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged, none = policy == "paged", policy == "none"
     spec = cfg.spec
     gmax = spec.gamma if spec else 0
