@@ -94,6 +94,10 @@ class PassCost:
         # GEMMs of few rows run below flops_per_s (a profile's small_gemm_factor < 1 and h > 0): an
         # attribute, not a property, read on every pass of the simulator's loops.
         object.__setattr__(self, "ramped", self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0)
+        # Pipeline stages or communication: T is more than max(memory, compute) + fixed (an attribute
+        # for the same reason: `time` reads it on every pass).
+        object.__setattr__(self, "deployed", self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s)
+                           or bool(self.handoff_fixed_s) or bool(self.handoff_row_s))
 
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
@@ -158,12 +162,6 @@ class PassCost:
             rows = rows * self.expert_rows_scale
         return self.weight_bytes + self.expert_bytes * expected_experts_touched(
             self.num_experts, self.experts_per_token, rows)
-
-    @property
-    def deployed(self) -> bool:
-        """Pipeline stages or communication: T is more than max(memory, compute) + fixed."""
-        return (self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s) or bool(self.handoff_fixed_s)
-                or bool(self.handoff_row_s))
 
     def collectives_s(self, rows):
         """Seconds of the tp all-reduces and ep all-to-alls in a pass over `rows` rows (0 on one GPU)."""

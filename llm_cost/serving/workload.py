@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from llm_cost.errors import InvalidValueError, check_number
 
@@ -78,13 +79,12 @@ class Workload:
         """Requests in the workload."""
         return len(self.prompt)
 
-    @property
+    @cached_property
     def arrival_s(self) -> tuple[float, ...]:
-        """Arrival times in seconds: unit arrivals / rate (all 0 at an infinite rate)."""
+        """Arrival times in seconds: unit arrivals / rate (all 0 at an infinite rate); computed once."""
         if math.isinf(self.rate_req_per_s):
             return (0.0,) * len(self)
-        r = self.rate_req_per_s
-        return tuple(u / r for u in self.unit_arrivals)
+        return tuple(map(float(self.rate_req_per_s).__rtruediv__, self.unit_arrivals))  # u / rate each
 
     def at_rate(self, rate: float) -> "Workload":
         """The same requests arriving at another rate (same lengths, gaps scaled).
