@@ -5,11 +5,12 @@ G[i, j] = #{k in 1..gamma_max : u[i, j] < alpha^k}, so P(G >= k) = alpha^k (k <=
 uniform u per round. The uniforms of the sequences in a chunk of `CHUNK` requests come from one
 generator seeded (seed, spawn key (chunk, 1)): L[i] per sequence, consecutively, with L[i] a little above the
 rounds sequence i needs at gamma_max (mean + 3 sd + 2, at most output - 1); the rounds past L[i]
-(fewer tokens per round at a smaller gamma, or an unlucky sequence) come from a second generator
-seeded (seed, spawn key (chunk, 2)), output - 1 - L[i] each: every round a sequence can take (each yields at
-least one token) has its uniform. Which round a draw serves depends on the sequence and the round
-only, never on the schedule, so the engine's general loop (`accepted`, round by round) and its fast
-path (`trajectories`, all of a sequence's rounds at its admission) see the same acceptances.
+(fewer tokens per round at a smaller gamma, or an unlucky sequence) come from a generator of that
+sequence's own, seeded (seed, spawn key (chunk, 2, i - chunk x CHUNK)) and drawn only when asked for,
+output - 1 - L[i] of them: every round a sequence can take (each yields at least one token) has its
+uniform. Which round a draw serves depends on the sequence and the round only, never on the schedule,
+so the engine's general loop (`accepted`, round by round) and its fast path (`trajectories`, all of a
+sequence's rounds at its admission) see the same acceptances.
 """
 
 from __future__ import annotations
@@ -55,27 +56,34 @@ class AcceptanceStreams:
             g[:] = self.gmax - np.searchsorted(self._th[::-1], u, side="right")
         return g
 
-    def _block(self, c: int, level: int):
-        store = self._first if level == 1 else self._second
-        got = store.get(c)
+    def _block(self, c: int):
+        """(G of the first L[i] rounds of chunk c's sequences one after another, offsets per sequence)."""
+        got = self._first.get(c)
         if got is None:
             lo, hi = c * CHUNK, min((c + 1) * CHUNK, len(self._need))
-            lengths = self._len[lo:hi] if level == 1 else self._need[lo:hi] - self._len[lo:hi]
             off = np.zeros(hi - lo + 1, dtype=np.int64)
-            np.cumsum(lengths, out=off[1:])
-            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, level)))
-            got = store[c] = (self._counts(rng.random(int(off[-1]))), off)
+            np.cumsum(self._len[lo:hi], out=off[1:])
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 1)))
+            got = self._first[c] = (self._counts(rng.random(int(off[-1]))), off)
+        return got
+
+    def _tail(self, i: int) -> np.ndarray:
+        """G of sequence i's rounds past its first L[i], from its own generator (module doc)."""
+        got = self._second.get(i)
+        if got is None:
+            c, r = divmod(i, CHUNK)
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 2, r)))
+            got = self._second[i] = self._counts(rng.random(int(self._need[i] - self._len[i])))
         return got
 
     def stream(self, i: int) -> np.ndarray:
-        """G of every round sequence i can take (output - 1 of them), first block then second."""
+        """G of every round sequence i can take (output - 1 of them), its first L[i] then the rest."""
         c, r = divmod(i, CHUNK)
-        g1, o1 = self._block(c, 1)
+        g1, o1 = self._block(c)
         head = g1[o1[r]:o1[r + 1]]
         if o1[r + 1] - o1[r] == self._need[i]:
             return head
-        g2, o2 = self._block(c, 2)
-        return np.concatenate([head, g2[o2[r]:o2[r + 1]]])
+        return np.concatenate([head, self._tail(i)])
 
     def accepted(self, i: int, gamma: int) -> int:
         """Drafts sequence i accepts in its next round of `gamma` (the general loop, round by round)."""
@@ -91,7 +99,7 @@ class AcceptanceStreams:
 
     def first_block(self, c: int):
         """(G of the first block, offsets per sequence, round counts per sequence) of chunk c."""
-        g1, o1 = self._block(c, 1)
+        g1, o1 = self._block(c)
         return g1, o1, self._len[c * CHUNK:c * CHUNK + len(o1) - 1]
 
 
