@@ -340,7 +340,7 @@ def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
     from llm_cost.serving.fast_engine import fast_eligible
 
     wl = poisson_workload(1500, rate, seed=1, max_gen=max_gen)
-    assert fast_eligible(wl, SERVER, cfg, None)
+    assert fast_eligible(wl, SERVER, cfg, None, max(p + o for p, o in zip(wl.prompt, wl.output)))
     fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
     _same_run(fast, general)
     assert (fast.preemptions > 0) == (rate == 30.0 and cfg.reservation == "paged")
@@ -377,6 +377,48 @@ def test_acceptance_streams_are_eq1_and_do_not_depend_on_the_schedule():
     assert seq == [min(int(x), 2) for x in (b.stream(CHUNK + 3)[0], b.stream(5)[0], b.stream(CHUNK + 3)[1],
                                              b.stream(5)[1])]
     assert len(a.stream(CHUNK + 9)) == 127  # every round a request can take
+
+
+def test_rounds_past_the_first_block_come_from_each_sequence_s_own_generator():
+    # A sequence's later rounds are drawn only for it, from its own seed: asking for them in any order,
+    # or not for the others at all, gives the same draws, and no other sequence's are drawn.
+    from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams
+
+    spec = SpecConfig(gamma=4, alpha=0.8, seed=3)
+    out = [200] * (CHUNK + 100)
+    a, b = AcceptanceStreams(spec, out), AcceptanceStreams(spec, out)
+    first = a.stream(CHUNK + 7).tolist()
+    assert len(first) == 199 and len(a._second) == 1  # one tail drawn: this sequence's
+    for i in (5, CHUNK + 50):
+        b.stream(i)
+    assert b.stream(CHUNK + 7).tolist() == first and len(b._second) == 3
+    assert a.stream(5).tolist() == b.stream(5).tolist()
+
+
+def test_decode_iterations_skip_the_compute_term_only_where_it_cannot_win():
+    # memory_bound_from: from S cached tokens on (per number of decoders) a decode-only iteration is
+    # memory-bound, by the PassCost's own terms; two tokens earlier it is not (or the bound is 0).
+    from llm_cost.serving.iteration import memory_bound_from, totals_time_fn
+
+    cost = SERVER.cost
+    for g, spec in [(0, None), (4, SpecConfig(4, 0.8, c=0.05))]:
+        coeffs, _ = totals_time_fn(cost, spec, g)
+        target, draft = memory_bound_from(coeffs, g, 96)
+        r = g + 1
+        # one row a sequence: always memory-bound here; five rows: compute-bound at 32+ sequences and few tokens
+        assert (max(target) > 0) == (g > 0) and not any(draft)
+        for n in range(1, 97):
+            for S in (target[n], target[n] + 1, target[n] + 10_000):
+                if S < math.inf:
+                    rows, pairs = n * r, r * S + n * (r * (r + 1) / 2)
+                    assert cost.compute_s(rows, pairs) < cost.memory_s(rows, S + rows), (g, n, S)
+            if 2 <= target[n] < math.inf:
+                S = target[n] - 2
+                rows, pairs = n * r, r * S + n * (r * (r + 1) / 2)
+                assert cost.compute_s(rows, pairs) > cost.memory_s(rows, S + rows) * (1 - 1e-9), (g, n)
+            if g and draft[n] < math.inf:  # the draft step: c x the target's plain decode step
+                S = draft[n]
+                assert cost.compute_s(n, S + n) < cost.memory_s(n, S + n)
 
 
 def test_trajectories_by_brute_force_including_rounds_past_the_first_block():

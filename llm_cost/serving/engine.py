@@ -89,13 +89,14 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     reserving = policy in ("declared", "max_len")
     res = ([reservation_tokens(policy, p, d, replica.max_len) for p, d in zip(P, workload.declared_gen)]
            if reserving else [0] * n)
-    longest = K(max(map(operator.add, P, O)) + gmax)  # K grows with its argument
+    longest_request = max(map(operator.add, P, O))
+    longest = K(longest_request + gmax)  # K grows with its argument
     worst = max(res) if reserving else (longest if paged else max(P))
     limit = total_blocks * B if paged else cap
     if worst > limit:
         raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
                                 f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
-    if fast and fast_eligible(workload, replica, cfg, held):
+    if fast and fast_eligible(workload, replica, cfg, held, longest_request):
         def general(state, handback):
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)

@@ -22,19 +22,18 @@ statistics) is the general loop's, operation for operation, so the two agree
 from __future__ import annotations
 
 import math
-import operator
 from array import array
 
 from llm_cost.serving import handover
-from llm_cost.serving.iteration import decode_iterations_fn, totals_time_fn
+from llm_cost.serving.iteration import memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
 
 _LOW = (1 << 32) - 1
 HANDBACK = 64  # general-loop iterations after a preemption before the fast path takes the run back
 
 
-def fast_eligible(workload, replica, cfg, held) -> bool:
-    """Whether `serve_fast` applies (module doc)."""
+def fast_eligible(workload, replica, cfg, held, longest: int) -> bool:
+    """Whether `serve_fast` applies (module doc); `longest` is the largest prompt + output."""
     spec = cfg.spec
     if replica.cost.stages != 1 or cfg.prefill_chunk is not None or held is not None:
         return False
@@ -44,8 +43,7 @@ def fast_eligible(workload, replica, cfg, held) -> bool:
                              or (spec.policy == "off-above-batch" and spec.off_above < cfg.max_batch)):
         return False
     gmax = spec.gamma if spec else 0
-    longest = max(map(operator.add, workload.prompt, workload.output)) + gmax + 1
-    return cfg.max_batch * longest < 1 << 31  # the totals fit 31 bits each
+    return cfg.max_batch * (longest + gmax + 1) < 1 << 31  # the totals fit 31 bits each
 
 
 def serve_fast(workload, replica, cfg, res, on_progress, general):
@@ -80,19 +78,21 @@ class _Fast:
         self.B = cfg.block_size
         self.total = cap // self.B if self.paged else 0
         self.streams = AcceptanceStreams(spec, O) if g else None
-        self.tf, self.decode = totals_time_fn(cost, spec, g), decode_iterations_fn(cost, spec, g)
-        self.need = np.maximum(np.asarray(O, dtype=np.int64) - 1, 0)
+        self.coeffs, self.tf = totals_time_fn(cost, spec, g)  # inlined T, or a function
+        self.memory_bound = memory_bound_from(self.coeffs, g, cfg.max_batch) if self.coeffs else None
+        self.P_array, self.O_array = np.asarray(self.P, dtype=np.int64), np.asarray(O, dtype=np.int64)
+        self.need = np.maximum(self.O_array - 1, 0)
         self.R_all = np.zeros(n, dtype=np.int64)
         self.size = 4 * n + 1024
         self.D = np.zeros(self.size, dtype=np.int64)  # per iteration: sum of kv + (sum of blocks << 32)
         self.FIN = [0] * self.size  # requests finishing at the end of each iteration
-        self.DRES = [0] * self.size  # their reservations (declared, max_len)
+        self.DRES = [0] * self.size if not self.paged else []  # their reservations (declared, max_len)
         self.horizon = 0  # past the last iteration any of these has an entry for
         self.T_end = array("d")  # per iteration: when it ends
         self.adm = array("q", bytes(8 * n))  # per request: the iteration that prefills it
         self.first = np.full(n, np.nan)
         self.fin = np.full(n, np.nan)
-        self.chunk = (0, 0, None, None, None, None)  # c_lo, c_hi, R list, offsets list, packed, extra
+        self.chunk = (0, 0, None, None, None, None, None, None)  # c_lo, c_hi, R, offsets, packed, extra, pairs, blocks
         self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved = 0.0, 0, 0, 0, 0, 0, 0
         self.k0 = self.h0 = 0  # where the running segment of fast iterations started
         self.customs: dict[int, tuple] = {}
@@ -103,16 +103,21 @@ class _Fast:
         self.every = max(1, n // 100)
 
     def run(self, on_progress) -> bool:
-        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False)."""
+        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False).
+
+        One loop turn per iteration, no call in it: the arrivals up to t, the admissions while the
+        batch has room, the iteration's seconds (`totals_time_fn`'s coefficients inlined, else its
+        function) and the requests finishing at its end."""
         np, n, P, res, cap = self.np, self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, B, total, g = self.paged, self.B, self.total, self.g
         r = g + 1
         dec_pairs = r * (r + 1) / 2
         wm = math.ceil(self.cfg.watermark * total) if paged else 0
         max_batch = self.cfg.max_batch
-        streams, tf, decode, need, R_all = self.streams, self.tf, self.decode, self.need, self.R_all
+        streams, need, R_all = self.streams, self.need, self.R_all
         D, FIN, DRES, size, adm = self.D, self.FIN, self.DRES, self.size, self.adm
-        c_lo, c_hi, Rl, ol, Fc, extra = self.chunk
+        c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk
+        P_array = self.P_array
         every = self.every
         report = (self.finished // every + 1) * every
         arrx = self.arr + [math.inf]
@@ -125,37 +130,47 @@ class _Fast:
         append = self.T_end.append
         done = False
         hz = self.horizon
+        tf, inline = self.tf, self.coeffs is not None
+        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c = self.coeffs or (0,) * 15
+        low = _LOW
+        mem_from, draft_mem_from = self.memory_bound or (None, None)  # from these S on: no compute term
         while True:
             while arr_next <= t:
                 nxt += 1
                 arr_next = arrx[nxt]
             nd = running
-            if head == nxt or nd >= max_batch:  # nobody can join: decode until a finish or an arrival
-                if not nd:
-                    if nxt < n:
-                        t = arr_next  # idle until the next arrival
-                        continue
-                    done = True
-                    break
-                got = decode(nd, t, k, item, FIN, append, over, arr_next if nd < max_batch else math.inf)
-                if got is None:
+            if nd:
+                v = item(k)
+                U = v >> 32
+                if U > over:
                     break  # the decoders' blocks ahead do not fit: preemption, the general loop
-                t, k, f = got
+                S = v & low
+            elif head == nxt:  # nobody runs or waits
+                if nxt < n:
+                    t = arr_next  # idle until the next arrival
+                    continue
+                done = True
+                break
             else:
-                if nd:
-                    v = item(k)
-                    S, U = v & _LOW, v >> 32
-                    if U > over:
-                        break
-                else:
-                    S = U = 0
-                rows, pairs = nd * r, r * S + nd * dec_pairs
+                S = U = 0
+            rows, pairs = nd * r, r * S + nd * dec_pairs
+            admitting = head < nxt and nd < max_batch
+            if admitting:
                 free = total - U
                 while head < nxt and running < max_batch:
                     i = head
-                    p = P[i]
+                    if i >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
+                        ch = i // CHUNK
+                        c_lo, c_hi = ch * CHUNK, min((ch + 1) * CHUNK, n)
+                        pc = P_array[c_lo:c_hi]
+                        Rc, offs, Fc, extra = trajectories(pc, need[c_lo:c_hi], g, r, B if paged else None,
+                                                           streams, ch)
+                        R_all[c_lo:c_hi] = Rc
+                        Rl, ol = Rc.tolist(), offs.tolist()
+                        Ql, Wl = (pc * (pc + 1) / 2).tolist(), (-(-pc // B)).tolist()  # p (p + 1) / 2, ceil(p / B)
+                    j = i - c_lo
                     if paged:
-                        want = -(-p // B)
+                        want = Wl[j]
                         if free - want < wm and (running or free < want):
                             break
                         free -= want
@@ -165,16 +180,9 @@ class _Fast:
                         reserved += res[i]
                     head += 1
                     running += 1
-                    rows += p
-                    pairs += p * (p + 1) / 2
-                    if i >= c_hi:  # the next chunk's trajectories
-                        c = i // CHUNK
-                        c_lo, c_hi = c * CHUNK, min((c + 1) * CHUNK, n)
-                        Rc, offs, Fc, extra = trajectories(P[c_lo:c_hi], need[c_lo:c_hi], g, r, B if paged else None,
-                                                           streams, c)
-                        R_all[c_lo:c_hi] = Rc
-                        Rl, ol = Rc.tolist(), offs.tolist()
-                    R = Rl[i - c_lo]
+                    rows += P[i]
+                    pairs += Ql[j]
+                    R = Rl[j]
                     e = k + R
                     if e >= hz:
                         hz = e + 1
@@ -183,22 +191,40 @@ class _Fast:
                         D = np.concatenate((D, np.zeros(grow, dtype=np.int64)))
                         item = D.item
                         FIN += [0] * grow
-                        DRES += [0] * grow
+                        if reserving:
+                            DRES += [0] * grow
                         size += grow
                     if R:
-                        o = ol[i - c_lo]
+                        o = ol[j]
                         seg = D[k + 1:e + 1]
-                        seg += Fc[o:o + R] if o >= 0 else extra[i - c_lo]
+                        seg += Fc[o:o + R] if o >= 0 else extra[j]
                     FIN[e] += 1
                     if reserving:
                         DRES[e] += res[i]
                     adm[i] = k
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
+            if inline:  # totals_time_fn's formula
+                mem = (w + (S + rows) * kvb) / bps
+                if admitting or S < mem_from[nd]:
+                    comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
+                    dt = (mem if mem > comp else comp) + fixed
+                else:
+                    dt = mem + fixed
+                if g and nd:
+                    ctx = S + nd
+                    mem = (dw + ctx * dkvb) / dbps
+                    if S < draft_mem_from[nd]:
+                        comp = (nd * drf + ctx * dpf if dpf else nd * drf) / dfps
+                        mem = mem if mem > comp else comp
+                    one = mem + dfixed
+                    dt = dt + g * (one if c is None else c * one)
+                t += dt
+            else:
                 t += tf(rows, pairs, nd, S)
-                append(t)
-                f = FIN[k]
-                k += 1
+            append(t)
+            f = FIN[k]
+            k += 1
             if f:
                 running -= f
                 if reserving:
@@ -212,7 +238,7 @@ class _Fast:
         self.t, self.k, self.running, self.head, self.nxt = t, k, running, head, nxt
         self.finished, self.reserved = finished, reserved
         self.D, self.FIN, self.DRES, self.size = D, FIN, DRES, size
-        self.chunk = (c_lo, c_hi, Rl, ol, Fc, extra)
+        self.chunk = (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl)
         self.horizon = hz
         if done and on_progress:
             on_progress(n, n)

@@ -34,22 +34,30 @@ def _alive(fast, k: int):
     """Requests running at iteration k (not done by its start): the handed-over ones, then this
     segment's admissions, each with (first iteration of the segment it decodes in, tokens before,
     stream round before)."""
+    np = fast.np
     out = [(i, c[0], c[3], c[2]) for i, c in fast.customs.items() if c[0] + c[1] - 1 >= k]
-    adm, R = fast.adm, fast.R_all
-    for i in range(fast.h0, fast.head):
-        if adm[i] + R[i] >= k:
-            out.append((i, adm[i] + 1, 1, 0))
+    adm = np.frombuffer(fast.adm, dtype=np.int64)[fast.h0:fast.head]
+    at = adm[adm + fast.R_all[fast.h0:fast.head] >= k]
+    ids = np.flatnonzero(adm + fast.R_all[fast.h0:fast.head] >= k) + fast.h0
+    out += [(i, a + 1, 1, 0) for i, a in zip(ids.tolist(), at.tolist())]
     return out
 
 
+BLOCK = 1 << 16  # iterations summed per pass: the temporaries stay in cache and out of the page allocator
+
+
 def close_segment(fast) -> None:
-    """Statistics, first tokens and finish times of the fast iterations fast.k0 .. fast.k - 1."""
+    """Statistics, first tokens and finish times of the fast iterations fast.k0 .. fast.k - 1.
+
+    Per request (admitted at a, R rounds): decoders per iteration from the starts a + 1 and the ends
+    a + R + 1; the per-iteration sums in blocks of `BLOCK` iterations, whose admissions are a
+    contiguous run of requests (a does not decrease: first come, first served)."""
     np, k0, k1, h0, h1, st = fast.np, fast.k0, fast.k, fast.h0, fast.head, fast.st
     K = k1 - k0
     if K <= 0:
         return
     g, r = fast.g, fast.g + 1
-    P = np.asarray(fast.P[h0:h1], dtype=np.int64)
+    P = fast.P_array[h0:h1]
     a = np.frombuffer(fast.adm, dtype=np.int64)[h0:h1] - k0
     R = fast.R_all[h0:h1]
     T = np.frombuffer(fast.T_end, dtype=np.float64)
@@ -63,33 +71,48 @@ def close_segment(fast) -> None:
         over = cs + cr - 1 < K
         fast.fin[ci[over]] = T[(cs + cr - 1 + k0)[over]]
     nd = np.cumsum(delta)
-    D = fast.D[k0:k1]
-    S, U = D & _LOW, D >> 32
-    rows = nd * r + np.bincount(a, weights=P, minlength=K)
-    pairs = r * S + nd * (r * (r + 1) / 2) + np.bincount(a, weights=P * (P + 1) / 2, minlength=K)
-    dt, comm, draft = totals_time_arrays(fast.replica.cost, fast.cfg.spec, g, rows, pairs, nd, S)
-    if fast.paged:
-        B = fast.B
-        used = (U + np.bincount(a, weights=-(-P // B), minlength=K).astype(np.int64)) * B
-    else:
-        used = S
+    cost, spec, paged, B = fast.replica.cost, fast.cfg.spec, fast.paged, fast.B
+    starts = np.searchsorted(a, np.arange(0, K + BLOCK, BLOCK).clip(max=K))
+    busy = area_n = area_kv = draft_s = comm_s = 0.0
+    total_rows = 0
+    peak = st["peak_kv"]
+    for j, lo in enumerate(range(0, K, BLOCK)):
+        hi = min(lo + BLOCK, K)
+        m, i0, i1 = hi - lo, starts[j], starts[j + 1]
+        aa, pp = a[i0:i1] - lo, P[i0:i1]
+        D = fast.D[k0 + lo:k0 + hi]
+        S, U, n_b = D & _LOW, D >> 32, nd[lo:hi]
+        rows = n_b * r + np.bincount(aa, weights=pp, minlength=m)
+        pairs = r * S + n_b * (r * (r + 1) / 2) + np.bincount(aa, weights=pp * (pp + 1) / 2, minlength=m)
+        dt, comm, draft = totals_time_arrays(cost, spec, g, rows, pairs, n_b, S)
+        if paged:
+            used = (U + np.bincount(aa, weights=-(-pp // B), minlength=m).astype(np.int64)) * B
+        else:
+            used = S
+        busy += float(dt.sum())
+        area_n += float(dt @ (n_b + np.bincount(aa, minlength=m)))
+        area_kv += float(dt @ used)
+        total_rows += int(rows.sum())
+        draft_s += float(draft.sum())
+        comm_s += float(comm.sum())
+        peak = max(peak, float(used.max()))
     fast.first[h0:h1] = T[a + k0]
     done = a + R < K
     fast.fin[np.arange(h0, h1)[done]] = T[(a + R + k0)[done]]
     slots = int(nd.sum())
-    st["busy"] += float(dt.sum())
-    st["area_n"] += float(dt @ (nd + np.bincount(a, minlength=K)))
-    st["area_kv"] += float(dt @ used)
+    st["busy"] += busy
+    st["area_n"] += area_n
+    st["area_kv"] += area_kv
     st["iterations"] += K
-    st["rows"] += int(rows.sum())
-    st["draft_s"] += float(draft.sum())
-    st["comm"] += float(comm.sum())
-    st["peak_kv"] = max(st["peak_kv"], float(used.max()))
+    st["rows"] += total_rows
+    st["draft_s"] += draft_s
+    st["comm"] += comm_s
+    st["peak_kv"] = peak
     st["dec_slots"] += slots
     st["gamma_sum"] += g * slots
     if g:
         st["spec_rounds"] += slots
-        O = np.asarray(fast.O[h0:h1], dtype=np.int64)
+        O = fast.O_array[h0:h1]
         st["spec_tokens"] += int((O - 1)[done].sum())
         for i, c in fast.customs.items():
             if c[0] + c[1] - 1 < k1:
@@ -121,7 +144,8 @@ def to_general(fast) -> dict:
     hz = fast.horizon
     fast.D[k:hz] = 0
     fast.FIN[k:hz] = [0] * max(0, hz - k)
-    fast.DRES[k:hz] = [0] * max(0, hz - k)
+    if not fast.paged:
+        fast.DRES[k:hz] = [0] * max(0, hz - k)
     fast.customs = {}
     return {"gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": fast.first, "fin": fast.fin,
             "running": running, "waiting": deque(range(fast.head, fast.nxt)), "st": fast.st,
@@ -155,7 +179,8 @@ def from_general(fast, state: dict) -> None:
             grow = fast.size // 2
             fast.D = np.concatenate((fast.D, np.zeros(grow, dtype=np.int64)))
             fast.FIN += [0] * grow
-            fast.DRES += [0] * grow
+            if not fast.paged:
+                fast.DRES += [0] * grow
             fast.size += grow
         fast.D[k:k + R] += kvs
         fast.FIN[e] += 1
@@ -180,6 +205,6 @@ def result(fast, state) -> ServeResult:
     deadlock = state["deadlock"] if state else None
     if deadlock is None:
         st["area_sys"] = float(np.sum(fast.fin - arr))
-    span = float(np.nanmax(fast.fin)) - min(fast.arr) if not np.isnan(fast.fin).all() else 0.0
+    span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0
     return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.arr, fast.first.tolist(),
                              fast.fin.tolist(), st, deadlock, span=span)

@@ -13,6 +13,8 @@ rows / m (the others overlap it).
 
 from __future__ import annotations
 
+import math
+
 
 def held_tokens_fn(cost):
     """K(c): all-layer tokens a sequence of c tokens holds (module doc); identity without windows."""
@@ -111,91 +113,52 @@ def _plain_roofline(cost) -> bool:
 
 
 def totals_time_fn(cost, spec, g: int):
-    """The seconds of `totals_time` for one gamma as a function of (rows, pairs, decoders, kv_dec),
-    kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's fast path.
+    """For the engine's fast path, which times an iteration from its totals (rows, pairs, decoders,
+    kv_dec), kv_read = kv_dec (no cached prompt tokens: whole prefills): (coefficients, None) where
+    the loop may evaluate `PassCost.time` and `draft_time` inline, or (None, fn) with fn(rows, pairs,
+    decoders, kv_dec) the seconds of `totals_time`.
 
-    On one GPU without routed experts or a GEMM ramp the roofline's coefficients are taken once and
-    the function evaluates `PassCost.time` and `draft_time` operation for operation (the same
-    seconds, bit for bit); otherwise it calls `totals_time`."""
+    The coefficients are inlined on one GPU without routed experts or a GEMM ramp (a call per iteration
+    would cost a fifth of the fast path): the target's seven `_terms`, the draft's seven (the target's
+    own without a draft model) and c (None with a draft model or without speculation). With them
+
+        T   = max((w + (kv_dec + rows) kvb) / bps, (rows rf + pairs pf) / fps) + fixed
+        T  += g x [c x] (max((dw + ctx dkvb) / dbps, (decoders drf + ctx dpf) / dfps) + dfixed),
+              ctx = kv_dec + decoders, when g and decoders
+
+    operation for operation what `PassCost.time` computes (the same seconds, bit for bit:
+    tests/test_serving_engine.py)."""
     draft_cost = spec.draft_cost if spec else None
     dcost = draft_cost or cost
     if not (_plain_roofline(cost) and _plain_roofline(dcost)):
         def general(rows, pairs, decoders, kv_dec):
             return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
-        return general
-    (w, kvb, bps, rf, pf, fps, fixed), (dw, dkvb, dbps, drf, dpf, dfps, dfixed) = _terms(cost), _terms(dcost)
+        return None, general
     c = None if draft_cost is not None or not g else spec.c
-
-    def plain(rows, pairs, decoders, kv_dec):
-        mem = (w + (kv_dec + rows) * kvb) / bps
-        comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
-        dt = (mem if mem > comp else comp) + fixed
-        if not g or not decoders:
-            return dt
-        ctx = kv_dec + decoders
-        mem = (dw + ctx * dkvb) / dbps
-        comp = (decoders * drf + ctx * dpf if dpf else decoders * drf) / dfps
-        one = (mem if mem > comp else comp) + dfixed
-        return dt + g * (one if c is None else c * one)
-    return plain
+    return _terms(cost) + _terms(dcost) + (c,), None
 
 
-def decode_iterations_fn(cost, spec, g: int):
-    """For the engine's fast path: run(decoders, t, k, item, finishing, append, over, stop_s) runs the
-    iterations of `decoders` sequences decoding g + 1 rows each, nothing else, from iteration k at
-    time t: iteration k's packed totals are `item(k)` (K/V tokens + (blocks << 32)), `finishing[k]`
-    sequences finish at its end, and its end time goes to `append`. It stops after an iteration in
-    which some finish or one ending at or past `stop_s` and returns (t, k, finished) after it, or
-    None before an iteration whose blocks exceed `over`.
+def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, list]:
+    """For iterations in which only decoders run (n of them, g + 1 rows each, S cached tokens in all):
+    per n in 0 .. `max_decoders`, the S from which the target's pass is memory-bound, and the same for
+    the draft step (inf: not known to be). There the fast path skips the compute term, exactly:
+    max(memory, compute) is the memory term.
 
-    Each iteration's seconds are `totals_time_fn`'s, inlined on one GPU without routed experts or a
-    GEMM ramp (the same operations; a call per iteration would cost a fifth of the fast path)."""
-    low = (1 << 32) - 1
-    r = g + 1
+    Both terms are linear in S: compute - (1 - 1e-9) memory = a S + b(n) <= 0 from S = -b / a on when
+    a < 0 (K/V read outweighs attention arithmetic), everywhere when a, b <= 0; the margin of 1e-9 and
+    one token more keep rounding from flipping the max."""
+    w, kvb, bps, rf, pf, fps, _, dw, dkvb, dbps, drf, dpf, dfps, _, _ = coeffs
+    r, keep = g + 1, 1 - 1e-9
     half = r * (r + 1) / 2
-    draft_cost = spec.draft_cost if spec else None
-    dcost = draft_cost or cost
-    if not (_plain_roofline(cost) and _plain_roofline(dcost)):
-        tf = totals_time_fn(cost, spec, g)
 
-        def run_general(decoders, t, k, item, finishing, append, over, stop_s):
-            rows, more = decoders * r, decoders * half
-            while True:
-                v = item(k)
-                if v >> 32 > over:
-                    return None
-                kv = v & low
-                t += tf(rows, r * kv + more, decoders, kv)
-                append(t)
-                f = finishing[k]
-                k += 1
-                if f or t >= stop_s:
-                    return t, k, f
-        return run_general
-    (w, kvb, bps, rf, pf, fps, fixed), (dw, dkvb, dbps, drf, dpf, dfps, dfixed) = _terms(cost), _terms(dcost)
-    c = None if draft_cost is not None or not g else spec.c
-
-    def run(decoders, t, k, item, finishing, append, over, stop_s):
-        rows, more = decoders * r, decoders * half
-        gemm, dgemm = rows * rf, decoders * drf
-        while True:
-            v = item(k)
-            if v >> 32 > over:
-                return None
-            kv = v & low
-            mem = (w + (kv + rows) * kvb) / bps
-            comp = (gemm + (r * kv + more) * pf if pf else gemm) / fps
-            dt = (mem if mem > comp else comp) + fixed
-            if g:
-                ctx = kv + decoders
-                mem = (dw + ctx * dkvb) / dbps
-                comp = (dgemm + ctx * dpf if dpf else dgemm) / dfps
-                one = (mem if mem > comp else comp) + dfixed
-                dt = dt + g * (one if c is None else c * one)
-            t += dt
-            append(t)
-            f = finishing[k]
-            k += 1
-            if f or t >= stop_s:
-                return t, k, f
-    return run
+    def thresholds(a, b):
+        out = []
+        for n in range(max_decoders + 1):
+            bn = b(n)
+            out.append(0 if a <= 0 and bn <= 0 else math.ceil(-bn / a) + 1 if a < 0 else math.inf)
+        return out
+    target = thresholds(r * pf / fps - keep * kvb / bps,
+                        lambda n: n * r * rf / fps + n * half * pf / fps - keep * (w + n * r * kvb) / bps)
+    draft = thresholds(dpf / dfps - keep * dkvb / dbps,
+                       lambda n: n * drf / dfps + n * dpf / dfps - keep * (dw + n * dkvb) / dbps)
+    return target, draft
