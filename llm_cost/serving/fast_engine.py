@@ -153,9 +153,10 @@ class _Fast:
                 break
             else:
                 S = U = 0
-            rows, pairs = nd * r, r * S + nd * dec_pairs
+            rows = nd * r
             admitting = head < nxt and nd < max_batch
             if admitting:
+                pairs = r * S + nd * dec_pairs
                 free = total - U
                 while head < nxt and running < max_batch:
                     i = head
@@ -204,12 +205,14 @@ class _Fast:
                     adm[i] = k
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
+            elif not inline or S < mem_from[nd]:
+                pairs = r * S + nd * dec_pairs
             if inline:  # totals_time_fn's formula
                 mem = (w + (S + rows) * kvb) / bps
                 if admitting or S < mem_from[nd]:
                     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
                     dt = (mem if mem > comp else comp) + fixed
-                else:
+                else:  # memory-bound for sure: pairs not needed
                     dt = mem + fixed
                 if g and nd:
                     ctx = S + nd
