@@ -21,7 +21,9 @@ arrays go through `speculative.blocks` (cache-sized blocks, E by squaring), the 
 broadcasting path; both evaluate T with `PassCost.step_total`.
 
 Prints the machine and, for each timing, the median and the range (min-max) over the repeats;
-ratios are of medians.
+ratios are of medians. Also the floor: allocating and writing the seven 10^6-element result arrays
+(48 MB of fresh memory, whose pages the kernel zeroes), which no implementation that returns them
+can beat, and whether the target lies below it on this machine.
 
 Usage: python bench/spec_sweep.py [LOOP_A_POINTS] [REPEATS]   (defaults 20000 and 7)
 Target: vectorized >= 50x faster than the plain-float loop and under 0.2 s.
@@ -105,6 +107,15 @@ def plain_loop(alphas: list, gammas: list, cs: list, batches: list) -> list:
     return out
 
 
+def result_floor(n: int):
+    """What any implementation returning `RooflineSpeedup` on n flat points must do at least: allocate
+    its six float64 result arrays and the bool one and write every element once (no arithmetic)."""
+    out = [np.empty(n) for _ in range(6)] + [np.empty(n, dtype=bool)]
+    for x in out:
+        x.fill(1)
+    return out
+
+
 def vectorized_grid():
     return roofline_speedup(MODEL, GPU, PROFILE, alpha=ALPHA[:, None, None, None],
                             gamma=GAMMA[None, :, None, None], c=C[None, None, :, None],
@@ -133,6 +144,7 @@ def main() -> None:
     t_loop_a = (time.perf_counter() - start) * n / idx.size
     assert np.allclose(looped, flat[idx], rtol=1e-12, atol=1e-15)
 
+    t_floor, _ = timed(lambda: result_floor(n), repeats)
     lists = [x.tolist() for x in (a, g, c, b)]
     loop_repeats = min(repeats, 3)
     t_loop_b, plain = timed(lambda: plain_loop(*lists), loop_repeats, warm=False)
@@ -148,6 +160,9 @@ def main() -> None:
     print(f"vectorized, flat arrays, shuffled   : {spread(t_shuf)} ms")
     print(f"loop A, scalar roofline.step_time   : {t_loop_a:8.2f} s (validation + StepTime per call{scaled})")
     print(f"loop B, plain floats, consts hoisted: {spread(t_loop_b, 1, 2)} s (all {n:,} points)")
+    floor = statistics.median(t_floor)
+    print(f"floor, the 7 result arrays written  : {spread(t_floor)} ms (fresh memory, no arithmetic: "
+          f"{loop_b / floor:,.0f}x loop B at most, for any implementation that returns them)")
     print(f"{'speedup (ratio of medians)':36s}  {'vs loop A':>10s}  {'vs loop B':>10s}  {'vs loop B, range':>17s}")
     verdicts = []
     for name, times in (("broadcast grid", t_grid), ("flat arrays", t_flat), ("flat, shuffled", t_shuf)):
@@ -158,6 +173,11 @@ def main() -> None:
         print(f"  {name:34s}  {t_loop_a / t:9,.0f}x  {loop_b / t:9,.0f}x  {low:7,.0f}-{high:,.0f}x")
     print(f"target >= {TARGET_RATIO:g}x against loop B ({loop_b / TARGET_RATIO * 1e3:.1f} ms in this run) and "
           f"< {TARGET_S:g} s: " + "; ".join(verdicts))
+    if floor > loop_b / TARGET_RATIO:
+        print(f"on this machine the target lies below the floor: writing the results alone takes "
+              f"{floor / (loop_b / TARGET_RATIO):.1f}x the time it allows (median; the fastest runs, where the "
+              f"allocator hands back memory it has not returned to the system, {min(t_floor) * 1e3:.1f} ms); "
+              f"the flat path takes {statistics.median(t_flat) / floor:.2f}x the floor")
     print(f"median speedup over the grid: {statistics.median(flat.tolist()):.3f}")
 
 
