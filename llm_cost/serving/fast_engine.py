@@ -8,7 +8,10 @@ known at its admission: in iteration a + j (a: its prefill) it holds kv = P + to
 and, paged, ceil((kv + gamma + 1) / block) blocks (`spec_streams.trajectories`, its acceptances
 drawn from its own stream, `spec_streams.AcceptanceStreams`). Admission adds that trajectory to two
 running totals per iteration, packed in one int64 array (kv summed, blocks summed << 32), and one
-finish count at a + R; each iteration then costs a few additions and `iteration.totals_time_fn`.
+finish count at a + R; each iteration then costs a few additions and the iteration's time, inlined
+from `iteration.totals_time_fn`'s coefficients (one loop turn per iteration, no call in it), its
+compute term skipped where a decode-only iteration is memory-bound for sure
+(`iteration.memory_bound_from`).
 
 Paged KV preempts only when the decoders' blocks ahead exceed the free ones; the totals see that
 (sum of blocks > capacity) and the fast path hands the run over to the engine's general loop at that
