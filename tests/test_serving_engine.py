@@ -393,16 +393,18 @@ def test_rounds_past_the_first_block_come_from_each_sequence_s_own_generator():
         b.stream(i)
     assert b.stream(CHUNK + 7).tolist() == first and len(b._second) == 3
     assert a.stream(5).tolist() == b.stream(5).tolist()
+    tails = [b.stream(i)[len(b.stream(i)) - 100:].tolist() for i in (5, CHUNK + 7, CHUNK + 50)]
+    assert tails[0] != tails[1] != tails[2] != tails[0]  # each sequence its own seed, not the chunk's
 
 
 def test_decode_iterations_skip_the_compute_term_only_where_it_cannot_win():
     # memory_bound_from: from S cached tokens on (per number of decoders) a decode-only iteration is
     # memory-bound, by the PassCost's own terms; two tokens earlier it is not (or the bound is 0).
-    from llm_cost.serving.iteration import memory_bound_from, totals_time_fn
+    from llm_cost.serving.iteration import inline_coefficients, memory_bound_from
 
     cost = SERVER.cost
     for g, spec in [(0, None), (4, SpecConfig(4, 0.8, c=0.05))]:
-        coeffs, _ = totals_time_fn(cost, spec, g)
+        coeffs = inline_coefficients(cost, spec, g)
         target, draft = memory_bound_from(coeffs, g, 96)
         r = g + 1
         # one row a sequence: always memory-bound here; five rows: compute-bound at 32+ sequences and few tokens
@@ -421,10 +423,35 @@ def test_decode_iterations_skip_the_compute_term_only_where_it_cannot_win():
                 assert cost.compute_s(n, S + n) < cost.memory_s(n, S + n)
 
 
+def test_fast_path_with_a_compute_bound_draft_and_large_batches():
+    # A draft model with a tenth of its FLOP/s: its steps are compute-bound up to some K/V per
+    # decoder count, and batches of up to 128 make the target's decode compute-bound at few tokens;
+    # both thresholds are crossed, and the fast path still times every iteration as the general loop.
+    import dataclasses
+
+    from llm_cost.serving.iteration import inline_coefficients, memory_bound_from
+
+    target = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+    small = Replica.from_specs(load_model("llama-3.2-1b"), load_accelerator("h100-sxm")).cost
+    slow = dataclasses.replace(small, flops_per_s=small.flops_per_s * 0.1)
+    spec = SpecConfig(4, 0.8, draft_cost=slow)
+    t_from, d_from = memory_bound_from(inline_coefficients(target.cost, spec, 4), 4, 128)
+    assert 0 < max(d_from) < math.inf and 0 < max(x for x in t_from if x < math.inf)
+    for n in (1, 17, 64, 128):
+        S = d_from[n]
+        assert slow.compute_s(n, S + n) < slow.memory_s(n, S + n)
+        if S >= 2:
+            assert slow.compute_s(n, S - 2 + n) > slow.memory_s(n, S - 2 + n) * (1 - 1e-9)
+    wl = poisson_workload(600, 30.0, seed=1)
+    for s in (spec, SpecConfig(9, 0.8, c=0.05)):
+        cfg = ServeConfig(max_batch=128, reservation="paged", spec=s)
+        _same_run(serve(wl, target, cfg), serve(wl, target, cfg, fast=False))
+
+
 def test_trajectories_by_brute_force_including_rounds_past_the_first_block():
     # Each request's rounds from its own stream, one by one, against the vectorized chunk. The first
     # block holds mean + 3 sd + 2 rounds at the stream's gamma 5: at gamma 5 nearly every request
-    # fits it, at gamma 1 most run past it into the second block.
+    # fits it, at gamma 1 most run past it into their own later draws.
     import numpy as np
 
     from llm_cost.serving.spec_streams import AcceptanceStreams, trajectories
@@ -449,8 +476,8 @@ def test_trajectories_by_brute_force_including_rounds_past_the_first_block():
 
 
 def test_fast_path_past_the_first_block(monkeypatch):
-    # First blocks far too short (as if 50 tokens a round): every request's later rounds come from the
-    # second block, in both paths alike.
+    # First blocks far too short (as if 50 tokens a round): every request's later rounds come from its
+    # own later draws, in both paths alike.
     import llm_cost.serving.spec_streams as streams
 
     monkeypatch.setattr(streams, "expected_and_variance", lambda alpha, gamma: (50.0, 0.0))
@@ -466,6 +493,7 @@ def test_fast_path_hands_over_at_preemptions_and_takes_the_run_back(monkeypatch,
     # running sequence decodes again; the finish times are the general loop's alone.
     import llm_cost.serving.handover as handover
 
+    monkeypatch.setattr(handover, "BLOCK", 7)  # segment statistics summed over many blocks, admissions split
     back = []
     take = handover.from_general
     monkeypatch.setattr(handover, "from_general", lambda fast, state: back.append(1) or take(fast, state))

@@ -9,7 +9,7 @@ and, paged, ceil((kv + gamma + 1) / block) blocks (`spec_streams.trajectories`, 
 drawn from its own stream, `spec_streams.AcceptanceStreams`). Admission adds that trajectory to two
 running totals per iteration, packed in one int64 array (kv summed, blocks summed << 32), and one
 finish count at a + R; each iteration then costs a few additions and the iteration's time, inlined
-from `iteration.totals_time_fn`'s coefficients (one loop turn per iteration, no call in it), its
+from `iteration.inline_coefficients` (one loop turn per iteration, no call of ours in it), its
 compute term skipped where a decode-only iteration is memory-bound for sure
 (`iteration.memory_bound_from`).
 
@@ -28,7 +28,7 @@ import math
 from array import array
 
 from llm_cost.serving import handover
-from llm_cost.serving.iteration import memory_bound_from, totals_time_fn
+from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
 
 _LOW = (1 << 32) - 1
@@ -81,7 +81,7 @@ class _Fast:
         self.B = cfg.block_size
         self.total = cap // self.B if self.paged else 0
         self.streams = AcceptanceStreams(spec, O) if g else None
-        self.coeffs, self.tf = totals_time_fn(cost, spec, g)  # inlined T, or a function
+        self.coeffs, self.tf = inline_coefficients(cost, spec, g), totals_time_fn(cost, spec, g)  # inline, or call
         self.memory_bound = memory_bound_from(self.coeffs, g, cfg.max_batch) if self.coeffs else None
         self.P_array, self.O_array = np.asarray(self.P, dtype=np.int64), np.asarray(O, dtype=np.int64)
         self.need = np.maximum(self.O_array - 1, 0)
@@ -108,9 +108,11 @@ class _Fast:
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False).
 
-        One loop turn per iteration, no call in it: the arrivals up to t, the admissions while the
-        batch has room, the iteration's seconds (`totals_time_fn`'s coefficients inlined, else its
-        function) and the requests finishing at its end."""
+        One loop turn per iteration: the arrivals up to t, the admissions while the batch has room,
+        the iteration's seconds (`inline_coefficients` evaluated in the loop, the compute term left out
+        from `memory_bound_from`'s K/V on; else `totals_time_fn`) and the requests finishing at its
+        end. The only calls in a turn are the packed totals' read and the end time's append (and, once
+        a chunk, its trajectories)."""
         np, n, P, res, cap = self.np, self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, B, total, g = self.paged, self.B, self.total, self.g
         r = g + 1
@@ -158,8 +160,9 @@ class _Fast:
                 S = U = 0
             rows = nd * r
             admitting = head < nxt and nd < max_batch
-            if admitting:
+            if admitting or not inline or S < mem_from[nd]:  # the compute term is needed
                 pairs = r * S + nd * dec_pairs
+            if admitting:
                 free = total - U
                 while head < nxt and running < max_batch:
                     i = head
@@ -208,8 +211,6 @@ class _Fast:
                     adm[i] = k
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
-            elif not inline or S < mem_from[nd]:
-                pairs = r * S + nd * dec_pairs
             if inline:  # totals_time_fn's formula
                 mem = (w + (S + rows) * kvb) / bps
                 if admitting or S < mem_from[nd]:

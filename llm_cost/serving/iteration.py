@@ -113,29 +113,34 @@ def _plain_roofline(cost) -> bool:
 
 
 def totals_time_fn(cost, spec, g: int):
-    """For the engine's fast path, which times an iteration from its totals (rows, pairs, decoders,
-    kv_dec), kv_read = kv_dec (no cached prompt tokens: whole prefills): (coefficients, None) where
-    the loop may evaluate `PassCost.time` and `draft_time` inline, or (None, fn) with fn(rows, pairs,
-    decoders, kv_dec) the seconds of `totals_time`.
+    """fn(rows, pairs, decoders, kv_dec): the seconds of `totals_time` of an iteration from its totals,
+    kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's fast path where
+    `inline_coefficients` gives None."""
+    def general(rows, pairs, decoders, kv_dec):
+        return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
+    return general
 
-    The coefficients are inlined on one GPU without routed experts or a GEMM ramp (a call per iteration
-    would cost a fifth of the fast path): the target's seven `_terms`, the draft's seven (the target's
-    own without a draft model) and c (None with a draft model or without speculation). With them
+
+def inline_coefficients(cost, spec, g: int) -> tuple | None:
+    """The coefficients with which the engine's fast path evaluates `totals_time_fn` inline (a call per
+    iteration would cost a fifth of it), or None where it cannot: a deployment, routed experts or a
+    GEMM ramp, of the target or the draft.
+
+    The target's seven `_terms`, the draft's seven (the target's own without a draft model) and c
+    (None with a draft model or without speculation). With them
 
         T   = max((w + (kv_dec + rows) kvb) / bps, (rows rf + pairs pf) / fps) + fixed
         T  += g x [c x] (max((dw + ctx dkvb) / dbps, (decoders drf + ctx dpf) / dfps) + dfixed),
               ctx = kv_dec + decoders, when g and decoders
 
-    operation for operation what `PassCost.time` computes (the same seconds, bit for bit:
-    tests/test_serving_engine.py)."""
+    is operation for operation what `PassCost.time` and `draft_time` compute (the same seconds, bit
+    for bit: tests/test_serving_engine.py)."""
     draft_cost = spec.draft_cost if spec else None
     dcost = draft_cost or cost
     if not (_plain_roofline(cost) and _plain_roofline(dcost)):
-        def general(rows, pairs, decoders, kv_dec):
-            return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
-        return None, general
+        return None
     c = None if draft_cost is not None or not g else spec.c
-    return _terms(cost) + _terms(dcost) + (c,), None
+    return _terms(cost) + _terms(dcost) + (c,)
 
 
 def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, list]:

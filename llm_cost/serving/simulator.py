@@ -198,7 +198,7 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
     that reaches its output; its KV is prompt + generated - 1."""
     cost = replica.cost
-    deployed = cost.deployed  # once: a property, and the loop below is hot
+    deployed = cost.deployed  # once: the loop below is hot
     cap = replica.kv_capacity_tokens
     prompt, output, n = wl.prompt, wl.output, len(wl)
     none = reservation == "none"

@@ -42,7 +42,7 @@ class AcceptanceStreams:
         est = np.ceil(need / mean + 3.0 * np.sqrt(need * var / mean ** 3) + 2.0)
         self._len = np.minimum(self._need, est.astype(np.int64))
         self._first: dict[int, tuple] = {}
-        self._second: dict[int, tuple] = {}
+        self._second: dict[int, np.ndarray] = {}  # sequence -> G of its rounds past the first L[i]
         self._round: dict[int, int] = {}
         self._cache: dict[int, list] = {}
 
