@@ -37,9 +37,9 @@ def _alive(fast, k: int):
     np = fast.np
     out = [(i, c[0], c[3], c[2]) for i, c in fast.customs.items() if c[0] + c[1] - 1 >= k]
     adm = np.frombuffer(fast.adm, dtype=np.int64)[fast.h0:fast.head]
-    at = adm[adm + fast.R_all[fast.h0:fast.head] >= k]
-    ids = np.flatnonzero(adm + fast.R_all[fast.h0:fast.head] >= k) + fast.h0
-    out += [(i, a + 1, 1, 0) for i, a in zip(ids.tolist(), at.tolist())]
+    alive = adm + fast.R_all[fast.h0:fast.head] >= k
+    ids = np.flatnonzero(alive) + fast.h0
+    out += [(i, a + 1, 1, 0) for i, a in zip(ids.tolist(), adm[alive].tolist())]
     return out
 
 
