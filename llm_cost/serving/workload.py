@@ -13,6 +13,7 @@ by the rate: the same seed at another rate keeps every length and the pattern of
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -70,6 +71,9 @@ class Workload:
             raise InvalidValueError("workload fields must have one entry per request")
         if not (self.rate_req_per_s > 0):
             raise InvalidValueError(f"rate must be in (0, inf], got {self.rate_req_per_s!r}", params=("rate",))
+        if n and min(self.prompt) >= 1 and min(self.output) >= 1 and all(map(operator.ge, self.declared_gen,
+                                                                              self.output)):
+            return  # valid, in three passes at C speed (a 10^6-request workload is built per rate)
         for p, o, d in zip(self.prompt, self.output, self.declared_gen):
             if p < 1 or o < 1 or d < o:
                 raise InvalidValueError(
