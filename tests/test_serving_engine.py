@@ -512,3 +512,20 @@ def test_the_fast_path_reports_progress():
           on_progress=lambda done, total: calls.append((done, total)))
     assert len(calls) >= 50 and calls[-1] == (2000, 2000)
     assert all(a[0] <= b[0] and a[1] == 2000 for a, b in zip(calls, calls[1:]))
+
+
+def test_result_statistics_come_from_the_tuples_once():
+    # ServeResult caches its arrays and each metric's values: the statistics are the tuples' own, the
+    # cached values cannot be changed by a caller, and a second read gives the same array.
+    import numpy as np
+
+    r = serve(poisson_workload(300, 12.4, seed=4), SERVER, ServeConfig(max_batch=16, reservation="paged"))
+    done = [i for i, f in enumerate(r.finish_s) if f == f]
+    assert r.finished == len(done) == 300
+    assert r.span_s == max(r.finish_s) - min(r.arrival_s)
+    assert r.tokens_per_s == sum(r.output) / r.span_s
+    ttft = r.values("ttft")
+    assert ttft is r.values("ttft") and list(ttft) == [r.first_token_s[i] - r.arrival_s[i] for i in done]
+    with pytest.raises(ValueError):
+        ttft[0] = 0.0
+    assert r.percentile_s("e2e", "p90") == float(np.percentile([r.finish_s[i] - r.arrival_s[i] for i in done], 90))
