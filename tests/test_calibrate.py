@@ -123,6 +123,23 @@ def test_malformed_csv_one_line(tmp_path, change, needle):
     assert needle in line and str(path) in line
 
 
+def test_model_the_catalog_cannot_read_is_not_covered(tmp_path):
+    # A held-out file may name a model_type without an adapter or a name not in the catalog: those
+    # rows are not covered, with the reason; the file's other rows are still predicted.
+    (tmp_path / "mamba.json").write_text(json.dumps({
+        "architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768,
+        "num_hidden_layers": 24, "vocab_size": 50280}))
+    rows = _rows()
+    rows[0].update(config="mamba.json")
+    rows[1].update(config="no-such-model-7b")
+    preds = [predict(p, PRESETS["lecture"]) for p in read_points(_write(tmp_path, rows))]
+    assert not preds[0].covered and "'mamba' is not supported" in preds[0].reason
+    assert not preds[1].covered and "unknown model 'no-such-model-7b'" in preds[1].reason
+    assert all(q.covered for q in preds[2:])
+    out = run("validate", str(tmp_path / "points.csv"), "--summary")
+    assert out.exit_code == 0, out.output
+
+
 def test_missing_column_one_line(tmp_path):
     rows = _rows()
     header = [c for c in rows[0] if c != "kv"]

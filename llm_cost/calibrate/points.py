@@ -3,8 +3,10 @@
 Each row names the conditions of one published figure (model, weights, KV precision, GPU and count,
 tp and pp, batch and its kind, input and output lengths) and the metric measured. Parsing checks every
 column a prediction needs and refuses a bad one in one line naming the row and the column
-(`points.csv row 3, column gpu_name: ...`); the catalog lookups (model, GPU) happen here too, so a
-file that parses can be predicted.
+(`points.csv row 3, column gpu_name: ...`): a missing column, an unknown metric, batch kind, weight
+format or GPU, a config file that is not there. A model the catalog cannot read (a `model_type`
+without an adapter, a name not in the catalog) is not a malformed file: that row is predicted as not
+covered, with the reason.
 """
 
 from __future__ import annotations
@@ -143,10 +145,11 @@ def _point(path: Path, n: int, row: dict) -> Point:
     if count % (tp * pp):
         raise PointsError(f"{path} row {n}, column gpu_count: must be a multiple of tp x pp = {tp * pp}, got {count}")
     config = get("config")
-    try:
-        _resolve_model(config, path.parent)
-    except LlmCostError as err:
-        raise PointsError(f"{path} row {n}, column config: {err}") from None
+    if config.endswith(".json") and not (path.parent / config).is_file():
+        raise PointsError(f"{path} row {n}, column config: no such file {config} next to {path.name}")
+    # A config that exists but that the counts cannot read (a model_type without an adapter, a name
+    # not in the catalog) is the model's limit, not a malformed file: its row is not covered, with
+    # the reason (`prediction.predict`), and the file's other rows are still predicted.
     gpu = get("gpu_name")
     try:
         from llm_cost.catalog import load_accelerator
@@ -156,7 +159,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
         raise PointsError(f"{path} row {n}, column gpu_name: {err}") from None
     return Point(id=get("id"), source=(row.get("source") or "").strip() or "-",
                  quality=(row.get("quality") or "").strip().upper() or "-",
-                 config=str(path.parent / config) if config.endswith(".json") else config,
+                 config=str(path.parent / config) if (config.endswith(".json") or (path.parent / config).is_file()) else config,
                  gpu_name=gpu, weights=get("weights", _choice(WEIGHTS)),
                  group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", _choice(KVS)),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
