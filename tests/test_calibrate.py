@@ -140,6 +140,18 @@ def test_model_the_catalog_cannot_read_is_not_covered(tmp_path):
     assert out.exit_code == 0, out.output
 
 
+def test_summary_has_a_quality_a_b_row_when_the_file_mixes_qualities(tmp_path):
+    rows = _rows()
+    rows[0].update(quality="C")
+    rows[1].update(config="no-such-model-7b", quality="A")  # not covered: counts against coverage
+    summary = rows_of("validate", _write(tmp_path, rows), "--summary", "--profile", "lecture")
+    clean = [r for r in summary if r["metric"] == "quality A/B"]
+    assert len(clean) == 1 and summary[-1]["metric"] == "all"
+    assert int(clean[0]["n"]) == len(rows) - 1 and int(clean[0]["covered"]) == len(rows) - 2
+    # one quality throughout: no such row (it would repeat "all")
+    assert "quality A/B" not in [r["metric"] for r in rows_of("validate", HAND, "--summary")]
+
+
 def test_missing_column_one_line(tmp_path):
     rows = _rows()
     header = [c for c in rows[0] if c != "kv"]

@@ -46,9 +46,17 @@ def summarize(name: str, predictions) -> Summary:
     return Summary(name, len(predictions), len(apes), mean, quantile(apes, 0.5), quantile(apes, 0.9))
 
 
+CLEAN_QUALITIES = ("A", "B")  # fixed conditions (A) or one default or inferred condition (B); C: batch unknown
+
+
 def summaries(predictions) -> list[Summary]:
-    """One `Summary` per metric (in order of first appearance) and one for all ("all")."""
+    """One `Summary` per metric (in order of first appearance), one for the quality A and B rows
+    ("quality A/B", when the file also has rows of another quality: coverage is judged on those),
+    and one for all ("all")."""
     predictions = list(predictions)
     metrics = list(dict.fromkeys(p.point.metric for p in predictions))
     out = [summarize(m, [p for p in predictions if p.point.metric == m]) for m in metrics]
+    clean = [p for p in predictions if p.point.quality in CLEAN_QUALITIES]
+    if clean and len(clean) < len(predictions):
+        out.append(summarize("quality A/B", clean))
     return out + [summarize("all", predictions)]
