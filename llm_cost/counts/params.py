@@ -27,7 +27,8 @@ class ParamCounts:
     ----------
     embedding, position_embedding, lm_head, final_norm
         Input token table (vocab x d), learned position table (GPT-2/3; else 0), LM head (0 when
-        tied to the embedding) and final norm gains, in parameters (integers >= 0).
+        tied to the embedding; vocab more with a bias: GPT-J, Phi-2) and final norm gains, in
+        parameters (integers >= 0).
     attention_per_layer, norms_per_layer, dense_mlp_per_layer
         One layer's attention projections (with their biases and MLA's inner norms), its norm
         gains (and biases: 2 d for a pre-norm layer, 4 d for Gemma's four) and a dense MLP.
@@ -36,7 +37,8 @@ class ParamCounts:
         and attention sinks (gpt-oss: one per head), in parameters.
     expert_params, expert_bias_params, shared_experts_per_layer, router_per_layer
         One routed expert of one MoE layer (biases included), of which biases (gpt-oss:
-        2 ff + d), a MoE layer's shared experts and its router (with its bias, one per expert).
+        2 ff + d), a MoE layer's shared experts (of their own width and with their d-wide gate
+        where the model has them: Qwen2-MoE) and its router (with its bias, one per expert).
     num_layers, num_moe_layers, num_experts, experts_per_token
         Layer counts (num_moe_layers <= num_layers) and the routing: experts per MoE layer and the
         top-k each token is sent to (0 for a dense model).
@@ -180,18 +182,21 @@ def param_counts(model: ModelSpec) -> ParamCounts:
     if model.mlp_bias:
         dense_mlp += (mlp_matrices - 1) * model.intermediate_size + d
     ff = moe.expert_intermediate_size if moe else 0
-    expert_bias = 2 * ff + d if moe and moe.expert_bias else 0  # gate_up (2 ff) and down (d) biases
+    expert_bias = _expert_bias(moe, d, ff)
     expert = 3 * d * ff + expert_bias
+    lm_head = 0 if model.tie_word_embeddings else model.vocab_size * d
+    if model.lm_head_bias:  # GPT-J, Phi-2: one per vocabulary entry (the spec keeps it untied)
+        lm_head += model.vocab_size
     return ParamCounts(
         embedding=model.vocab_size * d,
         position_embedding=model.learned_positions * d,
-        lm_head=0 if model.tie_word_embeddings else model.vocab_size * d,
+        lm_head=lm_head,
         final_norm=norm_width * d,
         attention_per_layer=_attention_params(model),
         norms_per_layer=model.layer_norms * norm_width * d,
         dense_mlp_per_layer=dense_mlp,
         expert_params=expert,
-        shared_experts_per_layer=moe.num_shared_experts * expert if moe else 0,
+        shared_experts_per_layer=_shared_experts_params(model, expert),
         router_per_layer=(moe.num_experts * d + (moe.num_experts if moe.router_bias else 0)) if moe else 0,
         num_layers=model.num_layers,
         num_moe_layers=model.num_moe_layers,
@@ -201,6 +206,22 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         sinks_per_layer=model.num_heads if model.attention_sinks else 0,
         expert_bias_params=expert_bias,
     )
+
+
+def _expert_bias(moe, d: int, ff: int) -> int:
+    """Biases of one expert of width ff: gate_up (2 ff) and down (d) when the experts have them (gpt-oss)."""
+    return 2 * ff + d if moe is not None and moe.expert_bias else 0
+
+
+def _shared_experts_params(model: ModelSpec, routed_expert: int) -> int:
+    """A MoE layer's shared experts: each a gated MLP like a routed one, of its own width where the
+    spec gives one (Qwen2-MoE: shared_expert_intermediate_size), plus the d-wide shared_expert_gate."""
+    moe, d = model.moe, model.hidden_size
+    if moe is None or not moe.num_shared_experts:
+        return 0
+    ff = model.shared_expert_intermediate_size
+    expert = 3 * d * ff + _expert_bias(moe, d, ff) if ff else routed_expert
+    return moe.num_shared_experts * expert + (d if model.shared_expert_gate else 0)
 
 
 def _qk_norm_params(model: ModelSpec) -> int:

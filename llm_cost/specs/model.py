@@ -46,11 +46,22 @@ class ModelSpec:
         One of MLP_KINDS ("gated"), NORM_KINDS ("rms"), QK_NORM_KINDS ("none").
     tie_word_embeddings, qkv_bias, o_bias, mlp_bias, attention_sinks : bool, optional
         Shared embedding and LM head; biases; one learned sink logit per head and layer.
+    lm_head_bias : bool, optional
+        One bias per vocabulary entry on the LM head (GPT-J, Phi-2); needs an untied head
+        (default False).
     learned_positions, max_position_embeddings, mtp_layers : int, optional
         Rows of a learned position table, the context limit (tokens; 0 unknown), MTP modules;
         each >= 0.
     moe, mla : MoESpec or MLASpec, optional
         Mixture-of-experts layers and latent attention, None when absent.
+    shared_expert_intermediate_size : int, optional
+        Hidden width of each shared expert when it differs from the routed experts' (Qwen2-MoE:
+        shared_expert_intermediate_size), >= 0; 0 (default) means moe.expert_intermediate_size.
+        Needs moe.num_shared_experts > 0 when set.
+    shared_expert_gate : bool, optional
+        A hidden_size -> 1 linear without bias that gates the shared experts' output (Qwen2-MoE's
+        shared_expert_gate): d parameters per MoE layer; needs moe.num_shared_experts > 0
+        (default False).
     source, checkpoint_dtype, family : str, optional
         Where the numbers come from, torch_dtype as read, the config's model_type.
     layer_norms : int, optional
@@ -122,6 +133,11 @@ class ModelSpec:
     quantization: QuantizationConfig | None = None  # the checkpoint's format, as read
     checkpoint_dtype: str = ""  # torch_dtype as read ("bfloat16", "float32"); "" when not given
     family: str = ""  # the architecture family the loader read the config as (its model_type)
+    # Added last, so positional construction keeps its order:
+    lm_head_bias: bool = False  # one per vocabulary entry on an untied LM head (GPT-J, Phi-2)
+    # Qwen2-MoE's shared expert: its own width (0: the routed experts') and its sigmoid gate
+    shared_expert_intermediate_size: int = 0
+    shared_expert_gate: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -130,7 +146,7 @@ class ModelSpec:
                      "intermediate_size", "vocab_size"):
             _positive_int("model", name, getattr(self, name))
         for name in ("learned_positions", "max_position_embeddings", "mtp_layers", "sliding_window",
-                     "attention_chunk_size"):
+                     "attention_chunk_size", "shared_expert_intermediate_size"):
             check_number(f"model.{name}", getattr(self, name), low=0, integer=True)
         check_number("model.layer_norms", self.layer_norms, low=0, integer=True)
         if self.qk_norm not in QK_NORM_KINDS:
@@ -149,7 +165,17 @@ class ModelSpec:
         if self.moe is not None:
             _layer_indices("moe.dense_layers", self.moe.dense_layers, high=self.num_layers)
         _layer_indices("model.nope_layers", self.nope_layers, high=self.num_layers)
+        self._check_heads()
         self._check_layer_types()
+
+    def _check_heads(self) -> None:
+        """An LM-head bias needs an untied head; a shared expert's width and gate need one."""
+        if self.lm_head_bias and self.tie_word_embeddings:
+            raise InvalidValueError("model.lm_head_bias needs an untied LM head (tie_word_embeddings is True)")
+        shared = self.moe.num_shared_experts if self.moe is not None else 0
+        for name in ("shared_expert_intermediate_size", "shared_expert_gate"):
+            if getattr(self, name) and not shared:
+                raise InvalidValueError(f"model.{name} needs a shared expert (moe.num_shared_experts > 0)")
 
     def _check_layer_types(self) -> None:
         """layer_types: empty or one known kind per layer; a window iff a layer uses it."""
