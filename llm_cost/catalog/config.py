@@ -25,8 +25,12 @@ from llm_cost.catalog.fields import Fields
 from llm_cost.errors import ConfigError, LlmCostError, short_repr
 from llm_cost.specs import ModelSpec, QuantizationConfig
 
-GPT2_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
-             "n_inner": "intermediate_size", "n_positions": "max_position_embeddings"}
+# Other spellings of the keys the families read, renamed before any family reads them: GPT-2's and
+# GPT-J's (n_embd, n_layer, ...), and the custom-code Falcon (RW) configs' n_embed and n_head_kv,
+# which transformers' FalconConfig still accepts. A config that gives both spellings must agree.
+KEY_ALIASES = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
+               "n_inner": "intermediate_size", "n_positions": "max_position_embeddings",
+               "n_embed": "hidden_size", "n_head_kv": "num_kv_heads"}
 
 def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -> ModelSpec:
     """Build a ModelSpec from a Hugging Face style config dict (see the module docstring).
@@ -58,7 +62,7 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level")
-    data = {GPT2_KEYS.get(k, k): v for k, v in data.items()}
+    data = _renamed(data, path)
     f = Fields(data, path)
     family = _family(f)
     try:
@@ -69,6 +73,22 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
         raise
     except LlmCostError as err:  # a spec invariant: still name the file
         raise ConfigError(f"{path}: {err}") from None
+
+
+def _renamed(data: dict, path: Path | str) -> dict:
+    """The config with KEY_ALIASES' spellings renamed (a null alias is absent); two spellings of
+    one key that disagree are refused, naming both."""
+    out = {k: v for k, v in data.items() if k not in KEY_ALIASES}
+    spelled = {k: k for k in out}
+    for alias, value in data.items():
+        if alias not in KEY_ALIASES or value is None:
+            continue
+        key = KEY_ALIASES[alias]
+        if out.get(key) is not None and out[key] != value:
+            raise ConfigError(f"{path}: key '{alias}' ({short_repr(value)}) contradicts "
+                              f"'{spelled[key]}' ({short_repr(out[key])})")
+        out[key], spelled[key] = value, alias
+    return out
 
 
 # ---- which family -------------------------------------------------------------------------
