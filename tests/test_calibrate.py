@@ -74,7 +74,9 @@ def test_metrics_are_the_request_figures():
     lec = PRESETS["lecture"]
     r = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=8, isl=1024, osl=128)
     assert predict(by_id["m7"], lec).predicted == pytest.approx(r.e2e_s * 1e3, rel=REL)
-    assert predict(by_id["m11"], lec).predicted == pytest.approx(r.tpot_s * 1e3 * 1, rel=0.2)  # batch 8, ISL 512
+    # a closed loop of 8 clients whose prompts fit one iteration (8 x 512 <= 8192): the static batch of 8
+    r8 = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=8, isl=512, osl=64)
+    assert predict(by_id["m11"], lec).predicted == pytest.approx(r8.tpot_s * 1e3, rel=REL)
     from llm_cost.specs.weights import FP8
 
     r = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=64, isl=128, osl=128, deployment=Deployment(
@@ -304,3 +306,52 @@ def test_request_rate_alone_is_one_request():
     assert predict(replace(slow, metric="ttft_ms"), lec).predicted == pytest.approx(r.ttft_s * 1e3, rel=0.02)
     assert predict(replace(slow, metric="e2e_latency_ms"), lec).predicted == pytest.approx(r.e2e_s * 1e3, rel=0.02)
     assert not predict(replace(slow, metric="prefill_tok_per_s"), lec).covered
+
+
+def _load_point(**changes):
+    from dataclasses import replace
+
+    m11 = next(p for p in read_points(KINDS) if p.id == "m11")  # llama-3.1-8b, h100-sxm, concurrency
+    return replace(m11, **changes)
+
+
+@pytest.mark.parametrize("batch,isl,osl", [(1, 2048, 128), (16, 128, 2048), (8, 1024, 64), (64, 128, 256)])
+def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl):
+    """Clients whose B prompts fit one iteration's budget (B x ISL <= 8192) start, prefill and finish
+    together round after round: the engine's closed loop gives the static batch's figures, which the
+    prediction uses without simulating."""
+    from llm_cost.calibrate.prediction import _served, _specs, deployment_of, weight_format_of
+
+    lec = PRESETS["lecture"].with_(memory_basis="usable")
+    for metric in ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_per_user"):
+        p = _load_point(batch=batch, isl=isl, osl=osl, metric=metric)
+        model, gpu = _specs(p.config, p.gpu_name)
+        served, _ = _served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size),
+                            deployment_of(p).following(lec), clients=batch)
+        assert predict(p, lec).predicted == pytest.approx(served, rel=1e-9), metric
+
+
+def test_closed_loop_past_one_iteration_is_served():
+    """64 clients of 1024-token prompts (65,536 prompt tokens, 8 iterations' budget): the first round's
+    prompts are chunked 8,192 tokens at a time and the later rounds' requests arrive one by one, so the
+    mean TTFT is far below the static batch's one prefill of all 64 prompts, and at least one prompt's
+    prefill; prompt chunks share the iterations with the decoders, so the ITL is at least the static
+    batch's decode step."""
+    from llm_cost.requests import request_cost
+
+    lec = PRESETS["lecture"]
+    static = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=64, isl=1024, osl=1024)
+    alone = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=1, isl=1024, osl=1024)
+    ttft = predict(_load_point(batch=64, isl=1024, osl=1024, metric="ttft_ms"), lec).predicted / 1e3
+    itl = predict(_load_point(batch=64, isl=1024, osl=1024, metric="itl_ms"), lec).predicted / 1e3
+    assert alone.ttft_s < ttft < static.ttft_s / 3
+    assert static.tpot_s <= itl < 2 * static.tpot_s
+
+
+def test_a_batch_that_does_not_fit_is_predicted_and_says_so():
+    # lmdeploy's 64 x (128 + 2048) tokens of Llama-2-7B K/V on one A100 80GB: 73 GB of K/V beside 13.5 GB
+    # of weights. It was measured, so it ran: predicted, with the reason in the row.
+    q = next(predict(p, PRESETS["measured"]) for p in read_points(TRAIN)
+             if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
+    assert q.covered and q.predicted > 0
+    assert q.reason.startswith("predicted although it does not fit") and "short by" in q.reason

@@ -13,8 +13,19 @@ OSL - 1 decode steps at a growing context) on the row's deployment, weights and 
     decode_tok_per_s                 OSL / (OSL decode steps after ISL cached tokens)  (llama-bench tg)
     prefill_tok_per_s                B x ISL / prefill in passes of 512 tokens        (llama-bench pp)
 
-A closed loop of B requests of fixed lengths (`concurrency`) runs as a static batch of B; a Poisson
-`request rate` is served by the continuous-batching simulator (`serving.simulate`).
+Rows under load are served by the serving engine (`serving.engine.serve`) with a current engine's
+defaults (`ENGINE`: paged K/V with recompute preemption, a budget of 8,192 tokens per iteration with
+decode rows first and prompt chunks after them, at most 256 sequences):
+
+- `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas;
+- `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
+  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests, every one averaged, start-up included, as a
+  benchmark client reports them). When the B prompts fit one iteration's budget (B x ISL <= 8,192)
+  every round is one static batch (the B requests start, prefill and finish together), so the row
+  is `request_cost`'s static batch of B, the same numbers without the simulation (a test checks).
+
+A row whose batch does not fit the deployment's memory by the model's count is still predicted (it
+was measured, so it ran) and its `reason` says so.
 """
 
 from __future__ import annotations
@@ -28,15 +39,19 @@ from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
 
-SIM_REQUESTS = 200  # Poisson arrivals simulated for a `request rate` row
+RATE_REQUESTS = 1000  # Poisson arrivals served for a `request rate` row (vLLM's benchmark default prompts)
+CLOSED_LOOP_ROUNDS = 10  # rounds of a `concurrency` row's clients (1,000 prompts at concurrency 100)
+ENGINE_TOKENS_PER_ITERATION = 8192  # vLLM V1's max_num_batched_tokens, SGLang's chunked prefill, TRT-LLM's max_num_tokens
+ENGINE_MAX_BATCH = 256  # vLLM's max_num_seqs; a closed loop of more clients holds them all
 LLAMA_BENCH_UBATCH = 512  # llama-bench's default n_ubatch: a pp prompt runs in passes of 512 tokens
-RATE_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
+LOAD_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
                 "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """A point's predicted value in the metric's unit, or None and the reason it is not covered."""
+    """A point's predicted value in the metric's unit, or None and the reason it is not covered
+    (`reason` may also qualify a covered prediction: a batch that does not fit by the model's count)."""
 
     point: Point
     predicted: float | None
@@ -85,7 +100,8 @@ def predict(point: Point, profile) -> Prediction:
     covered, with the reason."""
     try:
         model, gpu = _specs(point.config, point.gpu_name)
-        return Prediction(point, _value(point, model, gpu, profile))
+        value, note = _value(point, model, gpu, profile)
+        return Prediction(point, value, note)
     except _NotCovered as why:
         return Prediction(point, None, str(why))
     except LlmCostError as err:
@@ -115,28 +131,31 @@ def _value(p: Point, model, gpu, profile) -> float:
     weights = weight_format_of(p.weights, p.group_size)
     dep = deployment_of(p).following(profile)  # fits on the profile's memory basis
     metric, kind = p.metric, p.batch_kind
+    if metric == "itl_ms" and p.osl < 2:
+        raise _NotCovered("itl_ms needs osl >= 2")
     if kind == "request rate":
-        return _simulated(p, model, gpu, profile, weights, dep)
+        return _served(p, model, gpu, profile, weights, dep, clients=None)
     batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
     if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
-        return _bench(p, model, gpu, profile, weights, dep, batch)
+        return _bench(p, model, gpu, profile, weights, dep, batch), ""
     if p.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
+    if kind == "concurrency" and batch * p.isl > ENGINE_TOKENS_PER_ITERATION:
+        return _served(p, model, gpu, profile, weights, dep, clients=batch)
     r = request_cost(model, gpu, profile, batch=batch, isl=p.isl, osl=p.osl, deployment=dep, weights=weights)
+    note = "" if r.fit.fits_memory else f"predicted although it does not fit by the model's count: {r.fit.reason}"
     if metric in ("decode_tok_per_s_per_user", "output_tok_per_s_per_user"):
-        return p.osl / r.e2e_s
+        return p.osl / r.e2e_s, note
     if metric in ("output_tok_per_s", "output_tok_per_s_total"):
-        return r.output_tokens_per_s
+        return r.output_tokens_per_s, note
     if metric == "output_tok_per_s_per_gpu":
-        return r.output_tokens_per_s / dep.total_gpus
+        return r.output_tokens_per_s / dep.total_gpus, note
     if metric == "ttft_ms":
-        return r.ttft_s * 1e3
+        return r.ttft_s * 1e3, note
     if metric == "itl_ms":
-        if p.osl < 2:
-            raise _NotCovered("itl_ms needs osl >= 2")
-        return r.tpot_s * 1e3
+        return r.tpot_s * 1e3, note
     if metric == "e2e_latency_ms":
-        return r.e2e_s * 1e3
+        return r.e2e_s * 1e3, note
     raise _NotCovered(f"metric {metric} has no prediction")  # pragma: no cover (METRICS is closed)
 
 
@@ -171,50 +190,59 @@ def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
     return most
 
 
-def _simulated(p: Point, model, gpu, profile, weights, dep) -> float:
-    """A Poisson `request rate` row through the continuous-batching simulator (iteration level):
-    SIM_REQUESTS requests of ISL and OSL tokens arriving at `batch` requests per second on one replica
-    (the rate split evenly over the replicas).
+ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
 
-        ttft = first token - arrival;  itl = (finish - arrival - ttft) / (OSL - 1);  per user OSL / (finish - arrival)
-        output tok/s = output tokens / (last finish - first arrival) x replicas
+
+def _served(p: Point, model, gpu, profile, weights, dep, *, clients: int | None) -> tuple[float, str]:
+    """A row under load through the serving engine with `ENGINE`'s settings, on one replica:
+    `clients` None: RATE_REQUESTS Poisson arrivals at `p.batch` requests per second (split evenly
+    over the replicas); else a closed loop of that many clients for CLOSED_LOOP_ROUNDS rounds.
+
+        ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
+        per user OSL / e2e (mean);  output tok/s = output tokens / (last finish - first arrival) x replicas
     """
+    import dataclasses
     import random
 
     import numpy as np
 
-    from llm_cost.serving import Replica, simulate
+    from llm_cost.serving import Replica
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
 
-    if p.metric not in RATE_METRICS:
-        raise _NotCovered(f"{p.metric} at a request rate: the simulator gives {', '.join(RATE_METRICS)}")
-    if p.metric == "itl_ms" and p.osl < 2:
-        raise _NotCovered("itl_ms needs osl >= 2")
-    rng = random.Random(0)
-    rate = p.batch / dep.replicas
-    t, arrivals = 0.0, []
-    for _ in range(SIM_REQUESTS):
-        t += rng.expovariate(rate)
-        arrivals.append(t)
+    if p.metric not in LOAD_METRICS:
+        raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
+    if clients is None:
+        rng = random.Random(0)
+        rate = p.batch / dep.replicas
+        t, arrivals = 0.0, []
+        for _ in range(RATE_REQUESTS):
+            t += rng.expovariate(rate)
+            arrivals.append(t)
+        wl = fixed_workload([(max(p.isl, 1), p.osl)] * RATE_REQUESTS, arrivals_s=arrivals)
+        max_batch = ENGINE_MAX_BATCH
+    else:
+        n = clients * CLOSED_LOOP_ROUNDS
+        wl = dataclasses.replace(fixed_workload([(p.isl, p.osl)] * n), concurrency=clients)
+        max_batch = max(ENGINE_MAX_BATCH, clients)
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
     replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
                                  kv_bytes_per_element=single.kv_bytes_per_element)
-    wl = fixed_workload([(max(p.isl, 1), p.osl)] * SIM_REQUESTS, arrivals_s=arrivals)
-    res = simulate(wl, replica, scheduler="iteration", max_batch=256)
-    finish = np.asarray(res.finish_s, dtype=float)
+    res = serve(wl, replica, ServeConfig(max_batch=max_batch, **ENGINE))
+    arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
     if not np.all(np.isfinite(finish)):
-        raise _NotCovered("request rate: the simulated replica did not finish every request")
-    life = finish - np.asarray(arrivals)
-    ttft = np.asarray(res.ttft_s, dtype=float) if len(res.ttft_s) == len(finish) else None
-    if p.metric in ("ttft_ms", "itl_ms") and ttft is None:
-        raise _NotCovered(f"{p.metric} at a request rate: the simulator recorded no time to first token")
+        raise _NotCovered("under load: the served replica did not finish every request")
+    life = finish - arrival
     if p.metric == "ttft_ms":
-        return float(np.mean(ttft)) * 1e3
-    if p.metric == "itl_ms":
-        return float(np.mean((life - ttft) / (p.osl - 1))) * 1e3
-    if p.metric == "e2e_latency_ms":
-        return float(np.mean(life)) * 1e3
-    if p.metric in ("output_tok_per_s_per_user", "decode_tok_per_s_per_user"):
-        return float(np.mean(p.osl / life))
-    total = res.output_tokens / (float(np.max(finish)) - arrivals[0]) * dep.replicas
-    return total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
+        value = float(np.mean(first - arrival)) * 1e3
+    elif p.metric == "itl_ms":
+        value = float(np.mean((finish - first) / (p.osl - 1))) * 1e3
+    elif p.metric == "e2e_latency_ms":
+        value = float(np.mean(life)) * 1e3
+    elif p.metric in ("output_tok_per_s_per_user", "decode_tok_per_s_per_user"):
+        value = float(np.mean(p.osl / life))
+    else:
+        total = float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))) * dep.replicas
+        value = total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
+    return value, ""
