@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from llm_cost.catalog import load_model
-from llm_cost.counts import kv_bytes_per_token, param_counts
+from llm_cost.counts import flops_per_token, kv_bytes_per_token, param_counts
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -32,6 +32,10 @@ FAMILIES = {
     "gpt-oss-20b.json": "gpt_oss", "gpt-oss-120b.json": "gpt_oss",
     "llama-4-scout-17b-16e-instruct.json": "llama4", "gemma-2-9b-it.json": "gemma2",
     "gemma-3-1b-it.json": "gemma3_text", "phi-4.json": "phi3", "olmo-2-1124-7b.json": "olmo2",
+    "gemma-2b.json": "gemma", "gemma-7b.json": "gemma", "gpt-j-6b.json": "gptj",
+    "falcon-7b-instruct.json": "falcon", "falcon-40b-instruct.json": "falcon",
+    "pythia-1b.json": "gpt_neox", "phi-2.json": "phi",
+    "qwen1.5-moe-a2.7b.json": "qwen2_moe", "qwen2-57b-a14b.json": "qwen2_moe",
 }
 
 
@@ -223,7 +227,204 @@ def test_olmo_2_1124_7b_post_norms_full_qk_norms():
     assert p.total == 7_298_617_344
 
 
+def test_gemma_2b_multi_query():
+    """google/gemma-2b: 2,506,172,416 (Keras-Hub's gemma_2b_en preset, "params": 2506172416; a
+    `model.parameters()` count of the transformers model prints the same); Gemma report (arXiv
+    2403.08295, Table 2): non-embedding 1,981,884,416, embedding 524,550,144 (256,128 rows; the
+    checkpoint's table has 256,000: 128 x 2048 = 262,144 fewer).
+
+    H 2048, L 18, I 16384, nh 8, nkv 1 (multi-query), hd 256, V 256000, tied (GemmaConfig's
+    default; the config has no key for it). GeGLU: gate, up, down.
+    attention 2048 x 2048 + 2 x 2048 x 256 + 2048 x 2048 = 9,437,184; MLP 3 x 2048 x 16384
+    = 100,663,296; 2 RMSNorm gains 4,096; layer 110,104,576.
+    total = 256000 x 2048 + 18 x 110,104,576 + 2048 = 524,288,000 + 1,981,882,368 + 2,048
+          = 2,506,172,416. KV per token (BF16): 2 x 18 layers x 1 head x 256 x 2 B = 18,432.
+    """
+    model, p = counts("gemma-2b.json")
+    assert model.num_kv_heads == 1 and model.tie_word_embeddings and p.lm_head == 0
+    assert p.per_layer == 110_104_576
+    assert p.total == 2_506_172_416
+    assert p.total - p.embedding == 1_981_884_416 and 524_550_144 - p.embedding == 128 * 2048
+    assert kv_bytes_per_token(model) == 2 * 18 * 1 * 256 * 2 == 18_432
+
+
+def test_gemma_7b_head_dim_wider_than_hidden():
+    """google/gemma-7b: 8,537,680,896 (Keras-Hub's gemma_7b_en preset, "params": 8537680896;
+    gemma-7b-it records the same); Gemma report (arXiv 2403.08295, Table 2): non-embedding
+    7,751,248,896, embedding 786,825,216 (256,128 rows, 128 x 3072 more than the checkpoint's).
+
+    H 3072, L 28, I 24576, nh = nkv = 16, hd 256 (nh hd = 4096, not H; H / nh would be 192),
+    V 256000, tied. attention 4 x 3072 x 4096 = 50,331,648; MLP 3 x 3072 x 24576 = 226,492,416;
+    norms 6,144; layer 276,830,208.
+    total = 256000 x 3072 + 28 x 276,830,208 + 3072 = 786,432,000 + 7,751,245,824 + 3,072
+          = 8,537,680,896. KV per token: 2 x 28 x 16 x 256 x 2 = 458,752.
+    """
+    model, p = counts("gemma-7b.json")
+    assert model.head_dim == 256 and model.q_dim == 4096
+    assert p.per_layer == 276_830_208
+    assert p.total == 8_537_680_896
+    assert p.total - p.embedding == 7_751_248_896 and 786_825_216 - p.embedding == 128 * 3072
+    assert kv_bytes_per_token(model) == 458_752
+
+
+def test_gpt_j_6b_one_norm_and_a_biased_head():
+    """EleutherAI/gpt-j-6b: 6,050,882,784 parameters as transformers builds it (a LoRA repository's
+    README prints "# of params: 6050882784" and "# of buffers: 117440540" for GPTJForCausalLM
+    loaded from EleutherAI/gpt-j-6B; the buffers are 28 x (2048^2 + 1) causal-mask and
+    masked_bias entries, not parameters).
+
+    n_embd 4096, n_layer 28, n_head 16 (hd 256), n_inner null (4 x 4096 = 16384), V 50400, untied.
+    q/k/v/out_proj without bias 4 x 4096^2 = 67,108,864; fc_in 4096 x 16384 + 16384 and fc_out
+    16384 x 4096 + 4096 = 134,238,208; ONE LayerNorm (ln_1) 8,192; layer 201,355,264.
+    total = wte 206,438,400 + 28 x 201,355,264 + ln_f 8,192 + lm_head (206,438,400 + bias 50,400)
+          = 6,050,882,784.
+    The card's "n_parameters 6,053,381,344" (https://huggingface.co/EleutherAI/gpt-j-6b) is
+    2,498,560 more: exactly 7 more copies of each layer's ln_1 and fc_out bias, 7 of ln_f and 8 of
+    a 4096-wide embedding bias, which is what counting the 8-way model-parallel mesh-transformer-jax
+    checkpoint per shard would add (our reading of the gap; asserted as arithmetic only).
+    """
+    model, p = counts("gpt-j-6b.json")
+    assert model.layer_norms == 1 and model.norm_kind == "layer" and model.lm_head_bias
+    assert model.intermediate_size == 16_384 and model.learned_positions == 0
+    assert p.norms_per_layer == 8_192 and p.lm_head == 50_400 * 4096 + 50_400
+    assert p.per_layer == 201_355_264
+    assert p.total == 6_050_882_784
+    assert 28 * (2048**2 + 1) == 117_440_540
+    assert 6_053_381_344 - p.total == 28 * 7 * (8_192 + 4_096) + 7 * 8_192 + 8 * 4_096 == 2_498_560
+    assert kv_bytes_per_token(model) == 2 * 28 * 16 * 256 * 2
+
+
+def test_falcon_7b_multi_query_tied():
+    """tiiuae/falcon-7b: Hub safetensors.total 7,217,189,760 (a stored copy of the Hub's size
+    table); card "7B parameters". The file is falcon-7b-instruct's config (same shapes), whose
+    num_kv_heads 71 is FalconConfig's default written out and ignored under multi_query.
+
+    H 4544, L 32, nh 71 (hd 64), multi_query: one K and one V head; V 65024; bias false;
+    parallel_attn with ONE LayerNorm (input_layernorm); tied word_embeddings / lm_head.
+    query_key_value 4544 x (4544 + 2 x 64) = 21,229,568; dense 4544^2 = 20,647,936;
+    MLP 2 x 4544 x 18176 = 165,183,488; LayerNorm 9,088; layer 207,070,080.
+    total = 65024 x 4544 + 32 x 207,070,080 + ln_f 9,088 = 295,469,056 + 6,626,242,560 + 9,088
+          = 6,921,720,704, the model as FalconForCausalLM builds it. The Hub's total is
+    65024 x 4544 = 295,469,056 more: the checkpoint stores lm_head.weight as a tensor of its own,
+    which loading ties back to the embedding.
+    KV per token: 2 x 32 layers x 1 head x 64 x 2 B = 8,192 (multi-query).
+    """
+    model, p = counts("falcon-7b-instruct.json")
+    assert model.num_kv_heads == 1 and model.layer_norms == 1 and model.tie_word_embeddings
+    assert p.attention_per_layer == 21_229_568 + 20_647_936
+    assert p.per_layer == 207_070_080
+    assert p.total == 6_921_720_704
+    assert 7_217_189_760 - p.total == p.embedding == 295_469_056
+    assert kv_bytes_per_token(model) == 8_192
+
+
+def test_falcon_40b_new_decoder_architecture():
+    """tiiuae/falcon-40b: Hub safetensors.total 41,835,970,560 (a model catalog's
+    "total_parameters_source: safetensors" record); card "40B parameters". The file is
+    falcon-40b-instruct's config (same shapes).
+
+    H 8192, L 60, nh 128 (hd 64), new_decoder_architecture with num_kv_heads 8; V 65024; bias false;
+    two LayerNorms per layer (ln_attn, ln_mlp: num_ln_in_parallel_attn defaults to 2); tied.
+    query_key_value 8192 x (8192 + 2 x 8 x 64) = 75,497,472; dense 67,108,864; MLP 2 x 8192 x 32768
+    = 536,870,912; LayerNorms 32,768; layer 679,510,016.
+    total = 65024 x 8192 + 60 x 679,510,016 + 16,384 = 532,676,608 + 40,770,600,960 + 16,384
+          = 41,303,293,952; the Hub's total adds the stored lm_head copy, 532,676,608.
+    KV per token: 2 x 60 x 8 x 64 x 2 = 122,880.
+    """
+    model, p = counts("falcon-40b-instruct.json")
+    assert model.num_kv_heads == 8 and model.layer_norms == 2
+    assert p.per_layer == 679_510_016
+    assert p.total == 41_303_293_952
+    assert 41_835_970_560 - p.total == p.embedding
+    assert kv_bytes_per_token(model) == 122_880
+
+
+def test_pythia_1b_gpt_neox():
+    """EleutherAI/pythia-1b: the Pythia model cards' table (e.g.
+    https://huggingface.co/EleutherAI/pythia-12b): 1B, 1,011,781,632 total, 805,736,448
+    non-embedding. The Hub records 1,011,782,144 F16 entries (512 = 16 layers x 32 rotary inv_freq
+    buffers: 25% of hd 256 is 64 rotary dims) and 67,108,864 U8 (16 x 2048^2 causal-mask buffers).
+
+    H 2048, L 16, I 8192, nh 8 (hd 256), V 50304, untied embed_out without bias.
+    query_key_value 2048 x 6144 + 6144 and dense 2048^2 + 2048 = 16,785,408; MLP 2 x 2048 x 8192
+    + 8192 + 2048 = 33,564,672; two LayerNorms 8,192; layer 50,358,272.
+    total = 2 x 50304 x 2048 + 16 x 50,358,272 + 4,096 = 206,045,184 + 805,732,352 + 4,096
+          = 1,011,781,632. KV per token: 2 x 16 x 8 x 256 x 2 = 131,072.
+    """
+    model, p = counts("pythia-1b.json")
+    assert p.attention_per_layer == 16_785_408 and p.norms_per_layer == 8_192
+    assert p.total == 1_011_781_632
+    assert p.total - p.embedding - p.lm_head == 805_736_448
+    assert 1_011_782_144 - p.total == 16 * 32 and 16 * 2048**2 == 67_108_864
+    assert kv_bytes_per_token(model) == 131_072
+
+
+def test_phi_2_biases_everywhere():
+    """microsoft/phi-2: Hub safetensors {"F16": 2779683840} (stored copies of the Hub's API answer);
+    card "Phi-2 is a Transformer with 2.7 billion parameters" (https://huggingface.co/microsoft/phi-2).
+
+    H 2560, L 32, I 10240, nh = nkv 32 (hd 80), V 51200, untied lm_head with a bias.
+    q/k/v_proj and dense with biases 4 x (2560^2 + 2560) = 26,224,640; fc1 and fc2 with biases
+    2 x 2560 x 10240 + 10240 + 2560 = 52,441,600; ONE LayerNorm 5,120; layer 78,671,360.
+    total = 51200 x 2560 + 32 x 78,671,360 + final_layernorm 5,120 + lm_head 131,072,000 + 51,200
+          = 2,779,683,840. KV per token: 2 x 32 x 32 x 80 x 2 = 327,680.
+    """
+    model, p = counts("phi-2.json")
+    assert model.layer_norms == 1 and model.lm_head_bias and model.qkv_bias and model.o_bias
+    assert p.per_layer == 78_671_360 and p.final_norm == 5_120
+    assert p.total == 2_779_683_840 and billions(p.total, 1) == 2.8
+    assert kv_bytes_per_token(model) == 327_680
+
+
 # ---- MoE ---------------------------------------------------------------------------------------
+
+def test_qwen1_5_moe_a2_7b_shared_expert_and_gate():
+    """Qwen/Qwen1.5-MoE-A2.7B: 14,315,784,192 (Keras-Hub's qwen1.5_moe_2.7b_en preset, "params":
+    14315784192); card "14.3B parameters in total and 2.7B activated parameters"
+    (https://huggingface.co/Qwen/Qwen1.5-MoE-A2.7B).
+
+    H 2048, L 24 (all MoE), nh = nkv 16, hd 128, E 60, k 4, moe_intermediate_size 1408, ONE shared
+    expert of shared_expert_intermediate_size 5632 with a 2048 -> 1 shared_expert_gate, V 151936.
+    attention 4 x 2048^2 + q/k/v biases 3 x 2048 = 16,783,360; router 60 x 2048 = 122,880;
+    experts 60 x 3 x 2048 x 1408 = 519,045,120; shared expert 3 x 2048 x 5632 + gate 2,048
+    = 34,605,056; norms 4,096; layer 570,560,512.
+    total = 2 x 151936 x 2048 + 24 x 570,560,512 + 2048 = 622,329,856 + 13,693,452,288 + 2,048
+          = 14,315,784,192.
+    active = 622,331,904 + 24 x (16,783,360 + 122,880 + 4 x 8,650,752 + 34,605,056 + 4,096)
+           = 2,689,173,504 ("2.7B", both tables); with the shared expert at the routed width
+    (1408) it would be 24 x 3 x 2048 x (5632 - 1408) = 622,854,144 fewer.
+    KV per token: 2 x 24 x 16 x 128 x 2 = 196,608.
+    """
+    model, p = counts("qwen1.5-moe-a2.7b.json")
+    assert model.moe.num_shared_experts == 1 and model.shared_expert_intermediate_size == 5_632
+    assert p.shared_experts_per_layer == 3 * 2048 * 5632 + 2048
+    assert p.moe_layer == 570_560_512
+    assert p.total == 14_315_784_192 and billions(p.total, 1) == 14.3
+    assert p.active == 2_689_173_504 and billions(p.active, 1) == 2.7
+    assert flops_per_token(model) == 2 * (p.active - p.embedding)  # the shared width is in the FLOPs
+    assert kv_bytes_per_token(model) == 196_608
+
+
+def test_qwen2_57b_a14b():
+    """Qwen/Qwen2-57B-A14B: Hub safetensors.total 57,408,658,944 (a stored copy of the Hub API's
+    answer); card "57B total, 14B activated" (https://huggingface.co/Qwen/Qwen2-57B-A14B).
+
+    H 3584, L 28 (all MoE), nh 28, nkv 4, hd 128, E 64, k 8, moe_intermediate_size 2560, shared
+    expert 20480 with its gate, V 151936, untied.
+    attention 3584 x 3584 + 2 x 3584 x 512 + 3584 x 3584 + biases 3584 + 2 x 512 = 29,364,736;
+    router 64 x 3584 = 229,376; experts 64 x 3 x 3584 x 2560 = 1,761,607,680; shared expert
+    3 x 3584 x 20480 + 3584 = 220,204,544; norms 7,168; layer 2,011,413,504.
+    total = 2 x 151936 x 3584 + 28 x 2,011,413,504 + 3584 = 57,408,658,944.
+    active = 1,089,080,832 + 28 x (249,805,824 + 8 x 27,525,120) = 14,249,270,784 ("14B").
+    KV per token: 2 x 28 x 4 x 128 x 2 = 57,344.
+    """
+    model, p = counts("qwen2-57b-a14b.json")
+    assert p.attention_per_layer == 29_364_736 and p.shared_experts_per_layer == 220_204_544
+    assert p.moe_layer == 2_011_413_504
+    assert p.total == 57_408_658_944 and billions(p.total, 0) == 57
+    assert p.active == 14_249_270_784 and billions(p.active, 0) == 14
+    assert kv_bytes_per_token(model) == 57_344
+
 
 def test_mixtral_8x22b_v0_1():
     """mistralai/Mixtral-8x22B-v0.1 (vocabulary 32000): Hub safetensors.total 140,620,634,112
@@ -466,3 +667,67 @@ def test_norms_biases_and_sinks_are_gemm_parameters_as_before():
     for file in ("gpt-oss-20b.json", "qwen3-8b.json", "olmo-2-1124-7b.json"):
         _, p = counts(file)
         assert p.gemm_active == p.active - p.embedding
+
+
+# ---- the new families' rules, and what they refuse ------------------------------------------------
+
+def _variant(file: str, **changes):
+    """A published config with keys changed (None removes a key), loaded."""
+    import json
+
+    from llm_cost.catalog import model_from_config
+
+    data = json.loads((CONFIGS / file).read_text())
+    for key, value in changes.items():
+        data.pop(key) if value is None else data.__setitem__(key, value)
+    return model_from_config(data, name=file)
+
+
+def test_falcon_bias_and_serial_attention_follow_modeling_falcon():
+    base = param_counts(_variant("falcon-7b-instruct.json"))
+    biased = param_counts(_variant("falcon-7b-instruct.json", bias=True))
+    # query_key_value 4672, dense 4544, dense_h_to_4h 18176, dense_4h_to_h 4544
+    assert biased.per_layer - base.per_layer == 4672 + 4544 + 18176 + 4544
+    serial = _variant("falcon-7b-instruct.json", parallel_attn=False)
+    assert serial.layer_norms == 2  # input_layernorm and post_attention_layernorm
+    one_ln = _variant("falcon-40b-instruct.json", num_ln_in_parallel_attn=1)  # Falcon2-11B's layout
+    assert one_ln.layer_norms == 1
+    mha = _variant("falcon-7b-instruct.json", multi_query=False)
+    assert mha.num_kv_heads == 71
+
+
+@pytest.mark.parametrize("file,changes,message", [
+    ("falcon-7b-instruct.json", {"num_key_value_heads": 1}, "key 'num_key_value_heads' is not Falcon's"),
+    ("falcon-7b-instruct.json", {"multi_query": False, "num_kv_heads": 1}, "key 'num_kv_heads' (1) needs"),
+    ("falcon-40b-instruct.json", {"num_kv_heads": 7}, "key 'num_kv_heads' (7) must divide"),
+    ("gpt-j-6b.json", {"tie_word_embeddings": True}, "key 'tie_word_embeddings' is true, but gptj"),
+    ("phi-2.json", {"qk_layernorm": True}, "key 'qk_layernorm' true"),
+    ("gemma-7b.json", {"head_dim": None}, "missing key 'head_dim'"),
+    ("qwen2-57b-a14b.json", {"shared_expert_intermediate_size": None},
+     "missing key 'shared_expert_intermediate_size'"),
+    ("gpt-j-6b.json", {"hidden_size": 4000}, "key 'n_embd' (4096) contradicts 'hidden_size' (4000)"),
+    ("falcon-7b-instruct.json", {"n_embed": 4096}, "key 'n_embed' (4096) contradicts 'hidden_size' (4544)"),
+])
+def test_contradictory_configs_are_refused_naming_the_key(file, changes, message):
+    from llm_cost.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        _variant(file, **changes)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_spec_fields_for_heads_and_shared_experts_are_validated():
+    from dataclasses import replace
+
+    from llm_cost.errors import InvalidValueError
+
+    phi, _ = counts("phi-2.json")
+    with pytest.raises(InvalidValueError, match="model.lm_head_bias needs an untied LM head"):
+        replace(phi, tie_word_embeddings=True)
+    with pytest.raises(InvalidValueError, match="model.shared_expert_gate needs a shared expert"):
+        replace(phi, shared_expert_gate=True)
+    mixtral, _ = counts("mixtral-8x22b-v0.1.json")
+    with pytest.raises(InvalidValueError, match="model.shared_expert_intermediate_size needs a shared expert"):
+        replace(mixtral, shared_expert_intermediate_size=1024)
+    with pytest.raises(InvalidValueError, match="model.shared_expert_intermediate_size"):
+        replace(mixtral, shared_expert_intermediate_size=-1)

@@ -8,7 +8,10 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
   SwiGLU, RMSNorm, no biases unless `attention_bias` / `mlp_bias`; mixtral adds
   `num_local_experts`.
 - qwen2: q/k/v biases without a key for them; qwen3: q_norm / k_norm of head_dim each;
-  qwen3_moe: `num_experts`, `moe_intermediate_size`, `decoder_sparse_step`, `mlp_only_layers`.
+  qwen3_moe: `num_experts`, `moe_intermediate_size`, `decoder_sparse_step`, `mlp_only_layers`;
+  qwen2_moe: Qwen2's biases and Qwen3-MoE's layout, plus one shared expert of
+  `shared_expert_intermediate_size` behind a hidden -> 1 `shared_expert_gate`.
+- gemma (Gemma 1): GeGLU, RMSNorm, two norms per layer, tied embeddings, `head_dim` required.
 - gemma2, gemma3_text: four norms per layer, embeddings tied unless the config says otherwise,
   GeGLU (gated, three matrices); Gemma 3 adds q/k norms. Soft-capping and the embedding scale
   are arithmetic, not parameters.
@@ -21,6 +24,14 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
   `first_k_dense_replace` dense layers, the routing bias of `topk_method: noaux_tc`, MTP layers.
 - gpt3, gpt2: plain GELU MLP, LayerNorm with bias, biases everywhere, learned positions, tied
   embeddings; GPT-2's own key names (n_embd, n_layer, ...) are accepted.
+- gptj: GPT-2's key names, rotary, ONE LayerNorm per layer (parallel attention and MLP), no
+  attention biases, a biased MLP, an untied LM head with a bias.
+- gpt_neox (Pythia, GPT-NeoX-20B): two LayerNorms, biases on the fused qkv, dense and MLP,
+  rotary, an untied embed_out without bias.
+- phi (phi-2): one LayerNorm per layer, biases on q/k/v, dense, fc1 / fc2 and the untied LM head.
+- falcon: multi-query (one KV head) or `num_kv_heads` with `new_decoder_architecture`, one or two
+  LayerNorms per layer, `bias`, `ffn_hidden_size`, tied embeddings; the custom-code spellings
+  n_embed and n_head_kv are accepted.
 """
 
 from __future__ import annotations
@@ -113,6 +124,36 @@ def _layer_list(f: Fields, key: str, layers: int) -> list[int]:
     return f.int_list(key, [], maximum=layers - 1)
 
 
+def _qwen_moe_layers(f: Fields, layers: int) -> tuple[list[bool], str]:
+    """Qwen2/3-MoE: layer i is MoE unless in mlp_only_layers or off decoder_sparse_step; the key
+    that placed the dense layers, for messages."""
+    step = f.int("decoder_sparse_step", 1)
+    dense = set(_layer_list(f, "mlp_only_layers", layers))
+    is_moe = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    return is_moe, "decoder_sparse_step" if step > 1 else "mlp_only_layers"
+
+
+# ---- what the pre-Llama families share -----------------------------------------------------
+
+def _with(f: Fields, **values) -> Fields:
+    """The config with `values` in place of its keys: a family's own key read as a shared one."""
+    return Fields({**f.data, **values}, f.path, f.prefix)
+
+
+def _gelu_width(f: Fields, key: str = "intermediate_size") -> dict:
+    """The plain GELU MLP's width from `key`, 4 x hidden_size when absent or null (GPT-2's n_inner,
+    GPT-J's n_inner, Falcon's ffn_hidden_size), as the intermediate_size `_decoder` reads."""
+    return {"intermediate_size": f.get(key, 4 * f.int("hidden_size"))}
+
+
+def _biased_head(f: Fields, family: str) -> dict:
+    """An untied LM head with a bias (GPT-J, Phi-2); a config that ties it is refused."""
+    if f.bool("tie_word_embeddings", False):
+        raise f.error(f"key {f.key('tie_word_embeddings')} is true, but {family}'s lm_head has a bias "
+                      f"of its own, which a tied head cannot share")
+    return {"tie_word_embeddings": False, "lm_head_bias": True}
+
+
 # ---- the families -------------------------------------------------------------------------
 
 def _llama(f: Fields) -> dict:
@@ -149,12 +190,32 @@ def _qwen3(f: Fields) -> dict:
 def _qwen3_moe(f: Fields) -> dict:
     """Qwen3MoeDecoderLayer: a MoE MLP unless the layer is in mlp_only_layers or off the step."""
     spec = _decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
-    layers = spec["num_layers"]
-    step = f.int("decoder_sparse_step", 1)
-    dense = set(_layer_list(f, "mlp_only_layers", layers))
-    is_moe = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
     return spec | {"moe": _moe(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
-                               layout_key="decoder_sparse_step" if step > 1 else "mlp_only_layers")}
+                               layout_key=layout_key)}
+
+
+def _qwen2_moe(f: Fields) -> dict:
+    """Qwen2MoeSparseMoeBlock: q/k/v biases (as Qwen2); routed experts of moe_intermediate_size, a
+    router without bias, and ONE shared expert of shared_expert_intermediate_size whose output a
+    hidden -> 1 shared_expert_gate (no bias) scales; dense layers (mlp_only_layers, off
+    decoder_sparse_step) of intermediate_size."""
+    spec = _decoder(f, qkv_bias=True, windows=_qwen_window)
+    is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
+    moe = _moe(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
+               layout_key=layout_key, shared=1)
+    return spec | {"moe": moe, "shared_expert_gate": True,
+                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size")}
+
+
+def _gemma(f: Fields) -> dict:
+    """GemmaForCausalLM (Gemma 1): GeGLU (gated, three matrices), RMSNorm, two norms per layer,
+    embeddings tied unless the config says otherwise. head_dim is required: GemmaConfig's default
+    is 256, not hidden_size / num_attention_heads (gemma-7b: 3072 / 16 = 192)."""
+    _dense(f, "gemma")
+    if not f.has("head_dim"):
+        raise f.error(f"missing key {f.key('head_dim')} (Gemma's default is 256, not hidden_size / heads)")
+    return _decoder(f, tied=True)
 
 
 def _gemma2(f: Fields) -> dict:
@@ -244,30 +305,97 @@ def _deepseek_v3(f: Fields) -> dict:
 def _gpt(f: Fields) -> dict:
     """GPT-2/3: learned positions, LayerNorm, biases everywhere, tied embeddings, 4x GELU MLP."""
     _dense(f, "gpt")
-    width = f.get("intermediate_size", 4 * f.int("hidden_size"))  # n_inner: null means 4 d
-    spec = _decoder(Fields({**f.data, "intermediate_size": width}, f.path), tied=True, attention_bias=True)
+    spec = _decoder(_with(f, **_gelu_width(f)), tied=True, attention_bias=True)
     return spec | {"mlp_kind": "plain", "norm_kind": "layer", "mlp_bias": f.bool("mlp_bias", True),
                    "learned_positions": f.int("max_position_embeddings")}
 
 
+def _gptj(f: Fields) -> dict:
+    """GPTJForCausalLM: attention and MLP in parallel off ONE LayerNorm (ln_1); q/k/v/out_proj
+    without bias, fc_in / fc_out with, a GELU MLP of n_inner (null: 4 n_embd); rotary positions
+    (rotary_dim), no learned table; an untied lm_head with a bias; final ln_f."""
+    _dense(f, "gptj")
+    spec = _decoder(_with(f, **_gelu_width(f)))
+    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "layer_norms": 1, "qkv_bias": False,
+                   "o_bias": False, "mlp_bias": True, **_biased_head(f, "gptj")}
+
+
+def _gpt_neox(f: Fields) -> dict:
+    """GPTNeoXForCausalLM (Pythia, GPT-NeoX-20B): input and post-attention LayerNorms, fused
+    query_key_value and dense with biases (attention_bias, default true), a biased GELU MLP of
+    intermediate_size, rotary positions on rotary_pct of each head, an untied embed_out without
+    bias. use_parallel_residual changes the wiring, not the count."""
+    _dense(f, "gpt_neox")
+    spec = _decoder(f, attention_bias=True)
+    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "mlp_bias": True}
+
+
+def _phi(f: Fields) -> dict:
+    """PhiForCausalLM (phi-1, phi-1.5, phi-2): attention and MLP in parallel off ONE LayerNorm;
+    q/k/v_proj and dense with biases, fc1 / fc2 with biases (a GELU MLP of intermediate_size),
+    partial rotary positions, final_layernorm, an untied lm_head with a bias."""
+    _dense(f, "phi")
+    if f.bool("qk_layernorm", False):
+        raise f.error(f"key {f.key('qk_layernorm')} true (LayerNorms of head_dim on q and k) is not supported")
+    spec = _decoder(f)
+    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "layer_norms": 1, "qkv_bias": True,
+                   "o_bias": True, "mlp_bias": True, **_biased_head(f, "phi")}
+
+
+def _falcon(f: Fields) -> dict:
+    """FalconForCausalLM (configuration_falcon.py / modeling_falcon.py). query_key_value holds
+    num_kv_heads K and V heads with new_decoder_architecture (num_kv_heads defaults to
+    num_attention_heads), else one with multi_query (default true; num_kv_heads is then
+    ignored, as FalconAttention ignores it), else num_attention_heads;
+    head_dim is hidden / heads. Norms: two LayerNorms without parallel_attn; with it (default
+    true) num_ln_in_parallel_attn of them (ln_attn and ln_mlp; 2 by default with the new
+    architecture, else 1: input_layernorm). `bias` (default false) puts biases on every linear;
+    a GELU MLP of ffn_hidden_size (4 x hidden); tied embeddings; ALiBi adds no parameter."""
+    _dense(f, "falcon")
+    if f.has("num_key_value_heads"):
+        raise f.error(f"key {f.key('num_key_value_heads')} is not Falcon's: its KV heads come from "
+                      f"{f.key('num_kv_heads')} or {f.key('multi_query')}")
+    heads = f.int("num_attention_heads")
+    new = f.bool("new_decoder_architecture", False)
+    if new:
+        kv = f.int("num_kv_heads", heads)
+        if heads % kv:
+            raise f.error(f"key {f.key('num_kv_heads')} ({kv}) must divide {f.key('num_attention_heads')} ({heads})")
+    elif f.bool("multi_query", True):
+        kv = 1  # num_kv_heads is ignored (falcon-7b's config says 71: FalconConfig's default)
+    else:
+        kv = heads  # query_key_value is 3 x hidden
+        if f.int("num_kv_heads", heads) != heads:
+            raise f.error(f"key {f.key('num_kv_heads')} ({f.int('num_kv_heads')}) needs "
+                          f"{f.key('new_decoder_architecture')} true; without it and without "
+                          f"{f.key('multi_query')} every head has its K and V ({heads})")
+    parallel_norms = f.int("num_ln_in_parallel_attn", 2 if new else 1, maximum=2)
+    bias = f.bool("bias", False)
+    spec = _decoder(_with(f, num_key_value_heads=kv, **_gelu_width(f, "ffn_hidden_size")), tied=True)
+    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "qkv_bias": bias, "o_bias": bias,
+                   "mlp_bias": bias, "layer_norms": parallel_norms if f.bool("parallel_attn", True) else 2}
+
+
 FAMILIES: dict[str, Callable[[Fields], dict]] = {
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "phi3": _phi3,
-    "qwen2": _qwen2, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
-    "gemma2": _gemma2, "gemma3_text": _gemma3, "olmo2": _olmo2, "gpt_oss": _gpt_oss,
+    "qwen2": _qwen2, "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
+    "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3, "olmo2": _olmo2, "gpt_oss": _gpt_oss,
     "llama4": _llama4, "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,
-    "gpt3": _gpt, "gpt2": _gpt,
+    "gpt3": _gpt, "gpt2": _gpt, "gptj": _gptj, "gpt_neox": _gpt_neox, "phi": _phi, "falcon": _falcon,
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # `architectures` class names -> the family that reads them (transformers' and vLLM's names)
 ARCHITECTURES = {
     "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
     "Phi3ForCausalLM": "phi3", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-    "Qwen3MoeForCausalLM": "qwen3_moe", "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen2MoeForCausalLM": "qwen2_moe",
+    "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
     "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss",
     "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
-    "GPT2LMHeadModel": "gpt2",
+    "GPT2LMHeadModel": "gpt2", "GPTJForCausalLM": "gptj", "GPTNeoXForCausalLM": "gpt_neox",
+    "PhiForCausalLM": "phi", "FalconForCausalLM": "falcon",
 }
 
 
