@@ -396,7 +396,8 @@ def test_qwen1_5_moe_a2_7b_shared_expert_and_gate():
     KV per token: 2 x 24 x 16 x 128 x 2 = 196,608.
     """
     model, p = counts("qwen1.5-moe-a2.7b.json")
-    assert model.moe.num_shared_experts == 1 and model.shared_expert_intermediate_size == 5_632
+    assert model.moe.num_shared_experts == 1 and model.shared_expert_width == 5_632
+    assert counts("deepseek-v2-lite.json")[0].shared_expert_width == 1_408  # the routed width
     assert p.shared_experts_per_layer == 3 * 2048 * 5632 + 2048
     assert p.moe_layer == 570_560_512
     assert p.total == 14_315_784_192 and billions(p.total, 1) == 14.3

@@ -196,7 +196,7 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         norms_per_layer=model.layer_norms * norm_width * d,
         dense_mlp_per_layer=dense_mlp,
         expert_params=expert,
-        shared_experts_per_layer=_shared_experts_params(model, expert),
+        shared_experts_per_layer=_shared_experts_params(model),
         router_per_layer=(moe.num_experts * d + (moe.num_experts if moe.router_bias else 0)) if moe else 0,
         num_layers=model.num_layers,
         num_moe_layers=model.num_moe_layers,
@@ -213,14 +213,13 @@ def _expert_bias(moe, d: int, ff: int) -> int:
     return 2 * ff + d if moe is not None and moe.expert_bias else 0
 
 
-def _shared_experts_params(model: ModelSpec, routed_expert: int) -> int:
-    """A MoE layer's shared experts: each a gated MLP like a routed one, of its own width where the
-    spec gives one (Qwen2-MoE: shared_expert_intermediate_size), plus the d-wide shared_expert_gate."""
-    moe, d = model.moe, model.hidden_size
+def _shared_experts_params(model: ModelSpec) -> int:
+    """A MoE layer's shared experts: each a gated MLP like a routed one, of `shared_expert_width`
+    (Qwen2-MoE: its own shared_expert_intermediate_size), plus the d-wide shared_expert_gate."""
+    moe, d, ff = model.moe, model.hidden_size, model.shared_expert_width
     if moe is None or not moe.num_shared_experts:
         return 0
-    ff = model.shared_expert_intermediate_size
-    expert = 3 * d * ff + _expert_bias(moe, d, ff) if ff else routed_expert
+    expert = 3 * d * ff + _expert_bias(moe, d, ff)
     return moe.num_shared_experts * expert + (d if model.shared_expert_gate else 0)
 
 

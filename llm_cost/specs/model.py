@@ -218,6 +218,14 @@ class ModelSpec:
         return self.moe is not None
 
     @property
+    def shared_expert_width(self) -> int:
+        """Hidden width of one shared expert (elements): shared_expert_intermediate_size where set
+        (Qwen2-MoE), else the routed experts' expert_intermediate_size; 0 for a dense model."""
+        if self.moe is None:
+            return 0
+        return self.shared_expert_intermediate_size or self.moe.expert_intermediate_size
+
+    @property
     def num_moe_layers(self) -> int:
         """MoE layers: num_layers - first_dense_layers - len(dense_layers); 0 for a dense model."""
         if self.moe is None:
