@@ -355,3 +355,19 @@ def test_a_batch_that_does_not_fit_is_predicted_and_says_so():
              if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
     assert q.covered and q.predicted > 0
     assert q.reason.startswith("predicted although it does not fit") and "short by" in q.reason
+
+
+def test_weight_and_kv_formats_the_model_does_not_know_are_not_covered(tmp_path):
+    rows = _rows()
+    rows[0].update(weights="awq-marlin")
+    rows[1].update(kv="fp4")
+    rows[2].update(weights="mxfp4")  # llama-3.1-8b's checkpoint is BF16
+    rows[3].update(config="gpt-oss-120b", weights="mxfp4", gpu_name="h200", kv="bf16")
+    rows[4] = dict(rows[3], id="same-as-m4", weights="checkpoint")
+    preds = [predict(p, PRESETS["lecture"]) for p in read_points(_write(tmp_path, rows))]
+    assert not preds[0].covered and "weights 'awq-marlin' is not a format" in preds[0].reason
+    assert not preds[1].covered and "kv 'fp4' is not a KV precision" in preds[1].reason
+    assert not preds[2].covered and "does not ship MXFP4" in preds[2].reason
+    # gpt-oss in the format it ships (MXFP4 experts): mxfp4 and checkpoint are the same row
+    assert preds[3].covered and preds[3].predicted == preds[4].predicted
+    assert all(q.covered for q in preds[5:])

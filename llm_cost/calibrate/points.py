@@ -3,10 +3,10 @@
 Each row names the conditions of one published figure (model, weights, KV precision, GPU and count,
 tp and pp, batch and its kind, input and output lengths) and the metric measured. Parsing checks every
 column a prediction needs and refuses a bad one in one line naming the row and the column
-(`points.csv row 3, column gpu_name: ...`): a missing column, an unknown metric, batch kind, weight
-format or GPU, a config file that is not there. A model the catalog cannot read (a `model_type`
-without an adapter, a name not in the catalog) is not a malformed file: that row is predicted as not
-covered, with the reason.
+(`points.csv row 3, column gpu_name: ...`): a missing column, an unknown metric, batch kind or GPU,
+a config file that is not there. A model the catalog cannot read (a `model_type` without an adapter,
+a name not in the catalog) or a weight or KV format the model does not know is not a malformed file:
+that row is predicted as not covered, with the reason.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ METRICS: dict[str, str] = {
     "prefill_tok_per_s": "tok/s",  # llama-bench pp: ISL prompt tokens / the prefill's time
 }
 BATCH_KINDS = ("static", "concurrency", "request rate", "saturation")
-WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q4_0", "nvfp4", "w8a8")
-KVS = ("bf16", "fp16", "fp8", "int8")
+# The formats a prediction knows (`prediction.weight_format_of`, `Deployment.kv_dtype`); a row naming
+# another is read and is not covered, with the reason (a format is the model's limit, not the file's).
+WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q4_0", "nvfp4", "w8a8", "mxfp4", "checkpoint")
+KVS = ("bf16", "fp16", "fp8", "int8", "int4")
 REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp", "gpu_count", "batch",
             "batch_kind", "isl", "osl", "metric", "value")
 
@@ -160,8 +162,8 @@ def _point(path: Path, n: int, row: dict) -> Point:
     return Point(id=get("id"), source=(row.get("source") or "").strip() or "-",
                  quality=(row.get("quality") or "").strip().upper() or "-",
                  config=str(path.parent / config) if (config.endswith(".json") or (path.parent / config).is_file()) else config,
-                 gpu_name=gpu, weights=get("weights", _choice(WEIGHTS)),
-                 group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", _choice(KVS)),
+                 gpu_name=gpu, weights=get("weights", str.lower),
+                 group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", str.lower),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
                  isl=get("isl", lambda t: _whole(t, 0)), osl=get("osl", lambda t: _whole(t, 1)),
                  metric=metric, value=get("value", _positive))

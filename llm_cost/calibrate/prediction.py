@@ -33,8 +33,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from llm_cost.calibrate.points import Point
-from llm_cost.errors import LlmCostError
+from llm_cost.calibrate.points import WEIGHTS, Point
+from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
@@ -67,12 +67,26 @@ class Prediction:
         return None if self.predicted is None else abs(self.predicted / self.point.value - 1.0)
 
 
-def weight_format_of(name: str, group_size: int) -> WeightFormat:
+def weight_format_of(name: str, group_size: int, model=None) -> WeightFormat:
     """The WeightFormat of a row's `weights` and `group_size` (0: per output channel, no group overhead).
 
     int4 / int8 weight-only: a 16-bit scale and a 16-bit zero per group (GPTQ, AWQ, gpt-fast);
-    q8_0 / q4_0 (llama.cpp): one 16-bit scale per 32 weights: 8.5 and 4.5 bits.
+    q8_0 / q4_0 (llama.cpp): one 16-bit scale per 32 weights: 8.5 and 4.5 bits; `checkpoint`: the
+    model's own format as its checkpoint ships it, and `mxfp4` that format for a checkpoint that ships
+    MXFP4 (gpt-oss's experts; `model` tells). Any other name: InvalidValueError (the row is not covered).
     """
+    from llm_cost.specs.weights import CHECKPOINT
+
+    if name == "checkpoint":
+        return CHECKPOINT
+    if name == "mxfp4":
+        q = getattr(model, "quantization", None)
+        if q is None or q.method != "mxfp4":
+            raise InvalidValueError("weights mxfp4: the model's checkpoint does not ship MXFP4 (gpt-oss does); "
+                                    "name its format instead")
+        return CHECKPOINT
+    if name not in WEIGHTS:
+        raise InvalidValueError(f"weights {name!r} is not a format the model knows ({', '.join(WEIGHTS)})")
     if name in ("bf16", "fp16"):
         return BF16
     if name == "fp8":
@@ -91,7 +105,11 @@ def weight_format_of(name: str, group_size: int) -> WeightFormat:
 
 def deployment_of(point: Point) -> Deployment:
     """The row's GPUs: tp x pp per replica, gpu_count in all, its KV precision."""
+    from llm_cost.specs.deployment import KV_DTYPES
+
     kv = {"fp16": "bf16"}.get(point.kv, point.kv)
+    if kv not in KV_DTYPES:
+        raise InvalidValueError(f"kv {point.kv!r} is not a KV precision the model knows ({', '.join(KV_DTYPES)})")
     return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
 
 
@@ -128,7 +146,7 @@ class _NotCovered(Exception):
 def _value(p: Point, model, gpu, profile) -> float:
     from llm_cost.requests import request_cost
 
-    weights = weight_format_of(p.weights, p.group_size)
+    weights = weight_format_of(p.weights, p.group_size, model)
     dep = deployment_of(p).following(profile)  # fits on the profile's memory basis
     metric, kind = p.metric, p.batch_kind
     if metric == "itl_ms" and p.osl < 2:
@@ -201,6 +219,24 @@ def _served(p: Point, model, gpu, profile, weights, dep, *, clients: int | None)
         ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
         per user OSL / e2e (mean);  output tok/s = output tokens / (last finish - first arrival) x replicas
     """
+    if p.metric not in LOAD_METRICS:
+        raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
+    load = p.batch / dep.replicas if clients is None else clients
+    ttft, itl, e2e, per_user, replica_tok_s = _load_figures(model, gpu, profile, weights, dep, max(p.isl, 1),
+                                                            p.osl, load, clients is not None)
+    value = {"ttft_ms": ttft * 1e3, "itl_ms": itl * 1e3, "e2e_latency_ms": e2e * 1e3,
+             "output_tok_per_s_per_user": per_user, "decode_tok_per_s_per_user": per_user}.get(p.metric)
+    if value is None:
+        total = replica_tok_s * dep.replicas
+        value = total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
+    return value, ""
+
+
+@functools.lru_cache(maxsize=64)
+def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: float, closed: bool):
+    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s of one replica) of one served run:
+    a closed loop of `load` clients, or Poisson arrivals at `load` requests per second. Cached: a
+    table's rows often give several metrics of one condition."""
     import dataclasses
     import random
 
@@ -211,38 +247,26 @@ def _served(p: Point, model, gpu, profile, weights, dep, *, clients: int | None)
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
 
-    if p.metric not in LOAD_METRICS:
-        raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
-    if clients is None:
+    if closed:
+        clients = int(load)
+        wl = dataclasses.replace(fixed_workload([(isl, osl)] * (clients * CLOSED_LOOP_ROUNDS)), concurrency=clients)
+        max_batch = max(ENGINE_MAX_BATCH, clients)
+    else:
         rng = random.Random(0)
-        rate = p.batch / dep.replicas
         t, arrivals = 0.0, []
         for _ in range(RATE_REQUESTS):
-            t += rng.expovariate(rate)
+            t += rng.expovariate(load)
             arrivals.append(t)
-        wl = fixed_workload([(max(p.isl, 1), p.osl)] * RATE_REQUESTS, arrivals_s=arrivals)
+        wl = fixed_workload([(isl, osl)] * RATE_REQUESTS, arrivals_s=arrivals)
         max_batch = ENGINE_MAX_BATCH
-    else:
-        n = clients * CLOSED_LOOP_ROUNDS
-        wl = dataclasses.replace(fixed_workload([(p.isl, p.osl)] * n), concurrency=clients)
-        max_batch = max(ENGINE_MAX_BATCH, clients)
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
     replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
-                                 kv_bytes_per_element=single.kv_bytes_per_element)
+                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True)
     res = serve(wl, replica, ServeConfig(max_batch=max_batch, **ENGINE))
     arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
     if not np.all(np.isfinite(finish)):
         raise _NotCovered("under load: the served replica did not finish every request")
     life = finish - arrival
-    if p.metric == "ttft_ms":
-        value = float(np.mean(first - arrival)) * 1e3
-    elif p.metric == "itl_ms":
-        value = float(np.mean((finish - first) / (p.osl - 1))) * 1e3
-    elif p.metric == "e2e_latency_ms":
-        value = float(np.mean(life)) * 1e3
-    elif p.metric in ("output_tok_per_s_per_user", "decode_tok_per_s_per_user"):
-        value = float(np.mean(p.osl / life))
-    else:
-        total = float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))) * dep.replicas
-        value = total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
-    return value, ""
+    itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
+    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)),
+            float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))))
