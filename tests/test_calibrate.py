@@ -371,3 +371,16 @@ def test_weight_and_kv_formats_the_model_does_not_know_are_not_covered(tmp_path)
     # gpt-oss in the format it ships (MXFP4 experts): mxfp4 and checkpoint are the same row
     assert preds[3].covered and preds[3].predicted == preds[4].predicted
     assert all(q.covered for q in preds[5:])
+
+
+def test_request_rate_inf_sends_every_request_at_once(tmp_path):
+    from llm_cost.calibrate.prediction import RATE_REQUESTS
+
+    rows = _rows()
+    m13 = next(r for r in rows if r["id"] == "m13")  # output_tok_per_s at 4 requests per second
+    rows = [dict(m13, id="inf", batch="inf"), dict(m13, id="fast", batch="1e9"), dict(m13, id="slow")]
+    inf, fast, slow = (predict(p, PRESETS["lecture"]) for p in read_points(_write(tmp_path, rows)))
+    assert inf.covered and inf.predicted == pytest.approx(fast.predicted, rel=1e-2) and inf.predicted > slow.predicted
+    assert RATE_REQUESTS >= 1000  # a benchmark client's default prompt count
+    rows[2].update(batch="nan")
+    assert "row 3, column batch: must be a rate > 0" in error_line("validate", _write(tmp_path, rows))

@@ -90,6 +90,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    value = float(text)
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"must be a rate > 0 (inf: every request at once), got {text!r}")
+    return value
+
+
 def _choice(allowed):
     def parse(text: str) -> str:
         value = text.strip().lower()
@@ -139,7 +146,9 @@ def _point(path: Path, n: int, row: dict) -> Point:
 
     metric = get("metric", _choice(tuple(METRICS)))
     kind = get("batch_kind", _batch_kind)
-    batch = 0.0 if kind == "saturation" else get("batch", _positive)  # saturation: the batch is what fits
+    # saturation: the batch is what fits; a request rate may be inf (every request sent at once, the
+    # default of vLLM's and SGLang's benchmark clients)
+    batch = 0.0 if kind == "saturation" else get("batch", _rate if kind == "request rate" else _positive)
     if kind in ("static", "concurrency") and batch != int(batch):
         raise PointsError(f"{path} row {n}, column batch: a {kind} batch must be a whole number, got {batch:g}")
     tp, pp, count = get("tp", lambda t: _whole(t, 1)), get("pp", lambda t: _whole(t, 1)), get(

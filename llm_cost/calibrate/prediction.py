@@ -17,7 +17,8 @@ Rows under load are served by the serving engine (`serving.engine.serve`) with a
 defaults (`ENGINE`: paged K/V with recompute preemption, a budget of 8,192 tokens per iteration with
 decode rows first and prompt chunks after them, at most 256 sequences):
 
-- `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas;
+- `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
+  (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
 - `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
   for CLOSED_LOOP_ROUNDS rounds (B x rounds requests, every one averaged, start-up included, as a
   benchmark client reports them). When the B prompts fit one iteration's budget (B x ISL <= 8,192)
@@ -31,6 +32,7 @@ was measured, so it ran) and its `reason` says so.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from llm_cost.calibrate.points import WEIGHTS, Point
@@ -255,7 +257,7 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
         rng = random.Random(0)
         t, arrivals = 0.0, []
         for _ in range(RATE_REQUESTS):
-            t += rng.expovariate(load)
+            t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
             arrivals.append(t)
         wl = fixed_workload([(isl, osl)] * RATE_REQUESTS, arrivals_s=arrivals)
         max_batch = ENGINE_MAX_BATCH
