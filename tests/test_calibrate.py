@@ -354,7 +354,14 @@ def test_a_batch_that_does_not_fit_is_predicted_and_says_so():
     q = next(predict(p, PRESETS["measured"]) for p in read_points(TRAIN)
              if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
     assert q.covered and q.predicted > 0
-    assert q.reason.startswith("predicted although it does not fit") and "short by" in q.reason
+    assert q.reason.startswith("predicted although its K/V does not fit") and "short by" in q.reason
+    # the weights alone past the memory (Llama-3.1-70B in BF16 on one H100): it cannot have run so
+    from dataclasses import replace
+
+    big = replace(_load_point(batch=1, isl=128, osl=128, metric="output_tok_per_s", batch_kind="static"),
+                  config="llama-3.1-70b")
+    q = predict(big, PRESETS["measured"])
+    assert not q.covered and q.reason.startswith("the weights alone do not fit")
 
 
 def test_weight_and_kv_formats_the_model_does_not_know_are_not_covered(tmp_path):

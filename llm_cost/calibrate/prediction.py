@@ -25,8 +25,9 @@ decode rows first and prompt chunks after them, at most 256 sequences):
   every round is one static batch (the B requests start, prefill and finish together), so the row
   is `request_cost`'s static batch of B, the same numbers without the simulation (a test checks).
 
-A row whose batch does not fit the deployment's memory by the model's count is still predicted (it
-was measured, so it ran) and its `reason` says so.
+A row whose batch's K/V does not fit the deployment's memory by the model's count is still predicted
+(it was measured, so it ran) and its `reason` says so; one whose weights alone do not fit is not
+covered (it cannot have run as the row says).
 """
 
 from __future__ import annotations
@@ -163,7 +164,10 @@ def _value(p: Point, model, gpu, profile) -> float:
     if kind == "concurrency" and batch * p.isl > ENGINE_TOKENS_PER_ITERATION:
         return _served(p, model, gpu, profile, weights, dep, clients=batch)
     r = request_cost(model, gpu, profile, batch=batch, isl=p.isl, osl=p.osl, deployment=dep, weights=weights)
-    note = "" if r.fit.fits_memory else f"predicted although it does not fit by the model's count: {r.fit.reason}"
+    fit = r.fit
+    if fit.weight_bytes + fit.workspace_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran
+        raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
+    note = "" if fit.fits_memory else f"predicted although its K/V does not fit by the model's count: {fit.reason}"
     if metric in ("decode_tok_per_s_per_user", "output_tok_per_s_per_user"):
         return p.osl / r.e2e_s, note
     if metric in ("output_tok_per_s", "output_tok_per_s_total"):
