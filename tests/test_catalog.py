@@ -196,7 +196,7 @@ NO_ARCH = {"architectures": None}  # so that model_type alone decides
     # a model_type outside the supported set: the nearest family is named
     ("qwen3-8b.json", {"model_type": "qwen4", **NO_ARCH},
      r"key 'model_type' 'qwen4' is not supported; nearest: qwen3 \(supported: .*qwen3_moe.*\)"),
-    ("gemma-2-9b-it.json", {"model_type": "gemma4", **NO_ARCH}, r"'gemma4' is not supported; nearest: gemma2 "),
+    ("gemma-2-9b-it.json", {"model_type": "gemma4", **NO_ARCH}, r"'gemma4' is not supported; nearest: gemma "),
     ("llama-3.1-405b.json", {"architectures": ["LlamaForCausalLM"], "model_type": "mistral"},
      r"key 'architectures' \['LlamaForCausalLM'\] names the llama architecture, but 'model_type' is 'mistral'"),
     # MoE keys that contradict each other, or a dense family given experts

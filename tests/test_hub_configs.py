@@ -732,3 +732,16 @@ def test_spec_fields_for_heads_and_shared_experts_are_validated():
         replace(mixtral, shared_expert_intermediate_size=1024)
     with pytest.raises(InvalidValueError, match="model.shared_expert_intermediate_size"):
         replace(mixtral, shared_expert_intermediate_size=-1)
+
+
+def test_qwen2_moe_lora_adapts_the_wider_shared_expert():
+    """LoRA on Qwen1.5-MoE-A2.7B's MLP targets, rank 8: each of the 60 routed experts (width 1408)
+    and the one shared expert (width 5632, not 1408) gets gate, up and down adapters of
+    r (2048 + width) each, in 24 layers; the q/k/v/o adapters 4 x r (2048 + 2048)."""
+    from llm_cost.counts import lora_params
+
+    model, _ = counts("qwen1.5-moe-a2.7b.json")
+    r = 8
+    mlp = lambda width: 3 * r * (2048 + width)  # noqa: E731
+    assert lora_params(model, r, ("gate", "up", "down")) == 24 * (60 * mlp(1408) + mlp(5632))
+    assert lora_params(model, r) == 24 * (60 * mlp(1408) + mlp(5632) + 4 * r * 4096)

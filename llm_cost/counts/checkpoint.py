@@ -200,7 +200,7 @@ def _matrices(model: ModelSpec) -> dict[str, list[tuple[int, int]]]:
         q = [(mla.q_lora_rank, d), (q_out, mla.q_lora_rank)] if mla.q_lora_rank else [(q_out, d)]
         attention = q + [(mla.kv_lora_rank + mla.qk_rope_head_dim, d),
                          (h * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank), (d, h * mla.v_head_dim)]
-    shared = moe.num_shared_experts * moe.expert_intermediate_size if moe else 0
+    shared = moe.num_shared_experts * model.shared_expert_width if moe else 0  # Qwen2-MoE's is wider
     return {"attention": attention, "dense_mlp": mlp(model.intermediate_size),
             "shared_experts": mlp(shared) if shared else [],
             "experts": mlp(moe.expert_intermediate_size) if moe else []}

@@ -72,6 +72,7 @@ def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_AL
     attn = sum(rank * sum(attention[t]) for t in targets if t in attention)
     total = attn * model.num_layers + mlp(model.intermediate_size) * model.num_dense_layers
     if model.moe is not None:
-        experts = model.moe.num_experts + model.moe.num_shared_experts
-        total += experts * mlp(model.moe.expert_intermediate_size) * model.num_moe_layers
+        routed = model.moe.num_experts * mlp(model.moe.expert_intermediate_size)
+        shared = model.moe.num_shared_experts * mlp(model.shared_expert_width)  # Qwen2-MoE's is wider
+        total += (routed + shared) * model.num_moe_layers
     return total
