@@ -315,20 +315,60 @@ def _load_point(**changes):
     return replace(m11, **changes)
 
 
-@pytest.mark.parametrize("batch,isl,osl", [(1, 2048, 128), (16, 128, 2048), (8, 1024, 64), (64, 128, 256)])
-def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl):
-    """Clients whose B prompts fit one iteration's budget (B x ISL <= 8192) start, prefill and finish
-    together round after round: the engine's closed loop gives the static batch's figures, which the
-    prediction uses without simulating."""
+@pytest.mark.parametrize("batch,isl,osl,where", [
+    (1, 2048, 128, {}), (16, 128, 2048, {}), (8, 1024, 64, {}), (64, 128, 256, {}),
+    (8, 512, 64, {"pp": 2, "gpu_count": 2}),  # a pipeline of two stages: one batch in it
+    (8, 512, 64, {"tp": 2, "pp": 2, "gpu_count": 4, "config": "llama-3.1-70b"}),
+    (16, 256, 64, {"gpu_count": 2}),  # two replicas of 8 clients each
+    (8, 512, 64, {"tp": 2, "gpu_count": 2, "config": "mixtral-8x7b"}),  # experts touched by the batch
+    (8, 512, 64, {"config": "gemma-2-9b"}),  # sliding-window layers capped at their window
+])
+def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl, where):
+    """Clients whose prompts fit one iteration's budget (B x ISL <= 8192 per replica) and whose K/V
+    fits start, prefill and finish together round after round: the engine's closed loop gives the
+    static batch's figures, which the prediction uses without simulating (one batch through a
+    pipeline, the clients split over the replicas)."""
     from llm_cost.calibrate.prediction import _served, _specs, deployment_of, weight_format_of
 
     lec = PRESETS["lecture"].with_(memory_basis="usable")
-    for metric in ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_per_user"):
-        p = _load_point(batch=batch, isl=isl, osl=osl, metric=metric)
+    for metric in ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_per_user",
+                   "output_tok_per_s_per_gpu"):
+        p = _load_point(batch=batch, isl=isl, osl=osl, metric=metric, **where)
         model, gpu = _specs(p.config, p.gpu_name)
-        served, _ = _served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size),
-                            deployment_of(p).following(lec), clients=batch)
-        assert predict(p, lec).predicted == pytest.approx(served, rel=1e-9), metric
+        dep = deployment_of(p).following(lec)
+        q = predict(p, lec)
+        assert q.covered and not q.reason, q.reason
+        served, note = _served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size), dep,
+                               clients=batch // dep.replicas)
+        assert not note and q.predicted == pytest.approx(served, rel=1e-9), metric
+
+
+def test_the_batch_is_the_deployments_split_over_its_replicas():
+    """A static batch of 16 on two replicas of one GPU: each runs 8, and the deployment's output is
+    16 x OSL over one replica's e2e; a pipeline of two stages runs its one batch through both."""
+    from llm_cost.requests import request_cost
+    from llm_cost.specs.deployment import Deployment
+
+    lec = PRESETS["lecture"]
+    r8 = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=8, isl=512, osl=64)
+    two = _load_point(batch=16, isl=512, osl=64, batch_kind="static", gpu_count=2)
+    assert predict(replace_point(two, metric="ttft_ms"), lec).predicted == pytest.approx(r8.ttft_s * 1e3, rel=REL)
+    assert predict(replace_point(two, metric="output_tok_per_s"), lec).predicted == pytest.approx(
+        16 * 64 / r8.e2e_s, rel=REL)
+    piped = request_cost("llama-3.1-8b", "h100-sxm", lec, batch=8, isl=512, osl=64,
+                         deployment=Deployment(pp=2, gpus=2))
+    p = _load_point(batch=8, isl=512, osl=64, batch_kind="static", pp=2, gpu_count=2, metric="output_tok_per_s")
+    assert predict(p, lec).predicted == pytest.approx(8 * 64 / piped.e2e_s, rel=REL)
+    # a request rate is the deployment's too: all at once, two replicas halve each one's queue
+    inf1 = _load_point(batch=math.inf, batch_kind="request rate", isl=512, osl=64, metric="ttft_ms")
+    inf2 = replace_point(inf1, gpu_count=2)
+    assert predict(inf2, lec).predicted < 0.7 * predict(inf1, lec).predicted
+
+
+def replace_point(p, **changes):
+    from dataclasses import replace
+
+    return replace(p, **changes)
 
 
 def test_closed_loop_past_one_iteration_is_served():
@@ -354,7 +394,7 @@ def test_a_batch_that_does_not_fit_is_predicted_and_says_so():
     q = next(predict(p, PRESETS["measured"]) for p in read_points(TRAIN)
              if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
     assert q.covered and q.predicted > 0
-    assert q.reason.startswith("predicted although its K/V does not fit") and "short by" in q.reason
+    assert q.reason.startswith("predicted although its batch does not fit") and "short by" in q.reason
     # the weights alone past the memory (Llama-3.1-70B in BF16 on one H100): it cannot have run so
     from dataclasses import replace
 
@@ -381,13 +421,35 @@ def test_weight_and_kv_formats_the_model_does_not_know_are_not_covered(tmp_path)
 
 
 def test_request_rate_inf_sends_every_request_at_once(tmp_path):
-    from llm_cost.calibrate.prediction import RATE_REQUESTS
-
     rows = _rows()
     m13 = next(r for r in rows if r["id"] == "m13")  # output_tok_per_s at 4 requests per second
     rows = [dict(m13, id="inf", batch="inf"), dict(m13, id="fast", batch="1e9"), dict(m13, id="slow")]
     inf, fast, slow = (predict(p, PRESETS["lecture"]) for p in read_points(_write(tmp_path, rows)))
     assert inf.covered and inf.predicted == pytest.approx(fast.predicted, rel=1e-2) and inf.predicted > slow.predicted
-    assert RATE_REQUESTS >= 1000  # a benchmark client's default prompt count
     rows[2].update(batch="nan")
     assert "row 3, column batch: must be a rate > 0" in error_line("validate", _write(tmp_path, rows))
+
+
+def test_rows_under_load_the_model_cannot_express_are_not_covered_and_overflows_say_so():
+    lec = PRESETS["measured"]
+    # prompts past the model's context, served or static: not covered (Llama-3.1-8B: 131,072 tokens)
+    for kind, batch in (("concurrency", 2), ("request rate", 1.0), ("static", 1)):
+        q = predict(_load_point(batch=batch, batch_kind=kind, isl=131_072, osl=64, metric="ttft_ms"), lec)
+        assert not q.covered and "past the model's context of 131072" in q.reason, kind
+    # a request rate of prompts of 0 tokens is not a request the engine serves
+    q = predict(_load_point(batch=1.0, batch_kind="request rate", isl=0, metric="ttft_ms"), lec)
+    assert not q.covered and "isl >= 1" in q.reason
+    # a static batch whose K/V and prefill workspace overflow but whose weights fit: predicted, and says so
+    q = predict(_load_point(batch=512, batch_kind="static", isl=8192, osl=64, metric="ttft_ms"), lec)
+    assert q.covered and q.reason.startswith("predicted although its batch does not fit")
+    # clients whose K/V overflows the replica: served with preemptions, and the row says so
+    q = predict(_load_point(batch=64, isl=32_000, osl=256, metric="ttft_ms"), lec)
+    assert q.covered and "preemptions" in q.reason
+
+
+def test_a_model_without_a_stated_context_is_served():
+    # falcon-7b's config states no max_position_embeddings: paged K/V reserves no maximum length
+    config = str(DATA / "configs" / "falcon-7b-instruct.json")
+    for kind, batch in (("concurrency", 32), ("request rate", 2.0)):
+        q = predict(_load_point(config=config, batch=batch, batch_kind=kind, isl=512, osl=64), PRESETS["measured"])
+        assert q.covered and q.predicted > 0, q.reason

@@ -4,7 +4,7 @@ Each row names the conditions of one published figure (model, weights, KV precis
 tp and pp, batch and its kind, input and output lengths) and the metric measured. Parsing checks every
 column a prediction needs and refuses a bad one in one line naming the row and the column
 (`points.csv row 3, column gpu_name: ...`): a missing column, an unknown metric, batch kind or GPU,
-a config file that is not there. A model the catalog cannot read (a `model_type` without an adapter,
+a `.json` config file that is not there. A model the catalog cannot read (a `model_type` without an adapter,
 a name not in the catalog) or a weight or KV format the model does not know is not a malformed file:
 that row is predicted as not covered, with the reason.
 """
@@ -33,10 +33,9 @@ METRICS: dict[str, str] = {
     "prefill_tok_per_s": "tok/s",  # llama-bench pp: ISL prompt tokens / the prefill's time
 }
 BATCH_KINDS = ("static", "concurrency", "request rate", "saturation")
-# The formats a prediction knows (`prediction.weight_format_of`, `Deployment.kv_dtype`); a row naming
-# another is read and is not covered, with the reason (a format is the model's limit, not the file's).
+# The weight formats a prediction knows (`prediction.weight_format_of`; K/V: `Deployment`'s KV_DTYPES);
+# a row naming another is read and is not covered, with the reason (the model's limit, not the file's).
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q4_0", "nvfp4", "w8a8", "mxfp4", "checkpoint")
-KVS = ("bf16", "fp16", "fp8", "int8", "int4")
 REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp", "gpu_count", "batch",
             "batch_kind", "isl", "osl", "metric", "value")
 

@@ -1,15 +1,18 @@
 """A measured point's predicted value under a profile, or why the model cannot express it.
 
-Every metric is a whole-request figure of `requests.request_cost` (a static batch: prefill, then
-OSL - 1 decode steps at a growing context) on the row's deployment, weights and KV precision:
+Every metric is a whole-request figure: of `requests.request_cost` (a static batch: prefill, then
+OSL - 1 decode steps at a growing context) on one replica of the row's deployment, weights and KV
+precision, or of the serving engine for rows under load (below). The row's batch, clients or rate are
+the whole deployment's, split evenly over its replicas (gpu_count / (tp x pp)); a replica's pipeline
+runs one batch (no second one in flight):
 
     decode / output tok/s per user   OSL / e2e  (batch 1)
-    output_tok_per_s                 B x OSL / e2e             (static batch or B in flight)
-    output_tok_per_s_per_gpu         B x OSL / e2e / GPUs
-    ttft_ms                          the prefill of the batch
-    itl_ms                           TPOT: the mean decode step (request rate: simulated)
+    output_tok_per_s                 B x OSL / e2e(B / replicas)   (served: output tokens / span)
+    output_tok_per_s_per_gpu         output_tok_per_s / GPUs
+    ttft_ms                          the prefill of the batch (served: first token - arrival, mean)
+    itl_ms                           TPOT: the mean decode step (served: (finish - first token) / (OSL - 1))
     e2e_latency_ms                   TTFT + (OSL - 1) TPOT
-    output_tok_per_s_total           B x OSL / e2e at the largest batch that fits (saturation)
+    output_tok_per_s_total           output_tok_per_s at the largest batch that fits each replica (saturation)
     decode_tok_per_s                 OSL / (OSL decode steps after ISL cached tokens)  (llama-bench tg)
     prefill_tok_per_s                B x ISL / prefill in passes of 512 tokens        (llama-bench pp)
 
@@ -21,13 +24,17 @@ decode rows first and prompt chunks after them, at most 256 sequences):
   (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
 - `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
   for CLOSED_LOOP_ROUNDS rounds (B x rounds requests, every one averaged, start-up included, as a
-  benchmark client reports them). When the B prompts fit one iteration's budget (B x ISL <= 8,192)
-  every round is one static batch (the B requests start, prefill and finish together), so the row
-  is `request_cost`'s static batch of B, the same numbers without the simulation (a test checks).
+  benchmark client reports them; the engine holds all the clients when there are more than 256).
+  When a replica's prompts fit one iteration's budget (B x ISL <= 8,192) and their K/V fits, every
+  round is one static batch (the B requests start, prefill and finish together), so the row is
+  `request_cost`'s static batch, the same numbers without the simulation (a test checks tp, pp,
+  replicas, MoE and windowed layers). One token past the budget the rounds no longer move in step
+  and TTFT drops (later rounds' requests arrive one by one). A batch whose K/V does not fit is
+  still predicted as the static batch, with the reason (the engine would preempt).
 
-A row whose batch's K/V does not fit the deployment's memory by the model's count is still predicted
-(it was measured, so it ran) and its `reason` says so; one whose weights alone do not fit is not
-covered (it cannot have run as the row says).
+A row whose batch does not fit the deployment's memory by the model's count is still predicted (it
+was measured, so it ran) and its `reason` says so, as does a served row that preempted; one whose
+weights alone do not fit, or whose ISL + OSL is past the model's context, is not covered.
 """
 
 from __future__ import annotations
@@ -146,7 +153,8 @@ class _NotCovered(Exception):
     pass
 
 
-def _value(p: Point, model, gpu, profile) -> float:
+def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
+    """(the predicted value, a note or ''): the module doc's mapping."""
     from llm_cost.requests import request_cost
 
     weights = weight_format_of(p.weights, p.group_size, model)
@@ -154,33 +162,37 @@ def _value(p: Point, model, gpu, profile) -> float:
     metric, kind = p.metric, p.batch_kind
     if metric == "itl_ms" and p.osl < 2:
         raise _NotCovered("itl_ms needs osl >= 2")
-    if kind == "request rate":
-        return _served(p, model, gpu, profile, weights, dep, clients=None)
-    batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
+    limit = model.max_position_embeddings
+    if limit and max(p.isl, 1) + p.osl > limit:
+        raise _NotCovered(f"isl + osl = {max(p.isl, 1) + p.osl} tokens is past the model's context of {limit}")
     if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
+        batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
         return _bench(p, model, gpu, profile, weights, dep, batch), ""
     if p.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
-    if kind == "concurrency" and batch * p.isl > ENGINE_TOKENS_PER_ITERATION:
-        return _served(p, model, gpu, profile, weights, dep, clients=batch)
-    r = request_cost(model, gpu, profile, batch=batch, isl=p.isl, osl=p.osl, deployment=dep, weights=weights)
+    if kind == "request rate":
+        return _served(p, model, gpu, profile, weights, dep, clients=None)
+    # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
+    # as fit each replica); one replica runs one batch through its pipeline.
+    if kind == "saturation":
+        each = _largest_batch(p, model, gpu, weights, dep)
+        total = each * dep.replicas
+    else:
+        total = int(p.batch)
+        each = -(-total // dep.replicas)
+    if kind == "concurrency" and each * p.isl > ENGINE_TOKENS_PER_ITERATION:
+        return _served(p, model, gpu, profile, weights, dep, clients=each)
+    one = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype).following(profile)
+    r = request_cost(model, gpu, profile, batch=each, isl=p.isl, osl=p.osl, deployment=one, weights=weights)
     fit = r.fit
-    if fit.weight_bytes + fit.workspace_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran
+    if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
-    note = "" if fit.fits_memory else f"predicted although its K/V does not fit by the model's count: {fit.reason}"
-    if metric in ("decode_tok_per_s_per_user", "output_tok_per_s_per_user"):
-        return p.osl / r.e2e_s, note
-    if metric in ("output_tok_per_s", "output_tok_per_s_total"):
-        return r.output_tokens_per_s, note
-    if metric == "output_tok_per_s_per_gpu":
-        return r.output_tokens_per_s / dep.total_gpus, note
-    if metric == "ttft_ms":
-        return r.ttft_s * 1e3, note
-    if metric == "itl_ms":
-        return r.tpot_s * 1e3, note
-    if metric == "e2e_latency_ms":
-        return r.e2e_s * 1e3, note
-    raise _NotCovered(f"metric {metric} has no prediction")  # pragma: no cover (METRICS is closed)
+    note = "" if fit.fits_memory else f"predicted although its batch does not fit by the model's count: {fit.reason}"
+    output_tok_s = total * p.osl / r.e2e_s
+    return {"decode_tok_per_s_per_user": p.osl / r.e2e_s, "output_tok_per_s_per_user": p.osl / r.e2e_s,
+            "output_tok_per_s": output_tok_s, "output_tok_per_s_total": output_tok_s,
+            "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": r.ttft_s * 1e3,
+            "itl_ms": r.tpot_s * 1e3, "e2e_latency_ms": r.e2e_s * 1e3}[metric], note
 
 
 def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
@@ -203,7 +215,7 @@ def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
 
 
 def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
-    """The most requests of ISL + OSL tokens whose weights, K/V and workspace fit one GPU."""
+    """The most requests of ISL + OSL tokens whose weights, K/V and workspace fit one replica's GPUs."""
     from llm_cost.parallel.fit import most_that_fit
     from llm_cost.requests.request import request_fit
 
@@ -218,31 +230,40 @@ ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  #
 
 
 def _served(p: Point, model, gpu, profile, weights, dep, *, clients: int | None) -> tuple[float, str]:
-    """A row under load through the serving engine with `ENGINE`'s settings, on one replica:
-    `clients` None: RATE_REQUESTS Poisson arrivals at `p.batch` requests per second (split evenly
-    over the replicas); else a closed loop of that many clients for CLOSED_LOOP_ROUNDS rounds.
+    """A row under load through the serving engine with `ENGINE`'s settings, on each replica alike:
+    `clients` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
+    RATE_REQUESTS in all; else a closed loop of `clients` clients per replica (the row's B split
+    evenly) for CLOSED_LOOP_ROUNDS rounds.
 
         ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
-        per user OSL / e2e (mean);  output tok/s = output tokens / (last finish - first arrival) x replicas
+        per user OSL / e2e (mean);  output tok/s = output tokens / (last finish - first arrival), summed
+        over the replicas that serve (B / clients of them for a closed loop)
     """
     if p.metric not in LOAD_METRICS:
         raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
-    load = p.batch / dep.replicas if clients is None else clients
-    ttft, itl, e2e, per_user, replica_tok_s = _load_figures(model, gpu, profile, weights, dep, max(p.isl, 1),
-                                                            p.osl, load, clients is not None)
+    replicas = dep.replicas
+    if clients is None:
+        load, requests, serving = p.batch / replicas, -(-RATE_REQUESTS // replicas), replicas
+    else:
+        load, requests, serving = clients, clients * CLOSED_LOOP_ROUNDS, p.batch / clients
+    ttft, itl, e2e, per_user, replica_tok_s, preempted = _load_figures(
+        model, gpu, profile, weights, dep, p.isl, p.osl, load, requests, clients is not None)
+    total = replica_tok_s * serving
     value = {"ttft_ms": ttft * 1e3, "itl_ms": itl * 1e3, "e2e_latency_ms": e2e * 1e3,
-             "output_tok_per_s_per_user": per_user, "decode_tok_per_s_per_user": per_user}.get(p.metric)
-    if value is None:
-        total = replica_tok_s * dep.replicas
-        value = total / dep.total_gpus if p.metric == "output_tok_per_s_per_gpu" else total
-    return value, ""
+             "output_tok_per_s_per_user": per_user, "decode_tok_per_s_per_user": per_user,
+             "output_tok_per_s": total, "output_tok_per_s_total": total,
+             "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
+    note = (f"served with {preempted} preemptions: the requests' K/V does not fit at once by the model's count"
+            if preempted else "")
+    return value, note
 
 
 @functools.lru_cache(maxsize=64)
-def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: float, closed: bool):
-    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s of one replica) of one served run:
-    a closed loop of `load` clients, or Poisson arrivals at `load` requests per second. Cached: a
-    table's rows often give several metrics of one condition."""
+def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: float, requests: int, closed: bool):
+    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica's
+    served run of `requests` requests: a closed loop of `load` clients, or Poisson arrivals at `load`
+    requests per second (inf: all at once). Cached: a table's rows often give several metrics of one
+    condition."""
     import dataclasses
     import random
 
@@ -255,19 +276,21 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
 
     if closed:
         clients = int(load)
-        wl = dataclasses.replace(fixed_workload([(isl, osl)] * (clients * CLOSED_LOOP_ROUNDS)), concurrency=clients)
+        wl = dataclasses.replace(fixed_workload([(isl, osl)] * requests), concurrency=clients)
         max_batch = max(ENGINE_MAX_BATCH, clients)
     else:
         rng = random.Random(0)
         t, arrivals = 0.0, []
-        for _ in range(RATE_REQUESTS):
+        for _ in range(requests):
             t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
             arrivals.append(t)
-        wl = fixed_workload([(isl, osl)] * RATE_REQUESTS, arrivals_s=arrivals)
+        wl = fixed_workload([(isl, osl)] * requests, arrivals_s=arrivals)
         max_batch = ENGINE_MAX_BATCH
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
+    # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
     replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
-                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True)
+                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
+                                 max_len=None if model.max_position_embeddings else isl + osl)
     res = serve(wl, replica, ServeConfig(max_batch=max_batch, **ENGINE))
     arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
     if not np.all(np.isfinite(finish)):
@@ -275,4 +298,4 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
     life = finish - arrival
     itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
     return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)),
-            float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))))
+            float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))), res.preemptions)

@@ -40,7 +40,7 @@ def _summary_rows(predictions) -> list[dict]:
 def validate_cmd(
     points: Points,
     preset: Preset = "measured",
-    summary: Annotated[bool, typer.Option("--summary", help="One row per metric and one for all: n, covered, MAPE, median and p90 APE.")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="One row per metric, one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     fmt: Format = "table",
 ) -> None:
