@@ -453,3 +453,18 @@ def test_a_model_without_a_stated_context_is_served():
     for kind, batch in (("concurrency", 32), ("request rate", 2.0)):
         q = predict(_load_point(config=config, batch=batch, batch_kind=kind, isl=512, osl=64), PRESETS["measured"])
         assert q.covered and q.predicted > 0, q.reason
+
+
+def test_summary_by_group():
+    by_source = rows_of("validate", TRAIN, "--by", "source")
+    assert [r["source"] for r in by_source] == ["gpt-fast", "TensorRT-LLM docs v0.9.0", "lmdeploy docs (v0.1.0a1)",
+                                                "Qwen2.5 speed benchmark docs", "all"]
+    assert sum(int(r["n"]) for r in by_source[:-1]) == int(by_source[-1]["n"]) == 88
+    by_model = {r["model"]: r for r in rows_of("validate", TRAIN, "--by", "model")}
+    assert int(by_model["llama-2-7b"]["n"]) > 0 and "mixtral-8x7b" in by_model  # a config file's stem, a catalog name
+    # the groups' errors are the rows' own
+    every = {q.point.id: q for q in (predict(p, PRESETS["measured"]) for p in read_points(TRAIN))}
+    gpt_fast = [q.ape for q in every.values() if q.point.source == "gpt-fast"]
+    assert float(by_source[0]["mape"]) == pytest.approx(sum(gpt_fast) / len(gpt_fast), rel=1e-6)
+    assert "--by must be one of metric, source, gpu, model, batch-kind, quality" in error_line(
+        "validate", TRAIN, "--by", "engine")

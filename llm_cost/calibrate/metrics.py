@@ -33,8 +33,9 @@ class Summary:
     median_ape: float
     p90_ape: float
 
-    def row(self) -> dict:
-        return {"metric": self.name, "n": self.n, "covered": self.covered, "mape": self.mape,
+    def row(self, key: str = "metric") -> dict:
+        """The summary as a report row, its name under `key` (the grouping: metric, source, ...)."""
+        return {key: self.name, "n": self.n, "covered": self.covered, "mape": self.mape,
                 "median_ape": self.median_ape, "p90_ape": self.p90_ape}
 
 
@@ -49,14 +50,28 @@ def summarize(name: str, predictions) -> Summary:
 CLEAN_QUALITIES = ("A", "B")  # fixed conditions (A) or one default or inferred condition (B); C: batch unknown
 
 
-def summaries(predictions) -> list[Summary]:
-    """One `Summary` per metric (in order of first appearance), one for the quality A and B rows
-    ("quality A/B", when the file also has rows of another quality: coverage is judged on those),
-    and one for all ("all")."""
+# How `summaries` can group the points: the row's metric (default), source, GPU, model, batch kind, quality
+GROUPS = {
+    "metric": lambda p: p.metric,
+    "source": lambda p: p.source,
+    "gpu": lambda p: p.gpu_name,
+    "model": lambda p: p.config.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".json"),
+    "batch-kind": lambda p: p.batch_kind,
+    "quality": lambda p: p.quality,
+}
+
+
+def summaries(predictions, by: str = "metric") -> list[Summary]:
+    """One `Summary` per group of `by` (one of GROUPS; in order of first appearance), one for the
+    quality A and B rows ("quality A/B", when the file also has rows of another quality: coverage is
+    judged on those; not when grouping by quality), and one for all ("all")."""
+    from llm_cost.errors import check_choice
+
+    key = GROUPS[check_choice("by", by, tuple(GROUPS))]
     predictions = list(predictions)
-    metrics = list(dict.fromkeys(p.point.metric for p in predictions))
-    out = [summarize(m, [p for p in predictions if p.point.metric == m]) for m in metrics]
+    groups = list(dict.fromkeys(key(p.point) for p in predictions))
+    out = [summarize(g, [p for p in predictions if key(p.point) == g]) for g in groups]
     clean = [p for p in predictions if p.point.quality in CLEAN_QUALITIES]
-    if clean and len(clean) < len(predictions):
+    if by != "quality" and clean and len(clean) < len(predictions):
         out.append(summarize("quality A/B", clean))
     return out + [summarize("all", predictions)]

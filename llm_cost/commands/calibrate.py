@@ -19,8 +19,7 @@ POINT_COLUMNS = [
     Column("covered", "covered", lambda v: "yes" if v else "no"),
     Column("reason", "reason"),
 ]
-SUMMARY_COLUMNS = [
-    Column("metric", "metric"),
+SUMMARY_STATS = [
     Column("n", "n"),
     Column("covered", "covered"),
     Column("mape", "MAPE", fixed(3)),
@@ -30,17 +29,23 @@ SUMMARY_COLUMNS = [
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
 
 
-def _summary_rows(predictions) -> list[dict]:
+def _summary_rows(predictions, by: str = "metric") -> list[dict]:
     from llm_cost.calibrate.metrics import summaries
 
-    return [s.row() for s in summaries(predictions)]
+    key = by.replace("-", "_")
+    return [s.row(key) for s in summaries(predictions, by)]
+
+
+def _summary_columns(by: str) -> list[Column]:
+    return [Column(by.replace("-", "_"), by.replace("-", " "))] + SUMMARY_STATS
 
 
 @command("validate", epilog="Example: llm-cost validate train.csv --profile measured --summary")
 def validate_cmd(
     points: Points,
     preset: Preset = "measured",
-    summary: Annotated[bool, typer.Option("--summary", help="One row per metric, one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
+    by: Annotated[str, typer.Option("--by", help="Group the summary by metric, source, gpu, model, batch-kind or quality (implies --summary).")] = "metric",
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     fmt: Format = "table",
 ) -> None:
@@ -51,6 +56,10 @@ def validate_cmd(
     from llm_cost.calibrate.prediction import predict
     from llm_cost.commands import parse
 
+    from llm_cost.calibrate.metrics import GROUPS
+    from llm_cost.errors import check_choice
+
+    check_choice("by", by, tuple(GROUPS))
     prof = parse.profile(preset)
     pts = read_points(points)
     preds = [predict(p, prof) for p in pts]
@@ -59,9 +68,9 @@ def validate_cmd(
 
         validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
     caption = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
-    if summary:
-        emit(_summary_rows(preds), SUMMARY_COLUMNS, fmt, title=f"Validation of profile {prof.name} on {points}",
-             caption=caption)
+    if summary or by != "metric":
+        emit(_summary_rows(preds, by), _summary_columns(by), fmt,
+             title=f"Validation of profile {prof.name} on {points}", caption=caption)
         return
     rows = [{"id": q.point.id, "metric": q.point.metric, "value": q.point.value, "predicted": q.predicted,
              "ape": q.ape, "covered": q.covered, "reason": q.reason} for q in preds]
