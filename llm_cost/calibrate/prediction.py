@@ -23,8 +23,9 @@ decode rows first and prompt chunks after them, at most 256 sequences):
 - `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
   (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
 - `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
-  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests, every one averaged, start-up included, as a
-  benchmark client reports them; the engine holds all the clients when there are more than 256).
+  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies averaged over the rounds after the
+  first, the loop's start-up, as a steady measurement window does; throughput over the whole run;
+  the engine holds all the clients when there are more than 256).
   When a replica's prompts fit one iteration's budget (B x ISL <= 8,192) and their K/V fits, every
   round is one static batch (the B requests start, prefill and finish together), so the row is
   `request_cost`'s static batch, the same numbers without the simulation (a test checks tp, pp,
@@ -295,7 +296,11 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
     arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
     if not np.all(np.isfinite(finish)):
         raise _NotCovered("under load: the served replica did not finish every request")
+    span = float(np.max(finish)) - float(np.min(arrival))
+    tokens_s = float(np.sum(res.output)) / span  # the whole run: start-up and drain included
+    if closed:  # latencies of the rounds after the clients' first (the loop's start-up): a steady window
+        arrival, first, finish = arrival[clients:], first[clients:], finish[clients:]
     life = finish - arrival
     itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
-    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)),
-            float(np.sum(res.output)) / (float(np.max(finish)) - float(np.min(arrival))), res.preemptions)
+    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)), tokens_s,
+            res.preemptions)
