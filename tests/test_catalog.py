@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -359,3 +360,19 @@ def test_model_and_check_commands_take_every_new_entry():
               "--examples", "10", "--format", "json")
     assert out.exit_code == 0, out.output
     assert {r["status"] for r in json.loads(out.stdout)} == {"pass"}
+
+
+@pytest.mark.parametrize("rope,context", [
+    (None, 32768),
+    ({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 131072),  # Qwen2.5's README
+    ({"rope_type": "dynamic", "factor": 2.0}, 65536),
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, 32768),  # already stated
+])
+def test_context_follows_rope_scaling_as_vllm_does(rope, context):
+    """A server's context (vLLM's `_get_and_verify_max_len`): yarn scales original_max_position_embeddings
+    by its factor, dynamic and linear scale max_position_embeddings, llama3 / longrope state it."""
+    from llm_cost.catalog import model_from_config
+
+    data = json.loads((Path(__file__).parent / "data" / "qwen2-7b.json").read_text())
+    data.update(max_position_embeddings=32768, rope_scaling=rope)
+    assert model_from_config(data, name="q").max_position_embeddings == context

@@ -75,10 +75,32 @@ def _decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention
         vocab_size=f.int("vocab_size"),
         tie_word_embeddings=f.bool("tie_word_embeddings", tied),
         qkv_bias=bias or qkv_bias, o_bias=bias, mlp_bias=f.bool("mlp_bias", False),
-        max_position_embeddings=f.int("max_position_embeddings", 0, minimum=0),
+        max_position_embeddings=_context(f),
         mtp_layers=f.int("num_nextn_predict_layers", 0, minimum=0),  # DeepSeek-V3's MTP modules
         **_windows(f, layers, windows),
     )
+
+
+# rope_scaling types whose max_position_embeddings already states the extended context (Llama 3.1's
+# llama3, Phi-3's longrope / su); the others (yarn, dynamic, linear) scale it by their factor
+STATED_CONTEXT_ROPE = ("llama3", "longrope", "su", "default")
+
+
+def _context(f: Fields) -> int:
+    """The context a server allows (0: not stated): max_position_embeddings, times a rope_scaling
+    factor for yarn (of original_max_position_embeddings), dynamic or linear scaling, vLLM's rule
+    (`_get_and_verify_max_len`): Qwen2.5's YaRN factor 4 takes 32,768 to 131,072."""
+    stated = f.int("max_position_embeddings", 0, minimum=0)
+    rope = f.get("rope_scaling", None)
+    if not stated or not isinstance(rope, dict):
+        return stated
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind in STATED_CONTEXT_ROPE:
+        return stated
+    scaling = f.sub("rope_scaling")
+    factor = scaling.number("factor", 1.0, 1e6) if scaling.has("factor") else 1.0
+    base = scaling.int("original_max_position_embeddings", stated) if kind == "yarn" else stated
+    return int(base * factor)
 
 
 def _dense(f: Fields, family: str) -> None:
