@@ -1,0 +1,90 @@
+"""A closed loop's schedule once, its times under any iteration cost.
+
+In a closed loop (`Workload.concurrency`) on one pipeline stage, with paged K/V and recompute
+preemption and no speculation, every event falls on an iteration boundary: a client sends its next
+request when one finishes, the engine admits it at the next iteration, preempts by counting blocks.
+Which sequences run in iteration k, and so its (rows, K/V read, pairs), do not depend on how long the
+iterations before it took. So the schedule is served once with every iteration costing 1 s (its times
+are then iteration counts) while the terms each iteration asks the cost for are recorded, and a cost
+re-times it with one vectorized evaluation:
+
+    d_k = cost.time(rows_k, kv_k, pairs_k);  T_k = d_1 + ... + d_k;  an event at count k happens at T_k
+
+the same sums, in the same order, as serving with that cost (a test checks). `calibrate` evaluates a
+closed-loop row hundreds of times with different profiles: the schedule is one run, each evaluation
+an array sum.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from llm_cost.errors import InvalidValueError
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """A served closed loop in iteration counts: per iteration its cost terms, per request the count of
+    iterations completed when it was sent, got its first token and finished; preemptions."""
+
+    rows: tuple
+    kv_tokens: tuple
+    pairs: tuple
+    arrival: tuple
+    first: tuple
+    finish: tuple
+    output: tuple
+    preemptions: int
+
+    def times(self, cost):
+        """(arrival, first token, finish) in seconds under `cost` (numpy arrays, request order)."""
+        import numpy as np
+
+        d = np.asarray(cost.time(np.asarray(self.rows, dtype=float), np.asarray(self.kv_tokens, dtype=float),
+                                 np.asarray(self.pairs, dtype=float)), dtype=float)
+        ends = np.concatenate(([0.0], np.cumsum(d)))
+        return tuple(ends[np.asarray(x, dtype=np.int64)] for x in (self.arrival, self.first, self.finish))
+
+
+class _Counting:
+    """The replica's cost with every iteration taking 1 s, recording what each asked for."""
+
+    deployed = False  # collectives are inside `time`; the loop's separate tally of them is not needed
+
+    def __init__(self, cost) -> None:
+        self._cost = cost
+        self.terms: list[tuple[float, float, float]] = []
+
+    def time(self, rows, kv_tokens, pairs):
+        self.terms.append((rows, kv_tokens, pairs))
+        return 1.0
+
+    def __getattr__(self, name):
+        return getattr(self._cost, name)
+
+
+def closed_loop_schedule(workload, replica, config) -> Schedule:
+    """The schedule of `workload` (a closed loop) on `replica` under `config`, in iteration counts.
+
+    Raises
+    ------
+    InvalidValueError
+        For what the schedule would depend on time in: an open loop, pipeline stages, speculation,
+        swap preemption.
+    """
+    from llm_cost.serving.engine import serve
+
+    if workload.concurrency is None:
+        raise InvalidValueError("a schedule in iteration counts needs a closed loop (concurrency)")
+    if replica.cost.stages != 1 or config.spec is not None or config.preemption != "recompute":
+        raise InvalidValueError("a schedule in iteration counts needs one stage, no speculation and "
+                                "recompute preemption")
+    counting = _Counting(replica.cost)
+    res = serve(workload, dataclasses.replace(replica, cost=counting), config, fast=False)
+    import math
+
+    if not all(math.isfinite(t) for t in res.finish_s):
+        raise InvalidValueError("the closed loop did not finish every request (a deadlock)")
+    rows, kv, pairs = zip(*counting.terms) if counting.terms else ((), (), ())
+    counts = tuple(tuple(int(round(v)) for v in x) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+    return Schedule(rows, kv, pairs, *counts, output=res.output, preemptions=res.preemptions)
