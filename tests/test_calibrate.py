@@ -339,7 +339,7 @@ def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl
         q = predict(p, lec)
         assert q.covered and not q.reason, q.reason
         served, note = _served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size), dep,
-                               clients=batch // dep.replicas)
+                               [(batch // dep.replicas, dep.replicas)], [])
         assert not note and q.predicted == pytest.approx(served, rel=1e-9), metric
 
 
@@ -390,14 +390,16 @@ def test_closed_loop_past_one_iteration_is_served():
 
 def test_a_batch_that_does_not_fit_is_predicted_and_says_so():
     # lmdeploy's 64 x (128 + 2048) tokens of Llama-2-7B K/V on one A100 80GB: 73 GB of K/V beside 13.5 GB
-    # of weights. It was measured, so it ran: predicted, with the reason in the row.
-    q = next(predict(p, PRESETS["measured"]) for p in read_points(TRAIN)
-             if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
-    assert q.covered and q.predicted > 0
-    assert q.reason.startswith("predicted although its batch does not fit") and "short by" in q.reason
-    # the weights alone past the memory (Llama-3.1-70B in BF16 on one H100): it cannot have run so
+    # of weights. It was measured, so it ran: its 64 clients are served, preempting, and the row says so;
+    # as a static batch it is predicted as if it fit, and says that.
     from dataclasses import replace
 
+    row = next(p for p in read_points(TRAIN) if p.id == "lmdeploy-a100-llama27b-tp1-b64-128x2048")
+    q = predict(row, PRESETS["measured"])
+    assert q.covered and q.predicted > 0 and "preemptions per replica" in q.reason
+    q = predict(replace(row, batch_kind="static"), PRESETS["measured"])
+    assert q.covered and q.reason.startswith("predicted although its batch does not fit") and "short by" in q.reason
+    # the weights alone past the memory (Llama-3.1-70B in BF16 on one H100): it cannot have run so
     big = replace(_load_point(batch=1, isl=128, osl=128, metric="output_tok_per_s", batch_kind="static"),
                   config="llama-3.1-70b")
     q = predict(big, PRESETS["measured"])
@@ -432,10 +434,11 @@ def test_request_rate_inf_sends_every_request_at_once(tmp_path):
 
 def test_rows_under_load_the_model_cannot_express_are_not_covered_and_overflows_say_so():
     lec = PRESETS["measured"]
-    # prompts past the model's context, served or static: not covered (Llama-3.1-8B: 131,072 tokens)
+    # prompts past the config's context (Llama-3.1-8B: 131,072 tokens), served or static: measured, so they
+    # ran (with a longer context than the config states): predicted, and the row says so
     for kind, batch in (("concurrency", 2), ("request rate", 1.0), ("static", 1)):
         q = predict(_load_point(batch=batch, batch_kind=kind, isl=131_072, osl=64, metric="ttft_ms"), lec)
-        assert not q.covered and "past the model's context of 131072" in q.reason, kind
+        assert q.covered and "past the config's context of 131072: predicted as it ran" in q.reason, kind
     # a request rate of prompts of 0 tokens is not a request the engine serves
     q = predict(_load_point(batch=1.0, batch_kind="request rate", isl=0, metric="ttft_ms"), lec)
     assert not q.covered and "isl >= 1" in q.reason
@@ -468,3 +471,55 @@ def test_summary_by_group():
     assert float(by_source[0]["mape"]) == pytest.approx(sum(gpt_fast) / len(gpt_fast), rel=1e-6)
     assert "--by must be one of metric, source, gpu, model, batch-kind, quality" in error_line(
         "validate", TRAIN, "--by", "engine")
+    assert rows_of("validate", TRAIN, "--by", "SOURCE") == by_source  # any case
+    assert rows_of("validate", TRAIN, "--by", "metric") == rows_of("validate", TRAIN, "--summary")
+    from llm_cost.calibrate.metrics import _model_label
+
+    assert [_model_label(c) for c in ("llama-3.1-8b", "d/configs/llama-2-7b.json", "hf/llama-2-13b/config.json",
+                                      "config.json")] == ["llama-3.1-8b", "llama-2-7b", "llama-2-13b", "config"]
+
+
+def test_an_uneven_split_averages_the_requests_of_both_sizes():
+    """5 requests over 2 replicas: one runs 3, the other 2. Latencies are the requests' means, the
+    output the two replicas' sum, static and served alike."""
+    from llm_cost.requests import request_cost
+
+    lec = PRESETS["lecture"]
+    r3, r2 = (request_cost("llama-3.1-8b", "h100-sxm", lec, batch=b, isl=512, osl=64) for b in (3, 2))
+    static = _load_point(batch=5, isl=512, osl=64, batch_kind="static", gpu_count=2)
+    assert predict(replace_point(static, metric="ttft_ms"), lec).predicted == pytest.approx(
+        (3 * r3.ttft_s + 2 * r2.ttft_s) / 5 * 1e3, rel=REL)
+    assert predict(replace_point(static, metric="output_tok_per_s"), lec).predicted == pytest.approx(
+        3 * 64 / r3.e2e_s + 2 * 64 / r2.e2e_s, rel=REL)
+    clients = replace_point(static, batch_kind="concurrency")  # 3 x 512 <= 8192: the static batches
+    for metric in ("ttft_ms", "output_tok_per_s", "e2e_latency_ms"):
+        assert predict(replace_point(clients, metric=metric), lec).predicted == pytest.approx(
+            predict(replace_point(static, metric=metric), lec).predicted, rel=REL)
+
+
+def test_a_closed_loops_latencies_are_its_steady_rounds():
+    """Latencies over the rounds after the first and before the last (start-up and drain left out),
+    throughput over the whole run: checked against the engine's own run of the same loop."""
+    import dataclasses
+
+    import numpy as np
+
+    from llm_cost.calibrate.prediction import CLOSED_LOOP_ROUNDS, ENGINE, ENGINE_MAX_BATCH
+    from llm_cost.serving import Replica
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    lec = PRESETS["lecture"].with_(memory_basis="usable")
+    B, isl, osl = 16, 2048, 128  # 32,768 prompt tokens a round: the rounds drift apart
+    rep = Replica.from_specs("llama-3.1-8b", "h100-sxm", lec, windowed=True)
+    wl = dataclasses.replace(fixed_workload([(isl, osl)] * (B * CLOSED_LOOP_ROUNDS)), concurrency=B)
+    res = serve(wl, rep, ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE))
+    a, f1, f = (np.asarray(x)[B:-B] for x in (res.arrival_s, res.first_token_s, res.finish_s))
+    whole = np.sum(res.output) / (max(res.finish_s) - min(res.arrival_s))
+    p = _load_point(batch=B, isl=isl, osl=osl)
+    for metric, expected in (("ttft_ms", np.mean(f1 - a) * 1e3), ("e2e_latency_ms", np.mean(f - a) * 1e3),
+                             ("itl_ms", np.mean((f - f1) / (osl - 1)) * 1e3), ("output_tok_per_s", whole)):
+        assert predict(replace_point(p, metric=metric), lec).predicted == pytest.approx(expected, rel=1e-9), metric
+    first_round = np.mean((np.asarray(res.first_token_s) - np.asarray(res.arrival_s))[:B]) * 1e3
+    assert first_round > 1.5 * predict(replace_point(p, metric="ttft_ms"), lec).predicted  # the start-up is left out

@@ -50,12 +50,20 @@ def summarize(name: str, predictions) -> Summary:
 CLEAN_QUALITIES = ("A", "B")  # fixed conditions (A) or one default or inferred condition (B); C: batch unknown
 
 
+def _model_label(config: str) -> str:
+    """A catalog name as it is; a config file by its name without .json, or its folder's name when
+    the file is a `<model>/config.json`."""
+    parts = config.replace("\\", "/").rsplit("/", 2)
+    stem = parts[-1].removesuffix(".json")
+    return parts[-2] if stem == "config" and len(parts) > 1 else stem
+
+
 # How `summaries` can group the points: the row's metric (default), source, GPU, model, batch kind, quality
 GROUPS = {
     "metric": lambda p: p.metric,
     "source": lambda p: p.source,
     "gpu": lambda p: p.gpu_name,
-    "model": lambda p: p.config.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".json"),
+    "model": lambda p: _model_label(p.config),
     "batch-kind": lambda p: p.batch_kind,
     "quality": lambda p: p.quality,
 }

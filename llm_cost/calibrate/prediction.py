@@ -3,8 +3,9 @@
 Every metric is a whole-request figure: of `requests.request_cost` (a static batch: prefill, then
 OSL - 1 decode steps at a growing context) on one replica of the row's deployment, weights and KV
 precision, or of the serving engine for rows under load (below). The row's batch, clients or rate are
-the whole deployment's, split evenly over its replicas (gpu_count / (tp x pp)); a replica's pipeline
-runs one batch (no second one in flight):
+the whole deployment's, split as evenly as they go over its replicas (gpu_count / (tp x pp); means
+over the requests, outputs summed over the replicas). A static batch crosses a replica's pipeline as
+one batch; the served engine keeps up to pp batches in flight (Orca's and vLLM's pipelines):
 
     decode / output tok/s per user   OSL / e2e  (batch 1)
     output_tok_per_s                 B x OSL / e2e(B / replicas)   (served: output tokens / span)
@@ -23,19 +24,18 @@ decode rows first and prompt chunks after them, at most 256 sequences):
 - `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
   (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
 - `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
-  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies averaged over the rounds after the
-  first, the loop's start-up, as a steady measurement window does; throughput over the whole run;
-  the engine holds all the clients when there are more than 256).
-  When a replica's prompts fit one iteration's budget (B x ISL <= 8,192) and their K/V fits, every
-  round is one static batch (the B requests start, prefill and finish together), so the row is
-  `request_cost`'s static batch, the same numbers without the simulation (a test checks tp, pp,
-  replicas, MoE and windowed layers). One token past the budget the rounds no longer move in step
-  and TTFT drops (later rounds' requests arrive one by one). A batch whose K/V does not fit is
-  still predicted as the static batch, with the reason (the engine would preempt).
+  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies over the rounds after the first and
+  before the last, a steady window; throughput over the whole run; the engine holds all the clients
+  when there are more than 256). On one stage the loop is scheduled once in iteration counts and
+  re-timed for each profile (`serving.retime`). When a replica's prompts fit one iteration's budget
+  (B x ISL <= 8,192) and their K/V fits, every round is one static batch (the B requests start,
+  prefill and finish together), so the row is `request_cost`'s static batch, the same numbers
+  without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
+  the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
 
-A row whose batch does not fit the deployment's memory by the model's count is still predicted (it
-was measured, so it ran) and its `reason` says so, as does a served row that preempted; one whose
-weights alone do not fit, or whose ISL + OSL is past the model's context, is not covered.
+A static batch that does not fit the deployment's memory by the model's count is still predicted (it
+was measured, so it ran) and its `reason` says so, as does a served row that preempted and a row past
+its config's context (served with a longer one); one whose weights alone do not fit is not covered.
 """
 
 from __future__ import annotations
@@ -156,6 +156,8 @@ class _NotCovered(Exception):
 
 def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     """(the predicted value, a note or ''): the module doc's mapping."""
+    import dataclasses
+
     from llm_cost.requests import request_cost
 
     weights = weight_format_of(p.weights, p.group_size, model)
@@ -163,37 +165,49 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     metric, kind = p.metric, p.batch_kind
     if metric == "itl_ms" and p.osl < 2:
         raise _NotCovered("itl_ms needs osl >= 2")
-    limit = model.max_position_embeddings
-    if limit and max(p.isl, 1) + p.osl > limit:
-        raise _NotCovered(f"isl + osl = {max(p.isl, 1) + p.osl} tokens is past the model's context of {limit}")
+    notes = []
+    limit, length = model.max_position_embeddings, max(p.isl, 1) + p.osl
+    if limit and length > limit:  # it was measured, so it ran: with a longer context than its config states
+        model = dataclasses.replace(model, max_position_embeddings=0)
+        notes.append(f"isl + osl = {length} tokens is past the config's context of {limit}: predicted as it ran")
     if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
         batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
-        return _bench(p, model, gpu, profile, weights, dep, batch), ""
+        return _bench(p, model, gpu, profile, weights, dep, batch), "; ".join(notes)
     if p.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
     if kind == "request rate":
-        return _served(p, model, gpu, profile, weights, dep, clients=None)
+        return _served(p, model, gpu, profile, weights, dep, None, notes)
     # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
-    # as fit each replica); one replica runs one batch through its pipeline.
+    # as fit each replica): (size, replicas of that size), at most two sizes.
     if kind == "saturation":
-        each = _largest_batch(p, model, gpu, weights, dep)
-        total = each * dep.replicas
+        sizes = [(_largest_batch(p, model, gpu, weights, dep), dep.replicas)]
     else:
-        total = int(p.batch)
-        each = -(-total // dep.replicas)
-    if kind == "concurrency" and each * p.isl > ENGINE_TOKENS_PER_ITERATION:
-        return _served(p, model, gpu, profile, weights, dep, clients=each)
+        sizes = _split(int(p.batch), dep.replicas)
     one = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype).following(profile)
-    r = request_cost(model, gpu, profile, batch=each, isl=p.isl, osl=p.osl, deployment=one, weights=weights)
-    fit = r.fit
+    runs = [(request_cost(model, gpu, profile, batch=b, isl=p.isl, osl=p.osl, deployment=one, weights=weights), n)
+            for b, n in sizes]
+    fit = runs[0][0].fit  # the largest batch's
     if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
-    note = "" if fit.fits_memory else f"predicted although its batch does not fit by the model's count: {fit.reason}"
-    output_tok_s = total * p.osl / r.e2e_s
-    return {"decode_tok_per_s_per_user": p.osl / r.e2e_s, "output_tok_per_s_per_user": p.osl / r.e2e_s,
-            "output_tok_per_s": output_tok_s, "output_tok_per_s_total": output_tok_s,
-            "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": r.ttft_s * 1e3,
-            "itl_ms": r.tpot_s * 1e3, "e2e_latency_ms": r.e2e_s * 1e3}[metric], note
+    if kind == "concurrency" and (sizes[0][0] * p.isl > ENGINE_TOKENS_PER_ITERATION or not fit.fits_memory):
+        return _served(p, model, gpu, profile, weights, dep, sizes, notes)
+    if not fit.fits_memory:
+        notes.append(f"predicted although its batch does not fit by the model's count: {fit.reason}")
+    requests = sum(r.batch * n for r, n in runs)
+    mean = lambda f: sum(f(r) * r.batch * n for r, n in runs) / requests  # noqa: E731 (over the requests)
+    output_tok_s = sum(r.batch * n * p.osl / r.e2e_s for r, n in runs)
+    value = {"decode_tok_per_s_per_user": mean(lambda r: p.osl / r.e2e_s),
+             "output_tok_per_s_per_user": mean(lambda r: p.osl / r.e2e_s),
+             "output_tok_per_s": output_tok_s, "output_tok_per_s_total": output_tok_s,
+             "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": mean(lambda r: r.ttft_s) * 1e3,
+             "itl_ms": mean(lambda r: r.tpot_s) * 1e3, "e2e_latency_ms": mean(lambda r: r.e2e_s) * 1e3}[metric]
+    return value, "; ".join(notes)
+
+
+def _split(total: int, replicas: int) -> list[tuple[int, int]]:
+    """`total` requests over `replicas` as evenly as they go: [(size, replicas of that size)], larger first."""
+    small, extra = divmod(total, replicas)
+    return [(b, n) for b, n in ((small + 1, extra), (small, replicas - extra)) if b and n]
 
 
 def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
@@ -230,41 +244,51 @@ def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
 ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
 
 
-def _served(p: Point, model, gpu, profile, weights, dep, *, clients: int | None) -> tuple[float, str]:
-    """A row under load through the serving engine with `ENGINE`'s settings, on each replica alike:
-    `clients` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
-    RATE_REQUESTS in all; else a closed loop of `clients` clients per replica (the row's B split
-    evenly) for CLOSED_LOOP_ROUNDS rounds.
+def _served(p: Point, model, gpu, profile, weights, dep, sizes, notes) -> tuple[float, str]:
+    """A row under load through the serving engine with `ENGINE`'s settings, each replica alike:
+    `sizes` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
+    RATE_REQUESTS in all; else a closed loop of `size` clients on each of `n` replicas for each
+    (size, n), CLOSED_LOOP_ROUNDS rounds.
 
         ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
-        per user OSL / e2e (mean);  output tok/s = output tokens / (last finish - first arrival), summed
-        over the replicas that serve (B / clients of them for a closed loop)
+        per user OSL / e2e (means over the requests);  output tok/s = output tokens / (last finish -
+        first arrival), summed over the replicas
     """
     if p.metric not in LOAD_METRICS:
         raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
-    replicas = dep.replicas
-    if clients is None:
-        load, requests, serving = p.batch / replicas, -(-RATE_REQUESTS // replicas), replicas
+    single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
+    if sizes is None:
+        runs = [(_load_figures(model, gpu, profile, weights, single, p.isl, p.osl, p.batch / dep.replicas,
+                               -(-RATE_REQUESTS // dep.replicas), False), dep.replicas, 1.0)]
     else:
-        load, requests, serving = clients, clients * CLOSED_LOOP_ROUNDS, p.batch / clients
-    ttft, itl, e2e, per_user, replica_tok_s, preempted = _load_figures(
-        model, gpu, profile, weights, dep, p.isl, p.osl, load, requests, clients is not None)
-    total = replica_tok_s * serving
-    value = {"ttft_ms": ttft * 1e3, "itl_ms": itl * 1e3, "e2e_latency_ms": e2e * 1e3,
-             "output_tok_per_s_per_user": per_user, "decode_tok_per_s_per_user": per_user,
+        runs = [(_load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b,
+                               b * CLOSED_LOOP_ROUNDS, True), n, float(b)) for b, n in sizes]
+    weight = sum(n * w for _, n, w in runs)
+    mean = lambda k: sum(f[k] * n * w for f, n, w in runs) / weight  # noqa: E731 (over the requests)
+    total = sum(f[4] * n for f, n, _ in runs)
+    value = {"ttft_ms": mean(0) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": mean(2) * 1e3,
+             "output_tok_per_s_per_user": mean(3), "decode_tok_per_s_per_user": mean(3),
              "output_tok_per_s": total, "output_tok_per_s_total": total,
              "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
-    note = (f"served with {preempted} preemptions: the requests' K/V does not fit at once by the model's count"
-            if preempted else "")
-    return value, note
+    preempted = max(f[5] for f, _, _ in runs)
+    if preempted:
+        notes = notes + [f"served with {preempted} preemptions per replica: the requests' K/V does not fit "
+                         f"at once by the model's count"]
+    return value, "; ".join(notes)
+
+
+_SCHEDULES: dict = {}  # closed loops in iteration counts (`serving.retime`), by what their schedule depends on
 
 
 @functools.lru_cache(maxsize=64)
-def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: float, requests: int, closed: bool):
-    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica's
-    served run of `requests` requests: a closed loop of `load` clients, or Poisson arrivals at `load`
-    requests per second (inf: all at once). Cached: a table's rows often give several metrics of one
-    condition."""
+def _load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load: float, requests: int,
+                  closed: bool):
+    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica
+    (`single`: tp, pp, KV dtype) serving `requests` requests: a closed loop of `load` clients
+    (latencies over the rounds after the first and before the last: a steady window), or Poisson
+    arrivals at `load` requests per second (inf: all at once). Cached: a table's rows often give
+    several metrics of one condition. A closed loop on one stage is scheduled once in iteration counts
+    and re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times."""
     import dataclasses
     import random
 
@@ -272,13 +296,18 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
 
     from llm_cost.serving import Replica
     from llm_cost.serving.engine import serve
+    from llm_cost.serving.retime import closed_loop_schedule
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
 
+    # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
+    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
+                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
+                                 max_len=None if model.max_position_embeddings else isl + osl)
     if closed:
         clients = int(load)
         wl = dataclasses.replace(fixed_workload([(isl, osl)] * requests), concurrency=clients)
-        max_batch = max(ENGINE_MAX_BATCH, clients)
+        config = ServeConfig(max_batch=max(ENGINE_MAX_BATCH, clients), **ENGINE)
     else:
         rng = random.Random(0)
         t, arrivals = 0.0, []
@@ -286,21 +315,26 @@ def _load_figures(model, gpu, profile, weights, dep, isl: int, osl: int, load: f
             t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
             arrivals.append(t)
         wl = fixed_workload([(isl, osl)] * requests, arrivals_s=arrivals)
-        max_batch = ENGINE_MAX_BATCH
-    single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
-    # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
-    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
-                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
-                                 max_len=None if model.max_position_embeddings else isl + osl)
-    res = serve(wl, replica, ServeConfig(max_batch=max_batch, **ENGINE))
-    arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+        config = ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE)
+    if closed and single.pp == 1:
+        cost = replica.cost
+        key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
+               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes))
+        if key not in _SCHEDULES:
+            _SCHEDULES[key] = closed_loop_schedule(wl, replica, config)
+        schedule = _SCHEDULES[key]
+        arrival, first, finish = schedule.times(cost)
+        output, preemptions = schedule.output, schedule.preemptions
+    else:
+        res = serve(wl, replica, config)
+        arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+        output, preemptions = res.output, res.preemptions
     if not np.all(np.isfinite(finish)):
         raise _NotCovered("under load: the served replica did not finish every request")
-    span = float(np.max(finish)) - float(np.min(arrival))
-    tokens_s = float(np.sum(res.output)) / span  # the whole run: start-up and drain included
-    if closed:  # latencies of the rounds after the clients' first (the loop's start-up): a steady window
-        arrival, first, finish = arrival[clients:], first[clients:], finish[clients:]
+    tokens_s = float(np.sum(output)) / (float(np.max(finish)) - float(np.min(arrival)))  # start-up, drain included
+    if closed and requests >= 3 * clients:  # the steady window: without the first round and the last
+        arrival, first, finish = (x[clients:requests - clients] for x in (arrival, first, finish))
     life = finish - arrival
     itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
     return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)), tokens_s,
-            res.preemptions)
+            preemptions)

@@ -45,7 +45,7 @@ def validate_cmd(
     points: Points,
     preset: Preset = "measured",
     summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
-    by: Annotated[str, typer.Option("--by", help="Group the summary by metric, source, gpu, model, batch-kind or quality (implies --summary).")] = "metric",
+    by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind or quality (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     fmt: Format = "table",
 ) -> None:
@@ -59,7 +59,8 @@ def validate_cmd(
     from llm_cost.calibrate.metrics import GROUPS
     from llm_cost.errors import check_choice
 
-    check_choice("by", by, tuple(GROUPS))
+    if by is not None:
+        by = check_choice("by", by.strip().lower(), tuple(GROUPS))
     prof = parse.profile(preset)
     pts = read_points(points)
     preds = [predict(p, prof) for p in pts]
@@ -68,7 +69,8 @@ def validate_cmd(
 
         validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
     caption = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
-    if summary or by != "metric":
+    if summary or by is not None:
+        by = by or "metric"
         emit(_summary_rows(preds, by), _summary_columns(by), fmt,
              title=f"Validation of profile {prof.name} on {points}", caption=caption)
         return

@@ -158,11 +158,11 @@ PRESETS: dict[str, Profile] = {
     # Calibrated on shared/measured/train.csv (88 published figures; README, "Calibration"), the
     # driver's memory: `llm-cost calibrate tests/data/measured/train.csv -o measured.json --base lecture`
     # reproduces it (to the digits kept here). compute_efficiency is the large GEMMs' (prefill) MFU: a
-    # GEMM of m rows reaches 0.729 x (0.284 + 0.716 m / (m + 525)) of the peak (0.21 at decode's m = 1).
-    "measured": Profile("measured", bw_efficiency=0.7629, compute_efficiency=0.7292, fixed_time_s=464.6e-6,
-                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.8199,
-                        fp8_compute_factor=0.5782, fixed_time_per_layer_s=61.67e-6, small_gemm_factor=0.2839,
-                        gemm_half_rows=524.9),
+    # GEMM of m rows reaches 0.729 x (0.284 + 0.716 m / (m + 522)) of the peak (0.21 at decode's m = 1).
+    "measured": Profile("measured", bw_efficiency=0.7647, compute_efficiency=0.7287, fixed_time_s=461.2e-6,
+                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.8194,
+                        fp8_compute_factor=0.5784, fixed_time_per_layer_s=62.02e-6, small_gemm_factor=0.2840,
+                        gemm_half_rows=522.4),
 }
 
 
