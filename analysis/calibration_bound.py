@@ -9,8 +9,8 @@ target needs more than overheads: engine-specific kernel efficiencies, which the
 
     .venv/bin/python analysis/calibration_bound.py        # ~10 s
 
-Printed on 2026-12-01: median 6.8%, MAPE 11.6% (16 knobs, 88 rows, in sample), against 10.4% / 16.0%
-for `measured` in sample and 14.7% / 23.2% cross-validated by source.
+Printed on 2026-12-01: median 6.8%, MAPE 11.6% (16 knobs, 88 rows, in sample), against 10.3% / 16.0%
+for `measured` in sample and 14.8% / 23.2% cross-validated by source.
 """
 
 from __future__ import annotations
