@@ -439,6 +439,10 @@ def test_rows_under_load_the_model_cannot_express_are_not_covered_and_overflows_
     for kind, batch in (("concurrency", 2), ("request rate", 1.0), ("static", 1)):
         q = predict(_load_point(batch=batch, batch_kind=kind, isl=131_072, osl=64, metric="ttft_ms"), lec)
         assert q.covered and "past the config's context of 131072: predicted as it ran" in q.reason, kind
+    # llama-bench's figures are of a batch, not of a rate (a rate of 0.5 or inf is no batch)
+    for rate in (0.5, math.inf):
+        q = predict(_load_point(batch=rate, batch_kind="request rate", isl=512, osl=32, metric="decode_tok_per_s"), lec)
+        assert not q.covered and "not of a request rate" in q.reason
     # a request rate of prompts of 0 tokens is not a request the engine serves
     q = predict(_load_point(batch=1.0, batch_kind="request rate", isl=0, metric="ttft_ms"), lec)
     assert not q.covered and "isl >= 1" in q.reason

@@ -171,6 +171,8 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
         model = dataclasses.replace(model, max_position_embeddings=0)
         notes.append(f"isl + osl = {length} tokens is past the config's context of {limit}: predicted as it ran")
     if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
+        if kind == "request rate":
+            raise _NotCovered(f"{metric} is llama-bench's figure of a batch, not of a request rate")
         batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
         return _bench(p, model, gpu, profile, weights, dep, batch), "; ".join(notes)
     if p.isl < 1:
