@@ -3,10 +3,10 @@
 `FAMILIES` maps each supported `model_type` to the function that reads it; `ARCHITECTURES`
 maps the class names of `architectures` to a family, so that a config naming a known
 architecture under another model_type still loads as that architecture, and a config whose two
-keys disagree is refused. Every adapter starts from `_decoder` (the keys all families share:
+keys disagree is refused. Every adapter starts from `decoder.decoder` (the keys all families share:
 widths, heads, vocabulary, tied embeddings, biases) and states what its family leaves implicit,
 following the family's `configuration_*.py` / `modeling_*.py` in Hugging Face transformers
-(the families are listed in `llm_cost.catalog.families`).
+(the families are listed in `llm_cost.catalog.families`, the GPT-style ones in `gpt_families`).
 
 Windows are recorded per layer (`layer_types`, `sliding_window`, `attention_chunk_size`) from
 `layer_types` when the config has it, else by the family's rule; a window whose layers neither

@@ -1,0 +1,113 @@
+"""What every architecture family reads the same way from a config: widths, heads, vocabulary, tied
+embeddings, biases, the context a server allows, and the experts of a MoE (`families`, `gpt_families`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from llm_cost.catalog.fields import Fields
+from llm_cost.catalog.windows import _windows
+from llm_cost.errors import short_repr
+from llm_cost.specs import MoESpec
+
+# Keys that describe experts; a dense family that meets one refuses the config.
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
+            "num_experts_per_tok", "experts_per_token")
+
+
+def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_bias: bool = False,
+            windows: Callable[[Fields, int], dict] | None = None) -> dict:
+    """ModelSpec fields every decoder family reads the same way, with the family's defaults.
+
+    `tied`, `attention_bias`: the defaults of tie_word_embeddings and attention_bias;
+    `qkv_bias`: q/k/v biases the family has whatever the config says (Qwen2); `windows`: the
+    family's rule for which layers slide when the config has no `layer_types`.
+    """
+    hidden = f.int("hidden_size")
+    heads = f.int("num_attention_heads")
+    if not f.has("head_dim") and hidden % heads:
+        raise f.error(f"key {f.key('num_attention_heads')} ({heads}) does not divide "
+                      f"{f.key('hidden_size')} ({hidden}) and no {f.key('head_dim')} is given")
+    kv_heads = f.int("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise f.error(f"key {f.key('num_key_value_heads')} ({kv_heads}) must divide "
+                      f"{f.key('num_attention_heads')} ({heads})")
+    layers = f.int("num_hidden_layers")
+    bias = f.bool("attention_bias", attention_bias)
+    return dict(
+        hidden_size=hidden, num_layers=layers, num_heads=heads, num_kv_heads=kv_heads,
+        head_dim=f.int("head_dim", hidden // heads),
+        intermediate_size=f.int("intermediate_size"),
+        vocab_size=f.int("vocab_size"),
+        tie_word_embeddings=f.bool("tie_word_embeddings", tied),
+        qkv_bias=bias or qkv_bias, o_bias=bias, mlp_bias=f.bool("mlp_bias", False),
+        max_position_embeddings=context_length(f),
+        mtp_layers=f.int("num_nextn_predict_layers", 0, minimum=0),  # DeepSeek-V3's MTP modules
+        **_windows(f, layers, windows),
+    )
+
+
+# rope_scaling types whose max_position_embeddings already states the extended context (Llama 3.1's
+# llama3, Phi-3's longrope / su); the others (yarn, dynamic, linear) scale it by their factor
+STATED_CONTEXT_ROPE = ("llama3", "longrope", "su", "default")
+
+
+def context_length(f: Fields) -> int:
+    """The context a server allows (0: not stated): max_position_embeddings, times a rope_scaling
+    factor for yarn (of original_max_position_embeddings), dynamic or linear scaling, vLLM's rule
+    (`_get_and_verify_max_len`): Qwen2.5's YaRN factor 4 takes 32,768 to 131,072."""
+    stated = f.int("max_position_embeddings", 0, minimum=0)
+    rope = f.get("rope_scaling", None)
+    if not stated or not isinstance(rope, dict):
+        return stated
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind in STATED_CONTEXT_ROPE:
+        return stated
+    scaling = f.sub("rope_scaling")
+    factor = scaling.number("factor", 1.0, 1e6) if scaling.has("factor") else 1.0
+    base = scaling.int("original_max_position_embeddings", stated) if kind == "yarn" else stated
+    return int(base * factor)
+
+
+def dense_only(f: Fields, family: str) -> None:
+    """A dense family refuses expert keys rather than counting a MoE model as dense."""
+    for key in MOE_KEYS:
+        if f.has(key):
+            raise f.error(f"key {f.key(key)} describes experts, but {family} is a dense family "
+                          f"(a MoE model needs its MoE model_type)")
+
+
+# ---- MoE ----------------------------------------------------------------------------------
+
+def moe_spec(f: Fields, *, experts: str, width: str, is_moe: list[bool], layout_key: str,
+             shared: int = 0, router_bias: bool = False, expert_bias: bool = False) -> MoESpec:
+    """A MoESpec from the family's keys; contradictions are refused naming the key.
+
+    `experts` / `width`: the keys of the expert count and width; `is_moe`: per layer, by the
+    family's rule (`layout_key` names the key that placed the dense layers, for messages).
+    """
+    if not f.has(experts):
+        for key in (width, "num_experts_per_tok"):
+            if key in MOE_KEYS and f.has(key):
+                raise f.error(f"key {f.key(key)} is given but no expert count ({f.key(experts)})")
+        raise f.error(f"missing key {f.key(experts)}")
+    n = f.int(experts)
+    k = f.int("num_experts_per_tok")
+    if k > n:
+        raise f.error(f"key {f.key('num_experts_per_tok')} ({k}) exceeds {f.key(experts)} ({n})")
+    if f.has("experts_per_token") and f.get("experts_per_token", None) != k:  # gpt-oss writes both
+        raise f.error(f"key {f.key('experts_per_token')} ({short_repr(f.get('experts_per_token', None))}) "
+                      f"contradicts {f.key('num_experts_per_tok')} ({k})")
+    if not any(is_moe):
+        raise f.error(f"key {f.key(layout_key)} leaves no MoE layer of {len(is_moe)}")
+    first = is_moe.index(True)
+    return MoESpec(num_experts=n, experts_per_token=k, expert_intermediate_size=f.int(width),
+                   num_shared_experts=shared, first_dense_layers=first,
+                   dense_layers=tuple(i for i in range(first, len(is_moe)) if not is_moe[i]),
+                   router_bias=router_bias, expert_bias=expert_bias)
+
+
+def layer_list(f: Fields, key: str, layers: int) -> list[int]:
+    """A list of layer indices, each in [0, layers)."""
+    return f.int_list(key, [], maximum=layers - 1)
