@@ -328,7 +328,8 @@ def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl
     fits start, prefill and finish together round after round: the engine's closed loop gives the
     static batch's figures, which the prediction uses without simulating (one batch through a
     pipeline, the clients split over the replicas)."""
-    from llm_cost.calibrate.prediction import _served, _specs, deployment_of, weight_format_of
+    from llm_cost.calibrate.prediction import _specs, deployment_of, weight_format_of
+    from llm_cost.calibrate.under_load import served
 
     lec = PRESETS["lecture"].with_(memory_basis="usable")
     for metric in ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_per_user",
@@ -338,9 +339,9 @@ def test_closed_loop_that_fits_one_iteration_is_the_static_batch(batch, isl, osl
         dep = deployment_of(p).following(lec)
         q = predict(p, lec)
         assert q.covered and not q.reason, q.reason
-        served, note = _served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size), dep,
+        value, note = served(p, model, gpu, lec, weight_format_of(p.weights, p.group_size), dep,
                                [(batch // dep.replicas, dep.replicas)], [])
-        assert not note and q.predicted == pytest.approx(served, rel=1e-9), metric
+        assert not note and q.predicted == pytest.approx(value, rel=1e-9), metric
 
 
 def test_the_batch_is_the_deployments_split_over_its_replicas():
@@ -508,7 +509,7 @@ def test_a_closed_loops_latencies_are_its_steady_rounds():
 
     import numpy as np
 
-    from llm_cost.calibrate.prediction import CLOSED_LOOP_ROUNDS, ENGINE, ENGINE_MAX_BATCH
+    from llm_cost.calibrate.under_load import CLOSED_LOOP_ROUNDS, ENGINE, ENGINE_MAX_BATCH
     from llm_cost.serving import Replica
     from llm_cost.serving.engine import serve
     from llm_cost.serving.serve_config import ServeConfig

@@ -2,6 +2,7 @@
 
     points.py        the CSV of measured figures (columns of shared/measured/train.csv), checked
     prediction.py    a point -> its predicted value under a profile, or not covered and why
+    under_load.py    rows under load (a request rate, a closed loop) through the serving engine
     metrics.py       APE = |predicted / value - 1| and its summaries (MAPE, median, p90)
     fit.py           least squares of log error over bounded knobs; k-fold by source
     profile_file.py  profiles as JSON files (`--profile FILE`)

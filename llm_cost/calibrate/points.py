@@ -40,6 +40,10 @@ REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp
             "batch_kind", "isl", "osl", "metric", "value")
 
 
+class NotCovered(Exception):
+    """A row the model cannot express; its message is the row's reason (`prediction.predict`)."""
+
+
 class PointsError(InvalidValueError):
     """A points file that cannot be read: one line naming the file, row and column."""
 

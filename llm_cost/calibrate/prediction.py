@@ -17,47 +17,29 @@ one batch; the served engine keeps up to pp batches in flight (Orca's and vLLM's
     decode_tok_per_s                 OSL / (OSL decode steps after ISL cached tokens)  (llama-bench tg)
     prefill_tok_per_s                B x ISL / prefill in passes of 512 tokens        (llama-bench pp)
 
-Rows under load are served by the serving engine (`serving.engine.serve`) with a current engine's
-defaults (`ENGINE`: paged K/V with recompute preemption, a budget of 8,192 tokens per iteration with
-decode rows first and prompt chunks after them, at most 256 sequences):
-
-- `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
-  (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
-- `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
-  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies over the rounds after the first and
-  before the last, a steady window; throughput over the whole run; the engine holds all the clients
-  when there are more than 256). On one stage the loop is scheduled once in iteration counts and
-  re-timed for each profile (`serving.retime`). When a replica's prompts fit one iteration's budget
-  (B x ISL <= 8,192) and their K/V fits, every round is one static batch (the B requests start,
-  prefill and finish together), so the row is `request_cost`'s static batch, the same numbers
-  without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
-  the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
+Rows under load (a request rate; a concurrency whose prompts overflow one iteration or whose K/V
+overflows) are served by the serving engine with a current engine's defaults (`under_load`).
 
 A static batch that does not fit the deployment's memory by the model's count is still predicted (it
 was measured, so it ran) and its `reason` says so, as does a served row that preempted and a row past
-its config's context (served with a longer one); one whose weights alone do not fit is not covered.
+its config's context (predicted as it ran, with a longer one); one whose weights alone do not fit is
+not covered.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 from llm_cost.calibrate.points import WEIGHTS, Point
+from llm_cost.calibrate.points import NotCovered as _NotCovered
+from llm_cost.calibrate.under_load import ENGINE_TOKENS_PER_ITERATION, served
 from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
 
-RATE_REQUESTS = 1000  # Poisson arrivals served for a `request rate` row (vLLM's benchmark default prompts)
-CLOSED_LOOP_ROUNDS = 10  # rounds of a `concurrency` row's clients (1,000 prompts at concurrency 100)
-ENGINE_TOKENS_PER_ITERATION = 8192  # vLLM V1's max_num_batched_tokens, SGLang's chunked prefill, TRT-LLM's max_num_tokens
-ENGINE_MAX_BATCH = 256  # vLLM's max_num_seqs; a closed loop of more clients holds them all
 LLAMA_BENCH_UBATCH = 512  # llama-bench's default n_ubatch: a pp prompt runs in passes of 512 tokens
-LOAD_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
-                "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
-
 
 @dataclass(frozen=True)
 class Prediction:
@@ -150,10 +132,6 @@ def _specs(config: str, gpu_name: str):
     return _resolve_model(config, Path(".")), load_accelerator(gpu_name)
 
 
-class _NotCovered(Exception):
-    pass
-
-
 def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     """(the predicted value, a note or ''): the module doc's mapping."""
     import dataclasses
@@ -178,7 +156,7 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     if p.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
     if kind == "request rate":
-        return _served(p, model, gpu, profile, weights, dep, None, notes)
+        return served(p, model, gpu, profile, weights, dep, None, notes)
     # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
     # as fit each replica): (size, replicas of that size), at most two sizes.
     if kind == "saturation":
@@ -192,7 +170,7 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
     if kind == "concurrency" and (sizes[0][0] * p.isl > ENGINE_TOKENS_PER_ITERATION or not fit.fits_memory):
-        return _served(p, model, gpu, profile, weights, dep, sizes, notes)
+        return served(p, model, gpu, profile, weights, dep, sizes, notes)
     if not fit.fits_memory:
         notes.append(f"predicted although its batch does not fit by the model's count: {fit.reason}")
     requests = sum(r.batch * n for r, n in runs)
@@ -241,102 +219,3 @@ def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
     if not most:
         raise _NotCovered("saturation: not even one request fits the deployment's memory")
     return most
-
-
-ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
-
-
-def _served(p: Point, model, gpu, profile, weights, dep, sizes, notes) -> tuple[float, str]:
-    """A row under load through the serving engine with `ENGINE`'s settings, each replica alike:
-    `sizes` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
-    RATE_REQUESTS in all; else a closed loop of `size` clients on each of `n` replicas for each
-    (size, n), CLOSED_LOOP_ROUNDS rounds.
-
-        ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
-        per user OSL / e2e (means over the requests);  output tok/s = output tokens / (last finish -
-        first arrival), summed over the replicas
-    """
-    if p.metric not in LOAD_METRICS:
-        raise _NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
-    single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
-    if sizes is None:
-        runs = [(_load_figures(model, gpu, profile, weights, single, p.isl, p.osl, p.batch / dep.replicas,
-                               -(-RATE_REQUESTS // dep.replicas), False), dep.replicas, 1.0)]
-    else:
-        runs = [(_load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b,
-                               b * CLOSED_LOOP_ROUNDS, True), n, float(b)) for b, n in sizes]
-    weight = sum(n * w for _, n, w in runs)
-    mean = lambda k: sum(f[k] * n * w for f, n, w in runs) / weight  # noqa: E731 (over the requests)
-    total = sum(f[4] * n for f, n, _ in runs)
-    value = {"ttft_ms": mean(0) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": mean(2) * 1e3,
-             "output_tok_per_s_per_user": mean(3), "decode_tok_per_s_per_user": mean(3),
-             "output_tok_per_s": total, "output_tok_per_s_total": total,
-             "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
-    preempted = max(f[5] for f, _, _ in runs)
-    if preempted:
-        notes = notes + [f"served with {preempted} preemptions per replica: the requests' K/V does not fit "
-                         f"at once by the model's count"]
-    return value, "; ".join(notes)
-
-
-_SCHEDULES: dict = {}  # closed loops in iteration counts (`serving.retime`), by what their schedule depends on
-
-
-@functools.lru_cache(maxsize=64)
-def _load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load: float, requests: int,
-                  closed: bool):
-    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica
-    (`single`: tp, pp, KV dtype) serving `requests` requests: a closed loop of `load` clients
-    (latencies over the rounds after the first and before the last: a steady window), or Poisson
-    arrivals at `load` requests per second (inf: all at once). Cached: a table's rows often give
-    several metrics of one condition. A closed loop on one stage is scheduled once in iteration counts
-    and re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times."""
-    import dataclasses
-    import random
-
-    import numpy as np
-
-    from llm_cost.serving import Replica
-    from llm_cost.serving.engine import serve
-    from llm_cost.serving.retime import closed_loop_schedule
-    from llm_cost.serving.serve_config import ServeConfig
-    from llm_cost.serving.workload import fixed_workload
-
-    # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
-    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
-                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
-                                 max_len=None if model.max_position_embeddings else isl + osl)
-    if closed:
-        clients = int(load)
-        wl = dataclasses.replace(fixed_workload([(isl, osl)] * requests), concurrency=clients)
-        config = ServeConfig(max_batch=max(ENGINE_MAX_BATCH, clients), **ENGINE)
-    else:
-        rng = random.Random(0)
-        t, arrivals = 0.0, []
-        for _ in range(requests):
-            t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
-            arrivals.append(t)
-        wl = fixed_workload([(isl, osl)] * requests, arrivals_s=arrivals)
-        config = ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE)
-    if closed and single.pp == 1:
-        cost = replica.cost
-        key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
-               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes))
-        if key not in _SCHEDULES:
-            _SCHEDULES[key] = closed_loop_schedule(wl, replica, config)
-        schedule = _SCHEDULES[key]
-        arrival, first, finish = schedule.times(cost)
-        output, preemptions = schedule.output, schedule.preemptions
-    else:
-        res = serve(wl, replica, config)
-        arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
-        output, preemptions = res.output, res.preemptions
-    if not np.all(np.isfinite(finish)):
-        raise _NotCovered("under load: the served replica did not finish every request")
-    tokens_s = float(np.sum(output)) / (float(np.max(finish)) - float(np.min(arrival)))  # start-up, drain included
-    if closed and requests >= 3 * clients:  # the steady window: without the first round and the last
-        arrival, first, finish = (x[clients:requests - clients] for x in (arrival, first, finish))
-    life = finish - arrival
-    itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
-    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)), tokens_s,
-            preemptions)

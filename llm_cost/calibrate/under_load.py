@@ -1,0 +1,131 @@
+"""Rows under load: the serving engine (`serving.engine.serve`) with a current engine's defaults.
+
+`ENGINE`: paged K/V with recompute preemption, a budget of 8,192 tokens per iteration with decode rows
+first and prompt chunks after them, at most 256 sequences:
+
+- `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
+  (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
+- `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
+  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies over the rounds after the first and
+  before the last, a steady window; throughput over the whole run; the engine holds all the clients
+  when there are more than 256). On one stage the loop is scheduled once in iteration counts and
+  re-timed for each profile (`serving.retime`). When a replica's prompts fit one iteration's budget
+  (B x ISL <= 8,192) and their K/V fits, every round is one static batch (the B requests start,
+  prefill and finish together), so `prediction` uses `request_cost`'s static batch, the same numbers
+  without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
+  the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
+
+The engine keeps up to pp batches in flight on a pipeline (Orca's and vLLM's).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from llm_cost.calibrate.points import NotCovered
+from llm_cost.specs.deployment import Deployment
+
+RATE_REQUESTS = 1000  # Poisson arrivals served for a `request rate` row (vLLM's benchmark default prompts)
+CLOSED_LOOP_ROUNDS = 10  # rounds of a `concurrency` row's clients (1,000 prompts at concurrency 100)
+ENGINE_TOKENS_PER_ITERATION = 8192  # vLLM V1's max_num_batched_tokens, SGLang's chunked prefill, TRT-LLM's max_num_tokens
+ENGINE_MAX_BATCH = 256  # vLLM's max_num_seqs; a closed loop of more clients holds them all
+LOAD_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
+                "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
+ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
+
+
+def served(p, model, gpu, profile, weights, dep, sizes, notes) -> tuple[float, str]:
+    """A row under load through the serving engine with `ENGINE`'s settings, each replica alike:
+    `sizes` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
+    RATE_REQUESTS in all; else a closed loop of `size` clients on each of `n` replicas for each
+    (size, n), CLOSED_LOOP_ROUNDS rounds.
+
+        ttft = first token - arrival (sent);  itl = (finish - first token) / (OSL - 1);  e2e = finish - arrival
+        per user OSL / e2e (means over the requests);  output tok/s = output tokens / (last finish -
+        first arrival), summed over the replicas
+    """
+    if p.metric not in LOAD_METRICS:
+        raise NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
+    single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
+    if sizes is None:
+        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, p.batch / dep.replicas,
+                              -(-RATE_REQUESTS // dep.replicas), False), dep.replicas, 1.0)]
+    else:
+        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b,
+                              b * CLOSED_LOOP_ROUNDS, True), n, float(b)) for b, n in sizes]
+    weight = sum(n * w for _, n, w in runs)
+    mean = lambda k: sum(f[k] * n * w for f, n, w in runs) / weight  # noqa: E731 (over the requests)
+    total = sum(f[4] * n for f, n, _ in runs)
+    value = {"ttft_ms": mean(0) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": mean(2) * 1e3,
+             "output_tok_per_s_per_user": mean(3), "decode_tok_per_s_per_user": mean(3),
+             "output_tok_per_s": total, "output_tok_per_s_total": total,
+             "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
+    preempted = max(f[5] for f, _, _ in runs)
+    if preempted:
+        notes = notes + [f"served with {preempted} preemptions per replica: the requests' K/V does not fit "
+                         f"at once by the model's count"]
+    return value, "; ".join(notes)
+
+
+_SCHEDULES: dict = {}  # closed loops in iteration counts (`serving.retime`), by what their schedule depends on
+
+
+@functools.lru_cache(maxsize=64)
+def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load: float, requests: int,
+                 closed: bool):
+    """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica
+    (`single`: tp, pp, KV dtype) serving `requests` requests: a closed loop of `load` clients
+    (latencies over the rounds after the first and before the last: a steady window), or Poisson
+    arrivals at `load` requests per second (inf: all at once). Cached: a table's rows often give
+    several metrics of one condition. A closed loop on one stage is scheduled once in iteration counts
+    and re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times."""
+    import dataclasses
+    import random
+
+    import numpy as np
+
+    from llm_cost.serving import Replica
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.retime import closed_loop_schedule
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
+    replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
+                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
+                                 max_len=None if model.max_position_embeddings else isl + osl)
+    if closed:
+        clients = int(load)
+        wl = dataclasses.replace(fixed_workload([(isl, osl)] * requests), concurrency=clients)
+        config = ServeConfig(max_batch=max(ENGINE_MAX_BATCH, clients), **ENGINE)
+    else:
+        rng = random.Random(0)
+        t, arrivals = 0.0, []
+        for _ in range(requests):
+            t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
+            arrivals.append(t)
+        wl = fixed_workload([(isl, osl)] * requests, arrivals_s=arrivals)
+        config = ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE)
+    if closed and single.pp == 1:
+        cost = replica.cost
+        key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
+               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes))
+        if key not in _SCHEDULES:
+            _SCHEDULES[key] = closed_loop_schedule(wl, replica, config)
+        schedule = _SCHEDULES[key]
+        arrival, first, finish = schedule.times(cost)
+        output, preemptions = schedule.output, schedule.preemptions
+    else:
+        res = serve(wl, replica, config)
+        arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+        output, preemptions = res.output, res.preemptions
+    if not np.all(np.isfinite(finish)):
+        raise NotCovered("under load: the served replica did not finish every request")
+    tokens_s = float(np.sum(output)) / (float(np.max(finish)) - float(np.min(arrival)))  # start-up, drain included
+    if closed and requests >= 3 * clients:  # the steady window: without the first round and the last
+        arrival, first, finish = (x[clients:requests - clients] for x in (arrival, first, finish))
+    life = finish - arrival
+    itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
+    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)), tokens_s,
+            preemptions)
