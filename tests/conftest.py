@@ -11,6 +11,13 @@ from llm_cost.catalog import load_accelerator, load_model
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(autouse=True)
+def _wide_screen(monkeypatch):
+    """Tests of content read figures and headers whole: a wide screen unless a test sets COLUMNS
+    itself (tests/test_cli_screen.py checks the layout at 80, 100 and 120 columns)."""
+    monkeypatch.setenv("COLUMNS", "400")
+
+
 @pytest.fixture
 def model():
     return load_model

@@ -53,8 +53,9 @@ def test_issue_examples_keep_their_figures_at_80(args):
         assert number in _numbers(fitted)
 
 
-def test_piped_without_columns_keeps_full_width():
-    assert max(len(ln) for ln in _out(["catalog"]).splitlines()) > 200
+def test_piped_without_columns_is_100_wide():
+    """Issue 28, deliverable 4: piped output at the width of COLUMNS, or 100 without it."""
+    assert max(len(ln) for ln in _out(["catalog"]).splitlines()) <= 100
 
 
 def test_piped_with_columns_fits():

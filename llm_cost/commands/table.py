@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, warn_unfit
+from llm_cost.commands.app import command
 from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, GpuOpt, Reserve)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
@@ -74,8 +74,16 @@ def table_cmd(
 
 def _warn(rows, strict: bool) -> None:
     """What cannot run (weights that do not fit, a batch past the largest at a --context, a context past
-    the model's limit: the rows' `fit_note`) in one line on stderr; --strict then exits 2."""
-    warn_unfit(rows, strict, suffix=": its rows assume it does")
+    the model's limit: the rows' `fit_note`), every model's, in one line on stderr; --strict then exits 2.
+    The table marks the figures it concerns (†, dashes, "past its limit"), so the line names each model."""
+    from llm_cost.commands.app import EXIT_BAD_INPUT
+
+    unfit = [r["fit_note"] for r in rows if r.get("fits") is False]
+    if unfit:
+        typer.echo(f"Warning: {len(unfit)} of {len(rows)} models have figures that cannot run as stated "
+                   f"(marked in the table): " + "; ".join(unfit), err=True)
+        if strict:
+            raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _cell(text: str) -> str:

@@ -47,6 +47,18 @@ def _batch(weights: str, n: int) -> Callable[[dict], str]:
     return cell
 
 
+UNFIT_MARK = "†"  # beside a figure whose weights do not fit: it assumes they do
+
+
+def _assuming_fit(text: Callable[[dict], str], fits_key: str) -> Callable[[dict], str]:
+    """A timing or price cell marked with `UNFIT_MARK` where that format's weights do not fit (the
+    article's "70B on one card, assuming it fits"): the figure stays, the mark says it cannot run."""
+    def cell(row: dict) -> str:
+        value = text(row)
+        return value if value == "-" or row[fits_key] else f"{value}{UNFIT_MARK}"
+    return cell
+
+
 def context_label(n: int) -> str:
     """4096 -> '4K', 32768 -> '32K', 1000 -> '1000' (tokens)."""
     return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
@@ -76,18 +88,20 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
                _num(f"kv_bytes_per_sequence_at_{n}", 2, 1e9)) for n in contexts]
     lines += [
         ("FLOPs per token, no context (GFLOP)", _num("flops_per_token", 1, 1e9)),
-        (f"decode step lower bound, batch {b}, BF16 (ms)", _num("decode_step_s_bf16", 2, 1e-3)),
-        (f"decode step lower bound, batch {b}, W4A16 (ms)", _num("decode_step_s_w4a16", 2, 1e-3)),
+        (f"decode step lower bound, batch {b}, BF16 (ms)", _assuming_fit(_num("decode_step_s_bf16", 2, 1e-3), "fits_bf16")),
+        (f"decode step lower bound, batch {b}, W4A16 (ms)", _assuming_fit(_num("decode_step_s_w4a16", 2, 1e-3), "fits_int4")),
     ]
     if r["isl"] is not None:
-        lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)", _num("ttft_s_bf16", 1, 1e-3)),
-                  (f"time to first token, {r['isl']:,}-token prompt, W4A16 (ms)", _num("ttft_s_w4a16", 1, 1e-3))]
+        lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)",
+                   _assuming_fit(_num("ttft_s_bf16", 1, 1e-3), "fits_bf16")),
+                  (f"time to first token, {r['isl']:,}-token prompt, W4A16 (ms)",
+                   _assuming_fit(_num("ttft_s_w4a16", 1, 1e-3), "fits_int4"))]
     if r["usd_per_gpu_hour"] is not None:
         price = f"${r['usd_per_gpu_hour']:g}/GPU-hour"
         lines += [(f"decode cost at batch {b}, BF16 ($ per million output tokens, {price})",
-                   _num("usd_per_million_output_tokens_bf16", 2)),
+                   _assuming_fit(_num("usd_per_million_output_tokens_bf16", 2), "fits_bf16")),
                   (f"decode cost at batch {b}, W4A16 ($ per million output tokens, {price})",
-                   _num("usd_per_million_output_tokens_w4a16", 2))]
+                   _assuming_fit(_num("usd_per_million_output_tokens_w4a16", 2), "fits_int4"))]
     lines += [
         (f"speculative speedup, batch {b} (×): a draft with α {r['spec_alpha']:g}, γ {r['spec_gamma']}, "
          f"c {r['spec_c']:g}; MTP models: their MTP head", _speculative_cell),
@@ -148,6 +162,9 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"beside a decode step's activations (a dash where the weights do not fit; a context past the model's "
         f"limit is memory arithmetic only).",
     ]
+    if any(not (x["fits_bf16"] and x["fits_int4"]) for x in rows):
+        notes.append(f"{UNFIT_MARK} That format's weights do not fit: the figure is the article's \"assuming it fits\", "
+                     "not a deployment that can run (give --tp or --pp to split it).")
     if r["tp"] * r["pp"] > 1:
         notes.append(f"Deployment: {r['gpus']} GPUs, tp {r['tp']} x pp {r['pp']}"
                      + (f", ep {r['ep']}" if r["ep"] > 1 else "") + ": each decode step is one GPU's share of the "

@@ -91,9 +91,10 @@ _EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")  # rich._emoji_re
 def _print_table(rows, columns, title: str, caption: str, out) -> None:
     """The Rich table, whose numbers are never cut.
 
-    In a terminal (or piped with an explicit COLUMNS) it fits the screen: numeric cells are never
-    wrapped and words only at their boundaries; a table that cannot fit so becomes one key/value
-    block per row. Piped or captured without COLUMNS, it is printed as wide as it is.
+    It fits the screen (a terminal's width, an explicit COLUMNS, or `PIPED_WIDTH` when piped):
+    numbers are never cut and words wrap only at their boundaries; a table too wide for the screen
+    is stacked as several tables, each led by its first (key) column, and only when even two
+    columns cannot fit does it become one key/value block per row.
     """
     from rich.console import Console
 
@@ -110,22 +111,42 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
     screen = _screen_width(console)
-    if screen is None:
-        # Any width at least the table's own renders it the same (it is not expanded, and the
-        # title and caption wrap to the table's width), so an upper bound replaces measuring
-        # it: each column's longest text at two cells a character, padding and rules.
-        widest = [max((len(t) for t in (c.header, *(line[i] for line in cells))), default=0)
-                  for i, c in enumerate(columns)]
-        bound = sum(2 * w + 3 for w in widest) + 1
-        console = Console(file=console.file, width=max(console.width, bound), emoji=emoji)
-        console.print(_table(columns, cells, title, caption))
-        return
     console = Console(file=console.file, width=screen, emoji=emoji)
     widths = _fitted_widths(columns, cells, screen)
     if widths is not None:
         console.print(_table(columns, cells, title, caption, widths))
-    else:
+        return
+    groups = _column_groups(columns, cells, screen)
+    if groups is None:
         _print_records(console, columns, cells, title, caption)
+        return
+    for n, group in enumerate(groups):  # stacked tables, each led by the first (key) column
+        part = [columns[i] for i in group]
+        part_cells = [[line[i] for i in group] for line in cells]
+        last = n == len(groups) - 1
+        console.print(_table(part, part_cells, title if n == 0 else "", caption if last else "",
+                             _fitted_widths(part, part_cells, screen)))
+
+
+def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
+    """Column indices split into tables that each fit `screen`, every one led by column 0 (the row's
+    key), in order; None when column 0 and any one other column cannot fit together."""
+    groups: list[list[int]] = []
+    current = [0]
+    for i in range(1, len(columns)):
+        trial = current + [i]
+        if _fitted_widths([columns[j] for j in trial], [[line[j] for j in trial] for line in cells], screen):
+            current = trial
+            continue
+        if len(current) == 1:
+            return None
+        groups.append(current)
+        current = [0, i]
+        if _fitted_widths([columns[j] for j in current], [[line[j] for j in current] for line in cells],
+                          screen) is None:
+            return None
+    groups.append(current)
+    return groups
 
 
 def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
@@ -156,14 +177,13 @@ def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
 
 def print_notes(lines, out=None) -> None:
     """Lines of prose below a table, left-aligned, wrapped at word boundaries to the width the
-    table was fitted to (a terminal's, or an explicit COLUMNS); as they are otherwise."""
+    table was fitted to (`_screen_width`)."""
     import textwrap
 
     out = out or sys.stdout
     width = _screen_width(_Tty(out))
     for line in lines:
-        out.write((textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
-                   if width else line) + "\n")
+        out.write(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) + "\n")
 
 
 class _Tty:
@@ -174,15 +194,17 @@ class _Tty:
         self.width = __import__("shutil").get_terminal_size().columns
 
 
-def _screen_width(console) -> int | None:
-    """The width to fit: the terminal's, or an explicit COLUMNS when piped; None for full width."""
+def _screen_width(console) -> int:
+    """The width to fit: the terminal's, an explicit COLUMNS when piped, else `PIPED_WIDTH`."""
     import os
 
     if console.is_terminal:
         return console.width
     columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
 
+
+PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
 _LONGEST_TEXT_WORD = 24  # a longer word (a URL) may fold; shorter ones (`iteration`) never do
 
@@ -198,7 +220,10 @@ def _least_width(column: Column, texts) -> int:
 
     words = [cell_len(w) for t in (column.header, *([] if _numeric(column) else texts)) for w in t.split()]
     word = min(max(words, default=1), _LONGEST_TEXT_WORD)
-    return max([word, *(cell_len(t) for t in texts)] if _numeric(column) else [word])
+    if not _numeric(column):
+        return word
+    # a number is one token, never cut; a note beside it ("13 (past its 8K limit)") wraps at its spaces
+    return max([word, *(cell_len(token) for t in texts for token in (t.split() or [t]))])
 
 
 def _table(columns, cells, title: str, caption: str, widths=None):
