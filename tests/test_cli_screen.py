@@ -89,7 +89,8 @@ def _in_pseudo_terminal(args, width: int) -> tuple[int, str]:
     proc.wait(timeout=120)
     os.close(master)
     screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
-    return proc.returncode, screen.replace("\r", "")
+    # what the terminal shows: a progress bar redraws its line after each carriage return
+    return proc.returncode, "\n".join(line.split("\r")[-1] for line in screen.replace("\r\n", "\n").split("\n"))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")

@@ -42,12 +42,17 @@ def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: i
 
 
 def run_all(models: list[ModelSpec], gpus: list[Accelerator], *, examples: int = 50,
-            invariants: list[Invariant] | None = None) -> list[CheckResult]:
-    """Model invariants for every (model, gpu) pair, then formula invariants once."""
+            invariants: list[Invariant] | None = None, progress=None) -> list[CheckResult]:
+    """Model invariants for every (model, gpu) pair, then formula invariants once.
+
+    `progress`, if given, is called with (done, total) after each check (a progress bar)."""
     invariants = all_invariants() if invariants is None else invariants
-    results = [run(inv, m, g, examples=examples)
-               for inv in invariants if inv.scope == "model" for m in models for g in gpus]
+    jobs = [(inv, m, g) for inv in invariants if inv.scope == "model" for m in models for g in gpus]
     if models and gpus:
-        results += [run(inv, models[0], gpus[0], examples=examples)
-                    for inv in invariants if inv.scope == "formula"]
+        jobs += [(inv, models[0], gpus[0]) for inv in invariants if inv.scope == "formula"]
+    results = []
+    for inv, m, g in jobs:
+        results.append(run(inv, m, g, examples=examples))
+        if progress is not None:
+            progress(len(results), len(jobs))
     return results

@@ -8,7 +8,7 @@ import typer
 
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import Format
-from llm_cost.report.render import Column
+from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
 # ---- invariants -----------------------------------------------------------------------------
@@ -21,6 +21,13 @@ CHECK_COLUMNS = [
     Column("status", "status"),
     Column("counterexample", "counterexample"),
 ]
+SUMMARY_COLUMNS = [
+    Column("invariant", "invariant"),
+    Column("statement", "statement"),
+    Column("pairs", "pairs", fixed(0)),
+    Column("passed", "passed", fixed(0)),
+    Column("failed", "failed", fixed(0)),
+]
 
 
 @command("check", epilog="Example: llm-cost check --model ./my-model/config.json --gpu h100-sxm --examples 200")
@@ -28,6 +35,8 @@ def check_cmd(
     model: Annotated[Optional[List[str]], typer.Option("--model", "-m", help="Catalog name or config.json path (repeatable; default: the whole catalog).")] = None,
     gpu: Annotated[Optional[List[str]], typer.Option("--gpu", "-g", help="Catalog name or datasheet path (repeatable; default: h100-sxm).")] = None,
     examples: Annotated[int, typer.Option(help="Hypothesis examples per invariant and pair.")] = 50,
+    every: Annotated[bool, typer.Option("--all", help="A row per invariant and (model, gpu) pair, not one per "
+                                                      "invariant (json and csv always print every pair).")] = False,
     fmt: Format = "table",
 ) -> None:
     """Run the property suite against catalog entries or your own files; exit 1 on a failure."""
@@ -39,12 +48,32 @@ def check_cmd(
     gpus = [load_accelerator(n) for n in (gpu or [ARTICLE_SETTING.gpu])]
     from llm_cost.checks.runner import run_all  # hypothesis: imported only by this command
 
-    results = run_all(models, gpus, examples=examples)
+    from llm_cost.commands.progress import SweepProgress
+
+    with SweepProgress("checking invariants") as progress:
+        results = run_all(models, gpus, examples=examples, progress=progress)
     rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu,
              "status": "pass" if r.passed else "FAIL", "counterexample": r.counterexample}
             for r in results]
     failed = sum(not r.passed for r in results)
-    emit(rows, CHECK_COLUMNS, fmt, title="Invariants",
-         caption=f"{len(results) - failed} passed, {failed} failed")
+    caption = f"{len(results) - failed} passed, {failed} failed"
+    if every or fmt.lower() in ("json", "csv"):
+        emit(rows, CHECK_COLUMNS, fmt, title="Invariants", caption=caption)
+    else:
+        emit(_summary(rows), SUMMARY_COLUMNS, fmt, title="Invariants (one row each; --all for every pair)",
+             caption=caption)
+        if failed:
+            emit([r for r in rows if r["status"] != "pass"], CHECK_COLUMNS, fmt, title="Failures")
     if failed:
         raise typer.Exit(1)
+
+
+def _summary(rows: list[dict]) -> list[dict]:
+    """One row per invariant: how many (model, gpu) pairs it ran on, passed and failed."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        line = out.setdefault(r["invariant"], {"invariant": r["invariant"], "statement": r["statement"],
+                                               "pairs": 0, "passed": 0, "failed": 0})
+        line["pairs"] += 1
+        line["passed" if r["status"] == "pass" else "failed"] += 1
+    return list(out.values())

@@ -123,9 +123,10 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     for n, group in enumerate(groups):  # stacked tables, each led by the first (key) column
         part = [columns[i] for i in group]
         part_cells = [[line[i] for i in group] for line in cells]
-        last = n == len(groups) - 1
-        console.print(_table(part, part_cells, title if n == 0 else "", caption if last else "",
+        console.print(_table(part, part_cells, title if n == 0 else "", "",
                              _fitted_widths(part, part_cells, screen)))
+    if caption:  # under the stack, left-aligned at the screen's width (a table's caption is centred)
+        console.print(caption, justify="left")
 
 
 def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:

@@ -1,0 +1,85 @@
+"""Issue 28 (a second newcomer pass): tables that read at 80 columns, marked unfit figures, catalog
+sources on request, a one-row-per-invariant check."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from typer.testing import CliRunner
+
+from llm_cost.cli import app
+from llm_cost.report.render import Column, fixed, render
+
+runner = CliRunner()
+
+
+def _run(*args, columns=None):
+    env = {"COLUMNS": str(columns)} if columns else {}
+    out = runner.invoke(app, list(args), env=env)
+    return out
+
+
+def test_wide_table_is_stacked_with_its_key_column(monkeypatch):
+    """A table too wide for 80 columns becomes tables each led by the key column, not key/value cards."""
+    monkeypatch.setenv("COLUMNS", "80")
+    columns = [Column("name", "name")] + [Column(f"c{i}", f"quantity number {i} (ms)", fixed(3)) for i in range(9)]
+    rows = [{"name": f"row-{n}", **{f"c{i}": 1000.0 * n + i for i in range(9)}} for n in range(3)]
+    buf = io.StringIO()
+    render(rows, columns, "table", title="Wide", out=buf)
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    headers = [line for line in text.splitlines() if line.startswith("┃") and "name" in line]
+    assert len(headers) >= 2  # stacked: every table has the key column's header
+    assert text.count("row-2") == len(headers)
+    for i in range(9):
+        assert f"2,000.{i:03d}"[:-3] in text  # every figure whole
+    assert "2,008.000" in text
+
+
+def test_note_beside_a_number_wraps_at_its_spaces_at_80_columns():
+    out = _run("table", columns=80)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert sum(line.startswith("┃") for line in lines) <= 2  # one table, not a card per quantity
+    assert "(past its" in out.stdout
+
+
+def test_table_marks_figures_whose_weights_do_not_fit():
+    """The article prices Llama-3-70B on one H100 "assuming it fits": the figure stays, marked †;
+    the warning names every model with a figure that cannot run, and agrees with the table."""
+    out = _run("table", "--model", "llama-3-8b", "--model", "llama-3-70b", "--context", "4096", columns=200)
+    assert out.exit_code == 0, out.output
+    line = next(ln for ln in out.stdout.splitlines() if "decode step lower bound" in ln and "BF16" in ln)
+    assert "4.79 " in line and "42.12†" in line and "4.79†" not in line
+    assert "† That format's weights do not fit" in out.stdout
+    assert "1 of 2 models have figures that cannot run as stated" in out.stderr
+    assert "llama-3-70b: BF16 weights do not fit" in out.stderr
+
+
+def test_table_of_models_that_fit_warns_nothing():
+    out = _run("table", "--model", "llama-3-8b", "--context", "4096", columns=200)
+    assert out.exit_code == 0 and "Warning" not in out.stderr and "†" not in out.stdout
+
+
+def test_catalog_sources_on_request():
+    plain, sources = _run("catalog", columns=80), _run("catalog", "--sources", columns=80)
+    assert plain.exit_code == sources.exit_code == 0
+    assert "https://" not in plain.stdout and "catalog --sources" in plain.stdout
+    assert "https://huggingface.co/" in sources.stdout
+    assert len(plain.stdout.splitlines()) < 100
+    rows = json.loads(_run("catalog", "--format", "json").stdout)
+    assert all(r["source"] for r in rows)  # json keeps every source
+
+
+def test_check_summary_one_row_per_invariant_and_all_for_pairs():
+    args = ["check", "--model", "llama-3.2-1b", "--model", "llama-3-8b", "--examples", "1"]
+    summary, every = _run(*args, columns=200), _run(*args, "--all", columns=200)
+    assert summary.exit_code == every.exit_code == 0, summary.output
+    assert summary.stdout.count("t_rows_monotone") == 1
+    assert every.stdout.count("t_rows_monotone") == 2
+    line = next(ln for ln in summary.stdout.splitlines() if "t_rows_monotone" in ln)
+    assert [c.strip() for c in line.split("│")[-4:-1]] == ["2", "2", "0"]
+    rows = json.loads(_run(*args, "--format", "json").stdout)
+    assert sum(r["invariant"] == "t_rows_monotone" for r in rows) == 2  # json: every pair
