@@ -56,5 +56,10 @@ def test_every_use_command_runs(tmp_path, monkeypatch):
             continue
         out = run(*shlex.split(command)[1:])
         assert out.exit_code == (2 if "exit 2" in comment else 0), (line, out.output[-500:])
+        # issue 28: an example whose option changes nothing, or that does not fit without saying so in
+        # its comment, teaches the wrong thing
+        assert "changes nothing" not in out.stderr, (line, out.stderr)
+        if "does not fit" in out.stderr or "do not fit" in out.stderr:
+            assert any(w in comment for w in ("fit", "exit 2", "short")), (line, out.stderr)
         ran += 1
     assert ran >= 15
