@@ -76,12 +76,24 @@ def _qwen2(f: Fields) -> dict:
 
 
 def _qwen3(f: Fields) -> dict:
+    """Qwen3Config: head_dim defaults to 128 (configuration_qwen3.py), not hidden_size / heads."""
     dense_only(f, "qwen3")
-    return decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
+    return decoder(f, windows=_qwen_window, head_dim=128) | {"qk_norm": "head"}
+
+
+def require_head_dim(f: Fields, family: str, released: int) -> None:
+    """Refuse a config without head_dim where the family's fallback (hidden_size / heads) is not
+    what its checkpoints use: Qwen3MoeConfig declares no head_dim (configuration_qwen3_moe.py) and
+    Qwen3MoeAttention falls back to hidden_size / heads, 64 for Qwen3-30B-A3B, whose weights are
+    128 wide: counting either silently would be a guess."""
+    if not f.has("head_dim"):
+        raise f.error(f"missing key {f.key('head_dim')} ({family} checkpoints use {released}; "
+                      f"transformers' fallback hidden_size / num_attention_heads would not load them)")
 
 
 def _qwen3_moe(f: Fields) -> dict:
     """Qwen3MoeDecoderLayer: a MoE MLP unless the layer is in mlp_only_layers or off the step."""
+    require_head_dim(f, "qwen3_moe", 128)
     spec = decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
     is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
     return spec | {"moe": moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
@@ -112,13 +124,15 @@ def _gemma(f: Fields) -> dict:
 
 
 def _gemma2(f: Fields) -> dict:
+    """Gemma2Config: head_dim defaults to 256 (configuration_gemma2.py)."""
     dense_only(f, "gemma2")
-    return decoder(f, tied=True, windows=_gemma2_window) | {"layer_norms": 4}
+    return decoder(f, tied=True, windows=_gemma2_window, head_dim=256) | {"layer_norms": 4}
 
 
 def _gemma3(f: Fields) -> dict:
+    """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py)."""
     dense_only(f, "gemma3_text")
-    return decoder(f, tied=True, windows=_gemma3_window) | {"layer_norms": 4, "qk_norm": "head"}
+    return decoder(f, tied=True, windows=_gemma3_window, head_dim=256) | {"layer_norms": 4, "qk_norm": "head"}
 
 
 def _olmo2(f: Fields) -> dict:
@@ -128,7 +142,7 @@ def _olmo2(f: Fields) -> dict:
 
 def _gpt_oss(f: Fields) -> dict:
     """GptOssDecoderLayer: biased attention with sinks; every layer MoE with biased experts."""
-    spec = decoder(f, attention_bias=True) | {"attention_sinks": True}
+    spec = decoder(f, attention_bias=True, head_dim=64) | {"attention_sinks": True}  # GptOssConfig: 64
     return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts",
                                    router_bias=True, expert_bias=True)}
