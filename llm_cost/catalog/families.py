@@ -17,8 +17,8 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
   are arithmetic, not parameters.
 - olmo2: post-norms only (two per layer) and q/k norms over all heads (q_dim and kv_dim).
 - gpt_oss: biases on q, k, v, o, on every expert and on the router; one attention sink per head.
-- llama4 (the multimodal wrapper: its `text_config`, the text model only; the vision tower is not
-  counted) and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
+- llama4 (the multimodal wrapper: its `text_config`, and its `vision_config` tower where given,
+  `multimodal`) and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
   dense layers of `intermediate_size_mlp`, weightless q/k norms, no-RoPE layers.
 - deepseek_v2, deepseek_v3 and kimi_k2 (DeepSeek-V3's architecture): MLA, shared experts,
   `first_k_dense_replace` dense layers, the routing bias of `topk_method: noaux_tc`, MTP layers.
@@ -34,6 +34,9 @@ from typing import Callable
 from llm_cost.catalog.decoder import decoder, dense_only, layer_list, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import GPT_ARCHITECTURES, GPT_FAMILIES
+from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANTS
+from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
+from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision
 from llm_cost.catalog.windows import _every_layer, _gemma2_window, _gemma3_window, _qwen_window, _window_fields
 from llm_cost.specs import MLASpec
 
@@ -149,8 +152,9 @@ def _gpt_oss(f: Fields) -> dict:
 
 
 def _llama4(f: Fields) -> dict:
-    """Llama4ForConditionalGeneration: the text model of `text_config` (vision not counted)."""
-    return _llama4_text(f.sub("text_config"))
+    """Llama4ForConditionalGeneration: the text model of `text_config` and, where the config has
+    one, the vision tower of `vision_config` (`multimodal.llama4_vision`)."""
+    return _llama4_text(f.sub("text_config")) | llama4_vision(f)
 
 
 def _llama4_text(f: Fields) -> dict:
@@ -205,8 +209,9 @@ def _deepseek_v2(f: Fields) -> dict:
 
 
 def _deepseek_v3(f: Fields) -> dict:
-    """DeepSeek-V3, and Kimi K2 (model_type kimi_k2, architectures DeepseekV3ForCausalLM)."""
-    return _deepseek(f, routing_default="noaux_tc")
+    """DeepSeek-V3, and Kimi K2 (model_type kimi_k2, architectures DeepseekV3ForCausalLM); each MTP
+    module stores its own embed_tokens and shared_head.head (README_WEIGHTS.md)."""
+    return _deepseek(f, routing_default="noaux_tc") | {"mtp_stores_tables": True}
 
 
 FAMILIES: dict[str, Callable[[Fields], dict]] = {
@@ -215,7 +220,7 @@ FAMILIES: dict[str, Callable[[Fields], dict]] = {
     "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3, "olmo2": _olmo2, "gpt_oss": _gpt_oss,
     "llama4": _llama4, "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,
-    **GPT_FAMILIES,
+    **GPT_FAMILIES, **LLAMA_VARIANTS, **MOE_FAMILIES, **MULTIMODAL_FAMILIES,
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # `architectures` class names -> the family that reads them (transformers' and vLLM's names)
@@ -227,7 +232,7 @@ ARCHITECTURES = {
     "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss",
     "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
-    **GPT_ARCHITECTURES,
+    **GPT_ARCHITECTURES, **LLAMA_VARIANT_ARCHITECTURES, **MOE_ARCHITECTURES, **MULTIMODAL_ARCHITECTURES,
 }
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
+from llm_cost.specs.model_parts import (MLASpec, MoESpec, QuantizationConfig, VisionSpec, _layer_indices,
+                                        _positive_int)
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
@@ -75,6 +76,11 @@ class ModelSpec:
         Layers without rotary positions, 0-based, distinct, ascending, < num_layers.
     quantization : QuantizationConfig, optional
         The checkpoint's format, as read.
+    vision : VisionSpec, optional
+        The vision tower and projector of a multimodal checkpoint, None for a text-only one.
+    mtp_stores_tables : bool, optional
+        Each MTP module stores its own embedding and LM head copies (DeepSeek-V3, GLM-4.5); False
+        (default): it shares the model's (MiMo).
 
     Raises
     ------
@@ -138,6 +144,11 @@ class ModelSpec:
     # Qwen2-MoE's shared expert: its own width (0: the routed experts') and its sigmoid gate
     shared_expert_intermediate_size: int = 0
     shared_expert_gate: bool = False
+    # The checkpoint's other parts: its vision tower and projector (counted by `counts.vision`), and
+    # whether each MTP module stores its own copies of the embedding and LM head (DeepSeek-V3's
+    # layout, GLM-4.5's) or shares the model's (MiMo).
+    vision: VisionSpec | None = None
+    mtp_stores_tables: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

@@ -208,6 +208,85 @@ class QuantizationConfig:
         return dict(self.settings).get(key, default)
 
 
+VISION_KINDS = ("siglip", "pixtral", "llama4")  # the vision towers counted (`counts.vision`)
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    """A multimodal checkpoint's vision tower and projector, from its `vision_config`.
+
+    `kind` names the tower's layout (`llm_cost.counts.vision` counts each): "siglip" (Gemma 3:
+    learned positions, biased LayerNorm encoder, GELU MLP), "pixtral" (Mistral 3: RMSNorm encoder
+    with a gated MLP, 2-D RoPE, a patch merger), "llama4" (Llama 4: a class token, learned
+    positions, a pixel-shuffle adapter). The projector maps the tower's output to the text model's
+    hidden_size.
+
+        patches per image side = image_size / patch_size
+
+    Parameters
+    ----------
+    kind : str
+        One of VISION_KINDS.
+    hidden_size, num_layers, intermediate_size, num_heads, patch_size, image_size : int
+        The tower's width, encoder layers, MLP width, heads, patch side and image side (pixels),
+        each >= 1.
+    num_channels : int, optional
+        Image channels, >= 1 (default 3).
+    merge_size : int, optional
+        Patches merged per side before the projector (Pixtral's spatial_merge_size), >= 1 (default 1).
+    projector_bias : bool, optional
+        Biases on the projector's linears (default False).
+    adapter_input_dim, adapter_output_dim : int, optional
+        Llama 4's pixel-shuffle MLP (projector_input_dim, projector_output_dim = vision_output_dim),
+        >= 0 (0 for the other kinds).
+    tokens_per_image : int, optional
+        Soft tokens one image becomes in the text model (Gemma 3's mm_tokens_per_image), >= 0;
+        0: from the image size (`counts.vision.image_tokens`).
+
+    Raises
+    ------
+    InvalidValueError
+        Naming the field, on any value out of range.
+
+    Examples
+    --------
+    >>> VisionSpec("siglip", 1152, 27, 4304, 16, 14, 896).patches_per_side
+    64
+    >>> VisionSpec("clip", 1152, 27, 4304, 16, 14, 896)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: vision.kind must be one of siglip, pixtral, llama4, got 'clip'
+    """
+
+    kind: str
+    hidden_size: int
+    num_layers: int
+    intermediate_size: int
+    num_heads: int
+    patch_size: int
+    image_size: int
+    num_channels: int = 3
+    merge_size: int = 1
+    projector_bias: bool = False
+    adapter_input_dim: int = 0
+    adapter_output_dim: int = 0
+    tokens_per_image: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in VISION_KINDS:
+            raise InvalidValueError(f"vision.kind must be one of {', '.join(VISION_KINDS)}, got {self.kind!r}")
+        for name in ("hidden_size", "num_layers", "intermediate_size", "num_heads", "patch_size", "image_size",
+                     "num_channels", "merge_size"):
+            _positive_int("vision", name, getattr(self, name))
+        for name in ("adapter_input_dim", "adapter_output_dim", "tokens_per_image"):
+            check_number(f"vision.{name}", getattr(self, name), low=0, integer=True)
+
+    @property
+    def patches_per_side(self) -> int:
+        """Patches along one side of a full-size image: image_size // patch_size."""
+        return self.image_size // self.patch_size
+
+
 def _layer_indices(field: str, indices, *, low: int = 0, high: int | None = None) -> None:
     """Layer indices: a tuple of distinct whole numbers in [low, high), ascending."""
     if not isinstance(indices, tuple):

@@ -1,0 +1,107 @@
+r"""A multimodal checkpoint's vision tower and projector, counted; the tokens and FLOPs of an image.
+
+One function per tower (`VisionSpec.kind`), following transformers' modeling code. Symbols: D the
+tower's width, I its MLP width, L its layers, p the patch side, C the channels, N the patches of a
+full-size image, H the text model's hidden size.
+
+- siglip (modeling_siglip.py, Gemma 3): patch Conv2d with bias C p^2 D + D; positions N D; per
+  layer two biased LayerNorms 4 D, q/k/v/out with biases 4 (D^2 + D), fc1 / fc2 with biases
+  2 D I + I + D; post_layernorm 2 D. Gemma3MultiModalProjector: mm_soft_emb_norm D and
+  mm_input_projection_weight D H.
+- pixtral (modeling_pixtral.py, Mistral 3): patch Conv2d without bias C p^2 D; ln_pre D; per layer
+  two RMSNorms 2 D, q/k/v/o without bias 4 D^2, a gated MLP 3 D I; no positions (2-D RoPE).
+  Mistral3MultiModalProjector: norm D, patch_merger s^2 D D, linear_1 D H, linear_2 H H (+ H + H
+  with biases).
+- llama4 (modeling_llama4.py): the unfold patch linear C p^2 D (no bias); class_embedding D;
+  positional_embedding_vlm (N + 1) D; layernorm_pre and layernorm_post 2 D each; per layer two
+  LayerNorms 4 D, q/k/v/o with biases 4 (D^2 + D), fc1 / fc2 with biases 2 D I + I + D; the
+  pixel-shuffle adapter fc1 I a_in and fc2 a_out^2 (no biases); Llama4MultiModalProjector a_out H.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.catalog import as_model
+from llm_cost.specs import ModelSpec
+from llm_cost.specs.model_parts import VisionSpec
+
+
+@dataclass(frozen=True)
+class VisionParams:
+    """The vision tower's and the projector's parameters (counts)."""
+
+    patch_embedding: int  # the patch convolution (or unfold linear), positions, class token
+    encoder: int  # all encoder layers
+    norms: int  # pre / post norms outside the layers
+    adapter: int  # Llama 4's pixel-shuffle MLP (0 for the others)
+    projector: int  # into the text model's hidden size
+
+    @property
+    def tower(self) -> int:
+        """The tower without the projector."""
+        return self.patch_embedding + self.encoder + self.norms + self.adapter
+
+    @property
+    def total(self) -> int:
+        return self.tower + self.projector
+
+
+def _siglip(v: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = v.hidden_size, v.intermediate_size
+    layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
+    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d + d + v.patches_per_side ** 2 * d,
+                        encoder=v.num_layers * layer, norms=2 * d, adapter=0,
+                        projector=d + d * text_hidden)
+
+
+def _pixtral(v: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i, h = v.hidden_size, v.intermediate_size, text_hidden
+    layer = 2 * d + 4 * d * d + 3 * d * i
+    projector = d + v.merge_size ** 2 * d * d + d * h + h * h + ((h + h) if v.projector_bias else 0)
+    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d, encoder=v.num_layers * layer,
+                        norms=d, adapter=0, projector=projector)
+
+
+def _llama4(v: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = v.hidden_size, v.intermediate_size
+    layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
+    patches = v.patches_per_side ** 2
+    projector = v.adapter_output_dim * text_hidden + (text_hidden if v.projector_bias else 0)
+    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d + d + (patches + 1) * d,
+                        encoder=v.num_layers * layer, norms=4 * d,
+                        adapter=i * v.adapter_input_dim + v.adapter_output_dim ** 2, projector=projector)
+
+
+TOWER_COUNTS = {"siglip": _siglip, "pixtral": _pixtral, "llama4": _llama4}
+
+
+def vision_params(model: ModelSpec) -> VisionParams | None:
+    r"""Count the vision tower and projector of a multimodal model (None for a text-only one).
+
+    .. math:: N_{vision} = N_{patch} + L\,N_{layer} + N_{norms} + N_{adapter} + N_{projector}
+
+    The per-tower formulas are the module docstring's; `params_vision` in `model` rows is `.total`.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model (a spec).
+
+    Returns
+    -------
+    VisionParams or None
+        Exact integer counts by part.
+
+    Examples
+    --------
+    Llama-4-Maverick's tower and projector: 872,932,416 (tests/test_hub_configs_2025.py derives it).
+
+    >>> from llm_cost.catalog import load_model
+    >>> vision_params(load_model("llama-3-8b")) is None
+    True
+    """
+    model = as_model(model)
+    if model.vision is None:
+        return None
+    return TOWER_COUNTS[model.vision.kind](model.vision, model.hidden_size)
