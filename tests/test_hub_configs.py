@@ -41,6 +41,8 @@ FAMILIES = {
     "internlm2.5-7b-chat.json": "internlm2", "granite-3.1-1b-a400m-instruct.json": "granitemoe",
     "deepseek-moe-16b.json": "deepseek", "glm-4.5-air.json": "glm4_moe", "medgemma-27b-it.json": "gemma3",
     "ministral-3-3b-reasoning-2512.json": "mistral3", "llama-4-maverick-17b-128e-instruct.json": "llama4",
+    "qwen3-next-80b-a3b-thinking.json": "qwen3_next", "qwen3.5-397b-a17b.json": "qwen3_5_moe",
+    "minimax-m1.json": "minimax_m1", "granite-4.0-h-tiny.json": "granitemoehybrid",
 }
 
 

@@ -34,6 +34,7 @@ from typing import Callable
 from llm_cost.catalog.decoder import decoder, dense_only, layer_list, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import GPT_ARCHITECTURES, GPT_FAMILIES
+from llm_cost.catalog.hybrid_families import HYBRID_ARCHITECTURES, HYBRID_FAMILIES
 from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANTS
 from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
 from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision
@@ -221,6 +222,7 @@ FAMILIES: dict[str, Callable[[Fields], dict]] = {
     "llama4": _llama4, "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,
     **GPT_FAMILIES, **LLAMA_VARIANTS, **MOE_FAMILIES, **MULTIMODAL_FAMILIES,
+    **HYBRID_FAMILIES,
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # `architectures` class names -> the family that reads them (transformers' and vLLM's names)
@@ -233,6 +235,7 @@ ARCHITECTURES = {
     "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
     **GPT_ARCHITECTURES, **LLAMA_VARIANT_ARCHITECTURES, **MOE_ARCHITECTURES, **MULTIMODAL_ARCHITECTURES,
+    **HYBRID_ARCHITECTURES,
 }
 
 

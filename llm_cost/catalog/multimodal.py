@@ -72,6 +72,23 @@ def llama4_vision(f: Fields) -> dict:
                                   adapter_output_dim=v.int("projector_output_dim"))}
 
 
+def qwen_vision(f: Fields) -> dict:
+    """{"vision": VisionSpec} from a Qwen3.5 wrapper's vision_config (Qwen3-VL's tower: a Conv3d
+    patch embedding over temporal_patch_size frames, num_position_embeddings learned positions,
+    SigLIP-like blocks, a patch merger of spatial_merge_size^2 patches into out_hidden_size)."""
+    v = f.sub("vision_config")
+    if v.has("deepstack_visual_indexes") and v.int_list("deepstack_visual_indexes"):
+        raise v.error(f"key {v.key('deepstack_visual_indexes')} (extra mergers) is not counted")
+    side = v.int("patch_size")
+    positions = v.int("num_position_embeddings")
+    return {"vision": VisionSpec(kind="qwen_vl", hidden_size=v.int("hidden_size"), num_layers=v.int("depth"),
+                                 intermediate_size=v.int("intermediate_size"), num_heads=v.int("num_heads"),
+                                 patch_size=side, image_size=side * round(positions ** 0.5),
+                                 num_channels=v.int("in_channels", 3), merge_size=v.int("spatial_merge_size", 2),
+                                 adapter_output_dim=v.int("out_hidden_size"),
+                                 temporal_patch_size=v.int("temporal_patch_size", 2), position_embeddings=positions)}
+
+
 MULTIMODAL_FAMILIES = {"gemma3": _gemma3_wrapper, "mistral3": _mistral3}
 MULTIMODAL_ARCHITECTURES = {"Gemma3ForConditionalGeneration": "gemma3",
                             "Mistral3ForConditionalGeneration": "mistral3"}

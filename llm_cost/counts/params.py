@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
+from llm_cost.counts.recurrent import recurrent_layer_params
 from llm_cost.specs import ModelSpec
 
 
@@ -74,6 +75,9 @@ class ParamCounts:
     qk_norms_per_layer: int = 0  # q_norm and k_norm gains (Qwen3, Gemma 3, OLMo 2)
     sinks_per_layer: int = 0  # attention sinks, one per head (gpt-oss)
     expert_bias_params: int = 0  # of expert_params, the biases (gpt-oss)
+    # A hybrid's recurrent layers (linear attention, Mamba): their mixer replaces the attention block
+    recurrent_per_layer: int = 0  # one recurrent mixer (`counts.recurrent.recurrent_layer_params`)
+    num_recurrent_layers: int = 0
 
     @property
     def attention_block_per_layer(self) -> int:
@@ -107,9 +111,18 @@ class ParamCounts:
         return self.dense_layer if self.num_dense_layers else self.moe_layer
 
     @property
+    def mixer_correction(self) -> int:
+        """What a hybrid's recurrent layers change: their mixer in place of the attention block,
+        num_recurrent_layers x (recurrent_per_layer - attention_block_per_layer); 0 otherwise."""
+        if not self.num_recurrent_layers:
+            return 0
+        return self.num_recurrent_layers * (self.recurrent_per_layer - self.attention_block_per_layer)
+
+    @property
     def total(self) -> int:
         """Every parameter: all layers, the embedding tables, the LM head and the final norm."""
         return (self.num_dense_layers * self.dense_layer + self.num_moe_layers * self.moe_layer
+                + self.mixer_correction
                 + self.embedding + self.position_embedding + self.lm_head + self.final_norm)
 
     @property
@@ -205,6 +218,8 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         qk_norms_per_layer=_qk_norm_params(model),
         sinks_per_layer=model.num_heads if model.attention_sinks else 0,
         expert_bias_params=expert_bias,
+        recurrent_per_layer=(recurrent_layer_params(model.recurrent, d) if model.recurrent else 0),
+        num_recurrent_layers=model.num_recurrent_layers,
     )
 
 
@@ -239,6 +254,8 @@ def _attention_params(model: ModelSpec) -> int:
     if mla is None:
         q, kv = model.q_dim, model.kv_dim
         params = d * q + 2 * d * kv + q * d
+        if model.attention_output_gate:  # q_proj also outputs a gate of q_dim (Qwen3-Next)
+            params += d * q
         if model.qkv_bias:
             params += q + 2 * kv
         if model.o_bias:

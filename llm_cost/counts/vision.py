@@ -16,6 +16,9 @@ full-size image, H the text model's hidden size.
   positional_embedding_vlm (N + 1) D; layernorm_pre and layernorm_post 2 D each; per layer two
   LayerNorms 4 D, q/k/v/o with biases 4 (D^2 + D), fc1 / fc2 with biases 2 D I + I + D; the
   pixel-shuffle adapter fc1 I a_in and fc2 a_out^2 (no biases); Llama4MultiModalProjector a_out H.
+- qwen_vl (Qwen3-VL's tower, Qwen3.5): Conv3d patch embedding with bias C t p^2 D + D over t frames;
+  num_position_embeddings P learned positions P D; SigLIP's blocks (4 D + 4 (D^2 + D) + 2 D I + I + D);
+  the patch merger: LayerNorm 2 D, linear_fc1 (s^2 D)^2 + s^2 D, linear_fc2 s^2 D x out + out.
 """
 
 from __future__ import annotations
@@ -73,7 +76,17 @@ def _llama4(v: VisionSpec, text_hidden: int) -> VisionParams:
                         adapter=i * v.adapter_input_dim + v.adapter_output_dim ** 2, projector=projector)
 
 
-TOWER_COUNTS = {"siglip": _siglip, "pixtral": _pixtral, "llama4": _llama4}
+def _qwen_vl(v: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = v.hidden_size, v.intermediate_size
+    layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
+    merged = v.merge_size ** 2 * d
+    patch = v.num_channels * v.temporal_patch_size * v.patch_size ** 2 * d + d
+    projector = 2 * d + merged * merged + merged + merged * v.adapter_output_dim + v.adapter_output_dim
+    return VisionParams(patch_embedding=patch + (v.position_embeddings or v.patches_per_side ** 2) * d,
+                        encoder=v.num_layers * layer, norms=0, adapter=0, projector=projector)
+
+
+TOWER_COUNTS = {"siglip": _siglip, "pixtral": _pixtral, "llama4": _llama4, "qwen_vl": _qwen_vl}
 
 
 def vision_params(model: ModelSpec) -> VisionParams | None:

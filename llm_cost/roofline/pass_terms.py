@@ -138,3 +138,34 @@ def _expert_share(model: ModelSpec) -> float:
     """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
     pc = param_counts(model)
     return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active
+
+
+def state_tokens_per_sequence(model: ModelSpec, kv_bytes_per_element: float) -> float:
+    """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens.
+
+    Each pass reads every recurrent layer's state and writes it back: 2 x `state_bytes_per_sequence`
+    bytes a sequence, divided by kv_bytes_per_token so that `PassCost` moves it as kv_tokens
+    (0 without recurrent layers; a model whose every layer is recurrent has no K/V token to
+    express it in and is refused).
+    """
+    from llm_cost.counts import kv_bytes_per_token
+    from llm_cost.counts.recurrent import state_bytes_per_sequence
+    from llm_cost.errors import InvalidValueError
+
+    state = state_bytes_per_sequence(model, kv_bytes_per_element)
+    if not state:
+        return 0.0
+    per_token = kv_bytes_per_token(model, kv_bytes_per_element)
+    if not per_token:
+        raise InvalidValueError(f"{model.name}: every layer is recurrent; the time model needs one "
+                                f"attention layer to move its state as K/V tokens")
+    return 2 * state / per_token
+
+
+def recurrent_row_flops(model: ModelSpec) -> float:
+    """FLOPs one row spends in a hybrid's recurrent layers beyond their projections: the state
+    update, the chunked scan's within-chunk products and the short convolution
+    (`counts.recurrent.recurrent_flops_per_token`; 0 without recurrent layers)."""
+    from llm_cost.counts.recurrent import recurrent_flops_per_token
+
+    return float(recurrent_flops_per_token(model)) if model.recurrent is not None else 0.0
