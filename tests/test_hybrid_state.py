@@ -254,3 +254,18 @@ def test_the_batching_simulator_refuses_a_hybrid():
 
     with pytest.raises(LlmCostError, match="keeps a recurrent state in 36 of 48 layers"):
         refuse_windowed(load("qwen3-next-80b-a3b-thinking.json"))
+
+
+def test_qwen3_5_checkpoint_bytes_by_part():
+    """The same record of Qwen3.5-397B-A17B's index gives its tensor bytes: text 792,692,717,952,
+    vision 912,020,960, MTP 13,191,136,256, total 806,795,875,168 (2,834 BF16 and 90 FP32 tensors).
+    Vision and MTP are 2 bytes a parameter exactly; the text is 17,280 bytes more than 2 x
+    396,346,350,336: the 90 FP32 tensors are each DeltaNet layer's A_log (64) and gated norm (128),
+    45 x 192 x 2 extra bytes, which we count at torch_dtype."""
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
+    m = load("qwen3.5-397b-a17b.json")
+    b = checkpoint_bytes(m)
+    assert b.vision == 912_020_960 and b.mtp == 13_191_136_256
+    assert 792_692_717_952 - b.weights.total == 45 * (64 + 128) * 2 == 17_280
+    assert 806_795_875_168 - b.total == 17_280

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from llm_cost.counts.lora import LORA_RANK
 from llm_cost.counts.parts import checkpoint_params
+from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes, kv_bytes_per_token, lora_params, param_counts, weight_bytes)
@@ -36,7 +37,11 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     (DeepSeek-V3: 688.57 GB, of which MTP 15.42 GB); None, with the quant_method named in
     `checkpoint_format`, for a quantization it does not count (GPTQ, AWQ, ...).
 
-    `kv_bytes_per_sequence`: the K/V one sequence of `kv_context` tokens holds, each sliding or
+    `kv_bytes_per_token` counts the attention layers only (`attention_layers`); a hybrid's
+    `recurrent_layers` keep `state_bytes_per_sequence` instead, whatever the context (Qwen3-Next:
+    24,576 B/token over 12 layers, 39.5 MB per sequence over 36).
+
+    `kv_bytes_per_sequence`: the K/V (and recurrent state) one sequence of `kv_context` tokens holds, each sliding or
     chunked layer at most its window (`counts.kv_bytes`; gpt-oss-20b at its 131,072: 3.22 GB,
     not the 6.44 GB of kv_bytes_per_token x context). `kv_context` is `context`, or the model's
     max_position_embeddings when `context` is 0; both None when neither is known.
@@ -48,7 +53,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     parts = checkpoint_params(model)
     int4 = weight_bytes(model, INT4_G128)
     shipped_format, shipped_bytes = _as_shipped(model)
-    lora_ok = model.mla is None
+    lora_ok = model.mla is None and model.recurrent is None  # LoRA counts every layer's attention
     kv_context = context or model.max_position_embeddings or None
     return {
         "name": model.name,
@@ -68,6 +73,9 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
         "checkpoint_format": shipped_format,
         "weight_bytes_checkpoint": shipped_bytes,
         "kv_bytes_per_token": kv_bytes_per_token(model, kv_bytes_per_element),
+        "attention_layers": model.num_attention_layers,
+        "recurrent_layers": model.num_recurrent_layers,
+        "state_bytes_per_sequence": state_bytes_per_sequence(model, kv_bytes_per_element),
         "kv_context": kv_context,
         "kv_bytes_per_sequence": None if kv_context is None else kv_bytes(model, kv_context, kv_bytes_per_element),
         "context": context,
