@@ -269,3 +269,37 @@ def test_qwen3_5_checkpoint_bytes_by_part():
     assert b.vision == 912_020_960 and b.mtp == 13_191_136_256
     assert 792_692_717_952 - b.weights.total == 45 * (64 + 128) * 2 == 17_280
     assert 806_795_875_168 - b.total == 17_280
+
+
+def test_nemotron_nano_9b_v2_single_sublayer_blocks():
+    """nvidia/NVIDIA-Nemotron-Nano-9B-v2: Hub total 8,888,227,328 (a public table of Hub totals,
+    "Nemotron-Nano-9B-v2 ... 8888227328"); card "9B". Config transcribed from a public TensorRT
+    export's text-model dict for that repository (revision 6533e8de...), NemotronHConfig's defaults
+    for the keys it leaves out (untied, use_conv_bias true, use_bias / mlp_bias / attention_bias false).
+
+    H 4480, 56 blocks of ONE sublayer behind one RMSNorm (M-M-M-MM-...: 27 Mamba-2, 4 attention,
+    25 MLP), V 131072, untied.
+    Mamba-2 (128 heads x 80, d_state 128, 8 groups, K 4): in_proj 4480 x (2 x 10240 + 2 x 8 x 128 + 128)
+    = 101,498,880; conv1d 12288 x 4 + 12288 = 61,440; dt_bias, A_log, D 384; gated norm 10,240;
+    out_proj 10240 x 4480 = 45,875,200: 147,446,144 (+ norm 4,480).
+    Attention (40 x 128, 8 KV heads): 2 x 4480 x 5120 + 2 x 4480 x 1024 = 55,050,240 (+ 4,480).
+    MLP (squared ReLU: up, down): 2 x 4480 x 15680 = 140,492,800 (+ 4,480).
+    total = 27 x 147,450,624 + 4 x 55,054,720 + 25 x 140,497,280 + 2 x 131072 x 4480 + 4480
+          = 8,888,227,328. K/V: 2 x 4 x 8 x 128 x 2 = 16,384 B/token; state 27 x (128 x 80 x 128
+          + 12288 x 3) x 2 = 72,769,536 B per sequence.
+    """
+    m = load("nemotron-nano-9b-v2.json")
+    p = param_counts(m)
+    assert (m.num_recurrent_layers, m.num_attention_layers, m.num_mlp_blocks) == (27, 4, 25)
+    assert p.recurrent_per_layer == 147_446_144
+    assert checkpoint_params(m).total == p.total == 8_888_227_328
+    assert kv_bytes_per_token(m) == 16_384
+    assert state_bytes_per_sequence(m) == 27 * (128 * 80 * 128 + 12288 * 3) * 2 == 72_769_536
+    assert flops_per_token(m, 100) - flops_per_token(m) == 100 * 4 * 4 * 40 * 128  # 4 attention blocks
+
+
+def test_nemotron_without_its_pattern_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="a hybrid needs its layer schedule"):
+        load_model(edited(tmp_path, "nemotron-nano-9b-v2.json", hybrid_override_pattern=None))
+    with pytest.raises(ConfigError, match=r"\['E'\] not counted"):
+        load_model(edited(tmp_path, "nemotron-nano-9b-v2.json", hybrid_override_pattern="ME" * 28))

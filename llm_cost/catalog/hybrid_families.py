@@ -16,6 +16,8 @@ cannot be read is refused, never counted as all-attention.
   false: shared tables) and a Qwen3-VL style vision tower in `vision_config` (`multimodal.qwen_vision`).
 - minimax_m1 (MiniMaxM1ForCausalLM): lightning attention where `attn_type_list` is 0, softmax GQA
   attention where it is 1; every layer MoE (router without bias).
+- granitemoehybrid (Granite 4.0-H) and nemotron_h (Nemotron-H, Nemotron Nano 2): Mamba-2 hybrids
+  (their adapters below say what each layer holds).
 """
 
 from __future__ import annotations
@@ -147,3 +149,43 @@ def _granitemoehybrid(f: Fields) -> dict:
 
 HYBRID_FAMILIES["granitemoehybrid"] = _granitemoehybrid
 HYBRID_ARCHITECTURES["GraniteMoeHybridForCausalLM"] = "granitemoehybrid"
+
+
+# Nemotron-H's block letters (hybrid_override_pattern) and names (layers_block_type)
+NEMOTRON_BLOCKS = {"M": "recurrent", "*": "full", "-": "mlp", "mamba": "recurrent", "attention": "full",
+                   "mlp": "mlp"}
+
+
+def _nemotron_h(f: Fields) -> dict:
+    """NemotronHForCausalLM (Nemotron-H, Nemotron Nano 2): each block ONE sublayer behind an RMSNorm,
+    a Mamba-2 mixer ("M"), GQA attention ("*") or a squared-ReLU MLP of up_proj / down_proj ("-"),
+    from `hybrid_override_pattern` (or `layers_block_type`), required; untied embeddings by default.
+    The Mamba keys as NemotronHConfig names them (mamba_num_heads, mamba_head_dim, ssm_state_size,
+    n_groups, conv_kernel, use_conv_bias, use_bias), with the exported spellings mamba_state_dim and
+    mamba_num_groups accepted; MoE blocks ("E") are not counted."""
+    layers = f.int("num_hidden_layers")
+    if f.has("hybrid_override_pattern"):
+        key, blocks = "hybrid_override_pattern", list(f.str("hybrid_override_pattern"))
+    elif f.has("layers_block_type"):
+        key, blocks = "layers_block_type", f.str_list("layers_block_type")
+    else:
+        raise f.error(f"a hybrid needs its layer schedule: no {f.key('hybrid_override_pattern')} "
+                      f"or {f.key('layers_block_type')}")
+    unknown = sorted(set(blocks) - set(NEMOTRON_BLOCKS))
+    if unknown or len(blocks) != layers:
+        raise f.error(f"key {f.key(key)} must name one of M, *, - (mamba, attention, mlp) for each of "
+                      f"{layers} layers" + (f"; {unknown} not counted" if unknown else ""))
+    kinds = [NEMOTRON_BLOCKS[b] for b in blocks]
+
+    state_key = "ssm_state_size" if f.has("ssm_state_size") or not f.has("mamba_state_dim") else "mamba_state_dim"
+    groups_key = "n_groups" if f.has("n_groups") or not f.has("mamba_num_groups") else "mamba_num_groups"
+    mamba = RecurrentSpec("mamba2", num_heads=f.int("mamba_num_heads"), head_dim=f.int("mamba_head_dim"),
+                          state_dim=f.int(state_key), num_groups=f.int(groups_key, 8),
+                          conv_kernel=f.int("conv_kernel", 4), conv_bias=f.bool("use_conv_bias", True),
+                          proj_bias=f.bool("use_bias", False) or f.bool("mamba_proj_bias", False))
+    spec = decoder(with_keys(f, sliding_window=None), windows=lambda g, n: _window_fields(g, kinds))
+    return spec | {"recurrent": mamba, "single_sublayer_blocks": True, "layer_norms": 1, "mlp_kind": "plain"}
+
+
+HYBRID_FAMILIES["nemotron_h"] = _nemotron_h
+HYBRID_ARCHITECTURES["NemotronHForCausalLM"] = "nemotron_h"

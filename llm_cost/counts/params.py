@@ -78,6 +78,9 @@ class ParamCounts:
     # A hybrid's recurrent layers (linear attention, Mamba): their mixer replaces the attention block
     recurrent_per_layer: int = 0  # one recurrent mixer (`counts.recurrent.recurrent_layer_params`)
     num_recurrent_layers: int = 0
+    # Single-sublayer blocks (Nemotron-H): mixer blocks without an MLP, MLP blocks without a mixer
+    blocks_without_mlp: int = 0
+    blocks_without_mixer: int = 0
 
     @property
     def attention_block_per_layer(self) -> int:
@@ -112,11 +115,15 @@ class ParamCounts:
 
     @property
     def mixer_correction(self) -> int:
-        """What a hybrid's recurrent layers change: their mixer in place of the attention block,
-        num_recurrent_layers x (recurrent_per_layer - attention_block_per_layer); 0 otherwise."""
+        """What a hybrid's layers change against attention + MLP in every layer: the recurrent
+        mixers in place of the attention block, num_recurrent_layers x (recurrent_per_layer -
+        attention_block_per_layer), less the MLP of each mixer-only block and the attention of each
+        MLP-only block (single-sublayer blocks, Nemotron-H); 0 otherwise."""
+        single = (self.blocks_without_mlp * self.dense_mlp_per_layer
+                  + self.blocks_without_mixer * self.attention_block_per_layer)
         if not self.num_recurrent_layers:
-            return 0
-        return self.num_recurrent_layers * (self.recurrent_per_layer - self.attention_block_per_layer)
+            return -single
+        return self.num_recurrent_layers * (self.recurrent_per_layer - self.attention_block_per_layer) - single
 
     @property
     def total(self) -> int:
@@ -220,6 +227,8 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         expert_bias_params=expert_bias,
         recurrent_per_layer=(recurrent_layer_params(model.recurrent, d) if model.recurrent else 0),
         num_recurrent_layers=model.num_recurrent_layers,
+        blocks_without_mlp=model.num_layers - model.num_mlp_blocks if model.single_sublayer_blocks else 0,
+        blocks_without_mixer=model.num_mlp_blocks,
     )
 
 

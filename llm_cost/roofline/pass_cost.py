@@ -131,7 +131,7 @@ class PassCost:
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
             experts_per_token=moe.experts_per_token if moe else 0,
-            kv_windows=windows, num_layers=model.num_layers if windows else 0,
+            kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
             small_gemm_factor=profile.small_gemm_factor, gemm_half_rows=profile.gemm_half_rows,
             expert_flops_share=_expert_share(model) if moe else 0.0,
             state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0)

@@ -23,7 +23,8 @@ QK_NORM_KINDS = ("none", "head", "full", "weightless")
 # What one layer's attention keeps of the past: all of it, the last `sliding_window` tokens, the
 # tokens of the current `attention_chunk_size` chunk (Llama 4), or a fixed-size state per sequence
 # (a "recurrent" layer: the model's `recurrent` mixer, linear attention or Mamba, in place of attention).
-ATTENTION_KINDS = ("full", "sliding", "chunked", "recurrent")
+ATTENTION_KINDS = ("full", "sliding", "chunked", "recurrent", "mlp")
+# "mlp": a block without a mixer, only an MLP (Nemotron-H's "-" blocks; `single_sublayer_blocks`).
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class ModelSpec:
         The mixer of the layers whose `layer_types` entry is "recurrent"; set exactly when one is.
     attention_output_gate : bool, optional
         The attention layers' q_proj also outputs a gate of q_dim (Qwen3-Next; default False).
+    single_sublayer_blocks : bool, optional
+        Each layer is one sublayer behind one norm: its mixer, or an MLP where layer_types says
+        "mlp" (Nemotron-H; default False). Not with experts.
 
     Raises
     ------
@@ -158,6 +162,9 @@ class ModelSpec:
     # doubled: a sigmoid gate of q_dim on the attention output, attn_output_gate).
     recurrent: RecurrentSpec | None = None
     attention_output_gate: bool = False
+    # Each layer holds ONE sublayer, its mixer (attention or recurrent) or its MLP ("mlp" blocks),
+    # never both, behind one norm (Nemotron-H); False: every layer has a mixer and an MLP.
+    single_sublayer_blocks: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -205,6 +212,10 @@ class ModelSpec:
         if kinds and len(kinds) != self.num_layers:
             raise InvalidValueError(f"model.layer_types must have {self.num_layers} entries (num_layers), "
                                     f"got {len(kinds)}")
+        if ("mlp" in kinds) and not self.single_sublayer_blocks:
+            raise InvalidValueError("model.layer_types has 'mlp' blocks, which need single_sublayer_blocks")
+        if self.single_sublayer_blocks and self.moe is not None:
+            raise InvalidValueError("model.single_sublayer_blocks with experts is not counted")
         if ("recurrent" in kinds) != (self.recurrent is not None):
             raise InvalidValueError("model.recurrent must be set exactly when a layer is 'recurrent'")
         for kind, size, field in (("sliding", self.sliding_window, "sliding_window"),
@@ -265,9 +276,14 @@ class ModelSpec:
         return self.layer_types.count("recurrent")
 
     @property
+    def num_mlp_blocks(self) -> int:
+        """Blocks with an MLP and no mixer (Nemotron-H's "-"; 0 unless single_sublayer_blocks)."""
+        return self.layer_types.count("mlp")
+
+    @property
     def num_attention_layers(self) -> int:
-        """Layers with attention (and a K/V cache): num_layers - num_recurrent_layers."""
-        return self.num_layers - self.num_recurrent_layers
+        """Layers with attention (and a K/V cache): num_layers - recurrent layers - MLP blocks."""
+        return self.num_layers - self.num_recurrent_layers - self.num_mlp_blocks
 
     @property
     def attention_layer_types(self) -> tuple[str, ...]:
