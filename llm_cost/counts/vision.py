@@ -118,3 +118,98 @@ def vision_params(model: ModelSpec) -> VisionParams | None:
     if model.vision is None:
         return None
     return TOWER_COUNTS[model.vision.kind](model.vision, model.hidden_size)
+
+
+@dataclass(frozen=True)
+class ImageCost:
+    """What one image costs the model: the patches its tower encodes, the soft tokens it adds to
+    the prompt, and the tower's FLOPs (2 per multiply-accumulate)."""
+
+    patches: int  # rows the tower runs (all tiles, class tokens included)
+    tokens: int  # soft tokens in the text model's prompt
+    encoder_flops: float
+
+
+def image_cost(model: ModelSpec, image_size_px: int | None = None) -> ImageCost:
+    r"""Patches, prompt tokens and encoder FLOPs of one square image of `image_size_px` pixels a side.
+
+    - siglip (Gemma 3): the image is resized to image_size: N = (image_size / p)^2 patches, pooled
+      to `tokens_per_image` soft tokens (256) whatever its size (pan-and-scan crops not counted).
+    - pixtral (Mistral 3): s = ceil(px / p) patches a side (at most image_size / p), merged s/m a
+      side; tokens = rows x (cols + 1), an [IMG_BREAK] / [IMG_END] after each row.
+    - llama4: tiles of image_size: t = ceil(px / image_size)^2, plus one global tile when t > 1;
+      each tile N = (image_size / p)^2 patches + a class token, pixel-shuffled to N / 4 tokens
+      (ratio 0.5; the tile markers not counted).
+    - qwen_vl (Qwen3.5): s = ceil(px / (p m)) x m patches a side (one temporal patch: the image is
+      its two frames); tokens = s^2 / m^2.
+
+    .. math:: F = 2\,N\,(C p^2 D + N_{layers}) + 4\,L\,N_{tile}^2\,D\,\cdot\mathit{tiles} + 2\,T\,(N_{adapter} + N_{proj})
+
+    with N_layers the encoder's parameters (all its layers' matrices), N_tile the patches one
+    attention sees (a tile), T the tokens out.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        A multimodal model (its `vision` set).
+    image_size_px : int, optional
+        The image's side in pixels, >= 1; None: the tower's own image_size.
+
+    Returns
+    -------
+    ImageCost
+
+    Raises
+    ------
+    InvalidValueError
+        For a text-only model, or a side out of range.
+
+    Examples
+    --------
+    Gemma 3 (MedGemma 27B): 4096 patches, 256 tokens, whatever the image's size.
+
+    >>> from llm_cost.catalog import load_model
+    >>> c = image_cost(load_model("tests/data/configs/medgemma-27b-it.json"), 1024)
+    >>> c.patches, c.tokens
+    (4096, 256)
+    """
+    from llm_cost.errors import InvalidValueError, check_number
+
+    model = as_model(model)
+    v = model.vision
+    if v is None:
+        raise InvalidValueError(f"images: {model.name} has no vision tower (its config has no vision_config)",
+                                params=("images",))
+    px = v.image_size if image_size_px is None else image_size_px
+    check_number("image_size", px, low=1, high=1e5, integer=True)
+    side, tiles = _patch_grid(v, int(px))
+    per_tile = side * side + (1 if v.kind == "llama4" else 0)
+    patches = tiles * per_tile
+    if v.kind == "siglip":
+        tokens = v.tokens_per_image or (side // 4) ** 2
+    elif v.kind == "pixtral":
+        rows = side // v.merge_size
+        tokens = rows * (rows + 1)
+    elif v.kind == "llama4":
+        tokens = tiles * (side * side // 4)
+    else:
+        tokens = side * side // v.merge_size ** 2
+    p = vision_params(model)
+    patch_macs = v.num_channels * v.temporal_patch_size * v.patch_size ** 2 * v.hidden_size
+    flops = (2.0 * patches * (patch_macs + p.encoder) + 4.0 * v.num_layers * tiles * per_tile ** 2 * v.hidden_size
+             + 2.0 * tokens * (p.adapter + p.projector))
+    return ImageCost(patches=patches, tokens=tokens, encoder_flops=flops)
+
+
+def _patch_grid(v: VisionSpec, px: int) -> tuple[int, int]:
+    """(patches a side of one tile, tiles) of a px-wide image for the tower `v` (`image_cost`)."""
+    full = v.patches_per_side
+    if v.kind == "siglip":
+        return full, 1
+    if v.kind == "pixtral":
+        return min(-(-px // v.patch_size), full) // v.merge_size * v.merge_size or v.merge_size, 1
+    if v.kind == "llama4":
+        t = (-(-px // v.image_size)) ** 2
+        return full, t + 1 if t > 1 else 1
+    unit = v.patch_size * v.merge_size
+    return -(-px // unit) * v.merge_size, 1
