@@ -43,7 +43,7 @@ FAMILIES = {
     "ministral-3-3b-reasoning-2512.json": "mistral3", "llama-4-maverick-17b-128e-instruct.json": "llama4",
     "qwen3-next-80b-a3b-thinking.json": "qwen3_next", "qwen3.5-397b-a17b.json": "qwen3_5_moe",
     "minimax-m1.json": "minimax_m1", "granite-4.0-h-tiny.json": "granitemoehybrid",
-    "nemotron-nano-9b-v2.json": "nemotron_h",
+    "nemotron-nano-9b-v2.json": "nemotron_h", "ai21-jamba-1.5-mini.json": "jamba",
 }
 
 

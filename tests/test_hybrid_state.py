@@ -303,3 +303,30 @@ def test_nemotron_without_its_pattern_is_refused(tmp_path):
         load_model(edited(tmp_path, "nemotron-nano-9b-v2.json", hybrid_override_pattern=None))
     with pytest.raises(ConfigError, match=r"\['E'\] not counted"):
         load_model(edited(tmp_path, "nemotron-nano-9b-v2.json", hybrid_override_pattern="ME" * 28))
+
+
+def test_jamba_1_5_mini_mamba1_moe():
+    """ai21labs/AI21-Jamba-1.5-Mini: card "12B active / 52B total parameters"; no exact Hub total was
+    found, so the count is pinned by its derivation and checked against the card's rounding.
+
+    H 4096, L 32: attention where i % 8 == 4 (4 layers), Mamba-1 elsewhere (28); experts where
+    i % 2 == 1 (16 experts of 14336, k 2), a dense MLP of 14336 elsewhere; V 65536, untied.
+    Mamba-1 (d_inner 8192, d_state 16, dt_rank 256, K 4): in_proj 4096 x 16384 = 67,108,864;
+    conv1d 8192 x 4 + 8192 = 40,960; x_proj 8192 x (256 + 32) = 2,359,296; dt_proj 256 x 8192 + 8192
+    = 2,105,344; A_log 8192 x 16 = 131,072; D 8,192; out_proj 8192 x 4096 = 33,554,432; dt / B / C
+    layernorms 256 + 32: 105,308,448. Attention 2 x 4096^2 + 2 x 4096 x 1024 = 41,943,040.
+    MLP 3 x 4096 x 14336 = 176,160,768; router 16 x 4096 = 65,536; norms 8,192.
+    State per Mamba layer: 8192 x 16 + 8192 x 3 = 155,648 elements.
+    """
+    m = load("ai21-jamba-1.5-mini.json")
+    p = param_counts(m)
+    assert (m.num_recurrent_layers, m.num_attention_layers, m.num_moe_layers) == (28, 4, 16)
+    assert p.recurrent_per_layer == 105_308_448
+    dense_attn, moe_attn = 41_943_040 + 176_160_768 + 8_192, 41_943_040 + 16 * 176_160_768 + 65_536 + 8_192
+    mamba = 105_308_448 - 41_943_040
+    # layers 4, 12, 20, 28 attend and are dense (even); 16 odd MoE layers, all Mamba
+    expected = 4 * dense_attn + 12 * (dense_attn + mamba) + 16 * (moe_attn + mamba) + 2 * 65536 * 4096 + 4096
+    assert p.total == expected == 51_570_323_328
+    assert round(p.total / 1e9) == 52 and round(p.active / 1e9) == 12
+    assert m.recurrent.state_elements == 155_648
+    assert state_bytes_per_sequence(m) == 28 * 155_648 * 2

@@ -189,3 +189,34 @@ def _nemotron_h(f: Fields) -> dict:
 
 HYBRID_FAMILIES["nemotron_h"] = _nemotron_h
 HYBRID_ARCHITECTURES["NemotronHForCausalLM"] = "nemotron_h"
+
+
+def _jamba(f: Fields) -> dict:
+    """JambaForCausalLM: attention where i % attn_layer_period == attn_layer_offset, a Mamba-1
+    mixer (JambaMambaMixer, with its dt / B / C layernorms) elsewhere; experts of intermediate_size
+    where i % expert_layer_period == expert_layer_offset (a router without bias), a dense MLP
+    elsewhere. Both periods are required: the schedule is not guessed."""
+    layers = f.int("num_hidden_layers")
+    for key in ("attn_layer_period", "attn_layer_offset"):
+        if not f.has(key):
+            raise f.error(f"a hybrid needs its layer schedule: no {f.key(key)}")
+    period, offset = f.int("attn_layer_period"), f.int("attn_layer_offset", minimum=0)
+    kinds = ["full" if i % period == offset else "recurrent" for i in range(layers)]
+    hidden = f.int("hidden_size")
+    inner = f.int("mamba_expand", 2) * hidden
+    dt_rank = f.get("mamba_dt_rank", "auto")
+    dt_rank = -(-hidden // 16) if dt_rank == "auto" else f.int("mamba_dt_rank")
+    mamba = RecurrentSpec("mamba1", num_heads=1, head_dim=inner, state_dim=f.int("mamba_d_state", 16),
+                          conv_kernel=f.int("mamba_d_conv", 4), conv_bias=f.bool("mamba_conv_bias", True),
+                          proj_bias=f.bool("mamba_proj_bias", False), dt_rank=dt_rank)
+    spec = decoder(f, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": mamba}
+    if not f.has("num_experts") or f.int("num_experts") == 1:
+        return spec
+    e_period, e_offset = f.int("expert_layer_period", 2), f.int("expert_layer_offset", 1, minimum=0)
+    moe = moe_spec(f, experts="num_experts", width="intermediate_size",
+                   is_moe=[i % e_period == e_offset for i in range(layers)], layout_key="expert_layer_period")
+    return spec | {"moe": moe}
+
+
+HYBRID_FAMILIES["jamba"] = _jamba
+HYBRID_ARCHITECTURES["JambaForCausalLM"] = "jamba"
