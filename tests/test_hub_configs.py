@@ -44,6 +44,7 @@ FAMILIES = {
     "qwen3-next-80b-a3b-thinking.json": "qwen3_next", "qwen3.5-397b-a17b.json": "qwen3_5_moe",
     "minimax-m1.json": "minimax_m1", "granite-4.0-h-tiny.json": "granitemoehybrid",
     "nemotron-nano-9b-v2.json": "nemotron_h", "ai21-jamba-1.5-mini.json": "jamba",
+    "granite-3.3-8b-instruct.json": "granite",
 }
 
 

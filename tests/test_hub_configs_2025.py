@@ -234,3 +234,17 @@ def test_kv_per_token_of_the_variants():
     2 x 46 x 8 x 128 x 2 = 188,416 (the MTP layer's cache is the draft's, not counted here)."""
     assert kv_bytes_per_token(load("smollm3-3b.json")[0]) == 73_728
     assert kv_bytes_per_token(load("glm-4.5-air.json")[0]) == 188_416
+
+
+def test_granite_3_3_8b_instruct_multipliers_are_scalars():
+    """ibm-granite/granite-3.3-8b-instruct: 8,170,864,640 parameters (public tables of Hub totals,
+    "HF safetensors confirmed"; the license table of a model registry lists the same); card "8B".
+
+    H 4096, L 40, I 12800, nh 32, nkv 8, hd 128, V 49159, tied; attention / embedding / residual
+    multipliers and logits_scaling are scalars. attention 2 x 4096^2 + 2 x 4096 x 1024 = 41,943,040;
+    MLP 3 x 4096 x 12800 = 157,286,400; norms 8,192; layer 199,237,632.
+    total = 40 x 199,237,632 + 49159 x 4096 + 4096 = 7,969,505,280 + 201,355,264 + 4,096.
+    """
+    _, p, c = load("granite-3.3-8b-instruct.json")
+    assert p.per_layer == 199_237_632 and p.lm_head == 0
+    assert c.total == 8_170_864_640
