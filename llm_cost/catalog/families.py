@@ -17,12 +17,19 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
   are arithmetic, not parameters.
 - olmo2: post-norms only (two per layer) and q/k norms over all heads (q_dim and kv_dim).
 - gpt_oss: biases on q, k, v, o, on every expert and on the router; one attention sink per head.
-- llama4 (the multimodal wrapper: its `text_config`, and its `vision_config` tower where given,
-  `multimodal`) and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
+- llama4 (the multimodal wrapper: its `text_config` and its `vision_config` tower, `multimodal`)
+  and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
   dense layers of `intermediate_size_mlp`, weightless q/k norms, no-RoPE layers.
 - deepseek_v2, deepseek_v3 and kimi_k2 (DeepSeek-V3's architecture): MLA, shared experts,
   `first_k_dense_replace` dense layers, the routing bias of `topk_method: noaux_tc`, MTP layers.
 - gpt2, gpt3, gptj, gpt_neox, phi, falcon: the GPT-style families (`gpt_families`).
+- smollm3, mimo, internlm2, granite, cohere: Llama with a twist (`llama_variants`).
+- granitemoe, deepseek (v1), glm4_moe: MoE with dense first layers, shared experts, MTP (`moe_families`).
+- gemma3, mistral3: multimodal wrappers, text model + vision tower (`multimodal`).
+- qwen3_next, qwen3_5_moe, minimax_m1, granitemoehybrid, nemotron_h, jamba: hybrids whose recurrent
+  layers keep a state per sequence (`hybrid_families`).
+- qwen3, gemma2, gemma3_text, gpt_oss: `head_dim` defaults as their config classes set it (128,
+  256, 256, 64); qwen3_moe requires it (its config class has none; issue 29).
 
 The keys every family shares are read in `decoder`.
 """
