@@ -49,8 +49,7 @@ def _interval_schedule(f: Fields, layers: int) -> dict:
 def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
     spec = decoder(f, windows=_interval_schedule)
     if "recurrent" not in spec.get("layer_types", ()):
-        raise f.error(f"key {f.key('layer_types')} names no linear_attention layer: not a {f.prefix or ''}"
-                      f"Gated DeltaNet hybrid")
+        raise f.error(f"key {f.key('layer_types')} names no linear_attention layer: not a Gated DeltaNet hybrid")
     layers = spec["num_layers"]
     step = f.int("decoder_sparse_step", 1)
     dense = set(layer_list(f, "mlp_only_layers", layers))
@@ -100,12 +99,6 @@ def _minimax_m1(f: Fields) -> dict:
                                                           state_dim=head_dim)}
 
 
-HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "minimax_m1": _minimax_m1}
-HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next",
-                        "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
-                        "MiniMaxM1ForCausalLM": "minimax_m1"}
-
-
 # ---- Mamba hybrids ----------------------------------------------------------------------------
 
 MAMBA_LAYER_NAMES = {"mamba": "recurrent", "attention": "full"}  # GraniteMoeHybrid's layer_types
@@ -147,10 +140,6 @@ def _granitemoehybrid(f: Fields) -> dict:
     return spec | {"moe": moe, "shared_expert_intermediate_size": shared}
 
 
-HYBRID_FAMILIES["granitemoehybrid"] = _granitemoehybrid
-HYBRID_ARCHITECTURES["GraniteMoeHybridForCausalLM"] = "granitemoehybrid"
-
-
 # Nemotron-H's block letters (hybrid_override_pattern) and names (layers_block_type)
 NEMOTRON_BLOCKS = {"M": "recurrent", "*": "full", "-": "mlp", "mamba": "recurrent", "attention": "full",
                    "mlp": "mlp"}
@@ -187,10 +176,6 @@ def _nemotron_h(f: Fields) -> dict:
     return spec | {"recurrent": mamba, "single_sublayer_blocks": True, "layer_norms": 1, "mlp_kind": "plain"}
 
 
-HYBRID_FAMILIES["nemotron_h"] = _nemotron_h
-HYBRID_ARCHITECTURES["NemotronHForCausalLM"] = "nemotron_h"
-
-
 def _jamba(f: Fields) -> dict:
     """JambaForCausalLM: attention where i % attn_layer_period == attn_layer_offset, a Mamba-1
     mixer (JambaMambaMixer, with its dt / B / C layernorms) elsewhere; experts of intermediate_size
@@ -218,5 +203,8 @@ def _jamba(f: Fields) -> dict:
     return spec | {"moe": moe}
 
 
-HYBRID_FAMILIES["jamba"] = _jamba
-HYBRID_ARCHITECTURES["JambaForCausalLM"] = "jamba"
+HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "minimax_m1": _minimax_m1,
+                   "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba}
+HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+                        "MiniMaxM1ForCausalLM": "minimax_m1", "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+                        "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba"}
