@@ -6,11 +6,13 @@ cannot be read is refused, never counted as all-attention.
 - qwen3_next (Qwen3NextForCausalLM): Gated DeltaNet layers (`linear_*` keys) and, every
   `full_attention_interval`-th layer, gated attention (q_proj doubled for the output gate, q/k norms
   of head_dim); Qwen2-MoE's experts (routed, one shared expert of shared_expert_intermediate_size
-  behind a hidden -> 1 gate). The Hub checkpoint also ships one MTP layer that no config key names:
-  its index lists `mtp.fc` (2H -> H), `mtp.pre_fc_norm_embedding`, `mtp.pre_fc_norm_hidden`,
-  `mtp.layers.0.*` (a full-attention MoE layer) and `mtp.norm`, and vLLM's Qwen3NextMTP builds
-  `getattr(config, "num_nextn_predict_layers", 1)` of them: counted as 1 unless the key says otherwise,
-  sharing the model's embedding and LM head.
+  behind a hidden -> 1 gate). The Hub checkpoint also ships one MTP layer that no config key names.
+  How that is known: vLLM's Qwen3NextMultiTokenPredictor (qwen3_next_mtp.py) loads `mtp.fc`
+  (2H -> H, no bias), `mtp.pre_fc_norm_embedding`, `mtp.pre_fc_norm_hidden`, `mtp.layers.*` (a
+  Qwen3NextDecoderLayer) and `mtp.norm`, `getattr(config, "num_nextn_predict_layers", 1)` of them;
+  and the Hub total of Qwen3-Next-80B-A3B (81,324,862,720) exceeds that of Qwen3-Coder-Next, the same
+  text model without it (79,674,391,296), by exactly one such module with the model's embedding and
+  head shared (tests/test_hybrid_state.py). Counted as 1 unless the key says otherwise.
 - qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): the same text model in `text_config`, with
   `layer_types`, `attn_output_gate` and `mtp_num_hidden_layers` stated (`mtp_use_dedicated_embeddings`
   false: shared tables) and a Qwen3-VL style vision tower in `vision_config` (`multimodal.qwen_vision`).
