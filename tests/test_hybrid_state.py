@@ -342,3 +342,19 @@ def test_hybrids_without_an_adapter_are_refused_not_counted(tmp_path, model_type
     path.write_text(json.dumps(cfg))
     with pytest.raises(ConfigError, match=f"'{model_type}' is not supported; nearest: "):
         load_model(str(path))
+
+
+def test_capacity_policies_hold_the_state_of_every_request():
+    """`capacity`'s reservation policies: each Qwen3-Next request holds its K/V and its state,
+    39,518,208 / 24,576 = 1,608 K/V tokens' worth; on an MI300X 547,331 tokens fit, so 272 + 64.5
+    declared tokens per request give floor(547,331 / (336.5 + 1,608)) = 281 requests, not 1,626."""
+    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.report.serving_rows import capacity_row
+    from llm_cost.serving.capacity import kv_capacity
+
+    m, acc = load("qwen3-next-80b-a3b-thinking.json"), load_accelerator("mi300x")
+    assert state_in_kv_tokens(m) == 1_608
+    assert kv_capacity(m, acc).kv_tokens == 547_331
+    row = capacity_row(m, acc, prompt=272, max_gen=64.5)
+    assert row["requests_declared"] == int(547_331 // (336.5 + 1_608)) == 281
+    assert row["requests_max_len"] == 547_331 // (262_144 + 1_608) == 2

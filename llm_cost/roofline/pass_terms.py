@@ -141,25 +141,12 @@ def _expert_share(model: ModelSpec) -> float:
 
 
 def state_tokens_per_sequence(model: ModelSpec, kv_bytes_per_element: float) -> float:
-    """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens.
+    """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens: each pass reads
+    every recurrent layer's state and writes it back, 2 x `counts.recurrent.state_in_kv_tokens`
+    (0 without recurrent layers), so that `PassCost` moves it as kv_tokens."""
+    from llm_cost.counts.recurrent import state_in_kv_tokens
 
-    Each pass reads every recurrent layer's state and writes it back: 2 x `state_bytes_per_sequence`
-    bytes a sequence, divided by kv_bytes_per_token so that `PassCost` moves it as kv_tokens
-    (0 without recurrent layers; a model whose every layer is recurrent has no K/V token to
-    express it in and is refused).
-    """
-    from llm_cost.counts import kv_bytes_per_token
-    from llm_cost.counts.recurrent import state_bytes_per_sequence
-    from llm_cost.errors import InvalidValueError
-
-    state = state_bytes_per_sequence(model, kv_bytes_per_element)
-    if not state:
-        return 0.0
-    per_token = kv_bytes_per_token(model, kv_bytes_per_element)
-    if not per_token:
-        raise InvalidValueError(f"{model.name}: every layer is recurrent; the time model needs one "
-                                f"attention layer to move its state as K/V tokens")
-    return 2 * state / per_token
+    return 2.0 * state_in_kv_tokens(model, kv_bytes_per_element)
 
 
 def recurrent_row_flops(model: ModelSpec) -> float:
