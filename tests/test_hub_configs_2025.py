@@ -155,6 +155,7 @@ def test_glm_4_5_air_mtp_with_its_own_tables():
     assert c.text == 106_852_251_264
     assert c.mtp == 3_616_573_568 == mtp_params(model).stored
     assert c.total == 110_468_824_832
+    assert round((p.active - p.embedding - p.lm_head) / 1e9) == 12  # the card's "12 billion active"
 
 
 # ---- multimodal wrappers -----------------------------------------------------------------------

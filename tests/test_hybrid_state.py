@@ -73,6 +73,7 @@ def test_qwen3_next_80b_a3b_gated_deltanet_and_its_unnamed_mtp():
     assert c.text == 79_674_391_296
     assert c.mtp == mtp_params(m).own == 1_650_471_424
     assert c.total == 81_324_862_720
+    assert round((p.active - p.embedding - p.lm_head) / 1e9) == 3  # the card's "3B activated"
 
 
 def test_qwen3_5_397b_a17b_parts():
