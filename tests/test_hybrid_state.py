@@ -359,3 +359,10 @@ def test_capacity_policies_hold_the_state_of_every_request():
     row = capacity_row(m, acc, prompt=272, max_gen=64.5)
     assert row["requests_declared"] == int(547_331 // (336.5 + 1_608)) == 281
     assert row["requests_max_len"] == 547_331 // (262_144 + 1_608) == 2
+
+
+def test_lora_of_a_hybrid_is_refused_not_miscounted():
+    from llm_cost.counts import lora_params
+
+    with pytest.raises(LlmCostError, match="36 of 48 are recurrent"):
+        lora_params(load("qwen3-next-80b-a3b-thinking.json"))
