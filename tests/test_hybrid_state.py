@@ -366,3 +366,17 @@ def test_lora_of_a_hybrid_is_refused_not_miscounted():
 
     with pytest.raises(LlmCostError, match="36 of 48 are recurrent"):
         lora_params(load("qwen3-next-80b-a3b-thinking.json"))
+
+
+def test_cli_model_and_spec_on_a_hybrid():
+    """`model` shows K/V per token over the 12 attention layers and the state per sequence; `spec`
+    runs on a MoE with a gated shared expert (its dense twin drops the shared expert's own width)."""
+    from helpers import rows_of
+
+    (row,) = rows_of("model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"))
+    assert (row["kv_bytes_per_token"], row["attention_layers"], row["recurrent_layers"]) == (24_576, 12, 36)
+    assert row["state_bytes_per_sequence"] == 39_518_208
+    assert (row["params_text"], row["params_mtp"], row["params_checkpoint"]) == (
+        79_674_391_296, 1_650_471_424, 81_324_862_720)
+    assert rows_of("spec", "--model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"), "--alpha", "0.8",
+                   "--gamma", "2", "--batch", "8")
