@@ -17,16 +17,18 @@ MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_interme
 
 
 def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_bias: bool = False,
-            windows: Callable[[Fields, int], dict] | None = None) -> dict:
+            windows: Callable[[Fields, int], dict] | None = None, head_dim: int | None = None) -> dict:
     """ModelSpec fields every decoder family reads the same way, with the family's defaults.
 
     `tied`, `attention_bias`: the defaults of tie_word_embeddings and attention_bias;
     `qkv_bias`: q/k/v biases the family has whatever the config says (Qwen2); `windows`: the
-    family's rule for which layers slide when the config has no `layer_types`.
+    family's rule for which layers slide when the config has no `layer_types`; `head_dim`: the
+    family's default head_dim when the config has none (its configuration_*.py: Qwen3 128,
+    Gemma 2/3 256, gpt-oss 64), None for hidden_size / num_attention_heads.
     """
     hidden = f.int("hidden_size")
     heads = f.int("num_attention_heads")
-    if not f.has("head_dim") and hidden % heads:
+    if not f.has("head_dim") and head_dim is None and hidden % heads:
         raise f.error(f"key {f.key('num_attention_heads')} ({heads}) does not divide "
                       f"{f.key('hidden_size')} ({hidden}) and no {f.key('head_dim')} is given")
     kv_heads = f.int("num_key_value_heads", heads)
@@ -37,7 +39,7 @@ def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_
     bias = f.bool("attention_bias", attention_bias)
     return dict(
         hidden_size=hidden, num_layers=layers, num_heads=heads, num_kv_heads=kv_heads,
-        head_dim=f.int("head_dim", hidden // heads),
+        head_dim=f.int("head_dim", hidden // heads if head_dim is None else head_dim),
         intermediate_size=f.int("intermediate_size"),
         vocab_size=f.int("vocab_size"),
         tie_word_embeddings=f.bool("tie_word_embeddings", tied),

@@ -17,12 +17,19 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
   are arithmetic, not parameters.
 - olmo2: post-norms only (two per layer) and q/k norms over all heads (q_dim and kv_dim).
 - gpt_oss: biases on q, k, v, o, on every expert and on the router; one attention sink per head.
-- llama4 (the multimodal wrapper: its `text_config`, the text model only; the vision tower is not
-  counted) and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
+- llama4 (the multimodal wrapper: its `text_config` and its `vision_config` tower, `multimodal`)
+  and llama4_text: a shared expert beside the routed ones, `interleave_moe_layer_step`,
   dense layers of `intermediate_size_mlp`, weightless q/k norms, no-RoPE layers.
 - deepseek_v2, deepseek_v3 and kimi_k2 (DeepSeek-V3's architecture): MLA, shared experts,
   `first_k_dense_replace` dense layers, the routing bias of `topk_method: noaux_tc`, MTP layers.
 - gpt2, gpt3, gptj, gpt_neox, phi, falcon: the GPT-style families (`gpt_families`).
+- smollm3, mimo, internlm2, granite, cohere: Llama with a twist (`llama_variants`).
+- granitemoe, deepseek (v1), glm4_moe: MoE with dense first layers, shared experts, MTP (`moe_families`).
+- gemma3, mistral3: multimodal wrappers, text model + vision tower (`multimodal`).
+- qwen3_next, qwen3_5_moe, minimax_m1, granitemoehybrid, nemotron_h, jamba: hybrids whose recurrent
+  layers keep a state per sequence (`hybrid_families`).
+- qwen3, gemma2, gemma3_text, gpt_oss: `head_dim` defaults as their config classes set it (128,
+  256, 256, 64); qwen3_moe requires it (its config class has none; issue 29).
 
 The keys every family shares are read in `decoder`.
 """
@@ -34,6 +41,10 @@ from typing import Callable
 from llm_cost.catalog.decoder import decoder, dense_only, layer_list, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import GPT_ARCHITECTURES, GPT_FAMILIES
+from llm_cost.catalog.hybrid_families import HYBRID_ARCHITECTURES, HYBRID_FAMILIES
+from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANTS
+from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
+from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision
 from llm_cost.catalog.windows import _every_layer, _gemma2_window, _gemma3_window, _qwen_window, _window_fields
 from llm_cost.specs import MLASpec
 
@@ -76,12 +87,24 @@ def _qwen2(f: Fields) -> dict:
 
 
 def _qwen3(f: Fields) -> dict:
+    """Qwen3Config: head_dim defaults to 128 (configuration_qwen3.py), not hidden_size / heads."""
     dense_only(f, "qwen3")
-    return decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
+    return decoder(f, windows=_qwen_window, head_dim=128) | {"qk_norm": "head"}
+
+
+def require_head_dim(f: Fields, family: str, released: int) -> None:
+    """Refuse a config without head_dim where the family's fallback (hidden_size / heads) is not
+    what its checkpoints use: Qwen3MoeConfig declares no head_dim (configuration_qwen3_moe.py) and
+    Qwen3MoeAttention falls back to hidden_size / heads, 64 for Qwen3-30B-A3B, whose weights are
+    128 wide: counting either silently would be a guess."""
+    if not f.has("head_dim"):
+        raise f.error(f"missing key {f.key('head_dim')} ({family} checkpoints use {released}; "
+                      f"transformers' fallback hidden_size / num_attention_heads would not load them)")
 
 
 def _qwen3_moe(f: Fields) -> dict:
     """Qwen3MoeDecoderLayer: a MoE MLP unless the layer is in mlp_only_layers or off the step."""
+    require_head_dim(f, "qwen3_moe", 128)
     spec = decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
     is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
     return spec | {"moe": moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
@@ -112,13 +135,15 @@ def _gemma(f: Fields) -> dict:
 
 
 def _gemma2(f: Fields) -> dict:
+    """Gemma2Config: head_dim defaults to 256 (configuration_gemma2.py)."""
     dense_only(f, "gemma2")
-    return decoder(f, tied=True, windows=_gemma2_window) | {"layer_norms": 4}
+    return decoder(f, tied=True, windows=_gemma2_window, head_dim=256) | {"layer_norms": 4}
 
 
 def _gemma3(f: Fields) -> dict:
+    """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py)."""
     dense_only(f, "gemma3_text")
-    return decoder(f, tied=True, windows=_gemma3_window) | {"layer_norms": 4, "qk_norm": "head"}
+    return decoder(f, tied=True, windows=_gemma3_window, head_dim=256) | {"layer_norms": 4, "qk_norm": "head"}
 
 
 def _olmo2(f: Fields) -> dict:
@@ -128,15 +153,16 @@ def _olmo2(f: Fields) -> dict:
 
 def _gpt_oss(f: Fields) -> dict:
     """GptOssDecoderLayer: biased attention with sinks; every layer MoE with biased experts."""
-    spec = decoder(f, attention_bias=True) | {"attention_sinks": True}
+    spec = decoder(f, attention_bias=True, head_dim=64) | {"attention_sinks": True}  # GptOssConfig: 64
     return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts",
                                    router_bias=True, expert_bias=True)}
 
 
 def _llama4(f: Fields) -> dict:
-    """Llama4ForConditionalGeneration: the text model of `text_config` (vision not counted)."""
-    return _llama4_text(f.sub("text_config"))
+    """Llama4ForConditionalGeneration: the text model of `text_config` and, where the config has
+    one, the vision tower of `vision_config` (`multimodal.llama4_vision`)."""
+    return _llama4_text(f.sub("text_config")) | llama4_vision(f)
 
 
 def _llama4_text(f: Fields) -> dict:
@@ -191,8 +217,9 @@ def _deepseek_v2(f: Fields) -> dict:
 
 
 def _deepseek_v3(f: Fields) -> dict:
-    """DeepSeek-V3, and Kimi K2 (model_type kimi_k2, architectures DeepseekV3ForCausalLM)."""
-    return _deepseek(f, routing_default="noaux_tc")
+    """DeepSeek-V3, and Kimi K2 (model_type kimi_k2, architectures DeepseekV3ForCausalLM); each MTP
+    module stores its own embed_tokens and shared_head.head (README_WEIGHTS.md)."""
+    return _deepseek(f, routing_default="noaux_tc") | {"mtp_stores_tables": True}
 
 
 FAMILIES: dict[str, Callable[[Fields], dict]] = {
@@ -201,7 +228,8 @@ FAMILIES: dict[str, Callable[[Fields], dict]] = {
     "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3, "olmo2": _olmo2, "gpt_oss": _gpt_oss,
     "llama4": _llama4, "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,
-    **GPT_FAMILIES,
+    **GPT_FAMILIES, **LLAMA_VARIANTS, **MOE_FAMILIES, **MULTIMODAL_FAMILIES,
+    **HYBRID_FAMILIES,
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # `architectures` class names -> the family that reads them (transformers' and vLLM's names)
@@ -213,7 +241,8 @@ ARCHITECTURES = {
     "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss",
     "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
-    **GPT_ARCHITECTURES,
+    **GPT_ARCHITECTURES, **LLAMA_VARIANT_ARCHITECTURES, **MOE_ARCHITECTURES, **MULTIMODAL_ARCHITECTURES,
+    **HYBRID_ARCHITECTURES,
 }
 
 

@@ -13,7 +13,10 @@ from llm_cost.catalog.fields import Fields
 from llm_cost.errors import short_repr
 
 # The attention kinds of Hugging Face's `layer_types`, as ModelSpec names them.
-HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
+# "linear_attention" (Qwen3-Next, Qwen3.5) and "mamba" layers keep a state instead: "recurrent",
+# which only a hybrid family (`hybrid_families`) gives a mixer; any other family refuses them.
+HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
+                  "linear_attention": "recurrent", "mamba": "recurrent"}
 
 
 

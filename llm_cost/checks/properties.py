@@ -25,6 +25,7 @@ from llm_cost.checks.strategies import (
     rows_per_sequence,
 )
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, param_counts, weight_bytes
+from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.roofline import step_time
 from llm_cost.serving import kv_capacity, requests_that_fit
 from llm_cost.specs import Profile, WeightFormat
@@ -88,9 +89,11 @@ def _kv_linear(model, gpu):
         kv = Profile("kv", count_kv=True)
         t1 = step_time(model, gpu, kv, rows=batch, batch=batch, context=ctx, kv_bytes_per_element=width)
         t2 = step_time(model, gpu, kv, rows=batch, batch=batch, context=ctx + more, kv_bytes_per_element=width)
-        # batch x the K/V one sequence holds (windowed layers at most their window) + the new rows'
+        # batch x the K/V one sequence holds (windowed layers at most their window) + the new rows',
+        # and a hybrid's recurrent state (in `held`) written back once more
         held1, held2 = kv_bytes(model, ctx, width), kv_bytes(model, ctx + more, width)
-        assert math.isclose(t1.kv_bytes, batch * held1 + batch * per, rel_tol=REL)
+        state = state_bytes_per_sequence(model, width)
+        assert math.isclose(t1.kv_bytes, batch * held1 + batch * per + batch * state, rel_tol=REL)
         assert math.isclose(t2.kv_bytes - t1.kv_bytes, batch * (held2 - held1), rel_tol=REL,
                             abs_tol=1e-12 * t2.kv_bytes + 1e-6)
         assert held2 - held1 <= more * per * (1 + REL)  # windows only drop K/V

@@ -18,6 +18,7 @@ MODEL_COLUMNS = [
     Column("bits_int4", "INT4 bits", fixed(2)),
     Column("weight_bytes_int4", "INT4 (GB)", fixed(2, 1e9)),
     Column("kv_bytes_per_token", "KV/token (bytes)", fixed(0)),  # bytes, as `table` and `capacity` show it
+    Column("state_bytes_per_sequence", "state/seq (MB)", fixed(2, 1e6)),  # a hybrid's recurrent layers
     Column("flops_per_token", "FLOPs/token (G)", fixed(2, 1e9)),
     Column("lora_params_attn", "LoRA attn (M)", fixed(2, 1e6)),
     Column("lora_params_all", "LoRA all (M)", fixed(2, 1e6)),

@@ -23,6 +23,10 @@ REQUEST_COLUMNS = [
     Column("output_tokens_per_s_per_user", "tok/s/user", fixed(1)),
     Column("output_tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
 ]
+IMAGE_COLUMNS = [
+    Column("image_tokens", "image tok"),
+    Column("encoder_s", "encoder (ms)", fixed(1, 1e-3)),
+]
 PRICE_COLUMNS = [
     Column("usd_per_million_input_tokens", "$/M in", fixed(3)),
     Column("usd_per_million_output_tokens", "$/M out", fixed(2)),
@@ -45,6 +49,8 @@ def request_cmd(
     tau: Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round in [1, gamma + 1], instead of --spec-alpha.")] = None,
     c: Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (default 0.1 without --draft).")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
+    images: Annotated[int, typer.Option("--images", help="Images in each prompt (a multimodal model): their tokens join the prefill, the vision tower's FLOPs the TTFT.")] = 0,
+    image_size: Annotated[Optional[int], typer.Option("--image-size", help="Side of each image in pixels (default: the tower's own image size).")] = None,
     preset: Preset = "lecture",
     mfu: Mfu = None,
     bw_eff: BwEff = None,
@@ -90,11 +96,12 @@ def request_cmd(
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
     rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                         weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
-                        usd_per_gpu_hour=usd_per_gpu_hour)
+                        usd_per_gpu_hour=usd_per_gpu_hour, images=images, image_size=image_size)
     for r in rows:
         r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
-    columns = deployed_columns(REQUEST_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else []), rows,
-                               deployment, per_gpu=False)
+    image_columns = IMAGE_COLUMNS if images else []
+    columns = deployed_columns(REQUEST_COLUMNS[:3] + image_columns + REQUEST_COLUMNS[3:]
+                               + (PRICE_COLUMNS if usd_per_gpu_hour is not None else []), rows, deployment, per_gpu=False)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""

@@ -115,17 +115,21 @@ class CheckpointBytes:
         model), in bytes.
     mtp
         The multi-token-prediction modules as the checkpoint stores them, with their own copies of
-        the embedding and the head (DeepSeek-V3's layer 61), in bytes; 0 without MTP.
+        the embedding and the head where it stores them (DeepSeek-V3's layer 61; not MiMo's or
+        Qwen3-Next's, which share the model's), in bytes; 0 without MTP.
+    vision
+        The vision tower and projector (`counts.vision`), in bytes; 0 for a text-only model.
     """
 
     format: str
     weights: WeightBytes
     mtp: int = 0
+    vision: int = 0  # the vision tower and projector, at torch_dtype
 
     @property
     def total(self) -> float:
         """Every byte of weights the checkpoint ships (its index's `total_size`)."""
-        return self.weights.total + self.mtp
+        return self.weights.total + self.mtp + self.vision
 
 
 def checkpoint_format(model: ModelSpec) -> CheckpointFormat:
@@ -251,7 +255,10 @@ def checkpoint_weight_bytes(model: ModelSpec) -> WeightBytes:
         router += p.num_experts * (shipped.router_bias_bytes - u)
     dense_layer = attention + group("dense_mlp", p.dense_mlp_per_layer) + norms
     moe_shared = attention + norms + group("shared_experts", p.shared_experts_per_layer) + router
-    always = p.num_dense_layers * dense_layer + p.num_moe_layers * moe_shared + p.final_norm * u
+    if p.mixer_correction and "attention" in shipped.converted:
+        raise _refused(model, f"{shipped.name} over recurrent (linear attention or Mamba) layers is not counted")
+    always = (p.num_dense_layers * dense_layer + p.num_moe_layers * moe_shared + p.final_norm * u
+              + p.mixer_correction * u)  # a hybrid's recurrent mixers in place of its attention
     expert = group("experts", p.expert_params)
     tables = (p.embedding + p.position_embedding + p.lm_head) * u
     total = tables + always + p.num_moe_layers * p.num_experts * expert
@@ -294,6 +301,11 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     if model.mtp_layers:
         from llm_cost.counts.mtp import mtp_module, mtp_params
 
-        module = checkpoint_weight_bytes(mtp_module(model)).total
-        mtp = model.mtp_layers * (module + mtp_params(model).projection * shipped.dtype_bytes)
-    return CheckpointBytes(format=shipped.name, weights=checkpoint_weight_bytes(model), mtp=mtp)
+        module = checkpoint_weight_bytes(mtp_module(model))
+        own = module.total - (0 if model.mtp_stores_tables else module.embedding + module.lm_head)
+        mtp = model.mtp_layers * (own + mtp_params(model).projection * shipped.dtype_bytes)
+    from llm_cost.counts.vision import vision_params
+
+    vision = vision_params(model)  # the tower and projector at torch_dtype
+    return CheckpointBytes(format=shipped.name, weights=checkpoint_weight_bytes(model), mtp=mtp,
+                           vision=vision.total * shipped.dtype_bytes if vision else 0)

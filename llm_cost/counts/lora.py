@@ -52,6 +52,9 @@ def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_AL
 
     model = as_model(model)
     check_number("rank", rank, low=1, integer=True)
+    if model.recurrent is not None or model.single_sublayer_blocks:
+        raise InvalidValueError(f"LoRA of {model.name} is not counted: its layers are not all attention + MLP "
+                                f"({model.num_recurrent_layers} of {model.num_layers} are recurrent)")
     if model.mla is not None and set(targets) & set(LORA_TARGETS_ATTN):
         raise InvalidValueError("LoRA targets q, k, v, o are not defined for MLA attention; "
                                 "use gate, up, down")

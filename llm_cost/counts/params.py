@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
+from llm_cost.counts.recurrent import recurrent_layer_params
 from llm_cost.specs import ModelSpec
 
 
@@ -74,6 +75,12 @@ class ParamCounts:
     qk_norms_per_layer: int = 0  # q_norm and k_norm gains (Qwen3, Gemma 3, OLMo 2)
     sinks_per_layer: int = 0  # attention sinks, one per head (gpt-oss)
     expert_bias_params: int = 0  # of expert_params, the biases (gpt-oss)
+    # A hybrid's recurrent layers (linear attention, Mamba): their mixer replaces the attention block
+    recurrent_per_layer: int = 0  # one recurrent mixer (`counts.recurrent.recurrent_layer_params`)
+    num_recurrent_layers: int = 0
+    # Single-sublayer blocks (Nemotron-H): mixer blocks without an MLP, MLP blocks without a mixer
+    blocks_without_mlp: int = 0
+    blocks_without_mixer: int = 0
 
     @property
     def attention_block_per_layer(self) -> int:
@@ -107,9 +114,22 @@ class ParamCounts:
         return self.dense_layer if self.num_dense_layers else self.moe_layer
 
     @property
+    def mixer_correction(self) -> int:
+        """What a hybrid's layers change against attention + MLP in every layer: the recurrent
+        mixers in place of the attention block, num_recurrent_layers x (recurrent_per_layer -
+        attention_block_per_layer), less the MLP of each mixer-only block and the attention of each
+        MLP-only block (single-sublayer blocks, Nemotron-H); 0 otherwise."""
+        single = (self.blocks_without_mlp * self.dense_mlp_per_layer
+                  + self.blocks_without_mixer * self.attention_block_per_layer)
+        if not self.num_recurrent_layers:
+            return -single
+        return self.num_recurrent_layers * (self.recurrent_per_layer - self.attention_block_per_layer) - single
+
+    @property
     def total(self) -> int:
         """Every parameter: all layers, the embedding tables, the LM head and the final norm."""
         return (self.num_dense_layers * self.dense_layer + self.num_moe_layers * self.moe_layer
+                + self.mixer_correction
                 + self.embedding + self.position_embedding + self.lm_head + self.final_norm)
 
     @property
@@ -205,6 +225,10 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         qk_norms_per_layer=_qk_norm_params(model),
         sinks_per_layer=model.num_heads if model.attention_sinks else 0,
         expert_bias_params=expert_bias,
+        recurrent_per_layer=(recurrent_layer_params(model.recurrent, d) if model.recurrent else 0),
+        num_recurrent_layers=model.num_recurrent_layers,
+        blocks_without_mlp=model.num_layers - model.num_mlp_blocks if model.single_sublayer_blocks else 0,
+        blocks_without_mixer=model.num_mlp_blocks,
     )
 
 
@@ -239,6 +263,8 @@ def _attention_params(model: ModelSpec) -> int:
     if mla is None:
         q, kv = model.q_dim, model.kv_dim
         params = d * q + 2 * d * kv + q * d
+        if model.attention_output_gate:  # q_proj also outputs a gate of q_dim (Qwen3-Next)
+            params += d * q
         if model.qkv_bias:
             params += q + 2 * kv
         if model.o_bias:

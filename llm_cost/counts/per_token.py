@@ -8,6 +8,7 @@ from __future__ import annotations
 from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
+from llm_cost.counts.recurrent import recurrent_flops_per_token, state_bytes_per_sequence
 from llm_cost.specs import ModelSpec
 
 
@@ -44,7 +45,7 @@ def attention_flops_per_context_token(model: ModelSpec) -> int:
         per_layer = 4 * model.num_heads * model.head_dim
     else:
         per_layer = 2 * model.num_heads * (model.mla.qk_head_dim + model.mla.v_head_dim)
-    return per_layer * model.num_layers
+    return per_layer * model.num_attention_layers  # a hybrid's recurrent layers keep no K/V
 
 
 def flops_per_token(model: ModelSpec, context: float = 0) -> float:
@@ -82,13 +83,14 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     model = as_model(model)
     check_number("context", context, low=0)
     windows = layer_windows(model)
+    weights = 2 * param_counts(model).gemm_active + recurrent_flops_per_token(model)
     if not windows:
-        return 2 * param_counts(model).gemm_active + attention_flops_per_context_token(model) * context
-    per_layer = attention_flops_per_context_token(model) // model.num_layers
-    keys = (model.num_layers - sum(n for _, n in windows)) * context
+        return weights + attention_flops_per_context_token(model) * context
+    per_layer = attention_flops_per_context_token(model) // model.num_attention_layers
+    keys = (model.num_attention_layers - sum(n for _, n in windows)) * context
     for window, layers in windows:
         keys += layers * min(context, window)
-    return 2 * param_counts(model).gemm_active + per_layer * keys
+    return weights + per_layer * keys
 
 
 def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
@@ -129,7 +131,8 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
     if model.mla is not None:
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         return model.num_layers * width * bytes_per_element
-    return 2 * model.num_layers * model.num_kv_heads * model.head_dim * bytes_per_element
+    # a hybrid's recurrent layers keep a state per sequence instead (`recurrent.state_bytes_per_sequence`)
+    return 2 * model.num_attention_layers * model.num_kv_heads * model.head_dim * bytes_per_element
 
 
 def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
@@ -155,7 +158,7 @@ def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
         return ()
     counts: dict[int, int] = {}
     for kind in model.layer_types:
-        if kind != "full":
+        if kind in ("sliding", "chunked"):
             w = model.sliding_window if kind == "sliding" else model.attention_chunk_size
             counts[w] = counts.get(w, 0) + 1
     return tuple(sorted(counts.items()))
@@ -179,7 +182,9 @@ def _minimum(x, window: int):
 
 
 def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
-    r"""KV cache bytes ONE sequence of `context` tokens holds, each layer keeping at most its window.
+    r"""KV cache bytes ONE sequence of `context` tokens holds, each layer keeping at most its window,
+    plus a hybrid's recurrent state (`state_bytes_per_sequence`: a per-sequence term beside the
+    per-token one, 0 for a model without recurrent layers).
 
     Full layers hold `context` tokens, sliding ones min(context, sliding_window), chunked ones
     (Llama 4) min(context, attention_chunk_size): an upper bound, the current chunk holds
@@ -216,10 +221,13 @@ def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
 
     model = as_model(model)
     windows = layer_windows(model)
+    state = state_bytes_per_sequence(model, bytes_per_element)  # 0 without recurrent layers
     if not windows:
-        return context * kv_bytes_per_token(model, bytes_per_element)
-    full = model.num_layers - sum(n for _, n in windows)
+        held = context * kv_bytes_per_token(model, bytes_per_element)
+        return held + state if state else held
+    full = model.num_attention_layers - sum(n for _, n in windows)
     layer_tokens = full * context
     for window, layers in windows:
         layer_tokens = layer_tokens + layers * _minimum(context, window)
-    return layer_tokens * kv_layer_bytes_per_token(model, bytes_per_element)
+    held = layer_tokens * kv_layer_bytes_per_token(model, bytes_per_element)
+    return held + state if state else held

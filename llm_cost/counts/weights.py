@@ -103,7 +103,7 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
     per = weights.bytes_per_weight
     emb = BF16_BYTES if weights.keep_embeddings_bf16 else per
     always = (p.num_dense_layers * p.dense_layer + p.num_moe_layers * p.moe_layer_shared
-              + p.final_norm)
+              + p.mixer_correction + p.final_norm)  # a hybrid's recurrent mixers for its attention
     return WeightBytes(
         embedding=p.embedding * emb,
         position_embedding=p.position_embedding * emb,

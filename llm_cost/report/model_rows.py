@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llm_cost.counts.lora import LORA_RANK
+from llm_cost.counts.parts import checkpoint_params
+from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (LORA_TARGETS_ATTN, flops_per_token,
                              kv_bytes, kv_bytes_per_token, lora_params, param_counts, weight_bytes)
@@ -24,16 +26,22 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     """One model's counts: params, weight bytes (BF16, INT4 g128, as shipped), KV and FLOPs per
     token, LoRA.
 
-    `params_mtp`: the multi-token-prediction modules as the checkpoint stores them (DeepSeek-V3:
-    13.5B, the README's "14B"), counted apart: `params_total` is the main model (671B) and the
-    checkpoint holds params_total + params_mtp ("685B").
+    The checkpoint's parts, counted apart (`counts.parts`): `params_text` (= `params_total`, the
+    text model, what runs per token: DeepSeek-V3 671B), `params_vision` (the vision tower and
+    projector: Llama-4-Maverick 0.87B), `params_mtp` (the multi-token-prediction modules as the
+    checkpoint stores them: DeepSeek-V3 13.5B, the README's "14B") and `params_checkpoint`, their
+    sum, the Hub's safetensors total ("685B").
 
     `weight_bytes_checkpoint`: every weight byte the checkpoint ships, in `checkpoint_format`
     (`llm_cost.counts.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
     (DeepSeek-V3: 688.57 GB, of which MTP 15.42 GB); None, with the quant_method named in
     `checkpoint_format`, for a quantization it does not count (GPTQ, AWQ, ...).
 
-    `kv_bytes_per_sequence`: the K/V one sequence of `kv_context` tokens holds, each sliding or
+    `kv_bytes_per_token` counts the attention layers only (`attention_layers`); a hybrid's
+    `recurrent_layers` keep `state_bytes_per_sequence` instead, whatever the context (Qwen3-Next:
+    24,576 B/token over 12 layers, 39.5 MB per sequence over 36).
+
+    `kv_bytes_per_sequence`: the K/V (and recurrent state) one sequence of `kv_context` tokens holds, each sliding or
     chunked layer at most its window (`counts.kv_bytes`; gpt-oss-20b at its 131,072: 3.22 GB,
     not the 6.44 GB of kv_bytes_per_token x context). `kv_context` is `context`, or the model's
     max_position_embeddings when `context` is 0; both None when neither is known.
@@ -42,9 +50,10 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     check_number("lora_rank", lora_rank, low=1, integer=True)
     check_number("kv_bytes", kv_bytes_per_element, low=0, low_open=True)
     p = param_counts(model)
+    parts = checkpoint_params(model)
     int4 = weight_bytes(model, INT4_G128)
     shipped_format, shipped_bytes = _as_shipped(model)
-    lora_ok = model.mla is None
+    lora_ok = model.mla is None and model.recurrent is None  # LoRA counts every layer's attention
     kv_context = context or model.max_position_embeddings or None
     return {
         "name": model.name,
@@ -54,13 +63,19 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
         "params_per_layer": p.per_layer,
         "params_embedding": p.embedding,
         "params_lm_head": p.lm_head,
-        "params_mtp": mtp_checkpoint_params(model),
+        "params_text": parts.text,
+        "params_vision": parts.vision,
+        "params_mtp": parts.mtp,
+        "params_checkpoint": parts.total,
         "weight_bytes_bf16": weight_bytes(model, BF16).total,
         "weight_bytes_int4": int4.total,
         "bits_int4": int4.effective_bits,
         "checkpoint_format": shipped_format,
         "weight_bytes_checkpoint": shipped_bytes,
         "kv_bytes_per_token": kv_bytes_per_token(model, kv_bytes_per_element),
+        "attention_layers": model.num_attention_layers,
+        "recurrent_layers": model.num_recurrent_layers,
+        "state_bytes_per_sequence": state_bytes_per_sequence(model, kv_bytes_per_element),
         "kv_context": kv_context,
         "kv_bytes_per_sequence": None if kv_context is None else kv_bytes(model, kv_context, kv_bytes_per_element),
         "context": context,
@@ -112,18 +127,6 @@ def catalog_rows() -> list[dict]:
 GPU_FIGURES = ("memory_bytes", "usable_memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s", "fp8_flops_per_s",
                "int8_ops_per_s", "fp4_flops_per_s", "interconnect_bytes_per_s", "interconnect_latency_s",
                "interconnect", "ridge_flops_per_byte")
-
-
-def mtp_checkpoint_params(model: ModelSpec) -> int:
-    """Parameters of the model's MTP modules as its checkpoint stores them (0 without MTP).
-
-        mtp_layers x MtpParams.stored   (`llm_cost.counts.mtp.mtp_params`)
-    """
-    if not model.mtp_layers:
-        return 0
-    from llm_cost.counts.mtp import mtp_params
-
-    return model.mtp_layers * mtp_params(model).stored
 
 
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,

@@ -12,14 +12,17 @@ from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batches, isls, osls,
                  deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16, prefill_chunk=None,
-                 speculation=None, usd_per_gpu_hour: float | None = None) -> list[dict]:
+                 speculation=None, usd_per_gpu_hour: float | None = None, images: int = 0,
+                 image_size: int | None = None) -> list[dict]:
     """`requests.request_cost` for each combination of batch, isl and osl, as rows.
 
     Keys: ttft_s, tpot_s (mean after the first token), tpot_first_s, tpot_last_s, e2e_s,
     output_tokens_per_s_per_user (osl / e2e), output_tokens_per_s and _per_gpu, prefill_tokens_per_s,
     gpu_seconds_prefill / _decode per batch, and with a price usd_per_million_input_tokens (prefill
     GPU time over B x isl) and usd_per_million_output_tokens (decode GPU time over B x (osl - 1); the
-    first output token is the prefill's), usd_per_request; plus the deployment's keys (fit at the peak:
+    first output token is the prefill's), usd_per_request; images, image_tokens (per request, in `isl`,
+    the prompt the text model prefills) and encoder_s (the vision tower's seconds, in ttft_s); plus
+    the deployment's keys (fit at the peak:
     weights + K/V of isl + osl tokens + the larger workspace).
     """
     from llm_cost.requests import request_cost
@@ -33,13 +36,15 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
     rows = []
     for b, isl, osl in product(batches, isls, osls):
         r = request_cost(model, gpu, profile, batch=b, isl=isl, osl=osl, deployment=deployment, weights=weights,
-                         prefill_chunk=prefill_chunk, speculation=speculation)
+                         prefill_chunk=prefill_chunk, speculation=speculation, images=images,
+                         image_size=image_size)
         ph = r.phases
         pre_gpu_s, dec_gpu_s = r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s)
         row = {
             "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
             "batch": r.batch, "isl": r.isl, "osl": r.osl, "prefill_chunk": prefill_chunk,
             "prefill_passes": ph.prefill_passes, "prefill_bound": ph.prefill_bound, "decode_bound": ph.decode_bound,
+            "images": r.images, "image_tokens": r.image_tokens, "encoder_s": r.encoder_s,
             "spec_alpha": speculation.alpha if speculation else None,
             "spec_gamma": speculation.gamma if speculation else None,
             "spec_expected_tokens": r.expected_tokens if speculation else None,

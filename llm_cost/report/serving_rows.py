@@ -51,8 +51,10 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
                       deployment=deployment)
     d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
+    from llm_cost.counts.recurrent import state_in_kv_tokens
+
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
-                             max_gen=max_gen, gen=gen)
+                             max_gen=max_gen, gen=gen, state_tokens=state_in_kv_tokens(model, kv_el))
     return {
         "model": model.name, "gpu": gpu.name, "weights": weights.name,
         "memory_bytes": cap.memory_bytes, "reserve_fraction": reserve, "usable_bytes": cap.usable_bytes,

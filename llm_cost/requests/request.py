@@ -53,6 +53,11 @@ class RequestCost:
     deployment: Deployment
     fit: Fit
     expected_tokens: float = 1.0  # tokens per decode round (1 without speculation)
+    # Images in each prompt (`images`): their soft tokens, in the prefill beside the isl text tokens,
+    # and the vision tower's seconds, in the TTFT (`phases.prefill_s` includes them)
+    images: int = 0
+    image_tokens: int = 0  # per request, all its images
+    encoder_s: float = 0.0
 
     @property
     def ttft_s(self) -> float:
@@ -93,7 +98,8 @@ def gpu_seconds(seconds: float, deployment: Deployment) -> float:
 
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                  deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16,
-                 prefill_chunk: int | None = None, speculation: Speculation | None = None) -> RequestCost:
+                 prefill_chunk: int | None = None, speculation: Speculation | None = None,
+                 images: int = 0, image_size: int | None = None) -> RequestCost:
     """`RequestCost` of `batch` requests of `isl` prompt and `osl` output tokens (module doc).
 
     Parameters
@@ -109,6 +115,11 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
         Prompt tokens per prefill pass (chunked prefill), >= 1; None: the whole prompt at once.
     speculation
         Speculative decoding of the decode phase (`Speculation`), or None.
+    images, image_size
+        Images in each request's prompt, >= 0, and their side in pixels (None: the tower's own
+        image_size): each adds `counts.vision.image_cost` tokens to the prefill, and the tower's
+        encoder FLOPs, B x images x F_enc / (F eta_f x tp) seconds (the tower sharded like the
+        text model, compute-bound), to the TTFT. A model without a vision tower refuses images.
 
     Examples
     --------
@@ -133,7 +144,14 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
     batch, isl, osl = int(batch), int(isl), int(osl)
     deployment = deployment.following(profile)  # the fit counts the profile's memory basis
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
+    image_tokens, encoder_s = _images(model, images, image_size, batch, cost, deployment)
+    text_isl, isl = isl, isl + image_tokens  # the prompt the text model prefills
+    if limit and isl > limit:
+        raise InvalidValueError(f"isl + image tokens ({text_isl} + {image_tokens}) must be at most the model's "
+                                f"context of {limit} tokens", params=("isl", "images"))
     ph = phases(cost, batch=batch, isl=isl, osl=osl, chunk=prefill_chunk, count_kv=profile.count_kv)
+    if encoder_s:
+        ph = dataclasses.replace(ph, prefill_s=ph.prefill_s + encoder_s)
     expected = 1.0
     if speculation is not None and osl > 1:
         ph, expected = _speculative_decode(ph, model, gpu, profile, weights, deployment, speculation,
@@ -145,7 +163,19 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
                                        chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
                                        draft=speculation.draft if speculation else None),
-                       expected_tokens=expected)
+                       expected_tokens=expected, images=int(images), image_tokens=image_tokens, encoder_s=encoder_s)
+
+
+def _images(model, images, image_size, batch: int, cost, deployment: Deployment) -> tuple[int, float]:
+    """(soft tokens per request, encoder seconds of the batch) of `images` images per prompt."""
+    check_number("images", images, low=0, high=1e4, integer=True)
+    if not images:
+        return 0, 0.0
+    from llm_cost.counts.vision import image_cost
+
+    one = image_cost(model, image_size)
+    seconds = batch * images * one.encoder_flops / (cost.flops_per_s * deployment.tp)
+    return int(images) * one.tokens, seconds
 
 
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:

@@ -41,8 +41,8 @@ from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_tok
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
-                                          roofline_total, shared_bytes_read, uniform_pass, weight_only,
-                                          windowed_pass)
+                                          recurrent_row_flops, roofline_total, shared_bytes_read,
+                                          state_tokens_per_sequence, uniform_pass, weight_only, windowed_pass)
 
 # Far beyond any deployment, and far from float overflow in FLOPs and bytes.
 MAX_BATCH = 1e12
@@ -83,6 +83,9 @@ class PassCost:
     small_gemm_factor: float = 1.0
     gemm_half_rows: float = 0.0
     expert_flops_share: float = 0.0
+    # A hybrid's recurrent state, read and written once per sequence and pass, in all-layer K/V
+    # tokens (`pass_terms.state_tokens_per_sequence`): uniform passes add batch x this to kv_tokens.
+    state_tokens: float = 0.0
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -120,7 +123,7 @@ class PassCost:
         return cls(
             weight_bytes=shared_bytes_read(wb, profile),
             kv_token_bytes=kv_bytes_per_token(model, kv_bytes_per_element) if kv else 0.0,
-            row_flops=2 * param_counts(model).gemm_active,
+            row_flops=2 * param_counts(model).gemm_active + recurrent_row_flops(model),
             pair_flops=attention_flops_per_context_token(model) if kv else 0.0,
             bytes_per_s=bytes_per_s,
             flops_per_s=flops_per_s,
@@ -128,9 +131,10 @@ class PassCost:
             expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
             num_experts=moe.num_experts if moe else 0,
             experts_per_token=moe.experts_per_token if moe else 0,
-            kv_windows=windows, num_layers=model.num_layers if windows else 0,
+            kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
             small_gemm_factor=profile.small_gemm_factor, gemm_half_rows=profile.gemm_half_rows,
-            expert_flops_share=_expert_share(model) if moe else 0.0)
+            expert_flops_share=_expert_share(model) if moe else 0.0,
+            state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0)
 
     def gemm_rows(self, rows):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
@@ -151,8 +155,10 @@ class PassCost:
     def uniform_terms(self, rows, batch, context):
         """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
         if not self.kv_windows:
-            return uniform_pass(rows, batch, context)
-        return windowed_pass(rows, batch, context, self.kv_windows, self.num_layers)
+            kv_tokens, pairs = uniform_pass(rows, batch, context)
+        else:
+            kv_tokens, pairs = windowed_pass(rows, batch, context, self.kv_windows, self.num_layers)
+        return (kv_tokens + batch * self.state_tokens, pairs) if self.state_tokens else (kv_tokens, pairs)
 
     def weight_bytes_read(self, rows):
         """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""

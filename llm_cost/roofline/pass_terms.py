@@ -138,3 +138,21 @@ def _expert_share(model: ModelSpec) -> float:
     """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
     pc = param_counts(model)
     return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active
+
+
+def state_tokens_per_sequence(model: ModelSpec, kv_bytes_per_element: float) -> float:
+    """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens: each pass reads
+    every recurrent layer's state and writes it back, 2 x `counts.recurrent.state_in_kv_tokens`
+    (0 without recurrent layers), so that `PassCost` moves it as kv_tokens."""
+    from llm_cost.counts.recurrent import state_in_kv_tokens
+
+    return 2.0 * state_in_kv_tokens(model, kv_bytes_per_element)
+
+
+def recurrent_row_flops(model: ModelSpec) -> float:
+    """FLOPs one row spends in a hybrid's recurrent layers beyond their projections: the state
+    update, the chunked scan's within-chunk products and the short convolution
+    (`counts.recurrent.recurrent_flops_per_token`; 0 without recurrent layers)."""
+    from llm_cost.counts.recurrent import recurrent_flops_per_token
+
+    return float(recurrent_flops_per_token(model)) if model.recurrent is not None else 0.0

@@ -259,7 +259,8 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
     .. math:: n = \left\lfloor \frac{\max(0,\ M\,(1 - r) - W)}{B_{KV}(\mathit{context})} \right\rfloor
 
     B_KV = `counts.kv_bytes`: each sliding layer holds at most its window, each chunked one (Llama 4)
-    at most its chunk. A model without windows gives floor(kv_tokens / context) from `kv_capacity`,
+    at most its chunk, and a hybrid's recurrent layers their fixed state per sequence (sequences are
+    limited by state plus K/V). A model without windows gives floor(kv_tokens / context) from `kv_capacity`,
     exactly as `requests_that_fit(kv_capacity(...).kv_tokens, context)`. 0 when the weights do not fit.
 
     Parameters
@@ -295,10 +296,10 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
                       deployment=deployment)
     if not cap.fits:
         return 0
-    if not layer_windows(model):
+    if not layer_windows(model) and model.recurrent is None:
         return requests_that_fit(cap.kv_tokens, context)
     deployment, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
-    per_sequence = kv_bytes(model, context, kv_el)
+    per_sequence = kv_bytes(model, context, kv_el)  # a hybrid's recurrent state included
     if not deployment.is_single:  # one GPU's share: kv_share / pp
         from llm_cost.parallel import kv_share
 

@@ -78,7 +78,7 @@ class RequestsFit:
 
 
 def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: float,
-                       gen: float | None = None) -> RequestsFit:
+                       gen: float | None = None, state_tokens: float = 0.0) -> RequestsFit:
     r"""Requests that fit under max-length, declared-max and no reservation.
 
     max length: floor(kv / max_len); declared: floor(kv / (prompt + max_gen)); none:
@@ -101,6 +101,9 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
         Declared generation limit per request, >= 1; prompt + max_gen <= max_len.
     gen : float or None, optional
         Tokens actually generated, in [1, max_gen] (default max_gen).
+    state_tokens : float, optional
+        A hybrid's recurrent state per request, in K/V tokens (`counts.recurrent.state_in_kv_tokens`),
+        >= 0, held whatever the policy (default 0).
 
     Returns
     -------
@@ -122,6 +125,7 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
     check_number("max_len", max_len, low=1, integer=True)
     check_number("prompt", prompt, low=1)
     check_number("max_gen", max_gen, low=1)
+    check_number("state_tokens", state_tokens, low=0)
     gen = max_gen if gen is None else gen
     check_number("gen", gen, low=1, high=int(max_gen) if max_gen == int(max_gen) else max_gen)
     if prompt + max_gen > max_len:
@@ -130,9 +134,9 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
             params=("prompt", "max_gen", "max_len"))
     return RequestsFit(
         kv_tokens=kv_tokens, max_len=max_len, prompt=prompt, max_gen=max_gen, gen=gen,
-        requests_max_len=requests_that_fit(kv_tokens, max_len),
-        requests_declared=requests_that_fit(kv_tokens, prompt + max_gen),
-        requests_none=requests_that_fit(kv_tokens, prompt + gen))
+        requests_max_len=requests_that_fit(kv_tokens, max_len + state_tokens),
+        requests_declared=requests_that_fit(kv_tokens, prompt + max_gen + state_tokens),
+        requests_none=requests_that_fit(kv_tokens, prompt + gen + state_tokens))
 
 
 def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:

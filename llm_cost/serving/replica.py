@@ -323,6 +323,10 @@ def refuse_windowed(model: ModelSpec) -> None:
     """
     from llm_cost.counts import layer_windows
 
+    if model.recurrent is not None:  # its blocks would hold K/V tokens, not a state per sequence
+        raise InvalidValueError(f"{model.name} keeps a recurrent state in {model.num_recurrent_layers} of "
+                                f"{model.num_layers} layers: the batching simulator's blocks hold K/V tokens, not "
+                                f"a fixed state per sequence; step_time and sequences_that_fit count its state", params=("model",))
     windows = layer_windows(model)
     if not windows:
         return

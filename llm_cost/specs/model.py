@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
+from llm_cost.specs.model_parts import (MLASpec, MoESpec, QuantizationConfig, RecurrentSpec, VisionSpec, _layer_indices,
+                                        _positive_int)
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
@@ -19,9 +20,11 @@ NORM_KINDS = ("rms", "layer")  # rms: a gain vector; layer: gain and bias
 # (Qwen3, Gemma 3); "full": gains over all heads, q_dim and kv_dim (OLMo 2); "weightless": an L2
 # norm without parameters (Llama 4's use_qk_norm).
 QK_NORM_KINDS = ("none", "head", "full", "weightless")
-# What one layer's attention keeps of the past: all of it, the last `sliding_window` tokens, or
-# the tokens of the current `attention_chunk_size` chunk (Llama 4).
-ATTENTION_KINDS = ("full", "sliding", "chunked")
+# What one layer's attention keeps of the past: all of it, the last `sliding_window` tokens, the
+# tokens of the current `attention_chunk_size` chunk (Llama 4), or a fixed-size state per sequence
+# (a "recurrent" layer: the model's `recurrent` mixer, linear attention or Mamba, in place of attention).
+ATTENTION_KINDS = ("full", "sliding", "chunked", "recurrent", "mlp")
+# "mlp": a block without a mixer, only an MLP (Nemotron-H's "-" blocks; `single_sublayer_blocks`).
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,18 @@ class ModelSpec:
         Layers without rotary positions, 0-based, distinct, ascending, < num_layers.
     quantization : QuantizationConfig, optional
         The checkpoint's format, as read.
+    vision : VisionSpec, optional
+        The vision tower and projector of a multimodal checkpoint, None for a text-only one.
+    mtp_stores_tables : bool, optional
+        Each MTP module stores its own embedding and LM head copies (DeepSeek-V3, GLM-4.5); False
+        (default): it shares the model's (MiMo).
+    recurrent : RecurrentSpec, optional
+        The mixer of the layers whose `layer_types` entry is "recurrent"; set exactly when one is.
+    attention_output_gate : bool, optional
+        The attention layers' q_proj also outputs a gate of q_dim (Qwen3-Next; default False).
+    single_sublayer_blocks : bool, optional
+        Each layer is one sublayer behind one norm: its mixer, or an MLP where layer_types says
+        "mlp" (Nemotron-H; default False). Not with experts.
 
     Raises
     ------
@@ -138,6 +153,18 @@ class ModelSpec:
     # Qwen2-MoE's shared expert: its own width (0: the routed experts') and its sigmoid gate
     shared_expert_intermediate_size: int = 0
     shared_expert_gate: bool = False
+    # The checkpoint's other parts: its vision tower and projector (counted by `counts.vision`), and
+    # whether each MTP module stores its own copies of the embedding and LM head (DeepSeek-V3's
+    # layout, GLM-4.5's) or shares the model's (MiMo).
+    vision: VisionSpec | None = None
+    mtp_stores_tables: bool = False
+    # Hybrid models: the mixer of the "recurrent" layers, and Qwen3-Next's gated attention (q_proj
+    # doubled: a sigmoid gate of q_dim on the attention output, attn_output_gate).
+    recurrent: RecurrentSpec | None = None
+    attention_output_gate: bool = False
+    # Each layer holds ONE sublayer, its mixer (attention or recurrent) or its MLP ("mlp" blocks),
+    # never both, behind one norm (Nemotron-H); False: every layer has a mixer and an MLP.
+    single_sublayer_blocks: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -185,6 +212,12 @@ class ModelSpec:
         if kinds and len(kinds) != self.num_layers:
             raise InvalidValueError(f"model.layer_types must have {self.num_layers} entries (num_layers), "
                                     f"got {len(kinds)}")
+        if ("mlp" in kinds) and not self.single_sublayer_blocks:
+            raise InvalidValueError("model.layer_types has 'mlp' blocks, which need single_sublayer_blocks")
+        if self.single_sublayer_blocks and self.moe is not None:
+            raise InvalidValueError("model.single_sublayer_blocks with experts is not counted")
+        if ("recurrent" in kinds) != (self.recurrent is not None):
+            raise InvalidValueError("model.recurrent must be set exactly when a layer is 'recurrent'")
         for kind, size, field in (("sliding", self.sliding_window, "sliding_window"),
                                   ("chunked", self.attention_chunk_size, "attention_chunk_size")):
             if (kind in kinds) != (size > 0):
@@ -236,6 +269,21 @@ class ModelSpec:
     def num_dense_layers(self) -> int:
         """Layers with a plain (dense) MLP: num_layers - num_moe_layers."""
         return self.num_layers - self.num_moe_layers
+
+    @property
+    def num_recurrent_layers(self) -> int:
+        """Layers whose mixer is the recurrent one (0 for a pure-attention model)."""
+        return self.layer_types.count("recurrent")
+
+    @property
+    def num_mlp_blocks(self) -> int:
+        """Blocks with an MLP and no mixer (Nemotron-H's "-"; 0 unless single_sublayer_blocks)."""
+        return self.layer_types.count("mlp")
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers with attention (and a K/V cache): num_layers - recurrent layers - MLP blocks."""
+        return self.num_layers - self.num_recurrent_layers - self.num_mlp_blocks
 
     @property
     def attention_layer_types(self) -> tuple[str, ...]:

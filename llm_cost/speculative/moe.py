@@ -52,7 +52,7 @@ def dense_twin(model: ModelSpec) -> ModelSpec:
     active_mlp = p.num_dense_layers * p.dense_mlp_per_layer + p.num_moe_layers * per_moe_layer
     width = round(active_mlp / (model.num_layers * model.mlp_matrices * model.hidden_size))
     return replace(model, name=f"{model.name} dense twin", intermediate_size=width, moe=None,
-                   mlp_bias=False)
+                   mlp_bias=False, shared_expert_intermediate_size=0, shared_expert_gate=False)
 
 
 @dataclass(frozen=True)

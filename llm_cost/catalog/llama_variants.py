@@ -1,0 +1,71 @@
+"""Dense families that are Llama with a twist, each as its transformers `configuration_*.py` /
+`modeling_*.py` (or the checkpoint's own remote code) defines it:
+
+- smollm3: Llama's layer; `no_rope_layers[i] = 0` marks a layer without RoPE (every 4th in
+  SmolLM3-3B); embeddings tied unless the config says otherwise (SmolLM3Config).
+- mimo: Qwen2's layer (q/k/v biases, no o_proj bias, whatever `attention_bias` says) plus
+  `num_nextn_predict_layers` MTP layers (MiMoMTPLayers: token_layernorm, hidden_layernorm,
+  input_proj 2d -> d without bias, a Qwen2 block, final_layernorm), sharing the model's embedding
+  and LM head.
+- internlm2: fused `wqkv` and `wo` (biases when `bias`, default true in InternLM2Config), w1/w3/w2
+  without biases, two RMSNorms; the count is Llama's.
+- granite: Llama's layer with Granite's multipliers (scalars, not parameters); tied embeddings by
+  default (GraniteConfig).
+- cohere (Command-R, Aya 23): attention and MLP in parallel off ONE LayerNorm without bias per
+  layer (CohereLayerNorm: a gain only), tied embeddings (CohereConfig default), `logit_scale` a
+  scalar; `use_qk_norm` adds LayerNorm gains over (heads, head_dim) on q and (kv heads, head_dim) on k.
+"""
+
+from __future__ import annotations
+
+from llm_cost.catalog.decoder import decoder, dense_only
+from llm_cost.catalog.fields import Fields
+from llm_cost.catalog.gpt_families import with_keys
+from llm_cost.catalog.windows import _qwen_window
+
+
+def rope_flags_to_nope(f: Fields, key: str, layers: int) -> tuple[int, ...]:
+    """Layers without RoPE from a per-layer 0/1 list where 1 = RoPE (SmolLM3's, Llama 4's
+    `no_rope_layers`); () when the key is absent."""
+    if not f.has(key):
+        return ()
+    flags = f.int_list(key, maximum=1)
+    if len(flags) != layers:
+        raise f.error(f"key {f.key(key)} must hold a 0 or 1 for each of {layers} layers, got {len(flags)}")
+    return tuple(i for i, r in enumerate(flags) if not r)
+
+
+def _smollm3(f: Fields) -> dict:
+    dense_only(f, "smollm3")
+    spec = decoder(f, tied=True, windows=_qwen_window)
+    return spec | {"nope_layers": rope_flags_to_nope(f, "no_rope_layers", spec["num_layers"])}
+
+
+def _mimo(f: Fields) -> dict:
+    dense_only(f, "mimo")
+    return decoder(with_keys(f, attention_bias=False), qkv_bias=True, windows=_qwen_window)
+
+
+def _internlm2(f: Fields) -> dict:
+    dense_only(f, "internlm2")
+    if f.has("attention_bias"):
+        raise f.error(f"key {f.key('attention_bias')} is not InternLM2's: its biases come from {f.key('bias')}")
+    return decoder(with_keys(f, attention_bias=f.bool("bias", True)))
+
+
+def _granite(f: Fields) -> dict:
+    dense_only(f, "granite")
+    return decoder(f, tied=True)
+
+
+def _cohere(f: Fields) -> dict:
+    dense_only(f, "cohere")
+    return decoder(f, tied=True) | {"layer_norms": 1,
+                                    "qk_norm": "full" if f.bool("use_qk_norm", False) else "none"}
+
+
+LLAMA_VARIANTS = {"smollm3": _smollm3, "mimo": _mimo, "internlm2": _internlm2, "granite": _granite,
+                  "cohere": _cohere}
+LLAMA_VARIANT_ARCHITECTURES = {"SmolLM3ForCausalLM": "smollm3", "MiMoForCausalLM": "mimo",
+                               "InternLM2ForCausalLM": "internlm2", "GraniteForCausalLM": "granite",
+                               "CohereForCausalLM": "cohere"}
