@@ -207,7 +207,7 @@ def _screen_width(console) -> int:
 
 PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
-_LONGEST_TEXT_WORD = 24  # a longer word (a URL) may fold; shorter ones (`iteration`) never do
+_LONGEST_TEXT_WORD = 32  # a longer word (a URL) may fold; a name (`qwen3-next-80b-a3b-thinking`) never does
 
 
 def _numeric(column: Column) -> bool:
