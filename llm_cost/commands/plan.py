@@ -101,11 +101,11 @@ def plan_cmd(
                                                                     ("--fixed-ms", fixed_ms)) if v is not None
                                                    for x in (flag, f"{v:g}")]
     prices = prices_of(usd_per_gpu_hour, grid.space)
-    from llm_cost.plan import plan
+    from llm_cost.planner import plan
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
     if disaggregate:
-        from llm_cost.plan import best_split
+        from llm_cost.planner import best_split
         from llm_cost.report.plan_rows import disaggregated_rows
 
         splits, missing = best_split(grid, target)
@@ -135,8 +135,8 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
     from llm_cost.errors import check_number
-    from llm_cost.plan import Target, evaluate, plan_space
-    from llm_cost.plan.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
+    from llm_cost.planner import Target, evaluate, plan_space
+    from llm_cost.planner.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
 
     for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
         if value is None or value == []:

@@ -17,7 +17,7 @@ import operator
 from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
-from llm_cost.serving.capacity import _settings, kv_capacity
+from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
@@ -49,7 +49,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
     (`CAPACITY_KEYS`). reserve and kv_bytes_per_element default to the deployment's."""
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                       deployment=deployment)
-    d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+    d, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
     fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen)

@@ -137,7 +137,7 @@ def to_general(fast) -> dict:
         blocks[i] = -(-kv[i] // B) if fast.paged else 0
         held += blocks[i] * B if fast.paged else kv[i]
         if fast.streams is not None:
-            fast.streams._round[i] = js + rounds
+            fast.streams.rounds_drawn[i] = js + rounds
         if g:
             fast.st["spec_tokens"] += gen[i] - g0
         running[i] = None
@@ -163,7 +163,7 @@ def from_general(fast, state: dict) -> None:
     gen, kv = state["gen"], state["kv"]
     hz = fast.horizon
     for i in state["running"]:
-        js = fast.streams._round.get(i, 0) if fast.streams is not None else 0
+        js = fast.streams.rounds_drawn.get(i, 0) if fast.streams is not None else 0
         left = O[i] - gen[i]
         if g:
             tok = np.minimum(fast.streams.stream(i)[js:], g).astype(np.int64) + 1

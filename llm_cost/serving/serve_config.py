@@ -94,6 +94,18 @@ class ServeConfig:
     pipeline
         With pipeline stages: `orca` (up to `stages` batches in flight, a request's next iteration
         waits for its previous one) or `microbatch` (one batch split into `stages` microbatches).
+
+    Examples
+    --------
+    vLLM's settings (paged blocks of 16, 1% of them kept free, recompute) with 4 drafts a sequence:
+
+    >>> cfg = ServeConfig(max_batch=64, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
+    >>> cfg.block_size, cfg.watermark, cfg.preemption, cfg.spec.gamma
+    (16, 0.01, 'recompute', 4)
+    >>> ServeConfig(reservation="lru")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.UnknownNameError: reservation must be one of declared, max_len, none, paged, got 'lru'
     """
 
     max_batch: int = 32

@@ -22,7 +22,22 @@ PERCENTILES = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}
 
 @dataclass(frozen=True)
 class ServeResult:
-    """One run of `engine.serve`. Seconds, tokens; nan for requests that never finished."""
+    """One run of `engine.serve`. Seconds, tokens; nan for requests that never finished.
+
+    Examples
+    --------
+    Exercise 10's two requests (4 prompt + 5 output tokens, 1 s per iteration) under Orca's
+    reservation: the second waits for the first's K/V, so its TTFT is 6 s.
+
+    >>> from llm_cost.serving.engine import serve
+    >>> from llm_cost.serving.replica import IterationCost, Replica
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048))
+    >>> r.first_token_s, r.finish_s, r.percentile_s("tpot", "p50"), r.throughput_req_per_s
+    ((1.0, 6.0), (5.0, 10.0), 1.0, 0.2)
+    >>> r.goodput_req_per_s(ttft_s=2.0), r.kv_used_peak_tokens
+    (0.1, 7.0)
+    """
 
     reservation: str
     max_batch: int

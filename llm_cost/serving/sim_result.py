@@ -1,7 +1,7 @@
 """What a batching simulation measured: throughput, per-token latency, KV use, a deadlock if any.
 
 Times in seconds, KV in tokens; means are weighted by the time the engine was busy
-(`_Stats` accumulates them iteration by iteration inside `simulator`).
+(`SimStats` accumulates them iteration by iteration inside `simulator`).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class SimResult:
         return self.kv_reserved_mean_tokens / self.kv_written_mean_tokens if self.kv_written_mean_tokens else math.nan
 
 
-class _Stats:
+class SimStats:
     """Time-weighted sums over iterations."""
 
     __slots__ = ("busy", "area_n", "area_r", "area_w", "peak_r", "peak_w", "iterations", "rows", "comm", "first")

@@ -40,7 +40,7 @@ from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving.replica import NOT_MODELLED, Replica
-from llm_cost.serving.sim_result import SimResult, _Stats
+from llm_cost.serving.sim_result import SimResult, SimStats
 from llm_cost.serving.workload import Workload
 from llm_cost.roofline import causal_pairs
 
@@ -119,7 +119,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     if reservation == "max_len" and max(p + d for p, d in zip(workload.prompt, workload.declared_gen)) > max_len:
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({max_len})", params=("max_len",))
     arrivals = workload.arrival_s
-    st = _Stats()
+    st = SimStats()
     st.first = [math.nan] * len(workload)
     if scheduler == "request":
         if max(workload.prompt) + max(workload.output) - 1 > max_len:
@@ -149,7 +149,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         output_tokens=int(generated), comm_s=st.comm, ttft_s=tuple(st.first[i] - arrivals[i] for i in done))
 
 
-def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: _Stats) -> list[float]:
+def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: SimStats) -> list[float]:
     """Batches run to completion; rows padded to the longest prompt and the longest output."""
     cost = replica.cost
     prompt, output, n = wl.prompt, wl.output, len(wl)
@@ -193,7 +193,7 @@ def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st:
 
 
 def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, res: list[int],
-                     reservation: str, st: _Stats):
+                     reservation: str, st: SimStats):
     """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
     that reaches its output; its KV is prompt + generated - 1."""

@@ -43,7 +43,7 @@ class AcceptanceStreams:
         self._len = np.minimum(self._need, est.astype(np.int64))
         self._first: dict[int, tuple] = {}
         self._second: dict[int, np.ndarray] = {}  # sequence -> G of its rounds past the first L[i]
-        self._round: dict[int, int] = {}
+        self.rounds_drawn: dict[int, int] = {}  # sequence -> rounds drawn so far (the engine hands it over)
         self._cache: dict[int, list] = {}
 
     def _counts(self, u):
@@ -87,8 +87,8 @@ class AcceptanceStreams:
 
     def accepted(self, i: int, gamma: int) -> int:
         """Drafts sequence i accepts in its next round of `gamma` (the general loop, round by round)."""
-        j = self._round.get(i, 0)
-        self._round[i] = j + 1
+        j = self.rounds_drawn.get(i, 0)
+        self.rounds_drawn[i] = j + 1
         cached = self._cache.get(i)
         if cached is None:
             cached = self._cache[i] = self.stream(i).tolist()
