@@ -297,3 +297,36 @@ def test_declared_max_gen_reserves_a_few_times_what_is_written():
     assert busy.deadlock is not None and busy.finished < N
     assert busy.deadlock.kv_held_tokens == SERVER.kv_capacity_tokens
     assert simulate(wl.at_rate(12.0), SERVER, max_batch=64).finished == N  # Orca's completes
+
+
+# --- one result type (issue 24, deliverable 1) -------------------------------------------------
+
+def test_simulate_returns_the_engines_result_type():
+    # every serving run, whatever scheduled it, reports TTFT, TPOT, e2e tails, goodput and K/V use
+    from llm_cost.serving import ServeResult, SimResult, serve, ServeConfig
+    from llm_cost.serving.replica import IterationCost, Replica as R
+    from llm_cost.serving.workload import fixed_workload
+
+    wl, server = fixed_workload([(4, 5), (4, 5)]), R(IterationCost.unit(), 10, 2048)
+    sim = simulate(wl, server, scheduler="iteration")
+    eng = serve(wl, server, ServeConfig(reservation="declared"))
+    assert SimResult is ServeResult and type(sim) is ServeResult
+    assert sim.first_token_s == eng.first_token_s == (1.0, 6.0)  # exercise 10 by hand: prefill, then 4 decodes
+    for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
+        for stat in ("p50", "p90", "p99"):
+            assert sim.percentile_s(metric, stat) == eng.percentile_s(metric, stat), (metric, stat)
+    assert sim.goodput_req_per_s(ttft_s=2.0) == eng.goodput_req_per_s(ttft_s=2.0) == 0.1  # one of two in 10 s
+    assert sim.kv_used_peak_tokens == sim.kv_written_peak_tokens == 8  # 4 + 4 at the last step, before it leaves
+    assert sim.kv_reserved_peak_tokens == 9 and sim.scheduler == "iteration"
+
+
+def test_plain_batching_shows_ttft_tpot_and_p99():
+    from helpers import rows_of, run
+
+    out = run("batching", "--rate", "2", "--requests", "200")
+    assert out.exit_code == 0, out.output
+    for header in ("TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p99 (ms)", "p99 (ms/token)"):
+        assert header in out.output, header
+    row = rows_of("batching", "--rate", "2", "--requests", "200")[0]
+    assert row["scheduler"] == "iteration" and 0 < row["ttft_p50_s"] <= row["ttft_p99_s"]
+    assert 0 < row["tpot_p50_s"] <= row["tpot_p99_s"] and row["goodput_req_per_s"] == row["throughput_req_per_s"]

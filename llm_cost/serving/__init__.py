@@ -4,8 +4,8 @@
 `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
-step-level scheduler), `simulator` and `sim_result`
-(request- and iteration-level batching, fast), `rate_search` (the highest rate under a target);
+step-level scheduler), `simulator` (request- and iteration-level batching, fast; its result is the
+engine's `ServeResult`, also known as `SimResult`) with `sim_result` (its running sums), `rate_search` (the highest rate under a target);
 `engine` (the serving engine: paged KV and preemption, chunked prefill, speculation in the batch,
 pipeline stages in flight) with `serve_config`, `serve_result`, `spec_batch`, `workload_spec` (any
 lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft's share of memory).

@@ -15,12 +15,12 @@ from typing import Callable
 
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
-from llm_cost.serving.sim_result import SimResult
+from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
 
-STATISTICS = {"median": 50.0, "p90": 90.0}
-ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # `engine.serve` keeps every tail
+ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
+STATISTICS = ENGINE_STATISTICS
 
 
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
@@ -97,22 +97,17 @@ class RateSearch:
     slo_s: float
     statistic: str
     rate_req_per_s: float  # 0 when even an unloaded server misses the target
-    result: SimResult | None
+    result: ServeResult | None
     unloaded_s: float  # the statistic with every request served alone
     saturated_req_per_s: float | None  # throughput with every request queued at time 0; None if that deadlocks
     evaluations: int
     saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
 
 
-def _meets(result, slo_s: float, q: float, metric: str = "latency_per_token") -> bool:
-    """True when every request finished and the latency statistic is within the target
-    (a `ServeResult`: of `metric`, ttft, tpot, e2e or latency_per_token)."""
-    if result.finished != result.requests:
-        return False
-    if hasattr(result, "percentile_s"):
-        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
-        return result.percentile_s(metric, stat) <= slo_s
-    return result.latency_percentile_s(q) <= slo_s
+def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_per_token") -> bool:
+    """True when every request finished and `stat` of `metric` (ttft, tpot, e2e, latency_per_token)
+    is within the target."""
+    return result.finished == result.requests and result.percentile_s(metric, stat) <= slo_s
 
 
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
@@ -143,7 +138,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     slo_s : float
         Per-token latency target, seconds in (0, inf).
     statistic : str, optional
-        "median" (default) or "p90".
+        "median" (default, = "p50"), "p90" or "p99".
     reservation : str or None, optional
         As in `simulate`.
     rel_tol : float, optional
@@ -155,7 +150,8 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         target applies to `metric` (ttft, tpot, e2e, latency_per_token) and the unloaded figure is a
         run with every request alone (arrivals 10^6 x further apart than the saturated service).
     metric : str, optional
-        With `config`: the latency held to the target (default latency_per_token).
+        The latency held to the target: ttft, tpot, e2e or latency_per_token (default); other than
+        latency_per_token, the unloaded figure is a run with every request alone.
 
     Returns
     -------
@@ -183,12 +179,12 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
 
     check_number("slo_s", slo_s, low=0, low_open=True)
     check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
-    stats = STATISTICS if config is None else ENGINE_STATISTICS
-    q = stats[check_choice("statistic", statistic, tuple(stats))]
+    q = ENGINE_STATISTICS[check_choice("statistic", statistic, tuple(ENGINE_STATISTICS))]
+    stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
     expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
     done = 0
 
-    def run(rate: float) -> SimResult:
+    def run(rate: float) -> ServeResult:
         """Simulate the workload at `rate` and count the evaluation."""
         nonlocal done
         if config is not None:
@@ -203,20 +199,20 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
             on_step(done, max(expected, done))
         return r
 
+    from llm_cost.serving.serve_result import METRICS
+
+    check_choice("slo_metric", metric, METRICS)
     if config is not None:
         from llm_cost.errors import InvalidValueError
-        from llm_cost.serving.engine import serve
-        from llm_cost.serving.serve_result import METRICS
 
-        check_choice("slo_metric", metric, METRICS)
         if workload.concurrency is not None:
             raise InvalidValueError("a closed loop sets its own rate: give --rate with --concurrency, not --slo-ms",
                                     params=("concurrency",))
     everyone = run(math.inf)
-    if config is not None:
+    if config is not None or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
-        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
-        unloaded = serve(workload.at_rate(alone_rate), replica, config).percentile_s(metric, stat)
+        done -= 1  # the unloaded run is not one of the search's evaluations
+        unloaded = run(alone_rate).percentile_s(metric, stat)
     else:
         unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     stuck = everyone.deadlock is not None
@@ -225,7 +221,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     seed = everyone.throughput_req_per_s
     saturated = None if stuck else seed
 
-    def found(rate: float, result: SimResult | None) -> RateSearch:
+    def found(rate: float, result: ServeResult | None) -> RateSearch:
         """The search's result at `rate`, with the unloaded and saturated figures."""
         return RateSearch(slo_s, statistic, rate, result, unloaded, saturated, done, stuck)
 
@@ -235,7 +231,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     lo, best = 0.0, None
     for _ in range(8):
         r = run(hi)
-        if not _meets(r, slo_s, q, metric):
+        if not _meets(r, slo_s, stat, metric):
             break
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
@@ -243,7 +239,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
             break
         mid = (lo + hi) / 2
         r = run(mid)
-        if _meets(r, slo_s, q, metric):
+        if _meets(r, slo_s, stat, metric):
             lo, best = mid, r
         else:
             hi = mid
