@@ -529,3 +529,52 @@ def test_result_statistics_come_from_the_tuples_once():
     with pytest.raises(ValueError):
         ttft[0] = 0.0
     assert r.percentile_s("e2e", "p90") == float(np.percentile([r.finish_s[i] - r.arrival_s[i] for i in done], 90))
+
+
+# ---- the fast path by allow-list (issue 24, deliverable 3) ----------------------------------------
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+specs = st.one_of(st.none(), st.builds(
+    SpecConfig, gamma=st.integers(1, 6), alpha=st.floats(0.0, 0.95), c=st.floats(0.0, 0.2),
+    policy=st.sampled_from(["fixed", "off-above-batch", "adaptive"]), off_above=st.integers(1, 80),
+    seed=st.integers(0, 3)))
+configs = st.builds(
+    ServeConfig, max_batch=st.integers(1, 64), reservation=st.sampled_from(["paged", "declared", "max_len", "none"]),
+    block_size=st.sampled_from([1, 4, 16, 32]), watermark=st.sampled_from([0.0, 0.01, 0.1]),
+    preemption=st.sampled_from(["recompute", "swap"]), prefill_chunk=st.one_of(st.none(), st.integers(64, 1024)),
+    spec=specs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5))
+def test_random_configurations_fast_and_general_agree(data, rate, seed):
+    # whatever the allow-list routes where, serve() and its general loop give the same finish times
+    try:
+        cfg = data.draw(configs)
+    except InvalidValueError:  # speculation without a reservation: refused in one line
+        assume(False)
+    wl = poisson_workload(120, rate, seed=seed)
+    _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))
+
+
+def test_a_feature_the_fast_path_does_not_list_takes_the_general_loop():
+    # a new ServeConfig (or SpecConfig) field is not in FAST_FEATURES until someone adds it
+    from dataclasses import dataclass
+
+    from llm_cost.serving.fast_engine import FAST_FEATURES, fast_eligible
+
+    @dataclass(frozen=True)
+    class WithPrefixCache(ServeConfig):
+        prefix_cache: bool = False
+
+    wl = poisson_workload(50, 4.0, seed=0)
+    longest = max(p + o for p, o in zip(wl.prompt, wl.output))
+    assert fast_eligible(wl, SERVER, ServeConfig(), None, longest)
+    assert not fast_eligible(wl, SERVER, WithPrefixCache(), None, longest)
+    assert set(FAST_FEATURES) == {f for f in ServeConfig.__dataclass_fields__}
+    for cfg in (ServeConfig(prefill_chunk=256), ServeConfig(reservation="none"),
+                ServeConfig(spec=SpecConfig(4, 0.8, policy="adaptive")),
+                ServeConfig(max_batch=64, spec=SpecConfig(4, 0.8, policy="off-above-batch", off_above=8))):
+        assert not fast_eligible(wl, SERVER, cfg, None, longest), cfg

@@ -7,7 +7,8 @@ capacity), `reservations` (the policies, the deadlock report), `reference_schedu
 step-level scheduler), `simulator` (request- and iteration-level batching, fast; its result is the
 engine's `ServeResult`, also known as `SimResult`) with `sim_result` (its running sums), `rate_search` (the highest rate under a target);
 `engine` (the serving engine: paged KV and preemption, chunked prefill, speculation in the batch,
-pipeline stages in flight) with `serve_config`, `serve_result`, `spec_batch`, `workload_spec` (any
+pipeline stages in flight) with `serve_config`, `serve_result`, `engine_state` (what one iteration hands the next, and what
+the fast path and the general loop hand each other), `spec_batch`, `workload_spec` (any
 lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft's share of memory).
 """
 

@@ -34,7 +34,9 @@ K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_to
 The loop is `engine_loop.general_loop`. With one stage, whole prefills, no windows, open-loop
 arrivals, no stalls and a fixed gamma, every running sequence decodes every iteration and
 `fast_engine` computes the same schedule by running totals (8-12x faster); it hands the iterations
-around a preemption to the loop and takes the run back after them (`handover`).
+around a preemption to the loop and takes the run back after them (`handover`, an `EngineState`).
+Which runs may take it is an allow-list (`fast_engine.FAST_FEATURES`, one entry per `ServeConfig`
+field): a field it does not list takes the general loop.
 
 Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`: independent positions
 from each sequence's own stream (`spec_streams`), a bursty chain round by round. Without speculation,

@@ -9,6 +9,7 @@ import heapq
 import math
 from collections import deque
 
+from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
@@ -33,7 +34,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                  handback: int = 0):
     """The loop of the module doc over a validated workload (`serve`); `res` the reservations.
 
-    With `state` (the fast path's `handover`: a dict of this loop's variables) it starts from it;
+    With `state` (an `EngineState`, the fast path's `handover`) it starts from it;
     with `handback` > 0 it returns ("handback", state) at the first loop turn, `handback` iterations
     or more after its start and after its last preemption, where every running sequence decodes,
     nothing is swapped out and the queue's head is a fresh request; and ("done", state) at the end,
@@ -46,42 +47,26 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     total_blocks = cap // B if paged else 0
     wm_blocks = math.ceil(cfg.watermark * total_blocks) if paged else 0
     closed = workload.concurrency
-    arr = state["arr"] if state else list(workload.arrival_s) if closed is None else [0.0] * n
     sent = n if closed is None else min(closed, n)
     stages = cost.stages
     orca_pipe = stages > 1 and cfg.pipeline == "orca"
     micro = stages > 1 and cfg.pipeline == "microbatch"
     chunk = cfg.prefill_chunk
     hold = cfg.max_batch * stages if orca_pipe else cfg.max_batch  # sequences held: max_batch per batch in flight
-    if not state:
+    if state is None:
         acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, O)) if spec else None
+        state = EngineState.start(P, workload.arrival_s if closed is None else [0.0] * n, total_blocks, acceptance)
     kv_bytes = cost.kv_token_bytes
     host = cfg.host_bytes_per_s
 
     inflight = [False] * n
     swapped: deque[int] = deque()
     flights: list = []  # heap of (done_s, launch number, decoders [(i, g)], prefills [(i, q)])
-    if state:
-        gen, kv, pre, need, blocks = (state[x] for x in ("gen", "kv", "pre", "need", "blocks"))
-        first, fin, running, waiting, st = (state[x] for x in ("first", "fin", "running", "waiting", "st"))
-        free, used, reserved, t, nxt = (state[x] for x in ("free", "used", "reserved", "t", "nxt"))
-        finished, in_system, acceptance = state["finished"], state["in_system"], state["acceptance"]
-        launches = st["iterations"]
-    else:
-        gen, kv, pre = [0] * n, [0] * n, [0] * n
-        need = list(P)
-        blocks = [0] * n
-        first, fin = [math.nan] * n, [math.nan] * n
-        running: dict[int, None] = {}
-        waiting: deque[int] = deque()
-        free = total_blocks
-        used = 0.0  # K/V tokens held (none, declared, max_len) or blocks x B (paged)
-        reserved = 0
-        t, nxt, launches, finished = 0.0, 0, 0, 0
-        st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
-              "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-              "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
-        in_system = 0
+    gen, kv, pre, need, blocks = state.gen, state.kv, state.pre, state.need, state.blocks
+    first, fin, running, waiting, st = state.first, state.fin, state.running, state.waiting, state.st
+    free, used, reserved, t, nxt = state.free, state.used, state.reserved, state.t, state.nxt
+    finished, in_system, acceptance, arr = state.finished, state.in_system, state.acceptance, state.arr
+    launches = st["iterations"]
     last_pre = st["iterations"]
     progress_every = max(1, n // 100)
     deadlock = None
@@ -342,11 +327,9 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
             st["peak_kv"] = used
         t += step
     if handback:
-        return ("done" if finished == n or deadlock else "handback"), {
-            "gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": first, "fin": fin,
-            "running": running, "waiting": waiting, "st": st, "free": free, "used": used, "reserved": reserved,
-            "t": t, "nxt": nxt, "finished": finished, "in_system": in_system, "acceptance": acceptance, "arr": arr,
-            "deadlock": deadlock}
+        state.free, state.used, state.reserved, state.t, state.nxt = free, used, reserved, t, nxt
+        state.finished, state.in_system, state.deadlock = finished, in_system, deadlock
+        return ("done" if finished == n or deadlock else "handback"), state
     if on_progress:
         on_progress(n, n)
     return ServeResult.build(workload, replica, cfg, arr, first, fin, st, deadlock)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.serve_result import ServeResult
 
@@ -119,7 +120,7 @@ def close_segment(fast) -> None:
                 st["spec_tokens"] += fast.O[i] - c[3]
 
 
-def to_general(fast) -> dict:
+def to_general(fast) -> EngineState:
     """The general loop's variables at iteration fast.k (fast iterations closed)."""
     close_segment(fast)
     k, n, P, g, B = fast.k, fast.n, fast.P, fast.g, fast.B
@@ -147,22 +148,22 @@ def to_general(fast) -> dict:
     if not fast.paged:
         fast.DRES[k:hz] = [0] * max(0, hz - k)
     fast.customs = {}
-    return {"gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": fast.first, "fin": fast.fin,
-            "running": running, "waiting": deque(range(fast.head, fast.nxt)), "st": fast.st,
-            "free": fast.total - held // B if fast.paged else 0, "used": float(held), "reserved": fast.reserved,
-            "t": fast.t, "nxt": fast.nxt, "finished": fast.finished, "in_system": fast.nxt - fast.finished,
-            "acceptance": fast.streams, "arr": fast.arr}
+    return EngineState(gen=gen, kv=kv, pre=pre, need=need, blocks=blocks, first=fast.first, fin=fast.fin,
+                       arr=fast.arr, running=running, waiting=deque(range(fast.head, fast.nxt)), st=fast.st,
+                       free=fast.total - held // B if fast.paged else 0, used=float(held), reserved=fast.reserved,
+                       t=fast.t, nxt=fast.nxt, finished=fast.finished, in_system=fast.nxt - fast.finished,
+                       acceptance=fast.streams)
 
 
-def from_general(fast, state: dict) -> None:
+def from_general(fast, state: EngineState) -> None:
     """Take the run back at the general loop's iteration (module doc)."""
     np, O, g, B = fast.np, fast.O, fast.g, fast.B
     k = fast.st["iterations"]
     missing = k - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
-    gen, kv = state["gen"], state["kv"]
+    gen, kv = state.gen, state.kv
     hz = fast.horizon
-    for i in state["running"]:
+    for i in state.running:
         js = fast.streams.rounds_drawn.get(i, 0) if fast.streams is not None else 0
         left = O[i] - gen[i]
         if g:
@@ -189,12 +190,12 @@ def from_general(fast, state: dict) -> None:
         hz = max(hz, e + 1)
         fast.customs[i] = (k, R, js, gen[i])
     fast.horizon = hz
-    fast.k, fast.t, fast.running = k, state["t"], len(state["running"])
-    waiting = state["waiting"]
-    fast.nxt = state["nxt"]
+    fast.k, fast.t, fast.running = k, state.t, len(state.running)
+    waiting = state.waiting
+    fast.nxt = state.nxt
     fast.head = waiting[0] if waiting else fast.nxt
     fast.k0, fast.h0 = k, fast.head
-    fast.finished, fast.reserved = state["finished"], state["reserved"]
+    fast.finished, fast.reserved = state.finished, state.reserved
 
 
 def result(fast, state) -> ServeResult:
@@ -202,7 +203,7 @@ def result(fast, state) -> ServeResult:
     np = fast.np
     st = fast.st
     arr = np.asarray(fast.arr)
-    deadlock = state["deadlock"] if state else None
+    deadlock = state.deadlock if state else None
     if deadlock is None:
         st["area_sys"] = float(np.sum(fast.fin - arr))
     span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0
