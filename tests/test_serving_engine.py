@@ -578,3 +578,22 @@ def test_a_feature_the_fast_path_does_not_list_takes_the_general_loop():
                 ServeConfig(spec=SpecConfig(4, 0.8, policy="adaptive")),
                 ServeConfig(max_batch=64, spec=SpecConfig(4, 0.8, policy="off-above-batch", off_above=8))):
         assert not fast_eligible(wl, SERVER, cfg, None, longest), cfg
+
+
+def test_block_counts_have_one_helper():
+    # issue 24, deliverable 2: ceil(tokens / block) is written once (kv_blocks.blocks_for), for numbers
+    # and arrays alike; no serving module rounds blocks by hand
+    import pathlib
+
+    import numpy as np
+
+    from llm_cost.serving.kv_blocks import blocks_for
+
+    tokens = np.arange(0, 200)
+    for block in (1, 3, 16, 17, 32):
+        by_hand = [math.ceil(x / block) for x in tokens.tolist()]
+        assert blocks_for(tokens, block).tolist() == by_hand == [blocks_for(x, block) for x in tokens.tolist()]
+    root = pathlib.Path(serve.__code__.co_filename).parent
+    for path in root.glob("*.py"):
+        if path.name != "kv_blocks.py":
+            assert "-(-" not in path.read_text(), path.name

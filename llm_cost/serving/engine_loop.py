@@ -11,6 +11,7 @@ from collections import deque
 
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
 from llm_cost.serving.serve_config import ServeConfig
@@ -115,7 +116,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
             old = kv[i]
             new = kv[i] = P[i] + gi - 1
             if paged:
-                want = -(-(held(new) if held else new) // B)
+                want = blocks_for(held(new) if held else new, B)
                 free += blocks[i] - want
                 used += (want - blocks[i]) * B
                 blocks[i] = want
@@ -139,7 +140,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                 if first[i] != first[i]:
                     first[i] = done_s
             if paged:
-                want = math.ceil(K(kv[i]) / B)
+                want = blocks_for(K(kv[i]), B)
                 free += blocks[i] - want
                 used += (want - blocks[i]) * B
                 blocks[i] = want
@@ -185,7 +186,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                 if gone and i in gone:
                     continue
                 c = kv[i] + ahead
-                want = -(-(held(c) if held else c) // B) - blocks[i]
+                want = blocks_for(held(c) if held else c, B) - blocks[i]
                 if want <= 0:  # its blocks already hold the rows (paged: rounded up)
                     dec_run.append(i)
                     continue
@@ -239,7 +240,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                 break
             q = min(need[i] - pre[i], budget)
             if paged:
-                want = math.ceil(K(pre[i] + q) / B) - blocks[i]
+                want = blocks_for(K(pre[i] + q), B) - blocks[i]
                 if want > free:
                     continue
                 free -= want
@@ -250,14 +251,14 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
         if not preempted and not stalled:
             while swapped and len(running) < hold:
                 v = swapped[0]
-                want = math.ceil(K(kv[v] + gmax + 1) / B)
+                want = blocks_for(K(kv[v] + gmax + 1), B)
                 if free - want < wm_blocks:
                     break
                 swapped.popleft()
                 moved = True
                 swap_s += K(kv[v]) * kv_bytes / host
                 st["swap_bytes"] += K(kv[v]) * kv_bytes
-                w0 = math.ceil(K(kv[v]) / B)
+                w0 = blocks_for(K(kv[v]), B)
                 free -= w0
                 used += w0 * B
                 blocks[v] = w0
@@ -268,7 +269,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                 i = waiting[0]
                 q = min(need[i] - pre[i], budget)
                 if paged:
-                    want = math.ceil(K(pre[i] + q) / B)
+                    want = blocks_for(K(pre[i] + q), B)
                     if free - want < wm_blocks and (running or free < want):
                         break
                     free -= want

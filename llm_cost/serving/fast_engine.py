@@ -29,7 +29,9 @@ from array import array
 from dataclasses import fields
 
 from llm_cost.serving import handover
+from llm_cost.roofline import causal_pairs
 from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
 
@@ -147,7 +149,7 @@ class _Fast:
         np, n, P, res, cap = self.np, self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, B, total, g = self.paged, self.B, self.total, self.g
         r = g + 1
-        dec_pairs = r * (r + 1) / 2
+        dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
         wm = math.ceil(self.cfg.watermark * total) if paged else 0
         max_batch = self.cfg.max_batch
         streams, need, R_all = self.streams, self.need, self.R_all
@@ -205,7 +207,7 @@ class _Fast:
                                                            streams, ch)
                         R_all[c_lo:c_hi] = Rc
                         Rl, ol = Rc.tolist(), offs.tolist()
-                        Ql, Wl = (pc * (pc + 1) / 2).tolist(), (-(-pc // B)).tolist()  # p (p + 1) / 2, ceil(p / B)
+                        Ql, Wl = causal_pairs(pc).tolist(), blocks_for(pc, B).tolist()
                     j = i - c_lo
                     if paged:
                         want = Wl[j]

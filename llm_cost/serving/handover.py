@@ -17,7 +17,9 @@ import math
 from collections import deque
 
 from llm_cost.serving.engine_state import EngineState
+from llm_cost.roofline import causal_pairs
 from llm_cost.serving.iteration import totals_time_arrays
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
 _LOW = (1 << 32) - 1
@@ -84,10 +86,10 @@ def close_segment(fast) -> None:
         D = fast.D[k0 + lo:k0 + hi]
         S, U, n_b = D & _LOW, D >> 32, nd[lo:hi]
         rows = n_b * r + np.bincount(aa, weights=pp, minlength=m)
-        pairs = r * S + n_b * (r * (r + 1) / 2) + np.bincount(aa, weights=pp * (pp + 1) / 2, minlength=m)
+        pairs = r * S + n_b * causal_pairs(r) + np.bincount(aa, weights=causal_pairs(pp), minlength=m)
         dt, comm, draft = totals_time_arrays(cost, spec, g, rows, pairs, n_b, S)
         if paged:
-            used = (U + np.bincount(aa, weights=-(-pp // B), minlength=m).astype(np.int64)) * B
+            used = (U + np.bincount(aa, weights=blocks_for(pp, B), minlength=m).astype(np.int64)) * B
         else:
             used = S
         busy += float(dt.sum())
@@ -135,7 +137,7 @@ def to_general(fast) -> EngineState:
         gen[i] = g0 + _gained(fast, i, js, rounds)
         kv[i] = P[i] + gen[i] - 1
         pre[i] = need[i]
-        blocks[i] = -(-kv[i] // B) if fast.paged else 0
+        blocks[i] = blocks_for(kv[i], B) if fast.paged else 0
         held += blocks[i] * B if fast.paged else kv[i]
         if fast.streams is not None:
             fast.streams.rounds_drawn[i] = js + rounds
@@ -173,7 +175,7 @@ def from_general(fast, state: EngineState) -> None:
         else:
             kvs = np.arange(left, dtype=np.int64) + kv[i]
         if fast.paged:
-            kvs = kvs + ((kvs + (g + B)) // B << 32)
+            kvs = kvs + (blocks_for(kvs + (g + 1), B) << 32)
         R = len(kvs)
         e = k + R - 1
         while e + 2 > fast.size:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from llm_cost.serving.kv_blocks import blocks_for
+
 CHUNK = 1 << 14  # requests per generator
 
 
@@ -160,10 +162,5 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
 
 
 def _blocks(kv, ahead: int, block: int):
-    """ceil((kv + ahead) / block) of an int64 array (a shift for a power of two)."""
-    up = kv + (ahead + block - 1)
-    if block & (block - 1) == 0:
-        up >>= block.bit_length() - 1
-    else:
-        up //= block
-    return up
+    """ceil((kv + ahead) / block) of an int64 array (`kv_blocks.blocks_for`)."""
+    return blocks_for(kv + ahead, block)
