@@ -290,7 +290,7 @@ def batching_cmd(
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.counts import layer_windows
     from llm_cost.errors import InvalidValueError
-    from llm_cost.report.serving_rows import PIPELINE_NOTE, batching_rows, search_row
+    from llm_cost.report.serving_rows import PIPELINE_NOTE, batching_rows, search_caption, search_row
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
 
@@ -317,22 +317,26 @@ def batching_cmd(
     replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
                                  reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
                                  max_len=max_len, deployment=deployment)
-    wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
-                          prompt=ORCA_PROMPT if prompt_len is None else _fixed_len("prompt_len", prompt_len),
-                          output=ORCA_OUTPUT if output_len is None else _fixed_len("output_len", output_len),
-                          max_gen=max_gen)
+    def workload_of(n: int):
+        return poisson_workload(n, rate[0] if rate else 1.0, seed=seed,
+                                prompt=ORCA_PROMPT if prompt_len is None else _fixed_len("prompt_len", prompt_len),
+                                output=ORCA_OUTPUT if output_len is None else _fixed_len("output_len", output_len),
+                                max_gen=max_gen)
+
+    wl = workload_of(requests)
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens"
     caption = f"{requests} requests, {wl.description}, seed {seed}"
     if slo_ms is not None:
         with SweepProgress("searching the rate") as progress:
             row, found = search_row(wl, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                                    statistic=slo_stat, reservation=reservation, on_step=progress)
+                                    statistic=slo_stat, reservation=reservation, on_step=progress,
+                                    longer=workload_of)
         rows = [row]
         saturated = ("all at once it deadlocks" if found.saturated_deadlock
                      else f"saturated {found.saturated_req_per_s:.2f} req/s")
         caption += (f"; highest rate with {slo_stat} per-token latency <= {slo_ms:g} ms: "
                     f"{found.rate_req_per_s:.2f} req/s (unloaded {slo_stat} {found.unloaded_s * 1e3:.1f} ms, "
-                    f"{saturated}, {found.evaluations} simulations)")
+                    f"{saturated}, {found.evaluations} simulations){search_caption(found)}")
         results = [found.result] if found.result else []
     else:
         with SweepProgress("simulating") as progress:

@@ -89,7 +89,7 @@ def run_engine(o: dict) -> None:
     from llm_cost.commands.app import emit, warn_unfit
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.errors import InvalidValueError
-    from llm_cost.report.serving_rows import serve_row, serve_rows
+    from llm_cost.report.serving_rows import search_caption, search_fields, serve_row, serve_rows
     from llm_cost.serving.draft_memory import draft_memory
     from llm_cost.serving.rate_search import highest_rate
     from llm_cost.serving.replica import IterationCost, Replica
@@ -136,13 +136,18 @@ def run_engine(o: dict) -> None:
                          prefill_chunk=o["prefill_chunk"], spec=spec, pipeline=o["pipeline"] or "orca",
                          host_bytes_per_s=host_link_bytes_per_s(acc))
     rate = o["rate"]
+    longer = None  # a trace is as long as it is: the search cannot check a longer run
     if o["trace"] is not None:
         wl = read_trace(o["trace"])
         rates = rate or [wl.rate_req_per_s]
     else:
-        wl = synthetic_workload(o["requests"], rate[0] if rate else 1.0, seed=o["seed"],
-                                prompt=o["prompt_len"] or "uniform:32:512", output=o["output_len"] or "uniform:1:128",
-                                max_gen=o["max_gen"], arrivals=o["arrivals"], concurrency=o["concurrency"])
+        def longer(n: int):
+            return synthetic_workload(n, rate[0] if rate else 1.0, seed=o["seed"],
+                                      prompt=o["prompt_len"] or "uniform:32:512",
+                                      output=o["output_len"] or "uniform:1:128", max_gen=o["max_gen"],
+                                      arrivals=o["arrivals"], concurrency=o["concurrency"])
+
+        wl = longer(o["requests"])
         rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True), "draft": dmem}
@@ -160,12 +165,13 @@ def run_engine(o: dict) -> None:
         slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
         with SweepProgress("searching the rate") as progress:
             found = highest_rate(wl, replica, scheduler="iteration", max_batch=o["max_batch"], slo_s=slo_s,
-                                 statistic=o["slo_stat"], config=config, metric=o["slo_metric"], on_step=progress)
-        rows = [serve_row(found.result, wl.at_rate(found.rate_req_per_s), config, replica=replica, **slo)] \
-            if found.result else []
+                                 statistic=o["slo_stat"], config=config, metric=o["slo_metric"], on_step=progress,
+                                 longer=longer)
+        rows = [{**serve_row(found.result, wl.at_rate(found.rate_req_per_s), config, replica=replica, **slo),
+                 **search_fields(found)}] if found.result else []
         caption += (f"; highest rate with {o['slo_stat']} {o['slo_metric']} <= {o['slo_ms']:g} ms: "
                     f"{found.rate_req_per_s:.2f} req/s (unloaded {found.unloaded_s * 1e3:.1f} ms, "
-                    f"{found.evaluations} simulations)")
+                    f"{found.evaluations} simulations){search_caption(found)}")
         results = [found.result] if found.result else []
     else:
         with SweepProgress("simulating") as progress:

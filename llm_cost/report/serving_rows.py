@@ -203,16 +203,35 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
 
 def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                statistic: str = "median", reservation: str | None = None,
-               on_step: Callable[[int, int], None] | None = None) -> tuple[dict, RateSearch]:
-    """The highest rate meeting the per-token latency target, with the metrics at that rate."""
+               on_step: Callable[[int, int], None] | None = None, metric: str = "latency_per_token",
+               longer: Callable[[int], Workload] | None = None) -> tuple[dict, RateSearch]:
+    """The highest rate meeting the latency target, with the metrics at that rate (`highest_rate`;
+    with `longer`, checked on a run ten times longer: `search_fields`)."""
     s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                     statistic=statistic, reservation=reservation, on_step=on_step)
+                     statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
                        rate=s.rate_req_per_s, replica=replica)
-    row.update({"slo_s": slo_s, "slo_stat": statistic, "unloaded_latency_per_token_s": s.unloaded_s,
-                "saturated_throughput_req_per_s": s.saturated_req_per_s,
-                "saturated_deadlock": s.saturated_deadlock, "evaluations": s.evaluations})
+    row.update({"slo_s": slo_s, "slo_stat": statistic, "slo_metric": metric,
+                "unloaded_latency_per_token_s": s.unloaded_s, "saturated_throughput_req_per_s": s.saturated_req_per_s,
+                "saturated_deadlock": s.saturated_deadlock, **search_fields(s)})
     return row, s
+
+
+def search_fields(s: RateSearch) -> dict:
+    """How far a rate search went: its simulations, the requests it searched with, the run the rate
+    was checked on and whether it held there (None: not checked)."""
+    return {"evaluations": s.evaluations, "search_requests": s.requests or None,
+            "held_on_requests": s.held_on_requests or None, "settled": s.settled}
+
+
+def search_caption(s: RateSearch) -> str:
+    """One clause on whether the rate held on a longer run (empty when it was not checked)."""
+    if s.settled is None or not s.rate_req_per_s:
+        return ""
+    if s.settled:
+        return f"; it holds on {s.held_on_requests:,} requests (searched with {s.requests:,})"
+    return (f"; NOT SETTLED: found with {s.requests:,} requests, it was not checked on a run {s.held_on_requests:,} "
+            f"long (over the limit): the rate may not hold on longer runs")
 
 
 # ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----

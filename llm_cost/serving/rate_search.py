@@ -21,6 +21,8 @@ from llm_cost.serving.workload import Workload
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
 STATISTICS = ENGINE_STATISTICS
+HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many times longer
+MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 
 
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
@@ -88,6 +90,10 @@ class RateSearch:
         Simulations run.
     saturated_deadlock
         Whether the all-at-once run deadlocked (scheduler `none`): no saturated figure.
+    requests, held_on_requests, settled
+        With `longer`: the requests of the runs the rate was found with, the requests of the run it
+        was checked on (`HOLD_FACTOR` x as many), and whether it met the target there (None: not
+        checked; False: it missed on the longest run `max_requests` allowed).
 
     Examples
     --------
@@ -102,6 +108,11 @@ class RateSearch:
     saturated_req_per_s: float | None  # throughput with every request queued at time 0; None if that deadlocks
     evaluations: int
     saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
+    # with `longer`: the requests the reported rate was found with and checked on (HOLD_FACTOR x more),
+    # and whether that check passed within `max_requests` (False: the rate may not hold on longer runs)
+    requests: int = 0
+    held_on_requests: int = 0
+    settled: bool | None = None  # None: not checked (no `longer`)
 
 
 def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_per_token") -> bool:
@@ -113,7 +124,8 @@ def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
                  on_step: Callable[[int, int], None] | None = None, config=None,
-                 metric: str = "latency_per_token") -> RateSearch:
+                 metric: str = "latency_per_token", longer: Callable[[int], Workload] | None = None,
+                 max_requests: int | None = None) -> RateSearch:
     r"""Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
 
     Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate;
@@ -149,6 +161,15 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         Run `engine.serve` with it instead of `simulate` (scheduler and reservation then unused); the
         target applies to `metric` (ttft, tpot, e2e, latency_per_token) and the unloaded figure is a
         run with every request alone (arrivals 10^6 x further apart than the saturated service).
+    longer : callable or None, optional
+        longer(n): the same kind of workload with n requests (a longer draw). Given, the rate found
+        is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
+        that longer workload below it, until the rate holds (`settled`) or the check would exceed
+        `max_requests` (default the larger of 100 x the workload's and `MAX_CHECK_REQUESTS`; `settled`
+        False: the metric did not settle).
+        Near the knee a short run's queue has not reached its steady state: its tail flatters.
+    max_requests : int or None, optional
+        The longest check `longer` may build (default max(100 x len(workload), MAX_CHECK_REQUESTS)).
     metric : str, optional
         The latency held to the target: ttft, tpot, e2e or latency_per_token (default); other than
         latency_per_token, the unloaded figure is a run with every request alone.
@@ -181,38 +202,40 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
     q = ENGINE_STATISTICS[check_choice("statistic", statistic, tuple(ENGINE_STATISTICS))]
     stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
+    from llm_cost.serving.serve_result import METRICS
+
+    check_choice("slo_metric", metric, METRICS)
+    if config is not None and workload.concurrency is not None:
+        from llm_cost.errors import InvalidValueError
+
+        raise InvalidValueError("a closed loop sets its own rate: give a rate with concurrency, not a target",
+                                params=("concurrency", "slo_s"))
+    limit = max_requests if max_requests is not None else max(100 * len(workload), MAX_CHECK_REQUESTS)
     expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
     done = 0
 
-    def run(rate: float) -> ServeResult:
-        """Simulate the workload at `rate` and count the evaluation."""
+    def run(wl: Workload, rate: float) -> ServeResult:
+        """Serve `wl` at `rate` and count the evaluation."""
         nonlocal done
         if config is not None:
             from llm_cost.serving.engine import serve
 
-            r = serve(workload.at_rate(rate), replica, config)
+            r = serve(wl.at_rate(rate), replica, config)
         else:
-            r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
-                         reservation=reservation)
+            r = simulate(wl.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation)
         done += 1
         if on_step:
             on_step(done, max(expected, done))
         return r
 
-    from llm_cost.serving.serve_result import METRICS
+    def meets(r: ServeResult) -> bool:
+        return _meets(r, slo_s, stat, metric)
 
-    check_choice("slo_metric", metric, METRICS)
-    if config is not None:
-        from llm_cost.errors import InvalidValueError
-
-        if workload.concurrency is not None:
-            raise InvalidValueError("a closed loop sets its own rate: give --rate with --concurrency, not --slo-ms",
-                                    params=("concurrency",))
-    everyone = run(math.inf)
+    everyone = run(workload, math.inf)
     if config is not None or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
         done -= 1  # the unloaded run is not one of the search's evaluations
-        unloaded = run(alone_rate).percentile_s(metric, stat)
+        unloaded = run(workload, alone_rate).percentile_s(metric, stat)
     else:
         unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     stuck = everyone.deadlock is not None
@@ -220,18 +243,34 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
     seed = everyone.throughput_req_per_s
     saturated = None if stuck else seed
-
-    def found(rate: float, result: ServeResult | None) -> RateSearch:
-        """The search's result at `rate`, with the unloaded and saturated figures."""
-        return RateSearch(slo_s, statistic, rate, result, unloaded, saturated, done, stuck)
-
     if unloaded > slo_s:
-        return found(0.0, None)
-    hi = 1.25 * seed if seed > 0 else 1.0
+        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, done, stuck)
+    lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
+                       grow_up=True)
+    n, held_on, settled = len(workload), 0, None
+    while longer is not None and lo > 0:
+        held_on = HOLD_FACTOR * n
+        if held_on > limit:
+            settled = False
+            break
+        long_workload = longer(held_on)
+        if meets(run(long_workload, lo)):
+            settled = True
+            break
+        # the rate missed on a run HOLD_FACTOR x longer: search again on that run, below the rate
+        workload, n = long_workload, held_on
+        lo, best = _bisect(lambda rate: run(workload, rate), meets, lo, rel_tol, grow_up=False)
+        settled = False if lo == 0 else None
+    return RateSearch(slo_s, statistic, lo, best, unloaded, saturated, done, stuck, n, held_on, settled)
+
+
+def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool):
+    """(highest rate that meets, its result) by bisection from (0, hi]: `grow_up` doubles hi while it
+    still meets (up to 8 times); the bracket ends when hi - lo <= rel_tol x hi. (0, None) if none met."""
     lo, best = 0.0, None
-    for _ in range(8):
+    for _ in range(8 if grow_up else 0):
         r = run(hi)
-        if not _meets(r, slo_s, stat, metric):
+        if not meets(r):
             break
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
@@ -239,8 +278,8 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
             break
         mid = (lo + hi) / 2
         r = run(mid)
-        if _meets(r, slo_s, stat, metric):
+        if meets(r):
             lo, best = mid, r
         else:
             hi = mid
-    return found(lo, best)
+    return lo, best
