@@ -7,8 +7,9 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, Format, GpuOpt, KvTokens, MaxLen,
-                                       ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights)
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt,
+                                       KvTokens, MaxLen, ModelOpt, OutputLen, Preset, PromptLen, Rates, Requests,
+                                       Reserve, Seed, SpecAlpha, SpecGamma, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -244,8 +245,8 @@ def batching_cmd(
     seed: Seed = 0,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
     slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90 (with a serving-engine option also p50, p99).")] = "median",
-    prompt_len: Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")] = None,
-    output_len: Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")] = None,
+    prompt_len: PromptLen = None,
+    output_len: OutputLen = None,
     max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
     reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
@@ -255,10 +256,10 @@ def batching_cmd(
     preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
     prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
-    spec_gamma: Annotated[Optional[int], typer.Option("--spec-gamma", help="Speculation in the batch: drafts per sequence per iteration.")] = None,
-    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token.")] = None,
-    c: Annotated[Optional[float], typer.Option("--c", help="Draft step / target step (Leviathan's c; default 0 without --draft).")] = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own step time, weights and K/V (subtracted from the target's).")] = None,
+    spec_gamma: SpecGamma = None,
+    spec_alpha: SpecAlpha = None,
+    c: DraftC = None,
+    draft: DraftModel = None,
     spec_acceptance: Annotated[str, typer.Option("--spec-acceptance", help="iid (Eq. 1: each draft accepted with --spec-alpha) or bursty:EASY:HARD:P_EH:P_HE (a two-state chain; --spec-alpha is then unused).")] = "iid",
     spec_policy: Annotated[str, typer.Option("--spec-policy", help="fixed, off-above-batch:N or adaptive (gamma per iteration for the most tokens/s).")] = "fixed",
     pipeline: Annotated[Optional[str], typer.Option("--pipeline", help="With --pp: orca (up to pp batches in flight) or microbatch.")] = None,
