@@ -26,7 +26,7 @@ _EXPORTS = {
     **names_from(".simulator", "simulate", "SCHEDULERS"),
     **names_from(".sim_result", "SimResult"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
-    **names_from(".engine", "serve"),
+    **names_from(".engine", "serve", "run_serving", "simulator_covers"),
     **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s"),
     **names_from(".serve_result", "ServeResult"),
     **names_from(".workload_spec", "synthetic_workload", "read_trace", "parse_length"),

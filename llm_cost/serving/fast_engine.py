@@ -68,6 +68,7 @@ FAST_FEATURES = {
     "spec": _fast_spec,
     "pipeline": _any,  # with one stage (below) the pipeline has nothing to schedule
     "host_bytes_per_s": _any,
+    "scheduler": lambda value, cfg: value == "iteration",
 }
 
 

@@ -158,9 +158,9 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     on_step : callable or None, optional
         Called as on_step(done, expected) after each simulation.
     config : ServeConfig or None, optional
-        Run `engine.serve` with it instead of `simulate` (scheduler and reservation then unused); the
-        target applies to `metric` (ttft, tpot, e2e, latency_per_token) and the unloaded figure is a
-        run with every request alone (arrivals 10^6 x further apart than the saturated service).
+        Serve with it (`engine.run_serving`: the simulator where it covers the config, else the
+        engine; scheduler and reservation then unused); where the engine runs, the unloaded figure is
+        a run with every request alone (arrivals 10^6 x further apart than the saturated service).
     longer : callable or None, optional
         longer(n): the same kind of workload with n requests (a longer draw). Given, the rate found
         is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
@@ -218,9 +218,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         """Serve `wl` at `rate` and count the evaluation."""
         nonlocal done
         if config is not None:
-            from llm_cost.serving.engine import serve
-
-            r = serve(wl.at_rate(rate), replica, config)
+            r = run_serving(wl.at_rate(rate), replica, config)
         else:
             r = simulate(wl.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation)
         done += 1
@@ -231,8 +229,10 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     def meets(r: ServeResult) -> bool:
         return _meets(r, slo_s, stat, metric)
 
+    from llm_cost.serving.engine import run_serving, simulator_covers
+
     everyone = run(workload, math.inf)
-    if config is not None or metric != "latency_per_token":
+    if (config is not None and not simulator_covers(workload, replica, config)) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
         done -= 1  # the unloaded run is not one of the search's evaluations
         unloaded = run(workload, alone_rate).percentile_s(metric, stat)
