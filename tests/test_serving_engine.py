@@ -597,3 +597,41 @@ def test_block_counts_have_one_helper():
     for path in root.glob("*.py"):
         if path.name != "kv_blocks.py":
             assert "-(-" not in path.read_text(), path.name
+
+
+def test_the_library_not_the_options_picks_the_scheduler():
+    # issue 24, deliverable 4: run_serving takes the step-level simulator where its allow-list covers
+    # the ServeConfig, else the engine; a field it does not list takes the engine
+    from dataclasses import dataclass
+
+    from llm_cost.serving.engine import SIMULATOR_FEATURES, run_serving, simulator_covers
+
+    wl = poisson_workload(200, 4.0, seed=0)
+    assert run_serving(wl, SERVER, ServeConfig()).scheduler == "iteration"
+    assert run_serving(wl, SERVER, ServeConfig(reservation="none", max_batch=64)).scheduler == "none"
+    assert run_serving(wl, SERVER, ServeConfig(reservation="paged")).scheduler == "engine"
+    assert run_serving(wl, SERVER, ServeConfig(prefill_chunk=512)).scheduler == "engine"
+    assert set(SIMULATOR_FEATURES) == set(ServeConfig.__dataclass_fields__)
+
+    @dataclass(frozen=True)
+    class WithRouting(ServeConfig):
+        replicas_routed: int = 1
+
+    assert simulator_covers(wl, SERVER, ServeConfig()) and not simulator_covers(wl, SERVER, WithRouting())
+    # a pipeline of two stages, one batch in flight: the engine's `serial` pipeline is the simulator's
+    pp2 = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), deployment=Deployment(pp=2))
+    engine = serve(wl, pp2, ServeConfig(pipeline="serial"))
+    sim = run_serving(wl, pp2, ServeConfig(pipeline="serial"))
+    assert sim.scheduler == "iteration" and engine.finish_s == pytest.approx(sim.finish_s, rel=1e-12)
+    assert not simulator_covers(wl, pp2, ServeConfig(pipeline="orca"))
+
+
+def test_batching_rows_follow_the_library_choice():
+    from helpers import rows_of
+
+    plain = rows_of("batching", "--rate", "2", "-n", "100")[0]
+    paged = rows_of("batching", "--rate", "2", "-n", "100", "--reservation", "paged")[0]
+    assert plain["scheduler"] == "iteration" and plain["kv_reserved_mean_tokens"] > 0 and "preemptions" not in plain
+    assert paged["reservation"] == "paged" and paged["preemptions"] == 0
+    for row in (plain, paged):
+        assert row["ttft_p99_s"] >= row["ttft_p50_s"] > 0 and row["tpot_p99_s"] > 0
