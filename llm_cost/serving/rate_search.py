@@ -214,16 +214,17 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
     done = 0
 
-    def run(wl: Workload, rate: float) -> ServeResult:
-        """Serve `wl` at `rate` and count the evaluation."""
+    def run(wl: Workload, rate: float, counted: bool = True) -> ServeResult:
+        """Serve `wl` at `rate`; `counted`: one of the search's evaluations (the unloaded run is not)."""
         nonlocal done
         if config is not None:
             r = run_serving(wl.at_rate(rate), replica, config)
         else:
             r = simulate(wl.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation)
-        done += 1
-        if on_step:
-            on_step(done, max(expected, done))
+        if counted:
+            done += 1
+            if on_step:
+                on_step(done, max(expected, done))
         return r
 
     def meets(r: ServeResult) -> bool:
@@ -234,8 +235,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     everyone = run(workload, math.inf)
     if (config is not None and not simulator_covers(workload, replica, config)) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
-        done -= 1  # the unloaded run is not one of the search's evaluations
-        unloaded = run(workload, alone_rate).percentile_s(metric, stat)
+        unloaded = run(workload, alone_rate, counted=False).percentile_s(metric, stat)
     else:
         unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     stuck = everyone.deadlock is not None
@@ -247,21 +247,26 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, done, stuck)
     lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
                        grow_up=True)
+    held = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
+    return RateSearch(slo_s, statistic, held[0], held[1], unloaded, saturated, done, stuck, *held[2:])
+
+
+def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: int, rel_tol: float) -> tuple:
+    """(rate, result, requests searched with, requests checked on, settled) after checking the rate on
+    runs `HOLD_FACTOR` x longer (`highest_rate`'s `longer`): where it misses, bisect again below it on
+    that longer run; settled None without `longer`, False when the next check would pass `limit`."""
     n, held_on, settled = len(workload), 0, None
     while longer is not None and lo > 0:
         held_on = HOLD_FACTOR * n
         if held_on > limit:
-            settled = False
-            break
+            return lo, best, n, held_on, False
         long_workload = longer(held_on)
         if meets(run(long_workload, lo)):
-            settled = True
-            break
-        # the rate missed on a run HOLD_FACTOR x longer: search again on that run, below the rate
-        workload, n = long_workload, held_on
-        lo, best = _bisect(lambda rate: run(workload, rate), meets, lo, rel_tol, grow_up=False)
-        settled = False if lo == 0 else None
-    return RateSearch(slo_s, statistic, lo, best, unloaded, saturated, done, stuck, n, held_on, settled)
+            return lo, best, n, held_on, True
+        n = held_on  # the rate missed on the longer run: search again on it, below the rate
+        lo, best = _bisect(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol, grow_up=False)
+        settled = False  # until a check passes
+    return lo, best, n, held_on, settled
 
 
 def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool):
