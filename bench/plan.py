@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
-from llm_cost.plan import SpecOption, Target, evaluate, plan, plan_space  # noqa: E402
+from llm_cost.planner import SpecOption, Target, evaluate, plan, plan_space  # noqa: E402
 from llm_cost.requests import Speculation, request_cost  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402
 

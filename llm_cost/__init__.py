@@ -62,8 +62,10 @@ _EXPORTS = {
     # checkpoint formats (FP8 blocks, MXFP4 experts, torch_dtype)
     **names_from("llm_cost.counts.checkpoint", "checkpoint_bytes", "CheckpointBytes", "checkpoint_format",
                  "CheckpointFormat"),
-    # the time model
-    **names_from("llm_cost.roofline", "step_time", "StepTime", "PassCost", "ridge_point", "critical_rows",
+    # deployments and the time model (`step_time` on one GPU or, with `deployment=`, on tp x pp of them)
+    **names_from("llm_cost.specs.deployment", "Deployment"),
+    **names_from("llm_cost.public", "step_time"),
+    **names_from("llm_cost.roofline", "StepTime", "PassCost", "ridge_point", "critical_rows",
                  "critical_batch", "expected_experts_touched"),
     # speculative decoding
     **names_from("llm_cost.speculative", "expected_tokens", "speedup", "gamma_one_speedup", "ops_factor",
@@ -74,7 +76,11 @@ _EXPORTS = {
     # KV capacity, reservation policies and the simulator
     **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "sequences_that_fit", "requests_that_fit", "requests_by_policy",
                  "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload", "simulate",
-                 "SimResult", "highest_rate", "run_steps", "KvRequest"),
+                 "SimResult", "highest_rate", "run_steps", "KvRequest", "serve", "ServeConfig", "SpecConfig",
+                 "ServeResult", "synthetic_workload"),
+    # one request's cost, and the planner
+    **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),
+    **names_from("llm_cost.planner", "plan", "plan_space", "evaluate", "Target", "Plan"),
     # errors
     **names_from("llm_cost.errors", "LlmCostError", "InvalidValueError", "UnknownNameError", "ConfigError"),
 }

@@ -119,7 +119,7 @@ def test_batching_equal_lengths_and_kv_override():
     (["batching", "--rate", "1", "--kv-tokens", "100"], "needs"),
     (["batching", "--rate", "1", "--model", "gpt-3-175b"], "no KV room"),
     (["batching", "--slo-ms", "0"], "--slo-ms must be in (0, inf)"),
-    (["batching", "--slo-ms", "45", "--slo-stat", "p95"], "--slo-stat must be one of median, p90"),
+    (["batching", "--slo-ms", "45", "--slo-stat", "p95"], "--slo-stat must be one of median, p50, p90, p99"),
 ])
 def test_bad_input_is_one_line(args, needle):
     out = run(*args)

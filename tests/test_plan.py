@@ -37,7 +37,7 @@ lines = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 @settings(max_examples=300, deadline=None)
 @given(m0=lines, m1=lines, c0=lines, c1=lines, n=st.integers(min_value=1, max_value=400))
 def test_sum_of_max_is_the_sum(m0, m1, c0, c1, n):
-    from llm_cost.plan import sum_of_max
+    from llm_cost.planner import sum_of_max
 
     j = np.arange(n)
     step = (n - 1) or 1
@@ -46,7 +46,7 @@ def test_sum_of_max_is_the_sum(m0, m1, c0, c1, n):
 
 
 def test_sum_of_max_crossing_by_hand():
-    from llm_cost.plan import sum_of_max
+    from llm_cost.planner import sum_of_max
 
     # M = 10 - j, C = j over j = 0..10: max is 10,9,8,7,6,5,6,7,8,9,10 -> 85
     assert float(sum_of_max(10.0, 0.0, 0.0, 10.0, 11)) == pytest.approx(85.0)
@@ -140,7 +140,7 @@ def test_unmeetable_target_empty_frontier_with_reasons():
 
 def _grid(budget, **target):
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.plan import SpecOption, Target, evaluate, plan, plan_space
+    from llm_cost.planner import SpecOption, Target, evaluate, plan, plan_space
     from llm_cost.specs import PRESETS
 
     space = plan_space(load_model("llama-3-70b"), [load_accelerator("h100-sxm"), load_accelerator("a100-80gb")],
@@ -256,7 +256,7 @@ def test_fit_is_requests_for_every_configuration(model, draft):
     # not only the frontier: the search's fit of each configuration is request_fit's (the draft's
     # weights and K/V beside the target's), so nothing is skipped or kept that `request` would not
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.plan import SpecOption, evaluate, plan_space
+    from llm_cost.planner import SpecOption, evaluate, plan_space
     from llm_cost.requests import request_fit
     from llm_cost.specs import PRESETS
 
@@ -275,11 +275,11 @@ def test_fit_is_requests_for_every_configuration(model, draft):
 
 
 def test_package_names_are_its_functions():
-    # a submodule imported first must not shadow a name the package exports (llm_cost.plan.disaggregate
+    # a submodule imported first must not shadow a name the package exports (llm_cost.planner.disaggregate
     # is a module; its function is best_split)
     import importlib
 
-    import llm_cost.plan.disaggregate  # noqa: F401
-    plan = importlib.import_module("llm_cost.plan")
+    import llm_cost.planner.disaggregate  # noqa: F401
+    plan = importlib.import_module("llm_cost.planner")
     for name in plan.__all__:
         assert not isinstance(getattr(plan, name), type(plan)), name

@@ -13,7 +13,7 @@ import llm_cost as lc
 from helpers import half_unit
 
 PACKAGES = ["llm_cost", "llm_cost.specs", "llm_cost.catalog", "llm_cost.counts", "llm_cost.roofline",
-            "llm_cost.speculative", "llm_cost.serving"]
+            "llm_cost.speculative", "llm_cost.serving", "llm_cost.planner"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -111,3 +111,40 @@ def test_roofline_speedup_gives_numbers_for_numbers():
 def test_functions_take_catalog_names(call):
     # review finding: the counts and serving functions raised AttributeError on a name
     assert call() > 0
+
+
+def test_serving_and_planning_are_in_the_package():
+    # issue 24, deliverable 5: a script reaches the engine, one request's cost and the planner from lc
+    assert {"Deployment", "serve", "ServeConfig", "ServeResult", "request_cost", "plan", "step_time"} <= set(lc.__all__)
+    import llm_cost.planner  # noqa: F401  (a subpackage named `plan` used to shadow lc.plan once imported)
+
+    assert callable(lc.plan) and lc.plan.__module__ == "llm_cost.planner.frontier"
+
+
+def test_step_time_on_a_deployment_is_the_deployed_pass():
+    # lc.step_time(..., deployment=) is parallel.deployed_step_time; without it the one-GPU roofline
+    from llm_cost.parallel import deployed_step_time
+    from llm_cost.roofline import step_time as one_gpu
+
+    d = lc.Deployment(tp=2, kv_dtype="fp8")
+    assert lc.step_time("llama-3-8b", "h100-sxm", "lecture", batch=8, context=512, deployment=d) == \
+        deployed_step_time("llama-3-8b", "h100-sxm", "lecture", d, batch=8, context=512)
+    assert lc.step_time("llama-3-8b", "h100-sxm", "lecture", batch=8) == one_gpu("llama-3-8b", "h100-sxm", "lecture",
+                                                                                 batch=8)
+    with pytest.raises(lc.InvalidValueError, match="kv_bytes_per_element and deployment"):
+        lc.step_time("llama-3-8b", "h100-sxm", "lecture", kv_bytes_per_element=1, deployment=d)
+
+
+def test_no_private_name_crosses_a_serving_or_planner_module():
+    # issue 24: modules of the serving engine and the planner import no `_name` from one another
+    import ast
+    import pathlib
+
+    root = pathlib.Path(lc.__file__).parent
+    found = []
+    for path in [*(root / "serving").glob("*.py"), *(root / "planner").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llm_cost.serving"):
+                found += [f"{path.name}: {a.name}" for a in node.names if a.name.startswith("_")
+                          and not a.name.startswith("__")]
+    assert not found, found

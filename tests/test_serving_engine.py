@@ -529,3 +529,109 @@ def test_result_statistics_come_from_the_tuples_once():
     with pytest.raises(ValueError):
         ttft[0] = 0.0
     assert r.percentile_s("e2e", "p90") == float(np.percentile([r.finish_s[i] - r.arrival_s[i] for i in done], 90))
+
+
+# ---- the fast path by allow-list (issue 24, deliverable 3) ----------------------------------------
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+specs = st.one_of(st.none(), st.builds(
+    SpecConfig, gamma=st.integers(1, 6), alpha=st.floats(0.0, 0.95), c=st.floats(0.0, 0.2),
+    policy=st.sampled_from(["fixed", "off-above-batch", "adaptive"]), off_above=st.integers(1, 80),
+    seed=st.integers(0, 3)))
+configs = st.builds(
+    ServeConfig, max_batch=st.integers(1, 64), reservation=st.sampled_from(["paged", "declared", "max_len", "none"]),
+    block_size=st.sampled_from([1, 4, 16, 32]), watermark=st.sampled_from([0.0, 0.01, 0.1]),
+    preemption=st.sampled_from(["recompute", "swap"]), prefill_chunk=st.one_of(st.none(), st.integers(64, 1024)),
+    spec=specs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5))
+def test_random_configurations_fast_and_general_agree(data, rate, seed):
+    # whatever the allow-list routes where, serve() and its general loop give the same finish times
+    try:
+        cfg = data.draw(configs)
+    except InvalidValueError:  # speculation without a reservation: refused in one line
+        assume(False)
+    wl = poisson_workload(120, rate, seed=seed)
+    _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))
+
+
+def test_a_feature_the_fast_path_does_not_list_takes_the_general_loop():
+    # a new ServeConfig (or SpecConfig) field is not in FAST_FEATURES until someone adds it
+    from dataclasses import dataclass
+
+    from llm_cost.serving.fast_engine import FAST_FEATURES, fast_eligible
+
+    @dataclass(frozen=True)
+    class WithPrefixCache(ServeConfig):
+        prefix_cache: bool = False
+
+    wl = poisson_workload(50, 4.0, seed=0)
+    longest = max(p + o for p, o in zip(wl.prompt, wl.output))
+    assert fast_eligible(wl, SERVER, ServeConfig(), None, longest)
+    assert not fast_eligible(wl, SERVER, WithPrefixCache(), None, longest)
+    assert set(FAST_FEATURES) == {f for f in ServeConfig.__dataclass_fields__}
+    for cfg in (ServeConfig(prefill_chunk=256), ServeConfig(reservation="none"),
+                ServeConfig(spec=SpecConfig(4, 0.8, policy="adaptive")),
+                ServeConfig(max_batch=64, spec=SpecConfig(4, 0.8, policy="off-above-batch", off_above=8))):
+        assert not fast_eligible(wl, SERVER, cfg, None, longest), cfg
+
+
+def test_block_counts_have_one_helper():
+    # issue 24, deliverable 2: ceil(tokens / block) is written once (kv_blocks.blocks_for), for numbers
+    # and arrays alike; no serving module rounds blocks by hand
+    import pathlib
+
+    import numpy as np
+
+    from llm_cost.serving.kv_blocks import blocks_for
+
+    tokens = np.arange(0, 200)
+    for block in (1, 3, 16, 17, 32):
+        by_hand = [math.ceil(x / block) for x in tokens.tolist()]
+        assert blocks_for(tokens, block).tolist() == by_hand == [blocks_for(x, block) for x in tokens.tolist()]
+    root = pathlib.Path(serve.__code__.co_filename).parent
+    for path in root.glob("*.py"):
+        if path.name != "kv_blocks.py":
+            assert "-(-" not in path.read_text(), path.name
+
+
+def test_the_library_not_the_options_picks_the_scheduler():
+    # issue 24, deliverable 4: run_serving takes the step-level simulator where its allow-list covers
+    # the ServeConfig, else the engine; a field it does not list takes the engine
+    from dataclasses import dataclass
+
+    from llm_cost.serving.engine import SIMULATOR_FEATURES, run_serving, simulator_covers
+
+    wl = poisson_workload(200, 4.0, seed=0)
+    assert run_serving(wl, SERVER, ServeConfig()).scheduler == "iteration"
+    assert run_serving(wl, SERVER, ServeConfig(reservation="none", max_batch=64)).scheduler == "none"
+    assert run_serving(wl, SERVER, ServeConfig(reservation="paged")).scheduler == "engine"
+    assert run_serving(wl, SERVER, ServeConfig(prefill_chunk=512)).scheduler == "engine"
+    assert set(SIMULATOR_FEATURES) == set(ServeConfig.__dataclass_fields__)
+
+    @dataclass(frozen=True)
+    class WithRouting(ServeConfig):
+        replicas_routed: int = 1
+
+    assert simulator_covers(wl, SERVER, ServeConfig()) and not simulator_covers(wl, SERVER, WithRouting())
+    # a pipeline of two stages, one batch in flight: the engine's `serial` pipeline is the simulator's
+    pp2 = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), deployment=Deployment(pp=2))
+    engine = serve(wl, pp2, ServeConfig(pipeline="serial"))
+    sim = run_serving(wl, pp2, ServeConfig(pipeline="serial"))
+    assert sim.scheduler == "iteration" and engine.finish_s == pytest.approx(sim.finish_s, rel=1e-12)
+    assert not simulator_covers(wl, pp2, ServeConfig(pipeline="orca"))
+
+
+def test_batching_rows_follow_the_library_choice():
+    from helpers import rows_of
+
+    plain = rows_of("batching", "--rate", "2", "-n", "100")[0]
+    paged = rows_of("batching", "--rate", "2", "-n", "100", "--reservation", "paged")[0]
+    assert plain["scheduler"] == "iteration" and plain["kv_reserved_mean_tokens"] > 0 and "preemptions" not in plain
+    assert paged["reservation"] == "paged" and paged["preemptions"] == 0
+    for row in (plain, paged):
+        assert row["ttft_p99_s"] >= row["ttft_p50_s"] > 0 and row["tpot_p99_s"] > 0

@@ -297,3 +297,92 @@ def test_declared_max_gen_reserves_a_few_times_what_is_written():
     assert busy.deadlock is not None and busy.finished < N
     assert busy.deadlock.kv_held_tokens == SERVER.kv_capacity_tokens
     assert simulate(wl.at_rate(12.0), SERVER, max_batch=64).finished == N  # Orca's completes
+
+
+# --- one result type (issue 24, deliverable 1) -------------------------------------------------
+
+def test_simulate_returns_the_engines_result_type():
+    # every serving run, whatever scheduled it, reports TTFT, TPOT, e2e tails, goodput and K/V use
+    from llm_cost.serving import ServeResult, SimResult, serve, ServeConfig
+    from llm_cost.serving.replica import IterationCost, Replica as R
+    from llm_cost.serving.workload import fixed_workload
+
+    wl, server = fixed_workload([(4, 5), (4, 5)]), R(IterationCost.unit(), 10, 2048)
+    sim = simulate(wl, server, scheduler="iteration")
+    eng = serve(wl, server, ServeConfig(reservation="declared"))
+    assert SimResult is ServeResult and type(sim) is ServeResult
+    assert sim.first_token_s == eng.first_token_s == (1.0, 6.0)  # exercise 10 by hand: prefill, then 4 decodes
+    for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
+        for stat in ("p50", "p90", "p99"):
+            assert sim.percentile_s(metric, stat) == eng.percentile_s(metric, stat), (metric, stat)
+    assert sim.goodput_req_per_s(ttft_s=2.0) == eng.goodput_req_per_s(ttft_s=2.0) == 0.1  # one of two in 10 s
+    assert sim.kv_used_peak_tokens == sim.kv_written_peak_tokens == 8  # 4 + 4 at the last step, before it leaves
+    assert sim.kv_reserved_peak_tokens == 9 and sim.scheduler == "iteration"
+
+
+def test_plain_batching_shows_ttft_tpot_and_p99():
+    from helpers import rows_of, run
+
+    out = run("batching", "--rate", "2", "--requests", "200")
+    assert out.exit_code == 0, out.output
+    for header in ("TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p99 (ms)", "p99 (ms/token)"):
+        assert header in out.output, header
+    row = rows_of("batching", "--rate", "2", "--requests", "200")[0]
+    assert row["scheduler"] == "iteration" and 0 < row["ttft_p50_s"] <= row["ttft_p99_s"]
+    assert 0 < row["tpot_p50_s"] <= row["tpot_p99_s"] and row["goodput_req_per_s"] == row["throughput_req_per_s"]
+
+
+# --- a rate search that holds (issue 24, deliverable 6) -------------------------------------------
+
+def test_the_rate_found_holds_on_a_run_ten_times_longer():
+    # the lecture's Orca setting (GPT-3 13B, A100 40GB, bs 32) at a p99 per-token target of 45 ms:
+    # a search over 200 requests reports a rate whose p99 is far over the target on 2,000; searching
+    # with `longer` lengthens its runs until the rate meets the target on a run 10 x its own
+    wl = lambda n: poisson_workload(n, 1.0, seed=0)  # noqa: E731
+    args = dict(scheduler="iteration", max_batch=32, slo_s=0.045, statistic="p99")
+    plain = highest_rate(wl(200), SERVER, **args)
+    short = simulate(wl(2000).at_rate(plain.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
+    assert short.percentile_s("latency_per_token", "p99") > 0.045  # the defect: the short run flatters
+    held = highest_rate(wl(200), SERVER, **args, longer=wl, max_requests=20_000)
+    assert held.settled and held.held_on_requests == 10 * held.requests and held.rate_req_per_s > 0
+    assert held.rate_req_per_s < plain.rate_req_per_s and plain.settled is None
+    check = simulate(wl(10 * held.requests).at_rate(held.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
+    assert check.finished == check.requests and check.percentile_s("latency_per_token", "p99") <= 0.045
+
+
+def test_a_search_that_does_not_settle_says_so():
+    # the issue's example scaled down (Llama-3.1-8B on an H100, paged, lognormal lengths, p99 TTFT
+    # <= 500 ms): the rate keeps falling as the runs lengthen; with checks capped at 5,000 requests
+    # the search reports that it did not settle, and the CLI's caption says so
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload_spec import synthetic_workload
+    from llm_cost.specs import PRESETS
+
+    h100 = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), PRESETS["measured"])
+    cfg = ServeConfig(max_batch=32, reservation="paged")
+    wl = lambda n: synthetic_workload(n, 1.0, seed=0, prompt="lognormal:1024:0.6", output="lognormal:256:0.8")  # noqa: E731
+    args = dict(scheduler="iteration", max_batch=32, slo_s=0.5, statistic="p99", config=cfg, metric="ttft")
+    plain = highest_rate(wl(50), h100, **args)
+    assert serve(wl(500).at_rate(plain.rate_req_per_s), h100, cfg).percentile_s("ttft", "p99") > 0.5
+    capped = highest_rate(wl(50), h100, **args, longer=wl, max_requests=5000)
+    assert capped.settled is False and capped.requests == 5000 and capped.rate_req_per_s < plain.rate_req_per_s
+    from llm_cost.report.serving_rows import search_caption
+
+    assert "NOT SETTLED" in search_caption(capped) and "may not hold" in search_caption(capped)
+
+
+def test_the_orca_comparison_as_two_serve_configs():
+    # the lecture §3.3 (request-level bs 8 vs iteration-level bs 32 at a 45 ms median per-token
+    # latency: 0.94 vs 12.4 req/s, "吞吐约 13 倍") as two ServeConfigs served by run_serving: the same
+    # rates as the schedulers named directly (the rate_search doctest: 0.99 and 12.7 with 1000 requests)
+    from llm_cost.serving.serve_config import ServeConfig
+
+    wl = poisson_workload(1000, 1.0, seed=0)
+    request = highest_rate(wl, SERVER, scheduler="", max_batch=0, slo_s=0.045,
+                           config=ServeConfig(scheduler="request", reservation="max_len", max_batch=8))
+    iteration = highest_rate(wl, SERVER, scheduler="", max_batch=0, slo_s=0.045, config=ServeConfig(max_batch=32))
+    assert round(request.rate_req_per_s, 2) == 0.99 and round(iteration.rate_req_per_s, 1) == 12.7
+    named = highest_rate(wl, SERVER, scheduler="iteration", max_batch=32, slo_s=0.045)
+    assert iteration.rate_req_per_s == named.rate_req_per_s and iteration.result.finish_s == named.result.finish_s
+    assert round(iteration.rate_req_per_s / request.rate_req_per_s) == 13

@@ -31,6 +31,15 @@ Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson ar
 Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
 Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
 
+# Speculative decoding (batching, plan): the draft's acceptance and cost, declared once
+SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
+SpecGamma = Annotated[Optional[int], typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")]
+DraftC = Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (Leviathan's c), >= 0; without --draft the command's default (batching 0, plan 0.1).")]
+DraftModel = Annotated[Optional[str], typer.Option("--draft", help="Draft model (catalog name or config.json): its own step time on the same GPUs, its weights and K/V beside the target's; instead of --c.")]
+# The serving workload's lengths (batching)
+PromptLen = Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")]
+OutputLen = Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")]
+
 # A deployment (every timing command): declared once here, added to a command by `deployment_options`,
 # turned into a `Deployment` by `parse.deployment`.
 Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per pipeline stage (divides the heads).")]

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, FixedMs, Format, Mfu, Preset, UsableMemory
+from llm_cost.commands.options import BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, Preset, SpecAlpha, UsableMemory
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import PRESETS
@@ -62,9 +62,9 @@ def plan_cmd(
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Target: time per output token at most this (ms).")] = None,
     tokens_per_s_per_user: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target: output tokens per second per user (OSL / e2e) at least this; instead of --tpot-ms.")] = None,
     usd_per_gpu_hour: Annotated[Optional[List[str]], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour as GPU=PRICE (repeatable; PRICE alone with one --gpu): rank by $ per million output tokens.")] = None,
-    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Search speculative decoding with a draft of this acceptance rate in [0, 1].")] = None,
-    c: Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (default 0.1 without --draft).")] = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
+    spec_alpha: SpecAlpha = None,
+    c: DraftC = None,
+    draft: DraftModel = None,
     max_gamma: Annotated[int, typer.Option("--max-gamma", help="Draft tokens per round searched: 1 .. this.")] = 8,
     mtp_alpha: Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (searched for models that have one; DeepSeek-V3 report: 0.85-0.90).")] = 0.85,
     tp: Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")] = None,
@@ -101,11 +101,11 @@ def plan_cmd(
                                                                     ("--fixed-ms", fixed_ms)) if v is not None
                                                    for x in (flag, f"{v:g}")]
     prices = prices_of(usd_per_gpu_hour, grid.space)
-    from llm_cost.plan import plan
+    from llm_cost.planner import plan
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
     if disaggregate:
-        from llm_cost.plan import best_split
+        from llm_cost.planner import best_split
         from llm_cost.report.plan_rows import disaggregated_rows
 
         splits, missing = best_split(grid, target)
@@ -135,8 +135,8 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
     from llm_cost.errors import check_number
-    from llm_cost.plan import Target, evaluate, plan_space
-    from llm_cost.plan.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
+    from llm_cost.planner import Target, evaluate, plan_space
+    from llm_cost.planner.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
 
     for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
         if value is None or value == []:

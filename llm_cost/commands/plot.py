@@ -252,7 +252,7 @@ def _batching(o: dict, path):
 def _plan(o: dict, path):
     from llm_cost.commands import parse
     from llm_cost.commands.plan import build, title_of
-    from llm_cost.plan import plan
+    from llm_cost.planner import plan
     from llm_cost.report import figures as plots
 
     spec, grid, target, _ = build(

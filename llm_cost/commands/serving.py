@@ -7,8 +7,9 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, Format, GpuOpt, KvTokens, MaxLen,
-                                       ModelOpt, Preset, Rates, Requests, Reserve, Seed, Weights)
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt,
+                                       KvTokens, MaxLen, ModelOpt, OutputLen, Preset, PromptLen, Rates, Requests,
+                                       Reserve, Seed, SpecAlpha, SpecGamma, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -212,6 +213,11 @@ BATCHING_COLUMNS = [
     Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
     Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
     Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p99_s", "p99 (ms/token)", fixed(1, 1e-3)),
+    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
+    Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
+    Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
+    Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3)),
     Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
     Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
     Column("kv_reserved_over_written", "reserved/written", fixed(2)),
@@ -239,8 +245,8 @@ def batching_cmd(
     seed: Seed = 0,
     slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
     slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90 (with a serving-engine option also p50, p99).")] = "median",
-    prompt_len: Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")] = None,
-    output_len: Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")] = None,
+    prompt_len: PromptLen = None,
+    output_len: OutputLen = None,
     max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
     reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
@@ -250,13 +256,13 @@ def batching_cmd(
     preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
     prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
-    spec_gamma: Annotated[Optional[int], typer.Option("--spec-gamma", help="Speculation in the batch: drafts per sequence per iteration.")] = None,
-    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token.")] = None,
-    c: Annotated[Optional[float], typer.Option("--c", help="Draft step / target step (Leviathan's c; default 0 without --draft).")] = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own step time, weights and K/V (subtracted from the target's).")] = None,
+    spec_gamma: SpecGamma = None,
+    spec_alpha: SpecAlpha = None,
+    c: DraftC = None,
+    draft: DraftModel = None,
     spec_acceptance: Annotated[str, typer.Option("--spec-acceptance", help="iid (Eq. 1: each draft accepted with --spec-alpha) or bursty:EASY:HARD:P_EH:P_HE (a two-state chain; --spec-alpha is then unused).")] = "iid",
     spec_policy: Annotated[str, typer.Option("--spec-policy", help="fixed, off-above-batch:N or adaptive (gamma per iteration for the most tokens/s).")] = "fixed",
-    pipeline: Annotated[Optional[str], typer.Option("--pipeline", help="With --pp: orca (up to pp batches in flight) or microbatch.")] = None,
+    pipeline: Annotated[str, typer.Option("--pipeline", help="With --pp: serial (one batch in flight), orca (up to pp batches in flight) or microbatch.")] = "serial",
     slo_ttft_ms: Annotated[Optional[float], typer.Option("--slo-ttft-ms", help="Goodput: time-to-first-token target (ms).")] = None,
     slo_tpot_ms: Annotated[Optional[float], typer.Option("--slo-tpot-ms", help="Goodput: time-per-output-token target (ms).")] = None,
     slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
@@ -281,76 +287,6 @@ def batching_cmd(
     Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
     §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
     """
-    from llm_cost.commands import parse
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.counts import layer_windows
-    from llm_cost.errors import InvalidValueError
-    from llm_cost.report.serving_rows import PIPELINE_NOTE, batching_rows, search_row
-    from llm_cost.serving.replica import Replica
-    from llm_cost.serving.workload import ORCA_OUTPUT, ORCA_PROMPT, poisson_workload
+    from llm_cost.commands.serving_engine import run_batching
 
-    slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
-    if not rate and slo_ms is None and trace is None and concurrency is None:
-        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
-                                "search the highest rate whose per-token latency meets T ms")
-    if rate and slo_ms is not None:
-        raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
-    dtype, _ = kv_settings(deploy.kv_dtype, None)
-    deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
-    from llm_cost.commands.serving_engine import engine_wanted, run_engine
-
-    if engine_wanted(reservation=reservation, trace=trace, arrivals=arrivals, concurrency=concurrency,
-                     prefill_chunk=prefill_chunk, spec_gamma=spec_gamma, spec_alpha=spec_alpha, draft=draft,
-                     pipeline=pipeline, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, slo_metric=slo_metric,
-                     prompt_len=prompt_len, output_len=output_len, c=c, slo_stat=slo_stat,
-                     windowed=bool(layer_windows(load_model(model)))):
-        if scheduler != "iteration":
-            raise InvalidValueError("the serving options (paged KV, chunks, speculation, traces, ...) run "
-                                    "iteration-level scheduling: give --scheduler iteration", params=("scheduler",))
-        run_engine(locals())
-        return
-    replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset),
-                                 reserve=reserve, weights=parse.weights(weights), kv_tokens=kv_tokens,
-                                 max_len=max_len, deployment=deployment)
-    wl = poisson_workload(requests, rate[0] if rate else 1.0, seed=seed,
-                          prompt=ORCA_PROMPT if prompt_len is None else _fixed_len("prompt_len", prompt_len),
-                          output=ORCA_OUTPUT if output_len is None else _fixed_len("output_len", output_len),
-                          max_gen=max_gen)
-    title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens"
-    caption = f"{requests} requests, {wl.description}, seed {seed}"
-    if slo_ms is not None:
-        with SweepProgress("searching the rate") as progress:
-            row, found = search_row(wl, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                                    statistic=slo_stat, reservation=reservation, on_step=progress)
-        rows = [row]
-        saturated = ("all at once it deadlocks" if found.saturated_deadlock
-                     else f"saturated {found.saturated_req_per_s:.2f} req/s")
-        caption += (f"; highest rate with {slo_stat} per-token latency <= {slo_ms:g} ms: "
-                    f"{found.rate_req_per_s:.2f} req/s (unloaded {slo_stat} {found.unloaded_s * 1e3:.1f} ms, "
-                    f"{saturated}, {found.evaluations} simulations)")
-        results = [found.result] if found.result else []
-    else:
-        with SweepProgress("simulating") as progress:
-            rows, results = batching_rows(wl, replica, scheduler=scheduler, max_batch=max_batch, rates=rate,
-                                          reservation=reservation, on_step=progress)
-    for r in results:
-        if r.deadlock is not None:
-            caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    columns = BATCHING_COLUMNS
-    if not (deployment.is_single and deployment.replicas == 1):
-        columns = columns + BATCHING_DEPLOYED_COLUMNS
-        caption += f"; one replica simulated ({deployment.gpus_per_replica} GPUs"
-        caption += f"), tok/s (all) x {deployment.replicas} replicas" if deployment.replicas > 1 else ")"
-        if deployment.pp > 1:
-            caption += f"; pipeline: {PIPELINE_NOTE}"
-    if any(r["fits"] is False for r in rows):
-        columns = columns + [FIT_COLUMN]
-    emit(rows, columns, fmt, title=title, caption=caption)
-    warn_unfit(rows, deploy.strict)
-
-
-def _fixed_len(option: str, text: str) -> int:
-    """A fixed length given as text (the plain simulator's lengths: N, or uniform specs via the engine)."""
-    from llm_cost.serving.workload_spec import parse_length
-
-    return parse_length(option, text)[1]
+    run_batching(locals())

@@ -1,7 +1,9 @@
-"""`batching` through the serving engine (`serving.engine.serve`): the options the plain simulator
-does not have (paged KV, preemption, chunked prefill, speculation in the batch, pipeline in flight,
-any workload, TTFT / TPOT / e2e tails and goodput). Kept out of `commands/serving.py` so that module
-stays readable; only `batching` calls it."""
+"""`batching`'s work: its options become a workload, a replica and one `ServeConfig` (`serve_config`,
+`speculation`); each rate is one `engine.run_serving` call (the library picks the step-level
+simulator or the engine by its allow-list, never the command by the options given) or the rate
+search `highest_rate`; the rows are rendered with the simulator's columns (K/V reserved against
+written) or the engine's (tails, goodput, K/V used, preemptions). Kept out of `commands/serving.py`
+so that module stays readable; only `batching` calls it."""
 
 from __future__ import annotations
 
@@ -26,22 +28,6 @@ SERVE_COLUMNS = [
 SPEC_COLUMNS = [Column("mean_gamma", "mean gamma", fixed(2)), Column("tokens_per_round", "tokens/round", fixed(2))]
 DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
-
-
-def engine_wanted(*, reservation, trace, arrivals, concurrency, prefill_chunk, spec_gamma, spec_alpha, draft,
-                  pipeline, slo_ttft_ms, slo_tpot_ms, slo_metric, prompt_len, output_len, c, slo_stat,
-                  windowed: bool = False) -> bool:
-    """Whether any option only the engine has was given, or the model has windowed layers (only the
-    engine caps their K/V), or a statistic only the engine records (p50, p99); else `simulate`, bit
-    for bit as before."""
-    def plain_int(text):
-        return text is None or str(text).strip().isdigit()
-
-    return (reservation == "paged" or trace is not None or arrivals != "poisson" or concurrency is not None
-            or prefill_chunk is not None or spec_gamma is not None or spec_alpha is not None or draft is not None
-            or c is not None or pipeline is not None or slo_ttft_ms is not None or slo_tpot_ms is not None
-            or slo_metric != "latency_per_token" or windowed or str(slo_stat).lower() in ("p50", "p99")
-            or not plain_int(prompt_len) or not plain_int(output_len))
 
 
 def _spec_policy(text: str) -> tuple[str, int]:
@@ -82,22 +68,36 @@ def _acceptance(text: str):
                             params=("spec_acceptance",))
 
 
-def run_engine(o: dict) -> None:
-    """Build the workload, replica and `ServeConfig` from the `batching` options `o`, run, emit."""
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.commands import parse
-    from llm_cost.commands.app import emit, warn_unfit
-    from llm_cost.commands.progress import SweepProgress
-    from llm_cost.errors import InvalidValueError
-    from llm_cost.report.serving_rows import serve_row, serve_rows
-    from llm_cost.serving.draft_memory import draft_memory
-    from llm_cost.serving.rate_search import highest_rate
-    from llm_cost.serving.replica import IterationCost, Replica
-    from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
-    from llm_cost.serving.workload_spec import read_trace, synthetic_workload
+SCHEDULER_RESERVATION = {"request": "max_len", "iteration": "declared", "none": "none"}  # each one's default
 
-    target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    profile, weights, dep = parse.profile(o["preset"]), parse.weights(o["weights"]), o["deployment"]
+
+def serve_config(o: dict, spec, host_bytes_per_s: float):
+    """The `ServeConfig` of the `batching` options `o` (every option maps to one field; the library
+    decides which scheduler runs it, `engine.run_serving`)."""
+    from llm_cost.errors import InvalidValueError, check_choice
+    from llm_cost.serving.serve_config import ServeConfig
+
+    scheduler = check_choice("scheduler", o["scheduler"], tuple(SCHEDULER_RESERVATION))
+    reservation = o["reservation"] or SCHEDULER_RESERVATION[scheduler]
+    if scheduler == "none" and reservation != "none":
+        raise InvalidValueError("--scheduler none runs without a reservation: give --scheduler iteration with "
+                                f"--reservation {reservation}", params=("scheduler", "reservation"))
+    return ServeConfig(max_batch=o["max_batch"], reservation=reservation, block_size=o["block_size"],
+                       watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
+                       spec=spec, pipeline=o["pipeline"], host_bytes_per_s=host_bytes_per_s,
+                       scheduler="request" if scheduler == "request" else "iteration")
+
+
+def speculation(o: dict, target, acc, profile, weights, dep):
+    """(`SpecConfig` or None, the draft's `DraftMemory` or None, the K/V tokens left beside a draft or
+    the --kv-tokens given) from the speculation options."""
+    from llm_cost.catalog import load_model
+    from llm_cost.commands import parse
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.draft_memory import draft_memory
+    from llm_cost.serving.replica import IterationCost
+    from llm_cost.serving.serve_config import SpecConfig
+
     gamma, alpha = o["spec_gamma"], o["spec_alpha"]
     bursty = _acceptance(o["spec_acceptance"])
     if bursty is not None and alpha is None:
@@ -108,71 +108,166 @@ def run_engine(o: dict) -> None:
         raise InvalidValueError("give --c or --draft, not both", params=("c", "draft"))
     if (o["c"] is not None or o["draft"] is not None) and gamma is None:
         raise InvalidValueError("--c and --draft need --spec-gamma and --spec-alpha", params=("spec_gamma",))
-    dmem = spec = None
     kv_tokens = o["kv_tokens"]
-    if gamma is not None:
-        draft_cost = None
-        if o["draft"] is not None:
-            from llm_cost.parallel import deployed_cost
-            from llm_cost.speculative.fit import draft_deployment_for
+    if gamma is None:
+        return None, None, kv_tokens
+    draft_cost = dmem = None
+    if o["draft"] is not None:
+        from llm_cost.parallel import deployed_cost
+        from llm_cost.speculative.fit import draft_deployment_for
 
-            dspec = load_model(o["draft"])
-            d_dep = draft_deployment_for(dspec, dep)
-            draft_cost = deployed_cost(IterationCost.from_roofline(dspec, acc, profile), dspec, acc, parse.weights("bf16"),
-                                       d_dep)
-            dmem = draft_memory(target, dspec, acc, reserve=o["reserve"], weights=weights, deployment=dep)
-            if kv_tokens is None:
-                if dmem.kv_tokens < 1:
-                    raise InvalidValueError(f"{dspec.name} beside {target.name} leaves no K/V room on {acc.name}",
-                                            params=("draft",))
-                kv_tokens = dmem.kv_tokens
-        policy, off = _spec_policy(o["spec_policy"])
-        spec = SpecConfig(gamma=gamma, alpha=alpha, c=o["c"] or 0.0, draft_cost=draft_cost, policy=policy,
-                          off_above=off, seed=o["seed"], bursty=bursty)
+        dspec = load_model(o["draft"])
+        draft_cost = deployed_cost(IterationCost.from_roofline(dspec, acc, profile), dspec, acc, parse.weights("bf16"),
+                                   draft_deployment_for(dspec, dep))
+        dmem = draft_memory(target, dspec, acc, reserve=o["reserve"], weights=weights, deployment=dep)
+        if kv_tokens is None:
+            if dmem.kv_tokens < 1:
+                raise InvalidValueError(f"{dspec.name} beside {target.name} leaves no K/V room on {acc.name}",
+                                        params=("draft",))
+            kv_tokens = dmem.kv_tokens
+    policy, off = _spec_policy(o["spec_policy"])
+    spec = SpecConfig(gamma=gamma, alpha=alpha, c=o["c"] or 0.0, draft_cost=draft_cost, policy=policy,
+                      off_above=off, seed=o["seed"], bursty=bursty)
+    return spec, dmem, kv_tokens
+
+
+def run_batching(o: dict) -> None:
+    """`batching`: the workload, replica and `ServeConfig` from the options `o`, one library call per
+    rate (`engine.run_serving`) or the rate search (`highest_rate`), rendered."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.commands.app import emit, warn_unfit
+    from llm_cost.commands.progress import SweepProgress
+    from llm_cost.commands.serving import kv_settings
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.replica import Replica
+    from llm_cost.serving.serve_config import host_link_bytes_per_s
+    from llm_cost.serving.workload_spec import read_trace, synthetic_workload
+
+    slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
+    if not o["rate"] and slo_s is None and o["trace"] is None and o["concurrency"] is None:
+        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
+                                "search the highest rate whose per-token latency meets T ms")
+    if o["rate"] and slo_s is not None:
+        raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
+    dtype, _ = kv_settings(o["deploy"].kv_dtype, None)
+    profile, weights = parse.profile(o["preset"]), parse.weights(o["weights"])
+    dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
+    target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
+    spec, dmem, kv_tokens = speculation(o, target, acc, profile, weights, dep)
     replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
                                  max_len=o["max_len"], deployment=dep, windowed=True)
-    config = ServeConfig(max_batch=o["max_batch"], reservation=o["reservation"] or "declared",
-                         block_size=o["block_size"], watermark=o["watermark"], preemption=o["preemption"],
-                         prefill_chunk=o["prefill_chunk"], spec=spec, pipeline=o["pipeline"] or "orca",
-                         host_bytes_per_s=host_link_bytes_per_s(acc))
+    config = serve_config(o, spec, host_link_bytes_per_s(acc))
     rate = o["rate"]
+    longer = None  # a trace is as long as it is: the search cannot check a longer run
     if o["trace"] is not None:
         wl = read_trace(o["trace"])
         rates = rate or [wl.rate_req_per_s]
     else:
-        wl = synthetic_workload(o["requests"], rate[0] if rate else 1.0, seed=o["seed"],
-                                prompt=o["prompt_len"] or "uniform:32:512", output=o["output_len"] or "uniform:1:128",
-                                max_gen=o["max_gen"], arrivals=o["arrivals"], concurrency=o["concurrency"])
+        def longer(n: int):
+            return synthetic_workload(n, rate[0] if rate else 1.0, seed=o["seed"],
+                                      prompt=o["prompt_len"] or "uniform:32:512",
+                                      output=o["output_len"] or "uniform:1:128", max_gen=o["max_gen"],
+                                      arrivals=o["arrivals"], concurrency=o["concurrency"])
+
+        wl = longer(o["requests"])
         rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
-           "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True), "draft": dmem}
-    title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens, serving engine"
-    caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}"
-    if config.reservation == "paged":
-        caption += f"; paged KV, blocks of {config.block_size}, {config.preemption} preemption"
-    if config.prefill_chunk:
-        caption += f"; prefill chunks of {config.prefill_chunk} tokens"
-    if spec:
-        how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
-               f"bursty acceptance, stationary alpha {spec.bursty.stationary_alpha:.3g}")
-        caption += f"; speculation gamma {spec.gamma} {how} ({o['spec_policy']})"
-    if o["slo_ms"] is not None:
-        slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
+           "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
+    caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
+    if slo_s is not None:
+        from llm_cost.serving.rate_search import highest_rate
+
         with SweepProgress("searching the rate") as progress:
-            found = highest_rate(wl, replica, scheduler="iteration", max_batch=o["max_batch"], slo_s=slo_s,
-                                 statistic=o["slo_stat"], config=config, metric=o["slo_metric"], on_step=progress)
-        rows = [serve_row(found.result, wl.at_rate(found.rate_req_per_s), config, replica=replica, **slo)] \
-            if found.result else []
-        caption += (f"; highest rate with {o['slo_stat']} {o['slo_metric']} <= {o['slo_ms']:g} ms: "
-                    f"{found.rate_req_per_s:.2f} req/s (unloaded {found.unloaded_s * 1e3:.1f} ms, "
-                    f"{found.evaluations} simulations)")
+            found = highest_rate(wl, replica, scheduler=o["scheduler"], max_batch=o["max_batch"], slo_s=slo_s,
+                                 statistic=o["slo_stat"], config=config, metric=o["slo_metric"], on_step=progress,
+                                 longer=longer)
         results = [found.result] if found.result else []
+        caption += _search_caption(found, o)
+        wl_at = [wl.at_rate(found.rate_req_per_s)] if found.result else []
     else:
+        from llm_cost.serving.engine import run_serving
+
+        results, wl_at = [], [wl.at_rate(r) for r in rates]
         with SweepProgress("simulating") as progress:
-            rows, results = serve_rows(wl, replica, config, rates=rates, on_step=progress, **slo)
+            m = len(wl_at)
+            for k, one in enumerate(wl_at):
+                inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
+                results.append(run_serving(one, replica, config, on_progress=inner))
+        found = None
+    rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    columns = SERVE_COLUMNS + (SPEC_COLUMNS if spec else []) + (DRAFT_COLUMNS if dmem else [])
-    emit(rows, columns, o["fmt"], title=title, caption=caption)
+    emit(rows, columns, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
+         caption=caption + _deployment_caption(dep, results))
     warn_unfit(rows, o["deploy"].strict)
+
+
+def _settings_caption(config) -> str:
+    """The serving settings a caption names (paged K/V, chunks, speculation)."""
+    out = ""
+    if config.reservation == "paged":
+        out += f"; paged KV, blocks of {config.block_size}, {config.preemption} preemption"
+    if config.prefill_chunk:
+        out += f"; prefill chunks of {config.prefill_chunk} tokens"
+    spec = config.spec
+    if spec:
+        how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
+               f"bursty acceptance, stationary alpha {spec.bursty.stationary_alpha:.3g}")
+        out += f"; speculation gamma {spec.gamma} {how} ({spec.policy})"
+    return out
+
+
+def _search_caption(found, o: dict) -> str:
+    from llm_cost.report.serving_rows import search_caption
+
+    saturated = ("all at once it deadlocks" if found.saturated_deadlock
+                 else f"saturated {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
+    what = "per-token latency" if o["slo_metric"] == "latency_per_token" else o["slo_metric"]
+    return (f"; highest rate with {o['slo_stat']} {what} <= {o['slo_ms']:g} ms: {found.rate_req_per_s:.2f} req/s "
+            f"(unloaded {o['slo_stat']} {found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}"
+            f"{found.evaluations} simulations){search_caption(found)}")
+
+
+def _deployment_caption(dep, results) -> str:
+    from llm_cost.report.serving_rows import PIPELINE_NOTE
+
+    if dep.is_single and dep.replicas == 1:
+        return ""
+    out = f"; one replica simulated ({dep.gpus_per_replica} GPUs"
+    out += f"), tok/s (all) x {dep.replicas} replicas" if dep.replicas > 1 else ")"
+    if dep.pp > 1 and all(r.scheduler != "engine" for r in results):
+        out += f"; pipeline: {PIPELINE_NOTE}"
+    return out
+
+
+def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):
+    """(rows, columns, title suffix): the step-level simulator's rows and columns where it ran
+    (K/V reserved against written), the engine's (tails, goodput, K/V used) where it did."""
+    from llm_cost.commands.serving import BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
+    from llm_cost.report.serving_rows import batching_row, search_fields, serve_row
+
+    from llm_cost.serving.engine import simulator_covers
+
+    engine = not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
+    if engine:
+        rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
+        columns = SERVE_COLUMNS + (SPEC_COLUMNS if config.spec else []) + (DRAFT_COLUMNS if dmem else [])
+        suffix = ", serving engine"
+    else:
+        rows = [batching_row(r, w, replica=replica) for r, w in zip(results, workloads)]
+        if not rows:  # no rate met the target: the same keys, the metrics empty
+            rows = [batching_row(None, wl, scheduler=o["scheduler"], max_batch=o["max_batch"], rate=0.0,
+                                 replica=replica)]
+        columns = BATCHING_COLUMNS + ([] if dep.is_single and dep.replicas == 1 else BATCHING_DEPLOYED_COLUMNS)
+        suffix = ""
+    if found is not None:
+        for row in rows:
+            row.update({"slo_s": found.slo_s, "slo_stat": found.statistic, "slo_metric": o["slo_metric"],
+                        "unloaded_latency_per_token_s": found.unloaded_s,
+                        "saturated_throughput_req_per_s": found.saturated_req_per_s,
+                        "saturated_deadlock": found.saturated_deadlock, **search_fields(found)})
+    if any(r.get("fits") is False for r in rows):
+        columns = columns + [FIT_COLUMN]
+    return rows, columns, suffix

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from llm_cost.plan.search import bound_of
+from llm_cost.planner.search import bound_of
 
 
 def _spec_args(v, c, refs) -> list[str]:

@@ -17,11 +17,11 @@ import operator
 from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
-from llm_cost.serving.capacity import _settings, kv_capacity
+from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import model_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
-from llm_cost.serving.sim_result import SimResult
+from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
@@ -37,6 +37,7 @@ REPLICA_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "compute_dtype
                 "weight_bytes_per_gpu", "kv_bytes_per_gpu", "memory_available_bytes", "fits", "fit_note",
                 "pipeline", "comm_time_s", "comm_fraction", "rate_total_req_per_s", "throughput_total_req_per_s",
                 "tokens_per_s", "tokens_per_s_per_gpu")
+SERVE_STATS = ("p50", "p90", "p99")  # the tails every batching and serving row carries
 PIPELINE_NOTE = "one batch in flight: an iteration crosses the stages one after another"
 
 
@@ -49,7 +50,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
     (`CAPACITY_KEYS`). reserve and kv_bytes_per_element default to the deployment's."""
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                       deployment=deployment)
-    d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+    d, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
     from llm_cost.counts.recurrent import state_in_kv_tokens
 
@@ -84,7 +85,7 @@ def waste_row(prompts: Sequence[int], outputs: Sequence[int]) -> dict:
     }
 
 
-def waste_sim_row(result: SimResult) -> dict:
+def waste_sim_row(result: ServeResult) -> dict:
     """Request-level batching on a workload: positions computed vs needed over the whole run."""
     computed, needed = result.positions_computed, result.positions_needed
     return {
@@ -104,7 +105,7 @@ _METRICS = ("reservation", "requests", "finished", "throughput_req_per_s",
             "positions_computed", "positions_needed")
 
 
-def replica_fields(replica: Replica, result: SimResult | None) -> dict:
+def replica_fields(replica: Replica, result: ServeResult | None) -> dict:
     """The deployment's columns of a batching row (`REPLICA_KEYS`): the split, one GPU's memory, the
     collectives' mean time per iteration and share of the busy time, and the totals over replicas.
 
@@ -132,7 +133,7 @@ def replica_fields(replica: Replica, result: SimResult | None) -> dict:
     }
 
 
-def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str = "",
+def batching_row(result: ServeResult | None, workload: Workload, *, scheduler: str = "",
                  max_batch: int = 0, rate: float = 0.0, replica: Replica | None = None) -> dict:
     """One simulation's metrics, flat; the deadlock (if any) as when, how much and how many; with a
     `replica`, its deployment's columns (`replica_fields`).
@@ -143,6 +144,7 @@ def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str
     row = {"scheduler": r.scheduler if r else scheduler, "max_batch": r.max_batch if r else max_batch,
            "rate_req_per_s": r.rate_req_per_s if r else rate}
     row.update({key: getattr(r, key) if r else None for key in _METRICS})
+    row.update(tail_fields(r))
     row.update({
         "deadlock": d is not None if r else None,
         "deadlock_time_s": d.time_s if d else None,
@@ -154,6 +156,24 @@ def batching_row(result: SimResult | None, workload: Workload, *, scheduler: str
     if replica is not None:
         row.update(replica_fields(replica, result))
         row.update(context_fields(replica, workload, row))
+    return row
+
+
+def tail_fields(result: ServeResult | None, slo_ttft_s: float | None = None,
+                slo_tpot_s: float | None = None) -> dict:
+    """TTFT / TPOT / e2e / latency per token at p50, p90, p99 and their means (seconds), goodput
+    (req/s within both SLOs) and K/V use (mean, peak, fraction of capacity) of any run; the same keys
+    left empty (None) without one."""
+    r = result
+    row = {"goodput_req_per_s": r.goodput_req_per_s(slo_ttft_s, slo_tpot_s) if r else None,
+           "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s}
+    for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
+        for stat in SERVE_STATS:
+            row[f"{metric}_{stat}_s"] = r.percentile_s(metric, stat) if r else None
+        row[f"{metric}_mean_s"] = r.percentile_s(metric, "mean") if r else None
+    row.update({"kv_used_mean_tokens": r.kv_used_mean_tokens if r else None,
+                "kv_used_peak_tokens": r.kv_used_peak_tokens if r else None,
+                "kv_utilisation": r.kv_utilisation if r else None})
     return row
 
 
@@ -170,7 +190,7 @@ def context_fields(replica: Replica, workload: Workload, row: dict) -> dict:
 
 def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int,
                   rates: Sequence[float], reservation: str | None = None,
-                  on_step: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[SimResult]]:
+                  on_step: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[ServeResult]]:
     """One simulation per rate, the same requests replayed at each (common random numbers)."""
     rows, results = [], []
     for k, rate in enumerate(rates):
@@ -185,21 +205,38 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
 
 def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                statistic: str = "median", reservation: str | None = None,
-               on_step: Callable[[int, int], None] | None = None) -> tuple[dict, RateSearch]:
-    """The highest rate meeting the per-token latency target, with the metrics at that rate."""
+               on_step: Callable[[int, int], None] | None = None, metric: str = "latency_per_token",
+               longer: Callable[[int], Workload] | None = None) -> tuple[dict, RateSearch]:
+    """The highest rate meeting the latency target, with the metrics at that rate (`highest_rate`;
+    with `longer`, checked on a run ten times longer: `search_fields`)."""
     s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                     statistic=statistic, reservation=reservation, on_step=on_step)
+                     statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
     row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
                        rate=s.rate_req_per_s, replica=replica)
-    row.update({"slo_s": slo_s, "slo_stat": statistic, "unloaded_latency_per_token_s": s.unloaded_s,
-                "saturated_throughput_req_per_s": s.saturated_req_per_s,
-                "saturated_deadlock": s.saturated_deadlock, "evaluations": s.evaluations})
+    row.update({"slo_s": slo_s, "slo_stat": statistic, "slo_metric": metric,
+                "unloaded_latency_per_token_s": s.unloaded_s, "saturated_throughput_req_per_s": s.saturated_req_per_s,
+                "saturated_deadlock": s.saturated_deadlock, **search_fields(s)})
     return row, s
 
 
-# ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----
+def search_fields(s: RateSearch) -> dict:
+    """How far a rate search went: its simulations, the requests it searched with, the run the rate
+    was checked on and whether it held there (None: not checked)."""
+    return {"evaluations": s.evaluations, "search_requests": s.requests or None,
+            "held_on_requests": s.held_on_requests or None, "settled": s.settled}
 
-SERVE_STATS = ("p50", "p90", "p99")
+
+def search_caption(s: RateSearch) -> str:
+    """One clause on whether the rate held on a longer run (empty when it was not checked)."""
+    if s.settled is None or not s.rate_req_per_s:
+        return ""
+    if s.settled:
+        return f"; it holds on {s.held_on_requests:,} requests (searched with {s.requests:,})"
+    return (f"; NOT SETTLED: found with {s.requests:,} requests, it was not checked on a run {s.held_on_requests:,} "
+            f"long (over the limit): the rate may not hold on longer runs")
+
+
+# ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----
 
 
 def serve_row(result, workload: Workload, config, *, replica: Replica | None = None,
@@ -215,18 +252,10 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
            "rate_req_per_s": None if workload.concurrency else r.rate_req_per_s,
            "concurrency": workload.concurrency, "requests": r.requests, "finished": r.finished,
            "throughput_req_per_s": r.throughput_req_per_s, "tokens_per_s_replica": r.tokens_per_s,
-           "goodput_req_per_s": r.goodput_req_per_s(slo_ttft_s, slo_tpot_s),
-           "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s}
-    for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
-        for stat in SERVE_STATS:
-            row[f"{metric}_{stat}_s"] = r.percentile_s(metric, stat)
-        row[f"{metric}_mean_s"] = r.percentile_s(metric, "mean")
+           **tail_fields(r, slo_ttft_s, slo_tpot_s)}
     row["latency_per_token_median_s"] = row["latency_per_token_p50_s"]
-    row["latency_per_token_p90_s"] = row["latency_per_token_p90_s"]
     row.update({
-        "kv_capacity_tokens": r.kv_capacity_tokens, "kv_used_mean_tokens": r.kv_used_mean_tokens,
-        "kv_used_peak_tokens": r.kv_used_peak_tokens, "kv_utilisation": r.kv_utilisation,
-        "preemptions": r.preemptions, "swap_bytes": r.swap_bytes, "mean_batch": r.mean_batch,
+        "kv_capacity_tokens": r.kv_capacity_tokens, "preemptions": r.preemptions, "swap_bytes": r.swap_bytes, "mean_batch": r.mean_batch,
         "mean_in_system": r.mean_in_system, "iterations": r.iterations, "busy_s": r.busy_s,
         "block_size": config.block_size if config.reservation == "paged" else None,
         "preemption": config.preemption if config.reservation == "paged" else None,

@@ -4,10 +4,11 @@
 `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
 capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
-step-level scheduler), `simulator` and `sim_result`
-(request- and iteration-level batching, fast), `rate_search` (the highest rate under a target);
+step-level scheduler), `simulator` (request- and iteration-level batching, fast; its result is the
+engine's `ServeResult`, also known as `SimResult`) with `sim_result` (its running sums), `rate_search` (the highest rate under a target);
 `engine` (the serving engine: paged KV and preemption, chunked prefill, speculation in the batch,
-pipeline stages in flight) with `serve_config`, `serve_result`, `spec_batch`, `workload_spec` (any
+pipeline stages in flight) with `serve_config`, `serve_result`, `engine_state` (what one iteration hands the next, and what
+the fast path and the general loop hand each other), `spec_batch`, `workload_spec` (any
 lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft's share of memory).
 """
 
@@ -25,7 +26,7 @@ _EXPORTS = {
     **names_from(".simulator", "simulate", "SCHEDULERS"),
     **names_from(".sim_result", "SimResult"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
-    **names_from(".engine", "serve"),
+    **names_from(".engine", "serve", "run_serving", "simulator_covers"),
     **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s"),
     **names_from(".serve_result", "ServeResult"),
     **names_from(".workload_spec", "synthetic_workload", "read_trace", "parse_length"),

@@ -163,6 +163,9 @@ def _settings(deployment: Deployment | None, reserve: float | None,
     return deployment, reserve, kv_bytes_per_element, name
 
 
+capacity_settings = _settings  # the public name other modules import (issue 24: no private name across modules)
+
+
 def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None,
                 weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
                 deployment: Deployment | None = None) -> KvCapacity:

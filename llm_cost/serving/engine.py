@@ -34,7 +34,9 @@ K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_to
 The loop is `engine_loop.general_loop`. With one stage, whole prefills, no windows, open-loop
 arrivals, no stalls and a fixed gamma, every running sequence decodes every iteration and
 `fast_engine` computes the same schedule by running totals (8-12x faster); it hands the iterations
-around a preemption to the loop and takes the run back after them (`handover`).
+around a preemption to the loop and takes the run back after them (`handover`, an `EngineState`).
+Which runs may take it is an allow-list (`fast_engine.FAST_FEATURES`, one entry per `ServeConfig`
+field): a field it does not list takes the general loop.
 
 Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`: independent positions
 from each sequence's own stream (`spec_streams`), a bursty chain round by round. Without speculation,
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import fields
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
@@ -101,3 +104,64 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)
     return general_loop(workload, replica, cfg, res, on_progress)
+
+
+def _anything(value, cfg) -> bool:
+    return True
+
+
+# The `ServeConfig` features the step-level simulator (`simulator.simulate`) runs, field by field: there
+# the engine's schedule is the simulator's (tests pin the finish times) and the simulator also counts
+# K/V reserved against written. A field missing here takes the engine.
+SIMULATOR_FEATURES = {
+    "max_batch": _anything,
+    "reservation": lambda value, cfg: value in ("declared", "max_len", "none"),
+    "block_size": _anything,  # paged only
+    "watermark": _anything,
+    "preemption": _anything,
+    "prefill_chunk": lambda value, cfg: value is None,
+    "spec": lambda value, cfg: value is None,
+    "pipeline": _anything,  # with stages: `serial` only (below)
+    "host_bytes_per_s": _anything,
+    "scheduler": _anything,
+}
+
+
+def simulator_covers(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
+    """Whether `simulator.simulate` runs `config` (`SIMULATOR_FEATURES`, K/V without windows, open-loop
+    arrivals, one stage or a `serial` pipeline)."""
+    values = {f.name: getattr(config, f.name) for f in fields(config)}
+    if not all(name in SIMULATOR_FEATURES and SIMULATOR_FEATURES[name](v, config) for name, v in values.items()):
+        return False
+    if replica.cost.kv_windows or workload.concurrency is not None:
+        return False
+    return replica.cost.stages == 1 or config.pipeline == "serial"
+
+
+def run_serving(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
+                on_progress=None) -> ServeResult:
+    """Serve `workload` under `config`: the step-level simulator where it covers the run
+    (`simulator_covers`: the same schedule, K/V reserved and written counted apart), else `serve`.
+
+    The one call a front end makes, whatever the options: which scheduler runs is the library's
+    allow-list, never a guess from the options given.
+
+    >>> from llm_cost.serving.replica import IterationCost
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> wl, server = fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048)
+    >>> [run_serving(wl, server, ServeConfig(reservation=r, block_size=1)).scheduler for r in ("declared", "paged")]
+    ['iteration', 'engine']
+    """
+    if simulator_covers(workload, replica, config):
+        from llm_cost.serving.simulator import simulate
+
+        scheduler = "none" if config.reservation == "none" else config.scheduler
+        result = simulate(workload, replica, scheduler=scheduler, max_batch=config.max_batch,
+                          reservation=config.reservation)
+        if on_progress:
+            on_progress(len(workload), len(workload))
+        return result
+    if config.scheduler == "request":
+        raise InvalidValueError("scheduler request runs on one stage or a serial pipeline, without windowed "
+                                "layers or a closed loop", params=("scheduler",))
+    return serve(workload, replica, config, on_progress=on_progress)

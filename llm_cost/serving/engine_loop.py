@@ -1,6 +1,18 @@
 """The serving engine's general loop (`engine.serve`; its module doc states the rules): one loop turn
 per iteration, every running sequence visited. `engine.serve` validates the run and takes the fast
 path (`fast_engine`) where it applies, which hands preempting stretches of a run to this loop.
+
+`EngineLoop` is built from named parts, each a method a reader can find and replace:
+
+- the K/V ledger (`release`, `resize`: blocks by `kv_blocks.blocks_for`, or tokens held);
+- completion (`complete`: accepted drafts, roll-back, first tokens and finishes);
+- the decoders' K/V (`allocate_decoders`, paged: blocks for the rows ahead) and the preemption
+  policy (`preempt`: the latest-admitted running sequence, recomputed or swapped), or without a
+  reservation the stall (`stall_unreserved`);
+- the batch composition (`compose_prefill`: decode rows first, then prompt chunks up to the budget);
+- the admission policy (`admit`: swapped sequences first, then the queue);
+- the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
+  flight, the next one a stage-time later under `orca`).
 """
 
 from __future__ import annotations
@@ -9,7 +21,9 @@ import heapq
 import math
 from collections import deque
 
+from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
 from llm_cost.serving.serve_config import ServeConfig
@@ -33,94 +47,104 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
                  handback: int = 0):
     """The loop of the module doc over a validated workload (`serve`); `res` the reservations.
 
-    With `state` (the fast path's `handover`: a dict of this loop's variables) it starts from it;
-    with `handback` > 0 it returns ("handback", state) at the first loop turn, `handback` iterations
-    or more after its start and after its last preemption, where every running sequence decodes,
-    nothing is swapped out and the queue's head is a fresh request; and ("done", state) at the end,
-    instead of a `ServeResult`."""
-    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
-    paged, none = policy == "paged", policy == "none"
-    spec = cfg.spec
-    gmax = spec.gamma if spec else 0
-    B = cfg.block_size
-    total_blocks = cap // B if paged else 0
-    wm_blocks = math.ceil(cfg.watermark * total_blocks) if paged else 0
-    closed = workload.concurrency
-    arr = state["arr"] if state else list(workload.arrival_s) if closed is None else [0.0] * n
-    sent = n if closed is None else min(closed, n)
-    stages = cost.stages
-    orca_pipe = stages > 1 and cfg.pipeline == "orca"
-    micro = stages > 1 and cfg.pipeline == "microbatch"
-    chunk = cfg.prefill_chunk
-    hold = cfg.max_batch * stages if orca_pipe else cfg.max_batch  # sequences held: max_batch per batch in flight
-    if not state:
-        acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, O)) if spec else None
-    kv_bytes = cost.kv_token_bytes
-    host = cfg.host_bytes_per_s
+    With `state` (an `EngineState`, the fast path's `handover`) it starts from it; with `handback` > 0
+    it returns ("handback", state) at the first loop turn, `handback` iterations or more after its
+    start and after its last preemption, where every running sequence decodes, nothing is swapped out
+    and the queue's head is a fresh request; and ("done", state) at the end, instead of a `ServeResult`."""
+    loop = EngineLoop(workload, replica, cfg, res, state)
+    loop.run(on_progress, handback)
+    s = loop.state
+    if handback:
+        return ("done" if s.finished == loop.n or s.deadlock else "handback"), s
+    if on_progress:
+        on_progress(loop.n, loop.n)
+    return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock)
 
-    inflight = [False] * n
-    swapped: deque[int] = deque()
-    flights: list = []  # heap of (done_s, launch number, decoders [(i, g)], prefills [(i, q)])
-    if state:
-        gen, kv, pre, need, blocks = (state[x] for x in ("gen", "kv", "pre", "need", "blocks"))
-        first, fin, running, waiting, st = (state[x] for x in ("first", "fin", "running", "waiting", "st"))
-        free, used, reserved, t, nxt = (state[x] for x in ("free", "used", "reserved", "t", "nxt"))
-        finished, in_system, acceptance = state["finished"], state["in_system"], state["acceptance"]
-        launches = st["iterations"]
-    else:
-        gen, kv, pre = [0] * n, [0] * n, [0] * n
-        need = list(P)
-        blocks = [0] * n
-        first, fin = [math.nan] * n, [math.nan] * n
-        running: dict[int, None] = {}
-        waiting: deque[int] = deque()
-        free = total_blocks
-        used = 0.0  # K/V tokens held (none, declared, max_len) or blocks x B (paged)
-        reserved = 0
-        t, nxt, launches, finished = 0.0, 0, 0, 0
-        st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
-              "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-              "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
-        in_system = 0
-    last_pre = st["iterations"]
-    progress_every = max(1, n // 100)
-    deadlock = None
 
-    def release(i):
-        nonlocal free, used, reserved
-        if paged:
-            free += blocks[i]
-            used -= blocks[i] * B
-            blocks[i] = 0
+class EngineLoop:
+    """One run of the general loop: the settings (read once) and the `EngineState` it advances."""
+
+    def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
+        self.cost, self.cap, self.held, self.K, n, self.P, self.O, policy = run_basics(workload, replica, cfg)
+        self.n, self.cfg, self.res = n, cfg, res
+        self.paged, self.none = policy == "paged", policy == "none"
+        self.spec = spec = cfg.spec
+        self.gmax = spec.gamma if spec else 0
+        self.B = cfg.block_size
+        self.total_blocks = self.cap // self.B if self.paged else 0
+        self.wm_blocks = math.ceil(cfg.watermark * self.total_blocks) if self.paged else 0
+        closed = workload.concurrency
+        self.sent = n if closed is None else min(closed, n)
+        self.stages = stages = self.cost.stages
+        self.orca_pipe = stages > 1 and cfg.pipeline == "orca"
+        self.micro = stages > 1 and cfg.pipeline == "microbatch"
+        self.hold = cfg.max_batch * stages if self.orca_pipe else cfg.max_batch  # max_batch per batch in flight
+        if state is None:
+            acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
+                if spec else None
+            state = EngineState.start(self.P, workload.arrival_s if closed is None else [0.0] * n, self.total_blocks,
+                                      acceptance)
+        self.state = state
+        self.accept = state.acceptance.accepted if state.acceptance else None
+        self.kv_bytes, self.host = self.cost.kv_token_bytes, cfg.host_bytes_per_s
+        self.inflight = [False] * n
+        self.swapped: deque[int] = deque()
+        self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
+        self.launches = state.st["iterations"]
+        self.last_pre = state.st["iterations"]
+
+    # ---- the K/V ledger ------------------------------------------------------------------------
+
+    def release(self, i: int) -> None:
+        """Free request i's K/V (paged: its blocks; otherwise its tokens and reservation)."""
+        s = self.state
+        if self.paged:
+            s.free += s.blocks[i]
+            s.used -= s.blocks[i] * self.B
+            s.blocks[i] = 0
         else:
-            used -= K(kv[i])
-            reserved -= res[i]
+            s.used -= self.K(s.kv[i])
+            s.reserved -= self.res[i]
 
-    def finish(i, done_s):
-        nonlocal finished, sent, in_system
-        fin[i] = done_s
-        release(i)
-        del running[i]
-        finished += 1
-        in_system -= 1
-        if sent < n:  # closed loop: the client sends its next request now
-            arr[sent] = done_s
-            sent += 1
+    def resize(self, i: int, tokens, old: int) -> None:
+        """Request i now holds `tokens` all-layer K/V tokens (was `old` cached tokens): paged, exactly the
+        blocks that hold them (a roll-back frees the spare ones)."""
+        s = self.state
+        if self.paged:
+            want = blocks_for(tokens, self.B)
+            s.free += s.blocks[i] - want
+            s.used += (want - s.blocks[i]) * self.B
+            s.blocks[i] = want
+        else:
+            s.used += tokens - self.K(old)
 
-    accept = acceptance.accepted if acceptance else None
+    def finish(self, i: int, done_s: float) -> None:
+        """Request i is done at `done_s`; a closed loop's client sends its next request then."""
+        s = self.state
+        s.fin[i] = done_s
+        self.release(i)
+        del s.running[i]
+        s.finished += 1
+        s.in_system -= 1
+        if self.sent < self.n:
+            s.arr[self.sent] = done_s
+            self.sent += 1
 
-    def complete(done_s, decs, g, pfs):
-        nonlocal free, used
+    # ---- completion ----------------------------------------------------------------------------
+
+    def complete(self, done_s: float, decs, g: int, pfs) -> None:
+        """An iteration ends: each decoder accepts its drafts and gains min(n + 1, left) tokens, its K/V
+        rolled back to prompt + generated - 1; each prefill chunk is cached, a finished prompt emits
+        the first token."""
+        s, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
+        gen, kv = s.gen, s.kv
         rounds = tokens = 0
-        drawn = [accept(i, g) for i in decs] if g else ()
+        drawn = [self.accept(i, g) for i in decs] if g else ()
         for k, i in enumerate(decs):
             inflight[i] = False
             gi = gen[i]
             if g:
-                tok = drawn[k] + 1
-                left = O[i] - gi
-                if tok > left:
-                    tok = left
+                tok = min(drawn[k] + 1, O[i] - gi)
                 rounds += 1
                 tokens += tok
                 gi += tok
@@ -129,224 +153,274 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
             gen[i] = gi
             old = kv[i]
             new = kv[i] = P[i] + gi - 1
-            if paged:
-                want = -(-(held(new) if held else new) // B)
-                free += blocks[i] - want
-                used += (want - blocks[i]) * B
-                blocks[i] = want
-            elif held:
-                used += held(new) - held(old)
-            else:
-                used += new - old
+            self.resize(i, held(new) if held else new, old)
             if gi >= O[i]:
-                finish(i, done_s)
+                self.finish(i, done_s)
         if rounds:
-            st["spec_rounds"] += rounds
-            st["spec_tokens"] += tokens
+            s.st["spec_rounds"] += rounds
+            s.st["spec_tokens"] += tokens
         for i, q in pfs:
             inflight[i] = False
             old = kv[i]
-            pre[i] += q
-            kv[i] = pre[i]
-            if pre[i] == need[i]:
+            s.pre[i] += q
+            kv[i] = s.pre[i]
+            if s.pre[i] == s.need[i]:
                 gen[i] += 1
                 kv[i] = P[i] + gen[i] - 1
-                if first[i] != first[i]:
-                    first[i] = done_s
-            if paged:
-                want = math.ceil(K(kv[i]) / B)
-                free += blocks[i] - want
-                used += (want - blocks[i]) * B
-                blocks[i] = want
-            else:
-                used += K(kv[i]) - K(old)
-            if gen[i] >= O[i] and fin[i] != fin[i]:
-                finish(i, done_s)
+                if s.first[i] != s.first[i]:
+                    s.first[i] = done_s
+            self.resize(i, self.K(kv[i]), old)
+            if gen[i] >= O[i] and s.fin[i] != s.fin[i]:
+                self.finish(i, done_s)
 
-    while True:
-        while flights and flights[0][0] <= t:
-            done_s, _, decs, g_done, pfs = heapq.heappop(flights)
-            complete(done_s, decs, g_done, pfs)
-        limit_arr = sent
-        while nxt < limit_arr and arr[nxt] <= t:
-            waiting.append(nxt)
-            st["area_sys"] += t - arr[nxt]
-            in_system += 1
-            nxt += 1
-        if on_progress and finished and finished % progress_every == 0:
-            on_progress(finished, n)
-        if (handback and st["iterations"] - last_pre >= handback and not swapped and not flights
-                and (not waiting or (pre[waiting[0]] == 0 and need[waiting[0]] == P[waiting[0]]))
-                and all(pre[i] >= need[i] for i in running)):
-            break
+    # ---- one iteration's parts -----------------------------------------------------------------
+
+    def arrivals(self) -> None:
+        """Queue the requests that have arrived by the clock."""
+        s = self.state
+        while s.nxt < self.sent and s.arr[s.nxt] <= s.t:
+            s.waiting.append(s.nxt)
+            s.st["area_sys"] += s.t - s.arr[s.nxt]
+            s.in_system += 1
+            s.nxt += 1
+
+    def may_hand_back(self, handback: int) -> bool:
+        """Every running sequence decodes, nothing is swapped or in flight, the queue's head is fresh,
+        and `handback` iterations have passed since the last preemption."""
+        s = self.state
+        head = s.waiting[0] if s.waiting else None
+        return (s.st["iterations"] - self.last_pre >= handback and not self.swapped and not self.flights
+                and (head is None or (s.pre[head] == 0 and s.need[head] == self.P[head]))
+                and all(s.pre[i] >= s.need[i] for i in s.running))
+
+    def ready(self) -> tuple[list, list]:
+        """(decoders up to max_batch, sequences still prefilling) among the running ones not in flight."""
+        s = self.state
         decoders, prefilling = [], []
-        for i in running:
-            if inflight[i]:
+        for i in s.running:
+            if self.inflight[i]:
                 continue
-            if pre[i] >= need[i]:
-                decoders.append(i)
-            else:
-                prefilling.append(i)
-        if len(decoders) > cfg.max_batch:
-            decoders = decoders[:cfg.max_batch]
-        g = choose_gamma(spec, cost, decoders, kv) if spec and decoders else 0
-        preempted = moved = False
-        swap_s = 0.0
-        dec_run = []
-        if paged:
-            gone = set()
-            ahead = g + 1
-            for i in decoders:
-                if gone and i in gone:
-                    continue
-                c = kv[i] + ahead
-                want = -(-(held(c) if held else c) // B) - blocks[i]
-                if want <= 0:  # its blocks already hold the rows (paged: rounded up)
-                    dec_run.append(i)
-                    continue
-                while free < want:
-                    victim = next((v for v in reversed(running) if not inflight[v] and v not in gone), None)
-                    if victim is None:
-                        break
-                    gone.add(victim)
-                    preempted = True
-                    st["preemptions"] += 1
-                    if cfg.preemption == "swap":
-                        st["swap_bytes"] += K(kv[victim]) * kv_bytes
-                        swap_s += K(kv[victim]) * kv_bytes / host
-                        free += blocks[victim]
-                        used -= blocks[victim] * B
-                        blocks[victim] = 0
-                        swapped.append(victim)
-                    else:
-                        release(victim)
-                        need[victim] = P[victim] + gen[victim]
-                        pre[victim] = kv[victim] = 0
-                        waiting.appendleft(victim)
-                    del running[victim]
-                    if victim == i:
-                        break
-                if (gone and i in gone) or free < want:
-                    continue
-                free -= want
-                used += want * B
-                blocks[i] += want
-                dec_run.append(i)
-            if gone:
-                prefilling = [i for i in prefilling if i not in gone]
-                last_pre = st["iterations"]
-        elif none:
-            room = cap - used
-            for i in decoders:
-                inc = K(kv[i] + 1) - K(kv[i])
-                if inc > room + 1e-9:
-                    break
-                room -= inc
-                dec_run.append(i)
+            (decoders if s.pre[i] >= s.need[i] else prefilling).append(i)
+        return decoders[:self.cfg.max_batch], prefilling
+
+    def preempt(self, victim: int) -> float:
+        """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
+        prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
+        s, K = self.state, self.K
+        s.st["preemptions"] += 1
+        seconds = 0.0
+        if self.cfg.preemption == "swap":
+            s.st["swap_bytes"] += K(s.kv[victim]) * self.kv_bytes
+            seconds = K(s.kv[victim]) * self.kv_bytes / self.host
+            s.free += s.blocks[victim]
+            s.used -= s.blocks[victim] * self.B
+            s.blocks[victim] = 0
+            self.swapped.append(victim)
         else:
-            dec_run = decoders
-        stalled = len(dec_run) < len(decoders)
-        rows_dec = len(dec_run) * (g + 1)
-        budget = (chunk - rows_dec) if chunk else math.inf
-        pf_run = []
+            self.release(victim)
+            s.need[victim] = self.P[victim] + s.gen[victim]
+            s.pre[victim] = s.kv[victim] = 0
+            s.waiting.appendleft(victim)
+        del s.running[victim]
+        return seconds
+
+    def allocate_decoders(self, decoders, g: int):
+        """Paged: blocks for each decoder's g + 1 rows ahead, preempting the latest-admitted running
+        sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
+        seconds of swap transfer)."""
+        s, held, B, inflight = self.state, self.held, self.B, self.inflight
+        gone: set = set()
+        run, swap_s = [], 0.0
+        for i in decoders:
+            if i in gone:
+                continue
+            c = s.kv[i] + g + 1
+            want = blocks_for(held(c) if held else c, B) - s.blocks[i]
+            if want <= 0:  # its blocks already hold the rows (paged: rounded up)
+                run.append(i)
+                continue
+            while s.free < want:
+                victim = next((v for v in reversed(s.running) if not inflight[v] and v not in gone), None)
+                if victim is None:
+                    break
+                gone.add(victim)
+                swap_s += self.preempt(victim)
+                if victim == i:
+                    break
+            if i in gone or s.free < want:
+                continue
+            s.free -= want
+            s.used += want * B
+            s.blocks[i] += want
+            run.append(i)
+        return run, gone, swap_s
+
+    def stall_unreserved(self, decoders) -> list:
+        """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall)."""
+        room, K, kv = self.cap - self.state.used, self.K, self.state.kv
+        run = []
+        for i in decoders:
+            inc = K(kv[i] + 1) - K(kv[i])
+            if inc > room + 1e-9:
+                break
+            room -= inc
+            run.append(i)
+        return run
+
+    def compose_prefill(self, prefilling, budget):
+        """The batch composition after the decode rows: prompt chunks of the running prefills while the
+        token budget lasts (paged: while their blocks fit). ([(i, q)], budget left)."""
+        s, run = self.state, []
         for i in prefilling:
             if budget <= 0:
                 break
-            q = min(need[i] - pre[i], budget)
-            if paged:
-                want = math.ceil(K(pre[i] + q) / B) - blocks[i]
-                if want > free:
+            q = min(s.need[i] - s.pre[i], budget)
+            if self.paged:
+                want = blocks_for(self.K(s.pre[i] + q), self.B) - s.blocks[i]
+                if want > s.free:
                     continue
-                free -= want
-                used += want * B
-                blocks[i] += want
+                s.free -= want
+                s.used += want * self.B
+                s.blocks[i] += want
+            run.append((i, q))
+            budget -= q
+        return run, budget
+
+    def swap_in(self) -> tuple[bool, float]:
+        """Swapped sequences back first, while the batch has room and the blocks stay above the watermark.
+        (any moved, seconds of transfer)."""
+        s, K, B = self.state, self.K, self.B
+        moved, seconds = False, 0.0
+        while self.swapped and len(s.running) < self.hold:
+            v = self.swapped[0]
+            if s.free - blocks_for(K(s.kv[v] + self.gmax + 1), B) < self.wm_blocks:
+                break
+            self.swapped.popleft()
+            moved = True
+            seconds += K(s.kv[v]) * self.kv_bytes / self.host
+            s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
+            w0 = blocks_for(K(s.kv[v]), B)
+            s.free -= w0
+            s.used += w0 * B
+            s.blocks[v] = w0
+            s.running[v] = None
+        return moved, seconds
+
+    def admit(self, dec_run, pf_run, budget) -> None:
+        """The admission policy: queued requests (recompute victims first) while the batch has room, the
+        reservation fits and (paged) the free blocks after it stay above the watermark."""
+        s, K, paged, none = self.state, self.K, self.paged, self.none
+        room = self.cap - s.used - sum(K(s.kv[i] + 1) - K(s.kv[i]) for i in dec_run) if none else 0
+        while (s.waiting and not self.swapped and len(s.running) < self.hold and budget > 0
+               and len(dec_run) + len(pf_run) < self.cfg.max_batch):
+            i = s.waiting[0]
+            q = min(s.need[i] - s.pre[i], budget)
+            if paged:
+                want = blocks_for(K(s.pre[i] + q), self.B)
+                if s.free - want < self.wm_blocks and (s.running or s.free < want):
+                    break
+                s.free -= want
+                s.used += want * self.B
+                s.blocks[i] = want
+            elif none:
+                if K(s.need[i]) > room:
+                    break
+                room -= K(s.need[i])
+            elif s.reserved + self.res[i] > self.cap:
+                break
+            else:
+                s.reserved += self.res[i]
+            s.waiting.popleft()
+            s.running[i] = None
             pf_run.append((i, q))
             budget -= q
-        if not preempted and not stalled:
-            while swapped and len(running) < hold:
-                v = swapped[0]
-                want = math.ceil(K(kv[v] + gmax + 1) / B)
-                if free - want < wm_blocks:
-                    break
-                swapped.popleft()
-                moved = True
-                swap_s += K(kv[v]) * kv_bytes / host
-                st["swap_bytes"] += K(kv[v]) * kv_bytes
-                w0 = math.ceil(K(kv[v]) / B)
-                free -= w0
-                used += w0 * B
-                blocks[v] = w0
-                running[v] = None
-            room = cap - used - sum(K(kv[i] + 1) - K(kv[i]) for i in dec_run) if none else 0
-            while (waiting and not swapped and len(running) < hold and budget > 0
-                   and len(dec_run) + len(pf_run) < cfg.max_batch):
-                i = waiting[0]
-                q = min(need[i] - pre[i], budget)
-                if paged:
-                    want = math.ceil(K(pre[i] + q) / B)
-                    if free - want < wm_blocks and (running or free < want):
-                        break
-                    free -= want
-                    used += want * B
-                    blocks[i] = want
-                elif none:
-                    if K(need[i]) > room:
-                        break
-                    room -= K(need[i])
-                elif reserved + res[i] > cap:
-                    break
-                else:
-                    reserved += res[i]
-                waiting.popleft()
-                running[i] = None
-                pf_run.append((i, q))
-                budget -= q
-        rows = rows_dec + sum(q for _, q in pf_run)
-        if rows == 0 and swap_s == 0.0:
-            if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
-                continue
-            if flights:
-                t_new = max(t, flights[0][0])
-            elif running or waiting or swapped:
-                holders = tuple(Holder(i, P[i], gen[i], kv[i], O[i] - gen[i]) for i in running)
-                deadlock = Deadlock(st["iterations"], t, cap, holders, len(waiting))
-                break
-            elif nxt < sent:
-                t_new = arr[nxt]
-            else:
-                break
-            st["area_sys"] += (t_new - t) * in_system
-            t = t_new
-            continue
-        dt, comm, draft = iteration_time(cost, held, kv, pre, dec_run, pf_run, g, rows, spec,
-                                         stages if micro else 1)
+
+    def idle(self) -> bool:
+        """Nothing to run: wait for a flight or an arrival (True), or stop: done, or a deadlock (False)."""
+        s = self.state
+        if self.flights:
+            t_new = max(s.t, self.flights[0][0])
+        elif s.running or s.waiting or self.swapped:
+            holders = tuple(Holder(i, self.P[i], s.gen[i], s.kv[i], self.O[i] - s.gen[i]) for i in s.running)
+            s.deadlock = Deadlock(s.st["iterations"], s.t, self.cap, holders, len(s.waiting))
+            return False
+        elif s.nxt < self.sent:
+            t_new = s.arr[s.nxt]
+        else:
+            return False
+        s.st["area_sys"] += (t_new - s.t) * s.in_system
+        s.t = t_new
+        return True
+
+    def launch(self, dec_run, pf_run, g: int, rows: float, swap_s: float) -> None:
+        """The iteration in flight until its time (`iteration.iteration_time` plus any swap transfer);
+        the pipeline: under `orca` the next one starts a stage-time later, otherwise when it ends."""
+        s, st = self.state, self.state.st
+        dt, comm, draft = iteration_time(self.cost, self.held, s.kv, s.pre, dec_run, pf_run, g, rows, self.spec,
+                                         self.stages if self.micro else 1)
         st["comm"] += comm
         st["draft_s"] += draft
         dt += swap_s
         st["gamma_sum"] += g * len(dec_run)
         st["dec_slots"] += len(dec_run)
-        launches += 1
+        self.launches += 1
         for i in dec_run:
-            inflight[i] = True
+            self.inflight[i] = True
         for i, _ in pf_run:
-            inflight[i] = True
-        heapq.heappush(flights, (t + dt, launches, dec_run, g, pf_run))
-        step = dt / stages if orca_pipe else dt
+            self.inflight[i] = True
+        heapq.heappush(self.flights, (s.t + dt, self.launches, dec_run, g, pf_run))
+        step = dt / self.stages if self.orca_pipe else dt
         st["iterations"] += 1
         st["rows"] += rows
         st["busy"] += step
-        st["area_n"] += step * len(running)
-        st["area_kv"] += step * used
-        st["area_sys"] += step * in_system
-        if used > st["peak_kv"]:
-            st["peak_kv"] = used
-        t += step
-    if handback:
-        return ("done" if finished == n or deadlock else "handback"), {
-            "gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": first, "fin": fin,
-            "running": running, "waiting": waiting, "st": st, "free": free, "used": used, "reserved": reserved,
-            "t": t, "nxt": nxt, "finished": finished, "in_system": in_system, "acceptance": acceptance, "arr": arr,
-            "deadlock": deadlock}
-    if on_progress:
-        on_progress(n, n)
-    return ServeResult.build(workload, replica, cfg, arr, first, fin, st, deadlock)
+        st["area_n"] += step * len(s.running)
+        st["area_kv"] += step * s.used
+        st["area_sys"] += step * s.in_system
+        if s.used > st["peak_kv"]:
+            st["peak_kv"] = s.used
+        s.t += step
+
+    # ---- the loop ------------------------------------------------------------------------------
+
+    def run(self, on_progress=None, handback: int = 0) -> None:
+        """Iterations until every request is done, a deadlock, or (`handback`) the fast path may resume."""
+        s, cfg, spec = self.state, self.cfg, self.spec
+        every = max(1, self.n // 100)
+        while True:
+            while self.flights and self.flights[0][0] <= s.t:
+                done_s, _, decs, g_done, pfs = heapq.heappop(self.flights)
+                self.complete(done_s, decs, g_done, pfs)
+            self.arrivals()
+            if on_progress and s.finished and s.finished % every == 0:
+                on_progress(s.finished, self.n)
+            if handback and self.may_hand_back(handback):
+                return
+            decoders, prefilling = self.ready()
+            g = choose_gamma(spec, self.cost, decoders, s.kv) if spec and decoders else 0
+            preempted, swap_s = False, 0.0
+            if self.paged:
+                dec_run, gone, swap_s = self.allocate_decoders(decoders, g)
+                if gone:
+                    preempted = True
+                    prefilling = [i for i in prefilling if i not in gone]
+                    self.last_pre = s.st["iterations"]
+            elif self.none:
+                dec_run = self.stall_unreserved(decoders)
+            else:
+                dec_run = decoders
+            rows_dec = len(dec_run) * (g + 1)
+            pf_run, budget = self.compose_prefill(prefilling, (cfg.prefill_chunk - rows_dec) if cfg.prefill_chunk
+                                                  else math.inf)
+            moved = False
+            if not preempted and len(dec_run) == len(decoders):  # admission only when nothing was preempted or stalled
+                moved, seconds = self.swap_in()
+                swap_s += seconds
+                self.admit(dec_run, pf_run, budget)
+            rows = rows_dec + sum(q for _, q in pf_run)
+            if rows == 0 and swap_s == 0.0:
+                if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
+                    continue
+                if self.idle():
+                    continue
+                return
+            self.launch(dec_run, pf_run, g, rows, swap_s)

@@ -26,8 +26,12 @@ from __future__ import annotations
 
 import math
 from array import array
+from dataclasses import fields
 
 from llm_cost.serving import handover
+from llm_cost.roofline import causal_pairs
+from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
 
@@ -35,17 +39,49 @@ _LOW = (1 << 32) - 1
 HANDBACK = 64  # general-loop iterations after a preemption before the fast path takes the run back
 
 
+def _any(value, cfg) -> bool:
+    return True
+
+
+def _fast_spec(spec, cfg) -> bool:
+    """Speculation the totals can follow: none, or a gamma fixed for the whole run with independent
+    positions (`off-above-batch` never switching off: its threshold at least max_batch)."""
+    if spec is None:
+        return True
+    if not {f.name for f in fields(spec)} <= FAST_SPEC_FIELDS or spec.bursty is not None:
+        return False
+    return spec.policy == "fixed" or (spec.policy == "off-above-batch" and spec.off_above >= cfg.max_batch)
+
+
+# The `SpecConfig` fields the fast path knows (a new one takes the general loop); bursty must be None.
+FAST_SPEC_FIELDS = frozenset(("gamma", "alpha", "c", "draft_cost", "policy", "off_above", "bursty", "seed"))
+# The `ServeConfig` features the fast path supports, field by field: (field -> whether its value is
+# supported). A field missing here, as a new feature's is until someone adds it, takes the general
+# loop: eligibility is an allow-list, never a list of exclusions.
+FAST_FEATURES = {
+    "max_batch": _any,
+    "reservation": lambda value, cfg: value in ("paged", "declared", "max_len"),  # `none` stalls decoders
+    "block_size": _any,
+    "watermark": _any,
+    "preemption": _any,  # a preempting stretch runs in the general loop (`handover`)
+    "prefill_chunk": lambda value, cfg: value is None,  # whole prefills only
+    "spec": _fast_spec,
+    "pipeline": _any,  # with one stage (below) the pipeline has nothing to schedule
+    "host_bytes_per_s": _any,
+    "scheduler": lambda value, cfg: value == "iteration",
+}
+
+
 def fast_eligible(workload, replica, cfg, held, longest: int) -> bool:
-    """Whether `serve_fast` applies (module doc); `longest` is the largest prompt + output."""
-    spec = cfg.spec
-    if replica.cost.stages != 1 or cfg.prefill_chunk is not None or held is not None:
+    """Whether `serve_fast` applies (module doc): every `ServeConfig` field in `FAST_FEATURES` with a
+    supported value, one pipeline stage, K/V without windows (`held` None), open-loop arrivals, and the
+    totals within 31 bits each; `longest` is the largest prompt + output."""
+    values = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    if not all(name in FAST_FEATURES and FAST_FEATURES[name](value, cfg) for name, value in values.items()):
         return False
-    if workload.concurrency is not None or cfg.reservation not in ("paged", "declared", "max_len"):
+    if replica.cost.stages != 1 or held is not None or workload.concurrency is not None:
         return False
-    if spec is not None and (spec.bursty is not None or spec.policy == "adaptive"
-                             or (spec.policy == "off-above-batch" and spec.off_above < cfg.max_batch)):
-        return False
-    gmax = spec.gamma if spec else 0
+    gmax = cfg.spec.gamma if cfg.spec else 0
     return cfg.max_batch * (longest + gmax + 1) < 1 << 31  # the totals fit 31 bits each
 
 
@@ -99,9 +135,7 @@ class _Fast:
         self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved = 0.0, 0, 0, 0, 0, 0, 0
         self.k0 = self.h0 = 0  # where the running segment of fast iterations started
         self.customs: dict[int, tuple] = {}
-        self.st = {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
-                   "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-                   "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
+        self.st = fresh_stats()
         self.general = None  # the general loop's per-request lists, once it has run
         self.every = max(1, n // 100)
 
@@ -116,7 +150,7 @@ class _Fast:
         np, n, P, res, cap = self.np, self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, B, total, g = self.paged, self.B, self.total, self.g
         r = g + 1
-        dec_pairs = r * (r + 1) / 2
+        dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
         wm = math.ceil(self.cfg.watermark * total) if paged else 0
         max_batch = self.cfg.max_batch
         streams, need, R_all = self.streams, self.need, self.R_all
@@ -174,7 +208,7 @@ class _Fast:
                                                            streams, ch)
                         R_all[c_lo:c_hi] = Rc
                         Rl, ol = Rc.tolist(), offs.tolist()
-                        Ql, Wl = (pc * (pc + 1) / 2).tolist(), (-(-pc // B)).tolist()  # p (p + 1) / 2, ceil(p / B)
+                        Ql, Wl = causal_pairs(pc).tolist(), blocks_for(pc, B).tolist()
                     j = i - c_lo
                     if paged:
                         want = Wl[j]

@@ -16,7 +16,10 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from llm_cost.serving.engine_state import EngineState
+from llm_cost.roofline import causal_pairs
 from llm_cost.serving.iteration import totals_time_arrays
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
 _LOW = (1 << 32) - 1
@@ -83,10 +86,10 @@ def close_segment(fast) -> None:
         D = fast.D[k0 + lo:k0 + hi]
         S, U, n_b = D & _LOW, D >> 32, nd[lo:hi]
         rows = n_b * r + np.bincount(aa, weights=pp, minlength=m)
-        pairs = r * S + n_b * (r * (r + 1) / 2) + np.bincount(aa, weights=pp * (pp + 1) / 2, minlength=m)
+        pairs = r * S + n_b * causal_pairs(r) + np.bincount(aa, weights=causal_pairs(pp), minlength=m)
         dt, comm, draft = totals_time_arrays(cost, spec, g, rows, pairs, n_b, S)
         if paged:
-            used = (U + np.bincount(aa, weights=-(-pp // B), minlength=m).astype(np.int64)) * B
+            used = (U + np.bincount(aa, weights=blocks_for(pp, B), minlength=m).astype(np.int64)) * B
         else:
             used = S
         busy += float(dt.sum())
@@ -119,7 +122,7 @@ def close_segment(fast) -> None:
                 st["spec_tokens"] += fast.O[i] - c[3]
 
 
-def to_general(fast) -> dict:
+def to_general(fast) -> EngineState:
     """The general loop's variables at iteration fast.k (fast iterations closed)."""
     close_segment(fast)
     k, n, P, g, B = fast.k, fast.n, fast.P, fast.g, fast.B
@@ -134,10 +137,10 @@ def to_general(fast) -> dict:
         gen[i] = g0 + _gained(fast, i, js, rounds)
         kv[i] = P[i] + gen[i] - 1
         pre[i] = need[i]
-        blocks[i] = -(-kv[i] // B) if fast.paged else 0
+        blocks[i] = blocks_for(kv[i], B) if fast.paged else 0
         held += blocks[i] * B if fast.paged else kv[i]
         if fast.streams is not None:
-            fast.streams._round[i] = js + rounds
+            fast.streams.rounds_drawn[i] = js + rounds
         if g:
             fast.st["spec_tokens"] += gen[i] - g0
         running[i] = None
@@ -147,23 +150,23 @@ def to_general(fast) -> dict:
     if not fast.paged:
         fast.DRES[k:hz] = [0] * max(0, hz - k)
     fast.customs = {}
-    return {"gen": gen, "kv": kv, "pre": pre, "need": need, "blocks": blocks, "first": fast.first, "fin": fast.fin,
-            "running": running, "waiting": deque(range(fast.head, fast.nxt)), "st": fast.st,
-            "free": fast.total - held // B if fast.paged else 0, "used": float(held), "reserved": fast.reserved,
-            "t": fast.t, "nxt": fast.nxt, "finished": fast.finished, "in_system": fast.nxt - fast.finished,
-            "acceptance": fast.streams, "arr": fast.arr}
+    return EngineState(gen=gen, kv=kv, pre=pre, need=need, blocks=blocks, first=fast.first, fin=fast.fin,
+                       arr=fast.arr, running=running, waiting=deque(range(fast.head, fast.nxt)), st=fast.st,
+                       free=fast.total - held // B if fast.paged else 0, used=float(held), reserved=fast.reserved,
+                       t=fast.t, nxt=fast.nxt, finished=fast.finished, in_system=fast.nxt - fast.finished,
+                       acceptance=fast.streams)
 
 
-def from_general(fast, state: dict) -> None:
+def from_general(fast, state: EngineState) -> None:
     """Take the run back at the general loop's iteration (module doc)."""
     np, O, g, B = fast.np, fast.O, fast.g, fast.B
     k = fast.st["iterations"]
     missing = k - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
-    gen, kv = state["gen"], state["kv"]
+    gen, kv = state.gen, state.kv
     hz = fast.horizon
-    for i in state["running"]:
-        js = fast.streams._round.get(i, 0) if fast.streams is not None else 0
+    for i in state.running:
+        js = fast.streams.rounds_drawn.get(i, 0) if fast.streams is not None else 0
         left = O[i] - gen[i]
         if g:
             tok = np.minimum(fast.streams.stream(i)[js:], g).astype(np.int64) + 1
@@ -172,7 +175,7 @@ def from_general(fast, state: dict) -> None:
         else:
             kvs = np.arange(left, dtype=np.int64) + kv[i]
         if fast.paged:
-            kvs = kvs + ((kvs + (g + B)) // B << 32)
+            kvs = kvs + (blocks_for(kvs + (g + 1), B) << 32)
         R = len(kvs)
         e = k + R - 1
         while e + 2 > fast.size:
@@ -189,12 +192,12 @@ def from_general(fast, state: dict) -> None:
         hz = max(hz, e + 1)
         fast.customs[i] = (k, R, js, gen[i])
     fast.horizon = hz
-    fast.k, fast.t, fast.running = k, state["t"], len(state["running"])
-    waiting = state["waiting"]
-    fast.nxt = state["nxt"]
+    fast.k, fast.t, fast.running = k, state.t, len(state.running)
+    waiting = state.waiting
+    fast.nxt = state.nxt
     fast.head = waiting[0] if waiting else fast.nxt
     fast.k0, fast.h0 = k, fast.head
-    fast.finished, fast.reserved = state["finished"], state["reserved"]
+    fast.finished, fast.reserved = state.finished, state.reserved
 
 
 def result(fast, state) -> ServeResult:
@@ -202,7 +205,7 @@ def result(fast, state) -> ServeResult:
     np = fast.np
     st = fast.st
     arr = np.asarray(fast.arr)
-    deadlock = state["deadlock"] if state else None
+    deadlock = state.deadlock if state else None
     if deadlock is None:
         st["area_sys"] = float(np.sum(fast.fin - arr))
     span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+from llm_cost.roofline import causal_pairs
+
 
 def held_tokens_fn(cost):
     """K(c): all-layer tokens a sequence of c tokens holds (module doc); identity without windows."""
@@ -46,7 +48,7 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
     elif dec_run:
         kv_dec = sum(map(kv.__getitem__, dec_run))
         kv_read = kv_dec
-        pairs = r * kv_dec + len(dec_run) * (r * (r + 1) / 2)
+        pairs = r * kv_dec + len(dec_run) * causal_pairs(r)
     for i, q in pf_run:
         c = pre[i]
         if held:
@@ -55,7 +57,7 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
             pairs += pr
         else:
             kv_read += c
-            pairs += q * c + q * (q + 1) / 2
+            pairs += causal_pairs(q, c)
     return totals_time(cost, spec, rows, kv_read, pairs, len(dec_run), kv_dec, g, microbatches)
 
 
@@ -154,7 +156,7 @@ def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, l
     one token more keep rounding from flipping the max."""
     w, kvb, bps, rf, pf, fps, _, dw, dkvb, dbps, drf, dpf, dfps, _, _ = coeffs
     r, keep = g + 1, 1 - 1e-9
-    half = r * (r + 1) / 2
+    half = causal_pairs(r)
 
     def thresholds(a, b):
         out = []

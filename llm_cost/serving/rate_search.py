@@ -15,12 +15,14 @@ from typing import Callable
 
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
-from llm_cost.serving.sim_result import SimResult
+from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
 
-STATISTICS = {"median": 50.0, "p90": 90.0}
-ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # `engine.serve` keeps every tail
+ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
+STATISTICS = ENGINE_STATISTICS
+HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many times longer
+MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 
 
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
@@ -88,6 +90,10 @@ class RateSearch:
         Simulations run.
     saturated_deadlock
         Whether the all-at-once run deadlocked (scheduler `none`): no saturated figure.
+    requests, held_on_requests, settled
+        With `longer`: the requests of the runs the rate was found with, the requests of the run it
+        was checked on (`HOLD_FACTOR` x as many), and whether it met the target there (None: not
+        checked; False: it missed on the longest run `max_requests` allowed).
 
     Examples
     --------
@@ -97,28 +103,29 @@ class RateSearch:
     slo_s: float
     statistic: str
     rate_req_per_s: float  # 0 when even an unloaded server misses the target
-    result: SimResult | None
+    result: ServeResult | None
     unloaded_s: float  # the statistic with every request served alone
     saturated_req_per_s: float | None  # throughput with every request queued at time 0; None if that deadlocks
     evaluations: int
     saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
+    # with `longer`: the requests the reported rate was found with and checked on (HOLD_FACTOR x more),
+    # and whether that check passed within `max_requests` (False: the rate may not hold on longer runs)
+    requests: int = 0
+    held_on_requests: int = 0
+    settled: bool | None = None  # None: not checked (no `longer`)
 
 
-def _meets(result, slo_s: float, q: float, metric: str = "latency_per_token") -> bool:
-    """True when every request finished and the latency statistic is within the target
-    (a `ServeResult`: of `metric`, ttft, tpot, e2e or latency_per_token)."""
-    if result.finished != result.requests:
-        return False
-    if hasattr(result, "percentile_s"):
-        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
-        return result.percentile_s(metric, stat) <= slo_s
-    return result.latency_percentile_s(q) <= slo_s
+def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_per_token") -> bool:
+    """True when every request finished and `stat` of `metric` (ttft, tpot, e2e, latency_per_token)
+    is within the target."""
+    return result.finished == result.requests and result.percentile_s(metric, stat) <= slo_s
 
 
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
                  on_step: Callable[[int, int], None] | None = None, config=None,
-                 metric: str = "latency_per_token") -> RateSearch:
+                 metric: str = "latency_per_token", longer: Callable[[int], Workload] | None = None,
+                 max_requests: int | None = None) -> RateSearch:
     r"""Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
 
     Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate;
@@ -143,7 +150,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     slo_s : float
         Per-token latency target, seconds in (0, inf).
     statistic : str, optional
-        "median" (default) or "p90".
+        "median" (default, = "p50"), "p90" or "p99".
     reservation : str or None, optional
         As in `simulate`.
     rel_tol : float, optional
@@ -151,11 +158,21 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     on_step : callable or None, optional
         Called as on_step(done, expected) after each simulation.
     config : ServeConfig or None, optional
-        Run `engine.serve` with it instead of `simulate` (scheduler and reservation then unused); the
-        target applies to `metric` (ttft, tpot, e2e, latency_per_token) and the unloaded figure is a
-        run with every request alone (arrivals 10^6 x further apart than the saturated service).
+        Serve with it (`engine.run_serving`: the simulator where it covers the config, else the
+        engine; scheduler and reservation then unused); where the engine runs, the unloaded figure is
+        a run with every request alone (arrivals 10^6 x further apart than the saturated service).
+    longer : callable or None, optional
+        longer(n): the same kind of workload with n requests (a longer draw). Given, the rate found
+        is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
+        that longer workload below it, until the rate holds (`settled`) or the check would exceed
+        `max_requests` (default the larger of 100 x the workload's and `MAX_CHECK_REQUESTS`; `settled`
+        False: the metric did not settle).
+        Near the knee a short run's queue has not reached its steady state: its tail flatters.
+    max_requests : int or None, optional
+        The longest check `longer` may build (default max(100 x len(workload), MAX_CHECK_REQUESTS)).
     metric : str, optional
-        With `config`: the latency held to the target (default latency_per_token).
+        The latency held to the target: ttft, tpot, e2e or latency_per_token (default); other than
+        latency_per_token, the unloaded figure is a run with every request alone.
 
     Returns
     -------
@@ -183,40 +200,42 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
 
     check_number("slo_s", slo_s, low=0, low_open=True)
     check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
-    stats = STATISTICS if config is None else ENGINE_STATISTICS
-    q = stats[check_choice("statistic", statistic, tuple(stats))]
+    q = ENGINE_STATISTICS[check_choice("statistic", statistic, tuple(ENGINE_STATISTICS))]
+    stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
+    from llm_cost.serving.serve_result import METRICS
+
+    check_choice("slo_metric", metric, METRICS)
+    if config is not None and workload.concurrency is not None:
+        from llm_cost.errors import InvalidValueError
+
+        raise InvalidValueError("a closed loop sets its own rate: give a rate with concurrency, not a target",
+                                params=("concurrency", "slo_s"))
+    limit = max_requests if max_requests is not None else max(100 * len(workload), MAX_CHECK_REQUESTS)
     expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
     done = 0
 
-    def run(rate: float) -> SimResult:
-        """Simulate the workload at `rate` and count the evaluation."""
+    def run(wl: Workload, rate: float, counted: bool = True) -> ServeResult:
+        """Serve `wl` at `rate`; `counted`: one of the search's evaluations (the unloaded run is not)."""
         nonlocal done
         if config is not None:
-            from llm_cost.serving.engine import serve
-
-            r = serve(workload.at_rate(rate), replica, config)
+            r = run_serving(wl.at_rate(rate), replica, config)
         else:
-            r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
-                         reservation=reservation)
-        done += 1
-        if on_step:
-            on_step(done, max(expected, done))
+            r = simulate(wl.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation)
+        if counted:
+            done += 1
+            if on_step:
+                on_step(done, max(expected, done))
         return r
 
-    if config is not None:
-        from llm_cost.errors import InvalidValueError
-        from llm_cost.serving.engine import serve
-        from llm_cost.serving.serve_result import METRICS
+    def meets(r: ServeResult) -> bool:
+        return _meets(r, slo_s, stat, metric)
 
-        check_choice("slo_metric", metric, METRICS)
-        if workload.concurrency is not None:
-            raise InvalidValueError("a closed loop sets its own rate: give --rate with --concurrency, not --slo-ms",
-                                    params=("concurrency",))
-    everyone = run(math.inf)
-    if config is not None:
+    from llm_cost.serving.engine import run_serving, simulator_covers
+
+    everyone = run(workload, math.inf)
+    if (config is not None and not simulator_covers(workload, replica, config)) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
-        stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
-        unloaded = serve(workload.at_rate(alone_rate), replica, config).percentile_s(metric, stat)
+        unloaded = run(workload, alone_rate, counted=False).percentile_s(metric, stat)
     else:
         unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
     stuck = everyone.deadlock is not None
@@ -224,18 +243,39 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
     seed = everyone.throughput_req_per_s
     saturated = None if stuck else seed
-
-    def found(rate: float, result: SimResult | None) -> RateSearch:
-        """The search's result at `rate`, with the unloaded and saturated figures."""
-        return RateSearch(slo_s, statistic, rate, result, unloaded, saturated, done, stuck)
-
     if unloaded > slo_s:
-        return found(0.0, None)
-    hi = 1.25 * seed if seed > 0 else 1.0
+        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, done, stuck)
+    lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
+                       grow_up=True)
+    held = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
+    return RateSearch(slo_s, statistic, held[0], held[1], unloaded, saturated, done, stuck, *held[2:])
+
+
+def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: int, rel_tol: float) -> tuple:
+    """(rate, result, requests searched with, requests checked on, settled) after checking the rate on
+    runs `HOLD_FACTOR` x longer (`highest_rate`'s `longer`): where it misses, bisect again below it on
+    that longer run; settled None without `longer`, False when the next check would pass `limit`."""
+    n, held_on, settled = len(workload), 0, None
+    while longer is not None and lo > 0:
+        held_on = HOLD_FACTOR * n
+        if held_on > limit:
+            return lo, best, n, held_on, False
+        long_workload = longer(held_on)
+        if meets(run(long_workload, lo)):
+            return lo, best, n, held_on, True
+        n = held_on  # the rate missed on the longer run: search again on it, below the rate
+        lo, best = _bisect(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol, grow_up=False)
+        settled = False  # until a check passes
+    return lo, best, n, held_on, settled
+
+
+def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool):
+    """(highest rate that meets, its result) by bisection from (0, hi]: `grow_up` doubles hi while it
+    still meets (up to 8 times); the bracket ends when hi - lo <= rel_tol x hi. (0, None) if none met."""
     lo, best = 0.0, None
-    for _ in range(8):
+    for _ in range(8 if grow_up else 0):
         r = run(hi)
-        if not _meets(r, slo_s, q, metric):
+        if not meets(r):
             break
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
@@ -243,8 +283,8 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
             break
         mid = (lo + hi) / 2
         r = run(mid)
-        if _meets(r, slo_s, q, metric):
+        if meets(r):
             lo, best = mid, r
         else:
             hi = mid
-    return found(lo, best)
+    return lo, best

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from llm_cost.counts import BF16_BYTES
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, _settings, kv_capacity  # noqa: F401
+from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, capacity_settings, kv_capacity  # noqa: F401
 from llm_cost.serving.policies import model_max_len
 from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
@@ -288,7 +288,7 @@ class Replica:
             kv_tokens = cap.kv_tokens
         else:
             check_number("kv_tokens", kv_tokens, low=1, integer=True)
-        _, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
+        _, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
         cost = deployed_cost(IterationCost.from_roofline(model, gpu, profile, weights, kv_el),
                              model, gpu, weights, deployment)
         return cls(cost, int(kv_tokens), model_max_len(model, max_len),

@@ -14,7 +14,8 @@ from llm_cost.errors import InvalidValueError, check_choice, check_number
 RESERVATION_POLICIES = ("declared", "max_len", "none", "paged")
 PREEMPTIONS = ("recompute", "swap")
 SPEC_POLICIES = ("fixed", "off-above-batch", "adaptive")
-PIPELINES = ("orca", "microbatch")
+PIPELINES = ("orca", "microbatch", "serial")
+SCHEDULERS = ("iteration", "request")
 # PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b: about 63 GB/s per direction, quoted as 64 GB/s
 # (NVIDIA's H100 datasheet: "PCIe Gen5: 128GB/s" bidirectional). The host link of a GPU whose
 # datasheet interconnect is not PCIe (NVLink, Infinity Fabric, ICI are GPU-to-GPU links).
@@ -93,7 +94,24 @@ class ServeConfig:
         A `SpecConfig`, or None.
     pipeline
         With pipeline stages: `orca` (up to `stages` batches in flight, a request's next iteration
-        waits for its previous one) or `microbatch` (one batch split into `stages` microbatches).
+        waits for its previous one), `microbatch` (one batch split into `stages` microbatches) or
+        `serial` (one batch in flight: an iteration crosses the stages one after another).
+    scheduler
+        `iteration` (Orca's iteration-level scheduling, every policy above) or `request`
+        (FasterTransformer's request-level batches: max-length reservations, rows padded to the
+        longest prompt and output; `simulator.simulate` runs it, no other feature applies).
+
+    Examples
+    --------
+    vLLM's settings (paged blocks of 16, 1% of them kept free, recompute) with 4 drafts a sequence:
+
+    >>> cfg = ServeConfig(max_batch=64, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
+    >>> cfg.block_size, cfg.watermark, cfg.preemption, cfg.spec.gamma
+    (16, 0.01, 'recompute', 4)
+    >>> ServeConfig(reservation="lru")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.UnknownNameError: reservation must be one of declared, max_len, none, paged, got 'lru'
     """
 
     max_batch: int = 32
@@ -105,6 +123,7 @@ class ServeConfig:
     spec: SpecConfig | None = None
     pipeline: str = "orca"
     host_bytes_per_s: float = PCIE_GEN5_X16_BYTES_PER_S
+    scheduler: str = "iteration"
 
     def __post_init__(self) -> None:
         check_number("max_batch", self.max_batch, low=1, integer=True)
@@ -116,6 +135,13 @@ class ServeConfig:
             check_number("prefill_chunk", self.prefill_chunk, low=1, integer=True)
         check_choice("pipeline", self.pipeline, PIPELINES)
         check_number("host_bytes_per_s", self.host_bytes_per_s, low=0, low_open=True)
+        check_choice("scheduler", self.scheduler, SCHEDULERS)
+        if self.scheduler == "request" and self.reservation != "max_len":
+            raise InvalidValueError(f"reservation must be max_len with scheduler request (whole batches reserve the "
+                                    f"maximum length), got {self.reservation!r}", params=("reservation", "scheduler"))
+        if self.scheduler == "request" and (self.spec is not None or self.prefill_chunk is not None):
+            raise InvalidValueError("scheduler request runs whole batches: no speculation or prefill chunks; give "
+                                    "scheduler iteration", params=("scheduler",))
         if self.spec is not None and self.reservation == "none":
             raise InvalidValueError("speculation needs a reservation policy that can hold gamma + 1 rows: "
                                     "use declared, max_len or paged", params=("reservation",))

@@ -1,4 +1,6 @@
-"""What the serving engine measured: TTFT, TPOT, end-to-end latency and their tails, goodput, KV use.
+"""What a serving run measured: TTFT, TPOT, end-to-end latency and their tails, goodput, KV use.
+
+One type for every run, whatever scheduled it (`engine.serve` and its fast path, `simulator.simulate`).
 
 TTFT = first token - arrival (the iteration that completes the prefill, queueing included);
 TPOT = (finish - first token) / (output - 1) for outputs of two tokens or more; e2e = finish -
@@ -22,7 +24,22 @@ PERCENTILES = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}
 
 @dataclass(frozen=True)
 class ServeResult:
-    """One run of `engine.serve`. Seconds, tokens; nan for requests that never finished."""
+    """One run of `engine.serve`. Seconds, tokens; nan for requests that never finished.
+
+    Examples
+    --------
+    Exercise 10's two requests (4 prompt + 5 output tokens, 1 s per iteration) under Orca's
+    reservation: the second waits for the first's K/V, so its TTFT is 6 s.
+
+    >>> from llm_cost.serving.engine import serve
+    >>> from llm_cost.serving.replica import IterationCost, Replica
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048))
+    >>> r.first_token_s, r.finish_s, r.percentile_s("tpot", "p50"), r.throughput_req_per_s
+    ((1.0, 6.0), (5.0, 10.0), 1.0, 0.2)
+    >>> r.goodput_req_per_s(ttft_s=2.0), r.kv_used_peak_tokens
+    (0.1, 7.0)
+    """
 
     reservation: str
     max_batch: int
@@ -46,6 +63,16 @@ class ServeResult:
     mean_gamma: float  # gamma per decoding row, averaged over decode rows
     deadlock: Deadlock | None
     comm_s: float = 0.0
+    # what the step-level schedulers also count (`simulator.simulate`): the scheduler, K/V reserved and
+    # written (tokens; nan where the run does not tell them apart from K/V used), token rows computed
+    # (padding included) and needed (prompt + output - 1 of the requests that ran)
+    scheduler: str = "engine"
+    kv_reserved_mean_tokens: float = math.nan
+    kv_written_mean_tokens: float = math.nan
+    kv_reserved_peak_tokens: float = math.nan
+    kv_written_peak_tokens: float = math.nan
+    positions_computed: int = 0
+    positions_needed: int = 0
 
     @classmethod
     def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None) -> "ServeResult":
@@ -63,7 +90,8 @@ class ServeResult:
             preemptions=st["preemptions"], swap_bytes=st["swap_bytes"], draft_s=st["draft_s"],
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
-            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"])
+            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"],
+            positions_computed=st["rows"])
 
     @cached_property
     def _arrays(self):
@@ -95,6 +123,49 @@ class ServeResult:
         return float(self._arrays[3][self._arrays[4]].sum()) / s if s > 0 else 0.0
 
     @property
+    def output_tokens(self) -> int:
+        """Tokens the finished requests generated."""
+        return int(self._arrays[3][self._arrays[4]].sum())
+
+    @property
+    def comm_per_iteration_s(self) -> float:
+        """Mean seconds of collectives per iteration (0 on one GPU)."""
+        return self.comm_s / self.iterations if self.iterations else 0.0
+
+    @property
+    def latency_per_token_s(self) -> tuple:
+        """(finish - arrival) / output of the finished requests, in arrival order (seconds)."""
+        return tuple(self.values("latency_per_token").tolist())
+
+    @property
+    def ttft_s(self) -> tuple:
+        """First token - arrival of the finished requests, in arrival order (seconds)."""
+        return tuple(self.values("ttft").tolist())
+
+    def latency_percentile_s(self, q: float) -> float:
+        """The q-th percentile (0..100, linear interpolation) of latency per token; nan if none finished."""
+        return self._percentile("latency_per_token", q)
+
+    def ttft_percentile_s(self, q: float) -> float:
+        """The q-th percentile (0..100) of time to first token; nan if none finished."""
+        return self._percentile("ttft", q)
+
+    @property
+    def latency_per_token_median_s(self) -> float:
+        return self.latency_percentile_s(50)
+
+    @property
+    def latency_per_token_p90_s(self) -> float:
+        return self.latency_percentile_s(90)
+
+    @property
+    def kv_reserved_over_written(self) -> float:
+        """Mean reserved / mean written (the lecture §3.5: about 2.5 for Orca with max_gen 512); nan
+        where the run does not count them apart."""
+        w = self.kv_written_mean_tokens
+        return self.kv_reserved_mean_tokens / w if w else math.nan
+
+    @property
     def kv_utilisation(self) -> float:
         """Mean K/V held (paged: whole blocks) / capacity, a fraction."""
         return self.kv_used_mean_tokens / self.kv_capacity_tokens
@@ -124,14 +195,16 @@ class ServeResult:
 
     def percentile_s(self, metric: str, stat: str = "p50") -> float:
         """A percentile (median, p50, p90, p99) or `mean` of `metric`; nan when none finished."""
+        if stat == "mean":
+            v = self.values(metric)
+            return float(v.mean()) if v.size else math.nan
+        return self._percentile(metric, PERCENTILES[stat])
+
+    def _percentile(self, metric: str, q: float) -> float:
         import numpy as np
 
         v = self.values(metric)
-        if not v.size:
-            return math.nan
-        if stat == "mean":
-            return float(v.mean())
-        return float(np.percentile(v, PERCENTILES[stat]))
+        return float(np.percentile(v, q)) if v.size else math.nan
 
     def goodput_req_per_s(self, ttft_s: float | None = None, tpot_s: float | None = None) -> float:
         """Finished requests within both targets (None: no target) per second of the run.

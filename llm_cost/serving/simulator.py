@@ -28,7 +28,7 @@ crosses every stage and the next iteration starts when it is done (no microbatch
 pp > 1 replica's throughput is a lower bound: the stages idle while the others work). The
 deployment's other replicas each serve as many requests again: the arrival rate simulated is one
 replica's (a balancer splitting Poisson arrivals evenly), the rows multiply by the replicas.
-`SimResult.comm_s` sums the collectives' seconds (hidden ones too, under overlap_comm).
+`ServeResult.comm_s` sums the collectives' seconds (hidden ones too, under overlap_comm).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving.replica import NOT_MODELLED, Replica
-from llm_cost.serving.sim_result import SimResult, _Stats
+from llm_cost.serving.serve_result import ServeResult
+from llm_cost.serving.sim_result import SimStats
 from llm_cost.serving.workload import Workload
 from llm_cost.roofline import causal_pairs
 
@@ -48,7 +49,7 @@ SCHEDULERS = ("request", "iteration", "none")
 
 
 def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteration",
-             max_batch: int = 32, reservation: str | None = None) -> SimResult:
+             max_batch: int = 32, reservation: str | None = None) -> ServeResult:
     r"""Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.
 
     reservation: `request` always reserves max_len; `iteration` reserves `declared` (default)
@@ -73,8 +74,9 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
 
     Returns
     -------
-    SimResult
-        Finish times, per-token latencies, throughput, KV use and any deadlock.
+    ServeResult
+        Finish times, TTFT / TPOT / latency tails, throughput, KV reserved and written, any deadlock
+        (the engine's result type: `scheduler` says which ran).
 
     Examples
     --------
@@ -119,7 +121,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     if reservation == "max_len" and max(p + d for p, d in zip(workload.prompt, workload.declared_gen)) > max_len:
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({max_len})", params=("max_len",))
     arrivals = workload.arrival_s
-    st = _Stats()
+    st = SimStats()
     st.first = [math.nan] * len(workload)
     if scheduler == "request":
         if max(workload.prompt) + max(workload.output) - 1 > max_len:
@@ -130,26 +132,33 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     else:
         finish, deadlock = _iteration_level(workload, arrivals, replica, max_batch, res, reservation, st)
         needed = st.rows
-    done = [i for i, f in enumerate(finish) if f == f]
-    generated = sum(workload.output[i] for i in done)
-    lat = tuple((finish[i] - arrivals[i]) / workload.output[i] for i in done)
-    span = max((finish[i] for i in done), default=0.0) - arrivals[0]
     busy = st.busy or 1.0
     if reservation == "none":  # KV is allocated as it is written
         st.area_r, st.peak_r = st.area_w, st.peak_w
-    return SimResult(
-        scheduler=scheduler, reservation=reservation, max_batch=int(max_batch),
-        rate_req_per_s=workload.rate_req_per_s, requests=len(workload), kv_capacity_tokens=cap,
-        finish_s=tuple(finish), latency_per_token_s=lat,
-        throughput_req_per_s=len(done) / span if span > 0 else math.inf if done else 0.0,
-        iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
+    end_s = deadlock.time_s if deadlock is not None else max((f for f in finish if f == f), default=0.0)
+    return ServeResult(
+        reservation=reservation, max_batch=int(max_batch), rate_req_per_s=workload.rate_req_per_s,
+        requests=len(workload), kv_capacity_tokens=cap, arrival_s=tuple(arrivals), first_token_s=tuple(st.first),
+        finish_s=tuple(finish), output=tuple(workload.output), iterations=st.iterations, busy_s=st.busy,
+        mean_batch=st.area_n / busy, kv_used_mean_tokens=st.area_w / busy, kv_used_peak_tokens=float(st.peak_w),
+        preemptions=0, swap_bytes=0.0, draft_s=0.0, mean_in_system=_mean_in_system(arrivals, finish, end_s),
+        tokens_per_round=0.0, mean_gamma=0.0, deadlock=deadlock, comm_s=st.comm, scheduler=scheduler,
         kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
         kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
-        positions_computed=st.rows, positions_needed=needed, deadlock=deadlock,
-        output_tokens=int(generated), comm_s=st.comm, ttft_s=tuple(st.first[i] - arrivals[i] for i in done))
+        positions_computed=st.rows, positions_needed=needed)
 
 
-def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: _Stats) -> list[float]:
+def _mean_in_system(arrivals, finish, end_s: float) -> float:
+    """Requests in the system averaged over first arrival .. `end_s` (Little's area: each request's
+    time from arrival to its finish, or to `end_s` if it never finished)."""
+    span = end_s - arrivals[0] if arrivals else 0.0
+    if span <= 0:
+        return 0.0
+    area = sum((f if f == f else end_s) - a for a, f in zip(arrivals, finish) if a <= end_s)
+    return area / span
+
+
+def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st: SimStats) -> list[float]:
     """Batches run to completion; rows padded to the longest prompt and the longest output."""
     cost = replica.cost
     prompt, output, n = wl.prompt, wl.output, len(wl)
@@ -193,7 +202,7 @@ def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st:
 
 
 def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, res: list[int],
-                     reservation: str, st: _Stats):
+                     reservation: str, st: SimStats):
     """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
     that reaches its output; its KV is prompt + generated - 1."""

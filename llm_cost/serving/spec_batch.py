@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from llm_cost.roofline import causal_pairs
 from llm_cost.serving.serve_config import SpecConfig
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 
@@ -100,7 +101,7 @@ def choose_gamma(spec: SpecConfig, cost, decoders, kv) -> int:
     best, best_rate = 0, -1.0
     for g in range(spec.gamma + 1):
         r = g + 1
-        t = cost.time(b * r, ctx + b * r, r * ctx + b * r * (r + 1) / 2) + g * draft
+        t = cost.time(b * r, ctx + b * r, r * ctx + b * causal_pairs(r)) + g * draft
         rate = b * float(expected_tokens_unchecked(spec.alpha, g)) / t
         if rate > best_rate * (1 + 1e-12):
             best, best_rate = g, rate

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from llm_cost.serving.kv_blocks import blocks_for
+
 CHUNK = 1 << 14  # requests per generator
 
 
@@ -43,7 +45,7 @@ class AcceptanceStreams:
         self._len = np.minimum(self._need, est.astype(np.int64))
         self._first: dict[int, tuple] = {}
         self._second: dict[int, np.ndarray] = {}  # sequence -> G of its rounds past the first L[i]
-        self._round: dict[int, int] = {}
+        self.rounds_drawn: dict[int, int] = {}  # sequence -> rounds drawn so far (the engine hands it over)
         self._cache: dict[int, list] = {}
 
     def _counts(self, u):
@@ -87,8 +89,8 @@ class AcceptanceStreams:
 
     def accepted(self, i: int, gamma: int) -> int:
         """Drafts sequence i accepts in its next round of `gamma` (the general loop, round by round)."""
-        j = self._round.get(i, 0)
-        self._round[i] = j + 1
+        j = self.rounds_drawn.get(i, 0)
+        self.rounds_drawn[i] = j + 1
         cached = self._cache.get(i)
         if cached is None:
             cached = self._cache[i] = self.stream(i).tolist()
@@ -160,10 +162,5 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
 
 
 def _blocks(kv, ahead: int, block: int):
-    """ceil((kv + ahead) / block) of an int64 array (a shift for a power of two)."""
-    up = kv + (ahead + block - 1)
-    if block & (block - 1) == 0:
-        up >>= block.bit_length() - 1
-    else:
-        up //= block
-    return up
+    """ceil((kv + ahead) / block) of an int64 array (`kv_blocks.blocks_for`)."""
+    return blocks_for(kv + ahead, block)

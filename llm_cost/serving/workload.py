@@ -108,7 +108,7 @@ class Workload:
         >>> wl.at_rate(2.0).arrival_s == tuple(t / 2 for t in wl.arrival_s), wl.at_rate(float("inf")).arrival_s
         (True, (0.0, 0.0, 0.0))
         """
-        _check_rate(rate)
+        check_rate(rate)
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
                         self.seed, self.description, self.concurrency)
 
@@ -118,7 +118,7 @@ class Workload:
         return tuple(p + o - 1 for p, o in zip(self.prompt, self.output))
 
 
-def _check_rate(rate: float) -> None:
+def check_rate(rate: float) -> None:
     """Raise unless `rate` is in (0, inf]."""
     if isinstance(rate, float) and math.isinf(rate) and rate > 0:
         return
@@ -185,7 +185,7 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
     import numpy as np
 
     check_number("requests", requests, low=1, integer=True)
-    _check_rate(rate)
+    check_rate(rate)
     check_number("seed", seed, low=0, integer=True)
     p_lo, p_hi = _lengths("prompt_len", prompt, 1)
     o_lo, o_hi = _lengths("output_len", output, 1)

@@ -160,10 +160,10 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
     """
     import numpy as np
 
-    from llm_cost.serving.workload import _check_rate
+    from llm_cost.serving.workload import check_rate
 
     check_number("requests", requests, low=1, integer=True)
-    _check_rate(rate)
+    check_rate(rate)
     check_number("seed", seed, low=0, integer=True)
     p_spec, o_spec = parse_length("prompt_len", prompt), parse_length("output_len", output)
     arr = parse_arrivals(arrivals)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.plan.search import Grid
+from llm_cost.planner.search import Grid
 
 MAX_SECONDS = 1e6
 
@@ -92,7 +92,20 @@ class Plan:
 
 def plan(grid: Grid, target: Target, *, usd_per_gpu_hour: dict | None = None) -> Plan:
     """The `Plan` of `grid` under `target` (module doc); with a price for every accelerator the
-    frontier trades dollars per million output tokens against tokens/s per user."""
+    frontier trades dollars per million output tokens against tokens/s per user.
+
+    Examples
+    --------
+    Llama-3-8B on up to 2 H100s, 1,024-token prompts and 128-token outputs, TTFT <= 500 ms and
+    TPOT <= 20 ms (lecture preset): of 240 configurations 134 meet the target, 7 on the frontier.
+
+    >>> import llm_cost as lc
+    >>> space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 2)
+    >>> grid = lc.evaluate(space, lc.PRESETS["lecture"], isl=1024, osl=128)
+    >>> best = lc.plan(grid, lc.Target(ttft_s=0.5, tpot_s=0.02))
+    >>> best.counts["searched"], best.counts["meet"], best.counts["frontier"]
+    (240, 134, 7)
+    """
     prices = dict(usd_per_gpu_hour or {})
     names = {grp.gpu.name for grp in grid.space.groups}
     for name, price in prices.items():

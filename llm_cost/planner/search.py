@@ -27,7 +27,7 @@ import numpy as np
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.counts import layer_windows
 from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit, workspace_bytes
-from llm_cost.plan.space import PlanSpace
+from llm_cost.planner.space import PlanSpace
 from llm_cost.requests import gpu_seconds
 from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked

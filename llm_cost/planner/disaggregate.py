@@ -22,8 +22,8 @@ import numpy as np
 
 from llm_cost.counts import kv_bytes
 from llm_cost.parallel import send_s
-from llm_cost.plan.frontier import Target
-from llm_cost.plan.search import Grid
+from llm_cost.planner.frontier import Target
+from llm_cost.planner.search import Grid
 
 
 @dataclass(frozen=True)

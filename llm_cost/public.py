@@ -1,0 +1,64 @@
+"""The package's `step_time`: one forward pass on one GPU or on a deployment.
+
+`llm_cost.roofline.step_time` is the one-GPU roofline and `llm_cost.parallel.deployed_step_time`
+the same pass on tp x pp GPUs; a script asks `lc.step_time(..., deployment=...)` for either. This
+module sits above `parallel` (it imports both floors) and adds no formula of its own.
+"""
+
+from __future__ import annotations
+
+from llm_cost.errors import InvalidValueError
+from llm_cost.specs import BF16, WeightFormat
+
+
+def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,
+              kv_bytes_per_element: float | None = None, deployment=None):
+    """T(m) of one forward pass (`roofline.step_time`), on `deployment` when one is given.
+
+    .. math:: T = \\mathit{stages} \\cdot \\max(B_{read} / (BW\\,\\eta_{bw}),\\ F / (F_{peak}\\,\\eta_f))
+              + \\mathit{comm} + t_{fixed}
+
+    Parameters
+    ----------
+    model, gpu, profile
+        Specs, or catalog names (`"llama-3-8b"`, `"h100-sxm"`, `"article"`).
+    rows, batch, context
+        Token rows, sequences and cached tokens per sequence (`roofline.step_time`).
+    weights
+        Weight format.
+    kv_bytes_per_element
+        Bytes of one K or V element on one GPU (default 2, BF16); with a deployment its `kv_dtype`
+        says it instead.
+    deployment
+        A `Deployment` (tp, pp, ep, kv_dtype): one GPU's share of the pass plus the collectives
+        (`parallel.deployed_step_time`); None: one GPU.
+
+    Returns
+    -------
+    StepTime
+        Bytes, FLOPs and seconds (memory_s, compute_s, comm_s, total_s) of the pass.
+
+    Examples
+    --------
+    The article's decode bound of Llama-3-8B on an H100 (§1.2), then Llama-3-70B on 4 of them:
+
+    >>> import llm_cost as lc
+    >>> round(lc.step_time("llama-3-8b", "h100-sxm", "article").total_s * 1e3, 2)
+    4.79
+    >>> t = lc.step_time("llama-3-70b", "h100-sxm", "article", deployment=lc.Deployment(tp=4))
+    >>> round(t.memory_s * 1e3, 2), t.bound
+    (10.53, 'memory')
+    """
+    if deployment is None:
+        from llm_cost.roofline import step_time as one_gpu
+        from llm_cost.counts.params import BF16_BYTES
+
+        return one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
+                       kv_bytes_per_element=BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element)
+    if kv_bytes_per_element is not None:
+        raise InvalidValueError("kv_bytes_per_element and deployment exclude each other: give the K/V precision "
+                                "as the deployment's kv_dtype", params=("kv_bytes_per_element", "deployment"))
+    from llm_cost.parallel import deployed_step_time
+
+    return deployed_step_time(model, gpu, profile, deployment, rows=rows, batch=batch, context=context,
+                              weights=weights)
