@@ -140,13 +140,16 @@ def _expert_share(model: ModelSpec) -> float:
     return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active
 
 
+STATE_MOVES_PER_PASS = 2.0  # a pass reads every recurrent layer's state and writes it back
+
+
 def state_tokens_per_sequence(model: ModelSpec, kv_bytes_per_element: float) -> float:
     """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens: each pass reads
     every recurrent layer's state and writes it back, 2 x `counts.recurrent.state_in_kv_tokens`
     (0 without recurrent layers), so that `PassCost` moves it as kv_tokens."""
     from llm_cost.counts.recurrent import state_in_kv_tokens
 
-    return 2.0 * state_in_kv_tokens(model, kv_bytes_per_element)
+    return STATE_MOVES_PER_PASS * state_in_kv_tokens(model, kv_bytes_per_element)
 
 
 def recurrent_row_flops(model: ModelSpec) -> float:

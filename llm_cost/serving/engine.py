@@ -133,8 +133,8 @@ def simulator_covers(workload: Workload, replica: Replica, config: ServeConfig) 
     values = {f.name: getattr(config, f.name) for f in fields(config)}
     if not all(name in SIMULATOR_FEATURES and SIMULATOR_FEATURES[name](v, config) for name, v in values.items()):
         return False
-    if replica.cost.kv_windows or workload.concurrency is not None:
-        return False
+    if replica.cost.kv_windows or replica.cost.state_tokens or workload.concurrency is not None:
+        return False  # windows and a hybrid's state per sequence: the engine's K/V ledger counts them
     return replica.cost.stages == 1 or config.pipeline == "serial"
 
 

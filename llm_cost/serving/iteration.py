@@ -19,15 +19,26 @@ from llm_cost.roofline import causal_pairs
 
 
 def held_tokens_fn(cost):
-    """K(c): all-layer tokens a sequence of c tokens holds (module doc); identity without windows."""
-    if not cost.kv_windows:
+    """K(c): all-layer tokens a sequence of c tokens holds (module doc); None where that is c itself.
+
+    Windowed layers hold at most their window; a hybrid's recurrent layers hold a fixed state per
+    sequence (in all-layer K/V tokens: `PassCost.state_tokens`, the state a pass moves, over
+    `STATE_MOVES_PER_PASS`), from its first token to its last:
+
+        K(c) = (full c + sum_w n_w min(c, w)) / layers + state  (c > 0),   K(0) = 0
+    """
+    from llm_cost.roofline.pass_terms import STATE_MOVES_PER_PASS
+
+    state = cost.state_tokens / STATE_MOVES_PER_PASS
+    if not cost.kv_windows and not state:
         return None
     layers = cost.num_layers
     windows = cost.kv_windows
     full = layers - sum(n for _, n in windows)
 
     def held(c):
-        return (full * c + sum(n * (c if c < w else w) for w, n in windows)) / layers
+        tokens = (full * c + sum(n * (c if c < w else w) for w, n in windows)) / layers if windows else c
+        return tokens + state if c > 0 else tokens
     return held
 
 

@@ -323,10 +323,11 @@ def refuse_windowed(model: ModelSpec) -> None:
     """
     from llm_cost.counts import layer_windows
 
-    if model.recurrent is not None:  # its blocks would hold K/V tokens, not a state per sequence
+    if model.recurrent is not None:  # its counters would hold K/V tokens, not a state per sequence
         raise InvalidValueError(f"{model.name} keeps a recurrent state in {model.num_recurrent_layers} of "
-                                f"{model.num_layers} layers: the batching simulator's blocks hold K/V tokens, not "
-                                f"a fixed state per sequence; step_time and sequences_that_fit count its state", params=("model",))
+                                f"{model.num_layers} layers: the step-level simulator's counters hold K/V tokens, not "
+                                f"a fixed state per sequence; the serving engine counts it (windowed=True: every "
+                                f"`batching` run)", params=("model",))
     windows = layer_windows(model)
     if not windows:
         return

@@ -104,7 +104,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     """
     check_choice("scheduler", scheduler, SCHEDULERS)
     check_number("max_batch", max_batch, low=1, integer=True)
-    if replica.cost.kv_windows:  # an IterationCost of a windowed model, built without from_specs
+    if replica.cost.kv_windows or replica.cost.state_tokens:  # built without from_specs (which refuses them)
         raise InvalidValueError(f"{replica.description or 'this replica'}: the model has sliding or chunked "
                                 f"attention layers; {NOT_MODELLED}", params=("replica",))
     allowed = {"request": ("max_len",), "iteration": ("declared", "max_len"), "none": ("none",)}[scheduler]
