@@ -83,3 +83,16 @@ def test_check_summary_one_row_per_invariant_and_all_for_pairs():
     assert [c.strip() for c in line.split("│")[-4:-1]] == ["2", "2", "0"]
     rows = json.loads(_run(*args, "--format", "json").stdout)
     assert sum(r["invariant"] == "t_rows_monotone" for r in rows) == 2  # json: every pair
+
+
+def test_capacity_compares_gpus_and_models_in_one_command():
+    """Issue 28, deliverable 6: --gpu and --model repeat on `capacity`, one row each, the same figures as
+    one command per pair."""
+    both = json.loads(_run("capacity", "--model", "gpt-3-13b", "--model", "llama-3-8b", "--gpu", "a100-40gb",
+                           "--gpu", "h100-sxm", "--format", "json").stdout)
+    assert [(r["model"], r["gpu"]) for r in both] == [("gpt-3-13b", "A100 40GB"), ("gpt-3-13b", "H100 SXM"),
+                                                      ("llama-3-8b", "A100 40GB"), ("llama-3-8b", "H100 SXM")]
+    one = json.loads(_run("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--format", "json").stdout)
+    assert both[3] == one[0]
+    table = _run("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--gpu", "h100-sxm", columns=80).stdout
+    assert table.count("A100 40GB") >= 2 or table.count("A100") >= 2  # every stacked table keeps model and gpu

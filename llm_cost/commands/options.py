@@ -11,6 +11,9 @@ import typer
 Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
 GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
+# Repeatable: one row for each model and each GPU (compare in one command)
+ModelsOpt = Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable: a row each).")]
+GpusOpt = Annotated[List[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON (repeatable: a row each).")]
 Preset = Annotated[str, typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (llm-cost calibrate -o).")]
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
 BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]

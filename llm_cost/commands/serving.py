@@ -7,8 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt,
-                                       KvTokens, MaxLen, ModelOpt, OutputLen, Preset, PromptLen, Rates, Requests,
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
+                                       KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
                                        Reserve, Seed, SpecAlpha, SpecGamma, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -69,12 +69,30 @@ CAPACITY_DRAFT_COLUMNS = [
 ]
 
 
+def _capacity_row(spec, acc, deployment, kv_el, *, reserve, prompt, max_gen, gen, max_len, weights, draft) -> dict:
+    """One (model, GPU) row of `capacity`, with the draft's fields when a draft is given."""
+    from llm_cost.catalog import load_model
+    from llm_cost.commands import parse
+    from llm_cost.report.serving_rows import capacity_row
+
+    row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
+                       weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment)
+    if draft is not None:
+        from llm_cost.report.serving_rows import draft_fields
+        from llm_cost.serving.draft_memory import draft_memory
+
+        dmem = draft_memory(spec, load_model(draft), acc, reserve=reserve, weights=parse.weights(weights),
+                            kv_bytes_per_element=kv_el, deployment=deployment)
+        row.update(draft_fields(dmem, tokens_per_sequence=prompt + row["gen"]))
+    return row
+
+
 @command("capacity", epilog="Example: llm-cost capacity --model gpt-3-13b --gpu a100-40gb --reserve 0.1 "
                             "--prompt 272 --max-gen 512 --gen 64.5")
 @deployment_options
 def capacity_cmd(
-    model: ModelOpt = LECTURE_SERVING.model,
-    gpu: GpuOpt = LECTURE_SERVING.gpu,
+    model: ModelsOpt = [LECTURE_SERVING.model],  # noqa: B006
+    gpu: GpusOpt = [LECTURE_SERVING.gpu],  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
     prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
     max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
@@ -101,42 +119,42 @@ def capacity_cmd(
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report.serving_rows import capacity_row
 
-    spec, acc = load_model(model), load_accelerator(gpu)
+    specs, accs = [load_model(m) for m in model], [load_accelerator(g) for g in gpu]
     dtype, kv_el = kv_settings(deploy.kv_dtype, kv_bytes)
     deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
-    row = capacity_row(spec, acc, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen, max_len=max_len,
-                       weights=parse.weights(weights), kv_bytes_per_element=kv_el, deployment=deployment)
-    if draft is not None:
-        from llm_cost.report.serving_rows import draft_fields
-        from llm_cost.serving.draft_memory import draft_memory
-
-        dmem = draft_memory(spec, load_model(draft), acc, reserve=reserve, weights=parse.weights(weights),
-                            kv_bytes_per_element=kv_el, deployment=deployment)
-        row.update(draft_fields(dmem, tokens_per_sequence=prompt + row["gen"]))
+    rows = [_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
+                          max_len=max_len, weights=weights, draft=draft)
+            for spec in specs for acc in accs]
+    row = rows[0]
+    lengths = sorted({r["max_len"] for r in rows})
+    at_max = f"{lengths[0]:g}" if len(lengths) == 1 else "each model's (the rows' max_len)"
     caption = (f"{reserve:.0%} of the {deployment.basis} memory held back. KV tokens a request holds: "
-               f"at max len {row['max_len']:g}; "
+               f"at max len {at_max}; "
                f"at prompt+max_gen {prompt:g} prompt + {max_gen:g} declared = {prompt + max_gen:g}; "
                f"with no reservation it grows to {prompt:g} prompt + {row['gen']:g} generated = "
                f"{prompt + row['gen']:g}")
-    if row["shortfall_bytes"]:
-        caption = f"the weights do not fit: {row['shortfall_bytes'] / 1e9:.2f} GB short; " + caption
+    short = [r for r in rows if r["shortfall_bytes"]]
+    if short:
+        caption = ("the weights do not fit: " + ", ".join(
+            f"{r['model']} on {r['gpu']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
     from llm_cost.serving.replica import deployment_label
 
     split = deployment_label(deployment)
     columns = CAPACITY_COLUMNS + (CAPACITY_DEPLOYED_COLUMNS if split else [])
-    if not row["fits"]:
+    if not all(r["fits"] for r in rows):
         columns = columns + [FIT_COLUMN]
     if draft is not None:
         columns = columns + CAPACITY_DRAFT_COLUMNS
-        caption += (f"; the draft {row['draft']} holds {row['draft_weight_bytes'] / 1e9:.2f} GB and "
-                    f"{row['draft_kv_bytes_per_token']:.0f} bytes of K/V a token: {row['kv_tokens_with_draft']:,} "
-                    f"tokens of both fit, {row['sequences_lost_to_draft']} sequences fewer with no reservation")
+        caption += "".join(
+            f"; the draft {r['draft']} holds {r['draft_weight_bytes'] / 1e9:.2f} GB and "
+            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu']}: "
+            f"{r['kv_tokens_with_draft']:,} tokens of both fit, {r['sequences_lost_to_draft']} sequences fewer "
+            f"with no reservation" for r in rows)
     if split:
         caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
-    emit([row], columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
+    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
          caption=caption)
     warn_unfit([row], deploy.strict, suffix="")
 

@@ -130,24 +130,27 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
 
 
 def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
-    """Column indices split into tables that each fit `screen`, every one led by column 0 (the row's
-    key), in order; None when column 0 and any one other column cannot fit together."""
-    groups: list[list[int]] = []
-    current = [0]
-    for i in range(1, len(columns)):
-        trial = current + [i]
-        if _fitted_widths([columns[j] for j in trial], [[line[j] for j in trial] for line in cells], screen):
-            current = trial
-            continue
-        if len(current) == 1:
-            return None
-        groups.append(current)
-        current = [0, i]
-        if _fitted_widths([columns[j] for j in current], [[line[j] for j in current] for line in cells],
-                          screen) is None:
-            return None
-    groups.append(current)
-    return groups
+    """Column indices split into tables that each fit `screen`, in order, every one led by the row's
+    key: its leading text columns (`model`, `gpu`), or column 0 alone when those do not fit beside
+    another; None when the key and any one other column cannot fit together."""
+    def fits(group):
+        return _fitted_widths([columns[j] for j in group], [[line[j] for j in group] for line in cells], screen)
+
+    lead = next((i for i, c in enumerate(columns) if _numeric(c)), len(columns))
+    for keys in ([*range(max(lead, 1))], [0]):
+        groups, current = [], list(keys)
+        for i in range(len(keys), len(columns)):
+            if fits(current + [i]):
+                current.append(i)
+                continue
+            if len(current) == len(keys) or not fits(keys + [i]):
+                break
+            groups.append(current)
+            current = keys + [i]
+        else:
+            groups.append(current)
+            return groups
+    return None
 
 
 def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
