@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from llm_cost.cli import app
@@ -54,7 +56,7 @@ def test_table_marks_figures_whose_weights_do_not_fit():
     line = next(ln for ln in out.stdout.splitlines() if "decode step lower bound" in ln and "BF16" in ln)
     assert "4.79 " in line and "42.12†" in line and "4.79†" not in line
     assert "† That format's weights do not fit" in out.stdout
-    assert "1 of 2 models have figures that cannot run as stated" in out.stderr
+    assert "1 of 2 model columns have figures that cannot run as stated" in out.stderr
     assert "llama-3-70b: BF16 weights do not fit" in out.stderr
 
 
@@ -96,3 +98,15 @@ def test_capacity_compares_gpus_and_models_in_one_command():
     assert both[3] == one[0]
     table = _run("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--gpu", "h100-sxm", columns=80).stdout
     assert table.count("A100 40GB") >= 2 or table.count("A100") >= 2  # every stacked table keeps model and gpu
+
+
+def test_table_compares_gpus_one_table_each():
+    """Issue 28, deliverable 6: `table --gpu A --gpu B` prints one table per GPU (its memory and peaks
+    label its rows) and JSON one row per model and GPU: the article's 4.79 ms on the H100, H200's own."""
+    out = _run("table", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpu", "h200", columns=120)
+    assert out.exit_code == 0, out.output
+    assert "Cost table: H100 SXM" in out.stdout and "Cost table: H200" in out.stdout
+    rows = json.loads(_run("table", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpu", "h200", "-f", "json").stdout)
+    assert [r["gpu"] for r in rows] == ["H100 SXM", "H200 SXM"]
+    assert round(rows[0]["decode_step_s_bf16"] * 1e3, 2) == 4.79  # the article §2.4
+    assert rows[1]["decode_step_s_bf16"] == pytest.approx(rows[0]["weight_bytes_bf16"] / 4.8e12)  # H200: 4.8 TB/s

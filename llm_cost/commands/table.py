@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, GpuOpt, Reserve)
+from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -22,7 +22,7 @@ FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, ma
 @deployment_options
 def table_cmd(
     model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = list(DEFAULT_MODELS),  # noqa: B006
-    gpu: GpuOpt = DEFAULT_GPU,
+    gpu: GpusOpt = [DEFAULT_GPU],  # noqa: B006
     alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = DEFAULT_ALPHA,
     gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = DEFAULT_GAMMA,
     c: Annotated[float, typer.Option("--c", help="Draft step over target step of the speculative row, >= 0.")] = DEFAULT_C,
@@ -50,26 +50,30 @@ def table_cmd(
 
     from llm_cost.commands import parse
 
-    specs, acc = [load_model(m) for m in model], load_accelerator(gpu)
+    specs = [load_model(m) for m in model]
     deployment = parse.deployment(deploy, reserve=reserve)  # cost_row: the article's memory basis unless given
-    rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
-                      mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
-    split = deployment.label + (" (per GPU)" if deployment.label else "")
-    title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
+    every = []
+    for n, acc in enumerate(load_accelerator(g) for g in gpu):  # one table per GPU: its labels are its own
+        rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
+                          mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+        every += rows
+        if fmt in ("json", "csv"):
+            continue
+        if n:
+            print()
+        split = deployment.label + (" (per GPU)" if deployment.label else "")
+        title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
+        view, columns = table_view(rows, contexts=context)
+        notes = table_notes(rows)
+        columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
+        if fmt == "markdown":
+            render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
+        else:
+            render(view, columns, fmt, title=title)
+            print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
     if fmt in ("json", "csv"):
-        render(rows, [], fmt)
-        _warn(rows, deploy.strict)
-        return
-    view, columns = table_view(rows, contexts=context)
-    notes = table_notes(rows)
-    columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
-    if fmt == "markdown":
-        render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
-        _warn(rows, deploy.strict)
-        return
-    render(view, columns, fmt, title=title)
-    print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
-    _warn(rows, deploy.strict)
+        render(every, [], fmt)
+    _warn(every, deploy.strict)
 
 
 def _warn(rows, strict: bool) -> None:
@@ -80,7 +84,7 @@ def _warn(rows, strict: bool) -> None:
 
     unfit = [r["fit_note"] for r in rows if r.get("fits") is False]
     if unfit:
-        typer.echo(f"Warning: {len(unfit)} of {len(rows)} models have figures that cannot run as stated "
+        typer.echo(f"Warning: {len(unfit)} of {len(rows)} model columns have figures that cannot run as stated "
                    f"(marked in the table): " + "; ".join(unfit), err=True)
         if strict:
             raise typer.Exit(EXIT_BAD_INPUT)
