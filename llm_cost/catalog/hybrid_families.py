@@ -18,8 +18,8 @@ cannot be read is refused, never counted as all-attention.
   false: shared tables) and a Qwen3-VL style vision tower in `vision_config` (`multimodal.qwen_vision`).
 - minimax_m1 (MiniMaxM1ForCausalLM): lightning attention where `attn_type_list` is 0, softmax GQA
   attention where it is 1; every layer MoE (router without bias).
-- granitemoehybrid (Granite 4.0-H) and nemotron_h (Nemotron-H, Nemotron Nano 2): Mamba-2 hybrids
-  (their adapters below say what each layer holds).
+- granitemoehybrid (Granite 4.0-H), bamba (Bamba-9B) and nemotron_h (Nemotron-H, Nemotron Nano 2):
+  Mamba-2 hybrids; jamba: a Mamba-1 hybrid (their adapters below say what each layer holds).
 """
 
 from __future__ import annotations
@@ -107,8 +107,14 @@ MAMBA_LAYER_NAMES = {"mamba": "recurrent", "attention": "full"}  # GraniteMoeHyb
 
 
 def _mamba2(f: Fields) -> RecurrentSpec:
-    """The Mamba2Mixer of Bamba / GraniteMoeHybrid keys (`mamba_*`), checked against mamba_expand."""
-    spec = RecurrentSpec("mamba2", num_heads=f.int("mamba_n_heads"), head_dim=f.int("mamba_d_head"),
+    """The Mamba2Mixer of Bamba / GraniteMoeHybrid keys (`mamba_*`), checked against mamba_expand.
+    `mamba_d_head` "auto" is mamba_expand x hidden_size / mamba_n_heads (BambaConfig)."""
+    heads = f.int("mamba_n_heads")
+    if f.get("mamba_d_head", None) == "auto":
+        head_dim = f.int("mamba_expand", 2) * f.int("hidden_size") // heads
+    else:
+        head_dim = f.int("mamba_d_head")
+    spec = RecurrentSpec("mamba2", num_heads=heads, head_dim=head_dim,
                          state_dim=f.int("mamba_d_state"), num_groups=f.int("mamba_n_groups", 1),
                          conv_kernel=f.int("mamba_d_conv", 4), conv_bias=f.bool("mamba_conv_bias", True),
                          proj_bias=f.bool("mamba_proj_bias", False))
@@ -140,6 +146,20 @@ def _granitemoehybrid(f: Fields) -> dict:
     moe = moe_spec(f, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
                    layout_key="num_local_experts", shared=1)
     return spec | {"moe": moe, "shared_expert_intermediate_size": shared}
+
+
+def _bamba(f: Fields) -> dict:
+    """BambaForCausalLM (Bamba-9B): attention at the layers `attn_layer_indices` names (required:
+    BambaConfig would make every layer Mamba without it, and the schedule is not guessed), a Mamba-2
+    mixer elsewhere; every layer then a dense SwiGLU MLP of intermediate_size, two RMSNorms;
+    untied embeddings by default (BambaConfig, configuration_bamba.py)."""
+    layers = f.int("num_hidden_layers")
+    if not f.has("attn_layer_indices"):
+        raise f.error(f"a hybrid needs its layer schedule: no {f.key('attn_layer_indices')}")
+    attention = set(f.int_list("attn_layer_indices", maximum=layers - 1))
+    kinds = ["full" if i in attention else "recurrent" for i in range(layers)]
+    base = with_keys(f, sliding_window=None)
+    return decoder(base, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
 
 
 # Nemotron-H's block letters (hybrid_override_pattern) and names (layers_block_type)
@@ -206,7 +226,9 @@ def _jamba(f: Fields) -> dict:
 
 
 HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "minimax_m1": _minimax_m1,
-                   "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba}
+                   "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba,
+                   "bamba": _bamba}
 HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
                         "MiniMaxM1ForCausalLM": "minimax_m1", "GraniteMoeHybridForCausalLM": "granitemoehybrid",
-                        "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba"}
+                        "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba",
+                        "BambaForCausalLM": "bamba"}
