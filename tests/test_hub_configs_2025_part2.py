@@ -97,3 +97,49 @@ def test_bamba_without_attn_layer_indices_is_refused(tmp_path):
 def test_bamba_attention_index_past_the_last_layer_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="attn_layer_indices"):
         load_model(edited(tmp_path, "bamba-9b.json", attn_layer_indices=[9, 18, 32]))
+
+
+# ---- cohere2 -------------------------------------------------------------------------------------
+
+def test_command_r7b_cohere2_sliding_layers_parallel_block():
+    """CohereForAI/c4ai-command-r7b-12-2024 (Cohere2ForCausalLM). Shapes: the module tree printed on
+    a public model card of the checkpoint (Svngoku/c4ai-command-r7b-12-2024-4bit: Embedding(256000,
+    4096), 32 x Cohere2DecoderLayer, q 4096 -> 4096, k / v 4096 -> 1024, gate / up 4096 -> 14336);
+    layout: transformers' cohere2 doc ("three layers with sliding window attention (window size
+    4096) and ROPE ... A fourth layer uses global attention without positional embeddings").
+    Total: no Hub figure for this repository was found (card: "7 billion parameters"); the exact
+    total 8,028,033,024 is CohereForAI/aya-expanse-8b's (a public table of Hub totals), whose layer
+    (one bias-free LayerNorm, attention and MLP in parallel, tied) and shapes are the same.
+
+    attention 4096^2 + 2 x 4096 x 1024 + 4096^2 = 41,943,040; MLP 3 x 4096 x 14336 = 176,160,768;
+    LayerNorm 4,096; layer 218,107,904. total = V H 1,048,576,000 + 32 layer + H = 8,028,033,024.
+    K/V at 128k: 8 global layers x 131,072 + 24 sliding x 4,096 tokens, x 2 x 8 x 128 x 2 B
+    = 4,294,967,296 + 402,653,184 = 4,697,620,480 B.
+    """
+    from llm_cost.counts import kv_bytes
+
+    m = load("c4ai-command-r7b-12-2024.json")
+    p = param_counts(m)
+    assert m.layer_norms == 1 and m.tie_word_embeddings and m.qk_norm == "none"
+    assert m.layer_types.count("full") == 8 and m.layer_types[3] == "full" and m.sliding_window == 4096
+    assert m.nope_layers == tuple(range(3, 32, 4))
+    assert p.per_layer == 218_107_904
+    assert checkpoint_params(m).total == p.total == 8_028_033_024
+    assert kv_bytes(m, 131_072) == 4_697_620_480
+
+
+def test_cohere2_layer_types_win_over_the_pattern(tmp_path):
+    """Newer Hub configs state `layer_types`; they are read as stated, not as the 3 : 1 pattern."""
+    path = edited(tmp_path, "c4ai-command-r7b-12-2024.json",
+                  layer_types=["sliding_attention", "full_attention"] * 16)
+    m = load_model(path)
+    assert m.layer_types.count("full") == 16 and m.layer_types[1] == "full"
+    assert m.nope_layers == tuple(range(1, 32, 2))
+
+
+def test_cohere2_head_dim_other_than_hidden_over_heads_is_refused(tmp_path):
+    """Cohere2Config sets head_dim = hidden_size / num_attention_heads; a config saying otherwise
+    would be counted with a width the model does not run."""
+    with pytest.raises(ConfigError, match="head_dim"):
+        load_model(edited(tmp_path, "c4ai-command-r7b-12-2024.json", head_dim=256))
+    assert load_model(edited(tmp_path, "c4ai-command-r7b-12-2024.json", head_dim=128)).head_dim == 128
