@@ -143,3 +143,23 @@ def test_cohere2_head_dim_other_than_hidden_over_heads_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="head_dim"):
         load_model(edited(tmp_path, "c4ai-command-r7b-12-2024.json", head_dim=256))
     assert load_model(edited(tmp_path, "c4ai-command-r7b-12-2024.json", head_dim=128)).head_dim == 128
+
+
+# ---- review fixes --------------------------------------------------------------------------------
+
+def test_granite_4_0_micro_all_attention_granitemoehybrid():
+    """ibm-granite/granite-4.0-micro ships as GraniteMoeHybridForCausalLM with every layer
+    attention (no Mamba layer): the first pass refused it (it asked for mamba_n_heads). Hub
+    safetensors.total 3,402,836,480 (a public evidence log of Hub API answers: "safetensors.total:
+    ... granite-4.0-micro 3402836480", "config.architectures: ... granite-4.0-micro ->
+    GraniteMoeHybridForCausalLM"). Config: a public test's full-size dict ("real HF dimensions").
+
+    H 2560, L 40, nh 40 x 64, nkv 8, shared MLP 8192, no experts, V 100352, tied.
+    attention 2 x 2560^2 + 2 x 2560 x 512 = 15,728,640; shared MLP 3 x 2560 x 8192 = 62,914,560;
+    norms 5,120; layer 78,648,320. total = 40 layer + V H 256,901,120 + H = 3,402,836,480.
+    """
+    m = load("granite-4.0-micro.json")
+    p = param_counts(m)
+    assert m.recurrent is None and m.num_recurrent_layers == 0
+    assert p.per_layer == 78_648_320
+    assert checkpoint_params(m).total == p.total == 3_402_836_480

@@ -140,7 +140,9 @@ def _granitemoehybrid(f: Fields) -> dict:
     shared = f.int("shared_intermediate_size")
     experts = f.int("num_local_experts", 0, minimum=0)
     base = with_keys(f, layer_types=None, intermediate_size=shared if not experts else f.int("intermediate_size"))
-    spec = decoder(base, tied=True, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
+    spec = decoder(base, tied=True, windows=lambda g, n: _window_fields(g, kinds))
+    if "recurrent" in kinds:  # Granite 4.0's dense models (micro, 1b, 350m) ship as this class, all attention
+        spec |= {"recurrent": _mamba2(f)}
     if not experts:
         return spec
     moe = moe_spec(f, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
