@@ -163,3 +163,60 @@ def test_granite_4_0_micro_all_attention_granitemoehybrid():
     assert m.recurrent is None and m.num_recurrent_layers == 0
     assert p.per_layer == 78_648_320
     assert checkpoint_params(m).total == p.total == 3_402_836_480
+
+
+# ---- qwen3_5 (dense) -----------------------------------------------------------------------------
+
+def test_qwen3_5_4b_dense_hybrid_every_part_to_the_hub_total():
+    """Qwen/Qwen3.5-4B (Qwen3_5ForConditionalGeneration): Hub safetensors.total 4,659,865,088 (a
+    public evidence log of Hub API answers: "safetensors.total: Qwen3.5-0.8B 873438784 | 2B
+    2274069824 | 4B 4659865088 | 9B 9653104368"; its README: hidden 2560, 32 layers, "8 x (3 x
+    (Gated DeltaNet -> FFN) -> 1 x (Gated Attention -> FFN))"). Config: a public test's
+    Qwen3_5ForConditionalGeneration config of those shapes (tests/data/configs/README.md); it names
+    no MTP key, and the one MTP layer Qwen3.5 ships (as Qwen3.5-397B's mtp_num_hidden_layers 1) is
+    what closes the total to the parameter.
+
+    Text: H 2560, L 32 (8 attention, 24 Gated DeltaNet), I 9216, nh 16 x 256, nkv 4, V 248320, tied.
+    Gated attention: q_proj 2560 x 2 x 4096 = 20,971,520, k/v 2 x 2560 x 1024 = 5,242,880, o_proj
+    4096 x 2560 = 10,485,760: 36,700,160; q/k norms 512. Gated DeltaNet (16 key heads x 128, 32
+    value heads x 128): in_proj_qkvz 2560 x 12288 = 31,457,280, in_proj_ba 2560 x 64 = 163,840,
+    conv1d 8192 x 4 = 32,768, dt_bias + A_log 64, norm 128, out_proj 4096 x 2560 = 10,485,760:
+    42,139,840. MLP 3 x 2560 x 9216 = 70,778,880; norms 5,120.
+    text = 8 x 107,484,672 + 24 x 112,923,840 + V H 635,699,200 + H = 4,205,751,296.
+    Vision (Qwen3-VL tower, 1024 wide, 24 blocks, MLP 4096, patch 16, 2 frames, 2304 positions):
+    Conv3d 3 x 2 x 16^2 x 1024 + 1024 = 1,573,888, positions 2,359,296; block 4,096 (2 LNs)
+    + 3,148,800 (qkv) + 1,049,600 (proj) + 4,198,400 + 4,195,328 (MLP) = 12,596,224, x 24
+    = 302,309,376; merger LN 2,048 + 4096 x 4096 + 4096 + 4096 x 2560 + 2560 = 27,271,680.
+    vision = 333,514,240. MTP: one attention layer 107,484,672 + its norm 2,560 + fc 2H -> H
+    13,107,200 + 2 pre-fc norms 5,120 = 120,599,552 (tables shared).
+    total = 4,205,751,296 + 333,514,240 + 120,599,552 = 4,659,865,088.
+    """
+    from llm_cost.counts.mtp import mtp_params
+    from llm_cost.counts.vision import vision_params
+
+    m = load("qwen3.5-4b-chandra.json")
+    p = param_counts(m)
+    c = checkpoint_params(m)
+    assert (m.num_recurrent_layers, m.num_attention_layers, m.mtp_layers) == (24, 8, 1)
+    assert p.attention_per_layer == 36_700_160 and p.recurrent_per_layer == 42_139_840
+    assert p.dense_mlp_per_layer == 70_778_880
+    assert (c.text, c.vision, c.mtp) == (4_205_751_296, 333_514_240, 120_599_552)
+    assert vision_params(m).encoder == 24 * 12_596_224 and mtp_params(m).own == 120_599_552
+    assert c.text + c.vision + c.mtp == c.total == 4_659_865_088
+
+
+def test_qwen3_5_dense_state_and_kv_by_hand():
+    """K/V per token: 8 attention layers x 2 x 4 x 256 x 2 B = 32,768; state per sequence: 24 layers
+    x (32 x 128 x 128 + 8192 x 3) x 2 B = 24 x 548,864 x 2 = 26,345,472 B."""
+    m = load("qwen3.5-4b-chandra.json")
+    assert kv_bytes_per_token(m) == 32_768
+    assert state_bytes_per_sequence(m) == 24 * 548_864 * 2 == 26_345_472
+
+
+def test_qwen3_5_with_experts_is_refused_as_the_wrong_family(tmp_path):
+    data = json.loads((CONFIGS / "qwen3.5-4b-chandra.json").read_text())
+    data["text_config"]["num_experts"] = 256
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="qwen3_5_moe config, not qwen3_5"):
+        load_model(str(path))

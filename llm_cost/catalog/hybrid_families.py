@@ -16,6 +16,8 @@ cannot be read is refused, never counted as all-attention.
 - qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): the same text model in `text_config`, with
   `layer_types`, `attn_output_gate` and `mtp_num_hidden_layers` stated (`mtp_use_dedicated_embeddings`
   false: shared tables) and a Qwen3-VL style vision tower in `vision_config` (`multimodal.qwen_vision`).
+- qwen3_5 (Qwen3_5ForConditionalGeneration): Qwen3.5's dense sizes, the same text model with a
+  dense MLP in every layer, and the same tower.
 - minimax_m1 (MiniMaxM1ForCausalLM): lightning attention where `attn_type_list` is 0, softmax GQA
   attention where it is 1; every layer MoE (router without bias).
 - granitemoehybrid (Granite 4.0-H), bamba (Bamba-9B) and nemotron_h (Nemotron-H, Nemotron Nano 2):
@@ -48,20 +50,27 @@ def _interval_schedule(f: Fields, layers: int) -> dict:
     return _window_fields(f, ["full" if (i + 1) % step == 0 else "recurrent" for i in range(layers)])
 
 
-def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
-    spec = decoder(f, windows=_interval_schedule)
+def _gated_deltanet_text(f: Fields, *, mtp_key: str, tied: bool = False) -> dict:
+    """Qwen3-Next's / Qwen3.5's text model without its MLPs: the layer schedule, Gated DeltaNet
+    mixers, gated attention with q/k norms of head_dim, `mtp_key` MTP layers (1 unless stated)."""
+    spec = decoder(f, tied=tied, windows=_interval_schedule)
     if "recurrent" not in spec.get("layer_types", ()):
         raise f.error(f"key {f.key('layer_types')} names no linear_attention layer: not a Gated DeltaNet hybrid")
+    return spec | {"qk_norm": "head", "recurrent": _gated_deltanet(f),
+                   "attention_output_gate": f.bool("attn_output_gate", True),
+                   "mtp_layers": f.int(mtp_key, 1, minimum=0)}
+
+
+def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
+    spec = _gated_deltanet_text(f, mtp_key=mtp_key)
     layers = spec["num_layers"]
     step = f.int("decoder_sparse_step", 1)
     dense = set(layer_list(f, "mlp_only_layers", layers))
     moe = moe_spec(f, experts="num_experts", width="moe_intermediate_size",
                    is_moe=[i not in dense and (i + 1) % step == 0 for i in range(layers)],
                    layout_key="decoder_sparse_step" if step > 1 else "mlp_only_layers", shared=1)
-    return spec | {"moe": moe, "shared_expert_gate": True, "qk_norm": "head",
-                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size"),
-                   "recurrent": _gated_deltanet(f), "attention_output_gate": f.bool("attn_output_gate", True),
-                   "mtp_layers": f.int(mtp_key, 1, minimum=0)}
+    return spec | {"moe": moe, "shared_expert_gate": True,
+                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size")}
 
 
 def _qwen3_next(f: Fields) -> dict:
@@ -78,6 +87,21 @@ def _qwen3_5_moe(f: Fields) -> dict:
             raise t.error(f"missing key {t.key('intermediate_size')} (the dense layers' width)")
         t = with_keys(t, intermediate_size=t.int("moe_intermediate_size"))
     text = _qwen3_next_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers")
+    return text | qwen_vision(f)
+
+
+def _qwen3_5(f: Fields) -> dict:
+    """Qwen3_5ForConditionalGeneration (Qwen3.5 dense: 0.8B to 27B): Qwen3.5-MoE's text model with
+    a dense SwiGLU MLP of intermediate_size in every layer (Qwen3_5TextConfig has no experts), its
+    Qwen3-VL tower in `vision_config`."""
+    t = f.sub("text_config")
+    if t.bool("mtp_use_dedicated_embeddings", False):
+        raise t.error(f"key {t.key('mtp_use_dedicated_embeddings')} true (an MTP embedding of its own) "
+                      f"is not counted")
+    if t.has("num_experts"):
+        raise t.error(f"key {t.key('num_experts')} names experts: a qwen3_5_moe config, not qwen3_5")
+    text = _gated_deltanet_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers",
+                                tied=f.bool("tie_word_embeddings", False))
     return text | qwen_vision(f)
 
 
@@ -227,10 +251,12 @@ def _jamba(f: Fields) -> dict:
     return spec | {"moe": moe}
 
 
-HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "minimax_m1": _minimax_m1,
+HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "qwen3_5": _qwen3_5,
+                   "minimax_m1": _minimax_m1,
                    "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba,
                    "bamba": _bamba}
 HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+                        "Qwen3_5ForConditionalGeneration": "qwen3_5",
                         "MiniMaxM1ForCausalLM": "minimax_m1", "GraniteMoeHybridForCausalLM": "granitemoehybrid",
                         "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba",
                         "BambaForCausalLM": "bamba"}
