@@ -220,3 +220,37 @@ def test_qwen3_5_with_experts_is_refused_as_the_wrong_family(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="qwen3_5_moe config, not qwen3_5"):
         load_model(str(path))
+
+
+def test_jamba_offset_past_its_period_is_refused(tmp_path):
+    """attn_layer_offset >= attn_layer_period matched no layer: the first pass counted such a config
+    as all-Mamba (K/V 0) without a word; JambaConfig refuses it (_check_supported_offset), so do we."""
+    with pytest.raises(ConfigError, match=r"'attn_layer_offset' must be in \[0, 7\], got 9"):
+        load_model(edited(tmp_path, "ai21-jamba-1.5-mini.json", attn_layer_offset=9))
+    with pytest.raises(ConfigError, match=r"'expert_layer_offset' must be in \[0, 1\], got 2"):
+        load_model(edited(tmp_path, "ai21-jamba-1.5-mini.json", expert_layer_offset=2))
+
+
+def test_capacity_of_a_model_without_attention_layers_is_refused_in_one_line(tmp_path):
+    """A Mamba-only schedule (every layer "mamba") has no K/V token to count capacity in: the
+    first pass divided by zero (a traceback from `capacity` and `table`); now refused."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.capacity import kv_capacity
+
+    m = load_model(edited(tmp_path, "granite-4.0-h-tiny.json", layer_types=["mamba"] * 40))
+    assert kv_bytes_per_token(m) == 0 and m.num_recurrent_layers == 40
+    with pytest.raises(InvalidValueError, match="every layer is recurrent"):
+        kv_capacity(m, load_accelerator("h100-sxm"))
+
+
+def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    path = edited(tmp_path, "granite-4.0-h-tiny.json", layer_types=["mamba"] * 40)
+    for command in ("capacity", "table"):
+        result = CliRunner().invoke(app, [command, "-m", path])
+        assert result.exit_code != 0 and "Traceback" not in result.output
+        assert "every layer is recurrent" in result.output

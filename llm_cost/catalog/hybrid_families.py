@@ -233,7 +233,8 @@ def _jamba(f: Fields) -> dict:
     for key in ("attn_layer_period", "attn_layer_offset"):
         if not f.has(key):
             raise f.error(f"a hybrid needs its layer schedule: no {f.key(key)}")
-    period, offset = f.int("attn_layer_period"), f.int("attn_layer_offset", minimum=0)
+    period = f.int("attn_layer_period")
+    offset = f.int("attn_layer_offset", minimum=0, maximum=period - 1)  # JambaConfig checks it too
     kinds = ["full" if i % period == offset else "recurrent" for i in range(layers)]
     hidden = f.int("hidden_size")
     inner = f.int("mamba_expand", 2) * hidden
@@ -245,7 +246,8 @@ def _jamba(f: Fields) -> dict:
     spec = decoder(f, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": mamba}
     if not f.has("num_experts") or f.int("num_experts") == 1:
         return spec
-    e_period, e_offset = f.int("expert_layer_period", 2), f.int("expert_layer_offset", 1, minimum=0)
+    e_period = f.int("expert_layer_period", 2)
+    e_offset = f.int("expert_layer_offset", 1, minimum=0, maximum=e_period - 1)
     moe = moe_spec(f, experts="num_experts", width="intermediate_size",
                    is_moe=[i % e_period == e_offset for i in range(layers)], layout_key="expert_layer_period")
     return spec | {"moe": moe}
