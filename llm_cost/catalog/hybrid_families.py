@@ -31,7 +31,7 @@ from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
 from llm_cost.catalog.multimodal import qwen_vision
 from llm_cost.catalog.windows import _window_fields
-from llm_cost.specs.model_parts import RecurrentSpec
+from llm_cost.specs.model_towers import RecurrentSpec
 
 
 def _gated_deltanet(f: Fields) -> RecurrentSpec:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.specs import ModelSpec
-from llm_cost.specs.model_parts import RecurrentSpec
+from llm_cost.specs.model_towers import RecurrentSpec
 
 # multiply-adds per state element per token, and the chunk of the chunked (prefill) form
 MACS_PER_STATE_ELEMENT = {"gated_deltanet": 3, "lightning": 2, "mamba2": 2, "mamba1": 2}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import (MLASpec, MoESpec, QuantizationConfig, RecurrentSpec, VisionSpec, _layer_indices,
-                                        _positive_int)
+from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
+from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
