@@ -254,3 +254,20 @@ def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
         result = CliRunner().invoke(app, [command, "-m", path])
         assert result.exit_code != 0 and "Traceback" not in result.output
         assert "every layer is recurrent" in result.output
+
+
+# ---- published figures for the first pass's derivation-pinned hybrids ----------------------------
+
+def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
+    """No exact Hub total for AI21-Jamba-1.5-Mini was found (its count, 51,570,323,328, stays
+    pinned in test_hybrid_state.py against "52B total / 12B active"). A second published figure of
+    the same architecture: the Jamba paper (Lieber et al. 2024, arXiv 2403.19887, Table 1) gives
+    Jamba's K/V cache at 256K context as "4GB" (16-bit), against Mixtral's 32GB.
+    4 attention layers x 2 x 8 KV heads x 128 x 2 B = 16,384 B/token; x 262,144 = 4,294,967,296 B
+    = 4 GiB (4.29e9 B: "4GB" either way); the 28 Mamba layers add 28 x 155,648 x 2 = 8,716,288 B."""
+    from llm_cost.counts import kv_bytes
+
+    m = load("ai21-jamba-1.5-mini.json")
+    assert kv_bytes_per_token(m) == 16_384
+    assert kv_bytes(m, 262_144) == 262_144 * 16_384 + 8_716_288
+    assert round(262_144 * kv_bytes_per_token(m) / 2**30) == 4 == round(262_144 * kv_bytes_per_token(m) / 1e9)
