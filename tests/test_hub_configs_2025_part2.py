@@ -271,3 +271,61 @@ def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
     assert kv_bytes_per_token(m) == 16_384
     assert kv_bytes(m, 262_144) == 262_144 * 16_384 + 8_716_288
     assert round(262_144 * kv_bytes_per_token(m) / 2**30) == 4 == round(262_144 * kv_bytes_per_token(m) / 1e9)
+
+
+# ---- falcon_h1 -----------------------------------------------------------------------------------
+
+def test_falcon_h1_7b_attention_and_mamba_side_by_side():
+    """tiiuae/Falcon-H1-7B-Instruct (FalconH1ForCausalLM): every layer runs attention and a Mamba-2
+    mixer in parallel, then an MLP. Shapes: the `FALCON_H1_7B_HF` dict of a public test; the same
+    depth 44, width 3072, 12 attention / 2 KV heads, 24 Mamba heads of 128, d_state 256 as
+    transformers' falcon_h1 doc table ("H1 7B"). No published total was found (card: "7B"): the
+    count is the derivation, pinned. FalconH1Config defaults for the keys it omits: mamba_rms_norm
+    false (no gated norm), mamba_conv_bias true, no projection or attention biases.
+
+    attention: q 3072 x 1536 + k/v 2 x 3072 x 256 + o 1536 x 3072 = 11,010,048.
+    Mamba-2 (d 3072, conv 3072 + 2 x 256 = 3584): in_proj 3072 x (2 x 3072 + 512 + 24) = 20,520,960;
+    conv1d 3584 x 4 + 3584 = 17,920; dt_bias, A_log, D 72; out_proj 3072^2 = 9,437,184: 29,976,136.
+    MLP 3 x 3072 x 12288 = 113,246,208; norms 6,144. layer 154,238,536.
+    total = 44 layer + 2 V H 799,014,912 + H = 7,585,513,568.
+    K/V per token: 44 x 2 x 2 x 128 x 2 B = 45,056 (the public test's "44 KiB a token": every layer
+    attends); state: 44 x (24 x 128 x 256 + 3584 x 3) x 2 B = 44 x 797,184 x 2 = 70,152,192 B.
+    """
+    m = load("falcon-h1-7b.json")
+    p = param_counts(m)
+    assert m.parallel_mixers and (m.num_attention_layers, m.num_recurrent_layers) == (44, 44)
+    assert p.attention_block_per_layer == 11_010_048 and p.recurrent_per_layer == 29_976_136
+    assert p.per_layer + p.recurrent_per_layer == 154_238_536
+    assert checkpoint_params(m).total == p.total == 7_585_513_568
+    assert kv_bytes_per_token(m) == 44 * 2 * 256 * 2 == 45_056
+    assert state_bytes_per_sequence(m) == 44 * 797_184 * 2 == 70_152_192
+
+
+def test_falcon_h1_gated_norm_only_with_mamba_rms_norm(tmp_path):
+    """mamba_rms_norm true adds the gated RMSNorm of d_ssm to each mixer: 44 x 3072 more."""
+    m = load_model(edited(tmp_path, "falcon-h1-7b.json", mamba_rms_norm=True))
+    assert param_counts(m).total == 7_585_513_568 + 44 * 3072
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"mamba_d_ssm": None}, "missing key 'mamba_d_ssm'"),
+    ({"projectors_bias": True}, "'projectors_bias' true is not counted"),
+    ({"attn_layer_indices": [3]}, "Falcon-H1 layers all attend"),
+    ({"mamba_d_head": 64}, "must equal 'mamba_d_ssm'"),
+])
+def test_falcon_h1_refusals(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message):
+        load_model(edited(tmp_path, "falcon-h1-7b.json", **change))
+
+
+def test_falcon_h1_capacity_holds_state_and_kv_of_every_layer():
+    """sequences_that_fit counts each sequence's K/V over all 44 layers plus its state."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.counts import kv_bytes
+    from llm_cost.serving.capacity import sequences_that_fit
+
+    m = load("falcon-h1-7b.json")
+    assert kv_bytes(m, 131_072) == 131_072 * 45_056 + 70_152_192
+    acc = load_accelerator("h100-sxm")
+    fits = sequences_that_fit(m, acc, 131_072)
+    assert fits >= 1 and fits * kv_bytes(m, 131_072) <= acc.memory_bytes

@@ -21,7 +21,8 @@ cannot be read is refused, never counted as all-attention.
 - minimax_m1 (MiniMaxM1ForCausalLM): lightning attention where `attn_type_list` is 0, softmax GQA
   attention where it is 1; every layer MoE (router without bias).
 - granitemoehybrid (Granite 4.0-H), bamba (Bamba-9B) and nemotron_h (Nemotron-H, Nemotron Nano 2):
-  Mamba-2 hybrids; jamba: a Mamba-1 hybrid (their adapters below say what each layer holds).
+  Mamba-2 hybrids; jamba: a Mamba-1 hybrid; falcon_h1: attention and Mamba-2 side by side in every
+  layer (their adapters below say what each layer holds).
 """
 
 from __future__ import annotations
@@ -188,6 +189,36 @@ def _bamba(f: Fields) -> dict:
     return decoder(base, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
 
 
+def _falcon_h1(f: Fields) -> dict:
+    """FalconH1ForCausalLM (Falcon-H1): every layer runs GQA attention (head_dim as stated) and a
+    Mamba-2 mixer side by side on one RMSNorm's output (their outputs summed), then a SwiGLU MLP
+    behind a second norm; untied embeddings by default (FalconH1Config). The mixer's inner width is
+    `mamba_d_ssm` (required; mamba_expand x hidden_size when null), `mamba_d_head` "auto" = d_ssm / heads; its
+    gated RMSNorm only with `mamba_rms_norm` (default false). The muP multipliers are scalars. Biases
+    (attention_bias, mlp_bias, mamba_proj_bias, projectors_bias) and mamba_use_mlp false are refused:
+    not counted."""
+    for key in ("attention_bias", "mlp_bias", "mamba_proj_bias", "projectors_bias"):
+        if f.bool(key, False):
+            raise f.error(f"key {f.key(key)} true is not counted")
+    if not f.bool("mamba_use_mlp", True):
+        raise f.error(f"key {f.key('mamba_use_mlp')} false (layers without an MLP) is not counted")
+    if f.has("attn_layer_indices"):
+        raise f.error(f"key {f.key('attn_layer_indices')}: Falcon-H1 layers all attend, a schedule is not counted")
+    heads = f.int("mamba_n_heads")
+    if "mamba_d_ssm" not in f.data:  # FalconH1Config's default (1024) fits no released size: required
+        raise f.error(f"missing key {f.key('mamba_d_ssm')} (the Mamba inner width; null: mamba_expand x hidden)")
+    d_ssm = f.int("mamba_d_ssm") if f.has("mamba_d_ssm") else f.int("mamba_expand", 2) * f.int("hidden_size")
+    head_dim = d_ssm // heads if f.get("mamba_d_head", "auto") == "auto" else f.int("mamba_d_head")
+    if heads * head_dim != d_ssm:
+        raise f.error(f"keys {f.key('mamba_n_heads')} x {f.key('mamba_d_head')} ({heads * head_dim}) must equal "
+                      f"{f.key('mamba_d_ssm')} ({d_ssm})")
+    mamba = RecurrentSpec("mamba2", num_heads=heads, head_dim=head_dim, state_dim=f.int("mamba_d_state"),
+                          num_groups=f.int("mamba_n_groups", 1), conv_kernel=f.int("mamba_d_conv", 4),
+                          conv_bias=f.bool("mamba_conv_bias", True), gated_norm=f.bool("mamba_rms_norm", False))
+    spec = decoder(with_keys(f, sliding_window=None), windows=lambda g, n: {})
+    return spec | {"recurrent": mamba, "parallel_mixers": True}
+
+
 # Nemotron-H's block letters (hybrid_override_pattern) and names (layers_block_type)
 NEMOTRON_BLOCKS = {"M": "recurrent", "*": "full", "-": "mlp", "mamba": "recurrent", "attention": "full",
                    "mlp": "mlp"}
@@ -256,9 +287,9 @@ def _jamba(f: Fields) -> dict:
 HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "qwen3_5": _qwen3_5,
                    "minimax_m1": _minimax_m1,
                    "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba,
-                   "bamba": _bamba}
+                   "bamba": _bamba, "falcon_h1": _falcon_h1}
 HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
                         "Qwen3_5ForConditionalGeneration": "qwen3_5",
                         "MiniMaxM1ForCausalLM": "minimax_m1", "GraniteMoeHybridForCausalLM": "granitemoehybrid",
                         "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba",
-                        "BambaForCausalLM": "bamba"}
+                        "BambaForCausalLM": "bamba", "FalconH1ForCausalLM": "falcon_h1"}

@@ -44,6 +44,9 @@ class RecurrentSpec:
         Biases on the convolution and on the in/out projections (default False).
     dt_rank : int, optional
         Mamba-1's time-step rank, >= 0 (default 0).
+    gated_norm : bool, optional
+        Mamba-2's gated RMSNorm over the inner width before out_proj (default True; Falcon-H1
+        without `mamba_rms_norm` has none).
 
     Raises
     ------
@@ -69,6 +72,7 @@ class RecurrentSpec:
     conv_bias: bool = False
     proj_bias: bool = False
     dt_rank: int = 0
+    gated_norm: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in RECURRENT_KINDS:
