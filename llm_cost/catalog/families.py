@@ -26,8 +26,9 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
 - smollm3, mimo, internlm2, granite, cohere, cohere2: Llama with a twist (`llama_variants`).
 - granitemoe, deepseek (v1), glm4_moe: MoE with dense first layers, shared experts, MTP (`moe_families`).
 - gemma3, mistral3: multimodal wrappers, text model + vision tower (`multimodal`).
-- qwen3_next, qwen3_5_moe, qwen3_5, minimax_m1, granitemoehybrid, nemotron_h, jamba, bamba, falcon_h1: hybrids whose recurrent
-  layers keep a state per sequence (`hybrid_families`).
+- qwen3_next, qwen3_5_moe, qwen3_5, minimax_m1 (`hybrid_families`) and the Mamba hybrids granitemoehybrid,
+  nemotron_h, jamba, bamba, falcon_h1 (`mamba_families`): hybrids whose recurrent layers keep a
+  state per sequence.
 - qwen3, gemma2, gemma3_text, gpt_oss: `head_dim` defaults as their config classes set it (128,
   256, 256, 64); qwen3_moe requires it (its config class has none; issue 29).
 
