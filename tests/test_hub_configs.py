@@ -45,6 +45,8 @@ FAMILIES = {
     "minimax-m1.json": "minimax_m1", "granite-4.0-h-tiny.json": "granitemoehybrid",
     "nemotron-nano-9b-v2.json": "nemotron_h", "ai21-jamba-1.5-mini.json": "jamba",
     "granite-3.3-8b-instruct.json": "granite",
+    "bamba-9b.json": "bamba", "c4ai-command-r7b-12-2024.json": "cohere2", "granite-4.0-micro.json": "granitemoehybrid",
+    "qwen3.5-4b-chandra.json": "qwen3_5", "falcon-h1-7b.json": "falcon_h1",
 }
 
 

@@ -23,11 +23,12 @@ tied embeddings, biases) and states what its family adds, following Hugging Face
 - deepseek_v2, deepseek_v3 and kimi_k2 (DeepSeek-V3's architecture): MLA, shared experts,
   `first_k_dense_replace` dense layers, the routing bias of `topk_method: noaux_tc`, MTP layers.
 - gpt2, gpt3, gptj, gpt_neox, phi, falcon: the GPT-style families (`gpt_families`).
-- smollm3, mimo, internlm2, granite, cohere: Llama with a twist (`llama_variants`).
+- smollm3, mimo, internlm2, granite, cohere, cohere2: Llama with a twist (`llama_variants`).
 - granitemoe, deepseek (v1), glm4_moe: MoE with dense first layers, shared experts, MTP (`moe_families`).
 - gemma3, mistral3: multimodal wrappers, text model + vision tower (`multimodal`).
-- qwen3_next, qwen3_5_moe, minimax_m1, granitemoehybrid, nemotron_h, jamba: hybrids whose recurrent
-  layers keep a state per sequence (`hybrid_families`).
+- qwen3_next, qwen3_5_moe, qwen3_5, minimax_m1 (`hybrid_families`) and the Mamba hybrids granitemoehybrid,
+  nemotron_h, jamba, bamba, falcon_h1 (`mamba_families`): hybrids whose recurrent layers keep a
+  state per sequence.
 - qwen3, gemma2, gemma3_text, gpt_oss: `head_dim` defaults as their config classes set it (128,
   256, 256, 64); qwen3_moe requires it (its config class has none; issue 29).
 

@@ -16,10 +16,12 @@ cannot be read is refused, never counted as all-attention.
 - qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): the same text model in `text_config`, with
   `layer_types`, `attn_output_gate` and `mtp_num_hidden_layers` stated (`mtp_use_dedicated_embeddings`
   false: shared tables) and a Qwen3-VL style vision tower in `vision_config` (`multimodal.qwen_vision`).
+- qwen3_5 (Qwen3_5ForConditionalGeneration): Qwen3.5's dense sizes, the same text model with a
+  dense MLP in every layer, and the same tower.
 - minimax_m1 (MiniMaxM1ForCausalLM): lightning attention where `attn_type_list` is 0, softmax GQA
   attention where it is 1; every layer MoE (router without bias).
-- granitemoehybrid (Granite 4.0-H) and nemotron_h (Nemotron-H, Nemotron Nano 2): Mamba-2 hybrids
-  (their adapters below say what each layer holds).
+- the Mamba hybrids (granitemoehybrid, bamba, nemotron_h, jamba, falcon_h1): `mamba_families`,
+  joined in the registry at the bottom.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from __future__ import annotations
 from llm_cost.catalog.decoder import decoder, layer_list, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
+from llm_cost.catalog.mamba_families import MAMBA_ARCHITECTURES, MAMBA_FAMILIES
 from llm_cost.catalog.multimodal import qwen_vision
 from llm_cost.catalog.windows import _window_fields
-from llm_cost.specs.model_parts import RecurrentSpec
+from llm_cost.specs.model_towers import RecurrentSpec
 
 
 def _gated_deltanet(f: Fields) -> RecurrentSpec:
@@ -48,20 +51,27 @@ def _interval_schedule(f: Fields, layers: int) -> dict:
     return _window_fields(f, ["full" if (i + 1) % step == 0 else "recurrent" for i in range(layers)])
 
 
-def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
-    spec = decoder(f, windows=_interval_schedule)
+def _gated_deltanet_text(f: Fields, *, mtp_key: str, tied: bool = False) -> dict:
+    """Qwen3-Next's / Qwen3.5's text model without its MLPs: the layer schedule, Gated DeltaNet
+    mixers, gated attention with q/k norms of head_dim, `mtp_key` MTP layers (1 unless stated)."""
+    spec = decoder(f, tied=tied, windows=_interval_schedule)
     if "recurrent" not in spec.get("layer_types", ()):
         raise f.error(f"key {f.key('layer_types')} names no linear_attention layer: not a Gated DeltaNet hybrid")
+    return spec | {"qk_norm": "head", "recurrent": _gated_deltanet(f),
+                   "attention_output_gate": f.bool("attn_output_gate", True),
+                   "mtp_layers": f.int(mtp_key, 1, minimum=0)}
+
+
+def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
+    spec = _gated_deltanet_text(f, mtp_key=mtp_key)
     layers = spec["num_layers"]
     step = f.int("decoder_sparse_step", 1)
     dense = set(layer_list(f, "mlp_only_layers", layers))
     moe = moe_spec(f, experts="num_experts", width="moe_intermediate_size",
                    is_moe=[i not in dense and (i + 1) % step == 0 for i in range(layers)],
                    layout_key="decoder_sparse_step" if step > 1 else "mlp_only_layers", shared=1)
-    return spec | {"moe": moe, "shared_expert_gate": True, "qk_norm": "head",
-                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size"),
-                   "recurrent": _gated_deltanet(f), "attention_output_gate": f.bool("attn_output_gate", True),
-                   "mtp_layers": f.int(mtp_key, 1, minimum=0)}
+    return spec | {"moe": moe, "shared_expert_gate": True,
+                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size")}
 
 
 def _qwen3_next(f: Fields) -> dict:
@@ -78,6 +88,21 @@ def _qwen3_5_moe(f: Fields) -> dict:
             raise t.error(f"missing key {t.key('intermediate_size')} (the dense layers' width)")
         t = with_keys(t, intermediate_size=t.int("moe_intermediate_size"))
     text = _qwen3_next_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers")
+    return text | qwen_vision(f)
+
+
+def _qwen3_5(f: Fields) -> dict:
+    """Qwen3_5ForConditionalGeneration (Qwen3.5 dense: 0.8B to 27B): Qwen3.5-MoE's text model with
+    a dense SwiGLU MLP of intermediate_size in every layer (Qwen3_5TextConfig has no experts), its
+    Qwen3-VL tower in `vision_config`."""
+    t = f.sub("text_config")
+    if t.bool("mtp_use_dedicated_embeddings", False):
+        raise t.error(f"key {t.key('mtp_use_dedicated_embeddings')} true (an MTP embedding of its own) "
+                      f"is not counted")
+    if t.has("num_experts"):
+        raise t.error(f"key {t.key('num_experts')} names experts: a qwen3_5_moe config, not qwen3_5")
+    text = _gated_deltanet_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers",
+                                tied=f.bool("tie_word_embeddings", False))
     return text | qwen_vision(f)
 
 
@@ -101,112 +126,8 @@ def _minimax_m1(f: Fields) -> dict:
                                                           state_dim=head_dim)}
 
 
-# ---- Mamba hybrids ----------------------------------------------------------------------------
-
-MAMBA_LAYER_NAMES = {"mamba": "recurrent", "attention": "full"}  # GraniteMoeHybrid's layer_types
-
-
-def _mamba2(f: Fields) -> RecurrentSpec:
-    """The Mamba2Mixer of Bamba / GraniteMoeHybrid keys (`mamba_*`), checked against mamba_expand."""
-    spec = RecurrentSpec("mamba2", num_heads=f.int("mamba_n_heads"), head_dim=f.int("mamba_d_head"),
-                         state_dim=f.int("mamba_d_state"), num_groups=f.int("mamba_n_groups", 1),
-                         conv_kernel=f.int("mamba_d_conv", 4), conv_bias=f.bool("mamba_conv_bias", True),
-                         proj_bias=f.bool("mamba_proj_bias", False))
-    expand = f.int("mamba_expand", 2)
-    if spec.inner_dim != expand * f.int("hidden_size"):
-        raise f.error(f"keys {f.key('mamba_n_heads')} x {f.key('mamba_d_head')} ({spec.inner_dim}) must equal "
-                      f"{f.key('mamba_expand')} x {f.key('hidden_size')} ({expand * f.int('hidden_size')})")
-    return spec
-
-
-def _granitemoehybrid(f: Fields) -> dict:
-    """GraniteMoeHybridForCausalLM (Granite 4.0-H): each layer a Mamba-2 mixer or attention
-    (`layer_types` of "mamba" / "attention", required), then a shared MLP of
-    shared_intermediate_size (input_linear 2 x, output_linear) and, with num_local_experts > 0,
-    routed experts of intermediate_size behind a router without bias."""
-    layers = f.int("num_hidden_layers")
-    if not f.has("layer_types"):
-        raise f.error(f"a hybrid needs its layer schedule: no {f.key('layer_types')}")
-    names = f.str_list("layer_types")
-    if len(names) != layers or set(names) - set(MAMBA_LAYER_NAMES):
-        raise f.error(f"key {f.key('layer_types')} must name 'mamba' or 'attention' for each of {layers} layers")
-    kinds = [MAMBA_LAYER_NAMES[n] for n in names]
-    shared = f.int("shared_intermediate_size")
-    experts = f.int("num_local_experts", 0, minimum=0)
-    base = with_keys(f, layer_types=None, intermediate_size=shared if not experts else f.int("intermediate_size"))
-    spec = decoder(base, tied=True, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
-    if not experts:
-        return spec
-    moe = moe_spec(f, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
-                   layout_key="num_local_experts", shared=1)
-    return spec | {"moe": moe, "shared_expert_intermediate_size": shared}
-
-
-# Nemotron-H's block letters (hybrid_override_pattern) and names (layers_block_type)
-NEMOTRON_BLOCKS = {"M": "recurrent", "*": "full", "-": "mlp", "mamba": "recurrent", "attention": "full",
-                   "mlp": "mlp"}
-
-
-def _nemotron_h(f: Fields) -> dict:
-    """NemotronHForCausalLM (Nemotron-H, Nemotron Nano 2): each block ONE sublayer behind an RMSNorm,
-    a Mamba-2 mixer ("M"), GQA attention ("*") or a squared-ReLU MLP of up_proj / down_proj ("-"),
-    from `hybrid_override_pattern` (or `layers_block_type`), required; untied embeddings by default.
-    The Mamba keys as NemotronHConfig names them (mamba_num_heads, mamba_head_dim, ssm_state_size,
-    n_groups, conv_kernel, use_conv_bias, use_bias), with the exported spellings mamba_state_dim and
-    mamba_num_groups accepted; MoE blocks ("E") are not counted."""
-    layers = f.int("num_hidden_layers")
-    if f.has("hybrid_override_pattern"):
-        key, blocks = "hybrid_override_pattern", list(f.str("hybrid_override_pattern"))
-    elif f.has("layers_block_type"):
-        key, blocks = "layers_block_type", f.str_list("layers_block_type")
-    else:
-        raise f.error(f"a hybrid needs its layer schedule: no {f.key('hybrid_override_pattern')} "
-                      f"or {f.key('layers_block_type')}")
-    unknown = sorted(set(blocks) - set(NEMOTRON_BLOCKS))
-    if unknown or len(blocks) != layers:
-        raise f.error(f"key {f.key(key)} must name one of M, *, - (mamba, attention, mlp) for each of "
-                      f"{layers} layers" + (f"; {unknown} not counted" if unknown else ""))
-    kinds = [NEMOTRON_BLOCKS[b] for b in blocks]
-
-    state_key = "ssm_state_size" if f.has("ssm_state_size") or not f.has("mamba_state_dim") else "mamba_state_dim"
-    groups_key = "n_groups" if f.has("n_groups") or not f.has("mamba_num_groups") else "mamba_num_groups"
-    mamba = RecurrentSpec("mamba2", num_heads=f.int("mamba_num_heads"), head_dim=f.int("mamba_head_dim"),
-                          state_dim=f.int(state_key), num_groups=f.int(groups_key, 8),
-                          conv_kernel=f.int("conv_kernel", 4), conv_bias=f.bool("use_conv_bias", True),
-                          proj_bias=f.bool("use_bias", False) or f.bool("mamba_proj_bias", False))
-    spec = decoder(with_keys(f, sliding_window=None), windows=lambda g, n: _window_fields(g, kinds))
-    return spec | {"recurrent": mamba, "single_sublayer_blocks": True, "layer_norms": 1, "mlp_kind": "plain"}
-
-
-def _jamba(f: Fields) -> dict:
-    """JambaForCausalLM: attention where i % attn_layer_period == attn_layer_offset, a Mamba-1
-    mixer (JambaMambaMixer, with its dt / B / C layernorms) elsewhere; experts of intermediate_size
-    where i % expert_layer_period == expert_layer_offset (a router without bias), a dense MLP
-    elsewhere. Both periods are required: the schedule is not guessed."""
-    layers = f.int("num_hidden_layers")
-    for key in ("attn_layer_period", "attn_layer_offset"):
-        if not f.has(key):
-            raise f.error(f"a hybrid needs its layer schedule: no {f.key(key)}")
-    period, offset = f.int("attn_layer_period"), f.int("attn_layer_offset", minimum=0)
-    kinds = ["full" if i % period == offset else "recurrent" for i in range(layers)]
-    hidden = f.int("hidden_size")
-    inner = f.int("mamba_expand", 2) * hidden
-    dt_rank = f.get("mamba_dt_rank", "auto")
-    dt_rank = -(-hidden // 16) if dt_rank == "auto" else f.int("mamba_dt_rank")
-    mamba = RecurrentSpec("mamba1", num_heads=1, head_dim=inner, state_dim=f.int("mamba_d_state", 16),
-                          conv_kernel=f.int("mamba_d_conv", 4), conv_bias=f.bool("mamba_conv_bias", True),
-                          proj_bias=f.bool("mamba_proj_bias", False), dt_rank=dt_rank)
-    spec = decoder(f, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": mamba}
-    if not f.has("num_experts") or f.int("num_experts") == 1:
-        return spec
-    e_period, e_offset = f.int("expert_layer_period", 2), f.int("expert_layer_offset", 1, minimum=0)
-    moe = moe_spec(f, experts="num_experts", width="intermediate_size",
-                   is_moe=[i % e_period == e_offset for i in range(layers)], layout_key="expert_layer_period")
-    return spec | {"moe": moe}
-
-
-HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "minimax_m1": _minimax_m1,
-                   "granitemoehybrid": _granitemoehybrid, "nemotron_h": _nemotron_h, "jamba": _jamba}
+HYBRID_FAMILIES = {"qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_5_moe, "qwen3_5": _qwen3_5,
+                   "minimax_m1": _minimax_m1, **MAMBA_FAMILIES}
 HYBRID_ARCHITECTURES = {"Qwen3NextForCausalLM": "qwen3_next", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
-                        "MiniMaxM1ForCausalLM": "minimax_m1", "GraniteMoeHybridForCausalLM": "granitemoehybrid",
-                        "NemotronHForCausalLM": "nemotron_h", "JambaForCausalLM": "jamba"}
+                        "Qwen3_5ForConditionalGeneration": "qwen3_5", "MiniMaxM1ForCausalLM": "minimax_m1",
+                        **MAMBA_ARCHITECTURES}

@@ -14,6 +14,11 @@
 - cohere (Command-R, Aya 23): attention and MLP in parallel off ONE LayerNorm without bias per
   layer (CohereLayerNorm: a gain only), tied embeddings (CohereConfig default), `logit_scale` a
   scalar; `use_qk_norm` adds LayerNorm gains over (heads, head_dim) on q and (kv heads, head_dim) on k.
+- cohere2 (Command R7B, Tiny Aya): Cohere's parallel block without q/k norms, and sliding-window
+  layers: from `layer_types`, else every `sliding_window_pattern`-th layer (default 4) global, the
+  others sliding (Cohere2Config); the global layers use no RoPE (Cohere2Attention applies it on
+  sliding layers only). head_dim is hidden_size / num_attention_heads whatever the config says
+  (Cohere2Config sets it so).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 from llm_cost.catalog.decoder import decoder, dense_only
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
-from llm_cost.catalog.windows import _qwen_window
+from llm_cost.catalog.windows import _qwen_window, _window_fields
 
 
 def rope_flags_to_nope(f: Fields, key: str, layers: int) -> tuple[int, ...]:
@@ -64,8 +69,28 @@ def _cohere(f: Fields) -> dict:
                                     "qk_norm": "full" if f.bool("use_qk_norm", False) else "none"}
 
 
+def _cohere2_window(f: Fields, layers: int) -> dict:
+    """Cohere2Config without `layer_types`: every `sliding_window_pattern`-th layer (4 unless stated)
+    is global, the others slide."""
+    pattern = f.int("sliding_window_pattern", 4)
+    return _window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
+
+
+def _cohere2(f: Fields) -> dict:
+    dense_only(f, "cohere2")
+    if f.bool("use_qk_norm", False):
+        raise f.error(f"key {f.key('use_qk_norm')} true is not Cohere 2's (Cohere2Attention has no q/k norm)")
+    hidden, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    if f.has("head_dim") and f.int("head_dim") * heads != hidden:
+        raise f.error(f"key {f.key('head_dim')} ({f.int('head_dim')}) must be {f.key('hidden_size')} / "
+                      f"{f.key('num_attention_heads')} ({hidden} / {heads}): Cohere2Config sets it so")
+    spec = decoder(with_keys(f, head_dim=None), tied=True, windows=_cohere2_window)
+    kinds = spec.get("layer_types", ("full",) * spec["num_layers"])
+    return spec | {"layer_norms": 1, "nope_layers": tuple(i for i, k in enumerate(kinds) if k == "full")}
+
+
 LLAMA_VARIANTS = {"smollm3": _smollm3, "mimo": _mimo, "internlm2": _internlm2, "granite": _granite,
-                  "cohere": _cohere}
+                  "cohere": _cohere, "cohere2": _cohere2}
 LLAMA_VARIANT_ARCHITECTURES = {"SmolLM3ForCausalLM": "smollm3", "MiMoForCausalLM": "mimo",
                                "InternLM2ForCausalLM": "internlm2", "GraniteForCausalLM": "granite",
-                               "CohereForCausalLM": "cohere"}
+                               "CohereForCausalLM": "cohere", "Cohere2ForCausalLM": "cohere2"}

@@ -81,6 +81,7 @@ class ParamCounts:
     # Single-sublayer blocks (Nemotron-H): mixer blocks without an MLP, MLP blocks without a mixer
     blocks_without_mlp: int = 0
     blocks_without_mixer: int = 0
+    parallel_mixers: bool = False  # the recurrent mixer beside attention in every layer (Falcon-H1)
 
     @property
     def attention_block_per_layer(self) -> int:
@@ -118,11 +119,14 @@ class ParamCounts:
         """What a hybrid's layers change against attention + MLP in every layer: the recurrent
         mixers in place of the attention block, num_recurrent_layers x (recurrent_per_layer -
         attention_block_per_layer), less the MLP of each mixer-only block and the attention of each
-        MLP-only block (single-sublayer blocks, Nemotron-H); 0 otherwise."""
+        MLP-only block (single-sublayer blocks, Nemotron-H); with parallel_mixers (Falcon-H1) the
+        mixers beside the attention, num_recurrent_layers x recurrent_per_layer; 0 otherwise."""
         single = (self.blocks_without_mlp * self.dense_mlp_per_layer
                   + self.blocks_without_mixer * self.attention_block_per_layer)
         if not self.num_recurrent_layers:
             return -single
+        if self.parallel_mixers:  # beside the attention, not in its place
+            return self.num_recurrent_layers * self.recurrent_per_layer
         return self.num_recurrent_layers * (self.recurrent_per_layer - self.attention_block_per_layer) - single
 
     @property
@@ -228,7 +232,7 @@ def param_counts(model: ModelSpec) -> ParamCounts:
         recurrent_per_layer=(recurrent_layer_params(model.recurrent, d) if model.recurrent else 0),
         num_recurrent_layers=model.num_recurrent_layers,
         blocks_without_mlp=model.num_layers - model.num_mlp_blocks if model.single_sublayer_blocks else 0,
-        blocks_without_mixer=model.num_mlp_blocks,
+        blocks_without_mixer=model.num_mlp_blocks, parallel_mixers=model.parallel_mixers,
     )
 
 

@@ -11,8 +11,9 @@ groups):
   A_log nv each, a gated RMSNorm of dv, out_proj nv dv H.
 - lightning (MiniMax-M1's lightning attention): qkv_proj H 3 d, output_gate H d, norm d, out_proj d H.
 - mamba2 (Mamba2Mixer: Bamba, Granite 4.0-H, Nemotron-H, Falcon-H1): in_proj H (2 d + 2 g ds + nh),
-  conv1d (d + 2 g ds) K (+ a bias), dt_bias, A_log, D of nh each, a gated RMSNorm of d,
-  out_proj d H (biases on both projections when `proj_bias`).
+  conv1d (d + 2 g ds) K (+ a bias), dt_bias, A_log, D of nh each, a gated RMSNorm of d (unless
+  `gated_norm` is off: Falcon-H1 without mamba_rms_norm), out_proj d H (biases on both projections
+  when `proj_bias`).
 - mamba1 (JambaMambaMixer): in_proj H 2 d, conv1d d K (+ d), x_proj d (dt_rank + 2 ds),
   dt_proj dt_rank d + d, A_log d ds, D d, out_proj d H, and Jamba's dt / B / C layernorms
   dt_rank + 2 ds.
@@ -31,7 +32,7 @@ from __future__ import annotations
 from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.specs import ModelSpec
-from llm_cost.specs.model_parts import RecurrentSpec
+from llm_cost.specs.model_towers import RecurrentSpec
 
 # multiply-adds per state element per token, and the chunk of the chunked (prefill) form
 MACS_PER_STATE_ELEMENT = {"gated_deltanet": 3, "lightning": 2, "mamba2": 2, "mamba1": 2}
@@ -50,7 +51,7 @@ def recurrent_layer_params(r: RecurrentSpec, hidden: int) -> int:
     bias = r.proj_bias
     if r.kind == "mamba2":
         in_width = 2 * d + 2 * r.num_groups * r.state_dim + r.num_heads
-        return (h * in_width + (in_width if bias else 0) + conv + 3 * r.num_heads + d
+        return (h * in_width + (in_width if bias else 0) + conv + 3 * r.num_heads + (d if r.gated_norm else 0)
                 + d * h + (h if bias else 0))
     # mamba1
     return (h * 2 * d + (2 * d if bias else 0) + conv + d * (r.dt_rank + 2 * r.state_dim)

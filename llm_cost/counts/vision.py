@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
 from llm_cost.specs import ModelSpec
-from llm_cost.specs.model_parts import VisionSpec
+from llm_cost.specs.model_towers import VisionSpec
 
 
 @dataclass(frozen=True)

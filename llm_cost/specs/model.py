@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import (MLASpec, MoESpec, QuantizationConfig, RecurrentSpec, VisionSpec, _layer_indices,
-                                        _positive_int)
+from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
+from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
@@ -165,6 +165,9 @@ class ModelSpec:
     # Each layer holds ONE sublayer, its mixer (attention or recurrent) or its MLP ("mlp" blocks),
     # never both, behind one norm (Nemotron-H); False: every layer has a mixer and an MLP.
     single_sublayer_blocks: bool = False
+    # Every layer runs attention AND the recurrent mixer side by side on the same input (Falcon-H1):
+    # each layer keeps K/V and a state; layer_types then names attention kinds only.
+    parallel_mixers: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -216,7 +219,10 @@ class ModelSpec:
             raise InvalidValueError("model.layer_types has 'mlp' blocks, which need single_sublayer_blocks")
         if self.single_sublayer_blocks and self.moe is not None:
             raise InvalidValueError("model.single_sublayer_blocks with experts is not counted")
-        if ("recurrent" in kinds) != (self.recurrent is not None):
+        if self.parallel_mixers and ("recurrent" in kinds or "mlp" in kinds or self.recurrent is None):
+            raise InvalidValueError("model.parallel_mixers needs model.recurrent and attention in every layer "
+                                    "(no 'recurrent' or 'mlp' layer_types)")
+        if not self.parallel_mixers and ("recurrent" in kinds) != (self.recurrent is not None):
             raise InvalidValueError("model.recurrent must be set exactly when a layer is 'recurrent'")
         for kind, size, field in (("sliding", self.sliding_window, "sliding_window"),
                                   ("chunked", self.attention_chunk_size, "attention_chunk_size")):
@@ -272,8 +278,8 @@ class ModelSpec:
 
     @property
     def num_recurrent_layers(self) -> int:
-        """Layers whose mixer is the recurrent one (0 for a pure-attention model)."""
-        return self.layer_types.count("recurrent")
+        """Layers with the recurrent mixer (0 for a pure-attention model; all with parallel_mixers)."""
+        return self.num_layers if self.parallel_mixers else self.layer_types.count("recurrent")
 
     @property
     def num_mlp_blocks(self) -> int:
@@ -282,7 +288,10 @@ class ModelSpec:
 
     @property
     def num_attention_layers(self) -> int:
-        """Layers with attention (and a K/V cache): num_layers - recurrent layers - MLP blocks."""
+        """Layers with attention (and a K/V cache): num_layers - recurrent layers - MLP blocks
+        (every layer with parallel_mixers)."""
+        if self.parallel_mixers:
+            return self.num_layers
         return self.num_layers - self.num_recurrent_layers - self.num_mlp_blocks
 
     @property
