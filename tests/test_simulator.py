@@ -386,3 +386,21 @@ def test_the_orca_comparison_as_two_serve_configs():
     named = highest_rate(wl, SERVER, scheduler="iteration", max_batch=32, slo_s=0.045)
     assert iteration.rate_req_per_s == named.rate_req_per_s and iteration.result.finish_s == named.result.finish_s
     assert round(iteration.rate_req_per_s / request.rate_req_per_s) == 13
+
+
+def test_simulator_reports_progress_on_long_runs():
+    """Issue 28, deliverable 5: the step-level simulator calls on_progress as requests finish (a bar
+    on a terminal for runs over a second), ending at n of n through run_serving."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.replica import Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.simulator import PROGRESS_EVERY
+    from llm_cost.serving.workload import poisson_workload
+
+    calls = []
+    server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
+    n = 2 * PROGRESS_EVERY + 5
+    r = run_serving(poisson_workload(n, 5.0), server, ServeConfig(), on_progress=lambda d, t: calls.append((d, t)))
+    assert r.scheduler == "iteration" and r.finished == n
+    assert calls[:2] == [(PROGRESS_EVERY, n), (2 * PROGRESS_EVERY, n)] and calls[-1] == (n, n)

@@ -157,7 +157,7 @@ def run_serving(workload: Workload, replica: Replica, config: ServeConfig = Serv
 
         scheduler = "none" if config.reservation == "none" else config.scheduler
         result = simulate(workload, replica, scheduler=scheduler, max_batch=config.max_batch,
-                          reservation=config.reservation)
+                          reservation=config.reservation, on_progress=on_progress)
         if on_progress:
             on_progress(len(workload), len(workload))
         return result

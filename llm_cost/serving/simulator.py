@@ -49,7 +49,7 @@ SCHEDULERS = ("request", "iteration", "none")
 
 
 def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteration",
-             max_batch: int = 32, reservation: str | None = None) -> ServeResult:
+             max_batch: int = 32, reservation: str | None = None, on_progress=None) -> ServeResult:
     r"""Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.
 
     reservation: `request` always reserves max_len; `iteration` reserves `declared` (default)
@@ -130,7 +130,8 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
         finish, deadlock = _request_level(workload, arrivals, replica, min(max_batch, cap // max_len), st), None
         needed = sum(workload.kv_tokens_written)
     else:
-        finish, deadlock = _iteration_level(workload, arrivals, replica, max_batch, res, reservation, st)
+        finish, deadlock = _iteration_level(workload, arrivals, replica, max_batch, res, reservation, st,
+                                            on_progress)
         needed = st.rows
     busy = st.busy or 1.0
     if reservation == "none":  # KV is allocated as it is written
@@ -201,11 +202,15 @@ def _request_level(wl: Workload, arrivals, replica: Replica, batch_cap: int, st:
     return finish
 
 
+PROGRESS_EVERY = 1 << 14  # finished requests between two calls of on_progress (a bar, not a cost)
+
+
 def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, res: list[int],
-                     reservation: str, st: SimStats):
+                     reservation: str, st: SimStats, on_progress=None):
     """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
-    that reaches its output; its KV is prompt + generated - 1."""
+    that reaches its output; its KV is prompt + generated - 1. `on_progress(finished, n)` is called
+    every `PROGRESS_EVERY` finished requests."""
     cost = replica.cost
     deployed = cost.deployed  # once: the loop below is hot
     cap = replica.kv_capacity_tokens
@@ -223,6 +228,7 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
     # cost a tenth of it), stored back on return
     busy = area_n = area_r = area_w = 0.0
     peak_r = peak_w = iterations = positions = 0
+    done = 0
 
     def stored():
         st.busy, st.area_n, st.area_r, st.area_w = busy, area_n, area_r, area_w
@@ -320,6 +326,9 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
             written -= prompt[i] + output[i] - 1
             reserved -= res[i]
             del running[i]
+            done += 1
+            if on_progress is not None and not done % PROGRESS_EVERY:
+                on_progress(done, n)
 
 
 def _decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
