@@ -110,3 +110,22 @@ def test_table_compares_gpus_one_table_each():
     assert [r["gpu"] for r in rows] == ["H100 SXM", "H200 SXM"]
     assert round(rows[0]["decode_step_s_bf16"] * 1e3, 2) == 4.79  # the article §2.4
     assert rows[1]["decode_step_s_bf16"] == pytest.approx(rows[0]["weight_bytes_bf16"] / 4.8e12)  # H200: 4.8 TB/s
+
+
+def test_plan_table_shows_gpus_replicas_users_and_a_request_line_that_reproduces_it():
+    """Issue 28, deliverable 2: the plan's table says GPUs, replicas, batch per replica and users in flight,
+    and its best row as a `request` command, which gives the same TTFT and TPOT."""
+    import shlex
+
+    args = ["plan", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--gpus", "8", "--isl", "2048", "--osl", "256",
+            "--ttft-ms", "2000", "--tpot-ms", "50"]
+    out = _run(*args, columns=200)
+    assert out.exit_code == 0, out.output
+    for header in ("GPUs", "replicas", "batch per replica", "users in flight"):
+        assert header in out.stdout
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("The best row as one command: llm-cost request "))
+    rows = json.loads(_run(*args, "-f", "json").stdout)
+    best = rows[0]
+    assert best["users_in_flight"] == best["batch"] * best["replicas"]
+    request = json.loads(_run("request", *shlex.split(line.split("llm-cost request ", 1)[1]), "-f", "json").stdout)[0]
+    assert request["ttft_s"] == pytest.approx(best["ttft_s"]) and request["tpot_s"] == pytest.approx(best["tpot_s"])

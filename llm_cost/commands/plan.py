@@ -20,10 +20,13 @@ DEFAULT_PRESET = "measured" if "measured" in PRESETS else "lecture"
 # rows, with gpus, replicas, tp and pp, gamma, bound, e2e and the request_args.
 PLAN_COLUMNS = [
     Column("gpu", "GPU", str),
+    Column("gpus", "GPUs", fixed(0)),
+    Column("replicas", "replicas", fixed(0)),
     Column("split", "tp x pp", str),
     Column("weights", "weights", str),
     Column("kv_dtype", "KV", str),
-    Column("batch", "batch"),
+    Column("batch", "batch per replica", fixed(0)),
+    Column("users_in_flight", "users in flight", fixed(0)),
     Column("decoding", "decoding", str),
     Column("ttft_s", "TTFT ms", fixed(0, 1e-3)),
     Column("tpot_s", "TPOT ms", fixed(2, 1e-3)),
@@ -122,10 +125,16 @@ def plan_cmd(
     from llm_cost.report.plan_rows import plan_rows
 
     rows = plan_rows(result, refs)
+    for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
+        r["users_in_flight"] = r["batch"] * r["replicas"]
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption_of(result))
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
+    elif fmt.lower() in ("table", "markdown"):
+        from llm_cost.report.render import print_notes
+
+        print_notes([f"The best row as one command: llm-cost request {rows[0]['request_args']}"])
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
