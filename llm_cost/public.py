@@ -49,6 +49,9 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     >>> round(t.memory_s * 1e3, 2), t.bound
     (10.53, 'memory')
     """
+    from llm_cost.specs.weights import as_weights
+
+    weights = as_weights(weights)  # a format or its name ("fp8")
     if deployment is None:
         from llm_cost.roofline import step_time as one_gpu
         from llm_cost.counts.params import BF16_BYTES

@@ -148,3 +148,21 @@ def test_no_private_name_crosses_a_serving_or_planner_module():
                 found += [f"{path.name}: {a.name}" for a in node.names if a.name.startswith("_")
                           and not a.name.startswith("__")]
     assert not found, found
+
+
+def test_weight_formats_by_name_in_the_library():
+    """Issue 28, deliverable 8: `lc.step_time(..., weights="fp8")` raised AttributeError; a format's name
+    is accepted wherever a WeightFormat is, with the same result, and anything else is refused naming
+    the parameter."""
+    import pytest
+
+    import llm_cost as lc
+    from llm_cost.specs import FP8, INT4_G128
+
+    by_name = lc.step_time("llama-3-70b", "h100-sxm", "article", rows=4096, weights="fp8")
+    assert by_name == lc.step_time("llama-3-70b", "h100-sxm", "article", rows=4096, weights=FP8)
+    assert lc.weight_bytes("llama-3-8b", "int4") == lc.weight_bytes("llama-3-8b", INT4_G128)
+    assert lc.kv_capacity("llama-3-8b", "h100-sxm", weights="W4A16").kv_tokens == \
+        lc.kv_capacity("llama-3-8b", "h100-sxm", weights=INT4_G128).kv_tokens
+    with pytest.raises(ValueError, match="weights must be"):
+        lc.step_time("llama-3-8b", "h100-sxm", "article", weights=3)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from llm_cost.catalog import as_model
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
+from llm_cost.specs.weights import as_weights
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
 
 
     model = as_model(model)
+    weights = as_weights(weights)  # a format or its name ("int4")
     if weights.checkpoint:
         from llm_cost.counts.checkpoint import checkpoint_weight_bytes  # it counts on this module
 

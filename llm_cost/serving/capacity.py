@@ -231,8 +231,11 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     """
     from llm_cost.parallel import check_deployment, kv_share, weight_bytes_per_gpu
 
+    from llm_cost.specs.weights import as_weights
+
     model = as_model(model)
     gpu = as_accelerator(gpu)
+    weights = as_weights(weights)  # a format or its name ("int4")
     deployment, reserve, kv_el, kv_dtype = _settings(deployment, reserve, kv_bytes_per_element)
     total = weight_bytes(model, weights).total
     per_token = kv_bytes_per_token(model, kv_el)

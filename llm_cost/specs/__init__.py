@@ -14,7 +14,7 @@ _EXPORTS = {
                  "VisionSpec",
                  "ModelSpec", "QuantizationConfig"),
     **names_from(".profiles", "PRESETS", "Profile", "draft_profile_for", "preset"),
-    **names_from(".weights", "BF16", "CHECKPOINT", "FP8", "INT4_G128", "INT8_G128", "WEIGHT_FORMATS", "WeightFormat",
+    **names_from(".weights", "as_weights", "BF16", "CHECKPOINT", "FP8", "INT4_G128", "INT8_G128", "WEIGHT_FORMATS", "WeightFormat",
                  "weight_format"),
 }
 __all__ = list(_EXPORTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.errors import check_choice, check_number
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 
 @dataclass(frozen=True)
@@ -153,3 +153,17 @@ def weight_format(name: str) -> WeightFormat:
     """
     return WEIGHT_FORMATS[check_choice("weights", name, tuple(WEIGHT_FORMATS))]
 
+
+def as_weights(weights) -> WeightFormat:
+    """A WeightFormat as given, or by its name (`weight_format`): what every library function that
+    takes a weight format accepts (`weights="fp8"` as well as `weights=FP8`).
+
+    >>> as_weights("fp8") is FP8, as_weights(FP8) is FP8
+    (True, True)
+    """
+    if isinstance(weights, WeightFormat):
+        return weights
+    if isinstance(weights, str):
+        return weight_format(weights)
+    raise InvalidValueError(f"weights must be a WeightFormat or a format's name, got {type(weights).__name__}",
+                            params=("weights",))
