@@ -51,6 +51,7 @@ def request_cmd(
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
+    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
     fmt: Format = "table",
 ) -> None:
     """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
@@ -88,6 +89,11 @@ def request_cmd(
                                   draft=draft_spec)
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
+    if breakdown:
+        _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk, speculation,
+                   fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, "
+                              f"preset {prof.name}")
+        return
     rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                         weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
                         usd_per_gpu_hour=usd_per_gpu_hour)
@@ -111,6 +117,26 @@ def request_cmd(
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
+
+
+def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
+               title: str) -> None:
+    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps."""
+    from itertools import product
+
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, request_breakdown_rows
+
+    if speculation is not None:
+        raise InvalidValueError("--breakdown shows plain passes: drop --spec-alpha / --tau (speculative rounds "
+                                "are not broken down)")
+    rows, caption = [], ""
+    for b, i, o in product(batches, isls, osls):
+        part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
+                                               deployment=deployment, prefill_chunk=prefill_chunk)
+        rows += [{"batch": b, "isl": i, "osl": o, **r} for r in part]
+    columns = [Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] + BREAKDOWN_COLUMNS
+    emit(rows, columns, fmt, title=title, caption=caption)
 
 
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "

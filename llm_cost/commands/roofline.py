@@ -42,6 +42,7 @@ def roofline_cmd(
     kv: KvOpt = None,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
+    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source) and how they sum to T(m).")] = False,
     fmt: Format = "table",
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows; on --tp/--pp/--ep
@@ -55,11 +56,18 @@ def roofline_cmd(
                            read_embedding=read_embedding, kv=kv)
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
+    title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
+    if breakdown:
+        from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, roofline_breakdown_rows
+
+        result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
+                                                  weights=weight_format, deployment=deployment)
+        emit(result, BREAKDOWN_COLUMNS, fmt, caption=caption, title=f"Operators: {title}")
+        return
     result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
                                     weights=weight_format, deployment=deployment)
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption,
-         title=f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
+    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption, title=title)
     warn_unfit(result, deploy.strict)

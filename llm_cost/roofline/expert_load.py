@@ -18,7 +18,7 @@ E[max D] -> g: every GPU reads all its experts, the average.
 FLOPs. A GPU's routed (token, expert) pairs X have mean mu = m k / ep; a token sends
 c = min(k, g) pairs at most to one GPU, so X ~ Binomial(m c, k / (ep c)) (same mean), and the
 busiest of ep is about mu + sigma z_ep (z_ep: the expected largest of ep standard normals, Blom's
-approximation Phi^-1((ep - 0.375) / (ep + 0.25)); 1.42 for ep 8), kept within [max(mu, 1), m c].
+approximation Phi^-1((ep - 0.375) / (ep + 0.25)); 1.43 for ep 8, exactly 1.424), kept within [max(mu, 1), m c].
 The factor E[max X] / mu multiplies the routed experts' share of a row's FLOPs.
 
 Both are 1 (the average GPU) when ep is 1: experts sharded over tp have no imbalance.
@@ -37,7 +37,7 @@ def largest_normal_z(n: int) -> float:
     """E[max of n standard normals], Blom (1958): Phi^-1((n - 0.375) / (n + 0.25)); 0 for n = 1.
 
     >>> round(largest_normal_z(8), 2), round(largest_normal_z(2), 2)
-    (1.42, 0.55)
+    (1.43, 0.59)
     """
     if n <= 1:
         return 0.0

@@ -148,22 +148,26 @@ class PassCost:
         (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either."""
         if not (self.ramped or self.busiest):
             return rows
+        dense, experts = self.gemm_rows_parts(rows)
         s = self.expert_flops_share
+        return (1.0 - s) * dense + s * experts if s else dense
+
+    def gemm_rows_parts(self, rows):
+        """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
+        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops)."""
+        dense = experts = rows
         routed = rows * self.expert_rows_scale
         if self.ramped:
             h, r = self.gemm_half_rows, self.small_gemm_factor
-            dense = rows * (rows + h) / (rows + r * h)
-            if not s:
-                return dense
-            m = routed * self.experts_per_token / expected_experts_touched(self.num_experts, self.experts_per_token,
-                                                                           routed)  # rows per touched expert
-            experts = rows * (m + h) / (m + r * h)
-        else:
-            dense, experts = rows, rows
+            dense = experts = rows * (rows + h) / (rows + r * h)
+            if self.expert_flops_share:
+                m = routed * self.experts_per_token / expected_experts_touched(
+                    self.num_experts, self.experts_per_token, routed)  # rows per touched expert
+                experts = rows * (m + h) / (m + r * h)
         if self.busiest:
             experts = experts * busiest_gpu_pairs_factor(self.num_experts, self.experts_per_token, routed,
                                                          self.expert_parallel, self.busiest_z)
-        return (1.0 - s) * dense + s * experts
+        return dense, experts
 
     def uniform_terms(self, rows, batch, context):
         """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
