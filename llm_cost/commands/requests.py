@@ -7,6 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
                                        Mfu, ModelOpt, Preset, Weights)
@@ -50,6 +51,7 @@ def request_cmd(
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
+    engine: EngineOpt = None,
     deploy: DeploymentArgs = AS_GIVEN,
     breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
     fmt: Format = "table",
@@ -68,6 +70,7 @@ def request_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
     speculation = None
     if spec_alpha is not None and tau is not None:

@@ -1,6 +1,7 @@
 """Whole requests: B requests of ISL prompt and OSL output tokens, served as one static batch.
 
-    TTFT  = the prefill (`phases`): the first output token comes from its last row
+    TTFT  = the prefill (`phases`): the first output token comes from its last row; plus the
+            profile's `ttft_overhead_s` (an engine's time before the first token beyond the prefill)
     TPOT  = the mean of the OSL - 1 decode steps (contexts ISL .. ISL + OSL - 2 cached tokens)
     e2e   = TTFT + (OSL - 1) x TPOT
     output tokens/s per user = OSL / e2e;  in all = replicas x pp x B x OSL / e2e (each pipeline
@@ -53,10 +54,12 @@ class RequestCost:
     deployment: Deployment
     fit: Fit
     expected_tokens: float = 1.0  # tokens per decode round (1 without speculation)
+    ttft_overhead_s: float = 0.0  # the profile's (its engine's) time to first token beyond the prefill
 
     @property
     def ttft_s(self) -> float:
-        return self.phases.prefill_s
+        """The prefill and the engine's overhead before the first token."""
+        return self.phases.prefill_s + self.ttft_overhead_s if self.ttft_overhead_s else self.phases.prefill_s
 
     @property
     def tpot_s(self) -> float:
@@ -65,7 +68,7 @@ class RequestCost:
 
     @property
     def e2e_s(self) -> float:
-        return self.phases.prefill_s + self.phases.decode_s
+        return self.ttft_s + self.phases.decode_s
 
     @property
     def in_flight(self) -> int:
@@ -145,7 +148,7 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
                                        chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
                                        draft=speculation.draft if speculation else None),
-                       expected_tokens=expected)
+                       expected_tokens=expected, ttft_overhead_s=profile.ttft_overhead_s)
 
 
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
