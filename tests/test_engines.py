@@ -98,6 +98,10 @@ def test_engine_option_on_roofline_and_request(tmp_path):
     (base,) = rows_of("request", "--model", "llama-3-8b", "--preset", str(path), "--engine", "sglang",
                       "--breakdown")[-1:]  # the last decode step's total
     assert req["ttft_s"] > 0.03
+    rows = rows_of("request", "--model", "llama-3-8b", "--preset", str(path), "--engine", "sglang", "--breakdown")
+    prefill = [r for r in rows if r["pass"].startswith("prefill")]
+    assert prefill[-2]["operator"] == "first-token overhead (engine)" and prefill[-2]["time_s"] == pytest.approx(0.03)
+    assert prefill[-1]["time_s"] == pytest.approx(req["ttft_s"], rel=1e-12)
     assert base["time_s"] == pytest.approx(req["tpot_last_s"], rel=1e-12)
     assert "--engine must be one of generic, vllm" in error_line("roofline", "--engine", "tgi")
 

@@ -87,8 +87,8 @@ def roofline_breakdown_rows(model, gpu, profile, *, rows, batch: int, context: i
 
 def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: int, weights, deployment,
                            prefill_chunk=None) -> tuple[list[dict], str]:
-    """`--breakdown` of `request`: the prefill (its chunks summed: the TTFT) and the first and last decode
-    steps (tpot_first_s, tpot_last_s), as `requests.phases` times them."""
+    """`--breakdown` of `request`: the prefill (its chunks summed, and the profile's first-token overhead:
+    the TTFT) and the first and last decode steps (tpot_first_s, tpot_last_s), as `requests.phases` times them."""
     from llm_cost.errors import check_number
     from llm_cost.parallel import deployed_pass_cost
     from llm_cost.parallel.breakdown import pass_breakdown
@@ -111,7 +111,14 @@ def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: in
         ops, t = one(batch * n, done)
         passes.append(ops)
         ttft, done = ttft + t, done + n
-    out = breakdown_rows(f"prefill ({len(passes)} pass{'es' if len(passes) > 1 else ''})", summed(passes), ttft)
+    ops = summed(passes)
+    if profile.ttft_overhead_s:  # the engine's time before the first token beyond the prefill: in TTFT
+        from llm_cost.parallel.breakdown import OperatorTime
+
+        ops.append(OperatorTime("first-token overhead (engine)", 0.0, 0.0, 0.0, 0.0, profile.ttft_overhead_s,
+                                "fixed", "fitted"))
+        ttft += profile.ttft_overhead_s
+    out = breakdown_rows(f"prefill ({len(passes)} pass{'es' if len(passes) > 1 else ''})", ops, ttft)
     if osl > 1:
         for label, context in (("decode, first step", isl), ("decode, last step", isl + osl - 2)):
             ops, t = one(batch, context)
