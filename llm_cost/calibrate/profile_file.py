@@ -71,7 +71,8 @@ def _engine_costs(path: Path, data) -> tuple:
     out = []
     for name, knobs in data.items():
         if name not in NAMES:
-            raise InvalidValueError(f"profile file {path}: engine_costs: unknown engine {name!r} (known: {', '.join(NAMES)})")
+            raise InvalidValueError(f"profile file {path}: engine_costs: unknown engine {name!r} "
+                                    f"(known: {', '.join(NAMES)})")
         if not isinstance(knobs, dict) or set(knobs) != set(ENGINE_KNOBS):
             raise InvalidValueError(f"profile file {path}: engine_costs[{name}] must give {', '.join(ENGINE_KNOBS)}")
         if not all(isinstance(knobs[k], (int, float)) and not isinstance(knobs[k], bool) for k in ENGINE_KNOBS):

@@ -111,8 +111,9 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     several metrics of one condition. `settings`: the engine's (tokens per iteration, max sequences,
     K/V block tokens) (`engine_config`); `lengths`: each request's (isl, osl) when they vary (None:
     all isl, osl); `steady` False: a closed loop's latencies over every request (a run that starts
-    empty and drains, as a benchmark's measured run does). A closed loop on one stage is scheduled once in iteration counts
-    and re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times."""
+    empty and drains, as a benchmark's measured run does). A closed loop on one stage is scheduled once
+    in iteration counts and re-timed for each profile (`serving.retime`): calibrating evaluates it
+    hundreds of times."""
     import dataclasses
     import random
 

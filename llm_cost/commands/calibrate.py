@@ -61,7 +61,7 @@ def validate_cmd(
     points: Points,
     preset: Preset = "measured",
     summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
-    by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind or quality (implies --summary).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind, quality or engine (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     engine: EngineOpt = None,
     fmt: Format = "table",
@@ -130,7 +130,9 @@ def calibrate_cmd(
     pts = read_all(points)
     result = fit_profile(pts, base, knobs, name=name, engines=engines)
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
-    held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines)) if cv else None
+    held = None
+    if cv:
+        held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines))
     calibration = {"points": list(points), "free": list(knobs), "engines": result.profile.engines,
                    "in_sample": fitted.row()}
     if held:

@@ -98,8 +98,8 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
         if name == "routed experts":
             ran = expert_rows
             if cost.busiest:  # the busiest GPU's pairs
-                done *= busiest_gpu_pairs_factor(cost.num_experts, cost.experts_per_token, rows * cost.expert_rows_scale,
-                                                 cost.expert_parallel, cost.busiest_z)
+                done *= busiest_gpu_pairs_factor(cost.num_experts, cost.experts_per_token,
+                                                 rows * cost.expert_rows_scale, cost.expert_parallel, cost.busiest_z)
         ops.append((name, byte_of[name], done, row_flops * ran / cost.flops_per_s))
     pairs = cost.uniform_terms(rows, batch, context)[1] * cost.pair_flops if profile.count_kv else 0.0
     if step.kv_bytes or pairs:
