@@ -124,3 +124,27 @@ def test_validate_serves_each_row_by_its_engine(tmp_path):
     own = rows_of("validate", str(points), "--profile", str(path))
     mean = rows_of("validate", str(points), "--profile", str(path), "--engine", "generic")
     assert all(a["predicted"] != b["predicted"] for a, b in zip(own, mean))
+
+
+def test_calibrate_takes_several_files_and_refuses_a_repeated_id(tmp_path):
+    """Two halves of train.csv fit as one file does; the same file twice repeats every id."""
+    import shutil
+
+    shutil.copytree(DATA / "configs", tmp_path / "configs")
+    rows = list(csv.DictReader((DATA / "train.csv").open()))
+    halves = []
+    for i, part in enumerate((rows[:44], rows[44:])):
+        path = tmp_path / f"half{i}.csv"
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(part)
+        halves.append(str(path))
+    both = rows_of("calibrate", *halves, "-o", str(tmp_path / "p.json"), "--free", "bw_efficiency", "--no-cv")
+    one = rows_of("calibrate", str(DATA / "train.csv"), "-o", str(tmp_path / "q.json"), "--free", "bw_efficiency",
+                  "--no-cv")
+    assert both[0]["value"] == pytest.approx(one[0]["value"], rel=1e-9)
+    line = error_line("calibrate", halves[0], halves[0], "-o", str(tmp_path / "r.json"))
+    assert "ids must be unique across files" in line
+    assert "--cv-by must be one of source, gpu" in error_line("calibrate", halves[0], "-o", str(tmp_path / "r.json"),
+                                                              "--cv-by", "model")
