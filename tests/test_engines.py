@@ -148,3 +148,29 @@ def test_calibrate_takes_several_files_and_refuses_a_repeated_id(tmp_path):
     assert "ids must be unique across files" in line
     assert "--cv-by must be one of source, gpu" in error_line("calibrate", halves[0], "-o", str(tmp_path / "r.json"),
                                                               "--cv-by", "model")
+
+
+def test_calibrate_engines_recovers_each_engines_fixed_costs():
+    """train.csv's points re-valued by a profile with known fixed costs per engine: the fit per engine
+    (`fit_profile(engines=True)`, the shared efficiencies fixed here) finds each engine's time per layer
+    and per pass again, and its first-token overhead where the engine has TTFT rows (gpt-fast's batch-1
+    e2e rows cannot tell it from 200 passes' fixed time); the one HF row is left out of the fit."""
+    from dataclasses import replace
+
+    from llm_cost.calibrate.fit import fit_profile, fitted_engines
+    from llm_cost.calibrate.prediction import predict
+
+    truth = PRESETS["measured"].with_(engine_costs=(
+        ("gpt-fast", 0.2e-3, 20e-6, 0.0), ("trtllm", 0.5e-3, 40e-6, 5e-3),
+        ("lmdeploy", 0.3e-3, 90e-6, 2e-3), ("vllm", 1.0e-3, 70e-6, 10e-3)))
+    points = [replace(p, value=predict(p, truth).predicted) for p in read_points(DATA / "train.csv")]
+    assert fitted_engines(points) == ("gpt-fast", "trtllm", "lmdeploy", "vllm")
+    result = fit_profile(points, PRESETS["measured"], ["fixed_time_s"], engines=True)
+    fitted = {e[0]: e[1:] for e in result.profile.engine_costs}
+    for name, per_pass, per_layer, ttft in truth.engine_costs:
+        assert fitted[name][1] == pytest.approx(per_layer, rel=0.05, abs=1e-6), name
+        assert fitted[name][0] + 32 * fitted[name][1] == pytest.approx(per_pass + 32 * per_layer, rel=0.05), name
+        if any(p.engine == name and p.metric == "ttft_ms" for p in points):  # else e2e alone: weakly identified
+            assert fitted[name][2] == pytest.approx(ttft, abs=1e-4), name
+    assert result.points == 87 and result.rms_log_error < 1e-3
+    assert result.profile.fixed_time_s == pytest.approx(sum(e[1] for e in result.profile.engine_costs) / 4)
