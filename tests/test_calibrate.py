@@ -474,8 +474,10 @@ def test_summary_by_group():
     every = {q.point.id: q for q in (predict(p, PRESETS["measured"]) for p in read_points(TRAIN))}
     gpt_fast = [q.ape for q in every.values() if q.point.source == "gpt-fast"]
     assert float(by_source[0]["mape"]) == pytest.approx(sum(gpt_fast) / len(gpt_fast), rel=1e-6)
-    assert "--by must be one of metric, source, gpu, model, batch-kind, quality" in error_line(
-        "validate", TRAIN, "--by", "engine")
+    assert "--by must be one of metric, source, gpu, model, batch-kind, quality, engine" in error_line(
+        "validate", TRAIN, "--by", "vendor")
+    by_engine = {r["engine"]: int(r["n"]) for r in rows_of("validate", TRAIN, "--by", "engine")}
+    assert by_engine == {"gpt-fast": 15, "trtllm": 37, "lmdeploy": 21, "vllm": 14, "generic": 1, "all": 88}
     assert rows_of("validate", TRAIN, "--by", "SOURCE") == by_source  # any case
     assert rows_of("validate", TRAIN, "--by", "metric") == rows_of("validate", TRAIN, "--summary")
     from llm_cost.calibrate.metrics import _model_label

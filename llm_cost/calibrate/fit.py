@@ -3,7 +3,13 @@
     minimise  sum_i log(predicted_i(knobs) / value_i)^2   over the free knobs, each in its bounds
 
 (`scipy.optimize.least_squares`, trust-region reflective). The cross-validated error is k-fold by
-source: each source's points are predicted by a profile fitted to the other sources' only.
+source (or by GPU): each group's points are predicted by a profile fitted to the other groups' only.
+
+With `engines`, each serving engine with at least MIN_ENGINE_POINTS points gets its own fixed time per
+pass, per layer and before the first token (`ENGINE_KNOBS`, `Profile.engine_costs`) in place of the
+shared fixed times; points of other engines are left out of that fit and predicted with the fitted
+engines' mean (`Profile.for_engine`). An engine's knobs act on its own points only, so the Jacobian is
+sparse and its columns are estimated a group at a time (`jac_sparsity`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,13 @@ KNOBS: dict[str, tuple[float, float, float]] = {
     "gemm_half_rows": (0.0, 4096.0, 100.0),  # rows, seen in hundreds
 }
 DEFAULT_FREE = tuple(KNOBS)
+# An engine's own knobs (`Profile.engine_costs`): bounds and scale as above
+ENGINE_BOUNDS: dict[str, tuple[float, float, float]] = {
+    "fixed_time_s": KNOBS["fixed_time_s"],
+    "fixed_time_per_layer_s": KNOBS["fixed_time_per_layer_s"],
+    "ttft_overhead_s": (0.0, 0.5, 1e-3),  # per request: seconds, seen in ms
+}
+MIN_ENGINE_POINTS = 10  # fewer points of an engine than this: it takes the fitted engines' mean
 # Where a knob's fit starts when its base value is neutral and the neutral value is a flat spot
 # (the GEMM ramp does nothing while either of its two knobs is neutral).
 START = {"small_gemm_factor": 0.5, "gemm_half_rows": 128.0}
@@ -49,8 +62,29 @@ def check_free(free) -> tuple[str, ...]:
     return names
 
 
+def _bounded(knob: str, value: float) -> float:
+    """`value` (in the optimiser's scale) as the knob's SI value, within its bounds; `knob` a shared knob
+    or an engine's (`fixed_time_s@vllm`)."""
+    low, high, scale = ENGINE_BOUNDS[knob.split("@")[0]] if "@" in knob else KNOBS[knob]
+    return min(max(value * scale, low), high)
+
+
+def profile_at(base: Profile, free, x) -> Profile:
+    """`base` with the free knobs at `x`: shared knobs by name, an engine's as `knob@engine`."""
+    shared = {k: _bounded(k, v) for k, v in zip(free, x) if "@" not in k}
+    engines: dict[str, dict] = {}
+    for k, v in zip(free, x):
+        if "@" in k:
+            knob, name = k.split("@")
+            engines.setdefault(name, {})[knob] = _bounded(k, v)
+    prof = base.with_(**shared) if shared else base
+    if engines:
+        prof = prof.with_(engine_costs=tuple((n, *(c[k] for k in ENGINE_BOUNDS)) for n, c in engines.items()))
+    return prof
+
+
 def _residuals(points, base: Profile, free, x):
-    prof = base.with_(**{k: min(max(v * KNOBS[k][2], KNOBS[k][0]), KNOBS[k][1]) for k, v in zip(free, x)})
+    prof = profile_at(base, free, x)
     out = []
     for p in points:
         q = predict(p, prof)
@@ -58,30 +92,79 @@ def _residuals(points, base: Profile, free, x):
     return out
 
 
-def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibrated") -> FitResult:
-    """Fit the `free` knobs of `base` to `points` (those `base` covers); the rest stay `base`'s."""
+def fitted_engines(points) -> tuple[str, ...]:
+    """The engines (not `generic`) with at least MIN_ENGINE_POINTS of `points`, in first-seen order."""
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.engine] = counts.get(p.engine, 0) + 1
+    return tuple(e for e, n in counts.items() if e != "generic" and n >= MIN_ENGINE_POINTS)
+
+
+def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibrated",
+                engines: bool = False) -> FitResult:
+    """Fit the `free` knobs of `base` to `points` (those `base` covers); the rest stay `base`'s.
+    `engines`: each engine of `fitted_engines` gets its own fixed costs (module doc)."""
     from scipy.optimize import least_squares
 
     free = check_free(free)
-    base = base.with_(memory_basis="usable")  # a calibrated profile counts what the driver reports
+    start = {e[0]: e[1:] for e in base.engine_costs}  # a base fitted per engine starts each engine there
+    base = base.with_(memory_basis="usable", engine_costs=())  # a calibrated profile counts the driver's memory
     used = [p for p in points if predict(p, base).covered]
     if not used:
         raise InvalidValueError("calibrate: no point of the file can be predicted, nothing to fit")
+    names = fitted_engines(used) if engines else ()
+    if names:
+        used = [p for p in used if p.engine in names]
+        free = tuple(k for k in free if k not in ENGINE_BOUNDS) + tuple(
+            f"{k}@{e}" for e in names for k in ENGINE_BOUNDS)
+        base = base.with_(engine_costs=tuple(
+            (e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3))) for e in names))
     free = acting_knobs(used, base, free)
     if not free:
-        return FitResult(base.with_(name=name), len(used), _rms(used, base))
-    lows = [KNOBS[k][0] / KNOBS[k][2] for k in free]
-    highs = [KNOBS[k][1] / KNOBS[k][2] for k in free]
-    neutral = Profile("neutral")
-    x0 = [(START[k] if k in START and getattr(base, k) == getattr(neutral, k) else getattr(base, k)) / KNOBS[k][2]
-          for k in free]
+        return FitResult(_finished(base, name), len(used), _rms(used, base))
+    bounds = [ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free]
+    lows = [lo / sc for lo, _, sc in bounds]
+    highs = [hi / sc for _, hi, sc in bounds]
+    x0 = [_start(base, k) / sc for k, (_, _, sc) in zip(free, bounds)]
     x0 = [min(max(v, lo), hi) for v, lo, hi in zip(x0, lows, highs)]
     x0 = [min(max(v, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for v, lo, hi in zip(x0, lows, highs)]
-    res = least_squares(lambda x: _residuals(used, base, free, x), x0, bounds=(lows, highs),
+    sparsity = _sparsity(used, free) if names else None
+    res = least_squares(lambda x: _residuals(used, base, free, x), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
-    knobs = {k: float(min(max(v * KNOBS[k][2], KNOBS[k][0]), KNOBS[k][1])) for k, v in zip(free, res.x)}
-    profile = base.with_(name=name, **knobs)
+    profile = _finished(profile_at(base, free, [float(v) for v in res.x]), name)
     return FitResult(profile, len(used), _rms(used, profile))
+
+
+def _start(base: Profile, knob: str) -> float:
+    """Where a knob's fit starts: the base's value (an engine's: its entry in the base's engine_costs),
+    or START's for a neutral knob whose neutral value is a flat spot."""
+    if "@" in knob:
+        k, name = knob.split("@")
+        return dict(zip(ENGINE_BOUNDS, next(e[1:] for e in base.engine_costs if e[0] == name)))[k]
+    neutral = Profile("neutral")
+    return START[knob] if knob in START and getattr(base, knob) == getattr(neutral, knob) else getattr(base, knob)
+
+
+def _finished(profile: Profile, name: str) -> Profile:
+    """The fitted profile named `name`; with engine costs, its shared fixed times are the engines' mean
+    (what a command without --engine, and an engine it was not fitted to, uses)."""
+    if profile.engine_costs:
+        mean = profile.for_engine("generic")
+        profile = profile.with_(fixed_time_s=mean.fixed_time_s, fixed_time_per_layer_s=mean.fixed_time_per_layer_s,
+                                ttft_overhead_s=mean.ttft_overhead_s)
+    return profile.with_(name=name)
+
+
+def _sparsity(points, free):
+    """Which residual (point) each knob can move: a shared knob every point, an engine's its own."""
+    import numpy as np
+
+    out = np.ones((len(points), len(free)), dtype=int)
+    for j, k in enumerate(free):
+        if "@" in k:
+            engine = k.split("@")[1]
+            out[:, j] = [p.engine == engine for p in points]
+    return out
 
 
 def _rms(points, profile: Profile) -> float:
@@ -91,31 +174,42 @@ def _rms(points, profile: Profile) -> float:
 def acting_knobs(points, base: Profile, free) -> tuple[str, ...]:
     """The knobs of `free` that change some point's prediction (FP8's factor needs an FP8 row, the
     weight-only factor an INT4/INT8 row): a knob no point sees keeps `base`'s value, unfitted."""
-    mid = base.with_(**{k: 0.5 * (KNOBS[k][0] + KNOBS[k][1]) for k in free})  # every free knob acting
-    ref = _residuals(points, mid, (), [])
+    bounds = {k: ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free}
+    middle = [0.5 * (bounds[k][0] + bounds[k][1]) / bounds[k][2] for k in free]  # every free knob acting
+    ref = _residuals(points, base, free, middle)
     acting = []
-    for k in free:
-        low, high, _ = KNOBS[k]
-        probe = mid.with_(**{k: low + 0.25 * (high - low)})
-        if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, probe, (), []))):
+    for i, k in enumerate(free):
+        if "@" in k:  # an engine's knob moves its own points' fixed times: acting by construction
+            acting.append(k)
+            continue
+        low, high, scale = bounds[k]
+        probe = list(middle)
+        probe[i] = (low + 0.25 * (high - low)) / scale
+        if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, base, free, probe))):
             acting.append(k)
     return tuple(acting)
 
 
-def cross_validate(points, base: Profile, free=DEFAULT_FREE) -> list[Prediction]:
-    """Each source's points predicted by a profile fitted to the other sources (k-fold by source).
+CV_GROUPS = {"source": lambda p: p.source, "gpu": lambda p: p.gpu_name}
 
-    A file with one source has no held-out fold: its points are predicted by the fit to all.
+
+def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "source",
+                   engines: bool = False) -> list[Prediction]:
+    """Each group's points predicted by a profile fitted to the other groups (k-fold by `by`: source,
+    or gpu: leave one GPU out, what a user with a new GPU should expect).
+
+    A file with one group has no held-out fold: its points are predicted by the fit to all.
     """
-    sources = list(dict.fromkeys(p.source for p in points))
-    if len(sources) < 2:
-        prof = fit_profile(points, base, free).profile
+    group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
+    groups = list(dict.fromkeys(group(p) for p in points))
+    if len(groups) < 2:
+        prof = fit_profile(points, base, free, engines=engines).profile
         return [predict(p, prof) for p in points]
     out: dict[str, Prediction] = {}
-    for s in sources:
-        train = [p for p in points if p.source != s]
-        prof = fit_profile(train, base, free).profile
+    for g in groups:
+        train = [p for p in points if group(p) != g]
+        prof = fit_profile(train, base, free, engines=engines).profile
         for p in points:
-            if p.source == s:
+            if group(p) == g:
                 out[p.id] = predict(p, prof)
     return [out[p.id] for p in points]

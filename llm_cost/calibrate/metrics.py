@@ -58,7 +58,8 @@ def _model_label(config: str) -> str:
     return parts[-2] if stem == "config" and len(parts) > 1 else stem
 
 
-# How `summaries` can group the points: the row's metric (default), source, GPU, model, batch kind, quality
+# How `summaries` can group the points: the row's metric (default), source, GPU, model, batch kind, quality,
+# serving engine
 GROUPS = {
     "metric": lambda p: p.metric,
     "source": lambda p: p.source,
@@ -66,6 +67,7 @@ GROUPS = {
     "model": lambda p: _model_label(p.config),
     "batch-kind": lambda p: p.batch_kind,
     "quality": lambda p: p.quality,
+    "engine": lambda p: p.engine,
 }
 
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_cost.calibrate.bench_columns import BenchConditions, bench_conditions
 from llm_cost.errors import InvalidValueError, LlmCostError
 
 # metric -> unit the value is in (the README of shared/measured/ defines each)
@@ -69,6 +70,8 @@ class Point:
     osl: int
     metric: str
     value: float
+    engine: str = "generic"  # the serving engine its `engine` text names (`specs.engines.engine_of`)
+    bench: BenchConditions = BenchConditions()  # how the benchmark drew and sent requests (`bench_columns`)
 
 
 def _batch_kind(text: str) -> str:
@@ -177,5 +180,21 @@ def _point(path: Path, n: int, row: dict) -> Point:
                  gpu_name=gpu, weights=get("weights", str.lower),
                  group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", str.lower),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
-                 isl=get("isl", lambda t: _whole(t, 0)), osl=get("osl", lambda t: _whole(t, 1)),
-                 metric=metric, value=get("value", _positive))
+                 isl=get("isl", lambda t: _whole(t, 0)), osl=get("osl", lambda t: _whole(t, 0)),
+                 metric=metric, value=get("value", _positive), engine=_engine(row), bench=_bench(path, n, row))
+
+
+def _bench(path: Path, n: int, row: dict) -> BenchConditions:
+    """The row's optional benchmark columns (`bench_columns`), a malformed one refused as the others are."""
+    try:
+        return bench_conditions(row, f"{path} row {n}")
+    except ValueError as err:
+        raise PointsError(str(err)) from None
+
+
+def _engine(row: dict) -> str:
+    """The engine the row's `engine` text names, else its `source`'s; 'generic' when neither names one."""
+    from llm_cost.specs.engines import engine_of
+
+    named = engine_of(row.get("engine") or "")
+    return named if named != "generic" else engine_of(row.get("source") or "")

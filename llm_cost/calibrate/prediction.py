@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from llm_cost.calibrate.points import WEIGHTS, Point
 from llm_cost.calibrate.points import NotCovered as _NotCovered
-from llm_cost.calibrate.under_load import ENGINE_TOKENS_PER_ITERATION, served
+from llm_cost.calibrate.under_load import served
 from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import Deployment
@@ -106,12 +106,16 @@ def deployment_of(point: Point) -> Deployment:
     return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
 
 
-def predict(point: Point, profile) -> Prediction:
-    """`Prediction` of one point under `profile` (module doc); a row the model cannot express is not
-    covered, with the reason."""
+def predict(point: Point, profile, engine: str | None = None) -> Prediction:
+    """`Prediction` of one point under `profile` (module doc) as served by `engine` (default the point's
+    own, `Point.engine`): the profile's fixed costs for that engine (`Profile.for_engine`) and its
+    serving defaults (`specs.engines`); a row the model cannot express is not covered, with the reason."""
+    from llm_cost.specs.engines import ENGINES
+
+    name = engine or point.engine
     try:
         model, gpu = _specs(point.config, point.gpu_name)
-        value, note = _value(point, model, gpu, profile)
+        value, note = _value(point, model, gpu, profile.for_engine(name), ENGINES[name])
         return Prediction(point, value, note)
     except _NotCovered as why:
         return Prediction(point, None, str(why))
@@ -132,7 +136,7 @@ def _specs(config: str, gpu_name: str):
     return _resolve_model(config, Path(".")), load_accelerator(gpu_name)
 
 
-def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
+def _value(p: Point, model, gpu, profile, engine) -> tuple[float, str]:
     """(the predicted value, a note or ''): the module doc's mapping."""
     import dataclasses
 
@@ -155,8 +159,14 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
         return _bench(p, model, gpu, profile, weights, dep, batch), "; ".join(notes)
     if p.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
+    if p.osl < 1:  # a prefill-only row (llama-bench's pp512): only a prefill metric describes it
+        raise _NotCovered(f"osl 0 is a prefill-only row: {metric} is not its figure (prefill_tok_per_s is)")
+    bench = p.bench
+    if bench.speculative and kind != "static":
+        raise _NotCovered(f"speculative decoding ({bench.spec_method}) under load is not served yet; "
+                          f"static batches are predicted with it")
     if kind == "request rate":
-        return served(p, model, gpu, profile, weights, dep, None, notes)
+        return served(p, model, gpu, profile, weights, dep, None, notes, engine)
     # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
     # as fit each replica): (size, replicas of that size), at most two sizes.
     if kind == "saturation":
@@ -164,13 +174,18 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
     else:
         sizes = _split(int(p.batch), dep.replicas)
     one = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype).following(profile)
-    runs = [(request_cost(model, gpu, profile, batch=b, isl=p.isl, osl=p.osl, deployment=one, weights=weights), n)
-            for b, n in sizes]
+    speculation = _speculation(bench) if bench.speculative else None
+    runs = [(request_cost(model, gpu, profile, batch=b, isl=p.isl, osl=p.osl, deployment=one, weights=weights,
+                          speculation=speculation), n) for b, n in sizes]
     fit = runs[0][0].fit  # the largest batch's
     if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
-    if kind == "concurrency" and (sizes[0][0] * p.isl > ENGINE_TOKENS_PER_ITERATION or not fit.fits_memory):
-        return served(p, model, gpu, profile, weights, dep, sizes, notes)
+    budget = engine.budget(gpu)[0]
+    # a closed loop whose lengths vary or whose run starts empty and drains is served (its rounds do not
+    # move in step); else one that fits an iteration's budget and the memory is a static batch each round
+    if kind == "concurrency" and (sizes[0][0] * p.isl > budget or not fit.fits_memory or bench.ranged
+                                  or bench.num_prompts):
+        return served(p, model, gpu, profile, weights, dep, sizes, notes, engine)
     if not fit.fits_memory:
         notes.append(f"predicted although its batch does not fit by the model's count: {fit.reason}")
     requests = sum(r.batch * n for r, n in runs)
@@ -182,6 +197,21 @@ def _value(p: Point, model, gpu, profile) -> tuple[float, str]:
              "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": mean(lambda r: r.ttft_s) * 1e3,
              "itl_ms": mean(lambda r: r.tpot_s) * 1e3, "e2e_latency_ms": mean(lambda r: r.e2e_s) * 1e3}[metric]
     return value, "; ".join(notes)
+
+
+# A draft step's cost over the target's (`Speculation.c`) by method: an n-gram lookup costs nothing; EAGLE
+# heads and MTP modules are one decoder layer on the target's features (EAGLE, arXiv 2401.15077 §3), about
+# 1/L of a pass of tens of layers plus the LM head; a separate draft model: the request command's default.
+SPEC_COST = {"ngram": 0.0, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05, "draft": 0.1}
+
+
+def _speculation(bench):
+    """The `Speculation` of a row's spec columns: alpha solved from the mean accepted length."""
+    from llm_cost.requests import Speculation
+    from llm_cost.speculative.tau import alpha_from_tau
+
+    alpha = float(alpha_from_tau(bench.spec_accept_len, bench.spec_gamma))
+    return Speculation(alpha=alpha, gamma=bench.spec_gamma, c=SPEC_COST[bench.spec_method])
 
 
 def _split(total: int, replicas: int) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from llm_cost.errors import InvalidValueError, LlmCostError
-from llm_cost.specs.profiles import Profile
+from llm_cost.specs.profiles import ENGINE_KNOBS, Profile
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "_")
 
@@ -15,6 +15,8 @@ FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "_")
 def profile_to_json(profile: Profile, **extra) -> str:
     """The profile's fields (and `extra` keys, e.g. the calibration's error) as indented JSON."""
     data = {name: getattr(profile, name) for name in FIELDS}
+    # engine_costs as {engine: {knob: value}}: readable, and refused by key when malformed
+    data["engine_costs"] = {e[0]: dict(zip(ENGINE_KNOBS, e[1:])) for e in profile.engine_costs}
     data.update(extra)
     return json.dumps(data, indent=2) + "\n"
 
@@ -49,6 +51,8 @@ def read_profile(path) -> Profile:
         raise InvalidValueError(f"profile file {path}: unknown key {unknown[0]!r} (known: {', '.join(FIELDS)})")
     knobs = {k: v for k, v in data.items() if k in FIELDS}
     knobs.setdefault("name", path.stem)
+    if "engine_costs" in knobs:
+        knobs["engine_costs"] = _engine_costs(path, knobs["engine_costs"])
     for k in ("read_input_embedding", "count_kv"):
         if k in knobs and not isinstance(knobs[k], bool):
             raise InvalidValueError(f"profile file {path}: {k} must be true or false, got {knobs[k]!r}")
@@ -56,3 +60,22 @@ def read_profile(path) -> Profile:
         return Profile(**knobs)
     except (LlmCostError, TypeError) as err:
         raise InvalidValueError(f"profile file {path}: {err}") from None
+
+
+def _engine_costs(path: Path, data) -> tuple:
+    """`{engine: {fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s}}` as `Profile.engine_costs`."""
+    from llm_cost.specs.engines import NAMES
+
+    if not isinstance(data, dict):
+        raise InvalidValueError(f"profile file {path}: engine_costs must be an object of engines")
+    out = []
+    for name, knobs in data.items():
+        if name not in NAMES:
+            raise InvalidValueError(f"profile file {path}: engine_costs: unknown engine {name!r} "
+                                    f"(known: {', '.join(NAMES)})")
+        if not isinstance(knobs, dict) or set(knobs) != set(ENGINE_KNOBS):
+            raise InvalidValueError(f"profile file {path}: engine_costs[{name}] must give {', '.join(ENGINE_KNOBS)}")
+        if not all(isinstance(knobs[k], (int, float)) and not isinstance(knobs[k], bool) for k in ENGINE_KNOBS):
+            raise InvalidValueError(f"profile file {path}: engine_costs[{name}] values must be numbers")
+        out.append((name, *(float(knobs[k]) for k in ENGINE_KNOBS)))
+    return tuple(out)

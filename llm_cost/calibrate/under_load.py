@@ -15,7 +15,10 @@ first and prompt chunks after them, at most 256 sequences:
   without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
   the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
 
-The engine keeps up to pp batches in flight on a pipeline (Orca's and vLLM's).
+The engine keeps up to pp batches in flight on a pipeline (Orca's and vLLM's). A row's own engine
+(`Point.engine`, `specs.engines`) sets the budget, the sequences and the K/V block (`engine_config`;
+`ENGINE` is the generic one's), and the profile's `ttft_overhead_s` (its engine's: `Profile.for_engine`)
+adds to every request's TTFT and e2e.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 
+from llm_cost.calibrate.bench_columns import drawn_lengths
 from llm_cost.calibrate.points import NotCovered
 from llm_cost.specs.deployment import Deployment
 
@@ -35,7 +39,14 @@ LOAD_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "outp
 ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
 
 
-def served(p, model, gpu, profile, weights, dep, sizes, notes) -> tuple[float, str]:
+def engine_config(engine, gpu) -> tuple[int, int, int]:
+    """(tokens per iteration, max sequences, K/V block tokens) of `engine` (a `specs.engines.Engine`)
+    on `gpu` (its usable memory picks the engine's budget)."""
+    tokens, sequences = engine.budget(gpu)
+    return tokens, sequences, engine.kv_block_tokens
+
+
+def served(p, model, gpu, profile, weights, dep, sizes, notes, engine=None) -> tuple[float, str]:
     """A row under load through the serving engine with `ENGINE`'s settings, each replica alike:
     `sizes` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
     RATE_REQUESTS in all; else a closed loop of `size` clients on each of `n` replicas for each
@@ -47,17 +58,35 @@ def served(p, model, gpu, profile, weights, dep, sizes, notes) -> tuple[float, s
     """
     if p.metric not in LOAD_METRICS:
         raise NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
+    from llm_cost.specs.engines import ENGINES
+
+    engine = engine or ENGINES["generic"]
+    if not engine.continuous:
+        raise NotCovered(f"{engine.name} runs static batches only: a row under load is not its figure")
+    settings = engine_config(engine, gpu)
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
+    bench = p.bench
+    stated = -(-bench.num_prompts // dep.replicas) if bench.num_prompts else 0  # one replica's measured run
+
+    def lengths(count: int):
+        if not bench.ranged:
+            return None
+        return tuple(zip(drawn_lengths(p.isl, bench.isl_range_ratio, count, 1),
+                         drawn_lengths(p.osl, bench.osl_range_ratio, count, 2)))
+
     if sizes is None:
+        count = stated or -(-RATE_REQUESTS // dep.replicas)
         runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, p.batch / dep.replicas,
-                              -(-RATE_REQUESTS // dep.replicas), False), dep.replicas, 1.0)]
+                              count, False, settings, lengths(count)), dep.replicas, 1.0)]
     else:
-        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b,
-                              b * CLOSED_LOOP_ROUNDS, True), n, float(b)) for b, n in sizes]
+        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b, stated or b * CLOSED_LOOP_ROUNDS,
+                              True, settings, lengths(stated or b * CLOSED_LOOP_ROUNDS), not stated), n, float(b))
+                for b, n in sizes]
     weight = sum(n * w for _, n, w in runs)
     mean = lambda k: sum(f[k] * n * w for f, n, w in runs) / weight  # noqa: E731 (over the requests)
     total = sum(f[4] * n for f, n, _ in runs)
-    value = {"ttft_ms": mean(0) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": mean(2) * 1e3,
+    extra = profile.ttft_overhead_s  # before each request's first token, beyond the served prefill
+    value = {"ttft_ms": (mean(0) + extra) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": (mean(2) + extra) * 1e3,
              "output_tok_per_s_per_user": mean(3), "decode_tok_per_s_per_user": mean(3),
              "output_tok_per_s": total, "output_tok_per_s_total": total,
              "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
@@ -73,13 +102,18 @@ _SCHEDULES: dict = {}  # closed loops in iteration counts (`serving.retime`), by
 
 @functools.lru_cache(maxsize=64)
 def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load: float, requests: int,
-                 closed: bool):
+                 closed: bool, settings: tuple = (ENGINE_TOKENS_PER_ITERATION, ENGINE_MAX_BATCH, 16),
+                 lengths: tuple | None = None, steady: bool = True):
     """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica
     (`single`: tp, pp, KV dtype) serving `requests` requests: a closed loop of `load` clients
     (latencies over the rounds after the first and before the last: a steady window), or Poisson
     arrivals at `load` requests per second (inf: all at once). Cached: a table's rows often give
-    several metrics of one condition. A closed loop on one stage is scheduled once in iteration counts
-    and re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times."""
+    several metrics of one condition. `settings`: the engine's (tokens per iteration, max sequences,
+    K/V block tokens) (`engine_config`); `lengths`: each request's (isl, osl) when they vary (None:
+    all isl, osl); `steady` False: a closed loop's latencies over every request (a run that starts
+    empty and drains, as a benchmark's measured run does). A closed loop on one stage is scheduled once
+    in iteration counts and re-timed for each profile (`serving.retime`): calibrating evaluates it
+    hundreds of times."""
     import dataclasses
     import random
 
@@ -95,22 +129,25 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
                                  kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
                                  max_len=None if model.max_position_embeddings else isl + osl)
+    tokens, sequences, block = settings
+    engine = dict(reservation="paged", prefill_chunk=tokens, block_size=block)
     if closed:
         clients = int(load)
-        wl = dataclasses.replace(fixed_workload([(isl, osl)] * requests), concurrency=clients)
-        config = ServeConfig(max_batch=max(ENGINE_MAX_BATCH, clients), **ENGINE)
+        wl = dataclasses.replace(fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests),
+                                 concurrency=clients)
+        config = ServeConfig(max_batch=max(sequences, clients), **engine)
     else:
         rng = random.Random(0)
         t, arrivals = 0.0, []
         for _ in range(requests):
             t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
             arrivals.append(t)
-        wl = fixed_workload([(isl, osl)] * requests, arrivals_s=arrivals)
-        config = ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE)
+        wl = fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests, arrivals_s=arrivals)
+        config = ServeConfig(max_batch=sequences, **engine)
     if closed and single.pp == 1:
         cost = replica.cost
         key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
-               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes))
+               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes), settings, lengths)
         if key not in _SCHEDULES:
             _SCHEDULES[key] = closed_loop_schedule(wl, replica, config)
         schedule = _SCHEDULES[key]
@@ -123,9 +160,11 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     if not np.all(np.isfinite(finish)):
         raise NotCovered("under load: the served replica did not finish every request")
     tokens_s = float(np.sum(output)) / (float(np.max(finish)) - float(np.min(arrival)))  # start-up, drain included
-    if closed and requests >= 3 * clients:  # the steady window: without the first round and the last
-        arrival, first, finish = (x[clients:requests - clients] for x in (arrival, first, finish))
+    outs = np.array([o for _, o in lengths], dtype=float) if lengths else np.full(len(arrival), float(osl))
+    if closed and steady and requests >= 3 * clients:  # the steady window: without the first round and the last
+        arrival, first, finish, outs = (x[clients:requests - clients] for x in (arrival, first, finish, outs))
     life = finish - arrival
-    itl = float(np.mean((finish - first) / (osl - 1))) if osl > 1 else 0.0
-    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(osl / life)), tokens_s,
+    decoding = outs > 1
+    itl = float(np.mean((finish - first)[decoding] / (outs[decoding] - 1))) if decoding.any() else 0.0
+    return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(outs / life)), tokens_s,
             preemptions)

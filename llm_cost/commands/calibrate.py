@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from llm_cost.commands.app import command, emit
+from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.options import Format, Preset
 from llm_cost.report.render import Column, fixed
 
@@ -27,6 +28,21 @@ SUMMARY_STATS = [
     Column("p90_ape", "p90 APE", fixed(3)),
 ]
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
+PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
+
+
+def read_all(paths) -> list:
+    """The points of every file, in order; ids must be unique across the files."""
+    from llm_cost.calibrate.points import PointsError, read_points
+
+    pts, seen = [], {}
+    for path in paths:
+        for p in read_points(path):
+            if p.id in seen:
+                raise PointsError(f"{path}: id {p.id!r} is also in {seen[p.id]}: ids must be unique across files")
+            seen[p.id] = path
+            pts.append(p)
+    return pts
 
 
 def _summary_rows(predictions, by: str = "metric") -> list[dict]:
@@ -45,12 +61,14 @@ def validate_cmd(
     points: Points,
     preset: Preset = "measured",
     summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
-    by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind or quality (implies --summary).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind, quality or engine (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
+    engine: EngineOpt = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
     |predicted / measured - 1|); a row the model cannot express is not covered, with the reason.
+    Each row is served by the engine its `engine` column names (unknown: generic) unless --engine.
     """
     from llm_cost.calibrate.points import read_points
     from llm_cost.calibrate.prediction import predict
@@ -63,7 +81,11 @@ def validate_cmd(
         by = check_choice("by", by.strip().lower(), tuple(GROUPS))
     prof = parse.profile(preset)
     pts = read_points(points)
-    preds = [predict(p, prof) for p in pts]
+    if engine is not None:
+        from llm_cost.specs.engines import engine as check_engine
+
+        engine = check_engine(engine).name
+    preds = [predict(p, prof, engine) for p in pts]
     if plot:
         from llm_cost.calibrate.figure import validation_figure
 
@@ -81,12 +103,14 @@ def validate_cmd(
 
 @command("calibrate", epilog="Example: llm-cost calibrate train.csv -o measured.json")
 def calibrate_cmd(
-    points: Points,
+    points: PointFiles,
     output: Annotated[str, typer.Option("--output", "-o", help="Profile JSON file to write (use it with --profile FILE).")],
     free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
+    cv_by: Annotated[str, typer.Option("--cv-by", help="What the cross-validation leaves out: source, or gpu (leave one GPU out).")] = "source",
+    engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) where it has 10 points or more.")] = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
@@ -94,22 +118,31 @@ def calibrate_cmd(
     """
     from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, fit_profile
     from llm_cost.calibrate.metrics import summarize
-    from llm_cost.calibrate.points import read_points
+    from llm_cost.calibrate.fit import CV_GROUPS
     from llm_cost.calibrate.prediction import predict
     from llm_cost.calibrate.profile_file import write_profile
     from llm_cost.commands import parse
+    from llm_cost.errors import check_choice
 
     base = parse.profile(preset, option="base")
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
-    pts = read_points(points)
-    result = fit_profile(pts, base, knobs, name=name)
+    cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
+    pts = read_all(points)
+    result = fit_profile(pts, base, knobs, name=name, engines=engines)
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
-    held = summarize("cross-validated", cross_validate(pts, base, knobs)) if cv else None
-    calibration = {"points": points, "free": list(knobs), "in_sample": fitted.row()}
+    held = None
+    if cv:
+        held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines))
+    calibration = {"points": list(points), "free": list(knobs), "engines": result.profile.engines,
+                   "in_sample": fitted.row()}
     if held:
         calibration["cross_validated"] = held.row()
     write_profile(result.profile, output, calibration=calibration)
     rows = [{"knob": k, "value": getattr(result.profile, k), "fitted": k in knobs} for k in DEFAULT_FREE]
+    from llm_cost.specs.profiles import ENGINE_KNOBS
+
+    rows += [{"knob": f"{k}@{e[0]}", "value": v, "fitted": True} for e in result.profile.engine_costs
+             for k, v in zip(ENGINE_KNOBS, e[1:])]
     for s in (fitted, held):
         if s is not None:
             rows.append({"knob": f"{s.name}: median APE", "value": s.median_ape, "fitted": None})
@@ -117,5 +150,5 @@ def calibrate_cmd(
             rows.append({"knob": f"{s.name}: p90 APE", "value": s.p90_ape, "fitted": None})
     emit(rows, [Column("knob", "knob"), Column("value", "value (SI)", lambda v: f"{v:.6g}"),
                 Column("fitted", "fitted", lambda v: "" if v is None else ("yes" if v else "no"))], fmt,
-         title=f"Profile {name} fitted to {result.points} points of {points} (written to {output})",
-         caption="cross-validated: k-fold by source, each source predicted by a fit to the others")
+         title=f"Profile {name} fitted to {result.points} points of {', '.join(points)} (written to {output})",
+         caption=f"cross-validated: k-fold by {cv_by}, each {cv_by} predicted by a fit to the others")

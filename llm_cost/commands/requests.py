@@ -7,6 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
                                        Mfu, ModelOpt, Preset, Weights)
@@ -56,7 +57,9 @@ def request_cmd(
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
+    engine: EngineOpt = None,
     deploy: DeploymentArgs = AS_GIVEN,
+    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
     fmt: Format = "table",
 ) -> None:
     """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
@@ -73,6 +76,7 @@ def request_cmd(
 
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
     speculation = None
     if spec_alpha is not None and tau is not None:
@@ -94,6 +98,11 @@ def request_cmd(
                                   draft=draft_spec)
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
+    if breakdown:
+        _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk, speculation,
+                   fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, "
+                              f"preset {prof.name}")
+        return
     rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                         weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
                         usd_per_gpu_hour=usd_per_gpu_hour, images=images, image_size=image_size)
@@ -118,6 +127,26 @@ def request_cmd(
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
+
+
+def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
+               title: str) -> None:
+    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps."""
+    from itertools import product
+
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, request_breakdown_rows
+
+    if speculation is not None:
+        raise InvalidValueError("--breakdown shows plain passes: drop --spec-alpha / --tau (speculative rounds "
+                                "are not broken down)")
+    rows, caption = [], ""
+    for b, i, o in product(batches, isls, osls):
+        part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
+                                               deployment=deployment, prefill_chunk=prefill_chunk)
+        rows += [{"batch": b, "isl": i, "osl": o, **r} for r in part]
+    columns = [Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] + BREAKDOWN_COLUMNS
+    emit(rows, columns, fmt, title=title, caption=caption)
 
 
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "

@@ -6,6 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
                                        KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights)
@@ -41,7 +42,9 @@ def roofline_cmd(
     read_embedding: ReadEmb = None,
     kv: KvOpt = None,
     weights: Weights = "bf16",
+    engine: EngineOpt = None,
     deploy: DeploymentArgs = AS_GIVEN,
+    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source) and how they sum to T(m).")] = False,
     fmt: Format = "table",
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows; on --tp/--pp/--ep
@@ -53,13 +56,21 @@ def roofline_cmd(
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
+    prof = with_engine(prof, engine, fixed_ms)
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
+    title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
+    if breakdown:
+        from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, roofline_breakdown_rows
+
+        result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
+                                                  weights=weight_format, deployment=deployment)
+        emit(result, BREAKDOWN_COLUMNS, fmt, caption=caption, title=f"Operators: {title}")
+        return
     result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
                                     weights=weight_format, deployment=deployment)
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption,
-         title=f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
+    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption, title=title)
     warn_unfit(result, deploy.strict)

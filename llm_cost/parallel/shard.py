@@ -16,7 +16,9 @@ Expert parallel (ep, 1 or a multiple of tp): a MoE layer's routed experts spread
 GPUs; ep > tp spans ep / tp replicas whose attention runs data parallel and whose rows meet in
 the experts (the replicas run the same batch). A MoE layer's output all-reduce is replaced by a
 dispatch and a combine all-to-all over ep GPUs of rows / tp x top-k x hidden x 2 bytes each
-(SGLang's and vLLM's EP); the attention's all-reduce stays. Uniform routing, no load imbalance.
+(SGLang's and vLLM's EP), each (ep - 1) link latencies at least; the attention's all-reduce stays.
+Uniform routing; the step waits for the busiest GPU: the experts it reads and the (token, expert)
+pairs it computes are the expected maximum over the ep GPUs (`roofline.expert_load`).
 
 Stages that do not divide the layers (80 over pp 3) are as balanced as whole layers allow: the
 time crosses all of them, and the memory of the largest, ceil(L / pp) layers, is what must fit
@@ -179,7 +181,7 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
         row_flops=cost.row_flops / (tp * pp),
         pair_flops=cost.pair_flops / (tp * pp),
         expert_bytes=cost.expert_bytes / (group * pp),
-        expert_rows_scale=group / tp,
+        expert_rows_scale=group / tp, expert_parallel=deployment.ep,
         stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, handoff_fixed_s=handoff_fixed,
         handoff_row_s=handoff_row, overlap_comm=deployment.overlap_comm)
 

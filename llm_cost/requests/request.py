@@ -1,6 +1,7 @@
 """Whole requests: B requests of ISL prompt and OSL output tokens, served as one static batch.
 
-    TTFT  = the prefill (`phases`): the first output token comes from its last row
+    TTFT  = the prefill (`phases`): the first output token comes from its last row; plus the
+            profile's `ttft_overhead_s` (an engine's time before the first token beyond the prefill)
     TPOT  = the mean of the OSL - 1 decode steps (contexts ISL .. ISL + OSL - 2 cached tokens)
     e2e   = TTFT + (OSL - 1) x TPOT
     output tokens/s per user = OSL / e2e;  in all = replicas x pp x B x OSL / e2e (each pipeline
@@ -58,10 +59,12 @@ class RequestCost:
     images: int = 0
     image_tokens: int = 0  # per request, all its images
     encoder_s: float = 0.0
+    ttft_overhead_s: float = 0.0  # the profile's (its engine's) time to first token beyond the prefill
 
     @property
     def ttft_s(self) -> float:
-        return self.phases.prefill_s
+        """The prefill and the engine's overhead before the first token."""
+        return self.phases.prefill_s + self.ttft_overhead_s if self.ttft_overhead_s else self.phases.prefill_s
 
     @property
     def tpot_s(self) -> float:
@@ -70,7 +73,7 @@ class RequestCost:
 
     @property
     def e2e_s(self) -> float:
-        return self.phases.prefill_s + self.phases.decode_s
+        return self.ttft_s + self.phases.decode_s
 
     @property
     def in_flight(self) -> int:
@@ -163,7 +166,8 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
                                        chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
                                        draft=speculation.draft if speculation else None),
-                       expected_tokens=expected, images=int(images), image_tokens=image_tokens, encoder_s=encoder_s)
+                       expected_tokens=expected, images=int(images), image_tokens=image_tokens, encoder_s=encoder_s,
+                       ttft_overhead_s=profile.ttft_overhead_s)
 
 
 def _images(model, images, image_size, batch: int, cost, deployment: Deployment) -> tuple[int, float]:

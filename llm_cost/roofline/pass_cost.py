@@ -40,6 +40,7 @@ from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token,
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
                                           state_tokens_per_sequence, uniform_pass, weight_only, windowed_pass)
@@ -86,6 +87,10 @@ class PassCost:
     # A hybrid's recurrent state, read and written once per sequence and pass, in all-layer K/V
     # tokens (`pass_terms.state_tokens_per_sequence`): uniform passes add batch x this to kv_tokens.
     state_tokens: float = 0.0
+    # Expert parallelism: routed experts spread whole over `expert_parallel` GPUs (ep; 1 when each
+    # expert is sharded over tp). The step waits for the busiest of them (`expert_load`): its experts
+    # read and its (token, expert) pairs, not the average GPU's.
+    expert_parallel: int = 1
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -97,6 +102,10 @@ class PassCost:
         # GEMMs of few rows run below flops_per_s (a profile's small_gemm_factor < 1 and h > 0): an
         # attribute, not a property, read on every pass of the simulator's loops.
         object.__setattr__(self, "ramped", self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0)
+        # The busiest GPU of an expert-parallel MoE layer sets the time (`expert_load`).
+        busiest = self.expert_parallel > 1 and bool(self.num_experts) and bool(self.expert_flops_share)
+        object.__setattr__(self, "busiest", busiest)
+        object.__setattr__(self, "busiest_z", largest_normal_z(self.expert_parallel) if busiest else 0.0)
         # Pipeline stages or communication: T is more than max(memory, compute) + fixed (an attribute
         # for the same reason: `time` reads it on every pass).
         object.__setattr__(self, "deployed", self.stages != 1 or bool(self.comm_fixed_s) or bool(self.comm_row_s)
@@ -138,19 +147,31 @@ class PassCost:
 
     def gemm_rows(self, rows):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
-        rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); `rows`
-        itself without a ramp."""
-        if not self.ramped:
+        rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); under
+        expert parallelism the expert share x the busiest GPU's pairs over the average's
+        (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either."""
+        if not (self.ramped or self.busiest):
             return rows
-        h, r = self.gemm_half_rows, self.small_gemm_factor
-        dense = rows * (rows + h) / (rows + r * h)
-        if not self.expert_flops_share:
-            return dense
-        routed = rows * self.expert_rows_scale
-        m = routed * self.experts_per_token / expected_experts_touched(self.num_experts, self.experts_per_token,
-                                                                       routed)  # rows per touched expert
+        dense, experts = self.gemm_rows_parts(rows)
         s = self.expert_flops_share
-        return (1.0 - s) * dense + s * rows * (m + h) / (m + r * h)
+        return (1.0 - s) * dense + s * experts if s else dense
+
+    def gemm_rows_parts(self, rows):
+        """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
+        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops)."""
+        dense = experts = rows
+        routed = rows * self.expert_rows_scale
+        if self.ramped:
+            h, r = self.gemm_half_rows, self.small_gemm_factor
+            dense = experts = rows * (rows + h) / (rows + r * h)
+            if self.expert_flops_share:
+                m = routed * self.experts_per_token / expected_experts_touched(
+                    self.num_experts, self.experts_per_token, routed)  # rows per touched expert
+                experts = rows * (m + h) / (m + r * h)
+        if self.busiest:
+            experts = experts * busiest_gpu_pairs_factor(self.num_experts, self.experts_per_token, routed,
+                                                         self.expert_parallel, self.busiest_z)
+        return dense, experts
 
     def uniform_terms(self, rows, batch, context):
         """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
@@ -166,6 +187,9 @@ class PassCost:
             return self.weight_bytes
         if self.expert_rows_scale != 1.0:
             rows = rows * self.expert_rows_scale
+        if self.busiest:  # the busiest GPU's experts, x ep in units of expert_bytes (one GPU's 1/ep share)
+            return self.weight_bytes + self.expert_bytes * self.expert_parallel * busiest_gpu_experts(
+                self.num_experts, self.experts_per_token, rows, self.expert_parallel)
         return self.weight_bytes + self.expert_bytes * expected_experts_touched(
             self.num_experts, self.experts_per_token, rows)
 
@@ -209,7 +233,7 @@ class PassCost:
     def compute_s(self, rows, pairs):
         """Seconds of arithmetic for `rows` rows and `pairs` attention pairs (GEMMs on the ramp:
         `gemm_rows`)."""
-        seconds = self.flops(self.gemm_rows(rows) if self.ramped else rows, pairs)  # a fresh number or array
+        seconds = self.flops(self.gemm_rows(rows) if self.ramped or self.busiest else rows, pairs)  # a fresh number or array
         try:
             seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
         except TypeError:  # an integer array
@@ -237,7 +261,7 @@ class PassCost:
         kv_bytes = kv_tokens * self.kv_token_bytes
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
-                        compute_s=self.compute_s(rows, pairs) if self.ramped else flops / self.flops_per_s,
+                        compute_s=self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s,
                         fixed_s=self.fixed_s,
                         comm_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
@@ -252,7 +276,7 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        if self.deployed or self.ramped:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
+        if self.deployed or self.ramped or self.busiest:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
             return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, replace
 
-from llm_cost.errors import check_choice, check_number
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 # What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
 MEMORY_BASES = ("usable", "marketed")
+# The knobs a profile fits per serving engine (`Profile.engine_costs`), in this order
+ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ class Profile:
         The memory a GPU offers, for every fit and KV capacity: "usable" (default: the datasheet's
         `usable_memory_bytes`, what the driver reports, 81,559 MiB on an "80GB" H100) or "marketed"
         (`memory_bytes`, 80e9: the two documents' arithmetic, so the seeds' presets use it).
+    ttft_overhead_s : float, optional
+        Seconds between a request's arrival and its first token beyond its prefill (tokenizing,
+        scheduling, the first token's detokenizing and streaming), >= 0 (default 0).
+    engine_costs : tuple, optional
+        Fixed costs fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s,
+        ttft_overhead_s), ...), each >= 0 (`for_engine`; default (): none).
 
     Raises
     ------
@@ -92,6 +100,10 @@ class Profile:
     small_gemm_factor: float = 1.0  # of compute_efficiency, for a GEMM of few rows (1: no ramp)
     gemm_half_rows: float = 0.0  # rows where the GEMM efficiency is halfway up its ramp
     memory_basis: str = "usable"  # fits and KV capacity: usable_memory_bytes, or "marketed" memory_bytes
+    ttft_overhead_s: float = 0.0  # per request, between its arrival and its first token, beyond the prefill
+    # Fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s), ...)
+    # (`for_engine`); () for the documents' presets
+    engine_costs: tuple = ()
 
     def __post_init__(self) -> None:
         check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
@@ -103,20 +115,51 @@ class Profile:
         check_number("profile.small_gemm_factor", self.small_gemm_factor, low=0, high=1, low_open=True)
         check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0)
         check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES)
+        check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0)
+        for entry in self.engine_costs:
+            if len(entry) != 4 or not isinstance(entry[0], str):
+                raise InvalidValueError("profile.engine_costs must hold (engine, fixed_time_s, fixed_time_per_layer_s, "
+                                        f"ttft_overhead_s) entries, got {entry!r}", params=("engine_costs",))
+            for knob, value in zip(ENGINE_KNOBS, entry[1:]):
+                check_number(f"profile.engine_costs[{entry[0]}].{knob}", value, low=0)
+
+    def for_engine(self, engine: str) -> "Profile":
+        """This profile with `engine`'s fitted fixed costs (`engine_costs`); an engine it was not fitted to
+        takes the mean of the fitted engines' (the typical engine), and a profile fitted to none is itself.
+
+            fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s  <-  engine_costs[engine], or their mean
+
+        >>> p = Profile("p", engine_costs=(("vllm", 1e-3, 1e-5, 0.0), ("sglang", 3e-3, 3e-5, 0.01)))
+        >>> p.for_engine("vllm").fixed_time_s, round(p.for_engine("llama.cpp").fixed_time_s, 6)
+        (0.001, 0.002)
+        >>> PRESETS["lecture"].for_engine("vllm") is PRESETS["lecture"]
+        True
+        """
+        if not self.engine_costs:
+            return self
+        costs = {e[0]: e[1:] for e in self.engine_costs}
+        values = costs.get(engine) or tuple(sum(c[i] for c in costs.values()) / len(costs) for i in range(3))
+        return replace(self, **dict(zip(ENGINE_KNOBS, values)))
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """The engines this profile has fitted fixed costs for."""
+        return tuple(e[0] for e in self.engine_costs)
 
     def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
               compute_efficiency: float | None = None, fixed_time_s: float | None = None,
               read_input_embedding: bool | None = None, count_kv: bool | None = None,
               weight_only_bw_factor: float | None = None, fp8_compute_factor: float | None = None,
               fixed_time_per_layer_s: float | None = None, small_gemm_factor: float | None = None,
-              gemm_half_rows: float | None = None, memory_basis: str | None = None) -> "Profile":
+              gemm_half_rows: float | None = None, memory_basis: str | None = None,
+              ttft_overhead_s: float | None = None, engine_costs: tuple | None = None) -> "Profile":
         """A copy with the given knobs changed (None keeps a knob); validated again.
 
         Parameters
         ----------
         name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv,
         weight_only_bw_factor, fp8_compute_factor, fixed_time_per_layer_s, small_gemm_factor,
-        gemm_half_rows, memory_basis
+        gemm_half_rows, memory_basis, ttft_overhead_s, engine_costs
             As in `Profile`, each optional; None keeps the current value.
 
         Returns
@@ -139,7 +182,7 @@ class Profile:
                      count_kv=count_kv, weight_only_bw_factor=weight_only_bw_factor,
                      fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s,
                      small_gemm_factor=small_gemm_factor, gemm_half_rows=gemm_half_rows,
-                     memory_basis=memory_basis)
+                     memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s, engine_costs=engine_costs)
         changes = {k: v for k, v in given.items() if v is not None}
         return replace(self, **changes) if changes else self
 

@@ -1,0 +1,22 @@
+"""`--engine`: the serving engine a timing command prices (its fitted fixed costs: `Profile.for_engine`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+EngineOpt = Annotated[Optional[str], typer.Option(
+    "--engine", help="Serving engine: vllm, sglang, trtllm, lmdeploy, gpt-fast, llama.cpp or generic: its "
+                     "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
+                     "engines' mean; the documents' presets have none).")]
+
+
+def with_engine(profile, engine: str | None, fixed_ms: float | None = None):
+    """`profile` with `engine`'s fixed costs (None: as it is); an explicit --fixed-ms still wins."""
+    if engine is None:
+        return profile
+    from llm_cost.specs.engines import engine as check_engine
+
+    prof = profile.for_engine(check_engine(engine).name)
+    return prof.with_(fixed_time_s=fixed_ms / 1e3) if fixed_ms is not None else prof

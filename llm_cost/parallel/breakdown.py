@@ -1,0 +1,148 @@
+"""Where one pass's time goes, operator by operator, on one GPU of a deployment (`--breakdown`).
+
+The time model is a roofline over the whole pass, not a sum of per-operator rooflines:
+
+    T = stages x max(sum_ops memory_s, sum_ops compute_s) + collectives + hand-offs + fixed
+
+so each operator has the bytes it reads and the FLOPs it does (one GPU's share of one stage), its
+memory_s = bytes / (BW eta_bw) and compute_s (its FLOPs at the GEMM ramp and, for routed experts, at
+the busiest GPU's load: `PassCost.gemm_rows_parts`), its own bound, and its `time_s`: its share of
+the side that bounds the pass, x stages. Then the operators' time_s, each collective's (only the part
+not hidden behind the stages under `overlap_comm`), the hand-offs and the fixed time sum to T.
+
+Operators: attention projections (q, k, v, o and their norms and sinks, the replicated K/V or MLA
+down-projections under tp), attention (K/V read and written, score and value FLOPs), the MLP of dense
+layers, the routed experts (the busiest GPU's under ep), shared experts, router, norms and element-wise
+(layer norms, the final norm), embedding and LM head (the input table when the profile reads it);
+the all-reduces after attention and after the MLP, the MoE dispatch and combine all-to-alls, the
+pipeline hand-offs; the fixed time per pass. The shared weights' bytes are split by parameter count
+(exact for one-precision formats; a mixed checkpoint's non-expert bytes are split in proportion).
+
+Under expert parallelism the routed experts' bytes and FLOPs are the busiest GPU's (`expert_load`).
+
+Sources: under a document's preset the roofline's figures are the datasheet's, scaled as the document
+says ("datasheet"), and its fixed time is the document's ("stated"); any other profile was fitted
+("fitted"); collectives come from the datasheet's link and NCCL's latencies ("datasheet").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.counts import param_counts, weight_bytes
+from llm_cost.parallel.comm import all_reduce_s, all_to_all_s
+from llm_cost.parallel.shard import ACTIVATION_BYTES, replicated_bytes
+from llm_cost.roofline import PassCost
+from llm_cost.roofline.expert_load import busiest_gpu_pairs_factor
+from llm_cost.roofline.pass_terms import shared_bytes_read
+from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.specs.deployment import Deployment
+
+DOCUMENT_PRESETS = ("article", "lecture", "lecture-draft")
+
+
+@dataclass(frozen=True)
+class OperatorTime:
+    """One operator of a pass on one GPU: bytes, FLOPs, seconds on each side, its share of T (SI)."""
+
+    operator: str
+    bytes: float
+    flops: float
+    memory_s: float
+    compute_s: float
+    time_s: float  # what it adds to the pass's total (module doc)
+    bound: str  # memory, compute, communication or fixed
+    source: str  # datasheet, fitted (measured tables: not yet)
+
+
+def _param_parts(model: ModelSpec) -> tuple[dict, dict]:
+    """(shared weights' parameters by operator, GEMM parameters a row multiplies by operator)."""
+    p = param_counts(model)
+    layers, dense, moe = p.num_layers, p.num_dense_layers, p.num_moe_layers
+    shared = {"attention projections": layers * p.attention_block_per_layer,
+              "MLP": dense * p.dense_mlp_per_layer,
+              "shared experts": moe * p.shared_experts_per_layer,
+              "router": moe * p.router_per_layer,
+              "norms and element-wise": layers * p.norms_per_layer + p.final_norm}
+    gemm = dict(shared)
+    gemm["routed experts"] = moe * p.experts_per_token * p.expert_params
+    gemm["embedding and LM head"] = p.lm_head + (0 if p.lm_head else p.embedding)  # a tied table is the head
+    return shared, gemm
+
+
+def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat,
+                   deployment: Deployment, *, rows: float, batch: float, context: float) -> list[OperatorTime]:
+    """The operators of one uniform pass (`PassCost.step(rows, batch, context)`) on one GPU of
+    `deployment`, `cost` its deployed `PassCost`; their time_s sum to the step's total_s (module doc).
+    Numbers only."""
+    tp, pp = deployment.tp, deployment.pp
+    step = cost.step(rows, batch, context, count_kv=profile.count_kv)
+    source = "datasheet" if profile.name in DOCUMENT_PRESETS else "fitted"
+    wb = weight_bytes(model, weights)
+    shared_params, gemm_params = _param_parts(model)
+    always_params = sum(shared_params.values())
+    per_gpu = 1.0 / (tp * pp)
+    byte_of = {name: wb.always * n / always_params * per_gpu for name, n in shared_params.items()}
+    byte_of["attention projections"] += replicated_bytes(model, weights, tp) / pp
+    byte_of["embedding and LM head"] = (shared_bytes_read(wb, profile) - wb.always) * per_gpu
+    byte_of["routed experts"] = step.weight_bytes_read - cost.weight_bytes
+    gemm_active = sum(gemm_params.values())
+    dense_rows, expert_rows = cost.gemm_rows_parts(rows)
+    ops = []
+    for name in ("attention projections", "MLP", "routed experts", "shared experts", "router",
+                 "norms and element-wise", "embedding and LM head"):
+        row_flops = cost.row_flops * gemm_params[name] / gemm_active if gemm_active else 0.0
+        if not (row_flops or byte_of[name]):
+            continue
+        ran, done = dense_rows, row_flops * rows
+        if name == "routed experts":
+            ran = expert_rows
+            if cost.busiest:  # the busiest GPU's pairs
+                done *= busiest_gpu_pairs_factor(cost.num_experts, cost.experts_per_token,
+                                                 rows * cost.expert_rows_scale, cost.expert_parallel, cost.busiest_z)
+        ops.append((name, byte_of[name], done, row_flops * ran / cost.flops_per_s))
+    pairs = cost.uniform_terms(rows, batch, context)[1] * cost.pair_flops if profile.count_kv else 0.0
+    if step.kv_bytes or pairs:
+        ops.insert(1, ("attention", step.kv_bytes, pairs, pairs / cost.flops_per_s))
+    memory_bound = step.memory_s >= step.compute_s
+    out = []
+    for name, nbytes, flops, compute_s in ops:
+        memory_s = nbytes / cost.bytes_per_s
+        share = memory_s if memory_bound else compute_s
+        out.append(OperatorTime(name, nbytes, flops, memory_s, compute_s, share * cost.stages,
+                                "memory" if memory_s >= compute_s else "compute", source))
+    out += _collectives(model, gpu, deployment, cost, step, rows)
+    if cost.fixed_s:
+        out.append(OperatorTime("fixed (launches, scheduling)", 0.0, 0.0, 0.0, 0.0, cost.fixed_s, "fixed",
+                                "stated" if source == "datasheet" else source))
+    return out
+
+
+def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cost: PassCost, step,
+                 rows: float) -> list[OperatorTime]:
+    """Each collective of the pass (`shard.comm_terms`, one term at a time) and the hand-offs; under
+    `overlap_comm` the collectives keep only the part that outlasts the stages, in proportion."""
+    tp, ep = deployment.tp, deployment.ep
+    row = model.hidden_size * ACTIVATION_BYTES
+    moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
+    k = model.moe.experts_per_token if model.moe else 0
+    after_mlp = model.num_layers - (moe_layers if ep > 1 else 0)
+    parts = [("all-reduce after attention", model.num_layers, rows * row, all_reduce_s(rows * row, tp, gpu)),
+             ("all-reduce after MLP", after_mlp, rows * row, all_reduce_s(rows * row, tp, gpu))]
+    if ep > 1:
+        a2a = rows / tp * k * row
+        parts += [("all-to-all dispatch", moe_layers, a2a, all_to_all_s(a2a, ep, gpu)),
+                  ("all-to-all combine", moe_layers, a2a, all_to_all_s(a2a, ep, gpu))]
+    parts = [(name, n * nbytes, n * float(seconds)) for name, n, nbytes, seconds in parts if n and seconds]
+    collectives = sum(s for _, _, s in parts)
+    scale = 1.0
+    if cost.overlap_comm and collectives:
+        body = max(step.memory_s, step.compute_s) * cost.stages
+        scale = max(collectives - body, 0.0) / collectives
+    out = [OperatorTime(name, nbytes, 0.0, 0.0, 0.0, seconds * scale, "communication", "datasheet")
+           for name, nbytes, seconds in parts]
+    handoff = float(step.handoff_s)
+    if handoff:
+        out.append(OperatorTime("pipeline hand-offs", (deployment.pp - 1) * rows * row, 0.0, 0.0, 0.0, handoff,
+                                "communication", "datasheet"))
+    return out

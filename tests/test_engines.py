@@ -1,0 +1,176 @@
+"""Serving engines (`llm_cost.specs.engines`): names in points files, serving defaults that change the
+served schedule, fixed costs per engine in a profile (`Profile.for_engine`), and `--engine`."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers import error_line, rows_of
+from llm_cost.calibrate.points import read_points
+from llm_cost.calibrate.profile_file import read_profile, write_profile
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.errors import InvalidValueError, LlmCostError
+from llm_cost.specs.engines import ENGINES, engine, engine_of
+from llm_cost.specs.profiles import PRESETS, Profile
+
+DATA = Path(__file__).parent / "data" / "measured"
+FITTED = Profile("fitted", bw_efficiency=0.8, compute_efficiency=0.7, fixed_time_s=1e-3, read_input_embedding=False,
+                 count_kv=True, engine_costs=(("vllm", 2e-3, 5e-5, 0.01), ("sglang", 4e-3, 1e-5, 0.03)))
+
+
+def test_training_files_name_their_engines():
+    """Each row's engine text (or source) names its engine: the counts of both training files."""
+    train = Counter(p.engine for p in read_points(DATA / "train.csv"))
+    assert train == {"trtllm": 37, "lmdeploy": 21, "gpt-fast": 15, "vllm": 14, "generic": 1}  # generic: HF
+    ix = Counter(p.engine for p in read_points(DATA / "train_inferencex.csv"))
+    assert ix == {"vllm": 282, "sglang": 45, "trtllm": 45}
+    assert engine_of("") == "generic" and engine_of("llama-bench (llama.cpp b4000)") == "llama.cpp"
+
+
+def test_vllm_budget_follows_its_gpu_rule():
+    """vLLM's get_batch_defaults: 8192 tokens and 1024 sequences on a GPU of >= 70 GiB other than an A100,
+    2048 and 256 otherwise (an A100 80GB included, by name); SGLang 8192 on 35-160 GB GPUs, 2048 below."""
+    vllm = ENGINES["vllm"]
+    assert vllm.budget(load_accelerator("h100-sxm")) == (8192, 1024)
+    assert vllm.budget(load_accelerator("a100-80gb")) == (2048, 256)
+    assert vllm.budget(load_accelerator("l40s")) == (2048, 256)
+    assert ENGINES["sglang"].budget(load_accelerator("h200"))[0] == 8192
+    assert ENGINES["sglang"].budget(load_accelerator("rtx-4090"))[0] == 2048
+    with pytest.raises(LlmCostError, match="engine must be one of"):
+        engine("tgi")
+
+
+def test_engine_defaults_change_the_served_schedule():
+    """One client of 4,096-token prompts of Llama-3.1-8B: vLLM on an A100 80GB runs 2,048 tokens an
+    iteration, so each prompt takes two chunked passes; on an H100 (8,192 tokens) one. The served TTFT
+    is then the two-chunk and the one-pass prefill of `request` (lecture preset: no fitted costs)."""
+    from llm_cost.calibrate.under_load import engine_config, load_figures
+    from llm_cost.requests import request_cost
+    from llm_cost.specs.deployment import Deployment
+
+    model, prof = load_model("llama-3.1-8b"), PRESETS["lecture"].with_(memory_basis="usable")
+    for gpu_name, chunks in (("a100-80gb", 2), ("h100-sxm", 1)):
+        gpu = load_accelerator(gpu_name)
+        settings = engine_config(ENGINES["vllm"], gpu)
+        assert settings[0] == 8192 // (4 if chunks == 2 else 1)
+        from llm_cost.specs import BF16
+
+        figures = load_figures(model, gpu, prof, BF16, Deployment(), 4096, 2, 1.0, 3, True, settings)
+        alone = request_cost(model, gpu, prof, isl=4096, osl=2, prefill_chunk=settings[0])
+        assert alone.phases.prefill_passes == chunks
+        assert figures[0] == pytest.approx(alone.ttft_s, rel=1e-9)
+
+
+def test_for_engine_takes_the_engines_fitted_costs():
+    vllm = FITTED.for_engine("vllm")
+    assert (vllm.fixed_time_s, vllm.fixed_time_per_layer_s, vllm.ttft_overhead_s) == (2e-3, 5e-5, 0.01)
+    other = FITTED.for_engine("lmdeploy")  # not fitted: the fitted engines' mean
+    assert other.fixed_time_s == pytest.approx(3e-3) and other.ttft_overhead_s == pytest.approx(0.02)
+    for name in PRESETS:
+        assert PRESETS[name].for_engine("vllm") is PRESETS[name]  # the documents' presets do not move
+
+
+def test_profile_file_keeps_engine_costs(tmp_path):
+    path = tmp_path / "p.json"
+    write_profile(FITTED, path)
+    assert read_profile(path) == FITTED
+    text = path.read_text().replace('"sglang"', '"tgi"')
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(InvalidValueError, match="unknown engine 'tgi'"):
+        read_profile(tmp_path / "bad.json")
+
+
+def test_engine_option_on_roofline_and_request(tmp_path):
+    """--engine prices the engine's fixed costs; --fixed-ms still wins; TTFT carries its overhead."""
+    path = tmp_path / "fitted.json"
+    write_profile(FITTED, path)
+    (plain,) = rows_of("roofline", "--model", "llama-3-8b", "--preset", str(path))
+    (vllm,) = rows_of("roofline", "--model", "llama-3-8b", "--preset", str(path), "--engine", "vllm")
+    assert plain["fixed_time_s"] == 1e-3 and vllm["fixed_time_s"] == pytest.approx(2e-3 + 32 * 5e-5)
+    (fixed,) = rows_of("roofline", "--model", "llama-3-8b", "--preset", str(path), "--engine", "vllm",
+                       "--fixed-ms", "0.5")
+    assert fixed["fixed_time_s"] == pytest.approx(0.5e-3 + 32 * 5e-5)
+    (req,) = rows_of("request", "--model", "llama-3-8b", "--preset", str(path), "--engine", "sglang")
+    (base,) = rows_of("request", "--model", "llama-3-8b", "--preset", str(path), "--engine", "sglang",
+                      "--breakdown")[-1:]  # the last decode step's total
+    assert req["ttft_s"] > 0.03
+    rows = rows_of("request", "--model", "llama-3-8b", "--preset", str(path), "--engine", "sglang", "--breakdown")
+    prefill = [r for r in rows if r["pass"].startswith("prefill")]
+    assert prefill[-2]["operator"] == "first-token overhead (engine)" and prefill[-2]["time_s"] == pytest.approx(0.03)
+    assert prefill[-1]["time_s"] == pytest.approx(req["ttft_s"], rel=1e-12)
+    assert base["time_s"] == pytest.approx(req["tpot_last_s"], rel=1e-12)
+    assert "--engine must be one of generic, vllm" in error_line("roofline", "--engine", "tgi")
+
+
+def test_validate_serves_each_row_by_its_engine(tmp_path):
+    """A profile with engine costs predicts a vLLM row with vLLM's and, under --engine generic, with the
+    engines' mean: the two differ."""
+    path = tmp_path / "fitted.json"
+    write_profile(FITTED, path)
+    rows = list(csv.DictReader((DATA / "train.csv").open()))
+    qwen = [r for r in rows if r["engine"] == "vLLM"][:2]
+    import shutil
+
+    shutil.copytree(DATA / "configs", tmp_path / "configs")  # the configs the rows name, beside the file
+    points = tmp_path / "qwen.csv"
+    with points.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(qwen)
+    own = rows_of("validate", str(points), "--profile", str(path))
+    mean = rows_of("validate", str(points), "--profile", str(path), "--engine", "generic")
+    assert all(a["predicted"] != b["predicted"] for a, b in zip(own, mean))
+
+
+def test_calibrate_takes_several_files_and_refuses_a_repeated_id(tmp_path):
+    """Two halves of train.csv fit as one file does; the same file twice repeats every id."""
+    import shutil
+
+    shutil.copytree(DATA / "configs", tmp_path / "configs")
+    rows = list(csv.DictReader((DATA / "train.csv").open()))
+    halves = []
+    for i, part in enumerate((rows[:44], rows[44:])):
+        path = tmp_path / f"half{i}.csv"
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(part)
+        halves.append(str(path))
+    both = rows_of("calibrate", *halves, "-o", str(tmp_path / "p.json"), "--free", "bw_efficiency", "--no-cv")
+    one = rows_of("calibrate", str(DATA / "train.csv"), "-o", str(tmp_path / "q.json"), "--free", "bw_efficiency",
+                  "--no-cv")
+    assert both[0]["value"] == pytest.approx(one[0]["value"], rel=1e-9)
+    line = error_line("calibrate", halves[0], halves[0], "-o", str(tmp_path / "r.json"))
+    assert "ids must be unique across files" in line
+    assert "--cv-by must be one of source, gpu" in error_line("calibrate", halves[0], "-o", str(tmp_path / "r.json"),
+                                                              "--cv-by", "model")
+
+
+def test_calibrate_engines_recovers_each_engines_fixed_costs():
+    """train.csv's points re-valued by a profile with known fixed costs per engine: the fit per engine
+    (`fit_profile(engines=True)`, the shared efficiencies fixed here) finds each engine's time per layer
+    and per pass again, and its first-token overhead where the engine has TTFT rows (gpt-fast's batch-1
+    e2e rows cannot tell it from 200 passes' fixed time); the one HF row is left out of the fit."""
+    from dataclasses import replace
+
+    from llm_cost.calibrate.fit import fit_profile, fitted_engines
+    from llm_cost.calibrate.prediction import predict
+
+    truth = PRESETS["measured"].with_(engine_costs=(
+        ("gpt-fast", 0.2e-3, 20e-6, 0.0), ("trtllm", 0.5e-3, 40e-6, 5e-3),
+        ("lmdeploy", 0.3e-3, 90e-6, 2e-3), ("vllm", 1.0e-3, 70e-6, 10e-3)))
+    points = [replace(p, value=predict(p, truth).predicted) for p in read_points(DATA / "train.csv")]
+    assert fitted_engines(points) == ("gpt-fast", "trtllm", "lmdeploy", "vllm")
+    result = fit_profile(points, PRESETS["measured"], ["fixed_time_s"], engines=True)
+    fitted = {e[0]: e[1:] for e in result.profile.engine_costs}
+    for name, per_pass, per_layer, ttft in truth.engine_costs:
+        assert fitted[name][1] == pytest.approx(per_layer, rel=0.05, abs=1e-6), name
+        assert fitted[name][0] + 32 * fitted[name][1] == pytest.approx(per_pass + 32 * per_layer, rel=0.05), name
+        if any(p.engine == name and p.metric == "ttft_ms" for p in points):  # else e2e alone: weakly identified
+            assert fitted[name][2] == pytest.approx(ttft, abs=1e-4), name
+    assert result.points == 87 and result.rms_log_error < 1e-3
+    assert result.profile.fixed_time_s == pytest.approx(sum(e[1] for e in result.profile.engine_costs) / 4)
