@@ -124,11 +124,10 @@ def read_points(path) -> list[Point]:
     PointsError
         `FILE row N, column C: what is wrong` (row 1 is the first data row), or a missing column.
     """
+    from llm_cost.files import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise PointsError(f"points file {path}: cannot read it ({err.strerror or err})", params=()) from None
+    text = read_text(path, "points", PointsError)
     reader = csv.DictReader(text.splitlines())
     header = reader.fieldnames or []
     missing = [c for c in REQUIRED if c not in header]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_number, short_repr
 from llm_cost.serving.workload import Workload
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
@@ -190,6 +190,15 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
 
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+MAX_TRACE_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
+
+
+def _trace_number(row: dict, column: str, line: int, fail) -> float:
+    """The number in `column` of a trace row, or `fail`'s error naming the line, column and value."""
+    try:
+        return float(row[column])
+    except ValueError:
+        raise fail(f"line {line}: {column} is not a number: {short_repr(row[column])}") from None
 
 
 def read_trace(path) -> Workload:
@@ -213,10 +222,10 @@ def read_trace(path) -> Workload:
     def fail(msg: str) -> InvalidValueError:
         return InvalidValueError(f"trace {name}: {msg}", params=("trace",))
 
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise fail(f"cannot be read ({err.__class__.__name__})") from None
+    from llm_cost.files import read_text, shown
+
+    text = read_text(p, "trace", lambda msg: InvalidValueError(msg, params=("trace",)))
+    name = shown(name)
     reader = csv.DictReader(text.splitlines())
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in TRACE_COLUMNS if c not in header]
@@ -224,21 +233,20 @@ def read_trace(path) -> Workload:
         raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
     times, prompts, outputs, declared = [], [], [], []
     for line, raw in enumerate(reader, start=2):
+        if None in raw:  # csv puts the fields past the header under the key None
+            raise fail(f"line {line}: {len(header) + len(raw[None])} fields, the header has {len(header)}")
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-        try:
-            t = float(row["arrival_s"])
-            pr, out = float(row["prompt_tokens"]), float(row["output_tokens"])
-            mx = float(row["max_tokens"]) if row.get("max_tokens") else out
-        except ValueError:
-            raise fail(f"line {line}: not a number") from None
+        t, pr, out = (_trace_number(row, c, line, fail) for c in TRACE_COLUMNS)
+        mx = _trace_number(row, "max_tokens", line, fail) if row.get("max_tokens") else out
         if not (t >= 0 and math.isfinite(t)):
-            raise fail(f"line {line}: arrival_s must be >= 0, got {row['arrival_s']}")
+            raise fail(f"line {line}: arrival_s must be a finite number >= 0, got {short_repr(row['arrival_s'])}")
         if times and t < times[-1]:
             raise fail(f"line {line}: arrival_s must be non-decreasing")
         for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
-            if not (v >= 1 and v == int(v)):
-                raise fail(f"line {line}: {col} must be a whole number >= 1, got {row[col]}")
-        if not (mx >= out and mx == int(mx)):
+            if not (1 <= v <= MAX_TRACE_TOKENS and v == int(v)):
+                raise fail(f"line {line}: {col} must be a whole number in [1, {MAX_TRACE_TOKENS:.0e}], "
+                           f"got {short_repr(row[col])}")
+        if not (out <= mx <= MAX_TRACE_TOKENS and mx == int(mx)):
             raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
         times.append(t)
         prompts.append(int(pr))

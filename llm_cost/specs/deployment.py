@@ -92,9 +92,10 @@ class Deployment:
 
     @property
     def batches_in_flight(self) -> int:
-        """Batches served at once: replicas x pp (each pipeline stage holds one; iteration-level
-        scheduling needs no microbatches, the lecture's Orca section)."""
-        return self.replicas * self.pp
+        """Static batches served at once: one per replica. A static batch cannot fill pp stages: its
+        next token needs the last stage's output, so while one stage works the others idle, and one
+        batch's tokens/s on pp stages is B x tokens / its step (issue 29)."""
+        return self.replicas
 
     @property
     def kv_bytes_per_element(self) -> float:
