@@ -172,7 +172,8 @@ def output_path(path, *, force: bool = False, inputs=(), suffixes=None, param: s
     """
     text = str(path) if path is not None else ""
     if not text.strip() or text.endswith(("/", "\\")):
-        raise InvalidValueError(f"{param} must name a file, got {short_repr(text)}", params=(param,))
+        ending = f" ending in {' or '.join(suffixes)}" if suffixes else ""
+        raise InvalidValueError(f"{param} must name a file{ending}, got {short_repr(text)}", params=(param,))
     p = Path(text)
     if suffixes and p.suffix.lower() not in suffixes:
         raise InvalidValueError(f"{param} must end in {' or '.join(suffixes)}, got {shown(p)}", params=(param,))

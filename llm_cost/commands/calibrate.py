@@ -8,6 +8,7 @@ import typer
 
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.options import Format, Preset
+from llm_cost.commands.outputs import Force
 from llm_cost.report.render import Column, fixed
 
 POINT_COLUMNS = [
@@ -47,6 +48,7 @@ def validate_cmd(
     summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
     by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind or quality (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
+    force: Force = False,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -61,6 +63,11 @@ def validate_cmd(
 
     if by is not None:
         by = check_choice("by", by.strip().lower(), tuple(GROUPS))
+    if plot:
+        from llm_cost.commands.outputs import target
+        from llm_cost.report.figures import EXTENSIONS
+
+        plot = target(plot, force=force, inputs=[points, preset], suffixes=EXTENSIONS, param="plot")
     prof = parse.profile(preset)
     pts = read_points(points)
     preds = [predict(p, prof) for p in pts]
@@ -87,6 +94,7 @@ def calibrate_cmd(
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
+    force: Force = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
@@ -98,7 +106,9 @@ def calibrate_cmd(
     from llm_cost.calibrate.prediction import predict
     from llm_cost.calibrate.profile_file import write_profile
     from llm_cost.commands import parse
+    from llm_cost.commands.outputs import target
 
+    output = str(target(output, force=force, inputs=[points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
     pts = read_points(points)

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import _settings, kv_capacity
-from llm_cost.serving.policies import model_max_len, requests_by_policy
+from llm_cost.serving.policies import context_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.sim_result import SimResult
@@ -51,7 +51,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
                       deployment=deployment)
     d, _, kv_el, _ = _settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
-    fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
+    fit = requests_by_policy(cap.kv_tokens, max_len=context_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen)
     return {
         "model": model.name, "gpu": gpu.name, "weights": weights.name,

@@ -208,7 +208,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         from llm_cost.serving.engine import serve
         from llm_cost.serving.serve_result import METRICS
 
-        check_choice("slo_metric", metric, METRICS)
+        metric = check_choice("slo_metric", metric, METRICS)
         if workload.concurrency is not None:
             raise InvalidValueError("a closed loop sets its own rate: give --rate with --concurrency, not --slo-ms",
                                     params=("concurrency",))

@@ -27,6 +27,7 @@ from llm_cost.errors import InvalidValueError, check_number, short_repr
 from llm_cost.serving.workload import Workload
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
+MAX_REQUEST_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
 
 
 def parse_length(option: str, text) -> tuple:
@@ -40,7 +41,7 @@ def parse_length(option: str, text) -> tuple:
     (('lognormal', 200.0, 0.8), ('zipf', 1.2, 2048))
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        check_number(option, text, low=1, integer=True)
+        check_number(option, text, low=1, high=MAX_REQUEST_TOKENS, integer=True)
         return ("fixed", int(text))
     s = str(text).strip().lower()
     parts = s.split(":")
@@ -49,7 +50,7 @@ def parse_length(option: str, text) -> tuple:
     try:
         if len(parts) == 1:
             n = float(parts[0])
-            check_number(option, n, low=1, integer=True)
+            check_number(option, n, low=1, high=MAX_REQUEST_TOKENS, integer=True)
             return ("fixed", int(n))
         if len(parts) == 2 or parts[0] == "uniform":
             a, b = (parts[1], parts[2]) if parts[0] == "uniform" and len(parts) == 3 else parts[-2:]
@@ -57,11 +58,11 @@ def parse_length(option: str, text) -> tuple:
                 raise bad
             a, b = float(a), float(b)
             check_number(option, a, low=1, integer=True)
-            check_number(option, b, low=a, integer=True)
+            check_number(option, b, low=a, high=MAX_REQUEST_TOKENS, integer=True)
             return ("uniform", int(a), int(b))
         if len(parts) == 3 and parts[0] == "lognormal":
             mean, sigma = float(parts[1]), float(parts[2])
-            check_number(option, mean, low=1)
+            check_number(option, mean, low=1, high=MAX_REQUEST_TOKENS)
             check_number(option, sigma, low=0, high=5)
             return ("lognormal", mean, sigma)
         if len(parts) == 3 and parts[0] == "zipf":
@@ -110,7 +111,7 @@ def draw_lengths(rng, spec: tuple, n: int):
     if kind == "lognormal":
         mean, sigma = spec[1], spec[2]
         mu = math.log(mean) - sigma * sigma / 2
-        return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
+        return np.clip(np.rint(rng.lognormal(mu, sigma, n)), 1, MAX_REQUEST_TOKENS).astype(np.int64)
     s, top = spec[1], spec[2]
     support = np.arange(1, top + 1, dtype=float)
     cdf = np.cumsum(support ** -s)
@@ -190,7 +191,6 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
 
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
-MAX_TRACE_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
 
 
 def _trace_number(row: dict, column: str, line: int, fail) -> float:
@@ -243,10 +243,10 @@ def read_trace(path) -> Workload:
         if times and t < times[-1]:
             raise fail(f"line {line}: arrival_s must be non-decreasing")
         for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
-            if not (1 <= v <= MAX_TRACE_TOKENS and v == int(v)):
-                raise fail(f"line {line}: {col} must be a whole number in [1, {MAX_TRACE_TOKENS:.0e}], "
+            if not (1 <= v <= MAX_REQUEST_TOKENS and v == int(v)):
+                raise fail(f"line {line}: {col} must be a whole number in [1, {MAX_REQUEST_TOKENS:.0e}], "
                            f"got {short_repr(row[col])}")
-        if not (out <= mx <= MAX_TRACE_TOKENS and mx == int(mx)):
+        if not (out <= mx <= MAX_REQUEST_TOKENS and mx == int(mx)):
             raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
         times.append(t)
         prompts.append(int(pr))

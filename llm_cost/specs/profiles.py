@@ -13,6 +13,8 @@ from llm_cost.errors import check_choice, check_number
 
 # What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
 MEMORY_BASES = ("usable", "marketed")
+MIN_EFFICIENCY = 1e-4  # 0.01% of a peak: below it a time is not a model of any machine
+MAX_FIXED_S = 3600.0  # an hour of overhead per pass is a typo, not a measurement
 
 
 @dataclass(frozen=True)
@@ -94,15 +96,15 @@ class Profile:
     memory_basis: str = "usable"  # fits and KV capacity: usable_memory_bytes, or "marketed" memory_bytes
 
     def __post_init__(self) -> None:
-        check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
-        check_number("profile.weight_only_bw_factor", self.weight_only_bw_factor, low=0, high=1, low_open=True)
-        check_number("profile.fp8_compute_factor", self.fp8_compute_factor, low=0, high=1, low_open=True)
-        check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0)
-        check_number("profile.small_gemm_factor", self.small_gemm_factor, low=0, high=1, low_open=True)
-        check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0)
-        check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES)
+        # efficiencies from MIN_EFFICIENCY (a subnormal one makes every time infinite) to 1; fixed
+        # times up to MAX_FIXED_S a pass
+        for name in ("bw_efficiency", "compute_efficiency", "weight_only_bw_factor", "fp8_compute_factor",
+                     "small_gemm_factor"):
+            check_number(f"profile.{name}", getattr(self, name), low=MIN_EFFICIENCY, high=1)
+        check_number("profile.fixed_time_s", self.fixed_time_s, low=0, high=MAX_FIXED_S)
+        check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0, high=MAX_FIXED_S)
+        check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0, high=1e12)
+        object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))  # as spelled in the list
 
     def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
               compute_efficiency: float | None = None, fixed_time_s: float | None = None,
