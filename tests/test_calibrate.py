@@ -234,7 +234,7 @@ def test_profile_file_round_trip_and_errors(tmp_path):
     write_profile(PRESETS["measured"], path)
     assert read_profile(path) == PRESETS["measured"]
     path.write_text('{"bw_efficiency": 1.5}')
-    assert "bw_efficiency must be in (0, 1]" in error_line("roofline", "--profile", path)
+    assert "bw_efficiency must be in [0.0001, 1]" in error_line("roofline", "--profile", path)  # a floor: issue 29
     path.write_text('{"warp": 1}')
     assert "unknown key 'warp'" in error_line("roofline", "--profile", path)
     path.write_text('{')

@@ -109,6 +109,11 @@ def deployment_of(point: Point) -> Deployment:
 def predict(point: Point, profile) -> Prediction:
     """`Prediction` of one point under `profile` (module doc); a row the model cannot express is not
     covered, with the reason."""
+    from llm_cost.calibrate.points import over_budget
+
+    why = over_budget(point)  # bounded: a row past the budget is not covered, and the file goes on
+    if why:
+        return Prediction(point, None, why)
     try:
         model, gpu = _specs(point.config, point.gpu_name)
         value, note = _value(point, model, gpu, profile)

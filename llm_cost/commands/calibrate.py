@@ -28,6 +28,14 @@ SUMMARY_STATS = [
     Column("p90_ape", "p90 APE", fixed(3)),
 ]
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
+SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
+
+
+def _read(points: str, skip_bad: bool):
+    """The points of the file; with --skip-bad its bad rows in one warning line, the rest read."""
+    from llm_cost.calibrate.points import read_points
+
+    return read_points(points, skip_bad=skip_bad, on_bad=lambda m: typer.echo(f"Warning: skipped {m}", err=True))
 
 
 def _summary_rows(predictions, by: str = "metric") -> list[dict]:
@@ -49,12 +57,12 @@ def validate_cmd(
     by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind or quality (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     force: Force = False,
+    skip_bad: SkipBad = False,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
     |predicted / measured - 1|); a row the model cannot express is not covered, with the reason.
     """
-    from llm_cost.calibrate.points import read_points
     from llm_cost.calibrate.prediction import predict
     from llm_cost.commands import parse
 
@@ -69,7 +77,7 @@ def validate_cmd(
 
         plot = target(plot, force=force, inputs=[points, preset], suffixes=EXTENSIONS, param="plot")
     prof = parse.profile(preset)
-    pts = read_points(points)
+    pts = _read(points, skip_bad)
     preds = [predict(p, prof) for p in pts]
     if plot:
         from llm_cost.calibrate.figure import validation_figure
@@ -95,6 +103,7 @@ def calibrate_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
     force: Force = False,
+    skip_bad: SkipBad = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
@@ -102,7 +111,6 @@ def calibrate_cmd(
     """
     from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, fit_profile
     from llm_cost.calibrate.metrics import summarize
-    from llm_cost.calibrate.points import read_points
     from llm_cost.calibrate.prediction import predict
     from llm_cost.calibrate.profile_file import write_profile
     from llm_cost.commands import parse
@@ -111,7 +119,7 @@ def calibrate_cmd(
     output = str(target(output, force=force, inputs=[points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
-    pts = read_points(points)
+    pts = _read(points, skip_bad)
     result = fit_profile(pts, base, knobs, name=name)
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
     held = summarize("cross-validated", cross_validate(pts, base, knobs)) if cv else None

@@ -299,11 +299,12 @@ class Replica:
 
 
 def _most_kv_tokens(cap, gpu) -> int:
-    """The most K/V tokens a replica's GPUs can hold at all: each GPU's whole marketed memory less its
-    weights, over its K/V bytes a token (a `kv_tokens` override past it is a typo, not a measurement:
-    issue 29, 10^9 tokens said to fit a 40 GB A100)."""
-    spare = max(gpu.memory_bytes - cap.weight_bytes_per_gpu, 0.0)
-    return max(1, int(spare // cap.kv_bytes_per_token_per_gpu)) if cap.kv_bytes_per_token_per_gpu > 0 else 1 << 62
+    """The most K/V tokens a replica's GPUs could hold with nothing else on them: each GPU's whole
+    marketed memory over its K/V bytes a token. A `kv_tokens` override past it is a typo, not a
+    measurement (issue 29: 10^9 tokens, 819 TB, said to fit a 40 GB A100); below it the override is
+    taken as measured (an engine's reported capacity)."""
+    per_token = cap.kv_bytes_per_token_per_gpu
+    return max(1, int(gpu.memory_bytes // per_token)) if per_token > 0 else 1 << 62
 
 
 def deployment_label(deployment: Deployment) -> str:

@@ -164,6 +164,9 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
     from llm_cost.serving.workload import _check_rate
 
     check_number("requests", requests, low=1, integer=True)
+    from llm_cost.budget import BYTES_PER_SIMULATED_REQUEST, check_memory
+
+    check_memory("requests", requests, BYTES_PER_SIMULATED_REQUEST)  # before the arrays: no MemoryError
     _check_rate(rate)
     check_number("seed", seed, low=0, integer=True)
     p_spec, o_spec = parse_length("prompt_len", prompt), parse_length("output_len", output)
@@ -191,6 +194,7 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
 
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+MAX_ARRIVAL_S = 1e9  # 31 years: a float there still resolves 1.2e-7 s; past it, steps of ms are absorbed
 
 
 def _trace_number(row: dict, column: str, line: int, fail) -> float:
@@ -238,8 +242,8 @@ def read_trace(path) -> Workload:
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
         t, pr, out = (_trace_number(row, c, line, fail) for c in TRACE_COLUMNS)
         mx = _trace_number(row, "max_tokens", line, fail) if row.get("max_tokens") else out
-        if not (t >= 0 and math.isfinite(t)):
-            raise fail(f"line {line}: arrival_s must be a finite number >= 0, got {short_repr(row['arrival_s'])}")
+        if not 0 <= t <= MAX_ARRIVAL_S:
+            raise fail(f"line {line}: arrival_s must be in [0, {MAX_ARRIVAL_S:.0e}] s, got {short_repr(row['arrival_s'])}")
         if times and t < times[-1]:
             raise fail(f"line {line}: arrival_s must be non-decreasing")
         for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
