@@ -2,7 +2,7 @@
 
 - one GPU as a `Deployment()` is `step_time` bit for bit;
 - more GPUs (a larger tp, then a larger pp) never raise one GPU's weight, K/V or needed bytes for
-  the same sequences (pp stages hold pp batches in flight, so pp splits the sequences into them);
+  the same batch (one static batch in flight: pp splits its layers, and their K/V, over the stages);
 - collectives cost nothing at tp = 1 and, at fixed bytes, more the larger tp.
 
 The tp degrees tried are the model's valid ones (dividing its heads; its K/V heads or a multiple of
