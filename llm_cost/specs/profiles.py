@@ -78,7 +78,7 @@ class Profile:
     >>> Profile("p", bw_efficiency=1.2)
     Traceback (most recent call last):
     ...
-    llm_cost.errors.InvalidValueError: profile.bw_efficiency must be in (0, 1], got 1.2
+    llm_cost.errors.InvalidValueError: profile.bw_efficiency must be in [0.0001, 1], got 1.2
     """
 
     name: str
