@@ -39,7 +39,7 @@ def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
     6
     """
     check_number("KV tokens", kv_tokens, low=0)
-    check_number("tokens per request", tokens_per_request, low=0, low_open=True)
+    check_number("tokens per request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
     return int(kv_tokens // tokens_per_request)
 
 
