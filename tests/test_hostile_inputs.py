@@ -328,3 +328,18 @@ def test_no_zero_latency_from_a_floor_rate():
     rows = rows_of("batching", "--rate", "1e-6", "-n", "20")
     assert all(r[k] > 0 for r in rows for k in r if k.startswith("latency") and isinstance(r[k], float)
                and math.isfinite(r[k]))
+
+
+def test_at_a_terminal_an_existing_output_is_replaced_after_a_yes(tmp_path, monkeypatch):
+    from llm_cost.cli import app
+    from llm_cost.commands import outputs
+
+    from helpers import runner
+
+    out = tmp_path / "f.png"
+    out.write_bytes(b"keep me")
+    monkeypatch.setattr(outputs, "_interactive", lambda: True)
+    no = runner.invoke(app, ["plot", "roofline", "-o", str(out)], input="n\n")
+    assert no.exit_code == 1 and out.read_bytes() == b"keep me" and "exists. Replace it?" in no.output
+    yes = runner.invoke(app, ["plot", "roofline", "-o", str(out)], input="y\n")
+    assert yes.exit_code == 0 and out.read_bytes()[:4] == b"\x89PNG"
