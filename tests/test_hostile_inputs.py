@@ -343,3 +343,14 @@ def test_at_a_terminal_an_existing_output_is_replaced_after_a_yes(tmp_path, monk
     assert no.exit_code == 1 and out.read_bytes() == b"keep me" and "exists. Replace it?" in no.output
     yes = runner.invoke(app, ["plot", "roofline", "-o", str(out)], input="y\n")
     assert yes.exit_code == 0 and out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_row_budget_is_stated_and_raised_by_an_option(tmp_path):
+    """A served row past the budget says its estimate and the option; the option lowers or raises it."""
+    row = "m3,s1,ttft_ms,20,llama-3.1-8b,a100-80gb,bf16,0,bf16,1,1,1,64,concurrency,128,128"
+    path = points_file(tmp_path, row)
+    (tight,) = rows_of("validate", path, "--row-budget-s", "0.01")
+    assert not tight["covered"] and "about 0 s; validate --row-budget-s raises it" in tight["reason"]
+    (default,) = rows_of("validate", path)
+    assert default["covered"]
+    assert "--row-budget-s must be in [0, 86400]" in error_line("validate", path, "--row-budget-s", "-1")

@@ -209,9 +209,9 @@ def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
     return points
 
 
-def over_budget(p: Point) -> str | None:
+def over_budget(p: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
     """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
-    served row whose simulation would pass SERVED_TOKENS_BUDGET tokens (the estimate); else None.
+    served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
     One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
     if max(p.isl, p.osl) > MAX_ROW_TOKENS:
         return f"isl {p.isl:g} / osl {p.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
@@ -223,10 +223,11 @@ def over_budget(p: Point) -> str | None:
 
     requests = p.batch * CLOSED_LOOP_ROUNDS if p.batch_kind == "concurrency" else RATE_REQUESTS
     steps = requests * (p.osl + math.ceil(p.isl / ENGINE_TOKENS_PER_ITERATION))
-    if steps <= SERVED_STEPS_BUDGET:
+    if steps <= steps_budget:
         return None
     return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
-            f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {SERVED_STEPS_BUDGET:.0e} a row")
+            f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {steps_budget:.2g} a row "
+            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; validate --row-budget-s raises it)")
 
 
 def _is_file(path: Path) -> bool:

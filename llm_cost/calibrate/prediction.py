@@ -106,12 +106,13 @@ def deployment_of(point: Point) -> Deployment:
     return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
 
 
-def predict(point: Point, profile) -> Prediction:
+def predict(point: Point, profile, *, steps_budget: float | None = None) -> Prediction:
     """`Prediction` of one point under `profile` (module doc); a row the model cannot express is not
-    covered, with the reason."""
-    from llm_cost.calibrate.points import over_budget
+    covered, with the reason; so is a served row past `steps_budget` engine steps (default
+    `points.SERVED_STEPS_BUDGET`)."""
+    from llm_cost.calibrate.points import SERVED_STEPS_BUDGET, over_budget
 
-    why = over_budget(point)  # bounded: a row past the budget is not covered, and the file goes on
+    why = over_budget(point, SERVED_STEPS_BUDGET if steps_budget is None else steps_budget)  # bounded: a row past the budget is not covered, and the file goes on
     if why:
         return Prediction(point, None, why)
     try:

@@ -58,6 +58,7 @@ def validate_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     force: Force = False,
     skip_bad: SkipBad = False,
+    row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -78,7 +79,14 @@ def validate_cmd(
         plot = target(plot, force=force, inputs=[points, preset], suffixes=EXTENSIONS, param="plot")
     prof = parse.profile(preset)
     pts = _read(points, skip_bad)
-    preds = [predict(p, prof) for p in pts]
+    budget = None
+    if row_budget_s is not None:
+        from llm_cost.calibrate.points import SECONDS_PER_SERVED_STEP
+        from llm_cost.errors import check_number
+
+        check_number("row_budget_s", row_budget_s, low=0, high=86_400)
+        budget = row_budget_s / SECONDS_PER_SERVED_STEP
+    preds = [predict(p, prof, steps_budget=budget) for p in pts]
     if plot:
         from llm_cost.calibrate.figure import validation_figure
 
