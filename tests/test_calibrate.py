@@ -234,7 +234,7 @@ def test_profile_file_round_trip_and_errors(tmp_path):
     write_profile(PRESETS["measured"], path)
     assert read_profile(path) == PRESETS["measured"]
     path.write_text('{"bw_efficiency": 1.5}')
-    assert "bw_efficiency must be in (0, 1]" in error_line("roofline", "--profile", path)
+    assert "bw_efficiency must be in [0.0001, 1]" in error_line("roofline", "--profile", path)  # a floor: issue 29
     path.write_text('{"warp": 1}')
     assert "unknown key 'warp'" in error_line("roofline", "--profile", path)
     path.write_text('{')
@@ -430,7 +430,7 @@ def test_request_rate_inf_sends_every_request_at_once(tmp_path):
     inf, fast, slow = (predict(p, PRESETS["lecture"]) for p in read_points(_write(tmp_path, rows)))
     assert inf.covered and inf.predicted == pytest.approx(fast.predicted, rel=1e-2) and inf.predicted > slow.predicted
     rows[2].update(batch="nan")
-    assert "row 3, column batch: must be a rate > 0" in error_line("validate", _write(tmp_path, rows))
+    assert "row 3, column batch: must be a rate >= 1e-06 req/s" in error_line("validate", _write(tmp_path, rows))
 
 
 def test_rows_under_load_the_model_cannot_express_are_not_covered_and_overflows_say_so():

@@ -131,7 +131,8 @@ def test_malformed_json(tmp_path):
     ({"bf16_flops_per_s": "lots"}, "key 'bf16_flops_per_s' must be a number"),
 ])
 def test_bad_datasheet(tmp_path, change, message):
-    sheet = {"name": "X", "memory_bytes": 1e9, "bandwidth_bytes_per_s": 1e12, "bf16_flops_per_s": 1e14}
+    # plausible figures (an H100's): the ratios of RATIOS hold, so each change is what is refused
+    sheet = {"name": "X", "memory_bytes": 80e9, "bandwidth_bytes_per_s": 3.35e12, "bf16_flops_per_s": 989e12}
     sheet = {k: v for k, v in {**sheet, **change}.items() if v is not None}
     with pytest.raises(ConfigError, match=message):
         load_accelerator(write(tmp_path, sheet, "gpu.json"))

@@ -67,8 +67,8 @@ def test_roofline_knob_overrides():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["roofline", "--mfu", "1.5"], "--mfu must be in (0, 1]"),
-    (["roofline", "--bw-eff", "0"], "--bw-eff must be in (0, 1]"),
+    (["roofline", "--mfu", "1.5"], "--mfu must be in [0.0001, 1]"),
+    (["roofline", "--bw-eff", "0"], "--bw-eff must be in [0.0001, 1]"),
     (["roofline", "--fixed-ms", "-1"], "--fixed-ms must be in [0, inf)"),
     (["roofline", "--batch", "0"], "--batch must be in [1, 1e+12]"),
     (["roofline", "--rows", "1", "--batch", "4"], "rows"),

@@ -31,7 +31,7 @@ COMMANDS = {
     "check": ["check", "--model", "llama-3.2-1b", "--examples", "1"],
     "validate": ["validate", Path(__file__).parent / "data" / "calibrate" / "hand.csv", "--profile", "article"],
     "calibrate": ["calibrate", Path(__file__).parent / "data" / "measured" / "train.csv", "--no-cv", "--free",
-                  "bw_efficiency", "-o", Path(tempfile.mkdtemp()) / "profile.json"],
+                  "bw_efficiency", "-o", Path(tempfile.mkdtemp()) / "profile.json", "--force"],  # run more than once
 }
 
 

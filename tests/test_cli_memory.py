@@ -109,7 +109,7 @@ def test_batching_equal_lengths_and_kv_override():
     (["waste", "--rate", "1", "--prompt", "5", "--output", "5"], "without --prompt and --output"),
     (["batching"], "give --rate R"),
     (["batching", "--rate", "1", "--slo-ms", "45"], "not both"),
-    (["batching", "--rate", "-1"], "--rate must be in (0, inf)"),
+    (["batching", "--rate", "-1"], "--rate must be in [1e-06, inf)"),
     (["batching", "--rate", "nan"], "--rate must be a finite number"),
     (["batching", "--rate", "1", "--max-batch", "0"], "--max-batch must be in [1, inf)"),
     (["batching", "--rate", "1", "--requests", "0"], "--requests must be in [1, inf)"),

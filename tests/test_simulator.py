@@ -82,7 +82,8 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
     # request served alone must finish after exactly the roofline's prefill plus one step_time
     # per decode step (context P, P + 1, ..., P + O - 2).
     model, acc = load_model(name), load_accelerator(gpu)
-    server = Replica.from_specs(model, acc, LECTURE, kv_tokens=100_000, max_len=4096)
+    # 40,000 K/V tokens: room for any one request here (an override past the GPU's whole memory is refused)
+    server = Replica.from_specs(model, acc, LECTURE, kv_tokens=40_000, max_len=4096)
     for prompt, output in [(1, 1), (7, 2), (300, 200), (2000, 1000)]:
         sim = simulate(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
         steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).total_s]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_cost.calibrate.bench_columns import BenchConditions, bench_conditions
-from llm_cost.errors import InvalidValueError, LlmCostError
+from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
 
 # metric -> unit the value is in (the README of shared/measured/ defines each)
 METRICS: dict[str, str] = {
@@ -39,6 +39,19 @@ BATCH_KINDS = ("static", "concurrency", "request rate", "saturation")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q4_0", "nvfp4", "w8a8", "mxfp4", "checkpoint")
 REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp", "gpu_count", "batch",
             "batch_kind", "isl", "osl", "metric", "value")
+# The optional `unit` column: what a value written in it is multiplied by to be in its metric's unit
+# (a TTFT of 0.0077 with unit s is 7.7 ms); a unit of the other kind (ms for a tok/s metric) is refused.
+TIME_UNITS = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "µs": 1e-3, "μs": 1e-3}
+RATE_UNITS = {"tok/s": 1.0, "tokens/s": 1.0, "token/s": 1.0, "t/s": 1.0, "tok/sec": 1.0, "tokens/sec": 1.0}
+PER = {"output_tok_per_s_per_gpu": "/gpu", "output_tok_per_s_per_user": "/user", "decode_tok_per_s_per_user": "/user"}
+MAX_ROW_TOKENS = 10**7  # ISL or OSL of one request (`requests.request.MAX_TOKENS`): past it, not covered
+# A served row (concurrency, request rate) costs the engine one step per request and iteration it is in:
+# requests x (OSL + ceil(ISL / 8192)) (a prompt is prefilled in chunks of 8,192 tokens), about 2.3e-6 s
+# each on one core (2,048 clients x 10 rounds x (128 + 1): 6 s; 16,384 x 10 x 129: 46 s). Past this
+# budget (about a minute) the row is not covered, with the estimate, and the file's other rows go on.
+SERVED_STEPS_BUDGET = 3 * 10**7
+SECONDS_PER_SERVED_STEP = 2.3e-6
+MAX_LISTED = 10  # bad rows a refusal lists before "and N more"
 
 
 class NotCovered(Exception):
@@ -78,28 +91,42 @@ def _batch_kind(text: str) -> str:
     """`concurrency (persistent batch)` -> concurrency; the others as they are."""
     kind = re.sub(r"\s*\(.*\)\s*$", "", text.strip().lower())
     if kind not in BATCH_KINDS:
-        raise ValueError(f"must be one of {', '.join(BATCH_KINDS)} (a note may follow in parentheses), got {text!r}")
+        raise ValueError(f"must be one of {', '.join(BATCH_KINDS)} (a note may follow in parentheses), "
+                         f"got {short_repr(text)}")
     return kind
 
 
+def _number(text: str) -> float:
+    """float(text), or an error that says what a number looks like (not Python's `could not convert`)."""
+    try:
+        return float(text)
+    except ValueError:
+        hint = ""
+        if "=" in text:  # QPS=2, concurrency=8: the kind goes in batch_kind, the number here
+            hint = "; write the number alone (the kind goes in batch_kind)"
+        raise ValueError(f"must be a number, got {short_repr(text)}{hint}") from None
+
+
 def _whole(text: str, low: int) -> int:
-    value = float(text)
+    value = _number(text)
     if not math.isfinite(value) or value != int(value) or value < low:
-        raise ValueError(f"must be a whole number >= {low}, got {text!r}")
+        raise ValueError(f"must be a whole number >= {low}, got {short_repr(text)}")
     return int(value)
 
 
 def _positive(text: str) -> float:
-    value = float(text)
+    value = _number(text)
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"must be a number > 0, got {text!r}")
+        raise ValueError(f"must be a finite number > 0, got {short_repr(text)}")
     return value
 
 
 def _rate(text: str) -> float:
-    value = float(text)
-    if math.isnan(value) or value <= 0:
-        raise ValueError(f"must be a rate > 0 (inf: every request at once), got {text!r}")
+    value = _number(text)
+    from llm_cost.serving.workload import MIN_RATE
+
+    if math.isnan(value) or value < MIN_RATE:
+        raise ValueError(f"must be a rate >= {MIN_RATE:g} req/s (inf: every request at once), got {short_repr(text)}")
     return value
 
 
@@ -107,8 +134,26 @@ def _choice(allowed):
     def parse(text: str) -> str:
         value = text.strip().lower()
         if value not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}, got {text!r}")
+            raise ValueError(f"must be one of {', '.join(allowed)}, got {short_repr(text)}")
         return value
+    return parse
+
+
+def _unit_factor(metric: str):
+    """The parser of a row's `unit`: the factor to the metric's unit (TIME_UNITS, RATE_UNITS), or an
+    error when the unit is of another kind than the metric's or names another quantity (per GPU)."""
+    def parse(text: str) -> float:
+        unit = text.strip().lower().replace(" ", "")
+        if METRICS[metric] == "ms":
+            if unit in TIME_UNITS:
+                return TIME_UNITS[unit]
+            raise ValueError(f"{metric} is a time: the unit must be one of {', '.join(TIME_UNITS)}, got {short_repr(text)}")
+        per = PER.get(metric, "")
+        base = unit.removesuffix(per) if per and unit.endswith(per) else unit
+        if base in RATE_UNITS:
+            return RATE_UNITS[base]
+        allowed = ", ".join(list(RATE_UNITS)[:3]) + (f" (or with {per})" if per else "")
+        raise ValueError(f"{metric} is a rate: the unit must be one of {allowed}, got {short_repr(text)}")
     return parse
 
 
@@ -116,28 +161,84 @@ def _resolve_model(config: str, folder: Path):
     from llm_cost.catalog import load_model
 
     path = folder / config
-    return load_model(str(path) if (config.endswith(".json") or path.exists()) else config)
+    return load_model(str(path) if (config.endswith(".json") or _is_file(path) or _is_file(path / "config.json"))
+                      else config)
 
 
-def read_points(path) -> list[Point]:
+def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
     """The rows of the CSV at `path` as Points, every column a prediction needs checked.
+
+    Every row is checked, and every bad one reported in one run: without `skip_bad` a file with bad
+    rows is refused, naming each (row, column, the value shortened, what is allowed); with it the
+    good rows are returned and `on_bad(message)` is called once with the same list.
 
     Raises
     ------
     PointsError
-        `FILE row N, column C: what is wrong` (row 1 is the first data row), or a missing column.
+        `FILE: N bad rows of M: row 3, column tp: ...; row 5, ...` (row 1 is the first data row), a
+        missing or repeated column.
     """
+    from llm_cost.files import read_text, shown
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise PointsError(f"points file {path}: cannot read it ({err.strerror or err})", params=()) from None
+    text = read_text(path, "points", PointsError)
     reader = csv.DictReader(text.splitlines())
-    header = reader.fieldnames or []
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    where = shown(path)
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:  # csv would keep the last column of a name silently
+        raise PointsError(f"{where} row 0 (header): column {repeated[0]} is given {header.count(repeated[0])} times")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise PointsError(f"{path} row 0 (header), column {missing[0]}: missing (needs {', '.join(REQUIRED)})")
-    return [_point(path, n, row) for n, row in enumerate(reader, start=1)]
+        raise PointsError(f"{where} row 0 (header), column {missing[0]}: missing (needs {', '.join(REQUIRED)})")
+    reader.fieldnames = header
+    points, bad, total = [], [], 0
+    for n, row in enumerate(reader, start=1):
+        total = n
+        if None in row:  # fields past the header
+            bad.append(f"row {n}: {len(header) + len(row[None])} fields, the header has {len(header)}")
+            continue
+        try:
+            points.append(_point(path, n, row))
+        except PointsError as err:
+            bad.append(str(err).removeprefix(f"{path} "))
+    if bad:
+        listed = "; ".join(bad[:MAX_LISTED]) + (f"; and {len(bad) - MAX_LISTED} more" if len(bad) > MAX_LISTED else "")
+        message = f"{where}: {len(bad)} bad row{'s' if len(bad) > 1 else ''} of {total}: {listed}"
+        if not skip_bad:
+            raise PointsError(message + " (give --skip-bad to predict the other rows)")
+        if on_bad is not None:
+            on_bad(message)
+    return points
+
+
+def over_budget(p: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
+    """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
+    served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
+    One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
+    if max(p.isl, p.osl) > MAX_ROW_TOKENS:
+        return f"isl {p.isl:g} / osl {p.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
+    if p.batch_kind not in ("concurrency", "request rate"):
+        return None
+    from llm_cost.calibrate.under_load import CLOSED_LOOP_ROUNDS, RATE_REQUESTS
+
+    from llm_cost.calibrate.under_load import ENGINE_TOKENS_PER_ITERATION
+
+    requests = p.batch * CLOSED_LOOP_ROUNDS if p.batch_kind == "concurrency" else RATE_REQUESTS
+    steps = requests * (p.osl + math.ceil(p.isl / ENGINE_TOKENS_PER_ITERATION))
+    if steps <= steps_budget:
+        return None
+    return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
+            f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {steps_budget:.2g} a row "
+            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; validate --row-budget-s raises it)")
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file there (False for a name too long or otherwise impossible)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _point(path: Path, n: int, row: dict) -> Point:
@@ -145,7 +246,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
         text = (row.get(column) or "").strip()
         try:
             if not text:
-                raise ValueError("empty")
+                raise ValueError("empty (a value is needed)")
             return parse(text)
         except (ValueError, TypeError) as err:
             raise PointsError(f"{path} row {n}, column {column}: {err}") from None
@@ -162,8 +263,11 @@ def _point(path: Path, n: int, row: dict) -> Point:
     if count % (tp * pp):
         raise PointsError(f"{path} row {n}, column gpu_count: must be a multiple of tp x pp = {tp * pp}, got {count}")
     config = get("config")
-    if config.endswith(".json") and not (path.parent / config).is_file():
-        raise PointsError(f"{path} row {n}, column config: no such file {config} next to {path.name}")
+    local = _is_file(path.parent / config)
+    if config.endswith(".json") and not local:
+        from llm_cost.files import shown
+
+        raise PointsError(f"{path} row {n}, column config: no such file {shown(config)} next to {path.name}")
     # A config that exists but that the counts cannot read (a model_type without an adapter, a name
     # not in the catalog) is the model's limit, not a malformed file: its row is not covered, with
     # the reason (`prediction.predict`), and the file's other rows are still predicted.
@@ -174,14 +278,18 @@ def _point(path: Path, n: int, row: dict) -> Point:
         load_accelerator(gpu)
     except LlmCostError as err:
         raise PointsError(f"{path} row {n}, column gpu_name: {err}") from None
+    value = get("value", _positive)
+    if (row.get("unit") or "").strip():  # honoured: the value in the metric's unit, or refused
+        value *= get("unit", _unit_factor(metric))
     return Point(id=get("id"), source=(row.get("source") or "").strip() or "-",
                  quality=(row.get("quality") or "").strip().upper() or "-",
-                 config=str(path.parent / config) if (config.endswith(".json") or (path.parent / config).is_file()) else config,
+                 config=str(path.parent / config) if (config.endswith(".json") or local) else config,
                  gpu_name=gpu, weights=get("weights", str.lower),
                  group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", str.lower),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
-                 isl=get("isl", lambda t: _whole(t, 0)), osl=get("osl", lambda t: _whole(t, 0)),
-                 metric=metric, value=get("value", _positive), engine=_engine(row), bench=_bench(path, n, row))
+                 isl=get("isl", lambda t: _whole(t, 0)),
+                 osl=get("osl", lambda t: _whole(t, 0 if metric == "prefill_tok_per_s" else 1)),
+                 metric=metric, value=value, engine=_engine(row), bench=_bench(path, n, row))
 
 
 def _bench(path: Path, n: int, row: dict) -> BenchConditions:

@@ -106,13 +106,18 @@ def deployment_of(point: Point) -> Deployment:
     return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
 
 
-def predict(point: Point, profile, engine: str | None = None) -> Prediction:
+def predict(point: Point, profile, engine: str | None = None, *, steps_budget: float | None = None) -> Prediction:
     """`Prediction` of one point under `profile` (module doc) as served by `engine` (default the point's
     own, `Point.engine`): the profile's fixed costs for that engine (`Profile.for_engine`) and its
-    serving defaults (`specs.engines`); a row the model cannot express is not covered, with the reason."""
+    serving defaults (`specs.engines`); a row the model cannot express is not covered, with the reason;
+    so is a served row past `steps_budget` engine steps (default `points.SERVED_STEPS_BUDGET`)."""
+    from llm_cost.calibrate.points import SERVED_STEPS_BUDGET, over_budget
     from llm_cost.specs.engines import ENGINES
 
     name = engine or point.engine
+    why = over_budget(point, SERVED_STEPS_BUDGET if steps_budget is None else steps_budget)  # bounded: a row past the budget is not covered, and the file goes on
+    if why:
+        return Prediction(point, None, why)
     try:
         model, gpu = _specs(point.config, point.gpu_name)
         value, note = _value(point, model, gpu, profile.for_engine(name), ENGINES[name])

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from llm_cost.errors import InvalidValueError, LlmCostError
+from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
 from llm_cost.specs.profiles import ENGINE_KNOBS, Profile
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "_")
@@ -22,11 +22,11 @@ def profile_to_json(profile: Profile, **extra) -> str:
 
 
 def write_profile(profile: Profile, path, **extra) -> None:
-    """Write `profile_to_json(profile, **extra)` to `path`."""
-    try:
-        Path(path).write_text(profile_to_json(profile, **extra), encoding="utf-8")
-    except OSError as err:
-        raise InvalidValueError(f"output {path}: cannot write it ({err.strerror or err})", params=("output",)) from None
+    """Write `profile_to_json(profile, **extra)` to `path`, atomically (`llm_cost.files.write_text`:
+    a temporary file renamed into place); the caller checks the path first (`files.output_path`)."""
+    from llm_cost.files import write_text
+
+    write_text(path, profile_to_json(profile, **extra))
 
 
 def read_profile(path) -> Profile:
@@ -37,25 +37,23 @@ def read_profile(path) -> Profile:
     InvalidValueError
         One line naming the file and the bad key or value.
     """
+    from llm_cost.files import read_json, shown
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InvalidValueError(f"profile file {path}: cannot read it ({err.strerror or err})") from None
-    except json.JSONDecodeError as err:
-        raise InvalidValueError(f"profile file {path}: not JSON ({err.msg}, line {err.lineno})") from None
+    data = read_json(path, "profile", InvalidValueError)
+    path = shown(path)
     if not isinstance(data, dict):
         raise InvalidValueError(f"profile file {path}: must hold a JSON object of profile knobs")
     unknown = [k for k in data if k not in FIELDS and k != "calibration"]
     if unknown:
-        raise InvalidValueError(f"profile file {path}: unknown key {unknown[0]!r} (known: {', '.join(FIELDS)})")
+        raise InvalidValueError(f"profile file {path}: unknown key {short_repr(unknown[0])} (known: {', '.join(FIELDS)})")
     knobs = {k: v for k, v in data.items() if k in FIELDS}
-    knobs.setdefault("name", path.stem)
+    knobs.setdefault("name", Path(str(path)).stem)
     if "engine_costs" in knobs:
         knobs["engine_costs"] = _engine_costs(path, knobs["engine_costs"])
     for k in ("read_input_embedding", "count_kv"):
         if k in knobs and not isinstance(knobs[k], bool):
-            raise InvalidValueError(f"profile file {path}: {k} must be true or false, got {knobs[k]!r}")
+            raise InvalidValueError(f"profile file {path}: {k} must be true or false, got {short_repr(knobs[k])}")
     try:
         return Profile(**knobs)
     except (LlmCostError, TypeError) as err:

@@ -46,6 +46,32 @@ KNOWN_KEYS = ("name", *REQUIRED, *OPTIONAL, "interconnect", "source", "sources")
 # usable / marketed: drivers report a few percent more or less than the label (81,559 MiB of an
 # "80GB" H100 is 1.07x); a factor outside this range is a unit slip.
 USABLE_RATIO = (0.5, 1.5)
+# Ratios of two figures, against the span of the 14 datasheets of hardware/ (in brackets) with some
+# room: a unit slip inside each figure's own range still moves a ratio out (issue 29: 9 of 27 slips
+# passed the ranges alone). (numerator, denominator, low, high, what a figure outside suggests)
+RATIOS = (
+    ("bf16_flops_per_s", "bandwidth_bytes_per_s", 40, 560,  # FLOP per byte [120, 419]
+     "sparse FLOP/s for dense, or a bandwidth 10x off?"),
+    ("bandwidth_bytes_per_s", "memory_bytes", 8, 150,  # reads of the whole memory a second [12.5, 50.6]
+     "memory in bits, or a bandwidth 10x off?"),
+    ("fp8_flops_per_s", "bf16_flops_per_s", 1, 2.1, "sparse FP8 FLOP/s for dense?"),  # [2, 2.02]
+    ("int8_ops_per_s", "bf16_flops_per_s", 1, 4.1, "sparse INT8 ops for dense?"),  # [1, 4]
+    ("fp4_flops_per_s", "bf16_flops_per_s", 1, 4.1, "sparse FP4 FLOP/s for dense?"),  # [4]
+    ("interconnect_bytes_per_s", "bandwidth_bytes_per_s", 0, 0.21,  # [0.032, 0.193]
+     "NVLink's bidirectional figure for one direction, or bits for bytes?"),
+    ("scale_out_bytes_per_s", "interconnect_bytes_per_s", 0, 0.5,  # [0.056, 0.112]
+     "a network's Gb/s written as GB/s?"),
+)
+
+
+def _check_ratios(figures: dict, path) -> None:
+    """ConfigError when two figures' ratio leaves RATIOS' span (a unit slip inside each range)."""
+    for top, bottom, low, high, hint in RATIOS:
+        if top in figures and bottom in figures:
+            ratio = figures[top] / figures[bottom]
+            if not low <= ratio <= high:
+                raise ConfigError(f"{path}: '{top}' / '{bottom}' = {ratio:.3g}, outside [{low:g}, {high:g}] "
+                                  f"(every datasheet of the catalog is inside): {hint}")
 
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
@@ -68,6 +94,7 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
         if key in figures and figures[key] < figures["bf16_flops_per_s"]:
             raise ConfigError(f"{path}: key '{key}' ({figures[key]:g}) must be at least 'bf16_flops_per_s' "
                               f"({figures['bf16_flops_per_s']:g}): narrower tensor cores are never slower (a unit slip?)")
+    _check_ratios(figures, path)
     sources = data.get("sources", {})
     if not isinstance(sources, dict):
         raise ConfigError(f"{path}: key 'sources' must be an object of key -> quoted source, got {type(sources).__name__}")

@@ -84,7 +84,7 @@ def load_accelerator(ref: str) -> Accelerator:
     ('H100 SXM', 80.0, 3.35, 989.0)
     """
     path = resolve(ref, "hardware", "gpu")
-    return accelerator_from_datasheet(read_json(path), path=path)
+    return accelerator_from_datasheet(read_json(path, "datasheet"), path=path)
 
 
 def as_model(model) -> ModelSpec:

@@ -8,10 +8,9 @@ Anything that looks like a path (a separator, or a .json suffix) is read as a fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from llm_cost.errors import ConfigError, LlmCostError, UnknownNameError, did_you_mean
+from llm_cost.errors import ConfigError, LlmCostError, UnknownNameError, did_you_mean, short_repr
 
 # Short names of the common accelerators -> the catalog entries they stand for. One entry: the
 # alias is that entry. Several: the alias is ambiguous (A100 ships with 40 and 80 GB, and the
@@ -50,27 +49,35 @@ def _looks_like_path(ref: str) -> bool:
 
 
 def _as_file(ref: str, kind: str, what: str) -> Path:
+    from llm_cost.files import input_file
+
     path = Path(ref)
-    if kind == "models" and path.is_dir():
+    if kind == "models" and _safely(path.is_dir):
         path = path / "config.json"
-    if not path.is_file():
-        raise ConfigError(f"{what} file not found: {path}")
-    return path
+    return input_file(path, what)  # a FIFO is refused as one, not as "not found"
+
+
+def _safely(test) -> bool:
+    """A file-system test that is False where the name cannot be a file (too long, a NUL byte)."""
+    try:
+        return test()
+    except (OSError, ValueError):
+        return False
 
 
 def resolve(ref: str, kind: str, what: str) -> Path:
     """The file a reference names: a path, else a catalog entry, else a bare local path."""
     if not isinstance(ref, str) or not ref:
-        raise UnknownNameError(f"{what} must be a catalog name or a path, got {ref!r}")
+        raise UnknownNameError(f"{what} must be a catalog name or a path, got {short_repr(ref)}")
     if _looks_like_path(ref):
         return _as_file(ref, kind, what)
     path = _entry(kind, ref)
-    if ref == ref.casefold() and path.is_file():  # the exact name (entries are lower case: where
+    if ref == ref.casefold() and _safely(path.is_file):  # the exact name (entries are lower case: where
         return path  # the file system ignores case, another spelling goes through the listing)
     name = catalog_name(ref, kind, what, strict=False)
     if name is not None:
         return _entry(kind, name)
-    if Path(ref).exists():  # `llm-cost model my-model` where ./my-model/config.json exists
+    if _safely(Path(ref).exists):  # `llm-cost model my-model` where ./my-model/config.json exists
         return _as_file(ref, kind, what)
     return _entry(kind, catalog_name(ref, kind, what))
 
@@ -95,23 +102,21 @@ def catalog_name(ref: str, kind: str, what: str, *, strict: bool = True) -> str 
     if targets and len(targets) == 1:
         return targets[0]
     if targets:
-        raise UnknownNameError(f"{what} {ref!r} is ambiguous: did you mean {' or '.join(targets)}?")
+        raise UnknownNameError(f"{what} {short_repr(ref)} is ambiguous: did you mean {' or '.join(targets)}?")
     if not strict:
         return None
     known = f"known: {', '.join(names)}"
     hint = did_you_mean(ref, names)
-    raise UnknownNameError(f"unknown {what} {ref!r}{hint} ({known})" if hint else f"unknown {what} {ref!r}; {known}")
+    raise UnknownNameError(f"unknown {what} {short_repr(ref)}{hint} ({known})" if hint
+                           else f"unknown {what} {short_repr(ref)}; {known}")
 
 
-def read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+def read_json(path: Path, what: str = "config") -> dict:
+    """The JSON object in the file at `path` (`llm_cost.files.read_json`: a regular file, UTF-8 with or
+    without a BOM, no key given twice, no deep nesting or huge integer)."""
+    from llm_cost.files import read_json as read, shown
+
+    data = read(path, what)
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object at the top level")
+        raise ConfigError(f"{shown(path)}: expected a JSON object at the top level")
     return data

@@ -2,7 +2,7 @@
 
 - one GPU as a `Deployment()` is `step_time` bit for bit;
 - more GPUs (a larger tp, then a larger pp) never raise one GPU's weight, K/V or needed bytes for
-  the same sequences (pp stages hold pp batches in flight, so pp splits the sequences into them);
+  the same batch (one static batch in flight: pp splits its layers, and their K/V, over the stages);
 - collectives cost nothing at tp = 1 and, at fixed bytes, more the larger tp.
 
 The tp degrees tried are the model's valid ones (dividing its heads; its K/V heads or a multiple of
@@ -54,10 +54,8 @@ def _per_gpu_bytes_fall(model, gpu):
         splits = [Deployment(tp=t, kv_dtype=kv) for t in valid_tp(model, gpu)]
         if gpu.interconnect_bytes_per_s:
             splits.append(Deployment(tp=splits[-1].tp, pp=pp, kv_dtype=kv))
-        sequences = batch * pp  # the same sequences in all: pp stages hold pp batches of batch each
-        for d in splits:
-            per_batch = sequences / d.pp
-            f = step_fit(model, gpu, d, rows=per_batch, batch=per_batch, context=ctx)
+        for d in splits:  # the same batch on every split (one static batch in flight per replica)
+            f = step_fit(model, gpu, d, rows=batch, batch=batch, context=ctx)
             now = (f.weight_bytes, f.kv_bytes, f.needed_bytes)
             if last is not None:
                 assert all(b <= a * (1 + 1e-12) for a, b in zip(last, now)), f"{d}: {now} > {last}"

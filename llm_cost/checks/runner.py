@@ -2,7 +2,7 @@
 
 `run` turns one invariant's hypothesis test into a CheckResult, a failure carrying hypothesis's
 shrunk counterexample; `run_all` runs the model invariants for every pair, then the formula
-invariants once. Imports `properties`, `deployments` and `formulas`; none imports this module.
+invariants once. Imports `properties`, `deployments`, `formulas` and `throughput`; none imports this module.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from llm_cost.checks.deployments import DEPLOYMENTS
 from llm_cost.checks.formulas import FORMULAS
 from llm_cost.checks.invariant import CheckResult, Invariant
 from llm_cost.checks.properties import FOUNDATION
+from llm_cost.checks.throughput import SERVING
 from llm_cost.specs import Accelerator, ModelSpec
 
 
 def all_invariants() -> list[Invariant]:
     """Every registered invariant: per-model ones first, then the formulas'."""
-    return list(FOUNDATION) + list(DEPLOYMENTS) + list(FORMULAS)
+    return list(FOUNDATION) + list(DEPLOYMENTS) + list(FORMULAS) + list(SERVING)
 
 
 def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: int = 50) -> CheckResult:

@@ -26,6 +26,18 @@ except ImportError:  # pragma: no cover - older typer depends on click
 EXIT_BAD_INPUT = 2
 
 
+LONGEST_WORD = 120  # characters of one word an error line echoes (a 4 KB value is cut to its start)
+
+
+def shortened(message: str) -> str:
+    """`message` on one line with every word longer than LONGEST_WORD cut to its start and its length:
+    an error echoes what the user gave, never 4 KB of it."""
+    import re
+
+    one_line = " ".join(message.split())
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", one_line)
+
+
 class OneLineErrors(TyperGroup):
     """Usage errors (a bad number, an unknown option) as one line on stderr, exit 2, no usage dump."""
 
@@ -38,7 +50,7 @@ class OneLineErrors(TyperGroup):
             if type(err).__name__ == "NoArgsIsHelpError":  # bare `llm-cost`: the help, not an error
                 typer.echo(err.format_message())
                 sys.exit(0)
-            typer.echo(f"Error: {err.format_message()}", err=True)
+            typer.echo(f"Error: {shortened(err.format_message())}", err=True)
             sys.exit(err.exit_code)
         except typer.Abort:
             typer.echo("Aborted.", err=True)
@@ -109,7 +121,7 @@ def command(*names, **kwargs):
             try:
                 return fn(*args, **kw)
             except LlmCostError as err:
-                typer.echo(f"Error: {_as_flags(err)}", err=True)
+                typer.echo(f"Error: {shortened(_as_flags(err))}", err=True)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
         return app.command(*names, **{"cls": OneValueCommand, **kwargs})(run)

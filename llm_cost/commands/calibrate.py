@@ -9,6 +9,7 @@ import typer
 from llm_cost.commands.app import command, emit
 from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.options import Format, Preset
+from llm_cost.commands.outputs import Force
 from llm_cost.report.render import Column, fixed
 
 POINT_COLUMNS = [
@@ -29,15 +30,17 @@ SUMMARY_STATS = [
 ]
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
 PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
+SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
 
 
-def read_all(paths) -> list:
-    """The points of every file, in order; ids must be unique across the files."""
+def read_all(paths, skip_bad: bool = False) -> list:
+    """The points of every file, in order; ids must be unique across the files. With --skip-bad a
+    file's bad rows are named in one warning line and the rest read."""
     from llm_cost.calibrate.points import PointsError, read_points
 
     pts, seen = [], {}
     for path in paths:
-        for p in read_points(path):
+        for p in read_points(path, skip_bad=skip_bad, on_bad=lambda m: typer.echo(f"Warning: skipped {m}", err=True)):
             if p.id in seen:
                 raise PointsError(f"{path}: id {p.id!r} is also in {seen[p.id]}: ids must be unique across files")
             seen[p.id] = path
@@ -64,13 +67,15 @@ def validate_cmd(
     by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind, quality or engine (implies --summary).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Also draw predicted against measured (log axes, +-10% band) to this .png or .svg file.")] = None,
     engine: EngineOpt = None,
+    force: Force = False,
+    skip_bad: SkipBad = False,
+    row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
     |predicted / measured - 1|); a row the model cannot express is not covered, with the reason.
     Each row is served by the engine its `engine` column names (unknown: generic) unless --engine.
     """
-    from llm_cost.calibrate.points import read_points
     from llm_cost.calibrate.prediction import predict
     from llm_cost.commands import parse
 
@@ -79,13 +84,25 @@ def validate_cmd(
 
     if by is not None:
         by = check_choice("by", by.strip().lower(), tuple(GROUPS))
+    if plot:
+        from llm_cost.commands.outputs import target
+        from llm_cost.report.figures import EXTENSIONS
+
+        plot = target(plot, force=force, inputs=[points, preset], suffixes=EXTENSIONS, param="plot")
     prof = parse.profile(preset)
-    pts = read_points(points)
+    pts = read_all([points], skip_bad)
     if engine is not None:
         from llm_cost.specs.engines import engine as check_engine
 
         engine = check_engine(engine).name
-    preds = [predict(p, prof, engine) for p in pts]
+    budget = None
+    if row_budget_s is not None:
+        from llm_cost.calibrate.points import SECONDS_PER_SERVED_STEP
+        from llm_cost.errors import check_number
+
+        check_number("row_budget_s", row_budget_s, low=0, high=86_400)
+        budget = row_budget_s / SECONDS_PER_SERVED_STEP
+    preds = [predict(p, prof, engine, steps_budget=budget) for p in pts]
     if plot:
         from llm_cost.calibrate.figure import validation_figure
 
@@ -111,6 +128,8 @@ def calibrate_cmd(
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
     cv_by: Annotated[str, typer.Option("--cv-by", help="What the cross-validation leaves out: source, or gpu (leave one GPU out).")] = "source",
     engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) where it has 10 points or more.")] = False,
+    force: Force = False,
+    skip_bad: SkipBad = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
@@ -123,11 +142,13 @@ def calibrate_cmd(
     from llm_cost.calibrate.profile_file import write_profile
     from llm_cost.commands import parse
     from llm_cost.errors import check_choice
+    from llm_cost.commands.outputs import target
 
+    output = str(target(output, force=force, inputs=[*points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
     cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
-    pts = read_all(points)
+    pts = read_all(points, skip_bad)
     result = fit_profile(pts, base, knobs, name=name, engines=engines)
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
     held = None

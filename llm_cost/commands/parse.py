@@ -72,10 +72,12 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
             raise UnknownNameError(f"--{err} (or a profile JSON file)") from None
     else:
         base = PRESETS[check_choice(option, preset, tuple(PRESETS))]
+    from llm_cost.specs.profiles import MIN_EFFICIENCY
+
     if mfu is not None:
-        check_number("mfu", mfu, low=0, high=1, low_open=True)
+        check_number("mfu", mfu, low=MIN_EFFICIENCY, high=1)
     if bw_eff is not None:
-        check_number("bw_eff", bw_eff, low=0, high=1, low_open=True)
+        check_number("bw_eff", bw_eff, low=MIN_EFFICIENCY, high=1)
     return base.with_(compute_efficiency=mfu, bw_efficiency=bw_eff,
                       fixed_time_s=seconds("fixed_ms", fixed_ms), read_input_embedding=read_embedding,
                       count_kv=kv)

@@ -7,6 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
+from llm_cost.commands.outputs import Force
 from llm_cost.commands.options import AS_GIVEN, BwEff, DeploymentArgs, deployment_options
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
@@ -109,6 +110,7 @@ def plot_cmd(
     ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="plan: TTFT target (ms).")] = None,
     tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="plan: TPOT target (ms).")] = None,
     points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
+    force: Force = False,
     deploy: DeploymentArgs = AS_GIVEN,
 ) -> None:
     """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
@@ -123,7 +125,8 @@ def plot_cmd(
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.commands.parse import choice
-    from llm_cost.report.figures import check_output
+    from llm_cost.commands.outputs import target
+    from llm_cost.report.figures import EXTENSIONS
 
     choice("KIND", kind, KINDS)
     values = dict(model=model, gpu=gpu, preset=preset, mfu=mfu, bw_eff=bw_eff, context=context, weights=weights,
@@ -137,7 +140,7 @@ def plot_cmd(
     if unused:
         raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "
                                 f"{', '.join(_flag(n) for n in sorted(USES[kind]))}")
-    path = check_output(output)
+    path = target(output, force=force, inputs=[points, preset, model, gpu], suffixes=EXTENSIONS)
     o = {**defaults(kind), **given, "deploy": deploy}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
             "batching": _batching, "plan": _plan, "validation": _validation}[kind]

@@ -30,7 +30,9 @@ def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, floa
     from llm_cost.specs.deployment import KV_DTYPES
 
     if kv_bytes is not None:
-        check_number("kv_bytes_per_element", kv_bytes, low=0, low_open=True)
+        from llm_cost.specs.deployment import KV_BYTES_RANGE
+
+        check_number("kv_bytes_per_element", kv_bytes, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     if kv_dtype is None:
         return "bf16", kv_bytes
     name = check_choice("kv_dtype", str(kv_dtype).lower(), tuple(KV_DTYPES))

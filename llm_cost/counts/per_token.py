@@ -5,6 +5,8 @@ The article: `forward_flops_per_token`, `kv_bytes_per_token`.
 
 from __future__ import annotations
 
+import numbers
+
 from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
@@ -181,6 +183,17 @@ def _minimum(x, window: int):
     return np.minimum(x, window)
 
 
+def _check_context(context) -> None:
+    """InvalidValueError unless `context` (a number or an array) is finite and >= 0 (kv_bytes(m, -5) was
+    negative: issue 29)."""
+    if isinstance(context, numbers.Real):
+        check_number("context", context, low=0)
+    else:
+        from llm_cost.grids import checked
+
+        checked("context", context, low=0)
+
+
 def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
     r"""KV cache bytes ONE sequence of `context` tokens holds, each layer keeping at most its window,
     plus a hybrid's recurrent state (`state_bytes_per_sequence`: a per-sequence term beside the
@@ -219,6 +232,8 @@ def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
     """
 
 
+    _check_context(context)
+    check_number("bytes_per_element", bytes_per_element, low=0, low_open=True)
     model = as_model(model)
     windows = layer_windows(model)
     state = state_bytes_per_sequence(model, bytes_per_element)  # 0 without recurrent layers

@@ -1,11 +1,11 @@
 """Does a deployment fit? One GPU's weights + K/V + activation workspace against its memory (the
 profile's basis: `Deployment.memory_bytes`) less the reserve, and the context against the model's limit.
 
-    needed    = weight_bytes_per_gpu + pp x batch x kv_bytes(model, context + rows / batch) x kv_share
+    needed    = weight_bytes_per_gpu + batch x kv_bytes(model, context + rows / batch) x kv_share
                   x ceil(L / pp) / L + workspace
 
-(one GPU of the largest pipeline stage: its layers' K/V for each of the pp batches in flight, as the
-throughput counts them: `Deployment.batches_in_flight`)
+(one GPU of the largest pipeline stage: its layers' K/V of the one static batch in flight, as the
+throughput counts it: `Deployment.batches_in_flight`)
     available = memory x (1 - reserve)     (memory: `Deployment.memory_bytes`: the marketed figure
                                            by default and under the documents' presets, usable_memory_bytes
                                            under `measured` and calibrated profiles)
@@ -102,11 +102,11 @@ def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *
                    rows: float, batch: float, context: float) -> Fit:
     """`Fit` of one GPU of `deployment` for a pass over `rows` rows of `batch` sequences with `context`
     cached tokens each (numbers; the K/V is the cache after the pass: context + rows / batch tokens,
-    for each of the pp batches in flight)."""
+    for the one batch in flight: `Deployment.batches_in_flight`)."""
     after = context + rows / batch
     per_sequence = kv_bytes_per_token_per_gpu(model, kv_bytes(model, after, deployment.kv_bytes_per_element), deployment)
     return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment),
-               kv_bytes=deployment.pp * batch * per_sequence,
+               kv_bytes=batch * per_sequence,
                workspace_bytes=workspace_bytes(model, rows, batch, deployment.tp),
                available_bytes=deployment.available_bytes(gpu), memory_basis=deployment.basis,
                context=after, context_limit=model.max_position_embeddings)

@@ -1,10 +1,11 @@
 """Disaggregated serving: a prefill pool and a decode pool of the same accelerator (DistServe, Zhong et
 al., OSDI 2024, arXiv 2401.09670; NVIDIA Dynamo), each with its own split and batch.
 
-    prefill replica (tp, pp, B):   requests/s = min(pp B / TTFT, B / t_kv)
+    prefill replica (tp, pp, B):   requests/s = min(B / TTFT, B / t_kv)  (a static batch
+                                   cannot fill pp stages: one in flight)
     t_kv = `parallel.send_s`(B x kv_bytes(ISL) / (tp pp))     the batch's K/V handed to the decode pool, each
                                                               of the replica's GPUs sending its share
-    decode replica (tp, pp, B):    requests/s = pp B / (sum of its OSL - 1 decode tokens)
+    decode replica (tp, pp, B):    requests/s = B / (sum of its OSL - 1 decode tokens)
     a pool of n GPUs:              floor(n / (tp pp)) replicas of its best split
     rate(n_p)                      = min(prefill(n_p), decode(N - n_p)), the best n_p of 1 .. N - 1
 
@@ -62,8 +63,8 @@ def best_split(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
     for gi, g in enumerate(groups):
         at = grid.group == gi
         transfer[at] = send_s(grid.batch[at] * kv_req[at] / per_replica[at], g.gpu)
-    pre_rate = np.minimum(pp * grid.batch / grid.ttft_s, grid.batch / transfer)
-    dec_rate = pp * grid.batch / grid.decode_s
+    pre_rate = np.minimum(grid.batch / grid.ttft_s, grid.batch / transfer)
+    dec_rate = grid.batch / grid.decode_s  # one static batch in flight per replica
     pre_ok = plain & grid.prefill_fits & ttft_ok
     dec_ok = grid.fits & tpot_ok
     key = np.array([f"{g.gpu.name}|{g.weights.name}|{g.deployment.kv_dtype}" for g in groups])[grid.group] \

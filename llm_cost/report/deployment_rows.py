@@ -20,8 +20,8 @@ def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment
     """The deployment's columns for one pass of `step_s` seconds that yields `tokens` tokens per replica
     and stage (decode: the batch; a verification: the accepted tokens).
 
-    tokens_per_s = replicas x pp x tokens / step_s: pipeline stages each hold a batch in flight
-    (iteration-level scheduling needs no microbatches: the lecture, Orca §), replicas add up.
+    tokens_per_s = replicas x tokens / step_s: a static batch cannot fill pp stages (one batch in
+    flight per replica: `Deployment.batches_in_flight`), replicas add up.
     """
     rate = deployment.batches_in_flight * tokens / step_s
     return {

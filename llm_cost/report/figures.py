@@ -10,25 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from llm_cost.errors import InvalidValueError
-
 EXTENSIONS = (".png", ".svg")
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
           "tab:gray", "tab:olive", "tab:cyan", "navy", "darkgoldenrod")
 STYLES = ("-", "--", ":", "-.")
 
 
-def check_output(path: str | Path) -> Path:
-    """The output path, if its extension is one we write and its folder exists."""
-    text = str(path)
-    if not text.strip() or text.endswith(("/", "\\")):
-        raise InvalidValueError(f"path must name a file ending in .png or .svg, got {text!r}", params=("path",))
-    path = Path(text)
-    if path.suffix.lower() not in EXTENSIONS:
-        raise InvalidValueError(f"path must end in .png or .svg, got {str(path)!r}", params=("path",))
-    if not path.parent.is_dir():
-        raise InvalidValueError(f"path: the folder does not exist: {path.parent}", params=("path",))
-    return path
+def check_output(path: str | Path, *, force: bool = True, inputs=()) -> Path:
+    """The output path, if it ends in .png or .svg, its folder exists and it is not one of `inputs`;
+    an existing file only with `force` (the library's default; the CLI asks for --force):
+    `llm_cost.files.output_path`."""
+    from llm_cost.files import output_path
+
+    return output_path(path, force=force, inputs=inputs, suffixes=EXTENSIONS, param="path")
 
 
 def _pyplot():
@@ -48,14 +42,15 @@ def _figure(ncols: int = 1):
 
 
 def save(fig, path: str | Path) -> Path:
+    """Draw `fig` to `path` atomically: a temporary file beside it, renamed into place once complete
+    (an interrupt leaves no truncated image)."""
+    from llm_cost.files import atomic_write
+
     path = check_output(path)
     try:
-        fig.savefig(path, dpi=150)
-    except OSError as err:
-        raise InvalidValueError(f"path cannot be written: {err.strerror or err}", params=("path",)) from None
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=150, format=path.suffix[1:].lower()), param="path")
     finally:
         _pyplot().close(fig)
-    return path
 
 
 def _plain_log(axis) -> None:

@@ -48,7 +48,9 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     """
     check_number("context", context, low=0, integer=True)
     check_number("lora_rank", lora_rank, low=1, integer=True)
-    check_number("kv_bytes", kv_bytes_per_element, low=0, low_open=True)
+    from llm_cost.specs.deployment import KV_BYTES_RANGE
+
+    check_number("kv_bytes", kv_bytes_per_element, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     p = param_counts(model)
     parts = checkpoint_params(model)
     int4 = weight_bytes(model, INT4_G128)

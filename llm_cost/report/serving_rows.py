@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import capacity_settings, kv_capacity
-from llm_cost.serving.policies import model_max_len, requests_by_policy
+from llm_cost.serving.policies import context_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.serve_result import ServeResult
@@ -54,7 +54,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
     reserve = cap.reserve_fraction
     from llm_cost.counts.recurrent import state_in_kv_tokens
 
-    fit = requests_by_policy(cap.kv_tokens, max_len=model_max_len(model, max_len), prompt=prompt,
+    fit = requests_by_policy(cap.kv_tokens, max_len=context_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen, state_tokens=state_in_kv_tokens(model, kv_el))
     return {
         "model": model.name, "gpu": gpu.name, "weights": weights.name,

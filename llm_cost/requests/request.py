@@ -4,10 +4,9 @@
             profile's `ttft_overhead_s` (an engine's time before the first token beyond the prefill)
     TPOT  = the mean of the OSL - 1 decode steps (contexts ISL .. ISL + OSL - 2 cached tokens)
     e2e   = TTFT + (OSL - 1) x TPOT
-    output tokens/s per user = OSL / e2e;  in all = replicas x pp x B x OSL / e2e (each pipeline
-    stage holds a batch in flight);  per GPU = that / gpus
-    GPU-seconds of a phase = its time x tp x pp / pp (the replica's GPUs, shared by the pp batches
-    in flight), dollars = GPU-seconds x price / 3600: input tokens are priced by the prefill, output
+    output tokens/s per user = OSL / e2e;  in all = replicas x B x OSL / e2e (a static batch cannot
+    fill pp stages: one batch per replica is in flight);  per GPU = that / gpus
+    GPU-seconds of a phase = its time x tp x pp (the replica's GPUs, all held by the batch), dollars = GPU-seconds x price / 3600: input tokens are priced by the prefill, output
     tokens by the decode steps (the first output token is the prefill's).
 
 With speculation the decode's tokens each take round(ctx) / E of a speculative round at their
@@ -94,9 +93,9 @@ class RequestCost:
 
 
 def gpu_seconds(seconds: float, deployment: Deployment) -> float:
-    """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, shared by the
-    pp batches in flight: seconds x tp."""
-    return seconds * deployment.tp
+    """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, all held by
+    the one static batch in flight (`Deployment.batches_in_flight`): seconds x tp x pp."""
+    return seconds * deployment.gpus_per_replica
 
 
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,

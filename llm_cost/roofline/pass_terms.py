@@ -6,6 +6,8 @@ the formula); each takes numbers or numpy arrays and checks nothing.
 
 from __future__ import annotations
 
+import numbers
+
 from llm_cost.counts import WeightBytes, param_counts
 from llm_cost.specs import ModelSpec, Profile, WeightFormat
 
@@ -113,8 +115,18 @@ def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
     """Distinct experts `rows` tokens touch in one MoE layer under uniform top-k routing.
 
     E = N (1 - (1 - k/N)^m): each row picks k of N experts; an expert is missed by all m rows
-    with probability (1 - k/N)^m.
+    with probability (1 - k/N)^m. N >= 0 and 0 <= k <= N whole numbers, rows >= 0 (a number or an
+    array); k > N made E negative (issue 29).
     """
+    from llm_cost.errors import check_number
+    from llm_cost.grids import checked
+
+    check_number("num_experts", num_experts, low=0, integer=True)
+    check_number("experts_per_token", experts_per_token, low=0, high=num_experts, integer=True)
+    if isinstance(rows, numbers.Real):
+        check_number("rows", rows, low=0)
+    else:
+        checked("rows", rows, low=0)
     if num_experts == 0:
         return 0.0
     return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** rows)

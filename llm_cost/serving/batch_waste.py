@@ -113,6 +113,7 @@ def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWast
     >>> w.positions_computed, w.positions_needed, w.positions_wasted, f"{w.waste_fraction:.1%}"
     (1047, 687, 360, '34.4%')
     """
+    prompts, outputs = list(prompts or ()), list(outputs or ())  # None: no value, not a TypeError
     if len(prompts) != len(outputs):
         raise InvalidValueError(
             f"prompts and outputs must be given the same number of times, got {len(prompts)} and {len(outputs)}",

@@ -37,7 +37,7 @@ from llm_cost.catalog import as_accelerator, as_model
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
-from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment
+from llm_cost.specs.deployment import DEFAULT_RESERVE, KV_BYTES_RANGE, SINGLE_GPU, Deployment
 from llm_cost.serving.policies import requests_that_fit
 
 from llm_cost.specs.profiles import MEMORY_BASES  # noqa: F401 (re-exported)
@@ -156,7 +156,7 @@ def _settings(deployment: Deployment | None, reserve: float | None,
     check_number("reserve", reserve, low=0, high=1, high_open=True)
     if kv_bytes_per_element is None:
         return deployment, reserve, deployment.kv_bytes_per_element, deployment.kv_dtype
-    check_number("kv_bytes_per_element", kv_bytes_per_element, low=0, low_open=True)
+    check_number("kv_bytes_per_element", kv_bytes_per_element, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     if kv_bytes_per_element == deployment.kv_bytes_per_element:
         return deployment, reserve, kv_bytes_per_element, deployment.kv_dtype
     name = next((k for k, v in KV_DTYPES.items() if v == kv_bytes_per_element), "")

@@ -39,7 +39,7 @@ def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
     6
     """
     check_number("KV tokens", kv_tokens, low=0)
-    check_number("tokens per request", tokens_per_request, low=0, low_open=True)
+    check_number("tokens per request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
     return int(kv_tokens // tokens_per_request)
 
 
@@ -139,6 +139,24 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
         requests_none=requests_that_fit(kv_tokens, prompt + gen + state_tokens))
 
 
+MAX_LEN_TOKENS = 10**8  # a reservation past any context window and any KV capacity
+
+
+def context_max_len(model: ModelSpec, max_len: int | None = None) -> int:
+    """`model_max_len`, refusing a `max_len` past the model's context (`max_position_embeddings`, when
+    stated): a request cannot hold more tokens than the model reads (issue 29: 100,000 on GPT-3's 2,048).
+
+    >>> from llm_cost.catalog import load_model
+    >>> context_max_len(load_model("gpt-3-13b"), 1024)
+    1024
+    """
+    length = model_max_len(model, max_len)
+    limit = model.max_position_embeddings
+    if max_len is not None and limit:
+        check_number("max_len", length, low=1, high=limit, integer=True)
+    return length
+
+
 def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:
     """The maximum sequence length to reserve: `max_len`, else the model's configured context.
 
@@ -165,7 +183,7 @@ def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:
     (2048, 4096)
     """
     if max_len is not None:
-        check_number("max_len", max_len, low=1, integer=True)
+        check_number("max_len", max_len, low=1, high=MAX_LEN_TOKENS, integer=True)
         return int(max_len)
     if not model.max_position_embeddings:
         raise InvalidValueError(

@@ -204,7 +204,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
     from llm_cost.serving.serve_result import METRICS
 
-    check_choice("slo_metric", metric, METRICS)
+    metric = check_choice("slo_metric", metric, METRICS)  # as spelled in METRICS (names ignore case)
     if config is not None and workload.concurrency is not None:
         from llm_cost.errors import InvalidValueError
 

@@ -204,7 +204,7 @@ def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation
     >>> orca.completed, orca.finish_step, orca.peak_kv_reserved, orca.peak_kv_written
     (True, (5, 10), 9, 8)
     """
-    check_choice("reservation", reservation, RESERVATIONS)
+    reservation = check_choice("reservation", reservation, RESERVATIONS)
     check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)
     cap, n = int(kv_capacity_tokens), len(requests)
     max_batch = n if max_batch is None else max_batch

@@ -287,7 +287,7 @@ class Replica:
                     f"{more}", params=("tp", "pp", "ep") if more or split else ())
             kv_tokens = cap.kv_tokens
         else:
-            check_number("kv_tokens", kv_tokens, low=1, integer=True)
+            check_number("kv_tokens", kv_tokens, low=1, high=_most_kv_tokens(cap, gpu), integer=True)
         _, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
         cost = deployed_cost(IterationCost.from_roofline(model, gpu, profile, weights, kv_el),
                              model, gpu, weights, deployment)
@@ -296,6 +296,15 @@ class Replica:
                    deployment=deployment, capacity=cap,
                    compute_dtype=gpu.compute_precision(gemm_precision(model, weights)),
                    context_limit=model.max_position_embeddings or 0)
+
+
+def _most_kv_tokens(cap, gpu) -> int:
+    """The most K/V tokens a replica's GPUs could hold with nothing else on them: each GPU's whole
+    marketed memory over its K/V bytes a token. A `kv_tokens` override past it is a typo, not a
+    measurement (issue 29: 10^9 tokens, 819 TB, said to fit a 40 GB A100); below it the override is
+    taken as measured (an engine's reported capacity)."""
+    per_token = cap.kv_bytes_per_token_per_gpu
+    return max(1, int(gpu.memory_bytes // per_token)) if per_token > 0 else 1 << 62
 
 
 def deployment_label(deployment: Deployment) -> str:

@@ -67,7 +67,7 @@ class SpecConfig:
         check_number("spec_gamma", self.gamma, low=0, high=64, integer=True)
         check_number("spec_alpha", self.alpha, low=0, high=1)
         check_number("c", self.c, low=0)
-        check_choice("spec_policy", self.policy, SPEC_POLICIES)
+        object.__setattr__(self, "policy", check_choice("spec_policy", self.policy, SPEC_POLICIES))  # as spelled in the list
         if self.policy == "off-above-batch":
             check_number("spec_policy", self.off_above, low=1, integer=True)
 
@@ -127,13 +127,13 @@ class ServeConfig:
 
     def __post_init__(self) -> None:
         check_number("max_batch", self.max_batch, low=1, integer=True)
-        check_choice("reservation", self.reservation, RESERVATION_POLICIES)
+        object.__setattr__(self, "reservation", check_choice("reservation", self.reservation, RESERVATION_POLICIES))  # as spelled in the list
         check_number("block_size", self.block_size, low=1, high=1 << 20, integer=True)
         check_number("watermark", self.watermark, low=0, high=1, high_open=True)
-        check_choice("preemption", self.preemption, PREEMPTIONS)
+        object.__setattr__(self, "preemption", check_choice("preemption", self.preemption, PREEMPTIONS))  # as spelled in the list
         if self.prefill_chunk is not None:
             check_number("prefill_chunk", self.prefill_chunk, low=1, integer=True)
-        check_choice("pipeline", self.pipeline, PIPELINES)
+        object.__setattr__(self, "pipeline", check_choice("pipeline", self.pipeline, PIPELINES))  # as spelled in the list
         check_number("host_bytes_per_s", self.host_bytes_per_s, low=0, low_open=True)
         check_choice("scheduler", self.scheduler, SCHEDULERS)
         if self.scheduler == "request" and self.reservation != "max_len":

@@ -102,7 +102,7 @@ def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteratio
     >>> simulate(poisson_workload(200, 4.0), a100, scheduler="request", max_batch=8).kv_reserved_peak_tokens
     12288
     """
-    check_choice("scheduler", scheduler, SCHEDULERS)
+    scheduler = check_choice("scheduler", scheduler, SCHEDULERS)  # names ignore case: REQUEST is request
     check_number("max_batch", max_batch, low=1, integer=True)
     if replica.cost.kv_windows or replica.cost.state_tokens:  # built without from_specs (which refuses them)
         raise InvalidValueError(f"{replica.description or 'this replica'}: the model has sliding or chunked "

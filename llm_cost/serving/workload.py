@@ -109,6 +109,9 @@ class Workload:
         (True, (0.0, 0.0, 0.0))
         """
         check_rate(rate)
+        if not math.isinf(rate) and not any(self.unit_arrivals) and len(self) > 1:
+            raise InvalidValueError(f"rate {rate:g}: the {len(self)} requests all arrive at 0 s (no gaps to scale), "
+                                    f"so they cannot arrive at another rate; give no rate", params=("rate",))
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
                         self.seed, self.description, self.concurrency)
 
@@ -118,11 +121,17 @@ class Workload:
         return tuple(p + o - 1 for p, o in zip(self.prompt, self.output))
 
 
+# The lowest rate simulated: 2,000 requests at 1e-6 req/s arrive over 2e9 s, where a float still resolves
+# 2.4e-7 s; at 1e-16 req/s the arrival times (1e19 s) absorb every millisecond step and the latencies
+# print as 0 (issue 29).
+MIN_RATE = 1e-6
+
+
 def check_rate(rate: float) -> None:
-    """Raise unless `rate` is in (0, inf]."""
+    """Raise unless `rate` is in [MIN_RATE, inf]."""
     if isinstance(rate, float) and math.isinf(rate) and rate > 0:
         return
-    check_number("rate", rate, low=0, low_open=True)
+    check_number("rate", rate, low=MIN_RATE)
 
 
 def _lengths(option: str, spec, low: int) -> tuple[int, int]:
@@ -185,6 +194,9 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
     import numpy as np
 
     check_number("requests", requests, low=1, integer=True)
+    from llm_cost.budget import BYTES_PER_SIMULATED_REQUEST, check_memory
+
+    check_memory("requests", requests, BYTES_PER_SIMULATED_REQUEST)  # before the arrays: no MemoryError
     check_rate(rate)
     check_number("seed", seed, low=0, integer=True)
     p_lo, p_hi = _lengths("prompt_len", prompt, 1)

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_number, short_repr
 from llm_cost.serving.workload import Workload
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
+MAX_REQUEST_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
 
 
 def parse_length(option: str, text) -> tuple:
@@ -40,7 +41,7 @@ def parse_length(option: str, text) -> tuple:
     (('lognormal', 200.0, 0.8), ('zipf', 1.2, 2048))
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        check_number(option, text, low=1, integer=True)
+        check_number(option, text, low=1, high=MAX_REQUEST_TOKENS, integer=True)
         return ("fixed", int(text))
     s = str(text).strip().lower()
     parts = s.split(":")
@@ -49,7 +50,7 @@ def parse_length(option: str, text) -> tuple:
     try:
         if len(parts) == 1:
             n = float(parts[0])
-            check_number(option, n, low=1, integer=True)
+            check_number(option, n, low=1, high=MAX_REQUEST_TOKENS, integer=True)
             return ("fixed", int(n))
         if len(parts) == 2 or parts[0] == "uniform":
             a, b = (parts[1], parts[2]) if parts[0] == "uniform" and len(parts) == 3 else parts[-2:]
@@ -57,11 +58,11 @@ def parse_length(option: str, text) -> tuple:
                 raise bad
             a, b = float(a), float(b)
             check_number(option, a, low=1, integer=True)
-            check_number(option, b, low=a, integer=True)
+            check_number(option, b, low=a, high=MAX_REQUEST_TOKENS, integer=True)
             return ("uniform", int(a), int(b))
         if len(parts) == 3 and parts[0] == "lognormal":
             mean, sigma = float(parts[1]), float(parts[2])
-            check_number(option, mean, low=1)
+            check_number(option, mean, low=1, high=MAX_REQUEST_TOKENS)
             check_number(option, sigma, low=0, high=5)
             return ("lognormal", mean, sigma)
         if len(parts) == 3 and parts[0] == "zipf":
@@ -110,7 +111,7 @@ def draw_lengths(rng, spec: tuple, n: int):
     if kind == "lognormal":
         mean, sigma = spec[1], spec[2]
         mu = math.log(mean) - sigma * sigma / 2
-        return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
+        return np.clip(np.rint(rng.lognormal(mu, sigma, n)), 1, MAX_REQUEST_TOKENS).astype(np.int64)
     s, top = spec[1], spec[2]
     support = np.arange(1, top + 1, dtype=float)
     cdf = np.cumsum(support ** -s)
@@ -163,6 +164,9 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
     from llm_cost.serving.workload import check_rate
 
     check_number("requests", requests, low=1, integer=True)
+    from llm_cost.budget import BYTES_PER_SIMULATED_REQUEST, check_memory
+
+    check_memory("requests", requests, BYTES_PER_SIMULATED_REQUEST)  # before the arrays: no MemoryError
     check_rate(rate)
     check_number("seed", seed, low=0, integer=True)
     p_spec, o_spec = parse_length("prompt_len", prompt), parse_length("output_len", output)
@@ -190,6 +194,15 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
 
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+MAX_ARRIVAL_S = 1e9  # 31 years: a float there still resolves 1.2e-7 s; past it, steps of ms are absorbed
+
+
+def _trace_number(row: dict, column: str, line: int, fail) -> float:
+    """The number in `column` of a trace row, or `fail`'s error naming the line, column and value."""
+    try:
+        return float(row[column])
+    except ValueError:
+        raise fail(f"line {line}: {column} is not a number: {short_repr(row[column])}") from None
 
 
 def read_trace(path) -> Workload:
@@ -213,10 +226,10 @@ def read_trace(path) -> Workload:
     def fail(msg: str) -> InvalidValueError:
         return InvalidValueError(f"trace {name}: {msg}", params=("trace",))
 
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise fail(f"cannot be read ({err.__class__.__name__})") from None
+    from llm_cost.files import read_text, shown
+
+    text = read_text(p, "trace", lambda msg: InvalidValueError(msg, params=("trace",)))
+    name = shown(name)
     reader = csv.DictReader(text.splitlines())
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in TRACE_COLUMNS if c not in header]
@@ -224,21 +237,20 @@ def read_trace(path) -> Workload:
         raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
     times, prompts, outputs, declared = [], [], [], []
     for line, raw in enumerate(reader, start=2):
+        if None in raw:  # csv puts the fields past the header under the key None
+            raise fail(f"line {line}: {len(header) + len(raw[None])} fields, the header has {len(header)}")
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-        try:
-            t = float(row["arrival_s"])
-            pr, out = float(row["prompt_tokens"]), float(row["output_tokens"])
-            mx = float(row["max_tokens"]) if row.get("max_tokens") else out
-        except ValueError:
-            raise fail(f"line {line}: not a number") from None
-        if not (t >= 0 and math.isfinite(t)):
-            raise fail(f"line {line}: arrival_s must be >= 0, got {row['arrival_s']}")
+        t, pr, out = (_trace_number(row, c, line, fail) for c in TRACE_COLUMNS)
+        mx = _trace_number(row, "max_tokens", line, fail) if row.get("max_tokens") else out
+        if not 0 <= t <= MAX_ARRIVAL_S:
+            raise fail(f"line {line}: arrival_s must be in [0, {MAX_ARRIVAL_S:.0e}] s, got {short_repr(row['arrival_s'])}")
         if times and t < times[-1]:
             raise fail(f"line {line}: arrival_s must be non-decreasing")
         for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
-            if not (v >= 1 and v == int(v)):
-                raise fail(f"line {line}: {col} must be a whole number >= 1, got {row[col]}")
-        if not (mx >= out and mx == int(mx)):
+            if not (1 <= v <= MAX_REQUEST_TOKENS and v == int(v)):
+                raise fail(f"line {line}: {col} must be a whole number in [1, {MAX_REQUEST_TOKENS:.0e}], "
+                           f"got {short_repr(row[col])}")
+        if not (out <= mx <= MAX_REQUEST_TOKENS and mx == int(mx)):
             raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
         times.append(t)
         prompts.append(int(pr))

@@ -16,6 +16,9 @@ from llm_cost.specs.profiles import MEMORY_BASES
 
 # Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
 KV_DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+# bytes of one cached K or V element given as a number: 1 bit to FP64 and then some (a subnormal
+# makes the capacity infinite)
+KV_BYTES_RANGE = (1 / 16, 16.0)
 MAX_DEGREE = 1024  # far past any node or pod a single model is served on
 DEFAULT_RESERVE = 0.1  # vLLM's gpu_memory_utilization 0.9; the lecture's code also holds back 10% (§2.3)
 
@@ -67,10 +70,10 @@ class Deployment:
         for name in ("tp", "pp", "ep"):
             check_number(name, getattr(self, name), low=1, high=MAX_DEGREE, integer=True)
         check_number("gpus", self.gpus, low=0, high=MAX_DEGREE * MAX_DEGREE, integer=True)
-        check_choice("kv_dtype", self.kv_dtype, tuple(KV_DTYPES))
+        object.__setattr__(self, "kv_dtype", check_choice("kv_dtype", self.kv_dtype, tuple(KV_DTYPES)))  # as spelled in the list
         check_number("reserve", self.reserve, low=0, high=1, high_open=True)
         if self.memory_basis is not None:
-            check_choice("memory_basis", self.memory_basis, MEMORY_BASES)
+            object.__setattr__(self, "memory_basis", check_choice("memory_basis", self.memory_basis, MEMORY_BASES))  # as spelled in the list
         if self.gpus and self.gpus % self.gpus_per_replica:
             raise InvalidValueError(f"gpus must be a multiple of tp x pp = {self.gpus_per_replica}, got {self.gpus}",
                                     params=("gpus", "tp", "pp"))
@@ -92,9 +95,10 @@ class Deployment:
 
     @property
     def batches_in_flight(self) -> int:
-        """Batches served at once: replicas x pp (each pipeline stage holds one; iteration-level
-        scheduling needs no microbatches, the lecture's Orca section)."""
-        return self.replicas * self.pp
+        """Static batches served at once: one per replica. A static batch cannot fill pp stages: its
+        next token needs the last stage's output, so while one stage works the others idle, and one
+        batch's tokens/s on pp stages is B x tokens / its step (issue 29)."""
+        return self.replicas
 
     @property
     def kv_bytes_per_element(self) -> float:

@@ -15,6 +15,8 @@ from llm_cost.errors import InvalidValueError, check_choice, check_number
 MEMORY_BASES = ("usable", "marketed")
 # The knobs a profile fits per serving engine (`Profile.engine_costs`), in this order
 ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s")
+MIN_EFFICIENCY = 1e-4  # 0.01% of a peak: below it a time is not a model of any machine
+MAX_FIXED_S = 3600.0  # an hour of overhead per pass is a typo, not a measurement
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class Profile:
     >>> Profile("p", bw_efficiency=1.2)
     Traceback (most recent call last):
     ...
-    llm_cost.errors.InvalidValueError: profile.bw_efficiency must be in (0, 1], got 1.2
+    llm_cost.errors.InvalidValueError: profile.bw_efficiency must be in [0.0001, 1], got 1.2
     """
 
     name: str
@@ -106,22 +108,22 @@ class Profile:
     engine_costs: tuple = ()
 
     def __post_init__(self) -> None:
-        check_number("profile.bw_efficiency", self.bw_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.compute_efficiency", self.compute_efficiency, low=0, high=1, low_open=True)
-        check_number("profile.fixed_time_s", self.fixed_time_s, low=0)
-        check_number("profile.weight_only_bw_factor", self.weight_only_bw_factor, low=0, high=1, low_open=True)
-        check_number("profile.fp8_compute_factor", self.fp8_compute_factor, low=0, high=1, low_open=True)
-        check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0)
-        check_number("profile.small_gemm_factor", self.small_gemm_factor, low=0, high=1, low_open=True)
-        check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0)
-        check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES)
-        check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0)
+        # efficiencies from MIN_EFFICIENCY (a subnormal one makes every time infinite) to 1; fixed
+        # times up to MAX_FIXED_S a pass
+        for name in ("bw_efficiency", "compute_efficiency", "weight_only_bw_factor", "fp8_compute_factor",
+                     "small_gemm_factor"):
+            check_number(f"profile.{name}", getattr(self, name), low=MIN_EFFICIENCY, high=1)
+        check_number("profile.fixed_time_s", self.fixed_time_s, low=0, high=MAX_FIXED_S)
+        check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0, high=MAX_FIXED_S)
+        check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0, high=1e12)
+        object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))  # as spelled in the list
+        check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0, high=MAX_FIXED_S)
         for entry in self.engine_costs:
             if len(entry) != 4 or not isinstance(entry[0], str):
                 raise InvalidValueError("profile.engine_costs must hold (engine, fixed_time_s, fixed_time_per_layer_s, "
                                         f"ttft_overhead_s) entries, got {entry!r}", params=("engine_costs",))
             for knob, value in zip(ENGINE_KNOBS, entry[1:]):
-                check_number(f"profile.engine_costs[{entry[0]}].{knob}", value, low=0)
+                check_number(f"profile.engine_costs[{entry[0]}].{knob}", value, low=0, high=MAX_FIXED_S)
 
     def for_engine(self, engine: str) -> "Profile":
         """This profile with `engine`'s fitted fixed costs (`engine_costs`); an engine it was not fitted to

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from llm_cost.errors import InvalidValueError
 from llm_cost.grids import checked, scalar_or_array
 from llm_cost.speculative import powers as _powers
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
@@ -300,8 +301,8 @@ def implied_c(alpha, gamma, measured_speedup):
     Returns
     -------
     float or numpy.ndarray
-        The implied c; negative when the measured speedup exceeds E (no draft cost explains
-        it). A Python float for number inputs.
+        The implied c, >= 0; a measured speedup above E (no draft cost explains it) is an
+        InvalidValueError. A Python float for number inputs.
 
     Examples
     --------
@@ -311,5 +312,12 @@ def implied_c(alpha, gamma, measured_speedup):
     3.60 0.008
     """
     a, g = check_alpha(alpha), check_gamma(gamma, low=1)
-    s = checked("speedup", measured_speedup, low=0, low_open=True)
-    return scalar_or_array((expected_tokens_unchecked(a, g) / s - 1.0) / g)
+    s = checked("measured_speedup", measured_speedup, low=0, low_open=True)
+    e = expected_tokens_unchecked(a, g)
+    over = np.broadcast_to(s > e * (1 + 1e-12), np.broadcast(e, s).shape)
+    if over.any():  # faster than a free draft allows: no cost c >= 0 explains it
+        i = np.unravel_index(np.argmax(over), over.shape)
+        e_i, s_i = np.broadcast_to(e, over.shape)[i], np.broadcast_to(s, over.shape)[i]
+        raise InvalidValueError(f"measured_speedup must be at most E = {e_i:.4g} (the speedup of a free draft at "
+                                f"this alpha and gamma), got {s_i:g}", params=("measured_speedup",))
+    return scalar_or_array(np.maximum((e / s - 1.0) / g, 0.0))

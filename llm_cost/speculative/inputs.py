@@ -9,6 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from llm_cost.grids import checked
+from llm_cost.errors import InvalidValueError
+
+
+MAX_GAMMA = 10**9  # draft tokens a round: past any tree or draft; 2**63 overflowed int64 to a negative gamma
 
 
 def check_alpha(alpha) -> np.ndarray:
@@ -60,7 +64,10 @@ def check_gamma(gamma, low=0) -> np.ndarray:
     ...
     llm_cost.errors.InvalidValueError: gamma must be a whole number, got 2.5
     """
-    return checked("gamma", gamma, low=low, integer=True)
+    g = checked("gamma", gamma, low=low, integer=True)
+    if g.size and g.max() > MAX_GAMMA:
+        raise InvalidValueError(f"gamma must be at most {MAX_GAMMA:.0e}, got {g.max():.0f}", params=("gamma",))
+    return g
 
 
 def check_cost(name: str, c) -> np.ndarray:
