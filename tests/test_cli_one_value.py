@@ -19,8 +19,9 @@ def test_roofline_model_twice_short_and_long():
         "Error: --model takes one value, got llama-3-8b, llama-3-70b"
 
 
-def test_table_gpu_twice():
-    assert "--gpu takes one value" in error_line("table", "--gpu", "h100-sxm", "--gpu", "h200")
+def test_table_batch_twice():
+    """`table --gpu` repeats since issue 28 (one table per GPU, tests/test_cli_newcomer.py); --batch does not."""
+    assert "--batch takes one value" in error_line("table", "--batch", "1", "--batch", "8")
 
 
 def test_switch_twice():

@@ -288,7 +288,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
                  group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", str.lower),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
                  isl=get("isl", lambda t: _whole(t, 0)),
-                 osl=get("osl", lambda t: _whole(t, 0 if metric == "prefill_tok_per_s" else 1)),
+                 osl=get("osl", lambda t: _whole(t, 0)),  # 0: a prefill-only row (llama-bench pp512); its other metrics are not covered
                  metric=metric, value=value, engine=_engine(row), bench=_bench(path, n, row))
 
 
