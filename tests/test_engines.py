@@ -174,3 +174,71 @@ def test_calibrate_engines_recovers_each_engines_fixed_costs():
             assert fitted[name][2] == pytest.approx(ttft, abs=1e-4), name
     assert result.points == 87 and result.rms_log_error < 1e-3
     assert result.profile.fixed_time_s == pytest.approx(sum(e[1] for e in result.profile.engine_costs) / 4)
+
+
+# ---- --engine on every timing command (issue 23, deliverable 2) ------------------------------------------
+
+def _engine_profile(tmp_path):
+    """A profile file with fixed costs for two engines (as `calibrate --engines` writes them)."""
+    import json
+
+    path = tmp_path / "engines.json"
+    path.write_text(json.dumps({"name": "two-engines", "bw_efficiency": 0.8, "compute_efficiency": 0.6,
+                                "fixed_time_s": 0.0, "engine_costs": {
+                                    "vllm": {"fixed_time_s": 0.002, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0},
+                                    "sglang": {"fixed_time_s": 0.004, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0}}}),
+                    encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [
+    ["spec", "--alpha", "0.8", "--gamma", "4", "--batch", "8"],
+    ["tree", "--widths", "4,2,2,1", "--hits", "1:0.44,2:0.64,4:0.79,8:0.91"],
+    ["roofline", "--model", "llama-3-8b"],
+])
+def test_engine_option_prices_each_engines_fixed_cost(tmp_path, command):
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    profile = _engine_profile(tmp_path)
+    runner = CliRunner()
+    key = {"spec": "base_step_s", "tree": "base_step_s", "roofline": "step_time_s"}[command[0]]
+    values = {}
+    for engine in ("vllm", "sglang"):
+        out = runner.invoke(app, command + ["--preset", profile, "--engine", engine, "-f", "json"])
+        assert out.exit_code == 0, out.output
+        values[engine] = json.loads(out.stdout)[0][key]
+    assert values["sglang"] - values["vllm"] == pytest.approx(0.002, rel=1e-6)  # 4 ms - 2 ms a pass
+
+
+def test_engine_option_on_batching_and_plan(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    profile, runner = _engine_profile(tmp_path), CliRunner()
+    tpot = {}
+    for engine in ("vllm", "sglang"):
+        out = runner.invoke(app, ["batching", "--rate", "1", "-n", "50", "--preset", profile, "--engine", engine,
+                                  "-f", "json"])
+        assert out.exit_code == 0, out.output
+        tpot[engine] = json.loads(out.stdout)[0]["tpot_p50_s"]
+    assert tpot["sglang"] > tpot["vllm"]
+    out = runner.invoke(app, ["plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "1", "--isl", "512",
+                              "--osl", "64", "--preset", profile, "--engine", "sglang", "-f", "json"])
+    assert out.exit_code == 0, out.output
+    assert "--engine sglang" in json.loads(out.stdout)[0]["request_args"]
+
+
+def test_engine_option_without_engine_costs_says_it_changes_nothing():
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    out = CliRunner().invoke(app, ["spec", "--alpha", "0.8", "--gamma", "4", "--batch", "8", "--engine", "vllm"])
+    assert out.exit_code == 0 and "--engine vllm changes nothing here" in out.stderr

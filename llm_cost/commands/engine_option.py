@@ -18,5 +18,11 @@ def with_engine(profile, engine: str | None, fixed_ms: float | None = None):
         return profile
     from llm_cost.specs.engines import engine as check_engine
 
-    prof = profile.for_engine(check_engine(engine).name)
+    name = check_engine(engine).name
+    if not profile.engine_costs:  # never silent: the option would change nothing
+        from llm_cost.commands.app import note
+
+        note(f"--engine {name} changes nothing here: profile {profile.name} has no per-engine fixed costs "
+             f"(fit them with llm-cost calibrate --engines, then --profile FILE)")
+    prof = profile.for_engine(name)
     return prof.with_(fixed_time_s=fixed_ms / 1e3) if fixed_ms is not None else prof

@@ -7,6 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, Preset, SpecAlpha, UsableMemory
 from llm_cost.errors import InvalidValueError
@@ -82,6 +83,7 @@ def plan_cmd(
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
+    engine: EngineOpt = None,
     usable_memory: UsableMemory = None,
     fmt: Format = "table",
 ) -> None:
@@ -92,7 +94,7 @@ def plan_cmd(
     """
     from llm_cost.commands import parse
 
-    prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
+    prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms)
     if usable_memory is not None:  # the fits' memory, else the profile's
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
@@ -103,6 +105,8 @@ def plan_cmd(
     refs["profile_args"] = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff),
                                                                     ("--fixed-ms", fixed_ms)) if v is not None
                                                    for x in (flag, f"{v:g}")]
+    if engine is not None:  # `request --engine` prices the same fixed costs
+        refs["profile_args"] += ["--engine", engine]
     prices = prices_of(usd_per_gpu_hour, grid.space)
     from llm_cost.planner import plan
 

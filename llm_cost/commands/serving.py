@@ -6,6 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
                                        KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
@@ -291,6 +292,7 @@ def batching_cmd(
     model: ModelOpt = LECTURE_SERVING.model,
     gpu: GpuOpt = LECTURE_SERVING.gpu,
     preset: Preset = LECTURE_SERVING.preset,
+    engine: EngineOpt = None,
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,

@@ -151,7 +151,9 @@ def run_batching(o: dict) -> None:
     if o["rate"] and slo_s is not None:
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
     dtype, _ = kv_settings(o["deploy"].kv_dtype, None)
-    profile, weights = parse.profile(o["preset"]), parse.weights(o["weights"])
+    from llm_cost.commands.engine_option import with_engine
+
+    profile, weights = with_engine(parse.profile(o["preset"]), o["engine"]), parse.weights(o["weights"])
     dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
     target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     spec, dmem, kv_tokens = speculation(o, target, acc, profile, weights, dep)

@@ -6,6 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, BwEff, Context, DeploymentArgs, Format, GpuOpt, ModelOpt,
                                        Preset, Weights, deployment_options)
@@ -65,6 +66,7 @@ def spec_cmd(
     weights: Weights = "bf16",
     gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma the best-gamma search tries.")] = 16,
     deploy: DeploymentArgs = AS_GIVEN,
+    engine: EngineOpt = None,
     fmt: Format = "table",
 ) -> None:
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1))); on
@@ -76,7 +78,7 @@ def spec_cmd(
 
     target, acc = load_model(model), load_accelerator(gpu)
     draft_spec = load_model(draft) if draft is not None else None
-    prof = parse.profile(preset, bw_eff=bw_eff)
+    prof = with_engine(parse.profile(preset, bw_eff=bw_eff), engine)
     draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
                   if draft_preset is not None else None)
     deployment = parse.deployment(deploy, prof)

@@ -10,6 +10,7 @@ from typing import Annotated, List
 
 import typer
 
+from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
                                        Weights, deployment_options)
@@ -33,6 +34,7 @@ def tree_cmd(
     context: Context = 1024,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
+    engine: EngineOpt = None,
     fmt: Format = "table",
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
@@ -45,7 +47,7 @@ def tree_cmd(
     from llm_cost.report.speculative_rows import tree_rows
 
     spec, acc = load_model(model), load_accelerator(gpu)
-    prof = parse.profile(preset)
+    prof = with_engine(parse.profile(preset), engine)
     deployment = parse.deployment(deploy, prof)
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
