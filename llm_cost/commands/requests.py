@@ -52,7 +52,7 @@ def request_cmd(
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
     images: Annotated[int, typer.Option("--images", help="Images in each prompt (a multimodal model): their tokens join the prefill, the vision tower's FLOPs the TTFT.")] = 0,
     image_size: Annotated[Optional[int], typer.Option("--image-size", help="Side of each image in pixels (default: the tower's own image size).")] = None,
-    preset: Preset = "lecture",
+    preset: Preset = "measured",
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
@@ -65,8 +65,9 @@ def request_cmd(
     """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
     tokens per second per user and per GPU, and with a price dollars per million tokens.
 
-    Default preset: lecture (80% bandwidth, 60% MFU, KV read, 1 ms per pass), a request's realistic
-    setting; --preset article gives the bounds.
+    Default preset: measured (calibrated on published measurements, as `plan` and `validate` use it,
+    so a plan row's request_args reproduce it); --preset lecture the lecture's setting, --preset
+    article the bounds.
     """
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
