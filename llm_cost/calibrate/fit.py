@@ -47,11 +47,13 @@ START = {"small_gemm_factor": 0.5, "gemm_half_rows": 128.0}
 
 @dataclass(frozen=True)
 class FitResult:
-    """The fitted profile, the points it was fitted to, and the root mean square of log error."""
+    """The fitted profile, the points it was fitted to, the root mean square of log error, and the knobs
+    the fit moved (`fitted`: the free knobs some point sees; the others keep the base's value)."""
 
     profile: Profile
     points: int
     rms_log_error: float
+    fitted: tuple[str, ...] = ()
 
 
 def check_free(free) -> tuple[str, ...]:
@@ -121,7 +123,7 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
             (e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3))) for e in names))
     free = acting_knobs(used, base, free)
     if not free:
-        return FitResult(_finished(base, name), len(used), _rms(used, base))
+        return FitResult(_finished(base, name), len(used), _rms(used, base), ())
     bounds = [ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free]
     lows = [lo / sc for lo, _, sc in bounds]
     highs = [hi / sc for _, hi, sc in bounds]
@@ -132,7 +134,7 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     res = least_squares(lambda x: _residuals(used, base, free, x), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
     profile = _finished(profile_at(base, free, [float(v) for v in res.x]), name)
-    return FitResult(profile, len(used), _rms(used, profile))
+    return FitResult(profile, len(used), _rms(used, profile), free)
 
 
 def _start(base: Profile, knob: str) -> float:
@@ -193,6 +195,13 @@ def acting_knobs(points, base: Profile, free) -> tuple[str, ...]:
 CV_GROUPS = {"source": lambda p: p.source, "gpu": lambda p: p.gpu_name}
 
 
+def cv_groups(points, by: str = "source") -> list[str]:
+    """The distinct groups of `points` a cross-validation by `by` (source or gpu) holds out in turn, in
+    first-seen order; fewer than two: no cross-validation is possible."""
+    group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
+    return list(dict.fromkeys(group(p) for p in points))
+
+
 def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "source",
                    engines: bool = False) -> list[Prediction]:
     """Each group's points predicted by a profile fitted to the other groups (k-fold by `by`: source,
@@ -201,7 +210,7 @@ def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "sourc
     A file with one group has no held-out fold: its points are predicted by the fit to all.
     """
     group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
-    groups = list(dict.fromkeys(group(p) for p in points))
+    groups = cv_groups(points, by)
     if len(groups) < 2:
         prof = fit_profile(points, base, free, engines=engines).profile
         return [predict(p, prof) for p in points]

@@ -141,9 +141,31 @@ def _as_flags(err: LlmCostError) -> str:
     return flags_in(str(err), err.params, flags)
 
 
+def say(line: str) -> None:
+    """A "Warning: ..." or "Note: ..." line on stderr: ONE line when stderr is piped (a script greps it);
+    on a terminal wrapped to its width at word boundaries, continuation lines indented two spaces
+    (a word longer than the width stays whole)."""
+    import os
+
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns if sys.stderr.isatty() else 0
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test runner's buffer)
+        width = 0
+    if width >= 20:
+        import textwrap
+
+        line = textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    typer.echo(line, err=True)
+
+
+def warn(text: str) -> None:
+    """One warning on stderr ("Warning: TEXT"), wrapped as `say` does."""
+    say(f"Warning: {text}")
+
+
 def note(text: str) -> None:
     """One line on stderr beside the output (an option that changed nothing, and how to make it count)."""
-    typer.echo(f"Note: {text}", err=True)
+    say(f"Note: {text}")
 
 
 def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point",
@@ -156,12 +178,11 @@ def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point"
     if unfit:
         worst = max(unfit, key=lambda r: (r.get("memory_needed_bytes") or 0) - (r.get("memory_available_bytes") or 0))
         if len({r.get("fit_note") for r in unfit}) == 1:
-            typer.echo(f"Warning: does not fit: {worst.get('fit_note')}{suffix}", err=True)
+            warn(f"does not fit: {worst.get('fit_note')}{suffix}")
         else:
-            typer.echo(f"Warning: {len(unfit)} of {len(rows)} rows do not fit; the worst: {worst.get('fit_note')}{suffix}",
-                       err=True)
+            warn(f"{len(unfit)} of {len(rows)} rows do not fit; the worst: {worst.get('fit_note')}{suffix}")
     if skipped:
-        typer.echo(f"Warning: skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit", err=True)
+        warn(f"skipped {skipped} {what}{'s' if skipped != 1 else ''} that do not fit")
     if strict and unfit:
         raise typer.Exit(EXIT_BAD_INPUT)
 

@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit
+from llm_cost.commands.app import command, emit, warn
 from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.options import Format, Preset
 from llm_cost.commands.outputs import Force
@@ -40,7 +40,7 @@ def read_all(paths, skip_bad: bool = False) -> list:
 
     pts, seen = [], {}
     for path in paths:
-        for p in read_points(path, skip_bad=skip_bad, on_bad=lambda m: typer.echo(f"Warning: skipped {m}", err=True)):
+        for p in read_points(path, skip_bad=skip_bad, on_bad=lambda m: warn(f"skipped {m}")):
             if p.id in seen:
                 raise PointsError(f"{path}: id {p.id!r} is also in {seen[p.id]}: ids must be unique across files")
             seen[p.id] = path
@@ -134,8 +134,10 @@ def calibrate_cmd(
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
     print each fitted value, the in-sample and the cross-validated error, and write the profile.
+    Warns when there are fewer than POINTS_PER_KNOB points per fitted knob, or one source (or GPU, with
+    --cv-by gpu) so that no cross-validation is possible; a knob no point moves is marked not fitted.
     """
-    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, fit_profile
+    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, cv_groups, fit_profile
     from llm_cost.calibrate.metrics import summarize
     from llm_cost.calibrate.fit import CV_GROUPS
     from llm_cost.calibrate.prediction import predict
@@ -150,26 +152,67 @@ def calibrate_cmd(
     cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
     pts = read_all(points, skip_bad)
     result = fit_profile(pts, base, knobs, name=name, engines=engines)
+    _warn_few_points(result.points, len(result.fitted))
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
+    groups = cv_groups(pts, cv_by)
     held = None
-    if cv:
+    if cv and len(groups) < 2:
+        warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
+             f"the errors shown are in-sample only")
+    elif cv:
         held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines))
-    calibration = {"points": list(points), "free": list(knobs), "engines": result.profile.engines,
-                   "in_sample": fitted.row()}
+    calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
+                   "engines": result.profile.engines, "in_sample": fitted.row()}
     if held:
         calibration["cross_validated"] = held.row()
     write_profile(result.profile, output, calibration=calibration)
-    rows = [{"knob": k, "value": getattr(result.profile, k), "fitted": k in knobs} for k in DEFAULT_FREE]
+    emit(_knob_rows(result, (fitted, held)), KNOB_COLUMNS, fmt,
+         title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
+               f"of {', '.join(points)} (written to {output})",
+         caption=_cv_caption(cv, cv_by, groups))
+
+
+POINTS_PER_KNOB = 10  # fewer points than this per fitted knob: the fit may follow the points' noise
+KNOB_COLUMNS = [Column("knob", "knob"), Column("value", "value (SI)", lambda v: f"{v:.6g}"),
+                Column("fitted", "fitted", lambda v: "" if v is None else ("yes" if v else "no (base)"))]
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _warn_few_points(points: int, knobs: int) -> None:
+    """The warning when the fit had fewer than POINTS_PER_KNOB points per knob it moved."""
+    if knobs and points < POINTS_PER_KNOB * knobs:
+        warn(f"{_count(points, 'point')} for {_count(knobs, 'fitted knob')}, fewer than "
+             f"{POINTS_PER_KNOB} per knob ({POINTS_PER_KNOB * knobs}): the fit may follow the points' noise; "
+             f"fit fewer knobs with --free or add points")
+
+
+def _knob_rows(result, summaries) -> list[dict]:
+    """One row per shared knob (fitted: the fit moved it; else it keeps the base's value), one per engine
+    knob, and the error rows of each summary."""
+    from llm_cost.calibrate.fit import DEFAULT_FREE
     from llm_cost.specs.profiles import ENGINE_KNOBS
 
-    rows += [{"knob": f"{k}@{e[0]}", "value": v, "fitted": True} for e in result.profile.engine_costs
-             for k, v in zip(ENGINE_KNOBS, e[1:])]
-    for s in (fitted, held):
+    moved = set(result.fitted)
+    rows = [{"knob": k, "value": getattr(result.profile, k),
+             "fitted": k in moved or any(f.startswith(f"{k}@") for f in moved)} for k in DEFAULT_FREE]
+    rows += [{"knob": f"{k}@{e[0]}", "value": v, "fitted": f"{k}@{e[0]}" in moved}
+             for e in result.profile.engine_costs for k, v in zip(ENGINE_KNOBS, e[1:])]
+    for s in summaries:
         if s is not None:
             rows.append({"knob": f"{s.name}: median APE", "value": s.median_ape, "fitted": None})
             rows.append({"knob": f"{s.name}: MAPE", "value": s.mape, "fitted": None})
             rows.append({"knob": f"{s.name}: p90 APE", "value": s.p90_ape, "fitted": None})
-    emit(rows, [Column("knob", "knob"), Column("value", "value (SI)", lambda v: f"{v:.6g}"),
-                Column("fitted", "fitted", lambda v: "" if v is None else ("yes" if v else "no"))], fmt,
-         title=f"Profile {name} fitted to {result.points} points of {', '.join(points)} (written to {output})",
-         caption=f"cross-validated: k-fold by {cv_by}, each {cv_by} predicted by a fit to the others")
+    return rows
+
+
+def _cv_caption(cv: bool, by: str, groups) -> str:
+    """What the error rows are: cross-validated k-fold, or in-sample only (and why)."""
+    if not cv:
+        return "errors in-sample only (--no-cv); fitted no (base): no point moves the knob, it keeps the base's value"
+    if len(groups) < 2:
+        return f"errors in-sample only: one {by}, no cross-validation possible; fitted no (base): the base's value"
+    return (f"cross-validated: k-fold by {by}, each {by} predicted by a fit to the others; "
+            f"fitted no (base): the base's value")

@@ -80,12 +80,12 @@ def _warn(rows, strict: bool) -> None:
     """What cannot run (weights that do not fit, a batch past the largest at a --context, a context past
     the model's limit: the rows' `fit_note`), every model's, in one line on stderr; --strict then exits 2.
     The table marks the figures it concerns (†, dashes, "past its limit"), so the line names each model."""
-    from llm_cost.commands.app import EXIT_BAD_INPUT
+    from llm_cost.commands.app import EXIT_BAD_INPUT, warn
 
     unfit = [r["fit_note"] for r in rows if r.get("fits") is False]
     if unfit:
-        typer.echo(f"Warning: {len(unfit)} of {len(rows)} model columns have figures that cannot run as stated "
-                   f"(marked in the table): " + "; ".join(unfit), err=True)
+        warn(f"{len(unfit)} of {len(rows)} model columns have figures that cannot run as stated "
+             f"(marked in the table): " + "; ".join(unfit))
         if strict:
             raise typer.Exit(EXIT_BAD_INPUT)
 
