@@ -167,19 +167,7 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     rs = sorted({v.rows_per_sequence for v in variants})
     r_index = {r: i for i, r in enumerate(rs)}
     n = osl - 1  # decode steps (>= 1)
-    e_of = np.array([1.0 if v.kind == "none" else float(expected_tokens_unchecked(np.array(v.alpha),
-                                                                                  np.array(float(v.gamma))))
-                     for v in variants])
-    gam = np.array([float(v.gamma) for v in variants])
-    rix = np.array([r_index[v.rows_per_sequence] for v in variants])
-    c_set = np.array([v.kind == "draft" and v.draft is None for v in variants])
-    c_of = np.array([v.c if c_set[k] else 0.0 for k, v in enumerate(variants)])
-    mtp = np.array([v.kind == "mtp" for v in variants])
-    draft_models = {}  # name -> (spec, mask of its variants)
-    for k, v in enumerate(variants):
-        if v.draft is not None:
-            spec, at = draft_models.setdefault(v.draft.name, (v.draft, np.zeros(nv, dtype=bool)))
-            at[k] = True
+    e_of, gam, rix, c_set, c_of, mtp, draft_models = _variant_columns(variants, r_index)
     groups, G = space.groups, len(space.groups)
     windowed = bool(count_kv and layer_windows(model))  # not linear in the context: summed over each one
     base_costs, fits_of, available_of, workspaces = {}, {}, {}, {}
@@ -227,27 +215,11 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
             d_ends, d_first, d_stages, d_direct = draft_terms[name]
             terms(dcost, [1], gi, d_ends, d_first, d_direct)
             d_stages[gi] = dcost.stages
-            own = fits_of.get((name, gpu.name, on))
-            if own is None:
-                own = fits_of[name, gpu.name, on] = deployment_fit(draft, gpu, on, weights=BF16, rows=1, batch=1,
-                                                                   context=isl + osl - 1)
+            own = _draft_fit(draft, gpu, on, context=isl + osl - 1, fits_of=fits_of)
             extra_w[gi, at], extra_kv[gi, at] = own.weight_bytes, own.kv_bytes
-        # the fit: weights and K/V per sequence depend on the split, not the chip; the memory on the chip
-        split = (dep.tp, dep.pp, w.name, dep.kv_dtype)
-        if split not in fits_of:
-            fits_of[split] = (deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1),
-                              deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0))
-        end_fit, pre_fit = fits_of[split]
-        if gpu.name not in available_of:
-            available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1,
-                                                    context=0).available_bytes
-        weight_b[gi], kv_b[gi], pre_kv_b[gi], avail[gi] = (end_fit.weight_bytes, end_fit.kv_bytes, pre_fit.kv_bytes,
-                                                          available_of[gpu.name])
-        if dep.tp not in workspaces:  # the larger workspace of the prefill and the (verification) step
-            pre = [workspace_bytes(model, b * isl, b, dep.tp) for b in space.batches]
-            workspaces[dep.tp] = (np.array([[max(p, workspace_bytes(model, b * v.rows_per_sequence, b, dep.tp))
-                                             for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
-        ws[gi], pre_ws[gi] = workspaces[dep.tp]
+        weight_b[gi], kv_b[gi], pre_kv_b[gi], avail[gi], (ws[gi], pre_ws[gi]) = _group_fit(
+            model, gpu, dep, w, space=space, variants=variants, isl=isl, osl=osl, fits_of=fits_of,
+            available_of=available_of, workspaces=workspaces)
 
     def summed(e, first, stage, dir_):
         """The sum over the n contexts: n T_0 + stages (sum of max - n max_0) (the module doc)."""
@@ -274,7 +246,70 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     pre_fits = (weight_b[:, None] + batches[None, :] * pre_kv_b[:, None] + pre_ws <= avail[:, None]) & context_ok
     e2e = ttft[:, None, :] + decode
     per_gpu = b3 * osl / (e2e * per_s[:, None, None])
-    total_gpus = np.array([g.deployment.total_gpus for g in groups])
+    return _flat_grid(space, variants, profile, isl=isl, osl=osl, ttft=ttft, decode=decode, cs=cs, fits=fits,
+                      needed=needed, avail=avail, per_s=per_s, per_gpu=per_gpu, pre_fits=pre_fits)
+
+
+def _variant_columns(variants: tuple[Variant, ...], r_index: dict) -> tuple:
+    """Per variant, as arrays: E, the expected tokens per round (1 without speculation; Leviathan's
+    (1 - alpha^(gamma + 1)) / (1 - alpha)), gamma, the index of its rows per sequence in `r_index`,
+    whether its draft cost c is given (a draft without a model), that c (0 otherwise), whether it is
+    MTP; and the draft models, {name: (spec, mask of its variants)}."""
+    e_of = np.array([1.0 if v.kind == "none" else float(expected_tokens_unchecked(np.array(v.alpha),
+                                                                                  np.array(float(v.gamma))))
+                     for v in variants])
+    gam = np.array([float(v.gamma) for v in variants])
+    rix = np.array([r_index[v.rows_per_sequence] for v in variants])
+    c_set = np.array([v.kind == "draft" and v.draft is None for v in variants])
+    c_of = np.array([v.c if c_set[k] else 0.0 for k, v in enumerate(variants)])
+    mtp = np.array([v.kind == "mtp" for v in variants])
+    draft_models = {}  # name -> (spec, mask of its variants)
+    for k, v in enumerate(variants):
+        if v.draft is not None:
+            spec, at = draft_models.setdefault(v.draft.name, (v.draft, np.zeros(len(variants), dtype=bool)))
+            at[k] = True
+    return e_of, gam, rix, c_set, c_of, mtp, draft_models
+
+
+def _draft_fit(draft, gpu, on, *, context: int, fits_of: dict):
+    """A draft model's fit (BF16 weights, the K/V of `context` tokens per sequence) on its deployment
+    `on` beside the target (`speculative.verification_fit`'s rule), cached in `fits_of`."""
+    own = fits_of.get((draft.name, gpu.name, on))
+    if own is None:
+        own = fits_of[draft.name, gpu.name, on] = deployment_fit(draft, gpu, on, weights=BF16, rows=1, batch=1,
+                                                                 context=context)
+    return own
+
+
+def _group_fit(model, gpu, dep, w, *, space: PlanSpace, variants, isl: int, osl: int, fits_of: dict,
+               available_of: dict, workspaces: dict) -> tuple:
+    """One group's fit terms, bytes: (weights, K/V of ISL + OSL - 1 tokens per sequence, K/V of the
+    prefill per sequence, memory available on the chip, (workspace per variant and batch, the
+    prefill's per batch)). Weights and K/V depend on the split, not the chip; the memory on the chip;
+    the workspace is the larger of the prefill's and the (verification) step's. Cached in the dicts."""
+    split = (dep.tp, dep.pp, w.name, dep.kv_dtype)
+    if split not in fits_of:
+        fits_of[split] = (deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1),
+                          deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0))
+    end_fit, pre_fit = fits_of[split]
+    if gpu.name not in available_of:
+        available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1,
+                                                context=0).available_bytes
+    if dep.tp not in workspaces:  # the larger workspace of the prefill and the (verification) step
+        pre = [workspace_bytes(model, b * isl, b, dep.tp) for b in space.batches]
+        workspaces[dep.tp] = (np.array([[max(p, workspace_bytes(model, b * v.rows_per_sequence, b, dep.tp))
+                                         for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
+    return (end_fit.weight_bytes, end_fit.kv_bytes, pre_fit.kv_bytes, available_of[gpu.name],
+            workspaces[dep.tp])
+
+
+def _flat_grid(space: PlanSpace, variants, profile: Profile, *, isl: int, osl: int, ttft, decode, cs, fits,
+               needed, avail, per_s, per_gpu, pre_fits) -> Grid:
+    """The (group, variant, batch) arrays flattened into a `Grid`; the deployment's tokens per second
+    are one GPU's times its GPUs."""
+    G, nv, nb = decode.shape
+    b3 = np.asarray(space.batches, dtype=float)[None, None, :]
+    total_gpus = np.array([g.deployment.total_gpus for g in space.groups])
     shape = (G, nv, nb)
     cat = {
         "group": np.broadcast_to(np.arange(G)[:, None, None], shape).ravel(),

@@ -111,7 +111,6 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     on = draft_deployment_for(draft, deployment) if draft is not None else None
     if draft is not None:
         check_deployment(draft, gpu, on)
-    twin = None
     A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes, fits = [], [], {}
@@ -125,15 +124,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=draft_profile.with_(compute_efficiency=mfu))
         grid = dict(alpha=A, gamma=G, batch=B, context=context, weights=weights, **draft_kw)
-        if target.is_moe and deployment.is_single and deployment.kv_dtype == SINGLE_GPU.kv_dtype:
-            pair = moe_vs_dense(target, gpu, prof, **grid)  # beside its dense twin (same active parameters)
-            r, tw, twin = pair.moe, pair.dense, pair.dense_model
-        elif target.is_moe:  # the twin on the same GPUs; it has no experts to spread (ep 1)
-            twin = dense_twin(target)
-            r = roofline_speedup(target, gpu, prof, deployment=deployment, **grid)
-            tw = roofline_speedup(twin, gpu, prof, deployment=replace(deployment, ep=1), **grid)
-        else:
-            r, tw = roofline_speedup(target, gpu, prof, deployment=deployment, **grid), None
+        r, tw, twin = _speedups(target, gpu, prof, deployment, grid)
         best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, weights=weights,
                           gamma_max=gamma_max, deployment=deployment,
                           **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
@@ -171,6 +162,31 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
             row["sequences_lost_to_draft"] = memory.sequences_lost(context + g + 1) if memory else None
             rows.append((at + (n,), row))  # each batch's MFUs side by side, like the article's table
     rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
+    return rows, _spec_caption(rows, notes, gamma_max=gamma_max, twin=twin, memory=memory,
+                               tokens=context + gammas[0] + 1)
+
+
+def _speedups(target: ModelSpec, gpu: Accelerator, prof: Profile, deployment: Deployment, grid: dict):
+    """The target's roofline speedups on `grid`, and for a MoE target its dense twin's and the twin.
+
+    On one GPU with the default K/V dtype the twin comes from `moe_vs_dense` (same active
+    parameters); on a deployment the twin runs on the same GPUs with ep 1 (it has no experts to
+    spread). A dense target has no twin: `(speedups, None, None)`.
+    """
+    if target.is_moe and deployment.is_single and deployment.kv_dtype == SINGLE_GPU.kv_dtype:
+        pair = moe_vs_dense(target, gpu, prof, **grid)  # beside its dense twin (same active parameters)
+        return pair.moe, pair.dense, pair.dense_model
+    if target.is_moe:  # the twin on the same GPUs; it has no experts to spread (ep 1)
+        twin = dense_twin(target)
+        return (roofline_speedup(target, gpu, prof, deployment=deployment, **grid),
+                roofline_speedup(twin, gpu, prof, deployment=replace(deployment, ep=1), **grid), twin)
+    return roofline_speedup(target, gpu, prof, deployment=deployment, **grid), None, None
+
+
+def _spec_caption(rows: list[dict], notes: list[str], *, gamma_max: int, twin, memory, tokens: int) -> str:
+    """The `spec` table's caption: the turning notes, the gamma search range, the gammas left out
+    because their verification does not fit, the dense twin, and what the draft's memory costs in
+    sequences of `tokens` (context + the first gamma + 1)."""
     caption = "; ".join(notes) + f". Best gamma searched in 0..{gamma_max}."
     cut = {r["batch"]: r["gamma_skipped_unfit"] for r in rows if r["gamma_skipped_unfit"]}
     if cut:
@@ -181,11 +197,10 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     if memory is not None:
         from llm_cost.serving.policies import requests_that_fit
 
-        tokens = context + gammas[0] + 1
         caption += (f" The draft's weights ({memory.draft_weight_bytes / 1e9:.2f} GB per GPU) and K/V cost "
                     f"{memory.sequences_lost(tokens)} of {requests_that_fit(memory.kv_tokens_without_draft, tokens)} "
                     f"sequences of {tokens:,} tokens.")
-    return rows, caption
+    return caption
 
 
 def gamma_rows(*, alphas, cs, gamma_max: int = GAMMA_MAX) -> list[dict]:

@@ -7,10 +7,10 @@ path (`fast_engine`) where it applies, which hands preempting stretches of a run
 - the K/V ledger (`release`, `resize`: blocks by `kv_blocks.blocks_for`, or tokens held);
 - completion (`complete`: accepted drafts, roll-back, first tokens and finishes);
 - the decoders' K/V (`allocate_decoders`, paged: blocks for the rows ahead) and the preemption
-  policy (`preempt`: the latest-admitted running sequence, recomputed or swapped), or without a
-  reservation the stall (`stall_unreserved`);
+  policy (`preempt`: the latest-admitted running sequence, recomputed or swapped; `swap_in`), or
+  without a reservation the stall (`stall_unreserved`): in `engine_preemption`;
 - the batch composition (`compose_prefill`: decode rows first, then prompt chunks up to the budget);
-- the admission policy (`admit`: swapped sequences first, then the queue);
+- the admission policy (`swap_in`: swapped sequences first, then `admit`: the queue);
 - the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
   flight, the next one a stage-time later under `orca`).
 """
@@ -21,6 +21,7 @@ import heapq
 import math
 from collections import deque
 
+from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import blocks_for
@@ -61,8 +62,9 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock)
 
 
-class EngineLoop:
-    """One run of the general loop: the settings (read once) and the `EngineState` it advances."""
+class EngineLoop(PreemptionPolicy):
+    """One run of the general loop: the settings (read once) and the `EngineState` it advances; the
+    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`."""
 
     def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
         self.cost, self.cap, self.held, self.K, n, self.P, self.O, policy = run_basics(workload, replica, cfg)
@@ -203,70 +205,6 @@ class EngineLoop:
             (decoders if s.pre[i] >= s.need[i] else prefilling).append(i)
         return decoders[:self.cfg.max_batch], prefilling
 
-    def preempt(self, victim: int) -> float:
-        """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
-        prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
-        s, K = self.state, self.K
-        s.st["preemptions"] += 1
-        seconds = 0.0
-        if self.cfg.preemption == "swap":
-            s.st["swap_bytes"] += K(s.kv[victim]) * self.kv_bytes
-            seconds = K(s.kv[victim]) * self.kv_bytes / self.host
-            s.free += s.blocks[victim]
-            s.used -= s.blocks[victim] * self.B
-            s.blocks[victim] = 0
-            self.swapped.append(victim)
-        else:
-            self.release(victim)
-            s.need[victim] = self.P[victim] + s.gen[victim]
-            s.pre[victim] = s.kv[victim] = 0
-            s.waiting.appendleft(victim)
-        del s.running[victim]
-        return seconds
-
-    def allocate_decoders(self, decoders, g: int):
-        """Paged: blocks for each decoder's g + 1 rows ahead, preempting the latest-admitted running
-        sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
-        seconds of swap transfer)."""
-        s, held, B, inflight = self.state, self.held, self.B, self.inflight
-        gone: set = set()
-        run, swap_s = [], 0.0
-        for i in decoders:
-            if i in gone:
-                continue
-            c = s.kv[i] + g + 1
-            want = blocks_for(held(c) if held else c, B) - s.blocks[i]
-            if want <= 0:  # its blocks already hold the rows (paged: rounded up)
-                run.append(i)
-                continue
-            while s.free < want:
-                victim = next((v for v in reversed(s.running) if not inflight[v] and v not in gone), None)
-                if victim is None:
-                    break
-                gone.add(victim)
-                swap_s += self.preempt(victim)
-                if victim == i:
-                    break
-            if i in gone or s.free < want:
-                continue
-            s.free -= want
-            s.used += want * B
-            s.blocks[i] += want
-            run.append(i)
-        return run, gone, swap_s
-
-    def stall_unreserved(self, decoders) -> list:
-        """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall)."""
-        room, K, kv = self.cap - self.state.used, self.K, self.state.kv
-        run = []
-        for i in decoders:
-            inc = K(kv[i] + 1) - K(kv[i])
-            if inc > room + 1e-9:
-                break
-            room -= inc
-            run.append(i)
-        return run
-
     def compose_prefill(self, prefilling, budget):
         """The batch composition after the decode rows: prompt chunks of the running prefills while the
         token budget lasts (paged: while their blocks fit). ([(i, q)], budget left)."""
@@ -285,26 +223,6 @@ class EngineLoop:
             run.append((i, q))
             budget -= q
         return run, budget
-
-    def swap_in(self) -> tuple[bool, float]:
-        """Swapped sequences back first, while the batch has room and the blocks stay above the watermark.
-        (any moved, seconds of transfer)."""
-        s, K, B = self.state, self.K, self.B
-        moved, seconds = False, 0.0
-        while self.swapped and len(s.running) < self.hold:
-            v = self.swapped[0]
-            if s.free - blocks_for(K(s.kv[v] + self.gmax + 1), B) < self.wm_blocks:
-                break
-            self.swapped.popleft()
-            moved = True
-            seconds += K(s.kv[v]) * self.kv_bytes / self.host
-            s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
-            w0 = blocks_for(K(s.kv[v]), B)
-            s.free -= w0
-            s.used += w0 * B
-            s.blocks[v] = w0
-            s.running[v] = None
-        return moved, seconds
 
     def admit(self, dec_run, pf_run, budget) -> None:
         """The admission policy: queued requests (recompute victims first) while the batch has room, the

@@ -147,16 +147,14 @@ class _Fast:
         from `memory_bound_from`'s K/V on; else `totals_time_fn`) and the requests finishing at its
         end. The only calls in a turn are the packed totals' read and the end time's append (and, once
         a chunk, its trajectories)."""
-        np, n, P, res, cap = self.np, self.n, self.P, self.res, self.replica.kv_capacity_tokens
-        paged, B, total, g = self.paged, self.B, self.total, self.g
+        n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
+        paged, total, g = self.paged, self.total, self.g
         r = g + 1
         dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
         wm = math.ceil(self.cfg.watermark * total) if paged else 0
         max_batch = self.cfg.max_batch
-        streams, need, R_all = self.streams, self.need, self.R_all
         D, FIN, DRES, size, adm = self.D, self.FIN, self.DRES, self.size, self.adm
         c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk
-        P_array = self.P_array
         every = self.every
         report = (self.finished // every + 1) * every
         arrx = self.arr + [math.inf]
@@ -201,14 +199,7 @@ class _Fast:
                 while head < nxt and running < max_batch:
                     i = head
                     if i >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
-                        ch = i // CHUNK
-                        c_lo, c_hi = ch * CHUNK, min((ch + 1) * CHUNK, n)
-                        pc = P_array[c_lo:c_hi]
-                        Rc, offs, Fc, extra = trajectories(pc, need[c_lo:c_hi], g, r, B if paged else None,
-                                                           streams, ch)
-                        R_all[c_lo:c_hi] = Rc
-                        Rl, ol = Rc.tolist(), offs.tolist()
-                        Ql, Wl = causal_pairs(pc).tolist(), blocks_for(pc, B).tolist()
+                        c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk_of(i)
                     j = i - c_lo
                     if paged:
                         want = Wl[j]
@@ -227,14 +218,9 @@ class _Fast:
                     e = k + R
                     if e >= hz:
                         hz = e + 1
-                    if e + 2 > size:  # room for its rounds: grow by half again or to fit
-                        grow = max(size // 2, e + 2 - size)
-                        D = np.concatenate((D, np.zeros(grow, dtype=np.int64)))
+                    if e + 2 > size:  # room for its rounds
+                        D, size = self.grow(e + 2)
                         item = D.item
-                        FIN += [0] * grow
-                        if reserving:
-                            DRES += [0] * grow
-                        size += grow
                     if R:
                         o = ol[j]
                         seg = D[k + 1:e + 1]
@@ -284,3 +270,28 @@ class _Fast:
         if done and on_progress:
             on_progress(n, n)
         return done
+
+    def chunk_of(self, i: int) -> tuple:
+        """The trajectories (`spec_streams.trajectories`), prefill causal pairs and prompt blocks of the
+        `CHUNK` requests from request i's chunk on: (c_lo, c_hi, R, offsets, packed, extra, pairs,
+        blocks), Python lists where the loop indexes them; records each request's R in `R_all`."""
+        ch = i // CHUNK
+        c_lo, c_hi = ch * CHUNK, min((ch + 1) * CHUNK, self.n)
+        pc = self.P_array[c_lo:c_hi]
+        Rc, offs, Fc, extra = trajectories(pc, self.need[c_lo:c_hi], self.g, self.g + 1,
+                                           self.B if self.paged else None, self.streams, ch)
+        self.R_all[c_lo:c_hi] = Rc
+        return (c_lo, c_hi, Rc.tolist(), offs.tolist(), Fc, extra, causal_pairs(pc).tolist(),
+                blocks_for(pc, self.B).tolist())
+
+    def grow(self, end: int) -> tuple:
+        """Room in the per-iteration totals, finish counts and reservations for iterations before `end`:
+        grow by half again or to fit. (the totals array, a new one; its size)."""
+        np = self.np
+        grow = max(self.size // 2, end - self.size)
+        self.D = np.concatenate((self.D, np.zeros(grow, dtype=np.int64)))
+        self.FIN += [0] * grow  # in place: the loop's alias sees it
+        if not self.paged:
+            self.DRES += [0] * grow
+        self.size += grow
+        return self.D, self.size

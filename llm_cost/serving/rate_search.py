@@ -196,8 +196,34 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     >>> round(iteration.rate_req_per_s / request.rate_req_per_s)
     13
     """
-    import numpy as np
+    q, stat, metric = _checked_target(workload, slo_s=slo_s, rel_tol=rel_tol, statistic=statistic,
+                                      metric=metric, config=config)
+    limit = max_requests if max_requests is not None else max(100 * len(workload), MAX_CHECK_REQUESTS)
+    run = _Runs(replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation, config=config,
+                on_step=on_step, expected=3 + math.ceil(math.log2(1.25 / rel_tol)))
 
+    def meets(r: ServeResult) -> bool:
+        return _meets(r, slo_s, stat, metric)
+
+    everyone = run(workload, math.inf)
+    unloaded = _unloaded(run, everyone, workload, replica, config=config, metric=metric, stat=stat, q=q)
+    stuck = everyone.deadlock is not None
+    # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:
+    # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
+    seed = everyone.throughput_req_per_s
+    saturated = None if stuck else seed
+    if unloaded > slo_s:
+        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, run.done, stuck)
+    lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
+                       grow_up=True)
+    held = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
+    return RateSearch(slo_s, statistic, held[0], held[1], unloaded, saturated, run.done, stuck, *held[2:])
+
+
+def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statistic: str, metric: str,
+                    config) -> tuple[float, str, str]:
+    """`highest_rate`'s target checked: (percentile q in [0, 100], its name "p50"/"p90"/"p99", the metric
+    as spelled in METRICS). Raises when a closed loop (concurrency) is given a target with a config."""
     check_number("slo_s", slo_s, low=0, low_open=True)
     check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
     q = ENGINE_STATISTICS[check_choice("statistic", statistic, tuple(ENGINE_STATISTICS))]
@@ -210,45 +236,48 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
 
         raise InvalidValueError("a closed loop sets its own rate: give a rate with concurrency, not a target",
                                 params=("concurrency", "slo_s"))
-    limit = max_requests if max_requests is not None else max(100 * len(workload), MAX_CHECK_REQUESTS)
-    expected = 3 + math.ceil(math.log2(1.25 / rel_tol))
-    done = 0
+    return q, stat, metric
 
-    def run(wl: Workload, rate: float, counted: bool = True) -> ServeResult:
+
+class _Runs:
+    """Serves a workload at a rate with the search's settings and counts the search's evaluations
+    (`done`), reporting each to `on_step(done, expected)`."""
+
+    def __init__(self, replica: Replica, *, scheduler: str, max_batch: int, reservation: str | None, config,
+                 on_step: Callable[[int, int], None] | None, expected: int):
+        from llm_cost.serving.engine import run_serving
+
+        self._serve = run_serving
+        self.replica, self.scheduler, self.max_batch, self.reservation = replica, scheduler, max_batch, reservation
+        self.config, self.on_step, self.expected = config, on_step, expected
+        self.done = 0
+
+    def __call__(self, wl: Workload, rate: float, counted: bool = True) -> ServeResult:
         """Serve `wl` at `rate`; `counted`: one of the search's evaluations (the unloaded run is not)."""
-        nonlocal done
-        if config is not None:
-            r = run_serving(wl.at_rate(rate), replica, config)
+        if self.config is not None:
+            r = self._serve(wl.at_rate(rate), self.replica, self.config)
         else:
-            r = simulate(wl.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation)
+            r = simulate(wl.at_rate(rate), self.replica, scheduler=self.scheduler, max_batch=self.max_batch,
+                         reservation=self.reservation)
         if counted:
-            done += 1
-            if on_step:
-                on_step(done, max(expected, done))
+            self.done += 1
+            if self.on_step:
+                self.on_step(self.done, max(self.expected, self.done))
         return r
 
-    def meets(r: ServeResult) -> bool:
-        return _meets(r, slo_s, stat, metric)
 
-    from llm_cost.serving.engine import run_serving, simulator_covers
+def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Replica, *, config, metric: str,
+              stat: str, q: float) -> float:
+    """The target's statistic with every request served alone: a run at 10^-6 x the saturated throughput
+    where the engine serves or the metric is not latency_per_token, else `unloaded_latency_per_token`."""
+    import numpy as np
 
-    everyone = run(workload, math.inf)
+    from llm_cost.serving.engine import simulator_covers
+
     if (config is not None and not simulator_covers(workload, replica, config)) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
-        unloaded = run(workload, alone_rate, counted=False).percentile_s(metric, stat)
-    else:
-        unloaded = float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
-    stuck = everyone.deadlock is not None
-    # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:
-    # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
-    seed = everyone.throughput_req_per_s
-    saturated = None if stuck else seed
-    if unloaded > slo_s:
-        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, done, stuck)
-    lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
-                       grow_up=True)
-    held = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
-    return RateSearch(slo_s, statistic, held[0], held[1], unloaded, saturated, done, stuck, *held[2:])
+        return run(workload, alone_rate, counted=False).percentile_s(metric, stat)
+    return float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
 
 
 def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: int, rel_tol: float) -> tuple:

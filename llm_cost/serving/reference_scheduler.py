@@ -204,18 +204,9 @@ def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation
     >>> orca.completed, orca.finish_step, orca.peak_kv_reserved, orca.peak_kv_written
     (True, (5, 10), 9, 8)
     """
-    reservation = check_choice("reservation", reservation, RESERVATIONS)
-    check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)
-    cap, n = int(kv_capacity_tokens), len(requests)
-    max_batch = n if max_batch is None else max_batch
-    check_number("max_batch", max_batch, low=1, integer=True)
-    if reservation == "max_len":
-        check_number("max_len", max_len, low=1, integer=True)
-    reserve = [reservation_tokens(reservation, r.prompt, r.declared, max_len) for r in requests]
-    for i, r in enumerate(requests):
-        need = reserve[i] if reservation != "none" else r.prompt
-        if need > cap:
-            raise InvalidValueError(f"request {i} needs {need} KV tokens to start but the cache holds {cap}")
+    reservation, cap, max_batch, reserve = _checked_run(requests, kv_capacity_tokens, reservation=reservation,
+                                                        max_batch=max_batch, max_len=max_len)
+    n = len(requests)
     order = sorted(range(n), key=lambda i: requests[i].arrival_step)
     generated, kv, finish = [0] * n, [0] * n, [None] * n
     running: list[int] = []
@@ -237,18 +228,9 @@ def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation
             progressed, stalled = running[:free], running[free:]
         else:
             progressed, stalled = list(running), []
-        admitted = []
-        room = cap - written - len(progressed)
-        while queue and len(running) + len(admitted) < max_batch:
-            i = queue[0]
-            if reservation == "none":
-                if stalled or requests[i].prompt > room:
-                    break
-                room -= requests[i].prompt
-            elif reserved + reserve[i] > cap:
-                break
-            reserved += reserve[i]
-            admitted.append(queue.pop(0))
+        admitted, reserved = _admit(requests, queue, reserve, reservation=reservation, cap=cap,
+                                    room=cap - written - len(progressed), reserved=reserved,
+                                    slots=max_batch - len(running), stalled=bool(stalled))
         if not progressed and not admitted:  # running requests, none can write: deadlock
             holders = tuple(Holder(i, requests[i].prompt, generated[i], kv[i],
                                    requests[i].output - generated[i]) for i in running)
@@ -271,3 +253,42 @@ def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation
             reserved -= reserve[i]
         running = [i for i in running if finish[i] is None]
     return StepRun(reservation, cap, tuple(finish), tuple(trace), None)
+
+
+def _checked_run(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation: str,
+                 max_batch: int | None, max_len: int | None) -> tuple[str, int, int, list[int]]:
+    """`run_steps`' inputs checked: (reservation, capacity in tokens, max_batch, tokens each request
+    reserves). Raises when a request cannot start even in an empty cache."""
+    reservation = check_choice("reservation", reservation, RESERVATIONS)
+    check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)
+    cap = int(kv_capacity_tokens)
+    max_batch = len(requests) if max_batch is None else max_batch
+    check_number("max_batch", max_batch, low=1, integer=True)
+    if reservation == "max_len":
+        check_number("max_len", max_len, low=1, integer=True)
+    reserve = [reservation_tokens(reservation, r.prompt, r.declared, max_len) for r in requests]
+    for i, r in enumerate(requests):
+        need = reserve[i] if reservation != "none" else r.prompt
+        if need > cap:
+            raise InvalidValueError(f"request {i} needs {need} KV tokens to start but the cache holds {cap}")
+    return reservation, cap, max_batch, reserve
+
+
+def _admit(requests: list[KvRequest], queue: list[int], reserve: list[int], *, reservation: str, cap: int,
+           room: int, reserved: int, slots: int, stalled: bool) -> tuple[list[int], int]:
+    """Admit from the head of `queue` (popped in place) into at most `slots` free batch places:
+    (admitted, tokens reserved after). `none`: while the prompt fits the `room` left after this
+    iteration's writes and no running request stalls; else while reserved + R_i <= cap (Orca,
+    Algorithm 1, lines 23-25)."""
+    admitted = []
+    while queue and len(admitted) < slots:
+        i = queue[0]
+        if reservation == "none":
+            if stalled or requests[i].prompt > room:
+                break
+            room -= requests[i].prompt
+        elif reserved + reserve[i] > cap:
+            break
+        reserved += reserve[i]
+        admitted.append(queue.pop(0))
+    return admitted, reserved

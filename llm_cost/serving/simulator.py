@@ -36,9 +36,10 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from llm_cost.serving.reservations import Deadlock, Holder, reservation_tokens
+from llm_cost.serving.reservations import reservation_tokens
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.batch_waste import padded_positions
+from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
 from llm_cost.serving.replica import NOT_MODELLED, Replica
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.sim_result import SimStats
@@ -246,46 +247,17 @@ def _iteration_level(wl: Workload, arrivals, replica: Replica, max_batch: int, r
             t = arrivals[nxt]
             continue
         prog = min(n_dec, cap - written) if none else n_dec
-        admitted = []
-        if pending and prog == n_dec:
-            room = cap - written - n_dec
-            while pending and n_dec + len(admitted) < max_batch:
-                i = pending[0]
-                if none:
-                    if prompt[i] > room:
-                        break
-                    room -= prompt[i]
-                elif reserved + res[i] > cap:
-                    break
-                reserved += res[i]
-                admitted.append(pending.popleft())
+        if pending and prog == n_dec and n_dec < max_batch:
+            admitted, reserved = admit_in_order(pending, prompt, res, none, cap - written - n_dec, reserved, cap,
+                                                max_batch - n_dec)
+        else:
+            admitted = []
         if admitted or prog < n_dec:
             if not admitted and not prog:
-                holders = tuple(Holder(i, prompt[i], it - base[i], prompt[i] + it - base[i] - 1,
-                                       output[i] - it + base[i]) for i in running)
                 stored()
-                return finish, Deadlock(it, t, cap, holders, len(pending))
-            kv_read, stalled = written, ()
-            if prog < n_dec:  # only without reservation: the earliest requests get the free tokens
-                order = list(running)
-                stalled = order[prog:]
-                kv_read = sum(prompt[i] + it - base[i] - 1 for i in order[:prog])
-            rows, pairs = prog, kv_read + prog
-            for i in admitted:
-                p = prompt[i]
-                rows += p
-                pairs += causal_pairs(p)
-            dt = cost.time(rows, kv_read + rows, pairs)
-            if deployed:
-                st.comm += cost.comm_s(rows)
-            for i in stalled:
-                base[i] += 1
-                heapq.heappush(heap, (base[i] + output[i], i))
-            for i in admitted:
-                base[i] = it
-                running[i] = None
-                first[i] = t + dt
-                heapq.heappush(heap, (it + output[i], i))
+                return finish, running_deadlock(running, prompt, output, base, it, t, cap, len(pending))
+            dt, rows = mixed_iteration(cost, deployed, running, admitted, prog, n_dec, written, it, t, prompt, output,
+                                       base, first, heap, st)
             written += rows  # decoders write one token each, prompts their length
             it += 1
             t += dt

@@ -1,0 +1,102 @@
+"""The general loop's decoders' K/V and preemption policy (`engine_loop.EngineLoop` mixes it in).
+
+Paged, each decoder gets the blocks its gamma + 1 rows ahead need (`allocate_decoders`); while the
+free blocks fall short the latest-admitted running sequence is preempted (`preempt`, vLLM's rule):
+`recompute` frees its blocks and queues it first, `swap` moves its K/V over the host link, and
+`swap_in` brings swapped sequences back first while the blocks stay above the watermark. Without a
+reservation the decoders past the free K/V tokens stall (`stall_unreserved`).
+"""
+
+from __future__ import annotations
+
+from llm_cost.serving.kv_blocks import blocks_for
+
+
+class PreemptionPolicy:
+    """The decoders' K/V and preemption, as methods of `EngineLoop` over its settings and `state`
+    (`state`, `cfg`, `P`, `K`, `held`, `B`, `cap`, `hold`, `gmax`, `wm_blocks`, `kv_bytes`, `host`,
+    `inflight`, `swapped`, and the ledger's `release`)."""
+
+    def preempt(self, victim: int) -> float:
+        """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
+        prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
+        s, K = self.state, self.K
+        s.st["preemptions"] += 1
+        seconds = 0.0
+        if self.cfg.preemption == "swap":
+            s.st["swap_bytes"] += K(s.kv[victim]) * self.kv_bytes
+            seconds = K(s.kv[victim]) * self.kv_bytes / self.host
+            s.free += s.blocks[victim]
+            s.used -= s.blocks[victim] * self.B
+            s.blocks[victim] = 0
+            self.swapped.append(victim)
+        else:
+            self.release(victim)
+            s.need[victim] = self.P[victim] + s.gen[victim]
+            s.pre[victim] = s.kv[victim] = 0
+            s.waiting.appendleft(victim)
+        del s.running[victim]
+        return seconds
+
+    def allocate_decoders(self, decoders, g: int):
+        """Paged: blocks for each decoder's g + 1 rows ahead, preempting the latest-admitted running
+        sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
+        seconds of swap transfer)."""
+        s, held, B, inflight = self.state, self.held, self.B, self.inflight
+        gone: set = set()
+        run, swap_s = [], 0.0
+        for i in decoders:
+            if i in gone:
+                continue
+            c = s.kv[i] + g + 1
+            want = blocks_for(held(c) if held else c, B) - s.blocks[i]
+            if want <= 0:  # its blocks already hold the rows (paged: rounded up)
+                run.append(i)
+                continue
+            while s.free < want:
+                victim = next((v for v in reversed(s.running) if not inflight[v] and v not in gone), None)
+                if victim is None:
+                    break
+                gone.add(victim)
+                swap_s += self.preempt(victim)
+                if victim == i:
+                    break
+            if i in gone or s.free < want:
+                continue
+            s.free -= want
+            s.used += want * B
+            s.blocks[i] += want
+            run.append(i)
+        return run, gone, swap_s
+
+    def stall_unreserved(self, decoders) -> list:
+        """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall)."""
+        room, K, kv = self.cap - self.state.used, self.K, self.state.kv
+        run = []
+        for i in decoders:
+            inc = K(kv[i] + 1) - K(kv[i])
+            if inc > room + 1e-9:
+                break
+            room -= inc
+            run.append(i)
+        return run
+
+    def swap_in(self) -> tuple[bool, float]:
+        """Swapped sequences back first, while the batch has room and the blocks stay above the watermark.
+        (any moved, seconds of transfer)."""
+        s, K, B = self.state, self.K, self.B
+        moved, seconds = False, 0.0
+        while self.swapped and len(s.running) < self.hold:
+            v = self.swapped[0]
+            if s.free - blocks_for(K(s.kv[v] + self.gmax + 1), B) < self.wm_blocks:
+                break
+            self.swapped.popleft()
+            moved = True
+            seconds += K(s.kv[v]) * self.kv_bytes / self.host
+            s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
+            w0 = blocks_for(K(s.kv[v]), B)
+            s.free -= w0
+            s.used += w0 * B
+            s.blocks[v] = w0
+            s.running[v] = None
+        return moved, seconds

@@ -1,0 +1,90 @@
+"""The parts of one mixed iteration of Orca's loop (`simulator`'s iteration-level scheduler).
+
+Admission in arrival order (`admit_in_order`), the iteration that admits prompts or stalls decoders
+(`mixed_iteration`: its rows, cached tokens read and causal pairs, priced by `IterationCost.time`),
+and the deadlock report when nobody can write (`running_deadlock`). Pure-decode stretches between
+them stay in `simulator` (`_decode_stretch`). Orca, Algorithm 1; the lecture §3.3-3.5.
+
+Positional arguments throughout: these run once per loop turn of the simulator's hot loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from llm_cost.roofline import causal_pairs
+from llm_cost.serving.reservations import Deadlock, Holder
+
+
+def admit_in_order(pending, prompt, res, none: bool, room: int, reserved: int, cap: int,
+                   slots: int) -> tuple[list[int], int]:
+    r"""Admit from the head of `pending` (popped in place) into at most `slots` free batch places.
+
+    .. math:: \text{admit } i \iff \mathit{reserved} + R_i \le \mathit{cap}
+              \ (\text{none: } P_i \le \mathit{room})
+
+    `room` is the K/V tokens left after this iteration's decode writes (used without a reservation,
+    `none`); `res` the tokens each request reserves. Returns (admitted, tokens reserved after).
+    Orca, Algorithm 1, lines 23-25.
+    """
+    admitted = []
+    while pending and len(admitted) < slots:
+        i = pending[0]
+        if none:
+            if prompt[i] > room:
+                break
+            room -= prompt[i]
+        elif reserved + res[i] > cap:
+            break
+        reserved += res[i]
+        admitted.append(pending.popleft())
+    return admitted, reserved
+
+
+def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], prog: int, n_dec: int, written: int,
+                    it: int, t: float, prompt, output, base: list[int], first: list[float], heap: list,
+                    st) -> tuple[float, int]:
+    r"""One iteration that admits prompts or stalls decoders: (its time in seconds, rows it writes).
+
+    The first `prog` running requests decode (without a reservation the rest stall: one iteration
+    later, `base` + 1); each admitted prompt of P tokens prefills.
+
+    .. math:: \mathit{rows} = \mathit{prog} + \sum P_i,\quad
+              \mathit{pairs} = \mathit{kv\_read} + \mathit{prog} + \sum (P_i^2 + P_i)/2,\quad
+              T = \mathtt{cost.time}(\mathit{rows}, \mathit{kv\_read} + \mathit{rows}, \mathit{pairs})
+
+    `kv_read`: the K/V tokens the decoders hold (`written`, or the progressing ones' when some
+    stall). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
+    admitted ones' first token at t + T (`first`) and adds the collectives' time to `st.comm`.
+    """
+    kv_read, stalled = written, ()
+    if prog < n_dec:  # only without reservation: the earliest requests get the free tokens
+        order = list(running)
+        stalled = order[prog:]
+        kv_read = sum(prompt[i] + it - base[i] - 1 for i in order[:prog])
+    rows, pairs = prog, kv_read + prog
+    for i in admitted:
+        p = prompt[i]
+        rows += p
+        pairs += causal_pairs(p)
+    dt = cost.time(rows, kv_read + rows, pairs)
+    if deployed:
+        st.comm += cost.comm_s(rows)
+    for i in stalled:
+        base[i] += 1
+        heapq.heappush(heap, (base[i] + output[i], i))
+    for i in admitted:
+        base[i] = it
+        running[i] = None
+        first[i] = t + dt
+        heapq.heappush(heap, (it + output[i], i))
+    return dt, rows
+
+
+def running_deadlock(running, prompt, output, base: list[int], it: int, t: float, cap: int,
+                     queued: int) -> Deadlock:
+    """The deadlock when no running request can write and none can be admitted: each holder's
+    prompt, tokens generated (it - base), K/V held (prompt + generated - 1) and tokens still to go."""
+    holders = tuple(Holder(i, prompt[i], it - base[i], prompt[i] + it - base[i] - 1,
+                           output[i] - it + base[i]) for i in running)
+    return Deadlock(it, t, cap, holders, queued)
