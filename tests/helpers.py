@@ -36,3 +36,26 @@ def error_line(*args) -> str:
 def half_unit(digits: int) -> float:
     """Half a unit of the last printed digit: the tolerance of a golden figure printed to `digits`."""
     return 0.5 * 10 ** -digits
+
+
+CONFIGS = Path(__file__).parent / "data" / "configs"  # real and transcribed Hub configs (README there)
+
+
+def load_config(file: str):
+    """A test config of tests/data/configs by its file name."""
+    from llm_cost.catalog import load_model
+
+    return load_model(str(CONFIGS / file))
+
+
+def edited_config(tmp_path, file: str, **changes) -> str:
+    """A test config with keys changed (None removes a key), written to tmp_path; its path."""
+    data = json.loads((CONFIGS / file).read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    out = tmp_path / file
+    out.write_text(json.dumps(data))
+    return str(out)

@@ -21,24 +21,7 @@ from llm_cost.counts.parts import checkpoint_params
 from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.errors import ConfigError
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
-
-
-def load(file: str):
-    return load_model(str(CONFIGS / file))
-
-
-def edited(tmp_path, file: str, **changes) -> str:
-    """The config with keys changed (None removes a key), written to tmp_path."""
-    data = json.loads((CONFIGS / file).read_text())
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    out = tmp_path / file
-    out.write_text(json.dumps(data))
-    return str(out)
+from helpers import CONFIGS, edited_config as edited, load_config as load  # noqa: E402
 
 
 # ---- bamba ---------------------------------------------------------------------------------------
