@@ -115,5 +115,5 @@ def test_command_and_option_names_any_case():
 
 
 def test_option_twice_in_two_cases_is_still_twice():
-    line = error_line("roofline", "--gpu", "h100", "--GPU=h200")
+    line = error_line("request", "--gpu", "h100", "--GPU=h200")  # roofline --gpu repeats (issue 28)
     assert line == "Error: --gpu takes one value, got h100, h200"

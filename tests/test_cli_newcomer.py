@@ -129,3 +129,18 @@ def test_plan_table_shows_gpus_replicas_users_and_a_request_line_that_reproduces
     assert best["users_in_flight"] == best["batch"] * best["replicas"]
     request = json.loads(_run("request", *shlex.split(line.split("llm-cost request ", 1)[1]), "-f", "json").stdout)[0]
     assert request["ttft_s"] == pytest.approx(best["ttft_s"]) and request["tpot_s"] == pytest.approx(best["tpot_s"])
+
+
+def test_roofline_compares_models_gpus_and_batches_in_one_command():
+    """Issue 28, deliverable 6: --model, --gpu and --batch repeat on `roofline`, a row each, the same
+    figures as one command per case (the article's 4.79 ms and 42.12 ms on the H100, §1.2)."""
+    rows = json.loads(_run("roofline", "--model", "llama-3-8b", "--model", "llama-3-70b", "--gpu", "h100-sxm",
+                           "--gpu", "h200", "--batch", "1", "--batch", "64", "-f", "json").stdout)
+    assert [(r["model"], r["gpu"], r["batch"]) for r in rows][:4] == [
+        ("llama-3-8b", "H100 SXM", 1), ("llama-3-8b", "H100 SXM", 64), ("llama-3-8b", "H200 SXM", 1),
+        ("llama-3-8b", "H200 SXM", 64)]
+    assert round(rows[0]["step_time_s"] * 1e3, 2) == 4.79 and round(rows[4]["step_time_s"] * 1e3, 2) == 42.12
+    one = json.loads(_run("roofline", "--model", "llama-3-70b", "--gpu", "h200", "--batch", "64", "-f", "json").stdout)
+    assert rows[7] == one[0]
+    table = _run("roofline", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpu", "h200", columns=120).stdout
+    assert "H200" in table and "H100" in table

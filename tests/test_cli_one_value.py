@@ -9,13 +9,14 @@ from llm_cost.cli import app
 from helpers import run, error_line
 
 
-def test_roofline_gpu_twice():
-    assert error_line("roofline", "--gpu", "h100-sxm", "--gpu", "h200") == \
+def test_request_gpu_twice():
+    """`roofline --gpu/--model/--batch` repeat since issue 28 (a row each); `request --gpu` does not yet."""
+    assert error_line("request", "--gpu", "h100-sxm", "--gpu", "h200") == \
         "Error: --gpu takes one value, got h100-sxm, h200"
 
 
-def test_roofline_model_twice_short_and_long():
-    assert error_line("roofline", "-m", "llama-3-8b", "--model=llama-3-70b") == \
+def test_request_model_twice_short_and_long():
+    assert error_line("request", "-m", "llama-3-8b", "--model=llama-3-70b") == \
         "Error: --model takes one value, got llama-3-8b, llama-3-70b"
 
 

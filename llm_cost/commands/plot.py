@@ -61,6 +61,9 @@ def defaults(kind: str) -> dict:
     fn = getattr(importlib.import_module(f"llm_cost.commands.{module}"), name)
     params = inspect.signature(fn).parameters
     taken = {k: params[k].default for k in keys}
+    for k in ("model", "gpu"):  # a figure draws one model on one GPU: a repeatable option's one default
+        if isinstance(taken.get(k), list):
+            (taken[k],) = taken[k]
     if kind == "spec-vs-batch":
         from llm_cost.specs.profiles import ARTICLE_DRAFT
 

@@ -8,8 +8,8 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
-                                       KvOpt, Mfu, ModelOpt, Preset, ReadEmb, Weights)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpusOpt,
+                                       KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -30,10 +30,10 @@ ROOFLINE_COLUMNS = [
                             "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
 @deployment_options
 def roofline_cmd(
-    model: ModelOpt = ARTICLE_SETTING.model,
-    gpu: GpuOpt = ARTICLE_SETTING.gpu,
+    model: ModelsOpt = [ARTICLE_SETTING.model],  # noqa: B006
+    gpu: GpusOpt = [ARTICLE_SETTING.gpu],  # noqa: B006
     rows: Annotated[Optional[List[int]], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable; default: --batch, one decode step).")] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences the rows come from.")] = 1,
+    batch: Annotated[List[int], typer.Option("--batch", "-b", help="Sequences the rows come from (repeatable: rows for each).")] = [1],  # noqa: B006
     context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
     preset: Preset = ARTICLE_SETTING.preset,
     mfu: Mfu = None,
@@ -53,24 +53,39 @@ def roofline_cmd(
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.model_rows import roofline_rows
 
-    spec, acc = load_model(model), load_accelerator(gpu)
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
     prof = with_engine(prof, engine, fixed_ms)
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
-    title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
+    pairs = [(load_model(m), load_accelerator(g)) for m in model for g in gpu]  # compare in one command
     if breakdown:
         from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, roofline_breakdown_rows
 
-        result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
-                                                  weights=weight_format, deployment=deployment)
-        emit(result, BREAKDOWN_COLUMNS, fmt, caption=caption, title=f"Operators: {title}")
+        for n, ((spec, acc), b) in enumerate((pair, b) for pair in pairs for b in batch):
+            if n:
+                print()
+            result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [b], batch=b, context=context,
+                                                      weights=weight_format, deployment=deployment)
+            emit(result, BREAKDOWN_COLUMNS, fmt, caption=caption,
+                 title=f"Operators: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
         return
-    result, caption = roofline_rows(spec, acc, prof, rows=rows or [batch], batch=batch, context=context,
-                                    weights=weight_format, deployment=deployment)
+    result, captions = [], []
+    for spec, acc in pairs:
+        for b in batch:
+            part, caption = roofline_rows(spec, acc, prof, rows=rows or [b], batch=b, context=context,
+                                          weights=weight_format, deployment=deployment)
+            result += part
+            captions.append(caption if len(pairs) == 1 else f"{spec.name} on {acc.name}: {caption}")
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
-    emit(result, deployed_columns(ROOFLINE_COLUMNS, result, deployment), fmt, caption=caption, title=title)
+    columns = deployed_columns(ROOFLINE_COLUMNS, result, deployment)
+    if len(pairs) == 1:
+        spec, acc = pairs[0]
+        title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
+    else:  # one row per model, GPU and rows: the rows say which
+        title = f"T(m){deployment.label}, {weights.lower()}, preset {prof.name}"
+        columns = [Column("model", "model"), Column("gpu", "gpu")] + columns
+    emit(result, columns, fmt, caption="; ".join(dict.fromkeys(captions)), title=title)
     warn_unfit(result, deploy.strict)
