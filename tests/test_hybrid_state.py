@@ -332,7 +332,7 @@ def test_capacity_policies_hold_the_state_of_every_request():
     """`capacity`'s reservation policies: each Qwen3-Next request holds its K/V and its state,
     39,518,208 / 24,576 = 1,608 K/V tokens' worth; on an MI300X 547,331 tokens fit, so 272 + 64.5
     declared tokens per request give floor(547,331 / (336.5 + 1,608)) = 281 requests, not 1,626."""
-    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.counts.per_token import state_in_kv_tokens
     from llm_cost.report.serving_rows import capacity_row
     from llm_cost.serving.capacity import kv_capacity
 
@@ -380,7 +380,7 @@ def test_engine_holds_state_per_sequence_beside_its_tokens():
     """One request of 100 + 10 tokens holds its state (state / K/V per token, in all-layer tokens)
     beside its K/V from its first token to its last: at the last launch 108 cached tokens (the engine
     holds prompt + generated - 1 at a launch, as for a pure-attention model, checked) plus the state."""
-    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.counts.per_token import state_in_kv_tokens
     from llm_cost.serving.engine import run_serving
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
@@ -402,7 +402,7 @@ def test_engine_holds_state_per_sequence_beside_its_tokens():
 
 def test_engine_admits_fewer_hybrid_sequences_than_tokens_alone_allow():
     """K/V for 10 sequences of 110 tokens but room for only 2 with their state: at most 2 run at once."""
-    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.counts.per_token import state_in_kv_tokens
     from llm_cost.serving.engine import run_serving
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload

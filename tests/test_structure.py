@@ -47,3 +47,69 @@ def test_no_module_over_400_lines():
     long = [f"{p.relative_to(ROOT)} ({n} lines)" for p in _sources()
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
     assert not long, long
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the llm_cost modules it imports, at the top or inside a function (a lazy import
+    hides a cycle; it does not remove it). Package `__init__` facades are left out: they re-export."""
+    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts): p
+               for p in _sources() if p.name != "__init__.py"}
+    packages = {".".join(p.relative_to(ROOT.parent).parent.parts) for p in ROOT.rglob("__init__.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("llm_cost"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    targets.add(full if full in modules else node.module)
+        graph[name] = {t for t in targets if t in modules and t != name and t not in packages}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle():
+    # issue 24.5: counts/checkpoint <-> counts/weights was one, hidden by a lazy import
+    assert _cycles(_import_graph()) == []

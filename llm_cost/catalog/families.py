@@ -45,7 +45,7 @@ from llm_cost.catalog.gpt_families import GPT_ARCHITECTURES, GPT_FAMILIES
 from llm_cost.catalog.hybrid_families import HYBRID_ARCHITECTURES, HYBRID_FAMILIES
 from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANTS
 from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
-from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision
+from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision, vision_spec
 from llm_cost.catalog.windows import _every_layer, _gemma2_window, _gemma3_window, _qwen_window, _window_fields
 from llm_cost.specs import MLASpec
 
@@ -223,10 +223,20 @@ def _deepseek_v3(f: Fields) -> dict:
     return _deepseek(f, routing_default="noaux_tc") | {"mtp_stores_tables": True}
 
 
+
+def _gemma3_wrapper(f: Fields) -> dict:
+    """Gemma 3's multimodal wrapper: the gemma3_text decoder of `text_config` and its SigLIP tower."""
+    text = _gemma3(f.sub("text_config"))
+    vision = vision_spec(f.sub("vision_config"), kind="siglip",
+                         tokens_per_image=f.int("mm_tokens_per_image", 256))
+    return text | {"vision": vision}
+
+
 FAMILIES: dict[str, Callable[[Fields], dict]] = {
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "phi3": _phi3,
     "qwen2": _qwen2, "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
-    "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3, "olmo2": _olmo2, "gpt_oss": _gpt_oss,
+    "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3, "gemma3": _gemma3_wrapper,
+    "olmo2": _olmo2, "gpt_oss": _gpt_oss,
     "llama4": _llama4, "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,
     **GPT_FAMILIES, **LLAMA_VARIANTS, **MOE_FAMILIES, **MULTIMODAL_FAMILIES,

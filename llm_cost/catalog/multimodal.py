@@ -39,15 +39,6 @@ def vision_spec(f: Fields, *, kind: str, **extra) -> VisionSpec:
                       num_channels=f.int("num_channels", 3), **extra)
 
 
-def _gemma3_wrapper(f: Fields) -> dict:
-    from llm_cost.catalog.families import FAMILIES  # the registry imports this module
-
-    text = FAMILIES["gemma3_text"](f.sub("text_config"))
-    vision = vision_spec(f.sub("vision_config"), kind="siglip",
-                         tokens_per_image=f.int("mm_tokens_per_image", 256))
-    return text | {"vision": vision}
-
-
 def _mistral3(f: Fields) -> dict:
     t = f.sub("text_config")
     dense_only(t, "mistral3")
@@ -89,6 +80,6 @@ def qwen_vision(f: Fields) -> dict:
                                  temporal_patch_size=v.int("temporal_patch_size", 2), position_embeddings=positions)}
 
 
-MULTIMODAL_FAMILIES = {"gemma3": _gemma3_wrapper, "mistral3": _mistral3}
+MULTIMODAL_FAMILIES = {"mistral3": _mistral3}  # gemma3's wrapper is beside its text model in families.py
 MULTIMODAL_ARCHITECTURES = {"Gemma3ForConditionalGeneration": "gemma3",
                             "Mistral3ForConditionalGeneration": "mistral3"}

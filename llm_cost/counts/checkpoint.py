@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
 from llm_cost.counts.params import param_counts
-from llm_cost.counts.weights import WeightBytes
+from llm_cost.counts.weight_parts import WeightBytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.specs import ModelSpec
 

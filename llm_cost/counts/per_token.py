@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 
 from llm_cost.catalog import as_model
-from llm_cost.errors import check_number
+from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.counts.recurrent import recurrent_flops_per_token, state_bytes_per_sequence
 from llm_cost.specs import ModelSpec
@@ -246,3 +246,20 @@ def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
         layer_tokens = layer_tokens + layers * _minimum(context, window)
     held = layer_tokens * kv_layer_bytes_per_token(model, bytes_per_element)
     return held + state if state else held
+
+
+def state_in_kv_tokens(model: ModelSpec, bytes_per_element: float = 2.0) -> float:
+    """A sequence's recurrent state in K/V tokens: state_bytes_per_sequence / kv_bytes_per_token, the
+    unit in which capacity and the time model count it (0 without recurrent layers).
+
+    Raises InvalidValueError for a model whose every layer is recurrent (no K/V token to count in).
+    """
+    model = as_model(model)
+    state = state_bytes_per_sequence(model, bytes_per_element)
+    if not state:
+        return 0.0
+    per_token = kv_bytes_per_token(model, bytes_per_element)
+    if not per_token:
+        raise InvalidValueError(f"{model.name}: every layer is recurrent; capacity and the time model need "
+                                f"one attention layer to count its state in K/V tokens", params=("model",))
+    return state / per_token

@@ -118,23 +118,3 @@ def recurrent_flops_per_token(model: ModelSpec) -> int:
                  + 2 * SCAN_CHUNK[r.kind] * r.num_heads * (r.state_dim + r.head_dim)
                  + 2 * r.conv_dim * r.conv_kernel)
     return model.num_recurrent_layers * per_layer
-
-
-def state_in_kv_tokens(model: ModelSpec, bytes_per_element: float = 2.0) -> float:
-    """A sequence's recurrent state in K/V tokens: state_bytes_per_sequence / kv_bytes_per_token, the
-    unit in which capacity and the time model count it (0 without recurrent layers).
-
-    Raises InvalidValueError for a model whose every layer is recurrent (no K/V token to count in).
-    """
-    from llm_cost.counts.per_token import kv_bytes_per_token
-    from llm_cost.errors import InvalidValueError
-
-    model = as_model(model)
-    state = state_bytes_per_sequence(model, bytes_per_element)
-    if not state:
-        return 0.0
-    per_token = kv_bytes_per_token(model, bytes_per_element)
-    if not per_token:
-        raise InvalidValueError(f"{model.name}: every layer is recurrent; capacity and the time model need "
-                                f"one attention layer to count its state in K/V tokens", params=("model",))
-    return state / per_token

@@ -52,7 +52,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
                       deployment=deployment)
     d, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
-    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.counts.per_token import state_in_kv_tokens
 
     fit = requests_by_policy(cap.kv_tokens, max_len=context_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen, state_tokens=state_in_kv_tokens(model, kv_el))

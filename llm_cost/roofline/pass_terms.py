@@ -157,9 +157,9 @@ STATE_MOVES_PER_PASS = 2.0  # a pass reads every recurrent layer's state and wri
 
 def state_tokens_per_sequence(model: ModelSpec, kv_bytes_per_element: float) -> float:
     """A hybrid's recurrent state moved per sequence and pass, in all-layer K/V tokens: each pass reads
-    every recurrent layer's state and writes it back, 2 x `counts.recurrent.state_in_kv_tokens`
+    every recurrent layer's state and writes it back, 2 x `counts.per_token.state_in_kv_tokens`
     (0 without recurrent layers), so that `PassCost` moves it as kv_tokens."""
-    from llm_cost.counts.recurrent import state_in_kv_tokens
+    from llm_cost.counts.per_token import state_in_kv_tokens
 
     return STATE_MOVES_PER_PASS * state_in_kv_tokens(model, kv_bytes_per_element)
 

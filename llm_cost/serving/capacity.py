@@ -240,7 +240,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     total = weight_bytes(model, weights).total
     per_token = kv_bytes_per_token(model, kv_el)
     if not per_token:  # every layer recurrent: no K/V token to count capacity in (refused, not divided by 0)
-        from llm_cost.counts.recurrent import state_in_kv_tokens
+        from llm_cost.counts.per_token import state_in_kv_tokens
 
         state_in_kv_tokens(model, kv_el)
     memory, basis = deployment.memory_bytes(gpu), deployment.basis

@@ -102,7 +102,7 @@ def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: 
     gen : float or None, optional
         Tokens actually generated, in [1, max_gen] (default max_gen).
     state_tokens : float, optional
-        A hybrid's recurrent state per request, in K/V tokens (`counts.recurrent.state_in_kv_tokens`),
+        A hybrid's recurrent state per request, in K/V tokens (`counts.per_token.state_in_kv_tokens`),
         >= 0, held whatever the policy (default 0).
 
     Returns
