@@ -9,7 +9,8 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, Preset, SpecAlpha, UsableMemory
+from llm_cost.commands.options import (BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset, PromptLen, Rates,
+                                       Requests, Seed, SpecAlpha, UsableMemory)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import PRESETS
@@ -85,6 +86,18 @@ def plan_cmd(
     fixed_ms: FixedMs = None,
     engine: EngineOpt = None,
     usable_memory: UsableMemory = None,
+    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO.")] = None,
+    rate: Rates = None,
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="--verify: a closed loop of N clients over the whole deployment.")] = None,
+    prompt_len: PromptLen = None,
+    output_len: OutputLen = None,
+    arrivals: Annotated[str, typer.Option("--arrivals", help="--verify: poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
+    trace: Annotated[Optional[str], typer.Option("--trace", help="--verify: CSV trace arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
+    requests: Requests = 2000,
+    seed: Seed = 0,
+    slo_stat: Annotated[str, typer.Option("--slo-stat", help="--verify: percentile of TTFT and TPOT that must meet the target: p50, p90 or p99.")] = "p99",
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="--verify: local processes (default all cores; results identical to --jobs 1).")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="--verify: run the simulations as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -132,7 +145,12 @@ def plan_cmd(
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
-    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption_of(result))
+    caption = caption_of(result)
+    if verify is not None:
+        from llm_cost.commands.plan_verify import verified
+
+        rows, columns, caption = verified(result, rows, columns, caption, n=verify, target=target, o=locals())
+    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):

@@ -1,4 +1,4 @@
-"""Plans verified by simulation: the analytic frontier's best rows served by the engine.
+r"""Plans verified by simulation: the analytic frontier's best rows served by the engine.
 
 Each candidate (one frontier row: accelerator, tp x pp x ep, weights, KV dtype, batch, speculation)
 becomes one replica (`Replica.from_specs` on its deployment) serving its share of the workload:
@@ -156,6 +156,7 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
 def served_ranking(served: list[dict]) -> list[int]:
     """Indices of `served` best first: meeting the SLO at the percentile first, then goodput per GPU
-    (higher first), ties by the analytic order."""
+    (higher first, to 4 significant digits: a run's span differs by a few iterations between equally
+    good rows), ties by the analytic order."""
     return sorted(range(len(served)), key=lambda k: (not served[k]["meets_served_slo"],
-                                                     -served[k]["goodput_req_per_s_per_gpu"], k))
+                                                     -float(f"{served[k]['goodput_req_per_s_per_gpu']:.4g}"), k))
