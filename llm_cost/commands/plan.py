@@ -98,6 +98,9 @@ def plan_cmd(
     slo_stat: Annotated[str, typer.Option("--slo-stat", help="--verify: percentile of TTFT and TPOT that must meet the target: p50, p90 or p99.")] = "p99",
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="--verify: local processes (default all cores; results identical to --jobs 1).")] = None,
     ray: Annotated[Optional[str], typer.Option("--ray", help="--verify: run the simulations as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
+    emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
+    emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
+    served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default the --model as given).")] = None,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -141,6 +144,14 @@ def plan_cmd(
         return
     from llm_cost.report.plan_rows import plan_rows
 
+    if emit_k8s and emit_engine is None:
+        raise InvalidValueError("--emit-k8s needs --emit vllm|sglang|trtllm: the engine the manifest runs",
+                                params=("emit",))
+    if emit_engine is not None:
+        from llm_cost.errors import check_choice
+        from llm_cost.planner.emit import ENGINES
+
+        emit_engine = check_choice("emit", str(emit_engine).lower(), ENGINES)
     rows = plan_rows(result, refs)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
@@ -157,6 +168,17 @@ def plan_cmd(
         from llm_cost.report.render import print_notes
 
         print_notes([f"The best row as one command: llm-cost request {rows[0]['request_args']}"])
+    if emit_engine is not None:
+        if not rows:
+            raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
+        from llm_cost.planner.emit import k8s_deployment, launch_command
+
+        name = served_model or model
+        text = (k8s_deployment(rows[0], emit_engine, name, grid.isl) if emit_k8s
+                else launch_command(rows[0], emit_engine, name, grid.isl) + "\n")
+        import sys
+
+        sys.stdout.write(text)
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
