@@ -121,3 +121,11 @@ def test_cli_verify_rows_carry_both_rankings():
 
 def test_cli_verify_without_workload_is_one_line():
     assert "--rate" in error_line(*PLAN, "--verify", "2")
+
+
+def test_sweep_jobs_equal_and_grid_order():
+    kw = dict(rate_req_per_s=8, requests=200, prompt="1024", output="128", batch=[4, 32], weights=["bf16", "fp8"],
+              ttft_s=0.5, tpot_s=0.02)
+    one = lc.sweep("llama-3-8b", "h100-sxm", "lecture", jobs=1, **kw)
+    assert [(r["batch"], r["weights"]) for r in one] == [(4, "bf16"), (4, "fp8"), (32, "bf16"), (32, "fp8")]
+    assert lc.sweep("llama-3-8b", "h100-sxm", "lecture", jobs=2, **kw) == one
