@@ -129,3 +129,29 @@ def test_sweep_jobs_equal_and_grid_order():
     one = lc.sweep("llama-3-8b", "h100-sxm", "lecture", jobs=1, **kw)
     assert [(r["batch"], r["weights"]) for r in one] == [(4, "bf16"), (4, "fp8"), (32, "bf16"), (32, "fp8")]
     assert lc.sweep("llama-3-8b", "h100-sxm", "lecture", jobs=2, **kw) == one
+
+
+def test_static_and_served_rankings_disagree_under_load():
+    """Llama-3-8B on one H100 (fp8 weights and K/V, lecture preset), ISL 4096, OSL 256, TTFT <= 3 s,
+    TPOT <= 9 ms, batches 16, 32, 64; served at 6 req/s (Poisson, 600 requests, seed 0).
+
+    Static: batch 64 misses TTFT; batch 32 (TPOT 7.3 ms, 2,252 tok/s per GPU) ranks above batch 16
+    (TPOT 5.6 ms, 1,759 tok/s per GPU). Served, by hand: a 4096-token prefill takes about
+    0.889 s / 16 = 56 ms (batch 16's static TTFT over its 16 prompts) and stalls every running
+    decode. A batch-32 request decodes 255 tokens in about 255 x 7.3 ms = 1.9 s, during which
+    6 x 1.9 = 11 prompts arrive: 11 x 56 ms = 0.62 s of stalls, TPOT about (1.9 + 0.62) / 255 = 9.8 ms
+    > 9 ms. Batch 16: 255 x 5.6 ms = 1.4 s, 8.6 arrivals, 0.48 s of stalls, about 7.5 ms < 9 ms, and
+    Little's law puts about 6 x 1.9 s = 11 sequences in flight, under its 16: it keeps up. So the
+    served ranking swaps them: batch 16 first (+1), batch 32 misses the p99 TPOT.
+    """
+    rows = rows_of("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "1", "--isl", "4096", "--osl", "256",
+                   "--ttft-ms", "3000", "--tpot-ms", "9", "--preset", "lecture", "--weights", "fp8", "--kv-dtype", "fp8",
+                   "--batch", "16", "--batch", "32", "--batch", "64", "--verify", "3", "--rate", "6",
+                   "--requests", "600", "--jobs", "1")
+    assert [(r["batch"], r["analytic_rank"], r["rank_change"]) for r in rows] == [(16, 2, "+1"), (32, 1, "-1")]
+    b16, b32 = rows
+    assert b32["tpot_s"] == pytest.approx(0.0073, abs=5e-5) and b32["tpot_s"] <= 0.009  # meets statically
+    assert b16["ttft_s"] / 16 == pytest.approx(0.0555, abs=5e-4)  # one 4096-token prefill
+    assert b16["meets_served_slo"] and not b32["meets_served_slo"]
+    assert 0.009 < b32["served_tpot_s"] < 0.012 and b16["served_tpot_s"] < 0.009
+    assert b16["served_finished"] == 600
