@@ -155,3 +155,18 @@ def test_static_and_served_rankings_disagree_under_load():
     assert b16["meets_served_slo"] and not b32["meets_served_slo"]
     assert 0.009 < b32["served_tpot_s"] < 0.012 and b16["served_tpot_s"] < 0.009
     assert b16["served_finished"] == 600
+
+
+def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
+    """Ctrl-C after the first candidate: the table holds that one row and the caption says so."""
+    import llm_cost.planner.verify as verify_module
+
+    real = verify_module.verify
+
+    def first_then_stop(tasks, **kw):
+        done = real(tasks[:1], jobs=1)
+        raise Interrupted({0: done[0]})
+
+    monkeypatch.setattr(verify_module, "verify", first_then_stop)
+    rows = rows_of(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1")
+    assert [(r["served_rank"], r["analytic_rank"]) for r in rows] == [(1, 1)]
