@@ -170,3 +170,7 @@ def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
     monkeypatch.setattr(verify_module, "verify", first_then_stop)
     rows = rows_of(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1")
     assert [(r["served_rank"], r["analytic_rank"]) for r in rows] == [(1, 1)]
+
+
+def test_cli_verify_refuses_disaggregate_in_one_line():
+    assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--verify", "2", "--rate", "5")

@@ -127,6 +127,9 @@ def plan_cmd(
     from llm_cost.planner import plan
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
+    if disaggregate and (verify is not None or emit_engine is not None):
+        raise InvalidValueError("--verify and --emit take the colocated frontier: the serving engine does not serve "
+                                "a prefill/decode split yet; drop --disaggregate", params=("disaggregate",))
     if disaggregate:
         from llm_cost.planner import best_split
         from llm_cost.report.plan_rows import disaggregated_rows
