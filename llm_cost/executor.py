@@ -82,7 +82,7 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
     if not str(address).strip():
         raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port) or auto", params=("ray",))
     if not ray_module.is_initialized():
-        ray_module.init(address=address, include_dashboard=False, log_to_driver=False)
+        ray_module.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     remote = ray_module.remote(fn)
     refs = [remote.remote(t) for t in tasks]
     index = {r: i for i, r in enumerate(refs)}
