@@ -174,3 +174,12 @@ def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
 
 def test_cli_verify_refuses_disaggregate_in_one_line():
     assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--verify", "2", "--rate", "5")
+
+
+def test_validate_jobs_give_the_same_predictions():
+    """`validate --jobs 2` predicts the rows in two processes: the same rows as --jobs 1, in file order."""
+    from pathlib import Path
+
+    hand = Path(__file__).parent / "data" / "calibrate" / "kinds.csv"
+    one = rows_of("validate", hand, "--profile", "article", "--jobs", "1")
+    assert rows_of("validate", hand, "--profile", "article", "--jobs", "2") == one and len(one) > 1
