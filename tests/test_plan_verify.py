@@ -183,3 +183,15 @@ def test_validate_jobs_give_the_same_predictions():
     hand = Path(__file__).parent / "data" / "calibrate" / "kinds.csv"
     one = rows_of("validate", hand, "--profile", "article", "--jobs", "1")
     assert rows_of("validate", hand, "--profile", "article", "--jobs", "2") == one and len(one) > 1
+
+
+def test_cli_verify_replays_a_trace(tmp_path):
+    """A CSV trace of 40 requests (1024 prompt, 128 output tokens, 0.1 s apart: 10 req/s) replayed at
+    --rate 20: every candidate serves all 40; without --rate the trace's own rate (40 / 3.9 s)."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                     "".join(f"{0.1 * i:.1f},1024,128\n" for i in range(40)))
+    rows = rows_of(*PLAN, "--verify", "2", "--trace", trace, "--rate", "20", "--jobs", "1")
+    assert [r["served_requests"] for r in rows] == [40, 40]
+    assert all(r["served_finished"] == 40 for r in rows)
+    assert len(rows_of(*PLAN, "--verify", "1", "--trace", trace, "--jobs", "1")) == 1

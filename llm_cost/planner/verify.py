@@ -52,6 +52,9 @@ class WorkloadRecipe:
             check_number("rate", self.rate_req_per_s, low=0, low_open=True)
         if self.concurrency is not None:
             check_number("concurrency", self.concurrency, low=1, high=10**7, integer=True)
+        if self.trace is not None and self.concurrency is not None:
+            raise InvalidValueError("a trace has its own arrivals: give --trace with --rate (to replay it at that "
+                                    "mean rate) or alone, not with --concurrency", params=("trace", "concurrency"))
         if self.trace is None and (self.rate_req_per_s is None) == (self.concurrency is None):
             raise InvalidValueError("the served workload needs --rate R (req/s over the whole deployment) or "
                                     "--concurrency N (clients), one of them", params=("rate", "concurrency"))
