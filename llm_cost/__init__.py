@@ -65,6 +65,8 @@ _EXPORTS = {
     # deployments and the time model (`step_time` on one GPU or, with `deployment=`, on tp x pp of them)
     **names_from("llm_cost.specs.deployment", "Deployment"),
     **names_from("llm_cost.public", "step_time"),
+    # serving a grid of configurations through the executor (local processes or Ray)
+    **names_from("llm_cost.planner.sweep", "sweep"),
     **names_from("llm_cost.roofline", "StepTime", "PassCost", "ridge_point", "critical_rows",
                  "critical_batch", "expected_experts_touched"),
     # speculative decoding

@@ -70,6 +70,8 @@ def validate_cmd(
     force: Force = False,
     skip_bad: SkipBad = False,
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Predict the rows in N local processes (the same predictions as 1).")] = 1,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="Predict the rows as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -102,7 +104,14 @@ def validate_cmd(
 
         check_number("row_budget_s", row_budget_s, low=0, high=86_400)
         budget = row_budget_s / SECONDS_PER_SERVED_STEP
-    preds = [predict(p, prof, engine, steps_budget=budget) for p in pts]
+    from functools import partial
+
+    from llm_cost.commands.progress import SweepProgress
+    from llm_cost.executor import run_tasks
+
+    with SweepProgress("predicting rows") as progress:  # each row is deterministic: any executor, the same list
+        preds = run_tasks(partial(predict, profile=prof, engine=engine, steps_budget=budget), pts, jobs=jobs, ray=ray,
+                          on_done=progress)
     if plot:
         from llm_cost.calibrate.figure import validation_figure
 

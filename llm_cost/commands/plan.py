@@ -9,7 +9,8 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, Preset, SpecAlpha, UsableMemory
+from llm_cost.commands.options import (BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset, PromptLen, Rates,
+                                       Requests, Seed, SpecAlpha, UsableMemory)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import PRESETS
@@ -85,6 +86,21 @@ def plan_cmd(
     fixed_ms: FixedMs = None,
     engine: EngineOpt = None,
     usable_memory: UsableMemory = None,
+    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO.")] = None,
+    rate: Rates = None,
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="--verify: a closed loop of N clients over the whole deployment.")] = None,
+    prompt_len: PromptLen = None,
+    output_len: OutputLen = None,
+    arrivals: Annotated[str, typer.Option("--arrivals", help="--verify: poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
+    trace: Annotated[Optional[str], typer.Option("--trace", help="--verify: CSV trace arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
+    requests: Requests = 2000,
+    seed: Seed = 0,
+    slo_stat: Annotated[str, typer.Option("--slo-stat", help="--verify: percentile of TTFT and TPOT that must meet the target: p50, p90 or p99.")] = "p99",
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="--verify: local processes (default all cores; results identical to --jobs 1).")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="--verify: run the simulations as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
+    emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
+    emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
+    served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default the --model as given).")] = None,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -111,6 +127,9 @@ def plan_cmd(
     from llm_cost.planner import plan
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
+    if disaggregate and (verify is not None or emit_engine is not None):
+        raise InvalidValueError("--verify and --emit take the colocated frontier: the serving engine does not serve "
+                                "a prefill/decode split yet; drop --disaggregate", params=("disaggregate",))
     if disaggregate:
         from llm_cost.planner import best_split
         from llm_cost.report.plan_rows import disaggregated_rows
@@ -128,17 +147,41 @@ def plan_cmd(
         return
     from llm_cost.report.plan_rows import plan_rows
 
+    if emit_k8s and emit_engine is None:
+        raise InvalidValueError("--emit-k8s needs --emit vllm|sglang|trtllm: the engine the manifest runs",
+                                params=("emit",))
+    if emit_engine is not None:
+        from llm_cost.errors import check_choice
+        from llm_cost.planner.emit import ENGINES
+
+        emit_engine = check_choice("emit", str(emit_engine).lower(), ENGINES)
     rows = plan_rows(result, refs)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
-    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption_of(result))
+    caption = caption_of(result)
+    if verify is not None:
+        from llm_cost.commands.plan_verify import verified
+
+        rows, columns, caption = verified(result, rows, columns, caption, n=verify, target=target, o=locals())
+    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
         from llm_cost.report.render import print_notes
 
         print_notes([f"The best row as one command: llm-cost request {rows[0]['request_args']}"])
+    if emit_engine is not None:
+        if not rows:
+            raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
+        from llm_cost.planner.emit import k8s_deployment, launch_command
+
+        name = served_model or model
+        text = (k8s_deployment(rows[0], emit_engine, name, grid.isl) if emit_k8s
+                else launch_command(rows[0], emit_engine, name, grid.isl) + "\n")
+        import sys
+
+        sys.stdout.write(text)
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,

@@ -1,0 +1,49 @@
+"""`lc.sweep`: serve a grid of configurations (batch x tp x weights x KV dtype) under one workload,
+through the executor (`executor.run_tasks`: this process, local processes or Ray)."""
+
+from __future__ import annotations
+
+import itertools
+
+
+def sweep(model, gpu, profile, *, rate_req_per_s=None, concurrency=None, requests: int = 2000, prompt="uniform:32:512",
+          output="uniform:1:128", seed: int = 0, batch=(32,), tp=(1,), weights=("bf16",), kv_dtype=("bf16",),
+          ttft_s=None, tpot_s=None, slo_stat: str = "p99", jobs: int | None = 1, ray: str | None = None) -> list[dict]:
+    """Serve every (batch, tp, weights, kv_dtype) of the grid on one replica of `model` on `gpu`
+    (`planner.verify.serve_task`: paged K/V, the batch as max sequences) under the workload: a rate
+    in req/s or a closed loop of `concurrency` clients, `requests` requests with the length specs
+    `prompt` and `output`; one dict per point in grid order with its configuration and the served
+    figures (goodput per GPU: requests/s within `ttft_s` and `tpot_s`, over tp GPUs). Each point's
+    seed comes from the point itself, so `jobs=` and `ray=` give the same list bit for bit.
+
+    Examples
+    --------
+    Llama-3-8B on one H100 at 8 req/s (1,024 prompt and 128 output tokens, lecture preset): a batch of 4
+    cannot keep up (its TTFT p99 grows with the queue), a batch of 32 can.
+
+    >>> import llm_cost as lc
+    >>> rows = lc.sweep("llama-3-8b", "h100-sxm", "lecture", rate_req_per_s=8, requests=400, prompt="1024",
+    ...                 output="128", batch=[4, 32], ttft_s=0.5, tpot_s=0.02)
+    >>> [(r["batch"], r["meets_served_slo"]) for r in rows]
+    [(4, False), (32, True)]
+    """
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.planner.verify import Candidate, ServeTask, WorkloadRecipe, verify
+    from llm_cost.specs import PRESETS
+    from llm_cost.specs.deployment import Deployment
+    from llm_cost.specs.weights import as_weights
+
+    spec = load_model(model) if isinstance(model, str) else model
+    acc = load_accelerator(gpu) if isinstance(gpu, str) else gpu
+    prof = PRESETS[profile] if isinstance(profile, str) else profile
+    recipe = WorkloadRecipe(requests=requests, rate_req_per_s=rate_req_per_s, concurrency=concurrency, prompt=prompt,
+                            output=output, seed=seed)
+    points = list(itertools.product(batch, tp, weights, kv_dtype))
+    tasks = []
+    for b, t, w, kv in points:
+        key = f"{spec.name} {acc.name} batch {b} tp {t} {w} kv {kv}"
+        cand = Candidate(key, spec, acc, prof, Deployment(tp=int(t), kv_dtype=kv), as_weights(w), int(b))
+        tasks.append(ServeTask(cand, recipe, ttft_s, tpot_s, slo_stat))
+    served = verify(tasks, jobs=jobs, ray=ray)
+    return [{"batch": int(b), "tp": int(t), "weights": str(w), "kv_dtype": str(kv), **s}
+            for (b, t, w, kv), s in zip(points, served)]

@@ -1,0 +1,165 @@
+r"""Plans verified by simulation: the analytic frontier's best rows served by the engine.
+
+Each candidate (one frontier row: accelerator, tp x pp x ep, weights, KV dtype, batch, speculation)
+becomes one replica (`Replica.from_specs` on its deployment) serving its share of the workload:
+an open-loop rate R is split evenly over the candidate's replicas (R / replicas each), a closed loop
+of N clients likewise (ceil(N / replicas) each). The engine runs paged K/V (vLLM's policy) with the
+candidate's batch as its max sequences, pipeline stages in flight (`orca`) when pp > 1, and the
+candidate's speculation inside the batch (its gamma, alpha and draft cost ratio c).
+
+Goodput per GPU (the ranking): requests per second that finished within both targets on one
+replica, over the replica's GPUs:
+
+.. math:: G_{gpu} = \frac{|\{i : \mathrm{TTFT}_i \le T_{ttft},\ \mathrm{TPOT}_i \le T_{tpot}\}|}
+                         {\mathrm{span}} \cdot \frac{1}{tp \cdot pp}
+
+A candidate meets the SLO when the stated percentile (p50, p90, p99) of TTFT and of TPOT is within
+the target and every request finished; candidates that meet it rank first, each part by G_gpu.
+
+Determinism: every candidate's task carries its own seed (the workload seed for the requests, common
+to all candidates; the acceptance seed from a CRC-32 of the candidate's description), so a result
+depends on the candidate alone, never on the order or the process that ran it.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+from llm_cost.errors import InvalidValueError, check_choice, check_number
+
+SLO_STATS = ("p50", "p90", "p99")
+
+
+@dataclass(frozen=True)
+class WorkloadRecipe:
+    """The user's workload, built per candidate: requests per replica, total rate (req/s) or total
+    clients, length specs (`workload_spec.parse_length`), arrivals; or a trace workload."""
+
+    requests: int = 2000
+    rate_req_per_s: float | None = None
+    concurrency: int | None = None
+    prompt: str = "uniform:32:512"
+    output: str = "uniform:1:128"
+    arrivals: str = "poisson"
+    seed: int = 0
+    trace: object = None  # a Workload read from a CSV trace, replayed at rate_req_per_s (default its own)
+
+    def __post_init__(self) -> None:
+        check_number("requests", self.requests, low=1, high=10**8, integer=True)
+        if self.rate_req_per_s is not None:
+            check_number("rate", self.rate_req_per_s, low=0, low_open=True)
+        if self.concurrency is not None:
+            check_number("concurrency", self.concurrency, low=1, high=10**7, integer=True)
+        if self.trace is not None and self.concurrency is not None:
+            raise InvalidValueError("a trace has its own arrivals: give --trace with --rate (to replay it at that "
+                                    "mean rate) or alone, not with --concurrency", params=("trace", "concurrency"))
+        if self.trace is None and (self.rate_req_per_s is None) == (self.concurrency is None):
+            raise InvalidValueError("the served workload needs --rate R (req/s over the whole deployment) or "
+                                    "--concurrency N (clients), one of them", params=("rate", "concurrency"))
+
+    def for_replicas(self, replicas: int):
+        """The `Workload` one of `replicas` replicas serves (its even share of the rate or clients)."""
+        if self.trace is not None:
+            rate = self.rate_req_per_s or self.trace.rate_req_per_s
+            return self.trace.at_rate(rate / replicas)
+        from llm_cost.serving.workload_spec import synthetic_workload
+
+        rate = self.rate_req_per_s / replicas if self.rate_req_per_s is not None else 1.0
+        clients = None if self.concurrency is None else math.ceil(self.concurrency / replicas)
+        return synthetic_workload(self.requests, rate, seed=self.seed, prompt=self.prompt, output=self.output,
+                                  arrivals=self.arrivals, concurrency=clients)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One frontier row to serve: everything a worker process needs (picklable)."""
+
+    key: str  # the row's request_args: its identity and the source of its seed
+    model: object
+    gpu: object
+    profile: object
+    deployment: object
+    weights: object
+    batch: int
+    gamma: int = 0
+    alpha: float = 0.0
+    c: float = 0.0
+
+    @property
+    def seed(self) -> int:
+        """The candidate's own acceptance seed: CRC-32 of its key (independent of order)."""
+        return zlib.crc32(self.key.encode())
+
+
+@dataclass(frozen=True)
+class ServeTask:
+    """A candidate, the workload, the targets (s) and the percentile: one unit of the executor."""
+
+    candidate: Candidate
+    workload: WorkloadRecipe
+    ttft_s: float | None
+    tpot_s: float | None
+    slo_stat: str = "p99"
+
+
+def candidates_of(result, rows: list[dict], n: int) -> list[Candidate]:
+    """The first `n` rows of a `Plan`'s frontier (`plan_rows` order) as candidates."""
+    grid = result.grid
+    out = []
+    for i, row in zip(result.frontier[:n], rows[:n]):
+        grp, v = grid.space.groups[grid.group[int(i)]], grid.variants[grid.variant[int(i)]]
+        c = float(grid.c[int(i)])
+        out.append(Candidate(row["request_args"], grid.space.model, grp.gpu, grid.profile, grp.deployment,
+                             grp.weights, int(grid.batch[int(i)]), gamma=int(v.gamma or 0) if v.kind != "none" else 0,
+                             alpha=float(v.alpha or 0.0), c=0.0 if math.isnan(c) else c))
+    return out
+
+
+def serve_task(task: ServeTask) -> dict:
+    """Serve one candidate (module doc); its served figures as a flat SI dict."""
+    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.replica import Replica
+    from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
+
+    cand = task.candidate
+    dep = cand.deployment
+    replica = Replica.from_specs(cand.model, cand.gpu, cand.profile, weights=cand.weights, deployment=dep,
+                                 windowed=True)
+    spec = SpecConfig(gamma=cand.gamma, alpha=cand.alpha, c=cand.c, seed=cand.seed) if cand.gamma else None
+    config = ServeConfig(max_batch=cand.batch, reservation="paged", spec=spec,
+                         pipeline="orca" if dep.pp > 1 else "serial", host_bytes_per_s=host_link_bytes_per_s(cand.gpu))
+    wl = task.workload.for_replicas(dep.replicas)
+    try:
+        r = run_serving(wl, replica, config)
+    except InvalidValueError as err:  # a request longer than the replica holds: it cannot serve this load
+        return {"served": False, "serve_note": str(err), "goodput_req_per_s_per_gpu": 0.0, "meets_served_slo": False}
+    stat = task.slo_stat
+    ttft, tpot = r.percentile_s("ttft", stat), r.percentile_s("tpot", stat)
+    finished = r.finished == len(wl)
+    meets = finished and all(t is None or (not math.isnan(v) and v <= t)
+                             for v, t in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
+    good = r.goodput_req_per_s(ttft_s=task.ttft_s, tpot_s=task.tpot_s)
+    return {"served": True, "serve_note": "", f"served_ttft_{stat}_s": ttft, f"served_tpot_{stat}_s": tpot,
+            "served_throughput_req_per_s_per_gpu": r.throughput_req_per_s / dep.gpus_per_replica,
+            "goodput_req_per_s_per_gpu": good / dep.gpus_per_replica, "meets_served_slo": bool(meets),
+            "served_requests": len(wl), "served_finished": int(r.finished), "served_preemptions": int(r.preemptions),
+            "served_seed": cand.seed}
+
+
+def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = None, on_done=None) -> list[dict]:
+    """Serve every task through the executor (`executor.run_tasks`); results in task order."""
+    from llm_cost.executor import run_tasks
+
+    for t in tasks:
+        check_choice("slo_stat", t.slo_stat, SLO_STATS)
+    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done)
+
+
+def served_ranking(served: list[dict]) -> list[int]:
+    """Indices of `served` best first: meeting the SLO at the percentile first, then goodput per GPU
+    (higher first, to 4 significant digits: a run's span differs by a few iterations between equally
+    good rows), ties by the analytic order."""
+    return sorted(range(len(served)), key=lambda k: (not served[k]["meets_served_slo"],
+                                                     -float(f"{served[k]['goodput_req_per_s_per_gpu']:.4g}"), k))
