@@ -113,3 +113,18 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycle():
     # issue 24.5: counts/checkpoint <-> counts/weights was one, hidden by a lazy import
     assert _cycles(_import_graph()) == []
+
+
+DECLARED_ONCE = ("--c",)  # issue 24.4: shared options declared once (commands/options.py), one help text
+
+
+def test_shared_options_are_declared_once():
+    import re
+
+    commands = ROOT / "commands"
+    counts = {name: 0 for name in DECLARED_ONCE}
+    for path in commands.glob("*.py"):
+        for name in re.findall(r'typer\.Option\("(--[a-z0-9-]+)"', path.read_text()):
+            if name in counts:
+                counts[name] += 1
+    assert counts == {name: 1 for name in DECLARED_ONCE}

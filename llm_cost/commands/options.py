@@ -37,7 +37,10 @@ Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same r
 # Speculative decoding (batching, plan): the draft's acceptance and cost, declared once
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
 SpecGamma = Annotated[Optional[int], typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")]
-DraftC = Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (Leviathan's c), >= 0; without --draft the command's default (batching 0, plan 0.1).")]
+DRAFT_C_HELP = ("Draft step over target step (Leviathan's c), >= 0 (a tree: one draft level's); repeatable "
+                "where the command sweeps it; unset with --draft: the draft's own cost.")
+DraftC = Annotated[Optional[float], typer.Option("--c", help=DRAFT_C_HELP)]
+DraftCs = Annotated[Optional[List[float]], typer.Option("--c", help=DRAFT_C_HELP)]  # repeatable
 DraftModel = Annotated[Optional[str], typer.Option("--draft", help="Draft model (catalog name or config.json): its own step time on the same GPUs, its weights and K/V beside the target's; instead of --c.")]
 # The serving workload's lengths (batching)
 PromptLen = Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")]

@@ -8,7 +8,7 @@ import typer
 
 from llm_cost.commands.app import command
 from llm_cost.commands.outputs import Force
-from llm_cost.commands.options import AS_GIVEN, BwEff, DeploymentArgs, deployment_options
+from llm_cost.commands.options import DraftCs, AS_GIVEN, BwEff, DeploymentArgs, deployment_options
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
@@ -94,7 +94,7 @@ def plot_cmd(
     weights: Annotated[Optional[str], typer.Option("--weights", "-w", help="Weight format: bf16, w4a16, int8, fp8.")] = None,
     alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate in [0, 1] (repeatable).")] = None,
     gamma: Annotated[Optional[List[int]], typer.Option("--gamma", help="Draft tokens per round (repeatable for spec-vs-batch).")] = None,
-    c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable for spec-vs-batch, gamma).")] = None,
+    c: DraftCs = None,
     batch: Annotated[Optional[List[int]], typer.Option("--batch", "-b", help="roofline: operating points; spec-vs-batch: marked points; tree: one curve each.")] = None,
     batch_max: Annotated[Optional[int], typer.Option("--batch-max", help="spec-vs-batch: largest batch on the axis (extended to the largest --batch).")] = None,
     gamma_max: Annotated[Optional[int], typer.Option("--gamma-max", help="gamma: largest gamma on the axis.")] = None,

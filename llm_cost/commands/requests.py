@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
+from llm_cost.commands.options import (DraftC, AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
                                        Mfu, ModelOpt, Preset, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
@@ -48,7 +48,7 @@ def request_cmd(
     spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Speculative decoding of the output: acceptance rate in [0, 1].")] = None,
     spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Draft tokens per round with --spec-alpha or --tau.")] = 4,
     tau: Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round in [1, gamma + 1], instead of --spec-alpha.")] = None,
-    c: Annotated[Optional[float], typer.Option("--c", help="Draft step over target step (default 0.1 without --draft).")] = None,
+    c: DraftC = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
     images: Annotated[int, typer.Option("--images", help="Images in each prompt (a multimodal model): their tokens join the prefill, the vision tower's FLOPs the TTFT.")] = 0,
     image_size: Annotated[Optional[int], typer.Option("--image-size", help="Side of each image in pixels (default: the tower's own image size).")] = None,

@@ -8,7 +8,7 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, Batches, BwEff, Context, DeploymentArgs, Format, GpuOpt, ModelOpt,
+from llm_cost.commands.options import (DraftCs, AS_GIVEN, Batches, BwEff, Context, DeploymentArgs, Format, GpuOpt, ModelOpt,
                                        Preset, Weights, deployment_options)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
@@ -54,7 +54,7 @@ def spec_cmd(
     tau: Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length (tokens per round, as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")] = None,
     gamma: Gammas = [4],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
-    c: Annotated[Optional[List[float]], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable; default 0.1).")] = None,
+    c: DraftCs = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model (name or config.json): c from its own roofline time.")] = None,
     model: ModelOpt = ARTICLE_SETTING.model,
     gpu: GpuOpt = ARTICLE_SETTING.gpu,
@@ -137,7 +137,7 @@ def _alphas_per_gamma(alphas, taus, gammas):
 @command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")
 def gamma_cmd(
     alpha: Alphas = [0.5, 0.6, 0.7, 0.8, 0.9],  # noqa: B006
-    c: Annotated[List[float], typer.Option("--c", help="Draft step over target step, >= 0 (repeatable).")] = [0.01, 0.05, 0.1, 0.2],  # noqa: B006
+    c: DraftCs = [0.01, 0.05, 0.1, 0.2],  # noqa: B006
     gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma searched.")] = 64,
     fmt: Format = "table",
 ) -> None:
@@ -157,7 +157,7 @@ def gamma_cmd(
 def leviathan_cmd(
     alpha: Alphas = [0.8],  # noqa: B006
     gamma: Gammas = [4],  # noqa: B006
-    c: Annotated[List[float], typer.Option("--c", help="Draft step over target step (one, or one per pair).")] = [0.0],  # noqa: B006
+    c: DraftCs = [0.0],  # noqa: B006
     c_hat: Annotated[List[float], typer.Option("--c-hat", help="Draft arithmetic over target's (one, or one per pair).")] = [0.0],  # noqa: B006
     fmt: Format = "table",
 ) -> None:

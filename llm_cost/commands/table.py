@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
+from llm_cost.commands.options import (DraftC, AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -25,7 +25,7 @@ def table_cmd(
     gpu: GpusOpt = [DEFAULT_GPU],  # noqa: B006
     alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = DEFAULT_ALPHA,
     gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = DEFAULT_GAMMA,
-    c: Annotated[float, typer.Option("--c", help="Draft step over target step of the speculative row, >= 0.")] = DEFAULT_C,
+    c: DraftC = DEFAULT_C,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together (decode, speculative and MTP rows).")] = 1,
     mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = list(MTP_ALPHA_REPORTED),  # noqa: B006
     context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = list(DEFAULT_CONTEXTS),  # noqa: B006

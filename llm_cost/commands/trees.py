@@ -12,7 +12,7 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
+from llm_cost.commands.options import (DraftC, AS_GIVEN, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
                                        Weights, deployment_options)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
@@ -27,7 +27,7 @@ def tree_cmd(
     widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
     hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
     batch: Batches = [1],  # noqa: B006
-    c: Annotated[float, typer.Option("--c", help="One draft level's cost over a target step, >= 0.")] = LEVEL_COST,
+    c: DraftC = LEVEL_COST,
     model: ModelOpt = LECTURE_DECODE.model,
     gpu: GpuOpt = LECTURE_DECODE.gpu,
     preset: Preset = LECTURE_DECODE.preset,
