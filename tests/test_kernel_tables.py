@@ -76,3 +76,44 @@ def test_gpu_without_a_table_falls_back_to_the_profile_and_says_datasheet():
 def test_unknown_kernel_source_is_refused():
     with pytest.raises(LlmCostError, match="profile.kernels"):
         Profile(name="p", kernels="guessed")
+
+
+@pytest.mark.parametrize("name,deployment,rows,batch,context", [
+    ("llama-3-70b", {"tp": 4, "pp": 2}, 32, 32, 500),  # dense, tp all-reduces from the NCCL table
+    ("mixtral-8x7b", {"tp": 8, "ep": 8}, 64, 64, 2000),  # MoE under ep, the busiest GPU
+    ("llama-3-8b", {}, 2048, 1, 0),  # one GPU, a prefill on the ramp
+])
+def test_breakdown_composes_to_the_pass_time_under_measured_kernels(name, deployment, rows, batch, context):
+    from llm_cost.catalog import as_profile
+    from llm_cost.parallel import deployed_pass_cost
+    from llm_cost.parallel.breakdown import pass_breakdown
+    from llm_cost.specs import BF16
+    from llm_cost.specs.deployment import Deployment
+
+    model, gpu, dep = load_model(name), load_accelerator("h100-sxm"), Deployment(**deployment)
+    profile = dataclasses.replace(as_profile("measured"), kernels="measured")
+    cost = deployed_pass_cost(model, gpu, profile, BF16, dep)
+    step = cost.step(rows, batch, context, count_kv=profile.count_kv)
+    ops = pass_breakdown(cost, model, gpu, profile, BF16, dep, rows=rows, batch=batch, context=context)
+    assert sum(o.time_s for o in ops) == pytest.approx(step.total_s, rel=1e-12)
+    table = measured_gemm(gpu.name, "bf16").source
+    assert {o.source for o in ops if o.bound in ("memory", "compute")} == {table}
+    reduces = [o for o in ops if o.operator.startswith("all-reduce")]
+    assert all(o.source == table for o in reduces) and bool(reduces) == (dep.tp > 1)
+    if dep.tp > 1:  # the measured latency (~10 us at tp 4) is far above the datasheet's per-hop 0.47 us
+        base = deployed_pass_cost(model, gpu, as_profile("measured"), BF16, dep)
+        assert cost.comm_fixed_s > base.comm_fixed_s
+
+
+def test_breakdown_on_a_gpu_without_tables_says_datasheet_or_fitted():
+    from llm_cost.catalog import as_profile
+    from llm_cost.parallel import deployed_pass_cost
+    from llm_cost.parallel.breakdown import pass_breakdown
+    from llm_cost.specs import BF16
+    from llm_cost.specs.deployment import Deployment
+
+    model, gpu, dep = load_model("llama-3-70b"), load_accelerator("mi300x"), Deployment(tp=2)
+    profile = dataclasses.replace(as_profile("measured"), kernels="measured")
+    cost = deployed_pass_cost(model, gpu, profile, BF16, dep)
+    ops = pass_breakdown(cost, model, gpu, profile, BF16, dep, rows=8, batch=8, context=100)
+    assert {o.source for o in ops} <= {"fitted", "datasheet"}
