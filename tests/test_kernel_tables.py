@@ -117,3 +117,11 @@ def test_breakdown_on_a_gpu_without_tables_says_datasheet_or_fitted():
     cost = deployed_pass_cost(model, gpu, profile, BF16, dep)
     ops = pass_breakdown(cost, model, gpu, profile, BF16, dep, rows=8, batch=8, context=100)
     assert {o.source for o in ops} <= {"fitted", "datasheet"}
+
+
+def test_the_shipped_measured_kernels_profile_file_reads_with_the_option():
+    from llm_cost.calibrate.profile_file import read_profile
+    from llm_cost.specs.profiles import PRESETS
+
+    profile = read_profile(Path(__file__).parents[1] / "analysis" / "measured_kernels.json")
+    assert profile == dataclasses.replace(PRESETS["measured"], name="measured-kernels", kernels="measured")

@@ -68,6 +68,14 @@ class Profile:
     engine_costs : tuple, optional
         Fixed costs fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s,
         ttft_overhead_s), ...), each >= 0 (`for_engine`; default (): none).
+    kernels : str, optional
+        "datasheet" (default: this profile's efficiencies everywhere) or "measured": on a GPU with a
+        measured kernel table (hardware/kernels/, fitted to NVIDIA aiconfigurator 0.12.0's tables by
+        analysis/fit_kernel_tables.py) the GEMM roofline's bw_efficiency, compute_efficiency,
+        small_gemm_factor and gemm_half_rows are the table's for the GEMM format (FP8's replaces
+        fp8_compute_factor) and tp all-reduces take its NCCL latency and bus bandwidth
+        (`llm_cost.roofline.kernels`); a GPU without a table keeps this profile's figures, and
+        `PassCost.kernel_source` and the breakdown's source column say which.
 
     Raises
     ------
