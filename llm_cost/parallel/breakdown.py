@@ -33,6 +33,7 @@ from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.parallel.comm import all_reduce_s, all_to_all_s
 from llm_cost.parallel.shard import ACTIVATION_BYTES, replicated_bytes
 from llm_cost.roofline import PassCost
+from llm_cost.roofline.kernels import measured_all_reduce
 from llm_cost.roofline.expert_load import busiest_gpu_pairs_factor
 from llm_cost.roofline.pass_terms import shared_bytes_read
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
@@ -52,7 +53,7 @@ class OperatorTime:
     compute_s: float
     time_s: float  # what it adds to the pass's total (module doc)
     bound: str  # memory, compute, communication or fixed
-    source: str  # datasheet, fitted (measured tables: not yet)
+    source: str  # datasheet, fitted, or the measured table's source (`roofline.kernels`)
 
 
 def _param_parts(model: ModelSpec) -> tuple[dict, dict]:
@@ -77,7 +78,9 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     Numbers only."""
     tp, pp = deployment.tp, deployment.pp
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
-    source = "datasheet" if profile.name in DOCUMENT_PRESETS else "fitted"
+    source = fixed_source = "datasheet" if profile.name in DOCUMENT_PRESETS else "fitted"
+    if cost.kernel_source != "datasheet":  # Profile.kernels "measured" on a GPU with a table
+        source = cost.kernel_source
     wb = weight_bytes(model, weights)
     shared_params, gemm_params = _param_parts(model)
     always_params = sum(shared_params.values())
@@ -114,7 +117,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     out += _collectives(model, gpu, deployment, cost, step, rows)
     if cost.fixed_s:
         out.append(OperatorTime("fixed (launches, scheduling)", 0.0, 0.0, 0.0, 0.0, cost.fixed_s, "fixed",
-                                "stated" if source == "datasheet" else source))
+                                "stated" if fixed_source == "datasheet" else fixed_source))
     return out
 
 
@@ -127,8 +130,11 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
     k = model.moe.experts_per_token if model.moe else 0
     after_mlp = model.num_layers - (moe_layers if ep > 1 else 0)
-    parts = [("all-reduce after attention", model.num_layers, rows * row, all_reduce_s(rows * row, tp, gpu)),
-             ("all-reduce after MLP", after_mlp, rows * row, all_reduce_s(rows * row, tp, gpu))]
+    measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, tp) is not None \
+        and gpu.domains(tp) == 1
+    reduce_s = all_reduce_s(rows * row, tp, gpu, measured=measured)
+    parts = [("all-reduce after attention", model.num_layers, rows * row, reduce_s),
+             ("all-reduce after MLP", after_mlp, rows * row, reduce_s)]
     if ep > 1:
         a2a = rows / tp * k * row
         parts += [("all-to-all dispatch", moe_layers, a2a, all_to_all_s(a2a, ep, gpu)),
@@ -139,7 +145,8 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
     if cost.overlap_comm and collectives:
         body = max(step.memory_s, step.compute_s) * cost.stages
         scale = max(collectives - body, 0.0) / collectives
-    out = [OperatorTime(name, nbytes, 0.0, 0.0, 0.0, seconds * scale, "communication", "datasheet")
+    out = [OperatorTime(name, nbytes, 0.0, 0.0, 0.0, seconds * scale, "communication",
+                        cost.kernel_source if measured and name.startswith("all-reduce") else "datasheet")
            for name, nbytes, seconds in parts]
     handoff = float(step.handoff_s)
     if handoff:

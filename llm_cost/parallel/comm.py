@@ -24,15 +24,21 @@ A datasheet without a network keeps one tier (an optimistic bound past the domai
 
 from __future__ import annotations
 
+from llm_cost.roofline.kernels import measured_all_reduce
 from llm_cost.specs import Accelerator
 
 
-def all_reduce_s(nbytes, n: int, gpu: Accelerator):
+def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """Ring all-reduce of `nbytes` over `n` GPUs: 2 (n - 1) alpha + 2 (n - 1) / n x nbytes / beta
-    (across d domains: the module doc's two-tier ring)."""
+    (across d domains: the module doc's two-tier ring). `measured` and a measured NCCL table for this
+    GPU and n inside one domain (`roofline.kernels.measured_all_reduce`): latency + 2 (n - 1) / n x
+    nbytes / achieved bus bandwidth."""
     if n == 1:
         return 0.0 * nbytes
     d = gpu.domains(n)
+    fit = measured_all_reduce(gpu.name, n) if measured and d == 1 else None
+    if fit is not None:
+        return fit[0] + 2 * (n - 1) / n * nbytes / fit[1]
     if d == 1:
         return 2 * (n - 1) * gpu.interconnect_latency_s + 2 * (n - 1) / n * nbytes / gpu.interconnect_bytes_per_s
     return (2 * (n - d) * gpu.interconnect_latency_s + 2 * (d - 1) * gpu.scale_out_latency_s

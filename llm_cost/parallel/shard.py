@@ -129,10 +129,12 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_bytes_per_token: float, depl
     return kv_bytes_per_token * kv_share(model, deployment.tp) * stage_share(model, deployment.pp)
 
 
-def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tuple[float, float, float, float]:
+def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
+               measured: bool = False) -> tuple[float, float, float, float]:
     """(fixed seconds, seconds per row) of one pass's collectives, all stages, then the same of its
     pp - 1 stage hand-offs: an all-reduce per layer after attention and per dense layer after the MLP
-    over tp; per MoE layer the MLP's all-reduce (ep 1) or a dispatch and a combine all-to-all over ep."""
+    over tp; per MoE layer the MLP's all-reduce (ep 1) or a dispatch and a combine all-to-all over ep
+    (`measured`: all-reduces from the measured NCCL table where one exists, `comm.all_reduce_s`)."""
     tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
     row = model.hidden_size * ACTIVATION_BYTES  # one row's activations
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
@@ -140,7 +142,7 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> tu
     all_reduces = 2 * model.num_layers - (moe_layers if ep > 1 else 0)
 
     def collectives(rows):
-        s = all_reduces * all_reduce_s(rows * row, tp, gpu)
+        s = all_reduces * all_reduce_s(rows * row, tp, gpu, measured=measured)
         if ep > 1:
             s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu)
         return s
@@ -173,7 +175,8 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
     if deployment.is_single:
         return cost
     tp, pp, group = deployment.tp, deployment.pp, deployment.expert_group
-    comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment)
+    comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment,
+                                                                  measured=cost.kernel_source != "datasheet")
     return dataclasses.replace(
         cost,
         weight_bytes=(cost.weight_bytes / tp + replicated_bytes(model, weights, tp)) / pp,

@@ -40,6 +40,7 @@ from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token,
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.roofline.kernels import DATASHEET, measured_gemm
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
@@ -91,6 +92,9 @@ class PassCost:
     # expert is sharded over tp). The step waits for the busiest of them (`expert_load`): its experts
     # read and its (token, expert) pairs, not the average GPU's.
     expert_parallel: int = 1
+    # Where the efficiencies come from: "datasheet" (the profile's figures) or the measured kernel
+    # table's source (`kernels`, under Profile.kernels "measured" for a GPU that has one).
+    kernel_source: str = "datasheet"
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
@@ -119,12 +123,17 @@ class PassCost:
         wb = weight_bytes(model, weights)
         moe = model.moe
         windows = layer_windows(model) if kv else ()
-        bytes_per_s = gpu.bandwidth_bytes_per_s * profile.bw_efficiency
+        precision = gemm_precision(model, weights)
+        curve = measured_gemm(gpu.name, precision) if profile.kernels == "measured" else None
+        bw_eff, f_eff, ramp_r, ramp_h = ((curve.bw_efficiency, curve.compute_efficiency, curve.small_gemm_factor,
+                                          curve.gemm_half_rows) if curve else
+                                         (profile.bw_efficiency, profile.compute_efficiency,
+                                          profile.small_gemm_factor, profile.gemm_half_rows))
+        bytes_per_s = gpu.bandwidth_bytes_per_s * bw_eff
         if profile.weight_only_bw_factor != 1.0 and weight_only(weights):
             bytes_per_s *= profile.weight_only_bw_factor  # dequantizing GEMM kernels reach less
-        precision = gemm_precision(model, weights)
-        flops_per_s = gpu.peak_flops_per_s(precision) * profile.compute_efficiency
-        if profile.fp8_compute_factor != 1.0 and precision == "fp8":
+        flops_per_s = gpu.peak_flops_per_s(precision) * f_eff
+        if profile.fp8_compute_factor != 1.0 and precision == "fp8" and curve is None:
             flops_per_s *= profile.fp8_compute_factor  # FP8 GEMMs reach less of their (doubled) peak
         fixed_s = profile.fixed_time_s
         if profile.fixed_time_per_layer_s:
@@ -141,7 +150,8 @@ class PassCost:
             num_experts=moe.num_experts if moe else 0,
             experts_per_token=moe.experts_per_token if moe else 0,
             kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
-            small_gemm_factor=profile.small_gemm_factor, gemm_half_rows=profile.gemm_half_rows,
+            small_gemm_factor=ramp_r, gemm_half_rows=ramp_h,
+            kernel_source=curve.source if curve else DATASHEET,
             expert_flops_share=_expert_share(model) if moe else 0.0,
             state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0)
 

@@ -13,6 +13,7 @@ from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 # What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
 MEMORY_BASES = ("usable", "marketed")
+KERNEL_SOURCES = ("datasheet", "measured")
 # The knobs a profile fits per serving engine (`Profile.engine_costs`), in this order
 ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s")
 MIN_EFFICIENCY = 1e-4  # 0.01% of a peak: below it a time is not a model of any machine
@@ -67,6 +68,14 @@ class Profile:
     engine_costs : tuple, optional
         Fixed costs fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s,
         ttft_overhead_s), ...), each >= 0 (`for_engine`; default (): none).
+    kernels : str, optional
+        "datasheet" (default: this profile's efficiencies everywhere) or "measured": on a GPU with a
+        measured kernel table (hardware/kernels/, fitted to NVIDIA aiconfigurator 0.12.0's tables by
+        analysis/fit_kernel_tables.py) the GEMM roofline's bw_efficiency, compute_efficiency,
+        small_gemm_factor and gemm_half_rows are the table's for the GEMM format (FP8's replaces
+        fp8_compute_factor) and tp all-reduces take its NCCL latency and bus bandwidth
+        (`llm_cost.roofline.kernels`); a GPU without a table keeps this profile's figures, and
+        `PassCost.kernel_source` and the breakdown's source column say which.
 
     Raises
     ------
@@ -106,6 +115,9 @@ class Profile:
     # Fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s), ...)
     # (`for_engine`); () for the documents' presets
     engine_costs: tuple = ()
+    # "measured": GEMM efficiencies from measured kernel tables where the GPU has one
+    # (`llm_cost.roofline.kernels`); "datasheet": this profile's own figures everywhere
+    kernels: str = "datasheet"
 
     def __post_init__(self) -> None:
         # efficiencies from MIN_EFFICIENCY (a subnormal one makes every time infinite) to 1; fixed
@@ -116,7 +128,8 @@ class Profile:
         check_number("profile.fixed_time_s", self.fixed_time_s, low=0, high=MAX_FIXED_S)
         check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0, high=MAX_FIXED_S)
         check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0, high=1e12)
-        object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))  # as spelled in the list
+        object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))
+        object.__setattr__(self, "kernels", check_choice("profile.kernels", self.kernels, KERNEL_SOURCES))  # as spelled in the list
         check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0, high=MAX_FIXED_S)
         for entry in self.engine_costs:
             if len(entry) != 4 or not isinstance(entry[0], str):

@@ -1,0 +1,64 @@
+"""Measured kernel curves: the GEMM roofline fitted to NVIDIA aiconfigurator's operator tables.
+
+hardware/kernels/<gpu>.json (written by analysis/fit_kernel_tables.py from aiconfigurator_core
+0.12.0's measured tables, Apache-2.0) hold, per GEMM format, a measured GEMM's
+t = max(bytes / (BW bw_efficiency), 2 m n k / (F eta(m))), eta(m) = eta_max (r + (1 - r) m / (m + h)),
+the same shape as `PassCost`'s roofline with its GEMM ramp: under `Profile.kernels == "measured"`
+these coefficients replace the profile's bw_efficiency, compute_efficiency, small_gemm_factor and
+gemm_half_rows for a GPU that has a table, and `PassCost.kernel_source` names the table; a GPU without
+one keeps the profile's figures and its source says "datasheet".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+DATASHEET = "datasheet"
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    """One GPU's and format's fitted GEMM roofline (efficiencies are fractions of the datasheet)."""
+
+    bw_efficiency: float
+    compute_efficiency: float  # eta_max: large GEMMs' fraction of the format's peak
+    small_gemm_factor: float  # r
+    gemm_half_rows: float  # h, rows
+    median_ape: float  # the fit's median |error| on its table (a fraction)
+    p90_ape: float
+    source: str
+
+
+@lru_cache(maxsize=None)
+def _tables() -> dict:
+    """{gpu name: the json of its hardware/kernels file}, read once."""
+    from llm_cost.catalog.paths import catalog_dir
+
+    folder = catalog_dir("hardware") / "kernels"
+    tables = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        data = json.loads(path.read_text())
+        tables[data["gpu"]] = data
+    return tables
+
+
+def measured_gemm(gpu_name: str, precision: str) -> GemmCurve | None:
+    """The measured GEMM curve of `gpu_name` (an `Accelerator.name`) at `precision` ("bf16", "fp8"),
+    or None when no table covers them."""
+    table = _tables().get(gpu_name)
+    fit = table["gemm"].get(precision) if table else None
+    if fit is None:
+        return None
+    return GemmCurve(bw_efficiency=fit["bw_efficiency"], compute_efficiency=fit["eta_max"],
+                     small_gemm_factor=fit["small_gemm_factor"], gemm_half_rows=fit["gemm_half_rows"],
+                     median_ape=fit["median_ape"], p90_ape=fit["p90_ape"], source=table["source"])
+
+
+def measured_all_reduce(gpu_name: str, num_gpus: int) -> tuple[float, float] | None:
+    """(latency_s, bus_bytes_per_s) of a measured NCCL all-reduce over `num_gpus` GPUs, or None:
+    t = latency_s + 2 (n - 1) / n x bytes / bus_bytes_per_s."""
+    table = _tables().get(gpu_name)
+    fit = table.get("all_reduce", {}).get(str(num_gpus)) if table else None
+    return (fit["latency_s"], fit["bus_bytes_per_s"]) if fit else None
