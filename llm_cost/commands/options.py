@@ -18,6 +18,8 @@ Preset = Annotated[str, typer.Option("--preset", "--profile", help="Efficiency p
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
 BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]
 FixedMs = Annotated[Optional[float], typer.Option("--fixed-ms", help="Fixed time per forward pass in ms, overrides the preset.")]
+UsdPerKwh = Annotated[Optional[float], typer.Option(
+    "--usd-per-kwh", help="Electricity price in $/kWh, in [0, 1000]: adds the energy's cost (an estimate).")]
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]

@@ -1,0 +1,89 @@
+"""Energy estimate (issue 25.5): power = idle + (max - idle) x activity, joules = power x time."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.catalog import load_accelerator
+from llm_cost.errors import InvalidValueError
+from llm_cost.roofline import step_time
+from llm_cost.roofline.energy import A_COMM, A_COMPUTE, A_MEMORY, energy_usd, step_energy
+from tests.helpers import error_line, rows_of
+
+H100 = load_accelerator("h100-sxm")
+
+
+def test_h100_power_fields_from_the_datasheet():
+    # NVIDIA H100 datasheet, H100 SXM: "Max Thermal Design Power (TDP) Up to 700W"; idle 10% (stated)
+    assert H100.max_power_w == 700.0 and H100.idle_power_w == 70.0
+
+
+def test_decode_step_energy_by_hand():
+    t = step_time("llama-3-8b", H100, "article")  # memory-bound decode, one GPU
+    share = t.compute_s / t.memory_s
+    activity = A_MEMORY + (A_COMPUTE - A_MEMORY) * share
+    by_hand = 70.0 * t.total_s + (700.0 - 70.0) * activity * t.memory_s
+    e = step_energy(t, H100)
+    assert e.joules == pytest.approx(by_hand, rel=1e-12)
+    assert e.watts == pytest.approx(by_hand / t.total_s, rel=1e-12)
+    assert 70.0 < e.watts < 700.0
+
+
+def test_compute_bound_step_runs_at_max_power_over_its_busy_time():
+    t = step_time("llama-3-8b", H100, "article", rows=4096)
+    assert t.bound == "compute"
+    e = step_energy(t, H100)
+    assert e.joules == pytest.approx(70.0 * t.total_s + 630.0 * t.compute_s, rel=1e-12)
+
+
+def test_gpus_multiply_energy_and_comm_weight_applies():
+    t = step_time("llama-3-8b", H100, "article")
+    assert step_energy(t, H100, 8).joules == pytest.approx(8 * step_energy(t, H100).joules)
+    from dataclasses import replace
+
+    comm = replace(t, comm_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
+    extra = step_energy(comm, H100).joules - step_energy(t, H100).joules
+    assert extra == pytest.approx(1e-3 * (70.0 + 630.0 * A_COMM), rel=1e-9)
+
+
+@pytest.mark.parametrize("rows", [1, 16, 128, 512, 2048])
+def test_energy_at_least_idle_and_more_work_never_less(rows):
+    a = step_time("llama-3-8b", H100, "lecture", rows=rows, batch=1, context=1024)
+    b = step_time("llama-3-8b", H100, "lecture", rows=rows * 2, batch=1, context=1024)
+    ea, eb = step_energy(a, H100), step_energy(b, H100)
+    assert ea.joules >= H100.idle_power_w * a.total_s
+    assert ea.joules <= H100.max_power_w * a.total_s
+    assert eb.joules >= ea.joules
+
+
+def test_no_power_on_the_datasheet_is_refused_not_zero():
+    gpu = load_accelerator("mi300x")
+    with pytest.raises(InvalidValueError, match="max_power_w"):
+        step_energy(step_time("llama-3-8b", gpu, "article"), gpu)
+
+
+def test_energy_usd():
+    assert energy_usd(3.6e6, 0.1) == pytest.approx(0.1)
+    with pytest.raises(InvalidValueError, match="usd_per_kwh"):
+        energy_usd(1.0, -1)
+
+
+def test_roofline_cli_columns_and_usd_per_kwh():
+    (row,) = rows_of("roofline", "--usd-per-kwh", "0.1")
+    t = step_time("llama-3-8b", H100, "article")
+    e = step_energy(t, H100)
+    assert row["watts"] == pytest.approx(e.watts) and row["joules_per_token"] == pytest.approx(e.joules)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(e.joules * 1e6 / 3.6e6 * 0.1)
+    (tp,) = rows_of("roofline", "--tp", "2")
+    assert tp["watts"] > row["watts"]  # two GPUs draw more than one
+
+
+def test_roofline_table_shows_estimate_columns():
+    from tests.helpers import run
+
+    out = run("roofline", "--usd-per-kwh", "0.12")
+    assert out.exit_code == 0 and "J/token (est.)" in out.output and "W (est.)" in out.output
+
+
+def test_bad_usd_per_kwh_is_one_line():
+    assert "--usd-per-kwh" in error_line("roofline", "--usd-per-kwh", "-1")
