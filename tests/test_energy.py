@@ -87,3 +87,23 @@ def test_roofline_table_shows_estimate_columns():
 
 def test_bad_usd_per_kwh_is_one_line():
     assert "--usd-per-kwh" in error_line("roofline", "--usd-per-kwh", "-1")
+
+
+def test_request_energy_by_hand_from_its_phases():
+    from llm_cost.requests import request_cost
+
+    (row,) = rows_of("request", "--batch", "4", "--isl", "512", "--osl", "64", "--usd-per-kwh", "0.2")
+    r = request_cost("llama-3-8b", H100, "measured", batch=4, isl=512, osl=64)
+    ph = r.phases
+    assert ph.prefill_bound == "compute" and ph.decode_bound == "memory" and not ph.decode_comm_s
+    by_hand = ph.prefill_s * (70 + 630 * A_COMPUTE) + ph.decode_s * (70 + 630 * A_MEMORY)
+    assert row["joules"] == pytest.approx(by_hand, rel=1e-9)
+    assert row["joules_per_token"] == pytest.approx(by_hand / (4 * 64), rel=1e-9)
+    assert row["watts"] == pytest.approx(by_hand / r.e2e_s, rel=1e-9)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(by_hand / 256 * 1e6 / 3.6e6 * 0.2, rel=1e-9)
+
+
+def test_request_without_board_power_has_no_energy_and_bad_price_is_one_line():
+    (row,) = rows_of("request", "--gpu", "mi300x")
+    assert row["watts"] is None and row["joules_per_token"] is None
+    assert "--usd-per-kwh" in error_line("request", "--usd-per-kwh", "nan")

@@ -10,7 +10,8 @@ import typer
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
-                                       Mfu, ModelOpt, Preset, Weights)
+                                       ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, Mfu, ModelOpt, Preset, UsdPerKwh,
+                                       Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 
@@ -58,6 +59,7 @@ def request_cmd(
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
     engine: EngineOpt = None,
+    usd_per_kwh: UsdPerKwh = None,
     deploy: DeploymentArgs = AS_GIVEN,
     breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
     fmt: Format = "table",
@@ -107,11 +109,16 @@ def request_cmd(
     rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                         weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
                         usd_per_gpu_hour=usd_per_gpu_hour, images=images, image_size=image_size)
+    if usd_per_kwh is not None:
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(rows, usd_per_kwh)
     for r in rows:
         r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
     image_columns = IMAGE_COLUMNS if images else []
     columns = deployed_columns(REQUEST_COLUMNS[:3] + image_columns + REQUEST_COLUMNS[3:]
-                               + (PRICE_COLUMNS if usd_per_gpu_hour is not None else []), rows, deployment, per_gpu=False)
+                               + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
+                               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment, per_gpu=False)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""

@@ -9,7 +9,8 @@ import typer
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpusOpt,
-                                       KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, UsdPerKwh, Weights)
+                                       ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, KvOpt, Mfu, ModelsOpt, Preset, ReadEmb,
+                                       UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -23,8 +24,7 @@ ROOFLINE_COLUMNS = [
     Column("fixed_time_s", "fixed (ms)", fixed(3, 1e-3)),
     Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
     Column("bound", "bound"),
-    Column("watts", "W (est.)", fixed(0)),
-    Column("joules_per_token", "J/token (est.)", fixed(3)),
+    *ENERGY_COLUMNS,
 ]
 
 
@@ -89,12 +89,10 @@ def roofline_cmd(
         note(ignored)
     columns = deployed_columns(ROOFLINE_COLUMNS, result, deployment)
     if usd_per_kwh is not None:
-        from llm_cost.roofline.energy import energy_usd
+        from llm_cost.roofline.energy import add_energy_usd
 
-        for r in result:
-            r["usd_per_million_tokens_energy"] = (None if r["joules_per_token"] is None
-                                                  else energy_usd(r["joules_per_token"] * 1e6, usd_per_kwh))
-        columns = columns + [Column("usd_per_million_tokens_energy", "energy $/M tok (est.)", fixed(4))]
+        add_energy_usd(result, usd_per_kwh)
+        columns = columns + [ENERGY_PRICE_COLUMN]
     if len(pairs) == 1:
         spec, acc = pairs[0]
         title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"

@@ -78,3 +78,30 @@ def energy_usd(joules: float, usd_per_kwh: float) -> float:
     """Cost of `joules` at `usd_per_kwh`: J / 3.6e6 x $/kWh."""
     check_number("usd_per_kwh", usd_per_kwh, low=0, high=1e3)
     return joules / J_PER_KWH * usd_per_kwh
+
+
+BOUND_ACTIVITY = {"compute": A_COMPUTE, "memory": A_MEMORY, "communication": A_COMM}
+
+
+def phase_joules(gpu_seconds: float, comm_fraction: float, bound: str, gpu) -> float:
+    """Energy (J) of a phase that holds `gpu_seconds` GPU-seconds (seconds x GPUs), `bound` by one side.
+
+        E = gpu_seconds x (P_idle + (P_max - P_idle) x (a_bound x (1 - c) + A_COMM x c))
+
+    c = comm_fraction, the share of the phase spent in collectives; a_bound = BOUND_ACTIVITY[bound]
+    (a coarser form of `step_energy` for a phase of many steps known only by its total and bound:
+    the fixed launch time is counted as busy, so it errs high).
+    """
+    if not has_power(gpu):
+        raise InvalidValueError(f"gpu.max_power_w of {gpu.name} is not given: no energy estimate", params=("gpu",))
+    check_number("comm_fraction", comm_fraction, low=0, high=1)
+    activity = BOUND_ACTIVITY.get(bound, A_MEMORY) * (1 - comm_fraction) + A_COMM * comm_fraction
+    return gpu_seconds * (gpu.idle_power_w + (gpu.max_power_w - gpu.idle_power_w) * activity)
+
+
+def add_energy_usd(rows: list, usd_per_kwh: float) -> None:
+    """Set each row's usd_per_million_tokens_energy from its joules_per_token (None stays None)."""
+    check_number("--usd-per-kwh", usd_per_kwh, low=0, high=1e3)
+    for r in rows:
+        j = r.get("joules_per_token")
+        r["usd_per_million_tokens_energy"] = None if j is None else energy_usd(j * 1e6, usd_per_kwh)
