@@ -107,3 +107,27 @@ def test_request_without_board_power_has_no_energy_and_bad_price_is_one_line():
     (row,) = rows_of("request", "--gpu", "mi300x")
     assert row["watts"] is None and row["joules_per_token"] is None
     assert "--usd-per-kwh" in error_line("request", "--usd-per-kwh", "nan")
+
+
+def test_served_run_energy_by_hand():
+    # exercise 10's two requests (4 + 5 tokens, 1 s per iteration), paged with one-token blocks:
+    # they finish at 5 s and 8 s (the engine's doctest); 10 output tokens
+    from llm_cost.serving.energy import served_energy
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.replica import IterationCost, Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
+              ServeConfig(reservation="paged", block_size=1, watermark=0))
+    assert r.finish_s == (5.0, 8.0) and r.output_tokens == 10 and r.comm_s == 0
+    e = served_energy(r, H100)
+    seconds = max(r.span_s, r.busy_s)
+    by_hand = 70.0 * seconds + 630.0 * A_MEMORY * r.busy_s
+    assert e.joules == pytest.approx(by_hand, rel=1e-12)
+    assert e.joules_per_token == pytest.approx(by_hand / 10, rel=1e-12)
+    assert e.watts == pytest.approx(by_hand / seconds, rel=1e-12)
+    assert e.joules >= 70.0 * seconds
+    # more GPUs, and busy time counted as compute-bound, never less energy
+    assert served_energy(r, H100, 4).joules == pytest.approx(4 * e.joules)
+    assert served_energy(r, H100, critical_rows=1.0).joules >= e.joules
