@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpusOpt,
                                        ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, Mfu, ModelOpt, Preset, UsdPerKwh,
                                        Weights)
 from llm_cost.report.deployment_rows import deployed_columns
@@ -40,7 +40,7 @@ PRICE_COLUMNS = [
 @deployment_options
 def request_cmd(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpusOpt = ["h100-sxm"],  # noqa: B006
     batch: Annotated[List[int], typer.Option("--batch", "-b", help="Requests served together, a static batch (repeatable).")] = [1],  # noqa: B006
     isl: Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")] = [1024],  # noqa: B006
     osl: Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")] = [256],  # noqa: B006
@@ -77,7 +77,7 @@ def request_cmd(
     from llm_cost.report.request_rows import request_rows
     from llm_cost.requests import Speculation
 
-    spec, acc = load_model(model), load_accelerator(gpu)
+    spec, accs = load_model(model), [load_accelerator(g) for g in gpu]  # --gpu repeats: a row each
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
@@ -102,13 +102,18 @@ def request_cmd(
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
     if breakdown:
-        _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk, speculation,
-                   fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, "
-                              f"preset {prof.name}")
+        for n, acc in enumerate(accs):
+            if n:
+                print()
+            _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
+                       speculation, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
+                                               f"{weights.lower()}, preset {prof.name}")
         return
-    rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
-                        weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
-                        usd_per_gpu_hour=usd_per_gpu_hour, images=images, image_size=image_size)
+    rows = [row for acc in accs
+            for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
+                                    weights=parse.weights(weights), prefill_chunk=prefill_chunk,
+                                    speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
+                                    image_size=image_size)]
     if usd_per_kwh is not None:
         from llm_cost.roofline.energy import add_energy_usd
 
@@ -130,7 +135,10 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    emit(rows, columns, fmt, title=f"Requests: {spec.name} on {acc.name}{deployment.label}, "
+    if len(accs) > 1:
+        columns = [Column("gpu", "gpu")] + columns
+    on = f" on {accs[0].name}" if len(accs) == 1 else ""
+    emit(rows, columns, fmt, title=f"Requests: {spec.name}{on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
