@@ -114,16 +114,9 @@ def request_cmd(
                                     weights=parse.weights(weights), prefill_chunk=prefill_chunk,
                                     speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
                                     image_size=image_size)]
-    if usd_per_kwh is not None:
-        from llm_cost.roofline.energy import add_energy_usd
-
-        add_energy_usd(rows, usd_per_kwh)
     for r in rows:
         r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
-    image_columns = IMAGE_COLUMNS if images else []
-    columns = deployed_columns(REQUEST_COLUMNS[:3] + image_columns + REQUEST_COLUMNS[3:]
-                               + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
-                               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment, per_gpu=False)
+    columns = _columns(rows, deployment, images=images, usd_per_gpu_hour=usd_per_gpu_hour, usd_per_kwh=usd_per_kwh)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""
@@ -135,14 +128,26 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    if len(accs) > 1:
-        columns = [Column("gpu", "gpu")] + columns
     on = f" on {accs[0].name}" if len(accs) == 1 else ""
     emit(rows, columns, fmt, title=f"Requests: {spec.name}{on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
+
+
+def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list:
+    """The request table's columns: a gpu column when the rows span GPUs, image, energy and price
+    columns as asked; with `usd_per_kwh` the rows get their energy price (`roofline.energy`)."""
+    from llm_cost.roofline.energy import add_energy_usd
+
+    if usd_per_kwh is not None:
+        add_energy_usd(rows, usd_per_kwh)
+    columns = deployed_columns(REQUEST_COLUMNS[:3] + (IMAGE_COLUMNS if images else []) + REQUEST_COLUMNS[3:]
+                               + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
+                               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
+                               per_gpu=False)
+    return ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
 
 
 def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
