@@ -115,5 +115,6 @@ def test_command_and_option_names_any_case():
 
 
 def test_option_twice_in_two_cases_is_still_twice():
-    line = error_line("request", "--gpu", "h100", "--GPU=h200")  # roofline --gpu repeats (issue 28)
-    assert line == "Error: --gpu takes one value, got h100, h200"
+    # roofline and request --gpu repeat (issue 28); request --model does not
+    line = error_line("request", "--model", "llama-3-8b", "--MODEL=llama-3-70b")
+    assert line == "Error: --model takes one value, got llama-3-8b, llama-3-70b"

@@ -37,11 +37,13 @@ DATASHEET_RANGES = {
     "scale_up_gpus": (1, 1e5),  # GPUs one link domain joins
     "scale_out_bytes_per_s": (1e8, 1e12),  # 1 Gb/s Ethernet .. 8 Tb/s per GPU
     "scale_out_latency_s": (1e-8, 1e-2),
+    "max_power_w": (10, 1e4),  # board power: 10 W .. 10 kW
+    "idle_power_w": (1, 1e4),
 }
 SCALE_OUT = ("scale_up_gpus", "scale_out_bytes_per_s", "scale_out_latency_s")
 REQUIRED = ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s")
 OPTIONAL = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
-            "interconnect_bytes_per_s", "interconnect_latency_s", *SCALE_OUT)
+            "interconnect_bytes_per_s", "interconnect_latency_s", *SCALE_OUT, "max_power_w", "idle_power_w")
 KNOWN_KEYS = ("name", *REQUIRED, *OPTIONAL, "interconnect", "source", "sources")
 # usable / marketed: drivers report a few percent more or less than the label (81,559 MiB of an
 # "80GB" H100 is 1.07x); a factor outside this range is a unit slip.

@@ -8,6 +8,8 @@ from typing import Annotated, List, NamedTuple, Optional
 
 import typer
 
+from llm_cost.report.render import Column, fixed
+
 Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
 GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
@@ -18,6 +20,11 @@ Preset = Annotated[str, typer.Option("--preset", "--profile", help="Efficiency p
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
 BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]
 FixedMs = Annotated[Optional[float], typer.Option("--fixed-ms", help="Fixed time per forward pass in ms, overrides the preset.")]
+UsdPerKwh = Annotated[Optional[float], typer.Option(
+    "--usd-per-kwh", help="Electricity price in $/kWh, in [0, 1000]: adds the energy's cost (an estimate).")]
+# the energy estimate's columns (`roofline.energy`), on every timing command's rows
+ENERGY_COLUMNS = [Column("watts", "W (est.)", fixed(0)), Column("joules_per_token", "J/token (est.)", fixed(3))]
+ENERGY_PRICE_COLUMN = Column("usd_per_million_tokens_energy", "energy $/M tok (est.)", fixed(4))
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]

@@ -9,8 +9,9 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (DraftC, AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpuOpt,
-                                       Mfu, ModelOpt, Preset, Weights)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftC, FixedMs, Format,
+                                       GpusOpt, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, Mfu, ModelOpt, Preset,
+                                       UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 
@@ -39,7 +40,7 @@ PRICE_COLUMNS = [
 @deployment_options
 def request_cmd(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpusOpt = ["h100-sxm"],  # noqa: B006
     batch: Annotated[List[int], typer.Option("--batch", "-b", help="Requests served together, a static batch (repeatable).")] = [1],  # noqa: B006
     isl: Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")] = [1024],  # noqa: B006
     osl: Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")] = [256],  # noqa: B006
@@ -58,6 +59,7 @@ def request_cmd(
     fixed_ms: FixedMs = None,
     weights: Weights = "bf16",
     engine: EngineOpt = None,
+    usd_per_kwh: UsdPerKwh = None,
     deploy: DeploymentArgs = AS_GIVEN,
     breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
     fmt: Format = "table",
@@ -75,7 +77,7 @@ def request_cmd(
     from llm_cost.report.request_rows import request_rows
     from llm_cost.requests import Speculation
 
-    spec, acc = load_model(model), load_accelerator(gpu)
+    spec, accs = load_model(model), [load_accelerator(g) for g in gpu]  # --gpu repeats: a row each
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
@@ -100,18 +102,21 @@ def request_cmd(
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
     if breakdown:
-        _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk, speculation,
-                   fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, "
-                              f"preset {prof.name}")
+        for n, acc in enumerate(accs):
+            if n:
+                print()
+            _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
+                       speculation, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
+                                               f"{weights.lower()}, preset {prof.name}")
         return
-    rows = request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
-                        weights=parse.weights(weights), prefill_chunk=prefill_chunk, speculation=speculation,
-                        usd_per_gpu_hour=usd_per_gpu_hour, images=images, image_size=image_size)
+    rows = [row for acc in accs
+            for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
+                                    weights=parse.weights(weights), prefill_chunk=prefill_chunk,
+                                    speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
+                                    image_size=image_size)]
     for r in rows:
         r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
-    image_columns = IMAGE_COLUMNS if images else []
-    columns = deployed_columns(REQUEST_COLUMNS[:3] + image_columns + REQUEST_COLUMNS[3:]
-                               + (PRICE_COLUMNS if usd_per_gpu_hour is not None else []), rows, deployment, per_gpu=False)
+    columns = _columns(rows, deployment, images=images, usd_per_gpu_hour=usd_per_gpu_hour, usd_per_kwh=usd_per_kwh)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""
@@ -123,11 +128,26 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    emit(rows, columns, fmt, title=f"Requests: {spec.name} on {acc.name}{deployment.label}, "
+    on = f" on {accs[0].name}" if len(accs) == 1 else ""
+    emit(rows, columns, fmt, title=f"Requests: {spec.name}{on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
+
+
+def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list:
+    """The request table's columns: a gpu column when the rows span GPUs, image, energy and price
+    columns as asked; with `usd_per_kwh` the rows get their energy price (`roofline.energy`)."""
+    from llm_cost.roofline.energy import add_energy_usd
+
+    if usd_per_kwh is not None:
+        add_energy_usd(rows, usd_per_kwh)
+    columns = deployed_columns(REQUEST_COLUMNS[:3] + (IMAGE_COLUMNS if images else []) + REQUEST_COLUMNS[3:]
+                               + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
+                               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
+                               per_gpu=False)
+    return ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
 
 
 def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,

@@ -9,7 +9,8 @@ import typer
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpusOpt,
-                                       KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, Weights)
+                                       ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, KvOpt, Mfu, ModelsOpt, Preset, ReadEmb,
+                                       UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -23,6 +24,7 @@ ROOFLINE_COLUMNS = [
     Column("fixed_time_s", "fixed (ms)", fixed(3, 1e-3)),
     Column("step_time_s", "T(m) (ms)", fixed(3, 1e-3)),
     Column("bound", "bound"),
+    *ENERGY_COLUMNS,
 ]
 
 
@@ -45,13 +47,18 @@ def roofline_cmd(
     engine: EngineOpt = None,
     deploy: DeploymentArgs = AS_GIVEN,
     breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source) and how they sum to T(m).")] = False,
+    usd_per_kwh: UsdPerKwh = None,
     fmt: Format = "table",
 ) -> None:
     """Time of one forward pass T(m) = max(memory, compute) + fixed, for each --rows; on --tp/--pp/--ep
     GPUs one GPU's share, stages x max(memory, compute) + collectives + fixed."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.errors import check_number
     from llm_cost.report.model_rows import roofline_rows
+
+    if usd_per_kwh is not None:
+        check_number("--usd-per-kwh", usd_per_kwh, low=0, high=1e3)
 
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
@@ -81,6 +88,11 @@ def roofline_cmd(
     if ignored:  # after the library accepted the context
         note(ignored)
     columns = deployed_columns(ROOFLINE_COLUMNS, result, deployment)
+    if usd_per_kwh is not None:
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(result, usd_per_kwh)
+        columns = columns + [ENERGY_PRICE_COLUMN]
     if len(pairs) == 1:
         spec, acc = pairs[0]
         title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"

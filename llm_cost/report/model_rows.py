@@ -131,6 +131,17 @@ GPU_FIGURES = ("memory_bytes", "usable_memory_bytes", "bandwidth_bytes_per_s", "
                "interconnect", "ridge_flops_per_byte")
 
 
+def energy_fields(step, gpu, gpus: int, *, tokens) -> dict:
+    """watts and joules_per_token (estimates, `roofline.energy`) of one step on `gpus` GPUs over the
+    `tokens` rows it produces; None for both when the datasheet gives no board power."""
+    from llm_cost.roofline.energy import has_power, step_energy
+
+    if not has_power(gpu):
+        return {"watts": None, "joules_per_token": None, "joules": None}
+    e = step_energy(step, gpu, gpus)
+    return {"watts": e.watts, "joules_per_token": e.joules / tokens, "joules": e.joules}
+
+
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
                   context: int, weights: WeightFormat = BF16, deployment=None) -> tuple[list[dict], str]:
     """T(m) for each row count on one GPU of `deployment` (default one GPU), with its collectives,
@@ -157,6 +168,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
             **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(t.comm_s),
                                 step_s=t.total_s, tokens=m),
+            **energy_fields(t, gpu, deployment.gpus_per_replica, tokens=m),
         })
     from llm_cost.roofline.pass_cost import gemm_precision
 

@@ -62,11 +62,28 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (b * isl) * 1e6
             row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (b * (osl - 1)) * 1e6 if osl > 1 else None)
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
+        row.update(_energy_keys(gpu, ph, pre_gpu_s, dec_gpu_s, b * osl, r.e2e_s))
         row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
         row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_s=ph.prefill_comm_s + ph.decode_comm_s,
                                      step_s=r.e2e_s, tokens=b * osl))
         rows.append(row)
     return rows
+
+
+def _energy_keys(gpu, ph, pre_gpu_s: float, dec_gpu_s: float, tokens: int, e2e_s: float) -> dict:
+    """joules (one batch, all its GPUs), joules_per_token (over its output tokens) and watts (over
+    e2e): estimates from `roofline.energy.phase_joules`; None without the datasheet's board power."""
+    from llm_cost.roofline.energy import has_power, phase_joules
+
+    if not has_power(gpu):
+        return {"joules": None, "joules_per_token": None, "watts": None}
+
+    def share(comm_s, s):
+        return min(1.0, comm_s / s) if s else 0.0
+
+    joules = (phase_joules(pre_gpu_s, share(ph.prefill_comm_s, ph.prefill_s), ph.prefill_bound, gpu)
+              + phase_joules(dec_gpu_s, share(ph.decode_comm_s, ph.decode_s), ph.decode_bound, gpu))
+    return {"joules": joules, "joules_per_token": joules / tokens, "watts": joules / e2e_s}
 
 
 def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:

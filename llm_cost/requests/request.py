@@ -16,6 +16,8 @@ B (gamma + 1) rows), a mean-field view of rounds that accept E tokens on average
 
 from __future__ import annotations
 
+from llm_cost.specs.weights import as_weights
+
 import dataclasses
 from dataclasses import dataclass
 
@@ -145,6 +147,7 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                                 params=("isl",))
     batch, isl, osl = int(batch), int(isl), int(osl)
     deployment = deployment.following(profile)  # the fit counts the profile's memory basis
+    weights = as_weights(weights)  # a format or its name ("fp8")
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
     image_tokens, encoder_s = _images(model, images, image_size, batch, cost, deployment)
     text_isl, isl = isl, isl + image_tokens  # the prompt the text model prefills

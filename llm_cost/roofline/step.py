@@ -25,6 +25,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import checked
 from llm_cost.roofline.pass_cost import MAX_BATCH, MAX_CONTEXT, MAX_ROWS, PassCost, roofline_total
 from llm_cost.specs import BF16, WeightFormat
+from llm_cost.specs.weights import as_weights
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     ['memory', 'compute']
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    weights = as_weights(weights)  # a format or its name ("int4-g128")
     rows, batch, context = check_pass(rows, batch, context)
     cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
     return cost.step(rows, batch, context, count_kv=profile.count_kv)

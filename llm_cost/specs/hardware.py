@@ -12,7 +12,7 @@ COMPUTE_PEAKS = {"bf16": "bf16_flops_per_s", "fp8": "fp8_flops_per_s", "int8": "
                  "fp4": "fp4_flops_per_s"}
 OPTIONAL_FIGURES = ("usable_memory_bytes", "fp8_flops_per_s", "int8_ops_per_s", "fp4_flops_per_s",
                     "interconnect_bytes_per_s", "interconnect_latency_s", "scale_out_bytes_per_s",
-                    "scale_out_latency_s")
+                    "scale_out_latency_s", "max_power_w", "idle_power_w")
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,8 @@ class Accelerator:
     scale_up_gpus: int = 0
     scale_out_bytes_per_s: float = 0.0
     scale_out_latency_s: float = 0.0
+    max_power_w: float = 0.0
+    idle_power_w: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -95,6 +97,9 @@ class Accelerator:
         for name in OPTIONAL_FIGURES:
             check_number(f"gpu.{name}", getattr(self, name), low=0)
         check_number("gpu.scale_up_gpus", self.scale_up_gpus, low=0, integer=True)
+        if self.max_power_w and self.idle_power_w > self.max_power_w:
+            raise InvalidValueError(f"gpu.idle_power_w must be in [0, max_power_w = {self.max_power_w:g}], "
+                                    f"got {self.idle_power_w:g}")
 
     def domains(self, gpus: int) -> int:
         """Scale-up domains a group of `gpus` GPUs spans (1 when it fits one, or no network is given).

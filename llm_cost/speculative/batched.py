@@ -189,6 +189,9 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
         raise InvalidValueError("give the draft cost as exactly one of c (a ratio) or draft (a model)",
                                 params=("c", "draft"))
     target, gpu, profile = as_model(target), as_accelerator(gpu), as_profile(profile)
+    from llm_cost.specs.weights import as_weights
+
+    weights, draft_weights = as_weights(weights), as_weights(draft_weights)  # formats or their names
     a, g = check_alpha(alpha), check_gamma(gamma)
     b = checked("batch", batch, low=1, high=MAX_BATCH)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)

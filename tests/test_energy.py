@@ -1,0 +1,133 @@
+"""Energy estimate (issue 25.5): power = idle + (max - idle) x activity, joules = power x time."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.catalog import load_accelerator
+from llm_cost.errors import InvalidValueError
+from llm_cost.roofline import step_time
+from llm_cost.roofline.energy import A_COMM, A_COMPUTE, A_MEMORY, energy_usd, step_energy
+from tests.helpers import error_line, rows_of
+
+H100 = load_accelerator("h100-sxm")
+
+
+def test_h100_power_fields_from_the_datasheet():
+    # NVIDIA H100 datasheet, H100 SXM: "Max Thermal Design Power (TDP) Up to 700W"; idle 10% (stated)
+    assert H100.max_power_w == 700.0 and H100.idle_power_w == 70.0
+
+
+def test_decode_step_energy_by_hand():
+    t = step_time("llama-3-8b", H100, "article")  # memory-bound decode, one GPU
+    share = t.compute_s / t.memory_s
+    activity = A_MEMORY + (A_COMPUTE - A_MEMORY) * share
+    by_hand = 70.0 * t.total_s + (700.0 - 70.0) * activity * t.memory_s
+    e = step_energy(t, H100)
+    assert e.joules == pytest.approx(by_hand, rel=1e-12)
+    assert e.watts == pytest.approx(by_hand / t.total_s, rel=1e-12)
+    assert 70.0 < e.watts < 700.0
+
+
+def test_compute_bound_step_runs_at_max_power_over_its_busy_time():
+    t = step_time("llama-3-8b", H100, "article", rows=4096)
+    assert t.bound == "compute"
+    e = step_energy(t, H100)
+    assert e.joules == pytest.approx(70.0 * t.total_s + 630.0 * t.compute_s, rel=1e-12)
+
+
+def test_gpus_multiply_energy_and_comm_weight_applies():
+    t = step_time("llama-3-8b", H100, "article")
+    assert step_energy(t, H100, 8).joules == pytest.approx(8 * step_energy(t, H100).joules)
+    from dataclasses import replace
+
+    comm = replace(t, comm_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
+    extra = step_energy(comm, H100).joules - step_energy(t, H100).joules
+    assert extra == pytest.approx(1e-3 * (70.0 + 630.0 * A_COMM), rel=1e-9)
+
+
+@pytest.mark.parametrize("rows", [1, 16, 128, 512, 2048])
+def test_energy_at_least_idle_and_more_work_never_less(rows):
+    a = step_time("llama-3-8b", H100, "lecture", rows=rows, batch=1, context=1024)
+    b = step_time("llama-3-8b", H100, "lecture", rows=rows * 2, batch=1, context=1024)
+    ea, eb = step_energy(a, H100), step_energy(b, H100)
+    assert ea.joules >= H100.idle_power_w * a.total_s
+    assert ea.joules <= H100.max_power_w * a.total_s
+    assert eb.joules >= ea.joules
+
+
+def test_no_power_on_the_datasheet_is_refused_not_zero():
+    gpu = load_accelerator("mi300x")
+    with pytest.raises(InvalidValueError, match="max_power_w"):
+        step_energy(step_time("llama-3-8b", gpu, "article"), gpu)
+
+
+def test_energy_usd():
+    assert energy_usd(3.6e6, 0.1) == pytest.approx(0.1)
+    with pytest.raises(InvalidValueError, match="usd_per_kwh"):
+        energy_usd(1.0, -1)
+
+
+def test_roofline_cli_columns_and_usd_per_kwh():
+    (row,) = rows_of("roofline", "--usd-per-kwh", "0.1")
+    t = step_time("llama-3-8b", H100, "article")
+    e = step_energy(t, H100)
+    assert row["watts"] == pytest.approx(e.watts) and row["joules_per_token"] == pytest.approx(e.joules)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(e.joules * 1e6 / 3.6e6 * 0.1)
+    (tp,) = rows_of("roofline", "--tp", "2")
+    assert tp["watts"] > row["watts"]  # two GPUs draw more than one
+
+
+def test_roofline_table_shows_estimate_columns():
+    from tests.helpers import run
+
+    out = run("roofline", "--usd-per-kwh", "0.12")
+    assert out.exit_code == 0 and "J/token (est.)" in out.output and "W (est.)" in out.output
+
+
+def test_bad_usd_per_kwh_is_one_line():
+    assert "--usd-per-kwh" in error_line("roofline", "--usd-per-kwh", "-1")
+
+
+def test_request_energy_by_hand_from_its_phases():
+    from llm_cost.requests import request_cost
+
+    (row,) = rows_of("request", "--batch", "4", "--isl", "512", "--osl", "64", "--usd-per-kwh", "0.2")
+    r = request_cost("llama-3-8b", H100, "measured", batch=4, isl=512, osl=64)
+    ph = r.phases
+    assert ph.prefill_bound == "compute" and ph.decode_bound == "memory" and not ph.decode_comm_s
+    by_hand = ph.prefill_s * (70 + 630 * A_COMPUTE) + ph.decode_s * (70 + 630 * A_MEMORY)
+    assert row["joules"] == pytest.approx(by_hand, rel=1e-9)
+    assert row["joules_per_token"] == pytest.approx(by_hand / (4 * 64), rel=1e-9)
+    assert row["watts"] == pytest.approx(by_hand / r.e2e_s, rel=1e-9)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(by_hand / 256 * 1e6 / 3.6e6 * 0.2, rel=1e-9)
+
+
+def test_request_without_board_power_has_no_energy_and_bad_price_is_one_line():
+    (row,) = rows_of("request", "--gpu", "mi300x")
+    assert row["watts"] is None and row["joules_per_token"] is None
+    assert "--usd-per-kwh" in error_line("request", "--usd-per-kwh", "nan")
+
+
+def test_served_run_energy_by_hand():
+    # exercise 10's two requests (4 + 5 tokens, 1 s per iteration), paged with one-token blocks:
+    # they finish at 5 s and 8 s (the engine's doctest); 10 output tokens
+    from llm_cost.serving.energy import served_energy
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.replica import IterationCost, Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
+              ServeConfig(reservation="paged", block_size=1, watermark=0))
+    assert r.finish_s == (5.0, 8.0) and r.output_tokens == 10 and r.comm_s == 0
+    e = served_energy(r, H100)
+    seconds = max(r.span_s, r.busy_s)
+    by_hand = 70.0 * seconds + 630.0 * A_MEMORY * r.busy_s
+    assert e.joules == pytest.approx(by_hand, rel=1e-12)
+    assert e.joules_per_token == pytest.approx(by_hand / 10, rel=1e-12)
+    assert e.watts == pytest.approx(by_hand / seconds, rel=1e-12)
+    assert e.joules >= 70.0 * seconds
+    # more GPUs, and busy time counted as compute-bound, never less energy
+    assert served_energy(r, H100, 4).joules == pytest.approx(4 * e.joules)
+    assert served_energy(r, H100, critical_rows=1.0).joules >= e.joules
