@@ -21,6 +21,7 @@ import heapq
 import math
 from collections import deque
 
+from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
@@ -94,6 +95,14 @@ class EngineLoop(PreemptionPolicy):
         self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
         self.launches = state.st["iterations"]
         self.last_pre = state.st["iterations"]
+        self.cache = None
+        if cfg.prefix_caching:
+            if self.held is not None:
+                raise InvalidValueError("prefix_caching runs on K/V without windowed layers (a window's blocks "
+                                        "are not a prompt's prefix)", params=("prefix_caching",))
+            from llm_cost.serving.prefix_cache import PrefixCache
+
+            self.cache = PrefixCache(workload, self.B)
 
     # ---- the K/V ledger ------------------------------------------------------------------------
 
@@ -101,8 +110,12 @@ class EngineLoop(PreemptionPolicy):
         """Free request i's K/V (paged: its blocks; otherwise its tokens and reservation)."""
         s = self.state
         if self.paged:
-            s.free += s.blocks[i]
-            s.used -= s.blocks[i] * self.B
+            own = s.blocks[i]
+            if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
+                self.cache.trim(s.free)
+                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i)
+            s.free += own
+            s.used -= own * self.B
             s.blocks[i] = 0
         else:
             s.used -= self.K(s.kv[i])
@@ -161,11 +174,18 @@ class EngineLoop(PreemptionPolicy):
         if rounds:
             s.st["spec_rounds"] += rounds
             s.st["spec_tokens"] += tokens
+        cache = self.cache
+        if cache is not None and pfs:
+            cache.trim(s.free)
         for i, q in pfs:
             inflight[i] = False
             old = kv[i]
             s.pre[i] += q
             kv[i] = s.pre[i]
+            if cache is not None:  # its newly full prefix blocks join the cache; a duplicate's copy is freed
+                dup = cache.register(i, s.pre[i])
+                s.free += dup
+                s.used -= dup * self.B
             if s.pre[i] == s.need[i]:
                 gen[i] += 1
                 kv[i] = P[i] + gen[i] - 1
@@ -232,6 +252,13 @@ class EngineLoop(PreemptionPolicy):
         while (s.waiting and not self.swapped and len(s.running) < self.hold and budget > 0
                and len(dec_run) + len(pf_run) < self.cfg.max_batch):
             i = s.waiting[0]
+            if self.cache is not None:
+                if not self.admit_cached(i, budget, pf_run):
+                    break
+                budget -= min(s.need[i] - s.pre[i], budget)
+                s.waiting.popleft()
+                s.running[i] = None
+                continue
             q = min(s.need[i] - s.pre[i], budget)
             if paged:
                 want = blocks_for(K(s.pre[i] + q), self.B)
@@ -252,6 +279,34 @@ class EngineLoop(PreemptionPolicy):
             s.running[i] = None
             pf_run.append((i, q))
             budget -= q
+
+    def admit_cached(self, i: int, budget, pf_run) -> bool:
+        """Prefix caching's admission of queued request i: its leading cached blocks are taken (shared
+        ones counted once, unreferenced ones leave the free blocks), its prefill starts after them, and
+        the blocks of its first chunk are allocated, under the same watermark rule as `admit`. False
+        (nothing changed) when they do not fit."""
+        s, cache, B = self.state, self.cache, self.B
+        hits, unref = cache.lookup(i) if s.pre[i] == 0 else (0, 0)
+        start = hits * B
+        q = min(s.need[i] - start, budget)
+        want = blocks_for(start + q, B) - hits
+        if s.free - unref - want < self.wm_blocks and (s.running or s.free - unref < want):
+            return False
+        cache.take(i, hits)
+        s.free -= unref + want
+        s.used += (unref + want) * B
+        s.blocks[i] = hits + want
+        s.pre[i] = start
+        cache.trim(s.free)
+        st = s.st
+        st["prefix_lookups"] += 1
+        st["prefix_lookup_tokens"] += self.P[i]
+        if hits:
+            st["prefix_hit_requests"] += 1
+            st["prefix_hit_tokens"] += start
+        s.kv[i] = start
+        pf_run.append((i, q))
+        return True
 
     def idle(self) -> bool:
         """Nothing to run: wait for a flight or an arrival (True), or stop: done, or a deadlock (False)."""
@@ -329,6 +384,8 @@ class EngineLoop(PreemptionPolicy):
             rows_dec = len(dec_run) * (g + 1)
             pf_run, budget = self.compose_prefill(prefilling, (cfg.prefill_chunk - rows_dec) if cfg.prefill_chunk
                                                   else math.inf)
+            if self.cache is not None:  # the decoders' and chunks' blocks may have taken cached free blocks
+                self.cache.trim(s.free)
             moved = False
             if not preempted and len(dec_run) == len(decoders):  # admission only when nothing was preempted or stalled
                 moved, seconds = self.swap_in()
