@@ -108,3 +108,43 @@ def test_caching_never_raises_the_prefill_tokens(seed, groups, tokens, rate, blo
     assert on.finished == off.finished == len(wl)
     assert on.positions_computed <= off.positions_computed
     assert on.prefix_hit_tokens % blocks == 0  # only full blocks hit
+
+
+def test_a_trace_prefix_id_shares_blocks_and_a_later_turn_extends_them(tmp_path):
+    # A chat: turn 1 (prompt 40, prefix "s1" 40 tokens is the whole prompt so far), turn 2 whose prompt
+    # starts with turn 1's 40 + its answer 8 = 48 tokens of "s1", and an unrelated request. Blocks of 16:
+    # turn 1 caches (40 - 1) // 16 = 2 blocks, turn 2 finds both (32 tokens); the other has no prefix.
+    from llm_cost.serving.workload_spec import read_trace
+
+    f = tmp_path / "chat.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n"
+                 "0,40,8,s1,40\n20,60,4,s1,48\n30,50,4,,\n")
+    wl = read_trace(f)
+    assert wl.prefix == (((("trace", "s1"), 40),), ((("trace", "s1"), 48),), ())
+    r = serve(wl, UNIT, CACHED)
+    assert (r.prefix_lookups, r.prefix_hit_requests, r.prefix_hit_tokens) == (3, 1, 32)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,40,8,s1,41\n")
+    with pytest.raises(InvalidValueError, match="line 2: prefix_tokens must be a whole number in"):
+        read_trace(bad)
+
+
+def test_cli_prefix_caching_rows_and_one_line_refusal():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    args = ["batching", "--rate", "8", "-n", "200", "--reservation", "paged", "--prefix-groups", "4",
+            "--group-prefix", "512", "--format", "json"]
+    on = CliRunner().invoke(app, args + ["--prefix-caching"])
+    off = CliRunner().invoke(app, args)
+    assert on.exit_code == 0 and off.exit_code == 0, on.output + off.output
+    row_on, row_off = json.loads(on.output)[0], json.loads(off.output)[0]
+    assert row_on["prefix_caching"] is True and row_on["prefix_token_hit_rate"] > 0.3
+    assert row_on["prefill_tokens_saved"] > 0 and row_off["prefill_tokens_saved"] == 0
+    assert row_on["ttft_p50_s"] <= row_off["ttft_p50_s"]
+    bad = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20", "--prefix-caching", "--shared-prefix", "8"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert len(bad.output.strip().splitlines()) == 1 and "--prefix-caching needs reservation paged" in bad.output

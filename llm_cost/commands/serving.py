@@ -270,7 +270,7 @@ def batching_cmd(
     output_len: OutputLen = None,
     max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
     reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")] = None,
     arrivals: Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients, each sending its next request when its last one finishes.")] = None,
     block_size: Annotated[int, typer.Option("--block-size", help="paged: tokens per KV block.")] = 16,
