@@ -49,7 +49,7 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
     >>> from llm_cost.serving.workload import fixed_workload
     >>> w = with_prefix_groups(fixed_workload([(4, 5)] * 4), 1, 16)
     >>> w.prefix[0], w.prompt
-    ((('group', 0), 16),), (20, 20, 20, 20))
+    (((('group', 0), 16),), (20, 20, 20, 20))
     """
     import numpy as np
 
