@@ -355,14 +355,33 @@ class EngineLoop(PreemptionPolicy):
 
     # ---- the loop ------------------------------------------------------------------------------
 
-    def run(self, on_progress=None, handback: int = 0) -> None:
-        """Iterations until every request is done, a deadlock, or (`handback`) the fast path may resume."""
+    def routed(self) -> None:
+        """The requests come from a router (`fleet`), one `enqueue` at a time, not from the workload."""
+        self.state.nxt = self.sent = self.n
+
+    def enqueue(self, i: int, t: float) -> None:
+        """A router hands request i to this replica at time t (`fleet`): an idle replica's clock moves
+        to t; a busy one queues it, its wait since t counted in the time-weighted requests in system."""
+        s = self.state
+        if s.t < t:
+            s.st["area_sys"] += (t - s.t) * s.in_system
+            s.t = t
+        else:
+            s.st["area_sys"] += s.t - t
+        s.waiting.append(i)
+        s.in_system += 1
+
+    def run(self, on_progress=None, handback: int = 0, until: float = math.inf) -> None:
+        """Iterations until every request is done, a deadlock, (`handback`) the fast path may resume, or
+        the clock reaches `until` (a fleet's next arrival: the router reads the replicas then)."""
         s, cfg, spec = self.state, self.cfg, self.spec
         every = max(1, self.n // 100)
         while True:
             while self.flights and self.flights[0][0] <= s.t:
                 done_s, _, decs, g_done, pfs = heapq.heappop(self.flights)
                 self.complete(done_s, decs, g_done, pfs)
+            if s.t >= until:
+                return
             self.arrivals()
             if on_progress and s.finished and s.finished % every == 0:
                 on_progress(s.finished, self.n)
