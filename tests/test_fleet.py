@@ -69,3 +69,21 @@ def test_routing_never_loses_a_request_and_more_replicas_never_lower_throughput(
     sat = wl.at_rate(float("inf"))
     a, b = serve_fleet(sat, SERVER, CACHED, r, router), serve_fleet(sat, SERVER, CACHED, r + 1, router)
     assert b.fleet.throughput_req_per_s >= a.fleet.throughput_req_per_s
+
+
+def test_cli_router_rows_say_the_fleet():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    args = ["batching", "--reservation", "paged", "--prefix-caching", "--prefix-groups", "4", "--group-prefix",
+            "512", "--rate", "12", "-n", "200", "--gpus", "2", "--format", "json", "--router"]
+    rows = {r: json.loads(CliRunner().invoke(app, args + [r]).output)[0] for r in ("round-robin", "prefix-affinity")}
+    assert rows["round-robin"]["replicas"] == 2 and rows["round-robin"]["imbalance"] == 1.0
+    assert rows["prefix-affinity"]["prefix_token_hit_rate"] > rows["round-robin"]["prefix_token_hit_rate"]
+    assert rows["round-robin"]["rate_total_req_per_s"] == 12.0  # --rate is the fleet's, not x replicas
+    bad = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20", "--gpus", "2", "--router", "prefix-affinity",
+                                   "--reservation", "paged"])
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "--prefix-caching" in bad.output

@@ -28,6 +28,8 @@ SERVE_COLUMNS = [
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
                   Column("prefill_tokens_saved", "prefill tok saved", fixed(0))]
+FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
+                 Column("imbalance", "imbalance (max/mean)", fixed(3))]
 SPEC_COLUMNS = [Column("mean_gamma", "mean gamma", fixed(2)), Column("tokens_per_round", "tokens/round", fixed(2))]
 DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
@@ -197,6 +199,17 @@ def run_batching(o: dict) -> None:
         results = [found.result] if found.result else []
         caption += _search_caption(found, o)
         wl_at = [wl.at_rate(found.rate_req_per_s)] if found.result else []
+    elif o.get("router"):
+        from llm_cost.serving.fleet import serve_fleet
+
+        results, wl_at, fleets = [], [wl.at_rate(r) for r in rates], []
+        with SweepProgress("simulating the fleet") as progress:
+            m = len(wl_at)
+            for k, one in enumerate(wl_at):
+                inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
+                fleets.append(serve_fleet(one, replica, config, dep.replicas, o["router"], on_progress=inner))
+                results.append(fleets[-1].fleet)
+        found = None
     else:
         from llm_cost.serving.engine import run_serving
 
@@ -207,12 +220,23 @@ def run_batching(o: dict) -> None:
                 inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
                 results.append(run_serving(one, replica, config, on_progress=inner))
         found = None
+    if o.get("router") and slo_s is not None:
+        raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
+                                params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
+    if o.get("router"):
+        from llm_cost.report.serving_rows import fleet_fields
+
+        for row, f in zip(rows, fleets):
+            row.update(fleet_fields(f, dep))
+        columns = columns + FLEET_COLUMNS
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     emit(rows, columns, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
-         caption=caption + _deployment_caption(dep, results))
+         caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
+                            f"{o['router']} routing, --rate is the fleet's" if o.get("router")
+                            else _deployment_caption(dep, results)))
     warn_unfit(rows, o["deploy"].strict)
 
 
@@ -264,7 +288,7 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
 
     from llm_cost.serving.engine import simulator_covers
 
-    engine = not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
+    engine = bool(o.get("router")) or not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
     if engine:
         rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
         columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])

@@ -298,6 +298,17 @@ def draft_fields(draft, workload: Workload | None = None, tokens_per_sequence: f
             "sequences_lost_to_draft": draft.sequences_lost(tokens_per_sequence) if tokens_per_sequence else None}
 
 
+def fleet_fields(fleet, dep) -> dict:
+    """A fleet run's columns (`fleet.FleetResult`): the router, replicas, imbalance (max / mean requests
+    per replica), and the deployment's totals as the fleet served them (its rate is the fleet's, not
+    x replicas)."""
+    r = fleet.fleet
+    return {"router": fleet.router, "replicas": fleet.replica_count, "imbalance": fleet.imbalance,
+            "requests_per_replica": list(fleet.requests_per_replica),
+            "rate_total_req_per_s": r.rate_req_per_s, "throughput_total_req_per_s": r.throughput_req_per_s,
+            "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s / dep.total_gpus}
+
+
 def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],
                on_step: Callable[[int, int], None] | None = None, **row_kw) -> tuple[list[dict], list]:
     """One engine run per rate, the same requests replayed at each (a closed loop: one run)."""
