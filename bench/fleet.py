@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
 from llm_cost.serving.engine import serve  # noqa: E402
-from llm_cost.serving.fleet import _subset, serve_fleet  # noqa: E402
+from llm_cost.serving.fleet import workload_subset, serve_fleet  # noqa: E402
 from llm_cost.serving.prefixes import with_prefix_groups  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig  # noqa: E402
@@ -40,7 +40,7 @@ def main() -> None:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert fleet.fleet.finished == n
     t0 = time.perf_counter()
-    base = [serve(_subset(wl, list(range(k, n, r))), server, cfg, fast=False) for k in range(r)]
+    base = [serve(workload_subset(wl, list(range(k, n, r))), server, cfg, fast=False) for k in range(r)]
     base_wall = time.perf_counter() - t0
     assert sum(b.finished for b in base) == n
     print(f"fleet: {n:,} requests over {r} replicas, prefix caching + prefix-affinity: {wall:.2f} s wall "

@@ -55,7 +55,7 @@ class FleetResult:
         return self.fleet.prefix_token_hit_rate
 
 
-def _subset(workload, idx: list):
+def workload_subset(workload, idx: list):
     """The requests `idx` of `workload` as a workload of their own (a replica's share)."""
     pick = lambda xs: tuple(xs[i] for i in idx)  # noqa: E731
     return replace(workload, unit_arrivals=pick(workload.unit_arrivals), prompt=pick(workload.prompt),
@@ -137,7 +137,7 @@ def _results(workload, replica, config, router, loops, assignment) -> FleetResul
         for key, v in s.st.items():
             total[key] = max(total.get(key, 0), v) if key == "peak_kv" else total.get(key, 0) + v
         if idx:
-            sub = _subset(workload, idx)
+            sub = workload_subset(workload, idx)
             per.append(ServeResult.build(sub, replica, config, [s.arr[i] for i in idx], [s.first[i] for i in idx],
                                          [s.fin[i] for i in idx], s.st, s.deadlock))
     deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
