@@ -200,16 +200,9 @@ def run_batching(o: dict) -> None:
         caption += _search_caption(found, o)
         wl_at = [wl.at_rate(found.rate_req_per_s)] if found.result else []
     elif o.get("router"):
-        from llm_cost.serving.fleet import serve_fleet
-
-        results, wl_at, fleets = [], [wl.at_rate(r) for r in rates], []
-        with SweepProgress("simulating the fleet") as progress:
-            m = len(wl_at)
-            for k, one in enumerate(wl_at):
-                inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
-                fleets.append(serve_fleet(one, replica, config, dep.replicas, o["router"], on_progress=inner))
-                results.append(fleets[-1].fleet)
-        found = None
+        wl_at = [wl.at_rate(r) for r in rates]
+        fleets = _fleet_runs(wl_at, replica, config, dep.replicas, o["router"])
+        results, found = [f.fleet for f in fleets], None
     else:
         from llm_cost.serving.engine import run_serving
 
@@ -238,6 +231,19 @@ def run_batching(o: dict) -> None:
                             f"{o['router']} routing, --rate is the fleet's" if o.get("router")
                             else _deployment_caption(dep, results)))
     warn_unfit(rows, o["deploy"].strict)
+
+
+def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
+    """`--router`: one `fleet.serve_fleet` run per rate, with a progress bar."""
+    from llm_cost.commands.progress import SweepProgress
+    from llm_cost.serving.fleet import serve_fleet
+
+    fleets, m = [], len(workloads)
+    with SweepProgress("simulating the fleet") as progress:
+        for k, one in enumerate(workloads):
+            inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
+            fleets.append(serve_fleet(one, replica, config, replicas, router, on_progress=inner))
+    return fleets
 
 
 def _settings_caption(config) -> str:

@@ -23,6 +23,7 @@ from collections import deque
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_preemption import PreemptionPolicy
+from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import blocks_for
@@ -63,9 +64,10 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock)
 
 
-class EngineLoop(PreemptionPolicy):
+class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     """One run of the general loop: the settings (read once) and the `EngineState` it advances; the
-    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`."""
+    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`, prefix
+    caching's admission and a router's arrivals from `engine_routed`."""
 
     def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
         self.cost, self.cap, self.held, self.K, n, self.P, self.O, policy = run_basics(workload, replica, cfg)
@@ -280,34 +282,6 @@ class EngineLoop(PreemptionPolicy):
             pf_run.append((i, q))
             budget -= q
 
-    def admit_cached(self, i: int, budget, pf_run) -> bool:
-        """Prefix caching's admission of queued request i: its leading cached blocks are taken (shared
-        ones counted once, unreferenced ones leave the free blocks), its prefill starts after them, and
-        the blocks of its first chunk are allocated, under the same watermark rule as `admit`. False
-        (nothing changed) when they do not fit."""
-        s, cache, B = self.state, self.cache, self.B
-        hits, unref = cache.lookup(i) if s.pre[i] == 0 else (0, 0)
-        start = hits * B
-        q = min(s.need[i] - start, budget)
-        want = blocks_for(start + q, B) - hits
-        if s.free - unref - want < self.wm_blocks and (s.running or s.free - unref < want):
-            return False
-        cache.take(i, hits)
-        s.free -= unref + want
-        s.used += (unref + want) * B
-        s.blocks[i] = hits + want
-        s.pre[i] = start
-        cache.trim(s.free)
-        st = s.st
-        st["prefix_lookups"] += 1
-        st["prefix_lookup_tokens"] += self.P[i]
-        if hits:
-            st["prefix_hit_requests"] += 1
-            st["prefix_hit_tokens"] += start
-        s.kv[i] = start
-        pf_run.append((i, q))
-        return True
-
     def idle(self) -> bool:
         """Nothing to run: wait for a flight or an arrival (True), or stop: done, or a deadlock (False)."""
         s = self.state
@@ -354,22 +328,6 @@ class EngineLoop(PreemptionPolicy):
         s.t += step
 
     # ---- the loop ------------------------------------------------------------------------------
-
-    def routed(self) -> None:
-        """The requests come from a router (`fleet`), one `enqueue` at a time, not from the workload."""
-        self.state.nxt = self.sent = self.n
-
-    def enqueue(self, i: int, t: float) -> None:
-        """A router hands request i to this replica at time t (`fleet`): an idle replica's clock moves
-        to t; a busy one queues it, its wait since t counted in the time-weighted requests in system."""
-        s = self.state
-        if s.t < t:
-            s.st["area_sys"] += (t - s.t) * s.in_system
-            s.t = t
-        else:
-            s.st["area_sys"] += s.t - t
-        s.waiting.append(i)
-        s.in_system += 1
 
     def run(self, on_progress=None, handback: int = 0, until: float = math.inf) -> None:
         """Iterations until every request is done, a deadlock, (`handback`) the fast path may resume, or
