@@ -25,6 +25,11 @@ SERVE_COLUMNS = [
     Column("mean_batch", "mean batch", fixed(1)),
     Column("finished", "finished"),
 ]
+PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
+                  Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
+                  Column("prefill_tokens_saved", "prefill tok saved", fixed(0))]
+FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
+                 Column("imbalance", "imbalance (max/mean)", fixed(3))]
 SPEC_COLUMNS = [Column("mean_gamma", "mean gamma", fixed(2)), Column("tokens_per_round", "tokens/round", fixed(2))]
 DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
@@ -85,7 +90,8 @@ def serve_config(o: dict, spec, host_bytes_per_s: float):
     return ServeConfig(max_batch=o["max_batch"], reservation=reservation, block_size=o["block_size"],
                        watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
                        spec=spec, pipeline=o["pipeline"], host_bytes_per_s=host_bytes_per_s,
-                       scheduler="request" if scheduler == "request" else "iteration")
+                       scheduler="request" if scheduler == "request" else "iteration",
+                       prefix_caching=o.get("prefix_caching", False))
 
 
 def speculation(o: dict, target, acc, profile, weights, dep):
@@ -162,15 +168,21 @@ def run_batching(o: dict) -> None:
     config = serve_config(o, spec, host_link_bytes_per_s(acc))
     rate = o["rate"]
     longer = None  # a trace is as long as it is: the search cannot check a longer run
+    from llm_cost.serving.prefixes import prefix_segments
+
+    def prefixed(w):
+        return prefix_segments(w, o.get("shared_prefix"), o.get("prefix_groups"), o.get("group_prefix", 256),
+                               o.get("prefix_dist", "zipf"), o["seed"])
+
     if o["trace"] is not None:
-        wl = read_trace(o["trace"])
+        wl = prefixed(read_trace(o["trace"]))
         rates = rate or [wl.rate_req_per_s]
     else:
         def longer(n: int):
-            return synthetic_workload(n, rate[0] if rate else 1.0, seed=o["seed"],
-                                      prompt=o["prompt_len"] or "uniform:32:512",
-                                      output=o["output_len"] or "uniform:1:128", max_gen=o["max_gen"],
-                                      arrivals=o["arrivals"], concurrency=o["concurrency"])
+            return prefixed(synthetic_workload(n, rate[0] if rate else 1.0, seed=o["seed"],
+                                               prompt=o["prompt_len"] or "uniform:32:512",
+                                               output=o["output_len"] or "uniform:1:128", max_gen=o["max_gen"],
+                                               arrivals=o["arrivals"], concurrency=o["concurrency"]))
 
         wl = longer(o["requests"])
         rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
@@ -187,6 +199,10 @@ def run_batching(o: dict) -> None:
         results = [found.result] if found.result else []
         caption += _search_caption(found, o)
         wl_at = [wl.at_rate(found.rate_req_per_s)] if found.result else []
+    elif o.get("router"):
+        wl_at = [wl.at_rate(r) for r in rates]
+        fleets = _fleet_runs(wl_at, replica, config, dep.replicas, o["router"])
+        results, found = [f.fleet for f in fleets], None
     else:
         from llm_cost.serving.engine import run_serving
 
@@ -197,13 +213,37 @@ def run_batching(o: dict) -> None:
                 inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
                 results.append(run_serving(one, replica, config, on_progress=inner))
         found = None
+    if o.get("router") and slo_s is not None:
+        raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
+                                params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
+    if o.get("router"):
+        from llm_cost.report.serving_rows import fleet_fields
+
+        for row, f in zip(rows, fleets):
+            row.update(fleet_fields(f, dep))
+        columns = columns + FLEET_COLUMNS
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     emit(rows, columns, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
-         caption=caption + _deployment_caption(dep, results))
+         caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
+                            f"{o['router']} routing, --rate is the fleet's" if o.get("router")
+                            else _deployment_caption(dep, results)))
     warn_unfit(rows, o["deploy"].strict)
+
+
+def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
+    """`--router`: one `fleet.serve_fleet` run per rate, with a progress bar."""
+    from llm_cost.commands.progress import SweepProgress
+    from llm_cost.serving.fleet import serve_fleet
+
+    fleets, m = [], len(workloads)
+    with SweepProgress("simulating the fleet") as progress:
+        for k, one in enumerate(workloads):
+            inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
+            fleets.append(serve_fleet(one, replica, config, replicas, router, on_progress=inner))
+    return fleets
 
 
 def _settings_caption(config) -> str:
@@ -213,6 +253,8 @@ def _settings_caption(config) -> str:
         out += f"; paged KV, blocks of {config.block_size}, {config.preemption} preemption"
     if config.prefill_chunk:
         out += f"; prefill chunks of {config.prefill_chunk} tokens"
+    if config.prefix_caching:
+        out += "; prefix caching"
     spec = config.spec
     if spec:
         how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
@@ -252,10 +294,11 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
 
     from llm_cost.serving.engine import simulator_covers
 
-    engine = not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
+    engine = bool(o.get("router")) or not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
     if engine:
         rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
-        columns = SERVE_COLUMNS + (SPEC_COLUMNS if config.spec else []) + (DRAFT_COLUMNS if dmem else [])
+        columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
+                   + (DRAFT_COLUMNS if dmem else []))
         suffix = ", serving engine"
     else:
         rows = [batching_row(r, w, replica=replica) for r, w in zip(results, workloads)]

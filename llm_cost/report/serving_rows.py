@@ -264,6 +264,8 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
         "spec_gamma": spec.gamma if spec else 0, "spec_alpha": spec.alpha if spec else None,
         "spec_policy": spec.policy if spec else None, "spec_c": spec.c if spec and spec.draft_cost is None else None,
         "mean_gamma": r.mean_gamma, "tokens_per_round": r.tokens_per_round, "draft_s": r.draft_s,
+        "prefix_caching": config.prefix_caching, "prefix_token_hit_rate": r.prefix_token_hit_rate,
+        "prefix_request_hit_rate": r.prefix_request_hit_rate, "prefill_tokens_saved": r.prefill_tokens_saved,
         "deadlock": r.deadlock is not None,
         "deadlock_time_s": r.deadlock.time_s if r.deadlock else None,
         "workload": workload.description, "seed": workload.seed,
@@ -294,6 +296,17 @@ def draft_fields(draft, workload: Workload | None = None, tokens_per_sequence: f
             "draft_kv_bytes_per_token": draft.draft_kv_bytes_per_token,
             "kv_tokens_without_draft": draft.kv_tokens_without_draft, "kv_tokens_with_draft": draft.kv_tokens,
             "sequences_lost_to_draft": draft.sequences_lost(tokens_per_sequence) if tokens_per_sequence else None}
+
+
+def fleet_fields(fleet, dep) -> dict:
+    """A fleet run's columns (`fleet.FleetResult`): the router, replicas, imbalance (max / mean requests
+    per replica), and the deployment's totals as the fleet served them (its rate is the fleet's, not
+    x replicas)."""
+    r = fleet.fleet
+    return {"router": fleet.router, "replicas": fleet.replica_count, "imbalance": fleet.imbalance,
+            "requests_per_replica": list(fleet.requests_per_replica),
+            "rate_total_req_per_s": r.rate_req_per_s, "throughput_total_req_per_s": r.throughput_req_per_s,
+            "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s / dep.total_gpus}
 
 
 def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],

@@ -124,6 +124,7 @@ SIMULATOR_FEATURES = {
     "pipeline": _anything,  # with stages: `serial` only (below)
     "host_bytes_per_s": _anything,
     "scheduler": _anything,
+    "prefix_caching": lambda value, cfg: not value,
 }
 
 

@@ -21,7 +21,9 @@ import heapq
 import math
 from collections import deque
 
+from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_preemption import PreemptionPolicy
+from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import blocks_for
@@ -62,9 +64,10 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock)
 
 
-class EngineLoop(PreemptionPolicy):
+class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     """One run of the general loop: the settings (read once) and the `EngineState` it advances; the
-    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`."""
+    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`, prefix
+    caching's admission and a router's arrivals from `engine_routed`."""
 
     def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
         self.cost, self.cap, self.held, self.K, n, self.P, self.O, policy = run_basics(workload, replica, cfg)
@@ -94,6 +97,14 @@ class EngineLoop(PreemptionPolicy):
         self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
         self.launches = state.st["iterations"]
         self.last_pre = state.st["iterations"]
+        self.cache = None
+        if cfg.prefix_caching:
+            if self.held is not None:
+                raise InvalidValueError("prefix_caching runs on K/V without windowed layers (a window's blocks "
+                                        "are not a prompt's prefix)", params=("prefix_caching",))
+            from llm_cost.serving.prefix_cache import PrefixCache
+
+            self.cache = PrefixCache(workload, self.B)
 
     # ---- the K/V ledger ------------------------------------------------------------------------
 
@@ -101,8 +112,12 @@ class EngineLoop(PreemptionPolicy):
         """Free request i's K/V (paged: its blocks; otherwise its tokens and reservation)."""
         s = self.state
         if self.paged:
-            s.free += s.blocks[i]
-            s.used -= s.blocks[i] * self.B
+            own = s.blocks[i]
+            if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
+                self.cache.trim(s.free)
+                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i)
+            s.free += own
+            s.used -= own * self.B
             s.blocks[i] = 0
         else:
             s.used -= self.K(s.kv[i])
@@ -161,11 +176,18 @@ class EngineLoop(PreemptionPolicy):
         if rounds:
             s.st["spec_rounds"] += rounds
             s.st["spec_tokens"] += tokens
+        cache = self.cache
+        if cache is not None and pfs:
+            cache.trim(s.free)
         for i, q in pfs:
             inflight[i] = False
             old = kv[i]
             s.pre[i] += q
             kv[i] = s.pre[i]
+            if cache is not None:  # its newly full prefix blocks join the cache; a duplicate's copy is freed
+                dup = cache.register(i, s.pre[i])
+                s.free += dup
+                s.used -= dup * self.B
             if s.pre[i] == s.need[i]:
                 gen[i] += 1
                 kv[i] = P[i] + gen[i] - 1
@@ -232,6 +254,13 @@ class EngineLoop(PreemptionPolicy):
         while (s.waiting and not self.swapped and len(s.running) < self.hold and budget > 0
                and len(dec_run) + len(pf_run) < self.cfg.max_batch):
             i = s.waiting[0]
+            if self.cache is not None:
+                if not self.admit_cached(i, budget, pf_run):
+                    break
+                budget -= min(s.need[i] - s.pre[i], budget)
+                s.waiting.popleft()
+                s.running[i] = None
+                continue
             q = min(s.need[i] - s.pre[i], budget)
             if paged:
                 want = blocks_for(K(s.pre[i] + q), self.B)
@@ -300,14 +329,17 @@ class EngineLoop(PreemptionPolicy):
 
     # ---- the loop ------------------------------------------------------------------------------
 
-    def run(self, on_progress=None, handback: int = 0) -> None:
-        """Iterations until every request is done, a deadlock, or (`handback`) the fast path may resume."""
+    def run(self, on_progress=None, handback: int = 0, until: float = math.inf) -> None:
+        """Iterations until every request is done, a deadlock, (`handback`) the fast path may resume, or
+        the clock reaches `until` (a fleet's next arrival: the router reads the replicas then)."""
         s, cfg, spec = self.state, self.cfg, self.spec
         every = max(1, self.n // 100)
         while True:
             while self.flights and self.flights[0][0] <= s.t:
                 done_s, _, decs, g_done, pfs = heapq.heappop(self.flights)
                 self.complete(done_s, decs, g_done, pfs)
+            if s.t >= until:
+                return
             self.arrivals()
             if on_progress and s.finished and s.finished % every == 0:
                 on_progress(s.finished, self.n)
@@ -329,6 +361,8 @@ class EngineLoop(PreemptionPolicy):
             rows_dec = len(dec_run) * (g + 1)
             pf_run, budget = self.compose_prefill(prefilling, (cfg.prefill_chunk - rows_dec) if cfg.prefill_chunk
                                                   else math.inf)
+            if self.cache is not None:  # the decoders' and chunks' blocks may have taken cached free blocks
+                self.cache.trim(s.free)
             moved = False
             if not preempted and len(dec_run) == len(decoders):  # admission only when nothing was preempted or stalled
                 moved, seconds = self.swap_in()

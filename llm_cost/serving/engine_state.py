@@ -19,7 +19,8 @@ def fresh_stats() -> dict:
     the speculation counts (rounds, tokens, gamma summed over decode slots)."""
     return {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
             "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
-            "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0}
+            "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0,
+            "prefix_lookups": 0, "prefix_lookup_tokens": 0, "prefix_hit_requests": 0, "prefix_hit_tokens": 0}
 
 
 @dataclass(eq=False)

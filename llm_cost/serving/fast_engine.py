@@ -69,6 +69,7 @@ FAST_FEATURES = {
     "pipeline": _any,  # with one stage (below) the pipeline has nothing to schedule
     "host_bytes_per_s": _any,
     "scheduler": lambda value, cfg: value == "iteration",
+    "prefix_caching": lambda value, cfg: not value,  # the cache lives in the general loop
 }
 
 

@@ -100,6 +100,10 @@ class ServeConfig:
         `iteration` (Orca's iteration-level scheduling, every policy above) or `request`
         (FasterTransformer's request-level batches: max-length reservations, rows padded to the
         longest prompt and output; `simulator.simulate` runs it, no other feature applies).
+    prefix_caching
+        Paged with recompute: full K/V blocks of known prompt prefixes stay cached after their
+        sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
+        (`prefix_cache`; the workload's `prefix` says which prompts share which tokens).
 
     Examples
     --------
@@ -124,6 +128,7 @@ class ServeConfig:
     pipeline: str = "orca"
     host_bytes_per_s: float = PCIE_GEN5_X16_BYTES_PER_S
     scheduler: str = "iteration"
+    prefix_caching: bool = False
 
     def __post_init__(self) -> None:
         check_number("max_batch", self.max_batch, low=1, integer=True)
@@ -142,6 +147,10 @@ class ServeConfig:
         if self.scheduler == "request" and (self.spec is not None or self.prefill_chunk is not None):
             raise InvalidValueError("scheduler request runs whole batches: no speculation or prefill chunks; give "
                                     "scheduler iteration", params=("scheduler",))
+        if self.prefix_caching and (self.reservation != "paged" or self.preemption != "recompute"):
+            raise InvalidValueError("prefix_caching needs reservation paged with preemption recompute (cached "
+                                    f"blocks are paged blocks), got {self.reservation}, {self.preemption}",
+                                    params=("prefix_caching",))
         if self.spec is not None and self.reservation == "none":
             raise InvalidValueError("speculation needs a reservation policy that can hold gamma + 1 rows: "
                                     "use declared, max_len or paged", params=("reservation",))

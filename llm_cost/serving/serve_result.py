@@ -73,6 +73,12 @@ class ServeResult:
     kv_written_peak_tokens: float = math.nan
     positions_computed: int = 0
     positions_needed: int = 0
+    # prefix caching (`ServeConfig.prefix_caching`; 0 without it): admissions that looked the cache up,
+    # their prompt tokens, those that found a cached prefix, and the prompt tokens found (not prefilled)
+    prefix_lookups: int = 0
+    prefix_lookup_tokens: int = 0
+    prefix_hit_requests: int = 0
+    prefix_hit_tokens: int = 0
 
     @classmethod
     def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None) -> "ServeResult":
@@ -91,7 +97,24 @@ class ServeResult:
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
             mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"],
-            positions_computed=st["rows"])
+            positions_computed=st["rows"], prefix_lookups=st.get("prefix_lookups", 0),
+            prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
+            prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))
+
+    @property
+    def prefix_token_hit_rate(self) -> float:
+        """Prompt tokens found in the prefix cache / prompt tokens looked up (a fraction; 0 without)."""
+        return self.prefix_hit_tokens / self.prefix_lookup_tokens if self.prefix_lookup_tokens else 0.0
+
+    @property
+    def prefix_request_hit_rate(self) -> float:
+        """Admissions that found a cached prefix / admissions that looked (a fraction; 0 without)."""
+        return self.prefix_hit_requests / self.prefix_lookups if self.prefix_lookups else 0.0
+
+    @property
+    def prefill_tokens_saved(self) -> int:
+        """Prompt tokens not prefilled because the cache held them (tokens)."""
+        return self.prefix_hit_tokens
 
     @cached_property
     def _arrays(self):

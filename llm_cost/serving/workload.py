@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from llm_cost.errors import InvalidValueError, check_number
@@ -63,12 +63,16 @@ class Workload:
     seed: int | None = None
     description: str = ""
     concurrency: int | None = None  # a closed loop of this many clients (`workload_spec`); None: open
+    # per request, its prompt's known leading segments ((prefix_key, tokens), ...) (`prefixes`); None: none
+    prefix: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
         n = len(self.prompt)
         if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
             raise InvalidValueError("workload fields must have one entry per request")
+        if self.prefix is not None and len(self.prefix) != n:
+            raise InvalidValueError("workload prefix must have one entry per request", params=("prefix",))
         if not (self.rate_req_per_s > 0):
             raise InvalidValueError(f"rate must be in (0, inf], got {self.rate_req_per_s!r}", params=("rate",))
         if n and min(self.prompt) >= 1 and min(self.output) >= 1 and all(map(operator.ge, self.declared_gen,
@@ -113,7 +117,7 @@ class Workload:
             raise InvalidValueError(f"rate {rate:g}: the {len(self)} requests all arrive at 0 s (no gaps to scale), "
                                     f"so they cannot arrive at another rate; give no rate", params=("rate",))
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
-                        self.seed, self.description, self.concurrency)
+                        self.seed, self.description, self.concurrency, self.prefix)
 
     @property
     def kv_tokens_written(self) -> tuple[int, ...]:

@@ -15,8 +15,9 @@ of variation 1/sqrt(SHAPE): SHAPE < 1 is bursty, 1 is Poisson), or a closed loop
 Unit-rate gaps are divided by the rate, as in `workload.poisson_workload` (common random numbers).
 
 Trace CSV: a header with `arrival_s,prompt_tokens,output_tokens` and optionally `max_tokens` (the
-declared max_gen, >= output_tokens); arrivals non-negative and non-decreasing. Its rate is the
-trace's mean rate (requests / last arrival), so `at_rate(r)` replays its pattern at mean rate r.
+declared max_gen, >= output_tokens) and `prefix_id,prefix_tokens` (the prompt's first prefix_tokens
+tokens are that prefix's, for prefix caching; a longer one of the same id extends it, as a chat's next
+turn does); arrivals non-negative and non-decreasing. Its rate is the trace's mean rate (requests / last arrival), so `at_rate(r)` replays its pattern at mean rate r.
 """
 
 from __future__ import annotations
@@ -235,7 +236,8 @@ def read_trace(path) -> Workload:
     missing = [c for c in TRACE_COLUMNS if c not in header]
     if missing:
         raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
-    times, prompts, outputs, declared = [], [], [], []
+    times, prompts, outputs, declared, prefixes = [], [], [], [], []
+    has_prefix = "prefix_id" in header
     for line, raw in enumerate(reader, start=2):
         if None in raw:  # csv puts the fields past the header under the key None
             raise fail(f"line {line}: {len(header) + len(raw[None])} fields, the header has {len(header)}")
@@ -252,6 +254,8 @@ def read_trace(path) -> Workload:
                            f"got {short_repr(row[col])}")
         if not (out <= mx <= MAX_REQUEST_TOKENS and mx == int(mx)):
             raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
+        if has_prefix:
+            prefixes.append(_trace_prefix(row, int(pr), line, fail))
         times.append(t)
         prompts.append(int(pr))
         outputs.append(int(out))
@@ -260,4 +264,21 @@ def read_trace(path) -> Workload:
         raise fail("no requests")
     rate = len(times) / times[-1] if times[-1] > 0 else math.inf
     unit = tuple(t * rate for t in times) if math.isfinite(rate) else tuple(times)
-    return Workload(rate, unit, tuple(prompts), tuple(outputs), tuple(declared), None, f"trace {name}")
+    return Workload(rate, unit, tuple(prompts), tuple(outputs), tuple(declared), None, f"trace {name}",
+                    prefix=tuple(prefixes) if has_prefix else None)
+
+
+def _trace_prefix(row: dict, prompt: int, line: int, fail) -> tuple:
+    """A trace row's prefix segments (`Workload.prefix`): its prompt's first `prefix_tokens` tokens are
+    prefix `prefix_id`'s (the same id with more tokens extends it: a chat's later turn); an empty
+    prefix_id: none."""
+    pid = row.get("prefix_id", "")
+    if not pid:
+        return ()
+    if not row.get("prefix_tokens"):
+        raise fail(f"line {line}: prefix_id {short_repr(pid)} needs a prefix_tokens column (its length in tokens)")
+    n = _trace_number(row, "prefix_tokens", line, fail)
+    if not (1 <= n <= prompt and n == int(n)):
+        raise fail(f"line {line}: prefix_tokens must be a whole number in [1, prompt_tokens], got "
+                   f"{short_repr(row['prefix_tokens'])}")
+    return ((("trace", pid), int(n)),)

@@ -1,0 +1,145 @@
+"""Several replicas behind a router, simulated together in time (issue 25.2).
+
+Each replica runs its own general loop (`engine_loop.EngineLoop`, the one implementation of the
+iteration) on its own K/V cache. At each arrival, in arrival order, every replica is advanced to the
+arrival time (`EngineLoop.run(until=t)`: an iteration in flight then ends later, as on a real
+server), the router reads their state and hands the request to one (`EngineLoop.enqueue`):
+
+- `round-robin`: replica i mod R;
+- `least-loaded`: the fewest requests in the system (running + queued), ties to the lowest index;
+- `prefix-affinity`: the replica whose prefix cache holds the longest leading run of the request's
+  blocks (`PrefixCache.lookup`), ties to the least loaded (needs prefix caching).
+
+After the last arrival each replica runs to its end. Load imbalance: the most requests one replica
+served / the mean over replicas (1 is perfectly even).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.serving.serve_result import ServeResult
+
+ROUTERS = ("round-robin", "least-loaded", "prefix-affinity")
+
+
+@dataclass(frozen=True)
+class FleetResult:
+    """A fleet's run: one `ServeResult` per replica (its own requests), the router, where each request
+    went. Seconds, requests, tokens."""
+
+    router: str
+    replicas: tuple  # a `ServeResult` per replica that was handed requests
+    assignment: tuple  # the replica index of each request, in arrival order
+    fleet: ServeResult  # every request, the replicas' statistics summed (busy seconds over all replicas)
+    replica_count: int = 1
+
+    @property
+    def requests_per_replica(self) -> tuple:
+        """Requests each replica was handed."""
+        return tuple(r.requests for r in self.replicas)
+
+    @property
+    def imbalance(self) -> float:
+        """Most requests on one replica / the mean per replica (1: even)."""
+        counts = [0] * self.replica_count
+        for a in self.assignment:
+            counts[a] += 1
+        return max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
+
+    @property
+    def prefix_token_hit_rate(self) -> float:
+        """Prompt tokens found cached / looked up, over the fleet (a fraction)."""
+        return self.fleet.prefix_token_hit_rate
+
+
+def workload_subset(workload, idx: list):
+    """The requests `idx` of `workload` as a workload of their own (a replica's share)."""
+    pick = lambda xs: tuple(xs[i] for i in idx)  # noqa: E731
+    return replace(workload, unit_arrivals=pick(workload.unit_arrivals), prompt=pick(workload.prompt),
+                   output=pick(workload.output), declared_gen=pick(workload.declared_gen),
+                   prefix=pick(workload.prefix) if workload.prefix is not None else None)
+
+
+def _choose(router: str, loops, i: int, k: int) -> int:
+    """The replica the router hands request i to (the k-th arrival)."""
+    if router == "round-robin":
+        return k % len(loops)
+    if router == "least-loaded":
+        return min(range(len(loops)), key=lambda r: (loops[r].state.in_system, r))
+    return min(range(len(loops)), key=lambda r: (-loops[r].cache.lookup(i)[0], loops[r].state.in_system, r))
+
+
+def serve_fleet(workload, replica, config, replicas: int, router: str = "round-robin", *,
+                on_progress=None) -> FleetResult:
+    """Serve `workload` on `replicas` copies of `replica` behind `router` (module doc), each copy with
+    its own engine under `config`; a `FleetResult`.
+
+    >>> from llm_cost.serving.replica import IterationCost, Replica
+    >>> from llm_cost.serving.serve_config import ServeConfig
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> wl = fixed_workload([(4, 5)] * 4)
+    >>> f = serve_fleet(wl, Replica(IterationCost.unit(), 100, 2048), ServeConfig(reservation="paged"), 2)
+    >>> f.assignment, f.requests_per_replica, f.fleet.finish_s
+    ((0, 1, 0, 1), (2, 2), (5.0, 5.0, 5.0, 5.0))
+    """
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.engine_loop import EngineLoop
+
+    check_number("replicas", replicas, low=1, integer=True)
+    router = check_choice("router", router, ROUTERS)
+    if router == "prefix-affinity" and not config.prefix_caching:
+        raise InvalidValueError("router prefix-affinity reads the replicas' prefix caches: give prefix caching "
+                                "(--prefix-caching)", params=("router",))
+    if workload.concurrency is not None:
+        raise InvalidValueError("a fleet routes open-loop arrivals; give no concurrency", params=("concurrency",))
+    serve(replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
+                  output=workload.output[:1], declared_gen=workload.declared_gen[:1],
+                  prefix=workload.prefix[:1] if workload.prefix is not None else None),
+          replica, config, fast=False)  # the engine's own checks of the settings, on one request
+    from llm_cost.serving.reservations import reservation_tokens
+
+    res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
+            for p, d in zip(workload.prompt, workload.declared_gen)]
+           if config.reservation in ("declared", "max_len") else [0] * len(workload))
+    loops = [EngineLoop(workload, replica, config, res) for _ in range(replicas)]
+    for loop in loops:
+        loop.routed()
+    n = len(workload)
+    every = max(1, n // 100)
+    assignment = [0] * n
+    for k, (i, t) in enumerate(zip(range(n), workload.arrival_s)):
+        for loop in loops:
+            loop.run(until=t)
+        r = _choose(router, loops, i, k)
+        assignment[i] = r
+        loops[r].enqueue(i, t)
+        if on_progress and k % every == 0:
+            on_progress(sum(lp.state.finished for lp in loops), n)
+    for loop in loops:
+        loop.run()
+    if on_progress:
+        on_progress(n, n)
+    return _results(workload, replica, config, router, loops, assignment)
+
+
+def _results(workload, replica, config, router, loops, assignment) -> FleetResult:
+    """Each replica's `ServeResult` over its own requests, and the fleet's over all of them."""
+    per, total = [], {}
+    first, fin = [math.nan] * len(workload), [math.nan] * len(workload)
+    for r, loop in enumerate(loops):
+        idx = [i for i, a in enumerate(assignment) if a == r]
+        s = loop.state
+        for i in idx:
+            first[i], fin[i] = s.first[i], s.fin[i]
+        for key, v in s.st.items():
+            total[key] = max(total.get(key, 0), v) if key == "peak_kv" else total.get(key, 0) + v
+        if idx:
+            sub = workload_subset(workload, idx)
+            per.append(ServeResult.build(sub, replica, config, [s.arr[i] for i in idx], [s.first[i] for i in idx],
+                                         [s.fin[i] for i in idx], s.st, s.deadlock))
+    deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
+    fleet = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, total, deadlock)
+    return FleetResult(router, tuple(per), tuple(assignment), fleet, len(loops))

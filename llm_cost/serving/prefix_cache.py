@@ -1,0 +1,135 @@
+"""Block-level prefix caching of K/V (vLLM's automatic prefix caching), the engine's cache part.
+
+A request's prompt may start with a known prefix, written compactly as segments
+`((prefix_key, tokens), ...)` (`Workload.prefix`): a system prompt, a group's few-shot examples, a
+chat's earlier turns. Block k of the prompt (tokens [kB, (k+1)B)) has the key "the segments clipped
+at (k+1)B tokens", so two prompts share block k exactly when their first (k+1)B tokens are the same
+segments. Only full blocks are keyed, and at most (prompt - 1) // B of them (vLLM recomputes the last
+token of a fully cached prompt to produce its logits).
+
+The cache holds each keyed block once:
+
+- `ref`: blocks that running sequences hold (key -> sequences holding it), charged once in the K/V
+  ledger however many sequences share them;
+- `lru`: blocks no sequence holds any more. They count as free blocks (an allocation may take them),
+  and when the free blocks fall below their number, the least recently released are evicted
+  (`trim`): the cache never holds more unreferenced blocks than there are free blocks.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from llm_cost.errors import InvalidValueError
+
+
+def block_keys(segments: tuple, prompt: int, block_size: int) -> tuple:
+    """The keys of a prompt's cacheable blocks: one per full block inside its known prefix, at most
+    (prompt - 1) // block_size of them (tokens; vLLM's rule).
+
+    >>> block_keys((("sys", 40),), 100, 16)
+    ((('sys', 16),), (('sys', 32),))
+    >>> block_keys((("sys", 16), ("g1", 16)), 32, 16)  # the last token is always prefilled
+    ((('sys', 16),),)
+    """
+    known = sum(t for _, t in segments)
+    full = min(known, prompt - 1) // block_size
+    keys, seg, used = [], 0, 0  # used: tokens of the segments before `seg`
+    for k in range(1, full + 1):
+        end = k * block_size
+        while used + segments[seg][1] < end:
+            used += segments[seg][1]
+            seg += 1
+        keys.append(segments[:seg] + ((segments[seg][0], end - used),))
+    return tuple(keys)
+
+
+class PrefixCache:
+    """The cache's two tables and its counts (module doc); `keys_of(i)` the request's block keys."""
+
+    def __init__(self, workload, block_size: int) -> None:
+        if workload.prefix is None:
+            raise InvalidValueError("prefix caching needs a workload with prefixes: give --shared-prefix, "
+                                    "--prefix-groups or a trace with a prefix_id column", params=("prefix_caching",))
+        self.prefix, self.prompt, self.B = workload.prefix, workload.prompt, block_size
+        self.ref: dict = {}
+        self.lru: OrderedDict = OrderedDict()
+        self.held = [0] * len(workload)  # leading blocks request i holds through the cache
+        self._keys: dict = {}  # (segments, prompt) -> block keys: 10^6 requests share a few prefixes
+        self.evictions = 0
+
+    def keys_of(self, i: int) -> tuple:
+        """Request i's cacheable block keys (`block_keys`), computed once per distinct prefix."""
+        k = (self.prefix[i], self.prompt[i])
+        keys = self._keys.get(k)
+        if keys is None:
+            keys = self._keys[k] = block_keys(self.prefix[i], self.prompt[i], self.B)
+        return keys
+
+    def lookup(self, i: int) -> tuple[int, int]:
+        """(leading blocks of request i found in the cache, how many of them are unreferenced)."""
+        hits = unref = 0
+        ref, lru = self.ref, self.lru
+        for key in self.keys_of(i):
+            if key in ref:
+                hits += 1
+            elif key in lru:
+                hits += 1
+                unref += 1
+            else:
+                break
+        return hits, unref
+
+    def take(self, i: int, hits: int) -> None:
+        """Request i holds its first `hits` keyed blocks (found by `lookup`)."""
+        ref, lru = self.ref, self.lru
+        for key in self.keys_of(i)[:hits]:
+            if key in lru:
+                del lru[key]
+                ref[key] = 1
+            else:
+                ref[key] += 1
+        self.held[i] = hits
+
+    def register(self, i: int, prefilled: int) -> int:
+        """Request i has prefilled `prefilled` prompt tokens: its newly full keyed blocks join the cache.
+        Returns how many of them another sequence had cached meanwhile (duplicates the ledger frees)."""
+        keys = self.keys_of(i)
+        upto = min(len(keys), prefilled // self.B)
+        dup = 0
+        ref, lru = self.ref, self.lru
+        for key in keys[self.held[i]:upto]:
+            if key in ref:
+                ref[key] += 1
+                dup += 1
+            elif key in lru:
+                del lru[key]  # its own copy freed, the cached one taken: the free blocks unchanged
+                ref[key] = 1
+            else:
+                ref[key] = 1
+        if upto > self.held[i]:
+            self.held[i] = upto
+        return dup
+
+    def release(self, i: int) -> int:
+        """Request i lets go of its cached blocks; returns how many became unreferenced (now free, kept
+        in the LRU table, the request's last block the first to go)."""
+        ref, lru = self.ref, self.lru
+        freed = 0
+        for key in reversed(self.keys_of(i)[:self.held[i]]):
+            n = ref[key] - 1
+            if n:
+                ref[key] = n
+            else:
+                del ref[key]
+                lru[key] = None
+                freed += 1
+        self.held[i] = 0
+        return freed
+
+    def trim(self, free_blocks: int) -> None:
+        """Evict the least recently released blocks beyond `free_blocks` (an allocation took them)."""
+        lru = self.lru
+        while len(lru) > free_blocks:
+            lru.popitem(last=False)
+            self.evictions += 1
