@@ -121,10 +121,12 @@ DECLARED_ONCE = ("--c",)  # issue 24.4: shared options declared once (commands/o
 def test_shared_options_are_declared_once():
     import re
 
-    commands = ROOT / "commands"
-    counts = {name: 0 for name in DECLARED_ONCE}
-    for path in commands.glob("*.py"):
-        for name in re.findall(r'typer\.Option\("(--[a-z0-9-]+)"', path.read_text()):
-            if name in counts:
-                counts[name] += 1
-    assert counts == {name: 1 for name in DECLARED_ONCE}
+    declared = {name: set() for name in DECLARED_ONCE}
+    helps = {name: set() for name in DECLARED_ONCE}
+    for path in (ROOT / "commands").glob("*.py"):
+        for name, help_text in re.findall(r'typer\.Option\("(--[a-z0-9-]+)", help=([^)]*)\)', path.read_text()):
+            if name in declared:
+                declared[name].add(path.name)
+                helps[name].add(help_text)
+    assert declared == {name: {"options.py"} for name in DECLARED_ONCE}
+    assert all(len(texts) == 1 for texts in helps.values()), helps

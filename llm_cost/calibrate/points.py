@@ -212,27 +212,6 @@ def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
     return points
 
 
-def over_budget(p: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
-    """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
-    served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
-    One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
-    if max(p.isl, p.osl) > MAX_ROW_TOKENS:
-        return f"isl {p.isl:g} / osl {p.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
-    if p.batch_kind not in ("concurrency", "request rate"):
-        return None
-    from llm_cost.calibrate.under_load import CLOSED_LOOP_ROUNDS, RATE_REQUESTS
-
-    from llm_cost.calibrate.under_load import ENGINE_TOKENS_PER_ITERATION
-
-    requests = p.batch * CLOSED_LOOP_ROUNDS if p.batch_kind == "concurrency" else RATE_REQUESTS
-    steps = requests * (p.osl + math.ceil(p.isl / ENGINE_TOKENS_PER_ITERATION))
-    if steps <= steps_budget:
-        return None
-    return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
-            f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {steps_budget:.2g} a row "
-            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; validate --row-budget-s raises it)")
-
-
 def _is_file(path: Path) -> bool:
     """A regular file there (False for a name too long or otherwise impossible)."""
     try:

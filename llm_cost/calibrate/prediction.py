@@ -111,7 +111,8 @@ def predict(point: Point, profile, engine: str | None = None, *, steps_budget: f
     own, `Point.engine`): the profile's fixed costs for that engine (`Profile.for_engine`) and its
     serving defaults (`specs.engines`); a row the model cannot express is not covered, with the reason;
     so is a served row past `steps_budget` engine steps (default `points.SERVED_STEPS_BUDGET`)."""
-    from llm_cost.calibrate.points import SERVED_STEPS_BUDGET, over_budget
+    from llm_cost.calibrate.points import SERVED_STEPS_BUDGET
+    from llm_cost.calibrate.under_load import over_budget
     from llm_cost.specs.engines import ENGINES
 
     name = engine or point.engine

@@ -27,7 +27,7 @@ import functools
 import math
 
 from llm_cost.calibrate.bench_columns import drawn_lengths
-from llm_cost.calibrate.points import NotCovered
+from llm_cost.calibrate.points import MAX_ROW_TOKENS, SERVED_STEPS_BUDGET, NotCovered, Point
 from llm_cost.specs.deployment import Deployment
 
 RATE_REQUESTS = 1000  # Poisson arrivals served for a `request rate` row (vLLM's benchmark default prompts)
@@ -168,3 +168,20 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     itl = float(np.mean((finish - first)[decoding] / (outs[decoding] - 1))) if decoding.any() else 0.0
     return (float(np.mean(first - arrival)), itl, float(np.mean(life)), float(np.mean(outs / life)), tokens_s,
             preemptions)
+
+
+def over_budget(p: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
+    """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
+    served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
+    One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
+    if max(p.isl, p.osl) > MAX_ROW_TOKENS:
+        return f"isl {p.isl:g} / osl {p.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
+    if p.batch_kind not in ("concurrency", "request rate"):
+        return None
+    requests = p.batch * CLOSED_LOOP_ROUNDS if p.batch_kind == "concurrency" else RATE_REQUESTS
+    steps = requests * (p.osl + math.ceil(p.isl / ENGINE_TOKENS_PER_ITERATION))
+    if steps <= steps_budget:
+        return None
+    return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
+            f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {steps_budget:.2g} a row "
+            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; validate --row-budget-s raises it)")

@@ -131,30 +131,11 @@ def plan_cmd(
         raise InvalidValueError("--verify and --emit take the colocated frontier: the serving engine does not serve "
                                 "a prefill/decode split yet; drop --disaggregate", params=("disaggregate",))
     if disaggregate:
-        from llm_cost.planner import best_split
-        from llm_cost.report.plan_rows import disaggregated_rows
-
-        splits, missing = best_split(grid, target)
-        rows = disaggregated_rows(grid, splits, prices, refs)
-        columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
-        emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
-             caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
-                     "interconnect; colocated: the best single pool on the same GPUs"
-                     + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
-                        if missing["no_split"] else ""))
-        if not rows:
-            note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(result))
+        _disaggregated(grid, target, result, prices, refs, spec, fmt)
         return
     from llm_cost.report.plan_rows import plan_rows
 
-    if emit_k8s and emit_engine is None:
-        raise InvalidValueError("--emit-k8s needs --emit vllm|sglang|trtllm: the engine the manifest runs",
-                                params=("emit",))
-    if emit_engine is not None:
-        from llm_cost.errors import check_choice
-        from llm_cost.planner.emit import ENGINES
-
-        emit_engine = check_choice("emit", str(emit_engine).lower(), ENGINES)
+    emit_engine = _emit_choice(emit_engine, emit_k8s)
     rows = plan_rows(result, refs)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
@@ -172,16 +153,49 @@ def plan_cmd(
 
         print_notes([f"The best row as one command: llm-cost request {rows[0]['request_args']}"])
     if emit_engine is not None:
-        if not rows:
-            raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
-        from llm_cost.planner.emit import k8s_deployment, launch_command
+        _emit_best(rows, emit_engine, emit_k8s, served_model or model, grid.isl)
 
-        name = served_model or model
-        text = (k8s_deployment(rows[0], emit_engine, name, grid.isl) if emit_k8s
-                else launch_command(rows[0], emit_engine, name, grid.isl) + "\n")
-        import sys
+def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
+    """--emit's engine, checked (None: nothing emitted); --emit-k8s needs one."""
+    if emit_k8s and emit_engine is None:
+        raise InvalidValueError("--emit-k8s needs --emit vllm|sglang|trtllm: the engine the manifest runs",
+                                params=("emit",))
+    if emit_engine is None:
+        return None
+    from llm_cost.errors import check_choice
+    from llm_cost.planner.emit import ENGINES
 
-        sys.stdout.write(text)
+    return check_choice("emit", str(emit_engine).lower(), ENGINES)
+
+
+def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:
+    """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered."""
+    from llm_cost.planner import best_split
+    from llm_cost.report.plan_rows import disaggregated_rows
+
+    splits, missing = best_split(grid, target)
+    rows = disaggregated_rows(grid, splits, prices, refs)
+    columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
+         caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
+                 "interconnect; colocated: the best single pool on the same GPUs"
+                 + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
+                    if missing["no_split"] else ""))
+    if not rows:
+        note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(result))
+
+
+def _emit_best(rows, emit_engine, emit_k8s, name, isl) -> None:
+    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout."""
+    if not rows:
+        raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
+    from llm_cost.planner.emit import k8s_deployment, launch_command
+
+    text = (k8s_deployment(rows[0], emit_engine, name, isl) if emit_k8s
+            else launch_command(rows[0], emit_engine, name, isl) + "\n")
+    import sys
+
+    sys.stdout.write(text)
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,

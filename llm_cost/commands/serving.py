@@ -14,6 +14,8 @@ from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentA
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
+from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
+                                              kv_settings)
 from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
@@ -22,25 +24,6 @@ from llm_cost.report.render import Column, fixed
 # when they agree; None = not given (`kv_settings`)
 KvBytesOpt = Annotated[Optional[float], typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")]
 KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
-
-
-def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, float | None]:
-    """(kv_dtype for the `Deployment`, bytes per element or None): --kv-dtype, --kv-bytes, or both
-    when they agree; one error line when they do not."""
-    from llm_cost.errors import InvalidValueError, check_choice, check_number
-    from llm_cost.specs.deployment import KV_DTYPES
-
-    if kv_bytes is not None:
-        from llm_cost.specs.deployment import KV_BYTES_RANGE
-
-        check_number("kv_bytes_per_element", kv_bytes, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
-    if kv_dtype is None:
-        return "bf16", kv_bytes
-    name = check_choice("kv_dtype", str(kv_dtype).lower(), tuple(KV_DTYPES))
-    if kv_bytes is not None and kv_bytes != KV_DTYPES[name]:
-        raise InvalidValueError(f"--kv-bytes {kv_bytes:g} disagrees with --kv-dtype {name} "
-                                f"({KV_DTYPES[name]:g} bytes per element): give one of them")
-    return name, None
 
 
 CAPACITY_COLUMNS = [
@@ -63,7 +46,6 @@ CAPACITY_DEPLOYED_COLUMNS = [
     Column("kv_tokens_total", "KV tokens (all)", fixed(0)),
     Column("requests_declared_total", "reqs @ prompt+max_gen (all)", fixed(0)),
 ]
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
 CAPACITY_DRAFT_COLUMNS = [
     Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
     Column("draft_kv_bytes_per_token", "draft KV/token (bytes)", fixed(0)),
@@ -225,32 +207,6 @@ def waste_cmd(
     emit([waste_sim_row(r) for r in results], WASTE_SIM_COLUMNS, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
-
-
-BATCHING_COLUMNS = [
-    Column("scheduler", "scheduler"),
-    Column("max_batch", "max batch"),
-    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
-    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
-    Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
-    Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
-    Column("latency_per_token_p99_s", "p99 (ms/token)", fixed(1, 1e-3)),
-    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
-    Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
-    Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
-    Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3)),
-    Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
-    Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
-    Column("kv_reserved_over_written", "reserved/written", fixed(2)),
-    Column("mean_batch", "mean batch", fixed(1)),
-    Column("finished", "finished"),
-    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
-]
-BATCHING_DEPLOYED_COLUMNS = [
-    Column("comm_time_s", "comm/iter (ms)", fixed(3, 1e-3)),
-    Column("tokens_per_s", "tok/s (all)", fixed(0)),
-    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
-]
 
 
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "

@@ -144,7 +144,7 @@ def run_batching(o: dict) -> None:
     from llm_cost.commands import parse
     from llm_cost.commands.app import emit, warn_unfit
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.commands.serving import kv_settings
+    from llm_cost.commands.serving_common import kv_settings
     from llm_cost.errors import InvalidValueError
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.serve_config import host_link_bytes_per_s
@@ -289,7 +289,7 @@ def _deployment_caption(dep, results) -> str:
 def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):
     """(rows, columns, title suffix): the step-level simulator's rows and columns where it ran
     (K/V reserved against written), the engine's (tails, goodput, K/V used) where it did."""
-    from llm_cost.commands.serving import BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
+    from llm_cost.commands.serving_common import BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
     from llm_cost.report.serving_rows import batching_row, search_fields, serve_row
 
     from llm_cost.serving.engine import simulator_covers

@@ -1,0 +1,52 @@
+"""What `capacity`, `batching` and its engine runs (`serving_engine`) share: the K/V element setting
+and the batching table's columns, apart so the two command modules do not import each other."""
+
+from __future__ import annotations
+
+from llm_cost.report.render import Column, fixed
+
+
+def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, float | None]:
+    """(kv_dtype for the `Deployment`, bytes per element or None): --kv-dtype, --kv-bytes, or both
+    when they agree; one error line when they do not."""
+    from llm_cost.errors import InvalidValueError, check_choice, check_number
+    from llm_cost.specs.deployment import KV_DTYPES
+
+    if kv_bytes is not None:
+        from llm_cost.specs.deployment import KV_BYTES_RANGE
+
+        check_number("kv_bytes_per_element", kv_bytes, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
+    if kv_dtype is None:
+        return "bf16", kv_bytes
+    name = check_choice("kv_dtype", str(kv_dtype).lower(), tuple(KV_DTYPES))
+    if kv_bytes is not None and kv_bytes != KV_DTYPES[name]:
+        raise InvalidValueError(f"--kv-bytes {kv_bytes:g} disagrees with --kv-dtype {name} "
+                                f"({KV_DTYPES[name]:g} bytes per element): give one of them")
+    return name, None
+
+
+FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+BATCHING_COLUMNS = [
+    Column("scheduler", "scheduler"),
+    Column("max_batch", "max batch"),
+    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
+    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
+    Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p99_s", "p99 (ms/token)", fixed(1, 1e-3)),
+    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
+    Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
+    Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
+    Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3)),
+    Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
+    Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
+    Column("kv_reserved_over_written", "reserved/written", fixed(2)),
+    Column("mean_batch", "mean batch", fixed(1)),
+    Column("finished", "finished"),
+    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
+]
+BATCHING_DEPLOYED_COLUMNS = [
+    Column("comm_time_s", "comm/iter (ms)", fixed(3, 1e-3)),
+    Column("tokens_per_s", "tok/s (all)", fixed(0)),
+    Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
+]
