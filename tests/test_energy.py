@@ -131,3 +131,24 @@ def test_served_run_energy_by_hand():
     # more GPUs, and busy time counted as compute-bound, never less energy
     assert served_energy(r, H100, 4).joules == pytest.approx(4 * e.joules)
     assert served_energy(r, H100, critical_rows=1.0).joules >= e.joules
+
+
+def test_batching_served_rows_carry_the_estimate():
+    # the engine's rows (paged K/V) carry watts and J/token (`served_energy`): power between idle and
+    # board power, and J/token = W / (the replica's tokens per second), energy being power x time;
+    # the step-level simulator's rows (the lecture's A100-40GB, no power figure) carry none
+    args = ("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--reservation", "paged", "--rate", "4",
+            "--requests", "200", "--profile", "measured")
+    (row,) = rows_of(*args)
+    assert H100.idle_power_w < row["watts"] < H100.max_power_w
+    assert row["joules_per_token"] == pytest.approx(row["watts"] / row["tokens_per_s_replica"], rel=1e-9)
+    assert "J/token (est.)" in run_table(*args)
+    assert "watts" not in rows_of("batching", "--rate", "2")[0]
+
+
+def run_table(*args):
+    from tests.helpers import run
+
+    out = run(*args)
+    assert out.exit_code == 0, out.output
+    return out.output

@@ -217,6 +217,7 @@ def run_batching(o: dict) -> None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
+    columns = columns + _served_energy(rows, results, acc, dep)
     if o.get("router"):
         from llm_cost.report.serving_rows import fleet_fields
 
@@ -284,6 +285,23 @@ def _deployment_caption(dep, results) -> str:
     if dep.pp > 1 and all(r.scheduler != "engine" for r in results):
         out += f"; pipeline: {PIPELINE_NOTE}"
     return out
+
+
+def _served_energy(rows, results, acc, dep) -> list:
+    """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
+    power; the columns to show (none for the step-level simulator's rows or a GPU without power)."""
+    from llm_cost.roofline.energy import has_power
+    from llm_cost.serving.energy import served_energy
+    from llm_cost.serving.serve_result import ServeResult
+
+    if not has_power(acc) or not results or not all(isinstance(r, ServeResult) for r in results):
+        return []
+    from llm_cost.commands.options import ENERGY_COLUMNS
+
+    for row, result in zip(rows, results):
+        energy = served_energy(result, acc, dep.gpus_per_replica)
+        row.update({"watts": energy.watts, "joules_per_token": energy.joules_per_token})
+    return ENERGY_COLUMNS
 
 
 def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):
