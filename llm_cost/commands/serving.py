@@ -238,6 +238,8 @@ def batching_cmd(
     prefix_groups: Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")] = None,
     group_prefix: Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")] = 256,
     prefix_dist: Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")] = "zipf",
+    sessions: Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")] = None,
+    turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
     spec_gamma: SpecGamma = None,
     spec_alpha: SpecAlpha = None,

@@ -172,7 +172,7 @@ def run_batching(o: dict) -> None:
 
     def prefixed(w):
         return prefix_segments(w, o.get("shared_prefix"), o.get("prefix_groups"), o.get("group_prefix", 256),
-                               o.get("prefix_dist", "zipf"), o["seed"])
+                               o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
 
     if o["trace"] is not None:
         wl = prefixed(read_trace(o["trace"]))

@@ -7,15 +7,22 @@ A request's prefix is written as segments ((prefix_key, tokens), ...) (`Workload
 - `with_prefix_groups(wl, G, N, distribution)`: G distinct prefixes of N tokens, request i in group
   g with probability proportional to 1 / (g + 1) (`zipf`, exponent 1) or 1 / G (`uniform`), seeded.
 
-Both together: groups first, then the shared prefix before them (a system prompt, then a group's
-few-shot examples: `prefix_segments`).
+- `with_sessions(wl, S, T)`: multi-turn chats: request i is turn (i // S) mod T of session i mod S
+  (sessions interleaved, a session's next turn S arrivals later); a turn's prompt is the previous
+  turn's prompt and answer, then its own drawn prompt tokens; after T turns the session starts a new
+  chat. The whole prompt is the session's (key ("session", s, chat)), so a turn hits the blocks of the
+  previous turn's prompt; the previous answer's blocks are prefilled again (the cache keys prompt
+  blocks only: an under-estimate of the hits where an engine also caches generated blocks).
+
+Groups and a shared prefix together: groups first, then the shared prefix before them (a system
+prompt, then a group's few-shot examples: `prefix_segments`); sessions take the shared prefix too.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_cost.errors import check_choice, check_number
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 PREFIX_DISTRIBUTIONS = ("zipf", "uniform")
 
@@ -62,15 +69,52 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
     return _grown(wl, [segs[g] for g in draws.tolist()], tokens)
 
 
+def with_sessions(wl, sessions: int, turns: int):
+    """`wl` as multi-turn chats (module doc): request i is turn (i // sessions) mod turns of session
+    i mod sessions; its prompt is the session's history (earlier prompts and answers) and its own tokens.
+
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> w = with_sessions(fixed_workload([(4, 5)] * 4), 2, 2)
+    >>> w.prompt  # turn 0 of sessions 0 and 1, then turn 1: 4 + 5 history + 4 new
+    (4, 4, 13, 13)
+    >>> w.prefix[2]
+    ((('session', 0, 0), 13),)
+    """
+    check_number("sessions", sessions, low=1, integer=True)
+    check_number("turns", turns, low=1, integer=True)
+    if wl.prefix is not None:
+        raise InvalidValueError("sessions are the whole prompt's prefix: give them alone (or with a shared prefix)",
+                                params=("sessions",))
+    history = [0] * sessions
+    prompts, segments = [], []
+    for i, (new, out) in enumerate(zip(wl.prompt, wl.output)):
+        session, turn = i % sessions, i // sessions
+        if turn % turns == 0:
+            history[session] = 0
+        prompt = history[session] + new
+        prompts.append(prompt)
+        segments.append(((("session", session, turn // turns), prompt),))
+        history[session] = prompt + out
+    what = f"{sessions} sessions x {turns} turns"
+    return replace(wl, prompt=tuple(prompts), prefix=tuple(segments),
+                   description=f"{wl.description}, {what}" if wl.description else what)
+
+
 def prefix_segments(wl, shared: int | None = None, groups: int | None = None, group_tokens: int = 256,
-                    distribution: str = "zipf", seed: int = 0):
-    """`wl` with the `batching` options' prefixes: groups (`with_prefix_groups`), then a shared system
-    prompt before them (`with_shared_prefix`); `wl` itself when neither is given.
+                    distribution: str = "zipf", seed: int = 0, sessions: int | None = None, turns: int = 1):
+    """`wl` with the `batching` options' prefixes: sessions (`with_sessions`) or groups
+    (`with_prefix_groups`), then a shared system prompt before them (`with_shared_prefix`); `wl` itself
+    when none is given.
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> prefix_segments(fixed_workload([(4, 5)]), shared=8, groups=1, group_tokens=16).prefix
     ((('shared', 8), (('group', 0), 16)),)
     """
+    if sessions is not None and groups is not None:
+        raise InvalidValueError("sessions and prefix_groups: give one (a chat's history is its own prefix)",
+                                params=("sessions", "prefix_groups"))
+    if sessions is not None:
+        wl = with_sessions(wl, sessions, turns)
     if groups is not None:
         wl = with_prefix_groups(wl, groups, group_tokens, distribution, seed)
     if shared is not None:

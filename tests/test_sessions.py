@@ -1,0 +1,57 @@
+"""Multi-turn chats as a prefix workload (issue 25.1: `--sessions S --turns T`), counted by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.errors import InvalidValueError
+from llm_cost.serving.engine import serve
+from llm_cost.serving.prefixes import prefix_segments, with_sessions
+from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import fixed_workload
+from tests.helpers import error_line, rows_of
+
+UNIT = Replica(IterationCost.unit(), 1000, 2048)  # 1 s per iteration, 1000 K/V tokens
+CACHED = ServeConfig(reservation="paged", watermark=0, prefix_caching=True)
+PLAIN = ServeConfig(reservation="paged", watermark=0)
+
+
+def test_one_chat_of_three_turns_counted_by_hand():
+    # One session, three turns of 20 own tokens and 12 output tokens, each turn arriving after the
+    # previous finished. Prompts: 20, 20 + 12 + 20 = 52, 52 + 12 + 20 = 84. Blocks of 16: turn 0 caches
+    # (20 - 1) // 16 = 1 block; turn 1 looks up (52 - 1) // 16 = 3 and hits the 1 (16 tokens: the
+    # answer's block was never a prompt block), caching 3; turn 2 looks up (84 - 1) // 16 = 5 and hits 3
+    # (48 tokens). Hits 16 + 48 = 64 over 20 + 52 + 84 = 156 prompt tokens; prefill rows 156 - 64.
+    wl = with_sessions(fixed_workload([(20, 12)] * 3, arrivals_s=[0.0, 100.0, 200.0]), 1, 3)
+    assert wl.prompt == (20, 52, 84)
+    on, off = serve(wl, UNIT, CACHED), serve(wl, UNIT, PLAIN)
+    assert (on.prefix_lookups, on.prefix_lookup_tokens, on.prefix_hit_requests, on.prefix_hit_tokens) == (3, 156, 2, 64)
+    assert off.positions_computed - on.positions_computed == 64
+    assert on.prefix_token_hit_rate == pytest.approx(64 / 156)
+
+
+def test_sessions_interleave_and_start_a_new_chat_after_their_turns():
+    wl = with_sessions(fixed_workload([(4, 5)] * 6), 2, 2)
+    assert wl.prompt == (4, 4, 13, 13, 4, 4)  # turn 0, turn 1 (4 + 5 + 4), then new chats
+    assert [seg[0][0] for seg in wl.prefix] == [("session", 0, 0), ("session", 1, 0), ("session", 0, 0),
+                                                 ("session", 1, 0), ("session", 0, 1), ("session", 1, 1)]
+
+
+def test_sessions_with_a_shared_prefix_and_refusals():
+    wl = prefix_segments(fixed_workload([(4, 5)] * 2), shared=32, sessions=1, turns=2)
+    assert wl.prompt == (36, 45) and wl.prefix[1][0] == ("shared", 32)
+    with pytest.raises(InvalidValueError, match="sessions"):
+        prefix_segments(fixed_workload([(4, 5)]), groups=2, sessions=1)
+    with pytest.raises(InvalidValueError, match="turns"):
+        with_sessions(fixed_workload([(4, 5)]), 1, 0)
+
+
+def test_cli_sessions_hit_the_previous_turns():
+    args = ("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--reservation", "paged", "--sessions", "8",
+            "--turns", "4", "--rate", "4", "--requests", "200", "--profile", "measured")
+    (on,) = rows_of(*args, "--prefix-caching")
+    (off,) = rows_of(*args)
+    assert on["prefix_token_hit_rate"] > 0.3 and off["prefix_token_hit_rate"] == 0
+    assert on["ttft_p50_s"] < off["ttft_p50_s"]
+    assert "--sessions" in error_line(*args, "--prefix-groups", "4")
