@@ -152,3 +152,21 @@ def run_table(*args):
     out = run(*args)
     assert out.exit_code == 0, out.output
     return out.output
+
+
+def test_table_decode_energy_is_the_roofline_step_energy():
+    # the table's decode rows (article preset, H100 SXM, batch 1): J/token = step_energy / batch, the
+    # same estimate `roofline` prints for that step; $ = J x 1e6 / 3.6e6 x $/kWh; a GPU without a
+    # board power (A100 40GB) has no energy row
+    from llm_cost.catalog import load_model
+    from llm_cost.specs import preset
+
+    (row,) = rows_of("table", "--model", "llama-3-8b", "--usd-per-kwh", "0.1")
+    step = step_time(load_model("llama-3-8b"), H100, preset("article"), rows=1)
+    e = step_energy(step, H100)
+    assert row["decode_joules_per_token_bf16"] == pytest.approx(e.joules, rel=1e-12)
+    assert row["usd_per_million_tokens_energy_bf16"] == pytest.approx(e.joules * 1e6 / 3.6e6 * 0.1, rel=1e-12)
+    assert row["decode_joules_per_token_w4a16"] < row["decode_joules_per_token_bf16"]
+    (a100,) = rows_of("table", "--model", "llama-3-8b", "--gpu", "a100-40gb")
+    assert a100["decode_joules_per_token_bf16"] is None
+    assert "decode energy per token" in run_table("table", "--model", "llama-3-8b")

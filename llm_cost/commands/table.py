@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (DraftC, AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
+from llm_cost.commands.options import (DraftC, UsdPerKwh, AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -32,6 +32,7 @@ def table_cmd(
     reserve: Reserve = DEFAULT_RESERVE,
     isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt tokens: adds the time to first token (one prompt's prefill).")] = None,
     usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million output tokens of the decode rows.")] = None,
+    usd_per_kwh: UsdPerKwh = None,
     deploy: DeploymentArgs = AS_GIVEN,
     fmt: FormatMd = "table",
 ) -> None:
@@ -55,7 +56,8 @@ def table_cmd(
     every = []
     for n, acc in enumerate(load_accelerator(g) for g in gpu):  # one table per GPU: its labels are its own
         rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
-                          mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+                          mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
+                          usd_per_kwh=usd_per_kwh)
         every += rows
         if fmt in ("json", "csv"):
             continue

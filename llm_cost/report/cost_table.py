@@ -58,7 +58,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
              c: float = DEFAULT_C,
              batch: int = 1, contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
              mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
-             isl: int | None = None, usd_per_gpu_hour: float | None = None) -> dict:
+             isl: int | None = None, usd_per_gpu_hour: float | None = None, usd_per_kwh: float | None = None) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
 
     Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
@@ -105,13 +105,15 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     }
     # one sequence's K/V: context x kv, or less where sliding / chunked layers keep only their window
     row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n, kv_el) for n in contexts})
-    steps = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w).total_s
+    timed = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w)
              for name, w in (("bf16", BF16), ("w4a16", INT4_G128))}
+    steps = {name: step.total_s for name, step in timed.items()}
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
         "decode_step_s_bf16": steps["bf16"],
         "decode_step_s_w4a16": steps["w4a16"],
+        **_energy_keys(timed, gpu, deployment, batch, usd_per_kwh),
         "spec_alpha": alpha, "spec_gamma": int(gamma), "spec_c": c,
         "spec_expected_tokens": float(spec.expected_tokens),
         "spec_verify_over_base": float(spec.verify_over_base),
@@ -128,6 +130,21 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
                     for n in contexts})
     row.update(_fit_keys(model, gpu, deployment, batch, contexts, row))
     return row
+
+
+def _energy_keys(timed, gpu, deployment, batch, usd_per_kwh) -> dict:
+    """Decode energy per output token at the row's batch, BF16 and W4A16 (J, an estimate:
+    `roofline.energy.step_energy` on the deployment's GPUs over the batch's tokens), None where the
+    datasheet gives no board power; with `usd_per_kwh` its $ per million tokens."""
+    from llm_cost.roofline.energy import energy_usd, has_power, step_energy
+
+    keys = {}
+    for name, step in timed.items():
+        joules = (step_energy(step, gpu, deployment.gpus_per_replica).joules / batch) if has_power(gpu) else None
+        keys[f"decode_joules_per_token_{name}"] = joules
+        keys[f"usd_per_million_tokens_energy_{name}"] = (energy_usd(joules * 1e6, usd_per_kwh)
+                                                         if joules is not None and usd_per_kwh is not None else None)
+    return keys
 
 
 def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
@@ -206,10 +223,12 @@ def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, *, alpha: float = 
                gamma: int = DEFAULT_GAMMA, c: float = DEFAULT_C, batch: int = 1,
                contexts: Sequence[int] = DEFAULT_CONTEXTS, reserve: float = DEFAULT_RESERVE,
                mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
-               isl: int | None = None, usd_per_gpu_hour: float | None = None) -> list[dict]:
+               isl: int | None = None, usd_per_gpu_hour: float | None = None,
+               usd_per_kwh: float | None = None) -> list[dict]:
     """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`)."""
     if not models:
         raise InvalidValueError("models needs at least one value", params=("models",))
     return [cost_row(m, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
-                     mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour)
+                     mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
+                     usd_per_kwh=usd_per_kwh)
             for m in models]

@@ -91,6 +91,16 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
         (f"decode step lower bound, batch {b}, BF16 (ms)", _assuming_fit(_num("decode_step_s_bf16", 2, 1e-3), "fits_bf16")),
         (f"decode step lower bound, batch {b}, W4A16 (ms)", _assuming_fit(_num("decode_step_s_w4a16", 2, 1e-3), "fits_int4")),
     ]
+    if r.get("decode_joules_per_token_bf16") is not None:
+        lines += [(f"decode energy per token, batch {b}, BF16 (J, est.)",
+                   _assuming_fit(_num("decode_joules_per_token_bf16", 3), "fits_bf16")),
+                  (f"decode energy per token, batch {b}, W4A16 (J, est.)",
+                   _assuming_fit(_num("decode_joules_per_token_w4a16", 3), "fits_int4"))]
+    if r.get("usd_per_million_tokens_energy_bf16") is not None:
+        lines += [("decode energy cost, BF16 ($ per million output tokens, est.)",
+                   _assuming_fit(_num("usd_per_million_tokens_energy_bf16", 4), "fits_bf16")),
+                  ("decode energy cost, W4A16 ($ per million output tokens, est.)",
+                   _assuming_fit(_num("usd_per_million_tokens_energy_w4a16", 4), "fits_int4"))]
     if r["isl"] is not None:
         lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)",
                    _assuming_fit(_num("ttft_s_bf16", 1, 1e-3), "fits_bf16")),
