@@ -1,0 +1,117 @@
+"""Disaggregated prefill and decode, simulated (issue 25.3, 25.6): a hand-checked two-request run,
+TTFT unaffected by decode load where the aggregated engine's rises, the hand-off time against
+`plan --disaggregate`'s (`parallel.send_s` of `counts.kv_bytes`), no request lost, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.errors import InvalidValueError
+from llm_cost.serving.disaggregated import serve_disaggregated
+from llm_cost.serving.engine import serve
+from llm_cost.serving.fleet import serve_fleet
+from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import fixed_workload, poisson_workload
+
+A100 = load_accelerator("a100-40gb")
+SERVER = Replica.from_specs(load_model("gpt-3-13b"), A100)
+PAGED = ServeConfig(reservation="paged")
+UNIT = Replica(IterationCost.unit(), 100, 2048)
+
+
+def test_two_requests_by_hand():
+    # unit iterations (1 s each), 4 prompt + 5 output tokens, both at t = 0, 1 B of K/V per token over
+    # a 4 B/s link: the prefill pool prefills both in one iteration (first tokens at 1 s), each K/V
+    # (4 B) moves in 1 s (decode arrivals at 2 s); the decode pool's first iteration feeds the first
+    # tokens (token 2 at 3 s), tokens 3, 4, 5 at 4, 5, 6 s. TTFT 1 s, TPOT (6 - 1) / 4 = 1.25 s.
+    wl = fixed_workload([(4, 5), (4, 5)])
+    d = serve_disaggregated(wl, UNIT, ServeConfig(reservation="paged", block_size=1, watermark=0), prefill=1,
+                            decode=1, link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    assert d.served.first_token_s == (1.0, 1.0) and d.served.finish_s == (6.0, 6.0)
+    assert d.transfer_s == (1.0, 1.0) and d.transfer_mean_s == d.transfer_max_s == 1.0
+    assert d.served.percentile_s("ttft", "p50") == 1.0 and d.served.percentile_s("tpot", "p50") == 1.25
+    assert d.prefill.fleet.iterations == 1 and d.decode.fleet.iterations == 4
+    assert d.served.iterations == 5 and d.served.busy_s == 5.0
+    # the decode pool holds each prompt's K/V from admission: 4 + 1 tokens, then one more a token
+    assert d.decode.fleet.output == (4, 4) and d.decode.fleet.kv_used_peak_tokens == 2 * 8
+    # a request of one output token never reaches the decode pool; the other's tokens 2, 3 at 3, 4 s
+    one = serve_disaggregated(fixed_workload([(4, 1), (4, 3)]), UNIT, PAGED, prefill=1, decode=1,
+                              link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    assert one.decode_of == (1,) and one.served.finish_s == (1.0, 4.0) and math.isnan(one.transfer_s[0])
+
+
+def test_ttft_unaffected_by_decode_load():
+    # the same arrivals and prompts, outputs of 16 then 128 tokens: the prefill pool sees the same stream
+    # (its TTFT p50 is unchanged, exactly); the aggregated fleet on as many GPUs mixes the longer decodes
+    # into the prefills' iterations and its TTFT p50 rises (measured: 36.3 ms -> 47.0 ms)
+    link = A100.interconnect_bytes_per_s
+    ttft, agg = [], []
+    for out in (16, 128):
+        wl = poisson_workload(300, 4.0, seed=1, prompt=256, output=out)
+        d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=3, link_bytes_per_s=link)
+        assert d.served.finished == len(wl)
+        ttft.append(d.served.percentile_s("ttft", "p50"))
+        agg.append(serve_fleet(wl, SERVER, PAGED, 4, "least-loaded").fleet.percentile_s("ttft", "p50"))
+    assert ttft[1] == ttft[0]
+    assert agg[1] > 1.2 * agg[0]
+
+
+def test_handoff_is_plan_disaggregates():
+    # `planner.disaggregate`'s hand-off of one request on one GPU: parallel.send_s(counts.kv_bytes(ISL))
+    # = alpha + ISL x kv bytes per token / beta (the A100's NVLink 3 datasheet figures)
+    from llm_cost.counts import kv_bytes
+    from llm_cost.parallel import send_s
+
+    wl = fixed_workload([(512, 4), (100, 4)], arrivals_s=[0.0, 1.0])
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=A100.interconnect_bytes_per_s,
+                            link_latency_s=A100.interconnect_latency_s)
+    model = load_model("gpt-3-13b")
+    for t, isl in zip(d.transfer_s, (512, 100)):
+        assert t == pytest.approx(send_s(kv_bytes(model, isl, 2.0), A100), rel=1e-12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3))
+def test_no_request_lost(seed, rate, p, dd):
+    wl = poisson_workload(60, rate, seed=seed)
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s)
+    assert d.served.finished == len(wl) and d.deadlock is None
+    assert sum(d.prefill.requests_per_replica) == len(wl)
+    moved = [i for i, o in enumerate(wl.output) if o > 1]
+    assert sorted(d.decode_of) == moved and sum(d.decode.requests_per_replica) == len(moved)
+    # every request's tokens: the first from the prefill pool, the rest from the decode pool
+    assert sum(d.decode.fleet.output) + len(wl) == sum(wl.output)
+    f1, fin, arr = d.served.first_token_s, d.served.finish_s, d.served.arrival_s
+    assert all(a <= f <= e for a, f, e in zip(arr, f1, fin))
+    for i in moved:  # the decode side starts no earlier than the hand-off
+        assert fin[i] >= f1[i] + d.transfer_s[i]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"prefill": 0, "decode": 1, "link_bytes_per_s": 1.0}, "prefill"),
+    ({"prefill": 1, "decode": 0, "link_bytes_per_s": 1.0}, "decode"),
+    ({"prefill": 1, "decode": 1, "link_bytes_per_s": 0.0}, "link_bytes_per_s"),
+    ({"prefill": 1, "decode": 1, "link_bytes_per_s": 1.0, "link_latency_s": -1.0}, "link_latency_s"),
+])
+def test_bad_input(kwargs, words):
+    with pytest.raises(InvalidValueError, match=words):
+        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, PAGED, **kwargs)
+
+
+def test_refuses_prefix_caching():
+    with pytest.raises(InvalidValueError, match="without prefix caching"):
+        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, ServeConfig(reservation="paged", prefix_caching=True),
+                            prefill=1, decode=1, link_bytes_per_s=1.0)
+
+
+def test_one_output_token_matches_the_engine_ttft():
+    # with one output token the run is the prefill pool alone: one replica is the engine
+    wl = poisson_workload(100, 5.0, seed=2, output=1)
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=1.0)
+    assert d.decode is None and d.served.first_token_s == serve(wl, SERVER, PAGED, fast=False).first_token_s
