@@ -145,3 +145,25 @@ def test_steady_workload_agrees_with_plan_disaggregate():
     assert d.served.percentile_s("tpot", "p50") == pytest.approx(row["tpot_s"], rel=0.01)
     assert d.served.throughput_req_per_s == pytest.approx(row["requests_per_s"], rel=0.05)
     assert d.served.finished == len(wl)
+
+
+def test_batching_disaggregate_rows():
+    # `batching --disaggregate 1:3`: the fleet's row, every request finished, the hand-off over the
+    # A100's NVLink 3 (300 GB/s per direction: hardware/a100-40gb.json) of each prompt's K/V
+    from helpers import rows_of
+
+    row = rows_of("batching", "--reservation", "paged", "--rate", "4", "--requests", "200", "--disaggregate", "1:3")[0]
+    assert (row["prefill_replicas"], row["decode_replicas"], row["finished"]) == (1, 3, 200)
+    assert 0 < row["transfer_mean_s"] < 512 * SERVER.cost.kv_token_bytes / 300e9 + A100.interconnect_latency_s
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 4)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--disaggregate", "1x3"], "--disaggregate takes P:D"),
+    (["--disaggregate", "0:1"], "--disaggregate takes P:D"),
+    (["--disaggregate", "1:1", "--router", "least-loaded"], "not --slo-ms, --router or --concurrency"),
+])
+def test_batching_disaggregate_bad_input(args, words):
+    from helpers import error_line
+
+    assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)

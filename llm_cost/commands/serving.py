@@ -239,6 +239,7 @@ def batching_cmd(
     group_prefix: Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")] = 256,
     prefix_dist: Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")] = "zipf",
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")] = None,
     spec_gamma: SpecGamma = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,

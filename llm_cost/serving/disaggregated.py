@@ -69,6 +69,20 @@ class DisaggregatedResult:
         return self.served.deadlock
 
 
+def handoff_link(gpu, gpus: int) -> tuple[float, float]:
+    """(bytes/s, latency s) of the K/V hand-off between pools of `gpus` GPUs in all: the datasheet's
+    interconnect (`Accelerator.interconnect_bytes_per_s`, per GPU per direction) when they fit one
+    scale-up domain (`scale_up_gpus`; 0: unbounded), else the scale-out network where it is given (as
+    `parallel.send_s(across=True)`). Raises when the link is unknown (0)."""
+    across = bool(gpu.scale_up_gpus) and gpus > gpu.scale_up_gpus and gpu.scale_out_bytes_per_s > 0
+    bw, lat = ((gpu.scale_out_bytes_per_s, gpu.scale_out_latency_s) if across
+               else (gpu.interconnect_bytes_per_s, gpu.interconnect_latency_s))
+    if not bw > 0:
+        raise InvalidValueError(f"{gpu.name} has no GPU-to-GPU link bandwidth in its datasheet entry "
+                                "(interconnect_bytes_per_s): the K/V hand-off cannot be timed", params=("gpu",))
+    return bw, lat
+
+
 def _run_pool(workload: Workload, replica, config, count: int, cached=None):
     """`count` engines behind the least-loaded router over `workload`, in arrival order (`fleet`);
     `cached`: per request, prompt tokens already in K/V on arrival (the decode pool). (loops, assignment)."""
