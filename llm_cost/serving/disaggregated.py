@@ -5,7 +5,8 @@ router (`fleet`), the K/V moved between the pools over a link.
 
 - The prefill pool serves each request's prompt and stops at its first token (output 1).
 - The hand-off: request i's K/V leaves the prefill replica at its first token and reaches the decode
-  pool after  t_kv,i = link_latency_s + P_i x kv_bytes_per_token / link_bytes_per_s  (seconds; each
+  pool after  t_kv,i = link_latency_s + K(P_i) x kv_bytes_per_token / link_bytes_per_s  (seconds;
+  K(P) the all-layer K/V tokens a context of P holds: P, fewer with windowed layers, `held_tokens_fn`; each
   GPU of a tp x pp replica sends its own share over its own link, as `planner.disaggregate` and
   `parallel.send_s`: `kv_bytes_per_token` defaults to the replica's per-GPU share,
   `cost.kv_token_bytes`). Links are not shared: no transfer waits for another (an approximation).
@@ -19,8 +20,10 @@ router (`fleet`), the K/V moved between the pools over a link.
 The request's timeline: TTFT = the prefill pool's first token - arrival (the first token is streamed
 from the prefill side: the hand-off is not in the TTFT); TPOT = (decode finish - first token) /
 (O - 1), so the hand-off and the decode queue fall in the TPOT; e2e = decode finish - arrival.
-The prefill replica's K/V is freed at the first token (not held through the transfer: an
-approximation that favours the prefill pool by at most t_kv of K/V per request).
+Approximations: the prefill replica's K/V is freed at the first token (not held through the
+transfer), and a request queued at the decode pool holds no memory until admitted (in a real
+deployment it waits in the prefill replica's or a K/V pool's memory); the decode pool's K/V is counted
+from admission. Prefix caching is refused (the decode pool's K/V arrives by hand-off).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.fleet import FleetResult, _choose, _results
+from llm_cost.serving.iteration import held_tokens_fn
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
 
@@ -149,6 +153,7 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
                                 "arrives by hand-off, not by cache)", params=("prefix_caching",))
     kvb = replica.cost.kv_token_bytes if kv_bytes_per_token is None else kv_bytes_per_token
     check_number("kv_bytes_per_token", kvb, low=0.0)
+    held = held_tokens_fn(replica.cost) or (lambda c: c)  # windowed layers hold (and move) less
     n = len(workload)
     one = [1] * n
     pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
@@ -163,7 +168,7 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     handoff = []
     for i in range(n):
         if workload.output[i] > 1 and first[i] == first[i]:
-            transfer[i] = link_latency_s + workload.prompt[i] * kvb / link_bytes_per_s
+            transfer[i] = link_latency_s + held(workload.prompt[i]) * kvb / link_bytes_per_s
             handoff.append((first[i] + transfer[i], i))
     handoff.sort()
     loops = list(p_loops)
