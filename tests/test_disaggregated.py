@@ -5,6 +5,7 @@ TTFT unaffected by decode load where the aggregated engine's rises, the hand-off
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -167,3 +168,27 @@ def test_batching_disaggregate_bad_input(args, words):
     from helpers import error_line
 
     assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)
+
+
+def test_handoff_link_inside_and_past_the_domain():
+    # the H100 SXM's datasheet entry (hardware/h100-sxm.json): 8 GPUs on one NVSwitch board, NVLink 4
+    # inside it, a 400 Gb/s NIC per GPU (50e9 B/s, 2.7 us) past it
+    from llm_cost.serving.disaggregated import handoff_link
+
+    h100 = load_accelerator("h100-sxm")
+    assert handoff_link(h100, 8) == (h100.interconnect_bytes_per_s, h100.interconnect_latency_s)
+    assert handoff_link(h100, 16) == (50e9, 2.7e-6)
+    with pytest.raises(InvalidValueError, match="no GPU-to-GPU link bandwidth"):
+        handoff_link(replace(h100, interconnect_bytes_per_s=0.0), 2)
+
+
+def test_tensor_parallel_replica_sends_its_share():
+    # on tp = 2 each GPU holds (and sends) half of each token's K/V (GPT-3 13B's 40 heads split in two):
+    # the hand-off takes half the one-GPU time over the same per-GPU link
+    from llm_cost.specs.deployment import Deployment
+
+    wl = fixed_workload([(512, 4)])
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2))
+    one = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
+    two = serve_disaggregated(wl, tp2, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
+    assert two.transfer_s[0] == pytest.approx(one.transfer_s[0] / 2, rel=1e-12)
