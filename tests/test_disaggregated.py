@@ -192,3 +192,16 @@ def test_tensor_parallel_replica_sends_its_share():
     one = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
     two = serve_disaggregated(wl, tp2, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
     assert two.transfer_s[0] == pytest.approx(one.transfer_s[0] / 2, rel=1e-12)
+
+
+def test_windowed_layers_move_what_they_hold():
+    # Gemma 2 9B (models/gemma-2-9b/config.json, from huggingface.co/google/gemma-2-9b-it: 42 layers,
+    # sliding_window 4096, local and global layers alternating): a 6000-token prompt's K/V is
+    # (6000 + 4096) / 2 all-layer tokens, so the hand-off moves 10096 / 12000 of the full-context bytes
+    h100 = load_accelerator("h100-sxm")
+    server = Replica.from_specs(load_model("gemma-2-9b"), h100, windowed=True)
+    d = serve_disaggregated(fixed_workload([(6000, 8)]), server, PAGED, prefill=1, decode=1,
+                            link_bytes_per_s=h100.interconnect_bytes_per_s)
+    full = 6000 * server.cost.kv_token_bytes / h100.interconnect_bytes_per_s
+    assert d.transfer_s[0] == pytest.approx(full * 10096 / 12000, rel=1e-9)
+    assert d.served.finished == 1
