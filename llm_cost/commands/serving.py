@@ -241,6 +241,7 @@ def batching_cmd(
     sessions: Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")] = None,
     turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")] = None,
     spec_gamma: SpecGamma = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,

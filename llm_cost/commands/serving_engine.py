@@ -189,6 +189,8 @@ def run_batching(o: dict) -> None:
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
     caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
+    if o.get("disaggregate"):
+        return _run_disaggregated(o, [wl.at_rate(r) for r in rates], wl, replica, config, acc, dep, slo, caption)
     if slo_s is not None:
         from llm_cost.serving.rate_search import highest_rate
 
@@ -245,6 +247,45 @@ def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
             inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
             fleets.append(serve_fleet(one, replica, config, replicas, router, on_progress=inner))
     return fleets
+
+
+DISAGG_COLUMNS = [Column("prefill_replicas", "prefill replicas"), Column("decode_replicas", "decode replicas"),
+                  Column("transfer_mean_s", "K/V hand-off mean (ms)", fixed(3, 1e-3))]
+
+
+def _run_disaggregated(o: dict, workloads, wl, replica, config, acc, dep, slo, caption) -> None:
+    """`batching --disaggregate P:D` (`serving.disaggregated`): prefills on P replicas, decodes on D, the
+    K/V over the datasheet's link (`handoff_link`); one row per rate, the fleet's."""
+    from llm_cost.commands.app import emit
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
+
+    text = str(o["disaggregate"])
+    p, _, d = text.partition(":")
+    if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+        raise InvalidValueError(f"--disaggregate takes P:D, prefill and decode replicas >= 1 each, got {text!r}",
+                                params=("disaggregate",))
+    if o["slo_ms"] is not None or o.get("router") or o["concurrency"] is not None:
+        raise InvalidValueError("--disaggregate simulates the given --rate values of open-loop arrivals: give "
+                                "--rate, not --slo-ms, --router or --concurrency", params=("disaggregate",))
+    p, d = int(p), int(d)
+    bw, lat = handoff_link(acc, (p + d) * dep.gpus_per_replica)
+    runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat)
+            for w in workloads]
+    results = [r.served for r in runs]
+    rows, columns, extra = _rendered(results, workloads, wl, config, replica, None, slo, None, dep, o)
+    for row, r in zip(rows, runs):
+        row.update({"prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
+                    "rate_total_req_per_s": r.served.rate_req_per_s,
+                    "throughput_total_req_per_s": r.served.throughput_req_per_s, "tokens_per_s": r.served.tokens_per_s,
+                    "tokens_per_s_per_gpu": r.served.tokens_per_s / ((p + d) * dep.gpus_per_replica)})
+    for r in results:
+        if r.deadlock is not None:
+            caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
+    emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} "
+         f"tokens" + extra, caption=caption + f"; disaggregated: prefills on {p}, decodes on {d} replicas of "
+         f"{dep.gpus_per_replica} GPUs, the K/V over {bw / 1e9:g} GB/s per GPU; TTFT at the prefill side, "
+         "the hand-off in the TPOT; --rate is the fleet's")
 
 
 def _settings_caption(config) -> str:
@@ -312,7 +353,7 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
 
     from llm_cost.serving.engine import simulator_covers
 
-    engine = bool(o.get("router")) or not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
+    engine = bool(o.get("router") or o.get("disaggregate")) or not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
     if engine:
         rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
         columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])

@@ -1,0 +1,189 @@
+"""Disaggregated prefill and decode, simulated (issue 25.3; DistServe, Zhong et al., OSDI 2024,
+arXiv 2401.09670 §2-3; NVIDIA Dynamo): a prefill pool of P replicas and a decode pool of D replicas of
+one `Replica`, each replica its own general loop (`engine_loop.EngineLoop`) behind a least-loaded
+router (`fleet`), the K/V moved between the pools over a link.
+
+- The prefill pool serves each request's prompt and stops at its first token (output 1).
+- The hand-off: request i's K/V leaves the prefill replica at its first token and reaches the decode
+  pool after  t_kv,i = link_latency_s + K(P_i) x kv_bytes_per_token / link_bytes_per_s  (seconds;
+  K(P) the all-layer K/V tokens a context of P holds: P, fewer with windowed layers, `held_tokens_fn`; each
+  GPU of a tp x pp replica sends its own share over its own link, as `planner.disaggregate` and
+  `parallel.send_s`: `kv_bytes_per_token` defaults to the replica's per-GPU share,
+  `cost.kv_token_bytes`). Links are not shared: no transfer waits for another (an approximation).
+- The decode pool receives request i at first token + t_kv,i as a request of prompt P_i + 1 (the
+  prompt and the first token) whose first P_i tokens are already cached (`pre` = P_i: no prefill
+  compute for them, their K/V counted in the decode replica's blocks from admission), and generates
+  the O_i - 1 remaining tokens: its first iteration feeds the first token (one row over P_i cached
+  tokens: a decode step), exactly as the aggregated engine's second token. Requests of one output
+  token never reach the decode pool. Decode-side preemption recomputes (or swaps) there.
+
+The request's timeline: TTFT = the prefill pool's first token - arrival (the first token is streamed
+from the prefill side: the hand-off is not in the TTFT); TPOT = (decode finish - first token) /
+(O - 1), so the hand-off and the decode queue fall in the TPOT; e2e = decode finish - arrival.
+Approximations: the prefill replica's K/V is freed at the first token (not held through the
+transfer), and a request queued at the decode pool holds no memory until admitted (in a real
+deployment it waits in the prefill replica's or a K/V pool's memory); the decode pool's K/V is counted
+from admission. Prefix caching is refused (the decode pool's K/V arrives by hand-off).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.serving.fleet import FleetResult, _choose, _results
+from llm_cost.serving.iteration import held_tokens_fn
+from llm_cost.serving.serve_result import ServeResult
+from llm_cost.serving.workload import Workload
+
+
+@dataclass(frozen=True)
+class DisaggregatedResult:
+    """A disaggregated run: each pool's `FleetResult` (the decode pool's requests in hand-off order,
+    `decode_of` the workload's index of each), the hand-off seconds per request (nan: none, one output
+    token), and `served`: every request's timeline as one `ServeResult` (module doc; statistics of both
+    pools summed). Seconds."""
+
+    prefill: FleetResult
+    decode: FleetResult | None  # None: no request had a second token
+    decode_of: tuple  # workload index of each decode-pool request
+    transfer_s: tuple  # per workload request; nan where it did not move
+    served: ServeResult
+
+    @property
+    def transfer_mean_s(self) -> float:
+        """Mean hand-off time over the requests that moved (s; 0 when none did)."""
+        t = np.asarray(self.transfer_s, dtype=float)
+        t = t[~np.isnan(t)]
+        return float(t.mean()) if t.size else 0.0
+
+    @property
+    def transfer_max_s(self) -> float:
+        """Longest hand-off (s; 0 when none moved)."""
+        t = np.asarray(self.transfer_s, dtype=float)
+        t = t[~np.isnan(t)]
+        return float(t.max()) if t.size else 0.0
+
+    @property
+    def deadlock(self):
+        """The first pool's deadlock, or None: a run that cannot finish is never silent."""
+        return self.served.deadlock
+
+
+def handoff_link(gpu, gpus: int) -> tuple[float, float]:
+    """(bytes/s, latency s) of the K/V hand-off between pools of `gpus` GPUs in all: the datasheet's
+    interconnect (`Accelerator.interconnect_bytes_per_s`, per GPU per direction) when they fit one
+    scale-up domain (`scale_up_gpus`; 0: unbounded), else the scale-out network where it is given (as
+    `parallel.send_s(across=True)`). Raises when the link is unknown (0)."""
+    across = bool(gpu.scale_up_gpus) and gpus > gpu.scale_up_gpus and gpu.scale_out_bytes_per_s > 0
+    bw, lat = ((gpu.scale_out_bytes_per_s, gpu.scale_out_latency_s) if across
+               else (gpu.interconnect_bytes_per_s, gpu.interconnect_latency_s))
+    if not bw > 0:
+        raise InvalidValueError(f"{gpu.name} has no GPU-to-GPU link bandwidth in its datasheet entry "
+                                "(interconnect_bytes_per_s): the K/V hand-off cannot be timed", params=("gpu",))
+    return bw, lat
+
+
+def _run_pool(workload: Workload, replica, config, count: int, cached=None):
+    """`count` engines behind the least-loaded router over `workload`, in arrival order (`fleet`);
+    `cached`: per request, prompt tokens already in K/V on arrival (the decode pool). (loops, assignment)."""
+    from llm_cost.serving.engine_loop import EngineLoop
+    from llm_cost.serving.reservations import reservation_tokens
+
+    res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
+            for p, d in zip(workload.prompt, workload.declared_gen)]
+           if config.reservation in ("declared", "max_len") else [0] * len(workload))
+    loops = [EngineLoop(workload, replica, config, res) for _ in range(count)]
+    for loop in loops:
+        loop.routed()
+        if cached is not None:
+            loop.state.pre[:] = list(cached)
+    assignment = [0] * len(workload)
+    for k, t in enumerate(workload.arrival_s):
+        for loop in loops:
+            loop.run(until=t)
+        r = _choose("least-loaded", loops, k, k)
+        assignment[k] = r
+        loops[r].enqueue(k, t)
+    for loop in loops:
+        loop.run()
+    return loops, assignment
+
+
+def _summed(loops) -> dict:
+    """The loops' statistics summed (the K/V peak: the largest one replica held)."""
+    total: dict = {}
+    for loop in loops:
+        for key, v in loop.state.st.items():
+            total[key] = max(total.get(key, 0), v) if key == "peak_kv" else total.get(key, 0) + v
+    return total
+
+
+def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, decode: int,
+                        link_bytes_per_s: float, link_latency_s: float = 0.0,
+                        kv_bytes_per_token: float | None = None) -> DisaggregatedResult:
+    """Serve `workload` on `prefill` prefill replicas and `decode` decode replicas of `replica` under
+    `config`, the K/V handed over a link of `link_bytes_per_s` (bytes/s per GPU per direction, e.g. the
+    datasheet's `Accelerator.interconnect_bytes_per_s`, or `scale_out_bytes_per_s` across domains) and
+    `link_latency_s` (s): t_kv = latency + prompt x kv_bytes_per_token / link (module doc).
+
+    >>> from llm_cost.serving.replica import IterationCost, Replica
+    >>> from llm_cost.serving.serve_config import ServeConfig
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> d = serve_disaggregated(fixed_workload([(4, 5)] * 2), Replica(IterationCost.unit(), 100, 2048),
+    ...                         ServeConfig(reservation="paged"), prefill=1, decode=1,
+    ...                         link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    >>> d.served.first_token_s, d.transfer_s, d.served.finish_s
+    ((1.0, 1.0), (1.0, 1.0), (6.0, 6.0))
+    """
+    from llm_cost.serving.engine import serve
+
+    check_number("prefill", prefill, low=1, integer=True)
+    check_number("decode", decode, low=1, integer=True)
+    check_number("link_bytes_per_s", link_bytes_per_s, low=0.0, low_open=True)
+    check_number("link_latency_s", link_latency_s, low=0.0)
+    if workload.concurrency is not None:
+        raise InvalidValueError("disaggregated serving routes open-loop arrivals; give no concurrency",
+                                params=("concurrency",))
+    if config.prefix_caching:
+        raise InvalidValueError("disaggregated serving runs without prefix caching (the decode pool's K/V "
+                                "arrives by hand-off, not by cache)", params=("prefix_caching",))
+    kvb = replica.cost.kv_token_bytes if kv_bytes_per_token is None else kv_bytes_per_token
+    check_number("kv_bytes_per_token", kvb, low=0.0)
+    held = held_tokens_fn(replica.cost) or (lambda c: c)  # windowed layers hold (and move) less
+    n = len(workload)
+    one = [1] * n
+    pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
+    serve(replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
+                  output=workload.output[:1], declared_gen=workload.declared_gen[:1], prefix=None),
+          replica, config, fast=False)  # the engine's own checks of the settings, on one request
+    p_loops, p_assign = _run_pool(pre_wl, replica, config, prefill)
+    p_fleet = _results(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
+    first = list(p_fleet.fleet.first_token_s)
+    fin = [first[i] if workload.output[i] == 1 else math.nan for i in range(n)]
+    transfer = [math.nan] * n
+    handoff = []
+    for i in range(n):
+        if workload.output[i] > 1 and first[i] == first[i]:
+            transfer[i] = link_latency_s + held(workload.prompt[i]) * kvb / link_bytes_per_s
+            handoff.append((first[i] + transfer[i], i))
+    handoff.sort()
+    loops = list(p_loops)
+    d_fleet, order = None, tuple(i for _, i in handoff)
+    if order:
+        d_wl = Workload(1.0, tuple(t for t, _ in handoff), tuple(workload.prompt[i] + 1 for i in order),
+                        tuple(workload.output[i] - 1 for i in order),
+                        tuple(workload.declared_gen[i] - 1 for i in order), workload.seed,
+                        f"decode pool of {workload.description}".strip())
+        d_loops, d_assign = _run_pool(d_wl, replica, config, decode, cached=[workload.prompt[i] for i in order])
+        d_fleet = _results(d_wl, replica, config, "least-loaded", d_loops, d_assign)
+        for k, i in enumerate(order):
+            fin[i] = d_fleet.fleet.finish_s[k]
+        loops += d_loops
+    deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
+    served = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, _summed(loops),
+                               deadlock)
+    return DisaggregatedResult(p_fleet, d_fleet, order, tuple(transfer), served)

@@ -1,0 +1,207 @@
+"""Disaggregated prefill and decode, simulated (issue 25.3, 25.6): a hand-checked two-request run,
+TTFT unaffected by decode load where the aggregated engine's rises, the hand-off time against
+`plan --disaggregate`'s (`parallel.send_s` of `counts.kv_bytes`), no request lost, bad input."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.errors import InvalidValueError
+from llm_cost.serving.disaggregated import serve_disaggregated
+from llm_cost.serving.engine import serve
+from llm_cost.serving.fleet import serve_fleet
+from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import fixed_workload, poisson_workload
+
+A100 = load_accelerator("a100-40gb")
+SERVER = Replica.from_specs(load_model("gpt-3-13b"), A100)
+PAGED = ServeConfig(reservation="paged")
+UNIT = Replica(IterationCost.unit(), 100, 2048)
+
+
+def test_two_requests_by_hand():
+    # unit iterations (1 s each), 4 prompt + 5 output tokens, both at t = 0, 1 B of K/V per token over
+    # a 4 B/s link: the prefill pool prefills both in one iteration (first tokens at 1 s), each K/V
+    # (4 B) moves in 1 s (decode arrivals at 2 s); the decode pool's first iteration feeds the first
+    # tokens (token 2 at 3 s), tokens 3, 4, 5 at 4, 5, 6 s. TTFT 1 s, TPOT (6 - 1) / 4 = 1.25 s.
+    wl = fixed_workload([(4, 5), (4, 5)])
+    d = serve_disaggregated(wl, UNIT, ServeConfig(reservation="paged", block_size=1, watermark=0), prefill=1,
+                            decode=1, link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    assert d.served.first_token_s == (1.0, 1.0) and d.served.finish_s == (6.0, 6.0)
+    assert d.transfer_s == (1.0, 1.0) and d.transfer_mean_s == d.transfer_max_s == 1.0
+    assert d.served.percentile_s("ttft", "p50") == 1.0 and d.served.percentile_s("tpot", "p50") == 1.25
+    assert d.prefill.fleet.iterations == 1 and d.decode.fleet.iterations == 4
+    assert d.served.iterations == 5 and d.served.busy_s == 5.0
+    # the decode pool holds each prompt's K/V from admission: 4 + 1 tokens, then one more a token
+    assert d.decode.fleet.output == (4, 4) and d.decode.fleet.kv_used_peak_tokens == 2 * 8
+    # a request of one output token never reaches the decode pool; the other's tokens 2, 3 at 3, 4 s
+    one = serve_disaggregated(fixed_workload([(4, 1), (4, 3)]), UNIT, PAGED, prefill=1, decode=1,
+                              link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    assert one.decode_of == (1,) and one.served.finish_s == (1.0, 4.0) and math.isnan(one.transfer_s[0])
+
+
+def test_ttft_unaffected_by_decode_load():
+    # the same arrivals and prompts, outputs of 16 then 128 tokens: the prefill pool sees the same stream
+    # (its TTFT p50 is unchanged, exactly); the aggregated fleet on as many GPUs mixes the longer decodes
+    # into the prefills' iterations and its TTFT p50 rises (measured: 36.3 ms -> 47.0 ms)
+    link = A100.interconnect_bytes_per_s
+    ttft, agg = [], []
+    for out in (16, 128):
+        wl = poisson_workload(300, 4.0, seed=1, prompt=256, output=out)
+        d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=3, link_bytes_per_s=link)
+        assert d.served.finished == len(wl)
+        ttft.append(d.served.percentile_s("ttft", "p50"))
+        agg.append(serve_fleet(wl, SERVER, PAGED, 4, "least-loaded").fleet.percentile_s("ttft", "p50"))
+    assert ttft[1] == ttft[0]
+    assert agg[1] > 1.2 * agg[0]
+
+
+def test_handoff_is_plan_disaggregates():
+    # `planner.disaggregate`'s hand-off of one request on one GPU: parallel.send_s(counts.kv_bytes(ISL))
+    # = alpha + ISL x kv bytes per token / beta (the A100's NVLink 3 datasheet figures)
+    from llm_cost.counts import kv_bytes
+    from llm_cost.parallel import send_s
+
+    wl = fixed_workload([(512, 4), (100, 4)], arrivals_s=[0.0, 1.0])
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=A100.interconnect_bytes_per_s,
+                            link_latency_s=A100.interconnect_latency_s)
+    model = load_model("gpt-3-13b")
+    for t, isl in zip(d.transfer_s, (512, 100)):
+        assert t == pytest.approx(send_s(kv_bytes(model, isl, 2.0), A100), rel=1e-12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3))
+def test_no_request_lost(seed, rate, p, dd):
+    wl = poisson_workload(60, rate, seed=seed)
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s)
+    assert d.served.finished == len(wl) and d.deadlock is None
+    assert sum(d.prefill.requests_per_replica) == len(wl)
+    moved = [i for i, o in enumerate(wl.output) if o > 1]
+    assert sorted(d.decode_of) == moved and sum(d.decode.requests_per_replica) == len(moved)
+    # every request's tokens: the first from the prefill pool, the rest from the decode pool
+    assert sum(d.decode.fleet.output) + len(wl) == sum(wl.output)
+    f1, fin, arr = d.served.first_token_s, d.served.finish_s, d.served.arrival_s
+    assert all(a <= f <= e for a, f, e in zip(arr, f1, fin))
+    for i in moved:  # the decode side starts no earlier than the hand-off
+        assert fin[i] >= f1[i] + d.transfer_s[i]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"prefill": 0, "decode": 1, "link_bytes_per_s": 1.0}, "prefill"),
+    ({"prefill": 1, "decode": 0, "link_bytes_per_s": 1.0}, "decode"),
+    ({"prefill": 1, "decode": 1, "link_bytes_per_s": 0.0}, "link_bytes_per_s"),
+    ({"prefill": 1, "decode": 1, "link_bytes_per_s": 1.0, "link_latency_s": -1.0}, "link_latency_s"),
+])
+def test_bad_input(kwargs, words):
+    with pytest.raises(InvalidValueError, match=words):
+        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, PAGED, **kwargs)
+
+
+def test_refuses_prefix_caching():
+    with pytest.raises(InvalidValueError, match="without prefix caching"):
+        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, ServeConfig(reservation="paged", prefix_caching=True),
+                            prefill=1, decode=1, link_bytes_per_s=1.0)
+
+
+def test_one_output_token_matches_the_engine_ttft():
+    # with one output token the run is the prefill pool alone: one replica is the engine
+    wl = poisson_workload(100, 5.0, seed=2, output=1)
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=1.0)
+    assert d.decode is None and d.served.first_token_s == serve(wl, SERVER, PAGED, fast=False).first_token_s
+
+
+def test_steady_workload_agrees_with_plan_disaggregate():
+    # `plan --disaggregate` prices Llama-3-8B on two H100 SXM (ISL 512, OSL 64, TTFT <= 500 ms, TPOT <=
+    # 20 ms) as one prefill GPU (B = 64: 152.8 requests/s) and one decode GPU (B = 512, TPOT 17.6 ms).
+    # The simulation of the same pools (FP8 weights, the lecture preset, max_batch = the decode batch)
+    # under 1000 requests/s offered (saturated): the prefill pool's rate and the decode pool's TPOT p50
+    # agree within 1% (measured 0.2% and 0.01%: prefill is compute-bound, so its continuous batches
+    # run at the static batch's rate); the fleet's throughput, its ramp-up and tail included, within 5%
+    # (measured 3.8% below).
+    from helpers import rows_of
+
+    from llm_cost.specs import PRESETS
+    from llm_cost.specs.weights import FP8
+
+    row = rows_of("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--isl", "512", "--osl",
+                  "64", "--tpot-ms", "20", "--ttft-ms", "500", "--disaggregate", "--preset", "lecture")[0]
+    assert (row["prefill_gpus"], row["decode_gpus"], row["prefill_tp"], row["decode_tp"], row["weights"]) == \
+        (1, 1, 1, 1, "fp8")
+    gpu = load_accelerator("h100-sxm")
+    server = Replica.from_specs(load_model("llama-3-8b"), gpu, PRESETS["lecture"], weights=FP8)
+    wl = poisson_workload(3000, 1000.0, seed=0, prompt=512, output=64)
+    d = serve_disaggregated(wl, server, ServeConfig(reservation="paged", max_batch=row["decode_batch"]), prefill=1,
+                            decode=1, link_bytes_per_s=gpu.interconnect_bytes_per_s,
+                            link_latency_s=gpu.interconnect_latency_s)
+    prefill_rate = row["prefill_batch"] / row["ttft_s"]
+    assert d.prefill.fleet.throughput_req_per_s == pytest.approx(prefill_rate, rel=0.01)
+    assert d.served.percentile_s("tpot", "p50") == pytest.approx(row["tpot_s"], rel=0.01)
+    assert d.served.throughput_req_per_s == pytest.approx(row["requests_per_s"], rel=0.05)
+    assert d.served.finished == len(wl)
+
+
+def test_batching_disaggregate_rows():
+    # `batching --disaggregate 1:3`: the fleet's row, every request finished, the hand-off over the
+    # A100's NVLink 3 (300 GB/s per direction: hardware/a100-40gb.json) of each prompt's K/V
+    from helpers import rows_of
+
+    row = rows_of("batching", "--reservation", "paged", "--rate", "4", "--requests", "200", "--disaggregate", "1:3")[0]
+    assert (row["prefill_replicas"], row["decode_replicas"], row["finished"]) == (1, 3, 200)
+    assert 0 < row["transfer_mean_s"] < 512 * SERVER.cost.kv_token_bytes / 300e9 + A100.interconnect_latency_s
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 4)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--disaggregate", "1x3"], "--disaggregate takes P:D"),
+    (["--disaggregate", "0:1"], "--disaggregate takes P:D"),
+    (["--disaggregate", "1:1", "--router", "least-loaded"], "not --slo-ms, --router or --concurrency"),
+])
+def test_batching_disaggregate_bad_input(args, words):
+    from helpers import error_line
+
+    assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)
+
+
+def test_handoff_link_inside_and_past_the_domain():
+    # the H100 SXM's datasheet entry (hardware/h100-sxm.json): 8 GPUs on one NVSwitch board, NVLink 4
+    # inside it, a 400 Gb/s NIC per GPU (50e9 B/s, 2.7 us) past it
+    from llm_cost.serving.disaggregated import handoff_link
+
+    h100 = load_accelerator("h100-sxm")
+    assert handoff_link(h100, 8) == (h100.interconnect_bytes_per_s, h100.interconnect_latency_s)
+    assert handoff_link(h100, 16) == (50e9, 2.7e-6)
+    with pytest.raises(InvalidValueError, match="no GPU-to-GPU link bandwidth"):
+        handoff_link(replace(h100, interconnect_bytes_per_s=0.0), 2)
+
+
+def test_tensor_parallel_replica_sends_its_share():
+    # on tp = 2 each GPU holds (and sends) half of each token's K/V (GPT-3 13B's 40 heads split in two):
+    # the hand-off takes half the one-GPU time over the same per-GPU link
+    from llm_cost.specs.deployment import Deployment
+
+    wl = fixed_workload([(512, 4)])
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2))
+    one = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
+    two = serve_disaggregated(wl, tp2, PAGED, prefill=1, decode=1, link_bytes_per_s=300e9)
+    assert two.transfer_s[0] == pytest.approx(one.transfer_s[0] / 2, rel=1e-12)
+
+
+def test_windowed_layers_move_what_they_hold():
+    # Gemma 2 9B (models/gemma-2-9b/config.json, from huggingface.co/google/gemma-2-9b-it: 42 layers,
+    # sliding_window 4096, local and global layers alternating): a 6000-token prompt's K/V is
+    # (6000 + 4096) / 2 all-layer tokens, so the hand-off moves 10096 / 12000 of the full-context bytes
+    h100 = load_accelerator("h100-sxm")
+    server = Replica.from_specs(load_model("gemma-2-9b"), h100, windowed=True)
+    d = serve_disaggregated(fixed_workload([(6000, 8)]), server, PAGED, prefill=1, decode=1,
+                            link_bytes_per_s=h100.interconnect_bytes_per_s)
+    full = 6000 * server.cost.kv_token_bytes / h100.interconnect_bytes_per_s
+    assert d.transfer_s[0] == pytest.approx(full * 10096 / 12000, rel=1e-9)
+    assert d.served.finished == 1
