@@ -9,10 +9,13 @@ from llm_cost.cli import app
 from helpers import run, error_line
 
 
-def test_request_gpu_twice():
-    """`roofline --gpu/--model/--batch` repeat since issue 28 (a row each); `request --gpu` does not yet."""
-    assert error_line("request", "--gpu", "h100-sxm", "--gpu", "h200") == \
-        "Error: --gpu takes one value, got h100-sxm, h200"
+def test_request_gpu_repeats_and_a_one_value_option_still_says_so():
+    """`roofline --gpu/--model/--batch` and `request --gpu` repeat since issue 28 (a row each);
+    `request --isl` takes one value."""
+    from tests.helpers import rows_of
+
+    assert [r["gpu"] for r in rows_of("request", "--gpu", "h100-sxm", "--gpu", "h200")] == ["H100 SXM", "H200 SXM"]
+    assert error_line("request", "--isl", "128", "--isl", "256") == "Error: --isl takes one value, got 128, 256"
 
 
 def test_request_model_twice_short_and_long():

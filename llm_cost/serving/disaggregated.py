@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.serving.fleet import FleetResult, _choose, _results
+from llm_cost.serving.fleet import FleetResult, route_one, fleet_result
 from llm_cost.serving.iteration import held_tokens_fn
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
@@ -105,7 +105,7 @@ def _run_pool(workload: Workload, replica, config, count: int, cached=None):
     for k, t in enumerate(workload.arrival_s):
         for loop in loops:
             loop.run(until=t)
-        r = _choose("least-loaded", loops, k, k)
+        r = route_one("least-loaded", loops, k, k)
         assignment[k] = r
         loops[r].enqueue(k, t)
     for loop in loops:
@@ -161,7 +161,7 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
                   output=workload.output[:1], declared_gen=workload.declared_gen[:1], prefix=None),
           replica, config, fast=False)  # the engine's own checks of the settings, on one request
     p_loops, p_assign = _run_pool(pre_wl, replica, config, prefill)
-    p_fleet = _results(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
+    p_fleet = fleet_result(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
     first = list(p_fleet.fleet.first_token_s)
     fin = [first[i] if workload.output[i] == 1 else math.nan for i in range(n)]
     transfer = [math.nan] * n
@@ -179,7 +179,7 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
                         tuple(workload.declared_gen[i] - 1 for i in order), workload.seed,
                         f"decode pool of {workload.description}".strip())
         d_loops, d_assign = _run_pool(d_wl, replica, config, decode, cached=[workload.prompt[i] for i in order])
-        d_fleet = _results(d_wl, replica, config, "least-loaded", d_loops, d_assign)
+        d_fleet = fleet_result(d_wl, replica, config, "least-loaded", d_loops, d_assign)
         for k, i in enumerate(order):
             fin[i] = d_fleet.fleet.finish_s[k]
         loops += d_loops

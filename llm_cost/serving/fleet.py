@@ -63,7 +63,7 @@ def workload_subset(workload, idx: list):
                    prefix=pick(workload.prefix) if workload.prefix is not None else None)
 
 
-def _choose(router: str, loops, i: int, k: int) -> int:
+def route_one(router: str, loops, i: int, k: int) -> int:
     """The replica the router hands request i to (the k-th arrival)."""
     if router == "round-robin":
         return k % len(loops)
@@ -113,7 +113,7 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     for k, (i, t) in enumerate(zip(range(n), workload.arrival_s)):
         for loop in loops:
             loop.run(until=t)
-        r = _choose(router, loops, i, k)
+        r = route_one(router, loops, i, k)
         assignment[i] = r
         loops[r].enqueue(i, t)
         if on_progress and k % every == 0:
@@ -122,10 +122,10 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
         loop.run()
     if on_progress:
         on_progress(n, n)
-    return _results(workload, replica, config, router, loops, assignment)
+    return fleet_result(workload, replica, config, router, loops, assignment)
 
 
-def _results(workload, replica, config, router, loops, assignment) -> FleetResult:
+def fleet_result(workload, replica, config, router, loops, assignment) -> FleetResult:
     """Each replica's `ServeResult` over its own requests, and the fleet's over all of them."""
     per, total = [], {}
     first, fin = [math.nan] * len(workload), [math.nan] * len(workload)
