@@ -11,11 +11,10 @@ from helpers import run, error_line
 
 def test_request_gpu_repeats_and_a_one_value_option_still_says_so():
     """`roofline --gpu/--model/--batch` and `request --gpu` repeat since issue 28 (a row each);
-    `request --isl` takes one value."""
+    `request --model` takes one value (the next test)."""
     from tests.helpers import rows_of
 
     assert [r["gpu"] for r in rows_of("request", "--gpu", "h100-sxm", "--gpu", "h200")] == ["H100 SXM", "H200 SXM"]
-    assert error_line("request", "--isl", "128", "--isl", "256") == "Error: --isl takes one value, got 128, 256"
 
 
 def test_request_model_twice_short_and_long():

@@ -27,7 +27,7 @@ import functools
 import math
 
 from llm_cost.calibrate.bench_columns import drawn_lengths
-from llm_cost.calibrate.points import MAX_ROW_TOKENS, SERVED_STEPS_BUDGET, NotCovered, Point
+from llm_cost.calibrate.points import MAX_ROW_TOKENS, SECONDS_PER_SERVED_STEP, SERVED_STEPS_BUDGET, NotCovered, Point
 from llm_cost.specs.deployment import Deployment
 
 RATE_REQUESTS = 1000  # Poisson arrivals served for a `request rate` row (vLLM's benchmark default prompts)
