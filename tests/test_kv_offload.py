@@ -135,6 +135,8 @@ def test_cli_kv_offload_bytes_runs_and_refuses_a_negative_in_one_line():
             "--prompt-len", "1024", "--output-len", "512"]
     on, off = rows_of(*args, "--kv-offload-bytes", "50e9")[0], rows_of(*args)[0]
     assert on["finished"] == off["finished"] == 40
+    assert (on["kv_offload_bytes"], off["kv_offload_bytes"]) == (50e9, 0.0)
+    assert on["preemptions"] > 0 and on["swap_bytes"] > 0 and off["swap_bytes"] == 0
     bad = run("batching", "--rate", "1", "-n", "20", "--reservation", "paged", "--kv-offload-bytes", "-1")
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     lines = bad.output.strip().splitlines()
