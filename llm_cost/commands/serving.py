@@ -234,6 +234,7 @@ def batching_cmd(
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
     prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
     prefix_caching: Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")] = False,
+    kv_offload_bytes: Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")] = 0.0,
     shared_prefix: Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")] = None,
     prefix_groups: Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")] = None,
     group_prefix: Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")] = 256,

@@ -91,7 +91,7 @@ def serve_config(o: dict, spec, host_bytes_per_s: float):
                        watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
                        spec=spec, pipeline=o["pipeline"], host_bytes_per_s=host_bytes_per_s,
                        scheduler="request" if scheduler == "request" else "iteration",
-                       prefix_caching=o.get("prefix_caching", False))
+                       prefix_caching=o.get("prefix_caching", False), kv_offload_bytes=o.get("kv_offload_bytes", 0.0))
 
 
 def speculation(o: dict, target, acc, profile, weights, dep):
@@ -297,6 +297,8 @@ def _settings_caption(config) -> str:
         out += f"; prefill chunks of {config.prefill_chunk} tokens"
     if config.prefix_caching:
         out += "; prefix caching"
+    if config.kv_offload_bytes:
+        out += f"; K/V offload to {config.kv_offload_bytes / 1e9:g} GB of host memory"
     spec = config.spec
     if spec:
         how = (f"alpha {spec.alpha:g}" if spec.bursty is None else

@@ -266,6 +266,7 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
         "mean_gamma": r.mean_gamma, "tokens_per_round": r.tokens_per_round, "draft_s": r.draft_s,
         "prefix_caching": config.prefix_caching, "prefix_token_hit_rate": r.prefix_token_hit_rate,
         "prefix_request_hit_rate": r.prefix_request_hit_rate, "prefill_tokens_saved": r.prefill_tokens_saved,
+        "kv_offload_bytes": config.kv_offload_bytes,
         "deadlock": r.deadlock is not None,
         "deadlock_time_s": r.deadlock.time_s if r.deadlock else None,
         "workload": workload.description, "seed": workload.seed,

@@ -125,6 +125,7 @@ SIMULATOR_FEATURES = {
     "host_bytes_per_s": _anything,
     "scheduler": _anything,
     "prefix_caching": lambda value, cfg: not value,
+    "kv_offload_bytes": lambda value, cfg: not value,  # the host tier lives in the engine
 }
 
 

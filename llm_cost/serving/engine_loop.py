@@ -105,6 +105,13 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             from llm_cost.serving.prefix_cache import PrefixCache
 
             self.cache = PrefixCache(workload, self.B)
+        self.tier, self.reload_s = None, 0.0  # K/V offload: the host tier; reload seconds for the next launch
+        if cfg.kv_offload_bytes > 0:
+            from llm_cost.serving.host_tier import HostTier
+
+            self.tier = HostTier(cfg.kv_offload_bytes, self.B * self.kv_bytes)
+            if self.cache is not None:
+                self.cache.host = self.tier
 
     # ---- the K/V ledger ------------------------------------------------------------------------
 
@@ -368,6 +375,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 moved, seconds = self.swap_in()
                 swap_s += seconds
                 self.admit(dec_run, pf_run, budget)
+                if self.reload_s:  # prefix blocks brought back from the host tier for the admitted ones
+                    swap_s += self.reload_s
+                    self.reload_s = 0.0
             rows = rows_dec + sum(q for _, q in pf_run)
             if rows == 0 and swap_s == 0.0:
                 if moved:  # swapped in at no transfer time (a cost without bytes): decode it now

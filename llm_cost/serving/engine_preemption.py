@@ -2,7 +2,9 @@
 
 Paged, each decoder gets the blocks its gamma + 1 rows ahead need (`allocate_decoders`); while the
 free blocks fall short the latest-admitted running sequence is preempted (`preempt`, vLLM's rule):
-`recompute` frees its blocks and queues it first, `swap` moves its K/V over the host link, and
+`recompute` frees its blocks and queues it first (with K/V offload, `kv_offload_bytes`, it is moved to
+the host tier as `swap` does while the tier has room: `offload_victim`), `swap` moves its K/V over the
+host link, and
 `swap_in` brings swapped sequences back first while the blocks stay above the watermark. Without a
 reservation the decoders past the free K/V tokens stall (`stall_unreserved`).
 """
@@ -15,7 +17,7 @@ from llm_cost.serving.kv_blocks import blocks_for
 class PreemptionPolicy:
     """The decoders' K/V and preemption, as methods of `EngineLoop` over its settings and `state`
     (`state`, `cfg`, `P`, `K`, `held`, `B`, `cap`, `hold`, `gmax`, `wm_blocks`, `kv_bytes`, `host`,
-    `inflight`, `swapped`, and the ledger's `release`)."""
+    `inflight`, `swapped`, `tier` (a `host_tier.HostTier` or None), `cache`, and the ledger's `release`)."""
 
     def preempt(self, victim: int) -> float:
         """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
@@ -23,9 +25,10 @@ class PreemptionPolicy:
         s, K = self.state, self.K
         s.st["preemptions"] += 1
         seconds = 0.0
-        if self.cfg.preemption == "swap":
-            s.st["swap_bytes"] += K(s.kv[victim]) * self.kv_bytes
-            seconds = K(s.kv[victim]) * self.kv_bytes / self.host
+        nbytes = K(s.kv[victim]) * self.kv_bytes
+        if self.cfg.preemption == "swap" or self.offload_victim(nbytes):
+            s.st["swap_bytes"] += nbytes
+            seconds = nbytes / self.host
             s.free += s.blocks[victim]
             s.used -= s.blocks[victim] * self.B
             s.blocks[victim] = 0
@@ -37,6 +40,12 @@ class PreemptionPolicy:
             s.waiting.appendleft(victim)
         del s.running[victim]
         return seconds
+
+    def offload_victim(self, nbytes: float) -> bool:
+        """K/V offload under recompute preemption: the victim's `nbytes` go to the host tier (swapped as
+        `swap` does) when it has room; otherwise (or with prefix caching, whose shared blocks stay in
+        the cache and spill there on their own) it is recomputed."""
+        return self.tier is not None and self.cache is None and self.tier.pin(nbytes)
 
     def allocate_decoders(self, decoders, g: int):
         """Paged: blocks for each decoder's g + 1 rows ahead, preempting the latest-admitted running
@@ -94,6 +103,8 @@ class PreemptionPolicy:
             moved = True
             seconds += K(s.kv[v]) * self.kv_bytes / self.host
             s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
+            if self.tier is not None:  # K/V offload: its host bytes are free again
+                self.tier.unpin(K(s.kv[v]) * self.kv_bytes)
             w0 = blocks_for(K(s.kv[v]), B)
             s.free -= w0
             s.used += w0 * B

@@ -9,22 +9,30 @@ from llm_cost.serving.kv_blocks import blocks_for
 
 
 class CachedAdmission:
-    """Prefix caching's admission, a method of `EngineLoop` over its `state`, `cache`, `B`, `P` and
-    `wm_blocks`."""
+    """Prefix caching's admission, a method of `EngineLoop` over its `state`, `cache`, `B`, `P`,
+    `wm_blocks`, `host` (bytes/s) and `reload_s`."""
 
     def admit_cached(self, i: int, budget, pf_run) -> bool:
         """Prefix caching's admission of queued request i: its leading cached blocks are taken (shared
         ones counted once, unreferenced ones leave the free blocks), its prefill starts after them, and
-        the blocks of its first chunk are allocated, under the same watermark rule as `admit`. False
-        (nothing changed) when they do not fit."""
+        the blocks of its first chunk are allocated, under the same watermark rule as `admit`. With a
+        host tier, the blocks there that continue its cached prefix come back too (new GPU blocks, their
+        bytes / host_bytes_per_s seconds added to `reload_s`, then to the iteration) instead of being
+        prefilled. False (nothing changed) when they do not fit."""
         s, cache, B = self.state, self.cache, self.B
         hits, unref = cache.lookup(i) if s.pre[i] == 0 else (0, 0)
-        start = hits * B
+        hosted = cache.hosted(i, hits) if s.pre[i] == 0 else 0  # K/V offload: blocks to bring back
+        start = (hits + hosted) * B
         q = min(s.need[i] - start, budget)
         want = blocks_for(start + q, B) - hits
         if s.free - unref - want < self.wm_blocks and (s.running or s.free - unref < want):
             return False
         cache.take(i, hits)
+        if hosted:  # brought back over the host link, the transfer added to this iteration (`reload_s`)
+            cache.take_hosted(i, hits, hosted)
+            nbytes = hosted * cache.host.block_bytes
+            s.st["swap_bytes"] += nbytes
+            self.reload_s += nbytes / self.host
         s.free -= unref + want
         s.used += (unref + want) * B
         s.blocks[i] = hits + want
@@ -33,7 +41,7 @@ class CachedAdmission:
         st = s.st
         st["prefix_lookups"] += 1
         st["prefix_lookup_tokens"] += self.P[i]
-        if hits:
+        if start:  # found on the GPU or in the host tier
             st["prefix_hit_requests"] += 1
             st["prefix_hit_tokens"] += start
         s.kv[i] = start

@@ -70,6 +70,7 @@ FAST_FEATURES = {
     "host_bytes_per_s": _any,
     "scheduler": lambda value, cfg: value == "iteration",
     "prefix_caching": lambda value, cfg: not value,  # the cache lives in the general loop
+    "kv_offload_bytes": lambda value, cfg: not value,  # the host tier lives in the general loop
 }
 
 

@@ -14,6 +14,10 @@ The cache holds each keyed block once:
 - `lru`: blocks no sequence holds any more. They count as free blocks (an allocation may take them),
   and when the free blocks fall below their number, the least recently released are evicted
   (`trim`): the cache never holds more unreferenced blocks than there are free blocks.
+
+With a host tier (`host`, a `host_tier.HostTier`; `ServeConfig.kv_offload_bytes`) the evicted blocks
+go there instead of being lost; `hosted` counts the blocks there that continue a request's cached
+prefix and `take_hosted` brings them back (the engine charges the transfer).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ class PrefixCache:
         self.held = [0] * len(workload)  # leading blocks request i holds through the cache
         self._keys: dict = {}  # (segments, prompt) -> block keys: 10^6 requests share a few prefixes
         self.evictions = 0
+        self.host = None  # a HostTier the evicted blocks spill to (K/V offload), or None
 
     def keys_of(self, i: int) -> tuple:
         """Request i's cacheable block keys (`block_keys`), computed once per distinct prefix."""
@@ -107,6 +112,8 @@ class PrefixCache:
                 ref[key] = 1
             else:
                 ref[key] = 1
+                if self.host is not None:  # prefilled again: a stale host copy goes
+                    self.host.discard(key)
         if upto > self.held[i]:
             self.held[i] = upto
         return dup
@@ -129,7 +136,31 @@ class PrefixCache:
 
     def trim(self, free_blocks: int) -> None:
         """Evict the least recently released blocks beyond `free_blocks` (an allocation took them)."""
-        lru = self.lru
+        lru, host = self.lru, self.host
         while len(lru) > free_blocks:
-            lru.popitem(last=False)
+            key, _ = lru.popitem(last=False)
             self.evictions += 1
+            if host is not None:
+                host.put(key)
+
+    def hosted(self, i: int, hits: int) -> int:
+        """How many of request i's keyed blocks after its first `hits` (found on the GPU) are in the host
+        tier, one after another (0 without a host tier)."""
+        host = self.host
+        if host is None:
+            return 0
+        n = 0
+        for key in self.keys_of(i)[hits:]:
+            if key not in host.blocks:
+                break
+            n += 1
+        return n
+
+    def take_hosted(self, i: int, hits: int, n: int) -> None:
+        """Request i (holding its first `hits` blocks, `take`) takes the next `n` back from the host tier:
+        they leave it and are held on the GPU as cached blocks."""
+        ref, host = self.ref, self.host
+        for key in self.keys_of(i)[hits:hits + n]:
+            host.discard(key)
+            ref[key] = ref.get(key, 0) + 1
+        self.held[i] = hits + n

@@ -104,6 +104,12 @@ class ServeConfig:
         Paged with recompute: full K/V blocks of known prompt prefixes stay cached after their
         sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
         (`prefix_cache`; the workload's `prefix` says which prompts share which tokens).
+    kv_offload_bytes
+        Paged with recompute: bytes of a host-memory tier (0: none). Prefix blocks the cache evicts
+        go there (LRU) and come back over `host_bytes_per_s`, the transfer added to the iteration that
+        admits the request, instead of being prefilled again; without prefix caching, preempted
+        sequences go there as `swap` moves them, while it has room, and are recomputed otherwise
+        (`host_tier`).
 
     Examples
     --------
@@ -129,6 +135,7 @@ class ServeConfig:
     host_bytes_per_s: float = PCIE_GEN5_X16_BYTES_PER_S
     scheduler: str = "iteration"
     prefix_caching: bool = False
+    kv_offload_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         check_number("max_batch", self.max_batch, low=1, integer=True)
@@ -151,6 +158,11 @@ class ServeConfig:
             raise InvalidValueError("prefix_caching needs reservation paged with preemption recompute (cached "
                                     f"blocks are paged blocks), got {self.reservation}, {self.preemption}",
                                     params=("prefix_caching",))
+        check_number("kv_offload_bytes", self.kv_offload_bytes, low=0)
+        if self.kv_offload_bytes > 0 and (self.reservation != "paged" or self.preemption != "recompute"):
+            raise InvalidValueError("kv_offload_bytes needs reservation paged with preemption recompute (swap "
+                                    f"already moves every victim to host memory), got {self.reservation}, "
+                                    f"{self.preemption}", params=("kv_offload_bytes",))
         if self.spec is not None and self.reservation == "none":
             raise InvalidValueError("speculation needs a reservation policy that can hold gamma + 1 rows: "
                                     "use declared, max_len or paged", params=("reservation",))
