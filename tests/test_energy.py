@@ -170,3 +170,25 @@ def test_table_decode_energy_is_the_roofline_step_energy():
     (a100,) = rows_of("table", "--model", "llama-3-8b", "--gpu", "a100-40gb")
     assert a100["decode_joules_per_token_bf16"] is None
     assert "decode energy per token" in run_table("table", "--model", "llama-3-8b")
+
+
+def test_fleet_energy_counts_every_replica_idle_until_the_fleet_is_done():
+    # three requests over four unit-cost replicas (round-robin): replica 3 is handed nothing and every
+    # replica idles until the fleet's last finish, so E = sum of the three served runs + 70 W x the idle
+    # seconds they leave (T - T_r each, and T for the empty one)
+    from llm_cost.serving.energy import fleet_energy, served_energy
+    from llm_cost.serving.fleet import serve_fleet
+    from llm_cost.serving.replica import IterationCost, Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    wl = fixed_workload([(4, 5), (4, 9), (4, 2)])
+    f = serve_fleet(wl, Replica(IterationCost.unit(), 100, 2048), ServeConfig(reservation="paged"), 4)
+    assert f.requests_per_replica == (1, 1, 1) and f.replica_count == 4
+    parts = [served_energy(r, H100) for r in f.replicas]
+    span = max(p.seconds for p in parts)
+    by_hand = sum(p.joules for p in parts) + 70.0 * (sum(span - p.seconds for p in parts) + span)
+    e = fleet_energy(f, H100)
+    assert e.seconds == span and e.joules == pytest.approx(by_hand, rel=1e-12)
+    assert e.joules > sum(p.joules for p in parts)  # the idle replicas are not free
+    assert fleet_energy(f, H100, 2).joules == pytest.approx(2 * e.joules, rel=1e-12)

@@ -219,7 +219,7 @@ def run_batching(o: dict) -> None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
-    columns = columns + _served_energy(rows, results, acc, dep)
+    columns = columns + _served_energy(rows, results, acc, dep, fleets if o.get("router") else None)
     if o.get("router"):
         from llm_cost.report.serving_rows import fleet_fields
 
@@ -330,19 +330,21 @@ def _deployment_caption(dep, results) -> str:
     return out
 
 
-def _served_energy(rows, results, acc, dep) -> list:
+def _served_energy(rows, results, acc, dep, fleets=None) -> list:
     """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
-    power; the columns to show (none for the step-level simulator's rows or a GPU without power)."""
+    power, a fleet's over all its replicas (`fleet_energy`); the columns to show (none for the step-level
+    simulator's rows or a GPU without power)."""
     from llm_cost.roofline.energy import has_power
-    from llm_cost.serving.energy import served_energy
+    from llm_cost.serving.energy import fleet_energy, served_energy
     from llm_cost.serving.serve_result import ServeResult
 
     if not has_power(acc) or not results or not all(isinstance(r, ServeResult) for r in results):
         return []
     from llm_cost.commands.options import ENERGY_COLUMNS
 
-    for row, result in zip(rows, results):
-        energy = served_energy(result, acc, dep.gpus_per_replica)
+    for k, (row, result) in enumerate(zip(rows, results)):
+        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica) if fleets
+                  else served_energy(result, acc, dep.gpus_per_replica))
         row.update({"watts": energy.watts, "joules_per_token": energy.joules_per_token})
     return ENERGY_COLUMNS
 
