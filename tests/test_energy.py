@@ -192,3 +192,12 @@ def test_fleet_energy_counts_every_replica_idle_until_the_fleet_is_done():
     assert e.seconds == span and e.joules == pytest.approx(by_hand, rel=1e-12)
     assert e.joules > sum(p.joules for p in parts)  # the idle replicas are not free
     assert fleet_energy(f, H100, 2).joules == pytest.approx(2 * e.joules, rel=1e-12)
+
+
+def test_disaggregated_rows_carry_both_pools_energy():
+    # --disaggregate 1:1 on H100s: two GPUs powered for the whole run, so the power lies between twice
+    # the idle and twice the board power, and J/token = W / the run's output tokens per second
+    (row,) = rows_of("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--reservation", "paged",
+                     "--disaggregate", "1:1", "--rate", "8", "--requests", "200", "--profile", "measured")
+    assert 2 * H100.idle_power_w < row["watts"] < 2 * H100.max_power_w
+    assert row["joules_per_token"] == pytest.approx(row["watts"] / row["tokens_per_s"], rel=1e-9)

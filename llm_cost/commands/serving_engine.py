@@ -282,10 +282,31 @@ def _run_disaggregated(o: dict, workloads, wl, replica, config, acc, dep, slo, c
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
+    columns = columns + _pools_energy(rows, runs, acc, dep)
     emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} "
          f"tokens" + extra, caption=caption + f"; disaggregated: prefills on {p}, decodes on {d} replicas of "
          f"{dep.gpus_per_replica} GPUs, the K/V over {bw / 1e9:g} GB/s per GPU; TTFT at the prefill side, "
          "the hand-off in the TPOT; --rate is the fleet's")
+
+
+def _pools_energy(rows, runs, acc, dep) -> list:
+    """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy`, each powered for
+    the whole run; the columns to show (none without a board power)."""
+    from llm_cost.roofline.energy import has_power
+    from llm_cost.serving.energy import fleet_energy
+
+    if not has_power(acc):
+        return []
+    from llm_cost.commands.options import ENERGY_COLUMNS
+
+    for row, run in zip(rows, runs):
+        span = run.served.span_s
+        joules = sum(fleet_energy(pool, acc, dep.gpus_per_replica, span_s=span).joules
+                     for pool in (run.prefill, run.decode) if pool is not None)
+        tokens = run.served.output_tokens
+        row.update({"watts": joules / span if span else 0.0,
+                    "joules_per_token": joules / tokens if tokens else float("nan")})
+    return ENERGY_COLUMNS
 
 
 def _settings_caption(config) -> str:

@@ -58,17 +58,18 @@ def served_energy(result, gpu, gpus_per_replica: int = 1, *, critical_rows: floa
     return ServedEnergy(joules=per_gpu * gpus_per_replica, seconds=seconds, output_tokens=result.output_tokens)
 
 
-def fleet_energy(fleet, gpu, gpus_per_replica: int = 1) -> ServedEnergy:
+def fleet_energy(fleet, gpu, gpus_per_replica: int = 1, *, span_s: float = 0.0) -> ServedEnergy:
     """Energy of a fleet's run (`fleet.FleetResult`): each replica's `served_energy`, plus its idle
     power over the rest of the fleet's span (a replica that finished early, or was handed nothing,
-    still draws idle power until the last request is done).
+    still draws idle power until the last request is done); `span_s` a longer span to idle through
+    (a disaggregated run's pools, powered for the whole run).
 
     .. math:: E = \\sum_r E_r + P_{idle}\\,g \\Big(\\sum_r (T - T_r) + (R - R_{used})\\,T\\Big)
 
     with T the fleet's span, T_r replica r's, R the replicas and g the GPUs per replica.
     """
     parts = [served_energy(r, gpu, gpus_per_replica) for r in fleet.replicas]
-    seconds = max([fleet.fleet.span_s, *(p.seconds for p in parts)])
+    seconds = max([span_s, fleet.fleet.span_s, *(p.seconds for p in parts)])
     idle_s = sum(seconds - p.seconds for p in parts) + (fleet.replica_count - len(parts)) * seconds
     joules = sum(p.joules for p in parts) + gpu.idle_power_w * gpus_per_replica * idle_s
     return ServedEnergy(joules=joules, seconds=seconds, output_tokens=fleet.fleet.output_tokens)
