@@ -219,7 +219,9 @@ def run_batching(o: dict) -> None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
-    columns = columns + _served_energy(rows, results, acc, dep, fleets if o.get("router") else None)
+    from llm_cost.commands.serving_energy import served_energy_columns
+
+    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)
     if o.get("router"):
         from llm_cost.report.serving_rows import fleet_fields
 
@@ -282,31 +284,13 @@ def _run_disaggregated(o: dict, workloads, wl, replica, config, acc, dep, slo, c
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    columns = columns + _pools_energy(rows, runs, acc, dep)
+    from llm_cost.commands.serving_energy import pools_energy_columns
+
+    columns = columns + pools_energy_columns(rows, runs, acc, dep)
     emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} "
          f"tokens" + extra, caption=caption + f"; disaggregated: prefills on {p}, decodes on {d} replicas of "
          f"{dep.gpus_per_replica} GPUs, the K/V over {bw / 1e9:g} GB/s per GPU; TTFT at the prefill side, "
          "the hand-off in the TPOT; --rate is the fleet's")
-
-
-def _pools_energy(rows, runs, acc, dep) -> list:
-    """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy`, each powered for
-    the whole run; the columns to show (none without a board power)."""
-    from llm_cost.roofline.energy import has_power
-    from llm_cost.serving.energy import fleet_energy
-
-    if not has_power(acc):
-        return []
-    from llm_cost.commands.options import ENERGY_COLUMNS
-
-    for row, run in zip(rows, runs):
-        span = run.served.span_s
-        joules = sum(fleet_energy(pool, acc, dep.gpus_per_replica, span_s=span).joules
-                     for pool in (run.prefill, run.decode) if pool is not None)
-        tokens = run.served.output_tokens
-        row.update({"watts": joules / span if span else 0.0,
-                    "joules_per_token": joules / tokens if tokens else float("nan")})
-    return ENERGY_COLUMNS
 
 
 def _settings_caption(config) -> str:
@@ -349,25 +333,6 @@ def _deployment_caption(dep, results) -> str:
     if dep.pp > 1 and all(r.scheduler != "engine" for r in results):
         out += f"; pipeline: {PIPELINE_NOTE}"
     return out
-
-
-def _served_energy(rows, results, acc, dep, fleets=None) -> list:
-    """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
-    power, a fleet's over all its replicas (`fleet_energy`); the columns to show (none for the step-level
-    simulator's rows or a GPU without power)."""
-    from llm_cost.roofline.energy import has_power
-    from llm_cost.serving.energy import fleet_energy, served_energy
-    from llm_cost.serving.serve_result import ServeResult
-
-    if not has_power(acc) or not results or not all(isinstance(r, ServeResult) for r in results):
-        return []
-    from llm_cost.commands.options import ENERGY_COLUMNS
-
-    for k, (row, result) in enumerate(zip(rows, results)):
-        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica) if fleets
-                  else served_energy(result, acc, dep.gpus_per_replica))
-        row.update({"watts": energy.watts, "joules_per_token": energy.joules_per_token})
-    return ENERGY_COLUMNS
 
 
 def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):

@@ -1,0 +1,43 @@
+"""`batching`'s energy columns (estimates, `serving.energy`): a served run's, a fleet's, a disaggregated
+run's pools'; apart from `serving_engine` so that module stays readable."""
+
+from __future__ import annotations
+
+
+def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
+    """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
+    power, a fleet's over all its replicas (`fleet_energy`); the columns to show (none for the step-level
+    simulator's rows or a GPU without power)."""
+    from llm_cost.roofline.energy import has_power
+    from llm_cost.serving.energy import fleet_energy, served_energy
+    from llm_cost.serving.serve_result import ServeResult
+
+    if not has_power(acc) or not results or not all(isinstance(r, ServeResult) for r in results):
+        return []
+    from llm_cost.commands.options import ENERGY_COLUMNS
+
+    for k, (row, result) in enumerate(zip(rows, results)):
+        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica) if fleets
+                  else served_energy(result, acc, dep.gpus_per_replica))
+        row.update({"watts": energy.watts, "joules_per_token": energy.joules_per_token})
+    return ENERGY_COLUMNS
+
+
+def pools_energy_columns(rows, runs, acc, dep) -> list:
+    """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy`, each powered for
+    the whole run; the columns to show (none without a board power)."""
+    from llm_cost.roofline.energy import has_power
+    from llm_cost.serving.energy import fleet_energy
+
+    if not has_power(acc):
+        return []
+    from llm_cost.commands.options import ENERGY_COLUMNS
+
+    for row, run in zip(rows, runs):
+        span = run.served.span_s
+        joules = sum(fleet_energy(pool, acc, dep.gpus_per_replica, span_s=span).joules
+                     for pool in (run.prefill, run.decode) if pool is not None)
+        tokens = run.served.output_tokens
+        row.update({"watts": joules / span if span else 0.0,
+                    "joules_per_token": joules / tokens if tokens else float("nan")})
+    return ENERGY_COLUMNS
