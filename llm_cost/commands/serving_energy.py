@@ -19,7 +19,8 @@ def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
     for k, (row, result) in enumerate(zip(rows, results)):
         energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica) if fleets
                   else served_energy(result, acc, dep.gpus_per_replica))
-        row.update({"watts": energy.watts, "joules_per_token": energy.joules_per_token})
+        row.update({"watts": energy.watts,  # no tokens generated: no J/token (None, not nan)
+                    "joules_per_token": energy.joules_per_token if energy.output_tokens else None})
     return ENERGY_COLUMNS
 
 
@@ -39,5 +40,5 @@ def pools_energy_columns(rows, runs, acc, dep) -> list:
                      for pool in (run.prefill, run.decode) if pool is not None)
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
-                    "joules_per_token": joules / tokens if tokens else float("nan")})
+                    "joules_per_token": joules / tokens if tokens else None})
     return ENERGY_COLUMNS
