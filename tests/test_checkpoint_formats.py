@@ -259,7 +259,7 @@ def test_an_unknown_weight_format_is_still_one_line():
     out = run("roofline", "--weights", "ckpt")
     lines = [ln for ln in out.output.splitlines() if ln.strip()]
     assert out.exit_code == 2 and len(lines) == 1
-    assert "--weights must be one of bf16, w4a16, int4, int8, w8a16, fp8, w8a8, nvfp4, checkpoint, got 'ckpt'" in lines[0]
+    assert "--weights must be one of bf16, fp16, w4a16, int4, int8, w8a16, fp8, w8a8, nvfp4, q8_0, q4_0, checkpoint, got 'ckpt'" in lines[0]
 
 
 def test_the_cost_table_stays_bf16():

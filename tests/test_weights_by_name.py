@@ -33,3 +33,23 @@ def test_roofline_speedup_takes_names():
 def test_an_unknown_name_is_refused():
     with pytest.raises(LlmCostError, match="weights|format"):
         step_time("llama-3-8b", "h100-sxm", "article", weights="int3")
+
+
+def test_one_registry_for_the_cli_and_measurement_files():
+    """Issue 24.2: measurement files' `weights` column reads the same registry as `--weights`
+    (`specs.weights.WEIGHT_FORMATS`); calibrate adds only gpt-oss's shipped `mxfp4`.
+    llama.cpp's q8_0 / q4_0: one fp16 scale per 32 weights (ggml-common.h `block_q8_0`, `block_q4_0`):
+    8 + 16/32 = 8.5 and 4 + 16/32 = 4.5 bits."""
+    from llm_cost.calibrate.points import WEIGHTS
+    from llm_cost.calibrate.prediction import weight_format_of
+    from llm_cost.specs.weights import WEIGHT_FORMATS, weight_format
+
+    assert set(WEIGHTS) == set(WEIGHT_FORMATS) | {"mxfp4"}
+    bits = {name: weight_format_of(name, 128).effective_bits for name in ("bf16", "fp16", "fp8", "w8a8", "nvfp4")}
+    assert bits == {"bf16": 16, "fp16": 16, "fp8": 8, "w8a8": 8, "nvfp4": 4.5}
+    assert weight_format_of("q8_0", 0).effective_bits == 8.5 and weight_format_of("q4_0", 128).effective_bits == 4.5
+    # the row's group size applies to the weight-only integer formats: 16-bit scale and zero per group
+    assert weight_format_of("int4", 128) == weight_format("int4") and weight_format("int4").effective_bits == 4.25
+    assert weight_format_of("int4", 64).effective_bits == 4.5 and weight_format_of("int8", 0).effective_bits == 8
+    with pytest.raises(ValueError, match="group_size"):
+        weight_format("int4", group_size=-1)

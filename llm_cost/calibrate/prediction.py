@@ -35,9 +35,9 @@ from llm_cost.calibrate.points import WEIGHTS, Point
 from llm_cost.calibrate.points import NotCovered as _NotCovered
 from llm_cost.calibrate.under_load import served
 from llm_cost.errors import InvalidValueError, LlmCostError
-from llm_cost.specs import BF16, WeightFormat
+from llm_cost.specs import WeightFormat
 from llm_cost.specs.deployment import Deployment
-from llm_cost.specs.weights import FP8, INT8_W8A8, NVFP4
+from llm_cost.specs.weights import weight_format
 
 LLAMA_BENCH_UBATCH = 512  # llama-bench's default n_ubatch: a pp prompt runs in passes of 512 tokens
 
@@ -61,39 +61,20 @@ class Prediction:
 
 
 def weight_format_of(name: str, group_size: int, model=None) -> WeightFormat:
-    """The WeightFormat of a row's `weights` and `group_size` (0: per output channel, no group overhead).
-
-    int4 / int8 weight-only: a 16-bit scale and a 16-bit zero per group (GPTQ, AWQ, gpt-fast);
-    q8_0 / q4_0 (llama.cpp): one 16-bit scale per 32 weights: 8.5 and 4.5 bits; `checkpoint`: the
-    model's own format as its checkpoint ships it, and `mxfp4` that format for a checkpoint that ships
-    MXFP4 (gpt-oss's experts; `model` tells). Any other name: InvalidValueError (the row is not covered).
+    """The WeightFormat of a row's `weights` and `group_size` (0: per output channel, no group overhead):
+    `specs.weights.weight_format`, the one registry, plus `mxfp4`: the `checkpoint` format of a model
+    whose checkpoint ships MXFP4 (gpt-oss's experts; `model` tells). Any other name: InvalidValueError
+    (the row is not covered).
     """
-    from llm_cost.specs.weights import CHECKPOINT
-
-    if name == "checkpoint":
-        return CHECKPOINT
     if name == "mxfp4":
         q = getattr(model, "quantization", None)
         if q is None or q.method != "mxfp4":
             raise InvalidValueError("weights mxfp4: the model's checkpoint does not ship MXFP4 (gpt-oss does); "
                                     "name its format instead")
-        return CHECKPOINT
+        name = "checkpoint"
     if name not in WEIGHTS:
         raise InvalidValueError(f"weights {name!r} is not a format the model knows ({', '.join(WEIGHTS)})")
-    if name in ("bf16", "fp16"):
-        return BF16
-    if name == "fp8":
-        return FP8
-    if name == "w8a8":
-        return INT8_W8A8
-    if name == "nvfp4":
-        return NVFP4
-    if name in ("q8_0", "q4_0"):
-        return WeightFormat(name, 8 if name == "q8_0" else 4, group_size=32, scale_bits=16)
-    bits = 4 if name == "int4" else 8
-    if group_size == 0:
-        return WeightFormat(name, bits)
-    return WeightFormat(name, bits, group_size=group_size, scale_bits=16, zero_bits=16)
+    return weight_format(name, group_size=group_size)
 
 
 def deployment_of(point: Point) -> Deployment:

@@ -3,6 +3,7 @@ or the model's own checkpoint format (`CHECKPOINT`, resolved per component from 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
@@ -104,8 +105,15 @@ NVFP4 = WeightFormat("nvfp4", 4, group_size=16, scale_bits=8, compute="fp4", kee
 # Each model in the format its checkpoint ships: FP8 128 x 128 blocks (DeepSeek-V3, Kimi-K2), MXFP4
 # experts (gpt-oss), else its torch_dtype (BF16; OLMo 2: F32). The bits are BF16's, a stand-in.
 CHECKPOINT = WeightFormat("checkpoint", 16, checkpoint=True)
+# llama.cpp's block formats (ggml `block_q8_0`, `block_q4_0`): one 16-bit scale per 32 weights, no zero:
+# 8.5 and 4.5 bits (llama.cpp ggml/src/ggml-common.h)
+Q8_0 = WeightFormat("q8_0", 8, group_size=32, scale_bits=16)
+Q4_0 = WeightFormat("q4_0", 4, group_size=32, scale_bits=16)
+# The one registry of formats by name: the CLI's `--weights`, the planner's and measurement files'
+# `weights` column all read it (`weight_format`). FP16 moves the bytes of BF16 at its peak.
 WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "bf16": BF16,
+    "fp16": BF16,
     "w4a16": INT4_G128,
     "int4": INT4_G128,
     "int8": INT8_G128,
@@ -113,13 +121,16 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "fp8": FP8,
     "w8a8": INT8_W8A8,
     "nvfp4": NVFP4,
+    "q8_0": Q8_0,
+    "q4_0": Q4_0,
     "checkpoint": CHECKPOINT,
 }
 
 
-def weight_format(name: str) -> WeightFormat:
-    """A weight format by name: bf16, w4a16 / int4 (g128, 4.25 bits), int8 / w8a16 (g128, weight-only),
-    fp8 (W8A8), w8a8 (INT8 W8A8), nvfp4 (W4A4, 4.5 bits), or checkpoint (each model's own, `CHECKPOINT`).
+def weight_format(name: str, group_size: int | None = None) -> WeightFormat:
+    """A weight format by name: bf16 / fp16, w4a16 / int4 (g128, 4.25 bits), int8 / w8a16 (g128,
+    weight-only), fp8 (W8A8), w8a8 (INT8 W8A8), nvfp4 (W4A4, 4.5 bits), llama.cpp's q8_0 / q4_0 (8.5
+    and 4.5 bits), or checkpoint (each model's own, `CHECKPOINT`).
 
         effective bits = bits + (scale_bits + zero_bits) / group_size
 
@@ -127,6 +138,11 @@ def weight_format(name: str) -> WeightFormat:
     ----------
     name : str
         One of WEIGHT_FORMATS' keys, case ignored.
+    group_size : int, optional
+        For the group-quantized weight-only integer formats (int4, int8: a 16-bit scale and a 16-bit
+        zero per group, GPTQ / AWQ / gpt-fast): the weights per group, 0 for per-output-channel scales
+        (no group overhead counted). Default: the registry's g128. Ignored by the other formats,
+        whose grouping is fixed by their definition.
 
     Returns
     -------
@@ -145,13 +161,21 @@ def weight_format(name: str) -> WeightFormat:
     4.25
     >>> weight_format("W4A16") is INT4_G128
     True
+    >>> weight_format("int4", group_size=32).effective_bits, weight_format("int8", group_size=0).effective_bits
+    (5.0, 8.0)
     >>> weight_format("int3")
     Traceback (most recent call last):
     ...
-    llm_cost.errors.UnknownNameError: weights must be one of bf16, w4a16, int4, int8, w8a16, fp8, w8a8, nvfp4,
-        checkpoint, got 'int3'; did you mean int8 or int4?
+    llm_cost.errors.UnknownNameError: weights must be one of bf16, fp16, w4a16, int4, int8, w8a16, fp8, w8a8,
+        nvfp4, q8_0, q4_0, checkpoint, got 'int3'; did you mean int8 or int4?
     """
-    return WEIGHT_FORMATS[check_choice("weights", name, tuple(WEIGHT_FORMATS))]
+    fmt = WEIGHT_FORMATS[check_choice("weights", name, tuple(WEIGHT_FORMATS))]
+    if group_size is None or not fmt.zero_bits:
+        return fmt
+    check_number("group_size", group_size, low=0, integer=True)
+    if group_size == 0:
+        return WeightFormat(fmt.name, fmt.bits)
+    return dataclasses.replace(fmt, group_size=int(group_size))
 
 
 def as_weights(weights) -> WeightFormat:
