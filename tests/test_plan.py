@@ -37,7 +37,7 @@ lines = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 @settings(max_examples=300, deadline=None)
 @given(m0=lines, m1=lines, c0=lines, c1=lines, n=st.integers(min_value=1, max_value=400))
 def test_sum_of_max_is_the_sum(m0, m1, c0, c1, n):
-    from llm_cost.planner import sum_of_max
+    from llm_cost.requests.phases import sum_of_max
 
     j = np.arange(n)
     step = (n - 1) or 1
@@ -46,7 +46,7 @@ def test_sum_of_max_is_the_sum(m0, m1, c0, c1, n):
 
 
 def test_sum_of_max_crossing_by_hand():
-    from llm_cost.planner import sum_of_max
+    from llm_cost.requests.phases import sum_of_max
 
     # M = 10 - j, C = j over j = 0..10: max is 10,9,8,7,6,5,6,7,8,9,10 -> 85
     assert float(sum_of_max(10.0, 0.0, 0.0, 10.0, 11)) == pytest.approx(85.0)
@@ -283,3 +283,31 @@ def test_package_names_are_its_functions():
     plan = importlib.import_module("llm_cost.planner")
     for name in plan.__all__:
         assert not isinstance(getattr(plan, name), type(plan)), name
+
+
+@pytest.mark.parametrize("model, deployment", [
+    ("llama-3.1-8b", {}),
+    ("llama-3-70b", {"tp": 4, "pp": 2}),  # stages and collectives that add
+    ("llama-3.2-1b", {"tp": 8, "overlap_comm": True}),  # the collectives outlast a small batch: summed directly
+    ("gemma-2-9b", {}),  # the contexts cross its 4,096-token window: summed directly
+    ("mixtral-8x7b", {"tp": 2, "ep": 2}),
+])
+def test_decode_sum_is_the_sum_over_every_context(model, deployment):
+    """Issue 24.2: one decode sum for the request and the planner (`requests.phases.decode_sum`):
+    closed-form where a pass is linear in its context, else direct, equal to T summed over every
+    context either way; and `request_cost`'s decode is that sum."""
+    import numpy as np
+
+    from llm_cost.parallel import deployed_pass_cost
+    from llm_cost.requests import request_cost
+    from llm_cost.requests.phases import decode_sum
+    from llm_cost.specs import BF16
+    from llm_cost.specs.deployment import Deployment
+
+    dep = Deployment(**deployment)
+    cost = deployed_pass_cost(model, "h100-sxm", "lecture", BF16, dep)
+    rows, batch = np.array([[8.0, 64.0], [40.0, 320.0]]), np.array([8.0, 64.0])  # r = 1 and 5 rows per sequence
+    direct = cost.step(rows[..., None], batch[..., None], 3800 + np.arange(700.0)).total_s.sum(axis=-1)
+    assert np.allclose(decode_sum(cost, rows, batch, 3800, 700), direct, rtol=1e-11, atol=0)
+    r = request_cost(model, "h100-sxm", "lecture", batch=8, isl=3800, osl=701, deployment=dep)
+    assert r.phases.decode_s == pytest.approx(float(direct[0, 0]), rel=1e-11)

@@ -11,7 +11,7 @@ from llm_cost._exports import lazy_exports, names_from
 _EXPORTS = {
     **names_from(".space", "PlanSpace", "SpecOption", "plan_space", "DEFAULT_BATCHES", "DEFAULT_KV_DTYPES",
                  "DEFAULT_WEIGHTS"),
-    **names_from(".search", "Grid", "evaluate", "sum_of_max"),
+    **names_from(".search", "Grid", "evaluate"),
     **names_from(".frontier", "Target", "Plan", "plan", "pareto"),
     **names_from(".disaggregate", "Disaggregated", "best_split"),
 }

@@ -7,11 +7,10 @@ speculation variants are numpy arrays, and one `PassCost.step` call times them a
     decode    = sum over j = 0 .. OSL - 2 of T(B r rows, B, ISL + j)     (r = 1; verification r = gamma + 1)
     spec      = sum of (gamma t_draft + T_verify) / E per token          (`requests.request`'s mean field)
 
-The sum over the OSL - 1 contexts is exact and closed-form: on a model without windowed layers the
-memory and compute seconds of a pass are linear in its context, so their max is two lines that
-cross at most once (`sum_of_max`), and a step is stages x max + (collectives + fixed). It needs
-`PassCost.step` at the first and last context only: O(1) per configuration instead of O(OSL).
-Windowed layers bend the lines; their models are summed over every context (exact, slower).
+The sum over the OSL - 1 contexts is `requests.phases.decode_sum`, the request's own: exact and
+closed-form where the memory and compute seconds of a pass are linear in its context (two lines that
+cross at most once, `sum_of_max`), O(1) per configuration instead of O(OSL); windowed layers bend the
+lines, and their models are summed over every context (exact, slower).
 
 The fit is `requests.request_fit`'s: weights + the K/V of ISL + OSL tokens per sequence + the larger
 workspace of the prefill and the (verification) decode step, plus a draft model's weights and K/V
@@ -25,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.counts import layer_windows
 from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit, workspace_bytes
 from llm_cost.planner.space import PlanSpace
 from llm_cost.requests import gpu_seconds
+from llm_cost.requests.phases import decode_sum
 from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
@@ -90,40 +89,6 @@ class Grid:
         return self.osl / self.e2e_s
 
 
-def sum_of_max(m0, m1, c0, c1, n: int):
-    r"""Sum over j = 0 .. n - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
-
-    D = M - C is linear, so the points where M is the larger are a prefix (D falling) or a suffix
-    (D rising) of the n; each part is an arithmetic series:
-
-    .. math:: \sum_{j=a}^{b} L_j = (b - a + 1) L_0 + \Delta L\,(a + b)(b - a + 1) / 2
-
-    Element-wise over numpy arrays (broadcast). n = 1: max(M_0, C_0).
-    """
-    m0, m1, c0, c1 = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (m0, m1, c0, c1)))
-    if n == 1:
-        return np.maximum(m0, c0)
-    dm, dc = (m1 - m0) / (n - 1), (c1 - c0) / (n - 1)
-    d0, d1 = m0 - c0, m1 - c1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cross = np.where(d0 != d1, d0 / (d0 - d1) * (n - 1), 0.0)  # where D = 0, in steps
-    falling, rising = d1 < d0, d1 > d0
-    # points where memory is the larger: a prefix [0, p) when falling, a suffix [n - s, n) when rising
-    prefix = np.where(falling, np.clip(np.floor(cross) + 1, 0, n), np.where(rising, 0, np.where(d0 >= 0, n, 0)))
-    suffix = np.where(rising, np.clip(n - np.ceil(cross), 0, n), 0)
-
-    def head(l0, dl, k):  # j in [0, k)
-        return k * l0 + dl * (k - 1) * k / 2
-
-    def tail(l0, dl, k):  # j in [n - k, n)
-        return k * l0 + dl * k * (2 * n - k - 1) / 2
-
-    all_c = head(c0, dc, n)
-    memory = head(m0, dm, prefix) + tail(m0, dm, suffix)
-    compute = all_c - head(c0, dc, prefix) - tail(c0, dc, suffix)
-    return memory + compute
-
-
 def _full(x, shape):
     """`x` as an array of `shape` (a view when it is a number or smaller)."""
     if type(x) is np.ndarray and x.shape == shape:
@@ -169,31 +134,17 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     n = osl - 1  # decode steps (>= 1)
     e_of, gam, rix, c_set, c_of, mtp, draft_models = _variant_columns(variants, r_index)
     groups, G = space.groups, len(space.groups)
-    windowed = bool(count_kv and layer_windows(model))  # not linear in the context: summed over each one
     base_costs, fits_of, available_of, workspaces = {}, {}, {}, {}
     ttft = np.empty((G, nb))
-    ends = np.empty((G, 4, len(rs), nb))  # memory and compute seconds at the first and last context
-    first_total = np.empty((G, len(rs), nb))
-    direct = np.empty((G, len(rs), nb)) if windowed else None
-    stages, per_s = np.empty(G), np.empty(G)  # pipeline stages; GPU-seconds per second of a batch's life
-    draft_terms = {name: (np.empty((G, 4, 1, nb)), np.empty((G, 1, nb)), np.empty(G), np.empty((G, 1, nb)))
-                   for name in draft_models}
+    sums = np.empty((G, len(rs), nb))  # the decode's seconds, summed over its n contexts (`decode_sum`)
+    per_s = np.empty(G)  # GPU-seconds per second of a batch's life
+    draft_sums = {name: np.empty((G, nb)) for name in draft_models}
     mtp_c = np.full((G, nb), np.nan)
     weight_b, kv_b, pre_kv_b, avail = np.empty(G), np.empty(G), np.empty(G), np.empty(G)
     extra_w, extra_kv = np.zeros((G, nv, 1)), np.zeros((G, nv, 1))
     ws, pre_ws = np.empty((G, nv, nb)), np.empty((G, nb))
 
-    def terms(cost, rows_per_seq, at, into_ends, into_first, into_direct):
-        b = np.broadcast_to(batches, (len(rows_per_seq), nb))
-        rows = np.asarray(rows_per_seq, dtype=float)[:, None] * b
-        if windowed:
-            t = cost.step(rows[..., None], b[..., None], isl + np.arange(n, dtype=float), count_kv=count_kv)
-            into_direct[at] = _full(t.total_s, rows.shape + (n,)).sum(axis=-1)
-            return
-        t = cost.step(rows, b, np.array([isl, isl + n - 1], dtype=float)[:, None, None], count_kv=count_kv)
-        shape = (2,) + rows.shape
-        into_ends[at, 0:2], into_ends[at, 2:4] = _full(t.memory_s, shape), _full(t.compute_s, shape)
-        into_first[at] = _full(t.total_s, shape)[0]
+    verify_rows = np.asarray(rs, dtype=float)[:, None] * batches  # (r, B): r rows per sequence
 
     for gi, grp in enumerate(groups):
         gpu, dep, w = grp.gpu, grp.deployment.following(profile), grp.weights  # fits on the profile's memory
@@ -202,8 +153,8 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
             base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)
         cost = deployed_cost(base_costs[key], model, gpu, w, dep)  # = `deployed_pass_cost`
         ttft[gi] = _full(cost.step(batches * isl, batches, 0.0, count_kv=count_kv).total_s, (nb,))
-        terms(cost, rs, gi, ends, first_total, direct)
-        stages[gi], per_s[gi] = cost.stages, gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
+        sums[gi] = decode_sum(cost, verify_rows, batches, isl, n, count_kv=count_kv)
+        per_s[gi] = gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
         if mtp.any():
             from llm_cost.speculative.mtp import mtp_step_time
 
@@ -212,23 +163,13 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         for name, (draft, at) in draft_models.items():
             on = draft_deployment_for(draft, dep)
             dcost = deployed_pass_cost(draft, gpu, profile, BF16, on)
-            d_ends, d_first, d_stages, d_direct = draft_terms[name]
-            terms(dcost, [1], gi, d_ends, d_first, d_direct)
-            d_stages[gi] = dcost.stages
+            draft_sums[name][gi] = decode_sum(dcost, batches, batches, isl, n, count_kv=count_kv)
             own = _draft_fit(draft, gpu, on, context=isl + osl - 1, fits_of=fits_of)
             extra_w[gi, at], extra_kv[gi, at] = own.weight_bytes, own.kv_bytes
         weight_b[gi], kv_b[gi], pre_kv_b[gi], avail[gi], (ws[gi], pre_ws[gi]) = _group_fit(
             model, gpu, dep, w, space=space, variants=variants, isl=isl, osl=osl, fits_of=fits_of,
             available_of=available_of, workspaces=workspaces)
 
-    def summed(e, first, stage, dir_):
-        """The sum over the n contexts: n T_0 + stages (sum of max - n max_0) (the module doc)."""
-        if windowed:
-            return dir_
-        longest = sum_of_max(e[:, 0], e[:, 1], e[:, 2], e[:, 3], n)
-        return n * first + stage[:, None, None] * (longest - n * np.maximum(e[:, 0], e[:, 2]))
-
-    sums = summed(ends, first_total, stages, direct)  # (G, r, B)
     base = sums[:, r_index[1]]
     draft_sum = c_of[None, :, None] * base[:, None, :]  # t_draft = c T(B) (0 without speculation: gamma 0)
     cs = np.broadcast_to(np.where(c_set, c_of, np.nan)[None, :, None], (G, nv, nb)).copy()
@@ -236,8 +177,7 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         draft_sum[:, mtp] = (mtp_c * base)[:, None, :]
         cs[:, mtp] = mtp_c[:, None, :]
     for name, (draft, at) in draft_models.items():
-        d_ends, d_first, d_stages, d_direct = draft_terms[name]
-        draft_sum[:, at] = summed(d_ends, d_first, d_stages, d_direct)[:, 0][:, None, :]
+        draft_sum[:, at] = draft_sums[name][:, None, :]
     decode = (gam[None, :, None] * draft_sum + sums[:, rix]) / e_of[None, :, None]
     b3 = batches[None, None, :]
     needed = weight_b[:, None, None] + extra_w + b3 * (kv_b[:, None, None] + extra_kv) + ws
