@@ -241,10 +241,27 @@ def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
 
 # ---- published figures for the first pass's derivation-pinned hybrids ----------------------------
 
+def test_jamba_1_5_mini_against_its_index_total_size():
+    """ai21labs/AI21-Jamba-1.5-Mini: the checkpoint's model.safetensors.index.json gives
+    `total_size: 103140646656` (a public model card written from the repository's files, which
+    quotes that field beside its config.json: JambaForCausalLM, transformers 4.40.2, hidden 4096,
+    32 layers, attention offset 4 / period 8, experts offset 1 / period 2, 16 experts top 2,
+    32 / 8 heads, vocab 65536, bfloat16; a generation_config of 4.44.2 and a chat template with
+    tool and document tokens, as Jamba 1.5's). The card names no repository: the total is that of
+    a Jamba Mini checkpoint whose config matches this file wherever quoted, which is what a count
+    from the config can check. Every tensor BF16: 103,140,646,656 / 2 B
+    = 51,570,323,328 parameters, our count (derived in test_hybrid_state.py) to the parameter; an
+    FP32 A_log or D (28 x 131,072 or 28 x 8,192 elements) would leave bytes / 2 above the count.
+    Card: "12B active / 52B total"."""
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
+    m = load("ai21-jamba-1.5-mini.json")
+    assert checkpoint_params(m).total == param_counts(m).total == 51_570_323_328 == 103_140_646_656 // 2
+    assert checkpoint_bytes(m).total == 103_140_646_656
+
+
 def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
-    """No exact Hub total for AI21-Jamba-1.5-Mini was found (its count, 51,570,323,328, stays
-    pinned in test_hybrid_state.py against "52B total / 12B active"). A second published figure of
-    the same architecture: the Jamba paper (Lieber et al. 2024, arXiv 2403.19887, Table 1) gives
+    """A second published figure of the same architecture: the Jamba paper (Lieber et al. 2024, arXiv 2403.19887, Table 1) gives
     Jamba's K/V cache at 256K context as "4GB" (16-bit), against Mixtral's 32GB.
     4 attention layers x 2 x 8 KV heads x 128 x 2 B = 16,384 B/token; x 262,144 = 4,294,967,296 B
     = 4 GiB (4.29e9 B: "4GB" either way); the 28 Mamba layers add 28 x 155,648 x 2 = 8,716,288 B."""

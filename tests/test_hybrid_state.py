@@ -290,8 +290,8 @@ def test_nemotron_without_its_pattern_is_refused(tmp_path):
 
 
 def test_jamba_1_5_mini_mamba1_moe():
-    """ai21labs/AI21-Jamba-1.5-Mini: card "12B active / 52B total parameters"; no exact Hub total was
-    found, so the count is pinned by its derivation and checked against the card's rounding.
+    """ai21labs/AI21-Jamba-1.5-Mini: card "12B active / 52B total parameters"; the exact total,
+    the index's total_size / 2 B, is checked in test_hub_configs_2025_part2.py.
 
     H 4096, L 32: attention where i % 8 == 4 (4 layers), Mamba-1 elsewhere (28); experts where
     i % 2 == 1 (16 experts of 14336, k 2), a dense MLP of 14336 elsewhere; V 65536, untied.
