@@ -11,7 +11,6 @@ Mamba-2: d = mamba_n_heads x mamba_d_head, ds d_state, g groups, K the conv kern
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -277,34 +276,48 @@ def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
 
 def test_falcon_h1_7b_attention_and_mamba_side_by_side():
     """tiiuae/Falcon-H1-7B-Instruct (FalconH1ForCausalLM): every layer runs attention and a Mamba-2
-    mixer in parallel, then an MLP. Shapes: the `FALCON_H1_7B_HF` dict of a public test; the same
-    depth 44, width 3072, 12 attention / 2 KV heads, 24 Mamba heads of 128, d_state 256 as
-    transformers' falcon_h1 doc table ("H1 7B"). No published total was found (card: "7B"): the
-    count is the derivation, pinned. FalconH1Config defaults for the keys it omits: mamba_rms_norm
-    false (no gated norm), mamba_conv_bias true, no projection or attention biases.
+    mixer in parallel, then an MLP. Published: the Hub API's safetensors total, 7,585,654,880 BF16
+    parameters (a public fact sheet of the model, quoting "HF API 7,585,654,880 BF16" for
+    https://huggingface.co/api/models/tiiuae/Falcon-H1-7B-Instruct at revision 41e72f27effb...,
+    beside the paper's "7.59B", arXiv 2507.22448 Table 1; a public census of the same snapshot
+    measured total_params=7585654880). Config: the shapes of transformers' falcon_h1 doc table
+    ("H1 7B": depth 44, width 3072, 12 / 2 heads, 24 Mamba heads of 128, d_state 256), and, from
+    the published config.json at that revision as a public structure trace of it records (meta-device
+    forward of FalconH1ForCausalLM, "all 751 params covered"): vocab_size 130049 (the paper's table
+    says 130,048), mamba_chunk_size 256, a `mamba.norm` of d_ssm in every layer (mamba_rms_norm
+    true: 751 = 44 x 17 tensors + embedding, final norm, LM head). The first pass's config, a test's
+    subset of keys (vocab 130048, no mamba_rms_norm), counted 141,312 fewer: 2 x 3072 + 44 x 3072.
+    FalconH1Config defaults for the keys it omits: mamba_conv_bias true, no projection or attention
+    biases.
 
     attention: q 3072 x 1536 + k/v 2 x 3072 x 256 + o 1536 x 3072 = 11,010,048.
     Mamba-2 (d 3072, conv 3072 + 2 x 256 = 3584): in_proj 3072 x (2 x 3072 + 512 + 24) = 20,520,960;
-    conv1d 3584 x 4 + 3584 = 17,920; dt_bias, A_log, D 72; out_proj 3072^2 = 9,437,184: 29,976,136.
-    MLP 3 x 3072 x 12288 = 113,246,208; norms 6,144. layer 154,238,536.
-    total = 44 layer + 2 V H 799,014,912 + H = 7,585,513,568.
+    conv1d 3584 x 4 + 3584 = 17,920; dt_bias, A_log, D 72; gated norm 3,072; out_proj 3072^2
+    = 9,437,184: 29,979,208. MLP 3 x 3072 x 12288 = 113,246,208; norms 6,144. layer 154,241,608.
+    total = 44 layer + 2 V H 799,021,056 + H = 7,585,654,880; x 2 B = 15,171,309,760 bytes.
     K/V per token: 44 x 2 x 2 x 128 x 2 B = 45,056 (the public test's "44 KiB a token": every layer
     attends); state: 44 x (24 x 128 x 256 + 3584 x 3) x 2 B = 44 x 797,184 x 2 = 70,152,192 B.
     """
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
     m = load("falcon-h1-7b.json")
     p = param_counts(m)
     assert m.parallel_mixers and (m.num_attention_layers, m.num_recurrent_layers) == (44, 44)
-    assert p.attention_block_per_layer == 11_010_048 and p.recurrent_per_layer == 29_976_136
-    assert p.per_layer + p.recurrent_per_layer == 154_238_536
-    assert checkpoint_params(m).total == p.total == 7_585_513_568
+    assert p.attention_block_per_layer == 11_010_048 and p.recurrent_per_layer == 29_979_208
+    assert p.per_layer + p.recurrent_per_layer == 154_241_608
+    assert checkpoint_params(m).total == p.total == 7_585_654_880           # Hub safetensors total
+    assert checkpoint_bytes(m).total == 2 * 7_585_654_880 == 15_171_309_760  # all BF16
+    assert round(p.total / 1e7) == 759                                      # the paper's "7.59B"
     assert kv_bytes_per_token(m) == 44 * 2 * 256 * 2 == 45_056
     assert state_bytes_per_sequence(m) == 44 * 797_184 * 2 == 70_152_192
 
 
 def test_falcon_h1_gated_norm_only_with_mamba_rms_norm(tmp_path):
-    """mamba_rms_norm true adds the gated RMSNorm of d_ssm to each mixer: 44 x 3072 more."""
-    m = load_model(edited(tmp_path, "falcon-h1-7b.json", mamba_rms_norm=True))
-    assert param_counts(m).total == 7_585_513_568 + 44 * 3072
+    """mamba_rms_norm false (FalconH1Config's default) drops the gated RMSNorm of d_ssm from each
+    mixer: 44 x 3072 fewer; the state is the same."""
+    m = load_model(edited(tmp_path, "falcon-h1-7b.json", mamba_rms_norm=False))
+    assert param_counts(m).total == 7_585_654_880 - 44 * 3072
+    assert state_bytes_per_sequence(m) == 70_152_192
 
 
 @pytest.mark.parametrize("change, message", [
