@@ -97,8 +97,8 @@ def test_minimax_m1_lightning_attention():
 
 def test_granite_4_0_h_tiny_mamba2_moe():
     """ibm-granite/granite-4.0-h-tiny: card "7B total parameters, 1B activated parameters" (IBM's
-    Granite 4.0 docs); no exact Hub total was found, so the count is pinned by its derivation and
-    checked against the card's rounding. Config: a subset of keys, transcribed from a public test
+    Granite 4.0 docs); the exact total, the Hub's for its -base (same shapes), is checked in
+    test_hub_configs_2025_part2.py. Config: a subset of keys, transcribed from a public test
     fixture of the published config.json (tests/data/configs/README.md); the keys it leaves out take
     GraniteMoeHybridConfig's defaults (mamba_conv_bias true, mamba_proj_bias false, attention_bias
     false).
