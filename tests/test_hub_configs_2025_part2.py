@@ -281,7 +281,9 @@ def test_jamba_1_5_mini_against_its_index_total_size():
     from the config can check. Every tensor BF16: 103,140,646,656 / 2 B
     = 51,570,323,328 parameters, our count (derived in test_hybrid_state.py) to the parameter; an
     FP32 A_log or D (28 x 131,072 or 28 x 8,192 elements) would leave bytes / 2 above the count.
-    Card: "12B active / 52B total"."""
+    Corroborated for ai21labs/Jamba-v0.1 (the same shapes): a public modelling tool's changelog
+    reproduces it "51,570,323,328 exactly", the timestep and B / C layernorms ([256], [16], [16];
+    28 x 288 = 8,064) being what it first missed. Card: "12B active / 52B total"."""
     from llm_cost.counts.checkpoint import checkpoint_bytes
 
     m = load("ai21-jamba-1.5-mini.json")
