@@ -1,5 +1,6 @@
 """Issue 27, second pass: the families the first pass left (Bamba, Cohere 2), each counted to the
-parameter against a published figure, with the hand derivation; and the review's fixes.
+parameter against a published figure, with the hand derivation; the review's fixes; and the
+published totals of the hybrids first pinned to their derivation (Falcon-H1, Jamba, Granite-H).
 
 Tolerance: exact integers where the figure is an exact count; the printed precision (stated in
 each test) where the source prints a rounded one.
@@ -20,7 +21,7 @@ from llm_cost.counts.parts import checkpoint_params
 from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.errors import ConfigError
 
-from helpers import CONFIGS, edited_config as edited, load_config as load  # noqa: E402
+from helpers import CONFIGS, edited_config as edited, load_config as load, rows_of  # noqa: E402
 
 
 # ---- bamba ---------------------------------------------------------------------------------------
@@ -242,6 +243,17 @@ def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
 
 
 # ---- published figures for the first pass's derivation-pinned hybrids ----------------------------
+
+def test_mimo_7b_model_row_reports_the_mtp_layer_and_the_index_bytes():
+    """`llm-cost model` on XiaomiMiMo/MiMo-7B: params_total is what runs per token (the text model),
+    params_mtp the one MTP layer (num_nextn_predict_layers 1), params_checkpoint their sum, and
+    weight_bytes_checkpoint the checkpoint's index total_size, 15,666,819,072 B (derivation and
+    source in test_hub_configs_2025.py)."""
+    (row,) = rows_of("model", str(CONFIGS / "mimo-7b.json"))
+    assert (row["params_total"], row["params_mtp"], row["params_vision"]) == (7_622_619_136, 210_790_400, 0)
+    assert row["params_checkpoint"] == 7_833_409_536 == 15_666_819_072 // 2
+    assert row["checkpoint_format"] == "bf16" and row["weight_bytes_checkpoint"] == 15_666_819_072
+
 
 def test_granite_4_0_h_tiny_against_the_hub_total_of_its_base():
     """ibm-granite/granite-4.0-h-tiny (the instruct model, finetuned from -base, the same shapes).
