@@ -16,6 +16,7 @@ from pathlib import Path
 
 from llm_cost.catalog import load_model
 from llm_cost.counts import kv_bytes_per_token, param_counts
+from llm_cost.counts.checkpoint import checkpoint_bytes
 from llm_cost.counts.mtp import mtp_params
 from llm_cost.counts.parts import checkpoint_params
 from llm_cost.counts.vision import vision_params
@@ -82,8 +83,13 @@ def test_mimo_7b_mtp_layer_counted_apart():
     """XiaomiMiMo/MiMo-7B as shipped (num_nextn_predict_layers 1): the MTP layer is named by the
     config key and MiMoMTPLayers (the repository's modeling_mimo.py): hidden_layernorm,
     token_layernorm, input_proj (2H -> H, no bias), a Qwen2 block, final_layernorm; it shares the
-    model's embedding and LM head. No exact published total was found (the card says "7B"):
-    the count below is the derivation, pinned.
+    model's embedding and LM head. Published: the checkpoint's model.safetensors.index.json,
+    `metadata.total_size` 15,666,819,072 bytes (a public GitHub copy of the MiMo-7B Hub files,
+    jj8127/mimo_kor: its README is Xiaomi's MiMo-7B card, its config.json is this file's, and
+    its weight_map names the 16 `model.mtp_layers.0.*` tensors beside the 36 layers'); the
+    checkpoint is BF16 (torch_dtype bfloat16), so 15,666,819,072 / 2 B = 7,833,409,536 parameters,
+    the count below to the parameter (an FP32 tensor would leave bytes / 2 above the count).
+    The card says "7B".
 
     H 4096, L 36, I 11008, nh 32, nkv 8, hd 128, V 151680, untied, q/k/v biases (Qwen2), o_proj none.
     attention 2 x 4096 x 4096 + 2 x 4096 x 1024 + 4096 + 2 x 1024 = 41,949,184; MLP 3 x 4096 x 11008
@@ -95,7 +101,9 @@ def test_mimo_7b_mtp_layer_counted_apart():
     model, p, c = load("mimo-7b.json")
     assert p.attention_per_layer == 41_949_184 and not model.mtp_stores_tables
     assert c.text == 7_622_619_136 and c.mtp == 210_790_400 == mtp_params(model).own
-    assert c.total == 7_833_409_536
+    assert c.total == 7_833_409_536 == 15_666_819_072 // 2   # index total_size / BF16
+    assert checkpoint_bytes(model).total == 15_666_819_072      # the index's total_size, to the byte
+    assert model.mtp_layers == 1                                # num_nextn_predict_layers
 
 
 # ---- MoE ---------------------------------------------------------------------------------------

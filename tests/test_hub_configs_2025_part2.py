@@ -1,5 +1,6 @@
 """Issue 27, second pass: the families the first pass left (Bamba, Cohere 2), each counted to the
-parameter against a published figure, with the hand derivation; and the review's fixes.
+parameter against a published figure, with the hand derivation; the review's fixes; and the
+published totals of the hybrids first pinned to their derivation (Falcon-H1, Jamba, Granite-H).
 
 Tolerance: exact integers where the figure is an exact count; the printed precision (stated in
 each test) where the source prints a rounded one.
@@ -11,7 +12,6 @@ Mamba-2: d = mamba_n_heads x mamba_d_head, ds d_state, g groups, K the conv kern
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +21,7 @@ from llm_cost.counts.parts import checkpoint_params
 from llm_cost.counts.recurrent import state_bytes_per_sequence
 from llm_cost.errors import ConfigError
 
-from helpers import CONFIGS, edited_config as edited, load_config as load  # noqa: E402
+from helpers import CONFIGS, edited_config as edited, load_config as load, rows_of  # noqa: E402
 
 
 # ---- bamba ---------------------------------------------------------------------------------------
@@ -33,7 +33,9 @@ def test_bamba_9b_mamba2_hybrid_against_its_published_sizes():
     2.10 GB" (embedding and head) + "torch.float8_e4m3fn 8.73 GB" (the rest). The release blog
     (blog/bamba-9b-release.md, "Model architecture"): 32 layers, 3 attention + 29 Mamba2, MLP
     expansion 3.5, vocab "128k", 32 heads / 8 KV heads, Mamba2 head dim 64, conv filter 4.
-    No exact integer total was found: checked at each figure's printed precision.
+    No exact integer total was found: checked at each figure's printed precision, and against
+    ibm-ai-platform/Bamba-9B-v2 (the same architecture) at 9.780 B, a public test's ground truth
+    taken from its model.safetensors.index.json total_size over the dtype width.
 
     H 4096, L 32 (attention at 9, 18, 27), I 14336, nh 32, nkv 8, hd 128, V 128256, untied;
     Mamba-2 128 heads x 64 (d 8192), ds 128, g 1, K 4, conv bias, no projection bias.
@@ -52,6 +54,7 @@ def test_bamba_9b_mamba2_hybrid_against_its_published_sizes():
     assert p.recurrent_per_layer == 102_286_976 and p.per_layer == 218_112_000
     assert checkpoint_params(m).total == p.total == 9_780_235_392
     assert round(p.total / 1e7) == 978                              # "9.78B"
+    assert round(p.total / 1e6) == 9_780                            # Bamba-9B-v2's "9.780"
     assert round(p.total * 4 / 1e7) == 3912                         # "39.12 GB" in FP32
     assert round((p.embedding + p.lm_head) * 2 / 1e7) == 210        # "2.10 GB" BF16
     assert round((p.total - p.embedding - p.lm_head) / 1e7) == 873  # "8.73 GB" FP8
@@ -241,10 +244,74 @@ def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
 
 # ---- published figures for the first pass's derivation-pinned hybrids ----------------------------
 
+def test_mimo_7b_model_row_reports_the_mtp_layer_and_the_index_bytes():
+    """`llm-cost model` on XiaomiMiMo/MiMo-7B: params_total is what runs per token (the text model),
+    params_mtp the one MTP layer (num_nextn_predict_layers 1), params_checkpoint their sum, and
+    weight_bytes_checkpoint the checkpoint's index total_size, 15,666,819,072 B (derivation and
+    source in test_hub_configs_2025.py)."""
+    (row,) = rows_of("model", str(CONFIGS / "mimo-7b.json"))
+    assert (row["params_total"], row["params_mtp"], row["params_vision"]) == (7_622_619_136, 210_790_400, 0)
+    assert row["params_checkpoint"] == 7_833_409_536 == 15_666_819_072 // 2
+    assert row["checkpoint_format"] == "bf16" and row["weight_bytes_checkpoint"] == 15_666_819_072
+
+
+def test_granite_4_0_h_tiny_against_the_hub_total_of_its_base():
+    """ibm-granite/granite-4.0-h-tiny (the instruct model, finetuned from -base, the same shapes).
+    Published: the Hub API's safetensors.total of ibm-granite/granite-4.0-h-tiny-base at revision
+    f95c8e83b06c..., 6,939,037,248 (two public donor screens quoting it: "6,939,037,248 in the
+    safetensors metadata", with config 40 layers, 36 Mamba2 + 4 attention, 64 experts top-6, shared
+    1,024, tied; its three BF16 shards sum to 13,878,142,256 B: 13,878,074,496 B of BF16 tensors
+    leaves 67,760 B for the shards' JSON headers, and for FP32 copies of the 36 x 144 Mamba scalars
+    (10,368 B more) if there are any: the file sizes cannot tell). No figure of the instruct
+    repository itself was found; its count, derived in test_hybrid_state.py, is the base's to the
+    parameter.
+    A second published figure, of the instruct model's GGUF: `general.size_label` "64x994M"
+    (docker/model-cards ai/granite-4.0-h-tiny.md, "Parameters 64x994M"). llama.cpp's gguf-py writes
+    that label as the expert count x (shared + one expert): every tensor whose name holds "_exps."
+    adds its size / n_experts, every other tensor (attention, Mamba, shared MLP, router, norms, the
+    one tied embedding) its size (gguf_writer.py GGUFWriter.get_total_parameter_count), printed by
+    gguf/utility.py model_weight_count_rounded_notation with at least two digits. One expert of
+    every layer 40 x 3 x 1536 x 512 = 94,371,840; total - 63 x 94,371,840 = 993,611,328 -> "994M".
+    Card: "7B total parameters"."""
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
+    m = load("granite-4.0-h-tiny.json")
+    p = param_counts(m)
+    one_expert_everywhere = p.num_moe_layers * p.expert_params
+    assert p.num_experts == 64 and one_expert_everywhere == 40 * 3 * 1536 * 512 == 94_371_840
+    shared_plus_one_expert = p.total - (p.num_experts - 1) * one_expert_everywhere
+    assert shared_plus_one_expert == 993_611_328 and round(shared_plus_one_expert / 1e6) == 994
+    assert checkpoint_params(m).total == p.total == 6_939_037_248          # Hub safetensors.total
+    assert checkpoint_bytes(m).total == 2 * 6_939_037_248 == 13_878_074_496  # BF16, headers aside
+
+
+def test_jamba_1_5_mini_against_its_index_total_size():
+    """ai21labs/AI21-Jamba-1.5-Mini: the checkpoint's model.safetensors.index.json gives
+    `total_size: 103140646656` (a public model card written from the repository's files, which
+    quotes that field beside its config.json: JambaForCausalLM, transformers 4.40.2, hidden 4096,
+    32 layers, attention offset 4 / period 8, experts offset 1 / period 2, 16 experts top 2,
+    32 / 8 heads, vocab 65536, bfloat16; a generation_config of 4.44.2 and a chat template with
+    tool and document tokens, as Jamba 1.5's). The card names no repository: the total is that of
+    a Jamba Mini checkpoint whose config matches this file wherever quoted, which is what a count
+    from the config can check. Every tensor BF16: 103,140,646,656 / 2 B
+    = 51,570,323,328 parameters, our count (derived in test_hybrid_state.py) to the parameter; an
+    FP32 A_log or D (28 x 131,072 or 28 x 8,192 elements) would leave bytes / 2 above the count.
+    Corroborated for ai21labs/Jamba-v0.1 (the same shapes): a public modelling tool's changelog
+    reproduces it "51,570,323,328 exactly", the timestep and B / C layernorms ([256], [16], [16];
+    28 x 288 = 8,064) being what it first missed. Its index's total_size, by contrast, divides to
+    51.574 B (a public test's ground-truth table, "metadata.total_size ... divided by its dtype
+    width"): 3.67 M above, as 28 x 131,072 A_log elements stored FP32 would make it (3,670,016),
+    the case the brief warns of; the 1.5 checkpoint's bytes leave no room for it.
+    Card: "12B active / 52B total"."""
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
+    m = load("ai21-jamba-1.5-mini.json")
+    assert checkpoint_params(m).total == param_counts(m).total == 51_570_323_328 == 103_140_646_656 // 2
+    assert checkpoint_bytes(m).total == 103_140_646_656
+
+
 def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
-    """No exact Hub total for AI21-Jamba-1.5-Mini was found (its count, 51,570,323,328, stays
-    pinned in test_hybrid_state.py against "52B total / 12B active"). A second published figure of
-    the same architecture: the Jamba paper (Lieber et al. 2024, arXiv 2403.19887, Table 1) gives
+    """A second published figure of the same architecture: the Jamba paper (Lieber et al. 2024, arXiv 2403.19887, Table 1) gives
     Jamba's K/V cache at 256K context as "4GB" (16-bit), against Mixtral's 32GB.
     4 attention layers x 2 x 8 KV heads x 128 x 2 B = 16,384 B/token; x 262,144 = 4,294,967,296 B
     = 4 GiB (4.29e9 B: "4GB" either way); the 28 Mamba layers add 28 x 155,648 x 2 = 8,716,288 B."""
@@ -260,34 +327,48 @@ def test_jamba_1_5_mini_kv_cache_at_256k_against_the_jamba_paper():
 
 def test_falcon_h1_7b_attention_and_mamba_side_by_side():
     """tiiuae/Falcon-H1-7B-Instruct (FalconH1ForCausalLM): every layer runs attention and a Mamba-2
-    mixer in parallel, then an MLP. Shapes: the `FALCON_H1_7B_HF` dict of a public test; the same
-    depth 44, width 3072, 12 attention / 2 KV heads, 24 Mamba heads of 128, d_state 256 as
-    transformers' falcon_h1 doc table ("H1 7B"). No published total was found (card: "7B"): the
-    count is the derivation, pinned. FalconH1Config defaults for the keys it omits: mamba_rms_norm
-    false (no gated norm), mamba_conv_bias true, no projection or attention biases.
+    mixer in parallel, then an MLP. Published: the Hub API's safetensors total, 7,585,654,880 BF16
+    parameters (a public fact sheet of the model, quoting "HF API 7,585,654,880 BF16" for
+    https://huggingface.co/api/models/tiiuae/Falcon-H1-7B-Instruct at revision 41e72f27effb...,
+    beside the paper's "7.59B", arXiv 2507.22448 Table 1; a public census of the same snapshot
+    measured total_params=7585654880). Config: the shapes of transformers' falcon_h1 doc table
+    ("H1 7B": depth 44, width 3072, 12 / 2 heads, 24 Mamba heads of 128, d_state 256), and, from
+    the published config.json at that revision as a public structure trace of it records (meta-device
+    forward of FalconH1ForCausalLM, "all 751 params covered"): vocab_size 130049 (the paper's table
+    says 130,048), mamba_chunk_size 256, a `mamba.norm` of d_ssm in every layer (mamba_rms_norm
+    true: 751 = 44 x 17 tensors + embedding, final norm, LM head). The first pass's config, a test's
+    subset of keys (vocab 130048, no mamba_rms_norm), counted 141,312 fewer: 2 x 3072 + 44 x 3072.
+    FalconH1Config defaults for the keys it omits: mamba_conv_bias true, no projection or attention
+    biases.
 
     attention: q 3072 x 1536 + k/v 2 x 3072 x 256 + o 1536 x 3072 = 11,010,048.
     Mamba-2 (d 3072, conv 3072 + 2 x 256 = 3584): in_proj 3072 x (2 x 3072 + 512 + 24) = 20,520,960;
-    conv1d 3584 x 4 + 3584 = 17,920; dt_bias, A_log, D 72; out_proj 3072^2 = 9,437,184: 29,976,136.
-    MLP 3 x 3072 x 12288 = 113,246,208; norms 6,144. layer 154,238,536.
-    total = 44 layer + 2 V H 799,014,912 + H = 7,585,513,568.
+    conv1d 3584 x 4 + 3584 = 17,920; dt_bias, A_log, D 72; gated norm 3,072; out_proj 3072^2
+    = 9,437,184: 29,979,208. MLP 3 x 3072 x 12288 = 113,246,208; norms 6,144. layer 154,241,608.
+    total = 44 layer + 2 V H 799,021,056 + H = 7,585,654,880; x 2 B = 15,171,309,760 bytes.
     K/V per token: 44 x 2 x 2 x 128 x 2 B = 45,056 (the public test's "44 KiB a token": every layer
     attends); state: 44 x (24 x 128 x 256 + 3584 x 3) x 2 B = 44 x 797,184 x 2 = 70,152,192 B.
     """
+    from llm_cost.counts.checkpoint import checkpoint_bytes
+
     m = load("falcon-h1-7b.json")
     p = param_counts(m)
     assert m.parallel_mixers and (m.num_attention_layers, m.num_recurrent_layers) == (44, 44)
-    assert p.attention_block_per_layer == 11_010_048 and p.recurrent_per_layer == 29_976_136
-    assert p.per_layer + p.recurrent_per_layer == 154_238_536
-    assert checkpoint_params(m).total == p.total == 7_585_513_568
+    assert p.attention_block_per_layer == 11_010_048 and p.recurrent_per_layer == 29_979_208
+    assert p.per_layer + p.recurrent_per_layer == 154_241_608
+    assert checkpoint_params(m).total == p.total == 7_585_654_880           # Hub safetensors total
+    assert checkpoint_bytes(m).total == 2 * 7_585_654_880 == 15_171_309_760  # all BF16
+    assert round(p.total / 1e7) == 759                                      # the paper's "7.59B"
     assert kv_bytes_per_token(m) == 44 * 2 * 256 * 2 == 45_056
     assert state_bytes_per_sequence(m) == 44 * 797_184 * 2 == 70_152_192
 
 
 def test_falcon_h1_gated_norm_only_with_mamba_rms_norm(tmp_path):
-    """mamba_rms_norm true adds the gated RMSNorm of d_ssm to each mixer: 44 x 3072 more."""
-    m = load_model(edited(tmp_path, "falcon-h1-7b.json", mamba_rms_norm=True))
-    assert param_counts(m).total == 7_585_513_568 + 44 * 3072
+    """mamba_rms_norm false (FalconH1Config's default) drops the gated RMSNorm of d_ssm from each
+    mixer: 44 x 3072 fewer; the state is the same."""
+    m = load_model(edited(tmp_path, "falcon-h1-7b.json", mamba_rms_norm=False))
+    assert param_counts(m).total == 7_585_654_880 - 44 * 3072
+    assert state_bytes_per_sequence(m) == 70_152_192
 
 
 @pytest.mark.parametrize("change, message", [

@@ -97,8 +97,8 @@ def test_minimax_m1_lightning_attention():
 
 def test_granite_4_0_h_tiny_mamba2_moe():
     """ibm-granite/granite-4.0-h-tiny: card "7B total parameters, 1B activated parameters" (IBM's
-    Granite 4.0 docs); no exact Hub total was found, so the count is pinned by its derivation and
-    checked against the card's rounding. Config: a subset of keys, transcribed from a public test
+    Granite 4.0 docs); the exact total, the Hub's for its -base (same shapes), is checked in
+    test_hub_configs_2025_part2.py. Config: a subset of keys, transcribed from a public test
     fixture of the published config.json (tests/data/configs/README.md); the keys it leaves out take
     GraniteMoeHybridConfig's defaults (mamba_conv_bias true, mamba_proj_bias false, attention_bias
     false).
@@ -290,8 +290,8 @@ def test_nemotron_without_its_pattern_is_refused(tmp_path):
 
 
 def test_jamba_1_5_mini_mamba1_moe():
-    """ai21labs/AI21-Jamba-1.5-Mini: card "12B active / 52B total parameters"; no exact Hub total was
-    found, so the count is pinned by its derivation and checked against the card's rounding.
+    """ai21labs/AI21-Jamba-1.5-Mini: card "12B active / 52B total parameters"; the exact total,
+    the index's total_size / 2 B, is checked in test_hub_configs_2025_part2.py.
 
     H 4096, L 32: attention where i % 8 == 4 (4 layers), Mamba-1 elsewhere (28); experts where
     i % 2 == 1 (16 experts of 14336, k 2), a dense MLP of 14336 elsewhere; V 65536, untied.
