@@ -32,8 +32,12 @@ class Holder:
 
     Examples
     --------
-    >>> from llm_cost.serving.reference_scheduler import KvRequest, run_steps
-    >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+    >>> from llm_cost.serving.engine import serve
+    >>> from llm_cost.serving.replica import IterationCost, Replica
+    >>> from llm_cost.serving.serve_config import ServeConfig
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> run = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
+    ...             ServeConfig(reservation="none"))
     >>> run.deadlock.holders[0]
     Holder(request=0, prompt=4, generated=2, kv_tokens=5, remaining=3)
     """
@@ -66,7 +70,7 @@ class Deadlock:
 
     Examples
     --------
-    See `run_steps`.
+    See `Holder`.
     """
 
     iterations_done: int  # iterations run (idle time excluded); the next one cannot run
@@ -96,10 +100,14 @@ class Deadlock:
         --------
         The lecture exercise 10 without a reservation:
 
-        >>> from llm_cost.serving.reference_scheduler import KvRequest, run_steps
-        >>> run = run_steps([KvRequest(4, 5), KvRequest(4, 5)], 10, reservation="none")
+        >>> from llm_cost.serving.engine import serve
+        >>> from llm_cost.serving.replica import IterationCost, Replica
+        >>> from llm_cost.serving.serve_config import ServeConfig
+        >>> from llm_cost.serving.workload import fixed_workload
+        >>> run = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
+        ...             ServeConfig(reservation="none"))
         >>> print(run.deadlock.describe())
-        deadlock: iteration 3 cannot run; 2 requests hold 10 of 10 KV tokens: #0 holds 5 (3 to go), #1 holds 5 (3 to go); 0 waiting
+        deadlock: iteration 3 cannot run (t = 2 s); 2 requests hold 10 of 10 KV tokens: #0 holds 5 (3 to go), #1 holds 5 (3 to go); 0 waiting
         """
         shown = ", ".join(f"#{h.request} holds {h.kv_tokens} ({h.remaining} to go)"
                           for h in self.holders[:limit])
