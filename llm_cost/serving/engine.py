@@ -64,7 +64,7 @@ from llm_cost.serving.engine_loop import general_loop, run_basics
 from llm_cost.serving import fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.replica import Replica
-from llm_cost.serving.reservations import reservation_tokens
+from llm_cost.serving.reservations import reservations_of
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
@@ -103,9 +103,9 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             raise InvalidValueError("scheduler request runs whole batches on one stage or a serial pipeline, "
                                     "without windowed layers or a closed loop", params=("scheduler",))
         _check_padded(workload, replica)
-    held, res, longest_request = _validated(workload, replica, cfg)
+    held, res = _validated(workload, replica, cfg)
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    path = _path(workload, replica, cfg, paths, held, longest_request)
+    path = _path(workload, replica, cfg, paths, held)
     if path == "request_level":
         return request_level.serve_request_level(workload, replica, cfg, on_progress)
     if path == "fast_reservations":
@@ -121,8 +121,7 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
     `fast_engine` or `general` (module doc)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    held = run_basics(workload, replica, config)[2]
-    return _path(workload, replica, config, paths, held, max(map(operator.add, workload.prompt, workload.output)))
+    return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
 
 def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
@@ -131,18 +130,18 @@ def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 
-def _path(workload, replica, cfg, paths, held, longest_request: int) -> str:
+def _path(workload, replica, cfg, paths, held) -> str:
     if cfg.scheduler == "request":
         return "request_level"
     if "fast_reservations" in paths and fast_reservations.covers(workload, replica, cfg):
         return "fast_reservations"
-    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, longest_request):
+    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, _longest(workload)):
         return "fast_engine"
     return "general"
 
 
 def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
-    """(held tokens function or None, each request's reservation, the longest prompt + output), after
+    """(held tokens function or None, each request's reservation), after
     checking that every request fits the replica alone (and, `max_len`, the maximum length)."""
     cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged = policy == "paged"
@@ -152,11 +151,8 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
     if paged and total_blocks < 1:
         raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
     reserving = policy in ("declared", "max_len")
-    res = ([reservation_tokens(policy, p, d, replica.max_len) for p, d in zip(P, workload.declared_gen)]
-           if reserving else [0] * n)
-    longest_request = max(map(operator.add, P, O))
-    longest = K(longest_request + gmax)  # K grows with its argument
-    worst = max(res) if reserving else (longest if paged else max(P))
+    res = reservations_of(policy, P, workload.declared_gen, replica.max_len) if reserving else [0] * n
+    worst = max(res) if reserving else (K(_longest(workload) + gmax) if paged else max(P))  # K grows
     limit = total_blocks * B if paged else cap
     if worst > limit:
         raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
@@ -164,7 +160,12 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
     if policy == "max_len" and max(map(operator.add, P, workload.declared_gen)) > replica.max_len:
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({replica.max_len})",
                                 params=("max_len",))
-    return held, res, longest_request
+    return held, res
+
+
+def _longest(workload: Workload) -> int:
+    """The longest prompt + output of the workload (tokens)."""
+    return max(map(operator.add, workload.prompt, workload.output))
 
 
 def _check_padded(workload: Workload, replica: Replica) -> None:

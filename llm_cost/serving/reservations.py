@@ -8,6 +8,8 @@ for good (the lecture §3.5, exercise 10): `Deadlock` says when, and who holds t
 
 from __future__ import annotations
 
+import operator
+
 from dataclasses import dataclass
 
 RESERVATIONS = ("declared", "max_len", "none")
@@ -152,3 +154,17 @@ def reservation_tokens(reservation: str, prompt: int, declared: int, max_len: in
     if reservation == "max_len":
         return int(max_len)
     return 0
+
+
+def reservations_of(reservation: str, prompts, declared, max_len: int | None) -> list[int]:
+    """`reservation_tokens` of every request (prompts and declared max_gen in request order), as a list:
+    the same formula, without a call per request (a run of 10^6 requests computes it once).
+
+    >>> reservations_of("declared", [4, 4], [5, 9], None), reservations_of("max_len", [4], [5], 2048)
+    ([9, 13], [2048])
+    """
+    if reservation == "declared":
+        return list(map(operator.add, prompts, declared))
+    if reservation == "max_len":
+        return [int(max_len)] * len(prompts)
+    return [0] * len(prompts)
