@@ -1,36 +1,45 @@
-"""Time to simulate 10,000 requests (issue 4: under 2 s on one core), against a naive simulator in the same run.
+"""Time to serve 10,000 requests on the step-level paths of `serve` (issue 4: under 2 s on one core),
+against a naive simulator and, given a baseline checkout, against its `simulate` in the same run.
 
-For each case: the best of R runs of `simulate` and its ratio to the 2 s target, then the same
-workload through `naive`, a plain per-iteration simulator written the obvious way (the rules of
-`llm_cost.deadlock.run_steps`, the step-level reference, with a clock: explicit per-request
-state, one loop turn per iteration, every running request visited and `IterationCost.time`
-called in every iteration). Both must finish every request at the same time (to 1e-9), and the
-speed ratio naive / simulate is printed. GPT-3 13B on an A100 40GB, lecture preset, Orca's workload.
+For each case (a lecture scheduler: `request`, `iteration` with Orca's declared reservation, `none`)
+the best of R runs of `serve(wl, server, config_for(...))` (which takes its `fast_reservations` or
+`request_level` path) and its ratio to the 2 s target, then the same workload through `naive`, a
+plain per-iteration simulator written the obvious way (the rules of tests/reference_scheduler.py
+with a clock: explicit per-request state, one loop turn per iteration, every running request visited
+and `IterationCost.time` called in every iteration). Both must finish every request at the same time
+(to 1e-9), and the speed ratio naive / serve is printed. GPT-3 13B on an A100 40GB, lecture preset,
+Orca's workload.
 
-Then the serving engine (`llm_cost.serving.engine.serve`, issue 16): on the declared-reservation
-case it must finish every request when `simulate` and the naive simulator do (to 1e-9); its time
-is printed against `simulate`'s, its own general loop's and the naive simulator's on the same
-requests. Then paged KV with speculation in the batch (gamma 4, alpha 0.8, c 0.05) at Orca's
-12.4 req/s: on NAIVE_REQUESTS requests against the naive engine for this case, the engine's
-general loop (`serve(..., fast=False)`: one loop turn per iteration visiting every running
-sequence, the engine before its fast path; the same finish times, asserted), and on ENGINE_REQUESTS
-requests (default 1,000,000, the issue's figure: measured, not extrapolated) the median and range of
-min(RUNS, 3) runs, each on a freshly drawn workload (its arrival times computed inside the timing),
-wall clock and the process's CPU time (which a machine shared with other work inflates less), the
-ratio to the issue's 5 s target and the ratio to `simulate`'s CPU time on the same requests (a
-measure that moves little with the machine's load). One core: the script sets OPENBLAS_NUM_THREADS=1
-(unless set) before numpy loads, so the statistics' dot products do not take a second one.
+`--baseline DIR` (a checkout from before issue 24, whose `llm_cost.serving.simulator.simulate` was
+the step-level scheduler; e.g. the main branch before the merge): each case is also timed there, in
+a subprocess started right after ours (interleaved, so both see the same load), and the CPU-time
+ratio serve / simulate is printed (issue 24.7: no slower than `simulate`).
 
-Usage: python bench/simulator.py [REQUESTS] [RUNS] [NAIVE_REQUESTS] [ENGINE_REQUESTS]
+Then the serving engine's other paths (`llm_cost.serving.engine.serve`, issue 16): on the
+declared-reservation case its general loop (`fast=False`) and its `fast_engine` path against the
+step-level path and the naive simulator (the same finish times, asserted). Then paged KV with
+speculation in the batch (gamma 4, alpha 0.8, c 0.05) at Orca's 12.4 req/s: on NAIVE_REQUESTS
+requests against the general loop (every running sequence visited each iteration; the same finish
+times, asserted), and on ENGINE_REQUESTS requests (default 1,000,000, the issue's figure: measured,
+not extrapolated) the median and range of min(RUNS, 3) runs, each on a freshly drawn workload (its
+arrival times computed inside the timing), wall clock and the process's CPU time (which a machine
+shared with other work inflates less), the ratio to the issue's 5 s target and the ratio to the
+declared-reservation step-level path's CPU time on the same requests (a measure that moves little
+with the machine's load). One core: the script sets OPENBLAS_NUM_THREADS=1 (unless set) before
+numpy loads, so the statistics' dot products do not take a second one.
+
+Usage: python bench/simulator.py [--baseline DIR] [REQUESTS] [RUNS] [NAIVE_REQUESTS] [ENGINE_REQUESTS]
 (defaults 10000, 5, REQUESTS and 1000000: the naive engines run on the same 10,000 requests unless
 told otherwise, best of min(RUNS, 3); the whole run takes about two minutes.)
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,7 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
 from llm_cost.serving.reservations import reservation_tokens  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
-from llm_cost.serving.simulator import simulate  # noqa: E402
+from llm_cost.serving.engine import serve  # noqa: E402
+from llm_cost.serving.serve_config import ServeConfig, SpecConfig, config_for  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402
 from llm_cost.serving.workload import Workload, poisson_workload  # noqa: E402
 
@@ -142,23 +152,82 @@ def same(a: list[float], b: list[float]) -> bool:
 
 ENGINE_TARGET_S = 5.0  # issue 16: 1,000,000 requests, paged KV and speculation in the batch, one core
 
+# Times a case on a checkout (argv: checkout, case as JSON, requests, runs): the CPU time of each of
+# `runs` calls after a warm-up, printed as JSON. Run in a fresh subprocess for this checkout and for
+# the baseline alike (the same interpreter state, the same fresh memory), so that the checkout's
+# llm_cost is the one imported: before issue 24 the step-level scheduler was `simulate`, after it
+# `serve` with the lecture scheduler's `config_for`.
+BASELINE_SCRIPT = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.serving.replica import Replica
+try:
+    from llm_cost.serving.simulator import simulate
+except ImportError:
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import config_for
+    def simulate(wl, server, scheduler, max_batch):
+        return serve(wl, server, config_for(scheduler, max_batch))
+from llm_cost.specs import PRESETS
+from llm_cost.serving.workload import poisson_workload
+scheduler, max_batch, rate, max_gen = json.loads(sys.argv[2])
+requests, runs = int(sys.argv[3]), int(sys.argv[4])
+server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
+def once(wl):
+    if scheduler == "paged+spec":  # the engine's fast path on a fresh workload, as ENGINE_REQUESTS is timed
+        from llm_cost.serving.engine import serve
+        from llm_cost.serving.serve_config import ServeConfig, SpecConfig
+        serve(wl, server, ServeConfig(max_batch=max_batch, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05)))
+    else:
+        simulate(wl, server, scheduler=scheduler, max_batch=max_batch)
+once(poisson_workload(2000, rate, seed=1, max_gen=max_gen))  # warm up, as the bench's own process is
+times = []
+for _ in range(runs):
+    wl = poisson_workload(requests, rate, seed=0, max_gen=max_gen)
+    cpu = time.process_time()
+    once(wl)
+    times.append(time.process_time() - cpu)
+print(json.dumps(times))
+"""
+
+
+ROOT = str(Path(__file__).resolve().parent.parent)  # this checkout
+
+
+def baseline_cpu(checkout: str, case, requests: int, runs: int) -> list[float]:
+    """The CPU times of `runs` calls of a checkout's step-level scheduler on `case`, or of its `serve`
+    with paged K/V and speculation for the case ("paged+spec", ...) (BASELINE_SCRIPT)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, checkout, json.dumps(case), str(requests), str(runs)],
+                         capture_output=True, text=True, check=True, cwd=checkout, env=env)
+    return json.loads(out.stdout)
+
+
+def best_cpu_of(fn, runs: int) -> float:
+    """The best CPU time (`time.process_time`) of `runs` calls of `fn`."""
+    best = float("inf")
+    for _ in range(runs):
+        cpu = time.process_time()
+        fn()
+        best = min(best, time.process_time() - cpu)
+    return best
+
 
 def engine_cases(server: Replica, requests: int, naive_requests: int, engine_requests: int,
-                 engine_runs: int) -> None:
-    """The serving engine against simulate and the naive engine, then paged + speculation against the
-    engine's general loop (`serve(..., fast=False)`) on the same requests."""
-    from llm_cost.serving.engine import serve
-    from llm_cost.serving.serve_config import ServeConfig, SpecConfig
-
+                 engine_runs: int, baseline: str | None = None) -> None:
+    """The engine's other paths against its step-level path and the naive engine, then paged +
+    speculation against the engine's general loop (`serve(..., fast=False)`) on the same requests."""
     wl = poisson_workload(naive_requests, 12.4, seed=0)
-    t_engine = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32)), 3)
-    t_general = best_of(lambda: serve(wl, server, ServeConfig(max_batch=32), fast=False), 1)
-    t_fast = best_of(lambda: simulate(wl, server, scheduler="iteration", max_batch=32), 3)
+    declared = ServeConfig(max_batch=32)
+    t_engine = best_of(lambda: serve(wl, server, declared, fast=("fast_engine",)), 3)
+    t_general = best_of(lambda: serve(wl, server, declared, fast=False), 1)
+    t_fast = best_of(lambda: serve(wl, server, declared), 3)
     t_naive = best_of(lambda: naive(wl, server, "iteration", 32), 1)
-    assert same(list(serve(wl, server, ServeConfig(max_batch=32)).finish_s), naive(wl, server, "iteration", 32))
-    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: {t_engine * 1e3:7.1f} ms "
-          f"({t_engine / t_fast:.2f}x simulate's {t_fast * 1e3:.1f} ms); its general loop {t_general * 1e3:7.1f} ms "
-          f"({t_general / t_engine:.1f}x slower); naive {t_naive * 1e3:7.1f} ms ({t_naive / t_engine:.1f}x slower)")
+    assert same(list(serve(wl, server, declared, fast=("fast_engine",)).finish_s), naive(wl, server, "iteration", 32))
+    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: fast_engine {t_engine * 1e3:7.1f} ms "
+          f"({t_engine / t_fast:.2f}x fast_reservations' {t_fast * 1e3:.1f} ms); the general loop {t_general * 1e3:7.1f} ms "
+          f"({t_general / t_fast:.1f}x slower); naive {t_naive * 1e3:7.1f} ms ({t_naive / t_fast:.1f}x slower)")
     cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
     fast = serve(wl, server, cfg)
     general = serve(wl, server, cfg, fast=False)
@@ -170,15 +239,19 @@ def engine_cases(server: Replica, requests: int, naive_requests: int, engine_req
           f"the same finish times) {t_loop * 1e3:7.1f} ms, {t_loop / t_small:.1f}x slower")
     big = poisson_workload(engine_requests, 12.4, seed=0)
     cpu = time.process_time()
-    t_sim = best_of(lambda: simulate(big, server, scheduler="iteration", max_batch=32), 1)
+    t_sim = best_of(lambda: serve(big, server, declared), 1)
     cpu_sim = time.process_time() - cpu
-    walls, cpus = [], []
+    walls, cpus, ours_cpus, base_cpus = [], [], [], []
     for _ in range(engine_runs):  # a fresh workload each run: its arrival times are computed in the timing
         fresh = poisson_workload(engine_requests, 12.4, seed=0)
         start, cpu = time.perf_counter(), time.process_time()
         r = serve(fresh, server, cfg)
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu)
+        if baseline:  # this checkout and the baseline's, each in a fresh process, right after the run
+            both = [(ROOT, ours_cpus), (baseline, base_cpus)]
+            for which, into in both if len(walls) % 2 else both[::-1]:  # alternating order
+                into += baseline_cpu(which, ("paged+spec", 32, 12.4, None), engine_requests, 1)
     t, cpu = statistics.median(walls), statistics.median(cpus)
     scale = 1e6 / engine_requests
     per_million, cpu_million = t * scale, cpu * scale
@@ -188,37 +261,62 @@ def engine_cases(server: Replica, requests: int, naive_requests: int, engine_req
           f"[{min(walls):.2f}-{max(walls):.2f}] ({cpu:.2f} s of CPU [{min(cpus):.2f}-{max(cpus):.2f}]); "
           f"per 1,000,000{measured}: {per_million:.2f} s, ratio to the {ENGINE_TARGET_S:.0f} s target "
           f"{per_million / ENGINE_TARGET_S:.2f} ({cpu_million / ENGINE_TARGET_S:.2f} by CPU time, "
-          f"worst run {max(walls) * scale / ENGINE_TARGET_S:.2f}); simulate (declared, no speculation) on the "
-          f"same requests {t_sim * scale:.1f} s per 1,000,000 ({cpu_sim * scale:.1f} s of CPU; the engine takes "
+          f"worst run {max(walls) * scale / ENGINE_TARGET_S:.2f}); fast_reservations (declared, no speculation) on "
+          f"the same requests {t_sim * scale:.1f} s per 1,000,000 ({cpu_sim * scale:.1f} s of CPU; the engine takes "
           f"{cpu / cpu_sim:.2f}x its CPU time); the general loop about {t_loop / t_small * per_million:.0f} s "
           f"per 1,000,000 at the ratio above")
+    if base_cpus:
+        ratios = [a / b for a, b in zip(ours_cpus, base_cpus)]
+        print(f"engine    paged + speculation, {engine_requests:,} requests, fresh processes: CPU "
+              f"{statistics.median(ours_cpus):.2f} s vs the "
+              f"baseline's {statistics.median(base_cpus):.2f} s (runs interleaved): ratio median "
+              f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]")
 
 
 def main() -> None:
-    requests = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    naive_requests = int(sys.argv[3]) if len(sys.argv) > 3 else requests
+    args = sys.argv[1:]
+    baseline = None
+    if "--baseline" in args:
+        k = args.index("--baseline")
+        baseline = args[k + 1]
+        del args[k:k + 2]
+    requests = int(args[0]) if len(args) > 0 else 10_000
+    runs = int(args[1]) if len(args) > 1 else 5
+    naive_requests = int(args[2]) if len(args) > 2 else requests
     naive_runs = min(runs, 3)
     server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
-    print(f"simulate: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
-          f"naive: {naive_requests:,} requests, best of {naive_runs}, against simulate on the same requests")
+    print(f"serve: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
+          f"naive: {naive_requests:,} requests, best of {naive_runs}, against serve on the same requests"
+          + (f"; baseline simulate from {baseline}, CPU time, best of {runs}" if baseline else ""))
     for scheduler, max_batch, rate, max_gen in CASES:
         wl = poisson_workload(requests, rate, seed=0, max_gen=max_gen)
-        result = simulate(wl, server, scheduler=scheduler, max_batch=max_batch)
-        t = best_of(lambda: simulate(wl, server, scheduler=scheduler, max_batch=max_batch), runs)
+        config = config_for(scheduler, max_batch)
+        result = serve(wl, server, config)
+        t = best_of(lambda: serve(wl, server, config), runs)
+        base = ""
+        if baseline:
+            case = (scheduler, max_batch, rate, max_gen)
+            cpu, cpu_base = math.inf, math.inf
+            for k in range(4):  # each in a fresh process, interleaved, in alternating order
+                for which in ((ROOT, baseline) if k % 2 == 0 else (baseline, ROOT)):
+                    got = min(baseline_cpu(which, case, requests, runs))
+                    if which == ROOT:
+                        cpu = min(cpu, got)
+                    else:
+                        cpu_base = min(cpu_base, got)
+            base = f"; CPU {cpu * 1e3:.1f} ms vs simulate's {cpu_base * 1e3:.1f} ms: {cpu / cpu_base:.2f}x"
         small = wl if naive_requests == requests else poisson_workload(naive_requests, rate, seed=0, max_gen=max_gen)
-        t_small = t if small is wl else best_of(
-            lambda: simulate(small, server, scheduler=scheduler, max_batch=max_batch), runs)
+        t_small = t if small is wl else best_of(lambda: serve(small, server, config), runs)
         reference = naive(small, server, scheduler, max_batch)
         t_naive = best_of(lambda: naive(small, server, scheduler, max_batch), naive_runs)
-        fast = simulate(small, server, scheduler=scheduler, max_batch=max_batch)
+        fast = serve(small, server, config)
         assert same(list(fast.finish_s), reference), scheduler
         stuck = "" if result.deadlock is None else f", deadlocks after {result.finished:,} finished"
-        print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s: {t * 1e3:7.1f} ms, "
+        print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s ({result.path}): {t * 1e3:7.1f} ms, "
               f"{result.iterations:7,} iterations{stuck}, ratio to target {t / TARGET_S:.3f}; "
-              f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower")
-    engine_cases(server, requests, naive_requests, int(sys.argv[4]) if len(sys.argv) > 4 else 1_000_000,
-                 min(runs, 3))
+              f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower{base}")
+    engine_cases(server, requests, naive_requests, int(args[3]) if len(args) > 3 else 1_000_000, min(runs, 3),
+                 baseline)
 
 
 if __name__ == "__main__":

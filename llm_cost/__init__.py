@@ -77,8 +77,8 @@ _EXPORTS = {
                  "speculative_step", "alpha_from_tau"),
     # KV capacity, reservation policies and the simulator
     **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "sequences_that_fit", "requests_that_fit", "requests_by_policy",
-                 "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload", "simulate",
-                 "SimResult", "highest_rate", "run_steps", "KvRequest", "serve", "ServeConfig", "SpecConfig",
+                 "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload",
+                 "highest_rate", "serve", "ServeConfig", "SpecConfig", "config_for",
                  "ServeResult", "synthetic_workload"),
     # one request's cost, and the planner
     **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),

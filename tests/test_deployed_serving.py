@@ -23,7 +23,8 @@ from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.report.serving_rows import CAPACITY_KEYS, REPLICA_KEYS, capacity_row
 from llm_cost.serving.capacity import kv_capacity, sequences_that_fit
 from llm_cost.serving.replica import IterationCost, Replica
-from llm_cost.serving.simulator import _decode_stretch, simulate
+from llm_cost.serving.fast_reservations import decode_stretch
+from reference_scheduler import served
 from llm_cost.serving.workload import poisson_workload
 from llm_cost.specs import PRESETS, weight_format
 from llm_cost.specs.deployment import Deployment
@@ -74,7 +75,7 @@ def test_replica_and_simulation_same_with_and_without_a_one_gpu_deployment():
     assert one.cost == plain.cost == IterationCost.from_roofline(GPT3_13B, A100, LECTURE)
     assert not plain.cost.deployed and plain.kv_capacity_tokens == 12_564
     wl = poisson_workload(300, 6.0, seed=1)
-    a, b = simulate(wl, plain), simulate(wl, one)
+    a, b = served(wl, plain), served(wl, one)
     assert a.finish_s == b.finish_s and a.busy_s == b.busy_s and a.comm_s == b.comm_s == 0.0
 
 
@@ -194,7 +195,7 @@ def test_decode_stretch_on_a_deployed_cost_is_time_step_by_step():
     cost = Replica.from_specs(LLAMA_8B, H100, deployment=Deployment(tp=2, pp=2)).cost
     assert cost.deployed and cost.stages == 2 and cost.comm_s(1) > 0
     n, written, k_max = 8, 4000, 50
-    k, span, _, w = _decode_stretch(cost, n, written, k_max)
+    k, span, _, w = decode_stretch(cost, n, written, k_max)
     steps = [cost.time(n, written + j * n + n, written + j * n + n) for j in range(k_max)]
     assert (k, w) == (k_max, written + k_max * n)
     assert span == pytest.approx(math.fsum(steps), rel=1e-12)
@@ -207,11 +208,11 @@ def test_batching_at_tp2_includes_the_collectives():
     replica = Replica.from_specs(LLAMA_8B, H100, deployment=Deployment(tp=2))
     no_comm = dataclasses.replace(replica, cost=dataclasses.replace(replica.cost, comm_fixed_s=0.0, comm_row_s=0.0))
     wl = poisson_workload(200, math.inf, seed=3)  # all at once: the schedule does not depend on the times
-    with_comm, without = simulate(wl, replica), simulate(wl, no_comm)
+    with_comm, without = served(wl, replica), served(wl, no_comm)
     assert with_comm.iterations == without.iterations and with_comm.comm_s > 0 and without.comm_s == 0
     assert with_comm.busy_s - without.busy_s == pytest.approx(with_comm.comm_s, rel=1e-9)
     for scheduler in ("request", "none"):
-        r = simulate(wl, replica, scheduler=scheduler, max_batch=8)
+        r = served(wl, replica, scheduler=scheduler, max_batch=8)
         assert r.comm_s > 0
 
 

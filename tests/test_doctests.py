@@ -39,7 +39,7 @@ def test_module_doctests(name):
 
 
 def test_the_walk_finds_the_package():
-    assert {"llm_cost", "llm_cost.counts", "llm_cost.serving.simulator", "llm_cost.speculative.trees"} <= set(MODULES)
+    assert {"llm_cost", "llm_cost.counts", "llm_cost.serving.fast_reservations", "llm_cost.speculative.trees"} <= set(MODULES)
 
 
 def test_doctests_do_not_vanish():

@@ -12,7 +12,11 @@ from dataclasses import replace
 import pytest
 
 from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.serving.reference_scheduler import KvRequest, run_steps
+from reference_scheduler import KvRequest, run_steps
+from llm_cost.serving.engine import serve
+from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import fixed_workload
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.batch_waste import attention_launches, padding_waste
 from llm_cost.serving.capacity import kv_capacity
@@ -21,6 +25,7 @@ from llm_cost.specs import INT4_G128, PRESETS
 
 GPT3_13B = load_model("gpt-3-13b")
 A100 = load_accelerator("a100-40gb")
+EX10_SERVER = Replica(IterationCost.unit(), 10, 2048)  # exercise 10: 10 K/V tokens, 1 s per iteration
 LECTURE_KV_TOKENS = 12_596  # §2.3 and exercise 2: "约 12,596 个 token"
 
 
@@ -110,6 +115,11 @@ def test_exercise_10_deadlock():
     assert d.iterations_done == 2  # the third iteration cannot run
     assert [(h.request, h.kv_tokens, h.generated, h.remaining) for h in d.holders] == [(0, 5, 2, 3), (1, 5, 2, 3)]
     assert d.kv_held_tokens == 10 and "iteration 3 cannot run" in d.describe()
+    # the library's one scheduler, every path (1 s per iteration): the same deadlock
+    for fast in (True, False):
+        served = serve(fixed_workload([(4, 5), (4, 5)]), EX10_SERVER, ServeConfig(reservation="none"), fast=fast)
+        assert served.deadlock.iterations_done == 2 and served.deadlock.holders == d.holders, fast
+        assert served.deadlock.time_s == 2.0 and served.finished == 0
 
 
 def test_exercise_10_orca_reservation_completes():
@@ -120,6 +130,12 @@ def test_exercise_10_orca_reservation_completes():
     assert run.finish_step == (5, 10)  # 1 prefill + 4 decode iterations each, one after the other
     assert run.trace[0].admitted == (0,) and run.trace[5].admitted == (1,)
     assert run.peak_kv_reserved == 9 and run.peak_kv_written == 8
+    # the library's one scheduler, every path (1 s per iteration): the same finishes
+    for fast in (True, ("fast_engine",), False):
+        served = serve(fixed_workload([(4, 5), (4, 5)]), EX10_SERVER, ServeConfig(reservation="declared"), fast=fast)
+        assert served.finish_s == (5.0, 10.0) and served.first_token_s == (1.0, 6.0), fast
+    reserved = serve(fixed_workload([(4, 5), (4, 5)]), EX10_SERVER, ServeConfig(reservation="declared"))
+    assert reserved.kv_reserved_peak_tokens == 9 and reserved.kv_written_peak_tokens == 8
 
 
 def test_attention_launches_1280():

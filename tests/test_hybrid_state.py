@@ -381,29 +381,31 @@ def test_engine_holds_state_per_sequence_beside_its_tokens():
     beside its K/V from its first token to its last: at the last launch 108 cached tokens (the engine
     holds prompt + generated - 1 at a launch, as for a pure-attention model, checked) plus the state."""
     from llm_cost.counts.per_token import state_in_kv_tokens
-    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.engine import serve
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
 
     model, replica = _hybrid_replica()
     state = state_in_kv_tokens(model, 2.0)
     assert state > 1000  # Qwen3-Next: 36 DeltaNet layers' state over 12 attention layers' K/V per token
-    r = run_serving(fixed_workload([(100, 10)]), replica, ServeConfig(reservation="none"))
+    r = serve(fixed_workload([(100, 10)]), replica, ServeConfig(reservation="none"))
     assert r.finished == 1
     assert r.kv_used_peak_tokens == pytest.approx(108 + state)
     from llm_cost.catalog import load_accelerator
     from llm_cost.serving.replica import Replica
 
     dense = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("mi300x"), "lecture", windowed=True)
-    from llm_cost.serving.engine import serve  # the engine itself (the step-level simulator counts 109)
+    # every path counts K/V held at an iteration's start: 108 (its K/V written after the last, 109)
 
-    assert serve(fixed_workload([(100, 10)]), dense, ServeConfig(reservation="none")).kv_used_peak_tokens == 108
+    for fast in (True, False):
+        plain = serve(fixed_workload([(100, 10)]), dense, ServeConfig(reservation="none"), fast=fast)
+        assert plain.kv_used_peak_tokens == 108, plain.path
 
 
 def test_engine_admits_fewer_hybrid_sequences_than_tokens_alone_allow():
     """K/V for 10 sequences of 110 tokens but room for only 2 with their state: at most 2 run at once."""
     from llm_cost.counts.per_token import state_in_kv_tokens
-    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.engine import serve
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import fixed_workload
 
@@ -411,7 +413,7 @@ def test_engine_admits_fewer_hybrid_sequences_than_tokens_alone_allow():
     state = state_in_kv_tokens(model, 2.0)
     room = int(2 * (110 + state) + 50)  # two with state, not three; ten without
     _, replica = _hybrid_replica(kv_tokens=room, max_len=110)
-    r = run_serving(fixed_workload([(100, 11)] * 6), replica, ServeConfig(reservation="paged"))
+    r = serve(fixed_workload([(100, 11)] * 6), replica, ServeConfig(reservation="paged"))
     assert r.finished == 6
     assert r.kv_used_peak_tokens <= room
     assert r.kv_used_peak_tokens > 110 + state  # two at once

@@ -14,12 +14,13 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine import serve
 from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_config import ServeConfig, SpecConfig
-from llm_cost.serving.simulator import simulate
+from reference_scheduler import served
 from llm_cost.serving.workload import fixed_workload, poisson_workload
 from llm_cost.serving.workload_spec import read_trace, synthetic_workload
 from llm_cost.specs.deployment import Deployment
 
 SERVER = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
+FAST_ENGINE = ("fast_engine",)  # the running-totals path alone: bit-equal to the general loop
 UNIT10 = Replica(IterationCost.unit(), 10, 2048)
 EX10 = fixed_workload([(4, 5), (4, 5)])
 
@@ -27,12 +28,13 @@ EX10 = fixed_workload([(4, 5), (4, 5)])
 @pytest.mark.parametrize("scheduler,reservation,rate,max_gen,batch", [
     ("iteration", "declared", 12.4, None, 32), ("iteration", "declared", 4.0, 512, 64),
     ("iteration", "max_len", 3.0, None, 32), ("none", "none", 4.0, 512, 64), ("none", "none", 12.0, 512, 64)])
-def test_engine_schedules_exactly_as_the_simulator(scheduler, reservation, rate, max_gen, batch):
-    # Without the new options the engine's schedule is simulate's: every finish time to 1e-9, the
-    # same iterations, and the same deadlock (none at 12 req/s deadlocks).
+def test_general_loop_schedules_exactly_as_the_reservations_fast_path(scheduler, reservation, rate, max_gen, batch):
+    # Orca's reservations: the general loop's schedule is the fast path's: every finish time to 1e-9,
+    # the same iterations, and the same deadlock (none at 12 req/s deadlocks).
     wl = poisson_workload(1500, rate, seed=0, max_gen=max_gen)
-    a = simulate(wl, SERVER, scheduler=scheduler, max_batch=batch, reservation=reservation)
-    b = serve(wl, SERVER, ServeConfig(max_batch=batch, reservation=reservation))
+    a = served(wl, SERVER, scheduler=scheduler, max_batch=batch, reservation=reservation)
+    b = serve(wl, SERVER, ServeConfig(max_batch=batch, reservation=reservation), fast=False)
+    assert (a.path, b.path) == ("fast_reservations", "general")
     assert a.iterations == b.iterations and (a.deadlock is None) == (b.deadlock is None)
     for x, y in zip(a.finish_s, b.finish_s):
         assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-9)
@@ -151,7 +153,7 @@ def test_chunked_prefill_trades_ttft_for_tpot():
 def test_pipeline_in_flight_beats_microbatches_and_one_batch_in_flight():
     r = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), deployment=Deployment(pp=2))
     wl = poisson_workload(1500, math.inf, seed=0)
-    one = simulate(wl, r, max_batch=32).throughput_req_per_s
+    one = served(wl, r, max_batch=32).throughput_req_per_s
     orca = serve(wl, r, ServeConfig(max_batch=32, pipeline="orca")).throughput_req_per_s
     micro = serve(wl, r, ServeConfig(max_batch=32, pipeline="microbatch")).throughput_req_per_s
     assert orca > micro > one
@@ -267,11 +269,11 @@ def test_simulate_records_ttft(scheduler):
     # The plain simulator's time to first token: the engine's for iteration-level (same schedule);
     # request-level, a request alone waits for its prefill only.
     wl = poisson_workload(800, 6.0, seed=2)
-    a = simulate(wl, SERVER, scheduler=scheduler, max_batch=8)
+    a = served(wl, SERVER, scheduler=scheduler, max_batch=8)
     if scheduler == "iteration":
         b = serve(wl, SERVER, ServeConfig(max_batch=8))
         assert a.ttft_s == pytest.approx(tuple(b.values("ttft")), rel=1e-9)
-    alone = simulate(fixed_workload([(300, 20)]), SERVER, scheduler=scheduler, max_batch=8)
+    alone = served(fixed_workload([(300, 20)]), SERVER, scheduler=scheduler, max_batch=8)
     assert alone.ttft_s == pytest.approx((SERVER.cost.prefill_s(300),), rel=1e-12)
     assert a.ttft_percentile_s(99) >= a.ttft_percentile_s(50) > 0
 
@@ -341,7 +343,7 @@ def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
 
     wl = poisson_workload(1500, rate, seed=1, max_gen=max_gen)
     assert fast_eligible(wl, SERVER, cfg, None, max(p + o for p, o in zip(wl.prompt, wl.output)))
-    fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
+    fast, general = serve(wl, SERVER, cfg, fast=FAST_ENGINE), serve(wl, SERVER, cfg, fast=False)
     _same_run(fast, general)
     assert (fast.preemptions > 0) == (rate == 30.0 and cfg.reservation == "paged")
 
@@ -354,11 +356,11 @@ def test_fast_path_with_a_draft_model_a_deployment_and_long_outputs():
     wl = poisson_workload(400, 6.0, seed=3)
     for rep, spec in [(L8, SpecConfig(4, 0.8, draft_cost=draft)), (d8, SpecConfig(3, 0.75, c=0.05))]:
         cfg = ServeConfig(max_batch=64, reservation="paged", spec=spec)
-        _same_run(serve(wl, rep, cfg), serve(wl, rep, cfg, fast=False))
+        _same_run(serve(wl, rep, cfg, fast=FAST_ENGINE), serve(wl, rep, cfg, fast=False))
     long = fixed_workload([(10, 60_001), (20, 3)], arrivals_s=[0.0, 1.0])
     cfg = ServeConfig(reservation="declared", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05, seed=3))
     server = Replica(IterationCost.unit(), 100_000, 200_000)
-    _same_run(serve(long, server, cfg), serve(long, server, cfg, fast=False))
+    _same_run(serve(long, server, cfg, fast=FAST_ENGINE), serve(long, server, cfg, fast=False))
 
 
 def test_acceptance_streams_are_eq1_and_do_not_depend_on_the_schedule():
@@ -445,7 +447,7 @@ def test_fast_path_with_a_compute_bound_draft_and_large_batches():
     wl = poisson_workload(600, 30.0, seed=1)
     for s in (spec, SpecConfig(9, 0.8, c=0.05)):
         cfg = ServeConfig(max_batch=128, reservation="paged", spec=s)
-        _same_run(serve(wl, target, cfg), serve(wl, target, cfg, fast=False))
+        _same_run(serve(wl, target, cfg, fast=FAST_ENGINE), serve(wl, target, cfg, fast=False))
 
 
 def test_trajectories_by_brute_force_including_rounds_past_the_first_block():
@@ -483,7 +485,7 @@ def test_fast_path_past_the_first_block(monkeypatch):
     monkeypatch.setattr(streams, "expected_and_variance", lambda alpha, gamma: (50.0, 0.0))
     wl = poisson_workload(600, 12.4, seed=2)
     cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(4, 0.8, c=0.05))
-    _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))
+    _same_run(serve(wl, SERVER, cfg, fast=FAST_ENGINE), serve(wl, SERVER, cfg, fast=False))
 
 
 @pytest.mark.parametrize("preemption,spec", [("recompute", None), ("swap", SpecConfig(4, 0.8, c=0.05)),
@@ -499,7 +501,7 @@ def test_fast_path_hands_over_at_preemptions_and_takes_the_run_back(monkeypatch,
     monkeypatch.setattr(handover, "from_general", lambda fast, state: back.append(1) or take(fast, state))
     wl = poisson_workload(3000, 14.0, seed=3)
     cfg = ServeConfig(max_batch=48, reservation="paged", preemption=preemption, watermark=0.0, spec=spec)
-    fast, general = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
+    fast, general = serve(wl, SERVER, cfg, fast=FAST_ENGINE), serve(wl, SERVER, cfg, fast=False)
     _same_run(fast, general)
     assert fast.preemptions > 0 and len(back) >= 1 and fast.finished == 3000
 
@@ -556,7 +558,7 @@ def test_random_configurations_fast_and_general_agree(data, rate, seed):
     except InvalidValueError:  # speculation without a reservation: refused in one line
         assume(False)
     wl = poisson_workload(120, rate, seed=seed)
-    _same_run(serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False))
+    _same_run(serve(wl, SERVER, cfg, fast=FAST_ENGINE), serve(wl, SERVER, cfg, fast=False))
 
 
 def test_a_feature_the_fast_path_does_not_list_takes_the_general_loop():
@@ -599,31 +601,39 @@ def test_block_counts_have_one_helper():
             assert "-(-" not in path.read_text(), path.name
 
 
-def test_the_library_not_the_options_picks_the_scheduler():
-    # issue 24, deliverable 4: run_serving takes the step-level simulator where its allow-list covers
-    # the ServeConfig, else the engine; a field it does not list takes the engine
+def test_the_library_not_the_options_picks_the_path():
+    # issue 24, deliverable 1: serve is the one entry; its fast paths take a config where their
+    # allow-lists cover it, else the general loop; a field a list does not name takes the loop
     from dataclasses import dataclass
 
-    from llm_cost.serving.engine import SIMULATOR_FEATURES, run_serving, simulator_covers
+    from llm_cost.serving import fast_engine, fast_reservations, request_level
+    from llm_cost.serving.engine import counts_reserved, path_of
 
     wl = poisson_workload(200, 4.0, seed=0)
-    assert run_serving(wl, SERVER, ServeConfig()).scheduler == "iteration"
-    assert run_serving(wl, SERVER, ServeConfig(reservation="none", max_batch=64)).scheduler == "none"
-    assert run_serving(wl, SERVER, ServeConfig(reservation="paged")).scheduler == "engine"
-    assert run_serving(wl, SERVER, ServeConfig(prefill_chunk=512)).scheduler == "engine"
-    assert set(SIMULATOR_FEATURES) == set(ServeConfig.__dataclass_fields__)
+    assert serve(wl, SERVER, ServeConfig()).path == "fast_reservations"
+    none = serve(wl, SERVER, ServeConfig(reservation="none", max_batch=64))
+    assert (none.path, none.scheduler) == ("fast_reservations", "none")
+    assert serve(wl, SERVER, ServeConfig(reservation="paged")).path == "fast_engine"
+    assert serve(wl, SERVER, ServeConfig(prefill_chunk=512)).path == "general"
+    request = serve(wl, SERVER, ServeConfig(scheduler="request", reservation="max_len", max_batch=8))
+    assert (request.path, request.scheduler) == ("request_level", "request")
+    for features in (fast_reservations.FEATURES, fast_engine.FAST_FEATURES, request_level.FEATURES):
+        assert set(features) == set(ServeConfig.__dataclass_fields__)
 
     @dataclass(frozen=True)
     class WithRouting(ServeConfig):
         replicas_routed: int = 1
 
-    assert simulator_covers(wl, SERVER, ServeConfig()) and not simulator_covers(wl, SERVER, WithRouting())
-    # a pipeline of two stages, one batch in flight: the engine's `serial` pipeline is the simulator's
+    assert path_of(wl, SERVER, ServeConfig()) == "fast_reservations" and path_of(wl, SERVER, WithRouting()) == "general"
+    assert counts_reserved(wl, SERVER, ServeConfig()) and not counts_reserved(wl, SERVER, WithRouting())
+    with pytest.raises(InvalidValueError, match="scheduler request"):  # no general loop for whole batches
+        serve(wl, SERVER, WithRouting(scheduler="request", reservation="max_len"))
+    # a pipeline of two stages, one batch in flight: the general loop's `serial` pipeline is the fast path's
     pp2 = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), deployment=Deployment(pp=2))
-    engine = serve(wl, pp2, ServeConfig(pipeline="serial"))
-    sim = run_serving(wl, pp2, ServeConfig(pipeline="serial"))
-    assert sim.scheduler == "iteration" and engine.finish_s == pytest.approx(sim.finish_s, rel=1e-12)
-    assert not simulator_covers(wl, pp2, ServeConfig(pipeline="orca"))
+    engine = serve(wl, pp2, ServeConfig(pipeline="serial"), fast=False)
+    sim = serve(wl, pp2, ServeConfig(pipeline="serial"))
+    assert sim.path == "fast_reservations" and engine.finish_s == pytest.approx(sim.finish_s, rel=1e-12)
+    assert path_of(wl, pp2, ServeConfig(pipeline="orca")) == "general"
 
 
 def test_batching_rows_follow_the_library_choice():

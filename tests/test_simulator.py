@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.serving.reference_scheduler import KvRequest, run_steps
+from reference_scheduler import KvRequest, run_steps
 from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.serving.rate_search import highest_rate, unloaded_latency_per_token
 from llm_cost.roofline import step_time
 from llm_cost.serving.replica import IterationCost, Replica
-from llm_cost.serving.simulator import simulate
+from reference_scheduler import served
 from llm_cost.specs import PRESETS
 from llm_cost.serving.workload import Workload, fixed_workload, poisson_workload
 
@@ -85,7 +85,7 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
     # 40,000 K/V tokens: room for any one request here (an override past the GPU's whole memory is refused)
     server = Replica.from_specs(model, acc, LECTURE, kv_tokens=40_000, max_len=4096)
     for prompt, output in [(1, 1), (7, 2), (300, 200), (2000, 1000)]:
-        sim = simulate(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
+        sim = served(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
         steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).total_s]
         steps += [step_time(model, acc, LECTURE, rows=1, batch=1, context=prompt + j).total_s
                   for j in range(output - 1)]
@@ -95,7 +95,7 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
     # compute-bound, which pins the compute increments too (against IterationCost.time per step).
     slow = Replica(replace(server.cost, flops_per_s=server.cost.flops_per_s * 1e-4), 100_000, 4096)
     for prompt, output in [(7, 2), (300, 200)]:
-        sim = simulate(fixed_workload([(prompt, output)] * 3), slow, scheduler=scheduler, max_batch=8)
+        sim = served(fixed_workload([(prompt, output)] * 3), slow, scheduler=scheduler, max_batch=8)
         steps = [slow.cost.time(3 * prompt, 3 * prompt, 3 * prompt * (prompt + 1) / 2)]
         steps += [slow.cost.decode_s(prompt + j, batch=3) for j in range(output - 1)]
         assert slow.cost.decode_s(prompt, batch=3) > slow.cost.memory_s(3, 3 * prompt + 3) + slow.cost.fixed_s
@@ -110,7 +110,7 @@ def test_unloaded_per_token_latency():
     unloaded = statistics.median(unloaded_latency_per_token(wl, SERVER.cost))
     assert 0.021 < unloaded < 0.023
     # a near-idle simulation serves every request alone: the same latencies
-    sim = simulate(wl.at_rate(1e-4), SERVER)
+    sim = served(wl.at_rate(1e-4), SERVER)
     assert sim.latency_per_token_s == pytest.approx(unloaded_latency_per_token(wl, SERVER.cost), rel=1e-6)
 
 
@@ -138,7 +138,7 @@ def test_simulator_matches_step_reference():
         ref = run_steps(requests, cap, reservation=reservation, max_batch=max_batch, max_len=20)
         wl = Workload(1.0, tuple(float(r.arrival_step) for r in requests), tuple(r.prompt for r in requests),
                       tuple(r.output for r in requests), tuple(r.declared for r in requests))
-        sim = simulate(wl, Replica(IterationCost.unit(), cap, 20),
+        sim = served(wl, Replica(IterationCost.unit(), cap, 20),
                        scheduler="none" if reservation == "none" else "iteration",
                        max_batch=max_batch, reservation=reservation)
         got = tuple(None if math.isnan(f) else int(f) for f in sim.finish_s)
@@ -156,10 +156,10 @@ def test_simulator_matches_step_reference():
 def test_exercise_10_in_the_simulator():
     wl = fixed_workload([(4, 5), (4, 5)])
     server = Replica(IterationCost.unit(), 10, 2048)
-    stuck = simulate(wl, server, scheduler="none")
+    stuck = served(wl, server, scheduler="none")
     assert stuck.deadlock is not None and stuck.deadlock.time_s == 2.0 and stuck.finished == 0
     assert [h.kv_tokens for h in stuck.deadlock.holders] == [5, 5]
-    done = simulate(wl, server, scheduler="iteration")
+    done = served(wl, server, scheduler="iteration")
     assert done.finish_s == (5.0, 10.0) and done.kv_reserved_peak_tokens == 9
 
 
@@ -168,7 +168,7 @@ def test_exercise_10_in_the_simulator():
 @pytest.mark.parametrize("scheduler,max_batch", [("request", 8), ("iteration", 32), ("none", 16)])
 def test_every_request_finishes_exactly_once(scheduler, max_batch):
     wl = poisson_workload(N, 4.0, seed=3)
-    sim = simulate(wl, SERVER, scheduler=scheduler, max_batch=max_batch)
+    sim = served(wl, SERVER, scheduler=scheduler, max_batch=max_batch)
     assert sim.deadlock is None and sim.finished == sim.requests == N
     assert all(f >= a for f, a in zip(sim.finish_s, wl.arrival_s))
     # token conservation: the model ran each request's prompt + output - 1 positions once
@@ -188,7 +188,7 @@ def test_every_request_finishes_exactly_once(scheduler, max_batch):
 ])
 def test_kv_never_exceeds_capacity_under_reservation(scheduler, reservation, max_gen, kv_tokens):
     server = SERVER if kv_tokens is None else Replica(SERVER.cost, kv_tokens, 2048)
-    sim = simulate(poisson_workload(N, math.inf, seed=1, max_gen=max_gen), server,
+    sim = served(poisson_workload(N, math.inf, seed=1, max_gen=max_gen), server,
                    scheduler=scheduler, max_batch=64, reservation=reservation)
     assert sim.finished == N
     assert sim.kv_reserved_peak_tokens <= server.kv_capacity_tokens
@@ -197,9 +197,9 @@ def test_kv_never_exceeds_capacity_under_reservation(scheduler, reservation, max
 
 
 def test_deterministic_under_a_seed():
-    a = simulate(poisson_workload(N, 8.0, seed=7), SERVER)
-    b = simulate(poisson_workload(N, 8.0, seed=7), SERVER)
-    c = simulate(poisson_workload(N, 8.0, seed=8), SERVER)
+    a = served(poisson_workload(N, 8.0, seed=7), SERVER)
+    b = served(poisson_workload(N, 8.0, seed=7), SERVER)
+    c = served(poisson_workload(N, 8.0, seed=8), SERVER)
     assert a == b
     assert a.finish_s != c.finish_s
 
@@ -219,9 +219,9 @@ def test_workload_draws():
 
 def test_impossible_requests_are_errors():
     with pytest.raises(InvalidValueError, match="needs 2048 KV tokens"):
-        simulate(poisson_workload(10, 1.0), Replica(SERVER.cost, 1000, 2048), scheduler="request")
+        served(poisson_workload(10, 1.0), Replica(SERVER.cost, 1000, 2048), scheduler="request")
     with pytest.raises(LlmCostError, match="^reservation "):
-        simulate(poisson_workload(10, 1.0), SERVER, scheduler="request", reservation="none")
+        served(poisson_workload(10, 1.0), SERVER, scheduler="request", reservation="none")
     with pytest.raises(InvalidValueError, match="no KV room"):
         Replica.from_specs(load_model("gpt-3-175b"), A100)
 
@@ -250,7 +250,7 @@ def test_search_without_reservation_reports_no_saturated_throughput():
     # only the requests finished before it stopped, so it is no saturated figure (it sat below
     # the rate found). The search still finds the rate; it reports the deadlock instead.
     wl = poisson_workload(300, 1.0, seed=0)
-    assert simulate(wl.at_rate(math.inf), SERVER, scheduler="none", max_batch=64).deadlock is not None
+    assert served(wl.at_rate(math.inf), SERVER, scheduler="none", max_batch=64).deadlock is not None
     none = highest_rate(wl, SERVER, scheduler="none", max_batch=64, slo_s=0.045)
     assert none.saturated_deadlock and none.saturated_req_per_s is None
     assert none.rate_req_per_s > 0 and none.result.deadlock is None and none.result.finished == 300
@@ -261,7 +261,7 @@ def test_search_without_reservation_reports_no_saturated_throughput():
 def test_max_batch_does_not_raise_low_load_latency():
     # §3.3: "加大 max_bs 只推迟过载点，几乎不增加低负载时的延迟（23 ms 一列不变）"
     wl = poisson_workload(N, 1.0, seed=0)
-    medians = [simulate(wl, SERVER, max_batch=b).latency_per_token_median_s for b in (8, 16, 32)]
+    medians = [served(wl, SERVER, max_batch=b).latency_per_token_median_s for b in (8, 16, 32)]
     assert max(medians) / min(medians) < 1.02 and 0.022 < medians[0] < 0.024
 
 
@@ -270,14 +270,14 @@ def test_equal_lengths_shrink_the_gap(prompt, output):
     # §3.4: with equal lengths the highest throughput of iteration-level bs 8 is only 26%-37% above
     # request-level bs 8 (itself held to 6 by the 2048 reservation); bs 32 is far higher.
     wl = poisson_workload(400, math.inf, seed=0, prompt=prompt, output=output)
-    tput = {(s, b): simulate(wl, SERVER, scheduler=s, max_batch=b).throughput_req_per_s
+    tput = {(s, b): served(wl, SERVER, scheduler=s, max_batch=b).throughput_req_per_s
             for s in ("request", "iteration") for b in (8, 32)}
     assert 1.15 < tput["iteration", 8] / tput["request", 8] < 1.45
     assert tput["iteration", 32] / tput["request", 32] > 2
     # on the Orca workload (unequal lengths) the same bs 8 gap is far wider
     orca = poisson_workload(400, math.inf, seed=0)
-    gap = (simulate(orca, SERVER, scheduler="iteration", max_batch=8).throughput_req_per_s
-           / simulate(orca, SERVER, scheduler="request", max_batch=8).throughput_req_per_s)
+    gap = (served(orca, SERVER, scheduler="iteration", max_batch=8).throughput_req_per_s
+           / served(orca, SERVER, scheduler="request", max_batch=8).throughput_req_per_s)
     assert gap > 2
 
 
@@ -286,38 +286,39 @@ def test_declared_max_gen_reserves_a_few_times_what_is_written():
     # cache while "真正写入的不到六分之一"; Orca's reservation is "实际写入量的约 2.5 倍"; no
     # reservation has the lowest latency but deadlocks when the load is high.
     wl = poisson_workload(N, 4.0, seed=0, max_gen=512)
-    max_len = simulate(wl, SERVER, max_batch=64, reservation="max_len")
-    orca = simulate(wl, SERVER, max_batch=64)
-    none = simulate(wl, SERVER, scheduler="none", max_batch=64)
+    max_len = served(wl, SERVER, max_batch=64, reservation="max_len")
+    orca = served(wl, SERVER, max_batch=64)
+    none = served(wl, SERVER, scheduler="none", max_batch=64)
     assert max_len.kv_written_mean_tokens < max_len.kv_reserved_mean_tokens / 6
     assert 2.0 < orca.kv_reserved_over_written < 3.0
     assert none.deadlock is None and none.kv_reserved_over_written == 1
     assert (none.latency_per_token_median_s <= orca.latency_per_token_median_s
             < max_len.latency_per_token_median_s)
-    busy = simulate(wl.at_rate(12.0), SERVER, scheduler="none", max_batch=64)
+    busy = served(wl.at_rate(12.0), SERVER, scheduler="none", max_batch=64)
     assert busy.deadlock is not None and busy.finished < N
     assert busy.deadlock.kv_held_tokens == SERVER.kv_capacity_tokens
-    assert simulate(wl.at_rate(12.0), SERVER, max_batch=64).finished == N  # Orca's completes
+    assert served(wl.at_rate(12.0), SERVER, max_batch=64).finished == N  # Orca's completes
 
 
 # --- one result type (issue 24, deliverable 1) -------------------------------------------------
 
-def test_simulate_returns_the_engines_result_type():
-    # every serving run, whatever scheduled it, reports TTFT, TPOT, e2e tails, goodput and K/V use
-    from llm_cost.serving import ServeResult, SimResult, serve, ServeConfig
+def test_every_path_returns_the_engines_result_type():
+    # every serving run, whatever path of serve ran it, reports TTFT, TPOT, e2e tails, goodput and K/V use
+    from llm_cost.serving import ServeResult, serve, ServeConfig
     from llm_cost.serving.replica import IterationCost, Replica as R
     from llm_cost.serving.workload import fixed_workload
 
     wl, server = fixed_workload([(4, 5), (4, 5)]), R(IterationCost.unit(), 10, 2048)
-    sim = simulate(wl, server, scheduler="iteration")
-    eng = serve(wl, server, ServeConfig(reservation="declared"))
-    assert SimResult is ServeResult and type(sim) is ServeResult
+    sim = served(wl, server, scheduler="iteration")
+    eng = serve(wl, server, ServeConfig(reservation="declared"), fast=("fast_engine",))
+    assert type(sim) is ServeResult and (sim.path, eng.path) == ("fast_reservations", "fast_engine")
     assert sim.first_token_s == eng.first_token_s == (1.0, 6.0)  # exercise 10 by hand: prefill, then 4 decodes
     for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
         for stat in ("p50", "p90", "p99"):
             assert sim.percentile_s(metric, stat) == eng.percentile_s(metric, stat), (metric, stat)
     assert sim.goodput_req_per_s(ttft_s=2.0) == eng.goodput_req_per_s(ttft_s=2.0) == 0.1  # one of two in 10 s
-    assert sim.kv_used_peak_tokens == sim.kv_written_peak_tokens == 8  # 4 + 4 at the last step, before it leaves
+    assert sim.kv_written_peak_tokens == 8  # 4 + 4 at the last step, before it leaves
+    assert sim.kv_used_peak_tokens == eng.kv_used_peak_tokens == 7  # used: held as the last step starts
     assert sim.kv_reserved_peak_tokens == 9 and sim.scheduler == "iteration"
 
 
@@ -342,12 +343,12 @@ def test_the_rate_found_holds_on_a_run_ten_times_longer():
     wl = lambda n: poisson_workload(n, 1.0, seed=0)  # noqa: E731
     args = dict(scheduler="iteration", max_batch=32, slo_s=0.045, statistic="p99")
     plain = highest_rate(wl(200), SERVER, **args)
-    short = simulate(wl(2000).at_rate(plain.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
+    short = served(wl(2000).at_rate(plain.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
     assert short.percentile_s("latency_per_token", "p99") > 0.045  # the defect: the short run flatters
     held = highest_rate(wl(200), SERVER, **args, longer=wl, max_requests=20_000)
     assert held.settled and held.held_on_requests == 10 * held.requests and held.rate_req_per_s > 0
     assert held.rate_req_per_s < plain.rate_req_per_s and plain.settled is None
-    check = simulate(wl(10 * held.requests).at_rate(held.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
+    check = served(wl(10 * held.requests).at_rate(held.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
     assert check.finished == check.requests and check.percentile_s("latency_per_token", "p99") <= 0.045
 
 
@@ -375,7 +376,7 @@ def test_a_search_that_does_not_settle_says_so():
 
 def test_the_orca_comparison_as_two_serve_configs():
     # the lecture §3.3 (request-level bs 8 vs iteration-level bs 32 at a 45 ms median per-token
-    # latency: 0.94 vs 12.4 req/s, "吞吐约 13 倍") as two ServeConfigs served by run_serving: the same
+    # latency: 0.94 vs 12.4 req/s, "吞吐约 13 倍") as two ServeConfigs served by serve: the same
     # rates as the schedulers named directly (the rate_search doctest: 0.99 and 12.7 with 1000 requests)
     from llm_cost.serving.serve_config import ServeConfig
 
@@ -391,17 +392,17 @@ def test_the_orca_comparison_as_two_serve_configs():
 
 def test_simulator_reports_progress_on_long_runs():
     """Issue 28, deliverable 5: the step-level simulator calls on_progress as requests finish (a bar
-    on a terminal for runs over a second), ending at n of n through run_serving."""
+    on a terminal for runs over a second), ending at n of n through serve."""
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.engine import serve
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.serve_config import ServeConfig
-    from llm_cost.serving.simulator import PROGRESS_EVERY
+    from llm_cost.serving.fast_reservations import PROGRESS_EVERY
     from llm_cost.serving.workload import poisson_workload
 
     calls = []
     server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
     n = 2 * PROGRESS_EVERY + 5
-    r = run_serving(poisson_workload(n, 5.0), server, ServeConfig(), on_progress=lambda d, t: calls.append((d, t)))
-    assert r.scheduler == "iteration" and r.finished == n
+    r = serve(poisson_workload(n, 5.0), server, ServeConfig(), on_progress=lambda d, t: calls.append((d, t)))
+    assert r.scheduler == "iteration" and r.path == "fast_reservations" and r.finished == n
     assert calls[:2] == [(PROGRESS_EVERY, n), (2 * PROGRESS_EVERY, n)] and calls[-1] == (n, n)

@@ -322,16 +322,21 @@ def test_replica_refuses_windowed_models(name, says):
     assert name in str(err.value) and says in str(err.value) and "\n" not in str(err.value)
 
 
-def test_simulate_refuses_a_hand_built_windowed_replica():
+def test_a_hand_built_windowed_replica_takes_the_general_loop():
+    # the step-level paths count every layer's K/V: a windowed cost is not on their allow-lists, so
+    # serve runs it in the general loop (which caps each layer at its window); request-level refuses it
     from llm_cost.catalog import load_accelerator
     from llm_cost.errors import InvalidValueError
-    from llm_cost.serving import poisson_workload, simulate
+    from llm_cost.serving import ServeConfig, poisson_workload, serve
     from llm_cost.serving.replica import IterationCost, Replica
     from llm_cost.specs import PRESETS
 
     cost = IterationCost.from_roofline(load_model("gpt-oss-20b"), load_accelerator("h200"), PRESETS["lecture"])
-    with pytest.raises(InvalidValueError, match="sliding or chunked"):
-        simulate(poisson_workload(10, 1.0), Replica(cost, 10_000, 2048, "gpt-oss-20b by hand"))
+    replica, wl = Replica(cost, 10_000, 2048, "gpt-oss-20b by hand"), poisson_workload(10, 1.0)
+    r = serve(wl, replica)
+    assert r.path == "general" and r.finished == 10
+    with pytest.raises(InvalidValueError, match="scheduler request"):
+        serve(wl, replica, ServeConfig(scheduler="request", reservation="max_len", max_batch=8))
 
 
 def test_batching_cli_runs_a_windowed_model_through_the_serving_engine():

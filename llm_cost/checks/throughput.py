@@ -46,7 +46,8 @@ def _request_throughput_bounded(model, gpu):
 
 def _latency_per_token_positive(model, gpu):
     from llm_cost.serving.replica import IterationCost, Replica
-    from llm_cost.serving.simulator import simulate
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import config_for
     from llm_cost.errors import InvalidValueError
     from llm_cost.serving.workload import MIN_RATE, fixed_workload
 
@@ -70,7 +71,7 @@ def _latency_per_token_positive(model, gpu):
             raise AssertionError(f"rate {rate:g} below {MIN_RATE:g} was accepted")
         if any(times):
             wl = wl.at_rate(rate)
-        sim = simulate(wl, server, scheduler=scheduler, max_batch=8)
+        sim = serve(wl, server, config_for(scheduler, 8))
         lat = sim.latency_per_token_s
         assert lat and all(math.isfinite(t) and t > 0 for t in lat), f"latencies per token {lat[:4]} at rate {rate}"
     return prop

@@ -1,6 +1,6 @@
 """`batching`'s work: its options become a workload, a replica and one `ServeConfig` (`serve_config`,
-`speculation`); each rate is one `engine.run_serving` call (the library picks the step-level
-simulator or the engine by its allow-list, never the command by the options given) or the rate
+`speculation`); each rate is one `engine.serve` call (the library picks its step-level
+paths or the general loop by allow-lists, never the command by the options given) or the rate
 search `highest_rate`; the rows are rendered with the simulator's columns (K/V reserved against
 written) or the engine's (tails, goodput, K/V used, preemptions). Kept out of `commands/serving.py`
 so that module stays readable; only `batching` calls it."""
@@ -78,7 +78,7 @@ SCHEDULER_RESERVATION = {"request": "max_len", "iteration": "declared", "none": 
 
 def serve_config(o: dict, spec, host_bytes_per_s: float):
     """The `ServeConfig` of the `batching` options `o` (every option maps to one field; the library
-    decides which scheduler runs it, `engine.run_serving`)."""
+    decides which scheduler runs it, `engine.serve`)."""
     from llm_cost.errors import InvalidValueError, check_choice
     from llm_cost.serving.serve_config import ServeConfig
 
@@ -139,7 +139,7 @@ def speculation(o: dict, target, acc, profile, weights, dep):
 
 def run_batching(o: dict) -> None:
     """`batching`: the workload, replica and `ServeConfig` from the options `o`, one library call per
-    rate (`engine.run_serving`) or the rate search (`highest_rate`), rendered."""
+    rate (`engine.serve`) or the rate search (`highest_rate`), rendered."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
     from llm_cost.commands.app import emit, warn_unfit
@@ -206,14 +206,14 @@ def run_batching(o: dict) -> None:
         fleets = _fleet_runs(wl_at, replica, config, dep.replicas, o["router"])
         results, found = [f.fleet for f in fleets], None
     else:
-        from llm_cost.serving.engine import run_serving
+        from llm_cost.serving.engine import serve
 
         results, wl_at = [], [wl.at_rate(r) for r in rates]
         with SweepProgress("simulating") as progress:
             m = len(wl_at)
             for k, one in enumerate(wl_at):
                 inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
-                results.append(run_serving(one, replica, config, on_progress=inner))
+                results.append(serve(one, replica, config, on_progress=inner))
         found = None
     if o.get("router") and slo_s is not None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
@@ -330,7 +330,7 @@ def _deployment_caption(dep, results) -> str:
         return ""
     out = f"; one replica simulated ({dep.gpus_per_replica} GPUs"
     out += f"), tok/s (all) x {dep.replicas} replicas" if dep.replicas > 1 else ")"
-    if dep.pp > 1 and all(r.scheduler != "engine" for r in results):
+    if dep.pp > 1 and all(r.path != "general" for r in results):
         out += f"; pipeline: {PIPELINE_NOTE}"
     return out
 
@@ -341,9 +341,9 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
     from llm_cost.commands.serving_common import BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
     from llm_cost.report.serving_rows import batching_row, search_fields, serve_row
 
-    from llm_cost.serving.engine import simulator_covers
+    from llm_cost.serving.engine import counts_reserved
 
-    engine = bool(o.get("router") or o.get("disaggregate")) or not simulator_covers(wl, replica, config)  # the library's allow-list, as `run_serving` chose
+    engine = bool(o.get("router") or o.get("disaggregate")) or not counts_reserved(wl, replica, config)  # the step-level paths of `serve`, its allow-lists
     if engine:
         rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
         columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])

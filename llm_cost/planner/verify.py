@@ -119,7 +119,7 @@ def candidates_of(result, rows: list[dict], n: int) -> list[Candidate]:
 
 def serve_task(task: ServeTask) -> dict:
     """Serve one candidate (module doc); its served figures as a flat SI dict."""
-    from llm_cost.serving.engine import run_serving
+    from llm_cost.serving.engine import serve
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
 
@@ -132,7 +132,7 @@ def serve_task(task: ServeTask) -> dict:
                          pipeline="orca" if dep.pp > 1 else "serial", host_bytes_per_s=host_link_bytes_per_s(cand.gpu))
     wl = task.workload.for_replicas(dep.replicas)
     try:
-        r = run_serving(wl, replica, config)
+        r = serve(wl, replica, config)
     except InvalidValueError as err:  # a request longer than the replica holds: it cannot serve this load
         return {"served": False, "serve_note": str(err), "goodput_req_per_s_per_gpu": 0.0, "meets_served_slo": False}
     stat = task.slo_stat

@@ -1,7 +1,7 @@
 """The numbers behind `llm-cost plot`: each figure's series, computed by the library, SI units.
 
 No matplotlib here (`figures` draws); every series is a call into `roofline`, `speculative`
-(`batched`, `trees`) or `serving.simulator`, so a figure shows exactly what the matching
+(`batched`, `trees`) or `serving.engine.serve`, so a figure shows exactly what the matching
 table command prints. Sizes are bounded so that no figure takes more than a moment.
 """
 
@@ -211,7 +211,8 @@ def batching_curves(workload, replica, *, schedulers=("request", "iteration"), m
     A request-level batch also holds at most KV capacity // max_len requests (GPT-3 13B on an
     A100 40GB: 6), so limits above that draw one curve.
     """
-    from llm_cost.serving.simulator import simulate
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import config_for
 
     schedulers = _some("schedulers", schedulers, limit=2)
     for s in schedulers:
@@ -234,7 +235,8 @@ def batching_curves(workload, replica, *, schedulers=("request", "iteration"), m
                                 f"keep it under {MAX_SIM_REQUESTS:,} for a figure", params=("requests", "rates"))
     out = []
     for (s, eff), limits in groups.items():
-        results = [simulate(workload.at_rate(float(r)), replica, scheduler=s, max_batch=limits[0]) for r in rates]
+        config = config_for(s, limits[0])
+        results = [serve(workload.at_rate(float(r)), replica, config) for r in rates]
         out.append(BatchingCurve(
             scheduler=s, max_batches=tuple(limits), effective_batch=eff, rate=tuple(float(r) for r in rates),
             throughput_req_per_s=tuple(x.throughput_req_per_s for x in results),

@@ -21,8 +21,8 @@ from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import context_max_len, requests_by_policy
 from llm_cost.serving.rate_search import RateSearch, highest_rate
 from llm_cost.serving.replica import Replica
+from llm_cost.serving.serve_config import config_for
 from llm_cost.serving.serve_result import ServeResult
-from llm_cost.serving.simulator import simulate
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.serving.workload import Workload
@@ -192,10 +192,12 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
                   rates: Sequence[float], reservation: str | None = None,
                   on_step: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[ServeResult]]:
     """One simulation per rate, the same requests replayed at each (common random numbers)."""
+    from llm_cost.serving.engine import serve
+
     rows, results = [], []
+    config = config_for(scheduler, max_batch, reservation)
     for k, rate in enumerate(rates):
-        r = simulate(workload.at_rate(rate), replica, scheduler=scheduler, max_batch=max_batch,
-                     reservation=reservation)
+        r = serve(workload.at_rate(rate), replica, config)
         rows.append(batching_row(r, workload.at_rate(rate), replica=replica))
         results.append(r)
         if on_step:

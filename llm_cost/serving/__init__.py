@@ -1,15 +1,17 @@
-"""Serving: KV capacity and reservation policies, workloads, a replica's cost, the simulator.
+"""Serving: KV capacity and reservation policies, workloads, a replica's cost, the serving engine.
 
 `capacity` (KV tokens beside the weights), `policies` (requests per reservation policy),
 `batch_waste` (padding, launches),
 `workload` (Poisson arrivals, lengths), `replica` (one model replica: its iteration cost and KV
-capacity), `reservations` (the policies, the deadlock report), `reference_scheduler` (the plain
-step-level scheduler), `simulator` (request- and iteration-level batching, fast; its result is the
-engine's `ServeResult`, also known as `SimResult`) with `sim_result` (its running sums), `rate_search` (the highest rate under a target);
-`engine` (the serving engine: paged KV and preemption, chunked prefill, speculation in the batch,
-pipeline stages in flight) with `serve_config`, `serve_result`, `engine_state` (what one iteration hands the next, and what
-the fast path and the general loop hand each other), `spec_batch`, `workload_spec` (any
-lengths, bursty and closed-loop arrivals, traces) and `draft_memory` (the draft's share of memory).
+capacity), `reservations` (the policies, the deadlock report), `rate_search` (the highest rate under a
+target); `engine` (`serve`, the one scheduler: Orca's reservations, request-level batches, paged KV
+and preemption, chunked prefill, speculation in the batch, pipeline stages in flight) with its general
+loop `engine_loop`, its fast paths `fast_reservations` and `fast_engine` (each an allow-list of
+`ServeConfig` fields), `request_level` (the `request` admission policy), `serve_config`,
+`serve_result`, `engine_state` (what one iteration hands the next, and what the fast path and the
+general loop hand each other), `spec_batch`, `workload_spec` (any lengths, bursty and closed-loop
+arrivals, traces), `retime` (a recorded schedule re-priced) and `draft_memory` (the draft's share of
+memory).
 """
 
 from llm_cost._exports import lazy_exports, names_from
@@ -21,13 +23,11 @@ _EXPORTS = {
                  "AttentionLaunches"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),
     **names_from(".replica", "Replica", "IterationCost"),
-    **names_from(".reference_scheduler", "run_steps", "KvRequest", "StepRun"),
     **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS", "reservation_tokens"),
-    **names_from(".simulator", "simulate", "SCHEDULERS"),
-    **names_from(".sim_result", "SimResult"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
-    **names_from(".engine", "serve", "run_serving", "simulator_covers"),
-    **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s"),
+    **names_from(".engine", "serve", "path_of", "counts_reserved", "FAST_PATHS"),
+    **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s", "config_for",
+                 "LECTURE_SCHEDULERS"),
     **names_from(".serve_result", "ServeResult"),
     **names_from(".workload_spec", "synthetic_workload", "read_trace", "parse_length"),
     **names_from(".draft_memory", "DraftMemory"),  # the function: llm_cost.serving.draft_memory.draft_memory

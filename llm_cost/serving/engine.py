@@ -31,40 +31,55 @@ One loop turn forms one iteration from the running sequences that are not in fli
    (paged: the spare blocks freed); a prefill that completes emits the first token (TTFT).
 
 K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_tokens_fn`).
-The loop is `engine_loop.general_loop`. With one stage, whole prefills, no windows, open-loop
-arrivals, no stalls and a fixed gamma, every running sequence decodes every iteration and
-`fast_engine` computes the same schedule by running totals (8-12x faster); it hands the iterations
-around a preemption to the loop and takes the run back after them (`handover`, an `EngineState`).
-Which runs may take it is an allow-list (`fast_engine.FAST_FEATURES`, one entry per `ServeConfig`
-field): a field it does not list takes the general loop.
+
+`serve` is the one scheduler; which code runs a config is its business, never a caller's. The loop
+is `engine_loop.general_loop`, which runs every config. Two fast paths compute the same schedule
+where they apply, each declared by an allow-list of `ServeConfig` fields (a field it does not list
+takes the general loop), tried in this order (`FAST_PATHS`):
+
+- `fast_reservations` (`FEATURES`): Orca's reservations (`declared`, `max_len`, `none`) with whole
+  prefills, no speculation, one stage or a `serial` pipeline: lazy counters and stretches of
+  identical decode iterations; it also counts K/V reserved against written.
+- `fast_engine` (`FAST_FEATURES`): one stage, whole prefills, no windows, open-loop arrivals, no
+  stalls and a fixed gamma, every running sequence decodes every iteration, and running totals
+  give the schedule (8-12x faster than the loop); it hands the iterations around a preemption to
+  the loop and takes the run back after them (`handover`, an `EngineState`).
+
+`scheduler="request"` (FasterTransformer's request-level batches) is an admission policy of its own,
+run by `request_level` (its allow-list `request_level.FEATURES`; other features are refused).
+`ServeResult.path` says which ran; tests/test_engine_paths.py serves random configs through every
+path and compares the finish times, and tests/reference_scheduler.py is the plain oracle.
 
 Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`: independent positions
-from each sequence's own stream (`spec_streams`), a bursty chain round by round. Without speculation,
-preemption, chunks or stages, the schedule is `simulator.simulate`'s (tests pin the finish times).
+from each sequence's own stream (`spec_streams`), a bursty chain round by round.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from dataclasses import fields
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
+from llm_cost.serving import fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.replica import Replica
-from llm_cost.serving.reservations import reservation_tokens
+from llm_cost.serving.reservations import reservations_of
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
 
 
+FAST_PATHS = ("fast_reservations", "fast_engine")  # tried in this order (module doc)
+
+
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
-          on_progress=None, fast: bool = True) -> ServeResult:
+          on_progress=None, fast=True) -> ServeResult:
     """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
 
-    `fast` (default): where it applies, the schedule by running totals (`fast_engine`), the same
-    result; False: always the loop below (the tests compare the two).
+    `fast`: True (default) takes a fast path where one applies (`FAST_PATHS`), the same schedule;
+    False always runs the general loop; a collection of names from `FAST_PATHS` allows those only
+    (the tests compare every path). `on_progress(finished, requests)` is called as requests finish.
 
     Examples
     --------
@@ -77,93 +92,84 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     >>> serve(wl, server, ServeConfig(reservation="none")).deadlock.time_s
     2.0
     >>> r = serve(wl, server, ServeConfig(reservation="paged", block_size=1, watermark=0))
-    >>> r.finish_s, r.preemptions
-    ((5.0, 8.0), 1)
+    >>> r.finish_s, r.preemptions, r.path
+    ((5.0, 8.0), 1, 'fast_engine')
+    >>> serve(wl, server).path, serve(wl, server, fast=False).finish_s
+    ('fast_reservations', (5.0, 10.0))
     """
     cfg = config
-    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
-    paged = policy == "paged"
-    spec = cfg.spec
-    gmax = spec.gamma if spec else 0
-    B = cfg.block_size
-    total_blocks = cap // B if paged else 0
-    if paged and total_blocks < 1:
-        raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
-    reserving = policy in ("declared", "max_len")
-    res = ([reservation_tokens(policy, p, d, replica.max_len) for p, d in zip(P, workload.declared_gen)]
-           if reserving else [0] * n)
-    longest_request = max(map(operator.add, P, O))
-    longest = K(longest_request + gmax)  # K grows with its argument
-    worst = max(res) if reserving else (longest if paged else max(P))
-    limit = total_blocks * B if paged else cap
-    if worst > limit:
-        raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
-                                f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
-    if fast and fast_eligible(workload, replica, cfg, held, longest_request):
+    if cfg.scheduler == "request":
+        if not request_level.covers(workload, replica, cfg):
+            raise InvalidValueError("scheduler request runs whole batches on one stage or a serial pipeline, "
+                                    "without windowed layers or a closed loop", params=("scheduler",))
+        _check_padded(workload, replica)
+    held, res = _validated(workload, replica, cfg)
+    paths = FAST_PATHS if fast is True else tuple(fast or ())
+    path = _path(workload, replica, cfg, paths, held)
+    if path == "request_level":
+        return request_level.serve_request_level(workload, replica, cfg, on_progress)
+    if path == "fast_reservations":
+        return fast_reservations.serve_reserved(workload, replica, cfg, res, on_progress)
+    if path == "fast_engine":
         def general(state, handback):
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
-def _anything(value, cfg) -> bool:
-    return True
+def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
+    """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
+    `fast_engine` or `general` (module doc)."""
+    paths = FAST_PATHS if fast is True else tuple(fast or ())
+    return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
 
-# The `ServeConfig` features the step-level simulator (`simulator.simulate`) runs, field by field: there
-# the engine's schedule is the simulator's (tests pin the finish times) and the simulator also counts
-# K/V reserved against written. A field missing here takes the engine.
-SIMULATOR_FEATURES = {
-    "max_batch": _anything,
-    "reservation": lambda value, cfg: value in ("declared", "max_len", "none"),
-    "block_size": _anything,  # paged only
-    "watermark": _anything,
-    "preemption": _anything,
-    "prefill_chunk": lambda value, cfg: value is None,
-    "spec": lambda value, cfg: value is None,
-    "pipeline": _anything,  # with stages: `serial` only (below)
-    "host_bytes_per_s": _anything,
-    "scheduler": _anything,
-    "prefix_caching": lambda value, cfg: not value,
-    "kv_offload_bytes": lambda value, cfg: not value,  # the host tier lives in the engine
-}
+def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
+    """Whether `serve` runs `config` on a step-level path, which counts K/V reserved against written
+    (`ServeResult.kv_reserved_mean_tokens` and the rows computed and needed; nan and 0 elsewhere)."""
+    return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 
-def simulator_covers(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
-    """Whether `simulator.simulate` runs `config` (`SIMULATOR_FEATURES`, K/V without windows, open-loop
-    arrivals, one stage or a `serial` pipeline)."""
-    values = {f.name: getattr(config, f.name) for f in fields(config)}
-    if not all(name in SIMULATOR_FEATURES and SIMULATOR_FEATURES[name](v, config) for name, v in values.items()):
-        return False
-    if replica.cost.kv_windows or replica.cost.state_tokens or workload.concurrency is not None:
-        return False  # windows and a hybrid's state per sequence: the engine's K/V ledger counts them
-    return replica.cost.stages == 1 or config.pipeline == "serial"
+def _path(workload, replica, cfg, paths, held) -> str:
+    if cfg.scheduler == "request":
+        return "request_level"
+    if "fast_reservations" in paths and fast_reservations.covers(workload, replica, cfg):
+        return "fast_reservations"
+    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, _longest(workload)):
+        return "fast_engine"
+    return "general"
 
 
-def run_serving(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
-                on_progress=None) -> ServeResult:
-    """Serve `workload` under `config`: the step-level simulator where it covers the run
-    (`simulator_covers`: the same schedule, K/V reserved and written counted apart), else `serve`.
+def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
+    """(held tokens function or None, each request's reservation), after
+    checking that every request fits the replica alone (and, `max_len`, the maximum length)."""
+    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
+    paged = policy == "paged"
+    gmax = cfg.spec.gamma if cfg.spec else 0
+    B = cfg.block_size
+    total_blocks = cap // B if paged else 0
+    if paged and total_blocks < 1:
+        raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
+    reserving = policy in ("declared", "max_len")
+    res = reservations_of(policy, P, workload.declared_gen, replica.max_len) if reserving else [0] * n
+    worst = max(res) if reserving else (K(_longest(workload) + gmax) if paged else max(P))  # K grows
+    limit = total_blocks * B if paged else cap
+    if worst > limit:
+        raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "
+                                f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
+    if policy == "max_len" and max(map(operator.add, P, workload.declared_gen)) > replica.max_len:
+        raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({replica.max_len})",
+                                params=("max_len",))
+    return held, res
 
-    The one call a front end makes, whatever the options: which scheduler runs is the library's
-    allow-list, never a guess from the options given.
 
-    >>> from llm_cost.serving.replica import IterationCost
-    >>> from llm_cost.serving.workload import fixed_workload
-    >>> wl, server = fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048)
-    >>> [run_serving(wl, server, ServeConfig(reservation=r, block_size=1)).scheduler for r in ("declared", "paged")]
-    ['iteration', 'engine']
-    """
-    if simulator_covers(workload, replica, config):
-        from llm_cost.serving.simulator import simulate
+def _longest(workload: Workload) -> int:
+    """The longest prompt + output of the workload (tokens)."""
+    return max(map(operator.add, workload.prompt, workload.output))
 
-        scheduler = "none" if config.reservation == "none" else config.scheduler
-        result = simulate(workload, replica, scheduler=scheduler, max_batch=config.max_batch,
-                          reservation=config.reservation, on_progress=on_progress)
-        if on_progress:
-            on_progress(len(workload), len(workload))
-        return result
-    if config.scheduler == "request":
-        raise InvalidValueError("scheduler request runs on one stage or a serial pipeline, without windowed "
-                                "layers or a closed loop", params=("scheduler",))
-    return serve(workload, replica, config, on_progress=on_progress)
+
+def _check_padded(workload: Workload, replica: Replica) -> None:
+    """Request-level rows are padded to the longest prompt plus the longest output: within max_len."""
+    if max(workload.prompt) + max(workload.output) - 1 > replica.max_len:
+        raise InvalidValueError(f"request-level batching pads rows to the longest prompt plus the longest output, "
+                                f"which exceeds max_len ({replica.max_len})", params=("max_len",))

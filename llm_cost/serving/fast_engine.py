@@ -194,7 +194,8 @@ class _Fast:
                 S = U = 0
             rows = nd * r
             admitting = head < nxt and nd < max_batch
-            if admitting or not inline or S < mem_from[nd]:  # the compute term is needed
+            full = admitting or not inline or S < mem_from[nd]  # the compute term is needed
+            if full:
                 pairs = r * S + nd * dec_pairs
             if admitting:
                 free = total - U
@@ -235,7 +236,7 @@ class _Fast:
                     break  # nothing can run (cannot happen: the worst request fits alone)
             if inline:  # totals_time_fn's formula
                 mem = (w + (S + rows) * kvb) / bps
-                if admitting or S < mem_from[nd]:
+                if full:
                     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
                     dt = (mem if mem > comp else comp) + fixed
                 else:  # memory-bound for sure: pairs not needed

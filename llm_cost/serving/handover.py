@@ -210,4 +210,4 @@ def result(fast, state) -> ServeResult:
         st["area_sys"] = float(np.sum(fast.fin - arr))
     span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0
     return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.arr, fast.first.tolist(),
-                             fast.fin.tolist(), st, deadlock, span=span)
+                             fast.fin.tolist(), st, deadlock, span=span, path="fast_engine")

@@ -1,9 +1,9 @@
-"""The parts of one mixed iteration of Orca's loop (`simulator`'s iteration-level scheduler).
+"""The parts of one mixed iteration of Orca's loop (the engine's fast path `fast_reservations`).
 
 Admission in arrival order (`admit_in_order`), the iteration that admits prompts or stalls decoders
 (`mixed_iteration`: its rows, cached tokens read and causal pairs, priced by `IterationCost.time`),
 and the deadlock report when nobody can write (`running_deadlock`). Pure-decode stretches between
-them stay in `simulator` (`_decode_stretch`). Orca, Algorithm 1; the lecture §3.3-3.5.
+them stay in `fast_reservations` (`decode_stretch`). Orca, Algorithm 1; the lecture §3.3-3.5.
 
 Positional arguments throughout: these run once per loop turn of the simulator's hot loop.
 """

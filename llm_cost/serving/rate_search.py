@@ -16,7 +16,6 @@ from typing import Callable
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_result import ServeResult
-from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
@@ -144,7 +143,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     replica : Replica
         The server.
     scheduler : str
-        "request", "iteration" or "none" (see `simulate`).
+        "request", "iteration" or "none" (`serve_config.config_for`; unused with `config`).
     max_batch : int
         Most requests in the running batch, >= 1.
     slo_s : float
@@ -152,15 +151,15 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     statistic : str, optional
         "median" (default, = "p50"), "p90" or "p99".
     reservation : str or None, optional
-        As in `simulate`.
+        As in `serve_config.config_for` (unused with `config`).
     rel_tol : float, optional
         Relative width of the final bracket, in (0, 1) (default 0.01).
     on_step : callable or None, optional
         Called as on_step(done, expected) after each simulation.
     config : ServeConfig or None, optional
-        Serve with it (`engine.run_serving`: the simulator where it covers the config, else the
-        engine; scheduler and reservation then unused); where the engine runs, the unloaded figure is
-        a run with every request alone (arrivals 10^6 x further apart than the saturated service).
+        Serve with it (`engine.serve`; scheduler and reservation then unused); where no step-level
+        path runs it (`engine.counts_reserved`), the unloaded figure is a run with every request alone
+        (arrivals 10^6 x further apart than the saturated service).
     longer : callable or None, optional
         longer(n): the same kind of workload with n requests (a longer draw). Given, the rate found
         is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
@@ -206,7 +205,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         return _meets(r, slo_s, stat, metric)
 
     everyone = run(workload, math.inf)
-    unloaded = _unloaded(run, everyone, workload, replica, config=config, metric=metric, stat=stat, q=q)
+    unloaded = _unloaded(run, everyone, workload, replica, metric=metric, stat=stat, q=q)
     stuck = everyone.deadlock is not None
     # A deadlocked all-at-once run (no reservation) finished only some requests before it stopped:
     # its throughput is no saturated figure, so it is not reported, only used to seed the bracket.
@@ -245,20 +244,18 @@ class _Runs:
 
     def __init__(self, replica: Replica, *, scheduler: str, max_batch: int, reservation: str | None, config,
                  on_step: Callable[[int, int], None] | None, expected: int):
-        from llm_cost.serving.engine import run_serving
+        from llm_cost.serving.engine import serve
+        from llm_cost.serving.serve_config import config_for
 
-        self._serve = run_serving
-        self.replica, self.scheduler, self.max_batch, self.reservation = replica, scheduler, max_batch, reservation
-        self.config, self.on_step, self.expected = config, on_step, expected
+        self._serve = serve
+        self.replica = replica
+        self.config = config if config is not None else config_for(scheduler, max_batch, reservation)
+        self.on_step, self.expected = on_step, expected
         self.done = 0
 
     def __call__(self, wl: Workload, rate: float, counted: bool = True) -> ServeResult:
         """Serve `wl` at `rate`; `counted`: one of the search's evaluations (the unloaded run is not)."""
-        if self.config is not None:
-            r = self._serve(wl.at_rate(rate), self.replica, self.config)
-        else:
-            r = simulate(wl.at_rate(rate), self.replica, scheduler=self.scheduler, max_batch=self.max_batch,
-                         reservation=self.reservation)
+        r = self._serve(wl.at_rate(rate), self.replica, self.config)
         if counted:
             self.done += 1
             if self.on_step:
@@ -266,15 +263,15 @@ class _Runs:
         return r
 
 
-def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Replica, *, config, metric: str,
+def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Replica, *, metric: str,
               stat: str, q: float) -> float:
     """The target's statistic with every request served alone: a run at 10^-6 x the saturated throughput
     where the engine serves or the metric is not latency_per_token, else `unloaded_latency_per_token`."""
     import numpy as np
 
-    from llm_cost.serving.engine import simulator_covers
+    from llm_cost.serving.engine import counts_reserved
 
-    if (config is not None and not simulator_covers(workload, replica, config)) or metric != "latency_per_token":
+    if not counts_reserved(workload, replica, run.config) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
         return run(workload, alone_rate, counted=False).percentile_s(metric, stat)
     return float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))

@@ -20,8 +20,8 @@ of it: one GPU's share of one pipeline stage, the pass crossing pp stages and th
     T = pp x max(memory, compute) + comm(rows) + t_fixed
 
 and the KV capacity is one replica's (`capacity.kv_capacity`). A replica runs one batch at a time:
-an iteration crosses its stages one after another, no microbatches in flight (module doc of
-`simulator`); the deployment's other replicas serve as many requests again.
+an iteration crosses its stages one after another, no microbatches in flight (`pipeline="serial"`,
+the module doc of `fast_reservations`; `engine.serve` also runs `orca` and `microbatch`); the deployment's other replicas serve as many requests again.
 """
 
 from __future__ import annotations
@@ -237,7 +237,8 @@ class Replica:
             not named is the profile's: the lecture's 40e9 bytes under its preset).
         windowed : bool, optional
             Accept a model with sliding or chunked layers (for `engine.serve`, which caps each
-            layer's K/V at its window); default False: refused, `simulate` cannot count them.
+            layer's K/V at its window); default False: refused, as the step-level paths
+            (`fast_reservations`, `request_level`) count every layer's K/V.
 
         Returns
         -------

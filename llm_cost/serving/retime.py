@@ -1,5 +1,12 @@
 """A closed loop's schedule once, its times under any iteration cost.
 
+Not a scheduler (issue 24): the schedule is `engine.serve`'s own (its general loop, `fast=False`),
+recorded while it runs on a cost that counts every iteration as 1 s and notes the terms the
+iteration asked for; `Schedule.times` only evaluates `PassCost.time` on those terms and sums them.
+Kept apart from `ServeResult` because only calibration needs it (a result carrying every iteration's
+terms would cost memory on every run), and kept as re-pricing rather than a second serve because a
+calibration evaluates one closed-loop row under hundreds of profiles.
+
 In a closed loop (`Workload.concurrency`) on one pipeline stage, with paged K/V and recompute
 preemption and no speculation, every event falls on an iteration boundary: a client sends its next
 request when one finishes, the engine admits it at the next iteration, preempts by counting blocks.

@@ -99,7 +99,7 @@ class ServeConfig:
     scheduler
         `iteration` (Orca's iteration-level scheduling, every policy above) or `request`
         (FasterTransformer's request-level batches: max-length reservations, rows padded to the
-        longest prompt and output; `simulator.simulate` runs it, no other feature applies).
+        longest prompt and output; `request_level` runs it, no other feature applies).
     prefix_caching
         Paged with recompute: full K/V blocks of known prompt prefixes stay cached after their
         sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
@@ -166,3 +166,27 @@ class ServeConfig:
         if self.spec is not None and self.reservation == "none":
             raise InvalidValueError("speculation needs a reservation policy that can hold gamma + 1 rows: "
                                     "use declared, max_len or paged", params=("reservation",))
+
+
+LECTURE_SCHEDULERS = ("request", "iteration", "none")
+
+
+def config_for(scheduler: str, max_batch: int = 32, reservation: str | None = None) -> ServeConfig:
+    """The `ServeConfig` of one of the lecture's schedulers (§2-§3.5, Orca §3).
+
+    `request`: FasterTransformer's request-level batches (reservation `max_len`); `iteration`: Orca's
+    iteration-level scheduling (reservation `declared`, prompt + max_gen, or `max_len`); `none`:
+    iteration-level without a reservation or preemption (it may deadlock). Default reservation: the
+    scheduler's first. Pipeline stages run one batch at a time (`serial`), as these schedulers do.
+
+    >>> config_for("request", 8).reservation, config_for("none").reservation, config_for("iteration").scheduler
+    ('max_len', 'none', 'iteration')
+    """
+    scheduler = check_choice("scheduler", scheduler, LECTURE_SCHEDULERS)  # names ignore case
+    allowed = {"request": ("max_len",), "iteration": ("declared", "max_len"), "none": ("none",)}[scheduler]
+    reservation = allowed[0] if reservation is None else reservation
+    if reservation not in allowed:
+        raise InvalidValueError(f"reservation must be one of {', '.join(allowed)} with scheduler {scheduler}, "
+                                f"got {reservation!r}", params=("reservation", "scheduler"))
+    return ServeConfig(max_batch=max_batch, reservation=reservation, pipeline="serial",
+                       scheduler="request" if scheduler == "request" else "iteration")

@@ -1,6 +1,6 @@
 """What a serving run measured: TTFT, TPOT, end-to-end latency and their tails, goodput, KV use.
 
-One type for every run, whatever scheduled it (`engine.serve` and its fast path, `simulator.simulate`).
+One type for every run of `engine.serve`, whichever of its paths ran it (`path`).
 
 TTFT = first token - arrival (the iteration that completes the prefill, queueing included);
 TPOT = (finish - first token) / (output - 1) for outputs of two tokens or more; e2e = finish -
@@ -63,10 +63,13 @@ class ServeResult:
     mean_gamma: float  # gamma per decoding row, averaged over decode rows
     deadlock: Deadlock | None
     comm_s: float = 0.0
-    # what the step-level schedulers also count (`simulator.simulate`): the scheduler, K/V reserved and
-    # written (tokens; nan where the run does not tell them apart from K/V used), token rows computed
-    # (padding included) and needed (prompt + output - 1 of the requests that ran)
-    scheduler: str = "engine"
+    # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
+    # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`,
+    # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; nan where
+    # the run does not tell them apart from K/V used), token rows computed (padding included) and needed
+    # (prompt + output - 1 of the requests that ran)
+    scheduler: str = "iteration"
+    path: str = "general"
     kv_reserved_mean_tokens: float = math.nan
     kv_written_mean_tokens: float = math.nan
     kv_reserved_peak_tokens: float = math.nan
@@ -80,9 +83,16 @@ class ServeResult:
     prefix_hit_requests: int = 0
     prefix_hit_tokens: int = 0
 
+    @staticmethod
+    def scheduler_of(cfg) -> str:
+        """The admission policy of a `ServeConfig`: `none` without a reservation, else its scheduler."""
+        return "none" if cfg.reservation == "none" else cfg.scheduler
+
     @classmethod
-    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None) -> "ServeResult":
-        """`span`: last finish - first arrival when the caller knows it (every request finished)."""
+    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None,
+              path: str = "general") -> "ServeResult":
+        """`span`: last finish - first arrival when the caller knows it (every request finished);
+        `path`: the engine's path that ran it."""
         busy = st["busy"] or 1.0
         if span is None:
             done_t = [f for f in fin if f == f]
@@ -97,7 +107,7 @@ class ServeResult:
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
             mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"],
-            positions_computed=st["rows"], prefix_lookups=st.get("prefix_lookups", 0),
+            positions_computed=st["rows"], scheduler=cls.scheduler_of(cfg), path=path, prefix_lookups=st.get("prefix_lookups", 0),
             prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
             prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))
 

@@ -46,7 +46,7 @@ class Workload:
         A one-line description for reports.
     concurrency : int or None, optional
         A closed loop of this many clients: request i >= N is sent when a request finishes
-        (`engine.serve`; the plain `simulator` refuses it). None: open-loop arrivals.
+        (`engine.serve`'s general loop runs it). None: open-loop arrivals.
 
     Examples
     --------

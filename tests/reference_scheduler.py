@@ -6,9 +6,12 @@ none frees memory: deadlock. Orca reserves prompt + max_gen when it first schedu
 (Algorithm 1, lines 23-25) and stops admitting when a reservation does not fit, so every admitted
 request completes.
 
-This module is the plain reference: explicit per-request state, one loop turn per iteration,
-a full trace. The time-based simulator (`llm_cost.serving.simulator`) implements the same rules with
-lazy counters and must agree with it iteration for iteration (tests/test_simulator.py).
+This module is the test oracle the engine is checked against (it left the library in issue 24:
+`engine.serve` is the one scheduler): explicit per-request state, one loop turn per iteration, a
+full trace. Every path of `serve` (its fast paths and its general loop) must agree with it iteration
+for iteration with every iteration costing 1 s (tests/test_simulator.py, tests/test_engine_paths.py).
+`request_level_steps` is the same for FasterTransformer's request-level batches; `served` serves a
+workload under one of the lecture's scheduler names (`serve_config.config_for`).
 
 The rules, per iteration:
 1. requests that have arrived join the queue (first come, first served);
@@ -292,3 +295,30 @@ def _admit(requests: list[KvRequest], queue: list[int], reserve: list[int], *, r
         reserved += reserve[i]
         admitted.append(queue.pop(0))
     return admitted, reserved
+
+
+def request_level_steps(arrival_steps, outputs, batch: int) -> tuple[int, ...]:
+    """Finish iteration of each request under request-level batching with every iteration costing 1
+    (whole iterations: arrivals at whole steps): when idle, the first `batch` queued requests run one
+    prefill and max(output) - 1 decode steps together and return at the end."""
+    n, finish, t, nxt, queue = len(outputs), [0] * len(outputs), 0, 0, []
+    while nxt < n or queue:
+        while nxt < n and arrival_steps[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        if not queue:
+            t = arrival_steps[nxt]
+            continue
+        run, queue = queue[:batch], queue[batch:]
+        t += max(outputs[i] for i in run)
+        for i in run:
+            finish[i] = t
+    return tuple(finish)
+
+
+def served(workload, replica, scheduler: str = "iteration", max_batch: int = 32, reservation=None, **serve_kw):
+    """`engine.serve` under one of the lecture's schedulers (`request`, `iteration`, `none`)."""
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.serve_config import config_for
+
+    return serve(workload, replica, config_for(scheduler, max_batch, reservation), **serve_kw)
