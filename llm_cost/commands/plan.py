@@ -142,9 +142,11 @@ def plan_cmd(
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
     caption = caption_of(result)
     if verify is not None:
-        from llm_cost.commands.plan_verify import verified
+        from llm_cost.commands.plan_verify import VerifyOptions, verified
 
-        rows, columns, caption = verified(result, rows, columns, caption, n=verify, target=target, o=locals())
+        o = VerifyOptions(verify, tuple(rate or ()), concurrency, prompt_len, output_len, arrivals, trace, requests,
+                          seed, slo_stat, jobs, ray)
+        rows, columns, caption = verified(result, rows, columns, caption, target=target, o=o)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     if not rows:
         note("no configuration meets the target: " + caption_of(result))

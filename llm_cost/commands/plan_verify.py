@@ -4,6 +4,8 @@ out of `commands/plan.py` so that module stays readable; only `plan` calls it.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llm_cost.report.render import Column, fixed
 
 VERIFY_COLUMNS = [
@@ -16,28 +18,47 @@ VERIFY_COLUMNS = [
 ]
 
 
-def recipe_of(o: dict, isl: int, osl: int):
+@dataclass(frozen=True)
+class VerifyOptions:
+    """`plan --verify`'s options as given: how many rows, the served workload (rates in req/s, clients,
+    length specs, arrivals, a trace path, requests per replica, seed), the SLO percentile, the executor."""
+
+    n: int
+    rate: tuple = ()
+    concurrency: int | None = None
+    prompt_len: str | None = None
+    output_len: str | None = None
+    arrivals: str = "poisson"
+    trace: str | None = None
+    requests: int = 2000
+    seed: int = 0
+    slo_stat: str = "p99"
+    jobs: int | None = None
+    ray: str | None = None
+
+
+def recipe_of(o: VerifyOptions, isl: int, osl: int):
     """The `WorkloadRecipe` of the plan's workload options (lengths default to --isl / --osl)."""
     from llm_cost.errors import InvalidValueError
     from llm_cost.planner.verify import WorkloadRecipe
 
-    rates = o["rate"] or []
+    rates = list(o.rate or [])
     if len(rates) > 1:
         raise InvalidValueError("--verify serves one workload: give --rate once", params=("rate",))
-    if rates and o["concurrency"] is not None:
+    if rates and o.concurrency is not None:
         raise InvalidValueError("give --rate (open loop) or --concurrency (closed loop), not both",
                                 params=("rate", "concurrency"))
     trace = None
-    if o["trace"] is not None:
+    if o.trace is not None:
         from llm_cost.serving.workload_spec import read_trace
 
-        trace = read_trace(o["trace"])
-    return WorkloadRecipe(requests=o["requests"], rate_req_per_s=rates[0] if rates else None,
-                          concurrency=o["concurrency"], prompt=o["prompt_len"] or str(isl),
-                          output=o["output_len"] or str(osl), arrivals=o["arrivals"], seed=o["seed"], trace=trace)
+        trace = read_trace(o.trace)
+    return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
+                          concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
+                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace)
 
 
-def verified(result, rows: list[dict], columns: list, caption: str, *, n: int, target, o: dict):
+def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions):
     """(rows reordered by the served ranking with the served fields, columns, caption); Ctrl-C keeps
     the candidates that finished (the caption says how many)."""
     from llm_cost.commands.app import note
@@ -46,14 +67,15 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, n: int, t
     from llm_cost.executor import Interrupted
     from llm_cost.planner.verify import SLO_STATS, ServeTask, candidates_of, served_ranking, verify
 
-    check_number("verify", n, low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o["slo_stat"], SLO_STATS)
+    check_number("verify", o.n, low=1, high=10_000, integer=True)
+    n = int(o.n)
+    stat = check_choice("slo_stat", o.slo_stat, SLO_STATS)
     recipe = recipe_of(o, result.grid.isl, result.grid.osl)
     tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in candidates_of(result, rows, n)]
     interrupted = False
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
-            served = verify(tasks, jobs=o["jobs"], ray=o["ray"], on_done=progress)
+            served = verify(tasks, jobs=o.jobs, ray=o.ray, on_done=progress)
         except Interrupted as stop:
             interrupted, done = True, stop.done
             served = [done[k] for k in sorted(done)]
