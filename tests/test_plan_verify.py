@@ -172,8 +172,40 @@ def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
     assert [(r["served_rank"], r["analytic_rank"]) for r in rows] == [(1, 1)]
 
 
-def test_cli_verify_refuses_disaggregate_in_one_line():
-    assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--verify", "2", "--rate", "5")
+def test_cli_emit_refuses_disaggregate_in_one_line():
+    assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--emit", "vllm")
+
+
+PLAN4 = tuple("4" if a == "2" and PLAN[i - 1] == "--gpus" else a for i, a in enumerate(PLAN))
+
+
+def test_disaggregated_candidate_served_as_batching_disaggregate_serves_it():
+    """`plan --disaggregate --verify 2` on 4 H100s serves the split (lecture preset, fp8, best_split: prefill
+    3 x tp 1 batch 32, decode 1 x tp 1 batch 256) as `batching --disaggregate 3:1` of the decode's
+    configuration at the whole 40 req/s, 100 requests per replica: 400 requests. The served row's p99 TTFT
+    and TPOT are batching's exactly (one simulation), its goodput per GPU batching's fleet goodput over
+    the 4 GPUs; it ranks with the two colocated rows by goodput per GPU."""
+    rows = rows_of(*PLAN4, "--disaggregate", "--verify", "2", "--rate", "40", "--requests", "100", "--jobs", "1")
+    assert len(rows) == 3 and [r["served_rank"] for r in rows] == [1, 2, 3]
+    split = next(r for r in rows if r.get("prefill_replicas"))
+    assert (split["prefill_replicas"], split["decode_replicas"], split["decode_tp"], split["decode_batch"],
+            split["weights"], split["kv_dtype"]) == (3, 1, 1, 256, "fp8", "fp8")
+    assert split["analytic_rank"] == 3 and split["served_gpus"] == 4 and split["served_requests"] == 400
+    assert "planned prefill: 3 x tp 1 x pp 1, batch 32" in split["serve_note"]
+    ref = rows_of("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture", "--weights", "fp8",
+                  "--kv-dtype", "fp8", "--tp", "1", "--reservation", "paged", "--max-batch", "256", "--rate", "40",
+                  "--requests", "400", "--prompt-len", "1024", "--output-len", "128", "--seed", "0",
+                  "--disaggregate", "3:1", "--slo-ttft-ms", "500", "--slo-tpot-ms", "20")[0]
+    assert (ref["prefill_replicas"], ref["decode_replicas"], ref["finished"]) == (3, 1, split["served_finished"])
+    assert split["served_ttft_s"] == ref["ttft_p99_s"] and split["served_tpot_s"] == ref["tpot_p99_s"]
+    assert split["goodput_req_per_s_per_gpu"] == pytest.approx(ref["goodput_req_per_s"] / 4, rel=1e-12)
+    assert split["transfer_mean_s"] == pytest.approx(ref["transfer_mean_s"], rel=1e-12)
+    goodput = [r["goodput_req_per_s_per_gpu"] for r in rows]  # all meet the SLO: goodput order
+    assert all(r["meets_served_slo"] for r in rows) and goodput == sorted(goodput, reverse=True)
+
+
+def test_cli_disaggregate_verify_refuses_a_closed_loop_in_one_line():
+    assert "--concurrency" in error_line(*PLAN4, "--disaggregate", "--verify", "1", "--concurrency", "8")
 
 
 def test_validate_jobs_give_the_same_predictions():

@@ -58,20 +58,41 @@ def recipe_of(o: VerifyOptions, isl: int, osl: int):
                           output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace)
 
 
-def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions):
-    """(rows reordered by the served ranking with the served fields, columns, caption); Ctrl-C keeps
-    the candidates that finished (the caption says how many)."""
+def split_plan_row(row: dict, split, osl: int) -> dict:
+    """A disaggregated plan row (`disaggregated_rows`) in the plan table's columns, as `split` (a
+    `SplitCandidate`) serves it: P + D replicas of one tp x pp, the decode's batch."""
+    cand = split.candidate
+    dep, p, d = cand.deployment, split.prefill_replicas, split.decode_replicas
+    return {**row, "replicas": p + d, "split": f"P:D {p}:{d} of {dep.tp} x {dep.pp}", "batch": cand.batch,
+            "users_in_flight": d * cand.batch, "output_tokens_per_s_per_user": osl / row["e2e_s"],
+            "request_args": None}
+
+
+def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions, splits=None):
+    """(rows reordered by the served ranking with the served fields, columns, caption); `splits`:
+    (`best_split`'s splits, their rows) served disaggregated after the frontier's rows and ranked with
+    them. Ctrl-C keeps the candidates that finished (the caption says how many)."""
     from llm_cost.commands.app import note
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.errors import check_choice, check_number
+    from llm_cost.errors import InvalidValueError, check_choice, check_number
     from llm_cost.executor import Interrupted
-    from llm_cost.planner.verify import SLO_STATS, ServeTask, candidates_of, served_ranking, verify
+    from llm_cost.planner.verify import (SLO_STATS, ServeTask, candidates_of, served_ranking, split_candidates,
+                                         verify)
 
     check_number("verify", o.n, low=1, high=10_000, integer=True)
     n = int(o.n)
     stat = check_choice("slo_stat", o.slo_stat, SLO_STATS)
     recipe = recipe_of(o, result.grid.isl, result.grid.osl)
-    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in candidates_of(result, rows, n)]
+    cands = candidates_of(result, rows, n)
+    rows = rows[:n]
+    if splits is not None:
+        if recipe.concurrency is not None:
+            raise InvalidValueError("--disaggregate --verify serves open-loop arrivals (the router of the pools): "
+                                    "give --rate or --trace, not --concurrency", params=("disaggregate",))
+        more = split_candidates(result.grid, *splits)
+        cands += more
+        rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
+    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in cands]
     interrupted = False
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
@@ -106,5 +127,11 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
     if interrupted:
         caption += f"; interrupted: {len(out)} candidate(s) finished"
         note(f"interrupted: showing the {len(out)} candidate(s) that finished")
+    if splits is not None:
+        caption += ("; disaggregated splits served as P prefill and D decode replicas behind least-loaded routers "
+                    f"(the whole rate, {wl.requests if wl.trace is None else 'the trace'} requests per replica, the "
+                    "K/V over the GPU's link), static rank after the frontier's")
     cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
+    if any(r.get("serve_note") for r in out):
+        cols.append(Column("serve_note", "served as", str))
     return out, cols, caption
