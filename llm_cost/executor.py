@@ -30,15 +30,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None) -> list:
+def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None, weights=None) -> list:
     """`[fn(t) for t in tasks]`, computed by `jobs` local processes (None: all cores; 1: this
     process) or as Ray tasks on the cluster at `ray` (an address or "auto"); `on_done(done, total)`
-    after each task finishes."""
+    after each task finishes. `weights`: each task's expected cost (any unit); the processes take the
+    heaviest first (longest processing time first: no long task starts last while the others idle)."""
     tasks = list(tasks)
     jobs = default_jobs() if jobs is None else jobs
     check_number("jobs", jobs, low=1, high=1024, integer=True)
     with TaskPool(min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
-        return pool.map(fn, tasks, on_done=on_done)
+        return pool.map(fn, tasks, on_done=on_done, weights=weights)
 
 
 class TaskPool:
@@ -64,8 +65,9 @@ class TaskPool:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=not cancel, cancel_futures=cancel)
 
-    def map(self, fn, tasks, *, on_done=None) -> list:
-        """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each."""
+    def map(self, fn, tasks, *, on_done=None, weights=None) -> list:
+        """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each;
+        `weights` as `run_tasks`'s."""
         tasks = list(tasks)
         if self.ray is not None:
             return _run_ray(fn, tasks, self.ray, on_done)
@@ -76,12 +78,12 @@ class TaskPool:
                     done[i] = fn(t)
                     _tick(on_done, len(done), len(tasks))
             else:
-                self._collect(fn, tasks, done, on_done)
+                self._collect(fn, tasks, done, on_done, weights)
         except KeyboardInterrupt:
             raise Interrupted(done) from None
         return [done[i] for i in range(len(tasks))]
 
-    def _collect(self, fn, tasks, done: dict, on_done) -> None:
+    def _collect(self, fn, tasks, done: dict, on_done, weights=None) -> None:
         from concurrent.futures import as_completed
 
         if self._pool is None:
@@ -91,7 +93,9 @@ class TaskPool:
             ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
         try:
-            futures = {self._pool.submit(fn, t): i for i, t in enumerate(tasks)}
+            order = (range(len(tasks)) if weights is None else
+                     sorted(range(len(tasks)), key=lambda i: -weights[i]))  # stable: ties in task order
+            futures = {self._pool.submit(fn, tasks[i]): i for i in order}
             for f in as_completed(futures):
                 done[futures[f]] = f.result()
                 _tick(on_done, len(done), len(tasks))

@@ -30,6 +30,7 @@ depends on the candidate alone, never on the order or the process that ran it.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from dataclasses import dataclass
@@ -82,12 +83,19 @@ class WorkloadRecipe:
         if self.trace is not None:
             rate = self.rate_req_per_s or self.trace.rate_req_per_s
             return self.trace.at_rate(rate / replicas)
-        from llm_cost.serving.workload_spec import synthetic_workload
-
         rate = self.rate_req_per_s / replicas if self.rate_req_per_s is not None else 1.0
         clients = None if self.concurrency is None else math.ceil(self.concurrency / replicas)
-        return synthetic_workload(self.requests, rate, seed=self.seed, prompt=self.prompt, output=self.output,
-                                  arrivals=self.arrivals, concurrency=clients)
+        return _drawn(self.requests, rate, self.seed, self.prompt, self.output, self.arrivals, clients)
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(requests: int, rate: float, seed: int, prompt: str, output: str, arrivals: str, clients):
+    """`synthetic_workload` drawn once per process for the candidates that share it (a `Workload` is
+    frozen: every candidate serves the same requests)."""
+    from llm_cost.serving.workload_spec import synthetic_workload
+
+    return synthetic_workload(requests, rate, seed=seed, prompt=prompt, output=output, arrivals=arrivals,
+                              concurrency=clients)
 
 
 @dataclass(frozen=True)
@@ -253,7 +261,25 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
     for t in tasks:
         check_choice("slo_stat", t.slo_stat, SLO_STATS)
-    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done)
+    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done, weights=[task_weight(t) for t in tasks])
+
+
+# CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
+# one GPU 0.9 s (the engine's fast path, inline roofline), tp 2 1.6 s (fast path, the cost called per
+# iteration), pp 2 13.5 s (the general loop: a pipeline misses the fast path)
+RELATIVE_COST = {"fast": 1.0, "deployed": 1.8, "pipeline": 15.0}
+
+
+def task_weight(task: ServeTask) -> float:
+    """A task's expected cost for the executor's order (heaviest first): its requests (a workload of
+    `requests` per replica) times RELATIVE_COST of its path; a disaggregated candidate, both pools'."""
+    cand = task.candidate
+    pools = 2.0 if isinstance(cand, SplitCandidate) else 1.0
+    dep = (cand.candidate if pools > 1 else cand).deployment
+    path = "pipeline" if dep.pp > 1 else "deployed" if dep.gpus_per_replica > 1 else "fast"
+    wl = task.workload
+    requests = len(wl.trace) if wl.trace is not None else wl.requests
+    return pools * requests * RELATIVE_COST[path]
 
 
 def served_ranking(served: list[dict]) -> list[int]:
