@@ -96,9 +96,25 @@ def predictions(points, profile: Profile, executor=None) -> list[Prediction]:
         return [predict(p, profile) for p in points]
     from functools import partial
 
-    at = [i for i, p in enumerate(points) if p.batch_kind in SERVED_KINDS]
-    out = dict(zip(at, executor.map(partial(predict, profile=profile), [points[i] for i in at])))
+    groups: dict[tuple, list[int]] = {}  # one task per served condition: its metrics share one simulation
+    for i, p in enumerate(points):
+        if p.batch_kind in SERVED_KINDS:
+            groups.setdefault(_condition(p), []).append(i)
+    tasks = [tuple(points[i] for i in at) for at in groups.values()]
+    out = {i: q for at, qs in zip(groups.values(), executor.map(partial(_predict_all, profile=profile), tasks))
+           for i, q in zip(at, qs)}
     return [out[i] if i in out else predict(p, profile) for i, p in enumerate(points)]
+
+
+def _condition(p) -> tuple:
+    """What a served row's simulation depends on (not its metric, id or value): rows alike run it once
+    (`under_load.load_figures` caches it) when they go to one process together."""
+    return (p.config, p.gpu_name, p.weights, p.group_size, p.kv, p.tp, p.pp, p.gpu_count, p.batch, p.batch_kind,
+            p.isl, p.osl, p.engine, p.bench)
+
+
+def _predict_all(points, profile: Profile) -> list[Prediction]:
+    return [predict(p, profile) for p in points]
 
 
 def _residuals(points, base: Profile, free, x, executor=None):
