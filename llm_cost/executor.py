@@ -30,26 +30,78 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None) -> list:
+def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None, weights=None) -> list:
     """`[fn(t) for t in tasks]`, computed by `jobs` local processes (None: all cores; 1: this
     process) or as Ray tasks on the cluster at `ray` (an address or "auto"); `on_done(done, total)`
-    after each task finishes."""
+    after each task finishes. `weights`: each task's expected cost (any unit); the processes take the
+    heaviest first (longest processing time first: no long task starts last while the others idle)."""
     tasks = list(tasks)
-    if ray is not None:
-        return _run_ray(fn, tasks, ray, on_done)
     jobs = default_jobs() if jobs is None else jobs
     check_number("jobs", jobs, low=1, high=1024, integer=True)
-    done: dict = {}
-    try:
-        if jobs == 1 or len(tasks) <= 1:
-            for i, t in enumerate(tasks):
-                done[i] = fn(t)
+    with TaskPool(min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
+        return pool.map(fn, tasks, on_done=on_done, weights=weights)
+
+
+class TaskPool:
+    """`run_tasks` kept open over many calls: `map(fn, tasks)` returns `[fn(t) for t in tasks]` as
+    `run_tasks(fn, tasks, jobs=, ray=)` does, but the `jobs` local processes start at the first map of
+    more than one task and stay up (with whatever they cached) until `close` (a context manager). A
+    fit that evaluates the same rows at hundreds of profiles pays the processes' start-up once."""
+
+    def __init__(self, jobs: int | None = None, *, ray: str | None = None) -> None:
+        jobs = default_jobs() if jobs is None else jobs
+        check_number("jobs", jobs, low=1, high=1024, integer=True)
+        self.jobs, self.ray, self._pool = int(jobs), ray, None
+
+    def __enter__(self) -> "TaskPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop the local processes (`cancel`: without waiting for queued tasks)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+    def map(self, fn, tasks, *, on_done=None, weights=None) -> list:
+        """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each;
+        `weights` as `run_tasks`'s."""
+        tasks = list(tasks)
+        if self.ray is not None:
+            return _run_ray(fn, tasks, self.ray, on_done)
+        done: dict = {}
+        try:
+            if self.jobs == 1 or len(tasks) <= 1:
+                for i, t in enumerate(tasks):
+                    done[i] = fn(t)
+                    _tick(on_done, len(done), len(tasks))
+            else:
+                self._collect(fn, tasks, done, on_done, weights)
+        except KeyboardInterrupt:
+            raise Interrupted(done) from None
+        return [done[i] for i in range(len(tasks))]
+
+    def _collect(self, fn, tasks, done: dict, on_done, weights=None) -> None:
+        from concurrent.futures import as_completed
+
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        try:
+            order = (range(len(tasks)) if weights is None else
+                     sorted(range(len(tasks)), key=lambda i: -weights[i]))  # stable: ties in task order
+            futures = {self._pool.submit(fn, tasks[i]): i for i in order}
+            for f in as_completed(futures):
+                done[futures[f]] = f.result()
                 _tick(on_done, len(done), len(tasks))
-        else:
-            _run_pool(fn, tasks, min(int(jobs), len(tasks)), done, on_done)
-    except KeyboardInterrupt:
-        raise Interrupted(done) from None
-    return [done[i] for i in range(len(tasks))]
+        except BaseException:
+            self.close(cancel=True)
+            raise
 
 
 def _tick(on_done, done: int, total: int) -> None:
@@ -57,21 +109,9 @@ def _tick(on_done, done: int, total: int) -> None:
         on_done(done, total)
 
 
-def _run_pool(fn, tasks, jobs: int, done: dict, on_done) -> None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-    try:
-        futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        for f in as_completed(futures):
-            done[futures[f]] = f.result()
-            _tick(on_done, len(done), len(tasks))
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+def _call(fn, task):
+    """`fn(task)`: the one function Ray runs (`ray.remote` takes functions, not partials)."""
+    return fn(task)
 
 
 def _run_ray(fn, tasks, address: str, on_done) -> list:
@@ -83,8 +123,8 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
         raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port) or auto", params=("ray",))
     if not ray_module.is_initialized():
         ray_module.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-    remote = ray_module.remote(fn)
-    refs = [remote.remote(t) for t in tasks]
+    remote = ray_module.remote(_call)  # a function Ray can wrap, whatever `fn` is (a partial too)
+    refs = [remote.remote(fn, t) for t in tasks]
     index = {r: i for i, r in enumerate(refs)}
     done: dict = {}
     pending = list(refs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 
@@ -11,7 +12,8 @@ from helpers import error_line, rows_of
 import llm_cost as lc
 from llm_cost.errors import InvalidValueError
 from llm_cost.executor import Interrupted, run_tasks
-from llm_cost.planner.verify import ServeTask, WorkloadRecipe, candidates_of, served_ranking, verify
+from llm_cost.planner.verify import (ServeTask, WorkloadRecipe, candidates_of, served_ranking, task_weight,
+                                     verify)
 from llm_cost.report.plan_rows import plan_rows
 
 
@@ -39,6 +41,35 @@ def test_executor_keeps_task_order_and_counts_progress():
     assert run_tasks(_square, range(7), jobs=2, on_done=lambda d, t: seen.append((d, t))) == [x * x for x in range(7)]
     assert seen[-1] == (7, 7) and len(seen) == 7
     assert run_tasks(_square, range(7), jobs=1) == run_tasks(_square, range(7), jobs=2)
+
+
+def _started_at(x):
+    import time
+
+    t = time.monotonic()
+    time.sleep(0.3)
+    return t
+
+
+def test_executor_weights_change_the_order_run_not_the_results():
+    """Heaviest first: two processes take tasks 3 and 1 (weights 9 and 5) before 0 and 2 (weight 1 each),
+    which start when those are done, 0.3 s later; the results stay in task order."""
+    assert run_tasks(_square, range(5), jobs=2, weights=[1, 5, 1, 9, 0]) == [0, 1, 4, 9, 16]
+    start = run_tasks(_started_at, range(4), jobs=2, weights=[1, 5, 1, 9])
+    assert max(start[1], start[3]) + 0.15 < min(start[0], start[2])
+
+
+def test_task_weight_puts_pipelines_first():
+    """pp 2 candidates (the general loop, 13.5 s per 20,000 requests here) outweigh tp 2 (1.6 s) and one
+    GPU (0.9 s) by the measured ratios."""
+    tasks = _tasks()
+    base = tasks[0]
+    cand = base.candidate
+    dep = cand.deployment
+    one = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=1)))
+    pipe = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=2)))
+    tp2 = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=2, pp=1)))
+    assert task_weight(pipe) == 15 * task_weight(one) and task_weight(tp2) == 1.8 * task_weight(one)
 
 
 def test_executor_interrupt_keeps_what_finished():
@@ -172,8 +203,40 @@ def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
     assert [(r["served_rank"], r["analytic_rank"]) for r in rows] == [(1, 1)]
 
 
-def test_cli_verify_refuses_disaggregate_in_one_line():
-    assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--verify", "2", "--rate", "5")
+def test_cli_emit_refuses_disaggregate_in_one_line():
+    assert "--disaggregate" in error_line(*PLAN, "--disaggregate", "--emit", "vllm")
+
+
+PLAN4 = tuple("4" if a == "2" and PLAN[i - 1] == "--gpus" else a for i, a in enumerate(PLAN))
+
+
+def test_disaggregated_candidate_served_as_batching_disaggregate_serves_it():
+    """`plan --disaggregate --verify 2` on 4 H100s serves the split (lecture preset, fp8, best_split: prefill
+    3 x tp 1 batch 32, decode 1 x tp 1 batch 256) as `batching --disaggregate 3:1` of the decode's
+    configuration at the whole 40 req/s, 100 requests per replica: 400 requests. The served row's p99 TTFT
+    and TPOT are batching's exactly (one simulation), its goodput per GPU batching's fleet goodput over
+    the 4 GPUs; it ranks with the two colocated rows by goodput per GPU."""
+    rows = rows_of(*PLAN4, "--disaggregate", "--verify", "2", "--rate", "40", "--requests", "100", "--jobs", "1")
+    assert len(rows) == 3 and [r["served_rank"] for r in rows] == [1, 2, 3]
+    split = next(r for r in rows if r.get("prefill_replicas"))
+    assert (split["prefill_replicas"], split["decode_replicas"], split["decode_tp"], split["decode_batch"],
+            split["weights"], split["kv_dtype"]) == (3, 1, 1, 256, "fp8", "fp8")
+    assert split["analytic_rank"] == 3 and split["served_gpus"] == 4 and split["served_requests"] == 400
+    assert "planned prefill: 3 x tp 1 x pp 1, batch 32" in split["serve_note"]
+    ref = rows_of("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture", "--weights", "fp8",
+                  "--kv-dtype", "fp8", "--tp", "1", "--reservation", "paged", "--max-batch", "256", "--rate", "40",
+                  "--requests", "400", "--prompt-len", "1024", "--output-len", "128", "--seed", "0",
+                  "--disaggregate", "3:1", "--slo-ttft-ms", "500", "--slo-tpot-ms", "20")[0]
+    assert (ref["prefill_replicas"], ref["decode_replicas"], ref["finished"]) == (3, 1, split["served_finished"])
+    assert split["served_ttft_s"] == ref["ttft_p99_s"] and split["served_tpot_s"] == ref["tpot_p99_s"]
+    assert split["goodput_req_per_s_per_gpu"] == pytest.approx(ref["goodput_req_per_s"] / 4, rel=1e-12)
+    assert split["transfer_mean_s"] == pytest.approx(ref["transfer_mean_s"], rel=1e-12)
+    goodput = [r["goodput_req_per_s_per_gpu"] for r in rows]  # all meet the SLO: goodput order
+    assert all(r["meets_served_slo"] for r in rows) and goodput == sorted(goodput, reverse=True)
+
+
+def test_cli_disaggregate_verify_refuses_a_closed_loop_in_one_line():
+    assert "--concurrency" in error_line(*PLAN4, "--disaggregate", "--verify", "1", "--concurrency", "8")
 
 
 def test_validate_jobs_give_the_same_predictions():

@@ -85,13 +85,41 @@ def profile_at(base: Profile, free, x) -> Profile:
     return prof
 
 
-def _residuals(points, base: Profile, free, x):
-    prof = profile_at(base, free, x)
-    out = []
-    for p in points:
-        q = predict(p, prof)
-        out.append(math.log(q.predicted / p.value) if q.covered else 0.0)
-    return out
+SERVED_KINDS = ("concurrency", "request rate")  # rows the serving engine predicts (`under_load`)
+
+
+def predictions(points, profile: Profile, executor=None) -> list[Prediction]:
+    """`predict(p, profile)` of every point, in order; with `executor` (an `executor.TaskPool`) the served
+    rows (SERVED_KINDS) are predicted through it and the others here: the same list bit for bit (each
+    prediction depends on its point and the profile alone)."""
+    if executor is None:
+        return [predict(p, profile) for p in points]
+    from functools import partial
+
+    groups: dict[tuple, list[int]] = {}  # one task per served condition: its metrics share one simulation
+    for i, p in enumerate(points):
+        if p.batch_kind in SERVED_KINDS:
+            groups.setdefault(_condition(p), []).append(i)
+    tasks = [tuple(points[i] for i in at) for at in groups.values()]
+    out = {i: q for at, qs in zip(groups.values(), executor.map(partial(_predict_all, profile=profile), tasks))
+           for i, q in zip(at, qs)}
+    return [out[i] if i in out else predict(p, profile) for i, p in enumerate(points)]
+
+
+def _condition(p) -> tuple:
+    """What a served row's simulation depends on (not its metric, id or value): rows alike run it once
+    (`under_load.load_figures` caches it) when they go to one process together."""
+    return (p.config, p.gpu_name, p.weights, p.group_size, p.kv, p.tp, p.pp, p.gpu_count, p.batch, p.batch_kind,
+            p.isl, p.osl, p.engine, p.bench)
+
+
+def _predict_all(points, profile: Profile) -> list[Prediction]:
+    return [predict(p, profile) for p in points]
+
+
+def _residuals(points, base: Profile, free, x, executor=None):
+    return [math.log(q.predicted / p.value) if q.covered else 0.0
+            for p, q in zip(points, predictions(points, profile_at(base, free, x), executor))]
 
 
 def fitted_engines(points) -> tuple[str, ...]:
@@ -103,15 +131,16 @@ def fitted_engines(points) -> tuple[str, ...]:
 
 
 def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibrated",
-                engines: bool = False) -> FitResult:
+                engines: bool = False, executor=None) -> FitResult:
     """Fit the `free` knobs of `base` to `points` (those `base` covers); the rest stay `base`'s.
-    `engines`: each engine of `fitted_engines` gets its own fixed costs (module doc)."""
+    `engines`: each engine of `fitted_engines` gets its own fixed costs (module doc); `executor`: a
+    `TaskPool` the served rows are predicted through (`predictions`; the same fit bit for bit)."""
     from scipy.optimize import least_squares
 
     free = check_free(free)
     start = {e[0]: e[1:] for e in base.engine_costs}  # a base fitted per engine starts each engine there
     base = base.with_(memory_basis="usable", engine_costs=())  # a calibrated profile counts the driver's memory
-    used = [p for p in points if predict(p, base).covered]
+    used = [p for p in points if predict(p, base).covered]  # here: warms this process's caches before workers fork
     if not used:
         raise InvalidValueError("calibrate: no point of the file can be predicted, nothing to fit")
     names = fitted_engines(used) if engines else ()
@@ -121,9 +150,9 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
             f"{k}@{e}" for e in names for k in ENGINE_BOUNDS)
         base = base.with_(engine_costs=tuple(
             (e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3))) for e in names))
-    free = acting_knobs(used, base, free)
+    free = acting_knobs(used, base, free, executor)
     if not free:
-        return FitResult(_finished(base, name), len(used), _rms(used, base), ())
+        return FitResult(_finished(base, name), len(used), _rms(used, base, executor), ())
     bounds = [ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free]
     lows = [lo / sc for lo, _, sc in bounds]
     highs = [hi / sc for _, hi, sc in bounds]
@@ -131,10 +160,10 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     x0 = [min(max(v, lo), hi) for v, lo, hi in zip(x0, lows, highs)]
     x0 = [min(max(v, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for v, lo, hi in zip(x0, lows, highs)]
     sparsity = _sparsity(used, free) if names else None
-    res = least_squares(lambda x: _residuals(used, base, free, x), x0, bounds=(lows, highs), jac_sparsity=sparsity,
+    res = least_squares(lambda x: _residuals(used, base, free, x, executor), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
     profile = _finished(profile_at(base, free, [float(v) for v in res.x]), name)
-    return FitResult(profile, len(used), _rms(used, profile), free)
+    return FitResult(profile, len(used), _rms(used, profile, executor), free)
 
 
 def _start(base: Profile, knob: str) -> float:
@@ -169,16 +198,16 @@ def _sparsity(points, free):
     return out
 
 
-def _rms(points, profile: Profile) -> float:
-    return math.sqrt(sum(r * r for r in _residuals(points, profile, (), [])) / len(points))
+def _rms(points, profile: Profile, executor=None) -> float:
+    return math.sqrt(sum(r * r for r in _residuals(points, profile, (), [], executor)) / len(points))
 
 
-def acting_knobs(points, base: Profile, free) -> tuple[str, ...]:
+def acting_knobs(points, base: Profile, free, executor=None) -> tuple[str, ...]:
     """The knobs of `free` that change some point's prediction (FP8's factor needs an FP8 row, the
     weight-only factor an INT4/INT8 row): a knob no point sees keeps `base`'s value, unfitted."""
     bounds = {k: ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free}
     middle = [0.5 * (bounds[k][0] + bounds[k][1]) / bounds[k][2] for k in free]  # every free knob acting
-    ref = _residuals(points, base, free, middle)
+    ref = _residuals(points, base, free, middle, executor)
     acting = []
     for i, k in enumerate(free):
         if "@" in k:  # an engine's knob moves its own points' fixed times: acting by construction
@@ -187,7 +216,7 @@ def acting_knobs(points, base: Profile, free) -> tuple[str, ...]:
         low, high, scale = bounds[k]
         probe = list(middle)
         probe[i] = (low + 0.25 * (high - low)) / scale
-        if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, base, free, probe))):
+        if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, base, free, probe, executor))):
             acting.append(k)
     return tuple(acting)
 
@@ -203,7 +232,7 @@ def cv_groups(points, by: str = "source") -> list[str]:
 
 
 def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "source",
-                   engines: bool = False) -> list[Prediction]:
+                   engines: bool = False, executor=None) -> list[Prediction]:
     """Each group's points predicted by a profile fitted to the other groups (k-fold by `by`: source,
     or gpu: leave one GPU out, what a user with a new GPU should expect).
 
@@ -212,13 +241,13 @@ def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "sourc
     group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
     groups = cv_groups(points, by)
     if len(groups) < 2:
-        prof = fit_profile(points, base, free, engines=engines).profile
-        return [predict(p, prof) for p in points]
+        prof = fit_profile(points, base, free, engines=engines, executor=executor).profile
+        return predictions(points, prof, executor)
     out: dict[str, Prediction] = {}
     for g in groups:
         train = [p for p in points if group(p) != g]
-        prof = fit_profile(train, base, free, engines=engines).profile
-        for p in points:
-            if group(p) == g:
-                out[p.id] = predict(p, prof)
+        prof = fit_profile(train, base, free, engines=engines, executor=executor).profile
+        held = [p for p in points if group(p) == g]
+        for p, q in zip(held, predictions(held, prof, executor)):
+            out[p.id] = q
     return [out[p.id] for p in points]

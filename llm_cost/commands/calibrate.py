@@ -31,6 +31,8 @@ SUMMARY_STATS = [
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
 PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
 SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Predict the served rows (concurrency, request rate) in N local processes (the same predictions as 1).")]
+RayAddress = Annotated[Optional[str], typer.Option("--ray", help="Predict the served rows as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")]
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
@@ -70,8 +72,8 @@ def validate_cmd(
     force: Force = False,
     skip_bad: SkipBad = False,
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Predict the rows in N local processes (the same predictions as 1).")] = 1,
-    ray: Annotated[Optional[str], typer.Option("--ray", help="Predict the rows as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
+    jobs: Jobs = 1,
+    ray: RayAddress = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -139,6 +141,8 @@ def calibrate_cmd(
     engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) where it has 10 points or more.")] = False,
     force: Force = False,
     skip_bad: SkipBad = False,
+    jobs: Jobs = 1,
+    ray: RayAddress = None,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
@@ -146,10 +150,9 @@ def calibrate_cmd(
     Warns when there are fewer than POINTS_PER_KNOB points per fitted knob, or one source (or GPU, with
     --cv-by gpu) so that no cross-validation is possible; a knob no point moves is marked not fitted.
     """
-    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, cv_groups, fit_profile
+    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, cv_groups, fit_profile, predictions
     from llm_cost.calibrate.metrics import summarize
     from llm_cost.calibrate.fit import CV_GROUPS
-    from llm_cost.calibrate.prediction import predict
     from llm_cost.calibrate.profile_file import write_profile
     from llm_cost.commands import parse
     from llm_cost.errors import check_choice
@@ -160,16 +163,20 @@ def calibrate_cmd(
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
     cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
     pts = read_all(points, skip_bad)
-    result = fit_profile(pts, base, knobs, name=name, engines=engines)
-    _warn_few_points(result.points, len(result.fitted))
-    fitted = summarize("fit", [predict(p, result.profile) for p in pts])
-    groups = cv_groups(pts, cv_by)
-    held = None
-    if cv and len(groups) < 2:
-        warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
-             f"the errors shown are in-sample only")
-    elif cv:
-        held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines))
+    from llm_cost.executor import TaskPool
+
+    with TaskPool(jobs, ray=ray) as pool:  # the served rows through it: the same fit as --jobs 1, bit for bit
+        result = fit_profile(pts, base, knobs, name=name, engines=engines, executor=pool)
+        _warn_few_points(result.points, len(result.fitted))
+        fitted = summarize("fit", predictions(pts, result.profile, pool))
+        groups = cv_groups(pts, cv_by)
+        held = None
+        if cv and len(groups) < 2:
+            warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
+                 f"the errors shown are in-sample only")
+        elif cv:
+            held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by,
+                                                                           engines=engines, executor=pool))
     calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
                    "engines": result.profile.engines, "in_sample": fitted.row()}
     if held:

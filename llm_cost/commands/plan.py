@@ -127,10 +127,10 @@ def plan_cmd(
     from llm_cost.planner import plan
 
     result = plan(grid, target, usd_per_gpu_hour=prices)
-    if disaggregate and (verify is not None or emit_engine is not None):
-        raise InvalidValueError("--verify and --emit take the colocated frontier: the serving engine does not serve "
-                                "a prefill/decode split yet; drop --disaggregate", params=("disaggregate",))
-    if disaggregate:
+    if disaggregate and emit_engine is not None:
+        raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
+                                "--disaggregate", params=("disaggregate",))
+    if disaggregate and verify is None:
         _disaggregated(grid, target, result, prices, refs, spec, fmt)
         return
     from llm_cost.report.plan_rows import plan_rows
@@ -142,18 +142,28 @@ def plan_cmd(
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
     caption = caption_of(result)
     if verify is not None:
-        from llm_cost.commands.plan_verify import verified
+        from llm_cost.commands.plan_verify import VerifyOptions, verified
 
-        rows, columns, caption = verified(result, rows, columns, caption, n=verify, target=target, o=locals())
+        o = VerifyOptions(verify, tuple(rate or ()), concurrency, prompt_len, output_len, arrivals, trace, requests,
+                          seed, slo_stat, jobs, ray)
+        splits = _splits(grid, target, prices, refs) if disaggregate else None
+        rows, columns, caption = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
-        from llm_cost.report.render import print_notes
-
-        print_notes([f"The best row as one command: llm-cost request {rows[0]['request_args']}"])
+        _best_as_commands(rows[0])
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model or model, grid.isl)
+
+def _best_as_commands(best: dict) -> None:
+    """The note under the table: the best row as `llm-cost request` (a disaggregated row: one per pool)."""
+    from llm_cost.report.render import print_notes
+
+    print_notes([f"The best row as one command: llm-cost request {best['request_args']}" if best.get("request_args")
+                 else f"The best row's pools as commands: prefill llm-cost request {best['prefill_request_args']}; "
+                      f"decode llm-cost request {best['decode_request_args']}"])
+
 
 def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
     """--emit's engine, checked (None: nothing emitted); --emit-k8s needs one."""
@@ -166,6 +176,15 @@ def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
     from llm_cost.planner.emit import ENGINES
 
     return check_choice("emit", str(emit_engine).lower(), ENGINES)
+
+
+def _splits(grid, target, prices, refs) -> tuple:
+    """(the best prefill/decode splits, their `disaggregated_rows`) of `plan --disaggregate`."""
+    from llm_cost.planner import best_split
+    from llm_cost.report.plan_rows import disaggregated_rows
+
+    splits, _ = best_split(grid, target)
+    return splits, disaggregated_rows(grid, splits, prices, refs)
 
 
 def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:

@@ -4,6 +4,8 @@ out of `commands/plan.py` so that module stays readable; only `plan` calls it.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llm_cost.report.render import Column, fixed
 
 VERIFY_COLUMNS = [
@@ -16,44 +18,85 @@ VERIFY_COLUMNS = [
 ]
 
 
-def recipe_of(o: dict, isl: int, osl: int):
+@dataclass(frozen=True)
+class VerifyOptions:
+    """`plan --verify`'s options as given: how many rows, the served workload (rates in req/s, clients,
+    length specs, arrivals, a trace path, requests per replica, seed), the SLO percentile, the executor."""
+
+    n: int
+    rate: tuple = ()
+    concurrency: int | None = None
+    prompt_len: str | None = None
+    output_len: str | None = None
+    arrivals: str = "poisson"
+    trace: str | None = None
+    requests: int = 2000
+    seed: int = 0
+    slo_stat: str = "p99"
+    jobs: int | None = None
+    ray: str | None = None
+
+
+def recipe_of(o: VerifyOptions, isl: int, osl: int):
     """The `WorkloadRecipe` of the plan's workload options (lengths default to --isl / --osl)."""
     from llm_cost.errors import InvalidValueError
     from llm_cost.planner.verify import WorkloadRecipe
 
-    rates = o["rate"] or []
+    rates = list(o.rate or [])
     if len(rates) > 1:
         raise InvalidValueError("--verify serves one workload: give --rate once", params=("rate",))
-    if rates and o["concurrency"] is not None:
+    if rates and o.concurrency is not None:
         raise InvalidValueError("give --rate (open loop) or --concurrency (closed loop), not both",
                                 params=("rate", "concurrency"))
     trace = None
-    if o["trace"] is not None:
+    if o.trace is not None:
         from llm_cost.serving.workload_spec import read_trace
 
-        trace = read_trace(o["trace"])
-    return WorkloadRecipe(requests=o["requests"], rate_req_per_s=rates[0] if rates else None,
-                          concurrency=o["concurrency"], prompt=o["prompt_len"] or str(isl),
-                          output=o["output_len"] or str(osl), arrivals=o["arrivals"], seed=o["seed"], trace=trace)
+        trace = read_trace(o.trace)
+    return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
+                          concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
+                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace)
 
 
-def verified(result, rows: list[dict], columns: list, caption: str, *, n: int, target, o: dict):
-    """(rows reordered by the served ranking with the served fields, columns, caption); Ctrl-C keeps
-    the candidates that finished (the caption says how many)."""
+def split_plan_row(row: dict, split, osl: int) -> dict:
+    """A disaggregated plan row (`disaggregated_rows`) in the plan table's columns, as `split` (a
+    `SplitCandidate`) serves it: P + D replicas of one tp x pp, the decode's batch."""
+    cand = split.candidate
+    dep, p, d = cand.deployment, split.prefill_replicas, split.decode_replicas
+    return {**row, "replicas": p + d, "split": f"P:D {p}:{d} of {dep.tp} x {dep.pp}", "batch": cand.batch,
+            "users_in_flight": d * cand.batch, "output_tokens_per_s_per_user": osl / row["e2e_s"],
+            "request_args": None}
+
+
+def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions, splits=None):
+    """(rows reordered by the served ranking with the served fields, columns, caption); `splits`:
+    (`best_split`'s splits, their rows) served disaggregated after the frontier's rows and ranked with
+    them. Ctrl-C keeps the candidates that finished (the caption says how many)."""
     from llm_cost.commands.app import note
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.errors import check_choice, check_number
+    from llm_cost.errors import InvalidValueError, check_choice, check_number
     from llm_cost.executor import Interrupted
-    from llm_cost.planner.verify import SLO_STATS, ServeTask, candidates_of, served_ranking, verify
+    from llm_cost.planner.verify import (SLO_STATS, ServeTask, candidates_of, served_ranking, split_candidates,
+                                         verify)
 
-    check_number("verify", n, low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o["slo_stat"], SLO_STATS)
+    check_number("verify", o.n, low=1, high=10_000, integer=True)
+    n = int(o.n)
+    stat = check_choice("slo_stat", o.slo_stat, SLO_STATS)
     recipe = recipe_of(o, result.grid.isl, result.grid.osl)
-    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in candidates_of(result, rows, n)]
+    cands = candidates_of(result, rows, n)
+    rows = rows[:n]
+    if splits is not None:
+        if recipe.concurrency is not None:
+            raise InvalidValueError("--disaggregate --verify serves open-loop arrivals (the router of the pools): "
+                                    "give --rate or --trace, not --concurrency", params=("disaggregate",))
+        more = split_candidates(result.grid, *splits)
+        cands += more
+        rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
+    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in cands]
     interrupted = False
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
-            served = verify(tasks, jobs=o["jobs"], ray=o["ray"], on_done=progress)
+            served = verify(tasks, jobs=o.jobs, ray=o.ray, on_done=progress)
         except Interrupted as stop:
             interrupted, done = True, stop.done
             served = [done[k] for k in sorted(done)]
@@ -84,5 +127,11 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, n: int, t
     if interrupted:
         caption += f"; interrupted: {len(out)} candidate(s) finished"
         note(f"interrupted: showing the {len(out)} candidate(s) that finished")
+    if splits is not None:
+        caption += ("; disaggregated splits served as P prefill and D decode replicas behind least-loaded routers "
+                    f"(the whole rate, {wl.requests if wl.trace is None else 'the trace'} requests per replica, the "
+                    "K/V over the GPU's link), static rank after the frontier's")
     cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
+    if any(r.get("serve_note") for r in out):
+        cols.append(Column("serve_note", "served as", str))
     return out, cols, caption

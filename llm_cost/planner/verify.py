@@ -16,6 +16,13 @@ replica, over the replica's GPUs:
 A candidate meets the SLO when the stated percentile (p50, p90, p99) of TTFT and of TPOT is within
 the target and every request finished; candidates that meet it rank first, each part by G_gpu.
 
+A disaggregated candidate (`plan --disaggregate --verify`: a `SplitCandidate`) is served by
+`serving.disaggregated.serve_disaggregated`: P prefill and D decode replicas behind least-loaded
+routers under the whole rate (`requests` per replica, P + D replicas), the K/V over the accelerator's
+link. That engine takes one replica and one configuration for both pools, so both pools run the
+decode pool's split, batch and speculation, the prefill pool's GPUs in replicas of that split (the row
+says so when the planned prefill split or batch differed); goodput per GPU is over both pools' GPUs.
+
 Determinism: every candidate's task carries its own seed (the workload seed for the requests, common
 to all candidates; the acceptance seed from a CRC-32 of the candidate's description), so a result
 depends on the candidate alone, never on the order or the process that ran it.
@@ -23,6 +30,7 @@ depends on the candidate alone, never on the order or the process that ran it.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from dataclasses import dataclass
@@ -59,17 +67,35 @@ class WorkloadRecipe:
             raise InvalidValueError("the served workload needs --rate R (req/s over the whole deployment) or "
                                     "--concurrency N (clients), one of them", params=("rate", "concurrency"))
 
+    def for_fleet(self, replicas: int):
+        """The `Workload` a fleet of `replicas` replicas serves as one (a disaggregated candidate's pools):
+        the whole rate, `requests` per replica (the same arrival window as a colocated replica's share)."""
+        if self.trace is not None:
+            return self.trace.at_rate(self.rate_req_per_s or self.trace.rate_req_per_s)
+        from llm_cost.serving.workload_spec import synthetic_workload
+
+        return synthetic_workload(self.requests * replicas, self.rate_req_per_s or 1.0, seed=self.seed,
+                                  prompt=self.prompt, output=self.output, arrivals=self.arrivals,
+                                  concurrency=self.concurrency)
+
     def for_replicas(self, replicas: int):
         """The `Workload` one of `replicas` replicas serves (its even share of the rate or clients)."""
         if self.trace is not None:
             rate = self.rate_req_per_s or self.trace.rate_req_per_s
             return self.trace.at_rate(rate / replicas)
-        from llm_cost.serving.workload_spec import synthetic_workload
-
         rate = self.rate_req_per_s / replicas if self.rate_req_per_s is not None else 1.0
         clients = None if self.concurrency is None else math.ceil(self.concurrency / replicas)
-        return synthetic_workload(self.requests, rate, seed=self.seed, prompt=self.prompt, output=self.output,
-                                  arrivals=self.arrivals, concurrency=clients)
+        return _drawn(self.requests, rate, self.seed, self.prompt, self.output, self.arrivals, clients)
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(requests: int, rate: float, seed: int, prompt: str, output: str, arrivals: str, clients):
+    """`synthetic_workload` drawn once per process for the candidates that share it (a `Workload` is
+    frozen: every candidate serves the same requests)."""
+    from llm_cost.serving.workload_spec import synthetic_workload
+
+    return synthetic_workload(requests, rate, seed=seed, prompt=prompt, output=output, arrivals=arrivals,
+                              concurrency=clients)
 
 
 @dataclass(frozen=True)
@@ -104,48 +130,129 @@ class ServeTask:
     slo_stat: str = "p99"
 
 
+@dataclass(frozen=True)
+class SplitCandidate:
+    """A disaggregated plan row (`planner.disaggregate`) to serve: `prefill_replicas` and `decode_replicas`
+    replicas of one configuration, `candidate` (the decode pool's split, batch and speculation: the
+    engine's `serve_disaggregated` takes one replica for both pools); `simplified` says what that changed
+    from the planned prefill pool ("" when nothing)."""
+
+    candidate: Candidate
+    prefill_replicas: int
+    decode_replicas: int
+    simplified: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.candidate.key
+
+    @property
+    def seed(self) -> int:
+        return self.candidate.seed
+
+
+def _candidate(grid, i: int, key: str) -> Candidate:
+    """Grid configuration `i` as a candidate named `key`."""
+    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    c = float(grid.c[i])
+    return Candidate(key, grid.space.model, grp.gpu, grid.profile, grp.deployment, grp.weights, int(grid.batch[i]),
+                     gamma=int(v.gamma or 0) if v.kind != "none" else 0, alpha=float(v.alpha or 0.0),
+                     c=0.0 if math.isnan(c) else c)
+
+
 def candidates_of(result, rows: list[dict], n: int) -> list[Candidate]:
     """The first `n` rows of a `Plan`'s frontier (`plan_rows` order) as candidates."""
-    grid = result.grid
+    return [_candidate(result.grid, int(i), row["request_args"]) for i, row in zip(result.frontier[:n], rows[:n])]
+
+
+def split_candidates(grid, splits, rows: list[dict]) -> list[SplitCandidate]:
+    """The disaggregated splits (`best_split`, with their `disaggregated_rows`) as candidates: the decode
+    pool's configuration for both pools, the prefill pool's GPUs in replicas of that split (at least one)."""
     out = []
-    for i, row in zip(result.frontier[:n], rows[:n]):
-        grp, v = grid.space.groups[grid.group[int(i)]], grid.variants[grid.variant[int(i)]]
-        c = float(grid.c[int(i)])
-        out.append(Candidate(row["request_args"], grid.space.model, grp.gpu, grid.profile, grp.deployment,
-                             grp.weights, int(grid.batch[int(i)]), gamma=int(v.gamma or 0) if v.kind != "none" else 0,
-                             alpha=float(v.alpha or 0.0), c=0.0 if math.isnan(c) else c))
+    for d, row in zip(splits, rows):
+        dec = _candidate(grid, d.decode, f"{row['prefill_request_args']} | {row['decode_request_args']}")
+        dep, pre = dec.deployment, grid.space.groups[grid.group[d.prefill]].deployment
+        n_pre = max(1, d.prefill_gpus // dep.gpus_per_replica)
+        simplified = ""
+        if (pre.tp, pre.pp, int(grid.batch[d.prefill])) != (dep.tp, dep.pp, dec.batch):
+            simplified = (f"both pools as the decode's tp {dep.tp} x pp {dep.pp}, batch {dec.batch} (planned prefill: "
+                          f"{d.prefill_gpus // pre.gpus_per_replica} x tp {pre.tp} x pp {pre.pp}, batch "
+                          f"{int(grid.batch[d.prefill])})")
+        out.append(SplitCandidate(dec, n_pre, d.decode_gpus // dep.gpus_per_replica, simplified))
     return out
 
 
-def serve_task(task: ServeTask) -> dict:
-    """Serve one candidate (module doc); its served figures as a flat SI dict."""
-    from llm_cost.serving.engine import serve
+def _replica_and_config(cand: Candidate):
+    """The candidate's `Replica` and `ServeConfig` (module doc)."""
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
 
-    cand = task.candidate
     dep = cand.deployment
     replica = Replica.from_specs(cand.model, cand.gpu, cand.profile, weights=cand.weights, deployment=dep,
                                  windowed=True)
     spec = SpecConfig(gamma=cand.gamma, alpha=cand.alpha, c=cand.c, seed=cand.seed) if cand.gamma else None
     config = ServeConfig(max_batch=cand.batch, reservation="paged", spec=spec,
                          pipeline="orca" if dep.pp > 1 else "serial", host_bytes_per_s=host_link_bytes_per_s(cand.gpu))
-    wl = task.workload.for_replicas(dep.replicas)
+    return replica, config
+
+
+def _not_served(note: str) -> dict:
+    return {"served": False, "serve_note": note, "goodput_req_per_s_per_gpu": 0.0, "meets_served_slo": False}
+
+
+def served_fields(r, requests: int, task: ServeTask, gpus: int) -> dict:
+    """A served run's figures (`ServeResult` `r` of `requests` requests on `gpus` GPUs) as a flat SI dict:
+    the percentile of TTFT and TPOT, throughput and goodput per GPU, whether it meets the SLO."""
+    stat = task.slo_stat
+    ttft, tpot = r.percentile_s("ttft", stat), r.percentile_s("tpot", stat)
+    meets = r.finished == requests and all(t is None or (not math.isnan(v) and v <= t)
+                                           for v, t in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
+    good = r.goodput_req_per_s(ttft_s=task.ttft_s, tpot_s=task.tpot_s)
+    return {"served": True, "serve_note": "", f"served_ttft_{stat}_s": ttft, f"served_tpot_{stat}_s": tpot,
+            "served_throughput_req_per_s_per_gpu": r.throughput_req_per_s / gpus,
+            "goodput_req_per_s_per_gpu": good / gpus, "meets_served_slo": bool(meets),
+            "served_requests": requests, "served_finished": int(r.finished), "served_preemptions": int(r.preemptions),
+            "served_seed": task.candidate.seed}
+
+
+def serve_task(task: ServeTask) -> dict:
+    """Serve one candidate (module doc; a `SplitCandidate` disaggregated, `serve_split`); its served
+    figures as a flat SI dict."""
+    if isinstance(task.candidate, SplitCandidate):
+        return serve_split(task)
+    from llm_cost.serving.engine import serve
+
+    cand = task.candidate
+    replica, config = _replica_and_config(cand)
+    wl = task.workload.for_replicas(cand.deployment.replicas)
     try:
         r = serve(wl, replica, config)
     except InvalidValueError as err:  # a request longer than the replica holds: it cannot serve this load
-        return {"served": False, "serve_note": str(err), "goodput_req_per_s_per_gpu": 0.0, "meets_served_slo": False}
-    stat = task.slo_stat
-    ttft, tpot = r.percentile_s("ttft", stat), r.percentile_s("tpot", stat)
-    finished = r.finished == len(wl)
-    meets = finished and all(t is None or (not math.isnan(v) and v <= t)
-                             for v, t in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
-    good = r.goodput_req_per_s(ttft_s=task.ttft_s, tpot_s=task.tpot_s)
-    return {"served": True, "serve_note": "", f"served_ttft_{stat}_s": ttft, f"served_tpot_{stat}_s": tpot,
-            "served_throughput_req_per_s_per_gpu": r.throughput_req_per_s / dep.gpus_per_replica,
-            "goodput_req_per_s_per_gpu": good / dep.gpus_per_replica, "meets_served_slo": bool(meets),
-            "served_requests": len(wl), "served_finished": int(r.finished), "served_preemptions": int(r.preemptions),
-            "served_seed": cand.seed}
+        return _not_served(str(err))
+    return served_fields(r, len(wl), task, cand.deployment.gpus_per_replica)
+
+
+def serve_split(task: ServeTask) -> dict:
+    """Serve a `SplitCandidate` disaggregated (`serving.disaggregated.serve_disaggregated`): its prefill and
+    decode replicas as one fleet under the whole workload (`WorkloadRecipe.for_fleet`), the K/V over the
+    accelerator's link (`handoff_link`); goodput per GPU over both pools' GPUs."""
+    from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
+
+    split = task.candidate
+    cand, n_pre, n_dec = split.candidate, split.prefill_replicas, split.decode_replicas
+    gpus = (n_pre + n_dec) * cand.deployment.gpus_per_replica
+    replica, config = _replica_and_config(cand)
+    wl = task.workload.for_fleet(n_pre + n_dec)
+    try:
+        bw, lat = handoff_link(cand.gpu, gpus)
+        d = serve_disaggregated(wl, replica, config, prefill=n_pre, decode=n_dec, link_bytes_per_s=bw,
+                                link_latency_s=lat)
+    except InvalidValueError as err:  # a closed loop, a request longer than the replica holds, no link
+        return {**_not_served(str(err)), "prefill_replicas": n_pre, "decode_replicas": n_dec, "served_gpus": gpus}
+    out = served_fields(d.served, len(wl), task, gpus)
+    out.update({"serve_note": split.simplified, "prefill_replicas": n_pre, "decode_replicas": n_dec,
+                "served_gpus": gpus, "transfer_mean_s": d.transfer_mean_s})
+    return out
 
 
 def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = None, on_done=None) -> list[dict]:
@@ -154,7 +261,25 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
     for t in tasks:
         check_choice("slo_stat", t.slo_stat, SLO_STATS)
-    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done)
+    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done, weights=[task_weight(t) for t in tasks])
+
+
+# CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
+# one GPU 0.9 s (the engine's fast path, inline roofline), tp 2 1.6 s (fast path, the cost called per
+# iteration), pp 2 13.5 s (the general loop: a pipeline misses the fast path)
+RELATIVE_COST = {"fast": 1.0, "deployed": 1.8, "pipeline": 15.0}
+
+
+def task_weight(task: ServeTask) -> float:
+    """A task's expected cost for the executor's order (heaviest first): its requests (a workload of
+    `requests` per replica) times RELATIVE_COST of its path; a disaggregated candidate, both pools'."""
+    cand = task.candidate
+    pools = 2.0 if isinstance(cand, SplitCandidate) else 1.0
+    dep = (cand.candidate if pools > 1 else cand).deployment
+    path = "pipeline" if dep.pp > 1 else "deployed" if dep.gpus_per_replica > 1 else "fast"
+    wl = task.workload
+    requests = len(wl.trace) if wl.trace is not None else wl.requests
+    return pools * requests * RELATIVE_COST[path]
 
 
 def served_ranking(served: list[dict]) -> list[int]:
