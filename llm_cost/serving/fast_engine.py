@@ -170,7 +170,8 @@ class _Fast:
         done = False
         hz = self.horizon
         tf, inline = self.tf, self.coeffs is not None
-        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c = self.coeffs or (0,) * 15
+        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = \
+            self.coeffs or (0,) * 19
         low = _LOW
         mem_from, draft_mem_from = self.memory_bound or (None, None)  # from these S on: no compute term
         while True:
@@ -238,16 +239,16 @@ class _Fast:
                 mem = (w + (S + rows) * kvb) / bps
                 if full:
                     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
-                    dt = (mem if mem > comp else comp) + fixed
+                    dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
                 else:  # memory-bound for sure: pairs not needed
-                    dt = mem + fixed
+                    dt = (mem + (cf + rows * cr)) + fixed
                 if g and nd:
                     ctx = S + nd
                     mem = (dw + ctx * dkvb) / dbps
                     if S < draft_mem_from[nd]:
                         comp = (nd * drf + ctx * dpf if dpf else nd * drf) / dfps
                         mem = mem if mem > comp else comp
-                    one = mem + dfixed
+                    one = (mem + (dcf + nd * dcr)) + dfixed
                     dt = dt + g * (one if c is None else c * one)
                 t += dt
             else:

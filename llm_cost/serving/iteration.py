@@ -121,8 +121,17 @@ def _terms(cost) -> tuple:
 
 
 def _plain_roofline(cost) -> bool:
-    """One GPU, no routed experts, no GEMM ramp: T = max(memory, compute) + fixed, constant coefficients."""
-    return not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
+    """No routed experts, no GEMM ramp, one stage, collectives that add and no hand-offs:
+    T = (max(memory, compute) + collectives(rows)) + fixed with constant coefficients (`PassCost.time`;
+    on one GPU the collectives are 0.0, which adds nothing)."""
+    plain_deployment = (cost.stages == 1 and not cost.overlap_comm
+                        and not (cost.handoff_fixed_s or cost.handoff_row_s))
+    return plain_deployment and not cost.num_experts and not getattr(cost, "ramped", False)
+
+
+def _comm_terms(cost) -> tuple:
+    """The collectives' coefficients (fixed seconds, seconds a row) of a `_plain_roofline` cost."""
+    return cost.comm_fixed_s, cost.comm_row_s
 
 
 def totals_time_fn(cost, spec, g: int):
@@ -139,12 +148,14 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     iteration would cost a fifth of it), or None where it cannot: a deployment, routed experts or a
     GEMM ramp, of the target or the draft.
 
-    The target's seven `_terms`, the draft's seven (the target's own without a draft model) and c
-    (None with a draft model or without speculation). With them
+    The target's seven `_terms`, the draft's seven (the target's own without a draft model), c
+    (None with a draft model or without speculation), then the collectives' (fixed, per row) of the
+    target and of the draft (zeros on one GPU: a tensor-parallel replica takes the fast path's inline
+    time too). With them
 
-        T   = max((w + (kv_dec + rows) kvb) / bps, (rows rf + pairs pf) / fps) + fixed
-        T  += g x [c x] (max((dw + ctx dkvb) / dbps, (decoders drf + ctx dpf) / dfps) + dfixed),
-              ctx = kv_dec + decoders, when g and decoders
+        T   = (max((w + (kv_dec + rows) kvb) / bps, (rows rf + pairs pf) / fps) + (cf + rows cr)) + fixed
+        T  += g x [c x] ((max((dw + ctx dkvb) / dbps, (decoders drf + ctx dpf) / dfps)
+                          + (dcf + decoders dcr)) + dfixed),      ctx = kv_dec + decoders, when g and decoders
 
     is operation for operation what `PassCost.time` and `draft_time` compute (the same seconds, bit
     for bit: tests/test_serving_engine.py)."""
@@ -153,7 +164,7 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     if not (_plain_roofline(cost) and _plain_roofline(dcost)):
         return None
     c = None if draft_cost is not None or not g else spec.c
-    return _terms(cost) + _terms(dcost) + (c,)
+    return _terms(cost) + _terms(dcost) + (c,) + _comm_terms(cost) + _comm_terms(dcost)
 
 
 def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, list]:
@@ -165,7 +176,7 @@ def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, l
     Both terms are linear in S: compute - (1 - 1e-9) memory = a S + b(n) <= 0 from S = -b / a on when
     a < 0 (K/V read outweighs attention arithmetic), everywhere when a, b <= 0; the margin of 1e-9 and
     one token more keep rounding from flipping the max."""
-    w, kvb, bps, rf, pf, fps, _, dw, dkvb, dbps, drf, dpf, dfps, _, _ = coeffs
+    w, kvb, bps, rf, pf, fps, _, dw, dkvb, dbps, drf, dpf, dfps, _, _ = coeffs[:15]
     r, keep = g + 1, 1 - 1e-9
     half = causal_pairs(r)
 
