@@ -205,3 +205,170 @@ def test_windowed_layers_move_what_they_hold():
     full = 6000 * server.cost.kv_token_bytes / h100.interconnect_bytes_per_s
     assert d.transfer_s[0] == pytest.approx(full * 10096 / 12000, rel=1e-9)
     assert d.served.finished == 1
+
+
+# --- each pool its own replica and config (issue 25.3: DistServe's per-pool parallelism and batch) ---------
+
+def test_larger_decode_batch_admits_more_by_hand():
+    # unit iterations (1 s), four requests of 4 prompt + 3 output tokens at t = 0, 1 B of K/V per token over
+    # a 4 B/s link (1 s each hand-off), prefill max_batch 2: first tokens at 1, 1, 2, 2 s, decode arrivals at
+    # 2, 2, 3, 3 s. A decode pool of max_batch 2 (the prefill pool's, the default) runs requests 0, 1 at
+    # 2-3 and 3-4 s, then 2, 3 at 4-5 and 5-6 s: finishes 4, 4, 6, 6 s in 4 iterations. Of max_batch 4 it
+    # admits requests 2, 3 beside 0, 1 in the 3-4 s iteration (batch 4): finishes 4, 4, 5, 5 s, 3 iterations,
+    # batches 2, 4, 2; at 3-4 s it holds 0 and 1 at 6 tokens (4 + first + second) and 2 and 3 at 5: 22.
+    wl = fixed_workload([(4, 3)] * 4)
+    small = ServeConfig(reservation="paged", block_size=1, watermark=0, max_batch=2)
+    kw = dict(prefill=1, decode=1, link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
+    same = serve_disaggregated(wl, UNIT, small, **kw)
+    wide = serve_disaggregated(wl, UNIT, small, decode_config=replace(small, max_batch=4), **kw)
+    assert same.served.first_token_s == wide.served.first_token_s == (1.0, 1.0, 2.0, 2.0)
+    assert same.served.finish_s == (4.0, 4.0, 6.0, 6.0) and same.decode.fleet.iterations == 4
+    assert wide.served.finish_s == (4.0, 4.0, 5.0, 5.0) and wide.decode.fleet.iterations == 3
+    assert wide.decode.fleet.mean_batch == pytest.approx(8 / 3) and wide.decode.fleet.kv_used_peak_tokens == 22
+    assert wide.prefill.fleet.max_batch == 2 and wide.decode.fleet.max_batch == 4
+
+
+def test_handoff_between_splits_by_hand():
+    # GPT-3 13B (Brown et al. 2020, Table 2.1: 40 layers, 40 heads of 128): 2 x 40 x 40 x 128 x 2 B =
+    # 819,200 B of BF16 K/V per token; a 512-token prompt is 419,430,400 B. Over 300 GB/s per GPU per
+    # direction (the A100's NVLink 3, hardware/a100-40gb.json): a tp-1 prefill GPU sends it all to a tp-2
+    # decode pool whose GPUs receive half each, and the larger share sets the time, 1.398 ms; the same
+    # from tp 2 to tp 1 (one decode GPU receives it all); tp 2 to tp 2: half each way, 0.699 ms.
+    from llm_cost.specs.deployment import Deployment
+
+    wl = fixed_workload([(512, 4)])
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2))
+    assert (SERVER.cost.kv_token_bytes, tp2.cost.kv_token_bytes) == (819_200, 409_600)
+    kw = dict(prefill=1, decode=1, link_bytes_per_s=300e9)
+    up = serve_disaggregated(wl, SERVER, PAGED, decode_replica=tp2, **kw)
+    down = serve_disaggregated(wl, tp2, PAGED, decode_replica=SERVER, **kw)
+    both = serve_disaggregated(wl, tp2, PAGED, decode_replica=tp2, **kw)
+    assert up.transfer_s[0] == pytest.approx(419_430_400 / 300e9, rel=1e-12)
+    assert down.transfer_s[0] == up.transfer_s[0] and both.transfer_s[0] == pytest.approx(up.transfer_s[0] / 2)
+    # the decode pool runs on its own split: its K/V capacity, its step time (tp 2 decodes faster)
+    assert up.decode.fleet.kv_capacity_tokens == tp2.kv_capacity_tokens != SERVER.kv_capacity_tokens
+    assert up.prefill.fleet.kv_capacity_tokens == SERVER.kv_capacity_tokens
+    one = serve_disaggregated(wl, SERVER, PAGED, **kw)
+    assert up.served.first_token_s == one.served.first_token_s
+    assert up.decode.fleet.busy_s < one.decode.fleet.busy_s
+
+
+@pytest.mark.parametrize("config", [PAGED, ServeConfig(reservation="declared", max_batch=8),
+                                    ServeConfig(reservation="paged", prefill_chunk=256)])
+def test_default_pools_are_todays_run(config):
+    # None gives the prefill pool's replica and config: the same run as naming them (bit for bit), and as
+    # the code before the pools had their own (checked against that commit's serve_disaggregated on these
+    # and a speculative config: first tokens, finishes, hand-offs, iterations, busy time identical)
+    import numpy as np
+
+    from llm_cost.specs.deployment import Deployment
+
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2))
+    wl = poisson_workload(200, 20.0, seed=3)
+    kw = dict(prefill=2, decode=1, link_bytes_per_s=A100.interconnect_bytes_per_s,
+              link_latency_s=A100.interconnect_latency_s)
+    for server in (SERVER, tp2):
+        a = serve_disaggregated(wl, server, config, **kw)
+        b = serve_disaggregated(wl, server, config, decode_replica=server, decode_config=config, **kw)
+        for x, y in ((a.served.first_token_s, b.served.first_token_s), (a.served.finish_s, b.served.finish_s),
+                     (a.transfer_s, b.transfer_s)):
+            assert np.array_equal(x, y, equal_nan=True)
+        assert (a.served.iterations, a.served.busy_s, a.decode.fleet.kv_used_mean_tokens) == \
+            (b.served.iterations, b.served.busy_s, b.decode.fleet.kv_used_mean_tokens)
+
+
+def test_decode_pool_refuses_prefix_caching():
+    with pytest.raises(InvalidValueError, match="without prefix caching"):
+        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, PAGED, prefill=1, decode=1, link_bytes_per_s=1.0,
+                            decode_config=ServeConfig(reservation="paged", prefix_caching=True))
+
+
+def test_planners_own_pools_agree_with_plan_disaggregate():
+    # `plan --disaggregate` on four H100 SXM for Llama-3-8B (ISL 2048, OSL 128, TTFT <= 300 ms, TPOT <= 10
+    # ms, lecture preset) picks different pools: two tp-1 prefill replicas of batch 8 (37.1 requests/s
+    # each) and one tp-2 decode replica of batch 128 (TPOT 9.32 ms: 108 requests/s). Simulated with those
+    # splits and batches under 1000 requests/s offered, the prefill pool's rate agrees within 1% (measured
+    # 0.02%) and the fleet's throughput within 5% (measured 3.9% below). The planner prices the decode pool
+    # at its full batch: behind the slower prefill pool it runs a mean batch of 46, so its TPOT is lower
+    # (measured 5.1 ms). Fed past its rate (three prefill replicas: 111 requests/s), it runs near its full
+    # batch and its own TPOT p50 agrees within 1% (measured 0.001%).
+    from helpers import rows_of
+
+    from llm_cost.specs import PRESETS
+    from llm_cost.specs.deployment import Deployment
+    from llm_cost.specs.weights import FP8
+
+    row = rows_of("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "2048", "--osl",
+                  "128", "--tpot-ms", "10", "--ttft-ms", "300", "--disaggregate", "--preset", "lecture")[0]
+    assert (row["prefill_gpus"], row["prefill_tp"], row["prefill_pp"], row["prefill_batch"], row["decode_gpus"],
+            row["decode_tp"], row["decode_pp"], row["decode_batch"], row["weights"]) == \
+        (2, 1, 1, 8, 2, 2, 1, 128, "fp8")
+    gpu, model = load_accelerator("h100-sxm"), load_model("llama-3-8b")
+    pre = Replica.from_specs(model, gpu, PRESETS["lecture"], weights=FP8)
+    dec = Replica.from_specs(model, gpu, PRESETS["lecture"], weights=FP8, deployment=Deployment(tp=2))
+    kw = dict(decode=1, link_bytes_per_s=gpu.interconnect_bytes_per_s, link_latency_s=gpu.interconnect_latency_s,
+              decode_replica=dec, decode_config=ServeConfig(reservation="paged", max_batch=row["decode_batch"]))
+    pre_config = ServeConfig(reservation="paged", max_batch=row["prefill_batch"])
+    wl = poisson_workload(1000, 1000.0, seed=0, prompt=2048, output=128)
+    d = serve_disaggregated(wl, pre, pre_config, prefill=2, **kw)
+    assert d.served.finished == len(wl)
+    assert d.prefill.fleet.throughput_req_per_s == pytest.approx(2 * row["prefill_batch"] / row["ttft_s"], rel=0.01)
+    assert d.served.throughput_req_per_s == pytest.approx(row["requests_per_s"], rel=0.05)
+    assert d.decode.fleet.mean_batch < 0.5 * row["decode_batch"]
+    assert d.decode.fleet.percentile_s("tpot", "p50") < row["tpot_s"]
+    fed = serve_disaggregated(poisson_workload(2000, 1000.0, seed=0, prompt=2048, output=128), pre, pre_config,
+                              prefill=3, **kw)
+    assert fed.decode.fleet.mean_batch > 0.9 * row["decode_batch"]
+    assert fed.decode.fleet.percentile_s("tpot", "p50") == pytest.approx(row["tpot_s"], rel=0.01)
+
+
+BATCHING_POOLS = ("batching", "--reservation", "paged", "--rate", "4", "--requests", "200", "--disaggregate", "1:2",
+                  "--decode-tp", "2", "--decode-max-batch", "64")
+
+
+def test_batching_decode_pool_options():
+    # `--decode-tp 2 --decode-max-batch 64`: the decode pool's two replicas of two A100s each (five GPUs in
+    # all), its own batch; the row's per-pool fields are the library's run of the same pools
+    from helpers import rows_of
+
+    from llm_cost.specs.deployment import Deployment
+    from llm_cost.serving.workload_spec import synthetic_workload
+
+    row = rows_of(*BATCHING_POOLS)[0]
+    assert (row["prefill_gpus"], row["decode_gpus"], row["prefill_tp"], row["decode_tp"]) == (1, 4, 1, 2)
+    assert (row["prefill_max_batch"], row["decode_max_batch"], row["finished"]) == (32, 64, 200)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 5)
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2), windowed=True)
+    wl = synthetic_workload(200, 4.0, seed=0, prompt="uniform:32:512", output="uniform:1:128")
+    d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=2, link_bytes_per_s=A100.interconnect_bytes_per_s,
+                            link_latency_s=A100.interconnect_latency_s, decode_replica=tp2,
+                            decode_config=replace(PAGED, max_batch=64))
+    assert row["decode_tpot_p50_s"] == d.decode.fleet.percentile_s("tpot", "p50")
+    assert row["prefill_ttft_p50_s"] == d.served.percentile_s("ttft", "p50")
+    assert row["decode_kv_utilisation"] == d.decode.fleet.kv_utilisation
+    assert row["transfer_mean_s"] == d.transfer_mean_s
+
+
+def test_batching_pool_rows_whole_at_80_columns():
+    # the pools' table under the fleet's, fitted to 80 columns: no line wider, every figure of the
+    # full-width text whole (tests/test_cli_screen.py's check)
+    from test_cli_screen import _numbers, _out
+
+    full, fitted = _out(BATCHING_POOLS), _out(BATCHING_POOLS, 80)
+    assert max(len(ln) for ln in fitted.splitlines()) <= 80
+    assert not _numbers(full) - _numbers(fitted)
+    lines = fitted.splitlines()
+    pools = next(i for i, ln in enumerate(lines) if ln.strip().startswith("pools; decode:"))
+    assert "tp 2" in lines[pools]
+    assert [ln.split()[1] for ln in lines[pools:] if ln.startswith("│")] == ["prefill", "decode"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--decode-tp", "2"], "give --disaggregate"),
+    (["--disaggregate", "1:1", "--decode-tp", "0"], "--decode-tp must be in [1, inf)"),
+    (["--disaggregate", "1:1", "--decode-max-batch", "0"], "--decode-max-batch must be in [1, inf)"),
+])
+def test_batching_decode_pool_bad_input(args, words):
+    from helpers import error_line
+
+    assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)

@@ -115,3 +115,8 @@ def deployment_options(fn):
     with_deployment.__signature__ = signature.replace(parameters=params)
     with_deployment.__annotations__ = {p.name: p.annotation for p in params}
     return with_deployment
+
+
+# batching --disaggregate P:D: the decode pool's own split and batch (default: the prefill pool's)
+DecodeTp = Annotated[Optional[int], typer.Option("--decode-tp", help="With --disaggregate: the decode pool's tensor-parallel GPUs per replica (default --tp).")]
+DecodeMaxBatch = Annotated[Optional[int], typer.Option("--decode-max-batch", help="With --disaggregate: the decode pool's most requests in an iteration (default --max-batch).")]

@@ -11,6 +11,7 @@ from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
                                        KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
                                        Reserve, Seed, SpecAlpha, SpecGamma, Weights)
+from llm_cost.commands.options import DecodeMaxBatch, DecodeTp  # batching --disaggregate's decode pool
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -243,6 +244,8 @@ def batching_cmd(
     turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")] = None,
+    decode_tp: DecodeTp = None,
+    decode_max_batch: DecodeMaxBatch = None,
     spec_gamma: SpecGamma = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,

@@ -24,9 +24,10 @@ def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
     return ENERGY_COLUMNS
 
 
-def pools_energy_columns(rows, runs, acc, dep) -> list:
-    """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy`, each powered for
-    the whole run; the columns to show (none without a board power)."""
+def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int]) -> list:
+    """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy` (`gpus` per replica
+    of the prefill and the decode pool), each powered for the whole run; the columns to show (none without
+    a board power)."""
     from llm_cost.roofline.energy import has_power
     from llm_cost.serving.energy import fleet_energy
 
@@ -36,8 +37,8 @@ def pools_energy_columns(rows, runs, acc, dep) -> list:
 
     for row, run in zip(rows, runs):
         span = run.served.span_s
-        joules = sum(fleet_energy(pool, acc, dep.gpus_per_replica, span_s=span).joules
-                     for pool in (run.prefill, run.decode) if pool is not None)
+        joules = sum(fleet_energy(pool, acc, g, span_s=span).joules
+                     for pool, g in zip((run.prefill, run.decode), gpus) if pool is not None)
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
                     "joules_per_token": joules / tokens if tokens else None})

@@ -189,8 +189,8 @@ def run_batching(o: dict) -> None:
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
     caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
-    if o.get("disaggregate"):
-        return _run_disaggregated(o, [wl.at_rate(r) for r in rates], wl, replica, config, acc, dep, slo, caption)
+    if any(o.get(k) is not None for k in ("disaggregate", "decode_tp", "decode_max_batch")):
+        return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
     if slo_s is not None:
         from llm_cost.serving.rate_search import highest_rate
 
@@ -255,42 +255,65 @@ DISAGG_COLUMNS = [Column("prefill_replicas", "prefill replicas"), Column("decode
                   Column("transfer_mean_s", "K/V hand-off mean (ms)", fixed(3, 1e-3))]
 
 
-def _run_disaggregated(o: dict, workloads, wl, replica, config, acc, dep, slo, caption) -> None:
-    """`batching --disaggregate P:D` (`serving.disaggregated`): prefills on P replicas, decodes on D, the
-    K/V over the datasheet's link (`handoff_link`); one row per rate, the fleet's."""
+def _decode_pool(o: dict, specs, replica, config):
+    """The decode pool's (Replica, ServeConfig, Deployment): its split from --decode-tp (its own K/V
+    capacity, and a draft's cost and memory on it), its batch from --decode-max-batch; the prefill pool's
+    where not given (`serving_pools`)."""
+    from dataclasses import replace
+
+    from llm_cost.commands.serving_pools import decode_deployment, decode_max_batch
+    from llm_cost.serving.replica import Replica
+
+    target, acc, profile, weights, dep = specs
+    d_dep = decode_deployment(o, dep)
+    if d_dep is not dep:
+        spec, _, kv_tokens = speculation(o, target, acc, profile, weights, d_dep)
+        replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
+                                     max_len=o["max_len"], deployment=d_dep, windowed=True)
+        config = replace(config, spec=spec)
+    return replica, replace(config, max_batch=decode_max_batch(o, config)), d_dep
+
+
+def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs) -> None:
+    """`batching --disaggregate P:D` (`serving.disaggregated`): prefills on P replicas, decodes on D of
+    the decode pool's own split and batch (`_decode_pool`), the K/V over the datasheet's link
+    (`handoff_link`); one row per rate, the fleet's, and the pools' rows under them (`serving_pools`)."""
     from llm_cost.commands.app import emit
-    from llm_cost.errors import InvalidValueError
+    from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows
     from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
 
-    text = str(o["disaggregate"])
-    p, _, d = text.partition(":")
-    if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-        raise InvalidValueError(f"--disaggregate takes P:D, prefill and decode replicas >= 1 each, got {text!r}",
-                                params=("disaggregate",))
-    if o["slo_ms"] is not None or o.get("router") or o["concurrency"] is not None:
-        raise InvalidValueError("--disaggregate simulates the given --rate values of open-loop arrivals: give "
-                                "--rate, not --slo-ms, --router or --concurrency", params=("disaggregate",))
-    p, d = int(p), int(d)
-    bw, lat = handoff_link(acc, (p + d) * dep.gpus_per_replica)
-    runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat)
-            for w in workloads]
+    p, d = pool_counts(o)
+    acc, dep = specs[1], specs[4]
+    d_replica, d_config, d_dep = _decode_pool(o, specs, replica, config)
+    gpus = (dep.gpus_per_replica, d_dep.gpus_per_replica)
+    bw, lat = handoff_link(acc, p * gpus[0] + d * gpus[1])
+    workloads = [wl.at_rate(r) for r in rates]
+    runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat,
+                                decode_replica=d_replica, decode_config=d_config) for w in workloads]
     results = [r.served for r in runs]
     rows, columns, extra = _rendered(results, workloads, wl, config, replica, None, slo, None, dep, o)
-    for row, r in zip(rows, runs):
+    pools = [pool_rows(r, p, d, gpus) for r in runs]
+    for row, r, pool in zip(rows, runs, pools):
         row.update({"prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
                     "rate_total_req_per_s": r.served.rate_req_per_s,
                     "throughput_total_req_per_s": r.served.throughput_req_per_s, "tokens_per_s": r.served.tokens_per_s,
-                    "tokens_per_s_per_gpu": r.served.tokens_per_s / ((p + d) * dep.gpus_per_replica)})
+                    "tokens_per_s_per_gpu": r.served.tokens_per_s / (p * gpus[0] + d * gpus[1]),
+                    **pool_fields(pool, (dep.tp, d_dep.tp), (config.max_batch, d_config.max_batch))})
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_energy import pools_energy_columns
 
-    columns = columns + pools_energy_columns(rows, runs, acc, dep)
-    emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} "
-         f"tokens" + extra, caption=caption + f"; disaggregated: prefills on {p}, decodes on {d} replicas of "
-         f"{dep.gpus_per_replica} GPUs, the K/V over {bw / 1e9:g} GB/s per GPU; TTFT at the prefill side, "
-         "the hand-off in the TPOT; --rate is the fleet's")
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus)
+    caption += (f"; disaggregated: prefills on {p} replicas of {gpus[0]} GPUs (max batch {config.max_batch}), "
+                f"decodes on {d} of {gpus[1]} GPUs (max batch {d_config.max_batch}), the K/V over {bw / 1e9:g} GB/s "
+                "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")
+    title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra
+    if o["fmt"] not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
+        return emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
+    emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
+    emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
+         title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
 
 
 def _settings_caption(config) -> str:

@@ -1,15 +1,21 @@
 """Disaggregated prefill and decode, simulated (issue 25.3; DistServe, Zhong et al., OSDI 2024,
-arXiv 2401.09670 §2-3; NVIDIA Dynamo): a prefill pool of P replicas and a decode pool of D replicas of
-one `Replica`, each replica its own general loop (`engine_loop.EngineLoop`) behind a least-loaded
-router (`fleet`), the K/V moved between the pools over a link.
+arXiv 2401.09670 §2-3; NVIDIA Dynamo): a prefill pool of P replicas and a decode pool of D replicas,
+each pool its own `Replica` (its tp x pp, its K/V capacity) and `ServeConfig` (max_batch, blocks,
+speculation), as DistServe and `plan --disaggregate` choose them per pool; each replica its own general
+loop (`engine_loop.EngineLoop`) behind a least-loaded router (`fleet`), the K/V moved between the pools
+over a link. The decode pool's replica and config default to the prefill pool's.
 
 - The prefill pool serves each request's prompt and stops at its first token (output 1).
 - The hand-off: request i's K/V leaves the prefill replica at its first token and reaches the decode
   pool after  t_kv,i = link_latency_s + K(P_i) x kv_bytes_per_token / link_bytes_per_s  (seconds;
-  K(P) the all-layer K/V tokens a context of P holds: P, fewer with windowed layers, `held_tokens_fn`; each
-  GPU of a tp x pp replica sends its own share over its own link, as `planner.disaggregate` and
-  `parallel.send_s`: `kv_bytes_per_token` defaults to the replica's per-GPU share,
-  `cost.kv_token_bytes`). Links are not shared: no transfer waits for another (an approximation).
+  K(P) the all-layer K/V tokens a context of P holds: P, fewer with windowed layers, `held_tokens_fn`).
+  Each GPU of the prefill replica sends its own share (its heads of its stage's layers) and each GPU of
+  the decode replica receives its own share, each over its own link, as `planner.disaggregate` and
+  `parallel.send_s`. When the pools' splits differ the shares differ (tp 1 -> tp 2: one GPU sends all
+  of a token's K/V, two GPUs receive half each), and the rule here is that the larger per-GPU share
+  over its link sets the time: `kv_bytes_per_token` defaults to
+  max(prefill `cost.kv_token_bytes`, decode `cost.kv_token_bytes`), the per-GPU bytes of one token.
+  Links are not shared: no transfer waits for another (an approximation).
 - The decode pool receives request i at first token + t_kv,i as a request of prompt P_i + 1 (the
   prompt and the first token) whose first P_i tokens are already cached (`pre` = P_i: no prefill
   compute for them, their K/V counted in the decode replica's blocks from admission), and generates
@@ -45,7 +51,7 @@ class DisaggregatedResult:
     """A disaggregated run: each pool's `FleetResult` (the decode pool's requests in hand-off order,
     `decode_of` the workload's index of each), the hand-off seconds per request (nan: none, one output
     token), and `served`: every request's timeline as one `ServeResult` (module doc; statistics of both
-    pools summed). Seconds."""
+    pools summed; its K/V capacity and settings the prefill pool's). Seconds."""
 
     prefill: FleetResult
     decode: FleetResult | None  # None: no request had a second token
@@ -124,11 +130,15 @@ def _summed(loops) -> dict:
 
 def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, decode: int,
                         link_bytes_per_s: float, link_latency_s: float = 0.0,
-                        kv_bytes_per_token: float | None = None) -> DisaggregatedResult:
-    """Serve `workload` on `prefill` prefill replicas and `decode` decode replicas of `replica` under
-    `config`, the K/V handed over a link of `link_bytes_per_s` (bytes/s per GPU per direction, e.g. the
-    datasheet's `Accelerator.interconnect_bytes_per_s`, or `scale_out_bytes_per_s` across domains) and
-    `link_latency_s` (s): t_kv = latency + prompt x kv_bytes_per_token / link (module doc).
+                        kv_bytes_per_token: float | None = None, decode_replica=None,
+                        decode_config=None) -> DisaggregatedResult:
+    """Serve `workload` on `prefill` prefill replicas of `replica` under `config` and `decode` decode
+    replicas of `decode_replica` under `decode_config` (None: the prefill pool's; the same model and
+    K/V dtype, the caller's to keep), the K/V handed over a link of `link_bytes_per_s` (bytes/s per GPU
+    per direction, e.g. the datasheet's `Accelerator.interconnect_bytes_per_s`, or
+    `scale_out_bytes_per_s` across domains) and `link_latency_s` (s):
+    t_kv = latency + K(prompt) x kv_bytes_per_token / link, the larger of the pools' per-GPU shares
+    (module doc).
 
     >>> from llm_cost.serving.replica import IterationCost, Replica
     >>> from llm_cost.serving.serve_config import ServeConfig
@@ -151,15 +161,23 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     if config.prefix_caching:
         raise InvalidValueError("disaggregated serving runs without prefix caching (the decode pool's K/V "
                                 "arrives by hand-off, not by cache)", params=("prefix_caching",))
-    kvb = replica.cost.kv_token_bytes if kv_bytes_per_token is None else kv_bytes_per_token
+    d_replica = replica if decode_replica is None else decode_replica
+    d_config = config if decode_config is None else decode_config
+    if d_config.prefix_caching:
+        raise InvalidValueError("disaggregated serving runs without prefix caching (the decode pool's K/V "
+                                "arrives by hand-off, not by cache)", params=("decode_config",))
+    kvb = (max(replica.cost.kv_token_bytes, d_replica.cost.kv_token_bytes) if kv_bytes_per_token is None
+           else kv_bytes_per_token)
     check_number("kv_bytes_per_token", kvb, low=0.0)
     held = held_tokens_fn(replica.cost) or (lambda c: c)  # windowed layers hold (and move) less
     n = len(workload)
     one = [1] * n
     pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
-    serve(replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
-                  output=workload.output[:1], declared_gen=workload.declared_gen[:1], prefix=None),
-          replica, config, fast=False)  # the engine's own checks of the settings, on one request
+    first_one = replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
+                        output=workload.output[:1], declared_gen=workload.declared_gen[:1], prefix=None)
+    serve(first_one, replica, config, fast=False)  # the engine's own checks of the settings, on one request
+    if decode_replica is not None or decode_config is not None:
+        serve(first_one, d_replica, d_config, fast=False)  # and of the decode pool's
     p_loops, p_assign = _run_pool(pre_wl, replica, config, prefill)
     p_fleet = fleet_result(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
     first = list(p_fleet.fleet.first_token_s)
@@ -178,8 +196,8 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
                         tuple(workload.output[i] - 1 for i in order),
                         tuple(workload.declared_gen[i] - 1 for i in order), workload.seed,
                         f"decode pool of {workload.description}".strip())
-        d_loops, d_assign = _run_pool(d_wl, replica, config, decode, cached=[workload.prompt[i] for i in order])
-        d_fleet = fleet_result(d_wl, replica, config, "least-loaded", d_loops, d_assign)
+        d_loops, d_assign = _run_pool(d_wl, d_replica, d_config, decode, cached=[workload.prompt[i] for i in order])
+        d_fleet = fleet_result(d_wl, d_replica, d_config, "least-loaded", d_loops, d_assign)
         for k, i in enumerate(order):
             fin[i] = d_fleet.fleet.finish_s[k]
         loops += d_loops
