@@ -212,8 +212,8 @@ PLAN4 = tuple("4" if a == "2" and PLAN[i - 1] == "--gpus" else a for i, a in enu
 
 def test_disaggregated_candidate_served_as_batching_disaggregate_serves_it():
     """`plan --disaggregate --verify 2` on 4 H100s serves the split (lecture preset, fp8, best_split: prefill
-    3 x tp 1 batch 32, decode 1 x tp 1 batch 256) as `batching --disaggregate 3:1` of the decode's
-    configuration at the whole 40 req/s, 100 requests per replica: 400 requests. The served row's p99 TTFT
+    3 x tp 1 batch 32, decode 1 x tp 1 batch 256) as `batching --disaggregate 3:1 --max-batch 32
+    --decode-max-batch 256`, each pool as planned, at the whole 40 req/s, 100 requests per replica: 400 requests. The served row's p99 TTFT
     and TPOT are batching's exactly (one simulation), its goodput per GPU batching's fleet goodput over
     the 4 GPUs; it ranks with the two colocated rows by goodput per GPU."""
     rows = rows_of(*PLAN4, "--disaggregate", "--verify", "2", "--rate", "40", "--requests", "100", "--jobs", "1")
@@ -222,9 +222,9 @@ def test_disaggregated_candidate_served_as_batching_disaggregate_serves_it():
     assert (split["prefill_replicas"], split["decode_replicas"], split["decode_tp"], split["decode_batch"],
             split["weights"], split["kv_dtype"]) == (3, 1, 1, 256, "fp8", "fp8")
     assert split["analytic_rank"] == 3 and split["served_gpus"] == 4 and split["served_requests"] == 400
-    assert "planned prefill: 3 x tp 1 x pp 1, batch 32" in split["serve_note"]
+    assert split["serve_note"] == ""  # nothing simplified: each pool served as planned
     ref = rows_of("batching", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture", "--weights", "fp8",
-                  "--kv-dtype", "fp8", "--tp", "1", "--reservation", "paged", "--max-batch", "256", "--rate", "40",
+                  "--kv-dtype", "fp8", "--tp", "1", "--reservation", "paged", "--max-batch", "32", "--decode-max-batch", "256", "--rate", "40",
                   "--requests", "400", "--prompt-len", "1024", "--output-len", "128", "--seed", "0",
                   "--disaggregate", "3:1", "--slo-ttft-ms", "500", "--slo-tpot-ms", "20")[0]
     assert (ref["prefill_replicas"], ref["decode_replicas"], ref["finished"]) == (3, 1, split["served_finished"])

@@ -19,9 +19,8 @@ the target and every request finished; candidates that meet it rank first, each 
 A disaggregated candidate (`plan --disaggregate --verify`: a `SplitCandidate`) is served by
 `serving.disaggregated.serve_disaggregated`: P prefill and D decode replicas behind least-loaded
 routers under the whole rate (`requests` per replica, P + D replicas), the K/V over the accelerator's
-link. That engine takes one replica and one configuration for both pools, so both pools run the
-decode pool's split, batch and speculation, the prefill pool's GPUs in replicas of that split (the row
-says so when the planned prefill split or batch differed); goodput per GPU is over both pools' GPUs.
+link. Each pool runs as planned: the prefill pool its own split and batch, the decode pool its split,
+batch and speculation (`decode_replica`, `decode_config`); goodput per GPU is over both pools' GPUs.
 
 Determinism: every candidate's task carries its own seed (the workload seed for the requests, common
 to all candidates; the acceptance seed from a CRC-32 of the candidate's description), so a result
@@ -132,15 +131,16 @@ class ServeTask:
 
 @dataclass(frozen=True)
 class SplitCandidate:
-    """A disaggregated plan row (`planner.disaggregate`) to serve: `prefill_replicas` and `decode_replicas`
-    replicas of one configuration, `candidate` (the decode pool's split, batch and speculation: the
-    engine's `serve_disaggregated` takes one replica for both pools); `simplified` says what that changed
-    from the planned prefill pool ("" when nothing)."""
+    """A disaggregated plan row (`planner.disaggregate`) to serve: `decode_replicas` replicas of
+    `candidate` (the decode pool's split, batch and speculation) and `prefill_replicas` of `prefill` (the
+    prefill pool's own split and batch), each pool as planned (`serve_disaggregated`'s `decode_replica`
+    and `decode_config`); `simplified` says what serving changed from the plan ("" when nothing)."""
 
     candidate: Candidate
     prefill_replicas: int
     decode_replicas: int
     simplified: str = ""
+    prefill: Candidate | None = None  # None: the prefill pool as `candidate`
 
     @property
     def key(self) -> str:
@@ -166,19 +166,14 @@ def candidates_of(result, rows: list[dict], n: int) -> list[Candidate]:
 
 
 def split_candidates(grid, splits, rows: list[dict]) -> list[SplitCandidate]:
-    """The disaggregated splits (`best_split`, with their `disaggregated_rows`) as candidates: the decode
-    pool's configuration for both pools, the prefill pool's GPUs in replicas of that split (at least one)."""
+    """The disaggregated splits (`best_split`, with their `disaggregated_rows`) as candidates, each pool
+    its planned configuration: the prefill pool's GPUs in replicas of its split, the decode pool's in its."""
     out = []
     for d, row in zip(splits, rows):
-        dec = _candidate(grid, d.decode, f"{row['prefill_request_args']} | {row['decode_request_args']}")
-        dep, pre = dec.deployment, grid.space.groups[grid.group[d.prefill]].deployment
-        n_pre = max(1, d.prefill_gpus // dep.gpus_per_replica)
-        simplified = ""
-        if (pre.tp, pre.pp, int(grid.batch[d.prefill])) != (dep.tp, dep.pp, dec.batch):
-            simplified = (f"both pools as the decode's tp {dep.tp} x pp {dep.pp}, batch {dec.batch} (planned prefill: "
-                          f"{d.prefill_gpus // pre.gpus_per_replica} x tp {pre.tp} x pp {pre.pp}, batch "
-                          f"{int(grid.batch[d.prefill])})")
-        out.append(SplitCandidate(dec, n_pre, d.decode_gpus // dep.gpus_per_replica, simplified))
+        key = f"{row['prefill_request_args']} | {row['decode_request_args']}"
+        dec, pre = _candidate(grid, d.decode, key), _candidate(grid, d.prefill, key)
+        n_pre = max(1, d.prefill_gpus // pre.deployment.gpus_per_replica)
+        out.append(SplitCandidate(dec, n_pre, d.decode_gpus // dec.deployment.gpus_per_replica, "", prefill=pre))
     return out
 
 
@@ -240,13 +235,15 @@ def serve_split(task: ServeTask) -> dict:
 
     split = task.candidate
     cand, n_pre, n_dec = split.candidate, split.prefill_replicas, split.decode_replicas
-    gpus = (n_pre + n_dec) * cand.deployment.gpus_per_replica
-    replica, config = _replica_and_config(cand)
+    pre = split.prefill or cand
+    gpus = n_pre * pre.deployment.gpus_per_replica + n_dec * cand.deployment.gpus_per_replica
     wl = task.workload.for_fleet(n_pre + n_dec)
     try:
+        replica, config = _replica_and_config(pre)
+        decode_replica, decode_config = _replica_and_config(cand)
         bw, lat = handoff_link(cand.gpu, gpus)
         d = serve_disaggregated(wl, replica, config, prefill=n_pre, decode=n_dec, link_bytes_per_s=bw,
-                                link_latency_s=lat)
+                                link_latency_s=lat, decode_replica=decode_replica, decode_config=decode_config)
     except InvalidValueError as err:  # a closed loop, a request longer than the replica holds, no link
         return {**_not_served(str(err)), "prefill_replicas": n_pre, "decode_replicas": n_dec, "served_gpus": gpus}
     out = served_fields(d.served, len(wl), task, gpus)
