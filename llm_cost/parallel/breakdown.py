@@ -76,7 +76,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     """The operators of one uniform pass (`PassCost.step(rows, batch, context)`) on one GPU of
     `deployment`, `cost` its deployed `PassCost`; their time_s sum to the step's total_s (module doc).
     Numbers only."""
-    tp, pp = deployment.tp, deployment.pp
+    tp, pp = deployment.attention_tp, deployment.pp  # the shared weights' split (1 under dp_attention)
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
     source = fixed_source = "datasheet" if profile.name in DOCUMENT_PRESETS else "fitted"
     if cost.kernel_source != "datasheet":  # Profile.kernels "measured" on a GPU with a table
@@ -90,7 +90,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     byte_of["embedding and LM head"] = (shared_bytes_read(wb, profile) - wb.always) * per_gpu
     byte_of["routed experts"] = step.weight_bytes_read - cost.weight_bytes
     gemm_active = sum(gemm_params.values())
-    dense_rows, expert_rows = cost.gemm_rows_parts(rows)
+    dense_rows, expert_rows = cost.gemm_rows_parts(rows, cost.rank_scale(batch))
     ops = []
     for name in ("attention projections", "MLP", "routed experts", "shared experts", "router",
                  "norms and element-wise", "embedding and LM head"):
@@ -125,14 +125,14 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
                  rows: float) -> list[OperatorTime]:
     """Each collective of the pass (`shard.comm_terms`, one term at a time) and the hand-offs; under
     `overlap_comm` the collectives keep only the part that outlasts the stages, in proportion."""
-    tp, ep = deployment.tp, deployment.ep
+    tp, ep, reduce_over = deployment.tp, deployment.ep, deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
     k = model.moe.experts_per_token if model.moe else 0
     after_mlp = model.num_layers - (moe_layers if ep > 1 else 0)
-    measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, tp) is not None \
-        and gpu.domains(tp) == 1
-    reduce_s = all_reduce_s(rows * row, tp, gpu, measured=measured)
+    measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, reduce_over) is not None \
+        and gpu.domains(reduce_over) == 1
+    reduce_s = all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
     parts = [("all-reduce after attention", model.num_layers, rows * row, reduce_s),
              ("all-reduce after MLP", after_mlp, rows * row, reduce_s)]
     if ep > 1:

@@ -92,6 +92,9 @@ class PassCost:
     # expert is sharded over tp). The step waits for the busiest of them (`expert_load`): its experts
     # read and its (token, expert) pairs, not the average GPU's.
     expert_parallel: int = 1
+    # Attention data parallel (`Deployment.dp_attention`): the coefficients are dp ranks' average, and
+    # a uniform pass waits for the busiest rank's ceil(batch / dp) sequences (`rank_scale`).
+    attention_dp: int = 1
     # Where the efficiencies come from: "datasheet" (the profile's figures) or the measured kernel
     # table's source (`kernels`, under Profile.kernels "measured" for a GPU that has one).
     kernel_source: str = "datasheet"
@@ -155,41 +158,67 @@ class PassCost:
             expert_flops_share=_expert_share(model) if moe else 0.0,
             state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0)
 
-    def gemm_rows(self, rows):
+    def rank_scale(self, batch):
+        """The busiest attention rank's share of a uniform pass over its average share:
+        ceil(batch / dp) x dp / batch (1 without data-parallel attention; numbers or arrays)."""
+        dp = self.attention_dp
+        if dp == 1:
+            return 1.0
+        if isinstance(batch, (int, float)):
+            return -(-batch // dp) * dp / batch
+        import numpy as np
+
+        return np.ceil(np.asarray(batch) / dp) * dp / batch
+
+    def gemm_rows(self, rows, dense_scale=1.0):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
         rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); under
         expert parallelism the expert share x the busiest GPU's pairs over the average's
-        (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either."""
+        (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either. `dense_scale`: the busiest
+        attention rank's (`rank_scale`) under data-parallel attention."""
         if not (self.ramped or self.busiest):
-            return rows
-        dense, experts = self.gemm_rows_parts(rows)
+            return rows * dense_scale if self.attention_dp != 1 else rows
+        dense, experts = self.gemm_rows_parts(rows, dense_scale)
         s = self.expert_flops_share
         return (1.0 - s) * dense + s * experts if s else dense
 
-    def gemm_rows_parts(self, rows):
+    def gemm_rows_parts(self, rows, dense_scale=1.0):
         """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
-        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops)."""
+        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops); under data-parallel
+        attention the dense GEMMs are one rank's (rows x dense_scale, the ramp at that / dp rows)."""
         dense = experts = rows
         routed = rows * self.expert_rows_scale
+        dp = self.attention_dp
         if self.ramped:
             h, r = self.gemm_half_rows, self.small_gemm_factor
             dense = experts = rows * (rows + h) / (rows + r * h)
+            if dp != 1:
+                m = rows * dense_scale / dp  # one rank's rows
+                dense = rows * dense_scale * (m + h) / (m + r * h)
             if self.expert_flops_share:
                 m = routed * self.experts_per_token / expected_experts_touched(
                     self.num_experts, self.experts_per_token, routed)  # rows per touched expert
                 experts = rows * (m + h) / (m + r * h)
+        elif dp != 1:
+            dense = rows * dense_scale
         if self.busiest:
             experts = experts * busiest_gpu_pairs_factor(self.num_experts, self.experts_per_token, routed,
                                                          self.expert_parallel, self.busiest_z)
         return dense, experts
 
     def uniform_terms(self, rows, batch, context):
-        """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
+        """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers
+        (data-parallel attention: x `rank_scale(batch)`, the busiest rank's)."""
         if not self.kv_windows:
             kv_tokens, pairs = uniform_pass(rows, batch, context)
         else:
             kv_tokens, pairs = windowed_pass(rows, batch, context, self.kv_windows, self.num_layers)
-        return (kv_tokens + batch * self.state_tokens, pairs) if self.state_tokens else (kv_tokens, pairs)
+        if self.state_tokens:
+            kv_tokens = kv_tokens + batch * self.state_tokens
+        if self.attention_dp != 1:
+            scale = self.rank_scale(batch)
+            return kv_tokens * scale, pairs * scale
+        return kv_tokens, pairs
 
     def weight_bytes_read(self, rows):
         """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""
@@ -240,10 +269,11 @@ class PassCost:
         """Seconds to read the weights and move `kv_tokens` tokens' K/V."""
         return (self.weight_bytes_read(rows) + kv_tokens * self.kv_token_bytes) / self.bytes_per_s
 
-    def compute_s(self, rows, pairs):
+    def compute_s(self, rows, pairs, dense_scale=1.0):
         """Seconds of arithmetic for `rows` rows and `pairs` attention pairs (GEMMs on the ramp:
-        `gemm_rows`)."""
-        seconds = self.flops(self.gemm_rows(rows) if self.ramped or self.busiest else rows, pairs)  # a fresh number or array
+        `gemm_rows`; `dense_scale`: the busiest attention rank's, `rank_scale`)."""
+        gemm = self.ramped or self.busiest or self.attention_dp != 1
+        seconds = self.flops(self.gemm_rows(rows, dense_scale) if gemm else rows, pairs)  # a fresh number or array
         try:
             seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
         except TypeError:  # an integer array
@@ -269,9 +299,13 @@ class PassCost:
         read = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
         flops = self.flops(rows, pairs)
         kv_bytes = kv_tokens * self.kv_token_bytes
+        if self.attention_dp != 1:  # the busiest attention rank (`rank_scale`)
+            compute_s = self.compute_s(rows, pairs, self.rank_scale(batch))
+        else:
+            compute_s = self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
-                        compute_s=self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s,
+                        compute_s=compute_s,
                         fixed_s=self.fixed_s,
                         comm_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
@@ -286,7 +320,7 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        if self.deployed or self.ramped or self.busiest:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
+        if self.deployed or self.ramped or self.busiest or self.attention_dp != 1:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
             return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
