@@ -177,3 +177,35 @@ def test_cli_roofline_and_request():
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["roofline", "--model", "llama-3-8b", "--tp", "8", "--dp-attention"])
     assert r.exit_code != 0 and "needs a MoE" in r.output and "Traceback" not in r.output
+
+
+def test_plan_searches_dp_attention_and_its_rows_replay_in_request():
+    """`plan --dp-attention` adds the dp-attention split of each eligible split (MoE, tp > 1, ep a
+    multiple of tp); each row's request_args give `request` the same TTFT, TPOT and memory needed, at
+    batches below and above the 8 ranks (the busiest rank's ceil(B / 8) sequences)."""
+    import json
+    import shlex
+
+    from llm_cost.catalog import as_profile
+    from llm_cost.cli import app
+    from llm_cost.planner import evaluate, plan_space
+    from llm_cost.report.plan_rows import config_fields
+
+    space = plan_space(V3, [H200], 8, tps=[8], pps=[1], eps=[8], weights=["checkpoint"], kv_dtypes=["bf16"],
+                       batches=[1, 4, 64], dp_attention=True)
+    assert [g.deployment.dp_attention for g in space.groups] == [False, True]
+    grid = evaluate(space, as_profile("lecture"), isl=1024, osl=64)
+    runner = CliRunner()
+    checked = 0
+    for i in range(len(grid.batch)):
+        if not space.groups[grid.group[i]].deployment.dp_attention:
+            continue
+        fields = config_fields(grid, i, {"deepseek-v3": "deepseek-v3", H200.name: "h200", "profile_args": ["--preset", "lecture"]})
+        assert "--dp-attention" in fields["request_args"] and fields["split"] == "8x1 ep 8 dp-attn"
+        r = runner.invoke(app, ["request", *shlex.split(fields["request_args"]), "--format", "json"])
+        assert r.exit_code == 0, r.output
+        row = json.loads(r.stdout)[0]
+        for key in ("ttft_s", "tpot_s", "memory_needed_bytes"):
+            assert row[key] == pytest.approx(fields[key], rel=1e-9), (fields["batch"], key)
+        checked += 1
+    assert checked == 3
