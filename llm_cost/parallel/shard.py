@@ -157,7 +157,7 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     pp - 1 stage hand-offs: an all-reduce per layer after attention and per dense layer after the MLP
     over tp (none under dp_attention: attention_tp 1); per MoE layer the MLP's all-reduce (ep 1) or a
     dispatch and a combine all-to-all over ep of each rank's rows / tp
-    (`measured`: all-reduces from the measured NCCL table where one exists, `comm.all_reduce_s`)."""
+    (`measured`: all-reduces and all-to-alls from the measured NCCL tables where they exist, `comm`)."""
     tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
     reduce_over = deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES  # one row's activations
@@ -168,7 +168,7 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     def collectives(rows):
         s = all_reduces * all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
         if ep > 1:
-            s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu)
+            s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu, measured=measured)
         return s
 
     across = handoffs_across(tp, pp, gpu)

@@ -122,7 +122,8 @@ def _terms(cost) -> tuple:
 
 def _plain_roofline(cost) -> bool:
     """One GPU, no routed experts, no GEMM ramp: T = max(memory, compute) + fixed, constant coefficients."""
-    return not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
+    return (not cost.deployed and not cost.num_experts and not getattr(cost, "ramped", False)
+            and getattr(cost, "kv_time_factor", 1.0) == 1.0)  # measured decode attention: the general path
 
 
 def totals_time_fn(cost, spec, g: int):
