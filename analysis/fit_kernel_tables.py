@@ -9,7 +9,8 @@ GEMM: achieved FLOP/s over the datasheet peak of the format, for the weight-shap
 (n, k >= 4096), fitted as a roofline whose compute side is the profile's ramp:
 t = max(bytes / (BW eta_bw), 2 m n k / (F eta(m))), eta(m) = eta_max (r + (1 - r) m / (m + h)),
 least squares on log time. Collectives (NCCL all_reduce, fp16): t = latency + 2 (n - 1) / n x
-bytes / bus_bandwidth per GPU count n, least squares on log time.
+bytes / bus_bandwidth per GPU count n, least squares on log time. The MoE grouped GEMMs, the NCCL
+all-to-all and decode attention: analysis/fit_kernel_ops.py (its module doc has their models).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 from scipy.optimize import least_squares
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fit_kernel_ops as ops  # noqa: E402  (beside this script, not a package)
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "aiconfigurator_core 0.12.0 (NVIDIA, Apache-2.0)"
@@ -108,7 +112,51 @@ def fit_gpu(data: Path, system: str, hw_name: str) -> dict | None:
             result["files"].append(str(nccl_dir.relative_to(data.parents[1]) / "nccl_perf.parquet"))
             result["all_reduce_model"] = "t = latency_s + 2 (n - 1) / n x bytes / bus_bytes_per_s (NCCL, fp16)"
             result["all_reduce"] = {"nccl_version": nccl_dir.name, **fit_allreduce(ar)}
+    return fit_ops(data, system, hw, result)
+
+
+def fit_ops(data: Path, system: str, hw: dict, result: dict) -> dict:
+    """Add the MoE, all-to-all and decode-attention fits (`fit_kernel_ops`) where the tables have them."""
+    moe_dir = latest_with(data / system / "moe" / "trtllm", result["engine_version"], "moe_perf.parquet")
+    if moe_dir is not None:
+        table = pq.read_table(moe_dir / "moe_perf.parquet").to_pylist()
+        fits = {}
+        for dtype, (fmt, peak_key, element_bytes) in ops.MOE_ELEMENT.items():
+            rows = ops.moe_rows(table, dtype)
+            if rows and hw.get(peak_key):
+                fits[fmt] = ops.fit_moe(rows, hw[peak_key], hw["bandwidth_bytes_per_s"], element_bytes)
+        if fits:
+            result["files"].append(str(moe_dir.relative_to(data.parents[1]) / "moe_perf.parquet"))
+            result["moe_model"] = ("one MoE layer on one GPU, whole experts (ep <= 8, tp 1), balanced: pairs = T k / ep, "
+                                   "touched = min(E / ep, max(1, pairs)), m = pairs / touched; t = max(touched 3 H I e / "
+                                   "(BW bw_efficiency), 6 H I pairs / (F eta(m))), eta(m) = eta_max (r + (1 - r) m / (m + h))")
+            result["moe"] = {"engine_version": moe_dir.name, **fits}
+    nccl_dir = latest(data / system / "comm" / "nccl")
+    if nccl_dir is not None:
+        nccl = pq.read_table(nccl_dir / "nccl_perf.parquet").to_pylist()
+        a2a = [r for r in nccl if r["op_name"] == "alltoall" and r["nccl_dtype"] == "half"]
+        if a2a:
+            result["all_to_all_model"] = "t = latency_s + (n - 1) / n x bytes / bus_bytes_per_s (NCCL alltoall, fp16; bytes each GPU sends)"
+            result["all_to_all"] = {"nccl_version": nccl_dir.name, **ops.fit_collective(a2a, lambda n: (n - 1) / n)}
+    att_dir = latest_with(data / system / "attention" / "trtllm", result["engine_version"], "generation_attention_perf.parquet")
+    if att_dir is not None:
+        rows = ops.decode_rows(pq.read_table(att_dir / "generation_attention_perf.parquet").to_pylist())
+        if rows:
+            result["files"].append(str(att_dir.relative_to(data.parents[1]) / "generation_attention_perf.parquet"))
+            result["decode_attention_model"] = ("t = latency_s + b per_sequence_s + b s kv_heads d 2 x 2 / (BW bw_efficiency), "
+                                                "BF16 K/V, per GQA group (query heads / K/V heads) range")
+            result["decode_attention"] = {"engine_version": att_dir.name,
+                                          **ops.fit_decode_attention(rows, hw["bandwidth_bytes_per_s"])}
     return result
+
+
+def latest_with(folder: Path, version: str, name: str) -> Path | None:
+    """`folder`/`version` when it holds the table `name` (the GEMM table's engine version), else the
+    newest version folder that does."""
+    if (folder / version / name).is_file():
+        return folder / version
+    versions = sorted(p for p in folder.iterdir() if (p / name).is_file()) if folder.is_dir() else []
+    return versions[-1] if versions else None
 
 
 def main(root: str) -> None:
@@ -118,7 +166,7 @@ def main(root: str) -> None:
         if fitted:
             path = REPO / "hardware" / "kernels" / f"{hw_name}.json"
             path.write_text(json.dumps(fitted, indent=2) + "\n")
-            print(path.name, json.dumps(fitted["gemm"]), json.dumps(fitted.get("all_reduce", {})))
+            print(path.name, json.dumps({k: fitted.get(k) for k in ("gemm", "moe", "all_to_all", "decode_attention")}))
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def test_breakdown_composes_to_the_pass_time_under_measured_kernels(name, deploy
     ops = pass_breakdown(cost, model, gpu, profile, BF16, dep, rows=rows, batch=batch, context=context)
     assert sum(o.time_s for o in ops) == pytest.approx(step.total_s, rel=1e-12)
     table = measured_gemm(gpu.name, "bf16").source
-    assert {o.source for o in ops if o.bound in ("memory", "compute")} == {table}
+    # every roofline operator from the GPU's tables: the GEMM's, or an operator table of the same file
+    assert all(o.source.startswith(table) for o in ops if o.bound in ("memory", "compute"))
     reduces = [o for o in ops if o.operator.startswith("all-reduce")]
     assert all(o.source == table for o in reduces) and bool(reduces) == (dep.tp > 1)
     if dep.tp > 1:  # the measured latency (~10 us at tp 4) is far above the datasheet's per-hop 0.47 us

@@ -61,6 +61,7 @@ Ep = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks of a MoE's 
 Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica).")]
 KvDtype = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 OverlapComm = Annotated[bool, typer.Option("--overlap-comm/--no-overlap-comm", help="Hide collectives behind compute (default: they add).")]
+DpAttention = Annotated[bool, typer.Option("--dp-attention", help="MoE: attention data parallel over the --tp GPUs (each holds the non-expert weights whole and its own sequences' K/V), the MoE layers expert parallel over --ep (a multiple of --tp); no all-reduce, the all-to-alls remain.")]
 Strict = Annotated[bool, typer.Option("--strict", help="Exit 2 when a deployment does not fit (memory or context).")]
 UsableMemory = Annotated[Optional[bool], typer.Option(
     "--usable-memory/--marketed-memory",
@@ -79,12 +80,13 @@ class DeploymentArgs(NamedTuple):
     gpus: Optional[int] = None
     kv_dtype: Optional[str] = None  # None: bf16 (or what a command's --kv-bytes says)
     overlap_comm: bool = False
+    dp_attention: bool = False
     usable_memory: Optional[bool] = None  # None: the profile's memory basis
     strict: bool = False
 
 
 DEPLOYMENT_OPTIONS = {"tp": Tp, "pp": Pp, "ep": Ep, "gpus": Gpus, "kv_dtype": KvDtype, "overlap_comm": OverlapComm,
-                      "usable_memory": UsableMemory, "strict": Strict}
+                      "dp_attention": DpAttention, "usable_memory": UsableMemory, "strict": Strict}
 DEPLOYMENT_PARAMETER = "deploy"
 AS_GIVEN = DeploymentArgs()  # a command's `deploy` default: no deployment option given
 
@@ -92,7 +94,7 @@ AS_GIVEN = DeploymentArgs()  # a command's `deploy` default: no deployment optio
 def deployment_options(fn):
     """Give command `fn` the deployment options in place of its `deploy` parameter, which then
     receives them as one `DeploymentArgs`: `--tp --pp --ep --gpus --kv-dtype --overlap-comm
-    --usable-memory/--marketed-memory --strict`, declared once (`DEPLOYMENT_OPTIONS`).
+    --dp-attention --usable-memory/--marketed-memory --strict`, declared once (`DEPLOYMENT_OPTIONS`).
 
     Typer reads the options from the signature this sets (`__signature__`, `__annotations__`).
     """

@@ -157,7 +157,7 @@ def deployment(args, profile=None, reserve: float | None = None, kv_dtype: str |
             raise InvalidValueError(f"tp x pp = {tp * pp} exceeds gpus = {gpus}", params=("tp", "pp", "gpus"))
     basis = None if args.usable_memory is None else ("usable" if args.usable_memory else "marketed")
     out = Deployment(tp=tp, pp=pp, ep=args.ep, gpus=gpus or 0, kv_dtype=str(kv_dtype or args.kv_dtype or "bf16").lower(),
-                     overlap_comm=args.overlap_comm, reserve=DEFAULT_RESERVE if reserve is None else reserve,
+                     overlap_comm=args.overlap_comm, dp_attention=args.dp_attention, reserve=DEFAULT_RESERVE if reserve is None else reserve,
                      memory_basis=basis)
     return out if profile is None else out.following(profile)
 

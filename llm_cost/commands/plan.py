@@ -9,8 +9,8 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import (BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset, PromptLen, Rates,
-                                       Requests, Seed, SpecAlpha, UsableMemory)
+from llm_cost.commands.options import (BwEff, DpAttention, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset,
+                                       PromptLen, Rates, Requests, Seed, SpecAlpha, UsableMemory)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import PRESETS
@@ -75,6 +75,7 @@ def plan_cmd(
     tp: Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")] = None,
     pp: Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")] = None,
     ep: Annotated[Optional[List[int]], typer.Option("--ep", help="Expert-parallel degrees to search for a MoE model (repeatable; default 1 and each tp).")] = None,
+    dp_attention: DpAttention = False,
     max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = 8,
     weights: Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")] = None,
     kv_dtype: Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")] = None,
@@ -116,7 +117,7 @@ def plan_cmd(
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                                tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
                                max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, max_tp=max_tp,
-                               weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof)
+                               weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof, dp_attention=dp_attention)
     # request_args name the profile as given (a preset or a file) with the knobs given over it
     refs["profile_args"] = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff),
                                                                     ("--fixed-ms", fixed_ms)) if v is not None
@@ -218,7 +219,7 @@ def _emit_best(rows, emit_engine, emit_k8s, name, isl) -> None:
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
-          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None):
+          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
     """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
     model's and accelerator's name to the text the user gave for it."""
     from llm_cost.catalog import load_accelerator, load_model
@@ -261,7 +262,7 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
         speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
     space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
                        kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
-                       speculation=speculation, eps=ep)
+                       speculation=speculation, eps=ep, dp_attention=dp_attention)
     return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
 
 

@@ -13,7 +13,7 @@ from llm_cost.commands.options import DraftCs, AS_GIVEN, BwEff, DeploymentArgs, 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
 # The deployment options a figure of one GPU's passes takes (--gpus is the plan's budget there)
-SPLIT = {"tp", "pp", "ep", "kv_dtype", "overlap_comm", "usable_memory", "strict"}
+SPLIT = {"tp", "pp", "ep", "kv_dtype", "overlap_comm", "dp_attention", "usable_memory", "strict"}
 # The options each kind reads; any other option given is an error rather than silently ignored.
 USES = {
     "roofline": {"model", "gpu", "preset", "mfu", "bw_eff", "context", "gamma", "batch", "max_rows"} | SPLIT,

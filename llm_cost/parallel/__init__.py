@@ -11,7 +11,7 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".comm", "all_reduce_s", "all_to_all_s", "send_s"),
-    **names_from(".shard", "ACTIVATION_BYTES", "check_deployment", "comm_terms", "deployed_cost", "kv_share",
+    **names_from(".shard", "ACTIVATION_BYTES", "check_deployment", "comm_terms", "deployed_cost", "deployment_kv_share", "kv_share",
                  "replicated_params_per_layer", "weight_bytes_per_gpu"),
     **names_from(".fit", "Fit", "deployment_fit", "largest_batch", "workspace_bytes"),
     **names_from(".step", "deployed_pass_cost", "deployed_step_time", "step_fit"),

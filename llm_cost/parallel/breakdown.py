@@ -33,7 +33,7 @@ from llm_cost.counts import param_counts, weight_bytes
 from llm_cost.parallel.comm import all_reduce_s, all_to_all_s
 from llm_cost.parallel.shard import ACTIVATION_BYTES, replicated_bytes
 from llm_cost.roofline import PassCost
-from llm_cost.roofline.kernels import measured_all_reduce
+from llm_cost.roofline.kernels import measured_all_reduce, measured_all_to_all
 from llm_cost.roofline.expert_load import busiest_gpu_pairs_factor
 from llm_cost.roofline.pass_terms import shared_bytes_read
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
@@ -76,7 +76,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     """The operators of one uniform pass (`PassCost.step(rows, batch, context)`) on one GPU of
     `deployment`, `cost` its deployed `PassCost`; their time_s sum to the step's total_s (module doc).
     Numbers only."""
-    tp, pp = deployment.tp, deployment.pp
+    tp, pp = deployment.attention_tp, deployment.pp  # the shared weights' split (1 under dp_attention)
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
     source = fixed_source = "datasheet" if profile.name in DOCUMENT_PRESETS else "fitted"
     if cost.kernel_source != "datasheet":  # Profile.kernels "measured" on a GPU with a table
@@ -90,7 +90,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     byte_of["embedding and LM head"] = (shared_bytes_read(wb, profile) - wb.always) * per_gpu
     byte_of["routed experts"] = step.weight_bytes_read - cost.weight_bytes
     gemm_active = sum(gemm_params.values())
-    dense_rows, expert_rows = cost.gemm_rows_parts(rows)
+    dense_rows, expert_rows = cost.gemm_rows_parts(rows, cost.rank_scale(batch))
     ops = []
     for name in ("attention projections", "MLP", "routed experts", "shared experts", "router",
                  "norms and element-wise", "embedding and LM head"):
@@ -108,12 +108,13 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     if step.kv_bytes or pairs:
         ops.insert(1, ("attention", step.kv_bytes, pairs, pairs / cost.flops_per_s))
     memory_bound = step.memory_s >= step.compute_s
+    own = {"attention": cost.kv_source, "routed experts": cost.expert_source}  # measured operator tables
     out = []
     for name, nbytes, flops, compute_s in ops:
-        memory_s = nbytes / cost.bytes_per_s
+        memory_s = nbytes * (cost.kv_time_factor if name == "attention" else 1.0) / cost.bytes_per_s
         share = memory_s if memory_bound else compute_s
         out.append(OperatorTime(name, nbytes, flops, memory_s, compute_s, share * cost.stages,
-                                "memory" if memory_s >= compute_s else "compute", source))
+                                "memory" if memory_s >= compute_s else "compute", own.get(name) or source))
     out += _collectives(model, gpu, deployment, cost, step, rows)
     if cost.fixed_s:
         out.append(OperatorTime("fixed (launches, scheduling)", 0.0, 0.0, 0.0, 0.0, cost.fixed_s, "fixed",
@@ -125,28 +126,34 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
                  rows: float) -> list[OperatorTime]:
     """Each collective of the pass (`shard.comm_terms`, one term at a time) and the hand-offs; under
     `overlap_comm` the collectives keep only the part that outlasts the stages, in proportion."""
-    tp, ep = deployment.tp, deployment.ep
+    tp, ep, reduce_over = deployment.tp, deployment.ep, deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
     k = model.moe.experts_per_token if model.moe else 0
     after_mlp = model.num_layers - (moe_layers if ep > 1 else 0)
-    measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, tp) is not None \
-        and gpu.domains(tp) == 1
-    reduce_s = all_reduce_s(rows * row, tp, gpu, measured=measured)
+    measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, reduce_over) is not None \
+        and gpu.domains(reduce_over) == 1
+    reduce_s = all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
     parts = [("all-reduce after attention", model.num_layers, rows * row, reduce_s),
              ("all-reduce after MLP", after_mlp, rows * row, reduce_s)]
+    a2a_measured = cost.kernel_source != "datasheet" and measured_all_to_all(gpu.name, ep) is not None \
+        and gpu.domains(ep) == 1
     if ep > 1:
         a2a = rows / tp * k * row
-        parts += [("all-to-all dispatch", moe_layers, a2a, all_to_all_s(a2a, ep, gpu)),
-                  ("all-to-all combine", moe_layers, a2a, all_to_all_s(a2a, ep, gpu))]
+        a2a_s = all_to_all_s(a2a, ep, gpu, measured=a2a_measured)
+        parts += [("all-to-all dispatch", moe_layers, a2a, a2a_s), ("all-to-all combine", moe_layers, a2a, a2a_s)]
     parts = [(name, n * nbytes, n * float(seconds)) for name, n, nbytes, seconds in parts if n and seconds]
     collectives = sum(s for _, _, s in parts)
     scale = 1.0
     if cost.overlap_comm and collectives:
         body = max(step.memory_s, step.compute_s) * cost.stages
         scale = max(collectives - body, 0.0) / collectives
-    out = [OperatorTime(name, nbytes, 0.0, 0.0, 0.0, seconds * scale, "communication",
-                        cost.kernel_source if measured and name.startswith("all-reduce") else "datasheet")
+    def source(name):
+        if measured and name.startswith("all-reduce"):
+            return cost.kernel_source
+        return f"{cost.kernel_source}: all-to-all" if a2a_measured and name.startswith("all-to-all") else "datasheet"
+
+    out = [OperatorTime(name, nbytes, 0.0, 0.0, 0.0, seconds * scale, "communication", source(name))
            for name, nbytes, seconds in parts]
     handoff = float(step.handoff_s)
     if handoff:

@@ -24,7 +24,7 @@ A datasheet without a network keeps one tier (an optimistic bound past the domai
 
 from __future__ import annotations
 
-from llm_cost.roofline.kernels import measured_all_reduce
+from llm_cost.roofline.kernels import measured_all_reduce, measured_all_to_all
 from llm_cost.specs import Accelerator
 
 
@@ -45,12 +45,17 @@ def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
             + 2 * (n - 1) / n * nbytes / gpu.scale_out_bytes_per_s)
 
 
-def all_to_all_s(nbytes, n: int, gpu: Accelerator):
+def all_to_all_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """All-to-all over `n` GPUs, each sending `nbytes` spread evenly (1/n stays home):
-    (n - 1) alpha + (n - 1) / n x nbytes / beta (across d domains: the module doc's two tiers)."""
+    (n - 1) alpha + (n - 1) / n x nbytes / beta (across d domains: the module doc's two tiers).
+    `measured` and a measured NCCL all-to-all for this GPU and n inside one domain
+    (`roofline.kernels.measured_all_to_all`): latency + (n - 1) / n x nbytes / achieved bus bandwidth."""
     if n == 1:
         return 0.0 * nbytes
     d = gpu.domains(n)
+    fit = measured_all_to_all(gpu.name, n) if measured and d == 1 else None
+    if fit is not None:
+        return fit[0] + (n - 1) / n * nbytes / fit[1]
     if d == 1:
         return (n - 1) * gpu.interconnect_latency_s + (n - 1) / n * nbytes / gpu.interconnect_bytes_per_s
     import numpy as np  # only here: the `model` command imports this module and not numpy

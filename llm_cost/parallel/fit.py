@@ -17,6 +17,9 @@ activations of one layer, reused layer after layer, for `rows` rows:
                                            normed input; q, k, v; gate and up, the widest MLP)
     + sampling rows x vocab / tp x 4     (FP32 logits; a prefill samples its last row only)
 
+Under data-parallel attention (`Deployment.dp_attention`) the busiest of the dp = tp ranks holds the
+K/V of ceil(batch / dp) whole sequences and the workspace of their rows, at attention_tp 1.
+
 A deployment that does not fit keeps its time (the article's "70B on one card, assuming it fits");
 `Fit.reason` says by how much it falls short, for the warning and the rows.
 """
@@ -105,9 +108,11 @@ def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *
     for the one batch in flight: `Deployment.batches_in_flight`)."""
     after = context + rows / batch
     per_sequence = kv_bytes_per_token_per_gpu(model, kv_bytes(model, after, deployment.kv_bytes_per_element), deployment)
+    dp = deployment.attention_dp
+    held = deployment.attention_batch(batch)  # batch, or the busiest rank's sequences x dp
     return Fit(weight_bytes=weight_bytes_per_gpu(model, weights, deployment),
-               kv_bytes=batch * per_sequence,
-               workspace_bytes=workspace_bytes(model, rows, batch, deployment.tp),
+               kv_bytes=held * per_sequence,
+               workspace_bytes=workspace_bytes(model, rows * held / batch / dp, held / dp, deployment.attention_tp),
                available_bytes=deployment.available_bytes(gpu), memory_basis=deployment.basis,
                context=after, context_limit=model.max_position_embeddings)
 

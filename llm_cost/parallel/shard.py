@@ -20,6 +20,14 @@ dispatch and a combine all-to-all over ep GPUs of rows / tp x top-k x hidden x 2
 Uniform routing; the step waits for the busiest GPU: the experts it reads and the (token, expert)
 pairs it computes are the expected maximum over the ep GPUs (`roofline.expert_load`).
 
+Attention data parallel (`Deployment.dp_attention`, ep a multiple of tp): the tp GPUs of a stage are
+dp = tp attention ranks, each with every non-expert weight whole (attention, dense MLPs, shared
+experts, embedding and LM head) and the K/V of its own sequences: K/V and attention pairs 1/dp of the
+batch's on average, the busiest rank's ceil(B / dp) sequences in a uniform pass
+(`PassCost.attention_dp`); dense GEMM FLOPs 1/dp of the rows, at full width. No all-reduce at all
+(attention_tp 1): the MoE layers' dispatch and combine all-to-alls of rows / dp x top-k x hidden x 2
+bytes per rank are the only collectives. The routed experts are as under ep.
+
 Stages that do not divide the layers (80 over pp 3) are as balanced as whole layers allow: the
 time crosses all of them, and the memory of the largest, ceil(L / pp) layers, is what must fit
 (`stage_share`).
@@ -50,7 +58,12 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
     ep only for a MoE, dividing its routed experts, 1 or a multiple of tp, ep / tp dividing the
     replicas; an interconnect on the datasheet when anything is split.
     """
-    tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
+    tp, pp, ep = deployment.attention_tp, deployment.pp, deployment.ep
+    if deployment.dp_attention and deployment.tp > 1 and (model.moe is None or ep % deployment.tp):
+        raise InvalidValueError(f"dp_attention runs the MoE layers expert parallel over the tp = {deployment.tp} "
+                                f"attention ranks: it needs a MoE and ep a multiple of tp, got "
+                                f"{'a dense model' if model.moe is None else f'ep = {ep}'}",
+                                params=("dp_attention", "ep"))
     if model.num_heads % tp:
         raise InvalidValueError(f"tp must divide the model's {model.num_heads} attention heads, got {tp}",
                                 params=("tp",))
@@ -67,13 +80,14 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
         if model.moe.num_experts % ep:
             raise InvalidValueError(f"ep must divide the model's {model.moe.num_experts} routed experts, got {ep}",
                                     params=("ep",))
-        if ep % tp:
-            raise InvalidValueError(f"ep must be 1 or a multiple of tp = {tp} (whole experts per GPU), got {ep}",
+        group = deployment.tp  # the GPUs of a stage, whatever attention's split
+        if ep % group:
+            raise InvalidValueError(f"ep must be 1 or a multiple of tp = {group} (whole experts per GPU), got {ep}",
                                     params=("ep", "tp"))
-        if ep > tp and deployment.replicas % (ep // tp):
-            raise InvalidValueError(f"ep = {ep} spans {ep // tp} replicas of tp = {tp}: --gpus must hold a multiple "
-                                    f"of them (replicas {deployment.replicas})", params=("ep", "gpus"))
-    split = [name for name, degree in (("tp", tp), ("pp", pp), ("ep", ep)) if degree > 1]
+        if ep > group and deployment.replicas % (ep // group):
+            raise InvalidValueError(f"ep = {ep} spans {ep // group} replicas of tp = {group}: --gpus must hold a "
+                                    f"multiple of them (replicas {deployment.replicas})", params=("ep", "gpus"))
+    split = [name for name, degree in (("tp", deployment.tp), ("pp", pp), ("ep", ep)) if degree > 1]
     if split and not gpu.interconnect_bytes_per_s:
         raise InvalidValueError(f"{split[0]} = {deployment.__dict__[split[0]]} needs the interconnect: "
                                 f"{gpu.name}'s datasheet has no interconnect_bytes_per_s", params=(split[0],))
@@ -109,42 +123,52 @@ def replicated_bytes(model: ModelSpec, weights: WeightFormat, tp: int) -> float:
     return model.num_layers * replicated_params_per_layer(model, tp) * weight_bytes(model, weights).effective_bits / 8
 
 
+def deployment_kv_share(model: ModelSpec, deployment: Deployment) -> float:
+    """Fraction of one token's K/V one GPU of a stage holds on average: `kv_share` over attention_tp,
+    / attention_dp (data-parallel ranks hold their own sequences whole: 1/tp of the tokens)."""
+    return kv_share(model, deployment.attention_tp) / deployment.attention_dp
+
+
 def stage_share(model: ModelSpec, pp: int) -> float:
     """Fraction of the layers the largest of pp stages holds: ceil(L / pp) / L (1/pp when pp divides L)."""
     return -(-model.num_layers // pp) / model.num_layers
 
 
 def weight_bytes_per_gpu(model: ModelSpec, weights: WeightFormat, deployment: Deployment) -> float:
-    """Weight bytes one GPU of the largest stage holds: 1/tp of the shared weights, 1/max(tp, ep) of the
-    routed experts, plus the replicated attention parameters, of its ceil(L / pp) / L share."""
+    """Weight bytes one GPU of the largest stage holds: 1/tp of the shared weights (all of them under
+    dp_attention: `Deployment.attention_tp`), 1/max(tp, ep) of the routed experts, plus the replicated
+    attention parameters, of its ceil(L / pp) / L share."""
     wb = weight_bytes(model, weights)
     experts = wb.num_moe_layers * wb.num_experts * wb.expert
-    held = (wb.total - experts) / deployment.tp + experts / deployment.expert_group
-    return (held + replicated_bytes(model, weights, deployment.tp)) * stage_share(model, deployment.pp)
+    tp = deployment.attention_tp
+    held = (wb.total - experts) / tp + experts / deployment.expert_group
+    return (held + replicated_bytes(model, weights, tp)) * stage_share(model, deployment.pp)
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_bytes_per_token: float, deployment: Deployment) -> float:
-    """One token's K/V (all layers: `kv_bytes_per_token`) one GPU of the largest stage holds:
-    x kv_share(tp) x ceil(L / pp) / L."""
-    return kv_bytes_per_token * kv_share(model, deployment.tp) * stage_share(model, deployment.pp)
+    """One token's K/V (all layers: `kv_bytes_per_token`) one GPU of the largest stage holds on average:
+    x kv_share(tp) x ceil(L / pp) / L (under dp_attention x 1/tp: `deployment_kv_share`)."""
+    return kv_bytes_per_token * deployment_kv_share(model, deployment) * stage_share(model, deployment.pp)
 
 
 def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
                measured: bool = False) -> tuple[float, float, float, float]:
     """(fixed seconds, seconds per row) of one pass's collectives, all stages, then the same of its
     pp - 1 stage hand-offs: an all-reduce per layer after attention and per dense layer after the MLP
-    over tp; per MoE layer the MLP's all-reduce (ep 1) or a dispatch and a combine all-to-all over ep
-    (`measured`: all-reduces from the measured NCCL table where one exists, `comm.all_reduce_s`)."""
+    over tp (none under dp_attention: attention_tp 1); per MoE layer the MLP's all-reduce (ep 1) or a
+    dispatch and a combine all-to-all over ep of each rank's rows / tp
+    (`measured`: all-reduces and all-to-alls from the measured NCCL tables where they exist, `comm`)."""
     tp, pp, ep = deployment.tp, deployment.pp, deployment.ep
+    reduce_over = deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES  # one row's activations
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
     k = model.moe.experts_per_token if model.moe else 0
     all_reduces = 2 * model.num_layers - (moe_layers if ep > 1 else 0)
 
     def collectives(rows):
-        s = all_reduces * all_reduce_s(rows * row, tp, gpu, measured=measured)
+        s = all_reduces * all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
         if ep > 1:
-            s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu)
+            s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu, measured=measured)
         return s
 
     across = handoffs_across(tp, pp, gpu)
@@ -167,7 +191,8 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
         W / (tp pp) + replicated,  kv x kv_share / pp,  row and pair FLOPs / (tp pp),
         expert bytes / (max(tp, ep) pp) with rows x max(tp, ep) / tp,  stages pp,  comm_terms
 
-    (the time's stages are balanced: a pass crosses all of them; `stage_share` is the memory's)
+    (the time's stages are balanced: a pass crosses all of them; `stage_share` is the memory's;
+    dp_attention: W / pp, kv x 1/tp / pp, attention_dp tp: the module doc)
 
     Unchanged (the same object) at tp = pp = ep = 1. Checks the deployment (`check_deployment`).
     """
@@ -175,16 +200,17 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
     if deployment.is_single:
         return cost
     tp, pp, group = deployment.tp, deployment.pp, deployment.expert_group
+    attention_tp = deployment.attention_tp
     comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment,
                                                                   measured=cost.kernel_source != "datasheet")
     return dataclasses.replace(
         cost,
-        weight_bytes=(cost.weight_bytes / tp + replicated_bytes(model, weights, tp)) / pp,
-        kv_token_bytes=cost.kv_token_bytes * kv_share(model, tp) / pp,
+        weight_bytes=(cost.weight_bytes / attention_tp + replicated_bytes(model, weights, attention_tp)) / pp,
+        kv_token_bytes=cost.kv_token_bytes * deployment_kv_share(model, deployment) / pp,
         row_flops=cost.row_flops / (tp * pp),
         pair_flops=cost.pair_flops / (tp * pp),
         expert_bytes=cost.expert_bytes / (group * pp),
-        expert_rows_scale=group / tp, expert_parallel=deployment.ep,
+        expert_rows_scale=group / tp, expert_parallel=deployment.ep, attention_dp=deployment.attention_dp,
         stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, handoff_fixed_s=handoff_fixed,
         handoff_row_s=handoff_row, overlap_comm=deployment.overlap_comm)
 

@@ -180,10 +180,11 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         draft_sum[:, at] = draft_sums[name][:, None, :]
     decode = (gam[None, :, None] * draft_sum + sums[:, rix]) / e_of[None, :, None]
     b3 = batches[None, None, :]
-    needed = weight_b[:, None, None] + extra_w + b3 * (kv_b[:, None, None] + extra_kv) + ws
+    held = _held_sequences(groups, batches)
+    needed = weight_b[:, None, None] + extra_w + held[:, None, :] * kv_b[:, None, None] + b3 * extra_kv + ws
     context_ok = not model.max_position_embeddings or isl + osl <= model.max_position_embeddings
     fits = (needed <= avail[:, None, None]) & context_ok
-    pre_fits = (weight_b[:, None] + batches[None, :] * pre_kv_b[:, None] + pre_ws <= avail[:, None]) & context_ok
+    pre_fits = (weight_b[:, None] + held * pre_kv_b[:, None] + pre_ws <= avail[:, None]) & context_ok
     e2e = ttft[:, None, :] + decode
     per_gpu = b3 * osl / (e2e * per_s[:, None, None])
     return _flat_grid(space, variants, profile, isl=isl, osl=osl, ttft=ttft, decode=decode, cs=cs, fits=fits,
@@ -221,26 +222,36 @@ def _draft_fit(draft, gpu, on, *, context: int, fits_of: dict):
     return own
 
 
+def _held_sequences(groups, batches):
+    """(group, batch): the sequences whose K/V one GPU holds, in units of the group's average share
+    (`Deployment.attention_batch`: the batch, or under dp-attention the busiest rank's ceil(B / dp) x dp)."""
+    dp = np.array([g.deployment.attention_dp for g in groups], dtype=float)[:, None]
+    return np.ceil(batches[None, :] / dp) * dp
+
+
 def _group_fit(model, gpu, dep, w, *, space: PlanSpace, variants, isl: int, osl: int, fits_of: dict,
                available_of: dict, workspaces: dict) -> tuple:
     """One group's fit terms, bytes: (weights, K/V of ISL + OSL - 1 tokens per sequence, K/V of the
     prefill per sequence, memory available on the chip, (workspace per variant and batch, the
     prefill's per batch)). Weights and K/V depend on the split, not the chip; the memory on the chip;
     the workspace is the larger of the prefill's and the (verification) step's. Cached in the dicts."""
-    split = (dep.tp, dep.pp, w.name, dep.kv_dtype)
+    split = (dep.tp, dep.pp, dep.ep, dep.dp_attention, w.name, dep.kv_dtype)
     if split not in fits_of:
         fits_of[split] = (deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1),
                           deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0))
     end_fit, pre_fit = fits_of[split]
+    one = dep.attention_batch(1)  # data-parallel attention: the fit at batch 1 holds dp x the average share
     if gpu.name not in available_of:
         available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1,
                                                 context=0).available_bytes
-    if dep.tp not in workspaces:  # the larger workspace of the prefill and the (verification) step
-        pre = [workspace_bytes(model, b * isl, b, dep.tp) for b in space.batches]
-        workspaces[dep.tp] = (np.array([[max(p, workspace_bytes(model, b * v.rows_per_sequence, b, dep.tp))
-                                         for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
-    return (end_fit.weight_bytes, end_fit.kv_bytes, pre_fit.kv_bytes, available_of[gpu.name],
-            workspaces[dep.tp])
+    at = (dep.attention_tp, dep.attention_dp)
+    if at not in workspaces:  # the larger workspace of the prefill and the (verification) step
+        tp, dp = at  # under dp-attention the busiest rank's ceil(b / dp) sequences, whole
+        pre = [workspace_bytes(model, -(-b // dp) * isl, -(-b // dp), tp) for b in space.batches]
+        workspaces[at] = (np.array([[max(p, workspace_bytes(model, -(-b // dp) * v.rows_per_sequence, -(-b // dp), tp))
+                                     for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
+    return (end_fit.weight_bytes, end_fit.kv_bytes / one, pre_fit.kv_bytes / one, available_of[gpu.name],
+            workspaces[at])
 
 
 def _flat_grid(space: PlanSpace, variants, profile: Profile, *, isl: int, osl: int, ttft, decode, cs, fits,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llm_cost.errors import InvalidValueError, check_all, check_choice, check_number
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
@@ -88,12 +88,13 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
 
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
-               speculation=(), reserve: float | None = None, eps=None) -> PlanSpace:
+               speculation=(), reserve: float | None = None, eps=None, dp_attention: bool = False) -> PlanSpace:
     """The `PlanSpace` of `model` on the accelerators `gpus` with at most `budget` GPUs (module doc).
 
     `eps`: expert-parallel degrees to search for a MoE model (default: 1 and tp, the routed experts
     spread over each tensor-parallel group; a degree that is not 1 or a multiple of tp, or that needs
-    more replicas than the budget holds, is left out as a split).
+    more replicas than the budget holds, is left out as a split). `dp_attention`: each split of a MoE with
+    tp > 1 and ep a multiple of tp is also searched with attention data parallel (`Deployment.dp_attention`).
 
     Raises InvalidValueError naming the parameter: no accelerator, a budget or degree < 1, an
     unknown weight format or KV dtype, a batch < 1, expert parallelism for a model without experts.
@@ -145,6 +146,8 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                         left_out["format"] += per_group
                         continue
                     groups.append(Group(gpu, deployment, w))
+                    if dp_attention and tp > 1 and ep > 1 and ep % tp == 0:
+                        groups.append(Group(gpu, replace(deployment, dp_attention=True), w))
     return PlanSpace(model=model, budget=budget, groups=tuple(groups), batches=batches, speculation=speculation,
                      left_out=left_out)
 

@@ -32,14 +32,14 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
     dep = grp.deployment
     c = float(grid.c[i])
     args = ["--model", refs.get(grid.space.model.name, grid.space.model.name), "--gpu", refs.get(grp.gpu.name, grp.gpu.name), "--tp", str(dep.tp), "--pp", str(dep.pp), "--ep", str(dep.ep),
-            "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
+            *(["--dp-attention"] if dep.dp_attention else []), "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
             *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
     return {
         "gpu": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
         "speculation": v.kind if v.draft is None else f"draft {v.draft.name}",
-        "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else ""),
+        "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else "") + (" dp-attn" if dep.dp_attention else ""),
         "decoding": "none" if v.kind == "none" else f"{v.kind if v.draft is None else v.draft.name} γ{v.gamma}", "spec_c": None if math.isnan(c) else c,
         "ttft_s": float(grid.ttft_s[i]), "tpot_s": float(grid.tpot_s[i]), "e2e_s": float(grid.e2e_s[i]),
         "output_tokens_per_s_per_user": float(grid.output_tokens_per_s_per_user[i]),

@@ -7,6 +7,13 @@ the same shape as `PassCost`'s roofline with its GEMM ramp: under `Profile.kerne
 these coefficients replace the profile's bw_efficiency, compute_efficiency, small_gemm_factor and
 gemm_half_rows for a GPU that has a table, and `PassCost.kernel_source` names the table; a GPU without
 one keeps the profile's figures and its source says "datasheet".
+
+The same files hold (analysis/fit_kernel_ops.py) a MoE layer's grouped GEMMs by tokens per expert
+(`measured_moe`: the routed experts' compute at eta_max (r + (1 - r) m / (m + h)), m the rows per
+touched expert), NCCL's all-to-all by GPU count (`measured_all_to_all`) and decode attention's
+bandwidth by GQA group (`measured_decode_attention`: the K/V bytes' share of the bandwidth); under
+`Profile.kernels == "measured"` `PassCost` and `parallel.comm` use them where a GPU has them, and each
+names its table ("<GEMM source>: moe", ": all-to-all", ": decode attention").
 """
 
 from __future__ import annotations
@@ -62,3 +69,47 @@ def measured_all_reduce(gpu_name: str, num_gpus: int) -> tuple[float, float] | N
     table = _tables().get(gpu_name)
     fit = table.get("all_reduce", {}).get(str(num_gpus)) if table else None
     return (fit["latency_s"], fit["bus_bytes_per_s"]) if fit else None
+
+
+@dataclass(frozen=True)
+class OperatorCurve:
+    """A fitted operator table other than the GEMM's: its coefficients and its fit's error on it."""
+
+    efficiency: float  # MoE: eta_max of the format's peak; attention: the K/V bytes' share of the bandwidth
+    small_gemm_factor: float  # MoE's r (1 for attention)
+    gemm_half_rows: float  # MoE's h, rows per touched expert (0 for attention)
+    median_ape: float
+    p90_ape: float
+    source: str
+
+
+def measured_moe(gpu_name: str, precision: str) -> OperatorCurve | None:
+    """The fitted MoE grouped-GEMM curve of `gpu_name` at `precision` ("bf16", "fp8"), or None."""
+    table = _tables().get(gpu_name)
+    fit = table.get("moe", {}).get(precision) if table else None
+    if fit is None:
+        return None
+    return OperatorCurve(fit["eta_max"], fit["small_gemm_factor"], fit["gemm_half_rows"], fit["median_ape"],
+                         fit["p90_ape"], f"{table['source']}: moe")
+
+
+def measured_all_to_all(gpu_name: str, num_gpus: int) -> tuple[float, float] | None:
+    """(latency_s, bus_bytes_per_s) of a measured NCCL all-to-all over `num_gpus` GPUs, or None:
+    t = latency_s + (n - 1) / n x bytes / bus_bytes_per_s, bytes what each GPU sends."""
+    table = _tables().get(gpu_name)
+    fit = table.get("all_to_all", {}).get(str(num_gpus)) if table else None
+    return (fit["latency_s"], fit["bus_bytes_per_s"]) if fit else None
+
+
+def measured_decode_attention(gpu_name: str, gqa_group: float) -> OperatorCurve | None:
+    """The fitted decode-attention bandwidth of `gpu_name` for a GQA group (query heads per K/V head),
+    or None; a fit that ended on its bound (bw_efficiency 1: the table reads faster than the datasheet
+    allows, A100's) is not used."""
+    table = _tables().get(gpu_name)
+    for key, fit in (table.get("decode_attention", {}) if table else {}).items():
+        if isinstance(fit, dict) and fit["gqa_group_min"] <= gqa_group <= fit["gqa_group_max"]:
+            if fit["bw_efficiency"] >= 1.0:
+                return None
+            return OperatorCurve(fit["bw_efficiency"], 1.0, 0.0, fit["median_ape"], fit["p90_ape"],
+                                 f"{table['source']}: decode attention")
+    return None

@@ -32,15 +32,14 @@ arrays (broadcast) and checks nothing: validation belongs to the callers' entry 
 
 from __future__ import annotations
 
-import operator
-import sys
 from dataclasses import dataclass
 
 from llm_cost.counts import BF16_BYTES
 from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token,
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
-from llm_cost.roofline.kernels import DATASHEET, measured_gemm
+from llm_cost.roofline.inplace import into
+from llm_cost.roofline.kernels import DATASHEET, measured_decode_attention, measured_gemm, measured_moe
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
@@ -92,20 +91,33 @@ class PassCost:
     # expert is sharded over tp). The step waits for the busiest of them (`expert_load`): its experts
     # read and its (token, expert) pairs, not the average GPU's.
     expert_parallel: int = 1
+    # Attention data parallel (`Deployment.dp_attention`): the coefficients are dp ranks' average, and
+    # a uniform pass waits for the busiest rank's ceil(batch / dp) sequences (`rank_scale`).
+    attention_dp: int = 1
     # Where the efficiencies come from: "datasheet" (the profile's figures) or the measured kernel
     # table's source (`kernels`, under Profile.kernels "measured" for a GPU that has one).
     kernel_source: str = "datasheet"
+    # Measured operator tables beyond the GEMM's (`kernels`, under Profile.kernels "measured"): the routed
+    # experts' grouped GEMMs as (flops_per_s over F eta_max of the MoE table, its r, its h in rows per
+    # touched expert), () for none; the K/V bytes' time over the weights' (the GEMM table's bandwidth
+    # over decode attention's); and the tables' names for `--breakdown`.
+    expert_curve: tuple[float, float, float] = ()
+    kv_time_factor: float = 1.0
+    expert_source: str = ""
+    kv_source: str = ""
 
     def __post_init__(self) -> None:
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
         # (the simulator's decode stretches): memory_s(rows, k + 1) = memory_s(rows, k) +
         # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.
         # Derived attributes, not fields, so that a hot loop reads them at attribute speed.
-        object.__setattr__(self, "kv_token_s", self.kv_token_bytes / self.bytes_per_s)
+        object.__setattr__(self, "kv_token_s", self.kv_token_bytes * self.kv_time_factor / self.bytes_per_s)
         object.__setattr__(self, "pair_s", self.pair_flops / self.flops_per_s)
         # GEMMs of few rows run below flops_per_s (a profile's small_gemm_factor < 1 and h > 0): an
         # attribute, not a property, read on every pass of the simulator's loops.
-        object.__setattr__(self, "ramped", self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0)
+        gemm_ramped = self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0
+        object.__setattr__(self, "gemm_ramped", gemm_ramped)
+        object.__setattr__(self, "ramped", gemm_ramped or bool(self.expert_curve))  # a measured MoE curve too
         # The busiest GPU of an expert-parallel MoE layer sets the time (`expert_load`).
         busiest = self.expert_parallel > 1 and bool(self.num_experts) and bool(self.expert_flops_share)
         object.__setattr__(self, "busiest", busiest)
@@ -153,30 +165,57 @@ class PassCost:
             small_gemm_factor=ramp_r, gemm_half_rows=ramp_h,
             kernel_source=curve.source if curve else DATASHEET,
             expert_flops_share=_expert_share(model) if moe else 0.0,
-            state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0)
+            state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,
+            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv)
+               if profile.kernels == "measured" else {}))
 
-    def gemm_rows(self, rows):
+    def rank_scale(self, batch):
+        """The busiest attention rank's share of a uniform pass over its average share:
+        ceil(batch / dp) x dp / batch (1 without data-parallel attention; numbers or arrays)."""
+        dp = self.attention_dp
+        if dp == 1:
+            return 1.0
+        if isinstance(batch, (int, float)):
+            return -(-batch // dp) * dp / batch
+        import numpy as np
+
+        return np.ceil(np.asarray(batch) / dp) * dp / batch
+
+    def gemm_rows(self, rows, dense_scale=1.0):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):
         rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); under
         expert parallelism the expert share x the busiest GPU's pairs over the average's
-        (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either."""
+        (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either. `dense_scale`: the busiest
+        attention rank's (`rank_scale`) under data-parallel attention."""
         if not (self.ramped or self.busiest):
-            return rows
-        dense, experts = self.gemm_rows_parts(rows)
+            return rows * dense_scale if self.attention_dp != 1 else rows
+        dense, experts = self.gemm_rows_parts(rows, dense_scale)
         s = self.expert_flops_share
         return (1.0 - s) * dense + s * experts if s else dense
 
-    def gemm_rows_parts(self, rows):
+    def gemm_rows_parts(self, rows, dense_scale=1.0):
         """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
-        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops)."""
+        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops); under data-parallel
+        attention the dense GEMMs are one rank's (rows x dense_scale, the ramp at that / dp rows)."""
         dense = experts = rows
         routed = rows * self.expert_rows_scale
-        if self.ramped:
+        dp = self.attention_dp
+        if self.gemm_ramped:
             h, r = self.gemm_half_rows, self.small_gemm_factor
             dense = experts = rows * (rows + h) / (rows + r * h)
-            if self.expert_flops_share:
-                m = routed * self.experts_per_token / expected_experts_touched(
-                    self.num_experts, self.experts_per_token, routed)  # rows per touched expert
+            if dp != 1:
+                m = rows * dense_scale / dp  # one rank's rows
+                dense = rows * dense_scale * (m + h) / (m + r * h)
+        elif dp != 1:
+            dense = rows * dense_scale
+        if self.expert_flops_share and self.ramped:
+            m = routed * self.experts_per_token / expected_experts_touched(
+                self.num_experts, self.experts_per_token, routed)  # rows per touched expert
+            if self.expert_curve:  # the measured MoE table's eta_max (r' + (1 - r') m / (m + h'))
+                ratio, r, h = self.expert_curve
+                experts = rows * ratio * (m + h) / (m + r * h)
+            else:
+                h, r = self.gemm_half_rows, self.small_gemm_factor
                 experts = rows * (m + h) / (m + r * h)
         if self.busiest:
             experts = experts * busiest_gpu_pairs_factor(self.num_experts, self.experts_per_token, routed,
@@ -184,12 +223,18 @@ class PassCost:
         return dense, experts
 
     def uniform_terms(self, rows, batch, context):
-        """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers."""
+        """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers
+        (data-parallel attention: x `rank_scale(batch)`, the busiest rank's)."""
         if not self.kv_windows:
             kv_tokens, pairs = uniform_pass(rows, batch, context)
         else:
             kv_tokens, pairs = windowed_pass(rows, batch, context, self.kv_windows, self.num_layers)
-        return (kv_tokens + batch * self.state_tokens, pairs) if self.state_tokens else (kv_tokens, pairs)
+        if self.state_tokens:
+            kv_tokens = kv_tokens + batch * self.state_tokens
+        if self.attention_dp != 1:
+            scale = self.rank_scale(batch)
+            return kv_tokens * scale, pairs * scale
+        return kv_tokens, pairs
 
     def weight_bytes_read(self, rows):
         """Weight bytes a pass over `rows` rows reads (MoE: the experts those rows touch)."""
@@ -237,13 +282,15 @@ class PassCost:
         return flops + pairs * self.pair_flops if self.pair_flops else flops
 
     def memory_s(self, rows, kv_tokens):
-        """Seconds to read the weights and move `kv_tokens` tokens' K/V."""
-        return (self.weight_bytes_read(rows) + kv_tokens * self.kv_token_bytes) / self.bytes_per_s
+        """Seconds to read the weights and move `kv_tokens` tokens' K/V (at `kv_time_factor`)."""
+        kv = kv_tokens * self.kv_token_bytes
+        return (self.weight_bytes_read(rows) + (kv * self.kv_time_factor if self.kv_time_factor != 1.0 else kv)) / self.bytes_per_s
 
-    def compute_s(self, rows, pairs):
+    def compute_s(self, rows, pairs, dense_scale=1.0):
         """Seconds of arithmetic for `rows` rows and `pairs` attention pairs (GEMMs on the ramp:
-        `gemm_rows`)."""
-        seconds = self.flops(self.gemm_rows(rows) if self.ramped or self.busiest else rows, pairs)  # a fresh number or array
+        `gemm_rows`; `dense_scale`: the busiest attention rank's, `rank_scale`)."""
+        gemm = self.ramped or self.busiest or self.attention_dp != 1
+        seconds = self.flops(self.gemm_rows(rows, dense_scale) if gemm else rows, pairs)  # a fresh number or array
         try:
             seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
         except TypeError:  # an integer array
@@ -269,9 +316,13 @@ class PassCost:
         read = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
         flops = self.flops(rows, pairs)
         kv_bytes = kv_tokens * self.kv_token_bytes
+        if self.attention_dp != 1:  # the busiest attention rank (`rank_scale`)
+            compute_s = self.compute_s(rows, pairs, self.rank_scale(batch))
+        else:
+            compute_s = self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
-                        kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes) / self.bytes_per_s,
-                        compute_s=self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s,
+                        kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes * self.kv_time_factor) / self.bytes_per_s,
+                        compute_s=compute_s,
                         fixed_s=self.fixed_s,
                         comm_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
@@ -286,50 +337,42 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        if self.deployed or self.ramped or self.busiest:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
+        if self.deployed or self.ramped or self.busiest or self.attention_dp != 1:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
             return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         memory = self.memory_s(rows, kv_tokens)  # a number, except for MoE or K/V
         del kv_tokens
-        compute = _into(rows, "multiply", self.row_flops) if rows_scratch else rows * self.row_flops
+        compute = into(rows, "multiply", self.row_flops) if rows_scratch else rows * self.row_flops
         del rows
         if self.pair_flops:
-            compute = _into(compute, "add", pairs * self.pair_flops)
+            compute = into(compute, "add", pairs * self.pair_flops)
         del pairs
-        compute = _into(compute, "true_divide", self.flops_per_s)
+        compute = into(compute, "true_divide", self.flops_per_s)
         bound = compute > memory if with_bound else None
         if isinstance(memory, float) and isinstance(compute, float):
             total = roofline_total(memory, compute, self.fixed_s)
         else:
-            total = _into(compute, "maximum", memory)  # max(memory, compute): no NaN, same bits
+            total = into(compute, "maximum", memory)  # max(memory, compute): no NaN, same bits
             if self.fixed_s:
-                total = _into(total, "add", self.fixed_s)
+                total = into(total, "add", self.fixed_s)
         return (total, bound) if with_bound else total
 
 
-_OPERATORS = {"add": operator.add, "multiply": operator.mul, "true_divide": operator.truediv,
-              "maximum": lambda x, y: sys.modules["numpy"].maximum(x, y)}
+def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes_per_s: float, flops_per_s: float,
+                       *, count_kv: bool = True) -> dict:
+    """`PassCost` fields from the measured operator tables of `gpu` beyond the GEMM's (`kernels`): a MoE's
+    routed experts at the MoE table's curve, expert_curve = (flops_per_s / (F eta_max), r, h), and (not
+    MLA: its kernels are others) the K/V bytes at decode attention's bandwidth for the model's GQA group,
+    kv_time_factor = bytes_per_s / (BW bw_efficiency). {} where the GPU has neither."""
+    out = {}
+    moe = measured_moe(gpu.name, precision) if model.moe is not None else None
+    if moe is not None:
+        out.update(expert_curve=(flops_per_s / (gpu.peak_flops_per_s(precision) * moe.efficiency),
+                                 moe.small_gemm_factor, moe.gemm_half_rows), expert_source=moe.source)
+    att = (measured_decode_attention(gpu.name, model.num_heads / model.num_kv_heads)
+           if count_kv and model.mla is None and model.num_kv_heads else None)
+    if att is not None:
+        out.update(kv_time_factor=bytes_per_s / (gpu.bandwidth_bytes_per_s * att.efficiency), kv_source=att.source)
+    return out
 
-
-def _into(x, op: str, y):
-    """`x op y` (op: add, multiply, true_divide, maximum), written into `x` when `x` is a float64
-    array that already has the result's shape and dtype; `x` must be a temporary its caller made.
-
-    The same ufunc on the same operands as the plain expression, so the same bits; numbers and
-    other arrays get the plain expression (its result type included).
-    """
-    np = sys.modules.get("numpy")  # an array argument has loaded it; `llm-cost model` never does
-    if np is not None and type(x) is np.ndarray and x.ndim and x.dtype.char == "d" and _fits(np, x, y):
-        return getattr(np, op)(x, y, out=x)
-    return _OPERATORS[op](x, y)
-
-
-def _fits(np, x, y) -> bool:
-    """`x op y` has the float64 `x`'s shape and dtype."""
-    if type(y) is float or type(y) is int:  # Python numbers take the array's dtype (NEP 50)
-        return True
-    shape, dtype = getattr(y, "shape", None), getattr(y, "dtype", None)
-    if shape is None or dtype is None or dtype.kind not in "biuf" or dtype.itemsize > 8:
-        return False
-    return shape == () or shape == x.shape or np.broadcast_shapes(x.shape, shape) == x.shape

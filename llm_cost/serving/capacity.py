@@ -229,7 +229,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     >>> round(four.weight_bytes_per_gpu / 1e9, 1), int(four.kv_bytes_per_token_per_gpu), four.kv_tokens
     (35.3, 81920, 448280)
     """
-    from llm_cost.parallel import check_deployment, kv_share, weight_bytes_per_gpu
+    from llm_cost.parallel import check_deployment, deployment_kv_share, weight_bytes_per_gpu
 
     from llm_cost.specs.weights import as_weights
 
@@ -249,7 +249,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     else:
         check_deployment(model, gpu, deployment)
         w_gpu = weight_bytes_per_gpu(model, weights, deployment)
-        t_gpu = per_token * kv_share(model, deployment.tp) / deployment.pp
+        t_gpu = per_token * deployment_kv_share(model, deployment) / deployment.pp
     spare = memory * (1.0 - reserve) - w_gpu
     available = max(0.0, spare)
     return KvCapacity(

@@ -121,12 +121,13 @@ def _terms(cost) -> tuple:
 
 
 def _plain_roofline(cost) -> bool:
-    """No routed experts, no GEMM ramp, one stage, collectives that add and no hand-offs:
-    T = (max(memory, compute) + collectives(rows)) + fixed with constant coefficients (`PassCost.time`;
-    on one GPU the collectives are 0.0, which adds nothing)."""
+    """No routed experts, no GEMM ramp, no measured attention or data-parallel attention, one stage,
+    collectives that add and no hand-offs: T = (max(memory, compute) + collectives(rows)) + fixed with
+    constant coefficients (`PassCost.time`; on one GPU the collectives are 0.0, which adds nothing)."""
     plain_deployment = (cost.stages == 1 and not cost.overlap_comm
                         and not (cost.handoff_fixed_s or cost.handoff_row_s))
-    return plain_deployment and not cost.num_experts and not getattr(cost, "ramped", False)
+    measured = getattr(cost, "kv_time_factor", 1.0) != 1.0 or getattr(cost, "attention_dp", 1) != 1
+    return plain_deployment and not measured and not cost.num_experts and not getattr(cost, "ramped", False)
 
 
 def _comm_terms(cost) -> tuple:

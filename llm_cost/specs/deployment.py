@@ -3,6 +3,12 @@
     gpus = replicas x tp x pp        (one replica: tp x pp GPUs; ep spreads a MoE layer's routed
                                       experts over ep of them, or over ep / tp replicas' GPUs)
 
+Attention data parallelism (`dp_attention`, DeepSeek's and SGLang's `--enable-dp-attention` recipe):
+the tp GPUs of a stage run attention data parallel, dp = tp ranks, each holding the whole attention
+(and every other non-expert weight: dense MLPs, shared experts, embedding and LM head, as SGLang's
+`--moe-dense-tp-size 1 --enable-dp-lm-head`) and the K/V of its own 1/dp of the sequences; the MoE
+layers run expert parallel over ep (a multiple of tp) GPUs. `attention_tp` is then 1.
+
 Nothing here knows the model: `llm_cost.parallel.check_deployment` checks that tp divides its
 heads, that ep needs a MoE, and that the accelerator has an interconnect to split over.
 """
@@ -38,6 +44,9 @@ class Deployment:
         The KV cache's element type: bf16, fp16, fp8, int8 or int4 (`KV_DTYPES`).
     overlap_comm : bool, optional
         Collectives hidden behind compute (max instead of sum; default False: they add).
+    dp_attention : bool, optional
+        Attention data parallel over the tp GPUs of a stage, the MoE layers expert parallel (module
+        doc; default False: attention and every non-expert weight split over tp).
     reserve : float, optional
         Fraction of the GPU's memory held back from weights, KV and activations, in [0, 1).
     memory_basis : str, optional
@@ -65,6 +74,7 @@ class Deployment:
     overlap_comm: bool = False
     reserve: float = DEFAULT_RESERVE
     memory_basis: str | None = None  # None: the profile's (`following`), else the documents' marketed
+    dp_attention: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "ep"):
@@ -74,6 +84,9 @@ class Deployment:
         check_number("reserve", self.reserve, low=0, high=1, high_open=True)
         if self.memory_basis is not None:
             object.__setattr__(self, "memory_basis", check_choice("memory_basis", self.memory_basis, MEMORY_BASES))  # as spelled in the list
+        if not isinstance(self.dp_attention, bool):
+            raise InvalidValueError(f"dp_attention must be True or False, got {self.dp_attention!r}",
+                                    params=("dp_attention",))
         if self.gpus and self.gpus % self.gpus_per_replica:
             raise InvalidValueError(f"gpus must be a multiple of tp x pp = {self.gpus_per_replica}, got {self.gpus}",
                                     params=("gpus", "tp", "pp"))
@@ -111,11 +124,39 @@ class Deployment:
         return max(self.tp, self.ep)
 
     @property
+    def attention_tp(self) -> int:
+        """GPUs one sequence's attention (and every non-expert weight) is split over: 1 under
+        `dp_attention`, else tp."""
+        return 1 if self.dp_attention else self.tp
+
+    @property
+    def attention_dp(self) -> int:
+        """Data-parallel attention ranks of a stage, each with its own sequences: tp under
+        `dp_attention`, else 1."""
+        return self.tp if self.dp_attention else 1
+
+    def attention_batch(self, batch):
+        """The busiest attention rank's sequences x attention_dp: ceil(batch / dp) x dp (`batch` itself
+        without `dp_attention`): a rank's K/V and attention are this over dp's average share.
+
+        >>> Deployment(tp=8, ep=8, dp_attention=True).attention_batch(1), Deployment(tp=8).attention_batch(1)
+        (8, 1)
+        """
+        dp = self.attention_dp
+        if dp == 1:
+            return batch
+        import math
+
+        return math.ceil(batch / dp) * dp
+
+    @property
     def label(self) -> str:
         """', tp 4 pp 2, 16 GPUs (2 replicas)' as titles show it; '' for one GPU."""
         if self.is_single and self.replicas == 1:
             return ""
         parts = [f"{k} {v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if v > 1]
+        if self.dp_attention and self.tp > 1:
+            parts.append("dp-attention")
         split = [" ".join(parts)] if parts else []
         if self.replicas > 1:
             split.append(f"{self.total_gpus} GPUs ({self.replicas} replicas)")

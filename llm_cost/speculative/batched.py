@@ -30,7 +30,7 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
-from llm_cost.roofline.pass_cost import _into
+from llm_cost.roofline.inplace import into
 from llm_cost.speculative import blocks
 from llm_cost.speculative.closed_forms import _expected_tokens_g1
 from llm_cost.speculative.gamma_choice import TIE_RTOL
@@ -232,15 +232,15 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     g1 = g + 1.0
     e = _expected_tokens_g1(a, g1)
     base_s = cost.step_total(b, b, ctx, count_kv=count_kv)
-    verify_s, bound = cost.step_total(_into(g1, "multiply", b), b, ctx, count_kv=count_kv,  # rows b (g + 1)
+    verify_s, bound = cost.step_total(into(g1, "multiply", b), b, ctx, count_kv=count_kv,  # rows b (g + 1)
                                       with_bound=True, rows_scratch=True)
     if draft_cost is None:
         draft_s = c * base_s
     else:
         draft_s = draft_cost[0].step_total(b, b, ctx, count_kv=draft_cost[1])
         c = draft_s / base_s
-    round_s = _into(g * draft_s, "add", verify_s)  # g draft_s + verify_s
-    return c, e, base_s, verify_s, draft_s, round_s, _into(e * base_s, "true_divide", round_s), bound
+    round_s = into(g * draft_s, "add", verify_s)  # g draft_s + verify_s
+    return c, e, base_s, verify_s, draft_s, round_s, into(e * base_s, "true_divide", round_s), bound
 
 
 ROOFLINE_GAMMA_MAX = 16  # the roofline search's range: one verification pass per gamma

@@ -13,8 +13,8 @@ from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 
 def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
-    """Where the draft runs by default: on the target's GPUs, the same tp and pp (and ep for a MoE
-    draft; a dense draft has no experts to spread, so ep 1).
+    """Where the draft runs by default: on the target's GPUs, the same tp and pp (and ep and
+    dp-attention for a MoE draft; a dense draft has no experts to spread, so ep 1 and attention over tp).
 
     Examples
     --------
@@ -24,7 +24,7 @@ def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
     """
     if deployment.ep == 1 or as_model(draft).is_moe:
         return deployment
-    return dataclasses.replace(deployment, ep=1)
+    return dataclasses.replace(deployment, ep=1, dp_attention=False)
 
 
 def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, batch, context=0,
