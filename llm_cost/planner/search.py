@@ -33,6 +33,7 @@ from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile
+from llm_cost.catalog.arguments import check_arguments
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Grid:
         return self.osl / self.e2e_s
 
 
+@check_arguments()
 def sum_of_max(m0, m1, c0, c1, n: int):
     r"""Sum over j = 0 .. n - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
 
@@ -150,6 +152,7 @@ def bound_of(grid: "Grid", i: int) -> str:
                          count_kv=grid.profile.count_kv).bound)
 
 
+@check_arguments()
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc)."""
     from llm_cost.speculative.fit import draft_deployment_for

@@ -25,6 +25,8 @@ from llm_cost.errors import InvalidValueError, check_all, check_choice, check_nu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import KV_DTYPES, MAX_DEGREE, Deployment
 from llm_cost.specs.weights import weight_format
+from llm_cost.catalog.arguments import Many, Spec, check_arguments
+from llm_cost.specs.validate import check_fields
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
@@ -44,6 +46,9 @@ class SpecOption:
     gammas: tuple[int, ...]
     c: float | None = None
     draft: ModelSpec | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+@check_arguments(weights=Many(), speculation=Many(Spec("SpecOption"), empty=True))
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
                speculation=(), reserve: float | None = None, eps=None) -> PlanSpace:

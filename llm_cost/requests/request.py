@@ -27,6 +27,8 @@ from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
 from llm_cost.requests.phases import Phases, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.catalog.arguments import check_arguments
+from llm_cost.specs.validate import check_fields
 
 MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
 
@@ -41,6 +43,9 @@ class Speculation:
     c: float | None = None
     draft: object = None  # a ModelSpec or catalog name
     draft_profile: object = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,14 @@ class RequestCost:
         return gpu_seconds(seconds, self.deployment)
 
 
+@check_arguments()
 def gpu_seconds(seconds: float, deployment: Deployment) -> float:
     """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, all held by
     the one static batch in flight (`Deployment.batches_in_flight`): seconds x tp x pp."""
     return seconds * deployment.gpus_per_replica
 
 
+@check_arguments()
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                  deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16,
                  prefill_chunk: int | None = None, speculation: Speculation | None = None,
@@ -184,6 +191,7 @@ def _images(model, images, image_size, batch: int, cost, deployment: Deployment)
     return int(images) * one.tokens, seconds
 
 
+@check_arguments()
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
     the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on

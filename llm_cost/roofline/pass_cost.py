@@ -45,6 +45,7 @@ from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
                                           state_tokens_per_sequence, uniform_pass, weight_only, windowed_pass)
+from llm_cost.specs.validate import check_fields
 
 # Far beyond any deployment, and far from float overflow in FLOPs and bytes.
 MAX_BATCH = 1e12
@@ -97,6 +98,7 @@ class PassCost:
     kernel_source: str = "datasheet"
 
     def __post_init__(self) -> None:
+        check_fields(self)
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
         # (the simulator's decode stretches): memory_s(rows, k + 1) = memory_s(rows, k) +
         # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.

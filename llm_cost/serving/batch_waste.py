@@ -14,6 +14,7 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.catalog.arguments import check_arguments
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class PaddingWaste:
         return self.positions_wasted / self.positions_computed
 
 
+@check_arguments()
 def padded_positions(batch: int, prompt_max: int, output_max: int) -> int:
     r"""Token positions a request-level batch computes (and KV tokens it ends up holding), unchecked.
 
@@ -86,6 +88,7 @@ def padded_positions(batch: int, prompt_max: int, output_max: int) -> int:
     return batch * prompt_max + batch * (output_max - 1)
 
 
+@check_arguments()
 def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWaste:
     r"""Request-level batching pads prompts to the longest and runs every row to the longest output.
 
@@ -167,6 +170,7 @@ class AttentionLaunches:
         return self.overhead_s / (self.step_time_s + self.overhead_s)
 
 
+@check_arguments()
 def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, requests: int,
                        context: float, launch_cost_s: float,
                        weights: WeightFormat = BF16) -> AttentionLaunches:

@@ -57,8 +57,10 @@ from llm_cost.serving.reservations import reservation_tokens
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments()
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
           on_progress=None, fast: bool = True) -> ServeResult:
     """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
@@ -129,6 +131,7 @@ SIMULATOR_FEATURES = {
 }
 
 
+@check_arguments()
 def simulator_covers(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
     """Whether `simulator.simulate` runs `config` (`SIMULATOR_FEATURES`, K/V without windows, open-loop
     arrivals, one stage or a `serial` pipeline)."""
@@ -140,6 +143,7 @@ def simulator_covers(workload: Workload, replica: Replica, config: ServeConfig) 
     return replica.cost.stages == 1 or config.pipeline == "serial"
 
 
+@check_arguments()
 def run_serving(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
                 on_progress=None) -> ServeResult:
     """Serve `workload` under `config`: the step-level simulator where it covers the run

@@ -18,6 +18,7 @@ from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.simulator import simulate
 from llm_cost.serving.workload import Workload
+from llm_cost.catalog.arguments import check_arguments
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
 STATISTICS = ENGINE_STATISTICS
@@ -25,6 +26,7 @@ HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many tim
 MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 
 
+@check_arguments()
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
     r"""Per-token latency of each request served alone: (prefill(P) + decodes at P .. P+O-2) / O.
 
@@ -121,6 +123,7 @@ def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_
     return result.finished == result.requests and result.percentile_s(metric, stat) <= slo_s
 
 
+@check_arguments()
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
                  on_step: Callable[[int, int], None] | None = None, config=None,

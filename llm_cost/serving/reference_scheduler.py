@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.reservations import RESERVATIONS, Deadlock, Holder, reservation_tokens
+from llm_cost.catalog.arguments import check_arguments
+from llm_cost.specs.validate import check_fields
 
 @dataclass(frozen=True)
 class KvRequest:
@@ -60,6 +62,7 @@ class KvRequest:
 
     def __post_init__(self) -> None:
         """Validate the lengths (whole, >= 1), the arrival step (>= 0) and max_gen (>= output)."""
+        check_fields(self)
         check_number("prompt", self.prompt, low=1, integer=True)
         check_number("output", self.output, low=1, integer=True)
         check_number("arrival step", self.arrival_step, low=0, integer=True)
@@ -154,6 +157,7 @@ class StepRun:
         return max((s.kv_reserved for s in self.trace), default=0)
 
 
+@check_arguments()
 def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation: str = "none",
               max_batch: int | None = None, max_len: int | None = None,
               max_steps: int = 1_000_000) -> StepRun:

@@ -37,6 +37,7 @@ from llm_cost.roofline import PassCost, causal_pairs
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
+from llm_cost.specs.validate import check_fields
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ class Replica:
 
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
+        check_fields(self)
         check_number("KV capacity (tokens)", self.kv_capacity_tokens, low=1, integer=True)
         check_number("max_len", self.max_len, low=1, integer=True)
 

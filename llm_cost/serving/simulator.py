@@ -45,10 +45,12 @@ from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.sim_result import SimStats
 from llm_cost.serving.workload import Workload
 from llm_cost.roofline import causal_pairs
+from llm_cost.catalog.arguments import check_arguments
 
 SCHEDULERS = ("request", "iteration", "none")
 
 
+@check_arguments()
 def simulate(workload: Workload, replica: Replica, *, scheduler: str = "iteration",
              max_batch: int = 32, reservation: str | None = None, on_progress=None) -> ServeResult:
     r"""Serve `workload` on `replica` with a scheduler; see the module docstring for the rules.

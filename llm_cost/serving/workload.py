@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.catalog.arguments import check_arguments
+from llm_cost.specs.validate import check_fields
 
 ORCA_PROMPT = (32, 512)  # U(32, 512) prompt tokens (Orca §6)
 ORCA_OUTPUT = (1, 128)  # U(1, 128) generated tokens
@@ -68,6 +70,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
+        check_fields(self, skip=("unit_arrivals", "prompt", "output", "declared_gen"), infinite=("rate_req_per_s",))
         n = len(self.prompt)
         if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
             raise InvalidValueError("workload fields must have one entry per request")
@@ -151,6 +154,7 @@ def _describe(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"U({lo}, {hi})"
 
 
+@check_arguments()
 def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_PROMPT,
                      output=ORCA_OUTPUT, max_gen: int | None = None) -> Workload:
     r"""`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.
@@ -219,6 +223,7 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
                     tuple(outputs.tolist()), tuple(declared.tolist()), int(seed), desc)
 
 
+@check_arguments()
 def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
                    max_gen: int | None = None) -> Workload:
     """A hand-written workload: (prompt, output) per request, arrival times (default all at 0).

@@ -13,6 +13,8 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
+from llm_cost.catalog.arguments import check_arguments
+from llm_cost.specs.validate import check_fields
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class IndependentAcceptance:
 
     def __post_init__(self) -> None:
         """Validate alpha: a fraction in [0, 1]."""
+        check_fields(self)
         check_number("alpha", self.alpha, low=0, high=1)
 
     @property
@@ -76,6 +79,7 @@ class BurstyAcceptance:
 
     def __post_init__(self) -> None:
         """Validate the rates (in [0, 1]) and the transition probabilities (in (0, 1])."""
+        check_fields(self)
         for name in ("easy_alpha", "hard_alpha"):
             check_number(name, getattr(self, name), low=0, high=1)
         for name in ("p_easy_to_hard", "p_hard_to_easy"):
@@ -145,6 +149,7 @@ class RoundStats:
         return self.predicted / self.tokens_per_round - 1.0
 
 
+@check_arguments()
 def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int = 2048,
                     seed: int = 0) -> RoundStats:
     r"""Seeded Monte Carlo of speculative rounds walking along `streams` token streams.

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.catalog.arguments import check_arguments
 
 RULES = ("exact", "resample_target", "reject_if_draft_higher")
 SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (then it is rescaled)
@@ -113,6 +114,7 @@ def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
     return w / w.sum()
 
 
+@check_arguments()
 def total_variation(p, q) -> float:
     r"""TV(p, q) = 1/2 sum |p - q|.
 
@@ -179,6 +181,7 @@ def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return excess / mass if mass > 0 else excess
 
 
+@check_arguments()
 def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None) -> SpeculativeStep:
     r"""The exact output distribution of one speculative position, after adjusting p and q alike.
 
@@ -218,6 +221,7 @@ def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None
                            output=output_distribution(p, q, "exact"))
 
 
+@check_arguments()
 def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     r"""Output distribution of one position under a verification rule.
 
@@ -267,6 +271,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     raise InvalidValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
 
 
+@check_arguments()
 def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) -> np.ndarray:
     r"""Empirical output frequencies of `samples` independent positions (seeded), by `rule`.
 

@@ -1,0 +1,222 @@
+"""The public functions' arguments, checked at their entry by one decorator (issue 29).
+
+A public function called with a string for a number, None for a spec, a list, nan, inf or a negative
+size used to fail deep inside with a TypeError or AttributeError, or to return nan. `@check_arguments()` reads
+the function's parameters once and, on each call, checks the arguments given against a rule: the
+rule of `RULES` for a parameter of that name, or one the decorator is given. A spec parameter takes
+its spec or (where the function resolves names) a catalog name, resolved here so that an unknown name
+is refused naming the parameter (`target: unknown model 'x'; ...`). Defaults are not checked (the
+library wrote them), and the rules only catch what no function means: tighter ranges stay where the
+formula is. The cost is a dictionary look-up and an isinstance per argument.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+
+from llm_cost.errors import InvalidValueError, LlmCostError, check_number, short_repr
+from llm_cost.grids import checked as checked_grid
+
+MAX_COUNT = 1e18  # tokens, rows, requests: beyond any run, and far from float overflow in a product
+
+
+class Rule:
+    """How one parameter is checked: `check(name, value)` returns the value to pass on."""
+
+    def check(self, name: str, value):  # pragma: no cover - overridden
+        return value
+
+
+class Number(Rule):
+    """A finite real number in [low, high] (open ends as marked); `grid`: an array of them as well;
+    `optional`: None passes."""
+
+    def __init__(self, low=0, high=None, *, low_open=False, high_open=False, integer=False, grid=False,
+                 optional=False):
+        self.limits = dict(low=low, high=high, low_open=low_open, high_open=high_open, integer=integer)
+        self.grid, self.optional = grid, optional
+
+    def check(self, name, value):
+        if value is None and self.optional:
+            return value
+        if self.grid and not isinstance(value, (numbers.Real, str)) and value is not None:
+            try:
+                checked_grid(name, value, **self.limits)
+            except (TypeError, ValueError) as err:
+                if isinstance(err, LlmCostError):
+                    raise
+                raise InvalidValueError(f"{name} must be a number or an array of numbers, got {short_repr(value)}",
+                                        params=(name,)) from None
+            return value
+        check_number(name, value, **self.limits)
+        return value
+
+
+class Spec(Rule):
+    """An instance of the class named `kind` (matched by name along its MRO, so that this floor imports
+    no spec), or a name that `resolve` turns into one; `optional`: None passes."""
+
+    def __init__(self, kind: str, resolve=None, *, optional=False, what: str = "a catalog name"):
+        self.kind, self.resolve, self.optional, self.what = kind, resolve, optional, what
+
+    def check(self, name, value):
+        if value is None and self.optional:
+            return value
+        if any(c.__name__ == self.kind for c in type(value).__mro__):
+            return value
+        if isinstance(value, str) and self.resolve is not None:
+            try:
+                return self.resolve(value)
+            except LlmCostError as err:
+                message = str(err) if _names(str(err), name) else f"{name}: {err}"
+                raise type(err)(message, params=(name, *err.params)) from None
+        also = f" or {self.what}" if self.resolve is not None else ""
+        raise InvalidValueError(f"{name} must be a {self.kind}{also}, got {type(value).__name__}", params=(name,))
+
+
+class Choice(Rule):
+    """One of `allowed` (case ignored, returned as `allowed` spells it)."""
+
+    def __init__(self, *allowed: str, optional=False):
+        self.allowed, self.optional = allowed, optional
+
+    def check(self, name, value):
+        from llm_cost.errors import check_choice
+
+        if value is None and self.optional:
+            return value
+        return check_choice(name, value, self.allowed)
+
+
+class Flag(Rule):
+    """True or False."""
+
+    def check(self, name, value):
+        if not isinstance(value, bool):
+            raise InvalidValueError(f"{name} must be True or False, got {short_repr(value)}", params=(name,))
+        return value
+
+
+class Many(Rule):
+    """A list or tuple (not a string) of 1 to `most` items, each passing `item`."""
+
+    def __init__(self, item: Rule | None = None, *, most=None, optional=False, empty=False):
+        self.item, self.most, self.optional, self.empty = item, most, optional, empty
+
+    def check(self, name, value):
+        if value is None and self.optional:
+            return value
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
+            raise InvalidValueError(f"{name} must be a list of values, got {short_repr(value)}", params=(name,))
+        if (len(value) == 0 and not self.empty) or (self.most is not None and len(value) > self.most):
+            limit = f"1 to {self.most:,}" if self.most is not None else "at least 1"
+            raise InvalidValueError(f"{name} must hold {limit} values, got {len(value):,}", params=(name,))
+        if self.item is not None:
+            for v in value:
+                self.item.check(name, v)
+        return value
+
+
+def _names(message: str, name: str) -> bool:
+    import re
+
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
+
+
+def _resolvers():
+    """The loaders of specs by name (imported when a rule table is first built)."""
+    from llm_cost.catalog.loader import as_accelerator, as_model, as_profile
+    from llm_cost.specs.weights import as_weights
+
+    return as_model, as_accelerator, as_profile, as_weights
+
+
+@functools.lru_cache(maxsize=1)
+def default_rules() -> dict[str, Rule]:
+    """The rule of each parameter name that means the same in every public function."""
+    as_model, as_accelerator, as_profile, as_weights = _resolvers()
+    model, size = Spec("ModelSpec", as_model), Number(0, MAX_COUNT)
+    profile = Spec("Profile", as_profile, what="a preset name")
+    weights = Spec("WeightFormat", as_weights, what="a format's name")
+    return {
+        "model": model, "target": model, "draft": model, "gpu": Spec("Accelerator", as_accelerator),
+        "profile": profile, "draft_profile": profile, "weights": weights, "draft_weights": weights,
+        "deployment": Spec("Deployment"), "draft_deployment": Spec("Deployment"), "workload": Spec("Workload"),
+        "replica": Spec("Replica"), "config": Spec("ServeConfig"), "hits": Spec("TopKHits"),
+        "space": Spec("PlanSpace"), "grid": Spec("Grid"), "speculation": Spec("Speculation"),
+        "context": size, "rows": size, "batch": Number(0, MAX_COUNT, low_open=True), "isl": size, "osl": size,
+        "nbytes": size, "alpha": Number(0, 1), "gamma": Number(0, 1e9, integer=True), "c": Number(0),
+        "c_hat": Number(0), "reserve": Number(0, 1, high_open=True),
+        "kv_bytes_per_element": Number(0, 64, low_open=True), "bytes_per_element": Number(0, 64, low_open=True),
+        "tp": Number(1, 1e6, integer=True), "seed": Number(0, 2**63, integer=True),
+        "max_batch": Number(1, MAX_COUNT, integer=True), "max_len": Number(1, MAX_COUNT, integer=True),
+        "kv_tokens": Number(0, MAX_COUNT), "skip_unfit": Flag(), "measured": Flag(), "across": Flag(),
+        "fast": Flag(), "lower_is_better": Flag(),
+    }
+
+
+def check_arguments(*, arrays=(), **rules: Rule):
+    """Decorate a public function: each argument given is checked by its rule before the call.
+
+    The rule of a parameter is the one given here, else `default_rules()`'s for its name; parameters
+    with neither are the function's own to check, and None passes where it is the default. `arrays`:
+    the numeric parameters that also take an array (a grid the function broadcasts over).
+
+    Examples
+    --------
+    >>> @check_arguments(n=Number(1, integer=True))
+    ... def tokens(model, n=1):
+    ...     return model.num_layers * n
+    >>> tokens("gpt-3-13b", 2)
+    80
+    >>> tokens(None)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: model must be a ModelSpec or a catalog name, got NoneType
+    >>> tokens("gpt-3-13b", n=0.5)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: n must be a whole number, got 0.5
+    """
+
+    def decorate(fn):
+        signature = inspect.signature(fn).parameters
+        names = list(signature)
+        none_ok = {n for n, p in signature.items() if p.default is None}
+        table = None
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            nonlocal table
+            if table is None:
+                table = _table(names, rules, arrays)
+            if args:
+                args = tuple(v if v is None and n in none_ok else _check(table, n, v)
+                             for n, v in zip(names, args)) + args[len(names):]
+            for n, v in kwargs.items():
+                if v is not None or n not in none_ok:
+                    kwargs[n] = _check(table, n, v)
+            return fn(*args, **kwargs)
+
+        return call
+
+    return decorate
+
+
+def _table(names, rules, arrays) -> dict:
+    """Each parameter's rule: given, else the default of its name; `arrays` widened to grids."""
+    import copy
+
+    defaults = default_rules()
+    table = {n: rules[n] if n in rules else defaults.get(n) for n in names}
+    for n in arrays:
+        table[n] = copy.copy(table[n])
+        table[n].grid = True
+    return table
+
+
+def _check(table, name, value):
+    rule = table.get(name)
+    return value if rule is None else rule.check(name, value)
