@@ -337,9 +337,26 @@ def probes(fn, args, kwargs):
             yield p.name, value, a, k
 
 
-def names_param(err: LlmCostError, param: str) -> bool:
-    return param in err.params or re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])",
-                                           str(err)) is not None
+# (callable, parameter) -> the word its messages use instead: the CLI's name of the same quantity, which
+# the CLI rewrites into its flag (prompt_len -> --prompt-len, preset -> --preset, model -> --model), or
+# (parse_length) the option named by the call itself
+ALIASES = {
+    ("load_model", "ref"): ("model",), ("load_accelerator", "ref"): ("gpu",), ("preset", "name"): ("preset",),
+    ("as_profile", "profile"): ("preset",), ("weight_format", "name"): ("weights",),
+    ("synthetic_workload", "prompt"): ("prompt_len",), ("synthetic_workload", "output"): ("output_len",),
+    ("poisson_workload", "prompt"): ("prompt_len",), ("poisson_workload", "output"): ("output_len",),
+    ("sweep", "prompt"): ("prompt_len",), ("sweep", "output"): ("output_len",), ("sweep", "rate_req_per_s"): ("rate",),
+    ("parse_length", "text"): ("prompt",), ("SpecConfig", "alpha"): ("spec_alpha",),
+    ("SpecConfig", "gamma"): ("spec_gamma",), ("SpecConfig", "policy"): ("spec_policy",),
+    ("highest_rate", "metric"): ("slo_metric",), ("plan_space", "budget"): ("gpus",),
+    ("Workload", "rate_req_per_s"): ("rate",),
+}
+
+
+def names_param(err: LlmCostError, param: str, callable_name: str = "") -> bool:
+    words = (param, *ALIASES.get((callable_name, param), ()))
+    return any(w in err.params or re.search(rf"(?<![A-Za-z0-9_]){re.escape(w)}(?![A-Za-z0-9_])", str(err))
+               for w in words)
 
 
 def audit(name: str, fn) -> tuple[int, list[str]]:
@@ -360,7 +377,7 @@ def audit(name: str, fn) -> tuple[int, list[str]]:
             except Hang:
                 failures.append(f"{what}: still running after {PROBE_S} s")
             except LlmCostError as err:
-                if not names_param(err, param):
+                if not names_param(err, param, name):
                     failures.append(f"{what}: {type(err).__name__} not naming {param}: {str(err)[:150]}")
             except Exception as err:  # noqa: BLE001 - any other type is the defect being audited
                 failures.append(f"{what}: {type(err).__name__}: {str(err)[:150]}")

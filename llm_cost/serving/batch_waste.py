@@ -54,7 +54,6 @@ class PaddingWaste:
         return self.positions_wasted / self.positions_computed
 
 
-@check_arguments()
 def padded_positions(batch: int, prompt_max: int, output_max: int) -> int:
     r"""Token positions a request-level batch computes (and KV tokens it ends up holding), unchecked.
 
