@@ -286,9 +286,13 @@ def _alarm(signum, frame):
 NAN_MEANS_NONE = {("ServeResult", "kv_reserved_mean_tokens"), ("ServeResult", "kv_written_mean_tokens"),
                   ("ServeResult", "kv_reserved_peak_tokens"), ("ServeResult", "kv_written_peak_tokens"),
                   ("Grid", "c")}
+# inf as a documented answer: a rate of inf (every request at time 0, `Workload`'s doc) and the searches
+# whose docstring says "inf if never" (no crossing below the bound they were given)
+INF_MEANS = {("Workload", "rate_req_per_s")}
+INF_MEANS_NEVER = {"first_crossing", "costly_verification_batch", "break_even_batch"}
 
 
-def bad_numbers(value, path="result", depth=0, nan_ok=False) -> list[str]:
+def bad_numbers(value, path="result", depth=0, nan_ok=False, inf_ok=False) -> list[str]:
     """Where `value` holds a nan, an inf or a negative number (walking dataclasses, arrays, tuples, dicts)."""
     if depth > 6 or value is None or isinstance(value, (str, bytes, bool, np.bool_)):
         return []
@@ -297,13 +301,13 @@ def bad_numbers(value, path="result", depth=0, nan_ok=False) -> list[str]:
             return [] if value.dtype.kind != "O" else [p for i, v in enumerate(value.ravel()[:100])
                                                       for p in bad_numbers(v, f"{path}[{i}]", depth + 1)]
         if value.dtype.kind == "f":
-            bad = (np.isinf(value) | (value < 0)) | (np.isnan(value) & (not nan_ok))
+            bad = (np.isneginf(value) | (value < 0)) | (np.isnan(value) & (not nan_ok)) | (np.isposinf(value) & (not inf_ok))
         else:
             bad = value < 0
         return [f"{path}={value[bad].ravel()[:3].tolist()}"] if bad.any() else []
     if isinstance(value, numbers.Real):
         try:
-            bad = (math.isinf(value) or value < 0) or (math.isnan(value) and not nan_ok)
+            bad = value < 0 or (math.isnan(value) and not nan_ok) or (value == math.inf and not inf_ok)
         except OverflowError:  # a huge int is finite
             bad = value < 0
         return [f"{path}={value!r}"] if bad else []
@@ -311,7 +315,7 @@ def bad_numbers(value, path="result", depth=0, nan_ok=False) -> list[str]:
         kind = type(value).__name__
         return [p for f in dataclasses.fields(value)
                 for p in bad_numbers(getattr(value, f.name), f"{path}.{f.name}", depth + 1,
-                                     (kind, f.name) in NAN_MEANS_NONE)]
+                                     (kind, f.name) in NAN_MEANS_NONE, (kind, f.name) in INF_MEANS)]
     if isinstance(value, dict):
         return [p for k, v in list(value.items())[:200] for p in bad_numbers(v, f"{path}[{k!r}]", depth + 1)]
     if isinstance(value, (list, tuple)):
@@ -348,8 +352,8 @@ ALIASES = {
     ("sweep", "prompt"): ("prompt_len",), ("sweep", "output"): ("output_len",), ("sweep", "rate_req_per_s"): ("rate",),
     ("parse_length", "text"): ("prompt",), ("SpecConfig", "alpha"): ("spec_alpha",),
     ("SpecConfig", "gamma"): ("spec_gamma",), ("SpecConfig", "policy"): ("spec_policy",),
-    ("highest_rate", "metric"): ("slo_metric",), ("plan_space", "budget"): ("gpus",),
-    ("Workload", "rate_req_per_s"): ("rate",),
+    ("highest_rate", "metric"): ("slo_metric",),
+    ("Workload", "rate_req_per_s"): ("rate",), ("read_trace", "path"): ("trace",),
 }
 
 
@@ -382,7 +386,7 @@ def audit(name: str, fn) -> tuple[int, list[str]]:
             except Exception as err:  # noqa: BLE001 - any other type is the defect being audited
                 failures.append(f"{what}: {type(err).__name__}: {str(err)[:150]}")
             else:
-                bad = bad_numbers(result)
+                bad = bad_numbers(result, inf_ok=name in INF_MEANS_NEVER)
                 if bad:
                     failures.append(f"{what}: returned {', '.join(bad[:3])}")
     finally:

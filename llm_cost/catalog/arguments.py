@@ -20,6 +20,7 @@ from llm_cost.errors import InvalidValueError, LlmCostError, check_number, short
 from llm_cost.grids import checked as checked_grid
 
 MAX_COUNT = 1e18  # tokens, rows, requests: beyond any run, and far from float overflow in a product
+MAX_TOKENS = 10**7  # one request's prompt or output tokens (requests.request.MAX_TOKENS, workload_spec's cap)
 
 
 class Rule:
@@ -31,26 +32,67 @@ class Rule:
 
 class Number(Rule):
     """A finite real number in [low, high] (open ends as marked); `grid`: an array of them as well;
-    `optional`: None passes."""
+    `vector`: an array only; `infinite`: +inf as well (a rate of inf: all at once); `optional`: None."""
 
     def __init__(self, low=0, high=None, *, low_open=False, high_open=False, integer=False, grid=False,
-                 optional=False):
+                 optional=False, vector=False, infinite=False):
         self.limits = dict(low=low, high=high, low_open=low_open, high_open=high_open, integer=integer)
-        self.grid, self.optional = grid, optional
+        self.grid, self.optional, self.vector, self.infinite = grid or vector, optional, vector, infinite
 
     def check(self, name, value):
-        if value is None and self.optional:
+        if (value is None and self.optional) or (self.infinite and isinstance(value, float) and value == float("inf")):
             return value
+        if self.vector and (isinstance(value, (numbers.Real, str)) or value is None or not hasattr(value, "__len__")):
+            raise InvalidValueError(f"{name} must be an array of numbers, got {short_repr(value)}", params=(name,))
         if self.grid and not isinstance(value, (numbers.Real, str)) and value is not None:
             try:
-                checked_grid(name, value, **self.limits)
+                arr = checked_grid(name, value, **self.limits)
             except (TypeError, ValueError) as err:
                 if isinstance(err, LlmCostError):
                     raise
                 raise InvalidValueError(f"{name} must be a number or an array of numbers, got {short_repr(value)}",
                                         params=(name,)) from None
-            return value
+            return value if hasattr(value, "dtype") else arr  # a list comes back as the array it means
         check_number(name, value, **self.limits)
+        return value
+
+
+class Text(Rule):
+    """A non-empty string (an identifier when `identifier`)."""
+
+    def __init__(self, *, identifier=False):
+        self.identifier = identifier
+
+    def check(self, name, value):
+        if not isinstance(value, str) or not value or (self.identifier and not value.isidentifier()):
+            what = "an identifier" if self.identifier else "a non-empty string"
+            raise InvalidValueError(f"{name} must be {what}, got {short_repr(value)}", params=(name,))
+        return value
+
+
+class Path(Rule):
+    """A file's path: a string or an os.PathLike."""
+
+    def check(self, name, value):
+        import os
+
+        if not isinstance(value, (str, os.PathLike)) or not str(value):
+            raise InvalidValueError(f"{name} must be a file's path, got {short_repr(value)}", params=(name,))
+        return value
+
+
+class Table(Rule):
+    """A dict of non-empty string keys, each value passing `item`."""
+
+    def __init__(self, item: Rule):
+        self.item = item
+
+    def check(self, name, value):
+        if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+            raise InvalidValueError(f"{name} must be a dict of names to values, got {short_repr(value)}",
+                                    params=(name,))
+        for v in value.values():
+            self.item.check(name, v)
         return value
 
 
@@ -100,18 +142,19 @@ class Flag(Rule):
 
 
 class Many(Rule):
-    """A list or tuple (not a string) of 1 to `most` items, each passing `item`."""
+    """A list or tuple (not a string) of `least` (1; 0 when `empty`) to `most` items, each passing `item`."""
 
-    def __init__(self, item: Rule | None = None, *, most=None, optional=False, empty=False):
-        self.item, self.most, self.optional, self.empty = item, most, optional, empty
+    def __init__(self, item: Rule | None = None, *, least=1, most=None, optional=False, empty=False):
+        self.item, self.least, self.most, self.optional = item, 0 if empty else least, most, optional
 
     def check(self, name, value):
         if value is None and self.optional:
             return value
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
             raise InvalidValueError(f"{name} must be a list of values, got {short_repr(value)}", params=(name,))
-        if (len(value) == 0 and not self.empty) or (self.most is not None and len(value) > self.most):
-            limit = f"1 to {self.most:,}" if self.most is not None else "at least 1"
+        if len(value) < self.least or (self.most is not None and len(value) > self.most):
+            limit = (f"{self.least:,}" if self.least == self.most else f"{self.least:,} to {self.most:,}") \
+                if self.most is not None else f"at least {self.least:,}"
             raise InvalidValueError(f"{name} must hold {limit} values, got {len(value):,}", params=(name,))
         if self.item is not None:
             for v in value:
@@ -153,7 +196,8 @@ def default_rules() -> dict[str, Rule]:
         "tp": Number(1, 1e6, integer=True), "seed": Number(0, 2**63, integer=True),
         "max_batch": Number(1, MAX_COUNT, integer=True), "max_len": Number(1, MAX_COUNT, integer=True),
         "kv_tokens": Number(0, MAX_COUNT), "skip_unfit": Flag(), "measured": Flag(), "across": Flag(),
-        "fast": Flag(), "lower_is_better": Flag(),
+        "fast": Flag(), "lower_is_better": Flag(), "gamma_max": Number(1, 4096, integer=True),
+        "path": Path(), "cost": Spec("PassCost"),
     }
 
 

@@ -29,7 +29,7 @@ from llm_cost.counts import kv_bytes
 from llm_cost.parallel.shard import ACTIVATION_BYTES, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
 
 LOGIT_BYTES = 4  # FP32 logits
 # A pass with more new rows per sequence than this is a prefill: it samples each sequence's last row
@@ -115,7 +115,7 @@ def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *
                context=after, context_limit=model.max_position_embeddings)
 
 
-@check_arguments()
+@check_arguments(tokens=Number(1, MAX_COUNT, integer=True), rows_per_sequence=Number(1, 1e6, integer=True))
 def largest_batch(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
                   tokens: int, rows_per_sequence: int = 1) -> int:
     """The most sequences holding `tokens` tokens each after a pass of `rows_per_sequence` new rows

@@ -42,7 +42,7 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
     return cost.step(rows, batch, context, count_kv=profile.count_kv)
 
 
-@check_arguments(arrays=("context",))
+@check_arguments()
 def step_fit(model, gpu, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1, context=0,
              weights: WeightFormat = BF16) -> Fit:
     """`parallel.fit.deployment_fit` with catalog names accepted and the pass checked."""

@@ -33,7 +33,9 @@ from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
+
+TIME = Number(0, 1e12)  # seconds
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Grid:
         return self.osl / self.e2e_s
 
 
-@check_arguments()
+@check_arguments(m0=TIME, m1=TIME, c0=TIME, c1=TIME, n=Number(1, MAX_COUNT, integer=True), arrays=("m0", "m1", "c0", "c1"))
 def sum_of_max(m0, m1, c0, c1, n: int):
     r"""Sum over j = 0 .. n - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
 

@@ -27,8 +27,8 @@ from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
 from llm_cost.requests.phases import Phases, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import check_arguments
-from llm_cost.specs.validate import check_fields
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
+from llm_cost.specs.validate import check_fields, check_value
 
 MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
 
@@ -46,6 +46,8 @@ class Speculation:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        check_value("draft", self.draft, "ModelSpec | str | None", field="draft")
+        check_value("draft_profile", self.draft_profile, "Profile | str | None", field="draft_profile")
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class RequestCost:
         return gpu_seconds(seconds, self.deployment)
 
 
-@check_arguments()
+@check_arguments(seconds=Number(0, 1e15))
 def gpu_seconds(seconds: float, deployment: Deployment) -> float:
     """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, all held by
     the one static batch in flight (`Deployment.batches_in_flight`): seconds x tp x pp."""
@@ -191,7 +193,7 @@ def _images(model, images, image_size, batch: int, cost, deployment: Deployment)
     return int(images) * one.tokens, seconds
 
 
-@check_arguments()
+@check_arguments(isl=Number(1, MAX_COUNT), chunk=Number(1, MAX_COUNT, integer=True))
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
     the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on

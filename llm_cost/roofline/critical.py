@@ -9,13 +9,13 @@ ridge / (gamma + 1) sequences.
 from __future__ import annotations
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
-from llm_cost.errors import check_number
+from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.roofline.pass_cost import MAX_BATCH, PassCost
 from llm_cost.specs import BF16, Accelerator, Profile, WeightFormat
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import Choice, Number, check_arguments
 
 
-@check_arguments()
+@check_arguments(compute=Choice("bf16", "fp8", "int8", "fp4"))
 def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "bf16") -> float:
     r"""Effective ridge (FLOP/byte): F eta_f / (BW eta_bw), F the dense peak of the GEMMs' precision.
 
@@ -62,7 +62,7 @@ def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "
     return peak / gpu.bandwidth_bytes_per_s * profile.compute_efficiency / profile.bw_efficiency
 
 
-@check_arguments()
+@check_arguments(f=None, low=Number(0, 1e300), high=Number(0, 1e300))
 def first_crossing(f, low: float, high: float) -> float:
     r"""Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect.
 
@@ -91,6 +91,8 @@ def first_crossing(f, low: float, high: float) -> float:
     >>> first_crossing(lambda x: -1.0, 1.0, 100.0)
     inf
     """
+    if high < low:
+        raise InvalidValueError(f"high must be at least low ({low}), got {high}", params=("high", "low"))
     if f(low) >= 0:
         return low
     x_prev, x = low, low

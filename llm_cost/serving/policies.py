@@ -40,8 +40,8 @@ def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
     >>> requests_that_fit(12_596, 2048)
     6
     """
-    check_number("KV tokens", kv_tokens, low=0)
-    check_number("tokens per request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
+    check_number("kv_tokens", kv_tokens, low=0)
+    check_number("tokens_per_request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
     return int(kv_tokens // tokens_per_request)
 
 

@@ -199,7 +199,7 @@ class Replica:
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
         check_fields(self)
-        check_number("KV capacity (tokens)", self.kv_capacity_tokens, low=1, integer=True)
+        check_number("kv_capacity_tokens", self.kv_capacity_tokens, low=1, integer=True)
         check_number("max_len", self.max_len, low=1, integer=True)
 
     @classmethod

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.catalog.arguments import check_arguments
-from llm_cost.specs.validate import check_fields
+from llm_cost.specs.validate import check_fields, check_value
 
 RESERVATION_POLICIES = ("declared", "max_len", "none", "paged")
 PREEMPTIONS = ("recompute", "swap")
@@ -68,6 +68,8 @@ class SpecConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        check_value("draft_cost", self.draft_cost, "PassCost | None", field="draft_cost")
+        check_value("bursty", self.bursty, "BurstyAcceptance | None", field="bursty")
         check_number("spec_gamma", self.gamma, low=0, high=64, integer=True)
         check_number("spec_alpha", self.alpha, low=0, high=1)
         check_number("c", self.c, low=0)

@@ -74,9 +74,16 @@ def check_value(name: str, value, annotation: str, *, signed=False, infinite=Fal
         if value is None:
             return
         kinds.remove("None")
-    kind = kinds[0] if len(kinds) == 1 else None
     params = (field,) if field else ()
-    if kind is None or kind in OPAQUE:
+    if len(kinds) > 1:  # a union: any of its kinds will do
+        for kind in kinds:
+            try:
+                return check_value(name, value, kind, signed=signed, infinite=infinite, field=field)
+            except InvalidValueError:
+                pass
+        raise InvalidValueError(f"{name} must be one of {', '.join(kinds)}, got {type(value).__name__}", params=params)
+    kind = kinds[0]
+    if kind in OPAQUE:
         return
     if kind == "bool":
         if not isinstance(value, bool):

@@ -29,7 +29,7 @@ def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
     return dataclasses.replace(deployment, ep=1)
 
 
-@check_arguments(arrays=("context",))
+@check_arguments()
 def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, batch, context=0,
                      weights: WeightFormat = BF16, draft=None, draft_weights: WeightFormat = BF16,
                      draft_deployment: Deployment | None = None):

@@ -13,7 +13,10 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.budget import check_memory
+from llm_cost.catalog.arguments import Number, check_arguments
+
+BYTES_PER_POSITION = 24  # a uniform draw (8 B), its acceptance (1 B) and the run lengths' work arrays
 from llm_cost.specs.validate import check_fields
 
 
@@ -149,7 +152,7 @@ class RoundStats:
         return self.predicted / self.tokens_per_round - 1.0
 
 
-@check_arguments()
+@check_arguments(streams=Number(1, 1e7, integer=True), positions=Number(1, 1e9, integer=True))
 def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int = 2048,
                     seed: int = 0) -> RoundStats:
     r"""Seeded Monte Carlo of speculative rounds walking along `streams` token streams.
@@ -198,6 +201,7 @@ def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int =
     check_number("gamma", gamma, low=1, integer=True)
     check_number("streams", streams, low=1, integer=True)
     check_number("positions", positions, low=gamma + 1, integer=True)
+    check_memory("positions", streams * positions, BYTES_PER_POSITION, what="stream positions")
     gamma, rng = int(gamma), np.random.default_rng(seed)
     accepts = _accepts(process, int(streams), int(positions), rng)
     # first rejection at or after each position (positions where there is none)

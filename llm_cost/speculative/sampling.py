@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import Number, check_arguments
+
+DISTRIBUTION = Number(0, vector=True)  # weights over a vocabulary: finite and >= 0
 
 RULES = ("exact", "resample_target", "reject_if_draft_higher")
 SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (then it is rescaled)
@@ -62,6 +64,20 @@ def distribution(probs, name: str = "distribution") -> np.ndarray:
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise InvalidValueError(f"{name} must sum to 1, got {total!r}")
     return p / total
+
+
+def distribution_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) as validated probability vectors (`distribution`) over the same tokens (one length).
+
+    >>> distribution_pair([1.0], [0.5, 0.5])
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: p and q must have the same length, got 1 and 2
+    """
+    p, q = distribution(p, "p"), distribution(q, "q")
+    if p.shape != q.shape:
+        raise InvalidValueError(f"p and q must have the same length, got {p.size} and {q.size}", params=("p", "q"))
+    return p, q
 
 
 def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
@@ -114,7 +130,7 @@ def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
     return w / w.sum()
 
 
-@check_arguments()
+@check_arguments(p=DISTRIBUTION, q=DISTRIBUTION)
 def total_variation(p, q) -> float:
     r"""TV(p, q) = 1/2 sum |p - q|.
 
@@ -138,7 +154,8 @@ def total_variation(p, q) -> float:
     >>> round(tv, 10), round(1 - tv, 10)
     (0.3, 0.7)
     """
-    return 0.5 * float(np.abs(distribution(p, "p") - distribution(q, "q")).sum())
+    p, q = distribution_pair(p, q)
+    return 0.5 * float(np.abs(p - q).sum())
 
 
 @dataclass(frozen=True)
@@ -181,7 +198,7 @@ def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return excess / mass if mass > 0 else excess
 
 
-@check_arguments()
+@check_arguments(p=DISTRIBUTION, q=DISTRIBUTION, temperature=Number(0, 1e6, low_open=True), top_k=Number(1, 1e9, integer=True))
 def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None) -> SpeculativeStep:
     r"""The exact output distribution of one speculative position, after adjusting p and q alike.
 
@@ -221,7 +238,7 @@ def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None
                            output=output_distribution(p, q, "exact"))
 
 
-@check_arguments()
+@check_arguments(p=DISTRIBUTION, q=DISTRIBUTION)
 def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     r"""Output distribution of one position under a verification rule.
 
@@ -258,7 +275,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     >>> output_distribution(p, q, "reject_if_draft_higher").round(10).tolist()
     [0.8, 0.0, 0.2]
     """
-    p, q = distribution(p, "p"), distribution(q, "q")
+    p, q = distribution_pair(p, q)
     if rule == "exact":
         kept = np.minimum(p, q)
         return kept + (1.0 - kept.sum()) * _residual(p, q)
@@ -271,7 +288,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     raise InvalidValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
 
 
-@check_arguments()
+@check_arguments(p=DISTRIBUTION, q=DISTRIBUTION, samples=Number(1, 1e8, integer=True))
 def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) -> np.ndarray:
     r"""Empirical output frequencies of `samples` independent positions (seeded), by `rule`.
 
@@ -305,7 +322,7 @@ def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) ->
     >>> bool(np.abs(f - [0.5, 0.3, 0.2]).max() < 0.01)
     True
     """
-    p, q = distribution(p, "p"), distribution(q, "q")
+    p, q = distribution_pair(p, q)
     check_number("samples", samples, low=1, integer=True)
     if rule not in RULES:
         raise InvalidValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")

@@ -31,7 +31,9 @@ from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import Many, Number, check_arguments
+
+WIDTHS = Many(Number(1, 1e6, integer=True), most=32)  # a tree's top-k width per depth
 from llm_cost.specs.validate import check_fields
 
 if TYPE_CHECKING:  # numpy is imported where a tree is timed, not at import
@@ -177,7 +179,7 @@ def _widths(widths) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
-@check_arguments()
+@check_arguments(widths=WIDTHS)
 def tree_nodes(widths) -> int:
     r"""Draft tokens a tree verifies: sum over depths of the product of widths so far (4x2x2x1 -> 44).
 
@@ -203,7 +205,7 @@ def tree_nodes(widths) -> int:
     return sum(math.prod(_widths(widths)[:d + 1]) for d in range(len(_widths(widths))))
 
 
-@check_arguments()
+@check_arguments(widths=WIDTHS)
 def tree_tau(widths, hits: TopKHits) -> float:
     r"""Expected tokens per round tau = 1 + sum_d prod_{j <= d} h(w_j), depths independent.
 
@@ -297,7 +299,7 @@ class TreeSpeedup:
         return self.verify_s / self.base_s
 
 
-@check_arguments(arrays=("batch", "context", "c"))
+@check_arguments(widths=WIDTHS, arrays=("batch", "context", "c"))
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
                  hits: TopKHits, batch=1, c=LEVEL_COST, context=0,
                  weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> TreeSpeedup:

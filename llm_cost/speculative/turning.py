@@ -17,7 +17,7 @@ from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_
 from llm_cost.roofline.pass_cost import gemm_precision
 from llm_cost.speculative.batched import roofline_speedup
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import Number, check_arguments
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
 VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many plain decode steps
 
 
-@check_arguments()
+@check_arguments(gamma=Number(1, 1e9, integer=True), threshold=Number(1, 1e3, low_open=True))
 def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                               context: float = 0, weights: WeightFormat = BF16,
                               threshold: float = VERIFY_COSTLY) -> float:
@@ -160,7 +160,7 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     return first_crossing(excess, 1.0, 1e12)
 
 
-@check_arguments()
+@check_arguments(batch_max=Number(1, 1e12))
 def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_max: float = 1e7, c=None,
                      draft=None, draft_profile=None, context=0, weights: WeightFormat = BF16,
                      draft_weights: WeightFormat = BF16) -> float:
