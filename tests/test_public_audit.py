@@ -352,7 +352,7 @@ ALIASES = {
     ("sweep", "prompt"): ("prompt_len",), ("sweep", "output"): ("output_len",), ("sweep", "rate_req_per_s"): ("rate",),
     ("parse_length", "text"): ("prompt",), ("SpecConfig", "alpha"): ("spec_alpha",),
     ("SpecConfig", "gamma"): ("spec_gamma",), ("SpecConfig", "policy"): ("spec_policy",),
-    ("highest_rate", "metric"): ("slo_metric",),
+    ("highest_rate", "metric"): ("slo_metric",), ("plan_space", "kv_dtypes"): ("kv_dtype",),
     ("Workload", "rate_req_per_s"): ("rate",), ("read_trace", "path"): ("trace",),
 }
 

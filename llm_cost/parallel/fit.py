@@ -100,7 +100,7 @@ def workspace_bytes(model: ModelSpec, rows: float, batch: float, tp: int = 1) ->
     return rows * ACTIVATION_BYTES * per_row + sampled * model.vocab_size / tp * LOGIT_BYTES
 
 
-@check_arguments(arrays=("context",))
+@check_arguments(batch=Number(0, 1e12, low_open=True), arrays=("context",))
 def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
                    rows: float, batch: float, context: float) -> Fit:
     """`Fit` of one GPU of `deployment` for a pass over `rows` rows of `batch` sequences with `context`

@@ -193,7 +193,7 @@ def _images(model, images, image_size, batch: int, cost, deployment: Deployment)
     return int(images) * one.tokens, seconds
 
 
-@check_arguments(isl=Number(1, MAX_COUNT), chunk=Number(1, MAX_COUNT, integer=True))
+@check_arguments(isl=Number(1, MAX_COUNT), gamma=Number(0, 1e6, integer=True), chunk=Number(1, MAX_COUNT, integer=True))
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
     the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on

@@ -15,14 +15,15 @@ SECONDS = Number(0, 1e12)  # a pass's memory, compute or fixed time: up to 30,00
 COUNT = Number(0, MAX_COUNT)
 LAYERS = Number(1, 1e6, integer=True)
 WINDOW = Number(0, MAX_COUNT, integer=True)
+BATCH = Number(0, 1e12, low_open=True)  # sequences: rows / batch follows
 
 roofline_total = check_arguments(memory_s=SECONDS, compute_s=SECONDS, fixed_s=SECONDS,
                                  arrays=("memory_s", "compute_s"))(pass_terms.roofline_total)
 causal_pairs = check_arguments(new_rows=COUNT, arrays=("new_rows", "context"))(pass_terms.causal_pairs)
-uniform_pass = check_arguments(arrays=("rows", "batch", "context"))(pass_terms.uniform_pass)
+uniform_pass = check_arguments(batch=BATCH, arrays=("rows", "batch", "context"))(pass_terms.uniform_pass)
 windowed_pairs = check_arguments(new_rows=COUNT, window=WINDOW, arrays=("new_rows", "context"))(
     pass_terms.windowed_pairs)
-windowed_pass = check_arguments(windows=Many(Many(WINDOW, most=2), empty=True), num_layers=LAYERS,
+windowed_pass = check_arguments(batch=BATCH, windows=Many(Many(WINDOW, most=2), empty=True), num_layers=LAYERS,
                                 arrays=("rows", "batch", "context"))(pass_terms.windowed_pass)
 expected_experts_touched = check_arguments(num_experts=Number(0, 1e6, integer=True),
                                            experts_per_token=Number(0, 1e6, integer=True),

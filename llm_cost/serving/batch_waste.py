@@ -16,7 +16,7 @@ from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.catalog.arguments import MAX_COUNT, Many, Number, check_arguments
 
-LENGTHS = Many(Number(0, MAX_COUNT, integer=True))  # tokens of each request
+LENGTHS = Many(Number(0, MAX_COUNT, integer=True), optional=True)  # tokens of each request
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, capacity_settings, kv_capacity  # noqa: F401
 from llm_cost.serving.policies import model_max_len
-from llm_cost.roofline import PassCost, causal_pairs
+from llm_cost.roofline import PassCost
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING

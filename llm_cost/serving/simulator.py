@@ -44,7 +44,7 @@ from llm_cost.serving.replica import NOT_MODELLED, Replica
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.sim_result import SimStats
 from llm_cost.serving.workload import Workload
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.catalog.arguments import check_arguments
 
 SCHEDULERS = ("request", "iteration", "none")

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from llm_cost.errors import InvalidValueError, check_number, short_repr
-from llm_cost.catalog.arguments import MAX_TOKENS, Many, Number, check_arguments
+from llm_cost.catalog.arguments import MAX_TOKENS, Either, Many, Number, check_arguments
 
 REQUESTS = Number(1, 1e9, integer=True)
 COLUMNS = ("prompt", "output", "declared_gen", "unit_arrivals")  # one entry per request
-RANGE = Many(Number(1, MAX_TOKENS, integer=True), least=2, most=2)  # (low, high) tokens of a request
+LENGTH = Number(1, MAX_TOKENS, integer=True)
+RANGE = Either(LENGTH, Many(LENGTH, least=2, most=2))  # a request's tokens: N, or uniform in (low, high)
 from llm_cost.specs.validate import check_fields
 
 ORCA_PROMPT = (32, 512)  # U(32, 512) prompt tokens (Orca §6)

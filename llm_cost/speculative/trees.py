@@ -33,7 +33,7 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.catalog.arguments import Many, Number, check_arguments
 
-WIDTHS = Many(Number(1, 1e6, integer=True), most=32)  # a tree's top-k width per depth
+WIDTHS = Many(most=32, empty=True)  # a tree's width per depth (each checked by `tree_nodes`)  # a tree's top-k width per depth
 from llm_cost.specs.validate import check_fields
 
 if TYPE_CHECKING:  # numpy is imported where a tree is timed, not at import

@@ -19,6 +19,8 @@ from llm_cost.speculative.batched import roofline_speedup
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.catalog.arguments import Number, check_arguments
 
+GAMMA = Number(0, 1e6, integer=True)  # draft tokens per round
+
 
 @dataclass(frozen=True)
 class TurningBatch:
@@ -107,7 +109,7 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
 VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many plain decode steps
 
 
-@check_arguments(gamma=Number(1, 1e9, integer=True), threshold=Number(1, 1e3, low_open=True))
+@check_arguments(gamma=GAMMA, threshold=Number(1, 1e3, low_open=True))
 def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                               context: float = 0, weights: WeightFormat = BF16,
                               threshold: float = VERIFY_COSTLY) -> float:
