@@ -61,3 +61,18 @@ def test_monte_carlo_rounds_are_budgeted_in_memory():
 
     with pytest.raises(InvalidValueError, match=r"^positions 10,000,000,000,000,000 would need about .* GB"):
         simulate_rounds(IndependentAcceptance(0.8), 4, streams=10**7, positions=10**9)
+
+
+def test_speculative_decode_is_blocked_and_budgeted(monkeypatch):
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.requests import Speculation, request
+    from llm_cost.requests import request_cost
+
+    spec = Speculation(alpha=0.8, gamma=4, c=0.1)
+    whole = request_cost("llama-3-8b", "h100-sxm", "lecture", isl=100, osl=500, speculation=spec).phases
+    monkeypatch.setattr(request, "BLOCK_STEPS", 7)
+    blocked = request_cost("llama-3-8b", "h100-sxm", "lecture", isl=100, osl=500, speculation=spec).phases
+    assert blocked.decode_s == pytest.approx(whole.decode_s, rel=1e-12)
+    assert (blocked.decode_first_s, blocked.decode_last_s) == (whole.decode_first_s, whole.decode_last_s)
+    with pytest.raises(InvalidValueError, match=r"^osl would take about 25 s \(9,999,999 speculative decode steps"):
+        request_cost("llama-3-8b", "h100-sxm", "lecture", isl=100, osl=10**7, speculation=spec)

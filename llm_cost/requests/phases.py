@@ -28,6 +28,9 @@ BLOCK_STEPS = 1 << 16  # decode steps per numpy evaluation: about 10 MB of work 
 # at 1 us: a loaded machine); `--isl 8000 --prefill-chunk 1` 3.3 s, 200 us a prefill pass (one Python
 # call of PassCost.step each; counted at 250 us).
 SECONDS_PER_DECODE_STEP = 1e-6
+# `request --osl 2000000 --spec-alpha 0.8 --spec-gamma 4`: 5.6 s, 1.9 us a step (a verification and the
+# draft's steps through roofline_speedup); counted at 2.5 us
+SECONDS_PER_SPECULATIVE_STEP = 2.5e-6
 SECONDS_PER_PREFILL_PASS = 250e-6
 
 
@@ -69,16 +72,18 @@ def decode_steps(cost: PassCost, batch: int, isl: int, osl: int, count_kv: bool)
     return cost.step(float(batch), float(batch), contexts, count_kv=count_kv)
 
 
-def check_request_work(isl: int, osl: int, chunk: int | None) -> None:
+def check_request_work(isl: int, osl: int, chunk: int | None, speculative: bool = False) -> None:
     """Refuse, before any work, a request whose decode steps and prefill passes would take past the
-    work budget: the estimate is OSL - 1 steps x SECONDS_PER_DECODE_STEP + ceil(ISL / chunk) passes x
-    SECONDS_PER_PREFILL_PASS; the message names `osl` (or `prefill_chunk` when the passes dominate)."""
+    work budget: the estimate is OSL - 1 steps x SECONDS_PER_DECODE_STEP (SECONDS_PER_SPECULATIVE_STEP
+    under speculation) + ceil(ISL / chunk) passes x SECONDS_PER_PREFILL_PASS; the message names `osl`
+    (or `prefill_chunk` when the passes dominate)."""
     chunk = chunk or isl
     passes = -(-isl // chunk)
-    decode_s, prefill_s_ = max(osl - 1, 0) * SECONDS_PER_DECODE_STEP, passes * SECONDS_PER_PREFILL_PASS
+    step = SECONDS_PER_SPECULATIVE_STEP if speculative else SECONDS_PER_DECODE_STEP
+    decode_s, prefill_s_ = max(osl - 1, 0) * step, passes * SECONDS_PER_PREFILL_PASS
     if decode_s >= prefill_s_:
-        check_work("osl", decode_s + prefill_s_,
-                   lambda: f"{osl - 1:,} decode steps at {SECONDS_PER_DECODE_STEP * 1e6:g} us")
+        check_work("osl", decode_s + prefill_s_, lambda: f"{osl - 1:,} {'speculative ' if speculative else ''}"
+                   f"decode steps at {step * 1e6:g} us")
     else:
         check_work("prefill_chunk", decode_s + prefill_s_,
                    lambda: f"{passes:,} prefill passes of {chunk:,} tokens at {SECONDS_PER_PREFILL_PASS * 1e6:g} us")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
-from llm_cost.requests.phases import Phases, phases
+from llm_cost.requests.phases import BLOCK_STEPS, Phases, check_request_work, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
@@ -155,6 +155,7 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
         raise InvalidValueError(f"isl must be at most the model's context of {limit} tokens, got {isl}",
                                 params=("isl",))
     batch, isl, osl = int(batch), int(isl), int(osl)
+    check_request_work(isl, osl, prefill_chunk, speculative=speculation is not None)  # before any work
     deployment = deployment.following(profile)  # the fit counts the profile's memory basis
     weights = as_weights(weights)  # a format or its name ("fp8")
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
@@ -224,12 +225,16 @@ def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, sp
 
     from llm_cost.speculative import roofline_speedup
 
-    contexts = isl + np.arange(osl - 1, dtype=float)
-    r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
-                         draft=spec.draft, draft_profile=spec.draft_profile, context=contexts, weights=weights,
-                         deployment=deployment)
-    per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), (osl - 1,))
+    total, first = 0.0, None
+    for lo in range(0, osl - 1, BLOCK_STEPS):  # blocks: memory stays bounded whatever OSL (phases' doc)
+        contexts = isl + np.arange(lo, min(osl - 1, lo + BLOCK_STEPS), dtype=float)
+        r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
+                             draft=spec.draft, draft_profile=spec.draft_profile, context=contexts,
+                             weights=weights, deployment=deployment)
+        per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), contexts.shape)
+        total += float(np.sum(per_token))
+        first = float(per_token[0]) if first is None else first
     expected = float(np.asarray(r.expected_tokens).flat[0])
-    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, float(np.sum(per_token)),
-                   float(per_token[0]), float(per_token[-1]), ph.decode_comm_s, ph.prefill_bound,
+    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, total, first, float(per_token[-1]),
+                   ph.decode_comm_s, ph.prefill_bound,
                    "compute" if bool(np.asarray(r.verify_compute_bound).flat[-1]) else "memory"), expected)
