@@ -199,7 +199,10 @@ class Replica:
 
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
-        check_fields(self)
+        check_fields(self, skip=("cost",))  # the cost is duck-typed (serving.retime times a counting one)
+        if not callable(getattr(self.cost, "time", None)):
+            raise InvalidValueError(f"cost must be an IterationCost (a pass cost with .time), got "
+                                    f"{type(self.cost).__name__}", params=("cost",))
         check_number("kv_capacity_tokens", self.kv_capacity_tokens, low=1, integer=True)
         check_number("max_len", self.max_len, low=1, integer=True)
 

@@ -152,7 +152,7 @@ class RoundStats:
         return self.predicted / self.tokens_per_round - 1.0
 
 
-@check_arguments(gamma=Number(1, 1e6, integer=True), streams=Number(1, 1e7, integer=True), positions=Number(1, 1e9, integer=True))
+@check_arguments(gamma=Number(0, 1e6, integer=True), streams=Number(1, 1e7, integer=True), positions=Number(1, 1e9, integer=True))
 def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int = 2048,
                     seed: int = 0) -> RoundStats:
     r"""Seeded Monte Carlo of speculative rounds walking along `streams` token streams.
