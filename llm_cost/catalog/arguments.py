@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 
 from llm_cost.errors import InvalidValueError, LlmCostError, check_number, short_repr
@@ -40,6 +41,11 @@ class Number(Rule):
         self.grid, self.optional, self.vector, self.infinite = grid or vector, optional, vector, infinite
 
     def check(self, name, value):
+        kind, lim = type(value), self.limits
+        if (kind is float or kind is int) and not lim["integer"] and not lim["low_open"] and not lim["high_open"] \
+                and (lim["low"] is None or value >= lim["low"]) and (value <= (math.inf if lim["high"] is None
+                                                                                 else lim["high"])) and value < math.inf:
+            return value  # the common case, at attribute speed
         if (value is None and self.optional) or (self.infinite and isinstance(value, float) and value == float("inf")):
             return value
         if self.vector and (isinstance(value, (numbers.Real, str)) or value is None or not hasattr(value, "__len__")):
@@ -115,11 +121,14 @@ class Spec(Rule):
 
     def __init__(self, kind: str, resolve=None, *, optional=False, what: str = "a catalog name"):
         self.kind, self.resolve, self.optional, self.what = kind, resolve, optional, what
+        self.matches: dict = {}  # type -> whether it is (a subclass of) `kind`
 
     def check(self, name, value):
-        if value is None and self.optional:
-            return value
-        if any(c.__name__ == self.kind for c in type(value).__mro__):
+        kind = type(value)
+        known = self.matches.get(kind)
+        if known is None:
+            known = self.matches[kind] = any(c.__name__ == self.kind for c in kind.__mro__)
+        if known or (value is None and self.optional):
             return value
         if isinstance(value, str) and self.resolve is not None:
             try:
@@ -242,19 +251,24 @@ def check_arguments(*, arrays=(), **rules: Rule):
         signature = inspect.signature(fn).parameters
         names = list(signature)
         none_ok = {n for n, p in signature.items() if p.default is None}
-        table = None
+        table = positional = None
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            nonlocal table
+            nonlocal table, positional
             if table is None:
                 table = _table(names, rules, arrays)
+                positional = [(i, n, table[n]) for i, n in enumerate(names) if table[n] is not None]
             if args:
-                args = tuple(v if v is None and n in none_ok else _check(table, n, v)
-                             for n, v in zip(names, args)) + args[len(names):]
+                args = list(args)
+                count = len(args)
+                for i, n, rule in positional:
+                    if i < count and (args[i] is not None or n not in none_ok):
+                        args[i] = rule.check(n, args[i])
             for n, v in kwargs.items():
-                if v is not None or n not in none_ok:
-                    kwargs[n] = _check(table, n, v)
+                rule = table.get(n)
+                if rule is not None and (v is not None or n not in none_ok):
+                    kwargs[n] = rule.check(n, v)
             return fn(*args, **kwargs)
 
         return call
@@ -274,6 +288,3 @@ def _table(names, rules, arrays) -> dict:
     return table
 
 
-def _check(table, name, value):
-    rule = table.get(name)
-    return value if rule is None else rule.check(name, value)

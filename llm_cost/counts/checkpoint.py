@@ -269,7 +269,6 @@ def checkpoint_weight_bytes(model: ModelSpec) -> WeightBytes:
                        num_experts=p.num_experts, effective_bits=8 * total / p.total)
 
 
-@check_arguments()
 def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
     """The model's weights as its checkpoint ships them: the main model and its MTP modules.
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from llm_cost.catalog import as_model
 from llm_cost.counts.params import param_counts
 from llm_cost.specs import ModelSpec
-from llm_cost.catalog.arguments import check_arguments
 
 
 def mtp_module(model: ModelSpec) -> ModelSpec:
@@ -95,7 +94,6 @@ class MtpParams:
         return self.own + self.shared
 
 
-@check_arguments()
 def mtp_params(model: ModelSpec) -> MtpParams:
     """Count one MTP module: block = one layer + output norm; projection = 2 d^2 + 2 d.
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from llm_cost.catalog import as_model
 from llm_cost.counts.recurrent import recurrent_layer_params
 from llm_cost.specs import ModelSpec
-from llm_cost.catalog.arguments import check_arguments
 
 
 BF16_BYTES = 2
@@ -160,7 +159,6 @@ class ParamCounts:
         return self.active - self.lookup
 
 
-@check_arguments()
 def param_counts(model: ModelSpec) -> ParamCounts:
     r"""Count every parameter of `model` by component.
 

@@ -12,10 +12,8 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.counts.recurrent import recurrent_flops_per_token, state_bytes_per_sequence
 from llm_cost.specs import ModelSpec
-from llm_cost.catalog.arguments import check_arguments
 
 
-@check_arguments()
 def attention_flops_per_context_token(model: ModelSpec) -> int:
     r"""FLOPs one query row spends per cached token, all layers: QK^T and AV, 2 FLOPs per MAC.
 
@@ -52,7 +50,6 @@ def attention_flops_per_context_token(model: ModelSpec) -> int:
     return per_layer * model.num_attention_layers  # a hybrid's recurrent layers keep no K/V
 
 
-@check_arguments()
 def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     r"""Forward FLOPs for one token that attends to `context` cached tokens.
 
@@ -98,7 +95,6 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     return weights + per_layer * keys
 
 
-@check_arguments()
 def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
     r"""KV cache bytes one token adds, all layers.
 
@@ -141,7 +137,6 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
     return 2 * model.num_attention_layers * model.num_kv_heads * model.head_dim * bytes_per_element
 
 
-@check_arguments()
 def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
     """The model's windowed layers as (window tokens, layers) pairs, ascending by window; () for none.
 
@@ -199,7 +194,6 @@ def _check_context(context) -> None:
         checked("context", context, low=0)
 
 
-@check_arguments(arrays=("context",))
 def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
     r"""KV cache bytes ONE sequence of `context` tokens holds, each layer keeping at most its window,
     plus a hybrid's recurrent state (`state_bytes_per_sequence`: a per-sequence term beside the

@@ -10,10 +10,8 @@ from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.counts.weight_parts import WeightBytes
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
 from llm_cost.specs.weights import as_weights
-from llm_cost.catalog.arguments import check_arguments
 
 
-@check_arguments()
 def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
     r"""Bytes of every weight in format `weights` (the article, `quantized_weight_bytes`).
 

@@ -160,7 +160,6 @@ def context_max_len(model: ModelSpec, max_len: int | None = None) -> int:
     return length
 
 
-@check_arguments()
 def model_max_len(model: ModelSpec, max_len: int | None = None) -> int:
     """The maximum sequence length to reserve: `max_len`, else the model's configured context.
 

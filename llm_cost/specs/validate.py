@@ -60,11 +60,27 @@ def check_fields(instance, prefix: str = "", *, signed=(), infinite=(), skip=())
     ...
     llm_cost.errors.InvalidValueError: link.duplex must be True or False, got 'yes'
     """
-    for field in dataclasses.fields(instance):
-        if field.name in skip or not field.init:
-            continue
-        check_value(prefix + field.name, getattr(instance, field.name), str(field.type),
-                    signed=field.name in signed, infinite=field.name in infinite, field=field.name)
+    plan = _plans.get((type(instance), prefix, tuple(signed), tuple(infinite), tuple(skip)))
+    if plan is None:
+        plan = _plans[(type(instance), prefix, tuple(signed), tuple(infinite), tuple(skip))] = [
+            (f.name, str(f.type), f.name in signed, f.name in infinite) for f in dataclasses.fields(instance)
+            if f.init and f.name not in skip]
+    for name, annotation, sign_ok, inf_ok in plan:
+        value = getattr(instance, name)
+        kind = type(value)
+        if (kind is bool and annotation == "bool") or (kind is str and annotation == "str") or (
+                kind in _PLAIN and annotation in _PLAIN_OK[kind] and (sign_ok or value >= 0)
+                and (value < math.inf or (inf_ok and value == math.inf))) or (
+                kind is tuple and annotation in _NESTED) or (value is None and annotation.endswith("| None")):
+            continue  # the common case, at attribute speed (specs are built in the planner's loops)
+        check_value(prefix + name, value, annotation, signed=sign_ok, infinite=inf_ok, field=name)
+
+
+_plans: dict = {}  # (class, prefix, signed, infinite, skip) -> [(field, annotation, signed, infinite)]
+_PLAIN = (int, float)
+_PLAIN_OK = {int: ("int", "float", "int | None", "float | None"), float: ("float", "float | None")}
+_NESTED = ("tuple", "tuple | None", "tuple[tuple[int, int], ...]", "tuple[tuple[str, object], ...]",
+           "tuple[str, ...]", "tuple[tuple[int, float], ...]")  # tuples whose items are not numbers to check
 
 
 def check_value(name: str, value, annotation: str, *, signed=False, infinite=False, field=None) -> None:
