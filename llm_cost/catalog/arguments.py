@@ -211,7 +211,7 @@ def default_rules() -> dict[str, Rule]:
         "deployment": Spec("Deployment"), "draft_deployment": Spec("Deployment"), "workload": Spec("Workload"),
         "replica": Spec("Replica"), "config": Spec("ServeConfig"), "hits": Spec("TopKHits"),
         "space": Spec("PlanSpace"), "grid": Spec("Grid"), "speculation": Spec("Speculation"),
-        "context": Number(0), "rows": size, "batch": Number(0, 1e12), "isl": size, "osl": size,
+        "context": Number(None), "rows": size, "batch": Number(0, 1e12), "isl": size, "osl": size,
         "nbytes": size, "alpha": Number(0, 1), "gamma": Number(0, integer=True), "c": Number(0),
         "c_hat": Number(0), "reserve": Number(0, 1, high_open=True),
         "kv_bytes_per_element": Number(0, 64, low_open=True), "bytes_per_element": Number(0, 64, low_open=True),

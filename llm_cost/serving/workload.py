@@ -168,7 +168,7 @@ def _describe(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"U({lo}, {hi})"
 
 
-@check_arguments(requests=REQUESTS, rate=Number(0, low_open=True, infinite=True), prompt=RANGE, output=RANGE)
+@check_arguments(requests=REQUESTS, rate=Number(None, infinite=True), prompt=RANGE, output=RANGE)
 def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_PROMPT,
                      output=ORCA_OUTPUT, max_gen: int | None = None) -> Workload:
     r"""`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.

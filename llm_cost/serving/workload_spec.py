@@ -142,7 +142,7 @@ def parse_arrivals(text: str) -> tuple:
                             params=("arrivals",))
 
 
-@check_arguments(requests=Number(1, 1e9, integer=True), rate=Number(0, low_open=True, infinite=True), concurrency=Number(1, 1e9, integer=True))
+@check_arguments(requests=Number(None), rate=Number(None, infinite=True), concurrency=Number(1, 1e9, integer=True))
 def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uniform:32:512",
                        output="uniform:1:128", max_gen: int | None = None, arrivals: str = "poisson",
                        concurrency: int | None = None) -> Workload:

@@ -15,7 +15,7 @@ from llm_cost.catalog.arguments import Number, check_arguments
 _STEPS = 64  # halvings of [0, 1]: below one ulp of any alpha in it
 
 
-@check_arguments(tau=Number(1, 1e9), arrays=("tau", "gamma"))
+@check_arguments(tau=Number(None), arrays=("tau", "gamma"))
 def alpha_from_tau(tau, gamma):
     """The alpha whose expected tokens per round at `gamma` is `tau`: E(alpha, gamma) = tau.
 
