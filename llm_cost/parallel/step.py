@@ -20,7 +20,7 @@ def deployed_pass_cost(model, gpu, profile, weights: WeightFormat = BF16,
     return deployed_cost(cost, model, gpu, weights, deployment)
 
 
-@check_arguments(arrays=("rows", "batch", "context"))
+@check_arguments(rows=None, batch=None, context=None)  # the grids: checked once, by check_pass
 def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1,
                        context=0, weights: WeightFormat = BF16) -> StepTime:
     """`roofline.step_time` on a deployment: one GPU's share of each stage, stages x max(memory,

@@ -114,7 +114,7 @@ class RooflineSpeedup:
         return self.batch * self.expected_tokens / self.round_s
 
 
-@check_arguments(arrays=("batch", "context", "alpha", "gamma", "c"))
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None,
                      draft_profile=None, context=0, weights: WeightFormat = BF16,
                      draft_weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU,
@@ -257,7 +257,7 @@ class BestGamma(RooflineSpeedup):
     gamma_skipped_unfit: np.ndarray
 
 
-@check_arguments(arrays=("batch", "context", "alpha", "c"))
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLINE_GAMMA_MAX, c=None, draft=None,
                draft_profile=None, context=0, weights: WeightFormat = BF16,
                draft_weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU,

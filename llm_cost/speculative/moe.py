@@ -78,7 +78,7 @@ class MoeVsDense:
     dense_model: ModelSpec
 
 
-@check_arguments(arrays=("batch", "context", "alpha", "gamma", "c"))
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def moe_vs_dense(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None, draft_profile=None,
                  context=0, weights: WeightFormat = BF16, draft_weights: WeightFormat = BF16) -> MoeVsDense:
     r"""`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.
