@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.specs import BF16, WeightFormat
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments(rows=None, batch=None, context=None)  # the grids: checked once, by check_pass
 def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,
               kv_bytes_per_element: float | None = None, deployment=None):
     """T(m) of one forward pass (`roofline.step_time`), on `deployment` when one is given.

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.reservations import RESERVATIONS, Deadlock, Holder, reservation_tokens
+from llm_cost.catalog.arguments import MAX_COUNT, Many, Number, Spec, check_arguments
+from llm_cost.specs.validate import check_fields
 
 @dataclass(frozen=True)
 class KvRequest:
@@ -63,11 +65,15 @@ class KvRequest:
 
     def __post_init__(self) -> None:
         """Validate the lengths (whole, >= 1), the arrival step (>= 0) and max_gen (>= output)."""
+        check_fields(self)
         check_number("prompt", self.prompt, low=1, integer=True)
         check_number("output", self.output, low=1, integer=True)
-        check_number("arrival step", self.arrival_step, low=0, integer=True)
+        check_number("arrival_step", self.arrival_step, low=0, integer=True)
         if self.max_gen is not None:
-            check_number("max_gen", self.max_gen, low=self.output, integer=True)
+            check_number("max_gen", self.max_gen, low=1, integer=True)
+            if self.max_gen < self.output:
+                raise InvalidValueError(f"max_gen must be at least output ({self.output}), got {self.max_gen}",
+                                        params=("max_gen", "output"))
 
     @property
     def declared(self) -> int:
@@ -157,6 +163,7 @@ class StepRun:
         return max((s.kv_reserved for s in self.trace), default=0)
 
 
+@check_arguments(requests=Many(Spec("KvRequest"), most=10**7), kv_capacity_tokens=Number(1, MAX_COUNT, integer=True), max_steps=Number(1, 1e9, integer=True))
 def run_steps(requests: list[KvRequest], kv_capacity_tokens: int, *, reservation: str = "none",
               max_batch: int | None = None, max_len: int | None = None,
               max_steps: int = 1_000_000) -> StepRun:
@@ -263,7 +270,7 @@ def _checked_run(requests: list[KvRequest], kv_capacity_tokens: int, *, reservat
     """`run_steps`' inputs checked: (reservation, capacity in tokens, max_batch, tokens each request
     reserves). Raises when a request cannot start even in an empty cache."""
     reservation = check_choice("reservation", reservation, RESERVATIONS)
-    check_number("KV capacity (tokens)", kv_capacity_tokens, low=1, integer=True)
+    check_number("kv_capacity_tokens", kv_capacity_tokens, low=1, integer=True)
     cap = int(kv_capacity_tokens)
     max_batch = len(requests) if max_batch is None else max_batch
     check_number("max_batch", max_batch, low=1, integer=True)

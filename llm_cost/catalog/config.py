@@ -61,7 +61,8 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
     ('kimi_k2', 16, None)
     """
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object at the top level")
+        raise ConfigError(f"{path}: expected a JSON object at the top level (data must be a dict), "
+                          f"got {type(data).__name__}", params=("data",))
     data = _renamed(data, path)
     f = Fields(data, path)
     family = _family(f)

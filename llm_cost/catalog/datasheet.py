@@ -80,7 +80,8 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
     """Build an Accelerator from a datasheet dict: name, figures, interconnect, sources."""
     from llm_cost.specs.hardware import Accelerator
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
+        raise ConfigError(f"{path}: expected a JSON object at the top level (data must be a dict), "
+                          f"got {type(data).__name__}", params=("data",))
     for key in data:
         if key not in KNOWN_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}'{did_you_mean(key, KNOWN_KEYS)} "

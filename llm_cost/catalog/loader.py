@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # imported where used: `llm-cost model` never builds an Accel
     from llm_cost.specs import Accelerator, Profile
 
 
-@lru_cache(maxsize=64)
 def load_model(ref: str) -> ModelSpec:
     """A model by catalog name (`llama-3-8b`) or by path to a config.json (or its folder).
 
@@ -49,13 +48,18 @@ def load_model(ref: str) -> ModelSpec:
     >>> load_model("llama-3-8b") is m
     True
     """
+    return _load_model(as_reference('model', ref))
+
+
+@lru_cache(maxsize=64)
+def _load_model(ref):
+    """`load_model`'s work, cached per reference."""
     path = resolve(ref, "models", "model")
     catalog = path.parent.parent == catalog_dir("models")
     name = path.parent.name if catalog else (path.resolve().parent.name if path.name == "config.json" else path.stem)
     return model_from_config(read_json(path), name=name, path=path)
 
 
-@lru_cache(maxsize=64)
 def load_accelerator(ref: str) -> Accelerator:
     """An accelerator by catalog name (`h100-sxm`) or by path to a datasheet JSON.
 
@@ -83,8 +87,31 @@ def load_accelerator(ref: str) -> Accelerator:
     >>> h100.name, h100.memory_bytes / 1e9, h100.bandwidth_bytes_per_s / 1e12, h100.bf16_flops_per_s / 1e12
     ('H100 SXM', 80.0, 3.35, 989.0)
     """
+    return _load_accelerator(as_reference('gpu', ref))
+
+
+@lru_cache(maxsize=64)
+def _load_accelerator(ref):
+    """`load_accelerator`'s work, cached per reference."""
     path = resolve(ref, "hardware", "gpu")
     return accelerator_from_datasheet(read_json(path, "datasheet"), path=path)
+
+
+def as_reference(kind: str, ref):
+    """`ref` when it is a catalog name or a path (str or os.PathLike), else UnknownNameError naming `kind`.
+
+    >>> as_reference("model", None)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.UnknownNameError: model must be a catalog name or a path, got None
+    """
+    import os
+
+    from llm_cost.errors import short_repr
+
+    if isinstance(ref, (str, os.PathLike)):
+        return ref
+    raise UnknownNameError(f"{kind} must be a catalog name or a path, got {short_repr(ref)}", params=(kind,))
 
 
 def as_model(model) -> ModelSpec:

@@ -37,6 +37,9 @@ def catalog_dir(kind: str) -> Path:
 
 def catalog_names(kind: str) -> list[str]:
     """Names of the catalog entries of `kind` ("models" or "hardware"), sorted."""
+    from llm_cost.errors import check_choice
+
+    kind = check_choice("kind", kind, ("models", "hardware"))
     folder = catalog_dir(kind)
     if kind == "models":
         return sorted(p.parent.name for p in folder.glob("*/config.json"))

@@ -46,6 +46,7 @@ from llm_cost.counts.params import param_counts
 from llm_cost.counts.weight_parts import WeightBytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.specs import ModelSpec
+from llm_cost.catalog.arguments import check_arguments
 
 # torch_dtype -> (bytes per element, the format's name)
 DTYPES = {"bfloat16": (2, "bf16"), "float16": (2, "fp16"), "float32": (4, "fp32")}
@@ -132,6 +133,7 @@ class CheckpointBytes:
         return self.weights.total + self.mtp + self.vision
 
 
+@check_arguments()
 def checkpoint_format(model: ModelSpec) -> CheckpointFormat:
     """The format `model`'s checkpoint stores its weights in, from its config (rules: module doc).
 

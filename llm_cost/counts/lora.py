@@ -6,6 +6,7 @@ from __future__ import annotations
 from llm_cost.catalog import as_model
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import ModelSpec
+from llm_cost.catalog.arguments import Choice, Many, Number, check_arguments
 
 
 LORA_TARGETS_ATTN = ("q", "k", "v", "o")
@@ -15,6 +16,7 @@ LORA_TARGETS_ALL = ("q", "k", "v", "o", "gate", "up", "down")
 LORA_RANK = 16  # the article's rank (§3.1)
 
 
+@check_arguments(rank=Number(1, 1e6, integer=True), targets=Many(Choice("q", "k", "v", "o", "gate", "up", "down")))
 def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_ALL) -> int:
     r"""LoRA adapter parameters: rank * (d_in + d_out) per targeted matrix per layer (the article).
 

@@ -129,7 +129,7 @@ def kv_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) 
 
 
     model = as_model(model)
-    check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
+    check_number("bytes_per_element", bytes_per_element, low=0, low_open=True)
     if model.mla is not None:
         width = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
         return model.num_layers * width * bytes_per_element
@@ -168,7 +168,7 @@ def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
 
 def kv_layer_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_BYTES) -> float:
     """KV cache bytes one token adds in ONE layer: 2 x kv_heads x head_dim x bytes (MLA: (r_kv + d_rope) x bytes)."""
-    check_number("kv bytes per element", bytes_per_element, low=0, low_open=True)
+    check_number("bytes_per_element", bytes_per_element, low=0, low_open=True)
     if model.mla is not None:
         return (model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) * bytes_per_element
     return 2 * model.num_kv_heads * model.head_dim * bytes_per_element

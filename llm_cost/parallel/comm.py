@@ -26,8 +26,12 @@ from __future__ import annotations
 
 from llm_cost.roofline.kernels import measured_all_reduce, measured_all_to_all
 from llm_cost.specs import Accelerator
+from llm_cost.catalog.arguments import Number, check_arguments
+
+DEGREE = Number(1, 1e6, integer=True)  # GPUs in a collective
 
 
+@check_arguments(n=DEGREE, arrays=("nbytes",))
 def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """Ring all-reduce of `nbytes` over `n` GPUs: 2 (n - 1) alpha + 2 (n - 1) / n x nbytes / beta
     (across d domains: the module doc's two-tier ring). `measured` and a measured NCCL table for this
@@ -45,6 +49,7 @@ def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
             + 2 * (n - 1) / n * nbytes / gpu.scale_out_bytes_per_s)
 
 
+@check_arguments(n=DEGREE, arrays=("nbytes",))
 def all_to_all_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """All-to-all over `n` GPUs, each sending `nbytes` spread evenly (1/n stays home):
     (n - 1) alpha + (n - 1) / n x nbytes / beta (across d domains: the module doc's two tiers).
@@ -66,6 +71,7 @@ def all_to_all_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     return (n - d) * gpu.interconnect_latency_s + (d - 1) * gpu.scale_out_latency_s + np.maximum(inside, across)
 
 
+@check_arguments(n=DEGREE, arrays=("nbytes",))
 def send_s(nbytes, gpu: Accelerator, *, across: bool = False):
     """One point-to-point hand-off of `nbytes` (a pipeline stage's activations): alpha + nbytes / beta;
     `across` two scale-up domains: over the network."""

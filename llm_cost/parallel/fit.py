@@ -32,6 +32,7 @@ from llm_cost.counts import kv_bytes
 from llm_cost.parallel.shard import ACTIVATION_BYTES, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
 
 LOGIT_BYTES = 4  # FP32 logits
 # A pass with more new rows per sequence than this is a prefill: it samples each sequence's last row
@@ -90,6 +91,7 @@ class Fit:
         return "; ".join(why)
 
 
+@check_arguments()
 def workspace_bytes(model: ModelSpec, rows: float, batch: float, tp: int = 1) -> float:
     """Activation workspace of a pass over `rows` rows of `batch` sequences on one GPU of a tp group
     (the module doc's estimate)."""
@@ -101,6 +103,7 @@ def workspace_bytes(model: ModelSpec, rows: float, batch: float, tp: int = 1) ->
     return rows * ACTIVATION_BYTES * per_row + sampled * model.vocab_size / tp * LOGIT_BYTES
 
 
+@check_arguments(batch=Number(0, 1e12, low_open=True), arrays=("context",))
 def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
                    rows: float, batch: float, context: float) -> Fit:
     """`Fit` of one GPU of `deployment` for a pass over `rows` rows of `batch` sequences with `context`
@@ -117,6 +120,7 @@ def deployment_fit(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *
                context=after, context_limit=model.max_position_embeddings)
 
 
+@check_arguments(tokens=Number(1, MAX_COUNT, integer=True), rows_per_sequence=Number(1, 1e6, integer=True))
 def largest_batch(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *, weights: WeightFormat,
                   tokens: int, rows_per_sequence: int = 1) -> int:
     """The most sequences holding `tokens` tokens each after a pass of `rows_per_sequence` new rows

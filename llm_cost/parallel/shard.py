@@ -47,10 +47,12 @@ from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, handoffs_across, 
 from llm_cost.roofline import PassCost
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
+from llm_cost.catalog.arguments import check_arguments
 
 ACTIVATION_BYTES = 2  # BF16 activations on the wire (all-reduce, all-to-all, stage hand-off)
 
 
+@check_arguments()
 def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment) -> None:
     """Raise InvalidValueError (naming the option) unless `model` can be split as `deployment` says.
 
@@ -93,6 +95,7 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
                                 f"{gpu.name}'s datasheet has no interconnect_bytes_per_s", params=(split[0],))
 
 
+@check_arguments()
 def kv_share(model: ModelSpec, tp: int) -> float:
     """Fraction of the model's K/V one GPU of a tp group holds: max(1/tp, 1/kv_heads); 1 for MLA
     (the latent is replicated)."""
@@ -101,6 +104,7 @@ def kv_share(model: ModelSpec, tp: int) -> float:
     return max(1.0 / tp, 1.0 / model.num_kv_heads)
 
 
+@check_arguments()
 def replicated_params_per_layer(model: ModelSpec, tp: int) -> float:
     """Parameters per layer one GPU holds beyond its 1/tp share: K/V projections kept with replicated
     K/V heads, or MLA's down-projections (q_a, kv_a and their norms), replicated on every GPU."""
@@ -134,6 +138,7 @@ def stage_share(model: ModelSpec, pp: int) -> float:
     return -(-model.num_layers // pp) / model.num_layers
 
 
+@check_arguments()
 def weight_bytes_per_gpu(model: ModelSpec, weights: WeightFormat, deployment: Deployment) -> float:
     """Weight bytes one GPU of the largest stage holds: 1/tp of the shared weights (all of them under
     dp_attention: `Deployment.attention_tp`), 1/max(tp, ep) of the routed experts, plus the replicated
@@ -151,6 +156,7 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_bytes_per_token: float, depl
     return kv_bytes_per_token * deployment_kv_share(model, deployment) * stage_share(model, deployment.pp)
 
 
+@check_arguments()
 def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
                measured: bool = False) -> tuple[float, float, float, float]:
     """(fixed seconds, seconds per row) of one pass's collectives, all stages, then the same of its
@@ -183,6 +189,7 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     return fixed, collectives(1.0) - fixed, handoff_fixed, handoffs(1.0) - handoff_fixed
 
 
+@check_arguments()
 def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: WeightFormat,
                   deployment: Deployment) -> PassCost:
     """One GPU's `PassCost` (of one stage) on `deployment`, from the one-GPU `cost` of the same model,

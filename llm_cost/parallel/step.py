@@ -8,8 +8,10 @@ from llm_cost.parallel.shard import deployed_cost
 from llm_cost.roofline import PassCost, StepTime, check_pass
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments()
 def deployed_pass_cost(model, gpu, profile, weights: WeightFormat = BF16,
                        deployment: Deployment = SINGLE_GPU, *, cls=PassCost) -> PassCost:
     """The `PassCost` of one GPU of `deployment` (K/V at its `kv_dtype`); `cls` a PassCost subclass."""
@@ -18,6 +20,7 @@ def deployed_pass_cost(model, gpu, profile, weights: WeightFormat = BF16,
     return deployed_cost(cost, model, gpu, weights, deployment)
 
 
+@check_arguments(rows=None, batch=None, context=None)  # the grids: checked once, by check_pass
 def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1,
                        context=0, weights: WeightFormat = BF16) -> StepTime:
     """`roofline.step_time` on a deployment: one GPU's share of each stage, stages x max(memory,
@@ -39,6 +42,7 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
     return cost.step(rows, batch, context, count_kv=profile.count_kv)
 
 
+@check_arguments()
 def step_fit(model, gpu, deployment: Deployment = SINGLE_GPU, *, rows=None, batch=1, context=0,
              weights: WeightFormat = BF16) -> Fit:
     """`parallel.fit.deployment_fit` with catalog names accepted and the pass checked."""

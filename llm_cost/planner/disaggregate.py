@@ -25,6 +25,7 @@ from llm_cost.counts import kv_bytes
 from llm_cost.parallel import send_s
 from llm_cost.planner.frontier import Target
 from llm_cost.planner.search import Grid
+from llm_cost.catalog.arguments import Spec, check_arguments
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Disaggregated:
     colocated_requests_per_s: float
 
 
+@check_arguments(target=Spec("Target"))
 def best_split(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
     """The best prefill/decode split per accelerator (module doc), best rate first, and the counts:
     accelerators with no split that meets both targets."""

@@ -17,6 +17,8 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.planner.search import Grid
+from llm_cost.catalog.arguments import Number, Spec, Table, check_arguments
+from llm_cost.specs.validate import check_fields
 
 MAX_SECONDS = 1e6
 
@@ -31,6 +33,7 @@ class Target:
     tokens_per_s_per_user: float | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for name in ("ttft_s", "tpot_s"):
             if getattr(self, name) is not None:
                 check_number(name, getattr(self, name), low=0, high=MAX_SECONDS, low_open=True)
@@ -52,6 +55,7 @@ class Target:
         return ttft, decode
 
 
+@check_arguments(up=Number(None, vector=True), good=Number(None, vector=True))
 def pareto(up, good, *, lower_is_better: bool = False) -> np.ndarray:
     """Indices of the Pareto frontier of points (up, good), both higher-is-better (`good` lower when
     `lower_is_better`), best `good` first; of equal points the first is kept.
@@ -60,6 +64,9 @@ def pareto(up, good, *, lower_is_better: bool = False) -> np.ndarray:
     beats every point before it.
     """
     up, good = np.asarray(up, dtype=float), np.asarray(good, dtype=float)
+    if up.shape != good.shape or up.ndim != 1:
+        raise InvalidValueError(f"up and good must be 1-d arrays of the same length, got shapes {up.shape} and "
+                                f"{good.shape}", params=("up", "good"))
     if not len(up):
         return np.zeros(0, dtype=int)
     key = good if lower_is_better else -good
@@ -90,6 +97,7 @@ class Plan:
         return g.decode_gpu_s * price / 3600 / (g.batch * (g.osl - 1)) * 1e6
 
 
+@check_arguments(target=Spec("Target"), usd_per_gpu_hour=Table(Number(0)))
 def plan(grid: Grid, target: Target, *, usd_per_gpu_hour: dict | None = None) -> Plan:
     """The `Plan` of `grid` under `target` (module doc); with a price for every accelerator the
     frontier trades dollars per million output tokens against tokens/s per user.

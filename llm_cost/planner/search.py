@@ -32,6 +32,8 @@ from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile
+from llm_cost.catalog.arguments import check_arguments
+
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ def bound_of(grid: "Grid", i: int) -> str:
                          count_kv=grid.profile.count_kv).bound)
 
 
+@check_arguments()
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc)."""
     from llm_cost.speculative.fit import draft_deployment_for

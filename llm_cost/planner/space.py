@@ -25,6 +25,11 @@ from llm_cost.errors import InvalidValueError, check_all, check_choice, check_nu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import KV_DTYPES, MAX_DEGREE, Deployment
 from llm_cost.specs.weights import weight_format
+from llm_cost.catalog.arguments import Many, Number, Spec, check_arguments
+from llm_cost.catalog.loader import as_accelerator
+
+DEGREES = Many(Number(1, 4096, integer=True))  # tp, pp or ep degrees to search
+from llm_cost.specs.validate import check_fields
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
@@ -44,6 +49,9 @@ class SpecOption:
     gammas: tuple[int, ...]
     c: float | None = None
     draft: ModelSpec | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,9 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+@check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, 4096, integer=True), tps=DEGREES,
+                 pps=DEGREES, eps=DEGREES, max_tp=Number(1, 4096, integer=True), weights=Many(), kv_dtypes=Many(),
+                 batches=Many(Number(1, 1e9, integer=True)), speculation=Many(Spec("SpecOption"), empty=True))
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
                speculation=(), reserve: float | None = None, eps=None, dp_attention: bool = False) -> PlanSpace:

@@ -14,13 +14,32 @@ pass cost whose memory and compute seconds are linear in the context (no windowe
 that add) a step is stages x max(memory, compute) + a constant, and the sum over the contexts is
 closed-form (`sum_of_max`: two lines that cross at most once), O(1) in OSL; otherwise every context
 is evaluated and summed (exact, O(OSL)).
+
+Budgets (issue 29): where the decode is summed context by context (not linear) it is evaluated
+`BLOCK_STEPS` at a time, so memory stays a few MB whatever OSL; the work, those decode steps and the
+prefill passes, is estimated first and a request past `budget.work_budget_s()` is refused with the
+estimate and the setting that raises it. The closed form costs nothing per step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.budget import check_work
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
 from llm_cost.roofline import PassCost
+
+BLOCK_STEPS = 1 << 16  # decode steps per numpy evaluation: about 10 MB of work arrays
+# Measured with /usr/bin/time on the shared 2-core dev machine, less the 1.7 s of `request --osl 2`:
+# `request --model llama-3-8b --osl 10000000` 6.8 s, 0.5 us a decode step evaluated in blocks (counted
+# at 1 us: a loaded machine); `--isl 8000 --prefill-chunk 1` 3.3 s, 200 us a prefill pass (one Python
+# call of PassCost.step each; counted at 250 us).
+SECONDS_PER_DECODE_STEP = 1e-6
+# `request --osl 2000000 --spec-alpha 0.8 --spec-gamma 4`: 5.6 s, 1.9 us a step (a verification and the
+# draft's steps through roofline_speedup); counted at 2.5 us
+SECONDS_PER_SPECULATIVE_STEP = 2.5e-6
+SECONDS_PER_PREFILL_PASS = 250e-6
+TIME = Number(0, 1e12)  # seconds
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,7 @@ def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv:
     return total, comm, passes, bound
 
 
+@check_arguments(m0=TIME, m1=TIME, c0=TIME, c1=TIME, n=Number(1, MAX_COUNT, integer=True), arrays=("m0", "m1", "c0", "c1"))
 def sum_of_max(m0, m1, c0, c1, n: int):
     r"""Sum over j = 0 .. n - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
 
@@ -118,10 +138,13 @@ def decode_sum(cost: PassCost, rows, batch, isl: int, steps: int, *, count_kv: b
 
     rows, batch = np.broadcast_arrays(np.asarray(rows, dtype=float), np.asarray(batch, dtype=float))
     shape = rows.shape
-    if not linear_in_context(cost, count_kv):
-        contexts = isl + np.arange(steps, dtype=float)
-        t = cost.step(rows[..., None], batch[..., None], contexts, count_kv=count_kv)
-        return np.broadcast_to(t.total_s, shape + (steps,)).sum(axis=-1)
+    if not linear_in_context(cost, count_kv):  # every context, `BLOCK_STEPS` at a time (bounded memory)
+        total = np.zeros(shape)
+        for lo in range(0, steps, BLOCK_STEPS):
+            contexts = isl + np.arange(lo, min(steps, lo + BLOCK_STEPS), dtype=float)
+            t = cost.step(rows[..., None], batch[..., None], contexts, count_kv=count_kv)
+            total = total + np.broadcast_to(t.total_s, shape + contexts.shape).sum(axis=-1)
+        return total
     ends = np.array([isl, isl + steps - 1], dtype=float).reshape((2,) + (1,) * len(shape))
     t = cost.step(rows, batch, ends, count_kv=count_kv)
     memory, compute, total = (np.broadcast_to(x, (2,) + shape) for x in (t.memory_s, t.compute_s, t.total_s))
@@ -139,14 +162,34 @@ def decode_steps(cost: PassCost, batch: int, isl: int, osl: int, count_kv: bool)
     return cost.step(float(batch), float(batch), contexts, count_kv=count_kv)
 
 
+def check_request_work(isl: int, osl: int, chunk: int | None, speculative: bool = False,
+                       closed_form: bool = False) -> None:
+    """Refuse, before any work, a request whose decode steps and prefill passes would take past the
+    work budget: the estimate is OSL - 1 steps x SECONDS_PER_DECODE_STEP (SECONDS_PER_SPECULATIVE_STEP
+    under speculation; none when the decode is summed in closed form, `closed_form`: `linear_in_context`
+    without speculation) + ceil(ISL / chunk) passes x SECONDS_PER_PREFILL_PASS; the message names `osl`
+    (or `prefill_chunk` when the passes dominate)."""
+    chunk = chunk or isl
+    passes = -(-isl // chunk)
+    step = SECONDS_PER_SPECULATIVE_STEP if speculative else 0.0 if closed_form else SECONDS_PER_DECODE_STEP
+    decode_s, prefill_s_ = max(osl - 1, 0) * step, passes * SECONDS_PER_PREFILL_PASS
+    if decode_s >= prefill_s_:
+        check_work("osl", decode_s + prefill_s_, lambda: f"{osl - 1:,} {'speculative ' if speculative else ''}"
+                   f"decode steps at {step * 1e6:g} us")
+    else:
+        check_work("prefill_chunk", decode_s + prefill_s_,
+                   lambda: f"{passes:,} prefill passes of {chunk:,} tokens at {SECONDS_PER_PREFILL_PASS * 1e6:g} us")
+
+
 def phases(cost: PassCost, *, batch: int, isl: int, osl: int, chunk: int | None = None,
            count_kv: bool = True) -> Phases:
-    """`Phases` of B requests of ISL prompt and OSL output tokens (module doc)."""
-    import numpy as np
-
+    """`Phases` of B requests of ISL prompt and OSL output tokens (module doc), the work checked first."""
+    check_request_work(isl, osl, chunk, closed_form=linear_in_context(cost, count_kv))
     pre, pre_comm, passes, pre_bound = prefill_s(cost, batch, isl, chunk, count_kv)
     if osl <= 1:
         return Phases(pre, pre_comm, passes, 0.0, 0.0, 0.0, 0.0, pre_bound, "-")
+    import numpy as np
+
     steps = osl - 1
     ends = cost.step(float(batch), float(batch), np.array([isl, isl + steps - 1], dtype=float), count_kv=count_kv)
     totals = np.broadcast_to(ends.total_s, (2,))

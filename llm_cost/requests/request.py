@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
-from llm_cost.requests.phases import Phases, phases
+from llm_cost.requests.phases import BLOCK_STEPS, Phases, check_request_work, linear_in_context, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
+from llm_cost.specs.validate import check_fields, check_value
 
 MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
 
@@ -41,6 +43,11 @@ class Speculation:
     c: float | None = None
     draft: object = None  # a ModelSpec or catalog name
     draft_profile: object = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        check_value("draft", self.draft, "ModelSpec | str | None", field="draft")
+        check_value("draft_profile", self.draft_profile, "Profile | str | None", field="draft_profile")
 
 
 @dataclass(frozen=True)
@@ -94,12 +101,14 @@ class RequestCost:
         return gpu_seconds(seconds, self.deployment)
 
 
+@check_arguments(seconds=Number(0, 1e15))
 def gpu_seconds(seconds: float, deployment: Deployment) -> float:
     """GPU-seconds one batch takes over `seconds` of its life: its replica's tp x pp GPUs, all held by
     the one static batch in flight (`Deployment.batches_in_flight`): seconds x tp x pp."""
     return seconds * deployment.gpus_per_replica
 
 
+@check_arguments()
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                  deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16,
                  prefill_chunk: int | None = None, speculation: Speculation | None = None,
@@ -149,6 +158,8 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
     deployment = deployment.following(profile)  # the fit counts the profile's memory basis
     weights = as_weights(weights)  # a format or its name ("fp8")
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
+    check_request_work(isl, osl, prefill_chunk, speculative=speculation is not None,  # before any pass
+                       closed_form=linear_in_context(cost, profile.count_kv))
     image_tokens, encoder_s = _images(model, images, image_size, batch, cost, deployment)
     text_isl, isl = isl, isl + image_tokens  # the prompt the text model prefills
     if limit and isl > limit:
@@ -184,6 +195,7 @@ def _images(model, images, image_size, batch: int, cost, deployment: Deployment)
     return int(images) * one.tokens, seconds
 
 
+@check_arguments(isl=Number(1, MAX_COUNT), gamma=Number(0, 1e6, integer=True), chunk=Number(1, MAX_COUNT, integer=True))
 def request_fit(model, gpu, deployment, weights, *, batch, isl, osl, chunk=None, gamma=0, draft=None) -> Fit:
     """One GPU's memory at the batch's peak: the weights, the K/V of ISL + OSL tokens per request, and
     the larger workspace of a prefill pass and a (verification) decode step; with a `draft` model on
@@ -214,12 +226,16 @@ def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, sp
 
     from llm_cost.speculative import roofline_speedup
 
-    contexts = isl + np.arange(osl - 1, dtype=float)
-    r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
-                         draft=spec.draft, draft_profile=spec.draft_profile, context=contexts, weights=weights,
-                         deployment=deployment)
-    per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), (osl - 1,))
+    total, first = 0.0, None
+    for lo in range(0, osl - 1, BLOCK_STEPS):  # blocks: memory stays bounded whatever OSL (phases' doc)
+        contexts = isl + np.arange(lo, min(osl - 1, lo + BLOCK_STEPS), dtype=float)
+        r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
+                             draft=spec.draft, draft_profile=spec.draft_profile, context=contexts,
+                             weights=weights, deployment=deployment)
+        per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), contexts.shape)
+        total += float(np.sum(per_token))
+        first = float(per_token[0]) if first is None else first
     expected = float(np.asarray(r.expected_tokens).flat[0])
-    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, float(np.sum(per_token)),
-                   float(per_token[0]), float(per_token[-1]), ph.decode_comm_s, ph.prefill_bound,
+    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, total, first, float(per_token[-1]),
+                   ph.decode_comm_s, ph.prefill_bound,
                    "compute" if bool(np.asarray(r.verify_compute_bound).flat[-1]) else "memory"), expected)

@@ -9,11 +9,13 @@ ridge / (gamma + 1) sequences.
 from __future__ import annotations
 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
-from llm_cost.errors import check_number
+from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.roofline.pass_cost import MAX_BATCH, PassCost
 from llm_cost.specs import BF16, Accelerator, Profile, WeightFormat
+from llm_cost.catalog.arguments import Choice, Number, check_arguments
 
 
+@check_arguments(compute=Choice("bf16", "fp8", "int8", "fp4"))
 def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "bf16") -> float:
     r"""Effective ridge (FLOP/byte): F eta_f / (BW eta_bw), F the dense peak of the GEMMs' precision.
 
@@ -60,6 +62,7 @@ def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "
     return peak / gpu.bandwidth_bytes_per_s * profile.compute_efficiency / profile.bw_efficiency
 
 
+@check_arguments(f=None, low=Number(0, 1e300), high=Number(0, 1e300))
 def first_crossing(f, low: float, high: float) -> float:
     r"""Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect.
 
@@ -88,6 +91,8 @@ def first_crossing(f, low: float, high: float) -> float:
     >>> first_crossing(lambda x: -1.0, 1.0, 100.0)
     inf
     """
+    if high < low:
+        raise InvalidValueError(f"high must be at least low ({low}), got {high}", params=("high", "low"))
     if f(low) >= 0:
         return low
     x_prev, x = low, low
@@ -124,6 +129,7 @@ def _compute_minus_memory(cost: PassCost, count_kv: bool, *, rows_per_sequence=N
     return gap
 
 
+@check_arguments()
 def critical_rows(model, gpu, profile, *, batch: float = 1, context: float = 0,
                   weights: WeightFormat = BF16) -> float:
     r"""Rows per pass (from `batch` sequences) where compute time reaches memory time.
@@ -169,6 +175,7 @@ def critical_rows(model, gpu, profile, *, batch: float = 1, context: float = 0,
     return first_crossing(gap, float(batch), 1e12)
 
 
+@check_arguments()
 def critical_batch(model, gpu, profile, *, rows_per_sequence: float = 1, context: float = 0,
                    weights: WeightFormat = BF16) -> float:
     r"""Batch at which a pass of `rows_per_sequence` rows per sequence becomes compute-bound.

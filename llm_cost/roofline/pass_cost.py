@@ -44,6 +44,8 @@ from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
                                           state_tokens_per_sequence, uniform_pass, weight_only, windowed_pass)
+from llm_cost.specs.validate import check_fields
+from llm_cost.errors import check_number
 
 # Far beyond any deployment, and far from float overflow in FLOPs and bytes.
 MAX_BATCH = 1e12
@@ -107,6 +109,9 @@ class PassCost:
     kv_source: str = ""
 
     def __post_init__(self) -> None:
+        check_fields(self)
+        for name in ("bytes_per_s", "flops_per_s"):  # a division by each follows
+            check_number(name, getattr(self, name), low=0, low_open=True)
         # Seconds per K/V token and per attention pair, for loops that advance T by increments
         # (the simulator's decode stretches): memory_s(rows, k + 1) = memory_s(rows, k) +
         # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.

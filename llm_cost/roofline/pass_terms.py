@@ -118,11 +118,14 @@ def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
     with probability (1 - k/N)^m. N >= 0 and 0 <= k <= N whole numbers, rows >= 0 (a number or an
     array); k > N made E negative (issue 29).
     """
-    from llm_cost.errors import check_number
+    from llm_cost.errors import InvalidValueError, check_number
     from llm_cost.grids import checked
 
     check_number("num_experts", num_experts, low=0, integer=True)
-    check_number("experts_per_token", experts_per_token, low=0, high=num_experts, integer=True)
+    check_number("experts_per_token", experts_per_token, low=0, integer=True)
+    if experts_per_token > num_experts:
+        raise InvalidValueError(f"experts_per_token must be at most num_experts ({num_experts}), got "
+                                f"{experts_per_token}", params=("experts_per_token", "num_experts"))
     if isinstance(rows, numbers.Real):
         check_number("rows", rows, low=0)
     else:

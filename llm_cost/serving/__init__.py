@@ -19,11 +19,12 @@ from llm_cost._exports import lazy_exports, names_from
 _EXPORTS = {
     **names_from(".capacity", "DEFAULT_RESERVE", "kv_capacity", "KvCapacity", "sequences_that_fit"),
     **names_from(".policies", "requests_that_fit", "requests_by_policy", "RequestsFit", "model_max_len"),
-    **names_from(".batch_waste", "padding_waste", "PaddingWaste", "padded_positions", "attention_launches",
-                 "AttentionLaunches"),
+    **names_from(".batch_waste", "padding_waste", "PaddingWaste", "attention_launches", "AttentionLaunches"),
+    # the checked twins of what the simulators call per request or batch, unchecked (`terms`)
+    **names_from(".terms", "padded_positions", "reservation_tokens"),
     **names_from(".workload", "Workload", "poisson_workload", "fixed_workload", "ORCA_PROMPT", "ORCA_OUTPUT"),
     **names_from(".replica", "Replica", "IterationCost"),
-    **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS", "reservation_tokens"),
+    **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
     **names_from(".engine", "serve", "path_of", "counts_reserved", "FAST_PATHS"),
     **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s", "config_for",

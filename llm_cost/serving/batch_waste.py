@@ -14,6 +14,9 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.catalog.arguments import MAX_COUNT, Many, Number, check_arguments
+
+LENGTHS = Many(Number(0, MAX_COUNT, integer=True), optional=True)  # tokens of each request
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ def padded_positions(batch: int, prompt_max: int, output_max: int) -> int:
     return batch * prompt_max + batch * (output_max - 1)
 
 
+@check_arguments(prompts=LENGTHS, outputs=LENGTHS)
 def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWaste:
     r"""Request-level batching pads prompts to the longest and runs every row to the longest output.
 
@@ -167,6 +171,7 @@ class AttentionLaunches:
         return self.overhead_s / (self.step_time_s + self.overhead_s)
 
 
+@check_arguments(requests=Number(1, 1e12, integer=True), launch_cost_s=Number(0, 1))
 def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, requests: int,
                        context: float, launch_cost_s: float,
                        weights: WeightFormat = BF16) -> AttentionLaunches:
@@ -220,7 +225,7 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
 
     profile = as_profile(profile)
     check_number("requests", requests, low=1, integer=True)
-    check_number("launch cost (s)", launch_cost_s, low=0)
+    check_number("launch_cost_s", launch_cost_s, low=0)
     check_number("context", context, low=0)
     t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, weights=weights)
     return AttentionLaunches(launches=model.num_layers * int(requests), launch_cost_s=launch_cost_s,

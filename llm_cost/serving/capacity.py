@@ -41,6 +41,7 @@ from llm_cost.specs.deployment import DEFAULT_RESERVE, KV_BYTES_RANGE, SINGLE_GP
 from llm_cost.serving.policies import requests_that_fit
 
 from llm_cost.specs.profiles import MEMORY_BASES  # noqa: F401 (re-exported)
+from llm_cost.catalog.arguments import check_arguments
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ def _settings(deployment: Deployment | None, reserve: float | None,
 capacity_settings = _settings  # the public name other modules import (issue 24: no private name across modules)
 
 
+@check_arguments()
 def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = None,
                 weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
                 deployment: Deployment | None = None) -> KvCapacity:
@@ -260,6 +262,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
         replicas=deployment.replicas, kv_dtype=kv_dtype, memory_basis=basis)
 
 
+@check_arguments()
 def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, reserve: float | None = None,
                        weights: WeightFormat = BF16, kv_bytes_per_element: float | None = None,
                        deployment: Deployment | None = None) -> int:

@@ -68,11 +68,13 @@ from llm_cost.serving.reservations import reservations_of
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
+from llm_cost.catalog.arguments import check_arguments
 
 
 FAST_PATHS = ("fast_reservations", "fast_engine")  # tried in this order (module doc)
 
 
+@check_arguments()
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
           on_progress=None, fast=True) -> ServeResult:
     """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
@@ -117,6 +119,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
+@check_arguments()
 def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
     `fast_engine` or `general` (module doc)."""
@@ -124,6 +127,7 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
     return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
 
+@check_arguments()
 def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
     """Whether `serve` runs `config` on a step-level path, which counts K/V reserved against written
     (`ServeResult.kv_reserved_mean_tokens` and the rows computed and needed; nan and 0 elsewhere)."""

@@ -29,7 +29,7 @@ from array import array
 from dataclasses import fields
 
 from llm_cost.serving import handover
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn

@@ -17,7 +17,7 @@ import math
 from collections import deque
 
 from llm_cost.serving.engine_state import EngineState
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult

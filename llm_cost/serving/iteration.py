@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 
 
 def held_tokens_fn(cost):

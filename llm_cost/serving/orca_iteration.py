@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.reservations import Deadlock, Holder
 
 

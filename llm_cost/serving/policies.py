@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs import ModelSpec
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments()
 def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
     r"""floor(kv_tokens / tokens_per_request): requests whose reservations fit side by side.
 
@@ -38,8 +40,8 @@ def requests_that_fit(kv_tokens: float, tokens_per_request: float) -> int:
     >>> requests_that_fit(12_596, 2048)
     6
     """
-    check_number("KV tokens", kv_tokens, low=0)
-    check_number("tokens per request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
+    check_number("kv_tokens", kv_tokens, low=0)
+    check_number("tokens_per_request", tokens_per_request, low=1e-6)  # a subnormal made the count infinite
     return int(kv_tokens // tokens_per_request)
 
 
@@ -77,6 +79,7 @@ class RequestsFit:
     requests_none: int  # reserve nothing: requests as large as they end up (prompt + gen)
 
 
+@check_arguments()
 def requests_by_policy(kv_tokens: int, *, max_len: int, prompt: float, max_gen: float,
                        gen: float | None = None, state_tokens: float = 0.0) -> RequestsFit:
     r"""Requests that fit under max-length, declared-max and no reservation.

@@ -17,6 +17,7 @@ from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
+from llm_cost.catalog.arguments import Number, check_arguments
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
 STATISTICS = ENGINE_STATISTICS
@@ -24,6 +25,7 @@ HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many tim
 MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 
 
+@check_arguments()
 def unloaded_latency_per_token(workload: Workload, cost: IterationCost) -> list[float]:
     r"""Per-token latency of each request served alone: (prefill(P) + decodes at P .. P+O-2) / O.
 
@@ -120,6 +122,7 @@ def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_
     return result.finished == result.requests and result.percentile_s(metric, stat) <= slo_s
 
 
+@check_arguments(rel_tol=Number(0, 1, low_open=True, high_open=True), slo_s=Number(0, 1e6, low_open=True), max_requests=Number(1, 1e9, integer=True))
 def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
                  statistic: str = "median", reservation: str | None = None, rel_tol: float = 0.01,
                  on_step: Callable[[int, int], None] | None = None, config=None,
@@ -224,7 +227,7 @@ def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statist
     """`highest_rate`'s target checked: (percentile q in [0, 100], its name "p50"/"p90"/"p99", the metric
     as spelled in METRICS). Raises when a closed loop (concurrency) is given a target with a config."""
     check_number("slo_s", slo_s, low=0, low_open=True)
-    check_number("relative tolerance", rel_tol, low=0, high=1, low_open=True, high_open=True)
+    check_number("rel_tol", rel_tol, low=0, high=1, low_open=True, high_open=True)
     q = ENGINE_STATISTICS[check_choice("statistic", statistic, tuple(ENGINE_STATISTICS))]
     stat = {50.0: "p50", 90.0: "p90", 99.0: "p99"}[q]
     from llm_cost.serving.serve_result import METRICS

@@ -33,10 +33,12 @@ from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, capacity_settings, kv_capacity  # noqa: F401
 from llm_cost.serving.policies import model_max_len
-from llm_cost.roofline import PassCost, causal_pairs
+from llm_cost.roofline import PassCost
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
+from llm_cost.specs.validate import check_fields
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,11 @@ class Replica:
 
     def __post_init__(self) -> None:
         """Validate the capacity and the maximum length: whole numbers >= 1."""
-        check_number("KV capacity (tokens)", self.kv_capacity_tokens, low=1, integer=True)
+        check_fields(self, skip=("cost",))  # the cost is duck-typed (serving.retime times a counting one)
+        if not callable(getattr(self.cost, "time", None)):
+            raise InvalidValueError(f"cost must be an IterationCost (a pass cost with .time), got "
+                                    f"{type(self.cost).__name__}", params=("cost",))
+        check_number("kv_capacity_tokens", self.kv_capacity_tokens, low=1, integer=True)
         check_number("max_len", self.max_len, low=1, integer=True)
 
     @classmethod

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.catalog.arguments import check_arguments
+from llm_cost.specs.validate import check_fields, check_value
 
 RESERVATION_POLICIES = ("declared", "max_len", "none", "paged")
 PREEMPTIONS = ("recompute", "swap")
@@ -22,6 +24,7 @@ SCHEDULERS = ("iteration", "request")
 PCIE_GEN5_X16_BYTES_PER_S = 64e9
 
 
+@check_arguments()
 def host_link_bytes_per_s(gpu) -> float:
     """Bytes per second one GPU moves to or from host memory, one direction (swap preemption).
 
@@ -64,6 +67,9 @@ class SpecConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_fields(self)
+        check_value("draft_cost", self.draft_cost, "PassCost | None", field="draft_cost")
+        check_value("bursty", self.bursty, "BurstyAcceptance | None", field="bursty")
         check_number("spec_gamma", self.gamma, low=0, high=64, integer=True)
         check_number("spec_alpha", self.alpha, low=0, high=1)
         check_number("c", self.c, low=0)
@@ -138,6 +144,7 @@ class ServeConfig:
     kv_offload_bytes: float = 0.0
 
     def __post_init__(self) -> None:
+        check_fields(self)
         check_number("max_batch", self.max_batch, low=1, integer=True)
         object.__setattr__(self, "reservation", check_choice("reservation", self.reservation, RESERVATION_POLICIES))  # as spelled in the list
         check_number("block_size", self.block_size, low=1, high=1 << 20, integer=True)

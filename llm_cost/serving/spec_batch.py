@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.roofline import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.serve_config import SpecConfig
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 

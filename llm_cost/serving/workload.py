@@ -17,7 +17,14 @@ import operator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_number, short_repr
+from llm_cost.catalog.arguments import MAX_TOKENS, Either, Many, Number, check_arguments
+
+REQUESTS = Number(1, 1e9, integer=True)
+COLUMNS = ("prompt", "output", "declared_gen", "unit_arrivals")  # one entry per request
+LENGTH = Number(1, MAX_TOKENS, integer=True)
+RANGE = Either(LENGTH, Many(LENGTH, least=2, most=2))  # a request's tokens: N, or uniform in (low, high)
+from llm_cost.specs.validate import check_fields
 
 ORCA_PROMPT = (32, 512)  # U(32, 512) prompt tokens (Orca §6)
 ORCA_OUTPUT = (1, 128)  # U(1, 128) generated tokens
@@ -68,9 +75,19 @@ class Workload:
 
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
-        n = len(self.prompt)
-        if not (len(self.unit_arrivals) == len(self.output) == len(self.declared_gen) == n):
-            raise InvalidValueError("workload fields must have one entry per request")
+        check_fields(self, skip=COLUMNS, infinite=("rate_req_per_s",))
+        n = len(self.prompt) if isinstance(self.prompt, tuple) else 0
+        for name in COLUMNS:  # each a tuple of n finite numbers: a sum finds a nan, an inf or a string at C speed
+            column = getattr(self, name)
+            if not isinstance(column, tuple) or len(column) != n:
+                raise InvalidValueError(f"{name} must be a tuple of one entry per request ({n:,}), got "
+                                        f"{short_repr(column)}", params=(name,))
+            try:
+                total = sum(column)
+            except TypeError:
+                total = math.nan
+            if not math.isfinite(total):
+                raise InvalidValueError(f"{name} must hold finite numbers", params=(name,))
         if self.prefix is not None and len(self.prefix) != n:
             raise InvalidValueError("workload prefix must have one entry per request", params=("prefix",))
         if not (self.rate_req_per_s > 0):
@@ -79,7 +96,7 @@ class Workload:
                                                                               self.output)):
             return  # valid, in three passes at C speed (a 10^6-request workload is built per rate)
         for p, o, d in zip(self.prompt, self.output, self.declared_gen):
-            if p < 1 or o < 1 or d < o:
+            if not (p >= 1 and o >= 1 and d >= o):
                 raise InvalidValueError(
                     f"each request needs prompt >= 1, output >= 1 and max_gen >= output, got {p}, {o}, {d}")
 
@@ -151,6 +168,7 @@ def _describe(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"U({lo}, {hi})"
 
 
+@check_arguments(requests=REQUESTS, rate=Number(None, infinite=True), prompt=RANGE, output=RANGE)
 def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_PROMPT,
                      output=ORCA_OUTPUT, max_gen: int | None = None) -> Workload:
     r"""`requests` Poisson arrivals at `rate` req/s with uniform (or fixed) prompt and output lengths.
@@ -219,6 +237,7 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
                     tuple(outputs.tolist()), tuple(declared.tolist()), int(seed), desc)
 
 
+@check_arguments(requests=Many(Many(Number(1, MAX_TOKENS, integer=True), most=2), most=MAX_TOKENS), arrivals_s=Many(Number(0, 1e9)), max_gen=Number(1, MAX_TOKENS, integer=True))
 def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
                    max_gen: int | None = None) -> Workload:
     """A hand-written workload: (prompt, output) per request, arrival times (default all at 0).
@@ -252,7 +271,8 @@ def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
         raise InvalidValueError("a workload needs at least one request")
     arrivals = [0.0] * len(requests) if arrivals_s is None else [float(a) for a in arrivals_s]
     if len(arrivals) != len(requests) or any(b < a for a, b in zip(arrivals, arrivals[1:])):
-        raise InvalidValueError("arrival times must be one per request and non-decreasing")
+        raise InvalidValueError("arrivals_s must hold one arrival time per request, non-decreasing",
+                                params=("arrivals_s",))
     prompts = tuple(int(p) for p, _ in requests)
     outputs = tuple(int(o) for _, o in requests)
     declared = outputs if max_gen is None else (int(max_gen),) * len(requests)

@@ -26,11 +26,13 @@ import math
 
 from llm_cost.errors import InvalidValueError, check_number, short_repr
 from llm_cost.serving.workload import Workload
+from llm_cost.catalog.arguments import Number, Text, check_arguments
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
 MAX_REQUEST_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
 
 
+@check_arguments(option=Text(identifier=True))
 def parse_length(option: str, text) -> tuple:
     """('fixed', n) | ('uniform', a, b) | ('lognormal', mean, sigma) | ('zipf', s, max) from a spec string.
 
@@ -140,6 +142,7 @@ def parse_arrivals(text: str) -> tuple:
                             params=("arrivals",))
 
 
+@check_arguments(requests=Number(None), rate=Number(None, infinite=True), concurrency=Number(1, 1e9, integer=True))
 def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uniform:32:512",
                        output="uniform:1:128", max_gen: int | None = None, arrivals: str = "poisson",
                        concurrency: int | None = None) -> Workload:
@@ -206,6 +209,7 @@ def _trace_number(row: dict, column: str, line: int, fail) -> float:
         raise fail(f"line {line}: {column} is not a number: {short_repr(row[column])}") from None
 
 
+@check_arguments()
 def read_trace(path) -> Workload:
     """A workload from a CSV trace (module doc); one error line naming the file on bad input.
 

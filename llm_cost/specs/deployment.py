@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.specs.profiles import MEMORY_BASES
+from llm_cost.specs.validate import check_fields
 
 # Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
 KV_DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -77,6 +78,7 @@ class Deployment:
     dp_attention: bool = False
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for name in ("tp", "pp", "ep"):
             check_number(name, getattr(self, name), low=1, high=MAX_DEGREE, integer=True)
         check_number("gpus", self.gpus, low=0, high=MAX_DEGREE * MAX_DEGREE, integer=True)

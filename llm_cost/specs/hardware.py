@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.specs.validate import check_fields
 
 
 # GEMM precision -> the datasheet field of its dense peak
@@ -90,6 +91,7 @@ class Accelerator:
     idle_power_w: float = 0.0
 
     def __post_init__(self) -> None:
+        check_fields(self, "gpu.")
         if not isinstance(self.name, str) or not self.name:
             raise InvalidValueError("gpu.name must be a non-empty string")
         for name in ("memory_bytes", "bandwidth_bytes_per_s", "bf16_flops_per_s"):

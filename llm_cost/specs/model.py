@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
 from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
+from llm_cost.specs.validate import check_fields
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind
@@ -170,6 +171,7 @@ class ModelSpec:
     parallel_mixers: bool = False
 
     def __post_init__(self) -> None:
+        check_fields(self, "model.")
         if not isinstance(self.name, str) or not self.name:
             raise InvalidValueError("model.name must be a non-empty string")
         for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.specs.validate import check_fields
 
 
 def _positive_int(owner: str, name: str, value) -> None:
@@ -73,6 +74,7 @@ class MoESpec:
     expert_bias: bool = False  # biases on each expert's projections (gpt-oss): 2 ff + d
 
     def __post_init__(self) -> None:
+        check_fields(self, "moe.")
         _positive_int("moe", "num_experts", self.num_experts)
         _positive_int("moe", "experts_per_token", self.experts_per_token)
         _positive_int("moe", "expert_intermediate_size", self.expert_intermediate_size)
@@ -132,6 +134,7 @@ class MLASpec:
     q_lora_rank: int = 0  # 0: a full-rank q_proj (DeepSeek-V2-Lite)
 
     def __post_init__(self) -> None:
+        check_fields(self, "mla.")
         for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             _positive_int("mla", name, getattr(self, name))
         check_number("mla.q_lora_rank", self.q_lora_rank, low=0, integer=True)
@@ -180,6 +183,7 @@ class QuantizationConfig:
     settings: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
+        check_fields(self, "quantization.")
         if not isinstance(self.method, str) or not self.method:
             raise InvalidValueError("quantization.method must be a non-empty string")
 

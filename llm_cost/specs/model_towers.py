@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs.model_parts import _positive_int
+from llm_cost.specs.validate import check_fields
 
 # The recurrent mixers counted (`llm_cost.counts.recurrent`): Gated DeltaNet (Qwen3-Next, Qwen3.5),
 # lightning attention (MiniMax-M1), Mamba-2 (Bamba, Granite 4.0-H, Nemotron-H), Mamba-1 (Jamba).
@@ -184,6 +185,7 @@ class VisionSpec:
     position_embeddings: int = 0  # learned positions; 0: patches_per_side^2 (where the tower has them)
 
     def __post_init__(self) -> None:
+        check_fields(self, "vision.")
         if self.kind not in VISION_KINDS:
             raise InvalidValueError(f"vision.kind must be one of {', '.join(VISION_KINDS)}, got {self.kind!r}")
         for name in ("hidden_size", "num_layers", "intermediate_size", "num_heads", "patch_size", "image_size",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.specs.validate import check_fields, check_value
 
 # What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
 MEMORY_BASES = ("usable", "marketed")
@@ -120,6 +121,7 @@ class Profile:
     kernels: str = "datasheet"
 
     def __post_init__(self) -> None:
+        check_fields(self, "profile.")
         # efficiencies from MIN_EFFICIENCY (a subnormal one makes every time infinite) to 1; fixed
         # times up to MAX_FIXED_S a pass
         for name in ("bw_efficiency", "compute_efficiency", "weight_only_bw_factor", "fp8_compute_factor",
@@ -286,6 +288,7 @@ def draft_profile_for(profile: Profile) -> Profile:
     >>> draft_profile_for(PRESETS["article"]) is PRESETS["article"]
     True
     """
+    check_value("profile", profile, "Profile", field="profile")
     name = DRAFT_PRESET_OF.get(profile.name)
     if name is None:
         return profile

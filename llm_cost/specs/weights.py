@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.specs.validate import check_fields
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class WeightFormat:
     compute: str = "bf16"  # the GEMMs' precision: bf16 (and weight-only W4A16/W8A16), fp8, int8, fp4
 
     def __post_init__(self) -> None:
+        check_fields(self, "weights.")
         object.__setattr__(self, "compute", check_choice("weights.compute", self.compute, COMPUTE_PRECISIONS))  # as spelled in the list
         check_number("weights.bits", self.bits, low=0, high=64, low_open=True)
         check_number("weights.group_size", self.group_size, low=1, integer=True)

@@ -38,6 +38,7 @@ from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.speculative.fit import draft_deployment_for, fits_grid
+from llm_cost.catalog.arguments import check_arguments
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class RooflineSpeedup:
         return self.batch * self.expected_tokens / self.round_s
 
 
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None,
                      draft_profile=None, context=0, weights: WeightFormat = BF16,
                      draft_weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU,
@@ -255,6 +257,7 @@ class BestGamma(RooflineSpeedup):
     gamma_skipped_unfit: np.ndarray
 
 
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLINE_GAMMA_MAX, c=None, draft=None,
                draft_profile=None, context=0, weights: WeightFormat = BF16,
                draft_weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU,

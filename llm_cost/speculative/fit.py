@@ -10,8 +10,10 @@ import numpy as np
 from llm_cost.catalog import as_model
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments()
 def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
     """Where the draft runs by default: on the target's GPUs, the same tp and pp (and ep and
     dp-attention for a MoE draft; a dense draft has no experts to spread, so ep 1 and attention over tp).
@@ -27,6 +29,7 @@ def draft_deployment_for(draft, deployment: Deployment) -> Deployment:
     return dataclasses.replace(deployment, ep=1, dp_attention=False)
 
 
+@check_arguments()
 def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, batch, context=0,
                      weights: WeightFormat = BF16, draft=None, draft_weights: WeightFormat = BF16,
                      draft_deployment: Deployment | None = None):

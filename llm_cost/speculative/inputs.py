@@ -10,6 +10,7 @@ import numpy as np
 
 from llm_cost.grids import checked
 from llm_cost.errors import InvalidValueError
+from llm_cost.catalog.arguments import Number, Text, check_arguments
 
 
 MAX_GAMMA = 10**9  # draft tokens a round: past any tree or draft; 2**63 overflowed int64 to a negative gamma
@@ -40,6 +41,7 @@ def check_alpha(alpha) -> np.ndarray:
     return checked("alpha", alpha, low=0, high=1)
 
 
+@check_arguments(low=Number(0, 1e9, integer=True), arrays=("gamma",))
 def check_gamma(gamma, low=0) -> np.ndarray:
     """`gamma` as a float array, or InvalidValueError unless every element is a whole number >= low.
 
@@ -70,6 +72,7 @@ def check_gamma(gamma, low=0) -> np.ndarray:
     return g
 
 
+@check_arguments(name=Text(identifier=True), c=None)
 def check_cost(name: str, c) -> np.ndarray:
     """A cost ratio (c, c_hat) as a float array, or InvalidValueError naming `name` if any is < 0.
 

@@ -13,8 +13,10 @@ from llm_cost.catalog import as_model
 from llm_cost.counts import param_counts
 from llm_cost.speculative.batched import RooflineSpeedup, roofline_speedup
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
+from llm_cost.catalog.arguments import check_arguments
 
 
+@check_arguments()
 def dense_twin(model: ModelSpec) -> ModelSpec:
     r"""A dense model with the MoE's active size: same attention, one MLP as wide as the active part.
 
@@ -76,6 +78,7 @@ class MoeVsDense:
     dense_model: ModelSpec
 
 
+@check_arguments(alpha=None, gamma=None, batch=None, c=None, context=None)  # the grids: checked once, inside
 def moe_vs_dense(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=None, draft_profile=None,
                  context=0, weights: WeightFormat = BF16, draft_weights: WeightFormat = BF16) -> MoeVsDense:
     r"""`roofline_speedup` for a MoE target and for `dense_twin(target)` with the same arguments.

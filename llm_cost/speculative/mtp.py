@@ -20,6 +20,7 @@ from llm_cost.counts.mtp import MtpParams, mtp_module, mtp_params  # noqa: F401 
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.roofline import PassCost, StepTime
 from llm_cost.specs import BF16, WeightFormat
+from llm_cost.catalog.arguments import Many, Number, check_arguments
 
 # DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% ... 1.8 times TPS"; the article §2.5 and the lecture §10.4
@@ -28,6 +29,7 @@ MTP_TPS_REPORTED = 1.8
 MTP_GAMMA = 1  # one MTP module predicts one extra token
 
 
+@check_arguments(arrays=("batch",))
 def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightFormat = BF16,
                   deployment=None) -> StepTime:
     r"""One MTP draft step for `batch` sequences: `step_time` of `mtp_module` plus the projection.
@@ -114,6 +116,7 @@ class MtpSpeedup:
     speedup: tuple[float, ...]  # roofline: E T(B) / (c T(B) + T(2B))
 
 
+@check_arguments(alphas=Many(Number(0, 1), most=64))
 def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_ALPHA_REPORTED,
                 batch: float = 1, deployment=None) -> MtpSpeedup:
     r"""Speculative decoding with the model's own MTP module as the draft (gamma = 1).

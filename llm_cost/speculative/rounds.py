@@ -13,6 +13,11 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
+from llm_cost.budget import check_memory
+from llm_cost.catalog.arguments import Number, check_arguments
+
+BYTES_PER_POSITION = 24  # a uniform draw (8 B), its acceptance (1 B) and the run lengths' work arrays
+from llm_cost.specs.validate import check_fields
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class IndependentAcceptance:
 
     def __post_init__(self) -> None:
         """Validate alpha: a fraction in [0, 1]."""
+        check_fields(self)
         check_number("alpha", self.alpha, low=0, high=1)
 
     @property
@@ -76,6 +82,7 @@ class BurstyAcceptance:
 
     def __post_init__(self) -> None:
         """Validate the rates (in [0, 1]) and the transition probabilities (in (0, 1])."""
+        check_fields(self)
         for name in ("easy_alpha", "hard_alpha"):
             check_number(name, getattr(self, name), low=0, high=1)
         for name in ("p_easy_to_hard", "p_hard_to_easy"):
@@ -145,6 +152,7 @@ class RoundStats:
         return self.predicted / self.tokens_per_round - 1.0
 
 
+@check_arguments(gamma=Number(0, 1e6, integer=True), streams=Number(1, 1e7, integer=True), positions=Number(1, 1e9, integer=True))
 def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int = 2048,
                     seed: int = 0) -> RoundStats:
     r"""Seeded Monte Carlo of speculative rounds walking along `streams` token streams.
@@ -193,6 +201,7 @@ def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int =
     check_number("gamma", gamma, low=1, integer=True)
     check_number("streams", streams, low=1, integer=True)
     check_number("positions", positions, low=gamma + 1, integer=True)
+    check_memory("positions", streams * positions, BYTES_PER_POSITION, what="stream positions")
     gamma, rng = int(gamma), np.random.default_rng(seed)
     accepts = _accepts(process, int(streams), int(positions), rng)
     # first rejection at or after each position (positions where there is none)

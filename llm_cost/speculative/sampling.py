@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.catalog.arguments import Number, check_arguments
+
 
 RULES = ("exact", "resample_target", "reject_if_draft_higher")
 SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (then it is rescaled)
@@ -52,15 +54,32 @@ def distribution(probs, name: str = "distribution") -> np.ndarray:
     ...
     llm_cost.errors.InvalidValueError: p must sum to 1, got ...
     """
-    p = np.asarray(probs, dtype=float)
+    try:
+        p = np.asarray(probs, dtype=float)
+    except (TypeError, ValueError):  # a string, None, a ragged list
+        p = np.zeros(0)
     if p.ndim != 1 or p.size == 0:
-        raise InvalidValueError(f"{name} must be a non-empty 1-D vector of probabilities")
+        raise InvalidValueError(f"{name} must be a non-empty 1-D vector of probabilities", params=(name,) if name.isidentifier() else ())
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise InvalidValueError(f"{name} must hold finite non-negative probabilities")
     total = p.sum()
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise InvalidValueError(f"{name} must sum to 1, got {total!r}")
     return p / total
+
+
+def distribution_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) as validated probability vectors (`distribution`) over the same tokens (one length).
+
+    >>> distribution_pair([1.0], [0.5, 0.5])
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: p and q must have the same length, got 1 and 2
+    """
+    p, q = distribution(p, "p"), distribution(q, "q")
+    if p.shape != q.shape:
+        raise InvalidValueError(f"p and q must have the same length, got {p.size} and {q.size}", params=("p", "q"))
+    return p, q
 
 
 def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
@@ -113,6 +132,7 @@ def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
     return w / w.sum()
 
 
+@check_arguments()
 def total_variation(p, q) -> float:
     r"""TV(p, q) = 1/2 sum |p - q|.
 
@@ -136,7 +156,8 @@ def total_variation(p, q) -> float:
     >>> round(tv, 10), round(1 - tv, 10)
     (0.3, 0.7)
     """
-    return 0.5 * float(np.abs(distribution(p, "p") - distribution(q, "q")).sum())
+    p, q = distribution_pair(p, q)
+    return 0.5 * float(np.abs(p - q).sum())
 
 
 @dataclass(frozen=True)
@@ -179,6 +200,7 @@ def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return excess / mass if mass > 0 else excess
 
 
+@check_arguments(temperature=Number(0), top_k=Number(1, integer=True))
 def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None) -> SpeculativeStep:
     r"""The exact output distribution of one speculative position, after adjusting p and q alike.
 
@@ -218,6 +240,7 @@ def speculative_step(p, q, *, temperature: float = 1.0, top_k: int | None = None
                            output=output_distribution(p, q, "exact"))
 
 
+@check_arguments()
 def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     r"""Output distribution of one position under a verification rule.
 
@@ -254,7 +277,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     >>> output_distribution(p, q, "reject_if_draft_higher").round(10).tolist()
     [0.8, 0.0, 0.2]
     """
-    p, q = distribution(p, "p"), distribution(q, "q")
+    p, q = distribution_pair(p, q)
     if rule == "exact":
         kept = np.minimum(p, q)
         return kept + (1.0 - kept.sum()) * _residual(p, q)
@@ -267,6 +290,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
     raise InvalidValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
 
 
+@check_arguments(samples=Number(1, 1e8, integer=True))
 def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) -> np.ndarray:
     r"""Empirical output frequencies of `samples` independent positions (seeded), by `rule`.
 
@@ -300,7 +324,7 @@ def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) ->
     >>> bool(np.abs(f - [0.5, 0.3, 0.2]).max() < 0.01)
     True
     """
-    p, q = distribution(p, "p"), distribution(q, "q")
+    p, q = distribution_pair(p, q)
     check_number("samples", samples, low=1, integer=True)
     if rule not in RULES:
         raise InvalidValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")

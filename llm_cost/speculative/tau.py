@@ -10,10 +10,12 @@ from __future__ import annotations
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.grids import scalar_or_array
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
+from llm_cost.catalog.arguments import Number, check_arguments
 
 _STEPS = 64  # halvings of [0, 1]: below one ulp of any alpha in it
 
 
+@check_arguments(tau=Number(None), arrays=("tau", "gamma"))
 def alpha_from_tau(tau, gamma):
     """The alpha whose expected tokens per round at `gamma` is `tau`: E(alpha, gamma) = tau.
 

@@ -31,6 +31,10 @@ from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.catalog.arguments import Many, Number, check_arguments
+
+WIDTHS = Many(most=32, empty=True)  # a tree's width per depth (each checked by `tree_nodes`)  # a tree's top-k width per depth
+from llm_cost.specs.validate import check_fields
 
 if TYPE_CHECKING:  # numpy is imported where a tree is timed, not at import
     import numpy as np
@@ -61,6 +65,7 @@ class TopKHits:
 
     def __post_init__(self) -> None:
         """Validate the rates: k whole and increasing, each rate in [0, 1] and not falling with k."""
+        check_fields(self)
         if not self.rates:
             raise InvalidValueError("top-k hit rates must not be empty")
         previous_k, previous_rate = 0, 0.0
@@ -174,6 +179,7 @@ def _widths(widths) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
+@check_arguments(widths=WIDTHS)
 def tree_nodes(widths) -> int:
     r"""Draft tokens a tree verifies: sum over depths of the product of widths so far (4x2x2x1 -> 44).
 
@@ -199,6 +205,7 @@ def tree_nodes(widths) -> int:
     return sum(math.prod(_widths(widths)[:d + 1]) for d in range(len(_widths(widths))))
 
 
+@check_arguments(widths=WIDTHS)
 def tree_tau(widths, hits: TopKHits) -> float:
     r"""Expected tokens per round tau = 1 + sum_d prod_{j <= d} h(w_j), depths independent.
 
@@ -292,6 +299,7 @@ class TreeSpeedup:
         return self.verify_s / self.base_s
 
 
+@check_arguments(widths=WIDTHS, arrays=("batch", "context", "c"))
 def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths,
                  hits: TopKHits, batch=1, c=LEVEL_COST, context=0,
                  weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> TreeSpeedup:

@@ -17,6 +17,9 @@ from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_
 from llm_cost.roofline.pass_cost import gemm_precision
 from llm_cost.speculative.batched import roofline_speedup
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
+from llm_cost.catalog.arguments import Number, check_arguments
+
+GAMMA = Number(0, 1e6, integer=True)  # draft tokens per round
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class TurningBatch:
     ridge_estimate: float
 
 
+@check_arguments()
 def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                   context: float = 0, weights: WeightFormat = BF16) -> TurningBatch:
     r"""Turning batch of a chain of `gamma` drafts (the article §2.4: 295 / 5 ~ 60; 60% MFU: ~35).
@@ -105,6 +109,7 @@ def turning_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma
 VERIFY_COSTLY = 1.05  # verification "costs" once it takes more than this many plain decode steps
 
 
+@check_arguments(gamma=GAMMA, threshold=Number(1, 1e3, low_open=True))
 def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gamma: int,
                               context: float = 0, weights: WeightFormat = BF16,
                               threshold: float = VERIFY_COSTLY) -> float:
@@ -157,6 +162,7 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     return first_crossing(excess, 1.0, 1e12)
 
 
+@check_arguments(batch_max=Number(1, 1e12))
 def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_max: float = 1e7, c=None,
                      draft=None, draft_profile=None, context=0, weights: WeightFormat = BF16,
                      draft_weights: WeightFormat = BF16) -> float:
