@@ -127,6 +127,7 @@ def replicated_bytes(model: ModelSpec, weights: WeightFormat, tp: int) -> float:
     return model.num_layers * replicated_params_per_layer(model, tp) * weight_bytes(model, weights).effective_bits / 8
 
 
+@check_arguments()
 def deployment_kv_share(model: ModelSpec, deployment: Deployment) -> float:
     """Fraction of one token's K/V one GPU of a stage holds on average: `kv_share` over attention_tp,
     / attention_dp (data-parallel ranks hold their own sequences whole: 1/tp of the tokens)."""

@@ -4,12 +4,14 @@ through the executor (`executor.run_tasks`: this process, local processes or Ray
 from __future__ import annotations
 
 import itertools
-from llm_cost.catalog.arguments import MAX_COUNT, Many, Number, check_arguments
+from llm_cost.catalog.arguments import MAX_COUNT, Many, Number, Text, check_arguments
 
 
 @check_arguments(batch=Many(Number(1, MAX_COUNT, integer=True)), tp=Many(Number(1, 1e6, integer=True)),
-                 weights=Many(), kv_dtype=Many())
-@check_arguments(batch=Many(Number(1, MAX_COUNT, integer=True)), tp=Many(Number(1, 1e6, integer=True)), weights=Many(), kv_dtype=Many(), ttft_s=Number(0, 1e6, low_open=True), tpot_s=Number(0, 1e6, low_open=True), requests=Number(1, 1e9, integer=True), concurrency=Number(1, 1e9, integer=True), jobs=Number(1, 1024, integer=True))
+                 weights=Many(), kv_dtype=Many(), ttft_s=Number(0, 1e6, low_open=True),
+                 tpot_s=Number(0, 1e6, low_open=True), requests=Number(1, 1e9, integer=True),
+                 concurrency=Number(1, 1e9, integer=True), jobs=Number(1, 1024, integer=True),
+                 prompt=Text(), output=Text())  # a length distribution's text ("1024", "uniform:32:512")
 def sweep(model, gpu, profile, *, rate_req_per_s=None, concurrency=None, requests: int = 2000, prompt="uniform:32:512",
           output="uniform:1:128", seed: int = 0, batch=(32,), tp=(1,), weights=("bf16",), kv_dtype=("bf16",),
           ttft_s=None, tpot_s=None, slo_stat: str = "p99", jobs: int | None = 1, ray: str | None = None) -> list[dict]:
