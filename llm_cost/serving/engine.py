@@ -68,13 +68,14 @@ from llm_cost.serving.reservations import reservations_of
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
-from llm_cost.catalog.arguments import check_arguments
+from llm_cost.catalog.arguments import Choice, Either, Flag, Many, check_arguments
 
 
 FAST_PATHS = ("fast_reservations", "fast_engine")  # tried in this order (module doc)
+FAST = Either(Flag(), Many(Choice(*FAST_PATHS), empty=True))  # `fast`: True, False or the paths allowed
 
 
-@check_arguments()
+@check_arguments(fast=FAST)
 def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfig(), *,
           on_progress=None, fast=True) -> ServeResult:
     """Serve `workload` on `replica` under `config` (module doc); a `ServeResult`.
@@ -119,7 +120,7 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
-@check_arguments()
+@check_arguments(fast=FAST)
 def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
     `fast_engine` or `general` (module doc)."""
