@@ -9,6 +9,13 @@ from typing import Annotated, List, NamedTuple, Optional
 import typer
 
 from llm_cost.report.render import Column, fixed
+from llm_cost.specs.profiles import ARTICLE_SETTING, Setting
+
+# What every command answers with unless told otherwise (README, first screen): one model, one GPU, one
+# profile. The commands that print a formula of the article at its peaks (roofline, spec, gamma, leviathan,
+# table) default to DOCUMENT_PRESET instead; a document's own example names its model, GPU and preset.
+DEFAULT = Setting(ARTICLE_SETTING.model, ARTICLE_SETTING.gpu, "measured")
+DOCUMENT_PRESET = ARTICLE_SETTING.preset
 
 Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]

@@ -9,14 +9,12 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import (BwEff, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset, PromptLen, Rates,
+from llm_cost.commands.options import (BwEff, DEFAULT, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset, PromptLen, Rates,
                                        Requests, Seed, SpecAlpha, UsableMemory)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import PRESETS
 
-# The calibrated profile once it exists, else the lecture's realistic one (as `request`).
-DEFAULT_PRESET = "measured" if "measured" in PRESETS else "lecture"
+DEFAULT_PRESET = DEFAULT.preset  # every prediction's profile (options.DEFAULT), as `request`
 
 # The table's columns (narrow enough for 80 columns without prices); every key is in the JSON and CSV
 # rows, with gpus, replicas, tp and pp, gamma, bound, e2e and the request_args.

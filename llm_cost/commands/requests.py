@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftC, FixedMs, Format,
+from llm_cost.commands.options import (AS_GIVEN, BwEff, DEFAULT, deployment_options, DeploymentArgs, DraftC, FixedMs, Format,
                                        GpusOpt, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, Mfu, ModelOpt, Preset,
                                        UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
@@ -39,8 +39,8 @@ PRICE_COLUMNS = [
                            "--osl 256 --usd-per-gpu-hour 2.5")
 @deployment_options
 def request_cmd(
-    model: ModelOpt = "llama-3-8b",
-    gpu: GpusOpt = ["h100-sxm"],  # noqa: B006
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     batch: Annotated[List[int], typer.Option("--batch", "-b", help="Requests served together, a static batch (repeatable).")] = [1],  # noqa: B006
     isl: Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")] = [1024],  # noqa: B006
     osl: Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")] = [256],  # noqa: B006
@@ -53,7 +53,7 @@ def request_cmd(
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
     images: Annotated[int, typer.Option("--images", help="Images in each prompt (a multimodal model): their tokens join the prefill, the vision tower's FLOPs the TTFT.")] = 0,
     image_size: Annotated[Optional[int], typer.Option("--image-size", help="Side of each image in pixels (default: the tower's own image size).")] = None,
-    preset: Preset = "measured",
+    preset: Preset = DEFAULT.preset,
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,

@@ -8,12 +8,11 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
+from llm_cost.commands.options import (AS_GIVEN, DEFAULT, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
                                        KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
                                        Reserve, Seed, SpecAlpha, SpecGamma, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
-from llm_cost.specs.profiles import LECTURE_SERVING
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
                                               kv_settings)
 from llm_cost.report.render import Column, fixed
@@ -76,8 +75,8 @@ def _capacity_row(spec, acc, deployment, kv_el, *, reserve, prompt, max_gen, gen
                             "--prompt 272 --max-gen 512 --gen 64.5")
 @deployment_options
 def capacity_cmd(
-    model: ModelsOpt = [LECTURE_SERVING.model],  # noqa: B006
-    gpu: GpusOpt = [LECTURE_SERVING.gpu],  # noqa: B006
+    model: ModelsOpt = [DEFAULT.model],  # noqa: B006
+    gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
     prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
     max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
@@ -85,7 +84,7 @@ def capacity_cmd(
     max_len: MaxLen = None,
     weights: Weights = "bf16",
     kv_bytes: KvBytesOpt = None,
-    preset: Annotated[str, typer.Option("--preset", "--profile", help="Profile whose memory basis counts (the lecture's: marketed), or a profile JSON file.")] = LECTURE_SERVING.preset,
+    preset: Annotated[str, typer.Option("--preset", "--profile", help="Profile whose memory basis counts (the lecture's: marketed), or a profile JSON file.")] = DEFAULT.preset,
     deploy: DeploymentArgs = AS_GIVEN,
     draft: Annotated[Optional[str], typer.Option("--draft", help="A draft model beside the target: its weights and K/V per token come out of the capacity (rows say how many sequences it costs).")] = None,
     fmt: Format = "table",
@@ -94,22 +93,23 @@ def capacity_cmd(
     --tp/--pp GPUs one replica's (per GPU: its share of the weights and of each token's K/V) and
     in all (x replicas = --gpus / (tp x pp)).
 
-    Memory is the profile's (--preset; the lecture's: the marketed 40e9 bytes of an A100 40GB) unless
+    Memory is the profile's (--preset; measured: usable, the lecture's: the marketed 40e9 bytes) unless
     --usable-memory or --marketed-memory says; the rows say which (memory_basis). --overlap-comm changes no capacity. A
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's example
+    (§3.3, Orca's setting) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
 
     specs, accs = [load_model(m) for m in model], [load_accelerator(g) for g in gpu]
     dtype, kv_el = kv_settings(deploy.kv_dtype, kv_bytes)
-    deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
-    rows = [_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
-                          max_len=max_len, weights=weights, draft=draft)
+    prof = parse.profile(preset)
+    deployment = parse.deployment(deploy, prof, reserve, kv_dtype=dtype)
+    rows = [{**_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
+                             max_len=max_len, weights=weights, draft=draft), "preset": prof.name}
             for spec in specs for acc in accs]
     row = rows[0]
     lengths = sorted({r["max_len"] for r in rows})
@@ -139,7 +139,7 @@ def capacity_cmd(
     if split:
         caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
-    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
+    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights, preset {prof.name} (GB = 1e9 bytes)",
          caption=caption)
     warn_unfit([row], deploy.strict, suffix="")
 
@@ -172,16 +172,16 @@ def waste_cmd(
     max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
-    model: ModelOpt = LECTURE_SERVING.model,
-    gpu: GpuOpt = LECTURE_SERVING.gpu,
-    preset: Preset = LECTURE_SERVING.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     reserve: Reserve = DEFAULT_RESERVE,
     fmt: Format = "table",
 ) -> None:
     """Request-level padding: token positions computed vs needed, for one batch or a simulated load.
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Default: the lecture's exercise 1 batch. --rate simulates Orca's workload on Llama-3-8B on an H100 SXM
+    under `measured`, as every command; the lecture's setting: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.serving_rows import waste_row
@@ -255,9 +255,9 @@ def batching_cmd(
     slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
-    model: ModelOpt = LECTURE_SERVING.model,
-    gpu: GpuOpt = LECTURE_SERVING.gpu,
-    preset: Preset = LECTURE_SERVING.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     engine: EngineOpt = None,
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
@@ -270,10 +270,10 @@ def batching_cmd(
     pp stages one after another (one batch in flight, no microbatches) plus the collectives, and its
     KV capacity is one replica's. --rate is the arrival rate at that replica; the rows' totals
     (rate_total_req_per_s, throughput_total_req_per_s, tokens_per_s) are x replicas = --gpus / (tp x pp),
-    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (marketed unless --usable-memory).
+    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis).
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
+    (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.commands.serving_engine import run_batching
 

@@ -12,11 +12,10 @@ import typer
 
 from llm_cost.commands.engine_option import EngineOpt, with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (DraftC, AS_GIVEN, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
+from llm_cost.commands.options import (DraftC, AS_GIVEN, DEFAULT, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
                                        Weights, deployment_options)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import LECTURE_DECODE
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
 
 
@@ -28,9 +27,9 @@ def tree_cmd(
     hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
     batch: Batches = [1],  # noqa: B006
     c: DraftC = LEVEL_COST,
-    model: ModelOpt = LECTURE_DECODE.model,
-    gpu: GpuOpt = LECTURE_DECODE.gpu,
-    preset: Preset = LECTURE_DECODE.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     context: Context = 1024,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
@@ -39,8 +38,8 @@ def tree_cmd(
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
 
-    Defaults: the lecture's example, Llama-3.1-8B on an H100 SXM under the lecture preset at
-    context 1024 (its demo 05); the other commands default to Llama-3-8B (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command, at context 1024; the
+    lecture's example (demo 05, §10) names its own: --model llama-3.1-8b --preset lecture.
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
@@ -52,7 +51,7 @@ def tree_cmd(
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      weights=parse.weights(weights), deployment=deployment)
-    ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
+    ignored = parse.ignored_context(prof, context, "use --preset lecture or measured (the default)")
     if ignored:  # after the library accepted the context
         note(ignored)
     emit(rows, deployed_columns([
