@@ -7,9 +7,9 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn
-from llm_cost.commands.engine_option import EngineOpt
-from llm_cost.commands.options import Format, Preset
-from llm_cost.commands.outputs import Force
+from llm_cost.commands.options import EngineOpt
+from llm_cost.commands.options import (Format, Jobs, OutputFile, Preset, Ray, SkipBad)
+from llm_cost.commands.options import Force
 from llm_cost.report.render import Column, fixed
 
 POINT_COLUMNS = [
@@ -30,7 +30,6 @@ SUMMARY_STATS = [
 ]
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
 PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
-SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
@@ -70,8 +69,8 @@ def validate_cmd(
     force: Force = False,
     skip_bad: SkipBad = False,
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Predict the rows in N local processes (the same predictions as 1).")] = 1,
-    ray: Annotated[Optional[str], typer.Option("--ray", help="Predict the rows as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
+    jobs: Jobs = 1,
+    ray: Ray = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -130,7 +129,7 @@ def validate_cmd(
 @command("calibrate", epilog="Example: llm-cost calibrate train.csv -o measured.json")
 def calibrate_cmd(
     points: PointFiles,
-    output: Annotated[str, typer.Option("--output", "-o", help="Profile JSON file to write (use it with --profile FILE).")],
+    output: OutputFile,
     free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",

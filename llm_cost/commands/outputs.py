@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
-
 import typer
 
-Force = Annotated[bool, typer.Option("--force", help="Replace an existing output file (never one of the command's inputs).")]
 
 
 def _interactive() -> bool:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt
+from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, DEFAULT, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
-                                       KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
-                                       Reserve, Seed, SpecAlpha, SpecGamma, Weights)
+from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT, deployment_options, DeploymentArgs,
+                                       DisaggregateSplit, DraftC, DraftModel, Format, GpuOpt, GpusOpt, KvTokens,
+                                       MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt, ModelsOpt,
+                                       OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts, PromptTokens,
+                                       Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat, SpecAlpha,
+                                       SpecGamma, Trace, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
@@ -19,15 +22,11 @@ from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
 
-# `--kv-bytes` (bytes per element, the seeds' spelling) and `--kv-dtype` (its name): either, or both
-# when they agree; None = not given (`kv_settings`)
-KvBytesOpt = Annotated[Optional[float], typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")]
-KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
-    Column("gpu", "gpu"),
+    Column("gpu_name", "gpu"),
     Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
     Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
     Column("shortfall_bytes", "shortfall (GB)", fixed(2, 1e9)),
@@ -78,15 +77,15 @@ def capacity_cmd(
     model: ModelsOpt = [DEFAULT.model],  # noqa: B006
     gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
-    prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
-    max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
+    prompt: PromptTokens = 272,
+    max_gen: MaxGen = 64.5,
     gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
     max_len: MaxLen = None,
     weights: Weights = "bf16",
-    kv_bytes: KvBytesOpt = None,
-    preset: Annotated[str, typer.Option("--preset", "--profile", help="Profile whose memory basis counts (the lecture's: marketed), or a profile JSON file.")] = DEFAULT.preset,
+    kv_bytes: MaybeKvBytes = None,
+    preset: Preset = DEFAULT.preset,
     deploy: DeploymentArgs = AS_GIVEN,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="A draft model beside the target: its weights and K/V per token come out of the capacity (rows say how many sequences it costs).")] = None,
+    draft: DraftModel = None,
     fmt: Format = "table",
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy; on
@@ -122,7 +121,7 @@ def capacity_cmd(
     short = [r for r in rows if r["shortfall_bytes"]]
     if short:
         caption = ("the weights do not fit: " + ", ".join(
-            f"{r['model']} on {r['gpu']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
+            f"{r['model']} on {r['gpu_name']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
     from llm_cost.serving.replica import deployment_label
 
     split = deployment_label(deployment)
@@ -133,7 +132,7 @@ def capacity_cmd(
         columns = columns + CAPACITY_DRAFT_COLUMNS
         caption += "".join(
             f"; the draft {r['draft']} holds {r['draft_weight_bytes'] / 1e9:.2f} GB and "
-            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu']}: "
+            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu_name']}: "
             f"{r['kv_tokens_with_draft']:,} tokens of both fit, {r['sequences_lost_to_draft']} sequences fewer "
             f"with no reservation" for r in rows)
     if split:
@@ -166,10 +165,10 @@ WASTE_SIM_COLUMNS = [
 @command("waste", epilog="Example: llm-cost waste --prompt 100 --prompt 300 --prompt 200 --output 10 "
                          "--output 50 --output 30 (exercise 1, the default); llm-cost waste --rate 0.5 --rate 2")
 def waste_cmd(
-    prompt: Annotated[Optional[List[int]], typer.Option(help="Prompt tokens of one request of the batch (repeatable).")] = None,
-    output: Annotated[Optional[List[int]], typer.Option(help="Generated tokens of that request (repeatable, same order).")] = None,
+    prompt: Prompts = None,
+    output: Outputs = None,
     rate: Rates = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
+    max_batch: MaxBatch = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
     model: ModelOpt = DEFAULT.model,
@@ -199,12 +198,14 @@ def waste_cmd(
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import poisson_workload
 
-    replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset), reserve=reserve)
+    spec, acc, prof = load_model(model), load_accelerator(gpu), parse.profile(preset)
+    replica = Replica.from_specs(spec, acc, prof, reserve=reserve)
     wl = poisson_workload(requests, rate[0], seed=seed)
     with SweepProgress("simulating") as progress:
         _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
-    emit([waste_sim_row(r) for r in results], WASTE_SIM_COLUMNS, fmt,
+    setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
+    emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
 
@@ -214,25 +215,24 @@ def waste_cmd(
                             "--max-batch 8 --slo-ms 45")
 @deployment_options
 def batching_cmd(
-    scheduler: Annotated[str, typer.Option(help="request (whole batches, max-length reservation), iteration "
-                                                "(Orca: FCFS, declared reservation) or none (no reservation).")] = "iteration",
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Most requests in a batch or an iteration.")] = 32,
+    scheduler: Scheduler = "iteration",
+    max_batch: MaxBatch = 32,
     rate: Rates = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
-    slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90 (with a serving-engine option also p50, p99).")] = "median",
+    slo_ms: SloMs = None,
+    slo_stat: SloStat = "median",
     prompt_len: PromptLen = None,
     output_len: OutputLen = None,
-    max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
+    max_gen: MaxGenTokens = None,
     reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")] = None,
-    arrivals: Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients, each sending its next request when its last one finishes.")] = None,
+    trace: Trace = None,
+    arrivals: Arrivals = "poisson",
+    concurrency: Concurrency = None,
     block_size: Annotated[int, typer.Option("--block-size", help="paged: tokens per KV block.")] = 16,
     preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
-    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
+    prefill_chunk: PrefillChunk = None,
     prefix_caching: Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")] = False,
     kv_offload_bytes: Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")] = 0.0,
     shared_prefix: Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")] = None,
@@ -242,7 +242,7 @@ def batching_cmd(
     sessions: Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")] = None,
     turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
-    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")] = None,
+    disaggregate: DisaggregateSplit = None,
     spec_gamma: SpecGamma = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,

@@ -6,14 +6,13 @@ lecture's weak draft, are evaluated when the command is defined).
 
 from __future__ import annotations
 
-from typing import Annotated, List
 
-import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
+from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (DraftC, AS_GIVEN, DEFAULT, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
-                                       Weights, deployment_options)
+from llm_cost.commands.options import (AS_GIVEN, Batches, Context, DEFAULT, deployment_options, DeploymentArgs,
+                                       DraftC, Format, GpuOpt, Hits, ModelOpt, Preset, Weights, Widths)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
@@ -23,8 +22,8 @@ from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
                         "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
 @deployment_options
 def tree_cmd(
-    widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
-    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
+    widths: Widths = ["4,2,2,1"],  # noqa: B006
+    hits: Hits = WEAK_DRAFT.text,
     batch: Batches = [1],  # noqa: B006
     c: DraftC = LEVEL_COST,
     model: ModelOpt = DEFAULT.model,
