@@ -31,16 +31,14 @@ def test_lecture_commands_say_how_to_get_the_lecture_in_help(command):
 # One default model, GPU and profile everywhere (issue 28.1): the commands that predict a deployment
 # answer with options.DEFAULT unless told otherwise; each row says which.
 @pytest.mark.parametrize("args", [
-    ["request"], ["capacity"], ["tree"],
+    ["request"], ["capacity"], ["tree"], ["batching", "--rate", "1", "-n", "20"], ["waste", "--rate", "1", "-n", "20"],
 ])
 def test_every_prediction_defaults_to_one_model_gpu_and_profile(args):
     from llm_cost.commands.options import DEFAULT
 
     (row, *_) = rows_of(*args)
     assert (row["model"], row["preset"]) == (DEFAULT.model, DEFAULT.preset)
-    from llm_cost.catalog import load_accelerator
-
-    assert row["gpu"] in (DEFAULT.gpu, load_accelerator(DEFAULT.gpu).name)
+    assert (row["gpu"], row["gpu_name"]) == (DEFAULT.gpu, "H100 SXM")  # the catalog key, then the display name
 
 
 @pytest.mark.parametrize("command", ["capacity", "waste", "batching", "tree", "request", "plan"])

@@ -41,7 +41,7 @@ def test_gpus_multiply_energy_and_comm_weight_applies():
     assert step_energy(t, H100, 8).joules == pytest.approx(8 * step_energy(t, H100).joules)
     from dataclasses import replace
 
-    comm = replace(t, comm_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
+    comm = replace(t, comm_time_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
     extra = step_energy(comm, H100).joules - step_energy(t, H100).joules
     assert extra == pytest.approx(1e-3 * (70.0 + 630.0 * A_COMM), rel=1e-9)
 

@@ -40,7 +40,7 @@ def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv:
     while done < isl:
         n = min(chunk, isl - done)
         t = cost.step(batch * n, batch, done, count_kv=count_kv)
-        total, comm, bound = total + t.total_s, comm + float(t.comm_s), t.bound
+        total, comm, bound = total + t.total_s, comm + float(t.comm_time_s), t.bound
         done, passes = done + n, passes + 1
     return total, comm, passes, bound
 
@@ -65,7 +65,7 @@ def phases(cost: PassCost, *, batch: int, isl: int, osl: int, chunk: int | None 
     if steps is None:
         return Phases(pre, pre_comm, passes, 0.0, 0.0, 0.0, 0.0, pre_bound, "-")
     totals = np.broadcast_to(steps.total_s, (osl - 1,))
-    comm = float(np.sum(np.broadcast_to(steps.comm_s, (osl - 1,))))
+    comm = float(np.sum(np.broadcast_to(steps.comm_time_s, (osl - 1,))))
     bound = np.broadcast_to(steps.bound, (osl - 1,))
     return Phases(pre, pre_comm, passes, float(np.sum(totals)), float(totals[0]), float(totals[-1]), comm,
                   pre_bound, str(bound[-1]))
