@@ -7,9 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn
-from llm_cost.commands.options import EngineOpt
-from llm_cost.commands.options import (Format, Jobs, OutputFile, Preset, Ray, SkipBad)
-from llm_cost.commands.options import Force
+from llm_cost.commands.options import EngineOpt, Force, Format, Jobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
 POINT_COLUMNS = [
@@ -138,14 +136,18 @@ def calibrate_cmd(
     engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) where it has 10 points or more.")] = False,
     force: Force = False,
     skip_bad: SkipBad = False,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
     print each fitted value, the in-sample and the cross-validated error, and write the profile.
     Warns when there are fewer than POINTS_PER_KNOB points per fitted knob, or one source (or GPU, with
     --cv-by gpu) so that no cross-validation is possible; a knob no point moves is marked not fitted.
+    A run past a second shows its progress on stderr (a terminal only; --quiet: never); Ctrl-C during
+    the cross-validation keeps the fit, writes it and says the errors are in-sample only.
     """
-    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, cv_groups, fit_profile
+    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cv_groups, fit_profile
+    from llm_cost.commands.progress import SweepProgress
     from llm_cost.calibrate.metrics import summarize
     from llm_cost.calibrate.fit import CV_GROUPS
     from llm_cost.calibrate.prediction import predict
@@ -159,16 +161,17 @@ def calibrate_cmd(
     knobs = check_free(free.split(",")) if free else DEFAULT_FREE
     cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
     pts = read_all(points, skip_bad)
-    result = fit_profile(pts, base, knobs, name=name, engines=engines)
+    groups = cv_groups(pts, cv_by)
+    folds = len(groups) if cv and len(groups) > 1 else 0
+    with SweepProgress("calibrating", quiet=quiet) as progress:
+        result = fit_profile(pts, base, knobs, name=name, engines=engines)
+        progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
+        held = _held_out(pts, base, knobs, cv_by, engines, folds, progress)
     _warn_few_points(result.points, len(result.fitted))
     fitted = summarize("fit", [predict(p, result.profile) for p in pts])
-    groups = cv_groups(pts, cv_by)
-    held = None
     if cv and len(groups) < 2:
         warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
              f"the errors shown are in-sample only")
-    elif cv:
-        held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by, engines=engines))
     calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
                    "engines": result.profile.engines, "in_sample": fitted.row()}
     if held:
@@ -178,6 +181,23 @@ def calibrate_cmd(
          title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
                f"of {', '.join(points)} (written to {output})",
          caption=_cv_caption(cv, cv_by, groups))
+
+
+def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress):
+    """The cross-validated summary (None without folds); an interrupt (Ctrl-C) skips it with a warning,
+    keeping the fit to every point."""
+    if not folds:
+        return None
+    from llm_cost.calibrate.fit import cross_validate
+    from llm_cost.calibrate.metrics import summarize
+
+    try:
+        return summarize(f"cross-validated by {cv_by}", cross_validate(
+            pts, base, knobs, by=cv_by, engines=engines, on_fold=lambda done, n: progress(1 + done, 1 + n)))
+    except KeyboardInterrupt:
+        warn("interrupted: the cross-validation did not finish; the fit to every point is written, its "
+             "errors in-sample only")
+        return None
 
 
 POINTS_PER_KNOB = 10  # fewer points than this per fitted knob: the fit may follow the points' noise
