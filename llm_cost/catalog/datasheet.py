@@ -116,7 +116,7 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
         figures["scale_up_gpus"] = int(figures["scale_up_gpus"])
     try:
         return Accelerator(name=f.str("name"), source=str(data.get("source", path)),
-                           interconnect=f.str("interconnect", ""), key=Path(str(path)).stem, **figures)
+                           interconnect=f.str("interconnect", ""), **figures)
     except ConfigError:
         raise
     except LlmCostError as err:

@@ -28,7 +28,7 @@ def target(path, *, force: bool, inputs=(), suffixes=None, param: str = "output"
     try:
         return output_path(path, force=force, inputs=inputs, suffixes=suffixes, param=param)
     except InvalidValueError as err:
-        if "give --force" not in str(err) or not _interactive():
+        if "force" not in (err.params or ()) or not _interactive():  # not "exists: give --force"
             raise
         if not typer.confirm(f"{shown(path)} exists. Replace it?", default=False, err=True):
             raise typer.Exit(1) from None

@@ -48,7 +48,8 @@ class Accelerator:
         GPUs that link joins (one NVLink or Infinity Fabric domain: 8 on an HGX board); 0 when
         unknown or unbounded: every group is timed on the link.
     key : str, optional
-        The catalog name it was loaded by (the datasheet file's stem: `h100-sxm`); rows show it in
+        What `--gpu` takes to load it again: the catalog name (`h100-sxm`, also when loaded by an
+        alias) or the datasheet's path as given (`catalog.load_accelerator` sets it). Rows show it in
         their `gpu` column and `name` in `gpu_name` (`label` falls back to the name when empty).
     scale_out_bytes_per_s, scale_out_latency_s : float, optional
         The network between domains, per GPU per direction (one 400 Gb/s NIC per GPU: 50e9 B/s),
@@ -91,7 +92,7 @@ class Accelerator:
     scale_out_latency_s: float = 0.0
     max_power_w: float = 0.0
     idle_power_w: float = 0.0
-    key: str = ""  # the catalog name (the datasheet file's stem, `h100-sxm`); "" when built by hand
+    key: str = ""  # the catalog name (`h100-sxm`), or the path a datasheet was loaded from; "" when built by hand
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
