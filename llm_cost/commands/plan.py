@@ -8,13 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DraftC, DraftModel,
-                                       EpSearched, FixedMs, Format, Gpus, Isl, KvDtypes, MaybeBatches, MaybeGpus,
-                                       MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched, Preset,
-                                       PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs, TpSearched,
-                                       Trace, TtftMs, UsableMemory, UsdPerGpuHours, WeightsSearched)
+                                       EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl, KvDtypes, MaybeBatches,
+                                       MaybeGpus, MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched,
+                                       Preset, PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs,
+                                       TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours, WeightsSearched)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 

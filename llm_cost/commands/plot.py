@@ -7,12 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import Force
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftCs, Isl, MaxBatches,
-                                       MaybeAlphas, MaybeBatches, MaybeContext, MaybeGammaMax, MaybeGammas, MaybeGpu,
-                                       MaybeHits, MaybeModel, MaybePreset, MaybeRequests, MaybeReserve, MaybeSeed,
-                                       MaybeWeights, MaybeWidths, Mfus, Osl, OutputFile, Rates, Schedulers, SloMs,
-                                       TpotMs, TtftMs)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftCs, Force, Isl,
+                                       MaxBatches, MaybeAlphas, MaybeBatches, MaybeContext, MaybeGammaMax,
+                                       MaybeGammas, MaybeGpu, MaybeHits, MaybeModel, MaybePreset, MaybeRequests,
+                                       MaybeReserve, MaybeSeed, MaybeWeights, MaybeWidths, Mfus, Osl, OutputFile,
+                                       Rates, Schedulers, SloMs, TpotMs, TtftMs)
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 

@@ -8,12 +8,12 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, deployment_options,
                                        DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
-                                       FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls, PrefillChunk,
-                                       Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh, Weights)
+                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
+                                       PrefillChunk, Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh,
+                                       Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 

@@ -7,11 +7,10 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, Context, deployment_options,
-                                       DeploymentArgs, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, FixedMs, Format, GpusOpt,
-                                       KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, UsdPerKwh, Weights)
+                                       DeploymentArgs, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, EngineOpt, FixedMs,
+                                       Format, GpusOpt, KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING

@@ -6,14 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT, deployment_options, DeploymentArgs,
-                                       DisaggregateSplit, DraftC, DraftModel, Format, GpuOpt, GpusOpt, KvTokens,
-                                       MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt, ModelsOpt,
-                                       OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts, PromptTokens,
-                                       Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat, SpecAlpha,
-                                       SpecGamma, Trace, Weights)
+                                       DisaggregateSplit, DraftC, DraftModel, EngineOpt, Format, GpuOpt, GpusOpt,
+                                       KvTokens, MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt,
+                                       ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
+                                       PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
+                                       SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401

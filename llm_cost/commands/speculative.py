@@ -7,11 +7,10 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (Alphas, AS_GIVEN, Batches, BwEff, Context, deployment_options, DeploymentArgs,
-                                       DraftCs, DraftModel, Format, GammaMax, Gammas, GpuOpt, MaybeAlphas, Mfus,
-                                       ModelOpt, Preset, Taus, Weights)
+                                       DraftCs, DraftModel, EngineOpt, Format, GammaMax, Gammas, GpuOpt, MaybeAlphas,
+                                       Mfus, ModelOpt, Preset, Taus, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.options import EngineOpt
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Context, DEFAULT, deployment_options, DeploymentArgs,
-                                       DraftC, Format, GpuOpt, Hits, ModelOpt, Preset, Weights, Widths)
+                                       DraftC, EngineOpt, Format, GpuOpt, Hits, ModelOpt, Preset, Weights, Widths)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
