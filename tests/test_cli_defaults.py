@@ -41,6 +41,13 @@ def test_every_prediction_defaults_to_one_model_gpu_and_profile(args):
     assert (row["gpu"], row["gpu_name"]) == (DEFAULT.gpu, "H100 SXM")  # the catalog key, then the display name
 
 
+def test_the_default_is_the_articles_model_and_gpu_under_a_shipped_profile():
+    from llm_cost.commands.options import DEFAULT
+    from llm_cost.specs.profiles import ARTICLE_SETTING, PRESETS
+
+    assert (DEFAULT.model, DEFAULT.gpu) == (ARTICLE_SETTING.model, ARTICLE_SETTING.gpu) and DEFAULT.preset in PRESETS
+
+
 @pytest.mark.parametrize("command", ["capacity", "waste", "batching", "tree", "request", "plan"])
 def test_the_defaults_come_from_one_place(command):
     import inspect

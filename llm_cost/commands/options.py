@@ -9,18 +9,28 @@ from typing import Annotated, List, NamedTuple, Optional
 import typer
 
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import ARTICLE_SETTING, Setting
+
+
+class DefaultSetting(NamedTuple):
+    """A model, a GPU (catalog names) and a profile; a NamedTuple, as `DeploymentArgs` (module startup)."""
+
+    model: str
+    gpu: str
+    preset: str
+
 
 # What every command answers with unless told otherwise (README, first screen): one model, one GPU, one
-# profile. The commands that print a formula of the article at its peaks (roofline, spec, gamma, leviathan,
-# table) default to DOCUMENT_PRESET instead; a document's own example names its model, GPU and preset.
-DEFAULT = Setting(ARTICLE_SETTING.model, ARTICLE_SETTING.gpu, "measured")
-DOCUMENT_PRESET = ARTICLE_SETTING.preset
+# profile: the article's Llama-3-8B on an H100 SXM (`specs.profiles.ARTICLE_SETTING`, a test holds them
+# equal) under the calibrated profile. The commands that print a formula of the article at its peaks
+# (roofline, spec, gamma, leviathan, table) default to the article's preset instead; a document's own
+# example names its model, GPU and preset.
+DEFAULT = DefaultSetting("llama-3-8b", "h100-sxm", "measured")
 
 # Every option two commands share is declared here once, with one help text (tests/test_structure.py
 # holds it). A flag has a second declaration only where its type truly differs, side by side: a
 # repeatable list beside a single value, a search's list beside a deployment's number. A command whose
-# option may be left out (plot, plan) uses the same declaration under Optional[...].
+# option may be left out (plot, plan) uses the same declaration under Optional[...] (plot builds its own
+# Optional aliases from these constants: the typing objects cost every command's startup).
 Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown (table: models as columns).")]
 MODEL = typer.Option("--model", "-m", help="Catalog name or path to a config.json.")
 MODELS = typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable: a row, or column, each).")
@@ -29,9 +39,9 @@ GPUS = typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSO
 ModelOpt, ModelsOpt = Annotated[str, MODEL], Annotated[List[str], MODELS]
 GpuOpt, GpusOpt = Annotated[str, GPU], Annotated[List[str], GPUS]
 MaybeModel, MaybeModels = Annotated[Optional[str], MODEL], Annotated[Optional[List[str]], MODELS]
-MaybeGpu, MaybeGpus = Annotated[Optional[str], GPU], Annotated[Optional[List[str]], GPUS]
+MaybeGpus = Annotated[Optional[List[str]], GPUS]
 PRESET = typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (llm-cost calibrate -o); its memory basis counts the fits.")
-Preset, MaybePreset = Annotated[str, PRESET], Annotated[Optional[str], PRESET]
+Preset = Annotated[str, PRESET]
 MFU = typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")
 MFUS = typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset (repeatable: a row or curve each; default the preset's and 0.6).")
 Mfu, Mfus = Annotated[Optional[float], MFU], Annotated[Optional[List[float]], MFUS]
@@ -48,7 +58,7 @@ ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-emb
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
 WEIGHTS = typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")
-Weights, MaybeWeights = Annotated[str, WEIGHTS], Annotated[Optional[str], WEIGHTS]
+Weights = Annotated[str, WEIGHTS]
 WeightsSearched = Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")]
 Breakdown = Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source), summing to its time (request: the prefill and the first and last decode steps).")]
 
@@ -56,7 +66,7 @@ BATCHES = typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (
 Batches, MaybeBatches = Annotated[List[int], BATCHES], Annotated[Optional[List[int]], BATCHES]
 Batch = Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together, >= 1.")]
 CONTEXT = typer.Option("--context", help="Cached tokens per sequence.")
-Context, MaybeContext = Annotated[int, CONTEXT], Annotated[Optional[int], CONTEXT]
+Context = Annotated[int, CONTEXT]
 Contexts = Annotated[List[int], typer.Option("--context", help="Cached tokens per sequence (repeatable: a row each).")]
 ISL = typer.Option("--isl", help="Prompt (input) tokens per request.")
 OSL = typer.Option("--osl", help="Output tokens per request (plan: >= 2).")
@@ -66,7 +76,7 @@ Osls = Annotated[List[int], typer.Option("--osl", help="Output tokens per reques
 TtftMs = Annotated[Optional[float], typer.Option("--ttft-ms", help="Target: time to first token at most this (ms).")]
 TpotMs = Annotated[Optional[float], typer.Option("--tpot-ms", help="Target: time per output token at most this (ms).")]
 RESERVE = typer.Option("--reserve", help="Fraction of GPU memory held back from weights and KV, in [0, 1).")
-Reserve, MaybeReserve = Annotated[float, RESERVE], Annotated[Optional[float], RESERVE]
+Reserve = Annotated[float, RESERVE]
 MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
 KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
 KV_BYTES = typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")
@@ -81,9 +91,9 @@ MaxGen = Annotated[float, typer.Option("--max-gen", help="Tokens a request decla
 MaxGenTokens = Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")]
 Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
 REQUESTS = typer.Option("--requests", "-n", help="Requests to simulate (at each rate).")
-Requests, MaybeRequests = Annotated[int, REQUESTS], Annotated[Optional[int], REQUESTS]
+Requests = Annotated[int, REQUESTS]
 SEED = typer.Option("--seed", help="Seed of the workload (same seed, same requests).")
-Seed, MaybeSeed = Annotated[int, SEED], Annotated[Optional[int], SEED]
+Seed = Annotated[int, SEED]
 MAX_BATCH = typer.Option("--max-batch", help="Most requests in a batch or an iteration.")
 MaxBatch = Annotated[int, MAX_BATCH]
 MaxBatches = Annotated[Optional[List[int]], typer.Option("--max-batch", help="Most requests in a batch (repeatable: a curve each).")]
@@ -113,18 +123,18 @@ ALPHAS = typer.Option("--alpha", "-a", help="Acceptance rate per draft position 
 Alphas, MaybeAlphas = Annotated[List[float], ALPHAS], Annotated[Optional[List[float]], ALPHAS]
 Alpha = Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate per draft position in [0, 1].")]
 GAMMAS = typer.Option("--gamma", help="Draft tokens per round, >= 0 (repeatable).")
-Gammas, MaybeGammas = Annotated[List[int], GAMMAS], Annotated[Optional[List[int]], GAMMAS]
+Gammas = Annotated[List[int], GAMMAS]
 Gamma = Annotated[int, typer.Option("--gamma", help="Draft tokens per round, >= 0.")]
 GAMMA_MAX = typer.Option("--gamma-max", help="Largest gamma searched (or drawn).")
-GammaMax, MaybeGammaMax = Annotated[int, GAMMA_MAX], Annotated[Optional[int], GAMMA_MAX]
+GammaMax = Annotated[int, GAMMA_MAX]
 Tau = Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round (as EAGLE papers report) in [1, gamma + 1], instead of the acceptance rate.")]
 Taus = Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length per round (as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")]
 MtpAlpha = Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (DeepSeek-V3 report: 0.85-0.90).")]
 MtpAlphas = Annotated[List[float], typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (repeatable; DeepSeek-V3 report: 0.85-0.90).")]
 WIDTHS = typer.Option("--widths", help="Branching width per depth of a token tree, like 4,2,2,1 (repeatable).")
-Widths, MaybeWidths = Annotated[List[str], WIDTHS], Annotated[Optional[List[str]], WIDTHS]
+Widths = Annotated[List[str], WIDTHS]
 HITS = typer.Option("--hits", help="The draft's top-k hit rates as k:rate pairs; every width needs one.")
-Hits, MaybeHits = Annotated[str, HITS], Annotated[Optional[str], HITS]
+Hits = Annotated[str, HITS]
 SPEC_GAMMA = typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
 SpecGamma, SpecGammaSet = Annotated[Optional[int], SPEC_GAMMA], Annotated[int, SPEC_GAMMA]

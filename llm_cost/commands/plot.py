@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftCs, Force, Isl,
-                                       MaxBatches, MaybeAlphas, MaybeBatches, MaybeContext, MaybeGammaMax,
-                                       MaybeGammas, MaybeGpu, MaybeHits, MaybeModel, MaybePreset, MaybeRequests,
-                                       MaybeReserve, MaybeSeed, MaybeWeights, MaybeWidths, Mfus, Osl, OutputFile,
-                                       Rates, Schedulers, SloMs, TpotMs, TtftMs)
+from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, deployment_options, DeploymentArgs, DraftCs, Force,
+                                       GAMMA_MAX, GAMMAS, GPU, HITS, Isl, MaxBatches, MaybeAlphas, MaybeBatches,
+                                       MaybeModel, Mfus, Osl, OutputFile, PRESET, Rates, REQUESTS, RESERVE,
+                                       Schedulers, SEED, SloMs, TpotMs, TtftMs, WEIGHTS, WIDTHS)
+
+# plot's options may each be left out (the kind's command gives the default): Optional over the shared
+# declarations of options.py
+MaybeGpu, MaybePreset = Annotated[Optional[str], GPU], Annotated[Optional[str], PRESET]
+MaybeWeights = Annotated[Optional[str], WEIGHTS]
+MaybeContext, MaybeGammaMax = Annotated[Optional[int], CONTEXT], Annotated[Optional[int], GAMMA_MAX]
+MaybeGammas, MaybeWidths = Annotated[Optional[List[int]], GAMMAS], Annotated[Optional[List[str]], WIDTHS]
+MaybeHits, MaybeReserve = Annotated[Optional[str], HITS], Annotated[Optional[float], RESERVE]
+MaybeRequests, MaybeSeed = Annotated[Optional[int], REQUESTS], Annotated[Optional[int], SEED]
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
