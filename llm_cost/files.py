@@ -194,7 +194,7 @@ def output_path(path, *, force: bool = False, inputs=(), suffixes=None, param: s
     if exists and not is_file:
         raise InvalidValueError(f"{param} {shown(p)} exists and is not a regular file", params=(param,))
     if exists and not force:
-        raise InvalidValueError(f"{param} {shown(p)} exists: give --force to replace it", params=(param,))
+        raise InvalidValueError(f"{param} {shown(p)} exists: give force to replace it", params=(param, "force"))
     if not os.access(p.parent, os.W_OK):
         raise InvalidValueError(f"{param}: cannot write in the folder {shown(p.parent)}", params=(param,))
     return p

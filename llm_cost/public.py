@@ -38,7 +38,7 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     Returns
     -------
     StepTime
-        Bytes, FLOPs and seconds (memory_s, compute_s, comm_s, total_s) of the pass.
+        Bytes, FLOPs and seconds (memory_s, compute_s, comm_time_s, total_s) of the pass.
 
     Examples
     --------

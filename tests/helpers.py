@@ -59,3 +59,10 @@ def edited_config(tmp_path, file: str, **changes) -> str:
     out = tmp_path / file
     out.write_text(json.dumps(data))
     return str(out)
+
+
+# The documents' settings, named in the command as their examples are (every command defaults to
+# Llama-3-8B on an H100 SXM under `measured`: README, first screen).
+ORCA = ("--model", "gpt-3-13b", "--gpu", "a100-40gb", "--preset", "lecture")  # the lecture §3.3 (Orca's setting)
+ORCA_GPU = ORCA[2:]  # the same, for a test that names its own model
+DEMO05 = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--preset", "lecture")  # the lecture, demo 05 (§9-§10)

@@ -23,6 +23,43 @@ def test_roofline_explicit_rows_still_checked_against_the_batch():
 
 
 @pytest.mark.parametrize("command", ["capacity", "waste", "batching", "tree"])
-def test_seed_example_defaults_say_so_in_help(command):
+def test_lecture_commands_say_how_to_get_the_lecture_in_help(command):
     out = run(command, "--help")
-    assert out.exit_code == 0 and "Defaults: the lecture's example" in out.output
+    assert out.exit_code == 0 and "as every command" in out.output and "--preset lecture" in out.output
+
+
+# One default model, GPU and profile everywhere (issue 28.1): the commands that predict a deployment
+# answer with options.DEFAULT unless told otherwise; each row says which.
+@pytest.mark.parametrize("args", [
+    ["request"], ["capacity"], ["tree"], ["batching", "--rate", "1", "-n", "20"], ["waste", "--rate", "1", "-n", "20"],
+])
+def test_every_prediction_defaults_to_one_model_gpu_and_profile(args):
+    from llm_cost.commands.options import DEFAULT
+
+    (row, *_) = rows_of(*args)
+    assert (row["model"], row["preset"]) == (DEFAULT.model, DEFAULT.preset)
+    assert (row["gpu"], row["gpu_name"]) == (DEFAULT.gpu, "H100 SXM")  # the catalog key, then the display name
+
+
+def test_the_default_is_the_articles_model_and_gpu_under_a_shipped_profile():
+    from llm_cost.commands.options import DEFAULT
+    from llm_cost.specs.profiles import ARTICLE_SETTING, PRESETS
+
+    assert (DEFAULT.model, DEFAULT.gpu) == (ARTICLE_SETTING.model, ARTICLE_SETTING.gpu) and DEFAULT.preset in PRESETS
+
+
+@pytest.mark.parametrize("command", ["capacity", "waste", "batching", "tree", "request", "plan"])
+def test_the_defaults_come_from_one_place(command):
+    import inspect
+    import importlib
+
+    from llm_cost.cli import COMMAND_MODULES
+    from llm_cost.commands.options import DEFAULT
+
+    module = importlib.import_module(f"llm_cost.commands.{COMMAND_MODULES[command]}")
+    fn = getattr(module, f"{command}_cmd")
+    params = inspect.signature(fn).parameters
+    assert params["preset"].default == DEFAULT.preset
+    for name, want in (("model", DEFAULT.model), ("gpu", DEFAULT.gpu)):
+        if name in params and params[name].default is not None:
+            assert params[name].default in (want, [want])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import rows_of, run, error_line
+from helpers import ORCA, rows_of, run, error_line
 
 
 def _text(*args) -> str:
@@ -17,7 +17,7 @@ def test_capacity_shortfall_header():
 
 
 def test_capacity_caption_names_each_term():
-    text = _text("capacity", "--prompt", "272", "--max-gen", "512", "--gen", "64.5")
+    text = _text("capacity", *ORCA, "--prompt", "272", "--max-gen", "512", "--gen", "64.5")
     assert "at max len 2048" in text
     assert "at prompt+max_gen 272 prompt + 512 declared = 784" in text
     assert "272 prompt + 64.5 generated = 336.5" in text

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from llm_cost.commands.progress import SweepProgress
 
-from helpers import rows_of, run
+from helpers import ORCA, ORCA_GPU, rows_of, run
 
 
 @pytest.mark.parametrize("cmd", ["capacity", "waste", "batching"])
@@ -21,24 +21,24 @@ def test_help_has_an_example(cmd):
 
 def test_capacity_json():
     # exercise 2 (b) by default: 272 + 64.5 -> 37; (a) 2048 -> 6
-    row = rows_of("capacity")[0]
+    row = rows_of("capacity", *ORCA)[0]
     assert {"kv_tokens", "requests_max_len", "requests_declared", "requests_none", "shortfall_bytes"} <= set(row)
     assert (row["kv_tokens"], row["requests_max_len"], row["requests_declared"]) == (12_564, 6, 37)
-    big = rows_of("capacity", "--max-gen", "512", "--gen", "64.5")[0]
+    big = rows_of("capacity", *ORCA, "--max-gen", "512", "--gen", "64.5")[0]
     assert (big["requests_declared"], big["requests_none"]) == (16, 37)
 
 
 def test_capacity_table_and_csv():
-    out = run("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--reserve", "0.1")
+    out = run("capacity", *ORCA, "--reserve", "0.1")
     assert out.exit_code == 0 and "12,564" in out.output and "GB = 1e9 bytes" in out.output
-    row = next(csv.DictReader(io.StringIO(run("capacity", "-f", "csv").output)))
+    row = next(csv.DictReader(io.StringIO(run("capacity", *ORCA, "-f", "csv").output)))
     assert int(row["kv_tokens"]) == 12_564
 
 
 def test_capacity_model_that_does_not_fit():
-    out = run("capacity", "--model", "gpt-3-175b")
+    out = run("capacity", "--model", "gpt-3-175b", *ORCA_GPU)
     assert out.exit_code == 0 and "do not fit" in out.output
-    row = rows_of("capacity", "--model", "gpt-3-175b")[0]
+    row = rows_of("capacity", "--model", "gpt-3-175b", *ORCA_GPU)[0]
     assert row["kv_tokens"] == 0 and row["requests_declared"] == 0
     assert row["shortfall_bytes"] == pytest.approx(row["weight_bytes"] - 36e9)
 
@@ -55,7 +55,7 @@ def test_waste_exercise_1_by_default():
 
 def test_waste_grows_with_load():
     # §2.2: "负载越高、批越满，白算得越多"
-    rows = rows_of("waste", "--rate", "0.3", "--rate", "2", "--requests", "300")
+    rows = rows_of("waste", *ORCA, "--rate", "0.3", "--rate", "2", "--requests", "300")
     assert rows[0]["waste_fraction"] < rows[1]["waste_fraction"]
     assert rows[0]["mean_batch"] < rows[1]["mean_batch"]
 
@@ -73,21 +73,21 @@ def test_batching_rates():
 
 
 def test_batching_search():
-    row = rows_of("batching", "--scheduler", "iteration", "--max-batch", "32", "--slo-ms", "45",
+    row = rows_of("batching", *ORCA, "--scheduler", "iteration", "--max-batch", "32", "--slo-ms", "45",
                   "--requests", "300")[0]
     assert 9 < row["rate_req_per_s"] < 16 and row["latency_per_token_median_s"] <= 0.045
     assert row["slo_s"] == 0.045 and 0.021 < row["unloaded_latency_per_token_s"] < 0.023
     # a target below the unloaded latency: no rate, the same keys, no traceback
-    none = rows_of("batching", "--slo-ms", "10", "--requests", "100")[0]
+    none = rows_of("batching", *ORCA, "--slo-ms", "10", "--requests", "100")[0]
     assert none["rate_req_per_s"] == 0 and none["throughput_req_per_s"] is None
     assert set(none) == set(row)
 
 
 def test_batching_deadlock_reported():
-    out = run("batching", "--scheduler", "none", "--max-batch", "64", "--rate", "12", "--max-gen", "512",
+    out = run("batching", *ORCA, "--scheduler", "none", "--max-batch", "64", "--rate", "12", "--max-gen", "512",
               "--requests", "1000")
     assert out.exit_code == 0 and "deadlock: iteration" in out.output and "hold 12564 of 12564" in out.output
-    row = rows_of("batching", "--scheduler", "none", "--max-batch", "64", "--rate", "12", "--max-gen", "512",
+    row = rows_of("batching", *ORCA, "--scheduler", "none", "--max-batch", "64", "--rate", "12", "--max-gen", "512",
                   "--requests", "1000")[0]
     assert row["deadlock"] and row["deadlock_kv_held_tokens"] == 12_564 and row["finished"] < 1000
 
@@ -102,7 +102,7 @@ def test_batching_equal_lengths_and_kv_override():
     (["capacity", "--reserve", "1.5"], "--reserve must be in [0, 1)"),
     (["capacity", "--prompt", "0"], "--prompt must be in [1, inf)"),
     (["capacity", "--gen", "600", "--max-gen", "512"], "--gen must be in [1, 512]"),
-    (["capacity", "--prompt", "2000", "--max-gen", "512"], "--prompt + --max-gen must be at most --max-len (2048)"),
+    (["capacity", *ORCA, "--prompt", "2000", "--max-gen", "512"], "--prompt + --max-gen must be at most --max-len (2048)"),
     (["capacity", "--gpu", "a99"], "unknown gpu 'a99'"),
     (["waste", "--prompt", "100", "--output", "10", "--output", "20"], "same number of times"),
     (["waste", "--prompt", "0", "--output", "10"], "--prompt must be in [1, inf)"),

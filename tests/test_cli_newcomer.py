@@ -92,8 +92,8 @@ def test_capacity_compares_gpus_and_models_in_one_command():
     one command per pair."""
     both = json.loads(_run("capacity", "--model", "gpt-3-13b", "--model", "llama-3-8b", "--gpu", "a100-40gb",
                            "--gpu", "h100-sxm", "--format", "json").stdout)
-    assert [(r["model"], r["gpu"]) for r in both] == [("gpt-3-13b", "A100 40GB"), ("gpt-3-13b", "H100 SXM"),
-                                                      ("llama-3-8b", "A100 40GB"), ("llama-3-8b", "H100 SXM")]
+    assert [(r["model"], r["gpu"]) for r in both] == [("gpt-3-13b", "a100-40gb"), ("gpt-3-13b", "h100-sxm"),
+                                                      ("llama-3-8b", "a100-40gb"), ("llama-3-8b", "h100-sxm")]
     one = json.loads(_run("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--format", "json").stdout)
     assert both[3] == one[0]
     table = _run("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--gpu", "h100-sxm", columns=80).stdout
@@ -107,7 +107,7 @@ def test_table_compares_gpus_one_table_each():
     assert out.exit_code == 0, out.output
     assert "Cost table: H100 SXM" in out.stdout and "Cost table: H200" in out.stdout
     rows = json.loads(_run("table", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpu", "h200", "-f", "json").stdout)
-    assert [r["gpu"] for r in rows] == ["H100 SXM", "H200 SXM"]
+    assert [(r["gpu"], r["gpu_name"]) for r in rows] == [("h100-sxm", "H100 SXM"), ("h200", "H200 SXM")]
     assert round(rows[0]["decode_step_s_bf16"] * 1e3, 2) == 4.79  # the article §2.4
     assert rows[1]["decode_step_s_bf16"] == pytest.approx(rows[0]["weight_bytes_bf16"] / 4.8e12)  # H200: 4.8 TB/s
 
@@ -137,8 +137,8 @@ def test_roofline_compares_models_gpus_and_batches_in_one_command():
     rows = json.loads(_run("roofline", "--model", "llama-3-8b", "--model", "llama-3-70b", "--gpu", "h100-sxm",
                            "--gpu", "h200", "--batch", "1", "--batch", "64", "-f", "json").stdout)
     assert [(r["model"], r["gpu"], r["batch"]) for r in rows][:4] == [
-        ("llama-3-8b", "H100 SXM", 1), ("llama-3-8b", "H100 SXM", 64), ("llama-3-8b", "H200 SXM", 1),
-        ("llama-3-8b", "H200 SXM", 64)]
+        ("llama-3-8b", "h100-sxm", 1), ("llama-3-8b", "h100-sxm", 64), ("llama-3-8b", "h200", 1),
+        ("llama-3-8b", "h200", 64)]
     assert round(rows[0]["step_time_s"] * 1e3, 2) == 4.79 and round(rows[4]["step_time_s"] * 1e3, 2) == 42.12
     one = json.loads(_run("roofline", "--model", "llama-3-70b", "--gpu", "h200", "--batch", "64", "-f", "json").stdout)
     assert rows[7] == one[0]

@@ -51,9 +51,9 @@ def test_tree_context_under_article_says_so():
 
 @pytest.mark.parametrize("args,preset", [
     (["roofline"], "article"), (["roofline", "--preset", "lecture"], "lecture"),
-    (["spec", "--preset", "Lecture"], "lecture"), (["tree"], "lecture"),
-    (["table"], "article"), (["batching", "--rate", "2", "--requests", "50"], "lecture"),
-    (["waste", "--rate", "1", "--requests", "50"], "lecture"),
+    (["spec", "--preset", "Lecture"], "lecture"), (["tree"], "measured"), (["capacity"], "measured"),
+    (["table"], "article"), (["batching", "--rate", "2", "--requests", "50"], "measured"),
+    (["waste", "--rate", "1", "--requests", "50"], "measured"), (["tree", "--preset", "lecture"], "lecture"),
 ])
 def test_title_names_the_preset(args, preset):
     out = run(*args)

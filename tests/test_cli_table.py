@@ -78,7 +78,7 @@ def test_table_options():
     rows = json.loads(run("table", "-m", "llama-3.1-8b", "-m", "mixtral-8x7b", "--gpu", "h200", "--context", "8192",
                           "--batch", "8", "--reserve", "0.2", "-f", "json").output)
     assert [r["model"] for r in rows] == ["llama-3.1-8b", "mixtral-8x7b"]
-    assert all(r["gpu"] == "H200 SXM" and r["batch"] == 8 and r["reserve_fraction"] == 0.2 for r in rows)
+    assert all(r["gpu"] == "h200" and r["gpu_name"] == "H200 SXM" and r["batch"] == 8 and r["reserve_fraction"] == 0.2 for r in rows)
     assert "max_batch_bf16_at_8192" in rows[0] and "max_batch_bf16_at_4096" not in rows[0]
     out = run("table", "-m", "deepseek-v3", "--mtp-alpha", "0.8", "-f", "markdown")
     assert "| MTP draft, γ 1, α 0.80: tokens per step | 1.80 |" in out.output

@@ -3,8 +3,9 @@ capacity over tp x pp GPUs, its totals over replicas, the batching simulator's d
 cost, and no silent number for a replica that cannot hold its weights.
 
 Decisions pinned here:
-- capacity uses the marketed `memory_bytes` by default (the lecture's 40e9 for an A100 40GB) and
-  says so in `memory_basis`; `--usable-memory` switches to `memory_available_bytes`;
+- capacity uses the profile's memory basis (the lecture's: the marketed 40e9 for an A100 40GB; the
+  default `measured`: usable) and says so in `memory_basis`; `--usable-memory` / `--marketed-memory`
+  switch it; the lecture's figures name their setting (helpers.ORCA);
 - `--kv-bytes` keeps working, `--kv-dtype` names it, both together must agree;
 - a batching replica runs one batch at a time (no microbatches in flight under pp), and --rate is the
   arrival rate at the one replica simulated; the totals are x replicas.
@@ -28,7 +29,7 @@ from reference_scheduler import served
 from llm_cost.serving.workload import poisson_workload
 from llm_cost.specs import PRESETS, weight_format
 from llm_cost.specs.deployment import Deployment
-from tests.helpers import error_line, rows_of, run
+from tests.helpers import ORCA, error_line, rows_of, run
 
 GPT3_13B, A100 = load_model("gpt-3-13b"), load_accelerator("a100-40gb")
 LLAMA_8B, LLAMA_70B, H100 = load_model("llama-3-8b"), load_model("llama-3-70b"), load_accelerator("h100-sxm")
@@ -50,13 +51,13 @@ def test_capacity_library_same_with_and_without_a_one_gpu_deployment():
 
 
 def test_capacity_cli_goldens_and_one_gpu_options_change_nothing():
-    row = rows_of("capacity")[0]
+    row = rows_of("capacity", *ORCA)[0]
     assert (row["kv_tokens"], row["requests_max_len"], row["requests_declared"]) == (12_564, 6, 37)
     assert row["memory_bytes"] == 40e9 and row["memory_basis"] == "marketed" and row["fits"] is True
-    same = rows_of("capacity", "--tp", "1", "--pp", "1", "--ep", "1", "--gpus", "1", "--kv-dtype", "bf16",
+    same = rows_of("capacity", *ORCA, "--tp", "1", "--pp", "1", "--ep", "1", "--gpus", "1", "--kv-dtype", "bf16",
                    "--kv-bytes", "2", "--marketed-memory")[0]
     assert same == row
-    assert run("capacity").stderr == ""
+    assert run("capacity", *ORCA).stderr == ""
 
 
 def test_capacity_table_on_one_gpu_keeps_its_columns():
@@ -106,7 +107,8 @@ def test_tp2_capacity_by_hand():
 
 
 def test_replicas_multiply_the_totals():
-    row = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "2", "--gpus", "8")[0]
+    row = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture", "--tp", "2",
+                  "--gpus", "8")[0]
     assert (row["tp"], row["gpus"], row["replicas"], row["kv_tokens"]) == (2, 8, 4, 976_100)
     assert row["kv_tokens_total"] == 4 * 976_100
     assert row["requests_declared_total"] == 4 * row["requests_declared"]
@@ -120,18 +122,19 @@ def test_pipeline_stages_split_weights_and_kv():
 
 
 def test_kv_dtype_and_kv_bytes():
-    fp8 = rows_of("capacity", "--kv-dtype", "fp8")[0]
-    assert fp8 == rows_of("capacity", "--kv-bytes", "1")[0] == rows_of("capacity", "--kv-bytes", "1",
-                                                                        "--kv-dtype", "FP8")[0]
+    fp8 = rows_of("capacity", *ORCA, "--kv-dtype", "fp8")[0]
+    assert fp8 == rows_of("capacity", *ORCA, "--kv-bytes", "1")[0] == rows_of("capacity", *ORCA, "--kv-bytes", "1",
+                                                                               "--kv-dtype", "FP8")[0]
     assert fp8["kv_dtype"] == "fp8" and fp8["kv_bytes_per_token"] == 409_600 and fp8["kv_tokens"] == 25_129
     line = error_line("capacity", "--kv-bytes", "1", "--kv-dtype", "bf16")
     assert "--kv-bytes 1" in line and "--kv-dtype bf16" in line
-    assert rows_of("capacity", "--kv-bytes", "1.5")[0]["kv_dtype"] == "custom"
+    assert rows_of("capacity", *ORCA, "--kv-bytes", "1.5")[0]["kv_dtype"] == "custom"
 
 
 def test_usable_memory_basis():
-    marketed = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm")[0]
-    usable = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--usable-memory")[0]
+    marketed = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture")[0]
+    usable = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset", "lecture",
+                     "--usable-memory")[0]
     assert marketed["memory_basis"] == "marketed" and usable["memory_basis"] == "usable"
     assert usable["memory_bytes"] == H100.memory_available_bytes > marketed["memory_bytes"] == 80e9
     assert usable["kv_tokens"] > marketed["kv_tokens"]
@@ -141,7 +144,7 @@ def test_usable_memory_basis():
 # ---- a replica that cannot run: said, warned, --strict ------------------------------------------
 
 def test_llama_70b_on_one_h100_does_not_fit():
-    args = ("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm")
+    args = ("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--preset", "lecture")
     out = run(*args)
     assert out.exit_code == 0
     assert "does not fit" in out.stderr and "short by 69.1 GB" in out.stderr
@@ -153,11 +156,12 @@ def test_llama_70b_on_one_h100_does_not_fit():
 
 
 def test_llama_70b_over_four_h100s_fits():
-    row = rows_of("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "4", "--strict")[0]
+    row = rows_of("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--preset", "lecture", "--tp", "4",
+                  "--strict")[0]
     assert row["fits"] is True and row["fit_note"] == "" and row["kv_tokens"] > 0
     # (72e9 - 35,276,853,248) / 81,920 (2 of 8 K/V heads of 327,680 bytes) = 448,280.6
     assert row["kv_tokens"] == 448_280 and row["shortfall_bytes"] == 0
-    assert run("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "4").stderr == ""
+    assert run("capacity", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--preset", "lecture", "--tp", "4").stderr == ""
 
 
 def test_weights_fit_but_no_token_does():
@@ -218,14 +222,15 @@ def test_batching_at_tp2_includes_the_collectives():
 
 def test_batching_cli_at_tp2():
     row = rows_of("batching", "--rate", "4", "-n", "200", "--model", "llama-3-8b", "--gpu", "h100-sxm",
-                  "--tp", "2", "--gpus", "4")[0]
+                  "--preset", "lecture", "--tp", "2", "--gpus", "4")[0]
     assert row["finished"] == 200 and row["tp"] == 2 and row["replicas"] == 2 and row["fits"] is True
     assert row["kv_capacity_tokens"] == 976_100 and row["comm_time_s"] > 0 and 0 < row["comm_fraction"] < 1
     assert row["rate_total_req_per_s"] == 8.0
     assert row["throughput_total_req_per_s"] == pytest.approx(2 * row["throughput_req_per_s"])
     assert row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 4)
     assert row["weight_bytes_per_gpu"] == 8_030_261_248 and row["memory_basis"] == "marketed"
-    text = run("batching", "--rate", "4", "-n", "50", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "2")
+    text = run("batching", "--rate", "4", "-n", "50", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset",
+               "lecture", "--tp", "2")
     assert text.exit_code == 0 and "comm/iter (ms)" in text.stdout and text.stderr == ""
 
 

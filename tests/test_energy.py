@@ -41,7 +41,7 @@ def test_gpus_multiply_energy_and_comm_weight_applies():
     assert step_energy(t, H100, 8).joules == pytest.approx(8 * step_energy(t, H100).joules)
     from dataclasses import replace
 
-    comm = replace(t, comm_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
+    comm = replace(t, comm_time_s=1e-3)  # 1 ms of collectives after the roofline, on one stage
     extra = step_energy(comm, H100).joules - step_energy(t, H100).joules
     assert extra == pytest.approx(1e-3 * (70.0 + 630.0 * A_COMM), rel=1e-9)
 
@@ -143,7 +143,8 @@ def test_batching_served_rows_carry_the_estimate():
     assert H100.idle_power_w < row["watts"] < H100.max_power_w
     assert row["joules_per_token"] == pytest.approx(row["watts"] / row["tokens_per_s_replica"], rel=1e-9)
     assert "J/token (est.)" in run_table(*args)
-    assert "watts" not in rows_of("batching", "--rate", "2")[0]
+    assert "watts" not in rows_of("batching", "--rate", "2", "--model", "gpt-3-13b", "--gpu", "a100-40gb",
+                                  "--preset", "lecture")[0]
 
 
 def run_table(*args):

@@ -31,11 +31,11 @@ def test_tp_all_reduce_arithmetic_by_hand():
     one = 6 * 0.47e-6 + 1.5 * 16384 / 450e9  # 2.82e-6 + 5.4613e-8 s
     assert all_reduce_s(16384, 4, H100) == pytest.approx(one, rel=1e-12)
     t = deployed_step_time(L70, H100, "article", Deployment(tp=4))
-    assert t.comm_s == pytest.approx(160 * one, rel=1e-12)  # 0.4599 ms
-    assert round(t.comm_s * 1e3, 3) == 0.460
+    assert t.comm_time_s == pytest.approx(160 * one, rel=1e-12)  # 0.4599 ms
+    assert round(t.comm_time_s * 1e3, 3) == 0.460
     # at 64 rows the transfer term grows 64x, the hops stay
     t64 = deployed_step_time(L70, H100, "article", Deployment(tp=4), batch=64)
-    assert t64.comm_s == pytest.approx(160 * (6 * 0.47e-6 + 1.5 * 64 * 16384 / 450e9), rel=1e-12)
+    assert t64.comm_time_s == pytest.approx(160 * (6 * 0.47e-6 + 1.5 * 64 * 16384 / 450e9), rel=1e-12)
 
 
 def test_tp_splits_weights_flops_and_kv_heads():
@@ -44,7 +44,7 @@ def test_tp_splits_weights_flops_and_kv_heads():
     assert four.weight_bytes_read == pytest.approx(one.weight_bytes_read / 4, rel=1e-12)
     assert four.kv_bytes == pytest.approx(one.kv_bytes / 4, rel=1e-12)  # 8 K/V heads: 2 per GPU
     assert four.flops == pytest.approx(one.flops / 4, rel=1e-12)
-    assert four.total_s == pytest.approx(max(four.memory_s, four.compute_s) + four.comm_s + 1e-3, rel=1e-12)
+    assert four.total_s == pytest.approx(max(four.memory_s, four.compute_s) + four.comm_time_s + 1e-3, rel=1e-12)
 
 
 def test_kv_heads_fewer_than_tp_are_replicated_and_mla_latent_everywhere():
@@ -76,8 +76,8 @@ def test_pipeline_crosses_the_stages():
     one = step_time(L70, H100, "article")
     two = deployed_step_time(L70, H100, "article", Deployment(pp=2))
     assert two.memory_s == pytest.approx(one.memory_s / 2, rel=1e-12) and two.stages == 2
-    assert two.comm_s == pytest.approx(0.47e-6 + 16384 / 450e9, rel=1e-12)
-    assert two.total_s == pytest.approx(one.total_s + two.comm_s, rel=1e-12)
+    assert two.comm_time_s == pytest.approx(0.47e-6 + 16384 / 450e9, rel=1e-12)
+    assert two.total_s == pytest.approx(one.total_s + two.comm_time_s, rel=1e-12)
     (row,) = rows_of("roofline", "--model", "llama-3-70b", "--pp", "2", "--gpus", "4")
     # a static batch cannot fill the 2 stages (issue 29): 2 replicas x 1 token / step
     assert row["replicas"] == 2 and row["tokens_per_s"] == pytest.approx(2 * 1 / row["step_time_s"])
@@ -93,15 +93,15 @@ def test_expert_parallel_replaces_the_moe_all_reduce_by_all_to_alls():
     ep8 = deployed_step_time(ds, H100, "article", Deployment(tp=8, ep=8), batch=64)
     all_reduce = 14 * 0.47e-6 + 2 * 7 / 8 * 64 * 7168 * 2 / 450e9
     a2a = 7 * 0.47e-6 + 7 / 8 * (64 / 8 * 8 * 7168 * 2) / 450e9
-    assert tp8.comm_s == pytest.approx(2 * 61 * all_reduce, rel=1e-12)
-    assert ep8.comm_s == pytest.approx((2 * 61 - 58) * all_reduce + 2 * 58 * a2a, rel=1e-12)
+    assert tp8.comm_time_s == pytest.approx(2 * 61 * all_reduce, rel=1e-12)
+    assert ep8.comm_time_s == pytest.approx((2 * 61 - 58) * all_reduce + 2 * 58 * a2a, rel=1e-12)
     assert weight_bytes_per_gpu(ds, BF16, Deployment(tp=8, ep=8)) == pytest.approx(
         weight_bytes_per_gpu(ds, BF16, Deployment(tp=8)), rel=1e-12)  # same share, whole experts
     # DP attention: tp 1, ep 8 over 8 replicas; each GPU holds all attention and 32 of the 256 experts, and
     # its experts see the rows of all 8 replicas; no all-reduce, 2 all-to-alls of 64 x 8 rows per MoE layer
     dp = Deployment(tp=1, ep=8, gpus=8)
     t = deployed_step_time(ds, H100, "article", dp, batch=64)
-    assert t.comm_s == pytest.approx(2 * 58 * (7 * 0.47e-6 + 7 / 8 * (64 * 8 * 7168 * 2) / 450e9), rel=1e-12)
+    assert t.comm_time_s == pytest.approx(2 * 58 * (7 * 0.47e-6 + 7 / 8 * (64 * 8 * 7168 * 2) / 450e9), rel=1e-12)
     wb = weight_bytes(ds)
     experts = wb.num_moe_layers * wb.num_experts * wb.expert
     assert weight_bytes_per_gpu(ds, BF16, dp) == pytest.approx(wb.total - experts + experts / 8, rel=1e-12)
@@ -163,7 +163,7 @@ def test_a_datasheet_without_an_interconnect_refuses_tp(tmp_path):
 def test_overlap_hides_communication_behind_the_roofline():
     d = Deployment(tp=8, overlap_comm=True)
     t = deployed_step_time(L70, H100, "article", d)
-    assert t.total_s == max(t.memory_s, t.compute_s, t.comm_s)
+    assert t.total_s == max(t.memory_s, t.compute_s, t.comm_time_s)
     plain = deployed_step_time(L70, H100, "article", dataclasses.replace(d, overlap_comm=False))
     assert plain.total_s > t.total_s
 

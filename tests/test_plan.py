@@ -81,7 +81,7 @@ def test_every_row_is_requests_numbers(name):
         assert got["output_tokens_per_s_per_gpu"] == pytest.approx(r["output_tokens_per_s_per_gpu"], rel=REL)
         assert got["fits"] and r["meets_slo"]
         if r["usd_per_million_output_tokens"] is not None:
-            price = {"L4": 0.8, "H100 SXM": 2.5}[r["gpu"]]
+            price = {"l4": 0.8, "h100-sxm": 2.5}[r["gpu"]]
             again = rows_of("request", *shlex.split(r["request_args"]), "--usd-per-gpu-hour", price)[0]
             assert again["usd_per_million_output_tokens"] == pytest.approx(r["usd_per_million_output_tokens"], rel=REL)
 

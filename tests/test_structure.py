@@ -115,18 +115,79 @@ def test_no_import_cycle():
     assert _cycles(_import_graph()) == []
 
 
-DECLARED_ONCE = ("--c",)  # issue 24.4: shared options declared once (commands/options.py), one help text
+def _flags(name: str, info) -> tuple[str, ...]:
+    """The long flags an option declares (`--kv/--no-kv` both), or the one its parameter name gives."""
+    decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
+    flags = tuple(f for d in decls for f in d.split("/") if f.startswith("--"))
+    return flags or ("--" + name.replace("_", "-"),)
+
+
+def option_declarations() -> dict[str, dict[int, tuple]]:
+    """--flag -> {id of its typer.OptionInfo: (the info, its Annotated type, the commands using it)}
+    over every registered command (the deployment options included, as Typer sees them)."""
+    import inspect
+    import typing
+
+    from typer.models import OptionInfo
+
+    from llm_cost.cli import app
+
+    found: dict[str, dict[int, tuple]] = {}
+    for command in app.registered_commands:
+        for name, param in inspect.signature(command.callback, eval_str=True).parameters.items():
+            infos = [m for m in getattr(param.annotation, "__metadata__", ()) if isinstance(m, OptionInfo)]
+            for info in infos:
+                base = typing.get_args(param.annotation)[0]
+                for flag in _flags(name, info):
+                    _, _, users = found.setdefault(flag, {}).setdefault(id(info), (info, base, set()))
+                    users.add(command.name)
+    return found
+
+
+def options_module_infos() -> set[int]:
+    """The OptionInfo objects commands/options.py declares (as constants or inside Annotated aliases)."""
+    from typer.models import OptionInfo
+
+    from llm_cost.commands import options
+
+    ids = set()
+    for value in vars(options).values():
+        if isinstance(value, OptionInfo):
+            ids.add(id(value))
+        ids.update(id(m) for m in getattr(value, "__metadata__", ()) if isinstance(m, OptionInfo))
+    return ids
 
 
 def test_shared_options_are_declared_once():
-    import re
+    """Issue 24.4: an option two commands take is declared once, in commands/options.py, with one help
+    text; a flag has a second declaration only where its type truly differs (a repeatable list beside
+    a single value, a search's list beside a deployment's number), and that one sits in options.py too."""
+    in_options = options_module_infos()
+    twice = []
+    for flag, infos in option_declarations().items():
+        users = set().union(*(u for _, _, u in infos.values()))
+        if len(users) > 1 and not set(infos) <= in_options:
+            twice.append(f"{flag}: declared outside options.py for {sorted(users)}")
+        bases = [_plain(base) for _, base, _ in infos.values()]
+        if len(bases) != len(set(bases)):
+            twice.append(f"{flag}: {len(infos)} declarations, types {bases}")
+    assert not twice, "\n".join(sorted(twice))
 
-    declared = {name: set() for name in DECLARED_ONCE}
-    helps = {name: set() for name in DECLARED_ONCE}
-    for path in (ROOT / "commands").glob("*.py"):
-        for name, help_text in re.findall(r'typer\.Option\("(--[a-z0-9-]+)", help=([^)]*)\)', path.read_text()):
-            if name in declared:
-                declared[name].add(path.name)
-                helps[name].add(help_text)
-    assert declared == {name: {"options.py"} for name in DECLARED_ONCE}
-    assert all(len(texts) == 1 for texts in helps.values()), helps
+
+def test_the_declaration_finder_sees_every_command():
+    # the finder reads what Typer reads: --model comes single (request) and repeatable (roofline), both
+    # from options.py; a name-derived option (--context) and a deployment option (--tp) are found too
+    found = option_declarations()
+    assert len(found["--model"]) == 2 and set(found["--model"]) <= options_module_infos()
+    assert {"roofline", "tree"} <= set().union(*(u for _, _, u in found["--context"].values()))
+    assert "capacity" in set().union(*(u for _, _, u in found["--tp"].values()))
+
+
+def _plain(annotation) -> str:
+    """A type with Optional taken off (`Optional[List[int]]` and `List[int]` are the same option)."""
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Union and len(args) == 1:
+        return _plain(args[0])
+    return str(annotation)

@@ -232,11 +232,12 @@ def cv_groups(points, by: str = "source") -> list[str]:
 
 
 def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "source",
-                   engines: bool = False, executor=None) -> list[Prediction]:
+                   engines: bool = False, executor=None, on_fold=None) -> list[Prediction]:
     """Each group's points predicted by a profile fitted to the other groups (k-fold by `by`: source,
     or gpu: leave one GPU out, what a user with a new GPU should expect).
 
     A file with one group has no held-out fold: its points are predicted by the fit to all.
+    `on_fold(done, folds)`, if given, is called after each fold (a progress display).
     """
     group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
     groups = cv_groups(points, by)
@@ -244,10 +245,12 @@ def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "sourc
         prof = fit_profile(points, base, free, engines=engines, executor=executor).profile
         return predictions(points, prof, executor)
     out: dict[str, Prediction] = {}
-    for g in groups:
+    for k, g in enumerate(groups):
         train = [p for p in points if group(p) != g]
         prof = fit_profile(train, base, free, engines=engines, executor=executor).profile
         held = [p for p in points if group(p) == g]
         for p, q in zip(held, predictions(held, prof, executor)):
             out[p.id] = q
+        if on_fold is not None:
+            on_fold(k + 1, len(groups))
     return [out[p.id] for p in points]

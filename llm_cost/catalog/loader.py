@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from llm_cost.catalog.config import model_from_config
 from llm_cost.catalog.datasheet import accelerator_from_datasheet
-from llm_cost.catalog.paths import catalog_dir, read_json, resolve
+from llm_cost.catalog.paths import catalog_dir, catalog_names, read_json, resolve
 from llm_cost.errors import UnknownNameError
 from llm_cost.specs.model import ModelSpec
 
@@ -93,8 +93,13 @@ def load_accelerator(ref: str) -> Accelerator:
 @lru_cache(maxsize=64)
 def _load_accelerator(ref):
     """`load_accelerator`'s work, cached per reference."""
+    import dataclasses
+
     path = resolve(ref, "hardware", "gpu")
-    return accelerator_from_datasheet(read_json(path, "datasheet"), path=path)
+    acc = accelerator_from_datasheet(read_json(path, "datasheet"), path=path)
+    # its key: the catalog name (an alias or another case: the entry's), or a file as the user gave it
+    in_catalog = path.parent == catalog_dir("hardware") and path.stem in catalog_names("hardware")
+    return dataclasses.replace(acc, key=path.stem if in_catalog else ref)
 
 
 def as_reference(kind: str, ref):

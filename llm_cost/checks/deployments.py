@@ -39,7 +39,7 @@ def _tp1_exact(model, gpu):
         one = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx)
         split = deployed_step_time(model, gpu, profile, Deployment(), rows=batch * r, batch=batch, context=ctx)
         assert split.total_s == one.total_s and split.bound == one.bound, (split.total_s, one.total_s)
-        assert split.comm_s == 0.0
+        assert split.comm_time_s == 0.0
     return prop
 
 
@@ -69,7 +69,7 @@ def _comm_grows_with_tp(model, gpu):
     @given(batch=batches, r=rows_per_sequence, ctx=contexts)
     def prop(batch, r, ctx):
         comm = [deployed_step_time(model, gpu, "article", Deployment(tp=t), rows=batch * r, batch=batch,
-                                   context=ctx).comm_s for t in valid_tp(model, gpu)]
+                                   context=ctx).comm_time_s for t in valid_tp(model, gpu)]
         assert comm[0] == 0.0, f"comm {comm[0]} s at tp = 1"
         assert all(b > a for a, b in zip(comm, comm[1:])), f"comm over tp {valid_tp(model, gpu)}: {comm}"
     return prop

@@ -7,9 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit, warn
-from llm_cost.commands.engine_option import EngineOpt
-from llm_cost.commands.options import Format, Preset
-from llm_cost.commands.outputs import Force
+from llm_cost.commands.options import EngineOpt, Force, Format, Jobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
 POINT_COLUMNS = [
@@ -30,9 +28,6 @@ SUMMARY_STATS = [
 ]
 Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
 PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
-SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Predict the served rows (concurrency, request rate) in N local processes (the same predictions as 1).")]
-RayAddress = Annotated[Optional[str], typer.Option("--ray", help="Predict the served rows as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")]
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
@@ -73,7 +68,7 @@ def validate_cmd(
     skip_bad: SkipBad = False,
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
     jobs: Jobs = 1,
-    ray: RayAddress = None,
+    ray: Ray = None,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =
@@ -132,7 +127,7 @@ def validate_cmd(
 @command("calibrate", epilog="Example: llm-cost calibrate train.csv -o measured.json")
 def calibrate_cmd(
     points: PointFiles,
-    output: Annotated[str, typer.Option("--output", "-o", help="Profile JSON file to write (use it with --profile FILE).")],
+    output: OutputFile,
     free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
@@ -142,15 +137,19 @@ def calibrate_cmd(
     force: Force = False,
     skip_bad: SkipBad = False,
     jobs: Jobs = 1,
-    ray: RayAddress = None,
+    ray: Ray = None,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
     print each fitted value, the in-sample and the cross-validated error, and write the profile.
     Warns when there are fewer than POINTS_PER_KNOB points per fitted knob, or one source (or GPU, with
     --cv-by gpu) so that no cross-validation is possible; a knob no point moves is marked not fitted.
+    A run past a second shows its progress on stderr (a terminal only; --quiet: never); Ctrl-C during
+    the cross-validation keeps the fit, writes it and says the errors are in-sample only.
     """
-    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cross_validate, cv_groups, fit_profile, predictions
+    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cv_groups, fit_profile, predictions
+    from llm_cost.commands.progress import SweepProgress
     from llm_cost.calibrate.metrics import summarize
     from llm_cost.calibrate.fit import CV_GROUPS
     from llm_cost.calibrate.profile_file import write_profile
@@ -165,18 +164,18 @@ def calibrate_cmd(
     pts = read_all(points, skip_bad)
     from llm_cost.executor import TaskPool
 
-    with TaskPool(jobs, ray=ray) as pool:  # the served rows through it: the same fit as --jobs 1, bit for bit
+    groups = cv_groups(pts, cv_by)
+    folds = len(groups) if cv and len(groups) > 1 else 0
+    with TaskPool(jobs, ray=ray) as pool, SweepProgress("calibrating", quiet=quiet) as progress:
+        # the served rows through the pool: the same fit as --jobs 1, bit for bit
         result = fit_profile(pts, base, knobs, name=name, engines=engines, executor=pool)
-        _warn_few_points(result.points, len(result.fitted))
+        progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
+        held = _held_out(pts, base, knobs, cv_by, engines, folds, progress, pool)
         fitted = summarize("fit", predictions(pts, result.profile, pool))
-        groups = cv_groups(pts, cv_by)
-        held = None
-        if cv and len(groups) < 2:
-            warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
-                 f"the errors shown are in-sample only")
-        elif cv:
-            held = summarize(f"cross-validated by {cv_by}", cross_validate(pts, base, knobs, by=cv_by,
-                                                                           engines=engines, executor=pool))
+    _warn_few_points(result.points, len(result.fitted))
+    if cv and len(groups) < 2:
+        warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
+             f"the errors shown are in-sample only")
     calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
                    "engines": result.profile.engines, "in_sample": fitted.row()}
     if held:
@@ -186,6 +185,24 @@ def calibrate_cmd(
          title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
                f"of {', '.join(points)} (written to {output})",
          caption=_cv_caption(cv, cv_by, groups))
+
+
+def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress, executor=None):
+    """The cross-validated summary (None without folds); an interrupt (Ctrl-C) skips it with a warning,
+    keeping the fit to every point."""
+    if not folds:
+        return None
+    from llm_cost.calibrate.fit import cross_validate
+    from llm_cost.calibrate.metrics import summarize
+
+    try:
+        return summarize(f"cross-validated by {cv_by}", cross_validate(
+            pts, base, knobs, by=cv_by, engines=engines, executor=executor,
+            on_fold=lambda done, n: progress(1 + done, 1 + n)))
+    except KeyboardInterrupt:
+        warn("interrupted: the cross-validation did not finish; the fit to every point is written, its "
+             "errors in-sample only")
+        return None
 
 
 POINTS_PER_KNOB = 10  # fewer points than this per fitted knob: the fit may follow the points' noise

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
 from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import Format
+from llm_cost.commands.options import (Format, MaybeGpus, MaybeModels)
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
@@ -32,8 +32,8 @@ SUMMARY_COLUMNS = [
 
 @command("check", epilog="Example: llm-cost check --model ./my-model/config.json --gpu h100-sxm --examples 200")
 def check_cmd(
-    model: Annotated[Optional[List[str]], typer.Option("--model", "-m", help="Catalog name or config.json path (repeatable; default: the whole catalog).")] = None,
-    gpu: Annotated[Optional[List[str]], typer.Option("--gpu", "-g", help="Catalog name or datasheet path (repeatable; default: h100-sxm).")] = None,
+    model: MaybeModels = None,
+    gpu: MaybeGpus = None,
     examples: Annotated[int, typer.Option(help="Hypothesis examples per invariant and pair.")] = 50,
     every: Annotated[bool, typer.Option("--all", help="A row per invariant and (model, gpu) pair, not one per "
                                                       "invariant (json and csv always print every pair).")] = False,

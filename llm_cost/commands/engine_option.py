@@ -1,15 +1,6 @@
-"""`--engine`: the serving engine a timing command prices (its fitted fixed costs: `Profile.for_engine`)."""
+"""`--engine` (declared in options.py): the serving engine a timing command prices (its fitted fixed costs: `Profile.for_engine`)."""
 
 from __future__ import annotations
-
-from typing import Annotated, Optional
-
-import typer
-
-EngineOpt = Annotated[Optional[str], typer.Option(
-    "--engine", help="Serving engine: vllm, sglang, trtllm, lmdeploy, gpt-fast, llama.cpp or generic: its "
-                     "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
-                     "engines' mean; the documents' presets have none).")]
 
 
 def with_engine(profile, engine: str | None, fixed_ms: float | None = None):

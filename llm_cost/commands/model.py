@@ -7,7 +7,7 @@ from typing import Annotated, List
 import typer
 
 from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import Format, KvBytes
+from llm_cost.commands.options import (Context, Format, KvBytes)
 from llm_cost.report.render import Column, fixed
 
 MODEL_COLUMNS = [
@@ -28,7 +28,7 @@ MODEL_COLUMNS = [
 @command("model", epilog="Example: llm-cost model llama-3-8b llama-3-70b --format json")
 def model_cmd(
     names: Annotated[List[str], typer.Argument(help="Catalog names or paths to config.json files.")],
-    context: Annotated[int, typer.Option(help="Cached tokens each token attends to, for FLOPs/token.")] = 0,
+    context: Context = 0,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank for the adapter counts.")] = 16,
     kv_bytes: KvBytes = 2.0,
     fmt: Format = "table",

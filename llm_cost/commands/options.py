@@ -10,40 +10,134 @@ import typer
 
 from llm_cost.report.render import Column, fixed
 
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name or path to a config.json.")]
-GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")]
-# Repeatable: one row for each model and each GPU (compare in one command)
-ModelsOpt = Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable: a row each).")]
-GpusOpt = Annotated[List[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON (repeatable: a row each).")]
-Preset = Annotated[str, typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (llm-cost calibrate -o).")]
-Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")]
+
+class DefaultSetting(NamedTuple):
+    """A model, a GPU (catalog names) and a profile; a NamedTuple, as `DeploymentArgs` (module startup)."""
+
+    model: str
+    gpu: str
+    preset: str
+
+
+# What every command answers with unless told otherwise (README, first screen): one model, one GPU, one
+# profile: the article's Llama-3-8B on an H100 SXM (`specs.profiles.ARTICLE_SETTING`, a test holds them
+# equal) under the calibrated profile. The commands that print a formula of the article at its peaks
+# (roofline, spec, gamma, leviathan, table) default to the article's preset instead; a document's own
+# example names its model, GPU and preset.
+DEFAULT = DefaultSetting("llama-3-8b", "h100-sxm", "measured")
+
+# Every option two commands share is declared here once, with one help text (tests/test_structure.py
+# holds it). A flag has a second declaration only where its type truly differs, side by side: a
+# repeatable list beside a single value, a search's list beside a deployment's number. A command whose
+# option may be left out (plot, plan) uses the same declaration under Optional[...] (plot builds its own
+# Optional aliases from these constants: the typing objects cost every command's startup).
+Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown (table: models as columns).")]
+MODEL = typer.Option("--model", "-m", help="Catalog name or path to a config.json.")
+MODELS = typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable: a row, or column, each).")
+GPU = typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")
+GPUS = typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON (repeatable: a row each; plan: the accelerators searched).")
+ModelOpt, ModelsOpt = Annotated[str, MODEL], Annotated[List[str], MODELS]
+GpuOpt, GpusOpt = Annotated[str, GPU], Annotated[List[str], GPUS]
+MaybeModel, MaybeModels = Annotated[Optional[str], MODEL], Annotated[Optional[List[str]], MODELS]
+MaybeGpus = Annotated[Optional[List[str]], GPUS]
+PRESET = typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (llm-cost calibrate -o); its memory basis counts the fits.")
+Preset = Annotated[str, PRESET]
+MFU = typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset.")
+MFUS = typer.Option("--mfu", help="Compute efficiency in (0, 1], overrides the preset (repeatable: a row or curve each; default the preset's and 0.6).")
+Mfu, Mfus = Annotated[Optional[float], MFU], Annotated[Optional[List[float]], MFUS]
 BwEff = Annotated[Optional[float], typer.Option("--bw-eff", help="Bandwidth efficiency in (0, 1], overrides the preset.")]
 FixedMs = Annotated[Optional[float], typer.Option("--fixed-ms", help="Fixed time per forward pass in ms, overrides the preset.")]
 UsdPerKwh = Annotated[Optional[float], typer.Option(
     "--usd-per-kwh", help="Electricity price in $/kWh, in [0, 1000]: adds the energy's cost (an estimate).")]
+UsdPerGpuHour = Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million tokens.")]
+UsdPerGpuHours = Annotated[Optional[List[str]], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour as GPU=PRICE (repeatable; PRICE alone with one --gpu): rank by $ per million output tokens.")]
 # the energy estimate's columns (`roofline.energy`), on every timing command's rows
 ENERGY_COLUMNS = [Column("watts", "W (est.)", fixed(0)), Column("joules_per_token", "J/token (est.)", fixed(3))]
 ENERGY_PRICE_COLUMN = Column("usd_per_million_tokens_energy", "energy $/M tok (est.)", fixed(4))
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
-Weights = Annotated[str, typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")]
+WEIGHTS = typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")
+Weights = Annotated[str, WEIGHTS]
+WeightsSearched = Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")]
+Breakdown = Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source), summing to its time (request: the prefill and the first and last decode steps).")]
 
-
-Batches = Annotated[List[int], typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable).")]
-Context = Annotated[int, typer.Option(help="Cached tokens per sequence.")]
-Reserve = Annotated[float, typer.Option(help="Fraction of GPU memory held back from weights and KV, in [0, 1).")]
+BATCHES = typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable: rows for each; plan: the batches searched, default 1, 2, 4, ..., 512; plot: points or curves).")
+Batches, MaybeBatches = Annotated[List[int], BATCHES], Annotated[Optional[List[int]], BATCHES]
+Batch = Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together, >= 1.")]
+CONTEXT = typer.Option("--context", help="Cached tokens per sequence.")
+Context = Annotated[int, CONTEXT]
+Contexts = Annotated[List[int], typer.Option("--context", help="Cached tokens per sequence (repeatable: a row each).")]
+ISL = typer.Option("--isl", help="Prompt (input) tokens per request.")
+OSL = typer.Option("--osl", help="Output tokens per request (plan: >= 2).")
+Isl, Osl = Annotated[Optional[int], ISL], Annotated[Optional[int], OSL]
+Isls = Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")]
+Osls = Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")]
+TtftMs = Annotated[Optional[float], typer.Option("--ttft-ms", help="Target: time to first token at most this (ms).")]
+TpotMs = Annotated[Optional[float], typer.Option("--tpot-ms", help="Target: time per output token at most this (ms).")]
+RESERVE = typer.Option("--reserve", help="Fraction of GPU memory held back from weights and KV, in [0, 1).")
+Reserve = Annotated[float, RESERVE]
 MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
 KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
-KvBytes = Annotated[float, typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8).")]
+KV_BYTES = typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")
+KvBytes, MaybeKvBytes = Annotated[float, KV_BYTES], Annotated[Optional[float], KV_BYTES]
+KvDtypes = Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")]
+# Token counts of a workload: a mean (capacity) or one request each (waste)
+PromptTokens = Annotated[float, typer.Option("--prompt", help="Prompt tokens per request (a mean may be fractional).")]
+Prompts = Annotated[Optional[List[int]], typer.Option("--prompt", help="Prompt tokens of one request of the batch (repeatable).")]
+Outputs = Annotated[Optional[List[int]], typer.Option("--output", help="Generated tokens of that request (repeatable, same order).")]
+OutputFile = Annotated[str, typer.Option("--output", "-o", help="File to write: a figure (.png or .svg) or a profile JSON (use it with --profile FILE).")]
+MaxGen = Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")]
+MaxGenTokens = Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")]
 Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
-Requests = Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")]
-Seed = Annotated[int, typer.Option(help="Seed of the workload (same seed, same requests).")]
+REQUESTS = typer.Option("--requests", "-n", help="Requests to simulate (at each rate).")
+Requests = Annotated[int, REQUESTS]
+SEED = typer.Option("--seed", help="Seed of the workload (same seed, same requests).")
+Seed = Annotated[int, SEED]
+MAX_BATCH = typer.Option("--max-batch", help="Most requests in a batch or an iteration.")
+MaxBatch = Annotated[int, MAX_BATCH]
+MaxBatches = Annotated[Optional[List[int]], typer.Option("--max-batch", help="Most requests in a batch (repeatable: a curve each).")]
+Scheduler = Annotated[str, typer.Option("--scheduler", help="request (whole batches, max-length reservation), iteration (Orca: FCFS, declared reservation) or none (no reservation).")]
+Schedulers = Annotated[Optional[List[str]], typer.Option("--scheduler", help="request and/or iteration (repeatable).")]
+SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Per-token latency target (ms): batching searches the highest rate that meets it.")]
+SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median, p50, p90 or p99 (batching's step simulator: median or p90).")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients over the deployment, each sending its next request when its last one finishes.")]
+Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
+Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")]
+PrefillChunk = Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per pass (chunked prefill, decodes first; default: the whole prompt).")]
+Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
+DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
+JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default 1, plan --verify all cores; results identical to --jobs 1).")
+Jobs, MaybeJobs = Annotated[int, JOBS], Annotated[Optional[int], JOBS]
+Ray = Annotated[Optional[str], typer.Option("--ray", help="Run as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")]
+Force = Annotated[bool, typer.Option("--force", help="Replace an existing output file (never one of the command's inputs).")]
+EngineOpt = Annotated[Optional[str], typer.Option(
+    "--engine", help="Serving engine: vllm, sglang, trtllm, lmdeploy, gpt-fast, llama.cpp or generic: its "
+                     "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
+                     "engines' mean; the documents' presets have none).")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr (it shows only on a terminal, past a second).")]
+SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
 
-# Speculative decoding (batching, plan): the draft's acceptance and cost, declared once
+# Speculative decoding: the draft's acceptance and cost, declared once
+ALPHAS = typer.Option("--alpha", "-a", help="Acceptance rate per draft position in [0, 1] (repeatable).")
+Alphas, MaybeAlphas = Annotated[List[float], ALPHAS], Annotated[Optional[List[float]], ALPHAS]
+Alpha = Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate per draft position in [0, 1].")]
+GAMMAS = typer.Option("--gamma", help="Draft tokens per round, >= 0 (repeatable).")
+Gammas = Annotated[List[int], GAMMAS]
+Gamma = Annotated[int, typer.Option("--gamma", help="Draft tokens per round, >= 0.")]
+GAMMA_MAX = typer.Option("--gamma-max", help="Largest gamma searched (or drawn).")
+GammaMax = Annotated[int, GAMMA_MAX]
+Tau = Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round (as EAGLE papers report) in [1, gamma + 1], instead of the acceptance rate.")]
+Taus = Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length per round (as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")]
+MtpAlpha = Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (DeepSeek-V3 report: 0.85-0.90).")]
+MtpAlphas = Annotated[List[float], typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (repeatable; DeepSeek-V3 report: 0.85-0.90).")]
+WIDTHS = typer.Option("--widths", help="Branching width per depth of a token tree, like 4,2,2,1 (repeatable).")
+Widths = Annotated[List[str], WIDTHS]
+HITS = typer.Option("--hits", help="The draft's top-k hit rates as k:rate pairs; every width needs one.")
+Hits = Annotated[str, HITS]
+SPEC_GAMMA = typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
-SpecGamma = Annotated[Optional[int], typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")]
+SpecGamma, SpecGammaSet = Annotated[Optional[int], SPEC_GAMMA], Annotated[int, SPEC_GAMMA]
 DRAFT_C_HELP = ("Draft step over target step (Leviathan's c), >= 0 (a tree: one draft level's); repeatable "
                 "where the command sweeps it; unset with --draft: the draft's own cost.")
 DraftC = Annotated[Optional[float], typer.Option("--c", help=DRAFT_C_HELP)]
@@ -58,7 +152,11 @@ OutputLen = Annotated[Optional[str], typer.Option("--output-len", help="Output t
 Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per pipeline stage (divides the heads).")]
 Pp = Annotated[int, typer.Option("--pp", help="Pipeline stages (layers split in balanced stages).")]
 Ep = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks of a MoE's routed experts (divides or is a multiple of --tp).")]
-Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica).")]
+# the degrees a search tries (plan), beside the deployment's one value
+TpSearched = Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")]
+PpSearched = Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")]
+EpSearched = Annotated[Optional[List[int]], typer.Option("--ep", help="Expert-parallel degrees to search for a MoE model (repeatable; default 1 and each tp).")]
+Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica; plan: the most it may use).")]
 KvDtype = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 OverlapComm = Annotated[bool, typer.Option("--overlap-comm/--no-overlap-comm", help="Hide collectives behind compute (default: they add).")]
 DpAttention = Annotated[bool, typer.Option("--dp-attention", help="MoE: attention data parallel over the --tp GPUs (each holds the non-expert weights whole and its own sequences' K/V), the MoE layers expert parallel over --ep (a multiple of --tp); no all-reduce, the all-to-alls remain.")]

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
-
 import typer
 
-Force = Annotated[bool, typer.Option("--force", help="Replace an existing output file (never one of the command's inputs).")]
 
 
 def _interactive() -> bool:
@@ -31,7 +28,7 @@ def target(path, *, force: bool, inputs=(), suffixes=None, param: str = "output"
     try:
         return output_path(path, force=force, inputs=inputs, suffixes=suffixes, param=param)
     except InvalidValueError as err:
-        if "give --force" not in str(err) or not _interactive():
+        if "force" not in (err.params or ()) or not _interactive():  # not "exists: give --force"
             raise
         if not typer.confirm(f"{shown(path)} exists. Replace it?", default=False, err=True):
             raise typer.Exit(1) from None

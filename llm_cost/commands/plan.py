@@ -3,20 +3,21 @@ precision, batch and speculation searched at once; the Pareto frontier printed b
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import (BwEff, DpAttention, DraftC, DraftModel, FixedMs, Format, Mfu, OutputLen, Preset,
-                                       PromptLen, Rates, Requests, Seed, SpecAlpha, UsableMemory)
+from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC, DraftModel,
+                                       EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl, KvDtypes, MaybeBatches,
+                                       MaybeGpus, MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched,
+                                       Preset, PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs,
+                                       TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours, WeightsSearched)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import PRESETS
 
-# The calibrated profile once it exists, else the lecture's realistic one (as `request`).
-DEFAULT_PRESET = "measured" if "measured" in PRESETS else "lecture"
+DEFAULT_PRESET = DEFAULT.preset  # every prediction's profile (options.DEFAULT), as `request`
 
 # The table's columns (narrow enough for 80 columns without prices); every key is in the JSON and CSV
 # rows, with gpus, replicas, tp and pp, gamma, bound, e2e and the request_args.
@@ -58,29 +59,29 @@ SPLIT_COLUMNS = [
 @command("plan", epilog="Example: llm-cost plan --model llama-3-70b --gpu h100-sxm --gpu a100-80gb --gpus 8 --isl 2048 "
                         "--osl 256 --ttft-ms 1000 --tpot-ms 30 --spec-alpha 0.7")
 def plan_cmd(
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
-    gpu: Annotated[Optional[List[str]], typer.Option("--gpu", "-g", help="Accelerator to search: a catalog name or datasheet path (repeatable).")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs at most: replicas x tp x pp <= N.")] = None,
-    isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt (input) tokens per request.")] = None,
-    osl: Annotated[Optional[int], typer.Option("--osl", help="Output tokens per request, >= 2.")] = None,
-    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="Target: time to first token at most this (ms).")] = None,
-    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="Target: time per output token at most this (ms).")] = None,
+    model: MaybeModel = None,
+    gpu: MaybeGpus = None,
+    gpus: Gpus = None,
+    isl: Isl = None,
+    osl: Osl = None,
+    ttft_ms: TtftMs = None,
+    tpot_ms: TpotMs = None,
     tokens_per_s_per_user: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target: output tokens per second per user (OSL / e2e) at least this; instead of --tpot-ms.")] = None,
-    usd_per_gpu_hour: Annotated[Optional[List[str]], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour as GPU=PRICE (repeatable; PRICE alone with one --gpu): rank by $ per million output tokens.")] = None,
+    usd_per_gpu_hour: UsdPerGpuHours = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,
     draft: DraftModel = None,
     max_gamma: Annotated[int, typer.Option("--max-gamma", help="Draft tokens per round searched: 1 .. this.")] = 8,
-    mtp_alpha: Annotated[float, typer.Option("--mtp-alpha", help="Acceptance of a model's MTP module (searched for models that have one; DeepSeek-V3 report: 0.85-0.90).")] = 0.85,
-    tp: Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")] = None,
-    pp: Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")] = None,
-    ep: Annotated[Optional[List[int]], typer.Option("--ep", help="Expert-parallel degrees to search for a MoE model (repeatable; default 1 and each tp).")] = None,
+    mtp_alpha: MtpAlpha = 0.85,
+    tp: TpSearched = None,
+    pp: PpSearched = None,
+    ep: EpSearched = None,
     dp_attention: DpAttention = False,
     max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = 8,
-    weights: Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")] = None,
-    kv_dtype: Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")] = None,
-    batch: Annotated[Optional[List[int]], typer.Option("--batch", "-b", help="Batches to search (repeatable; default 1, 2, 4, ..., 512).")] = None,
-    disaggregate: Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")] = False,
+    weights: WeightsSearched = None,
+    kv_dtype: KvDtypes = None,
+    batch: MaybeBatches = None,
+    disaggregate: Disaggregate = False,
     preset: Preset = DEFAULT_PRESET,
     mfu: Mfu = None,
     bw_eff: BwEff = None,
@@ -89,16 +90,16 @@ def plan_cmd(
     usable_memory: UsableMemory = None,
     verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO.")] = None,
     rate: Rates = None,
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="--verify: a closed loop of N clients over the whole deployment.")] = None,
+    concurrency: Concurrency = None,
     prompt_len: PromptLen = None,
     output_len: OutputLen = None,
-    arrivals: Annotated[str, typer.Option("--arrivals", help="--verify: poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
-    trace: Annotated[Optional[str], typer.Option("--trace", help="--verify: CSV trace arrival_s,prompt_tokens,output_tokens[,max_tokens].")] = None,
+    arrivals: Arrivals = "poisson",
+    trace: Trace = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    slo_stat: Annotated[str, typer.Option("--slo-stat", help="--verify: percentile of TTFT and TPOT that must meet the target: p50, p90 or p99.")] = "p99",
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="--verify: local processes (default all cores; results identical to --jobs 1).")] = None,
-    ray: Annotated[Optional[str], typer.Option("--ray", help="--verify: run the simulations as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")] = None,
+    slo_stat: SloStat = "p99",
+    jobs: MaybeJobs = None,
+    ray: Ray = None,
     emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
     emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
     served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default the --model as given).")] = None,

@@ -7,8 +7,19 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.outputs import Force
-from llm_cost.commands.options import DraftCs, AS_GIVEN, BwEff, DeploymentArgs, deployment_options
+from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, deployment_options, DeploymentArgs, DraftCs, Force,
+                                       GAMMA_MAX, GAMMAS, GPU, HITS, Isl, MaxBatches, MaybeAlphas, MaybeBatches,
+                                       MaybeModel, Mfus, Osl, OutputFile, PRESET, Rates, REQUESTS, RESERVE,
+                                       Schedulers, SEED, SloMs, TpotMs, TtftMs, WEIGHTS, WIDTHS)
+
+# plot's options may each be left out (the kind's command gives the default): Optional over the shared
+# declarations of options.py
+MaybeGpu, MaybePreset = Annotated[Optional[str], GPU], Annotated[Optional[str], PRESET]
+MaybeWeights = Annotated[Optional[str], WEIGHTS]
+MaybeContext, MaybeGammaMax = Annotated[Optional[int], CONTEXT], Annotated[Optional[int], GAMMA_MAX]
+MaybeGammas, MaybeWidths = Annotated[Optional[List[int]], GAMMAS], Annotated[Optional[List[str]], WIDTHS]
+MaybeHits, MaybeReserve = Annotated[Optional[str], HITS], Annotated[Optional[float], RESERVE]
+MaybeRequests, MaybeSeed = Annotated[Optional[int], REQUESTS], Annotated[Optional[int], SEED]
 
 KINDS = ("roofline", "spec-vs-batch", "gamma", "tree", "batching", "plan", "validation")
 
@@ -84,34 +95,34 @@ def _flag(name: str) -> str:
 @deployment_options
 def plot_cmd(
     kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching, plan or validation.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="File to write: .png or .svg.")],
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json.")] = None,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")] = None,
-    preset: Annotated[Optional[str], typer.Option("--preset", "--profile", help="Efficiency profile: article, lecture, lecture-draft, measured, or a profile JSON file (default: the kind's command's).")] = None,
-    mfu: Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1]; spec-vs-batch: one curve each (default the preset's and 0.6).")] = None,
+    output: OutputFile,
+    model: MaybeModel = None,
+    gpu: MaybeGpu = None,
+    preset: MaybePreset = None,
+    mfu: Mfus = None,
     bw_eff: BwEff = None,
-    context: Annotated[Optional[int], typer.Option(help="Cached tokens per sequence.")] = None,
-    weights: Annotated[Optional[str], typer.Option("--weights", "-w", help="Weight format: bf16, w4a16, int8, fp8.")] = None,
-    alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate in [0, 1] (repeatable).")] = None,
-    gamma: Annotated[Optional[List[int]], typer.Option("--gamma", help="Draft tokens per round (repeatable for spec-vs-batch).")] = None,
+    context: MaybeContext = None,
+    weights: MaybeWeights = None,
+    alpha: MaybeAlphas = None,
+    gamma: MaybeGammas = None,
     c: DraftCs = None,
-    batch: Annotated[Optional[List[int]], typer.Option("--batch", "-b", help="roofline: operating points; spec-vs-batch: marked points; tree: one curve each.")] = None,
+    batch: MaybeBatches = None,
     batch_max: Annotated[Optional[int], typer.Option("--batch-max", help="spec-vs-batch: largest batch on the axis (extended to the largest --batch).")] = None,
-    gamma_max: Annotated[Optional[int], typer.Option("--gamma-max", help="gamma: largest gamma on the axis.")] = None,
+    gamma_max: MaybeGammaMax = None,
     max_rows: Annotated[Optional[int], typer.Option("--max-rows", help="roofline: largest row count on the axis.")] = None,
-    widths: Annotated[Optional[List[str]], typer.Option("--widths", help="tree: branching widths like 4,2,2,1 (repeatable; default nine trees from 1x1x1x1 to 8x8x4x2).")] = None,
-    hits: Annotated[Optional[str], typer.Option("--hits", help="tree: the draft's top-k hit rates as k:rate pairs.")] = None,
-    scheduler: Annotated[Optional[List[str]], typer.Option("--scheduler", help="batching: request and/or iteration (repeatable).")] = None,
-    max_batch: Annotated[Optional[List[int]], typer.Option("--max-batch", help="batching: most requests in a batch (repeatable; one curve per scheduler and value).")] = None,
-    rate: Annotated[Optional[List[float]], typer.Option("--rate", help="batching: arrival rates in req/s (repeatable; default 0.25 to 20).")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", "-n", help="batching: requests simulated at each rate.")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="batching: seed of the workload.")] = None,
-    reserve: Annotated[Optional[float], typer.Option(help="batching: fraction of GPU memory held back, in [0, 1).")] = None,
-    slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="batching: draw a per-token latency target (ms).")] = None,
-    isl: Annotated[Optional[int], typer.Option("--isl", help="plan: prompt tokens per request.")] = None,
-    osl: Annotated[Optional[int], typer.Option("--osl", help="plan: output tokens per request.")] = None,
-    ttft_ms: Annotated[Optional[float], typer.Option("--ttft-ms", help="plan: TTFT target (ms).")] = None,
-    tpot_ms: Annotated[Optional[float], typer.Option("--tpot-ms", help="plan: TPOT target (ms).")] = None,
+    widths: MaybeWidths = None,
+    hits: MaybeHits = None,
+    scheduler: Schedulers = None,
+    max_batch: MaxBatches = None,
+    rate: Rates = None,
+    requests: MaybeRequests = None,
+    seed: MaybeSeed = None,
+    reserve: MaybeReserve = None,
+    slo_ms: SloMs = None,
+    isl: Isl = None,
+    osl: Osl = None,
+    ttft_ms: TtftMs = None,
+    tpot_ms: TpotMs = None,
     points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
     force: Force = False,
     deploy: DeploymentArgs = AS_GIVEN,

@@ -6,19 +6,24 @@ from __future__ import annotations
 class SweepProgress:
     """A Rich progress bar on stderr for a sweep of simulations that runs longer than a second.
 
-    Called after each step with (done, total); it stays hidden while the sweep looks short.
+    Called after each step with (done, total); it stays hidden while the sweep looks short, and
+    always when `quiet` (`--quiet`). Leaving the `with` block stops it, an interrupt (Ctrl-C) too.
     """
 
-    def __init__(self, label: str, console=None) -> None:
+    def __init__(self, label: str, console=None, *, quiet: bool = False) -> None:
         import time
 
         self._clock = time.perf_counter
         self._start = self._clock()
         self._label, self._console = label, console
         self._bar = self._task = None
+        if quiet:
+            self._bar = False  # never shown
 
     def __call__(self, done: int, total: int) -> None:
         elapsed = self._clock() - self._start
+        if self._bar is False:
+            return
         if self._bar is None:
             if elapsed < 1.0 and elapsed / max(done, 1) * total < 1.0:
                 return

@@ -7,11 +7,13 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, DraftC, FixedMs, Format,
-                                       GpusOpt, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, Mfu, ModelOpt, Preset,
-                                       UsdPerKwh, Weights)
+from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, deployment_options,
+                                       DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
+                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
+                                       PrefillChunk, Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh,
+                                       Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 
@@ -39,21 +41,21 @@ PRICE_COLUMNS = [
                            "--osl 256 --usd-per-gpu-hour 2.5")
 @deployment_options
 def request_cmd(
-    model: ModelOpt = "llama-3-8b",
-    gpu: GpusOpt = ["h100-sxm"],  # noqa: B006
-    batch: Annotated[List[int], typer.Option("--batch", "-b", help="Requests served together, a static batch (repeatable).")] = [1],  # noqa: B006
-    isl: Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")] = [1024],  # noqa: B006
-    osl: Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")] = [256],  # noqa: B006
-    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per prefill pass (chunked prefill; default: the whole prompt).")] = None,
-    usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million input and output tokens.")] = None,
-    spec_alpha: Annotated[Optional[float], typer.Option("--spec-alpha", help="Speculative decoding of the output: acceptance rate in [0, 1].")] = None,
-    spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Draft tokens per round with --spec-alpha or --tau.")] = 4,
-    tau: Annotated[Optional[float], typer.Option("--tau", help="Mean accepted length per round in [1, gamma + 1], instead of --spec-alpha.")] = None,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
+    batch: Batches = [1],  # noqa: B006
+    isl: Isls = [1024],  # noqa: B006
+    osl: Osls = [256],  # noqa: B006
+    prefill_chunk: PrefillChunk = None,
+    usd_per_gpu_hour: UsdPerGpuHour = None,
+    spec_alpha: SpecAlpha = None,
+    spec_gamma: SpecGammaSet = 4,
+    tau: Tau = None,
     c: DraftC = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model: its own roofline time on the same GPUs.")] = None,
+    draft: DraftModel = None,
     images: Annotated[int, typer.Option("--images", help="Images in each prompt (a multimodal model): their tokens join the prefill, the vision tower's FLOPs the TTFT.")] = 0,
     image_size: Annotated[Optional[int], typer.Option("--image-size", help="Side of each image in pixels (default: the tower's own image size).")] = None,
-    preset: Preset = "measured",
+    preset: Preset = DEFAULT.preset,
     mfu: Mfu = None,
     bw_eff: BwEff = None,
     fixed_ms: FixedMs = None,
@@ -61,7 +63,7 @@ def request_cmd(
     engine: EngineOpt = None,
     usd_per_kwh: UsdPerKwh = None,
     deploy: DeploymentArgs = AS_GIVEN,
-    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of the prefill and of the first and last decode steps (bytes, FLOPs, time, bound, source), summing to TTFT and those TPOTs.")] = False,
+    breakdown: Breakdown = False,
     fmt: Format = "table",
 ) -> None:
     """Whole requests: the prefill (TTFT), OSL - 1 decode steps at a growing context (TPOT), e2e,
@@ -147,7 +149,7 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
-    return ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
+    return ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
 
 
 def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
@@ -174,7 +176,7 @@ def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, 
                              "--model llama-3-8b")
 def selective_cmd(
     request: Annotated[Optional[List[str]], typer.Option("--request", "-r", help="One request of the iteration as cached:new tokens (repeatable; default: the lecture's figure 5, 3:1 1:1 0:2 0:3).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Catalog name or config.json: adds the bytes read, batched vs per request.")] = None,
+    model: MaybeModel = None,
     weights: Weights = "bf16",
     fmt: Format = "table",
 ) -> None:

@@ -6,11 +6,11 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, BwEff, deployment_options, DeploymentArgs, FixedMs, Format, GpusOpt,
-                                       ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, KvOpt, Mfu, ModelsOpt, Preset, ReadEmb,
-                                       UsdPerKwh, Weights)
+from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, Context, deployment_options,
+                                       DeploymentArgs, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN, EngineOpt, FixedMs,
+                                       Format, GpusOpt, KvOpt, Mfu, ModelsOpt, Preset, ReadEmb, UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -35,8 +35,8 @@ def roofline_cmd(
     model: ModelsOpt = [ARTICLE_SETTING.model],  # noqa: B006
     gpu: GpusOpt = [ARTICLE_SETTING.gpu],  # noqa: B006
     rows: Annotated[Optional[List[int]], typer.Option("--rows", "-r", help="Token rows in one forward pass (repeatable; default: --batch, one decode step).")] = None,
-    batch: Annotated[List[int], typer.Option("--batch", "-b", help="Sequences the rows come from (repeatable: rows for each).")] = [1],  # noqa: B006
-    context: Annotated[int, typer.Option(help="Cached tokens per sequence.")] = 0,
+    batch: Batches = [1],  # noqa: B006
+    context: Context = 0,
     preset: Preset = ARTICLE_SETTING.preset,
     mfu: Mfu = None,
     bw_eff: BwEff = None,
@@ -46,7 +46,7 @@ def roofline_cmd(
     weights: Weights = "bf16",
     engine: EngineOpt = None,
     deploy: DeploymentArgs = AS_GIVEN,
-    breakdown: Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source) and how they sum to T(m).")] = False,
+    breakdown: Breakdown = False,
     usd_per_kwh: UsdPerKwh = None,
     fmt: Format = "table",
 ) -> None:
@@ -98,6 +98,6 @@ def roofline_cmd(
         title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
     else:  # one row per model, GPU and rows: the rows say which
         title = f"T(m){deployment.label}, {weights.lower()}, preset {prof.name}"
-        columns = [Column("model", "model"), Column("gpu", "gpu")] + columns
+        columns = [Column("model", "model"), Column("gpu_name", "gpu")] + columns
     emit(result, columns, fmt, caption="; ".join(dict.fromkeys(captions)), title=title)
     warn_unfit(result, deploy.strict)

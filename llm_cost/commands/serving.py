@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, deployment_options, DeploymentArgs, DraftC, DraftModel, Format, GpuOpt, GpusOpt,
-                                       KvTokens, MaxLen, ModelOpt, ModelsOpt, OutputLen, Preset, PromptLen, Rates, Requests,
-                                       Reserve, Seed, SpecAlpha, SpecGamma, Weights)
+from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT, deployment_options, DeploymentArgs,
+                                       DisaggregateSplit, DraftC, DraftModel, EngineOpt, Format, GpuOpt, GpusOpt,
+                                       KvTokens, MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt,
+                                       ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
+                                       PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
+                                       SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp  # batching --disaggregate's decode pool
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
-from llm_cost.specs.profiles import LECTURE_SERVING
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
                                               kv_settings)
 from llm_cost.report.render import Column, fixed
 
 # ---- memory and batching --------------------------------------------------------------------
 
-# `--kv-bytes` (bytes per element, the seeds' spelling) and `--kv-dtype` (its name): either, or both
-# when they agree; None = not given (`kv_settings`)
-KvBytesOpt = Annotated[Optional[float], typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")]
-KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
-    Column("gpu", "gpu"),
+    Column("gpu_name", "gpu"),
     Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
     Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
     Column("shortfall_bytes", "shortfall (GB)", fixed(2, 1e9)),
@@ -77,40 +74,41 @@ def _capacity_row(spec, acc, deployment, kv_el, *, reserve, prompt, max_gen, gen
                             "--prompt 272 --max-gen 512 --gen 64.5")
 @deployment_options
 def capacity_cmd(
-    model: ModelsOpt = [LECTURE_SERVING.model],  # noqa: B006
-    gpu: GpusOpt = [LECTURE_SERVING.gpu],  # noqa: B006
+    model: ModelsOpt = [DEFAULT.model],  # noqa: B006
+    gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
-    prompt: Annotated[float, typer.Option(help="Prompt tokens per request (a mean may be fractional).")] = 272,
-    max_gen: Annotated[float, typer.Option("--max-gen", help="Tokens a request declares it may generate.")] = 64.5,
+    prompt: PromptTokens = 272,
+    max_gen: MaxGen = 64.5,
     gen: Annotated[Optional[float], typer.Option(help="Tokens it actually generates, for no reservation (default --max-gen).")] = None,
     max_len: MaxLen = None,
     weights: Weights = "bf16",
-    kv_bytes: KvBytesOpt = None,
-    preset: Annotated[str, typer.Option("--preset", "--profile", help="Profile whose memory basis counts (the lecture's: marketed), or a profile JSON file.")] = LECTURE_SERVING.preset,
+    kv_bytes: MaybeKvBytes = None,
+    preset: Preset = DEFAULT.preset,
     deploy: DeploymentArgs = AS_GIVEN,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="A draft model beside the target: its weights and K/V per token come out of the capacity (rows say how many sequences it costs).")] = None,
+    draft: DraftModel = None,
     fmt: Format = "table",
 ) -> None:
     """KV tokens that fit beside the weights, and requests that fit per reservation policy; on
     --tp/--pp GPUs one replica's (per GPU: its share of the weights and of each token's K/V) and
     in all (x replicas = --gpus / (tp x pp)).
 
-    Memory is the profile's (--preset; the lecture's: the marketed 40e9 bytes of an A100 40GB) unless
+    Memory is the profile's (--preset; measured: usable, the lecture's: the marketed 40e9 bytes) unless
     --usable-memory or --marketed-memory says; the rows say which (memory_basis). --overlap-comm changes no capacity. A
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's example
+    (§3.3, Orca's setting) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
 
     specs, accs = [load_model(m) for m in model], [load_accelerator(g) for g in gpu]
     dtype, kv_el = kv_settings(deploy.kv_dtype, kv_bytes)
-    deployment = parse.deployment(deploy, parse.profile(preset), reserve, kv_dtype=dtype)
-    rows = [_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
-                          max_len=max_len, weights=weights, draft=draft)
+    prof = parse.profile(preset)
+    deployment = parse.deployment(deploy, prof, reserve, kv_dtype=dtype)
+    rows = [{**_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
+                             max_len=max_len, weights=weights, draft=draft), "preset": prof.name}
             for spec in specs for acc in accs]
     row = rows[0]
     lengths = sorted({r["max_len"] for r in rows})
@@ -123,7 +121,7 @@ def capacity_cmd(
     short = [r for r in rows if r["shortfall_bytes"]]
     if short:
         caption = ("the weights do not fit: " + ", ".join(
-            f"{r['model']} on {r['gpu']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
+            f"{r['model']} on {r['gpu_name']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
     from llm_cost.serving.replica import deployment_label
 
     split = deployment_label(deployment)
@@ -134,13 +132,13 @@ def capacity_cmd(
         columns = columns + CAPACITY_DRAFT_COLUMNS
         caption += "".join(
             f"; the draft {r['draft']} holds {r['draft_weight_bytes'] / 1e9:.2f} GB and "
-            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu']}: "
+            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu_name']}: "
             f"{r['kv_tokens_with_draft']:,} tokens of both fit, {r['sequences_lost_to_draft']} sequences fewer "
             f"with no reservation" for r in rows)
     if split:
         caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
-    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights (GB = 1e9 bytes)",
+    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights, preset {prof.name} (GB = 1e9 bytes)",
          caption=caption)
     warn_unfit([row], deploy.strict, suffix="")
 
@@ -167,22 +165,22 @@ WASTE_SIM_COLUMNS = [
 @command("waste", epilog="Example: llm-cost waste --prompt 100 --prompt 300 --prompt 200 --output 10 "
                          "--output 50 --output 30 (exercise 1, the default); llm-cost waste --rate 0.5 --rate 2")
 def waste_cmd(
-    prompt: Annotated[Optional[List[int]], typer.Option(help="Prompt tokens of one request of the batch (repeatable).")] = None,
-    output: Annotated[Optional[List[int]], typer.Option(help="Generated tokens of that request (repeatable, same order).")] = None,
+    prompt: Prompts = None,
+    output: Outputs = None,
     rate: Rates = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Batch size of the simulated request-level replica.")] = 8,
+    max_batch: MaxBatch = 8,
     requests: Requests = 2000,
     seed: Seed = 0,
-    model: ModelOpt = LECTURE_SERVING.model,
-    gpu: GpuOpt = LECTURE_SERVING.gpu,
-    preset: Preset = LECTURE_SERVING.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     reserve: Reserve = DEFAULT_RESERVE,
     fmt: Format = "table",
 ) -> None:
     """Request-level padding: token positions computed vs needed, for one batch or a simulated load.
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Default: the lecture's exercise 1 batch. --rate simulates Orca's workload on Llama-3-8B on an H100 SXM
+    under `measured`, as every command; the lecture's setting: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.serving_rows import waste_row
@@ -200,12 +198,14 @@ def waste_cmd(
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import poisson_workload
 
-    replica = Replica.from_specs(load_model(model), load_accelerator(gpu), parse.profile(preset), reserve=reserve)
+    spec, acc, prof = load_model(model), load_accelerator(gpu), parse.profile(preset)
+    replica = Replica.from_specs(spec, acc, prof, reserve=reserve)
     wl = poisson_workload(requests, rate[0], seed=seed)
     with SweepProgress("simulating") as progress:
         _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
-    emit([waste_sim_row(r) for r in results], WASTE_SIM_COLUMNS, fmt,
+    setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
+    emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
 
@@ -215,25 +215,24 @@ def waste_cmd(
                             "--max-batch 8 --slo-ms 45")
 @deployment_options
 def batching_cmd(
-    scheduler: Annotated[str, typer.Option(help="request (whole batches, max-length reservation), iteration "
-                                                "(Orca: FCFS, declared reservation) or none (no reservation).")] = "iteration",
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Most requests in a batch or an iteration.")] = 32,
+    scheduler: Scheduler = "iteration",
+    max_batch: MaxBatch = 32,
     rate: Rates = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    slo_ms: Annotated[Optional[float], typer.Option("--slo-ms", help="Search the highest rate whose per-token latency meets this target (ms).")] = None,
-    slo_stat: Annotated[str, typer.Option("--slo-stat", help="Statistic the target applies to: median or p90 (with a serving-engine option also p50, p99).")] = "median",
+    slo_ms: SloMs = None,
+    slo_stat: SloStat = "median",
     prompt_len: PromptLen = None,
     output_len: OutputLen = None,
-    max_gen: Annotated[Optional[int], typer.Option("--max-gen", help="max_gen every request declares (default: its own output length).")] = None,
+    max_gen: MaxGenTokens = None,
     reservation: Annotated[Optional[str], typer.Option(help="iteration: declared (default), max_len or paged (KV blocks on demand, preemption).")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")] = None,
-    arrivals: Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")] = "poisson",
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients, each sending its next request when its last one finishes.")] = None,
+    trace: Trace = None,
+    arrivals: Arrivals = "poisson",
+    concurrency: Concurrency = None,
     block_size: Annotated[int, typer.Option("--block-size", help="paged: tokens per KV block.")] = 16,
     preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
-    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", help="Tokens per iteration, decodes first, then prompt chunks (Sarathi-Serve).")] = None,
+    prefill_chunk: PrefillChunk = None,
     prefix_caching: Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")] = False,
     kv_offload_bytes: Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")] = 0.0,
     shared_prefix: Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")] = None,
@@ -243,7 +242,7 @@ def batching_cmd(
     sessions: Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")] = None,
     turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
-    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")] = None,
+    disaggregate: DisaggregateSplit = None,
     decode_tp: DecodeTp = None,
     decode_max_batch: DecodeMaxBatch = None,
     spec_gamma: SpecGamma = None,
@@ -258,9 +257,9 @@ def batching_cmd(
     slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
-    model: ModelOpt = LECTURE_SERVING.model,
-    gpu: GpuOpt = LECTURE_SERVING.gpu,
-    preset: Preset = LECTURE_SERVING.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     engine: EngineOpt = None,
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
@@ -273,10 +272,10 @@ def batching_cmd(
     pp stages one after another (one batch in flight, no microbatches) plus the collectives, and its
     KV capacity is one replica's. --rate is the arrival rate at that replica; the rows' totals
     (rate_total_req_per_s, throughput_total_req_per_s, tokens_per_s) are x replicas = --gpus / (tp x pp),
-    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (marketed unless --usable-memory).
+    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis).
 
-    Defaults: the lecture's example, GPT-3 13B on an A100 40GB (its
-    §3.3, Orca's setting); the other commands default to Llama-3-8B on an H100 SXM (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
+    (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
     from llm_cost.commands.serving_engine import run_batching
 

@@ -158,7 +158,6 @@ def run_batching(o: dict) -> None:
         raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
     dtype, _ = kv_settings(o["deploy"].kv_dtype, None)
     from llm_cost.commands.engine_option import with_engine
-
     profile, weights = with_engine(parse.profile(o["preset"]), o["engine"]), parse.weights(o["weights"])
     dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
     target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
@@ -219,6 +218,7 @@ def run_batching(o: dict) -> None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
+    rows = [{"model": target.name, "gpu": acc.label, "gpu_name": acc.name, "preset": profile.name, **r} for r in rows]
     from llm_cost.commands.serving_energy import served_energy_columns
 
     columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)

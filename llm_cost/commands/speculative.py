@@ -6,19 +6,17 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (DraftCs, AS_GIVEN, Batches, BwEff, Context, DeploymentArgs, Format, GpuOpt, ModelOpt,
-                                       Preset, Weights, deployment_options)
+from llm_cost.commands.options import (Alphas, AS_GIVEN, Batches, BwEff, Context, deployment_options, DeploymentArgs,
+                                       DraftCs, DraftModel, EngineOpt, Format, GammaMax, Gammas, GpuOpt, MaybeAlphas,
+                                       Mfus, ModelOpt, Preset, Taus, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
 # ---- speculative decoding -------------------------------------------------------------------
 
-Alphas = Annotated[List[float], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable).")]
-Gammas = Annotated[List[int], typer.Option("--gamma", help="Draft tokens per round, >= 0 (repeatable).")]
-Mfus = Annotated[Optional[List[float]], typer.Option("--mfu", help="Compute efficiency in (0, 1] (repeatable; default: the preset's and 0.6).")]
 
 
 DEFAULT_ALPHAS = (0.8,)  # spec's --alpha without --alpha or --tau (the article, §2.3)
@@ -50,12 +48,12 @@ def _skipped(rows) -> int:
                         "--preset lecture --context 1024")
 @deployment_options
 def spec_cmd(
-    alpha: Annotated[Optional[List[float]], typer.Option("--alpha", "-a", help="Acceptance rate per position in [0, 1] (repeatable; default 0.8).")] = None,
-    tau: Annotated[Optional[List[float]], typer.Option("--tau", help="Mean accepted length (tokens per round, as EAGLE papers report) in [1, gamma + 1], instead of --alpha: alpha solved at each --gamma (repeatable).")] = None,
+    alpha: MaybeAlphas = None,
+    tau: Taus = None,
     gamma: Gammas = [4],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
     c: DraftCs = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model (name or config.json): c from its own roofline time.")] = None,
+    draft: DraftModel = None,
     model: ModelOpt = ARTICLE_SETTING.model,
     gpu: GpuOpt = ARTICLE_SETTING.gpu,
     preset: Preset = ARTICLE_SETTING.preset,
@@ -64,7 +62,7 @@ def spec_cmd(
     bw_eff: BwEff = None,
     context: Context = 0,
     weights: Weights = "bf16",
-    gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma the best-gamma search tries.")] = 16,
+    gamma_max: GammaMax = 16,
     deploy: DeploymentArgs = AS_GIVEN,
     engine: EngineOpt = None,
     fmt: Format = "table",
@@ -138,7 +136,7 @@ def _alphas_per_gamma(alphas, taus, gammas):
 def gamma_cmd(
     alpha: Alphas = [0.5, 0.6, 0.7, 0.8, 0.9],  # noqa: B006
     c: DraftCs = [0.01, 0.05, 0.1, 0.2],  # noqa: B006
-    gamma_max: Annotated[int, typer.Option("--gamma-max", help="Largest gamma searched.")] = 64,
+    gamma_max: GammaMax = 64,
     fmt: Format = "table",
 ) -> None:
     """Optimal integer gamma of E / (gamma c + 1) for each alpha and c (verification free)."""

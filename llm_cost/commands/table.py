@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
 
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (DraftC, UsdPerKwh, AS_GIVEN, deployment_options, DeploymentArgs, GpusOpt, Reserve)
+from llm_cost.commands.options import (Alpha, AS_GIVEN, Batch, Contexts, deployment_options, DeploymentArgs, DraftC,
+                                       Format, Gamma, GpusOpt, Isl, ModelsOpt, MtpAlphas, Reserve, UsdPerGpuHour,
+                                       UsdPerKwh)
 from llm_cost.report.cost_table import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_CONTEXTS, DEFAULT_GAMMA, DEFAULT_GPU,
                                         DEFAULT_MODELS)
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
 
-FormatMd = Annotated[str, typer.Option("--format", "-f", help="Output: table, markdown (models as columns), "
-                                                              "json or csv (one flat row per model).")]
 
 
 @command("table", epilog="Example: llm-cost table --format markdown; llm-cost table --model llama-3.1-8b "
                          "--model mixtral-8x7b --gpu h200 --context 8192 --format json")
 @deployment_options
 def table_cmd(
-    model: Annotated[List[str], typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable; one column each).")] = list(DEFAULT_MODELS),  # noqa: B006
+    model: ModelsOpt = list(DEFAULT_MODELS),  # noqa: B006
     gpu: GpusOpt = [DEFAULT_GPU],  # noqa: B006
-    alpha: Annotated[float, typer.Option("--alpha", "-a", help="Acceptance rate of the speculative row, in [0, 1].")] = DEFAULT_ALPHA,
-    gamma: Annotated[int, typer.Option("--gamma", help="Draft tokens per round of the speculative row, >= 0.")] = DEFAULT_GAMMA,
+    alpha: Alpha = DEFAULT_ALPHA,
+    gamma: Gamma = DEFAULT_GAMMA,
     c: DraftC = DEFAULT_C,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together (decode, speculative and MTP rows).")] = 1,
-    mtp_alpha: Annotated[List[float], typer.Option("--mtp-alpha", help="MTP acceptance rate (repeatable; the range's ends are shown).")] = list(MTP_ALPHA_REPORTED),  # noqa: B006
-    context: Annotated[List[int], typer.Option("--context", help="Context in tokens for the KV and largest-batch rows (repeatable).")] = list(DEFAULT_CONTEXTS),  # noqa: B006
+    batch: Batch = 1,
+    mtp_alpha: MtpAlphas = list(MTP_ALPHA_REPORTED),  # noqa: B006
+    context: Contexts = list(DEFAULT_CONTEXTS),  # noqa: B006
     reserve: Reserve = DEFAULT_RESERVE,
-    isl: Annotated[Optional[int], typer.Option("--isl", help="Prompt tokens: adds the time to first token (one prompt's prefill).")] = None,
-    usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Price of one GPU-hour in USD: adds $ per million output tokens of the decode rows.")] = None,
+    isl: Isl = None,
+    usd_per_gpu_hour: UsdPerGpuHour = None,
     usd_per_kwh: UsdPerKwh = None,
     deploy: DeploymentArgs = AS_GIVEN,
-    fmt: FormatMd = "table",
+    fmt: Format = "table",
 ) -> None:
     """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
 

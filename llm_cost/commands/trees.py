@@ -6,17 +6,14 @@ lecture's weak draft, are evaluated when the command is defined).
 
 from __future__ import annotations
 
-from typing import Annotated, List
 
-import typer
 
-from llm_cost.commands.engine_option import EngineOpt, with_engine
+from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (DraftC, AS_GIVEN, Batches, Context, DeploymentArgs, Format, GpuOpt, ModelOpt, Preset,
-                                       Weights, deployment_options)
+from llm_cost.commands.options import (AS_GIVEN, Batches, Context, DEFAULT, deployment_options, DeploymentArgs,
+                                       DraftC, EngineOpt, Format, GpuOpt, Hits, ModelOpt, Preset, Weights, Widths)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
-from llm_cost.specs.profiles import LECTURE_DECODE
 from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
 
 
@@ -24,13 +21,13 @@ from llm_cost.speculative.trees import LEVEL_COST, WEAK_DRAFT
                         "--hits 1:0.44,2:0.64,4:0.79,8:0.91 --batch 1 --batch 32")
 @deployment_options
 def tree_cmd(
-    widths: Annotated[List[str], typer.Option("--widths", help="Branching width per depth, like 4,2,2,1 (repeatable).")] = ["4,2,2,1"],  # noqa: B006
-    hits: Annotated[str, typer.Option("--hits", help="Draft's top-k hit rates as k:rate pairs; every width needs one.")] = WEAK_DRAFT.text,
+    widths: Widths = ["4,2,2,1"],  # noqa: B006
+    hits: Hits = WEAK_DRAFT.text,
     batch: Batches = [1],  # noqa: B006
     c: DraftC = LEVEL_COST,
-    model: ModelOpt = LECTURE_DECODE.model,
-    gpu: GpuOpt = LECTURE_DECODE.gpu,
-    preset: Preset = LECTURE_DECODE.preset,
+    model: ModelOpt = DEFAULT.model,
+    gpu: GpuOpt = DEFAULT.gpu,
+    preset: Preset = DEFAULT.preset,
     context: Context = 1024,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
@@ -39,8 +36,8 @@ def tree_cmd(
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
 
-    Defaults: the lecture's example, Llama-3.1-8B on an H100 SXM under the lecture preset at
-    context 1024 (its demo 05); the other commands default to Llama-3-8B (the article).
+    Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command, at context 1024; the
+    lecture's example (demo 05, §10) names its own: --model llama-3.1-8b --preset lecture.
     """
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
@@ -52,7 +49,7 @@ def tree_cmd(
     rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      weights=parse.weights(weights), deployment=deployment)
-    ignored = parse.ignored_context(prof, context, "use --preset lecture (the default)")
+    ignored = parse.ignored_context(prof, context, "use --preset lecture or measured (the default)")
     if ignored:  # after the library accepted the context
         note(ignored)
     emit(rows, deployed_columns([

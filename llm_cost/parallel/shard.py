@@ -87,8 +87,8 @@ def check_deployment(model: ModelSpec, gpu: Accelerator, deployment: Deployment)
             raise InvalidValueError(f"ep must be 1 or a multiple of tp = {group} (whole experts per GPU), got {ep}",
                                     params=("ep", "tp"))
         if ep > group and deployment.replicas % (ep // group):
-            raise InvalidValueError(f"ep = {ep} spans {ep // group} replicas of tp = {group}: --gpus must hold a "
-                                    f"multiple of them (replicas {deployment.replicas})", params=("ep", "gpus"))
+            raise InvalidValueError(f"ep = {ep} spans {ep // group} replicas of tp = {group}: gpus must hold a "
+                                    f"multiple of them (replicas {deployment.replicas})", params=("ep", "tp", "gpus"))
     split = [name for name, degree in (("tp", deployment.tp), ("pp", pp), ("ep", ep)) if degree > 1]
     if split and not gpu.interconnect_bytes_per_s:
         raise InvalidValueError(f"{split[0]} = {deployment.__dict__[split[0]]} needs the interconnect: "

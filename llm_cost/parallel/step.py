@@ -25,6 +25,8 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
                        context=0, weights: WeightFormat = BF16) -> StepTime:
     """`roofline.step_time` on a deployment: one GPU's share of each stage, stages x max(memory,
     compute) + collectives + fixed. `deployment` SINGLE_GPU (and kv_dtype bf16) is step_time exactly.
+    For one pass (numbers, not arrays) the result carries the fit (`step_fit`): `fits` and, when it
+    does not, `fit_note` (the article's "70B on one card" keeps its time and says it does not fit).
 
     Examples
     --------
@@ -33,13 +35,24 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
 
     >>> from llm_cost.specs.deployment import Deployment
     >>> t = deployed_step_time("llama-3-70b", "h100-sxm", "article", Deployment(tp=4))
-    >>> round(t.memory_s * 1e3, 2), round(t.comm_s * 1e3, 3), t.bound
-    (10.53, 0.46, 'memory')
+    >>> round(t.memory_s * 1e3, 2), round(t.comm_time_s * 1e3, 3), t.bound, t.fits
+    (10.53, 0.46, 'memory', True)
+    >>> one = deployed_step_time("llama-3-70b", "h100-sxm", "article")
+    >>> one.fits, one.fit_note.split(" (")[0]
+    (False, 'needs 141.1 GB per GPU')
     """
+    import dataclasses
+
+    import numpy as np
+
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     rows, batch, context = check_pass(rows, batch, context)
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
-    return cost.step(rows, batch, context, count_kv=profile.count_kv)
+    step = cost.step(rows, batch, context, count_kv=profile.count_kv)
+    if max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:  # a grid: the fit is asked per point
+        return step
+    fit = deployment_fit(model, gpu, deployment, weights=weights, rows=rows, batch=batch, context=context)
+    return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
 
 
 @check_arguments()

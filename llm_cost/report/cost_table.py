@@ -96,7 +96,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     kv = kv_bytes_per_token(model, kv_el)
     spec = roofline_speedup(model, gpu, prof, alpha=alpha, gamma=gamma, batch=batch, c=c, deployment=deployment)
     row = {
-        "model": model.name, "gpu": gpu.name, "preset": prof.name,
+        "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": prof.name,
         "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
         "kv_dtype": deployment.kv_dtype,
         "params_total": p.total, "params_active": p.active,

@@ -131,7 +131,7 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
     split = r["tp"] * r["pp"] > 1
     per_gpu = f" per GPU (tp {r['tp']} x pp {r['pp']})" if split else ""
     lines += [
-        (f"weights fit in {usable}{per_gpu} ({r['gpu']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
+        (f"weights fit in {usable}{per_gpu} ({r['gpu_name']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
         (f"weights fit in {usable}{per_gpu}, INT4 g128", _yes_no("fits_int4")),
     ]
     replica = ", one replica" if split else ""
@@ -163,7 +163,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
     """What the table assumes, and the notes a reader of the MTP and MoE rows needs (one per line)."""
     r = rows[0]
     notes = [
-        f"Theoretical: {r['gpu']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
+        f"Theoretical: {r['gpu_name']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
         f"once per step (MoE: the routed experts the step's rows touch), no KV reads, no fixed cost. GB = 1e9 bytes. INT4 g128: 4-bit weights with a "
         f"16-bit scale and zero per group of 128, embeddings included; W4A16 decode reads them.",
         f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "

@@ -16,7 +16,7 @@ DEPLOYMENT_KEYS = ("tp", "pp", "ep", "gpus", "replicas", "kv_dtype", "compute_dt
 
 
 def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment, weights: WeightFormat,
-                      fit: Fit, *, comm_s: float, step_s: float, tokens: float) -> dict:
+                      fit: Fit, *, comm_time_s: float, step_s: float, tokens: float) -> dict:
     """The deployment's columns for one pass of `step_s` seconds that yields `tokens` tokens per replica
     and stage (decode: the batch; a verification: the accepted tokens).
 
@@ -28,7 +28,7 @@ def deployment_fields(model: ModelSpec, gpu: Accelerator, deployment: Deployment
         "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
         "replicas": deployment.replicas, "kv_dtype": deployment.kv_dtype,
         "compute_dtype": gpu.compute_precision(gemm_precision(model, weights)),
-        "comm_time_s": comm_s,
+        "comm_time_s": comm_time_s,
         "weight_bytes_per_gpu": fit.weight_bytes, "kv_bytes_per_gpu": fit.kv_bytes,
         "workspace_bytes_per_gpu": fit.workspace_bytes,
         "memory_needed_bytes": fit.needed_bytes, "memory_available_bytes": fit.available_bytes,

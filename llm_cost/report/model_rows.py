@@ -158,7 +158,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
         t = deployed_step_time(model, gpu, profile, deployment, rows=m, batch=batch, context=context, weights=weights)
         fit = step_fit(model, gpu, deployment, rows=m, batch=batch, context=context, weights=weights)
         out.append({
-            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
+            "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
             # the knobs in force, overrides included (--mfu, --bw-eff, --fixed-ms, ...)
             "bw_efficiency": profile.bw_efficiency, "compute_efficiency": profile.compute_efficiency,
             "read_input_embedding": profile.read_input_embedding, "count_kv": profile.count_kv,
@@ -166,7 +166,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             "step_time_s": t.total_s, "memory_time_s": t.memory_s, "compute_time_s": t.compute_s,
             "fixed_time_s": t.fixed_s, "bound": t.bound,
             "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
-            **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(t.comm_s),
+            **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(t.comm_time_s),
                                 step_s=t.total_s, tokens=m),
             **energy_fields(t, gpu, deployment.gpus_per_replica, tokens=m),
         })

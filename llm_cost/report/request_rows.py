@@ -41,7 +41,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
         ph = r.phases
         pre_gpu_s, dec_gpu_s = r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s)
         row = {
-            "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
+            "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
             "batch": r.batch, "isl": r.isl, "osl": r.osl, "prefill_chunk": prefill_chunk,
             "prefill_passes": ph.prefill_passes, "prefill_bound": ph.prefill_bound, "decode_bound": ph.decode_bound,
             "images": r.images, "image_tokens": r.image_tokens, "encoder_s": r.encoder_s,
@@ -64,7 +64,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
         row.update(_energy_keys(gpu, ph, pre_gpu_s, dec_gpu_s, b * osl, r.e2e_s))
         row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
-        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_s=ph.prefill_comm_s + ph.decode_comm_s,
+        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_time_s=ph.prefill_comm_s + ph.decode_comm_s,
                                      step_s=r.e2e_s, tokens=b * osl))
         rows.append(row)
     return rows

@@ -57,7 +57,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
     fit = requests_by_policy(cap.kv_tokens, max_len=context_max_len(model, max_len), prompt=prompt,
                              max_gen=max_gen, gen=gen, state_tokens=state_in_kv_tokens(model, kv_el))
     return {
-        "model": model.name, "gpu": gpu.name, "weights": weights.name,
+        "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "weights": weights.name,
         "memory_bytes": cap.memory_bytes, "reserve_fraction": reserve, "usable_bytes": cap.usable_bytes,
         "weight_bytes": cap.weight_bytes, "kv_bytes_per_token": cap.kv_bytes_per_token,
         "kv_bytes_available": cap.kv_bytes_available, "shortfall_bytes": cap.shortfall_bytes,

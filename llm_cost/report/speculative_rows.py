@@ -134,7 +134,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
         for (i, a), (j, g), (k, _), (m, b) in product(*(list(enumerate(v)) for v in (alphas, gammas, cs, batches))):
             at = (i, j, k, m)
             row = {
-                "model": target.name, "gpu": gpu.name, "preset": prof.name, "weights": weights.name,
+                "model": target.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": prof.name, "weights": weights.name,
                 "draft": draft.name if draft else None, "context": context,
                 "batch": b, "alpha": a, "gamma": g, "c": float(r.c[at]), "mfu": mfu,
                 "expected_tokens": float(r.expected_tokens[at]),
@@ -155,7 +155,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
                                                     context=context, weights=weights, draft=draft,
                                                     draft_deployment=on)
             row.update(deployment_fields(target, gpu, deployment, weights, fit,
-                                         comm_s=float(cost.comm_s(verify_rows)), step_s=row["round_s"],
+                                         comm_time_s=float(cost.comm_s(verify_rows)), step_s=row["round_s"],
                                          tokens=b * row["expected_tokens"]))
             row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
             row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
@@ -247,14 +247,14 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
             fit = verification_fit(model, gpu, deployment, rows=verify_rows, batch=b, context=context,
                                    weights=weights)
             rows.append({
-                "model": model.name, "gpu": gpu.name, "preset": profile.name, "weights": weights.name,
+                "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
                 "context": context, "widths": "x".join(map(str, widths)), "batch": b,
                 "nodes": t.nodes, "depth": t.depth, "verify_rows": int(t.verify_rows[m]), "tau": t.tau, "c": c,
                 "base_step_s": float(t.base_s[m]), "verify_step_s": float(t.verify_s[m]),
                 "draft_round_s": float(t.draft_round_s[m]), "round_s": float(t.round_s[m]),
                 "verify_over_base": float(t.verify_over_base[m]), "speedup": float(t.speedup[m]),
                 "chain_speedup": float(chain.speedup[m]) if chain else None,
-                **deployment_fields(model, gpu, deployment, weights, fit, comm_s=float(cost.comm_s(verify_rows)),
+                **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(cost.comm_s(verify_rows)),
                                     step_s=float(t.round_s[m]), tokens=b * t.tau),
             })
     return rows

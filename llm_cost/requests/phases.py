@@ -65,7 +65,7 @@ def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv:
     while done < isl:
         n = min(chunk, isl - done)
         t = cost.step(batch * n, batch, done, count_kv=count_kv)
-        total, comm, bound = total + t.total_s, comm + float(t.comm_s), t.bound
+        total, comm, bound = total + t.total_s, comm + float(t.comm_time_s), t.bound
         done, passes = done + n, passes + 1
     return total, comm, passes, bound
 
@@ -193,7 +193,7 @@ def phases(cost: PassCost, *, batch: int, isl: int, osl: int, chunk: int | None 
     steps = osl - 1
     ends = cost.step(float(batch), float(batch), np.array([isl, isl + steps - 1], dtype=float), count_kv=count_kv)
     totals = np.broadcast_to(ends.total_s, (2,))
-    comm = steps * float(np.broadcast_to(ends.comm_s, (2,))[0])  # the collectives' rows are the batch's
+    comm = steps * float(np.broadcast_to(ends.comm_time_s, (2,))[0])  # the collectives' rows are the batch's
     bound = np.broadcast_to(ends.bound, (2,))
     decode = float(decode_sum(cost, batch, batch, isl, steps, count_kv=count_kv))
     return Phases(pre, pre_comm, passes, decode, float(totals[0]), float(totals[-1]), comm, pre_bound, str(bound[-1]))

@@ -44,21 +44,23 @@ class StepTime:
     memory_s: Any
     compute_s: Any
     fixed_s: float
-    comm_s: Any = 0.0  # all communication (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
+    comm_time_s: Any = 0.0  # all communication (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
     stages: int = 1  # pipeline stages the pass crosses; memory_s and compute_s are one stage's
     overlap_comm: bool = False  # the collectives hide behind the stages' roofline (hand-offs never do)
-    handoff_s: Any = 0.0  # of comm_s, the pipeline's stage hand-offs
+    handoff_s: Any = 0.0  # of comm_time_s, the pipeline's stage hand-offs
+    fits: Any = None  # the deployment's memory and context hold the pass (`parallel.deployed_step_time`); None: not checked
+    fit_note: str = ""  # why it does not fit, in one line ("" when it fits or was not checked)
 
     @property
     def total_s(self):
-        """max(memory_s, compute_s) + fixed_s; on a deployment stages x max(...) + comm_s + fixed_s
-        (`overlap_comm`: max(stages x max(...), comm_s - handoff_s) + handoff_s + fixed_s)."""
-        if self.stages == 1 and not _any(self.comm_s):
+        """max(memory_s, compute_s) + fixed_s; on a deployment stages x max(...) + comm_time_s + fixed_s
+        (`overlap_comm`: max(stages x max(...), comm_time_s - handoff_s) + handoff_s + fixed_s)."""
+        if self.stages == 1 and not _any(self.comm_time_s):
             return roofline_total(self.memory_s, self.compute_s, self.fixed_s)
         import numpy as np
 
         body = np.maximum(self.memory_s, self.compute_s) * self.stages
-        collectives = np.subtract(self.comm_s, self.handoff_s)
+        collectives = np.subtract(self.comm_time_s, self.handoff_s)
         body = np.maximum(body, collectives) if self.overlap_comm else body + collectives
         total = body + self.handoff_s + self.fixed_s
         return float(total) if np.ndim(total) == 0 else total
@@ -68,13 +70,13 @@ class StepTime:
         """'memory', 'compute' or 'communication' (an array of them for arrays): which side sets
         the time (communication: the collectives take longer than the stages' roofline)."""
         scalar = isinstance(self.memory_s, float) and isinstance(self.compute_s, float)
-        if scalar and not _any(self.comm_s):
+        if scalar and not _any(self.comm_time_s):
             return "compute" if self.compute_s > self.memory_s else "memory"
         import numpy as np
 
         side = np.where(np.asarray(self.compute_s) > self.memory_s, "compute", "memory")
         longer = np.maximum(self.memory_s, self.compute_s) * self.stages
-        side = np.where(np.asarray(self.comm_s) > longer, "communication", side)
+        side = np.where(np.asarray(self.comm_time_s) > longer, "communication", side)
         return str(side) if scalar and np.ndim(side) == 0 else side
 
     @property

@@ -48,6 +48,10 @@ class Accelerator:
     scale_up_gpus : int, optional
         GPUs that link joins (one NVLink or Infinity Fabric domain: 8 on an HGX board); 0 when
         unknown or unbounded: every group is timed on the link.
+    key : str, optional
+        What `--gpu` takes to load it again: the catalog name (`h100-sxm`, also when loaded by an
+        alias) or the datasheet's path as given (`catalog.load_accelerator` sets it). Rows show it in
+        their `gpu` column and `name` in `gpu_name` (`label` falls back to the name when empty).
     scale_out_bytes_per_s, scale_out_latency_s : float, optional
         The network between domains, per GPU per direction (one 400 Gb/s NIC per GPU: 50e9 B/s),
         and one step's latency; 0 when not given (a group past `scale_up_gpus` is then timed on the
@@ -89,6 +93,7 @@ class Accelerator:
     scale_out_latency_s: float = 0.0
     max_power_w: float = 0.0
     idle_power_w: float = 0.0
+    key: str = ""  # the catalog name (`h100-sxm`), or the path a datasheet was loaded from; "" when built by hand
 
     def __post_init__(self) -> None:
         check_fields(self, "gpu.")
@@ -102,6 +107,16 @@ class Accelerator:
         if self.max_power_w and self.idle_power_w > self.max_power_w:
             raise InvalidValueError(f"gpu.idle_power_w must be in [0, max_power_w = {self.max_power_w:g}], "
                                     f"got {self.idle_power_w:g}")
+
+    @property
+    def label(self) -> str:
+        """The catalog name (`key`), or the part's name for an accelerator built by hand.
+
+        >>> from llm_cost.catalog import load_accelerator
+        >>> load_accelerator("h100-sxm").label, Accelerator("x", 80e9, 3.35e12, 989e12).label
+        ('h100-sxm', 'x')
+        """
+        return self.key or self.name
 
     def domains(self, gpus: int) -> int:
         """Scale-up domains a group of `gpus` GPUs spans (1 when it fits one, or no network is given).
