@@ -277,12 +277,9 @@ def _alarm(signum, frame):
     raise Hang
 
 
-# nan as "not applicable" in a valid result, by (record, field): not a hostile input's doing. The served
-# K/V peaks are nan where a scheduler does not track them (serving/, the engine restructure's room) and
-# the planner grid's c where a row has no speculation (planner/). Reported to the lead to become None.
-NAN_MEANS_NONE = {("ServeResult", "kv_reserved_mean_tokens"), ("ServeResult", "kv_written_mean_tokens"),
-                  ("ServeResult", "kv_reserved_peak_tokens"), ("ServeResult", "kv_written_peak_tokens"),
-                  ("Grid", "c")}
+# nan as "not applicable" in a valid result, by (record, field): not a hostile input's doing. The planner
+# grid's c where a row has no speculation: one float column of a numpy grid (None would make it objects).
+NAN_MEANS_NONE = {("Grid", "c")}  # ServeResult's K/V reserved and written are None where not counted
 # inf as a documented answer: a rate of inf (every request at time 0, `Workload`'s doc) and the searches
 # whose docstring says "inf if never" (no crossing below the bound they were given)
 INF_MEANS = {("Workload", "rate_req_per_s")}

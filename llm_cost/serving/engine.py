@@ -131,7 +131,7 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
 @check_arguments()
 def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
     """Whether `serve` runs `config` on a step-level path, which counts K/V reserved against written
-    (`ServeResult.kv_reserved_mean_tokens` and the rows computed and needed; nan and 0 elsewhere)."""
+    (`ServeResult.kv_reserved_mean_tokens` and the rows computed and needed; None and 0 elsewhere)."""
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 

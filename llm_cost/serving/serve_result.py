@@ -65,15 +65,15 @@ class ServeResult:
     comm_s: float = 0.0
     # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
     # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`,
-    # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; nan where
+    # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; None where
     # the run does not tell them apart from K/V used), token rows computed (padding included) and needed
     # (prompt + output - 1 of the requests that ran)
     scheduler: str = "iteration"
     path: str = "general"
-    kv_reserved_mean_tokens: float = math.nan
-    kv_written_mean_tokens: float = math.nan
-    kv_reserved_peak_tokens: float = math.nan
-    kv_written_peak_tokens: float = math.nan
+    kv_reserved_mean_tokens: float | None = None
+    kv_written_mean_tokens: float | None = None
+    kv_reserved_peak_tokens: float | None = None
+    kv_written_peak_tokens: float | None = None
     positions_computed: int = 0
     positions_needed: int = 0
     # prefix caching (`ServeConfig.prefix_caching`; 0 without it): admissions that looked the cache up,
@@ -192,11 +192,11 @@ class ServeResult:
         return self.latency_percentile_s(90)
 
     @property
-    def kv_reserved_over_written(self) -> float:
-        """Mean reserved / mean written (the lecture §3.5: about 2.5 for Orca with max_gen 512); nan
-        where the run does not count them apart."""
-        w = self.kv_written_mean_tokens
-        return self.kv_reserved_mean_tokens / w if w else math.nan
+    def kv_reserved_over_written(self) -> float | None:
+        """Mean reserved / mean written (the lecture §3.5: about 2.5 for Orca with max_gen 512); None
+        where the run does not count them apart or wrote nothing."""
+        w, r = self.kv_written_mean_tokens, self.kv_reserved_mean_tokens
+        return r / w if w and r is not None else None
 
     @property
     def kv_utilisation(self) -> float:
