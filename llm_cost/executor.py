@@ -118,7 +118,7 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
     try:
         import ray as ray_module
     except ImportError:
-        raise InvalidValueError("--ray needs the ray extra: pip install 'llm-cost[ray]'", params=("ray",)) from None
+        raise InvalidValueError("ray needs the ray extra: pip install 'llm-cost[ray]'", params=("ray",)) from None
     if not str(address).strip():
         raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port) or auto", params=("ray",))
     if not ray_module.is_initialized():

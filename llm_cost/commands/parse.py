@@ -25,6 +25,7 @@ OPTION_OF = {
     "compute_efficiency": "mfu", "bw_efficiency": "bw_eff", "statistic": "slo_stat",
     "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch", "path": "output",
     "isls": "isl", "osls": "osl", "requests": "request", "tps": "tp", "pps": "pp", "eps": "ep",
+    "rate_req_per_s": "rate", "emit": "emit_engine",
 }
 
 

@@ -36,8 +36,8 @@ def _spec(row: dict) -> tuple[int, str | None]:
     if kind == "none":
         return 0, None
     if kind == "draft":  # a draft known only by its cost ratio c: no checkpoint for the engine to load
-        raise InvalidValueError("--emit: the row speculates with a draft known only by its cost ratio --c; give "
-                                "--draft MODEL so the launch command can name the draft", params=("emit", "draft"))
+        raise InvalidValueError("emit: the row speculates with a draft known only by its cost ratio c; give "
+                                "draft (a model) so the launch command can name it", params=("emit", "c", "draft"))
     return int(row["gamma"]), (kind[len("draft "):] if kind.startswith("draft ") else None)
 
 

@@ -60,11 +60,11 @@ class WorkloadRecipe:
         if self.concurrency is not None:
             check_number("concurrency", self.concurrency, low=1, high=10**7, integer=True)
         if self.trace is not None and self.concurrency is not None:
-            raise InvalidValueError("a trace has its own arrivals: give --trace with --rate (to replay it at that "
-                                    "mean rate) or alone, not with --concurrency", params=("trace", "concurrency"))
+            raise InvalidValueError("a trace has its own arrivals: serve trace alone or at a mean rate_req_per_s, "
+                                    "not with concurrency", params=("trace", "rate_req_per_s", "concurrency"))
         if self.trace is None and (self.rate_req_per_s is None) == (self.concurrency is None):
-            raise InvalidValueError("the served workload needs --rate R (req/s over the whole deployment) or "
-                                    "--concurrency N (clients), one of them", params=("rate", "concurrency"))
+            raise InvalidValueError("the served workload needs rate_req_per_s (req/s over the whole deployment) or "
+                                    "concurrency (clients), one of them", params=("rate_req_per_s", "concurrency"))
 
     def for_fleet(self, replicas: int):
         """The `Workload` a fleet of `replicas` replicas serves as one (a disaggregated candidate's pools):

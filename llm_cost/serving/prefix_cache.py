@@ -53,8 +53,9 @@ class PrefixCache:
 
     def __init__(self, workload, block_size: int) -> None:
         if workload.prefix is None:
-            raise InvalidValueError("prefix caching needs a workload with prefixes: give --shared-prefix, "
-                                    "--prefix-groups or a trace with a prefix_id column", params=("prefix_caching",))
+            raise InvalidValueError("prefix_caching needs a workload with prefixes: give shared_prefix, "
+                                    "prefix_groups or a trace with a prefix_id column",
+                                    params=("prefix_caching", "shared_prefix", "prefix_groups"))
         self.prefix, self.prompt, self.B = workload.prefix, workload.prompt, block_size
         self.ref: dict = {}
         self.lru: OrderedDict = OrderedDict()
