@@ -57,8 +57,9 @@ def test_every_flag_is_documented_and_the_sizes_are_the_rows(engine):
 
 
 def test_a_draft_without_a_model_cannot_be_launched():
-    with pytest.raises(InvalidValueError, match="--draft"):
+    with pytest.raises(InvalidValueError, match="cost ratio c; give draft") as err:  # the CLI: --c, --draft
         launch_args(dict(ROW, speculation="draft"), "vllm", "m", 128)
+    assert "draft" in err.value.params
 
 
 def test_k8s_manifest_is_a_deployment_of_the_rows_replicas():

@@ -114,8 +114,11 @@ def test_served_ranking_puts_slo_first_then_goodput():
 
 
 def test_workload_needs_rate_or_concurrency():
-    with pytest.raises(InvalidValueError, match="--rate"):
+    """The library names its parameters (the CLI writes them as --rate and --concurrency)."""
+    with pytest.raises(InvalidValueError, match="needs rate_req_per_s .* or concurrency") as err:
         WorkloadRecipe()
+    assert err.value.params == ("rate_req_per_s", "concurrency")
+    assert "--rate (req/s" in error_line(*PLAN, "--verify", "1")
     assert len(WorkloadRecipe(requests=10, concurrency=4).for_replicas(2)) == 10
 
 
