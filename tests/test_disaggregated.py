@@ -322,7 +322,8 @@ def test_planners_own_pools_agree_with_plan_disaggregate():
     assert fed.decode.fleet.percentile_s("tpot", "p50") == pytest.approx(row["tpot_s"], rel=0.01)
 
 
-BATCHING_POOLS = ("batching", "--reservation", "paged", "--rate", "4", "--requests", "200", "--disaggregate", "1:2",
+BATCHING_POOLS = ("batching", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--preset", "lecture",  # Orca's setting
+                  "--reservation", "paged", "--rate", "4", "--requests", "200", "--disaggregate", "1:2",
                   "--decode-tp", "2", "--decode-max-batch", "64")
 
 
