@@ -144,3 +144,14 @@ def test_roofline_compares_models_gpus_and_batches_in_one_command():
     assert rows[7] == one[0]
     table = _run("roofline", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpu", "h200", columns=120).stdout
     assert "H200" in table and "H100" in table
+
+
+def test_disaggregated_rows_name_their_setting_and_gpu_key():
+    """Issue 28.1 and 28.8 for the split rows too: `batching --disaggregate` rows carry model, gpu (the
+    catalog key), gpu_name and preset; `plan --disaggregate` rows hold the key in `gpu`."""
+    row = json.loads(_run("batching", "--reservation", "paged", "--rate", "4", "--requests", "60",
+                          "--disaggregate", "1:1", "-f", "json").stdout)[0]
+    assert (row["model"], row["gpu"], row["gpu_name"], row["preset"]) == ("llama-3-8b", "h100-sxm", "H100 SXM", "measured")
+    split = json.loads(_run("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "2048",
+                            "--osl", "128", "--disaggregate", "-f", "json").stdout)[0]
+    assert (split["gpu"], split["gpu_name"]) == ("h100-sxm", "H100 SXM")

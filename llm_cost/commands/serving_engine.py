@@ -294,7 +294,8 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     rows, columns, extra = _rendered(results, workloads, wl, config, replica, None, slo, None, dep, o)
     pools = [pool_rows(r, p, d, gpus) for r in runs]
     for row, r, pool in zip(rows, runs, pools):
-        row.update({"prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
+        row.update({"model": specs[0].name, "gpu": acc.label, "gpu_name": acc.name, "preset": specs[2].name,
+                    "prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
                     "rate_total_req_per_s": r.served.rate_req_per_s,
                     "throughput_total_req_per_s": r.served.throughput_req_per_s, "tokens_per_s": r.served.tokens_per_s,
                     "tokens_per_s_per_gpu": r.served.tokens_per_s / (p * gpus[0] + d * gpus[1]),

@@ -73,7 +73,7 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> 
         tokens_per_s = d.requests_per_s * grid.osl
         price = prices.get(d.gpu)
         rows.append({
-            "gpu": d.gpu, "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
+            "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
             "weights": pre["weights"], "kv_dtype": pre["kv_dtype"],
             "prefill_tp": pre["tp"], "prefill_pp": pre["pp"], "prefill_batch": pre["batch"],
             "decode_tp": dec["tp"], "decode_pp": dec["pp"], "decode_batch": dec["batch"],
