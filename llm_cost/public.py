@@ -50,6 +50,12 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     >>> t = lc.step_time("llama-3-70b", "h100-sxm", "article", deployment=lc.Deployment(tp=4))
     >>> round(t.memory_s * 1e3, 2), t.bound
     (10.53, 'memory')
+
+    One pass carries its fit, on one GPU too: the article's 70B "on one card, assuming it fits" does not.
+
+    >>> one = lc.step_time("llama-3-70b", "h100-sxm", "article")
+    >>> round(one.total_s * 1e3, 2), one.fits, one.fit_note.split(" (")[0]
+    (42.12, False, 'needs 141.1 GB per GPU')
     """
     from llm_cost.specs.weights import as_weights
 
@@ -58,8 +64,10 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
         from llm_cost.roofline import step_time as one_gpu
         from llm_cost.counts.params import BF16_BYTES
 
-        return one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
-                       kv_bytes_per_element=BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element)
+        kv = BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element
+        step = one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
+                       kv_bytes_per_element=kv)
+        return _with_fit(step, model, gpu, kv, rows=rows, batch=batch, context=context, weights=weights)
     if kv_bytes_per_element is not None:
         raise InvalidValueError("kv_bytes_per_element and deployment exclude each other: give the K/V precision "
                                 "as the deployment's kv_dtype", params=("kv_bytes_per_element", "deployment"))
@@ -67,3 +75,21 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
 
     return deployed_step_time(model, gpu, profile, deployment, rows=rows, batch=batch, context=context,
                               weights=weights)
+
+
+def _with_fit(step, model, gpu, kv_bytes_per_element, *, rows, batch, context, weights):
+    """`step` with its fit on one GPU (`parallel.step_fit`) for one pass at a K/V width a deployment names
+    (2 bytes: bf16, 1: fp8); a grid, or another width, is returned unchecked (`fits` None)."""
+    import dataclasses
+
+    import numpy as np
+
+    from llm_cost.specs.deployment import Deployment
+
+    dtype = {2: "bf16", 1: "fp8"}.get(kv_bytes_per_element)
+    if dtype is None or max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:
+        return step
+    from llm_cost.parallel.step import step_fit
+
+    fit = step_fit(model, gpu, Deployment(kv_dtype=dtype), rows=rows, batch=batch, context=context, weights=weights)
+    return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
