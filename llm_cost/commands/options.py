@@ -57,7 +57,7 @@ ENERGY_PRICE_COLUMN = Column("usd_per_million_tokens_energy", "energy $/M tok (e
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
-WEIGHTS = typer.Option("--weights", "-w", help="Weight format: bf16, w4a16 (int4 g128), int8, fp8, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")
+WEIGHTS = typer.Option("--weights", "-w", help="Weight format: bf16 (fp16), w4a16 (int4 g128), int8 (w8a16), fp8, w8a8, nvfp4, q8_0, q4_0, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")
 Weights = Annotated[str, WEIGHTS]
 WeightsSearched = Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")]
 Breakdown = Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source), summing to its time (request: the prefill and the first and last decode steps).")]
