@@ -120,7 +120,7 @@ def test_served_run_energy_by_hand():
 
     r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
               ServeConfig(reservation="paged", block_size=1, watermark=0))
-    assert r.finish_s == (5.0, 8.0) and r.output_tokens == 10 and r.comm_s == 0
+    assert r.finish_s == (5.0, 8.0) and r.output_tokens == 10 and r.comm_total_s == 0
     e = served_energy(r, H100)
     seconds = max(r.span_s, r.busy_s)
     by_hand = 70.0 * seconds + 630.0 * A_MEMORY * r.busy_s

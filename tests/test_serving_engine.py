@@ -320,7 +320,7 @@ def _same_run(a, b):
     assert a.iterations == b.iterations and a.preemptions == b.preemptions and a.finished == b.finished
     assert a.finish_s == b.finish_s and a.first_token_s == b.first_token_s  # the same floating-point operations
     for name in ("busy_s", "mean_batch", "kv_used_mean_tokens", "kv_used_peak_tokens", "draft_s", "mean_in_system",
-                 "tokens_per_round", "mean_gamma", "comm_s"):
+                 "tokens_per_round", "mean_gamma", "comm_total_s"):
         assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-9, abs=1e-12), name
 
 

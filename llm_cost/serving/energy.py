@@ -52,7 +52,7 @@ def served_energy(result, gpu, gpus_per_replica: int = 1, *, critical_rows: floa
         share = min(1.0, rows_per_iteration / critical_rows)
     a_busy = A_MEMORY + (A_COMPUTE - A_MEMORY) * share
     seconds = max(result.span_s, result.busy_s)
-    comm_s = min(result.comm_s, result.busy_s)
+    comm_s = min(result.comm_total_s, result.busy_s)
     span_w = gpu.max_power_w - gpu.idle_power_w
     per_gpu = gpu.idle_power_w * seconds + span_w * (a_busy * (result.busy_s - comm_s) + A_COMM * comm_s)
     return ServedEnergy(joules=per_gpu * gpus_per_replica, seconds=seconds, output_tokens=result.output_tokens)

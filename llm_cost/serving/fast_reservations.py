@@ -19,7 +19,7 @@ take well under a second. Beside the engine's statistics it counts K/V reserved 
 Deployments: an iteration costs `PassCost.time` on the deployed cost (pp x max(memory, compute) of
 one GPU's share + comm(rows) + fixed); a `serial` pipeline crosses every stage before the next
 iteration starts. The deployment's other replicas serve as many requests again: the arrival rate
-simulated is one replica's. `ServeResult.comm_s` sums the collectives' seconds.
+simulated is one replica's. `ServeResult.comm_total_s` sums the collectives' seconds.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def step_result(workload, replica, cfg, finish, deadlock, st: StepStats, needed:
         iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
         kv_used_mean_tokens=st.area_u / busy, kv_used_peak_tokens=float(st.peak_u), preemptions=0, swap_bytes=0.0,
         draft_s=0.0, mean_in_system=_mean_in_system(arrivals, finish, end_s), tokens_per_round=0.0,
-        mean_gamma=0.0, deadlock=deadlock, comm_s=st.comm, scheduler=ServeResult.scheduler_of(cfg), path=path,
+        mean_gamma=0.0, deadlock=deadlock, comm_total_s=st.comm, scheduler=ServeResult.scheduler_of(cfg), path=path,
         kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
         kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
         positions_computed=st.rows, positions_needed=needed)

@@ -62,7 +62,7 @@ class ServeResult:
     tokens_per_round: float  # generated tokens per speculative round (0 without speculation)
     mean_gamma: float  # gamma per decoding row, averaged over decode rows
     deadlock: Deadlock | None
-    comm_s: float = 0.0
+    comm_total_s: float = 0.0  # the collectives' seconds, summed over the iterations (a pass's: comm_time_s)
     # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
     # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`,
     # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; None where
@@ -106,7 +106,7 @@ class ServeResult:
             preemptions=st["preemptions"], swap_bytes=st["swap_bytes"], draft_s=st["draft_s"],
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
-            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_s=st["comm"],
+            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_total_s=st["comm"],
             positions_computed=st["rows"], scheduler=cls.scheduler_of(cfg), path=path, prefix_lookups=st.get("prefix_lookups", 0),
             prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
             prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))
@@ -163,7 +163,7 @@ class ServeResult:
     @property
     def comm_per_iteration_s(self) -> float:
         """Mean seconds of collectives per iteration (0 on one GPU)."""
-        return self.comm_s / self.iterations if self.iterations else 0.0
+        return self.comm_total_s / self.iterations if self.iterations else 0.0
 
     @property
     def latency_per_token_s(self) -> tuple:
