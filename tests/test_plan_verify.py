@@ -69,7 +69,7 @@ def test_task_weight_puts_pipelines_first():
     one = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=1)))
     pipe = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=2)))
     tp2 = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=2, pp=1)))
-    assert task_weight(pipe) == 15 * task_weight(one) and task_weight(tp2) == 1.8 * task_weight(one)
+    assert task_weight(pipe) == 15 * task_weight(one) and task_weight(tp2) == 1.3 * task_weight(one)
 
 
 def test_executor_interrupt_keeps_what_finished():
