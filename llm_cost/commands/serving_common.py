@@ -26,18 +26,21 @@ def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, floa
 
 
 FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+# the columns every served table shows (batching's here, the engine's `serving_engine.SERVE_COLUMNS`)
+RATE_COLUMNS = [Column("rate_req_per_s", "rate (req/s)", fixed(2)),
+                Column("throughput_req_per_s", "throughput (req/s)", fixed(2))]
+LATENCY_COLUMNS = [Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
+                   Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
+                   Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
+                   Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3))]
 BATCHING_COLUMNS = [
     Column("scheduler", "scheduler"),
     Column("max_batch", "max batch"),
-    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
-    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
+    *RATE_COLUMNS,
     Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
     Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
     Column("latency_per_token_p99_s", "p99 (ms/token)", fixed(1, 1e-3)),
-    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
-    Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
-    Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
-    Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3)),
+    *LATENCY_COLUMNS,
     Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
     Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
     Column("kv_reserved_over_written", "reserved/written", fixed(2)),

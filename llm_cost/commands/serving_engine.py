@@ -7,17 +7,14 @@ so that module stays readable; only `batching` calls it."""
 
 from __future__ import annotations
 
+from llm_cost.commands.serving_common import LATENCY_COLUMNS, RATE_COLUMNS
 from llm_cost.report.render import Column, fixed
 
 SERVE_COLUMNS = [
     Column("reservation", "KV policy"),
-    Column("rate_req_per_s", "rate (req/s)", fixed(2)),
-    Column("throughput_req_per_s", "throughput (req/s)", fixed(2)),
+    *RATE_COLUMNS,
     Column("goodput_req_per_s", "goodput (req/s)", fixed(2)),
-    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
-    Column("ttft_p99_s", "TTFT p99 (ms)", fixed(0, 1e-3)),
-    Column("tpot_p50_s", "TPOT p50 (ms)", fixed(1, 1e-3)),
-    Column("tpot_p99_s", "TPOT p99 (ms)", fixed(1, 1e-3)),
+    *LATENCY_COLUMNS,
     Column("e2e_p99_s", "e2e p99 (s)", fixed(2)),
     Column("latency_per_token_p50_s", "median (ms/token)", fixed(1, 1e-3)),
     Column("kv_utilisation", "KV used (%)", fixed(1, 0.01)),

@@ -170,8 +170,7 @@ class _Fast:
         done = False
         hz = self.horizon
         tf, inline = self.tf, self.coeffs is not None
-        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = \
-            self.coeffs or (0,) * 19
+        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = self.coeffs or (0,) * 19
         low = _LOW
         mem_from, draft_mem_from = self.memory_bound or (None, None)  # from these S on: no compute term
         while True:
