@@ -27,13 +27,16 @@ from helpers import CONFIGS, edited_config as edited, load_config as load, rows_
 # ---- bamba ---------------------------------------------------------------------------------------
 
 def test_bamba_9b_mamba2_hybrid_against_its_published_sizes():
-    """ibm-ai-platform/Bamba-9B. Published: the Bamba repository's README (github.com/
-    foundation-model-stack/bamba, "Models" table) "9B (9.78B)" parameters, untied; its FP8
-    section: the original checkpoint is "torch.float32 39.12 GB", the FP8 one "torch.bfloat16
-    2.10 GB" (embedding and head) + "torch.float8_e4m3fn 8.73 GB" (the rest). The release blog
-    (blog/bamba-9b-release.md, "Model architecture"): 32 layers, 3 attention + 29 Mamba2, MLP
-    expansion 3.5, vocab "128k", 32 heads / 8 KV heads, Mamba2 head dim 64, conv filter 4.
-    No exact integer total was found: checked at each figure's printed precision, and against
+    """ibm-ai-platform/Bamba-9B (first published as ibm-fms/Bamba-9B). The config is the Hub's
+    config.json, transcribed key for key from huggingface.co/ibm-fms/Bamba-9B/blame/
+    43f21514c01057cdbfbd5e3fbc97bd3df3360aba/config.json (revision 2fb00d0, "886 Bytes": the file
+    here is 886 bytes too). Published sizes: the model card's table "9B (9.78B)" parameters, untied;
+    the Hub's file list, four BF16 shards of 4.95 + 4.89 + 4.89 + 4.83 GB = 19.56 GB (each printed to
+    10 MB, so the sum is good to +-20 MB); the Bamba repository's README (github.com/
+    foundation-model-stack/bamba) FP8 section: the original checkpoint "torch.float32 39.12 GB",
+    the FP8 one "torch.bfloat16 2.10 GB" (embedding and head) + "torch.float8_e4m3fn 8.73 GB" (the
+    rest). No exact integer total is published where we could read it (the shards' index.json,
+    32.5 kB, was not reachable): checked at each figure's printed precision, and against
     ibm-ai-platform/Bamba-9B-v2 (the same architecture) at 9.780 B, a public test's ground truth
     taken from its model.safetensors.index.json total_size over the dtype width.
 
@@ -45,7 +48,8 @@ def test_bamba_9b_mamba2_hybrid_against_its_published_sizes():
     = 176,160,768; norms 8,192. Attention layer 218,112,000; Mamba layer 278,455,936.
     total = 3 x 218,112,000 + 29 x 278,455,936 + 2 V H 1,050,673,152 + H = 9,780,235,392.
     FP32 bytes 39,120,941,568 -> "39.12 GB" (V 128000, the BambaConfig default, would give 39.11:
-    the vocabulary is Llama 3's 128256); 2 V H x 2 B = 2.10 GB; the rest 8,729,562,240 -> 8.73.
+    the vocabulary is Llama 3's 128256); BF16 19,560,470,784 B, the shards' 19.56 GB; 2 V H x 2 B
+    = 2.10 GB; the rest 8,729,562,240 -> 8.73.
     """
     m = load("bamba-9b.json")
     p = param_counts(m)
@@ -56,6 +60,7 @@ def test_bamba_9b_mamba2_hybrid_against_its_published_sizes():
     assert round(p.total / 1e7) == 978                              # "9.78B"
     assert round(p.total / 1e6) == 9_780                            # Bamba-9B-v2's "9.780"
     assert round(p.total * 4 / 1e7) == 3912                         # "39.12 GB" in FP32
+    assert abs(p.total * 2 / 1e9 - (4.95 + 4.89 + 4.89 + 4.83)) <= 0.02  # the BF16 shards, 10 MB each
     assert round((p.embedding + p.lm_head) * 2 / 1e7) == 210        # "2.10 GB" BF16
     assert round((p.total - p.embedding - p.lm_head) / 1e7) == 873  # "8.73 GB" FP8
 
@@ -70,8 +75,14 @@ def test_bamba_state_and_kv_by_hand():
 
 
 def test_bamba_head_dim_auto_is_the_inner_width_over_the_heads(tmp_path):
-    """mamba_d_head "auto" = mamba_expand x hidden / mamba_n_heads (BambaConfig); stated, the same."""
-    assert load_model(edited(tmp_path, "bamba-9b.json", mamba_d_head=64)).recurrent == load("bamba-9b.json").recurrent
+    """mamba_d_head "auto" = mamba_expand x hidden / mamba_n_heads (BambaConfig): 2 x 4096 / 128 = 64,
+    the head dim the Hub config states; another stated width changes the state."""
+    auto_dir, other_dir = tmp_path / "auto", tmp_path / "other"  # load_model caches per path
+    auto_dir.mkdir(), other_dir.mkdir()
+    auto = load_model(edited(auto_dir, "bamba-9b.json", mamba_d_head="auto")).recurrent
+    assert auto == load("bamba-9b.json").recurrent and auto.head_dim == 64
+    other = load_model(edited(other_dir, "bamba-9b.json", mamba_d_head=32, mamba_n_heads=256)).recurrent
+    assert (other.head_dim, other.num_heads) == (32, 256) and other != auto
 
 
 def test_bamba_without_attn_layer_indices_is_refused(tmp_path):
