@@ -99,14 +99,21 @@ def test_bamba_attention_index_past_the_last_layer_is_refused(tmp_path):
 # ---- cohere2 -------------------------------------------------------------------------------------
 
 def test_command_r7b_cohere2_sliding_layers_parallel_block():
-    """CohereForAI/c4ai-command-r7b-12-2024 (Cohere2ForCausalLM). Shapes: the module tree printed on
-    a public model card of the checkpoint (Svngoku/c4ai-command-r7b-12-2024-4bit: Embedding(256000,
-    4096), 32 x Cohere2DecoderLayer, q 4096 -> 4096, k / v 4096 -> 1024, gate / up 4096 -> 14336);
-    layout: transformers' cohere2 doc ("three layers with sliding window attention (window size
-    4096) and ROPE ... A fourth layer uses global attention without positional embeddings").
-    Total: no Hub figure for this repository was found (card: "7 billion parameters"); the exact
-    total 8,028,033,024 is CohereForAI/aya-expanse-8b's (a public table of Hub totals), whose layer
-    (one bias-free LayerNorm, attention and MLP in parallel, tied) and shapes are the same.
+    """CohereForAI/c4ai-command-r7b-12-2024 (Cohere2ForCausalLM). The config: the repository is
+    gated; the file here is the config.json of a public derivative that keeps every shape and names
+    its source (huggingface.co/huihui-ai/c4ai-command-r7b-12-2024-abliterated/blob/main/config.json,
+    "_name_or_path": "CohereForAI/c4ai-command-r7b-12-2024"), transcribed key for key. It agrees
+    with the module tree printed on another public card (Svngoku/c4ai-command-r7b-12-2024-4bit:
+    Embedding(256000, 4096), 32 x Cohere2DecoderLayer, q 4096 -> 4096, k / v 4096 -> 1024, gate / up
+    4096 -> 14336); layout: transformers' cohere2 doc ("three layers with sliding window attention
+    (window size 4096) and ROPE ... A fourth layer uses global attention without positional
+    embeddings"). Published totals: the Open LLM Leaderboard's request file for this repository at
+    revision a9650f3 (huggingface.co/datasets/open-llm-leaderboard/requests, CohereForAI/
+    c4ai-command-r7b-12-2024_eval_request_False_bfloat16_original.json) "params": 8.028; the BF16
+    MLX conversion's Hub page (mlx-community/c4ai-command-r7b-12-2024-bf16) "8.03B params". The
+    exact total 8,028,033,024 is also CohereForAI/aya-expanse-8b's (a public table of Hub totals),
+    whose layer (one bias-free LayerNorm, attention and MLP in parallel, tied) and shapes are the
+    same.
 
     attention 4096^2 + 2 x 4096 x 1024 + 4096^2 = 41,943,040; MLP 3 x 4096 x 14336 = 176,160,768;
     LayerNorm 4,096; layer 218,107,904. total = V H 1,048,576,000 + 32 layer + H = 8,028,033,024.
@@ -122,6 +129,7 @@ def test_command_r7b_cohere2_sliding_layers_parallel_block():
     assert m.nope_layers == tuple(range(3, 32, 4))
     assert p.per_layer == 218_107_904
     assert checkpoint_params(m).total == p.total == 8_028_033_024
+    assert round(p.total / 1e6) == 8_028 and round(p.total / 1e7) == 803  # the leaderboard's, the Hub's
     assert kv_bytes(m, 131_072) == 4_697_620_480
 
 
