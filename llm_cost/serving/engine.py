@@ -61,7 +61,7 @@ import operator
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
-from llm_cost.serving import fast_reservations, request_level
+from llm_cost.serving import fast_pipeline, fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import reservations_of
@@ -71,7 +71,7 @@ from llm_cost.serving.workload import Workload
 from llm_cost.catalog.arguments import Choice, Either, Flag, Many, check_arguments
 
 
-FAST_PATHS = ("fast_reservations", "fast_engine")  # tried in this order (module doc)
+FAST_PATHS = ("fast_reservations", "fast_engine", "fast_pipeline")  # tried in this order (module doc)
 FAST = Either(Flag(), Many(Choice(*FAST_PATHS), empty=True))  # `fast`: True, False or the paths allowed
 
 
@@ -117,13 +117,18 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         def general(state, handback):
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)
+    if path == "fast_pipeline":
+        r = fast_pipeline.serve_pipelined(workload, replica, cfg, on_progress)
+        if r is not None:
+            return r  # else the run preempts: the general loop runs it whole
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
 @check_arguments(fast=FAST)
 def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
-    `fast_engine` or `general` (module doc)."""
+    `fast_engine`, `fast_pipeline` or `general` (module doc; `fast_pipeline` hands a run that would
+    preempt to the general loop whole, and its `ServeResult.path` says `general`)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
     return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
@@ -142,6 +147,8 @@ def _path(workload, replica, cfg, paths, held) -> str:
         return "fast_reservations"
     if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, _longest(workload)):
         return "fast_engine"
+    if "fast_pipeline" in paths and fast_pipeline.covers(workload, replica, cfg):
+        return "fast_pipeline"
     return "general"
 
 
