@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.fast_reservations import allowed
@@ -105,6 +106,37 @@ class _Run:
         for i in other.members:
             self.join(into, i, s - base[i])
 
+    def gather(self, cohorts: list, limit: int) -> tuple:
+        """The decoders of the ready `cohorts` as one cohort of at most `limit` (`split` past it, else the
+        others merged into the largest) and the cohorts left ready."""
+        if len(cohorts) == 1 and cohorts[0].nd <= limit:
+            return cohorts[0], []
+        if sum(c.nd for c in cohorts) > limit:  # decoders[:max_batch]: the rest wait for the next launch
+            head, rest = self.split(cohorts, limit)
+            return head, [rest]
+        cohorts.sort(key=lambda c: -c.nd)
+        for c in cohorts[1:]:
+            self.merge(cohorts[0], c)
+        return cohorts[0], []
+
+    def complete(self, c: _Cohort, pfs: list, done_s: float, first: list, fin: list) -> tuple:
+        """Cohort `c`'s iteration ends at `done_s`: its prefills' first tokens, its members finishing
+        leave (their K/V freed). (blocks freed, requests finished)."""
+        P, O, B, base = self.P, self.O, self.B, self.base
+        for i in pfs:
+            first[i] = done_s
+        blocks = gone = 0
+        for i in c.ends.pop(c.s, ()):
+            fin[i] = done_s
+            kv = P[i] + O[i] - 1
+            blocks += blocks_for(kv, B)
+            c.grow[(base[i] + 1 - P[i]) % B] -= 1
+            c.members.discard(i)
+            c.S -= kv
+            gone += 1
+        c.nd -= gone
+        return blocks, gone
+
     def split(self, cohorts: list, limit: int) -> tuple:
         """The members of `cohorts` as two new cohorts: the first `limit` in admission order (the request
         order: no preemption on this path) and the rest."""
@@ -114,6 +146,39 @@ class _Run:
         for k, (i, gen) in enumerate(gens):
             self.join(head if k < limit else rest, i, gen)
         return head, rest
+
+
+def inline_coefficients(cost) -> tuple | None:
+    """The coefficients with which `_inline_time` evaluates `iteration.totals_time` of a pipelined cost
+    (weight bytes, K/V bytes a token, bytes/s, FLOPs a row and a pair, FLOP/s, stages, the collectives'
+    and the hand-offs' fixed and per-row seconds, fixed seconds), or None where `PassCost.time` is not
+    that plain formula (routed experts, a GEMM ramp, measured attention, data-parallel attention,
+    collectives overlapping compute)."""
+    own = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read", "collectives_s",
+           "handoff_s", "comm_s")
+    if not isinstance(cost, PassCost) or any(getattr(type(cost), m) is not getattr(PassCost, m) for m in own):
+        return None  # a cost that times a pass its own way
+    plain = (not getattr(cost, "num_experts", 0) and not getattr(cost, "ramped", False)
+             and getattr(cost, "kv_time_factor", 1.0) == 1.0 and getattr(cost, "attention_dp", 1) == 1
+             and not getattr(cost, "overlap_comm", True) and getattr(cost, "deployed", False))
+    if not plain:
+        return None
+    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
+            cost.flops_per_s, cost.stages, cost.comm_fixed_s, cost.comm_row_s, cost.handoff_fixed_s,
+            cost.handoff_row_s, cost.fixed_s)
+
+
+def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
+    """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
+    `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co`."""
+    w, kvb, bps, rf, pf, fps, stages, cf, cr, hf, hr, fixed = co
+    mem = (w + (kv_read + rows) * kvb) / bps
+    comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
+    body = ((mem if mem > comp else comp) + 0.0) * stages
+    coll = cf + rows * cr if (cf or cr) else 0.0
+    hand = hf + rows * hr if (hf or hr) else 0.0
+    body = (body + coll) + hand
+    return (body + fixed if fixed else body), coll + hand
 
 
 def serve_pipelined(workload, replica, cfg, on_progress=None):
@@ -133,7 +198,7 @@ def _loop(workload, replica, cfg, on_progress):
     """The general loop's turns (`engine_loop.EngineLoop.run`) over cohorts: (first token times, finish
     times, statistics), or None at the first iteration whose decoders' blocks do not fit."""
     run = _Run(workload, replica, cfg)
-    cost, P, O, B, n = replica.cost, run.P, run.O, run.B, len(workload)
+    cost, P, B, n = replica.cost, run.P, run.B, len(workload)
     stages, max_batch = cost.stages, cfg.max_batch
     hold = max_batch * stages
     total = replica.kv_capacity_tokens // B
@@ -142,6 +207,7 @@ def _loop(workload, replica, cfg, on_progress):
     first, fin = [math.nan] * n, [math.nan] * n
     st = fresh_stats()
     one = causal_pairs(1)
+    co = inline_coefficients(cost)
     flights: list = []  # heap of (done_s, launch number, cohort, prefills)
     ready: list = []  # cohorts whose iteration has completed
     t, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
@@ -149,41 +215,24 @@ def _loop(workload, replica, cfg, on_progress):
     while True:
         while flights and flights[0][0] <= t:  # completions: first tokens, finishes
             done_s, _, c, pfs = heapq.heappop(flights)
-            for i in pfs:
-                first[i] = done_s
-            for i in c.ends.pop(c.s, ()):
-                fin[i] = done_s
-                kv = P[i] + O[i] - 1
-                blocks = blocks_for(kv, B)
-                free += blocks
-                used -= blocks * B
-                key = (run.base[i] + 1 - P[i]) % B
-                c.grow[key] -= 1
-                c.members.discard(i)
-                c.nd -= 1
-                c.S -= kv
-                running -= 1
-                in_system -= 1
-                finished += 1
+            blocks, gone = run.complete(c, pfs, done_s, first, fin)
+            free += blocks
+            used -= blocks * B
+            running -= gone
+            in_system -= gone
+            finished += gone
             if c.nd:
                 ready.append(c)
-            if on_progress and finished and finished % every == 0:
+            if on_progress and gone and finished % every == 0:
                 on_progress(finished, n)
         while arr[nxt] <= t:  # arrivals
             st["area_sys"] += t - arr[nxt]
             in_system += 1
             nxt += 1
-        nd = sum(c.nd for c in ready)
-        dec = None
-        if nd > max_batch:  # decoders[:max_batch]: the rest wait for the next launch
-            dec, rest = run.split(ready, max_batch)
-            ready, nd = [rest], max_batch
-        elif ready:
-            ready.sort(key=lambda c: -c.nd)
-            dec = ready[0]
-            for c in ready[1:]:
-                run.merge(dec, c)
-            ready = []
+        dec, nd = None, 0
+        if ready:  # the decoders not in flight: one cohort
+            dec, ready = run.gather(ready, max_batch)
+            nd = dec.nd
         kv_dec = 0
         if dec is not None:
             want = dec.grow.get(dec.s % B, 0)
@@ -216,9 +265,12 @@ def _loop(workload, replica, cfg, on_progress):
             st["area_sys"] += (t_new - t) * in_system
             t = t_new
             continue
-        dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
+        if co is None:
+            dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
+            st["draft_s"] += draft
+        else:
+            dt, comm = _inline_time(co, rows, kv_dec if nd else 0.0, pairs)
         st["comm"] += comm
-        st["draft_s"] += draft
         st["dec_slots"] += nd
         launches += 1
         c = dec if dec is not None else _Cohort()
