@@ -199,39 +199,41 @@ def _loop(workload, replica, cfg, on_progress):
     times, statistics), or None at the first iteration whose decoders' blocks do not fit."""
     run = _Run(workload, replica, cfg)
     cost, P, B, n = replica.cost, run.P, run.B, len(workload)
-    stages, max_batch = cost.stages, cfg.max_batch
-    hold = max_batch * stages
+    stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
     total = replica.kv_capacity_tokens // B
     wm = math.ceil(cfg.watermark * total)
     arr = list(workload.arrival_s) + [math.inf]
-    first, fin = [math.nan] * n, [math.nan] * n
-    st = fresh_stats()
-    one = causal_pairs(1)
-    co = inline_coefficients(cost)
-    flights: list = []  # heap of (done_s, launch number, cohort, prefills)
-    ready: list = []  # cohorts whose iteration has completed
+    first, fin, st = [math.nan] * n, [math.nan] * n, fresh_stats()
+    one, co = causal_pairs(1), inline_coefficients(cost)
+    flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
     t, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
+    busy = area_n = area_kv = area_sys = comm_sum = peak = 0.0  # st's sums as locals (a dict update each costs)
+    rows_sum = slots = 0
     every = max(1, n // 100)
     while True:
         while flights and flights[0][0] <= t:  # completions: first tokens, finishes
             done_s, _, c, pfs = heapq.heappop(flights)
-            blocks, gone = run.complete(c, pfs, done_s, first, fin)
-            free += blocks
-            used -= blocks * B
-            running -= gone
-            in_system -= gone
-            finished += gone
+            if pfs or c.s in c.ends:  # else nothing to record
+                blocks, gone = run.complete(c, pfs, done_s, first, fin)
+                free += blocks
+                used -= blocks * B
+                running -= gone
+                in_system -= gone
+                finished += gone
+                if on_progress and gone and finished % every == 0:
+                    on_progress(finished, n)
             if c.nd:
                 ready.append(c)
-            if on_progress and gone and finished % every == 0:
-                on_progress(finished, n)
         while arr[nxt] <= t:  # arrivals
-            st["area_sys"] += t - arr[nxt]
+            area_sys += t - arr[nxt]
             in_system += 1
             nxt += 1
         dec, nd = None, 0
         if ready:  # the decoders not in flight: one cohort
-            dec, ready = run.gather(ready, max_batch)
+            if len(ready) == 1 and ready[0].nd <= max_batch:
+                dec, ready = ready[0], []
+            else:
+                dec, ready = run.gather(ready, max_batch)
             nd = dec.nd
         kv_dec = 0
         if dec is not None:
@@ -261,8 +263,10 @@ def _loop(workload, replica, cfg, on_progress):
             elif nxt < n:
                 t_new = arr[nxt]
             else:
+                st.update(busy=busy, area_n=area_n, area_kv=area_kv, area_sys=area_sys, comm=comm_sum,
+                          peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots)
                 return first, fin, st
-            st["area_sys"] += (t_new - t) * in_system
+            area_sys += (t_new - t) * in_system
             t = t_new
             continue
         if co is None:
@@ -270,8 +274,8 @@ def _loop(workload, replica, cfg, on_progress):
             st["draft_s"] += draft
         else:
             dt, comm = _inline_time(co, rows, kv_dec if nd else 0.0, pairs)
-        st["comm"] += comm
-        st["dec_slots"] += nd
+        comm_sum += comm
+        slots += nd
         launches += 1
         c = dec if dec is not None else _Cohort()
         c.S += nd
@@ -280,12 +284,11 @@ def _loop(workload, replica, cfg, on_progress):
             run.join(c, i, 1)
         heapq.heappush(flights, (t + dt, launches, c, pfs))
         step = dt / stages
-        st["iterations"] += 1
-        st["rows"] += rows
-        st["busy"] += step
-        st["area_n"] += step * running
-        st["area_kv"] += step * used
-        st["area_sys"] += step * in_system
-        if used > st["peak_kv"]:
-            st["peak_kv"] = used
+        rows_sum += rows
+        busy += step
+        area_n += step * running
+        area_kv += step * used
+        area_sys += step * in_system
+        if used > peak:
+            peak = used
         t += step
