@@ -60,7 +60,7 @@ def test_executor_weights_change_the_order_run_not_the_results():
 
 
 def test_task_weight_puts_pipelines_first():
-    """pp 2 candidates (`fast_pipeline`, 0.72-1.0 s per 20,000 requests here) outweigh tp 2 and one GPU
+    """pp 2 candidates (`fast_pipeline`, 0.55-0.75 s per 20,000 requests here) outweigh tp 2 and one GPU
     (0.2-0.47 s) by the ratios of `RELATIVE_COST` (verify.py cites the measurement)."""
     tasks = _tasks()
     base = tasks[0]

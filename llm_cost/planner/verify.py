@@ -263,9 +263,9 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
 # CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
 # one GPU 0.2-0.47 s (the engine's fast path, inline roofline), tp 2 0.19-0.46 s (inlined collectives),
-# pp 2 0.72-1.0 s since `fast_pipeline` runs Orca's pipeline by cohorts (4.3-5.5 s, 15x one GPU, in the
+# pp 2 0.55-0.75 s since `fast_pipeline` runs Orca's pipeline by cohorts (4.3-5.5 s, 15x one GPU, in the
 # general loop before it); measured one candidate at a time with process_time
-RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.5}
+RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0}
 
 
 def task_weight(task: ServeTask) -> float:

@@ -47,7 +47,7 @@ takes the general loop), tried in this order (`FAST_PATHS`):
 - `fast_pipeline` (`FEATURES`): Orca's pipeline (`orca`, more than one stage) with paged K/V, whole
   prefills, no speculation: the running sequences as cohorts of the iterations in flight, each
   with its K/V summed and tables of the iterations at which its members need a block or finish
-  (5-6x faster than the loop); a run that would preempt is handed to the loop whole.
+  (about 7x faster than the loop); a run that would preempt is handed to the loop whole.
 
 `scheduler="request"` (FasterTransformer's request-level batches) is an admission policy of its own,
 run by `request_level` (its allow-list `request_level.FEATURES`; other features are refused).
