@@ -113,3 +113,16 @@ def test_one_stage_never_takes_it():
     assert fast_pipeline.covers(wl, pp2, orca)
     for change in ({"prefix_caching": True}, {"kv_offload_bytes": 1e9}):
         assert not fast_pipeline.covers(wl, pp2, dataclasses.replace(orca, **change)), change
+
+
+def test_routed_experts_take_the_called_pass_time():
+    # Mixtral on tp 2 x pp 2 (the default profile): routed experts leave `inline_coefficients` None, and
+    # the path calls `iteration.totals_time` instead, the same run
+    replica = Replica.from_specs(load_model("mixtral-8x7b"), H100, deployment=Deployment(tp=2, pp=2))
+    assert fast_pipeline.inline_coefficients(replica.cost) is None
+    assert fast_pipeline.inline_coefficients(REPLICAS[Deployment(pp=2)].cost) is not None
+    wl = poisson_workload(150, 30.0, seed=2)
+    for batch in (8, 64):
+        cfg = ServeConfig(max_batch=batch, reservation="paged", pipeline="orca")
+        fast = serve(wl, replica, cfg)
+        assert fast.path == "fast_pipeline" and _fields(fast) == _fields(serve(wl, replica, cfg, fast=False))
