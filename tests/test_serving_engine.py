@@ -611,7 +611,7 @@ def test_the_library_not_the_options_picks_the_path():
     # allow-lists cover it, else the general loop; a field a list does not name takes the loop
     from dataclasses import dataclass
 
-    from llm_cost.serving import fast_engine, fast_reservations, request_level
+    from llm_cost.serving import fast_engine, fast_pipeline, fast_reservations, request_level
     from llm_cost.serving.engine import counts_reserved, path_of
 
     wl = poisson_workload(200, 4.0, seed=0)
@@ -622,7 +622,8 @@ def test_the_library_not_the_options_picks_the_path():
     assert serve(wl, SERVER, ServeConfig(prefill_chunk=512)).path == "general"
     request = serve(wl, SERVER, ServeConfig(scheduler="request", reservation="max_len", max_batch=8))
     assert (request.path, request.scheduler) == ("request_level", "request")
-    for features in (fast_reservations.FEATURES, fast_engine.FAST_FEATURES, request_level.FEATURES):
+    for features in (fast_reservations.FEATURES, fast_engine.FAST_FEATURES, fast_pipeline.FEATURES,
+                     request_level.FEATURES):
         assert set(features) == set(ServeConfig.__dataclass_fields__)
 
     @dataclass(frozen=True)
@@ -638,7 +639,8 @@ def test_the_library_not_the_options_picks_the_path():
     engine = serve(wl, pp2, ServeConfig(pipeline="serial"), fast=False)
     sim = serve(wl, pp2, ServeConfig(pipeline="serial"))
     assert sim.path == "fast_reservations" and engine.finish_s == pytest.approx(sim.finish_s, rel=1e-12)
-    assert path_of(wl, pp2, ServeConfig(pipeline="orca")) == "general"
+    assert path_of(wl, pp2, ServeConfig(pipeline="orca")) == "general"  # declared: Orca's reservations
+    assert path_of(wl, pp2, ServeConfig(pipeline="orca", reservation="paged")) == "fast_pipeline"
 
 
 def test_batching_rows_follow_the_library_choice():

@@ -262,10 +262,10 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
 
 # CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
-# one GPU 0.9 s (the engine's fast path, inline roofline), pp 2 13.5 s (the general loop: a pipeline misses
-# the fast path); tp 2 1.6 s while the fast path called the cost per iteration, 1.0-1.4x one GPU since
-# it inlines the collectives (serve, 20,000 requests at 20 req/s, batch 64: 0.37 s and 0.35-0.51 s)
-RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 15.0}
+# one GPU 0.2-0.47 s (the engine's fast path, inline roofline), tp 2 0.19-0.46 s (inlined collectives),
+# pp 2 0.55-0.75 s since `fast_pipeline` runs Orca's pipeline by cohorts (4.3-5.5 s, 15x one GPU, in the
+# general loop before it); measured one candidate at a time with process_time
+RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0}
 
 
 def task_weight(task: ServeTask) -> float:

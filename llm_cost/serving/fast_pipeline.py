@@ -1,0 +1,294 @@
+"""The engine's fast path for Orca's pipeline (`pipeline="orca"`, `cost.stages` > 1): cohorts, not
+sequences.
+
+Under `orca` an iteration is injected a stage-time (T / stages) after the one before it and a
+sequence's next iteration waits for its own previous one (`engine` module doc, rule 6). So the
+running sequences travel in cohorts: the decoders of one iteration in flight complete together and
+run together again in the next iteration launched after that (with whatever else completed by
+then, up to max_batch in admission order; the rest wait for the next launch). This path keeps, per
+cohort, its decoders, their K/V summed, a clock of the cohort's iterations `s` (a member's tokens
+generated are s - its base) and two tables keyed by that clock: the members that need a new K/V
+block at an iteration (a decoder of c cached tokens needs one when c is a multiple of the block)
+and the members that finish at one. An iteration then costs a few additions and one call of
+`iteration.totals_time` whatever its batch; only a cohort merging into another, a batch split at
+max_batch and a request finishing visit a member.
+
+`engine.serve` takes it where `FEATURES` (an allow-list of `ServeConfig` fields, as
+`fast_engine.FAST_FEATURES`) and `covers` hold: paged K/V, whole prefills, no speculation, no prefix
+cache or host tier, K/V without windows, open-loop arrivals. Everything else (admission while the
+batch and the `max_batch` x stages sequences held have room and the free blocks stay above the
+watermark, the clock, the statistics) is the general loop's (`engine_loop`), operation for
+operation, so the two give the same finish times bit for bit (tests/test_fast_pipeline.py). The
+first iteration whose decoders' blocks do not fit the free ones (a preemption, or a stall) ends
+this path: `serve_pipelined` returns None and `engine.serve` runs the whole run in the general loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from llm_cost.roofline.pass_cost import PassCost
+from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.fast_reservations import allowed
+from llm_cost.serving.iteration import held_tokens_fn, totals_time
+from llm_cost.serving.kv_blocks import blocks_for
+from llm_cost.serving.serve_result import ServeResult
+
+
+def _any(value, cfg) -> bool:
+    return True
+
+
+# The `ServeConfig` features this path runs, field by field (field -> whether its value is supported).
+# A field missing here, as a new feature's is until someone adds it, takes the general loop.
+FEATURES = {
+    "max_batch": _any,
+    "reservation": lambda value, cfg: value == "paged",
+    "block_size": _any,
+    "watermark": _any,
+    "preemption": _any,  # a run that would preempt is handed to the general loop whole
+    "prefill_chunk": lambda value, cfg: value is None,  # whole prefills only
+    "spec": lambda value, cfg: value is None,
+    "pipeline": lambda value, cfg: value == "orca",
+    "host_bytes_per_s": _any,  # swaps only at a preemption, which ends this path
+    "scheduler": lambda value, cfg: value == "iteration",
+    "prefix_caching": lambda value, cfg: not value,
+    "kv_offload_bytes": lambda value, cfg: not value,
+}
+
+
+def covers(workload, replica, cfg) -> bool:
+    """Whether this path runs `cfg` (`FEATURES`; more than one stage, K/V without windows or per-sequence
+    state, open-loop arrivals, every request generating at least one token)."""
+    cost = replica.cost
+    return (allowed(FEATURES, cfg) and cost.stages > 1 and held_tokens_fn(cost) is None
+            and workload.concurrency is None and len(workload) > 0 and min(workload.output) >= 1)
+
+
+class _Cohort:
+    """Sequences that run in the same iterations: `s` its iterations so far (member i has generated
+    s - base[i] tokens), `nd` members, `S` their K/V tokens summed, `grow[r]` the members that need a
+    new block at an iteration started with s % block == r, `ends[s]` the members that finish when the
+    cohort's clock reaches s, `members` the set of them."""
+
+    __slots__ = ("s", "nd", "S", "grow", "ends", "members")
+
+    def __init__(self) -> None:
+        self.s = self.nd = self.S = 0
+        self.grow: dict = {}
+        self.ends: dict = {}
+        self.members: set = set()
+
+
+class _Run:
+    """One run's constants and per-request lists (the cohorts' members share `base`)."""
+
+    def __init__(self, workload, replica, cfg) -> None:
+        self.P, self.O, self.B = workload.prompt, workload.output, cfg.block_size
+        self.base = [0] * len(workload)
+
+    def join(self, c: _Cohort, i: int, gen: int) -> None:
+        """Request i, `gen` tokens generated (K/V P + gen - 1 cached), joins cohort `c`."""
+        b = self.base[i] = c.s - gen
+        P = self.P[i]
+        key = (b + 1 - P) % self.B
+        c.grow[key] = c.grow.get(key, 0) + 1
+        c.ends.setdefault(b + self.O[i], []).append(i)
+        c.members.add(i)
+        c.nd += 1
+        c.S += P + gen - 1
+
+    def merge(self, into: _Cohort, other: _Cohort) -> None:
+        """Every member of `other` joins `into`."""
+        base, s = self.base, other.s
+        for i in other.members:
+            self.join(into, i, s - base[i])
+
+    def gather(self, cohorts: list, limit: int) -> tuple:
+        """The decoders of the ready `cohorts` as one cohort of at most `limit` (`split` past it, else the
+        others merged into the largest) and the cohorts left ready."""
+        if len(cohorts) == 1 and cohorts[0].nd <= limit:
+            return cohorts[0], []
+        if sum(c.nd for c in cohorts) > limit:  # decoders[:max_batch]: the rest wait for the next launch
+            head, rest = self.split(cohorts, limit)
+            return head, [rest]
+        cohorts.sort(key=lambda c: -c.nd)
+        for c in cohorts[1:]:
+            self.merge(cohorts[0], c)
+        return cohorts[0], []
+
+    def complete(self, c: _Cohort, pfs: list, done_s: float, first: list, fin: list) -> tuple:
+        """Cohort `c`'s iteration ends at `done_s`: its prefills' first tokens, its members finishing
+        leave (their K/V freed). (blocks freed, requests finished)."""
+        P, O, B, base = self.P, self.O, self.B, self.base
+        for i in pfs:
+            first[i] = done_s
+        blocks = gone = 0
+        for i in c.ends.pop(c.s, ()):
+            fin[i] = done_s
+            kv = P[i] + O[i] - 1
+            blocks += blocks_for(kv, B)
+            c.grow[(base[i] + 1 - P[i]) % B] -= 1
+            c.members.discard(i)
+            c.S -= kv
+            gone += 1
+        c.nd -= gone
+        return blocks, gone
+
+    def split(self, cohorts: list, limit: int) -> tuple:
+        """The members of `cohorts` as two new cohorts: the first `limit` in admission order (the request
+        order: no preemption on this path) and the rest."""
+        base = self.base
+        gens = sorted((i, c.s - base[i]) for c in cohorts for i in c.members)
+        head, rest = _Cohort(), _Cohort()
+        for k, (i, gen) in enumerate(gens):
+            self.join(head if k < limit else rest, i, gen)
+        return head, rest
+
+
+def inline_coefficients(cost) -> tuple | None:
+    """The coefficients with which `_inline_time` evaluates `iteration.totals_time` of a pipelined cost
+    (weight bytes, K/V bytes a token, bytes/s, FLOPs a row and a pair, FLOP/s, stages, the collectives'
+    and the hand-offs' fixed and per-row seconds, fixed seconds), or None where `PassCost.time` is not
+    that plain formula (routed experts, a GEMM ramp, measured attention, data-parallel attention,
+    collectives overlapping compute)."""
+    own = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read", "collectives_s",
+           "handoff_s", "comm_s")
+    if not isinstance(cost, PassCost) or any(getattr(type(cost), m) is not getattr(PassCost, m) for m in own):
+        return None  # a cost that times a pass its own way
+    plain = (not getattr(cost, "num_experts", 0) and not getattr(cost, "ramped", False)
+             and getattr(cost, "kv_time_factor", 1.0) == 1.0 and getattr(cost, "attention_dp", 1) == 1
+             and not getattr(cost, "overlap_comm", True) and getattr(cost, "deployed", False))
+    if not plain:
+        return None
+    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
+            cost.flops_per_s, cost.stages, cost.comm_fixed_s, cost.comm_row_s, cost.handoff_fixed_s,
+            cost.handoff_row_s, cost.fixed_s)
+
+
+def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
+    """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
+    `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co`."""
+    w, kvb, bps, rf, pf, fps, stages, cf, cr, hf, hr, fixed = co
+    mem = (w + (kv_read + rows) * kvb) / bps
+    comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
+    body = ((mem if mem > comp else comp) + 0.0) * stages
+    coll = cf + rows * cr if (cf or cr) else 0.0
+    hand = hf + rows * hr if (hf or hr) else 0.0
+    body = (body + coll) + hand
+    return (body + fixed if fixed else body), coll + hand
+
+
+def serve_pipelined(workload, replica, cfg, on_progress=None):
+    """`engine.serve` on this path (module doc): a `ServeResult`, or None where the run would preempt
+    (`engine.serve` then runs it in the general loop)."""
+    out = _loop(workload, replica, cfg, on_progress)
+    if out is None:
+        return None
+    first, fin, st = out
+    if on_progress:
+        on_progress(len(workload), len(workload))
+    return ServeResult.build(workload, replica, cfg, list(workload.arrival_s), first, fin, st, None,
+                             path="fast_pipeline")
+
+
+def _loop(workload, replica, cfg, on_progress):
+    """The general loop's turns (`engine_loop.EngineLoop.run`) over cohorts: (first token times, finish
+    times, statistics), or None at the first iteration whose decoders' blocks do not fit."""
+    run = _Run(workload, replica, cfg)
+    cost, P, B, n = replica.cost, run.P, run.B, len(workload)
+    stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
+    total = replica.kv_capacity_tokens // B
+    wm = math.ceil(cfg.watermark * total)
+    arr = list(workload.arrival_s) + [math.inf]
+    first, fin, st = [math.nan] * n, [math.nan] * n, fresh_stats()
+    one, co = causal_pairs(1), inline_coefficients(cost)
+    flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
+    t, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
+    busy = area_n = area_kv = area_sys = comm_sum = peak = 0.0  # st's sums as locals (a dict update each costs)
+    rows_sum = slots = 0
+    every = max(1, n // 100)
+    while True:
+        while flights and flights[0][0] <= t:  # completions: first tokens, finishes
+            done_s, _, c, pfs = heapq.heappop(flights)
+            if pfs or c.s in c.ends:  # else nothing to record
+                blocks, gone = run.complete(c, pfs, done_s, first, fin)
+                free += blocks
+                used -= blocks * B
+                running -= gone
+                in_system -= gone
+                finished += gone
+                if on_progress and gone and finished % every == 0:
+                    on_progress(finished, n)
+            if c.nd:
+                ready.append(c)
+        while arr[nxt] <= t:  # arrivals
+            area_sys += t - arr[nxt]
+            in_system += 1
+            nxt += 1
+        dec, nd = None, 0
+        if ready:  # the decoders not in flight: one cohort
+            if len(ready) == 1 and ready[0].nd <= max_batch:
+                dec, ready = ready[0], []
+            else:
+                dec, ready = run.gather(ready, max_batch)
+            nd = dec.nd
+        kv_dec = 0
+        if dec is not None:
+            want = dec.grow.get(dec.s % B, 0)
+            if want > free:
+                return None  # a preemption (or a stall): the general loop's
+            free -= want
+            used += want * B
+            kv_dec = dec.S
+        pfs, rows, pairs = [], nd, (kv_dec + nd * one if nd else 0.0)
+        while head < nxt and running < hold and nd + len(pfs) < max_batch:  # admission: nothing preempted
+            want = blocks_for(P[head], B)
+            if free - want < wm and (running or free < want):
+                break
+            free -= want
+            used += want * B
+            running += 1
+            pfs.append(head)
+            rows += P[head]
+            pairs += causal_pairs(P[head], 0)
+            head += 1
+        if rows == 0:  # idle: a flight or an arrival
+            if flights:
+                t_new = max(t, flights[0][0])
+            elif running or head < nxt:
+                return None  # a deadlock: the general loop's
+            elif nxt < n:
+                t_new = arr[nxt]
+            else:
+                st.update(busy=busy, area_n=area_n, area_kv=area_kv, area_sys=area_sys, comm=comm_sum,
+                          peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots)
+                return first, fin, st
+            area_sys += (t_new - t) * in_system
+            t = t_new
+            continue
+        if co is None:
+            dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
+            st["draft_s"] += draft
+        else:
+            dt, comm = _inline_time(co, rows, kv_dec if nd else 0.0, pairs)
+        comm_sum += comm
+        slots += nd
+        launches += 1
+        c = dec if dec is not None else _Cohort()
+        c.S += nd
+        c.s += 1
+        for i in pfs:
+            run.join(c, i, 1)
+        heapq.heappush(flights, (t + dt, launches, c, pfs))
+        step = dt / stages
+        rows_sum += rows
+        busy += step
+        area_n += step * running
+        area_kv += step * used
+        area_sys += step * in_system
+        if used > peak:
+            peak = used
+        t += step
