@@ -14,6 +14,12 @@ touched expert), NCCL's all-to-all by GPU count (`measured_all_to_all`) and deco
 bandwidth by GQA group (`measured_decode_attention`: the K/V bytes' share of the bandwidth); under
 `Profile.kernels == "measured"` `PassCost` and `parallel.comm` use them where a GPU has them, and each
 names its table ("<GEMM source>: moe", ": all-to-all", ": decode attention").
+
+Prefill attention (`measured_context_attention`, analysis/fit_attention_ops.py): a layer's causal
+attention over T rows and P (query, key) pairs at t = f (P + T row_pairs) / (F eta), f the pair's
+FLOPs, per head dim and GQA group; DeepSeek's MLA (`measured_mla`) the same from its prefill table and
+its latent K/V's bandwidth from its decode table. `PassCost` times attention pairs with them
+(`pair_time_factor`, `row_pairs`) and the breakdown's attention row names the tables.
 """
 
 from __future__ import annotations
@@ -113,3 +119,46 @@ def measured_decode_attention(gpu_name: str, gqa_group: float) -> OperatorCurve 
             return OperatorCurve(fit["bw_efficiency"], 1.0, 0.0, fit["median_ape"], fit["p90_ape"],
                                  f"{table['source']}: decode attention")
     return None
+
+
+@dataclass(frozen=True)
+class AttentionCurve:
+    """A fitted attention table: prefill t = f (P + T row_pairs) / (F eta) (module doc), and for MLA its
+    decode table's share of the bandwidth (None where not fitted or not used)."""
+
+    eta: float  # fraction of the BF16 datasheet peak on the counted pair FLOPs of long prompts
+    row_pairs: float  # keys' worth of work each query row costs beyond its own keys
+    median_ape: float
+    p90_ape: float
+    source: str
+    decode_bw_efficiency: float | None = None
+
+
+MAX_DECODE_APE = 0.15  # an MLA decode fit with a larger median error on its own table is not used
+
+
+def measured_context_attention(gpu_name: str, head_dim: int, gqa_group: float) -> AttentionCurve | None:
+    """The fitted prefill attention of `gpu_name` for `head_dim` (the table's nearest) and a GQA group
+    (query heads per K/V head), or None when the GPU has no table."""
+    table = _tables().get(gpu_name)
+    fits = [f for f in (table.get("context_attention", {}) if table else {}).values() if isinstance(f, dict)]
+    if not fits:
+        return None
+    nearest = min({f["head_dim"] for f in fits}, key=lambda d: (abs(d - head_dim), d))
+    for fit in fits:
+        if fit["head_dim"] == nearest and fit["gqa_group_min"] <= gqa_group <= fit["gqa_group_max"]:
+            return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
+                                  f"{table['source']}: context attention")
+    return None
+
+
+def measured_mla(gpu_name: str) -> AttentionCurve | None:
+    """The fitted MLA prefill of `gpu_name` and its decode bandwidth (`MAX_DECODE_APE`), or None."""
+    table = _tables().get(gpu_name)
+    mla = table.get("mla") if table else None
+    if not mla:
+        return None
+    fit, decode = mla["prefill"], mla.get("decode")
+    bw = decode["bw_efficiency"] if decode and decode["median_ape"] <= MAX_DECODE_APE and decode["bw_efficiency"] < 1.0 else None
+    return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
+                          f"{table['source']}: MLA {'prefill and decode' if bw else 'prefill'}", bw)
