@@ -79,9 +79,9 @@ def attention_excerpts(data: Path, system: str, shipped: dict) -> None:
     for d in (64, 128):
         for low, high in ops.GQA_GROUPS:
             sample += rng.sample([r for r in rows if r["head_dim"] == d
-                                  and low <= r["num_heads"] / r["num_key_value_heads"] <= high], PER_TABLE // 2)
+                                  and low <= r["num_heads"] / r["num_key_value_heads"] <= high], 2 * PER_TABLE)
     write(OUT / f"{system}_context_attention_excerpt.csv",
-          f"# {PER_TABLE // 2} rows per head dim (64, 128) and GQA group range {ops.GQA_GROUPS} drawn (random.seed(23))\n"
+          f"# {2 * PER_TABLE} rows per head dim (64, 128) and GQA group range {ops.GQA_GROUPS} drawn (random.seed(23))\n"
           f"# from aiconfigurator_core 0.12.0 (NVIDIA, Apache-2.0), aiconfigurator_core/systems/data/{att_file},\n"
           "# BF16 activations and K/V, no window, no prefix; isl = new tokens a sequence, latency in ms\n",
           sample, ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "latency"])

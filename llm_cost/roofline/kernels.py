@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
+from llm_cost.specs import Accelerator, ModelSpec
+
 DATASHEET = "datasheet"
 
 
@@ -162,3 +164,37 @@ def measured_mla(gpu_name: str) -> AttentionCurve | None:
     bw = decode["bw_efficiency"] if decode and decode["median_ape"] <= MAX_DECODE_APE and decode["bw_efficiency"] < 1.0 else None
     return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
                           f"{table['source']}: MLA {'prefill and decode' if bw else 'prefill'}", bw)
+
+
+def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes_per_s: float, flops_per_s: float,
+                       *, count_kv: bool = True) -> dict:
+    """`PassCost` fields from the measured operator tables of `gpu` beyond the GEMM's: a MoE's routed
+    experts at the MoE table's curve, expert_curve = (flops_per_s / (F eta_max), r, h); attention pairs
+    at the prefill table's (MLA: its own), pair_time_factor = flops_per_s / (F_bf16 eta) and row_pairs;
+    the K/V bytes at decode attention's bandwidth for the model's GQA group (MLA: its decode table's),
+    kv_time_factor = bytes_per_s / (BW bw_efficiency). {} where the GPU has none of them."""
+    out = {}
+    moe = measured_moe(gpu.name, precision) if model.moe is not None else None
+    if moe is not None:
+        out.update(expert_curve=(flops_per_s / (gpu.peak_flops_per_s(precision) * moe.efficiency),
+                                 moe.small_gemm_factor, moe.gemm_half_rows), expert_source=moe.source)
+    if not (count_kv and model.num_kv_heads):
+        return out
+    group = model.num_heads / model.num_kv_heads
+    if model.mla is not None:
+        prefill = measured_mla(gpu.name)
+        bw = prefill.decode_bw_efficiency if prefill else None
+        sources = [prefill.source] if prefill else []
+    else:
+        prefill = measured_context_attention(gpu.name, model.head_dim, group)
+        decode = measured_decode_attention(gpu.name, group)
+        bw = decode.efficiency if decode else None
+        sources = [c.source for c in (decode, prefill) if c]
+    if bw is not None:
+        out.update(kv_time_factor=bytes_per_s / (gpu.bandwidth_bytes_per_s * bw))
+    if prefill is not None:
+        out.update(pair_time_factor=flops_per_s / (gpu.peak_flops_per_s("bf16") * prefill.eta),
+                   row_pairs=prefill.row_pairs)
+    if sources:  # one table: "<source>: decode attention" and "<source>: context attention" share the source
+        out.update(kv_source=sources[0] if len(sources) == 1 else sources[0] + " + context attention")
+    return out
