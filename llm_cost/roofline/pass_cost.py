@@ -18,8 +18,9 @@ GEMMs of few rows reach less of the peak than a prefill's (`Profile.small_gemm_f
 eta_f ramp(m), ramp(m) = r + (1 - r) m / (m + h), so rows x row_flops becomes
 rows / ramp(rows) x row_flops in the compute time. A routed expert's GEMMs see only its own rows,
 m_e = rows x k / E(rows) (E the experts those rows touch), so the experts' share s of row_flops
-runs at ramp(m_e): (1 - s) rows / ramp(rows) + s rows / ramp(m_e). Attention pairs stay at eta_f;
-`flops` still counts the FLOPs done.
+runs at ramp(m_e): (1 - s) rows / ramp(rows) + s rows / ramp(m_e). Attention pairs stay at eta_f
+(measured kernels: the prefill table's (pairs + rows x0) / eta, `timed_pairs`); `flops` still counts
+the FLOPs done.
 
 (symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
 window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
