@@ -92,9 +92,17 @@ def test_mla_is_timed_by_its_own_tables_and_the_breakdown_composes(gpu_name, dep
     model, gpu, dep = load_model("deepseek-v3"), load_accelerator(gpu_name), Deployment(**deployment)
     one = PassCost.from_specs(model, gpu, MEASURED, CHECKPOINT)
     curve = measured_mla(gpu.name)
-    assert one.kv_time_factor == pytest.approx(one.bytes_per_s / (gpu.bandwidth_bytes_per_s * curve.decode_bw_efficiency))
     assert one.pair_time_factor == pytest.approx(one.flops_per_s / (gpu.peak_flops_per_s("bf16") * curve.eta))
     cost = deployed_pass_cost(model, gpu, MEASURED, CHECKPOINT, dep)
+    # a cached token: max(its latent bytes at the decode table's bandwidth, its pairs' FLOPs at the table's
+    # eta), one GPU's share: under tp 8 the whole latent and 16 heads (bandwidth binds), under dp_attention
+    # 1/8 of the sequences with all 128 heads (the FLOPs bind)
+    assert cost.kv_token_bytes == 576 * 61 * 2 / (8 if dep.dp_attention else 1)
+    assert cost.pair_flops == pytest.approx(MLA_PAIR_FLOPS * 128 * 61 / 8, rel=1e-12)
+    memory = cost.kv_token_bytes / (gpu.bandwidth_bytes_per_s * curve.decode_bw_efficiency)
+    compute = cost.pair_flops / (gpu.peak_flops_per_s("bf16") * curve.decode_eta)
+    assert cost.kv_token_s == pytest.approx(max(memory, compute), rel=1e-9)
+    assert (compute > memory) == dep.dp_attention
     for rows, batch, context in ((8192.0, 2.0, 0.0), (64.0, 64.0, 2000.0)):
         ops = pass_breakdown(cost, model, gpu, MEASURED, CHECKPOINT, dep, rows=rows, batch=batch, context=context)
         assert {o.operator: o.source for o in ops}["attention"].endswith(": MLA prefill and decode")

@@ -134,6 +134,7 @@ class AttentionCurve:
     p90_ape: float
     source: str
     decode_bw_efficiency: float | None = None
+    decode_eta: float = 0.0  # MLA decode: the counted pair FLOPs' share of the BF16 peak (0: not used)
 
 
 MAX_DECODE_APE = 0.15  # an MLA decode fit with a larger median error on its own table is not used
@@ -161,18 +162,33 @@ def measured_mla(gpu_name: str) -> AttentionCurve | None:
     if not mla:
         return None
     fit, decode = mla["prefill"], mla.get("decode")
-    bw = decode["bw_efficiency"] if decode and decode["median_ape"] <= MAX_DECODE_APE and decode["bw_efficiency"] < 1.0 else None
+    good = decode and decode["median_ape"] <= MAX_DECODE_APE and decode["bw_efficiency"] < 1.0
     return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
-                          f"{table['source']}: MLA {'prefill and decode' if bw else 'prefill'}", bw)
+                          f"{table['source']}: MLA {'prefill and decode' if good else 'prefill'}",
+                          decode["bw_efficiency"] if good else None, decode["eta"] if good else 0.0)
+
+
+def kv_time_factor(gpu: Accelerator, bytes_per_s: float, kv_curve: tuple[float, float], pair_flops: float,
+                   kv_token_bytes: float) -> float:
+    """`PassCost.kv_time_factor` of a decode-attention curve kv_curve = (bw_efficiency, eta): a cached
+    token's seconds over its bytes at bytes_per_s, max(b / (BW bw_efficiency), f / (F_bf16 eta)) x
+    bytes_per_s / b, with b its K/V bytes and f a pair's FLOPs on one GPU (eta 0: bandwidth only; MLA's
+    decode kernel is compute-bound with many heads a GPU, tp splits them, the latent is replicated)."""
+    bw, eta = kv_curve
+    per_byte = 1.0 / (gpu.bandwidth_bytes_per_s * bw)
+    if eta and kv_token_bytes:
+        per_byte = max(per_byte, pair_flops / kv_token_bytes / (gpu.peak_flops_per_s("bf16") * eta))
+    return bytes_per_s * per_byte
 
 
 def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes_per_s: float, flops_per_s: float,
-                       *, count_kv: bool = True) -> dict:
+                       *, count_kv: bool = True, kv_bytes: float = 2.0) -> dict:
     """`PassCost` fields from the measured operator tables of `gpu` beyond the GEMM's: a MoE's routed
     experts at the MoE table's curve, expert_curve = (flops_per_s / (F eta_max), r, h); attention pairs
     at the prefill table's (MLA: its own), pair_time_factor = flops_per_s / (F_bf16 eta) and row_pairs;
     the K/V bytes at decode attention's bandwidth for the model's GQA group (MLA: its decode table's),
-    kv_time_factor = bytes_per_s / (BW bw_efficiency). {} where the GPU has none of them."""
+    kv_time_factor = bytes_per_s / (BW bw_efficiency) (MLA: `kv_time_factor`, kept as kv_curve for a
+    deployment's share). {} where the GPU has none of them."""
     out = {}
     moe = measured_moe(gpu.name, precision) if model.moe is not None else None
     if moe is not None:
@@ -184,14 +200,19 @@ def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes
     if model.mla is not None:
         prefill = measured_mla(gpu.name)
         bw = prefill.decode_bw_efficiency if prefill else None
+        eta = prefill.decode_eta if prefill else 0.0
         sources = [prefill.source] if prefill else []
     else:
         prefill = measured_context_attention(gpu.name, model.head_dim, group)
         decode = measured_decode_attention(gpu.name, group)
-        bw = decode.efficiency if decode else None
+        bw, eta = (decode.efficiency if decode else None), 0.0
         sources = [c.source for c in (decode, prefill) if c]
     if bw is not None:
-        out.update(kv_time_factor=bytes_per_s / (gpu.bandwidth_bytes_per_s * bw))
+        from llm_cost.counts import attention_flops_per_context_token, kv_bytes_per_token
+
+        curve = (bw, eta)
+        out.update(kv_curve=curve, kv_time_factor=kv_time_factor(
+            gpu, bytes_per_s, curve, attention_flops_per_context_token(model), kv_bytes_per_token(model, kv_bytes)))
     if prefill is not None:
         out.update(pair_time_factor=flops_per_s / (gpu.peak_flops_per_s("bf16") * prefill.eta),
                    row_pairs=prefill.row_pairs)

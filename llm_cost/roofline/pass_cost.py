@@ -112,6 +112,7 @@ class PassCost:
     kv_source: str = ""
     pair_time_factor: float = 1.0
     row_pairs: float = 0.0
+    kv_curve: tuple[float, float] = ()  # decode attention's (bw_efficiency, eta): `kernels.kv_time_factor`
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -178,7 +179,8 @@ class PassCost:
             kernel_source=curve.source if curve else DATASHEET,
             expert_flops_share=_expert_share(model) if moe else 0.0,
             state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,
-            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv)
+            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv,
+                                  kv_bytes=kv_bytes_per_element)
                if profile.kernels == "measured" else {}))
 
     def rank_scale(self, batch):
