@@ -10,7 +10,8 @@ GEMM: achieved FLOP/s over the datasheet peak of the format, for the weight-shap
 t = max(bytes / (BW eta_bw), 2 m n k / (F eta(m))), eta(m) = eta_max (r + (1 - r) m / (m + h)),
 least squares on log time. Collectives (NCCL all_reduce, fp16): t = latency + 2 (n - 1) / n x
 bytes / bus_bandwidth per GPU count n, least squares on log time. The MoE grouped GEMMs, the NCCL
-all-to-all and decode attention: analysis/fit_kernel_ops.py (its module doc has their models).
+all-to-all and decode attention: analysis/fit_kernel_ops.py; context (prefill) attention and MLA
+(prefill and decode): analysis/fit_attention_ops.py (their module docs have the models).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import pyarrow.parquet as pq
 from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fit_kernel_ops as ops  # noqa: E402  (beside this script, not a package)
+import fit_attention_ops as att_ops  # noqa: E402  (beside this script, not a package)
+import fit_kernel_ops as ops  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "aiconfigurator_core 0.12.0 (NVIDIA, Apache-2.0)"
@@ -147,6 +149,33 @@ def fit_ops(data: Path, system: str, hw: dict, result: dict) -> dict:
                                                 "BF16 K/V, per GQA group (query heads / K/V heads) range")
             result["decode_attention"] = {"engine_version": att_dir.name,
                                           **ops.fit_decode_attention(rows, hw["bandwidth_bytes_per_s"])}
+    return fit_attention(data, system, hw, result)
+
+
+def fit_attention(data: Path, system: str, hw: dict, result: dict) -> dict:
+    """Add the context-attention and MLA fits (`fit_attention_ops`) where the tables have them."""
+    peak, bandwidth = hw["bf16_flops_per_s"], hw["bandwidth_bytes_per_s"]
+    att_dir = latest_with(data / system / "attention" / "trtllm", result["engine_version"], "context_attention_perf.parquet")
+    if att_dir is not None:
+        rows = att_ops.context_rows(pq.read_table(att_dir / "context_attention_perf.parquet").to_pylist())
+        if rows:
+            result["files"].append(str(att_dir.relative_to(data.parents[1]) / "context_attention_perf.parquet"))
+            result["context_attention_model"] = ("t = latency_s + f (P + T row_pairs) / (F eta), T = b s rows, P = b s (s + 1) / 2 "
+                                                 "causal pairs, f = 4 heads head_dim, BF16, no window, per head dim / GQA group range")
+            result["context_attention"] = {"engine_version": att_dir.name, **att_ops.fit_context_attention(rows, peak)}
+    mla_dir = latest_with(data / system / "mla" / "trtllm", result["engine_version"], "context_mla_perf.parquet")
+    if mla_dir is not None:
+        table = att_ops.mla_context_rows(pq.read_table(mla_dir / "context_mla_perf.parquet").to_pylist())
+        decode = att_ops.mla_context_rows(pq.read_table(mla_dir / "generation_mla_perf.parquet").to_pylist()) \
+            if (mla_dir / "generation_mla_perf.parquet").is_file() else []
+        if table:
+            result["files"] += [str(mla_dir.relative_to(data.parents[1]) / name) for name in
+                                ("context_mla_perf.parquet", "generation_mla_perf.parquet")[:2 if decode else 1]]
+            result["mla_model"] = ("DeepSeek-V3's MLA, BF16, heads per GPU; prefill: the context model, f = 2 heads (192 + 128); "
+                                   "decode: t = latency_s + b per_sequence_s + max(b s 576 x 2 / (BW bw_efficiency), b s f / (F eta))")
+            result["mla"] = {"engine_version": mla_dir.name, "prefill": att_ops.fit_mla_context(table, peak)}
+            if decode:
+                result["mla"]["decode"] = att_ops.fit_mla_decode(decode, bandwidth, peak)
     return result
 
 
@@ -166,7 +195,8 @@ def main(root: str) -> None:
         if fitted:
             path = REPO / "hardware" / "kernels" / f"{hw_name}.json"
             path.write_text(json.dumps(fitted, indent=2) + "\n")
-            print(path.name, json.dumps({k: fitted.get(k) for k in ("gemm", "moe", "all_to_all", "decode_attention")}))
+            print(path.name, json.dumps({k: fitted.get(k) for k in ("gemm", "moe", "all_to_all", "decode_attention",
+                                                                  "context_attention", "mla")}))
 
 
 if __name__ == "__main__":

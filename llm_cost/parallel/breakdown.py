@@ -22,7 +22,9 @@ Under expert parallelism the routed experts' bytes and FLOPs are the busiest GPU
 
 Sources: under a document's preset the roofline's figures are the datasheet's, scaled as the document
 says ("datasheet"), and its fixed time is the document's ("stated"); any other profile was fitted
-("fitted"); collectives come from the datasheet's link and NCCL's latencies ("datasheet").
+("fitted"); collectives come from the datasheet's link and NCCL's latencies ("datasheet"). Under
+`Profile.kernels == "measured"` each operator with a measured table names it (`roofline.kernels`; the
+attention row its decode and context attention, or MLA, tables, or "GEMM's (no attention table)").
 """
 
 from __future__ import annotations
@@ -104,11 +106,15 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
                 done *= busiest_gpu_pairs_factor(cost.num_experts, cost.experts_per_token,
                                                  rows * cost.expert_rows_scale, cost.expert_parallel, cost.busiest_z)
         ops.append((name, byte_of[name], done, row_flops * ran / cost.flops_per_s))
-    pairs = cost.uniform_terms(rows, batch, context)[1] * cost.pair_flops if profile.count_kv else 0.0
-    if step.kv_bytes or pairs:
-        ops.insert(1, ("attention", step.kv_bytes, pairs, pairs / cost.flops_per_s))
+    pair_count = cost.uniform_terms(rows, batch, context)[1] if profile.count_kv else 0.0
+    pairs = pair_count * cost.pair_flops
+    if step.kv_bytes or pairs:  # measured prefill attention: `PassCost.timed_pairs`
+        ops.insert(1, ("attention", step.kv_bytes, pairs,
+                       cost.timed_pairs(rows, pair_count) * cost.pair_flops / cost.flops_per_s))
     memory_bound = step.memory_s >= step.compute_s
     own = {"attention": cost.kv_source, "routed experts": cost.expert_source}  # measured operator tables
+    if cost.kernel_source != "datasheet" and not cost.kv_source:  # a GEMM table, no attention one
+        own["attention"] = f"{source}: GEMM's (no attention table)"
     out = []
     for name, nbytes, flops, compute_s in ops:
         memory_s = nbytes * (cost.kv_time_factor if name == "attention" else 1.0) / cost.bytes_per_s

@@ -45,6 +45,7 @@ from llm_cost.counts import weight_bytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, handoffs_across, send_s
 from llm_cost.roofline import PassCost
+from llm_cost.roofline.kernels import kv_time_factor
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.catalog.arguments import check_arguments
@@ -211,12 +212,16 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
     attention_tp = deployment.attention_tp
     comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment,
                                                                   measured=cost.kernel_source != "datasheet")
+    kv_token_bytes = cost.kv_token_bytes * deployment_kv_share(model, deployment) / pp
+    pair_flops = cost.pair_flops / (tp * pp)
+    kv_time = cost.kv_time_factor if not cost.kv_curve else kv_time_factor(  # MLA: heads a GPU over its latent
+        gpu, cost.bytes_per_s, cost.kv_curve, pair_flops, kv_token_bytes)
     return dataclasses.replace(
-        cost,
+        cost, kv_time_factor=kv_time,
         weight_bytes=(cost.weight_bytes / attention_tp + replicated_bytes(model, weights, attention_tp)) / pp,
-        kv_token_bytes=cost.kv_token_bytes * deployment_kv_share(model, deployment) / pp,
+        kv_token_bytes=kv_token_bytes,
         row_flops=cost.row_flops / (tp * pp),
-        pair_flops=cost.pair_flops / (tp * pp),
+        pair_flops=pair_flops,
         expert_bytes=cost.expert_bytes / (group * pp),
         expert_rows_scale=group / tp, expert_parallel=deployment.ep, attention_dp=deployment.attention_dp,
         stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, handoff_fixed_s=handoff_fixed,

@@ -14,6 +14,12 @@ touched expert), NCCL's all-to-all by GPU count (`measured_all_to_all`) and deco
 bandwidth by GQA group (`measured_decode_attention`: the K/V bytes' share of the bandwidth); under
 `Profile.kernels == "measured"` `PassCost` and `parallel.comm` use them where a GPU has them, and each
 names its table ("<GEMM source>: moe", ": all-to-all", ": decode attention").
+
+Prefill attention (`measured_context_attention`, analysis/fit_attention_ops.py): a layer's causal
+attention over T rows and P (query, key) pairs at t = f (P + T row_pairs) / (F eta), f the pair's
+FLOPs, per head dim and GQA group; DeepSeek's MLA (`measured_mla`) the same from its prefill table and
+its latent K/V's bandwidth from its decode table. `PassCost` times attention pairs with them
+(`pair_time_factor`, `row_pairs`) and the breakdown's attention row names the tables.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+
+from llm_cost.specs import Accelerator, ModelSpec
 
 DATASHEET = "datasheet"
 
@@ -113,3 +121,101 @@ def measured_decode_attention(gpu_name: str, gqa_group: float) -> OperatorCurve 
             return OperatorCurve(fit["bw_efficiency"], 1.0, 0.0, fit["median_ape"], fit["p90_ape"],
                                  f"{table['source']}: decode attention")
     return None
+
+
+@dataclass(frozen=True)
+class AttentionCurve:
+    """A fitted attention table: prefill t = f (P + T row_pairs) / (F eta) (module doc), and for MLA its
+    decode table's share of the bandwidth (None where not fitted or not used)."""
+
+    eta: float  # fraction of the BF16 datasheet peak on the counted pair FLOPs of long prompts
+    row_pairs: float  # keys' worth of work each query row costs beyond its own keys
+    median_ape: float
+    p90_ape: float
+    source: str
+    decode_bw_efficiency: float | None = None
+    decode_eta: float = 0.0  # MLA decode: the counted pair FLOPs' share of the BF16 peak (0: not used)
+
+
+MAX_DECODE_APE = 0.15  # an MLA decode fit with a larger median error on its own table is not used
+
+
+def measured_context_attention(gpu_name: str, head_dim: int, gqa_group: float) -> AttentionCurve | None:
+    """The fitted prefill attention of `gpu_name` for `head_dim` (the table's nearest) and a GQA group
+    (query heads per K/V head), or None when the GPU has no table."""
+    table = _tables().get(gpu_name)
+    fits = [f for f in (table.get("context_attention", {}) if table else {}).values() if isinstance(f, dict)]
+    if not fits:
+        return None
+    nearest = min({f["head_dim"] for f in fits}, key=lambda d: (abs(d - head_dim), d))
+    for fit in fits:
+        if fit["head_dim"] == nearest and fit["gqa_group_min"] <= gqa_group <= fit["gqa_group_max"]:
+            return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
+                                  f"{table['source']}: context attention")
+    return None
+
+
+def measured_mla(gpu_name: str) -> AttentionCurve | None:
+    """The fitted MLA prefill of `gpu_name` and its decode bandwidth (`MAX_DECODE_APE`), or None."""
+    table = _tables().get(gpu_name)
+    mla = table.get("mla") if table else None
+    if not mla:
+        return None
+    fit, decode = mla["prefill"], mla.get("decode")
+    good = decode and decode["median_ape"] <= MAX_DECODE_APE and decode["bw_efficiency"] < 1.0
+    return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
+                          f"{table['source']}: MLA {'prefill and decode' if good else 'prefill'}",
+                          decode["bw_efficiency"] if good else None, decode["eta"] if good else 0.0)
+
+
+def kv_time_factor(gpu: Accelerator, bytes_per_s: float, kv_curve: tuple[float, float], pair_flops: float,
+                   kv_token_bytes: float) -> float:
+    """`PassCost.kv_time_factor` of a decode-attention curve kv_curve = (bw_efficiency, eta): a cached
+    token's seconds over its bytes at bytes_per_s, max(b / (BW bw_efficiency), f / (F_bf16 eta)) x
+    bytes_per_s / b, with b its K/V bytes and f a pair's FLOPs on one GPU (eta 0: bandwidth only; MLA's
+    decode kernel is compute-bound with many heads a GPU, tp splits them, the latent is replicated)."""
+    bw, eta = kv_curve
+    per_byte = 1.0 / (gpu.bandwidth_bytes_per_s * bw)
+    if eta and kv_token_bytes:
+        per_byte = max(per_byte, pair_flops / kv_token_bytes / (gpu.peak_flops_per_s("bf16") * eta))
+    return bytes_per_s * per_byte
+
+
+def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes_per_s: float, flops_per_s: float,
+                       *, count_kv: bool = True, kv_bytes: float = 2.0) -> dict:
+    """`PassCost` fields from the measured operator tables of `gpu` beyond the GEMM's: a MoE's routed
+    experts at the MoE table's curve, expert_curve = (flops_per_s / (F eta_max), r, h); attention pairs
+    at the prefill table's (MLA: its own), pair_time_factor = flops_per_s / (F_bf16 eta) and row_pairs;
+    the K/V bytes at decode attention's bandwidth for the model's GQA group (MLA: its decode table's),
+    kv_time_factor = bytes_per_s / (BW bw_efficiency) (MLA: `kv_time_factor`, kept as kv_curve for a
+    deployment's share). {} where the GPU has none of them."""
+    out = {}
+    moe = measured_moe(gpu.name, precision) if model.moe is not None else None
+    if moe is not None:
+        out.update(expert_curve=(flops_per_s / (gpu.peak_flops_per_s(precision) * moe.efficiency),
+                                 moe.small_gemm_factor, moe.gemm_half_rows), expert_source=moe.source)
+    if not (count_kv and model.num_kv_heads):
+        return out
+    group = model.num_heads / model.num_kv_heads
+    if model.mla is not None:
+        prefill = measured_mla(gpu.name)
+        bw = prefill.decode_bw_efficiency if prefill else None
+        eta = prefill.decode_eta if prefill else 0.0
+        sources = [prefill.source] if prefill else []
+    else:
+        prefill = measured_context_attention(gpu.name, model.head_dim, group)
+        decode = measured_decode_attention(gpu.name, group)
+        bw, eta = (decode.efficiency if decode else None), 0.0
+        sources = [c.source for c in (decode, prefill) if c]
+    if bw is not None:
+        from llm_cost.counts import attention_flops_per_context_token, kv_bytes_per_token
+
+        curve = (bw, eta)
+        out.update(kv_curve=curve, kv_time_factor=kv_time_factor(
+            gpu, bytes_per_s, curve, attention_flops_per_context_token(model), kv_bytes_per_token(model, kv_bytes)))
+    if prefill is not None:
+        out.update(pair_time_factor=flops_per_s / (gpu.peak_flops_per_s("bf16") * prefill.eta),
+                   row_pairs=prefill.row_pairs)
+    if sources:  # one table: "<source>: decode attention" and "<source>: context attention" share the source
+        out.update(kv_source=sources[0] if len(sources) == 1 else sources[0] + " + context attention")
+    return out

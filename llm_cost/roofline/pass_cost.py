@@ -18,8 +18,9 @@ GEMMs of few rows reach less of the peak than a prefill's (`Profile.small_gemm_f
 eta_f ramp(m), ramp(m) = r + (1 - r) m / (m + h), so rows x row_flops becomes
 rows / ramp(rows) x row_flops in the compute time. A routed expert's GEMMs see only its own rows,
 m_e = rows x k / E(rows) (E the experts those rows touch), so the experts' share s of row_flops
-runs at ramp(m_e): (1 - s) rows / ramp(rows) + s rows / ramp(m_e). Attention pairs stay at eta_f;
-`flops` still counts the FLOPs done.
+runs at ramp(m_e): (1 - s) rows / ramp(rows) + s rows / ramp(m_e). Attention pairs stay at eta_f
+(measured kernels: the prefill table's (pairs + rows x0) / eta, `timed_pairs`); `flops` still counts
+the FLOPs done.
 
 (symbols in `llm_cost.roofline`). Windowed layers (sliding, Llama 4's chunks) keep at most their
 window of K/V and a new row attends to at most that many keys: a uniform pass over such a model
@@ -39,7 +40,7 @@ from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_tok
                              layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
-from llm_cost.roofline.kernels import DATASHEET, measured_decode_attention, measured_gemm, measured_moe
+from llm_cost.roofline.kernels import DATASHEET, measured_gemm, measured_operators
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
                                           recurrent_row_flops, roofline_total, shared_bytes_read,
@@ -102,11 +103,16 @@ class PassCost:
     # Measured operator tables beyond the GEMM's (`kernels`, under Profile.kernels "measured"): the routed
     # experts' grouped GEMMs as (flops_per_s over F eta_max of the MoE table, its r, its h in rows per
     # touched expert), () for none; the K/V bytes' time over the weights' (the GEMM table's bandwidth
-    # over decode attention's); and the tables' names for `--breakdown`.
+    # over decode attention's); attention pairs timed as (pairs + rows x row_pairs) x pair_time_factor
+    # (the prefill table's t = f (P + T x0) / (F eta): pair_time_factor = flops_per_s / (F_bf16 eta));
+    # and the tables' names for `--breakdown` (kv_source: the attention row's).
     expert_curve: tuple[float, float, float] = ()
     kv_time_factor: float = 1.0
     expert_source: str = ""
     kv_source: str = ""
+    pair_time_factor: float = 1.0
+    row_pairs: float = 0.0
+    kv_curve: tuple[float, float] = ()  # decode attention's (bw_efficiency, eta): `kernels.kv_time_factor`
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -117,7 +123,9 @@ class PassCost:
         # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.
         # Derived attributes, not fields, so that a hot loop reads them at attribute speed.
         object.__setattr__(self, "kv_token_s", self.kv_token_bytes * self.kv_time_factor / self.bytes_per_s)
-        object.__setattr__(self, "pair_s", self.pair_flops / self.flops_per_s)
+        object.__setattr__(self, "pair_s", self.pair_flops * self.pair_time_factor / self.flops_per_s)
+        # Measured prefill attention (`timed_pairs`): attention's seconds are not pairs x pair_flops / F eta_f.
+        object.__setattr__(self, "attention_timed", self.pair_time_factor != 1.0 or self.row_pairs != 0.0)
         # GEMMs of few rows run below flops_per_s (a profile's small_gemm_factor < 1 and h > 0): an
         # attribute, not a property, read on every pass of the simulator's loops.
         gemm_ramped = self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0
@@ -171,7 +179,8 @@ class PassCost:
             kernel_source=curve.source if curve else DATASHEET,
             expert_flops_share=_expert_share(model) if moe else 0.0,
             state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,
-            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv)
+            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv,
+                                  kv_bytes=kv_bytes_per_element)
                if profile.kernels == "measured" else {}))
 
     def rank_scale(self, batch):
@@ -286,6 +295,13 @@ class PassCost:
         flops = rows * self.row_flops
         return flops + pairs * self.pair_flops if self.pair_flops else flops
 
+    def timed_pairs(self, rows, pairs):
+        """The pairs at the GEMMs' rate that take as long as `pairs` attention pairs of `rows` rows:
+        (pairs + rows x row_pairs) x pair_time_factor (`pairs` itself without measured attention)."""
+        if not self.attention_timed:
+            return pairs
+        return (pairs + rows * self.row_pairs) * self.pair_time_factor
+
     def memory_s(self, rows, kv_tokens):
         """Seconds to read the weights and move `kv_tokens` tokens' K/V (at `kv_time_factor`)."""
         kv = kv_tokens * self.kv_token_bytes
@@ -295,6 +311,8 @@ class PassCost:
         """Seconds of arithmetic for `rows` rows and `pairs` attention pairs (GEMMs on the ramp:
         `gemm_rows`; `dense_scale`: the busiest attention rank's, `rank_scale`)."""
         gemm = self.ramped or self.busiest or self.attention_dp != 1
+        if self.attention_timed:
+            pairs = self.timed_pairs(rows, pairs)
         seconds = self.flops(self.gemm_rows(rows, dense_scale) if gemm else rows, pairs)  # a fresh number or array
         try:
             seconds /= self.flops_per_s  # a float array in place: no second 10^6-element temporary
@@ -324,7 +342,8 @@ class PassCost:
         if self.attention_dp != 1:  # the busiest attention rank (`rank_scale`)
             compute_s = self.compute_s(rows, pairs, self.rank_scale(batch))
         else:
-            compute_s = self.compute_s(rows, pairs) if self.ramped or self.busiest else flops / self.flops_per_s
+            plain = not (self.ramped or self.busiest or self.attention_timed)
+            compute_s = flops / self.flops_per_s if plain else self.compute_s(rows, pairs)
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes * self.kv_time_factor) / self.bytes_per_s,
                         compute_s=compute_s,
@@ -342,7 +361,7 @@ class PassCost:
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
-        if self.deployed or self.ramped or self.busiest or self.attention_dp != 1:  # a deployment or a GEMM ramp: the plain path (not the hot loop)
+        if self.deployed or self.ramped or self.busiest or self.attention_dp != 1 or self.attention_timed:  # the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
             return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
@@ -362,22 +381,4 @@ class PassCost:
             if self.fixed_s:
                 total = into(total, "add", self.fixed_s)
         return (total, bound) if with_bound else total
-
-
-def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes_per_s: float, flops_per_s: float,
-                       *, count_kv: bool = True) -> dict:
-    """`PassCost` fields from the measured operator tables of `gpu` beyond the GEMM's (`kernels`): a MoE's
-    routed experts at the MoE table's curve, expert_curve = (flops_per_s / (F eta_max), r, h), and (not
-    MLA: its kernels are others) the K/V bytes at decode attention's bandwidth for the model's GQA group,
-    kv_time_factor = bytes_per_s / (BW bw_efficiency). {} where the GPU has neither."""
-    out = {}
-    moe = measured_moe(gpu.name, precision) if model.moe is not None else None
-    if moe is not None:
-        out.update(expert_curve=(flops_per_s / (gpu.peak_flops_per_s(precision) * moe.efficiency),
-                                 moe.small_gemm_factor, moe.gemm_half_rows), expert_source=moe.source)
-    att = (measured_decode_attention(gpu.name, model.num_heads / model.num_kv_heads)
-           if count_kv and model.mla is None and model.num_kv_heads else None)
-    if att is not None:
-        out.update(kv_time_factor=bytes_per_s / (gpu.bandwidth_bytes_per_s * att.efficiency), kv_source=att.source)
-    return out
 

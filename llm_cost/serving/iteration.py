@@ -126,7 +126,8 @@ def _plain_roofline(cost) -> bool:
     constant coefficients (`PassCost.time`; on one GPU the collectives are 0.0, which adds nothing)."""
     plain_deployment = (cost.stages == 1 and not cost.overlap_comm
                         and not (cost.handoff_fixed_s or cost.handoff_row_s))
-    measured = getattr(cost, "kv_time_factor", 1.0) != 1.0 or getattr(cost, "attention_dp", 1) != 1
+    measured = (getattr(cost, "kv_time_factor", 1.0) != 1.0 or getattr(cost, "attention_dp", 1) != 1
+                or getattr(cost, "attention_timed", False))
     return plain_deployment and not measured and not cost.num_experts and not getattr(cost, "ramped", False)
 
 

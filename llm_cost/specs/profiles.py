@@ -74,7 +74,8 @@ class Profile:
         measured kernel table (hardware/kernels/, fitted to NVIDIA aiconfigurator 0.12.0's tables by
         analysis/fit_kernel_tables.py) the GEMM roofline's bw_efficiency, compute_efficiency,
         small_gemm_factor and gemm_half_rows are the table's for the GEMM format (FP8's replaces
-        fp8_compute_factor) and tp all-reduces take its NCCL latency and bus bandwidth
+        fp8_compute_factor), tp all-reduces take its NCCL latency and bus bandwidth, and MoE
+        experts, all-to-alls, decode and prefill attention and MLA their own tables' curves
         (`llm_cost.roofline.kernels`); a GPU without a table keeps this profile's figures, and
         `PassCost.kernel_source` and the breakdown's source column say which.
 
