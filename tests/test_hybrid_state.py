@@ -359,7 +359,7 @@ def test_cli_model_and_spec_on_a_hybrid():
     (row,) = rows_of("model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"))
     assert (row["kv_bytes_per_token"], row["attention_layers"], row["recurrent_layers"]) == (24_576, 12, 36)
     assert row["state_bytes_per_sequence"] == 39_518_208
-    assert (row["params_text"], row["params_mtp"], row["params_checkpoint"]) == (
+    assert (row["params_text"], row["params_mtp"], row["params_total"]) == (
         79_674_391_296, 1_650_471_424, 81_324_862_720)
     assert rows_of("spec", "--model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"), "--alpha", "0.8",
                    "--gamma", "2", "--batch", "8")
