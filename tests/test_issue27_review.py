@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers import error_line, rows_of, run
 from llm_cost.catalog import load_model
 
@@ -59,3 +61,51 @@ def test_catalog_names_the_text_model_and_the_checkpoint_total_as_model_does():
     (model_row,) = rows_of("model", "deepseek-v3")
     assert (rows["deepseek-v3"]["params_text"], rows["deepseek-v3"]["params_total"]) == (
         model_row["params_text"], model_row["params_total"]) == (671_026_419_200, 684_489_845_504)
+
+
+def test_the_vision_tower_is_resident_but_not_read_by_a_decode():
+    """An engine loads a multimodal checkpoint's tower: MedGemma-27B's SigLIP tower and projector,
+    423,060,336 parameters (patch embedding 5,397,120 + encoder 411,466,608 + norms 2,304 +
+    projector 6,194,304, counted in tests/test_vision_requests.py) at BF16, 846,120,672 B, join the
+    text model's 54,018,692,608 B in the fit (capacity, request) and in a tp group 1/tp each; a
+    decode pass still reads the text model's bytes only (the tower runs once per image, its FLOPs in
+    the prefill)."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.counts import weight_bytes
+    from llm_cost.counts.weights import resident_weight_bytes, tower_weight_bytes
+    from llm_cost.parallel import weight_bytes_per_gpu
+    from llm_cost.roofline import step_time
+    from llm_cost.serving.replica import Replica
+    from llm_cost.specs import PRESETS
+    from llm_cost.serving.capacity import kv_capacity
+    from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+
+    m = load_model(MEDGEMMA)
+    tower, text = 423_060_336 * 2, 54_018_692_608
+    assert tower_weight_bytes(m) == tower == 846_120_672 and weight_bytes(m).total == text
+    assert tower_weight_bytes(m, "int4") == tower  # quantizers leave the tower at BF16
+    assert resident_weight_bytes(m) == text + tower
+    cap = rows_of("capacity", "-m", MEDGEMMA, "-g", "h200")[0]
+    assert cap["weight_bytes"] == cap["weight_bytes_per_gpu"] == text + tower
+    req = rows_of("request", "-m", MEDGEMMA, "-g", "h200", "--images", "2")[0]
+    assert req["weight_bytes_per_gpu"] == text + tower
+    # tp 2: half of each (MedGemma's 16 K/V heads split, nothing replicated)
+    assert weight_bytes_per_gpu(m, "bf16", Deployment(tp=2)) == pytest.approx((text + tower) / 2, rel=1e-12)
+    h200 = load_accelerator("h200")
+    assert step_time(m, h200, PRESETS["article"], rows=1).weight_bytes_read == text
+    # the serving engine's replica holds as many K/V tokens as capacity says, the tower's bytes less
+    replica = Replica.from_specs(m, h200, PRESETS["lecture"], windowed=True)
+    held = kv_capacity(m, h200, deployment=SINGLE_GPU.following(PRESETS["lecture"]))
+    assert replica.kv_capacity_tokens == held.kv_tokens
+    assert held.kv_tokens == int((held.usable_bytes - text - tower) // held.kv_bytes_per_token)
+
+
+def test_a_checkpoint_formats_tower_is_at_its_torch_dtype():
+    """`capacity -w checkpoint` on Qwen3.5-4B (chandra): the tower's 333,514,240 parameters
+    (test_hub_configs_2025_part2.py) at its BF16 torch_dtype, 667,028,480 B, on top of the text."""
+    from llm_cost.counts import weight_bytes
+
+    path = str(CONFIGS / "qwen3.5-4b-chandra.json")
+    m = load_model(path)
+    row = rows_of("capacity", "-m", path, "-w", "checkpoint")[0]
+    assert row["weight_bytes"] == weight_bytes(m, "checkpoint").total + 333_514_240 * 2
