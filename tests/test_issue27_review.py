@@ -109,3 +109,20 @@ def test_a_checkpoint_formats_tower_is_at_its_torch_dtype():
     m = load_model(path)
     row = rows_of("capacity", "-m", path, "-w", "checkpoint")[0]
     assert row["weight_bytes"] == weight_bytes(m, "checkpoint").total + 333_514_240 * 2
+
+
+def test_selective_counts_a_hybrids_recurrent_state():
+    """Bamba-9B (ibm-ai-platform/Bamba-9B config): 29 Mamba-2 layers x 1,073,920 state elements x 2 B =
+    62,287,360 B per sequence (test_hub_configs_2025_part2.py), read and written back once a pass:
+    the lecture's figure 5 (4 requests) moves 4 x 2 x 62,287,360 = 498,298,880 B of state beside
+    its 11 cached + new tokens x 12,288 B of K/V; a pure-attention model moves none."""
+    from llm_cost.serving.selective import FIGURE5, selective_ledger
+
+    bamba = str(CONFIGS / "bamba-9b.json")
+    x = selective_ledger(FIGURE5, model=bamba)
+    assert x.state_bytes == 4 * 2 * 62_287_360 == 498_298_880
+    assert x.kv_bytes == 12_288 * (4 + 2 + 2 + 3)
+    assert selective_ledger(FIGURE5, model="llama-3-8b").state_bytes == 0
+    rows = {r["quantity"]: r for r in rows_of("selective", "-m", bamba)}
+    assert rows["recurrent state read and written (GB)"]["selective"] == 498_298_880
+    assert "recurrent state read and written (GB)" not in {r["quantity"] for r in rows_of("selective", "-m", "llama-3-8b")}

@@ -198,11 +198,15 @@ def selective_cmd(
         rows += [{"quantity": "weight bytes read (GB)", "padded": x.weight_bytes_per_request,
                   "selective": x.weight_bytes_selective},
                  {"quantity": "KV bytes read and written (GB)", "padded": x.kv_bytes, "selective": x.kv_bytes}]
+        if x.state_bytes:  # a hybrid: each request's recurrent state, read and written back once
+            rows.append({"quantity": "recurrent state read and written (GB)", "padded": x.state_bytes,
+                         "selective": x.state_bytes})
         columns = [Column("quantity", ""), Column("padded", "padded / per request", _count_or_gb),
                    Column("selective", "selective", _count_or_gb)]
     emit(rows, columns, fmt, title="Selective batching: " + " ".join(f"{c}:{n}" for c, n in x.requests),
-         caption="weights: one batched pass reads them once, one pass per request once each; KV bytes are the "
-                 "same either way (attention has no weights)" if model else "cached:new tokens per request")
+         caption="weights: one batched pass reads them once, one pass per request once each; KV bytes (and a "
+                 "hybrid's recurrent state) are the same either way (attention has no weights)"
+                 if model else "cached:new tokens per request")
 
 
 def _count_or_gb(value) -> str:
