@@ -223,7 +223,8 @@ def test_granite_hybrid_without_layer_types_is_refused(tmp_path):
 def test_linear_attention_layers_in_a_family_without_a_mixer_are_refused(tmp_path):
     """A Qwen3 config naming linear_attention layers is not counted as all-attention."""
     layers = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
-    with pytest.raises(ConfigError, match="model.recurrent must be set exactly when a layer is 'recurrent'"):
+    with pytest.raises(ConfigError, match="key 'layer_types' names 27 of 36 layers linear_attention or mamba, "
+                                          "but qwen3 has no recurrent mixer"):
         load_model(edited(tmp_path, "qwen3-8b.json", layer_types=layers))
 
 

@@ -126,3 +126,46 @@ def test_selective_counts_a_hybrids_recurrent_state():
     rows = {r["quantity"]: r for r in rows_of("selective", "-m", bamba)}
     assert rows["recurrent state read and written (GB)"]["selective"] == 498_298_880
     assert "recurrent state read and written (GB)" not in {r["quantity"] for r in rows_of("selective", "-m", "llama-3-8b")}
+
+
+def test_image_size_that_changes_nothing_says_so():
+    """--image-size without --images (or on a text-only model) is a note on stderr, as every ignored
+    option of this CLI is; with --images it counts and is quiet."""
+    out = run("request", "-m", MEDGEMMA, "--image-size", "512", "-f", "json")
+    assert out.exit_code == 0 and out.stderr.strip() == (
+        "Note: --image-size 512 changes nothing here: no --images given; add --images N to count N images "
+        "per prompt")
+    out = run("request", "-m", "llama-3-8b", "--image-size", "512", "-f", "json")
+    assert out.exit_code == 0 and "llama-3-8b has no vision tower" in out.stderr
+    out = run("request", "-m", MEDGEMMA, "--images", "1", "--image-size", "512", "-f", "json")
+    assert out.exit_code == 0 and out.stderr.strip() == ""
+    assert "--image-size must be in [1, 100000], got 0" in error_line("request", "-m", MEDGEMMA,
+                                                                      "--image-size", "0")
+
+
+def test_image_size_follows_the_processors_limits():
+    """Qwen3.5's processor (Qwen/Qwen3.5-2B-Base preprocessor_config.json: size shortest_edge 65,536,
+    longest_edge 16,777,216 pixels) resizes a square image into 256..4096 px a side: 100,000 px is
+    4096 px, 4096 / 32 = 128 merged tokens a side, 16,384 tokens (not 9.77 M); 100 px is 256 px,
+    8 x 8 = 64 tokens. Llama 4 (Llama4ImageProcessorFast max_patches 16): at most 4 x 4 tiles + the
+    global one, 17 x 144 tokens, whatever the size past 4 x 336 px."""
+    from llm_cost.counts.vision import image_cost
+
+    qwen = load_model(str(CONFIGS / "qwen3.5-397b-a17b.json"))
+    assert image_cost(qwen, 100_000).tokens == 128 * 128 == 16_384
+    assert image_cost(qwen, 4096).tokens == 16_384 and image_cost(qwen, 1024).tokens == 32 * 32
+    assert image_cost(qwen, 100).tokens == 64
+    maverick = load_model(str(CONFIGS / "llama-4-maverick-17b-128e-instruct.json"))
+    assert image_cost(maverick, 100_000).tokens == image_cost(maverick, 1344).tokens == 17 * 144
+    assert image_cost(maverick, 1345).patches == 17 * 577
+
+
+def test_a_dense_family_with_mamba_layer_types_is_refused_naming_the_key(tmp_path):
+    """A qwen3 config whose layer_types are all "mamba": one line naming the key and the families
+    that have a recurrent mixer, not the spec's internal invariant."""
+    from helpers import edited_config
+
+    path = edited_config(tmp_path, "qwen3-8b.json", layer_types=["mamba"] * 36)
+    line = error_line("model", path)
+    assert "key 'layer_types' names 36 of 36 layers linear_attention or mamba, but qwen3 has no recurrent mixer" in line
+    assert "bamba" in line and "model.recurrent" not in line
