@@ -187,3 +187,35 @@ def test_ministral_reasoning_counts_its_own_repositorys_total(tmp_path):
     (instruct,) = rows_of("model", edited_config(tmp_path, "ministral-3-3b-reasoning-2512.json",
                                                  _name_or_path=None))
     assert (instruct["params_total"], instruct["params_unused_head"]) == (3_849_090_048, 0)
+
+
+def test_speculating_with_mtp_loads_its_layers():
+    """The MTP modules are resident only when they speculate (vLLM loads them only under an MTP
+    speculative config): the plan's MTP variant of a configuration needs exactly the module's own
+    weights (block + projection: `counts.mtp.mtp_params(...).own`, DeepSeek-V3 11.6 B) and its
+    layer's K/V more than the plain variant; no other fit counts them."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.counts.mtp import mtp_params
+    from llm_cost.planner.search import evaluate
+    from llm_cost.planner.space import SpecOption, plan_space
+    from llm_cost.speculative.fit import mtp_memory
+    from llm_cost.specs import BF16, PRESETS
+    from llm_cost.specs.deployment import SINGLE_GPU
+
+    ds = load_model("deepseek-v3")
+    w, kv = mtp_memory(ds, BF16, SINGLE_GPU, context=1000)
+    assert w == mtp_params(ds).own * 2 and kv == 576 * 2 * 1000  # one MLA layer's latent + rope key
+    assert mtp_memory(load_model("llama-3-8b"), BF16, SINGLE_GPU, context=1000) == (0.0, 0.0)
+    space = plan_space(ds, [load_accelerator("h200")], 8, tps=(8,), pps=(1,), weights=("fp8",), kv_dtypes=("bf16",),
+                       batches=(1, 8), speculation=(SpecOption("mtp", 0.85, (1,)),))
+    grid = evaluate(space, PRESETS["article"], isl=1024, osl=32)
+    plain = [i for i in range(len(grid)) if grid.variants[grid.variant[i]].kind == "none"]
+    assert plain
+    for i in plain:
+        j = next(k for k in range(len(grid)) if grid.group[k] == grid.group[i] and grid.batch[k] == grid.batch[i]
+                 and grid.variants[grid.variant[k]].kind == "mtp")
+        dep = space.groups[grid.group[i]].deployment.following(PRESETS["article"])
+        w, kv = mtp_memory(ds, space.groups[grid.group[i]].weights, dep, context=1024 + 32 - 1)
+        extra = grid.needed_bytes[j] - grid.needed_bytes[i]
+        workspace = extra - w - grid.batch[i] * kv  # the verification pass's 2 rows per sequence
+        assert w > 1e9 and 0 <= workspace < 1e-3 * w
