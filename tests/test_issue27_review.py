@@ -171,24 +171,6 @@ def test_a_dense_family_with_mamba_layer_types_is_refused_naming_the_key(tmp_pat
     assert "bamba" in line and "model.recurrent" not in line
 
 
-def test_ministral_reasoning_counts_its_own_repositorys_total(tmp_path):
-    """The config is mistralai/Ministral-3-3B-Reasoning-2512's: its checkpoint's total is 4,251,743,232
-    (Hub API, a public record), the Instruct's 3,849,090,048 plus a stored lm_head.weight of
-    131,072 x 3,072 that the tied model never loads (sources in test_hub_configs_2025.py). The same
-    config without the repository's name counts as the Instruct's; BF16 bytes are 2 per parameter."""
-    from helpers import edited_config
-
-    path = str(CONFIGS / "ministral-3-3b-reasoning-2512.json")
-    (row,) = rows_of("model", path)
-    assert (row["params_total"], row["params_unused_head"]) == (4_251_743_232, 402_653_184)
-    assert row["weight_bytes_checkpoint"] == 2 * 4_251_743_232
-    cap = rows_of("capacity", "-m", path, "-w", "checkpoint")[0]
-    assert cap["weight_bytes"] == 2 * (3_429_006_336 + 420_083_712)  # the stored head is not loaded
-    (instruct,) = rows_of("model", edited_config(tmp_path, "ministral-3-3b-reasoning-2512.json",
-                                                 _name_or_path=None))
-    assert (instruct["params_total"], instruct["params_unused_head"]) == (3_849_090_048, 0)
-
-
 def test_speculating_with_mtp_loads_its_layers():
     """The MTP modules are resident only when they speculate (vLLM loads them only under an MTP
     speculative config): the plan's MTP variant of a configuration needs exactly the module's own

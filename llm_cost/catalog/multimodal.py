@@ -39,18 +39,6 @@ def vision_spec(f: Fields, *, kind: str, **extra) -> VisionSpec:
                       num_channels=f.int("num_channels", 3), **extra)
 
 
-# Checkpoints that store an lm_head.weight beside a tied embedding, by the repository their config
-# names (`_name_or_path`): no config key says so, each is known from its published total.
-STORED_TIED_HEADS = {
-    # Hub API safetensors.total 4,251,743,232 (a public record of the mistralai model list), against
-    # 3,849,090,048 for Ministral-3-3B-Instruct-2512 of the same config.json, whose checkpoint stores
-    # no lm_head (huggingface/transformers PR #43429): exactly V x H = 131,072 x 3,072 more. The model
-    # is tied ("3B: tied embeddings share the embedding and output layers", vllm-project/recipes
-    # Mistral/Ministral-3-Reasoning.md), so the stored head is never loaded.
-    "mistralai/Ministral-3-3B-Reasoning-2512": True,
-}
-
-
 def _mistral3(f: Fields) -> dict:
     t = f.sub("text_config")
     dense_only(t, "mistral3")
@@ -59,10 +47,7 @@ def _mistral3(f: Fields) -> dict:
     if f.get("vision_feature_layer", -1) != -1:
         raise f.error(f"key {f.key('vision_feature_layer')} other than -1 (several layers into linear_1) "
                       f"is not counted")
-    spec = decoder(t) | {"vision": vision}
-    if STORED_TIED_HEADS.get(f.get("_name_or_path", None)) and spec["tie_word_embeddings"]:
-        spec["stored_tied_head"] = True
-    return spec
+    return decoder(t) | {"vision": vision}
 
 
 def llama4_vision(f: Fields) -> dict:

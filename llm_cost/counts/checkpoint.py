@@ -120,20 +120,17 @@ class CheckpointBytes:
         Qwen3-Next's, which share the model's), in bytes; 0 without MTP.
     vision
         The vision tower and projector (`counts.vision`), in bytes; 0 for a text-only model.
-    unused_head
-        A tied model's stored lm_head.weight no engine loads (`ModelSpec.stored_tied_head`), bytes.
     """
 
     format: str
     weights: WeightBytes
     mtp: int = 0
     vision: int = 0  # the vision tower and projector, at torch_dtype
-    unused_head: int = 0  # a tied model's stored lm_head.weight (`ModelSpec.stored_tied_head`), at torch_dtype
 
     @property
     def total(self) -> float:
         """Every byte of weights the checkpoint ships (its index's `total_size`)."""
-        return self.weights.total + self.mtp + self.vision + self.unused_head
+        return self.weights.total + self.mtp + self.vision
 
 
 @check_arguments()
@@ -313,6 +310,4 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
 
     vision = vision_params(model)  # the tower and projector at torch_dtype
     return CheckpointBytes(format=shipped.name, weights=checkpoint_weight_bytes(model), mtp=mtp,
-                           vision=vision.total * shipped.dtype_bytes if vision else 0,
-                           unused_head=(model.vocab_size * model.hidden_size * shipped.dtype_bytes
-                                        if model.stored_tied_head else 0))
+                           vision=vision.total * shipped.dtype_bytes if vision else 0)

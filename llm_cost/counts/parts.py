@@ -2,14 +2,12 @@ r"""A checkpoint's parts counted apart: the text model, the vision tower + proje
 
 A published total (the Hub's safetensors total) counts every tensor the checkpoint ships, so
 
-.. math:: N_{checkpoint} = N_{text} + N_{vision} + L_{mtp}\,N_{mtp} + N_{head}
+.. math:: N_{checkpoint} = N_{text} + N_{vision} + L_{mtp}\,N_{mtp}
 
 where N_text is `param_counts(model).total` (what runs per token), N_vision `vision_params`, and
 N_mtp one MTP module as stored: its block and projection (`mtp_params(model).own`), plus its own
 copies of the embedding and LM head where the checkpoint stores them (`mtp_stores_tables`:
-DeepSeek-V3, GLM-4.5; MiMo shares the model's). N_head: V x H where a tied model's checkpoint
-also stores an lm_head.weight no engine loads (`ModelSpec.stored_tied_head`: Ministral 3 3B
-Reasoning), 0 otherwise.
+DeepSeek-V3, GLM-4.5; MiMo shares the model's).
 """
 
 from __future__ import annotations
@@ -23,17 +21,15 @@ from llm_cost.specs import ModelSpec
 
 @dataclass(frozen=True)
 class CheckpointParams:
-    """Parameters by part of the checkpoint (counts): text, vision, mtp, a stored but unused tied
-    head; `total` their sum."""
+    """Parameters by part of the checkpoint (counts): text, vision, mtp; `total` their sum."""
 
     text: int
     vision: int
     mtp: int
-    unused_head: int = 0  # a tied model's stored lm_head.weight (`ModelSpec.stored_tied_head`)
 
     @property
     def total(self) -> int:
-        return self.text + self.vision + self.mtp + self.unused_head
+        return self.text + self.vision + self.mtp
 
 
 def mtp_checkpoint_params(model: ModelSpec) -> int:
@@ -78,5 +74,4 @@ def checkpoint_params(model: ModelSpec) -> CheckpointParams:
 
     vision = vision_params(model)
     return CheckpointParams(text=param_counts(model).total, vision=vision.total if vision else 0,
-                            mtp=mtp_checkpoint_params(model),
-                            unused_head=model.vocab_size * model.hidden_size if model.stored_tied_head else 0)
+                            mtp=mtp_checkpoint_params(model))

@@ -69,7 +69,6 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
         "params_text": parts.text,
         "params_vision": parts.vision,
         "params_mtp": parts.mtp,
-        "params_unused_head": parts.unused_head,  # a tied model's stored lm_head.weight (Ministral 3 3B Reasoning)
         "weight_bytes_bf16": weight_bytes(model, BF16).total,
         "weight_bytes_int4": int4.total,
         "bits_int4": int4.effective_bits,

@@ -84,9 +84,6 @@ class ModelSpec:
     mtp_stores_tables : bool, optional
         Each MTP module stores its own embedding and LM head copies (DeepSeek-V3, GLM-4.5); False
         (default): it shares the model's (MiMo).
-    stored_tied_head : bool, optional
-        The checkpoint stores an lm_head.weight beside its tied embedding, a tensor no engine loads
-        (Ministral-3-3B-Reasoning-2512): counted in its total only (default False).
     recurrent : RecurrentSpec, optional
         The mixer of the layers whose `layer_types` entry is "recurrent"; set exactly when one is.
     attention_output_gate : bool, optional
@@ -172,14 +169,9 @@ class ModelSpec:
     # Every layer runs attention AND the recurrent mixer side by side on the same input (Falcon-H1):
     # each layer keeps K/V and a state; layer_types then names attention kinds only.
     parallel_mixers: bool = False
-    # A tied model whose checkpoint also stores an lm_head.weight (V x H more in its total, loaded by
-    # no engine: `counts.parts`); `catalog.multimodal.STORED_TIED_HEADS` says how each is known.
-    stored_tied_head: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self, "model.")
-        if self.stored_tied_head and not self.tie_word_embeddings:
-            raise InvalidValueError("model.stored_tied_head applies to a tied model (tie_word_embeddings True)")
         if not isinstance(self.name, str) or not self.name:
             raise InvalidValueError("model.name must be a non-empty string")
         for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
