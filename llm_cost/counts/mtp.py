@@ -50,7 +50,7 @@ def mtp_module(model: ModelSpec) -> ModelSpec:
                    attention_chunk_size=model.attention_chunk_size if last == "chunked" else 0,
                    nope_layers=(0,) if model.num_layers - 1 in model.nope_layers else (),
                    recurrent=model.recurrent if last == "recurrent" else None,
-                   vision=None, stored_tied_head=False)  # a text block: no tower, no stored head
+                   vision=None)  # a text block: no tower
 
 
 @dataclass(frozen=True)
