@@ -109,7 +109,7 @@ def test_catalog_lists_each_models_params_and_context():
     assert rows["h100-sxm"]["params_total"] is None and rows["h100-sxm"]["max_position_embeddings"] is None
     assert all(r["params_active"] <= r["params_total"] for r in rows.values() if r["kind"] == "model")
     table = run("catalog").output
-    assert "params (B)" in table and "context (tokens)" in table and "20.91" in table
+    assert "total (B)" in table and "text (B)" in table and "context (tokens)" in table and "20.91" in table
 
 
 def test_every_command_is_mapped_to_its_module():

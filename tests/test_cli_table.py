@@ -59,7 +59,7 @@ def test_table_json_is_one_flat_row_per_model():
     assert [r["model"] for r in rows] == ["llama-3-8b", "llama-3-70b", "deepseek-v3"]
     for r in rows:
         assert all(not isinstance(v, (dict, list)) for v in r.values())
-        assert {"params_total", "weight_bytes_bf16", "kv_bytes_per_sequence_at_4096", "decode_step_s_w4a16",
+        assert {"params_text", "weight_bytes_bf16", "kv_bytes_per_sequence_at_4096", "decode_step_s_w4a16",
                 "spec_speedup", "mtp_c", "fits_bf16", "max_batch_int4_at_4096"} <= set(r)
     assert rows[2]["mtp_layers"] == 1 and rows[0]["mtp_layers"] is None
     assert round(rows[0]["decode_step_s_bf16"] * 1e3, 2) == 4.79
@@ -86,7 +86,7 @@ def test_table_options():
 
 def test_table_takes_a_config_path(data_dir):
     rows = json.loads(run("table", "-m", str(data_dir / "qwen2-7b.json"), "-f", "json").stdout)
-    assert rows[0]["model"] == "qwen2-7b" and rows[0]["params_total"] == 7_615_616_512
+    assert rows[0]["model"] == "qwen2-7b" and rows[0]["params_text"] == 7_615_616_512
 
 
 @pytest.mark.parametrize("args,needles", [

@@ -43,7 +43,7 @@ ARTICLE_OUTPUT = [
 @pytest.mark.parametrize("name,params_b,bf16_gb,int4_gb,bf16_ms,w4_ms", ARTICLE_OUTPUT)
 def test_article_output_block(rows, name, params_b, bf16_gb, int4_gb, bf16_ms, w4_ms):
     r = rows[name]
-    assert r["params_total"] / 1e9 == pytest.approx(params_b, abs=half_unit(2))
+    assert r["params_text"] / 1e9 == pytest.approx(params_b, abs=half_unit(2))
     assert r["weight_bytes_bf16"] / 1e9 == pytest.approx(bf16_gb, abs=half_unit(1))
     assert r["bits_int4"] == pytest.approx(4.25)
     assert r["weight_bytes_int4"] / 1e9 == pytest.approx(int4_gb, abs=half_unit(2))
@@ -70,7 +70,7 @@ def test_deepseek_v3_published_totals(rows):
     r = rows["deepseek-v3"]
     # DeepSeek-V3 Technical Report (arXiv 2412.19437), abstract: "671B total parameters with 37B
     # activated for each token"; our active count includes the 0.93B embedding table (37.55B)
-    assert r["params_total"] / 1e9 == pytest.approx(671, abs=0.5)
+    assert r["params_text"] / 1e9 == pytest.approx(671, abs=0.5)
     assert r["params_active"] / 1e9 == pytest.approx(37, rel=0.02)
     # MLA caches kv_lora_rank + qk_rope_head_dim = 512 + 64 per layer: 61 x 576 x 2 B
     assert r["kv_bytes_per_token"] == 70_272
@@ -81,7 +81,7 @@ def test_deepseek_v3_published_totals(rows):
 def test_each_figure_is_the_librarys(rows, name):
     m, r = load_model(name), rows[name]
     p = param_counts(m)
-    assert (r["params_total"], r["params_active"]) == (p.total, p.active)
+    assert (r["params_text"], r["params_active"]) == (p.total, p.active)
     assert r["weight_bytes_bf16"] == weight_bytes(m, BF16).total
     assert r["weight_bytes_int4"] == weight_bytes(m, INT4_G128).total
     assert r["kv_bytes_per_token"] == kv_bytes_per_token(m)

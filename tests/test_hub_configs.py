@@ -628,17 +628,18 @@ def test_deepseek_v3_mtp_counted_apart():
     """DeepSeek-V3 README (https://huggingface.co/deepseek-ai/DeepSeek-V3): "685B, which includes
     671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module weights".
 
-    params_total is the main model, 671,026,419,200; params_mtp is the MTP module as the checkpoint
+    params_text is the main model, 671,026,419,200; params_mtp is the MTP module as the checkpoint
     stores it (`mtp.mtp_params(...).stored`: its block, eh_proj, norms and its copies of the
-    embedding and the head), 13,463,426,304; the checkpoint holds their sum, 684,489,845,504.
+    embedding and the head), 13,463,426,304; params_total is the checkpoint, their sum, 684,489,845,504.
     """
     from helpers import rows_of
     from llm_cost.speculative.mtp import mtp_params
 
     row, = rows_of("model", "deepseek-v3")
-    assert row["params_total"] == 671_026_419_200
+    assert row["params_text"] == 671_026_419_200
     assert row["params_mtp"] == mtp_params(load_model("deepseek-v3")).stored == 13_463_426_304
-    assert (row["params_total"] + row["params_mtp"]) / 1e9 == pytest.approx(685, abs=0.6)
+    assert row["params_total"] == 671_026_419_200 + 13_463_426_304 == 684_489_845_504
+    assert row["params_total"] / 1e9 == pytest.approx(685, abs=0.6)
     kimi, = rows_of("model", str(CONFIGS / "kimi-k2-instruct.json"))
     assert kimi["params_mtp"] == 0  # num_nextn_predict_layers 0
 

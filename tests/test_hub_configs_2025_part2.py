@@ -264,13 +264,13 @@ def test_cli_capacity_of_a_model_without_attention_layers(tmp_path):
 # ---- published figures for the first pass's derivation-pinned hybrids ----------------------------
 
 def test_mimo_7b_model_row_reports_the_mtp_layer_and_the_index_bytes():
-    """`llm-cost model` on XiaomiMiMo/MiMo-7B: params_total is what runs per token (the text model),
-    params_mtp the one MTP layer (num_nextn_predict_layers 1), params_checkpoint their sum, and
+    """`llm-cost model` on XiaomiMiMo/MiMo-7B: params_text is what runs per token (the text model),
+    params_mtp the one MTP layer (num_nextn_predict_layers 1), params_total their sum, and
     weight_bytes_checkpoint the checkpoint's index total_size, 15,666,819,072 B (derivation and
     source in test_hub_configs_2025.py)."""
     (row,) = rows_of("model", str(CONFIGS / "mimo-7b.json"))
-    assert (row["params_total"], row["params_mtp"], row["params_vision"]) == (7_622_619_136, 210_790_400, 0)
-    assert row["params_checkpoint"] == 7_833_409_536 == 15_666_819_072 // 2
+    assert (row["params_text"], row["params_mtp"], row["params_vision"]) == (7_622_619_136, 210_790_400, 0)
+    assert row["params_total"] == 7_833_409_536 == 15_666_819_072 // 2
     assert row["checkpoint_format"] == "bf16" and row["weight_bytes_checkpoint"] == 15_666_819_072
 
 

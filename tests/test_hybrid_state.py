@@ -85,14 +85,18 @@ def test_minimax_m1_lightning_attention():
     = 113,246,208; lightning qkv_proj 6144 x 3 x 8192 + output_gate 6144 x 8192 + norm 8192
     + out_proj 8192 x 6144 = 251,666,432; experts 32 x 3 x 6144 x 9216 = 5,435,817,984, router 196,608,
     norms 12,288. total = 10 x 5,549,273,088 + 70 x 5,687,693,312 + 2 x 1,229,193,216 + 6,144.
-    Active (ours, both tables): 48,403,306,496; less the input embedding 47.17B (the card's 45.9B is
-    lower still: its count is not stated).
+    Active (ours, both tables): 48,403,306,496. The card's 45.9B is that count less both tables
+    (the input embedding and the LM head, 1,229,193,216 each = V H = 200,064 x 6,144):
+    48,403,306,496 - 2 x 1,229,193,216 = 45,944,920,064, "45.9 billion" at its one decimal.
     """
     m = load("minimax-m1.json")
     p = param_counts(m)
     assert m.num_recurrent_layers == 70 and m.recurrent.kind == "lightning"
     assert p.recurrent_per_layer == 251_666_432 and p.attention_block_per_layer == 113_246_208
     assert checkpoint_params(m).total == p.total == 456_089_655_296
+    assert p.active == 48_403_306_496 and p.embedding == p.lm_head == 200_064 * 6_144 == 1_229_193_216
+    assert p.active - p.embedding - p.lm_head == 45_944_920_064
+    assert round((p.active - p.embedding - p.lm_head) / 1e9, 1) == 45.9  # the card's figure
 
 
 def test_granite_4_0_h_tiny_mamba2_moe():
@@ -223,7 +227,8 @@ def test_granite_hybrid_without_layer_types_is_refused(tmp_path):
 def test_linear_attention_layers_in_a_family_without_a_mixer_are_refused(tmp_path):
     """A Qwen3 config naming linear_attention layers is not counted as all-attention."""
     layers = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
-    with pytest.raises(ConfigError, match="model.recurrent must be set exactly when a layer is 'recurrent'"):
+    with pytest.raises(ConfigError, match="key 'layer_types' names 27 of 36 layers linear_attention or mamba, "
+                                          "but qwen3 has no recurrent mixer"):
         load_model(edited(tmp_path, "qwen3-8b.json", layer_types=layers))
 
 
@@ -359,7 +364,7 @@ def test_cli_model_and_spec_on_a_hybrid():
     (row,) = rows_of("model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"))
     assert (row["kv_bytes_per_token"], row["attention_layers"], row["recurrent_layers"]) == (24_576, 12, 36)
     assert row["state_bytes_per_sequence"] == 39_518_208
-    assert (row["params_text"], row["params_mtp"], row["params_checkpoint"]) == (
+    assert (row["params_text"], row["params_mtp"], row["params_total"]) == (
         79_674_391_296, 1_650_471_424, 81_324_862_720)
     assert rows_of("spec", "--model", str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"), "--alpha", "0.8",
                    "--gamma", "2", "--batch", "8")

@@ -21,6 +21,8 @@ import difflib
 from pathlib import Path
 
 from llm_cost.catalog.families import ARCHITECTURES, FAMILIES, SUPPORTED_MODEL_TYPES
+from llm_cost.catalog.hybrid_families import HYBRID_FAMILIES
+from llm_cost.catalog.mamba_families import MAMBA_FAMILIES
 from llm_cost.catalog.fields import Fields
 from llm_cost.errors import ConfigError, LlmCostError, short_repr
 from llm_cost.specs import ModelSpec, QuantizationConfig
@@ -68,12 +70,27 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
     family = _family(f)
     try:
         spec = FAMILIES[family](f)
+        _refuse_recurrent_without_mixer(f, family, spec)
         return ModelSpec(name=name, source=str(data.get("_source", path)), family=family,
                          quantization=_quantization(f), checkpoint_dtype=_dtype(f), **spec)
     except ConfigError:
         raise
     except LlmCostError as err:  # a spec invariant: still name the file
         raise ConfigError(f"{path}: {err}") from None
+
+
+HYBRIDS = tuple({**HYBRID_FAMILIES, **MAMBA_FAMILIES})  # the families with a recurrent mixer
+
+
+def _refuse_recurrent_without_mixer(f: Fields, family: str, spec: dict) -> None:
+    """A family without a recurrent mixer whose `layer_types` names linear_attention or mamba layers
+    is refused naming the key (it is not counted as all-attention, nor with a guessed mixer)."""
+    kinds = spec.get("layer_types") or ()
+    if spec.get("recurrent") is None and "recurrent" in kinds:
+        key = "text_config.layer_types" if f.has("text_config") else "layer_types"
+        raise f.error(f"key '{key}' names {kinds.count('recurrent')} of {len(kinds)} layers linear_attention "
+                      f"or mamba, but {family} has no recurrent mixer to count them: a hybrid needs its own "
+                      f"model_type ({', '.join(HYBRIDS)})")
 
 
 def _renamed(data: dict, path: Path | str) -> dict:

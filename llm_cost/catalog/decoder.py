@@ -17,14 +17,16 @@ MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_interme
 
 
 def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_bias: bool = False,
-            windows: Callable[[Fields, int], dict] | None = None, head_dim: int | None = None) -> dict:
+            windows: Callable[[Fields, int], dict] | None = None, head_dim: int | None = None,
+            stated_context: bool = False) -> dict:
     """ModelSpec fields every decoder family reads the same way, with the family's defaults.
 
     `tied`, `attention_bias`: the defaults of tie_word_embeddings and attention_bias;
     `qkv_bias`: q/k/v biases the family has whatever the config says (Qwen2); `windows`: the
     family's rule for which layers slide when the config has no `layer_types`; `head_dim`: the
     family's default head_dim when the config has none (its configuration_*.py: Qwen3 128,
-    Gemma 2/3 256, gpt-oss 64), None for hidden_size / num_attention_heads.
+    Gemma 2/3 256, gpt-oss 64), None for hidden_size / num_attention_heads; `stated_context`: the
+    family's max_position_embeddings already states the scaled context (`context_length`).
     """
     hidden = f.int("hidden_size")
     heads = f.int("num_attention_heads")
@@ -44,7 +46,7 @@ def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_
         vocab_size=f.int("vocab_size"),
         tie_word_embeddings=f.bool("tie_word_embeddings", tied),
         qkv_bias=bias or qkv_bias, o_bias=bias, mlp_bias=f.bool("mlp_bias", False),
-        max_position_embeddings=context_length(f),
+        max_position_embeddings=context_length(f, stated=stated_context),
         mtp_layers=f.int("num_nextn_predict_layers", 0, minimum=0),  # DeepSeek-V3's MTP modules
         **_windows(f, layers, windows),
     )
@@ -55,20 +57,27 @@ def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_
 STATED_CONTEXT_ROPE = ("llama3", "longrope", "su", "default")
 
 
-def context_length(f: Fields) -> int:
+def context_length(f: Fields, *, stated: bool = False) -> int:
     """The context a server allows (0: not stated): max_position_embeddings, times a rope_scaling
     factor for yarn (of original_max_position_embeddings), dynamic or linear scaling, vLLM's rule
-    (`_get_and_verify_max_len`): Qwen2.5's YaRN factor 4 takes 32,768 to 131,072."""
-    stated = f.int("max_position_embeddings", 0, minimum=0)
+    (`_get_and_verify_max_len`): Qwen2.5's YaRN factor 4 takes 32,768 to 131,072.
+
+    `stated`: the family's max_position_embeddings is already the scaled context, so no factor
+    applies. vLLM skips the factor for every model_type containing "gemma3" (vllm-project/vllm,
+    vllm/config/model.py, `_get_and_verify_max_len`: "Gemma3's max_model_len (128K) is already
+    scaled by RoPE scaling, so we skip applying the scaling factor again"): Gemma 3 27B's 131,072
+    with its linear factor 8 stays 131,072.
+    """
+    context = f.int("max_position_embeddings", 0, minimum=0)
     rope = f.get("rope_scaling", None)
-    if not stated or not isinstance(rope, dict):
-        return stated
+    if stated or not context or not isinstance(rope, dict):
+        return context
     kind = rope.get("rope_type", rope.get("type", "default"))
     if kind in STATED_CONTEXT_ROPE:
-        return stated
+        return context
     scaling = f.sub("rope_scaling")
     factor = scaling.number("factor", 1.0, 1e6) if scaling.has("factor") else 1.0
-    base = scaling.int("original_max_position_embeddings", stated) if kind == "yarn" else stated
+    base = scaling.int("original_max_position_embeddings", context) if kind == "yarn" else context
     return int(base * factor)
 
 

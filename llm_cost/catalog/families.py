@@ -142,9 +142,11 @@ def _gemma2(f: Fields) -> dict:
 
 
 def _gemma3(f: Fields) -> dict:
-    """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py)."""
+    """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py); max_position_embeddings
+    is the context already scaled by its linear rope factor, as vLLM reads it (`context_length`)."""
     dense_only(f, "gemma3_text")
-    return decoder(f, tied=True, windows=_gemma3_window, head_dim=256) | {"layer_norms": 4, "qk_norm": "head"}
+    return decoder(f, tied=True, windows=_gemma3_window, head_dim=256,
+                   stated_context=True) | {"layer_norms": 4, "qk_norm": "head"}
 
 
 def _olmo2(f: Fields) -> dict:

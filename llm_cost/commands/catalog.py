@@ -12,7 +12,8 @@ from llm_cost.report.render import Column, fixed
 
 CATALOG_COLUMNS = [
     Column("name", "name"),
-    Column("params_total", "params (B)", fixed(2, 1e9)),
+    Column("params_text", "text (B)", fixed(2, 1e9)),  # what runs per token, as `model` names it
+    Column("params_total", "total (B)", fixed(2, 1e9)),  # the checkpoint's: + vision tower, MTP modules
     Column("params_active", "active (B)", fixed(2, 1e9)),
     Column("max_position_embeddings", "context (tokens)", fixed(0)),
 ]

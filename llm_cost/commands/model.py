@@ -12,7 +12,8 @@ from llm_cost.report.render import Column, fixed
 
 MODEL_COLUMNS = [
     Column("name", "model"),
-    Column("params_total", "params (B)", fixed(2, 1e9)),
+    Column("params_text", "text (B)", fixed(2, 1e9)),  # what runs per token
+    Column("params_total", "total (B)", fixed(2, 1e9)),  # the checkpoint: + vision tower, MTP modules
     Column("params_active", "active (B)", fixed(2, 1e9)),
     Column("weight_bytes_bf16", "BF16 (GB)", fixed(2, 1e9)),
     Column("bits_int4", "INT4 bits", fixed(2)),

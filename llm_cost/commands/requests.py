@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.app import command, emit, warn_unfit
+from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, deployment_options,
                                        DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
                                        EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
@@ -103,6 +103,7 @@ def request_cmd(
                                   draft=draft_spec)
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
+    _note_ignored_image_size(spec, images, image_size)
     if breakdown:
         for n, acc in enumerate(accs):
             if n:
@@ -136,6 +137,18 @@ def request_cmd(
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
+
+
+def _note_ignored_image_size(model, images: int, image_size) -> None:
+    """A note on stderr when --image-size changes nothing: no --images, or a model without a tower."""
+    if image_size is None or images:
+        return
+    from llm_cost.errors import check_number
+
+    check_number("image_size", image_size, low=1, high=1e5, integer=True)  # the library's range
+    why = (f"{model.name} has no vision tower" if model.vision is None
+           else "no --images given; add --images N to count N images per prompt")
+    note(f"--image-size {image_size} changes nothing here: {why}")
 
 
 def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list:
@@ -198,11 +211,15 @@ def selective_cmd(
         rows += [{"quantity": "weight bytes read (GB)", "padded": x.weight_bytes_per_request,
                   "selective": x.weight_bytes_selective},
                  {"quantity": "KV bytes read and written (GB)", "padded": x.kv_bytes, "selective": x.kv_bytes}]
+        if x.state_bytes:  # a hybrid: each request's recurrent state, read and written back once
+            rows.append({"quantity": "recurrent state read and written (GB)", "padded": x.state_bytes,
+                         "selective": x.state_bytes})
         columns = [Column("quantity", ""), Column("padded", "padded / per request", _count_or_gb),
                    Column("selective", "selective", _count_or_gb)]
     emit(rows, columns, fmt, title="Selective batching: " + " ".join(f"{c}:{n}" for c, n in x.requests),
-         caption="weights: one batched pass reads them once, one pass per request once each; KV bytes are the "
-                 "same either way (attention has no weights)" if model else "cached:new tokens per request")
+         caption="weights: one batched pass reads them once, one pass per request once each; KV bytes (and a "
+                 "hybrid's recurrent state) are the same either way (attention has no weights)"
+                 if model else "cached:new tokens per request")
 
 
 def _count_or_gb(value) -> str:

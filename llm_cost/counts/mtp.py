@@ -49,7 +49,8 @@ def mtp_module(model: ModelSpec) -> ModelSpec:
                    sliding_window=model.sliding_window if last == "sliding" else 0,
                    attention_chunk_size=model.attention_chunk_size if last == "chunked" else 0,
                    nope_layers=(0,) if model.num_layers - 1 in model.nope_layers else (),
-                   recurrent=model.recurrent if last == "recurrent" else None)
+                   recurrent=model.recurrent if last == "recurrent" else None,
+                   vision=None)  # a text block: no tower
 
 
 @dataclass(frozen=True)

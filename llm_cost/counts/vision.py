@@ -23,6 +23,7 @@ full-size image, H the text model's hidden size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
@@ -137,11 +138,12 @@ def image_cost(model: ModelSpec, image_size_px: int | None = None) -> ImageCost:
       to `tokens_per_image` soft tokens (256) whatever its size (pan-and-scan crops not counted).
     - pixtral (Mistral 3): s = ceil(px / p) patches a side (at most image_size / p), merged s/m a
       side; tokens = rows x (cols + 1), an [IMG_BREAK] / [IMG_END] after each row.
-    - llama4: tiles of image_size: t = ceil(px / image_size)^2, plus one global tile when t > 1;
+    - llama4: tiles of image_size: t = min(ceil(px / image_size), 4)^2 (the processor's 16 tiles at
+      most), plus one global tile when t > 1;
       each tile N = (image_size / p)^2 patches + a class token, pixel-shuffled to N / 4 tokens
       (ratio 0.5; the tile markers not counted).
-    - qwen_vl (Qwen3.5): s = ceil(px / (p m)) x m patches a side (one temporal patch: the image is
-      its two frames); tokens = s^2 / m^2.
+    - qwen_vl (Qwen3.5): s = ceil(px' / (p m)) x m patches a side (one temporal patch: the image is
+      its two frames), px' the side resized into the processor's 256 to 4096 px; tokens = s^2 / m^2.
 
     .. math:: F = 2\,N\,(C p^2 D + N_{layers}) + 4\,L\,N_{tile}^2\,D\,\cdot\mathit{tiles} + 2\,T\,(N_{adapter} + N_{proj})
 
@@ -201,15 +203,28 @@ def image_cost(model: ModelSpec, image_size_px: int | None = None) -> ImageCost:
     return ImageCost(patches=patches, tokens=tokens, encoder_flops=flops)
 
 
+# The processors' size limits; no config.json states them, so these are the shipped processors':
+# - Llama 4 (transformers, image_processing_llama4_fast.py, Llama4ImageProcessorFast): max_patches 16
+#   tiles, the image downsampled onto the largest canvas that fits them (4 x 4 for a square image).
+# - Qwen3.5 / Qwen3-VL (Qwen/Qwen3.5-2B-Base preprocessor_config.json, Qwen2VLImageProcessorFast):
+#   "size": {"shortest_edge": 65536, "longest_edge": 16777216}, a pixel count the image is resized
+#   into (smart_resize): a square image is 256 to 4096 px a side.
+LLAMA4_MAX_TILES = 16
+QWEN_VL_MIN_PIXELS, QWEN_VL_MAX_PIXELS = 65_536, 16_777_216
+
+
 def _patch_grid(v: VisionSpec, px: int) -> tuple[int, int]:
-    """(patches a side of one tile, tiles) of a px-wide image for the tower `v` (`image_cost`)."""
+    """(patches a side of one tile, tiles) of a px-wide image for the tower `v` (`image_cost`), the
+    image first resized as its processor does (pixtral: at most image_size; llama4: at most
+    LLAMA4_MAX_TILES tiles; qwen_vl: QWEN_VL_MIN_PIXELS to QWEN_VL_MAX_PIXELS pixels)."""
     full = v.patches_per_side
     if v.kind == "siglip":
         return full, 1
     if v.kind == "pixtral":
         return min(-(-px // v.patch_size), full) // v.merge_size * v.merge_size or v.merge_size, 1
     if v.kind == "llama4":
-        t = (-(-px // v.image_size)) ** 2
+        t = min(-(-px // v.image_size), math.isqrt(LLAMA4_MAX_TILES)) ** 2
         return full, t + 1 if t > 1 else 1
     unit = v.patch_size * v.merge_size
+    px = min(max(px, math.isqrt(QWEN_VL_MIN_PIXELS)), math.isqrt(QWEN_VL_MAX_PIXELS))
     return -(-px // unit) * v.merge_size, 1

@@ -70,3 +70,47 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
         num_experts=p.num_experts,
         effective_bits=weights.effective_bits,
     )
+
+
+def tower_weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> float:
+    r"""Bytes of the vision tower and projector an engine loads beside the text model (0 without one).
+
+    The tower is resident (it encodes every image) but no decode step reads it: it runs once per
+    image, its FLOPs charged to the prefill (`counts.vision.image_cost`). So it is counted in the
+    memory fit (`resident_weight_bytes`, `parallel.weight_bytes_per_gpu`), never in a pass's bytes.
+
+    .. math:: B_{tower} = N_{vision} \cdot \max(b_{format}, 2)
+
+    A quantized format leaves the tower at BF16, as the quantizers do (vllm-project/llm-compressor,
+    examples/multimodal_vision/README.md: its recipes `ignore` "re:.*vision_tower.*" and
+    "re:.*multi_modal_projector.*", "compressing these parameters offers little benefit"); the
+    checkpoint format takes the tower at the checkpoint's torch_dtype (`checkpoint.checkpoint_bytes`).
+
+    Examples
+    --------
+    MedGemma 27B's SigLIP tower and projector, 423,060,336 parameters (411,466,608 in its encoder
+    layers, tests/test_vision_requests.py) at BF16: 0.85 GB.
+
+    >>> from llm_cost.catalog import load_model
+    >>> round(tower_weight_bytes(load_model("tests/data/configs/medgemma-27b-it.json")) / 1e9, 2)
+    0.85
+    """
+    from llm_cost.counts.vision import vision_params
+
+    model = as_model(model)
+    weights = as_weights(weights)
+    vision = vision_params(model)
+    if vision is None:
+        return 0.0
+    if weights.checkpoint:
+        from llm_cost.counts.checkpoint import checkpoint_bytes
+
+        return float(checkpoint_bytes(model).vision)
+    return vision.total * max(weights.bytes_per_weight, BF16_BYTES)
+
+
+def resident_weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> float:
+    """Weight bytes an engine holds on one GPU for the whole model: the text model's
+    (`weight_bytes(...).total`) plus the vision tower's (`tower_weight_bytes`). The MTP modules are
+    not counted: vLLM loads them only when it speculates with them (README, "Architectures")."""
+    return weight_bytes(model, weights).total + tower_weight_bytes(model, weights)

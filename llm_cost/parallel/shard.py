@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 
 from llm_cost.counts import weight_bytes
+from llm_cost.counts.weights import tower_weight_bytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, handoffs_across, send_s
 from llm_cost.roofline import PassCost
@@ -144,12 +145,15 @@ def stage_share(model: ModelSpec, pp: int) -> float:
 def weight_bytes_per_gpu(model: ModelSpec, weights: WeightFormat, deployment: Deployment) -> float:
     """Weight bytes one GPU of the largest stage holds: 1/tp of the shared weights (all of them under
     dp_attention: `Deployment.attention_tp`), 1/max(tp, ep) of the routed experts, plus the replicated
-    attention parameters, of its ceil(L / pp) / L share."""
+    attention parameters, of its ceil(L / pp) / L share; plus 1/tp of a vision tower
+    (`counts.weights.tower_weight_bytes`: resident, never read by a decode), whole on the first
+    stage, which the largest stage is taken to be (an upper bound when pp does not divide L)."""
     wb = weight_bytes(model, weights)
     experts = wb.num_moe_layers * wb.num_experts * wb.expert
     tp = deployment.attention_tp
     held = (wb.total - experts) / tp + experts / deployment.expert_group
-    return (held + replicated_bytes(model, weights, tp)) * stage_share(model, deployment.pp)
+    text = (held + replicated_bytes(model, weights, tp)) * stage_share(model, deployment.pp)
+    return text + tower_weight_bytes(model, weights) / tp
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_bytes_per_token: float, deployment: Deployment) -> float:

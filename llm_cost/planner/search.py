@@ -14,7 +14,8 @@ lines, and their models are summed over every context (exact, slower).
 
 The fit is `requests.request_fit`'s: weights + the K/V of ISL + OSL tokens per sequence + the larger
 workspace of the prefill and the (verification) decode step, plus a draft model's weights and K/V
-when one shares the GPUs (`speculative.verification_fit`'s rule).
+when one shares the GPUs (`speculative.verification_fit`'s rule), or the MTP layers' weights and K/V
+when they speculate (`speculative.fit.mtp_memory`: vLLM loads them only then).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def bound_of(grid: "Grid", i: int) -> str:
 @check_arguments()
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc)."""
-    from llm_cost.speculative.fit import draft_deployment_for
+    from llm_cost.speculative.fit import draft_deployment_for, mtp_memory
 
     model, count_kv = space.model, profile.count_kv
     check_number("isl", isl, low=1, high=MAX_TOKENS, integer=True)
@@ -163,6 +164,8 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
 
             plain = cost.step(batches, batches, 0.0, count_kv=count_kv).total_s
             mtp_c[gi] = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).total_s / plain
+            # speculating with MTP loads its layers (weights and their K/V), as a draft model's
+            extra_w[gi, mtp], extra_kv[gi, mtp] = mtp_memory(model, w, dep, context=isl + osl - 1)
         for name, (draft, at) in draft_models.items():
             on = draft_deployment_for(draft, dep)
             dcost = deployed_pass_cost(draft, gpu, profile, BF16, on)

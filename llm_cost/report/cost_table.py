@@ -61,7 +61,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
              isl: int | None = None, usd_per_gpu_hour: float | None = None, usd_per_kwh: float | None = None) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
 
-    Keys: params_total, params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
+    Keys: params_text (the text model, what runs per token: the article's DeepSeek-V3 671 B; the
+    MTP modules and a vision tower are `model`'s params_total), params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
     kv_bytes_per_sequence_at_{n}, flops_per_token, decode_step_s_bf16/w4a16 (batch B),
     spec_* (the chain at batch B), mtp_* (None without an MTP module), fits_bf16/int4,
     max_batch_bf16/int4_at_{n} (the most sequences of n tokens whose decode step fits: weights, K/V and
@@ -99,7 +100,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": prof.name,
         "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
         "kv_dtype": deployment.kv_dtype,
-        "params_total": p.total, "params_active": p.active,
+        "params_text": p.total, "params_active": p.active,
         "weight_bytes_bf16": bf16.total, "weight_bytes_int4": int4.total, "bits_int4": int4.effective_bits,
         "kv_bytes_per_token": kv,
     }

@@ -26,11 +26,12 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     """One model's counts: params, weight bytes (BF16, INT4 g128, as shipped), KV and FLOPs per
     token, LoRA.
 
-    The checkpoint's parts, counted apart (`counts.parts`): `params_text` (= `params_total`, the
-    text model, what runs per token: DeepSeek-V3 671B), `params_vision` (the vision tower and
-    projector: Llama-4-Maverick 0.87B), `params_mtp` (the multi-token-prediction modules as the
-    checkpoint stores them: DeepSeek-V3 13.5B, the README's "14B") and `params_checkpoint`, their
-    sum, the Hub's safetensors total ("685B").
+    The checkpoint's parts, counted apart (`counts.parts`): `params_text` (the text model, what
+    runs per token: DeepSeek-V3 671B), `params_vision` (the vision tower and projector:
+    Llama-4-Maverick 0.87B), `params_mtp` (the multi-token-prediction modules as the checkpoint
+    stores them: DeepSeek-V3 13.5B, the README's "14B") and `params_total`, their sum, the
+    checkpoint's total as the Hub's safetensors total reports it ("685B"). `params_active`,
+    `params_per_layer`, `params_embedding` and `params_lm_head` are the text model's.
 
     `weight_bytes_checkpoint`: every weight byte the checkpoint ships, in `checkpoint_format`
     (`llm_cost.counts.checkpoint`: FP8 blocks, MXFP4 experts, else torch_dtype), MTP modules included
@@ -60,7 +61,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     return {
         "name": model.name,
         "family": model.family,
-        "params_total": p.total,
+        "params_total": parts.total,
         "params_active": p.active,
         "params_per_layer": p.per_layer,
         "params_embedding": p.embedding,
@@ -68,7 +69,6 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
         "params_text": parts.text,
         "params_vision": parts.vision,
         "params_mtp": parts.mtp,
-        "params_checkpoint": parts.total,
         "weight_bytes_bf16": weight_bytes(model, BF16).total,
         "weight_bytes_int4": int4.total,
         "bits_int4": int4.effective_bits,
@@ -102,7 +102,8 @@ def _as_shipped(model: ModelSpec) -> tuple[str, float | None]:
 
 
 def catalog_rows() -> list[dict]:
-    """The shipped catalog: each model with its total and active parameters and its context limit
+    """The shipped catalog: each model with its text-model, checkpoint-total (`params_text`,
+    `params_total`, as `model_row` names them) and active parameters and its context limit
     (`max_position_embeddings`, None when the config has none), then each accelerator with its
     memory (marketed and usable), bandwidth, dense BF16 / FP8 / INT8 / FP4 peaks (None where the chip
     has none), interconnect (per GPU per direction, and its latency per collective step) and ridge
@@ -114,10 +115,10 @@ def catalog_rows() -> list[dict]:
     for n in catalog_names("models"):
         m = load_model(n)
         p = param_counts(m)
-        rows.append({"kind": "model", "name": n, "source": m.source, "params_total": p.total,
-                     "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None,
+        rows.append({"kind": "model", "name": n, "source": m.source, "params_text": p.total,
+                     "params_total": checkpoint_params(m).total, "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None,
                      **dict.fromkeys(GPU_FIGURES)})
-    empty = {"params_total": None, "params_active": None, "max_position_embeddings": None}
+    empty = {"params_text": None, "params_total": None, "params_active": None, "max_position_embeddings": None}
     for n in catalog_names("hardware"):
         acc = load_accelerator(n)
         figures = {key: getattr(acc, key) or None for key in GPU_FIGURES[:-2]}  # 0 (absent) -> None

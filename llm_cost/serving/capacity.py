@@ -19,7 +19,7 @@ Conventions:
       one replica's KV tokens = floor((M x (1 - r) - W_gpu) / (b_KV x kv_share / pp))
 
   with W_gpu = `parallel.weight_bytes_per_gpu` (1/(tp pp) of the weights plus the replicated K/V
-  projections), kv_share = `parallel.kv_share` (max(1/tp, 1/kv_heads); 1 for an MLA latent) and
+  projections, and 1/tp of a vision tower), kv_share = `parallel.kv_share` (max(1/tp, 1/kv_heads); 1 for an MLA latent) and
   b_KV at the deployment's kv_dtype. The deployment's replicas each hold that many: in all x replicas.
 - Memory basis: M is the deployment's (`Deployment.memory_bytes`): the marketed `memory_bytes`
   ("marketed": 40e9 for an A100 40GB, the lecture's figures; the default, and the documents'
@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 from llm_cost.counts import BF16_BYTES  # noqa: F401 (re-exported: serving's default)
 from llm_cost.catalog import as_accelerator, as_model
-from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows, weight_bytes
+from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows
+from llm_cost.counts.weights import resident_weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import DEFAULT_RESERVE, KV_BYTES_RANGE, SINGLE_GPU, Deployment
@@ -57,7 +58,8 @@ class KvCapacity:
     memory_bytes, reserve_fraction
         The accelerator's memory (bytes) and the fraction of it held back, in [0, 1).
     weight_bytes, kv_bytes_per_token
-        Weight bytes in the chosen format and KV bytes one token adds.
+        Weight bytes the engine holds in the chosen format (the text model and a vision tower:
+        `counts.weights.resident_weight_bytes`) and KV bytes one token adds.
     kv_bytes_available
         max(0, usable - weights), bytes.
     shortfall_bytes
@@ -239,7 +241,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     gpu = as_accelerator(gpu)
     weights = as_weights(weights)  # a format or its name ("int4")
     deployment, reserve, kv_el, kv_dtype = _settings(deployment, reserve, kv_bytes_per_element)
-    total = weight_bytes(model, weights).total
+    total = resident_weight_bytes(model, weights)  # the text model and a vision tower
     per_token = kv_bytes_per_token(model, kv_el)
     if not per_token:  # every layer recurrent: no K/V token to count capacity in (refused, not divided by 0)
         from llm_cost.counts.per_token import state_in_kv_tokens

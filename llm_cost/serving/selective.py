@@ -9,7 +9,9 @@ For one iteration of requests given as (cached, new) token counts:
 
 and the bytes one selectively batched pass reads against one pass per request: the weights once
 against once per request, the K/V the same either way (attention has no weights: the lecture §4.3,
-"applying batching to Attention has no benefit of reducing the amount of GPU memory reads", Orca §3).
+"applying batching to Attention has no benefit of reducing the amount of GPU memory reads", Orca §3),
+and so is a hybrid's recurrent state: each request's read and written back once per pass
+(`roofline.pass_terms.STATE_MOVES_PER_PASS`), whatever its length.
 
 The lecture's figure-5 example (after Orca's Figure 5): x1 and x2 decoding with 3 and 1 cached
 tokens, x3 and x4 arriving with 2 and 3: 12 positions padded, 7 useful; 48 scores padded, 19 useful.
@@ -38,6 +40,7 @@ class SelectiveLedger:
     weight_bytes_selective: float | None = None  # one pass: the weights once
     weight_bytes_per_request: float | None = None  # one pass per request: once each
     kv_bytes: float | None = None  # the same either way
+    state_bytes: float | None = None  # a hybrid's recurrent state, read and written per request (0: none)
 
 
 def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element: float = 2.0) -> SelectiveLedger:
@@ -45,7 +48,9 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
 
     With `model` (and `weights`, default BF16), the bytes: weights read by every pass
     (`roofline.pass_terms.shared_bytes_read` under the lecture's convention, the input table a lookup),
-    and the K/V each request reads (its cached tokens) and writes (its new ones).
+    and the K/V each request reads (its cached tokens) and writes (its new ones); a hybrid's recurrent
+    state, each request's read and written back once (`state_bytes` = B x 2 x
+    `counts.recurrent.state_bytes_per_sequence`: Bamba-9B's 62.29 MB x 2 x 4 = 0.50 GB for figure 5).
 
     Examples
     --------
@@ -76,7 +81,9 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
     if model is not None:
         from llm_cost.catalog import as_model
         from llm_cost.counts import kv_bytes_per_token, weight_bytes
+        from llm_cost.counts.recurrent import state_bytes_per_sequence
         from llm_cost.roofline.pass_cost import shared_bytes_read
+        from llm_cost.roofline.pass_terms import STATE_MOVES_PER_PASS
         from llm_cost.specs import BF16, PRESETS
 
         model = as_model(model)
@@ -85,5 +92,7 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
             raise InvalidValueError("selective_ledger counts a dense model's weights; a MoE pass reads the experts "
                                     "its rows touch (use roofline)", params=("model",))
         kv = kv_bytes_per_token(model, kv_bytes_per_element) * sum(c + n for c, n in requests)
-        ledger.update(weight_bytes_selective=read, weight_bytes_per_request=b * read, kv_bytes=kv)
+        state = b * STATE_MOVES_PER_PASS * state_bytes_per_sequence(model, kv_bytes_per_element)
+        ledger.update(weight_bytes_selective=read, weight_bytes_per_request=b * read, kv_bytes=kv,
+                      state_bytes=state)
     return SelectiveLedger(**ledger)

@@ -70,3 +70,42 @@ def fits_grid(target: ModelSpec, gpu, deployment: Deployment, weights, g, b, ctx
                                           draft_weights=draft_weights, draft_deployment=draft_deployment).fits
         out[at] = cache[key]
     return out
+
+
+def mtp_memory(model: ModelSpec, weights: WeightFormat, deployment: Deployment, *, context: int) -> tuple[float, float]:
+    r"""(weight bytes, K/V bytes per sequence of `context` tokens) one GPU holds for the model's MTP
+    modules when it speculates with them; (0, 0) without MTP.
+
+    vLLM loads the MTP layers only under an MTP speculative config (so no other fit counts them,
+    README "Architectures"); then each module's own weights (`counts.mtp.mtp_params(...).own`: its
+    block and projection, the embedding and head shared with the model) are split over tp like a
+    layer of the model (its experts over ep), on one stage, and its attention keeps a K/V cache of
+    its own for every token of the sequence:
+
+    .. math:: W = L_{mtp}\,(W_{block}/tp + N_{proj}\,b/tp),\quad KV = L_{mtp}\,B_{KV,layer}(n)\,s_{kv}
+
+    Examples
+    --------
+    DeepSeek-V3 on one GPU, BF16: 11.6 B of its own x 2 bytes, 23.2 GB; one MLA layer's K/V,
+    576 x 2 bytes a token.
+
+    >>> from llm_cost.catalog import load_model
+    >>> w, kv = mtp_memory(load_model("deepseek-v3"), BF16, SINGLE_GPU, context=1000)
+    >>> round(w / 1e9, 1), kv
+    (23.2, 1152000.0)
+    """
+    model = as_model(model)
+    if not model.mtp_layers:
+        return 0.0, 0.0
+    from llm_cost.counts import kv_bytes, weight_bytes
+    from llm_cost.counts.mtp import mtp_module, mtp_params
+    from llm_cost.parallel import weight_bytes_per_gpu
+    from llm_cost.parallel.shard import kv_bytes_per_token_per_gpu
+
+    module = mtp_module(model)  # one layer: a pipeline stage of its own (stage share 1)
+    tables = weight_bytes(module, weights)
+    shared = (tables.embedding + tables.position_embedding + tables.lm_head) / deployment.attention_tp
+    projection = mtp_params(model).projection * weights.bytes_per_weight / deployment.attention_tp
+    own = weight_bytes_per_gpu(module, weights, deployment) - shared + projection
+    kv = kv_bytes_per_token_per_gpu(module, kv_bytes(module, context, deployment.kv_bytes_per_element), deployment)
+    return model.mtp_layers * own, model.mtp_layers * kv
