@@ -112,7 +112,9 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     assignment = [0] * n
     for k, (i, t) in enumerate(zip(range(n), workload.arrival_s)):
         for loop in loops:
-            loop.run(until=t)
+            ls = loop.state
+            if ls.t < t and (ls.running or ls.waiting or loop.flights or loop.swapped):
+                loop.run(until=t)  # otherwise it would return at once: at t already, or nothing to run
         r = route_one(router, loops, i, k)
         assignment[i] = r
         loops[r].enqueue(i, t)

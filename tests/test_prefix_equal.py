@@ -1,0 +1,97 @@
+"""Prefix caching's speed-ups change no schedule (issue 25.7): the cache's interned block ids against
+the plain tuple keys of `block_keys`, and the fleet's skipping of replicas that have nothing to do
+before an arrival against a driver that advances every replica at every arrival. Finish times, first
+tokens and the hit statistics bit-equal on a shared prefix, prefix groups, sessions, evictions and a
+host tier."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.serving import fleet, prefix_cache
+from llm_cost.serving.engine import serve
+from llm_cost.serving.prefixes import prefix_segments
+from llm_cost.serving.replica import Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import poisson_workload
+
+SERVER = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))
+TIGHT = Replica(SERVER.cost, 6000, SERVER.max_len)  # 375 blocks of 16: the LRU evicts
+CACHED = ServeConfig(reservation="paged", prefix_caching=True)
+OFFLOAD = ServeConfig(reservation="paged", prefix_caching=True, kv_offload_bytes=2e8)
+
+WORKLOADS = {
+    "shared": dict(shared=300),
+    "groups": dict(groups=12, group_tokens=400),
+    "groups-uniform": dict(groups=40, group_tokens=200, distribution="uniform", shared=64),
+    "sessions": dict(sessions=10, turns=4, shared=48),
+}
+
+
+class _Recorded(prefix_cache.PrefixCache):
+    made: list = []
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.made.append(self)
+
+
+class _PlainKeys(_Recorded):
+    """The cache keyed by `block_keys`' nested tuples, computed at every call (the plain spelling)."""
+
+    def keys_of(self, i: int) -> tuple:
+        return prefix_cache.block_keys(self.prefix[i], self.prompt[i], self.B)
+
+
+def _plain_fleet(workload, replica, config, replicas, router):
+    """`serve_fleet`'s driver as the module doc says it: every replica advanced to every arrival."""
+    from llm_cost.serving.engine_loop import EngineLoop
+
+    loops = [EngineLoop(workload, replica, config, [0] * len(workload)) for _ in range(replicas)]
+    for loop in loops:
+        loop.routed()
+    assignment = [0] * len(workload)
+    for k, t in enumerate(workload.arrival_s):
+        for loop in loops:
+            loop.run(until=t)
+        r = fleet.route_one(router, loops, k, k)
+        assignment[k] = r
+        loops[r].enqueue(k, t)
+    for loop in loops:
+        loop.run()
+    return fleet.fleet_result(workload, replica, config, router, loops, assignment)
+
+
+def _facts(r) -> tuple:
+    return (r.finish_s, r.first_token_s, r.prefix_hit_requests, r.prefix_hit_tokens, r.preemptions, r.busy_s)
+
+
+def _with_cache(monkeypatch, cls, run):
+    cls.made = []
+    monkeypatch.setattr(prefix_cache, "PrefixCache", cls)
+    out = run()
+    return out, [(c.evictions, len(c.lru), len(c.ref)) for c in cls.made]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("replica, config", [(SERVER, CACHED), (TIGHT, CACHED), (TIGHT, OFFLOAD)],
+                         ids=["roomy", "evicting", "host-tier"])
+def test_interned_block_ids_serve_the_plain_keys_schedule(monkeypatch, name, replica, config):
+    wl = prefix_segments(poisson_workload(300, 12.0, seed=5), seed=1, **WORKLOADS[name])
+    fast, fast_caches = _with_cache(monkeypatch, _Recorded, lambda: serve(wl, replica, config, fast=False))
+    plain, plain_caches = _with_cache(monkeypatch, _PlainKeys, lambda: serve(wl, replica, config, fast=False))
+    assert _facts(fast) == _facts(plain) and fast_caches == plain_caches
+    assert fast.prefix_hit_tokens > 0
+    if replica is TIGHT and name.startswith("groups"):
+        assert fast_caches[-1][0] > 0  # the LRU did evict
+
+
+@pytest.mark.parametrize("router", ["round-robin", "least-loaded", "prefix-affinity"])
+@pytest.mark.parametrize("name", ["groups", "sessions"])
+def test_the_fleet_skipping_idle_replicas_serves_the_plain_drivers_schedule(monkeypatch, router, name):
+    wl = prefix_segments(poisson_workload(400, 30.0, seed=2), seed=3, **WORKLOADS[name])
+    fast, fast_caches = _with_cache(monkeypatch, _Recorded, lambda: fleet.serve_fleet(wl, TIGHT, CACHED, 4, router))
+    plain, plain_caches = _with_cache(monkeypatch, _PlainKeys, lambda: _plain_fleet(wl, TIGHT, CACHED, 4, router))
+    assert fast.assignment == plain.assignment and _facts(fast.fleet) == _facts(plain.fleet)
+    assert fast_caches[-4:] == plain_caches  # serve_fleet's first cache is its one-request check's
