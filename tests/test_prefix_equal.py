@@ -1,15 +1,18 @@
-"""Prefix caching's speed-ups change no schedule (issue 25.7): the cache's interned block ids against
-the plain tuple keys of `block_keys`, and the fleet's skipping of replicas that have nothing to do
-before an arrival against a driver that advances every replica at every arrival. Finish times, first
-tokens and the hit statistics bit-equal on a shared prefix, prefix groups, sessions, evictions and a
-host tier."""
+"""Prefix caching's speed-ups change no schedule (issue 25.7): the fast path (`fast_prefix`) against
+the general loop, the cache's interned block ids against the plain tuple keys of `block_keys`, and the
+fleet's skipping of replicas that have nothing to do before an arrival against a driver that advances
+every replica at every arrival. Finish times, first tokens, the hit statistics (every field of the
+results) bit-equal on a shared prefix, prefix groups, sessions, evictions, preemptions and a host tier."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import fields
 
 import pytest
 
 from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.serving import fleet, prefix_cache
+from llm_cost.serving import fast_prefix, fleet, prefix_cache
 from llm_cost.serving.engine import serve
 from llm_cost.serving.prefixes import prefix_segments
 from llm_cost.serving.replica import Replica
@@ -95,3 +98,58 @@ def test_the_fleet_skipping_idle_replicas_serves_the_plain_drivers_schedule(monk
     plain, plain_caches = _with_cache(monkeypatch, _PlainKeys, lambda: _plain_fleet(wl, TIGHT, CACHED, 4, router))
     assert fast.assignment == plain.assignment and _facts(fast.fleet) == _facts(plain.fleet)
     assert fast_caches[-4:] == plain_caches  # serve_fleet's first cache is its one-request check's
+
+
+def _every_field_equal(a, b) -> None:
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f.name
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("replica, replicas, router", [(SERVER, 3, "prefix-affinity"), (TIGHT, 4, "round-robin"),
+                                                       (TIGHT, 2, "least-loaded"), (TIGHT, 3, "prefix-affinity")],
+                         ids=["roomy", "tight-rr", "tight-ll", "tight-pa"])
+def test_the_fast_path_serves_the_general_loops_fleet_bit_for_bit(monkeypatch, name, replica, replicas, router):
+    wl = prefix_segments(poisson_workload(500, 12.0 * replicas, seed=7), seed=2, **WORKLOADS[name])
+    calls = {"fast": 0, "handovers": 0}
+
+    def counted(method, key):
+        def wrapped(self, *a):
+            calls[key] += 1
+            return method(self, *a)
+        return wrapped
+    monkeypatch.setattr(fast_prefix.PrefixReplica, "_run_fast", counted(fast_prefix.PrefixReplica._run_fast, "fast"))
+    monkeypatch.setattr(fast_prefix.PrefixReplica, "_to_general",
+                        counted(fast_prefix.PrefixReplica._to_general, "handovers"))
+    fast = fleet.serve_fleet(wl, replica, CACHED, replicas, router)
+    general = fleet.serve_fleet(wl, replica, CACHED, replicas, router, fast=False)
+    assert fast.assignment == general.assignment
+    for a, b in zip((fast.fleet, *fast.replicas), (general.fleet, *general.replicas)):
+        _every_field_equal(a, b)
+    assert calls["fast"] > 0 and fast.prefix_token_hit_rate > 0
+    if replica is TIGHT:  # preemptions: the general loop ran them and handed the run back
+        assert fast.fleet.preemptions > 0 and calls["handovers"] > 0 and calls["fast"] > calls["handovers"]
+
+
+def test_the_fast_path_is_an_allow_list():
+    wl = prefix_segments(poisson_workload(10, 1.0, seed=0), shared=32)
+    assert fast_prefix.covers(wl, SERVER, CACHED)
+    assert not fast_prefix.covers(wl, SERVER, ServeConfig(reservation="paged"))  # no cache
+    assert not fast_prefix.covers(wl, SERVER, OFFLOAD)  # the host tier: the general loop
+    assert not fast_prefix.covers(wl, SERVER, ServeConfig(reservation="paged", prefix_caching=True, prefill_chunk=64))
+    assert not fast_prefix.covers(poisson_workload(10, 1.0, seed=0), SERVER, CACHED)  # no prefixes
+    assert set(fast_prefix.FEATURES) == {f.name for f in fields(ServeConfig)}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("replica", [SERVER, TIGHT], ids=["roomy", "tight"])
+def test_serve_takes_the_fast_path_for_prefix_caching_and_keeps_the_loops_schedule(name, replica):
+    wl = prefix_segments(poisson_workload(400, 14.0, seed=4), seed=6, **WORKLOADS[name])
+    fast, general = serve(wl, replica, CACHED), serve(wl, replica, CACHED, fast=False)
+    assert (fast.path, general.path) == ("fast_prefix", "general")
+    for f in fields(fast):
+        if f.name != "path":
+            x, y = getattr(fast, f.name), getattr(general, f.name)
+            assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f.name
+    assert fast.prefix_hit_tokens > 0 and (replica is SERVER or fast.preemptions > 0)

@@ -33,7 +33,7 @@ One loop turn forms one iteration from the running sequences that are not in fli
 K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_tokens_fn`).
 
 `serve` is the one scheduler; which code runs a config is its business, never a caller's. The loop
-is `engine_loop.general_loop`, which runs every config. Two fast paths compute the same schedule
+is `engine_loop.general_loop`, which runs every config. Three fast paths compute the same schedule
 where they apply, each declared by an allow-list of `ServeConfig` fields (a field it does not list
 takes the general loop), tried in this order (`FAST_PATHS`):
 
@@ -44,6 +44,9 @@ takes the general loop), tried in this order (`FAST_PATHS`):
   stalls and a fixed gamma, every running sequence decodes every iteration, and running totals
   give the schedule (8-12x faster than the loop); it hands the iterations around a preemption to
   the loop and takes the run back after them (`handover`, an `EngineState`).
+- `fast_prefix` (`FEATURES`): prefix caching with paged K/V, recompute preemption, whole prefills,
+  no speculation, one stage: counts and per-iteration finish lists instead of a visit to every
+  sequence, the loop's own prefix cache; a preempting stretch runs in the loop.
 
 `scheduler="request"` (FasterTransformer's request-level batches) is an admission policy of its own,
 run by `request_level` (its allow-list `request_level.FEATURES`; other features are refused).
@@ -61,7 +64,7 @@ import operator
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
-from llm_cost.serving import fast_reservations, request_level
+from llm_cost.serving import fast_prefix, fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import reservations_of
@@ -71,7 +74,7 @@ from llm_cost.serving.workload import Workload
 from llm_cost.catalog.arguments import Choice, Either, Flag, Many, check_arguments
 
 
-FAST_PATHS = ("fast_reservations", "fast_engine")  # tried in this order (module doc)
+FAST_PATHS = ("fast_reservations", "fast_engine", "fast_prefix")  # tried in this order (module doc)
 FAST = Either(Flag(), Many(Choice(*FAST_PATHS), empty=True))  # `fast`: True, False or the paths allowed
 
 
@@ -117,13 +120,15 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         def general(state, handback):
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)
+    if path == "fast_prefix":
+        return fast_prefix.serve_prefix(workload, replica, cfg, res, on_progress)
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
 @check_arguments(fast=FAST)
 def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
-    `fast_engine` or `general` (module doc)."""
+    `fast_engine`, `fast_prefix` or `general` (module doc)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
     return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
@@ -142,6 +147,8 @@ def _path(workload, replica, cfg, paths, held) -> str:
         return "fast_reservations"
     if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, _longest(workload)):
         return "fast_engine"
+    if "fast_prefix" in paths and fast_prefix.covers(workload, replica, cfg):
+        return "fast_prefix"
     return "general"
 
 

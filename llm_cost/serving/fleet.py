@@ -73,9 +73,11 @@ def route_one(router: str, loops, i: int, k: int) -> int:
 
 
 def serve_fleet(workload, replica, config, replicas: int, router: str = "round-robin", *,
-                on_progress=None) -> FleetResult:
+                on_progress=None, fast: bool = True) -> FleetResult:
     """Serve `workload` on `replicas` copies of `replica` behind `router` (module doc), each copy with
-    its own engine under `config`; a `FleetResult`.
+    its own engine under `config`; a `FleetResult`. `fast` (default) runs each replica by prefix
+    caching's fast path where it applies (`fast_prefix.covers`: the same schedule); False always by
+    the general loop.
 
     >>> from llm_cost.serving.replica import IterationCost, Replica
     >>> from llm_cost.serving.serve_config import ServeConfig
@@ -104,7 +106,10 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
             for p, d in zip(workload.prompt, workload.declared_gen)]
            if config.reservation in ("declared", "max_len") else [0] * len(workload))
-    loops = [EngineLoop(workload, replica, config, res) for _ in range(replicas)]
+    from llm_cost.serving import fast_prefix
+
+    engine = fast_prefix.PrefixReplica if fast and fast_prefix.covers(workload, replica, config) else EngineLoop
+    loops = [engine(workload, replica, config, res) for _ in range(replicas)]
     for loop in loops:
         loop.routed()
     n = len(workload)
