@@ -27,7 +27,7 @@ import math
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.fast_engine import HANDBACK
 from llm_cost.serving.fast_reservations import allowed
-from llm_cost.serving.iteration import held_tokens_fn, totals_time
+from llm_cost.serving.iteration import held_tokens_fn, inline_coefficients, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 
 
@@ -84,6 +84,7 @@ class PrefixReplica:
         self.cost, self.P, self.O, self.n, self.B = loop.cost, loop.P, loop.O, loop.n, loop.B
         self.total, self.wm, self.hold = loop.total_blocks, loop.wm_blocks, loop.hold
         self.general = False  # the loop runs (a preempting stretch) until it may hand back
+        self.coeffs = None if self.cost.deployed else inline_coefficients(self.cost, None, 0)  # T inline
         self.k = 0  # iterations launched
         self.A = self.nd = 0  # decoders: sum of P - a - 1, count
         self.contrib = [0] * self.n
@@ -186,22 +187,27 @@ class PrefixReplica:
 
     def _run_fast(self, until: float) -> bool:
         """Fast iterations (module doc) until `until` or the end (True) or a preemption ahead (False: the
-        state is the general loop's at the start of that loop turn)."""
-        s, st, cost, P, B, total = self.state, self.state.st, self.cost, self.P, self.B, self.total
-        lru, NEWB, arr, sent = self.cache.lru, self.NEWB, s.arr, self.loop.sent
-        trim = self.cache.trim
+        state is the general loop's at the start of that loop turn). An iteration's seconds are
+        `iteration.iteration_time`'s operations in order (on one GPU `inline_coefficients`' T, operation for
+        operation `PassCost.time`), its statistics `EngineLoop.launch`'s."""
+        s, st, cost, P, B, total, hold = self.state, self.state.st, self.cost, self.P, self.B, self.total, self.hold
+        lru, NEWB, FIN, arr, sent, running, waiting = self.cache.lru, self.NEWB, self.FIN, s.arr, self.loop.sent, \
+            s.running, s.waiting
+        trim, co = self.cache.trim, self.coeffs
+        w, kvb, bps, rf, pfl, fps, fixed = co[:7] if co else (0,) * 7
+        cf, cr = co[15:17] if co else (0, 0)
         cp1 = causal_pairs(1)
         t, k, free, pf, pending = s.t, self.k, s.free, [], False
         while True:
             if pending:
                 pending = False
-                if pf or (k - 1) in self.FIN:
+                if pf or (k - 1) in FIN:
                     free = self._complete(t, k - 1, pf, free)
                     pf = []
             if t >= until:
                 break
             while s.nxt < sent and arr[s.nxt] <= t:  # `EngineLoop.arrivals`
-                s.waiting.append(s.nxt)
+                waiting.append(s.nxt)
                 st["area_sys"] += t - arr[s.nxt]
                 s.in_system += 1
                 s.nxt += 1
@@ -214,12 +220,12 @@ class PrefixReplica:
             if len(lru) > free:
                 trim(free)
             rows = nd
-            if s.waiting and len(s.running) < self.hold:
+            if waiting and len(running) < hold:
                 pf, free = self._admit(free)
                 for _, q in pf:
                     rows += q
             if not rows:
-                if s.running or s.waiting:  # a deadlock (cannot happen: the worst request fits alone)
+                if running or waiting:  # a deadlock (cannot happen: the worst request fits alone)
                     s.t, s.free, self.k = t, free, k
                     return False
                 if s.nxt < sent:  # idle until the next arrival (`EngineLoop.idle`)
@@ -227,39 +233,39 @@ class PrefixReplica:
                     t = arr[s.nxt]
                     continue
                 break
-            t, pending = self._launch(t, k, nd, pf, free, rows, cost, cp1, P, B, total), True
+            if nd:
+                kv_dec = self.A + nd * k
+                kv_read, pairs = kv_dec, 1 * kv_dec + nd * cp1
+            else:
+                kv_read = pairs = kv_dec = 0.0
+            for i, q in pf:
+                c = P[i] - q
+                kv_read += c
+                pairs += causal_pairs(q, c)
+            if co:
+                mem = (w + (kv_read + rows) * kvb) / bps
+                comp = (rows * rf + pairs * pfl if pfl else rows * rf) / fps
+                dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
+            else:
+                dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, nd, kv_dec, 0, 1)
+                st["comm"] += comm
+                st["draft_s"] += draft
+            used = float((total - free) * B)
+            st["dec_slots"] += nd
+            st["iterations"] += 1
+            st["rows"] += rows
+            st["busy"] += dt
+            st["area_n"] += dt * len(running)
+            st["area_kv"] += dt * used
+            st["area_sys"] += dt * s.in_system
+            if used > st["peak_kv"]:
+                st["peak_kv"] = used
+            t += dt
             k += 1
+            pending = True
         s.t, s.free, self.k = t, free, k
         s.used = float((total - free) * B)
         return True
-
-    def _launch(self, t, k, nd, pf, free, rows, cost, cp1, P, B, total) -> float:
-        """The iteration's seconds (`iteration.iteration_time`, its operations in order) and statistics
-        (`EngineLoop.launch`); the clock after it."""
-        s, st = self.state, self.state.st
-        if nd:
-            S = self.A + nd * k
-            kv_read, pairs, kv_dec = S, 1 * S + nd * cp1, S
-        else:
-            kv_read = pairs = kv_dec = 0.0
-        for i, q in pf:
-            c = P[i] - q
-            kv_read += c
-            pairs += causal_pairs(q, c)
-        dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, nd, kv_dec, 0, 1)
-        used = float((total - free) * B)
-        st["comm"] += comm
-        st["draft_s"] += draft
-        st["dec_slots"] += nd
-        st["iterations"] += 1
-        st["rows"] += rows
-        st["busy"] += dt
-        st["area_n"] += dt * len(s.running)
-        st["area_kv"] += dt * used
-        st["area_sys"] += dt * s.in_system
-        if used > st["peak_kv"]:
-            st["peak_kv"] = used
-        return t + dt
 
     def _to_general(self) -> None:
         """The general loop's variables at this loop turn: each running sequence's tokens and blocks."""

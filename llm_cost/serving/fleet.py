@@ -64,12 +64,19 @@ def workload_subset(workload, idx: list):
 
 
 def route_one(router: str, loops, i: int, k: int) -> int:
-    """The replica the router hands request i to (the k-th arrival)."""
+    """The replica the router hands request i to (the k-th arrival). Prefix-affinity reads request i's
+    block keys from the first replica's cache, the same in every one (`PrefixCache.share_keys`)."""
     if router == "round-robin":
         return k % len(loops)
     if router == "least-loaded":
         return min(range(len(loops)), key=lambda r: (loops[r].state.in_system, r))
-    return min(range(len(loops)), key=lambda r: (-loops[r].cache.lookup(i)[0], loops[r].state.in_system, r))
+    keys = loops[0].cache.keys_of(i)
+    best, most, load = 0, -1, 0
+    for r, loop in enumerate(loops):  # the longest cached prefix, ties to the least loaded, then the lowest index
+        h = loop.cache.hits(keys)
+        if h > most or (h == most and loop.state.in_system < load):
+            best, most, load = r, h, loop.state.in_system
+    return best
 
 
 def serve_fleet(workload, replica, config, replicas: int, router: str = "round-robin", *,
@@ -112,6 +119,8 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     loops = [engine(workload, replica, config, res) for _ in range(replicas)]
     for loop in loops:
         loop.routed()
+        if loop.cache is not None:
+            loop.cache.share_keys(loops[0].cache)
     n = len(workload)
     every = max(1, n // 100)
     assignment = [0] * n

@@ -88,6 +88,21 @@ class PrefixCache:
             self._mine[i] = keys
         return keys
 
+    def share_keys(self, other: "PrefixCache") -> None:
+        """Take `other`'s block ids (a cache of the same workload and block size: a fleet's replicas), so
+        one request's `keys_of` is the same tuple in each and is computed once."""
+        self._mine, self._keys, self._longest, self._ids = other._mine, other._keys, other._longest, other._ids
+
+    def hits(self, keys: tuple) -> int:
+        """Leading blocks of `keys` (a `keys_of`) found in the cache, referenced or not."""
+        ref, lru, n = self.ref, self.lru, 0
+        for key in keys:
+            if key in ref or key in lru:
+                n += 1
+            else:
+                break
+        return n
+
     def lookup(self, i: int) -> tuple[int, int]:
         """(leading blocks of request i found in the cache, how many of them are unreferenced)."""
         hits = unref = 0
