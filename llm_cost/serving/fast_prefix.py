@@ -85,6 +85,7 @@ class PrefixReplica:
         self.total, self.wm, self.hold = loop.total_blocks, loop.wm_blocks, loop.hold
         self.general = False  # the loop runs (a preempting stretch) until it may hand back
         self.coeffs = None if self.cost.deployed else inline_coefficients(self.cost, None, 0)  # T inline
+        self.consts = None  # what `_run_fast` reads, once the run's arrivals are known (`routed`)
         self.k = 0  # iterations launched
         self.A = self.nd = 0  # decoders: sum of P - a - 1, count
         self.contrib = [0] * self.n
@@ -92,12 +93,10 @@ class PrefixReplica:
         self.NEWB: dict = {}  # iteration -> decoders needing a new block in it
 
     def routed(self) -> None:
-        """The requests come from a router, one `enqueue` at a time (`RoutedArrivals.routed`)."""
+        """The requests come from a router, one `enqueue(i, t)` at a time: the loop's own
+        (`RoutedArrivals.routed`, `enqueue`), on the state both share."""
         self.loop.routed()
-
-    def enqueue(self, i: int, t: float) -> None:
-        """A router hands request i to this replica at time t (`RoutedArrivals.enqueue`)."""
-        self.loop.enqueue(i, t)
+        self.enqueue = self.loop.enqueue
 
     def run(self, until: float = math.inf) -> None:
         """Iterations until every request is done or the clock reaches `until`, in the fast path or, over
@@ -190,13 +189,14 @@ class PrefixReplica:
         state is the general loop's at the start of that loop turn). An iteration's seconds are
         `iteration.iteration_time`'s operations in order (on one GPU `inline_coefficients`' T, operation for
         operation `PassCost.time`), its statistics `EngineLoop.launch`'s."""
-        s, st, cost, P, B, total, hold = self.state, self.state.st, self.cost, self.P, self.B, self.total, self.hold
-        lru, NEWB, FIN, arr, sent, running, waiting = self.cache.lru, self.NEWB, self.FIN, s.arr, self.loop.sent, \
-            s.running, s.waiting
-        trim, co = self.cache.trim, self.coeffs
-        w, kvb, bps, rf, pfl, fps, fixed = co[:7] if co else (0,) * 7
-        cf, cr = co[15:17] if co else (0, 0)
-        cp1 = causal_pairs(1)
+        if self.consts is None:
+            co = self.coeffs
+            self.consts = (self.state, self.state.st, self.cost, self.P, self.B, self.total, self.hold,
+                           self.cache.lru, self.NEWB, self.FIN, self.state.arr, self.loop.sent, self.state.running,
+                           self.state.waiting, self.cache.trim, co, *(co[:7] if co else (0,) * 7),
+                           *(co[15:17] if co else (0, 0)), causal_pairs(1))
+        (s, st, cost, P, B, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
+         w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
         t, k, free, pf, pending = s.t, self.k, s.free, [], False
         while True:
             if pending:
