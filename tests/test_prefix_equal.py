@@ -6,6 +6,7 @@ results) bit-equal on a shared prefix, prefix groups, sessions, evictions, preem
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import fields
 
@@ -153,3 +154,19 @@ def test_serve_takes_the_fast_path_for_prefix_caching_and_keeps_the_loops_schedu
             x, y = getattr(fast, f.name), getattr(general, f.name)
             assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f.name
     assert fast.prefix_hit_tokens > 0 and (replica is SERVER or fast.preemptions > 0)
+
+
+@pytest.mark.parametrize("kind", ["tp2", "moe"])
+def test_the_fast_path_keeps_the_loops_schedule_where_its_time_is_not_inlined(kind):
+    # a deployment (collectives counted apart) or routed experts: `totals_time` each iteration
+    from llm_cost.specs.deployment import Deployment
+
+    if kind == "tp2":
+        server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), deployment=Deployment(tp=2))
+    else:
+        server = Replica.from_specs(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), kv_tokens=20000)
+    wl = prefix_segments(poisson_workload(300, 20.0, seed=9), seed=1, groups=8, group_tokens=256)
+    fast, general = serve(wl, server, CACHED), serve(wl, server, CACHED, fast=False)
+    assert fast.path == "fast_prefix" and fast_prefix.PrefixReplica(wl, server, CACHED, [0]).coeffs is None
+    _every_field_equal(dataclasses.replace(fast, path="general"), general)
+    assert fast.prefix_hit_tokens > 0 and (kind == "moe" or fast.comm_total_s > 0)
