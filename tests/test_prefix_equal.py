@@ -11,10 +11,13 @@ import math
 from dataclasses import fields
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.serving import fast_prefix, fleet, prefix_cache
 from llm_cost.serving.engine import serve
+from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.prefixes import prefix_segments
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.serve_config import ServeConfig
@@ -170,3 +173,25 @@ def test_the_fast_path_keeps_the_loops_schedule_where_its_time_is_not_inlined(ki
     assert fast.path == "fast_prefix" and fast_prefix.PrefixReplica(wl, server, CACHED, [0]).coeffs is None
     _every_field_equal(dataclasses.replace(fast, path="general"), general)
     assert fast.prefix_hit_tokens > 0 and (kind == "moe" or fast.comm_total_s > 0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 80), rate=st.sampled_from([2.0, 20.0, 1e6]),
+       block=st.sampled_from([1, 4, 16, 32]), watermark=st.sampled_from([0.0, 0.01, 0.1]),
+       batch=st.sampled_from([1, 2, 8, 32]), room=st.sampled_from([0, 64, 1000, 20000]),
+       prefix=st.sampled_from(sorted(WORKLOADS)), replicas=st.integers(1, 3),
+       router=st.sampled_from(["round-robin", "least-loaded", "prefix-affinity"]))
+def test_random_prefix_runs_are_the_loops_bit_for_bit(seed, n, rate, block, watermark, batch, room, prefix,
+                                                      replicas, router):
+    wl = prefix_segments(poisson_workload(n, rate, seed=seed), seed=seed, **WORKLOADS[prefix])
+    cfg = ServeConfig(reservation="paged", prefix_caching=True, block_size=block, watermark=watermark,
+                      max_batch=batch)
+    longest = max(p + o for p, o in zip(wl.prompt, wl.output))
+    server = Replica(SERVER.cost, blocks_for(longest + 1, block) * block + room, 100_000)  # the longest fits alone
+    fast, general = serve(wl, server, cfg), serve(wl, server, cfg, fast=False)
+    assert fast.path == "fast_prefix"
+    _every_field_equal(dataclasses.replace(fast, path="general"), general)
+    a, b = fleet.serve_fleet(wl, server, cfg, replicas, router), fleet.serve_fleet(wl, server, cfg, replicas, router,
+                                                                                  fast=False)
+    assert a.assignment == b.assignment
+    _every_field_equal(a.fleet, b.fleet)
