@@ -195,3 +195,10 @@ def test_random_prefix_runs_are_the_loops_bit_for_bit(seed, n, rate, block, wate
                                                                                   fast=False)
     assert a.assignment == b.assignment
     _every_field_equal(a.fleet, b.fleet)
+
+
+def test_the_fast_path_reports_progress_as_requests_finish():
+    wl = prefix_segments(poisson_workload(300, 12.0, seed=1), shared=64)
+    seen = []
+    serve(wl, SERVER, CACHED, on_progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 10 and seen == sorted(seen) and seen[-1] == (300, 300)

@@ -65,6 +65,7 @@ def serve_prefix(workload, replica, cfg, res, on_progress=None):
     from llm_cost.serving.serve_result import ServeResult
 
     run = PrefixReplica(workload, replica, cfg, res)
+    run.progress = on_progress
     run.run()
     s = run.state
     if on_progress:
@@ -91,6 +92,7 @@ class PrefixReplica:
         self.contrib = [0] * self.n
         self.FIN: dict = {}  # iteration -> decoders finishing at its end, in admission order
         self.NEWB: dict = {}  # iteration -> decoders needing a new block in it
+        self.progress, self.every = None, max(1, self.n // 100)  # on_progress(finished, requests), how often
 
     def routed(self) -> None:
         """The requests come from a router, one `enqueue(i, t)` at a time: the loop's own
@@ -136,6 +138,8 @@ class PrefixReplica:
         del s.running[i]
         s.finished += 1
         s.in_system -= 1
+        if self.progress is not None and s.finished % self.every == 0:
+            self.progress(s.finished, self.n)
         return free
 
     def _complete(self, t: float, a: int, pf: list, free: int) -> int:
