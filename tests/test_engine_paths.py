@@ -71,7 +71,7 @@ def test_the_default_config_takes_each_fast_path_it_allows():
     wl = poisson_workload(300, 12.4, seed=1)
     runs = {fast: serve(wl, SERVER, ServeConfig(), fast=fast) for fast in PATH_CHOICES}
     assert [runs[f].path for f in PATH_CHOICES] == ["fast_reservations", "fast_reservations", "fast_engine", "general",
-                                                    "general"]  # fast_pipeline: pipelines only
+                                                    "general", "general"]  # fast_pipeline: pipelines; fast_prefix: prefixes
     for fast, r in runs.items():
         _same_schedule(r, runs[False], fast)
 

@@ -4,6 +4,8 @@ the host tier's own LRU, the CLI option, and a property (offload never raises th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,8 +55,9 @@ def test_a_block_evicted_to_host_comes_back_counted_by_hand():
     assert on.first_token_s[2] - 20.0 == pytest.approx(1.5, abs=1e-9)
     assert off.first_token_s[2] - 20.0 == pytest.approx(1.0, abs=1e-9)
     assert (on.positions_computed, off.positions_computed) == (91, 107)
-    # a tier smaller than one block holds nothing: the run is the one without offload
-    assert serve(wl, small, _cached(15_999)) == off
+    # a tier smaller than one block holds nothing: the run is the one without offload (which prefix
+    # caching's fast path runs: the same schedule)
+    assert (off.path, replace(serve(wl, small, _cached(15_999)), path=off.path)) == ("fast_prefix", off)
 
 
 def test_the_host_tier_is_lru_and_pinned_sequences_come_first():
@@ -118,7 +121,8 @@ def test_zero_offload_is_todays_engine():
     # with room enough that nothing is evicted or preempted, a tier changes nothing either
     roomy = Replica(KV_COST, 1000, 2048)
     wl = _evicting_workload()
-    assert serve(wl, roomy, _cached(1e9)) == serve(wl, roomy, _cached(0))
+    tiered, plain = serve(wl, roomy, _cached(1e9)), serve(wl, roomy, _cached(0))
+    assert (plain.path, replace(tiered, path=plain.path)) == ("fast_prefix", plain)
 
 
 def test_offload_is_refused_where_it_cannot_run():

@@ -48,6 +48,9 @@ takes the general loop), tried in this order (`FAST_PATHS`):
   prefills, no speculation: the running sequences as cohorts of the iterations in flight, each
   with its K/V summed and tables of the iterations at which its members need a block or finish
   (about 7x faster than the loop); a run that would preempt is handed to the loop whole.
+- `fast_prefix` (`FEATURES`): prefix caching with paged K/V, recompute preemption, whole prefills,
+  no speculation, one stage: counts and per-iteration finish lists instead of a visit to every
+  sequence, the loop's own prefix cache; a preempting stretch runs in the loop.
 
 `scheduler="request"` (FasterTransformer's request-level batches) is an admission policy of its own,
 run by `request_level` (its allow-list `request_level.FEATURES`; other features are refused).
@@ -65,7 +68,7 @@ import operator
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
-from llm_cost.serving import fast_pipeline, fast_reservations, request_level
+from llm_cost.serving import fast_pipeline, fast_prefix, fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import reservations_of
@@ -75,7 +78,7 @@ from llm_cost.serving.workload import Workload
 from llm_cost.catalog.arguments import Choice, Either, Flag, Many, check_arguments
 
 
-FAST_PATHS = ("fast_reservations", "fast_engine", "fast_pipeline")  # tried in this order (module doc)
+FAST_PATHS = ("fast_reservations", "fast_engine", "fast_pipeline", "fast_prefix")  # tried in this order (module doc)
 FAST = Either(Flag(), Many(Choice(*FAST_PATHS), empty=True))  # `fast`: True, False or the paths allowed
 
 
@@ -125,14 +128,16 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
         r = fast_pipeline.serve_pipelined(workload, replica, cfg, on_progress)
         if r is not None:
             return r  # else the run preempts: the general loop runs it whole
+    if path == "fast_prefix":
+        return fast_prefix.serve_prefix(workload, replica, cfg, res, on_progress)
     return general_loop(workload, replica, cfg, res, on_progress)
 
 
 @check_arguments(fast=FAST)
 def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True) -> str:
     """The path `serve(workload, replica, config, fast=fast)` runs: `request_level`, `fast_reservations`,
-    `fast_engine`, `fast_pipeline` or `general` (module doc; `fast_pipeline` hands a run that would
-    preempt to the general loop whole, and its `ServeResult.path` says `general`)."""
+    `fast_engine`, `fast_pipeline`, `fast_prefix` or `general` (module doc; `fast_pipeline` hands a run
+    that would preempt to the general loop whole, and its `ServeResult.path` says `general`)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
     return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
 
@@ -153,6 +158,8 @@ def _path(workload, replica, cfg, paths, held) -> str:
         return "fast_engine"
     if "fast_pipeline" in paths and fast_pipeline.covers(workload, replica, cfg):
         return "fast_pipeline"
+    if "fast_prefix" in paths and fast_prefix.covers(workload, replica, cfg):
+        return "fast_prefix"
     return "general"
 
 

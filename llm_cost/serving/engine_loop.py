@@ -162,6 +162,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         the first token."""
         s, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
         gen, kv = s.gen, s.kv
+        flat, B, blocks = self.paged and not held, self.B, s.blocks
         rounds = tokens = 0
         drawn = [self.accept(i, g) for i in decs] if g else ()
         for k, i in enumerate(decs):
@@ -177,7 +178,14 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             gen[i] = gi
             old = kv[i]
             new = kv[i] = P[i] + gi - 1
-            self.resize(i, held(new) if held else new, old)
+            if flat:  # `resize` inlined (a hot loop): paged blocks without windows
+                want = blocks_for(new, B)
+                if want != blocks[i]:
+                    s.free += blocks[i] - want
+                    s.used += (want - blocks[i]) * B
+                    blocks[i] = want
+            else:
+                self.resize(i, held(new) if held else new, old)
             if gi >= O[i]:
                 self.finish(i, done_s)
         if rounds:

@@ -64,18 +64,27 @@ def workload_subset(workload, idx: list):
 
 
 def route_one(router: str, loops, i: int, k: int) -> int:
-    """The replica the router hands request i to (the k-th arrival)."""
+    """The replica the router hands request i to (the k-th arrival). Prefix-affinity reads request i's
+    block keys from the first replica's cache, the same in every one (`PrefixCache.share_keys`)."""
     if router == "round-robin":
         return k % len(loops)
     if router == "least-loaded":
         return min(range(len(loops)), key=lambda r: (loops[r].state.in_system, r))
-    return min(range(len(loops)), key=lambda r: (-loops[r].cache.lookup(i)[0], loops[r].state.in_system, r))
+    keys = loops[0].cache.keys_of(i)
+    best, most, load = 0, -1, 0
+    for r, loop in enumerate(loops):  # the longest cached prefix, ties to the least loaded, then the lowest index
+        h = loop.cache.hits(keys)
+        if h > most or (h == most and loop.state.in_system < load):
+            best, most, load = r, h, loop.state.in_system
+    return best
 
 
 def serve_fleet(workload, replica, config, replicas: int, router: str = "round-robin", *,
-                on_progress=None) -> FleetResult:
+                on_progress=None, fast: bool = True) -> FleetResult:
     """Serve `workload` on `replicas` copies of `replica` behind `router` (module doc), each copy with
-    its own engine under `config`; a `FleetResult`.
+    its own engine under `config`; a `FleetResult`. `fast` (default) runs each replica by prefix
+    caching's fast path where it applies (`fast_prefix.covers`: the same schedule); False always by
+    the general loop.
 
     >>> from llm_cost.serving.replica import IterationCost, Replica
     >>> from llm_cost.serving.serve_config import ServeConfig
@@ -104,15 +113,22 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
             for p, d in zip(workload.prompt, workload.declared_gen)]
            if config.reservation in ("declared", "max_len") else [0] * len(workload))
-    loops = [EngineLoop(workload, replica, config, res) for _ in range(replicas)]
+    from llm_cost.serving import fast_prefix
+
+    engine = fast_prefix.PrefixReplica if fast and fast_prefix.covers(workload, replica, config) else EngineLoop
+    loops = [engine(workload, replica, config, res) for _ in range(replicas)]
     for loop in loops:
         loop.routed()
+        if loop.cache is not None:
+            loop.cache.share_keys(loops[0].cache)
     n = len(workload)
     every = max(1, n // 100)
     assignment = [0] * n
     for k, (i, t) in enumerate(zip(range(n), workload.arrival_s)):
         for loop in loops:
-            loop.run(until=t)
+            ls = loop.state
+            if ls.t < t and (ls.running or ls.waiting or loop.flights or loop.swapped):
+                loop.run(until=t)  # otherwise it would return at once: at t already, or nothing to run
         r = route_one(router, loops, i, k)
         assignment[i] = r
         loops[r].enqueue(i, t)

@@ -60,17 +60,48 @@ class PrefixCache:
         self.ref: dict = {}
         self.lru: OrderedDict = OrderedDict()
         self.held = [0] * len(workload)  # leading blocks request i holds through the cache
-        self._keys: dict = {}  # (segments, prompt) -> block keys: 10^6 requests share a few prefixes
+        self._mine: list = [None] * len(workload)  # request i's block ids, once asked for
+        self._keys: dict = {}  # (segments, full blocks) -> block ids: 10^6 requests share a few prefixes
+        self._longest: dict = {}  # segments -> (known tokens, the ids of every full block inside them)
+        self._ids: dict = {}  # block key -> its id (an int: hashed fast in the tables below)
         self.evictions = 0
         self.host = None  # a HostTier the evicted blocks spill to (K/V offload), or None
 
     def keys_of(self, i: int) -> tuple:
-        """Request i's cacheable block keys (`block_keys`), computed once per distinct prefix."""
-        k = (self.prefix[i], self.prompt[i])
-        keys = self._keys.get(k)
+        """Request i's cacheable blocks (`block_keys`), each as the id of its key (one int per distinct
+        key: the tables hash ints, not nested tuples), computed once per request and once per distinct
+        (prefix, full blocks)."""
+        keys = self._mine[i]
         if keys is None:
-            keys = self._keys[k] = block_keys(self.prefix[i], self.prompt[i], self.B)
+            seg = self.prefix[i]
+            longest = self._longest.get(seg)
+            if longest is None:
+                known = sum(t for _, t in seg)
+                ids = self._ids
+                longest = self._longest[seg] = (known, tuple(ids.setdefault(key, len(ids))
+                                                             for key in block_keys(seg, known + 1, self.B)))
+            full = min(longest[0], self.prompt[i] - 1) // self.B
+            k = (seg, full)
+            keys = self._keys.get(k)
+            if keys is None:
+                keys = self._keys[k] = longest[1][:full]
+            self._mine[i] = keys
         return keys
+
+    def share_keys(self, other: "PrefixCache") -> None:
+        """Take `other`'s block ids (a cache of the same workload and block size: a fleet's replicas), so
+        one request's `keys_of` is the same tuple in each and is computed once."""
+        self._mine, self._keys, self._longest, self._ids = other._mine, other._keys, other._longest, other._ids
+
+    def hits(self, keys: tuple) -> int:
+        """Leading blocks of `keys` (a `keys_of`) found in the cache, referenced or not."""
+        ref, lru, n = self.ref, self.lru, 0
+        for key in keys:
+            if key in ref or key in lru:
+                n += 1
+            else:
+                break
+        return n
 
     def lookup(self, i: int) -> tuple[int, int]:
         """(leading blocks of request i found in the cache, how many of them are unreferenced)."""

@@ -64,7 +64,7 @@ class ServeResult:
     deadlock: Deadlock | None
     comm_total_s: float = 0.0  # the collectives' seconds, summed over the iterations (a pass's: comm_time_s)
     # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
-    # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`,
+    # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`, `fast_prefix`,
     # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; None where
     # the run does not tell them apart from K/V used), token rows computed (padding included) and needed
     # (prompt + output - 1 of the requests that ran)
