@@ -9,8 +9,8 @@ import typer
 
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, deployment_options,
-                                       DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
+from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, DEFAULT_ISL, DEFAULT_OSL,
+                                       deployment_options, DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
                                        EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
                                        PrefillChunk, Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh,
                                        Weights)
@@ -44,8 +44,8 @@ def request_cmd(
     model: ModelOpt = DEFAULT.model,
     gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
-    isl: Isls = [1024],  # noqa: B006
-    osl: Osls = [256],  # noqa: B006
+    isl: Isls = [DEFAULT_ISL],  # noqa: B006
+    osl: Osls = [DEFAULT_OSL],  # noqa: B006
     prefill_chunk: PrefillChunk = None,
     usd_per_gpu_hour: UsdPerGpuHour = None,
     spec_alpha: SpecAlpha = None,
