@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -167,3 +168,14 @@ def test_weight_formats_by_name_in_the_library():
         lc.kv_capacity("llama-3-8b", "h100-sxm", weights=INT4_G128).kv_tokens
     with pytest.raises(ValueError, match="weights must be"):
         lc.step_time("llama-3-8b", "h100-sxm", "article", weights=3)
+
+
+def test_one_name_for_the_communication_time():
+    # issue 28.8: a pass's communication is comm_time_s in the library as in the CLI's rows
+    from llm_cost.requests import Phases
+    from llm_cost.roofline import PassCost, StepTime
+
+    assert callable(PassCost.comm_time_s) and not hasattr(PassCost, "comm_s")
+    fields = {f.name for f in dataclasses.fields(Phases)} | {f.name for f in dataclasses.fields(StepTime)}
+    assert {"comm_time_s", "prefill_comm_time_s", "decode_comm_time_s"} <= fields
+    assert not [name for name in fields if name.endswith("comm_s")]

@@ -267,7 +267,7 @@ class Replica:
 
         >>> from llm_cost.specs.deployment import Deployment
         >>> r = Replica.from_specs(load_model("llama-3-70b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=4))
-        >>> r.kv_capacity_tokens, r.cost.stages, r.cost.comm_s(1) > 0, r.description
+        >>> r.kv_capacity_tokens, r.cost.stages, r.cost.comm_time_s(1) > 0, r.description
         (448280, 1, True, 'llama-3-70b on H100 SXM, tp 4, preset lecture')
         """
         from llm_cost.parallel import deployed_cost
