@@ -124,3 +124,19 @@ def test_every_command_runs_with_no_options():
 def test_a_command_that_needs_an_input_names_it(command):
     out = run(command)
     assert out.exit_code == 2 and NEEDS[command] in out.output, out.output
+
+
+# Issue 28.3: a --help text names files a user has (the path in the checkout), never the lead's shared/.
+def test_help_names_files_that_exist_in_the_checkout():
+    import re
+    from pathlib import Path
+
+    from llm_cost.cli import COMMAND_MODULES
+
+    root = Path(__file__).resolve().parent.parent
+    for command in sorted(COMMAND_MODULES):
+        text = " ".join(run(command, "--help").output.split())  # help wraps a path at its slashes never
+        assert "shared/" not in text, command
+        for path in re.findall(r"[\w.-]+(?:/[\w.-]+)+\.(?:csv|json)", text):
+            if not path.startswith("./my-"):  # a file of the user's own, in an example
+                assert (root / path).exists(), (command, path)

@@ -124,7 +124,7 @@ def plot_cmd(
     osl: Osl = None,
     ttft_ms: TtftMs = None,
     tpot_ms: TpotMs = None,
-    points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
+    points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (the columns of tests/data/measured/train.csv).")] = None,
     force: Force = False,
     deploy: DeploymentArgs = AS_GIVEN,
 ) -> None:
