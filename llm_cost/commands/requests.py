@@ -11,7 +11,7 @@ from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, DEFAULT_ISL, DEFAULT_OSL,
                                        deployment_options, DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
-                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
+                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelsOpt, Osls,
                                        PrefillChunk, Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh,
                                        Weights)
 from llm_cost.report.deployment_rows import deployed_columns
@@ -41,7 +41,7 @@ PRICE_COLUMNS = [
                            "--osl 256 --usd-per-gpu-hour 2.5")
 @deployment_options
 def request_cmd(
-    model: ModelOpt = DEFAULT.model,
+    model: ModelsOpt = [DEFAULT.model],  # noqa: B006
     gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
     isl: Isls = [DEFAULT_ISL],  # noqa: B006
@@ -79,7 +79,8 @@ def request_cmd(
     from llm_cost.report.request_rows import request_rows
     from llm_cost.requests import Speculation
 
-    spec, accs = load_model(model), [load_accelerator(g) for g in gpu]  # --gpu repeats: a row each
+    # --model and --gpu repeat: a row each (models outer)
+    specs, accs = [load_model(m) for m in dict.fromkeys(model)], [load_accelerator(g) for g in dict.fromkeys(gpu)]
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
@@ -104,14 +105,14 @@ def request_cmd(
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
     if breakdown:
-        for n, acc in enumerate(accs):
+        for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
             if n:
                 print()
             _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
                        speculation, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
                                                f"{weights.lower()}, preset {prof.name}")
         return
-    rows = [row for acc in accs
+    rows = [row for spec in specs for acc in accs
             for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                                     weights=parse.weights(weights), prefill_chunk=prefill_chunk,
                                     speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
@@ -130,8 +131,8 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    on = f" on {accs[0].name}" if len(accs) == 1 else ""
-    emit(rows, columns, fmt, title=f"Requests: {spec.name}{on}{deployment.label}, "
+    on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
+    emit(rows, columns, fmt, title=f"Requests: {on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
@@ -149,7 +150,8 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
-    return ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
+    return (([Column("model", "model", str)] if len({r["model"] for r in rows}) > 1 else [])
+            + ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
 
 
 def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
