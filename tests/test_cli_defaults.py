@@ -140,3 +140,13 @@ def test_help_names_files_that_exist_in_the_checkout():
         for path in re.findall(r"[\w.-]+(?:/[\w.-]+)+\.(?:csv|json)", text):
             if not path.startswith("./my-"):  # a file of the user's own, in an example
                 assert (root / path).exists(), (command, path)
+
+
+def test_plan_rows_reproduce_from_the_fields_the_table_shows():
+    """Issue 28.1: a plan row's table fields copied into `request`, every other option left at its default,
+    give the row's TTFT and TPOT (the defaults are the same ones)."""
+    for row in rows_of("plan")[:3]:
+        tp, pp = row["split"].split()[0].split("x")
+        got = rows_of("request", "--gpu", row["gpu"], "--tp", tp, "--pp", pp, "--gpus", row["gpus"], "--weights",
+                      row["weights"], "--kv-dtype", row["kv_dtype"], "--batch", row["batch"])[0]
+        assert (got["ttft_s"], got["tpot_s"]) == pytest.approx((row["ttft_s"], row["tpot_s"]), rel=1e-9)
