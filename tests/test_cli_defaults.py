@@ -108,16 +108,19 @@ def test_plan_default_best_row_is_its_request_line():
 
 
 # Every command answers with no options (issue 28.1); the ones that need an input name it in one line.
-NEEDS = {"model": "names", "plot": "kind", "validate": "points", "calibrate": "points", "batching": "--rate"}
+NEEDS = {"plot": "kind", "validate": "points", "calibrate": "points", "batching": "--rate"}
 
 
 def test_every_command_runs_with_no_options():
     from llm_cost.cli import COMMAND_MODULES
+    from llm_cost.commands.options import DEFAULT
 
     for command in sorted(set(COMMAND_MODULES) - set(NEEDS) - {"check"}):  # check: tests/test_cli_screen.py
         out = run(command)
         assert out.exit_code == 0, (command, out.output)
         assert out.stdout.strip(), command
+    (row,) = rows_of("model")
+    assert row["name"] == DEFAULT.model
 
 
 @pytest.mark.parametrize("command", sorted(NEEDS))
