@@ -1,11 +1,11 @@
-"""README's library example runs as written and reproduces the article's table (§2.4)."""
+"""README runs as written: its library example reproduces the article's table (§2.4), its commands run, and
+what it says of the files and columns is what the code reads."""
 
 from __future__ import annotations
 
 import csv
 import re
 import runpy
-from pathlib import Path
 
 import pytest
 
@@ -105,3 +105,12 @@ def test_every_example_outside_use_runs(tmp_path, monkeypatch):
             args += ["-n", "300"]
         out = run(*args)
         assert out.exit_code == 0, (command, out.output[-500:])
+
+
+def test_validate_section_names_every_required_column():
+    """Issue 28.3: README's validate paragraph lists the columns a points file needs (calibrate/points.py)."""
+    from llm_cost.calibrate.points import REQUIRED
+
+    section = README.read_text(encoding="utf-8").split("`llm-cost validate POINTS.csv", 1)[1].split("\n\n", 1)[0]
+    required = section.split("required:", 1)[1].split(") and", 1)[0]
+    assert set(re.findall(r"`(\w+)`", required)) == set(REQUIRED)
