@@ -153,3 +153,8 @@ def test_plan_rows_reproduce_from_the_fields_the_table_shows():
         got = rows_of("request", "--gpu", row["gpu"], "--tp", tp, "--pp", pp, "--gpus", row["gpus"], "--weights",
                       row["weights"], "--kv-dtype", row["kv_dtype"], "--batch", row["batch"])[0]
         assert (got["ttft_s"], got["tpot_s"]) == pytest.approx((row["ttft_s"], row["tpot_s"]), rel=1e-9)
+
+
+def test_plan_bad_input_is_one_line_without_the_defaults_note():
+    out = run("plan", "--model", "nope")
+    assert out.exit_code == 2 and len(out.stderr.strip().splitlines()) == 1 and "defaults used" not in out.stderr
