@@ -114,7 +114,7 @@ def plan_cmd(
     """
     from llm_cost.commands import parse
 
-    model, gpu, gpus, isl, osl, said = _defaults(model, gpu, gpus, isl, osl)  # `said` once the input is good
+    model, gpu, gpus, isl, osl, said = _defaults(model, gpu, gpus, isl, osl)  # `said` after the output: errors stay one line
     prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms)
     if usable_memory is not None:  # the fits' memory, else the profile's
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
@@ -131,8 +131,8 @@ def plan_cmd(
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
     if disaggregate and verify is None:
-        said()
         _disaggregated(grid, target, result, prices, refs, spec, fmt)
+        said()
         return
     from llm_cost.report.plan_rows import plan_rows
 
@@ -149,8 +149,8 @@ def plan_cmd(
                           seed, slo_stat, jobs, ray)
         splits = _splits(grid, target, prices, refs) if disaggregate else None
         rows, columns, caption = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
-    said()
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
+    said()
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
@@ -169,7 +169,7 @@ def _profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
 def _defaults(model, gpu, gpus, isl, osl) -> tuple:
     """(model, gpu, gpus, isl, osl) with the ones left out set to every command's default (options.DEFAULT,
     DEFAULT_ISL and DEFAULT_OSL as `request`; DEFAULT_PLAN_GPUS, one node), and a function printing the
-    note that names those used (called once the input is good: an error stays one line)."""
+    note that names those used (called after the output: an error before it stays one line)."""
     given = dict(model=model, gpu=gpu or None, gpus=gpus, isl=isl, osl=osl)
     default = dict(model=DEFAULT.model, gpu=[DEFAULT.gpu], gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
     used = " ".join(f"--{k} {v[0] if isinstance(v, list) else v}" for k, v in default.items() if given[k] is None)
