@@ -105,12 +105,8 @@ def request_cmd(
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
     if breakdown:
-        for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
-            if n:
-                print()
-            _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
-                       speculation, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
-                                               f"{weights.lower()}, preset {prof.name}")
+        _breakdown(specs, accs, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
+                   speculation, fmt)
         return
     rows = [row for spec in specs for acc in accs
             for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
@@ -154,24 +150,38 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
             + ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
 
 
-def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
-               title: str) -> None:
-    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps."""
+def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,
+               fmt) -> None:
+    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps, a table
+    per model and GPU (JSON and CSV: one document, each row naming its model and GPU)."""
     from itertools import product
 
+    from llm_cost.commands.parse import choice
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, request_breakdown_rows
+    from llm_cost.report.render import FORMATS
 
     if speculation is not None:
         raise InvalidValueError("--breakdown shows plain passes: drop --spec-alpha / --tau (speculative rounds "
                                 "are not broken down)")
-    rows, caption = [], ""
-    for b, i, o in product(batches, isls, osls):
-        part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
-                                               deployment=deployment, prefill_chunk=prefill_chunk)
-        rows += [{"batch": b, "isl": i, "osl": o, **r} for r in part]
+    tables = choice("fmt", fmt, FORMATS) in ("table", "markdown")
     columns = [Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] + BREAKDOWN_COLUMNS
-    emit(rows, columns, fmt, title=title, caption=caption)
+    every = []
+    for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
+        rows, caption = [], ""
+        for b, i, o in product(batches, isls, osls):
+            part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
+                                                   deployment=deployment, prefill_chunk=prefill_chunk)
+            rows += [{"model": spec.name, "gpu": acc.label, "batch": b, "isl": i, "osl": o, **r} for r in part]
+        if not tables:
+            every += rows
+            continue
+        if n:
+            print()
+        emit(rows, columns, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
+                                       f"{weight_format.name}, preset {prof.name}", caption=caption)
+    if not tables:
+        emit(every, columns, fmt)
 
 
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "
