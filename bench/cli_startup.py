@@ -81,7 +81,7 @@ def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     cases = [c for c in CASES if len(sys.argv) < 3 or c[0].startswith(sys.argv[2])]
     print(f"machine: {machine()}")
-    print(f"command: {sys.executable} -m llm_cost.cli ...; {runs} interleaved runs per side; "
+    print(f"command: {sys.executable} -m llm_cost.cli ...;\n  {runs} interleaved runs per side; "
           f"ms as median [q1-q3]")
     with tempfile.TemporaryDirectory() as cache:
         cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -118,8 +118,8 @@ def report(label: str, floor_imports: str, samples: dict[str, list[tuple[float, 
     print(f"  ratio {ratio:.2f}x [{c1 / f3:.2f}-{c3 / f1:.2f}] (CPU {cpu['command'] / cpu['floor']:.2f}x), "
           f"beyond the floor {(c2 - f2) * 1e3:+.1f} ms: "
           f"{'meets' if ratio <= TARGET else 'does NOT meet'} the {TARGET:g}x target")
-    print(f"  floor, same exit (gc.freeze at exit): {e2 * 1e3:6.1f} ms, CPU {cpu['floor, same exit'] * 1e3:.1f} ms; "
-          f"ratio {c2 / e2:.2f}x (CPU {cpu['command'] / cpu['floor, same exit']:.2f}x), "
+    print(f"  floor, same exit (gc.freeze at exit): {e2 * 1e3:6.1f} ms, CPU {cpu['floor, same exit'] * 1e3:.1f} ms;\n"
+          f"    ratio {c2 / e2:.2f}x (CPU {cpu['command'] / cpu['floor, same exit']:.2f}x), "
           f"beyond it {(c2 - e2) * 1e3:+.1f} ms")
 
 

@@ -82,7 +82,7 @@ def main(loop_points: int = 400, repeats: int = 5) -> None:
     n = len(grid)
     print(machine())
     print(f"{n:,} configurations ({len(grid.space.groups)} deployments x {len(grid.space.batches)} batches x "
-          f"{len(grid.variants)} decodings; left out {grid.space.left_out}), frontier {len(result.frontier)}")
+          f"{len(grid.variants)} decodings),\n  left out {grid.space.left_out}, frontier {len(result.frontier)}")
     print(show("vectorised search, wall", vec_times))
     print(show("vectorised search, CPU", vec_cpu))
 
@@ -102,9 +102,9 @@ def main(loop_points: int = 400, repeats: int = 5) -> None:
     fits = all(r.fit.fits == bool(grid.fits[i]) for r, i in zip(costs, picks))
     assert worst < 1e-9 and fits, (worst, fits)
     per_point, per_cpu = loop_times[0] / len(picks), loop_cpu[0] / len(picks)
-    print(f"loop over request_cost: {len(picks)} of the configurations in {loop_times[0]:.3f} s wall, "
-          f"{loop_cpu[0]:.3f} s CPU ({per_cpu * 1e6:.0f} us CPU each), scaled to {n:,}: {per_cpu * n:.1f} s CPU; "
-          f"agree to {worst:.1e}, fits equal")
+    print(f"loop over request_cost: {len(picks)} of the configurations in {loop_times[0]:.3f} s wall,\n"
+          f"  {loop_cpu[0]:.3f} s CPU ({per_cpu * 1e6:.0f} us CPU each), scaled to {n:,}: {per_cpu * n:.1f} s CPU;\n"
+          f"  agree to {worst:.1e}, fits equal")
     vec, vcpu = statistics.median(vec_times), statistics.median(vec_cpu)
     print(f"ratio (loop / vectorised): {per_point * n / vec:.0f}x wall, {per_cpu * n / vcpu:.0f}x CPU; "
           f"{n / vcpu:,.0f} configurations per CPU second")

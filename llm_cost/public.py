@@ -65,9 +65,8 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
         from llm_cost.counts.params import BF16_BYTES
 
         kv = BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element
-        step = one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
-                       kv_bytes_per_element=kv)
-        return _with_fit(step, model, gpu, kv, rows=rows, batch=batch, context=context, weights=weights)
+        return one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
+                       kv_bytes_per_element=kv)  # with its one-GPU fit, as every step time
     if kv_bytes_per_element is not None:
         raise InvalidValueError("kv_bytes_per_element and deployment exclude each other: give the K/V precision "
                                 "as the deployment's kv_dtype", params=("kv_bytes_per_element", "deployment"))
@@ -77,19 +76,3 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
                               weights=weights)
 
 
-def _with_fit(step, model, gpu, kv_bytes_per_element, *, rows, batch, context, weights):
-    """`step` with its fit on one GPU (`parallel.step_fit`) for one pass at a K/V width a deployment names
-    (2 bytes: bf16, 1: fp8); a grid, or another width, is returned unchecked (`fits` None)."""
-    import dataclasses
-
-    import numpy as np
-
-    from llm_cost.specs.deployment import Deployment
-
-    dtype = {2: "bf16", 1: "fp8"}.get(kv_bytes_per_element)
-    if dtype is None or max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:
-        return step
-    from llm_cost.parallel.step import step_fit
-
-    fit = step_fit(model, gpu, Deployment(kv_dtype=dtype), rows=rows, batch=batch, context=context, weights=weights)
-    return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)

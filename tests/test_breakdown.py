@@ -95,3 +95,22 @@ def test_cli_request_breakdown_sums_to_ttft_and_tpot():
 def test_cli_request_breakdown_refuses_speculation():
     line = error_line("request", "--breakdown", "--spec-alpha", "0.8")
     assert "--breakdown shows plain passes" in line
+
+
+def test_breakdown_of_several_models_and_gpus_is_one_json_document():
+    """`request --breakdown` with --model or --gpu repeated: a table each, but JSON and CSV one document
+    whose rows name their model and GPU (it printed one document per GPU, which no parser reads)."""
+    import json
+
+    from helpers import run
+
+    out = run("request", "-m", "llama-3-8b", "-m", "llama-3.2-1b", "-g", "h100-sxm", "-g", "l4", "--breakdown",
+              "-f", "json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert [k for k in dict.fromkeys((r["model"], r["gpu"]) for r in rows)] == [
+        ("llama-3-8b", "h100-sxm"), ("llama-3-8b", "l4"), ("llama-3.2-1b", "h100-sxm"), ("llama-3.2-1b", "l4")]
+    alone = json.loads(run("request", "-m", "llama-3.2-1b", "-g", "l4", "--breakdown", "-f", "json").stdout)
+    assert [r for r in rows if (r["model"], r["gpu"]) == ("llama-3.2-1b", "l4")] == alone
+    tables = run("request", "-g", "h100-sxm", "-g", "l4", "--breakdown").stdout
+    assert tables.count("Request passes:") == 2

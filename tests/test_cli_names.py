@@ -117,6 +117,6 @@ def test_command_and_option_names_any_case():
 
 
 def test_option_twice_in_two_cases_is_still_twice():
-    # roofline and request --gpu repeat (issue 28); request --model does not
-    line = error_line("request", "--model", "llama-3-8b", "--MODEL=llama-3-70b")
-    assert line == "Error: --model takes one value, got llama-3-8b, llama-3-70b"
+    # roofline and request --gpu and --model repeat (issue 28); request --weights does not
+    line = error_line("request", "--weights", "bf16", "--WEIGHTS=fp8")
+    assert line == "Error: --weights takes one value, got bf16, fp8"

@@ -39,6 +39,29 @@ def test_wide_table_is_stacked_with_its_key_column(monkeypatch):
     assert "2,008.000" in text
 
 
+def test_stacked_tables_repeat_the_column_that_tells_rows_apart(monkeypatch):
+    """Rows that share their leading key (spec: batch 1 at MFU 1 and 0.6) carry the column that tells them
+    apart into every stacked table, so that no part prints two identical rows."""
+    monkeypatch.setenv("COLUMNS", "80")
+    columns = ([Column("name", "name"), Column("same", "same", fixed(1)), Column("mfu", "MFU", fixed(2))]
+               + [Column(f"c{i}", f"quantity number {i} (ms)", fixed(3)) for i in range(8)])
+    rows = [{"name": "row", "same": 7.0, "mfu": m, **{f"c{i}": 1000.0 + i for i in range(8)}} for m in (1.0, 0.6)]
+    buf = io.StringIO()
+    render(rows, columns, "table", out=buf)
+    lines = buf.getvalue().splitlines()
+    headers = [line for line in lines if line.startswith("┃") and "name" in line]
+    assert len(headers) >= 2 and all("MFU" in line for line in headers)
+    body = [line for line in lines if line.startswith("│")]
+    assert sum("0.60" in line for line in body) == len(headers) and len(set(body)) == len(body)
+
+
+def test_spec_stacked_rows_say_their_mfu():
+    out = _run("spec", columns=80)
+    assert out.exit_code == 0
+    body = [line for line in out.stdout.splitlines() if line.startswith("│")]
+    assert body and len(set(body)) == len(body)  # no table repeats a row: each shows the MFU that differs
+
+
 def test_note_beside_a_number_wraps_at_its_spaces_at_80_columns():
     out = _run("table", columns=80)
     assert out.exit_code == 0, out.output

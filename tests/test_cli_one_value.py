@@ -9,17 +9,21 @@ from llm_cost.cli import app
 from helpers import run, error_line
 
 
-def test_request_gpu_repeats_and_a_one_value_option_still_says_so():
-    """`roofline --gpu/--model/--batch` and `request --gpu` repeat since issue 28 (a row each);
-    `request --model` takes one value (the next test)."""
+def test_request_gpu_and_model_repeat_and_a_one_value_option_still_says_so():
+    """`roofline --gpu/--model/--batch` and `request --gpu/--model` repeat since issue 28 (a row each,
+    models outer); `request --weights` takes one value (the next test)."""
     from tests.helpers import rows_of
 
     assert [r["gpu"] for r in rows_of("request", "--gpu", "h100-sxm", "--gpu", "h200")] == ["h100-sxm", "h200"]
+    rows = rows_of("request", "-m", "llama-3-8b", "--model=llama-3.2-1b", "--gpu", "h100-sxm", "--gpu", "l4")
+    assert [(r["model"], r["gpu"]) for r in rows] == [("llama-3-8b", "h100-sxm"), ("llama-3-8b", "l4"),
+                                                      ("llama-3.2-1b", "h100-sxm"), ("llama-3.2-1b", "l4")]
+    one = rows_of("request", "--model", "llama-3.2-1b", "--gpu", "l4")[0]
+    assert rows[3]["ttft_s"] == one["ttft_s"] and rows[3]["tpot_s"] == one["tpot_s"]  # the same row alone
 
 
-def test_request_model_twice_short_and_long():
-    assert error_line("request", "-m", "llama-3-8b", "--model=llama-3-70b") == \
-        "Error: --model takes one value, got llama-3-8b, llama-3-70b"
+def test_request_weights_twice_short_and_long():
+    assert error_line("request", "-w", "bf16", "--weights=fp8") == "Error: --weights takes one value, got bf16, fp8"
 
 
 def test_table_batch_twice():

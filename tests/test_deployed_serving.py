@@ -197,14 +197,14 @@ def test_bad_deployment_is_one_line_naming_the_option(command, args, flag):
 
 def test_decode_stretch_on_a_deployed_cost_is_time_step_by_step():
     cost = Replica.from_specs(LLAMA_8B, H100, deployment=Deployment(tp=2, pp=2)).cost
-    assert cost.deployed and cost.stages == 2 and cost.comm_s(1) > 0
+    assert cost.deployed and cost.stages == 2 and cost.comm_time_s(1) > 0
     n, written, k_max = 8, 4000, 50
     k, span, _, w = decode_stretch(cost, n, written, k_max)
     steps = [cost.time(n, written + j * n + n, written + j * n + n) for j in range(k_max)]
     assert (k, w) == (k_max, written + k_max * n)
     assert span == pytest.approx(math.fsum(steps), rel=1e-12)
     # each step: 2 stages x max(memory, compute) + comm + fixed
-    first = 2 * max(cost.memory_s(n, written + n), cost.compute_s(n, written + n)) + cost.comm_s(n) + cost.fixed_s
+    first = 2 * max(cost.memory_s(n, written + n), cost.compute_s(n, written + n)) + cost.comm_time_s(n) + cost.fixed_s
     assert steps[0] == pytest.approx(first, rel=1e-15)
 
 
@@ -247,7 +247,7 @@ def test_pipeline_runs_one_batch_in_flight():
     replica = Replica.from_specs(LLAMA_8B, H100, deployment=Deployment(pp=2))
     one = Replica.from_specs(LLAMA_8B, H100)
     # a stage holds half the weights, and a step crosses both: about the one-GPU time plus a hand-off
-    assert replica.cost.decode_s(500, 8) == pytest.approx(one.cost.decode_s(500, 8) + replica.cost.comm_s(8),
+    assert replica.cost.decode_s(500, 8) == pytest.approx(one.cost.decode_s(500, 8) + replica.cost.comm_time_s(8),
                                                          rel=1e-9)
 
 

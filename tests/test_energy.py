@@ -95,7 +95,7 @@ def test_request_energy_by_hand_from_its_phases():
     (row,) = rows_of("request", "--batch", "4", "--isl", "512", "--osl", "64", "--usd-per-kwh", "0.2")
     r = request_cost("llama-3-8b", H100, "measured", batch=4, isl=512, osl=64)
     ph = r.phases
-    assert ph.prefill_bound == "compute" and ph.decode_bound == "memory" and not ph.decode_comm_s
+    assert ph.prefill_bound == "compute" and ph.decode_bound == "memory" and not ph.decode_comm_time_s
     by_hand = ph.prefill_s * (70 + 630 * A_COMPUTE) + ph.decode_s * (70 + 630 * A_MEMORY)
     assert row["joules"] == pytest.approx(by_hand, rel=1e-9)
     assert row["joules_per_token"] == pytest.approx(by_hand / (4 * 64), rel=1e-9)

@@ -114,3 +114,35 @@ def test_plan_request_args_name_the_profile_as_given(tmp_path):
     assert args[args.index("--preset") + 1] == str(path) and args[args.index("--mfu") + 1] == "0.5"
     got = rows_of("request", *args)[0]
     assert got["ttft_s"] == pytest.approx(r["ttft_s"], rel=1e-9) and got["tpot_s"] == pytest.approx(r["tpot_s"], rel=1e-9)
+
+
+# Issue 28.8: the one-GPU floor (`roofline.step_time`) carries the fit as lc.step_time and
+# deployed_step_time do. The article prices Llama-3-70B on one H100 "assuming it fits" (§3.1: 141.1 GB
+# of BF16 weights, 80 GB of HBM): it keeps its 42.12 ms (printed to 0.01 ms) and says it does not fit.
+def test_roofline_step_time_carries_the_fit_and_keeps_the_articles_time():
+    from llm_cost.roofline import step_time
+
+    big = step_time("llama-3-70b", "h100-sxm", "article")
+    assert round(big.total_s * 1e3, 2) == 42.12 and big.fits is False
+    assert big.fit_note.startswith("needs 141.1 GB per GPU")
+    small = step_time("llama-3-8b", "h100-sxm", "article")
+    assert small.fits is True and small.fit_note == ""
+
+
+@pytest.mark.parametrize("kv_bytes, kv_dtype", [(2, "bf16"), (1, "fp8"), (0.5, "int4")])
+@pytest.mark.parametrize("batch, context", [(1, 0), (64, 4096), (400, 8000)])
+def test_roofline_fit_is_the_deployments_on_one_gpu(kv_bytes, kv_dtype, batch, context):
+    from llm_cost.parallel import deployed_step_time
+    from llm_cost.roofline import step_time
+
+    one = step_time("llama-3-8b", "h100-sxm", "article", batch=batch, context=context, kv_bytes_per_element=kv_bytes)
+    dep = deployed_step_time("llama-3-8b", "h100-sxm", "article", Deployment(kv_dtype=kv_dtype), batch=batch,
+                             context=context)
+    assert (one.fits, one.fit_note) == (dep.fits, dep.fit_note) and one.total_s == pytest.approx(dep.total_s)
+
+
+def test_roofline_grid_leaves_the_fit_to_each_point():
+    from llm_cost.roofline import step_time
+
+    assert step_time("llama-3-8b", "h100-sxm", "article", rows=[1, 512]).fits is None
+    assert step_time("llama-3-8b", "h100-sxm", "article", kv_bytes_per_element=1.5).fits is None

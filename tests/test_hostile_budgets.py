@@ -67,7 +67,7 @@ def test_blocks_give_the_sums_of_one_evaluation(monkeypatch):
     assert blocked.decode_s == pytest.approx(whole.decode_s, rel=1e-12)
     assert (blocked.decode_first_s, blocked.decode_last_s, blocked.decode_bound) == (
         whole.decode_first_s, whole.decode_last_s, whole.decode_bound)
-    assert blocked.decode_comm_s == pytest.approx(whole.decode_comm_s, rel=1e-12, abs=1e-18)
+    assert blocked.decode_comm_time_s == pytest.approx(whole.decode_comm_time_s, rel=1e-12, abs=1e-18)
 
 
 def test_monte_carlo_rounds_are_budgeted_in_memory():

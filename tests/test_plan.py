@@ -221,8 +221,6 @@ BASE = ["--model", "llama-3-8b", "--gpus", "2", "--isl", "512", "--osl", "64"]
 
 
 @pytest.mark.parametrize("args, words", [
-    (BASE, "--gpu is required"),
-    (["--gpu", "h100-sxm", "--gpus", "2", "--isl", "512", "--osl", "64"], "--model is required"),
     (BASE + ["--gpu", "h100-sxm", "--usd-per-gpu-hour", "a100-80gb=1.5"], "not an accelerator of the search"),
     (BASE + ["--gpu", "h100-sxm", "--gpu", "l4", "--usd-per-gpu-hour", "h100-sxm=2"], "missing L4"),
     (BASE + ["--gpu", "h100-sxm", "--ttft-ms", "0"], "--ttft-ms"),

@@ -131,7 +131,7 @@ def test_step_time_on_a_deployment_is_the_deployed_pass():
     assert lc.step_time("llama-3-8b", "h100-sxm", "lecture", batch=8, context=512, deployment=d) == \
         deployed_step_time("llama-3-8b", "h100-sxm", "lecture", d, batch=8, context=512)
     one = lc.step_time("llama-3-8b", "h100-sxm", "lecture", batch=8)
-    assert dataclasses.replace(one, fits=None, fit_note="") == one_gpu("llama-3-8b", "h100-sxm", "lecture", batch=8)
+    assert one == one_gpu("llama-3-8b", "h100-sxm", "lecture", batch=8)  # the floor carries the fit too
     assert one.fits is True and one.fit_note == ""  # one pass carries its fit on one GPU too (issue 28.8)
     with pytest.raises(lc.InvalidValueError, match="kv_bytes_per_element and deployment"):
         lc.step_time("llama-3-8b", "h100-sxm", "lecture", kv_bytes_per_element=1, deployment=d)
@@ -168,3 +168,14 @@ def test_weight_formats_by_name_in_the_library():
         lc.kv_capacity("llama-3-8b", "h100-sxm", weights=INT4_G128).kv_tokens
     with pytest.raises(ValueError, match="weights must be"):
         lc.step_time("llama-3-8b", "h100-sxm", "article", weights=3)
+
+
+def test_one_name_for_the_communication_time():
+    # issue 28.8: a pass's communication is comm_time_s in the library as in the CLI's rows
+    from llm_cost.requests import Phases
+    from llm_cost.roofline import PassCost, StepTime
+
+    assert callable(PassCost.comm_time_s) and not hasattr(PassCost, "comm_s")
+    fields = {f.name for f in dataclasses.fields(Phases)} | {f.name for f in dataclasses.fields(StepTime)}
+    assert {"comm_time_s", "prefill_comm_time_s", "decode_comm_time_s"} <= fields
+    assert not [name for name in fields if name.endswith("comm_s")]

@@ -53,3 +53,43 @@ def test_one_registry_for_the_cli_and_measurement_files():
     assert weight_format_of("int4", 64).effective_bits == 4.5 and weight_format_of("int8", 0).effective_bits == 8
     with pytest.raises(ValueError, match="group_size"):
         weight_format("int4", group_size=-1)
+
+
+def test_every_public_function_that_takes_a_format_takes_its_name():
+    """Issue 28.8: every public callable with a `weights` (or `draft_weights`) parameter gives the same
+    result for a format's name as for the format (its test_public_audit example call, that one changed);
+    `sweep` and `plan_space` take a list of them."""
+    import inspect
+
+    from test_public_audit import EXAMPLES, public_callables
+
+    from llm_cost.specs.weights import as_weights
+
+    checked = 0
+    for name, fn in public_callables().items():
+        if name not in EXAMPLES or name == "as_weights":
+            continue
+        names = list(inspect.signature(fn).parameters)
+        for param in [p for p in names if p in ("weights", "draft_weights")]:
+            def call(value):
+                args, kwargs = EXAMPLES[name]()
+                args = list(args)
+                if names.index(param) < len(args):
+                    args[names.index(param)] = value
+                else:
+                    kwargs = {**kwargs, param: value}
+                return fn(*args, **kwargs)
+
+            many = name in ("sweep", "plan_space")
+            by_name = call(["int4"] if many else "int4")
+            assert repr(by_name) == repr(call([as_weights("int4")] if many else as_weights("int4"))), (name, param)
+            checked += 1
+    assert checked >= 25
+
+
+def test_a_replica_takes_a_formats_name():
+    from llm_cost.serving.replica import Replica
+
+    a = Replica.from_specs("llama-3.2-1b", "h100-sxm", "lecture", weights="int4")
+    b = Replica.from_specs("llama-3.2-1b", "h100-sxm", "lecture", weights=INT4_G128)
+    assert a.kv_capacity_tokens == b.kv_capacity_tokens and a.cost == b.cost

@@ -1,6 +1,6 @@
 """Calibration against published measurements: read points, predict them, measure the error, fit a profile.
 
-    points.py        the CSV of measured figures (columns of shared/measured/train.csv), checked
+    points.py        the CSV of measured figures (columns of tests/data/measured/train.csv), checked
     prediction.py    a point -> its predicted value under a profile, or not covered and why
     under_load.py    rows under load (a request rate, a closed loop) through the serving engine
     metrics.py       APE = |predicted / value - 1| and its summaries (MAPE, median, p90)

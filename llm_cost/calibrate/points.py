@@ -1,4 +1,4 @@
-"""Measured points: rows of a CSV with the columns of `shared/measured/train.csv`, parsed and checked.
+"""Measured points: rows of a CSV with the columns of `tests/data/measured/train.csv`, parsed and checked.
 
 Each row names the conditions of one published figure (model, weights, KV precision, GPU and count,
 tp and pp, batch and its kind, input and output lengths) and the metric measured. Parsing checks every
@@ -21,7 +21,7 @@ from llm_cost.calibrate.bench_columns import BenchConditions, bench_conditions
 from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
 from llm_cost.specs.weights import WEIGHT_FORMATS
 
-# metric -> unit the value is in (the README of shared/measured/ defines each)
+# metric -> unit the value is in (README, "Calibration", says what each measures)
 METRICS: dict[str, str] = {
     "decode_tok_per_s_per_user": "tok/s",  # OSL / wall time of one request, prefill included (batch 1)
     "output_tok_per_s_per_user": "tok/s",  # the same

@@ -26,8 +26,8 @@ SUMMARY_STATS = [
     Column("median_ape", "median APE", fixed(3)),
     Column("p90_ape", "p90 APE", fixed(3)),
 ]
-Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of shared/measured/train.csv.")]
-PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of shared/measured/train.csv (one or more).")]
+Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of tests/data/measured/train.csv (in the checkout).")]
+PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of tests/data/measured/train.csv, in the checkout (one or more).")]
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
@@ -56,7 +56,7 @@ def _summary_columns(by: str) -> list[Column]:
     return [Column(by.replace("-", "_"), by.replace("-", " "))] + SUMMARY_STATS
 
 
-@command("validate", epilog="Example: llm-cost validate train.csv --profile measured --summary")
+@command("validate", epilog="Example: llm-cost validate tests/data/measured/train.csv --profile measured --summary")
 def validate_cmd(
     points: Points,
     preset: Preset = "measured",
@@ -124,7 +124,7 @@ def validate_cmd(
     emit(rows, POINT_COLUMNS, fmt, title=f"Validation of profile {prof.name} on {points}", caption=caption)
 
 
-@command("calibrate", epilog="Example: llm-cost calibrate train.csv -o measured.json")
+@command("calibrate", epilog="Example: llm-cost calibrate tests/data/measured/train.csv -o my-profile.json")
 def calibrate_cmd(
     points: PointFiles,
     output: OutputFile,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List
+from typing import Annotated, List, Optional
 
 import typer
 
 from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import (Context, Format, KvBytes)
+from llm_cost.commands.options import DEFAULT, Context, Format, KvBytes
 from llm_cost.report.render import Column, fixed
 
 MODEL_COLUMNS = [
@@ -28,7 +28,8 @@ MODEL_COLUMNS = [
 
 @command("model", epilog="Example: llm-cost model llama-3-8b llama-3-70b --format json")
 def model_cmd(
-    names: Annotated[List[str], typer.Argument(help="Catalog names or paths to config.json files.")],
+    names: Annotated[Optional[List[str]], typer.Argument(
+        help=f"Catalog names or paths to config.json files (default {DEFAULT.model}, every command's model).")] = None,
     context: Context = 0,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank for the adapter counts.")] = 16,
     kv_bytes: KvBytes = 2.0,
@@ -39,5 +40,5 @@ def model_cmd(
     from llm_cost.report.model_rows import model_row
 
     rows = [model_row(load_model(n), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
-            for n in names]
+            for n in names or [DEFAULT.model]]
     emit(rows, MODEL_COLUMNS, fmt, title="Model counts (GB = 1e9 bytes)")

@@ -25,6 +25,10 @@ class DefaultSetting(NamedTuple):
 # (roofline, spec, gamma, leviathan, table) default to the article's preset instead; a document's own
 # example names its model, GPU and preset.
 DEFAULT = DefaultSetting("llama-3-8b", "h100-sxm", "measured")
+# The workload of the commands that take one request's lengths (request, plan, plot plan): ISL, OSL tokens.
+DEFAULT_ISL, DEFAULT_OSL = 1024, 256
+# plan's budget unless told: one node of eight GPUs (one NVLink domain, as --max-tp's default 8).
+DEFAULT_PLAN_GPUS = 8
 
 # Every option two commands share is declared here once, with one help text (tests/test_structure.py
 # holds it). A flag has a second declaration only where its type truly differs, side by side: a
@@ -68,8 +72,8 @@ Batch = Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded tog
 CONTEXT = typer.Option("--context", help="Cached tokens per sequence.")
 Context = Annotated[int, CONTEXT]
 Contexts = Annotated[List[int], typer.Option("--context", help="Cached tokens per sequence (repeatable: a row each).")]
-ISL = typer.Option("--isl", help="Prompt (input) tokens per request.")
-OSL = typer.Option("--osl", help="Output tokens per request (plan: >= 2).")
+ISL = typer.Option("--isl", help=f"Prompt (input) tokens per request (default {DEFAULT_ISL}).")
+OSL = typer.Option("--osl", help=f"Output tokens per request (default {DEFAULT_OSL}; plan: >= 2).")
 Isl, Osl = Annotated[Optional[int], ISL], Annotated[Optional[int], OSL]
 Isls = Annotated[List[int], typer.Option("--isl", help="Prompt (input) tokens per request (repeatable).")]
 Osls = Annotated[List[int], typer.Option("--osl", help="Output tokens per request, >= 1 (repeatable).")]
@@ -156,7 +160,8 @@ Ep = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks of a MoE's 
 TpSearched = Annotated[Optional[List[int]], typer.Option("--tp", help="Tensor-parallel degrees to search (repeatable; default powers of two up to --max-tp).")]
 PpSearched = Annotated[Optional[List[int]], typer.Option("--pp", help="Pipeline stages to search (repeatable; default powers of two up to --gpus).")]
 EpSearched = Annotated[Optional[List[int]], typer.Option("--ep", help="Expert-parallel degrees to search for a MoE model (repeatable; default 1 and each tp).")]
-Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica; plan: the most it may use).")]
+Gpus = Annotated[Optional[int], typer.Option("--gpus", help="GPUs in all, a multiple of tp x pp (default tp x pp: one replica; plan: the most it may use, "
+                                                                  f"default {DEFAULT_PLAN_GPUS}, one node).")]
 KvDtype = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16).")]
 OverlapComm = Annotated[bool, typer.Option("--overlap-comm/--no-overlap-comm", help="Hide collectives behind compute (default: they add).")]
 DpAttention = Annotated[bool, typer.Option("--dp-attention", help="MoE: attention data parallel over the --tp GPUs (each holds the non-expert weights whole and its own sequences' K/V), the MoE layers expert parallel over --ep (a multiple of --tp); no all-reduce, the all-to-alls remain.")]

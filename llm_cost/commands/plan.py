@@ -9,7 +9,8 @@ import typer
 
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC, DraftModel,
+from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, DEFAULT_ISL, DEFAULT_OSL,
+                                       DEFAULT_PLAN_GPUS, Disaggregate, DpAttention, DraftC, DraftModel,
                                        EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl, KvDtypes, MaybeBatches,
                                        MaybeGpus, MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched,
                                        Preset, PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs,
@@ -108,10 +109,12 @@ def plan_cmd(
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
     tokens with prices) over accelerators, tp, pp, weights, KV dtype, batch and speculation, under a
     TTFT and TPOT target. Each row is a static batch as `llm-cost request` times it (its request_args
-    give the same TTFT and TPOT there).
+    give the same TTFT and TPOT there). Left out, the model, GPU, ISL and OSL are every command's
+    (llama-3-8b, h100-sxm, 1024, 256, as `request`) and --gpus is 8 (one node); a note names them.
     """
     from llm_cost.commands import parse
 
+    model, gpu, gpus, isl, osl, said = _defaults(model, gpu, gpus, isl, osl)  # `said` after the output: errors stay one line
     prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms)
     if usable_memory is not None:  # the fits' memory, else the profile's
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
@@ -119,12 +122,7 @@ def plan_cmd(
                                tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
                                max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, max_tp=max_tp,
                                weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof, dp_attention=dp_attention)
-    # request_args name the profile as given (a preset or a file) with the knobs given over it
-    refs["profile_args"] = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff),
-                                                                    ("--fixed-ms", fixed_ms)) if v is not None
-                                                   for x in (flag, f"{v:g}")]
-    if engine is not None:  # `request --engine` prices the same fixed costs
-        refs["profile_args"] += ["--engine", engine]
+    refs["profile_args"] = _profile_args(preset, mfu, bw_eff, fixed_ms, engine)
     prices = prices_of(usd_per_gpu_hour, grid.space)
     from llm_cost.planner import plan
 
@@ -134,6 +132,7 @@ def plan_cmd(
                                 "--disaggregate", params=("disaggregate",))
     if disaggregate and verify is None:
         _disaggregated(grid, target, result, prices, refs, spec, fmt)
+        said()
         return
     from llm_cost.report.plan_rows import plan_rows
 
@@ -151,12 +150,35 @@ def plan_cmd(
         splits = _splits(grid, target, prices, refs) if disaggregate else None
         rows, columns, caption = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
+    said()
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
         _best_as_commands(rows[0])
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model or model, grid.isl)
+
+def _profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
+    """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine
+    (`request --engine` prices the same fixed costs)."""
+    args = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff), ("--fixed-ms", fixed_ms))
+                                   if v is not None for x in (flag, f"{v:g}")]
+    return args + (["--engine", engine] if engine is not None else [])
+
+
+def _defaults(model, gpu, gpus, isl, osl) -> tuple:
+    """(model, gpu, gpus, isl, osl) with the ones left out set to every command's default (options.DEFAULT,
+    DEFAULT_ISL and DEFAULT_OSL as `request`; DEFAULT_PLAN_GPUS, one node), and a function printing the
+    note that names those used (called after the output: an error before it stays one line)."""
+    given = dict(model=model, gpu=gpu or None, gpus=gpus, isl=isl, osl=osl)
+    default = dict(model=DEFAULT.model, gpu=[DEFAULT.gpu], gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
+    used = " ".join(f"--{k} {v[0] if isinstance(v, list) else v}" for k, v in default.items() if given[k] is None)
+
+    def said() -> None:
+        if used:
+            note(f"defaults used: {used} (give any of them to change it)")
+    return (*(default[k] if given[k] is None else given[k] for k in default), said)
+
 
 def _best_as_commands(best: dict) -> None:
     """The note under the table: the best row as `llm-cost request` (a disaggregated row: one per pool)."""

@@ -7,7 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
-from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, deployment_options, DeploymentArgs, DraftCs, Force,
+from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, DEFAULT, DEFAULT_ISL, DEFAULT_OSL, DEFAULT_PLAN_GPUS,
+                                       deployment_options, DeploymentArgs, DraftCs, Force,
                                        GAMMA_MAX, GAMMAS, GPU, HITS, Isl, MaxBatches, MaybeAlphas, MaybeBatches,
                                        MaybeModel, Mfus, Osl, OutputFile, PRESET, Rates, REQUESTS, RESERVE,
                                        Schedulers, SEED, SloMs, TpotMs, TtftMs, WEIGHTS, WIDTHS)
@@ -44,7 +45,7 @@ OWN_DEFAULTS = {
     "gamma": dict(alpha=[0.6, 0.8, 0.9], c=[0.05, 0.1, 0.2], gamma_max=16),
     "tree": dict(batch=[1, 32]),  # the lecture's two batches, §10.3
     "batching": dict(scheduler=["request", "iteration"], max_batch=[8, 32], requests=500, seed=0),
-    "plan": dict(model="llama-3-8b", gpu="h100-sxm", gpus=8, isl=1024, osl=256),
+    "plan": dict(model=DEFAULT.model, gpu=DEFAULT.gpu, gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL),
     "validation": dict(),
 }
 # The options each kind takes from its table command, with that command's default.
@@ -123,7 +124,7 @@ def plot_cmd(
     osl: Osl = None,
     ttft_ms: TtftMs = None,
     tpot_ms: TpotMs = None,
-    points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (train.csv's columns).")] = None,
+    points: Annotated[Optional[str], typer.Option("--points", help="validation: a CSV of measurements (the columns of tests/data/measured/train.csv).")] = None,
     force: Force = False,
     deploy: DeploymentArgs = AS_GIVEN,
 ) -> None:

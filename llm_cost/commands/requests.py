@@ -9,9 +9,9 @@ import typer
 
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
-from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, deployment_options,
-                                       DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
-                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelOpt, Osls,
+from llm_cost.commands.options import (AS_GIVEN, Batches, Breakdown, BwEff, DEFAULT, DEFAULT_ISL, DEFAULT_OSL,
+                                       deployment_options, DeploymentArgs, DraftC, DraftModel, ENERGY_COLUMNS, ENERGY_PRICE_COLUMN,
+                                       EngineOpt, FixedMs, Format, GpusOpt, Isls, MaybeModel, Mfu, ModelsOpt, Osls,
                                        PrefillChunk, Preset, SpecAlpha, SpecGammaSet, Tau, UsdPerGpuHour, UsdPerKwh,
                                        Weights)
 from llm_cost.report.deployment_rows import deployed_columns
@@ -41,11 +41,11 @@ PRICE_COLUMNS = [
                            "--osl 256 --usd-per-gpu-hour 2.5")
 @deployment_options
 def request_cmd(
-    model: ModelOpt = DEFAULT.model,
+    model: ModelsOpt = [DEFAULT.model],  # noqa: B006
     gpu: GpusOpt = [DEFAULT.gpu],  # noqa: B006
     batch: Batches = [1],  # noqa: B006
-    isl: Isls = [1024],  # noqa: B006
-    osl: Osls = [256],  # noqa: B006
+    isl: Isls = [DEFAULT_ISL],  # noqa: B006
+    osl: Osls = [DEFAULT_OSL],  # noqa: B006
     prefill_chunk: PrefillChunk = None,
     usd_per_gpu_hour: UsdPerGpuHour = None,
     spec_alpha: SpecAlpha = None,
@@ -79,7 +79,8 @@ def request_cmd(
     from llm_cost.report.request_rows import request_rows
     from llm_cost.requests import Speculation
 
-    spec, accs = load_model(model), [load_accelerator(g) for g in gpu]  # --gpu repeats: a row each
+    # --model and --gpu repeat: a row each (models outer)
+    specs, accs = [load_model(m) for m in dict.fromkeys(model)], [load_accelerator(g) for g in dict.fromkeys(gpu)]
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms)
     deployment = parse.deployment(deploy, prof)
@@ -103,16 +104,12 @@ def request_cmd(
                                   draft=draft_spec)
     elif c is not None or draft is not None:
         raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
-    _note_ignored_image_size(spec, images, image_size)
+    _note_ignored_image_size(specs, images, image_size)
     if breakdown:
-        for n, acc in enumerate(accs):
-            if n:
-                print()
-            _breakdown(spec, acc, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
-                       speculation, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
-                                               f"{weights.lower()}, preset {prof.name}")
+        _breakdown(specs, accs, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
+                   speculation, fmt)
         return
-    rows = [row for acc in accs
+    rows = [row for spec in specs for acc in accs
             for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
                                     weights=parse.weights(weights), prefill_chunk=prefill_chunk,
                                     speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
@@ -131,23 +128,24 @@ def request_cmd(
         spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
                       f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
                       f"{r['isl'] + r['osl']:,} tokens")
-    on = f" on {accs[0].name}" if len(accs) == 1 else ""
-    emit(rows, columns, fmt, title=f"Requests: {spec.name}{on}{deployment.label}, "
+    on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
+    emit(rows, columns, fmt, title=f"Requests: {on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
 
 
-def _note_ignored_image_size(model, images: int, image_size) -> None:
-    """A note on stderr when --image-size changes nothing: no --images, or a model without a tower."""
+def _note_ignored_image_size(models, images: int, image_size) -> None:
+    """A note on stderr when --image-size changes nothing: no --images, or no model with a tower."""
     if image_size is None or images:
         return
     from llm_cost.errors import check_number
 
     check_number("image_size", image_size, low=1, high=1e5, integer=True)  # the library's range
-    why = (f"{model.name} has no vision tower" if model.vision is None
-           else "no --images given; add --images N to count N images per prompt")
+    towerless = [m.name for m in models if m.vision is None]
+    why = (f"{', '.join(towerless)} {'has' if len(towerless) == 1 else 'have'} no vision tower"
+           if len(towerless) == len(models) else "no --images given; add --images N to count N images per prompt")
     note(f"--image-size {image_size} changes nothing here: {why}")
 
 
@@ -162,27 +160,42 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
-    return ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns
+    return (([Column("model", "model", str)] if len({r["model"] for r in rows}) > 1 else [])
+            + ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
 
 
-def _breakdown(spec, acc, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation, fmt, *,
-               title: str) -> None:
-    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps."""
+def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,
+               fmt) -> None:
+    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps, a table
+    per model and GPU (JSON and CSV: one document, each row naming its model and GPU)."""
     from itertools import product
 
+    from llm_cost.commands.parse import choice
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, request_breakdown_rows
+    from llm_cost.report.render import FORMATS
 
     if speculation is not None:
         raise InvalidValueError("--breakdown shows plain passes: drop --spec-alpha / --tau (speculative rounds "
                                 "are not broken down)")
-    rows, caption = [], ""
-    for b, i, o in product(batches, isls, osls):
-        part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
-                                               deployment=deployment, prefill_chunk=prefill_chunk)
-        rows += [{"batch": b, "isl": i, "osl": o, **r} for r in part]
+    tables = choice("fmt", fmt, FORMATS) in ("table", "markdown")
     columns = [Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] + BREAKDOWN_COLUMNS
-    emit(rows, columns, fmt, title=title, caption=caption)
+    every = []
+    for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
+        rows, caption = [], ""
+        for b, i, o in product(batches, isls, osls):
+            part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
+                                                   deployment=deployment, prefill_chunk=prefill_chunk)
+            rows += [{"model": spec.name, "gpu": acc.label, "batch": b, "isl": i, "osl": o, **r} for r in part]
+        if not tables:
+            every += rows
+            continue
+        if n:
+            print()
+        emit(rows, columns, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
+                                       f"{weight_format.name}, preset {prof.name}", caption=caption)
+    if not tables:
+        emit(every, columns, fmt)
 
 
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "

@@ -124,7 +124,8 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
         if any(e > 1 for e in eps) and not model.is_moe:
             raise InvalidValueError(f"eps: expert parallelism needs routed experts; {model.name} has none",
                                     params=("eps",))
-    formats = [weight_format(w) for w in dict.fromkeys(str(w).lower() for w in weights)]
+    # formats or their names (any case), each once
+    formats = list(dict.fromkeys(w if isinstance(w, WeightFormat) else weight_format(str(w).lower()) for w in weights))
     if not formats:
         raise InvalidValueError("weights: give at least one weight format", params=("weights",))
     kvs = tuple(dict.fromkeys(check_choice("kv_dtype", str(k).lower(), tuple(KV_DTYPES)) for k in kv_dtypes))

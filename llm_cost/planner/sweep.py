@@ -44,7 +44,8 @@ def sweep(model, gpu, profile, *, rate_req_per_s=None, concurrency=None, request
     prof = PRESETS[profile] if isinstance(profile, str) else profile
     recipe = WorkloadRecipe(requests=requests, rate_req_per_s=rate_req_per_s, concurrency=concurrency, prompt=prompt,
                             output=output, seed=seed)
-    points = list(itertools.product(batch, tp, weights, kv_dtype))
+    # a format or its name: the rows and each point's seed (from its key) say the name either way
+    points = list(itertools.product(batch, tp, [as_weights(w).name for w in weights], kv_dtype))
     tasks = []
     for b, t, w, kv in points:
         key = f"{spec.name} {acc.name} batch {b} tp {t} {w} kv {kv}"

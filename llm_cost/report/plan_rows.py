@@ -36,7 +36,7 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
             *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
     return {
-        "gpu": grp.gpu.label, "gpu_name": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "replicas": dep.replicas,
+        "model": grid.space.model.name, "gpu": grp.gpu.label, "gpu_name": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
         "speculation": v.kind if v.draft is None else f"draft {v.draft.name}",
         "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else "") + (" dp-attn" if dep.dp_attention else ""),
@@ -73,7 +73,7 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> 
         tokens_per_s = d.requests_per_s * grid.osl
         price = prices.get(d.gpu)
         rows.append({
-            "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
+            "model": pre["model"], "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "preset": grid.profile.name, "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
             "weights": pre["weights"], "kv_dtype": pre["kv_dtype"],
             "prefill_tp": pre["tp"], "prefill_pp": pre["pp"], "prefill_batch": pre["batch"],
             "decode_tp": dec["tp"], "decode_pp": dec["pp"], "decode_batch": dec["batch"],

@@ -137,9 +137,10 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
         return _fitted_widths([columns[j] for j in group], [[line[j] for j in group] for line in cells], screen)
 
     lead = next((i for i, c in enumerate(columns) if _numeric(c)), len(columns))
-    for keys in ([*range(max(lead, 1))], [0]):
+    leading = [*range(max(lead, 1))]
+    for keys in (_telling(leading, cells), leading, [0]):
         groups, current = [], list(keys)
-        for i in range(len(keys), len(columns)):
+        for i in (j for j in range(len(columns)) if j not in keys):
             if fits(current + [i]):
                 current.append(i)
                 continue
@@ -151,6 +152,19 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
             groups.append(current)
             return groups
     return None
+
+
+def _telling(keys: list[int], cells) -> list[int]:
+    """`keys` and, while two rows share their key, each later column that tells some of them apart
+    (spec's rows at MFU 1 and 0.6): every stacked table then shows which row is which."""
+    keys = list(keys)
+    for j in range(max(keys) + 1, len(cells[0]) if cells else 0):
+        seen = len({tuple(line[i] for i in keys) for line in cells})
+        if seen == len(cells):
+            break
+        if len({tuple(line[i] for i in keys + [j]) for line in cells}) > seen:
+            keys.append(j)
+    return keys
 
 
 def _fitted_widths(columns, cells, screen: int) -> list[int] | None:

@@ -64,7 +64,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
         row.update(_energy_keys(gpu, ph, pre_gpu_s, dec_gpu_s, b * osl, r.e2e_s))
         row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
-        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_time_s=ph.prefill_comm_s + ph.decode_comm_s,
+        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_time_s=ph.prefill_comm_time_s + ph.decode_comm_time_s,
                                      step_s=r.e2e_s, tokens=b * osl))
         rows.append(row)
     return rows
@@ -81,8 +81,8 @@ def _energy_keys(gpu, ph, pre_gpu_s: float, dec_gpu_s: float, tokens: int, e2e_s
     def share(comm_s, s):
         return min(1.0, comm_s / s) if s else 0.0
 
-    joules = (phase_joules(pre_gpu_s, share(ph.prefill_comm_s, ph.prefill_s), ph.prefill_bound, gpu)
-              + phase_joules(dec_gpu_s, share(ph.decode_comm_s, ph.decode_s), ph.decode_bound, gpu))
+    joules = (phase_joules(pre_gpu_s, share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound, gpu)
+              + phase_joules(dec_gpu_s, share(ph.decode_comm_time_s, ph.decode_s), ph.decode_bound, gpu))
     return {"joules": joules, "joules_per_token": joules / tokens, "watts": joules / e2e_s}
 
 

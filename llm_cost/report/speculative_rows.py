@@ -155,7 +155,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
                                                     context=context, weights=weights, draft=draft,
                                                     draft_deployment=on)
             row.update(deployment_fields(target, gpu, deployment, weights, fit,
-                                         comm_time_s=float(cost.comm_s(verify_rows)), step_s=row["round_s"],
+                                         comm_time_s=float(cost.comm_time_s(verify_rows)), step_s=row["round_s"],
                                          tokens=b * row["expected_tokens"]))
             row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
             row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
@@ -254,7 +254,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
                 "draft_round_s": float(t.draft_round_s[m]), "round_s": float(t.round_s[m]),
                 "verify_over_base": float(t.verify_over_base[m]), "speedup": float(t.speedup[m]),
                 "chain_speedup": float(chain.speedup[m]) if chain else None,
-                **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(cost.comm_s(verify_rows)),
+                **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(cost.comm_time_s(verify_rows)),
                                     step_s=float(t.round_s[m]), tokens=b * t.tau),
             })
     return rows

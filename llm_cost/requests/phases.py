@@ -47,12 +47,12 @@ class Phases:
     """Seconds of a static batch's prefill and decode, and the decode's first and last step."""
 
     prefill_s: float  # all prefill passes: the time to the first token
-    prefill_comm_s: float
+    prefill_comm_time_s: float  # the collectives and hand-offs of the prefill passes
     prefill_passes: int
     decode_s: float  # the OSL - 1 decode steps, summed
     decode_first_s: float  # the first decode step (context ISL); 0 when OSL = 1
     decode_last_s: float  # the last (context ISL + OSL - 2)
-    decode_comm_s: float  # the target's communication (under speculation: of its verification passes)
+    decode_comm_time_s: float  # the target's communication (under speculation: of its verification passes)
     prefill_bound: str  # of the (last) prefill pass
     decode_bound: str  # of the last decode step
 

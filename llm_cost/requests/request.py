@@ -173,8 +173,8 @@ def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
         ph, expected = _speculative_decode(ph, model, gpu, profile, weights, deployment, speculation,
                                            batch=batch, isl=isl, osl=osl)
         # the target's collectives: one verification pass over B (gamma + 1) rows per round, (OSL - 1) / E rounds
-        ph = dataclasses.replace(ph, decode_comm_s=(osl - 1) / expected
-                                 * float(cost.comm_s(batch * (speculation.gamma + 1))))
+        ph = dataclasses.replace(ph, decode_comm_time_s=(osl - 1) / expected
+                                 * float(cost.comm_time_s(batch * (speculation.gamma + 1))))
     return RequestCost(batch=batch, isl=isl, osl=osl, phases=ph, deployment=deployment,
                        fit=request_fit(model, gpu, deployment, weights, batch=batch, isl=isl, osl=osl,
                                        chunk=prefill_chunk, gamma=speculation.gamma if speculation else 0,
@@ -236,6 +236,6 @@ def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, sp
         total += float(np.sum(per_token))
         first = float(per_token[0]) if first is None else first
     expected = float(np.asarray(r.expected_tokens).flat[0])
-    return (Phases(ph.prefill_s, ph.prefill_comm_s, ph.prefill_passes, total, first, float(per_token[-1]),
-                   ph.decode_comm_s, ph.prefill_bound,
+    return (Phases(ph.prefill_s, ph.prefill_comm_time_s, ph.prefill_passes, total, first, float(per_token[-1]),
+                   ph.decode_comm_time_s, ph.prefill_bound,
                    "compute" if bool(np.asarray(r.verify_compute_bound).flat[-1]) else "memory"), expected)

@@ -274,7 +274,7 @@ class PassCost:
             return 0.0
         return self.handoff_fixed_s + rows * self.handoff_row_s
 
-    def comm_s(self, rows):
+    def comm_time_s(self, rows):
         """All communication of a pass over `rows` rows: collectives and hand-offs."""
         return self.collectives_s(rows) + self.handoff_s(rows)
 
@@ -348,7 +348,7 @@ class PassCost:
                         kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes * self.kv_time_factor) / self.bytes_per_s,
                         compute_s=compute_s,
                         fixed_s=self.fixed_s,
-                        comm_time_s=self.comm_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
+                        comm_time_s=self.comm_time_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
 
     def step_total(self, rows, batch, context, *, count_kv: bool = True, with_bound: bool = False,

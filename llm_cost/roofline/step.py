@@ -48,7 +48,7 @@ class StepTime:
     stages: int = 1  # pipeline stages the pass crosses; memory_s and compute_s are one stage's
     overlap_comm: bool = False  # the collectives hide behind the stages' roofline (hand-offs never do)
     handoff_s: Any = 0.0  # of comm_time_s, the pipeline's stage hand-offs
-    fits: Any = None  # the deployment's memory and context hold the pass (`parallel.deployed_step_time`); None: not checked
+    fits: Any = None  # the GPU's memory and the context hold the pass (one pass: `step_time`, `deployed_step_time`); None: not checked (a grid)
     fit_note: str = ""  # why it does not fit, in one line ("" when it fits or was not checked)
 
     @property
@@ -120,7 +120,8 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     Returns
     -------
     StepTime
-        Weight and K/V bytes, FLOPs, memory_s, compute_s, fixed_s, total_s (s), bound.
+        Weight and K/V bytes, FLOPs, memory_s, compute_s, fixed_s, total_s (s), bound; for one pass
+        (numbers) `fits` and `fit_note` on one GPU (`_with_fit`), None for a grid.
 
     Examples
     --------
@@ -130,12 +131,41 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     4.79
     >>> step_time("llama-3-8b", "h100-sxm", "article", rows=[1, 512]).bound.tolist()
     ['memory', 'compute']
+
+    One pass carries its fit: the article prices Llama-3-70B on one card "assuming it fits" (§3.1); the
+    time stays, and the result says it does not.
+
+    >>> t = step_time("llama-3-70b", "h100-sxm", "article")
+    >>> round(t.total_s * 1e3, 2), t.fits, t.fit_note.split(" (")[0]
+    (42.12, False, 'needs 141.1 GB per GPU')
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     weights = as_weights(weights)  # a format or its name ("int4-g128")
     rows, batch, context = check_pass(rows, batch, context)
     cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
-    return cost.step(rows, batch, context, count_kv=profile.count_kv)
+    return _with_fit(cost.step(rows, batch, context, count_kv=profile.count_kv), model, gpu, weights,
+                     kv_bytes_per_element, rows=rows, batch=batch, context=context)
+
+
+def _with_fit(step: StepTime, model, gpu, weights, kv_bytes_per_element, *, rows, batch, context) -> StepTime:
+    """`step` with its one-GPU fit (`parallel.fit.deployment_fit` on one GPU, K/V at the dtype of that
+    width: 2 bytes bf16, 1 fp8, 0.5 int4): `fits`, and `fit_note` when it does not. The time is kept
+    (the article's 70B "on one card, assuming it fits"). A grid, or a K/V width no dtype has, is
+    returned unchecked (`fits` None): the fit is asked per point."""
+    import numpy as np
+
+    from llm_cost.specs.deployment import KV_DTYPES, Deployment
+
+    dtype = next((name for name, width in KV_DTYPES.items() if width == kv_bytes_per_element), None)
+    if dtype is None or max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:
+        return step
+    import dataclasses
+
+    from llm_cost.parallel.fit import deployment_fit
+
+    fit = deployment_fit(model, gpu, Deployment(kv_dtype=dtype), weights=weights, rows=rows, batch=batch,
+                         context=context)
+    return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
 
 
 def check_pass(rows, batch, context):

@@ -198,7 +198,7 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
             watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n) else math.inf
             k, span, stretch_w, w = decode_stretch(cost, n_dec, written, k_max, t, watch)
             if deployed:
-                st.comm += k * cost.comm_s(n_dec)
+                st.comm += k * cost.comm_time_s(n_dec)
             t += span
             it += k
             written = w

@@ -84,7 +84,7 @@ def totals_time(cost, spec, rows, kv_read, pairs, decoders: int, kv_dec, g: int,
         else:
             dt = cost.time(rows, kv_read + rows, pairs)
         if cost.deployed:
-            comm = cost.comm_s(rows)
+            comm = cost.comm_time_s(rows)
     if g and decoders:
         draft = draft_time(cost, spec, g, decoders, kv_dec)
         dt += draft
@@ -104,7 +104,7 @@ def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
     import numpy as np
 
     dt = cost.time(rows, kv_dec + rows, pairs)
-    comm = cost.comm_s(rows) if cost.deployed else np.zeros(len(dt))
+    comm = cost.comm_time_s(rows) if cost.deployed else np.zeros(len(dt))
     draft = np.zeros(len(dt))
     on = decoders > 0
     if g and on.any():

@@ -69,7 +69,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
         pairs += causal_pairs(p)
     dt = cost.time(rows, kv_read + rows, pairs)
     if deployed:
-        st.comm += cost.comm_s(rows)
+        st.comm += cost.comm_time_s(rows)
     for i in stalled:
         base[i] += 1
         heapq.heappush(heap, (base[i] + output[i], i))

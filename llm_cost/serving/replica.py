@@ -39,6 +39,7 @@ from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, Weigh
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
 from llm_cost.specs.validate import check_fields
+from llm_cost.specs.weights import as_weights
 
 
 @dataclass(frozen=True)
@@ -230,8 +231,8 @@ class Replica:
             The time model's preset (default the lecture's).
         reserve : float, optional
             Fraction of memory held back, in [0, 1) (default the deployment's, 0.1).
-        weights : WeightFormat, optional
-            Weight format (default BF16).
+        weights : WeightFormat or str, optional
+            Weight format or its name (default BF16).
         kv_bytes_per_element : float, optional
             Bytes of one cached K or V element (default the deployment's kv_dtype, BF16: 2.0).
         kv_tokens : int or None, optional
@@ -267,7 +268,7 @@ class Replica:
 
         >>> from llm_cost.specs.deployment import Deployment
         >>> r = Replica.from_specs(load_model("llama-3-70b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=4))
-        >>> r.kv_capacity_tokens, r.cost.stages, r.cost.comm_s(1) > 0, r.description
+        >>> r.kv_capacity_tokens, r.cost.stages, r.cost.comm_time_s(1) > 0, r.description
         (448280, 1, True, 'llama-3-70b on H100 SXM, tp 4, preset lecture')
         """
         from llm_cost.parallel import deployed_cost
@@ -276,6 +277,7 @@ class Replica:
         model = as_model(model)
         gpu = as_accelerator(gpu)
         profile = as_profile(profile)
+        weights = as_weights(weights)  # a format or its name ("int4"), as every function that takes a spec
         if not windowed:
             refuse_windowed(model)
         deployment = (SINGLE_GPU if deployment is None else deployment).following(profile)

@@ -86,7 +86,7 @@ def _batches(wl, replica, batch_cap: int, st: StepStats) -> list[float]:
         for i in batch:
             st.first[i] = t + prefill  # the batch's prefill emits every row's first token
         if cost.deployed:
-            st.comm += cost.comm_s(b * lmax) + (omax - 1) * cost.comm_s(b)
+            st.comm += cost.comm_time_s(b * lmax) + (omax - 1) * cost.comm_time_s(b)
         dt = prefill + span
         st.area_u += area_w - b * span  # each decode step's start holds b fewer; the prefill's nothing
         st.peak_u = max(st.peak_u, b * (lmax + omax - 2) if omax > 1 else 0)

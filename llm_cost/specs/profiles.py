@@ -216,7 +216,7 @@ PRESETS: dict[str, Profile] = {
     # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
     "lecture-draft": Profile("lecture-draft", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=0.3e-3,
                              read_input_embedding=False, count_kv=True, memory_basis="marketed"),
-    # Calibrated on shared/measured/train.csv (88 published figures; README, "Calibration"), the
+    # Calibrated on tests/data/measured/train.csv (88 published figures; README, "Calibration"), the
     # driver's memory: `llm-cost calibrate tests/data/measured/train.csv -o measured.json --base lecture`
     # reproduces it (to the digits kept here). compute_efficiency is the large GEMMs' (prefill) MFU: a
     # GEMM of m rows reaches 0.729 x (0.284 + 0.716 m / (m + 522)) of the peak (0.21 at decode's m = 1).
