@@ -33,7 +33,7 @@ from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
-from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
+from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
 
 _LOW = (1 << 32) - 1
 HANDBACK = 64  # general-loop iterations after a preemption before the fast path takes the run back
@@ -113,15 +113,17 @@ class _Fast:
         cost, cap = replica.cost, replica.kv_capacity_tokens
         n, O = len(workload), workload.output
         self.n, self.P, self.O, self.arr = n, workload.prompt, O, list(workload.arrival_s)
+        self.arrx = self.arr + [math.inf]  # the loop's arrivals, ending past every time
+        self.P_array = np.fromiter(self.P, dtype=np.int64, count=n)  # faster than asarray on a tuple
+        self.O_array = np.fromiter(O, dtype=np.int64, count=n)
         self.paged = cfg.reservation == "paged"
         spec = cfg.spec
         self.g = g = spec.gamma if spec else 0
         self.B = cfg.block_size
         self.total = cap // self.B if self.paged else 0
-        self.streams = AcceptanceStreams(spec, O) if g else None
+        self.streams = AcceptanceStreams(spec, self.O_array) if g else None
         self.coeffs, self.tf = inline_coefficients(cost, spec, g), totals_time_fn(cost, spec, g)  # inline, or call
         self.memory_bound = memory_bound_from(self.coeffs, g, cfg.max_batch) if self.coeffs else None
-        self.P_array, self.O_array = np.asarray(self.P, dtype=np.int64), np.asarray(O, dtype=np.int64)
         self.need = np.maximum(self.O_array - 1, 0)
         self.R_all = np.zeros(n, dtype=np.int64)
         self.size = 4 * n + 1024
@@ -159,7 +161,7 @@ class _Fast:
         c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk
         every = self.every
         report = (self.finished // every + 1) * every
-        arrx = self.arr + [math.inf]
+        arrx = self.arrx
         t, k, running, head, nxt = self.t, self.k, self.running, self.head, self.nxt
         finished, reserved = self.finished, self.reserved
         arr_next = arrx[nxt]
@@ -276,13 +278,13 @@ class _Fast:
 
     def chunk_of(self, i: int) -> tuple:
         """The trajectories (`spec_streams.trajectories`), prefill causal pairs and prompt blocks of the
-        `CHUNK` requests from request i's chunk on: (c_lo, c_hi, R, offsets, packed, extra, pairs,
+        `SUB` requests from request i's on (a part of one `CHUNK`): (c_lo, c_hi, R, offsets, packed, extra, pairs,
         blocks), Python lists where the loop indexes them; records each request's R in `R_all`."""
-        ch = i // CHUNK
-        c_lo, c_hi = ch * CHUNK, min((ch + 1) * CHUNK, self.n)
+        c_lo = i - i % SUB
+        c_hi, ch = min(c_lo + SUB, self.n), c_lo // CHUNK
         pc = self.P_array[c_lo:c_hi]
         Rc, offs, Fc, extra = trajectories(pc, self.need[c_lo:c_hi], self.g, self.g + 1,
-                                           self.B if self.paged else None, self.streams, ch)
+                                           self.B if self.paged else None, self.streams, ch, c_lo - ch * CHUNK)
         self.R_all[c_lo:c_hi] = Rc
         return (c_lo, c_hi, Rc.tolist(), offs.tolist(), Fc, extra, causal_pairs(pc).tolist(),
                 blocks_for(pc, self.B).tolist())
