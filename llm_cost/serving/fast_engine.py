@@ -130,7 +130,6 @@ class _Fast:
         self.D = np.zeros(self.size, dtype=np.int64)  # per iteration: sum of kv + (sum of blocks << 32)
         self.FIN = [0] * self.size  # requests finishing at the end of each iteration
         self.DRES = [0] * self.size if not self.paged else []  # their reservations (declared, max_len)
-        self.horizon = 0  # past the last iteration any of these has an entry for
         self.T_end = array("d")  # per iteration: when it ends
         self.adm = array("q", bytes(8 * n))  # per request: the iteration that prefills it
         self.first = np.full(n, np.nan)
@@ -170,7 +169,6 @@ class _Fast:
         reserving = not paged
         append = self.T_end.append
         done = False
-        hz = self.horizon
         tf, inline = self.tf, self.coeffs is not None
         w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = self.coeffs or (0,) * 19
         low = _LOW
@@ -206,6 +204,11 @@ class _Fast:
                     if i >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
                         c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk_of(i)
                     j = i - c_lo
+                    R = Rl[j]
+                    e = k + R  # its rounds in k + 1 .. e, its finish at the end of e
+                    if e + 2 > size:  # room for its rounds
+                        D, size = self.grow(e + 2)
+                        item = D.item
                     if paged:
                         want = Wl[j]
                         if free - want < wm and (running or free < want):
@@ -215,24 +218,15 @@ class _Fast:
                         break
                     else:
                         reserved += res[i]
+                        DRES[e] += res[i]
                     head += 1
                     running += 1
                     rows += P[i]
                     pairs += Ql[j]
-                    R = Rl[j]
-                    e = k + R
-                    if e >= hz:
-                        hz = e + 1
-                    if e + 2 > size:  # room for its rounds
-                        D, size = self.grow(e + 2)
-                        item = D.item
-                    if R:
-                        o = ol[j]
-                        seg = D[k + 1:e + 1]
-                        seg += Fc[o:o + R] if o >= 0 else extra[j]
+                    o = ol[j]
+                    seg = D[k + 1:e + 1]  # empty for a request of one token (R = 0)
+                    seg += Fc[o:o + R] if o >= 0 else extra[j]
                     FIN[e] += 1
-                    if reserving:
-                        DRES[e] += res[i]
                     adm[i] = k
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
@@ -271,7 +265,6 @@ class _Fast:
         self.finished, self.reserved = finished, reserved
         self.D, self.FIN, self.DRES, self.size = D, FIN, DRES, size
         self.chunk = (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl)
-        self.horizon = hz
         if done and on_progress:
             on_progress(n, n)
         return done
