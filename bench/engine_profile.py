@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, as bench/simulat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
-from llm_cost.serving import engine, fast_engine, handover, serve_result  # noqa: E402
+from llm_cost.serving import engine, fast_engine, handover  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig, SpecConfig  # noqa: E402
 from llm_cost.serving.workload import poisson_workload  # noqa: E402
