@@ -148,8 +148,8 @@ class _Fast:
         One loop turn per iteration: the arrivals up to t, the admissions while the batch has room,
         the iteration's seconds (`inline_coefficients` evaluated in the loop, the compute term left out
         from `memory_bound_from`'s K/V on; else `totals_time_fn`) and the requests finishing at its
-        end. The only calls in a turn are the packed totals' read and the end time's append (and, once
-        a chunk, its trajectories)."""
+        end. The only call in a turn is the end time's append (the packed totals are read through a
+        memoryview; once per `SUB` requests, their trajectories)."""
         n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, total, g = self.paged, self.total, self.g
         r = g + 1
@@ -164,7 +164,7 @@ class _Fast:
         t, k, running, head, nxt = self.t, self.k, self.running, self.head, self.nxt
         finished, reserved = self.finished, self.reserved
         arr_next = arrx[nxt]
-        item = D.item
+        totals = memoryview(D)  # its entries as Python ints, faster than D.item
         over = total if paged else 1 << 62  # blocks ahead past this: preemption
         reserving = not paged
         append = self.T_end.append
@@ -179,7 +179,7 @@ class _Fast:
                 arr_next = arrx[nxt]
             nd = running
             if nd:
-                v = item(k)
+                v = totals[k]
                 U = v >> 32
                 if U > over:
                     break  # the decoders' blocks ahead do not fit: preemption, the general loop
@@ -208,7 +208,7 @@ class _Fast:
                     e = k + R  # its rounds in k + 1 .. e, its finish at the end of e
                     if e + 2 > size:  # room for its rounds
                         D, size = self.grow(e + 2)
-                        item = D.item
+                        totals = memoryview(D)
                     if paged:
                         want = Wl[j]
                         if free - want < wm and (running or free < want):
