@@ -21,8 +21,9 @@ from llm_cost.serving.kv_blocks import blocks_for
 
 CHUNK = 1 << 14  # requests per generator
 # Requests whose trajectories are computed together (a divisor of CHUNK), and uniforms drawn and counted
-# per call: numpy's temporaries then stay in the cache (about 2.4x faster than whole chunks on
-# bench/simulator.py's 10^6 requests); a generator's draws in pieces are its draws at once.
+# per call: numpy's temporaries then stay in the cache (the trajectories of bench/simulator.py's 10^6
+# requests about 20% faster than by whole chunks: bench/engine_profile.py); a generator's draws in
+# pieces are its draws at once (tests/test_spec_streams_pieces.py).
 SUB = 1 << 11
 PIECE = 1 << 16
 
@@ -72,8 +73,8 @@ class AcceptanceStreams:
             np.cumsum(self._len[lo:hi], out=off[1:])
             rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 1)))
             g = np.empty(int(off[-1]), dtype=np.int8)
-            for lo in range(0, len(g), PIECE):  # in pieces (module constants): the same draws
-                g[lo:lo + PIECE] = self._counts(rng.random(min(PIECE, len(g) - lo)))
+            for at in range(0, len(g), PIECE):  # in pieces (module constants): the same draws
+                g[at:at + PIECE] = self._counts(rng.random(min(PIECE, len(g) - at)))
             got = self._first[c] = (g, off)
         return got
 
