@@ -113,9 +113,10 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             raise InvalidValueError("scheduler request runs whole batches on one stage or a serial pipeline, "
                                     "without windowed layers or a closed loop", params=("scheduler",))
         _check_padded(workload, replica)
-    held, res = _validated(workload, replica, cfg)
+    longest = _longest(workload)  # once: a pass over every request
+    held, res = _validated(workload, replica, cfg, longest)
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    path = _path(workload, replica, cfg, paths, held)
+    path = _path(workload, replica, cfg, paths, held, longest)
     if path == "request_level":
         return request_level.serve_request_level(workload, replica, cfg, on_progress)
     if path == "fast_reservations":
@@ -139,7 +140,7 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
     `fast_engine`, `fast_pipeline`, `fast_prefix` or `general` (module doc; `fast_pipeline` hands a run
     that would preempt to the general loop whole, and its `ServeResult.path` says `general`)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2])
+    return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2], _longest(workload))
 
 
 @check_arguments()
@@ -149,12 +150,12 @@ def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 
-def _path(workload, replica, cfg, paths, held) -> str:
+def _path(workload, replica, cfg, paths, held, longest: int) -> str:
     if cfg.scheduler == "request":
         return "request_level"
     if "fast_reservations" in paths and fast_reservations.covers(workload, replica, cfg):
         return "fast_reservations"
-    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, _longest(workload)):
+    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, longest):
         return "fast_engine"
     if "fast_pipeline" in paths and fast_pipeline.covers(workload, replica, cfg):
         return "fast_pipeline"
@@ -163,9 +164,10 @@ def _path(workload, replica, cfg, paths, held) -> str:
     return "general"
 
 
-def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
+def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: int) -> tuple:
     """(held tokens function or None, each request's reservation), after
-    checking that every request fits the replica alone (and, `max_len`, the maximum length)."""
+    checking that every request fits the replica alone (and, `max_len`, the maximum length);
+    `longest` is `_longest(workload)`."""
     cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged = policy == "paged"
     gmax = cfg.spec.gamma if cfg.spec else 0
@@ -175,7 +177,7 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
         raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
     reserving = policy in ("declared", "max_len")
     res = reservations_of(policy, P, workload.declared_gen, replica.max_len) if reserving else [0] * n
-    worst = max(res) if reserving else (K(_longest(workload) + gmax) if paged else max(P))  # K grows
+    worst = max(res) if reserving else (K(longest + gmax) if paged else max(P))  # K grows
     limit = total_blocks * B if paged else cap
     if worst > limit:
         raise InvalidValueError(f"a request needs {math.ceil(worst)} KV tokens but the replica holds {limit}; "

@@ -33,7 +33,7 @@ from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
-from llm_cost.serving.spec_streams import CHUNK, AcceptanceStreams, trajectories
+from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
 
 _LOW = (1 << 32) - 1
 HANDBACK = 64  # general-loop iterations after a preemption before the fast path takes the run back
@@ -113,22 +113,23 @@ class _Fast:
         cost, cap = replica.cost, replica.kv_capacity_tokens
         n, O = len(workload), workload.output
         self.n, self.P, self.O, self.arr = n, workload.prompt, O, list(workload.arrival_s)
+        self.arrx = self.arr + [math.inf]  # the loop's arrivals, ending past every time
+        self.P_array = np.fromiter(self.P, dtype=np.int64, count=n)  # faster than asarray on a tuple
+        self.O_array = np.fromiter(O, dtype=np.int64, count=n)
         self.paged = cfg.reservation == "paged"
         spec = cfg.spec
         self.g = g = spec.gamma if spec else 0
         self.B = cfg.block_size
         self.total = cap // self.B if self.paged else 0
-        self.streams = AcceptanceStreams(spec, O) if g else None
+        self.streams = AcceptanceStreams(spec, self.O_array) if g else None
         self.coeffs, self.tf = inline_coefficients(cost, spec, g), totals_time_fn(cost, spec, g)  # inline, or call
         self.memory_bound = memory_bound_from(self.coeffs, g, cfg.max_batch) if self.coeffs else None
-        self.P_array, self.O_array = np.asarray(self.P, dtype=np.int64), np.asarray(O, dtype=np.int64)
         self.need = np.maximum(self.O_array - 1, 0)
         self.R_all = np.zeros(n, dtype=np.int64)
         self.size = 4 * n + 1024
         self.D = np.zeros(self.size, dtype=np.int64)  # per iteration: sum of kv + (sum of blocks << 32)
         self.FIN = [0] * self.size  # requests finishing at the end of each iteration
         self.DRES = [0] * self.size if not self.paged else []  # their reservations (declared, max_len)
-        self.horizon = 0  # past the last iteration any of these has an entry for
         self.T_end = array("d")  # per iteration: when it ends
         self.adm = array("q", bytes(8 * n))  # per request: the iteration that prefills it
         self.first = np.full(n, np.nan)
@@ -147,8 +148,8 @@ class _Fast:
         One loop turn per iteration: the arrivals up to t, the admissions while the batch has room,
         the iteration's seconds (`inline_coefficients` evaluated in the loop, the compute term left out
         from `memory_bound_from`'s K/V on; else `totals_time_fn`) and the requests finishing at its
-        end. The only calls in a turn are the packed totals' read and the end time's append (and, once
-        a chunk, its trajectories)."""
+        end. The only call in a turn is the end time's append (the packed totals are read through a
+        memoryview; once per `SUB` requests, their trajectories)."""
         n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, total, g = self.paged, self.total, self.g
         r = g + 1
@@ -159,16 +160,15 @@ class _Fast:
         c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk
         every = self.every
         report = (self.finished // every + 1) * every
-        arrx = self.arr + [math.inf]
+        arrx = self.arrx
         t, k, running, head, nxt = self.t, self.k, self.running, self.head, self.nxt
         finished, reserved = self.finished, self.reserved
         arr_next = arrx[nxt]
-        item = D.item
+        totals = memoryview(D)  # its entries as Python ints, faster than D.item
         over = total if paged else 1 << 62  # blocks ahead past this: preemption
         reserving = not paged
         append = self.T_end.append
         done = False
-        hz = self.horizon
         tf, inline = self.tf, self.coeffs is not None
         w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = self.coeffs or (0,) * 19
         low = _LOW
@@ -179,7 +179,7 @@ class _Fast:
                 arr_next = arrx[nxt]
             nd = running
             if nd:
-                v = item(k)
+                v = totals[k]
                 U = v >> 32
                 if U > over:
                     break  # the decoders' blocks ahead do not fit: preemption, the general loop
@@ -204,6 +204,11 @@ class _Fast:
                     if i >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
                         c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk_of(i)
                     j = i - c_lo
+                    R = Rl[j]
+                    e = k + R  # its rounds in k + 1 .. e, its finish at the end of e
+                    if e + 2 > size:  # room for its rounds
+                        D, size = self.grow(e + 2)
+                        totals = memoryview(D)
                     if paged:
                         want = Wl[j]
                         if free - want < wm and (running or free < want):
@@ -213,24 +218,15 @@ class _Fast:
                         break
                     else:
                         reserved += res[i]
+                        DRES[e] += res[i]
                     head += 1
                     running += 1
                     rows += P[i]
                     pairs += Ql[j]
-                    R = Rl[j]
-                    e = k + R
-                    if e >= hz:
-                        hz = e + 1
-                    if e + 2 > size:  # room for its rounds
-                        D, size = self.grow(e + 2)
-                        item = D.item
-                    if R:
-                        o = ol[j]
-                        seg = D[k + 1:e + 1]
-                        seg += Fc[o:o + R] if o >= 0 else extra[j]
+                    o = ol[j]
+                    seg = D[k + 1:e + 1]  # empty for a request of one token (R = 0)
+                    seg += Fc[o:o + R] if o >= 0 else extra[j]
                     FIN[e] += 1
-                    if reserving:
-                        DRES[e] += res[i]
                     adm[i] = k
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
@@ -269,20 +265,19 @@ class _Fast:
         self.finished, self.reserved = finished, reserved
         self.D, self.FIN, self.DRES, self.size = D, FIN, DRES, size
         self.chunk = (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl)
-        self.horizon = hz
         if done and on_progress:
             on_progress(n, n)
         return done
 
     def chunk_of(self, i: int) -> tuple:
         """The trajectories (`spec_streams.trajectories`), prefill causal pairs and prompt blocks of the
-        `CHUNK` requests from request i's chunk on: (c_lo, c_hi, R, offsets, packed, extra, pairs,
+        `SUB` requests from request i's on (a part of one `CHUNK`): (c_lo, c_hi, R, offsets, packed, extra, pairs,
         blocks), Python lists where the loop indexes them; records each request's R in `R_all`."""
-        ch = i // CHUNK
-        c_lo, c_hi = ch * CHUNK, min((ch + 1) * CHUNK, self.n)
+        c_lo = i - i % SUB
+        c_hi, ch = min(c_lo + SUB, self.n), c_lo // CHUNK
         pc = self.P_array[c_lo:c_hi]
         Rc, offs, Fc, extra = trajectories(pc, self.need[c_lo:c_hi], self.g, self.g + 1,
-                                           self.B if self.paged else None, self.streams, ch)
+                                           self.B if self.paged else None, self.streams, ch, c_lo - ch * CHUNK)
         self.R_all[c_lo:c_hi] = Rc
         return (c_lo, c_hi, Rc.tolist(), offs.tolist(), Fc, extra, causal_pairs(pc).tolist(),
                 blocks_for(pc, self.B).tolist())

@@ -122,6 +122,14 @@ def close_segment(fast) -> None:
                 st["spec_tokens"] += fast.O[i] - c[3]
 
 
+def _horizon(fast) -> int:
+    """Past the last iteration for which the running segment's requests have entries in the totals:
+    those admitted in it (finishing at a + R) and those handed over at its start (at k0 + R - 1)."""
+    adm = fast.np.frombuffer(fast.adm, dtype=fast.np.int64)[fast.h0:fast.head]
+    ends = [int((adm + fast.R_all[fast.h0:fast.head]).max()) + 1] if len(adm) else []
+    return max(ends + [start + R for start, R, _, _ in fast.customs.values()], default=fast.k)
+
+
 def to_general(fast) -> EngineState:
     """The general loop's variables at iteration fast.k (fast iterations closed)."""
     close_segment(fast)
@@ -144,7 +152,7 @@ def to_general(fast) -> EngineState:
         if g:
             fast.st["spec_tokens"] += gen[i] - g0
         running[i] = None
-    hz = fast.horizon
+    hz = _horizon(fast)
     fast.D[k:hz] = 0
     fast.FIN[k:hz] = [0] * max(0, hz - k)
     if not fast.paged:
@@ -164,7 +172,6 @@ def from_general(fast, state: EngineState) -> None:
     missing = k - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
     gen, kv = state.gen, state.kv
-    hz = fast.horizon
     for i in state.running:
         js = fast.streams.rounds_drawn.get(i, 0) if fast.streams is not None else 0
         left = O[i] - gen[i]
@@ -189,9 +196,7 @@ def from_general(fast, state: EngineState) -> None:
         fast.FIN[e] += 1
         if not fast.paged:
             fast.DRES[e] += fast.res[i]
-        hz = max(hz, e + 1)
         fast.customs[i] = (k, R, js, gen[i])
-    fast.horizon = hz
     fast.k, fast.t, fast.running = k, state.t, len(state.running)
     waiting = state.waiting
     fast.nxt = state.nxt
@@ -204,10 +209,10 @@ def result(fast, state) -> ServeResult:
     """The run's `ServeResult` (state: the general loop's at the end, None if it ended fast)."""
     np = fast.np
     st = fast.st
-    arr = np.asarray(fast.arr)
+    arr = np.fromiter(fast.arr, dtype=np.float64, count=len(fast.arr))  # faster than asarray on a list
     deadlock = state.deadlock if state else None
     if deadlock is None:
         st["area_sys"] = float(np.sum(fast.fin - arr))
     span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0
-    return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.arr, fast.first.tolist(),
+    return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.workload.arrival_s, fast.first.tolist(),
                              fast.fin.tolist(), st, deadlock, span=span, path="fast_engine")

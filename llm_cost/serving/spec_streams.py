@@ -20,6 +20,12 @@ import numpy as np
 from llm_cost.serving.kv_blocks import blocks_for
 
 CHUNK = 1 << 14  # requests per generator
+# Requests whose trajectories are computed together (a divisor of CHUNK), and uniforms drawn and counted
+# per call: numpy's temporaries then stay in the cache (the trajectories of bench/simulator.py's 10^6
+# requests about 20% faster than by whole chunks: bench/engine_profile.py); a generator's draws in
+# pieces are its draws at once (tests/test_spec_streams_pieces.py).
+SUB = 1 << 11
+PIECE = 1 << 16
 
 
 def expected_and_variance(alpha: float, gamma: int) -> tuple[float, float]:
@@ -66,7 +72,10 @@ class AcceptanceStreams:
             off = np.zeros(hi - lo + 1, dtype=np.int64)
             np.cumsum(self._len[lo:hi], out=off[1:])
             rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 1)))
-            got = self._first[c] = (self._counts(rng.random(int(off[-1]))), off)
+            g = np.empty(int(off[-1]), dtype=np.int8)
+            for at in range(0, len(g), PIECE):  # in pieces (module constants): the same draws
+                g[at:at + PIECE] = self._counts(rng.random(min(PIECE, len(g) - at)))
+            got = self._first[c] = (g, off)
         return got
 
     def _tail(self, i: int) -> np.ndarray:
@@ -99,14 +108,17 @@ class AcceptanceStreams:
         k = cached[j]
         return k if k < gamma else gamma
 
-    def first_block(self, c: int):
-        """(G of the first block, offsets per sequence, round counts per sequence) of chunk c."""
+    def first_block(self, c: int, lo: int = 0, hi: int = CHUNK):
+        """(G of the first block, offsets per sequence from the first, round counts per sequence) of
+        the sequences lo .. hi - 1 of chunk c."""
         g1, o1 = self._block(c)
-        return g1, o1, self._len[c * CHUNK:c * CHUNK + len(o1) - 1]
+        hi = min(hi, len(o1) - 1)
+        return g1[o1[lo]:o1[hi]], o1[lo:hi + 1] - o1[lo], self._len[c * CHUNK + lo:c * CHUNK + hi]
 
 
-def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, streams, chunk: int):
-    """Every decode round of the requests of one chunk, fixed `gamma`, for the engine's fast path.
+def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, streams, chunk: int, lo: int = 0):
+    """Every decode round of requests of one chunk (from its `lo`-th on), fixed `gamma`, for the engine's
+    fast path.
 
     Request i (prompt P, `need` = output - 1 tokens to decode) prefilled in iteration a decodes in
     iterations a + 1 .. a + R[i]; before its round j it holds kv = P + (tokens gained so far) and,
@@ -118,22 +130,24 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
     prompt = np.asarray(prompt, dtype=np.int64)
     need = np.asarray(need, dtype=np.int64)
     m = len(need)
-    if streams is None:
+    if streams is None:  # one token a round: tokens before round j of the chunk = j
         lengths = need
-        tok = np.ones(int(need.sum()), dtype=np.int32)
+        tok = np.ones(int(need.sum()), dtype=np.int64)
+        before = np.arange(len(tok), dtype=np.int64)
     else:
-        g1, o1, lengths = streams.first_block(chunk)
-        tok = np.minimum(g1, gamma) if gamma < streams.gmax else g1
-        tok = tok.astype(np.int32)
+        g1, o1, lengths = streams.first_block(chunk, lo, lo + m)
+        tok = g1.astype(np.int64)  # int64 throughout: no cast in cumsum, searchsorted or the sums below
+        if gamma < streams.gmax:
+            np.minimum(tok, gamma, out=tok)
         tok += 1
-    before = np.cumsum(tok, dtype=np.int64 if len(tok) >= 1 << 30 else np.int32)
-    before -= tok  # tokens gained before each round, the chunk's requests one after another
+        before = np.cumsum(tok)
+        before -= tok  # tokens gained before each round, the chunk's requests one after another
     start = np.zeros(m, dtype=np.int64)
     np.cumsum(lengths[:-1], out=start[1:])
     if len(before):
         first = np.minimum(start, len(before) - 1)  # a request with no rounds (output 1): any, unused
         last = np.minimum(start + lengths - 1, len(before) - 1)
-        prior = before[first].astype(np.int64)
+        prior = before[first]
         gained = before[last] + tok[last] - prior  # tokens the first block's rounds give
         gained[lengths == 0] = 0
         # rounds before need is reached: before < prior + need (before rises by at least 1 a round)
@@ -150,7 +164,7 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
     offsets = start.copy()
     extra = {}
     for r in np.flatnonzero(gained < need).tolist():  # past the first block: the whole stream, rare
-        t = np.minimum(streams.stream(chunk * CHUNK + r), gamma).astype(np.int64) + 1
+        t = np.minimum(streams.stream(chunk * CHUNK + lo + r), gamma).astype(np.int64) + 1
         b = np.cumsum(t) - t
         kv = b[b < need[r]] + prompt[r]
         if block:
