@@ -155,7 +155,7 @@ def inline_coefficients(cost) -> tuple | None:
     that plain formula (routed experts, a GEMM ramp, measured attention, data-parallel attention,
     collectives overlapping compute)."""
     own = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read", "collectives_s",
-           "handoff_s", "comm_s")
+           "handoff_s", "comm_time_s")
     if not isinstance(cost, PassCost) or any(getattr(type(cost), m) is not getattr(PassCost, m) for m in own):
         return None  # a cost that times a pass its own way
     plain = (not getattr(cost, "num_experts", 0) and not getattr(cost, "ramped", False)
