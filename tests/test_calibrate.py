@@ -477,7 +477,7 @@ def test_summary_by_group():
     assert "--by must be one of metric, source, gpu, model, batch-kind, quality, engine" in error_line(
         "validate", TRAIN, "--by", "vendor")
     by_engine = {r["engine"]: int(r["n"]) for r in rows_of("validate", TRAIN, "--by", "engine")}
-    assert by_engine == {"gpt-fast": 15, "trtllm": 37, "lmdeploy": 21, "vllm": 14, "generic": 1, "all": 88}
+    assert by_engine == {"gpt-fast": 15, "trtllm-0": 37, "lmdeploy": 21, "vllm": 14, "generic": 1, "all": 88}
     assert rows_of("validate", TRAIN, "--by", "SOURCE") == by_source  # any case
     assert rows_of("validate", TRAIN, "--by", "metric") == rows_of("validate", TRAIN, "--summary")
     from llm_cost.calibrate.metrics import _model_label

@@ -24,11 +24,38 @@ FITTED = Profile("fitted", bw_efficiency=0.8, compute_efficiency=0.7, fixed_time
 
 def test_training_files_name_their_engines():
     """Each row's engine text (or source) names its engine: the counts of both training files."""
-    train = Counter(p.engine for p in read_points(DATA / "train.csv"))
-    assert train == {"trtllm": 37, "lmdeploy": 21, "gpt-fast": 15, "vllm": 14, "generic": 1}  # generic: HF
+    train = Counter(p.engine for p in read_points(DATA / "train.csv"))  # TensorRT-LLM 0.9.0: trtllm-0
+    assert train == {"trtllm-0": 37, "lmdeploy": 21, "gpt-fast": 15, "vllm": 14, "generic": 1}  # generic: HF
     ix = Counter(p.engine for p in read_points(DATA / "train_inferencex.csv"))
     assert ix == {"vllm": 282, "sglang": 45, "trtllm": 45}
     assert engine_of("") == "generic" and engine_of("llama-bench (llama.cpp b4000)") == "llama.cpp"
+
+
+@pytest.mark.parametrize("text, version, name", [
+    ("TensorRT-LLM (gptSessionBenchmark, static batching)", "0.9.0", "trtllm-0"),  # train.csv's rows
+    ("TensorRT-LLM", "v0.21.0", "trtllm-0"),
+    ("trtllm-serve pytorch backend", "1.0.0", "trtllm"),
+    ("TensorRT-LLM", "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1", "trtllm"),
+    ("TensorRT-LLM", "not recorded (image null in the fixture)", "trtllm"),  # no version: the current one
+    ("TensorRT-LLM", "", "trtllm"),
+    ("vLLM", "0.6.3 (PyTorch 2.4.0, CUDA 12.1)", "vllm"),  # one era for the other engines
+    ("SGLang", "lmsysorg/sglang:v0.5.9-cu130", "sglang"),
+    ("trtllm-0", "", "trtllm-0"), ("TRTLLM-0", "1.1.0", "trtllm-0"),  # an exact name is itself
+])
+def test_engine_of_splits_tensorrt_llm_by_major_version(text, version, name):
+    """TensorRT-LLM before 1.0 (static batches of a compiled engine) is `trtllm-0`, 1.x and unversioned
+    `trtllm`; the version's first 'N.M' is read, so a registry path with a version works too."""
+    assert engine_of(text, version) == name
+
+
+def test_the_older_tensorrt_llm_is_an_engine_of_its_own():
+    """`trtllm-0` is selectable by name, serves static batches (no iteration-level batching, prompts
+    unchunked), and `--engine trtllm` is still 1.x's served defaults."""
+    old = engine("trtllm-0")
+    assert old.name == "trtllm-0" and not old.continuous and not old.chunked_prefill
+    assert engine("TRTLLM").continuous and engine("trtllm").tokens_per_iteration == 8192
+    ix = read_points(DATA / "train_inferencex.csv")
+    assert {p.engine for p in ix if "tensorrt" in p.source.lower() or p.source.endswith("/trt")} == {"trtllm"}
 
 
 def test_vllm_budget_follows_its_gpu_rule():
@@ -161,10 +188,10 @@ def test_calibrate_engines_recovers_each_engines_fixed_costs():
     from llm_cost.calibrate.prediction import predict
 
     truth = PRESETS["measured"].with_(engine_costs=(
-        ("gpt-fast", 0.2e-3, 20e-6, 0.0), ("trtllm", 0.5e-3, 40e-6, 5e-3),
+        ("gpt-fast", 0.2e-3, 20e-6, 0.0), ("trtllm-0", 0.5e-3, 40e-6, 5e-3),
         ("lmdeploy", 0.3e-3, 90e-6, 2e-3), ("vllm", 1.0e-3, 70e-6, 10e-3)))
     points = [replace(p, value=predict(p, truth).predicted) for p in read_points(DATA / "train.csv")]
-    assert fitted_engines(points) == ("gpt-fast", "trtllm", "lmdeploy", "vllm")
+    assert fitted_engines(points) == ("gpt-fast", "trtllm-0", "lmdeploy", "vllm")
     result = fit_profile(points, PRESETS["measured"], ["fixed_time_s"], engines=True)
     fitted = {e[0]: e[1:] for e in result.profile.engine_costs}
     for name, per_pass, per_layer, ttft in truth.engine_costs:

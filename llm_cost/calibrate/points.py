@@ -281,8 +281,10 @@ def _bench(path: Path, n: int, row: dict) -> BenchConditions:
 
 
 def _engine(row: dict) -> str:
-    """The engine the row's `engine` text names, else its `source`'s; 'generic' when neither names one."""
+    """The engine the row's `engine` text names at its `engine_version` (`engine_of`: TensorRT-LLM 0.x
+    is trtllm-0), else its `source`'s; 'generic' when neither names one."""
     from llm_cost.specs.engines import engine_of
 
-    named = engine_of(row.get("engine") or "")
-    return named if named != "generic" else engine_of(row.get("source") or "")
+    version = row.get("engine_version") or ""
+    named = engine_of(row.get("engine") or "", version)
+    return named if named != "generic" else engine_of(row.get("source") or "", version)

@@ -116,7 +116,8 @@ Jobs, MaybeJobs = Annotated[int, JOBS], Annotated[Optional[int], JOBS]
 Ray = Annotated[Optional[str], typer.Option("--ray", help="Run as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")]
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output file (never one of the command's inputs).")]
 EngineOpt = Annotated[Optional[str], typer.Option(
-    "--engine", help="Serving engine: vllm, sglang, trtllm, lmdeploy, gpt-fast, llama.cpp or generic: its "
+    "--engine", help="Serving engine: vllm, sglang, trtllm (1.x), trtllm-0 (0.x static batches), lmdeploy, gpt-fast, "
+                     "llama.cpp or generic: its "
                      "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
                      "engines' mean; the documents' presets have none).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr (it shows only on a terminal, past a second).")]

@@ -62,6 +62,13 @@ ENGINES: dict[str, Engine] = {
                      source="TensorRT-LLM BuildConfig / trtllm-serve defaults: max_num_tokens 8192, max_batch_size "
                             "2048, KV tokens_per_block 32 (as the project reads its docs; not checked against a "
                             "stored copy)"),
+    # TensorRT-LLM before 1.0 as train.csv measured it: gptSessionBenchmark's static batches (the whole
+    # batch's prompts in one context pass, then its decode steps), a compiled engine with its own fixed
+    # costs, not the 1.x served loop above (`engine_of`: version < 1.0).
+    "trtllm-0": Engine("trtllm-0", 1 << 20, 1 << 20, 64, chunked_prefill=False, continuous=False,
+                       source="TensorRT-LLM 0.x benchmarks/cpp gptSessionBenchmark: one static batch, context "
+                              "phase unchunked; KV tokens_per_block 64 (0.x build default, as the project reads "
+                              "its docs; not checked against a stored copy)"),
     "lmdeploy": Engine("lmdeploy", 8192, 256, 64,
                        source="lmdeploy TurbomindEngineConfig: max_prefill_token_num 8192, cache_block_seq_len 64, "
                               "max_batch_size 256 on CUDA GPUs (as the project reads its docs)"),
@@ -85,15 +92,34 @@ def engine(name: str) -> Engine:
     return ENGINES[check_choice("engine", name.strip().lower(), NAMES)]
 
 
-def engine_of(text: str) -> str:
-    """The engine a free text names (a points file's `engine` or `source`): 'vLLM (InferenceX ...)' is
-    vllm, 'TensorRT-LLM v0.9.0' trtllm; text naming none of them is 'generic'.
+# Engines whose major versions behave differently: (engine, first major of the current one, the older
+# one's name). A version below it takes the older engine; no version, or one without a number, the current.
+_ERAS = (("trtllm", 1, "trtllm-0"),)
+
+
+def engine_of(text: str, version: str = "") -> str:
+    """The engine a free text names (a points file's `engine` or `source`) at `version` (its
+    `engine_version`): 'vLLM (InferenceX ...)' is vllm, 'TensorRT-LLM' trtllm (1.x, current), at version
+    '0.9.0' trtllm-0 (`_ERAS`); an engine's exact name is itself; text naming none of them is 'generic'.
 
     >>> engine_of("vLLM (InferenceX fixed-seq-len benchmark)"), engine_of("TensorRT-LLM"), engine_of("HF transformers")
     ('vllm', 'trtllm', 'generic')
+    >>> engine_of("TensorRT-LLM", "0.9.0"), engine_of("TensorRT-LLM", "1.1.0rc5"), engine_of("trtllm-0")
+    ('trtllm-0', 'trtllm', 'trtllm-0')
     """
-    low = (text or "").lower()
-    for name, pattern in _SPELLINGS:
-        if re.search(pattern, low):
-            return name
-    return "generic"
+    low = (text or "").strip().lower()
+    if low in ENGINES:
+        return low
+    name = next((name for name, pattern in _SPELLINGS if re.search(pattern, low)), "generic")
+    major = _major(version)
+    for current, first_major, older in _ERAS:
+        if name == current and major is not None and major < first_major:
+            return older
+    return name
+
+
+def _major(version: str) -> int | None:
+    """The major number of a version text ('v0.9.0', 'lmsysorg/sglang:v0.5.9-cu130'): the first
+    'N.M' in it; None when it has none ('not recorded')."""
+    found = re.search(r"(?<![\w.])v?(\d+)\.\d+", (version or "").lower())
+    return int(found.group(1)) if found else None
