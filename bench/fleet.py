@@ -38,6 +38,8 @@ TARGET_N = 1_000_000
 
 
 def _bar(done: int, total: int) -> None:
+    if not sys.stderr.isatty():
+        return  # piped or logged: no bar (the README's rule for progress)
     filled = 40 * done // max(total, 1)
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,}")
     if done >= total:
