@@ -29,6 +29,7 @@ from array import array
 from dataclasses import fields
 
 from llm_cost.serving import handover
+from llm_cost.serving.fast_reservations import any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
@@ -37,10 +38,6 @@ from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, traject
 
 _LOW = (1 << 32) - 1
 HANDBACK = 64  # general-loop iterations after a preemption before the fast path takes the run back
-
-
-def _any(value, cfg) -> bool:
-    return True
 
 
 def _fast_spec(spec, cfg) -> bool:
@@ -59,15 +56,15 @@ FAST_SPEC_FIELDS = frozenset(("gamma", "alpha", "c", "draft_cost", "policy", "of
 # supported). A field missing here, as a new feature's is until someone adds it, takes the general
 # loop: eligibility is an allow-list, never a list of exclusions.
 FAST_FEATURES = {
-    "max_batch": _any,
+    "max_batch": any_value,
     "reservation": lambda value, cfg: value in ("paged", "declared", "max_len"),  # `none` stalls decoders
-    "block_size": _any,
-    "watermark": _any,
-    "preemption": _any,  # a preempting stretch runs in the general loop (`handover`)
+    "block_size": any_value,
+    "watermark": any_value,
+    "preemption": any_value,  # a preempting stretch runs in the general loop (`handover`)
     "prefill_chunk": lambda value, cfg: value is None,  # whole prefills only
     "spec": _fast_spec,
-    "pipeline": _any,  # with one stage (below) the pipeline has nothing to schedule
-    "host_bytes_per_s": _any,
+    "pipeline": any_value,  # with one stage (below) the pipeline has nothing to schedule
+    "host_bytes_per_s": any_value,
     "scheduler": lambda value, cfg: value == "iteration",
     "prefix_caching": lambda value, cfg: not value,  # the cache lives in the general loop
     "kv_offload_bytes": lambda value, cfg: not value,  # the host tier lives in the general loop

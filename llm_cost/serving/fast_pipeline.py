@@ -31,28 +31,24 @@ import math
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
-from llm_cost.serving.fast_reservations import allowed
+from llm_cost.serving.fast_reservations import allowed, any_value
 from llm_cost.serving.iteration import held_tokens_fn, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
 
-def _any(value, cfg) -> bool:
-    return True
-
-
 # The `ServeConfig` features this path runs, field by field (field -> whether its value is supported).
 # A field missing here, as a new feature's is until someone adds it, takes the general loop.
 FEATURES = {
-    "max_batch": _any,
+    "max_batch": any_value,
     "reservation": lambda value, cfg: value == "paged",
-    "block_size": _any,
-    "watermark": _any,
-    "preemption": _any,  # a run that would preempt is handed to the general loop whole
+    "block_size": any_value,
+    "watermark": any_value,
+    "preemption": any_value,  # a run that would preempt is handed to the general loop whole
     "prefill_chunk": lambda value, cfg: value is None,  # whole prefills only
     "spec": lambda value, cfg: value is None,
     "pipeline": lambda value, cfg: value == "orca",
-    "host_bytes_per_s": _any,  # swaps only at a preemption, which ends this path
+    "host_bytes_per_s": any_value,  # swaps only at a preemption, which ends this path
     "scheduler": lambda value, cfg: value == "iteration",
     "prefix_caching": lambda value, cfg: not value,
     "kv_offload_bytes": lambda value, cfg: not value,

@@ -26,27 +26,23 @@ import math
 
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.fast_engine import HANDBACK
-from llm_cost.serving.fast_reservations import allowed
+from llm_cost.serving.fast_reservations import allowed, any_value
 from llm_cost.serving.iteration import held_tokens_fn, inline_coefficients, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
-
-
-def _any(value, cfg) -> bool:
-    return True
 
 
 # The `ServeConfig` features this path runs, field by field (field -> whether its value is supported).
 # A field missing here, as a new feature's is until someone adds it, takes the general loop.
 FEATURES = {
-    "max_batch": _any,
+    "max_batch": any_value,
     "reservation": lambda value, cfg: value == "paged",
-    "block_size": _any,
-    "watermark": _any,
+    "block_size": any_value,
+    "watermark": any_value,
     "preemption": lambda value, cfg: value == "recompute",  # a preempting stretch runs in the general loop
     "prefill_chunk": lambda value, cfg: value is None,  # whole prefills only
     "spec": lambda value, cfg: value is None,
-    "pipeline": _any,  # one stage (`covers`): nothing to schedule
-    "host_bytes_per_s": _any,
+    "pipeline": any_value,  # one stage (`covers`): nothing to schedule
+    "host_bytes_per_s": any_value,
     "scheduler": lambda value, cfg: value == "iteration",
     "prefix_caching": lambda value, cfg: bool(value),
     "kv_offload_bytes": lambda value, cfg: not value,  # the host tier lives in the general loop

@@ -33,22 +33,23 @@ from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, run
 from llm_cost.serving.serve_result import ServeResult
 
 
-def _any(value, cfg) -> bool:
+def any_value(value, cfg) -> bool:
+    """An allow-list entry for a field whose every value a path supports."""
     return True
 
 
 # The `ServeConfig` features this path runs, field by field (field -> whether its value is supported).
 # A field missing here, as a new feature's is until someone adds it, takes the general loop.
 FEATURES = {
-    "max_batch": _any,
+    "max_batch": any_value,
     "reservation": lambda value, cfg: value in ("declared", "max_len", "none"),
-    "block_size": _any,  # paged only
-    "watermark": _any,  # paged only
-    "preemption": _any,  # paged only
+    "block_size": any_value,  # paged only
+    "watermark": any_value,  # paged only
+    "preemption": any_value,  # paged only
     "prefill_chunk": lambda value, cfg: value is None,
     "spec": lambda value, cfg: value is None,
-    "pipeline": _any,  # with stages: `serial` only (`covers`)
-    "host_bytes_per_s": _any,
+    "pipeline": any_value,  # with stages: `serial` only (`covers`)
+    "host_bytes_per_s": any_value,
     "scheduler": lambda value, cfg: value == "iteration",
     "prefix_caching": lambda value, cfg: not value,
     "kv_offload_bytes": lambda value, cfg: not value,
