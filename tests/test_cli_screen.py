@@ -136,3 +136,19 @@ def test_stderr_wrapped_on_a_terminal_one_line_piped(args, prefix):
     said = _said(screen, prefix)
     assert len(said) >= 2 and all(len(ln) <= 80 for ln in said), screen
     assert " ".join(ln.strip() for ln in said) == piped[0]  # same words, none cut: only the breaks differ
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize("args", [["request", "--model", "nosuchmodel"],  # a library error
+                                  ["batching", "--rate", "6", "--scheduler", "nosuchscheduler-" + "x" * 60]])
+def test_error_wrapped_on_a_terminal_one_line_piped(args):
+    """Issue 28, deliverable 4: an error line (library or usage) on a terminal wraps as warnings do;
+    piped it stays one line."""
+    result = runner.invoke(app, args)
+    piped = [ln for ln in result.stderr.splitlines() if ln.startswith("Error: ")]
+    assert result.exit_code == 2 and len(piped) == 1 and len(piped[0]) > 80, result.stderr
+    code, screen = _in_pseudo_terminal(args, 80)
+    assert code == 2, screen
+    said = _said(screen, "Error: ")
+    assert len(said) >= 2 and all(len(ln) <= 80 for ln in said), screen
+    assert " ".join(ln.strip() for ln in said) == piped[0]

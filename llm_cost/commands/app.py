@@ -50,7 +50,7 @@ class OneLineErrors(TyperGroup):
             if type(err).__name__ == "NoArgsIsHelpError":  # bare `llm-cost`: the help, not an error
                 typer.echo(err.format_message())
                 sys.exit(0)
-            typer.echo(f"Error: {shortened(err.format_message())}", err=True)
+            say(f"Error: {shortened(err.format_message())}")
             sys.exit(err.exit_code)
         except typer.Abort:
             typer.echo("Aborted.", err=True)
@@ -121,7 +121,7 @@ def command(*names, **kwargs):
             try:
                 return fn(*args, **kw)
             except LlmCostError as err:
-                typer.echo(f"Error: {shortened(_as_flags(err))}", err=True)
+                say(f"Error: {shortened(_as_flags(err))}")
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
         return app.command(*names, **{"cls": OneValueCommand, **kwargs})(run)
@@ -142,7 +142,7 @@ def _as_flags(err: LlmCostError) -> str:
 
 
 def say(line: str) -> None:
-    """A "Warning: ..." or "Note: ..." line on stderr: ONE line when stderr is piped (a script greps it);
+    """An "Error: ...", "Warning: ..." or "Note: ..." line on stderr: ONE line when stderr is piped (a script greps it);
     on a terminal wrapped to its width at word boundaries, continuation lines indented two spaces
     (a word longer than the width stays whole)."""
     import os
