@@ -68,5 +68,11 @@ def test_ctrl_c_in_the_cross_validation_keeps_the_fit(tmp_path, monkeypatch):
                         env={"COLUMNS": "250"})
     assert out.exit_code == 0, out.output
     assert "interrupted: the cross-validation did not finish" in out.stderr
+    table = runner.invoke(app, ["calibrate", str(TWO), "-o", str(target), "--force", "--free", "bw_efficiency"],
+                          env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    # the footnote says what was done: no cross-validation
+    words = " ".join(table.stdout.split())  # the table wraps its caption
+    assert "cross-validated: k-fold" not in words and "cross-validation by source was interrupted" in words
     written = json.loads(target.read_text())
     assert "cross_validated" not in written["calibration"] and written["calibration"]["fitted"] == ["bw_efficiency"]

@@ -184,7 +184,7 @@ def calibrate_cmd(
     emit(_knob_rows(result, (fitted, held)), KNOB_COLUMNS, fmt,
          title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
                f"of {', '.join(points)} (written to {output})",
-         caption=_cv_caption(cv, cv_by, groups))
+         caption=_cv_caption(cv, cv_by, groups, interrupted=bool(folds) and held is None))
 
 
 def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress, executor=None):
@@ -241,8 +241,12 @@ def _knob_rows(result, summaries) -> list[dict]:
     return rows
 
 
-def _cv_caption(cv: bool, by: str, groups) -> str:
-    """What the error rows are: cross-validated k-fold, or in-sample only (and why)."""
+def _cv_caption(cv: bool, by: str, groups, interrupted: bool = False) -> str:
+    """What the error rows are: cross-validated k-fold, or in-sample only (and why: --no-cv, one group,
+    or the cross-validation interrupted)."""
+    if interrupted:
+        return (f"errors in-sample only: the cross-validation by {by} was interrupted; "
+                f"fitted no (base): the base's value")
     if not cv:
         return "errors in-sample only (--no-cv); fitted no (base): no point moves the knob, it keeps the base's value"
     if len(groups) < 2:
