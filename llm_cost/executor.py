@@ -15,11 +15,12 @@ from llm_cost.errors import InvalidValueError, check_number
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during `run_tasks`: `done` holds {task index: result} of the tasks that finished."""
+    """Ctrl-C during `run_tasks` (or another loop of tasks): `done` holds {task index: result} of the
+    tasks that finished, `total` how many there were (None: not said)."""
 
-    def __init__(self, done: dict) -> None:
+    def __init__(self, done: dict, total: int | None = None) -> None:
         super().__init__(f"interrupted after {len(done)} task(s)")
-        self.done = done
+        self.done, self.total = done, total
 
 
 def default_jobs() -> int:

@@ -46,14 +46,20 @@ def run_all(models: list[ModelSpec], gpus: list[Accelerator], *, examples: int =
             invariants: list[Invariant] | None = None, progress=None) -> list[CheckResult]:
     """Model invariants for every (model, gpu) pair, then formula invariants once.
 
-    `progress`, if given, is called with (done, total) after each check (a progress bar)."""
+    `progress`, if given, is called with (done, total) after each check (a progress bar). Ctrl-C raises
+    `executor.Interrupted` holding the results that finished."""
     invariants = all_invariants() if invariants is None else invariants
     jobs = [(inv, m, g) for inv in invariants if inv.scope == "model" for m in models for g in gpus]
     if models and gpus:
         jobs += [(inv, models[0], gpus[0]) for inv in invariants if inv.scope == "formula"]
+    from llm_cost.executor import Interrupted
+
     results = []
-    for inv, m, g in jobs:
-        results.append(run(inv, m, g, examples=examples))
-        if progress is not None:
-            progress(len(results), len(jobs))
+    try:
+        for inv, m, g in jobs:
+            results.append(run(inv, m, g, examples=examples))
+            if progress is not None:
+                progress(len(results), len(jobs))
+    except KeyboardInterrupt:
+        raise Interrupted(dict(enumerate(results)), total=len(jobs)) from None
     return results

@@ -118,11 +118,16 @@ def command(*names, **kwargs):
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kw):
+            from llm_cost.commands.progress import QUIET
+
+            QUIET["on"] = bool(kw.get("quiet", False))  # --quiet: this run only
             try:
                 return fn(*args, **kw)
             except LlmCostError as err:
                 say(f"Error: {shortened(_as_flags(err))}")
                 raise typer.Exit(EXIT_BAD_INPUT) from None
+            finally:
+                QUIET["on"] = False
 
         return app.command(*names, **{"cls": OneValueCommand, **kwargs})(run)
 
@@ -164,8 +169,22 @@ def warn(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """One line on stderr beside the output (an option that changed nothing, and how to make it count)."""
-    say(f"Note: {text}")
+    """One line on stderr beside the output (an option that changed nothing, and how to make it count);
+    none with --quiet."""
+    from llm_cost.commands.progress import quiet
+
+    if not quiet():
+        say(f"Note: {text}")
+
+
+EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
+
+
+def interrupted(done: int, total: int, what: str) -> None:
+    """After Ctrl-C, once the rows that finished are printed: "Warning: interrupted: N of M WHAT finished"
+    on stderr (even with --quiet: it is about the result), exit 130."""
+    warn(f"interrupted: {done} of {total} {what} finished; the rows printed are those")
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point",

@@ -69,6 +69,7 @@ def validate_cmd(
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
     jobs: Jobs = 1,
     ray: Ray = None,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """Predict every row of a file of measured points and print the error of each (APE =

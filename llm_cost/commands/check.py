@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import (Format, MaybeGpus, MaybeModels)
+from llm_cost.commands.app import command, emit, interrupted
+from llm_cost.commands.options import Format, MaybeGpus, MaybeModels, Quiet
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
 
@@ -37,9 +37,11 @@ def check_cmd(
     examples: Annotated[int, typer.Option(help="Hypothesis examples per invariant and pair.")] = 50,
     every: Annotated[bool, typer.Option("--all", help="A row per invariant and (model, gpu) pair, not one per "
                                                       "invariant (json and csv always print every pair).")] = False,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
-    """Run the property suite against catalog entries or your own files; exit 1 on a failure."""
+    """Run the property suite against catalog entries or your own files; exit 1 on a failure.
+    Ctrl-C prints the checks that finished, says how many of all, and exits 130."""
     from llm_cost.catalog import catalog_names, load_accelerator, load_model
     from llm_cost.errors import check_number
 
@@ -49,14 +51,21 @@ def check_cmd(
     from llm_cost.checks.runner import run_all  # hypothesis: imported only by this command
 
     from llm_cost.commands.progress import SweepProgress
+    from llm_cost.executor import Interrupted
 
+    stopped = None
     with SweepProgress("checking invariants") as progress:
-        results = run_all(models, gpus, examples=examples, progress=progress)
+        try:
+            results = run_all(models, gpus, examples=examples, progress=progress)
+        except Interrupted as stop:
+            stopped, results = stop, [stop.done[k] for k in sorted(stop.done)]
     rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu,
              "status": "pass" if r.passed else "FAIL", "counterexample": r.counterexample}
             for r in results]
     failed = sum(not r.passed for r in results)
     caption = f"{len(results) - failed} passed, {failed} failed"
+    if stopped is not None and not results:
+        interrupted(0, stopped.total, "checks")
     if every or fmt.lower() in ("json", "csv"):
         emit(rows, CHECK_COLUMNS, fmt, title="Invariants", caption=caption)
     else:
@@ -64,6 +73,8 @@ def check_cmd(
              caption=caption)
         if failed:
             emit([r for r in rows if r["status"] != "pass"], CHECK_COLUMNS, fmt, title="Failures")
+    if stopped is not None:
+        interrupted(len(results), stopped.total, "checks")
     if failed:
         raise typer.Exit(1)
 

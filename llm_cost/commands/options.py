@@ -120,7 +120,7 @@ EngineOpt = Annotated[Optional[str], typer.Option(
                      "llama.cpp or generic: its "
                      "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
                      "engines' mean; the documents' presets have none).")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr (it shows only on a terminal, past a second).")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr (it shows only on a terminal, past a second) and no notes; warnings and errors stay.")]
 SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]
 
 # Speculative decoding: the draft's acceptance and cost, declared once

@@ -1,13 +1,21 @@
-"""A Rich progress bar for sweeps of simulations, shown only on a terminal and only when slow."""
+"""A Rich progress bar for sweeps of simulations, shown only on a terminal and only when slow; `QUIET`,
+set by `--quiet` for one command's run (`app.command`), silences it and the notes."""
 
 from __future__ import annotations
+
+QUIET = {"on": False}  # this run's --quiet: no progress display, no "Note:" lines (warnings and errors stay)
+
+
+def quiet() -> bool:
+    """Whether this command's run was given --quiet."""
+    return QUIET["on"]
 
 
 class SweepProgress:
     """A Rich progress bar on stderr for a sweep of simulations that runs longer than a second.
 
     Called after each step with (done, total); it stays hidden while the sweep looks short, and
-    always when `quiet` (`--quiet`). Leaving the `with` block stops it, an interrupt (Ctrl-C) too.
+    always when `quiet` or the run's `--quiet`. Leaving the `with` block stops it, an interrupt (Ctrl-C) too.
     """
 
     def __init__(self, label: str, console=None, *, quiet: bool = False) -> None:
@@ -17,7 +25,7 @@ class SweepProgress:
         self._start = self._clock()
         self._label, self._console = label, console
         self._bar = self._task = None
-        if quiet:
+        if quiet or QUIET["on"]:
             self._bar = False  # never shown
 
     def __call__(self, done: int, total: int) -> None:

@@ -12,7 +12,7 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        KvTokens, MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt,
                                        ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
-                                       SpecAlpha, SpecGamma, Trace, Weights)
+                                       Quiet, SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp  # batching --disaggregate's decode pool
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -175,6 +175,7 @@ def waste_cmd(
     gpu: GpuOpt = DEFAULT.gpu,
     preset: Preset = DEFAULT.preset,
     reserve: Reserve = DEFAULT_RESERVE,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """Request-level padding: token positions computed vs needed, for one batch or a simulated load.
@@ -264,6 +265,7 @@ def batching_cmd(
     reserve: Reserve = DEFAULT_RESERVE,
     weights: Weights = "bf16",
     deploy: DeploymentArgs = AS_GIVEN,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """Simulate request-level or iteration-level batching: throughput, per-token latency, KV use.

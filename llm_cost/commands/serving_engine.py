@@ -139,7 +139,7 @@ def run_batching(o: dict) -> None:
     rate (`engine.serve`) or the rate search (`highest_rate`), rendered."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
-    from llm_cost.commands.app import emit, warn_unfit
+    from llm_cost.commands.app import emit, interrupted, warn_unfit
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.commands.serving_common import kv_settings
     from llm_cost.errors import InvalidValueError
@@ -204,13 +204,10 @@ def run_batching(o: dict) -> None:
     else:
         from llm_cost.serving.engine import serve
 
-        results, wl_at = [], [wl.at_rate(r) for r in rates]
-        with SweepProgress("simulating") as progress:
-            m = len(wl_at)
-            for k, one in enumerate(wl_at):
-                inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
-                results.append(serve(one, replica, config, on_progress=inner))
+        wl_at = [wl.at_rate(r) for r in rates]
+        results = _runs(wl_at, "simulating", lambda one, inner: serve(one, replica, config, on_progress=inner))
         found = None
+    total, wl_at = len(wl_at), wl_at[:len(results)]  # Ctrl-C: the rates that finished
     if o.get("router") and slo_s is not None:
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
@@ -232,20 +229,34 @@ def run_batching(o: dict) -> None:
          caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
                             f"{o['router']} routing, --rate is the fleet's" if o.get("router")
                             else _deployment_caption(dep, results)))
+    if len(results) < total:
+        interrupted(len(results), total, "rates")
     warn_unfit(rows, o["deploy"].strict)
 
 
-def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
-    """`--router`: one `fleet.serve_fleet` run per rate, with a progress bar."""
+def _runs(workloads, label: str, each) -> list:
+    """`[each(workload, on_progress) for workload in workloads]` under one progress bar (requests finished);
+    Ctrl-C stops with the runs that finished (fewer than the workloads; none: exit 130 at once)."""
+    from llm_cost.commands.app import interrupted
     from llm_cost.commands.progress import SweepProgress
+
+    runs, m = [], len(workloads)
+    with SweepProgress(label) as progress:
+        try:
+            for k, one in enumerate(workloads):
+                runs.append(each(one, lambda d, t, k=k: progress(k * t + d, m * t)))
+        except KeyboardInterrupt:
+            if not runs:
+                interrupted(0, m, "rates")
+    return runs
+
+
+def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
+    """`--router`: one `fleet.serve_fleet` run per rate, with a progress bar (Ctrl-C: those that finished)."""
     from llm_cost.serving.fleet import serve_fleet
 
-    fleets, m = [], len(workloads)
-    with SweepProgress("simulating the fleet") as progress:
-        for k, one in enumerate(workloads):
-            inner = lambda d, t, k=k: progress(k * t + d, m * t)  # noqa: E731  (requests finished)
-            fleets.append(serve_fleet(one, replica, config, replicas, router, on_progress=inner))
-    return fleets
+    return _runs(workloads, "simulating the fleet",
+                 lambda one, inner: serve_fleet(one, replica, config, replicas, router, on_progress=inner))
 
 
 DISAGG_COLUMNS = [Column("prefill_replicas", "prefill replicas"), Column("decode_replicas", "decode replicas"),
