@@ -115,3 +115,13 @@ def test_ctrl_c_in_check_prints_the_checks_that_finished(monkeypatch):
 
     assert len(json.loads(out.stdout)) == 2
     assert "interrupted: 2 of " in out.stderr and "checks finished" in out.stderr
+
+
+def test_ctrl_c_in_a_fleet_over_several_rates(monkeypatch):
+    import llm_cost.serving.fleet as fleet
+
+    _stop_after(monkeypatch, fleet, "serve_fleet")
+    out = runner.invoke(app, ["batching", "--rate", "1", "--rate", "2", "-n", "20", "--gpus", "2",
+                              "--router", "round-robin", "--format", "csv"])
+    assert out.exit_code == 130, out.output
+    assert len(out.stdout.splitlines()) == 2 and "interrupted: 1 of 2 rates finished" in out.stderr
