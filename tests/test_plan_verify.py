@@ -7,7 +7,7 @@ import importlib.util
 import json
 
 import pytest
-from helpers import error_line, rows_of
+from helpers import error_line, rows_of, run
 
 import llm_cost as lc
 from llm_cost.errors import InvalidValueError
@@ -193,19 +193,24 @@ def test_static_and_served_rankings_disagree_under_load():
     assert b16["served_finished"] == 600
 
 
-def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch):
-    """Ctrl-C after the first candidate: the table holds that one row and the caption says so."""
+@pytest.mark.parametrize("finished", [(0,), (1, 2)])
+def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch, finished):
+    """Ctrl-C after some candidates: the table holds those rows with their frontier ranks (candidates
+    2 and 3 finishing first are analytic ranks 2 and 3, not 1 and 2), and the exit is 130."""
     import llm_cost.planner.verify as verify_module
 
     real = verify_module.verify
 
-    def first_then_stop(tasks, **kw):
-        done = real(tasks[:1], jobs=1)
-        raise Interrupted({0: done[0]})
+    def some_then_stop(tasks, **kw):
+        done = real([tasks[k] for k in finished], jobs=1)
+        raise Interrupted(dict(zip(finished, done)))
 
-    monkeypatch.setattr(verify_module, "verify", first_then_stop)
-    rows = rows_of(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1")
-    assert [(r["served_rank"], r["analytic_rank"]) for r in rows] == [(1, 1)]
+    monkeypatch.setattr(verify_module, "verify", some_then_stop)
+    out = run(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1", "--format", "json")
+    assert out.exit_code == 130, out.output
+    rows = json.loads(out.stdout)
+    assert sorted(r["analytic_rank"] for r in rows) == [k + 1 for k in finished]
+    assert sorted(r["served_rank"] for r in rows) == list(range(1, len(finished) + 1))
 
 
 def test_cli_emit_refuses_disaggregate_in_one_line():

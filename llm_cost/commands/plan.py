@@ -141,14 +141,15 @@ def plan_cmd(
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
     columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
-    caption = caption_of(result)
+    caption, interrupted = caption_of(result), False
     if verify is not None:
         from llm_cost.commands.plan_verify import VerifyOptions, verified
 
         o = VerifyOptions(verify, tuple(rate or ()), concurrency, prompt_len, output_len, arrivals, trace, requests,
                           seed, slo_stat, jobs, ray)
         splits = _splits(grid, target, prices, refs) if disaggregate else None
-        rows, columns, caption = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
+        rows, columns, caption, interrupted = verified(result, rows, columns, caption, target=target, o=o,
+                                                       splits=splits)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     said()
     if not rows:
@@ -157,6 +158,8 @@ def plan_cmd(
         _best_as_commands(rows[0])
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model or model, grid.isl)
+    if interrupted:
+        raise SystemExit(130)  # Ctrl-C: the candidates that finished are printed, the exit says it stopped
 
 def _profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
     """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine

@@ -93,15 +93,16 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
         cands += more
         rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
     tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in cands]
-    interrupted = False
+    interrupted, kept = False, list(range(len(tasks)))  # kept: the analytic ranks (0-based) served
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
             served = verify(tasks, jobs=o.jobs, ray=o.ray, on_done=progress)
         except Interrupted as stop:
             interrupted, done = True, stop.done
-            served = [done[k] for k in sorted(done)]
-            tasks = [tasks[k] for k in sorted(done)]
-            rows = [rows[k] for k in sorted(done)]
+            kept = sorted(done)
+            served = [done[k] for k in kept]
+            tasks = [tasks[k] for k in kept]
+            rows = [rows[k] for k in kept]
             if not done:
                 note("interrupted before any candidate finished")
                 raise SystemExit(130)
@@ -113,8 +114,8 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
         s = served[k]
         row.update(s)
         row["served_ttft_s"], row["served_tpot_s"] = s.get(f"served_ttft_{stat}_s"), s.get(f"served_tpot_{stat}_s")
-        row["analytic_rank"], row["served_rank"] = k + 1, new + 1
-        moved = k - new
+        row["analytic_rank"], row["served_rank"] = kept[k] + 1, new + 1  # the frontier's rank, not the kept list's
+        moved = kept[k] - new
         row["rank_change"] = "=" if moved == 0 else (f"+{moved}" if moved > 0 else str(moved))
         out.append(row)
     wl = tasks[0].workload if tasks else recipe
@@ -134,4 +135,4 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
     cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
     if any(r.get("serve_note") for r in out):
         cols.append(Column("serve_note", "served as", str))
-    return out, cols, caption
+    return out, cols, caption, interrupted
