@@ -148,18 +148,24 @@ def plan_cmd(
         o = VerifyOptions(verify, tuple(rate or ()), concurrency, prompt_len, output_len, arrivals, trace, requests,
                           seed, slo_stat, jobs, ray)
         splits = _splits(grid, target, prices, refs) if disaggregate else None
-        rows, columns, caption, interrupted = verified(result, rows, columns, caption, target=target, o=o,
-                                                       splits=splits)
+        rows, columns, caption, interrupted = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     said()
+    _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model or model, grid.isl, interrupted)
+
+
+def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, interrupted) -> None:
+    """What follows the table: the best row as commands (or why there is none), its launch files, and
+    exit 130 after a Ctrl-C (the candidates that finished are printed)."""
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
         _best_as_commands(rows[0])
     if emit_engine is not None:
-        _emit_best(rows, emit_engine, emit_k8s, served_model or model, grid.isl)
+        _emit_best(rows, emit_engine, emit_k8s, served_model, isl)
     if interrupted:
-        raise SystemExit(130)  # Ctrl-C: the candidates that finished are printed, the exit says it stopped
+        raise SystemExit(130)
+
 
 def _profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
     """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine
