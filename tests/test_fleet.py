@@ -14,6 +14,8 @@ from llm_cost.serving.engine import serve
 from llm_cost.serving.fleet import serve_fleet
 from llm_cost.serving.prefixes import with_prefix_groups
 from llm_cost.serving.replica import IterationCost, Replica
+
+from helpers import error_line  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.workload import fixed_workload, poisson_workload
 
@@ -103,3 +105,16 @@ def test_cli_router_rows_say_the_fleet():
     bad = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20", "--gpus", "2", "--router", "prefix-affinity",
                                    "--reservation", "paged"])
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "--prefix-caching" in bad.output
+
+
+def test_router_with_slo_ms_is_refused_before_any_search(monkeypatch):
+    """`--router` serves the given rates; with `--slo-ms` it is refused in one line before the rate
+    search runs (it used to run the whole search first, seconds for nothing)."""
+    import llm_cost.serving.rate_search as rate_search
+
+    def no_search(*a, **k):
+        raise AssertionError("the rate search ran")
+
+    monkeypatch.setattr(rate_search, "highest_rate", no_search)
+    line = error_line("batching", "--gpus", "4", "--router", "round-robin", "--slo-ms", "50", "-n", "1000")
+    assert "--router" in line and "--slo-ms" in line

@@ -185,6 +185,9 @@ def run_batching(o: dict) -> None:
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
     caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
+    if o.get("router") and slo_s is not None:  # refused before any simulation, not after a search
+        raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
+                                params=("router",))
     if any(o.get(k) is not None for k in ("disaggregate", "decode_tp", "decode_max_batch")):
         return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
     if slo_s is not None:
@@ -208,9 +211,6 @@ def run_batching(o: dict) -> None:
         results = _runs(wl_at, "simulating", lambda one, inner: serve(one, replica, config, on_progress=inner))
         found = None
     total, wl_at = len(wl_at), wl_at[:len(results)]  # Ctrl-C: the rates that finished
-    if o.get("router") and slo_s is not None:
-        raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
-                                params=("router",))
     rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
     rows = [{"model": target.name, "gpu": acc.label, "gpu_name": acc.name, "preset": profile.name, **r} for r in rows]
     from llm_cost.commands.serving_energy import served_energy_columns
