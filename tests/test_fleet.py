@@ -15,7 +15,7 @@ from llm_cost.serving.fleet import serve_fleet
 from llm_cost.serving.prefixes import with_prefix_groups
 from llm_cost.serving.replica import IterationCost, Replica
 
-from helpers import error_line  # noqa: E402
+from helpers import error_line, rows_of  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.workload import fixed_workload, poisson_workload
 
@@ -118,3 +118,13 @@ def test_router_with_slo_ms_is_refused_before_any_search(monkeypatch):
     monkeypatch.setattr(rate_search, "highest_rate", no_search)
     line = error_line("batching", "--gpus", "4", "--router", "round-robin", "--slo-ms", "50", "-n", "1000")
     assert "--router" in line and "--slo-ms" in line
+
+
+def test_requests_per_replica_counts_every_replica_and_tokens_per_replica_is_the_mean():
+    """Four replicas, two requests: round-robin hands replicas 2 and 3 none; requests_per_replica is
+    (1, 1, 0, 0), aligned with the replica indices, and the row's tokens_per_s_replica is the fleet's
+    tokens/s over the 4 replicas."""
+    rows = rows_of("batching", "--gpus", "4", "--router", "round-robin", "--rate", "1", "-n", "2")
+    (row,) = rows
+    assert row["requests_per_replica"] == [1, 1, 0, 0]
+    assert row["tokens_per_s_replica"] == pytest.approx(row["tokens_per_s"] / 4)

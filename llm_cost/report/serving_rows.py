@@ -309,7 +309,8 @@ def fleet_fields(fleet, dep) -> dict:
     return {"router": fleet.router, "replicas": fleet.replica_count, "imbalance": fleet.imbalance,
             "requests_per_replica": list(fleet.requests_per_replica),
             "rate_total_req_per_s": r.rate_req_per_s, "throughput_total_req_per_s": r.throughput_req_per_s,
-            "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s / dep.total_gpus}
+            "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s / dep.total_gpus,
+            "tokens_per_s_replica": r.tokens_per_s / fleet.replica_count}  # the mean replica's, not the fleet's
 
 
 def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],

@@ -38,15 +38,17 @@ class FleetResult:
 
     @property
     def requests_per_replica(self) -> tuple:
-        """Requests each replica was handed."""
-        return tuple(r.requests for r in self.replicas)
+        """Requests each replica was handed, every replica in order (0 for one handed none; `replicas`
+        holds results only for those handed some)."""
+        counts = [0] * self.replica_count
+        for a in self.assignment:
+            counts[a] += 1
+        return tuple(counts)
 
     @property
     def imbalance(self) -> float:
         """Most requests on one replica / the mean per replica (1: even)."""
-        counts = [0] * self.replica_count
-        for a in self.assignment:
-            counts[a] += 1
+        counts = self.requests_per_replica
         return max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
 
     @property
