@@ -185,7 +185,7 @@ def test_fleet_energy_counts_every_replica_idle_until_the_fleet_is_done():
 
     wl = fixed_workload([(4, 5), (4, 9), (4, 2)])
     f = serve_fleet(wl, Replica(IterationCost.unit(), 100, 2048), ServeConfig(reservation="paged"), 4)
-    assert f.requests_per_replica == (1, 1, 1) and f.replica_count == 4
+    assert f.requests_per_replica == (1, 1, 1, 0) and f.replica_count == 4 and len(f.replicas) == 3
     parts = [served_energy(r, H100) for r in f.replicas]
     span = max(p.seconds for p in parts)
     by_hand = sum(p.joules for p in parts) + 70.0 * (sum(span - p.seconds for p in parts) + span)
