@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from helpers import error_line, run
+from helpers import CONFIGS, error_line, run
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.planner.emit import k8s_deployment, launch_args
@@ -81,6 +81,21 @@ def test_cli_emit_prints_the_best_rows_command_last():
     last = shlex.split(out.stdout.strip().splitlines()[-1])
     assert last[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "meta-llama/Meta-Llama-3-8B"]
     assert set(_flags(last)) <= SGLANG_FLAGS
+
+
+def test_cli_emit_names_a_catalog_models_hub_repo_by_default(tmp_path):
+    """Without --served-model a catalog model is launched as the repo its config came from
+    (models/llama-3-8b/config.json's _source: huggingface.co/meta-llama/Meta-Llama-3-8B), which an
+    engine can load; a config file given by path (no Hub source) is named as given."""
+    out = run(*PLAN, "--emit", "vllm")
+    assert out.exit_code == 0, out.output
+    assert shlex.split(out.stdout.strip().splitlines()[-1])[:3] == ["vllm", "serve", "meta-llama/Meta-Llama-3-8B"]
+    config = tmp_path / "config.json"
+    config.write_text((CONFIGS / "granite-3.3-8b-instruct.json").read_text())
+    args = tuple(str(config) if a == "llama-3-8b" else a for a in PLAN)
+    out = run(*args, "--emit", "vllm")
+    assert out.exit_code == 0, out.output
+    assert shlex.split(out.stdout.strip().splitlines()[-1])[2] == str(config)
 
 
 def test_cli_emit_errors_are_one_line():

@@ -103,7 +103,7 @@ def plan_cmd(
     ray: Ray = None,
     emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
     emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
-    served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default the --model as given).")] = None,
+    served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default a catalog model's repo from its config's source, else the --model as given).")] = None,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -151,7 +151,8 @@ def plan_cmd(
         rows, columns, caption, interrupted = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     said()
-    _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model or model, grid.isl, interrupted)
+    checkpoint = served_model or _checkpoint(spec, model)
+    _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoint, grid.isl, interrupted)
 
 
 def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, interrupted) -> None:
@@ -235,6 +236,14 @@ def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:
                     if missing["no_split"] else ""))
     if not rows:
         note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(result))
+
+
+def _checkpoint(spec, model: str) -> str:
+    """What `--emit` names as the engine's checkpoint without --served-model: a catalog model's Hugging
+    Face repo (its config's source), else the --model as given (a path or a repo id)."""
+    from llm_cost.planner.emit import hub_repo
+
+    return hub_repo(spec.source) or model
 
 
 def _emit_best(rows, emit_engine, emit_k8s, name, isl) -> None:

@@ -30,6 +30,20 @@ from llm_cost.errors import InvalidValueError, check_choice
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
+def hub_repo(source: str) -> str | None:
+    """The Hugging Face repo id a config's source names ('https://huggingface.co/ORG/NAME/...' ->
+    'ORG/NAME'), or None: the checkpoint an engine loads for a catalog model.
+
+    >>> hub_repo("https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"), hub_repo("./c.json")
+    ('meta-llama/Meta-Llama-3-8B', None)
+    """
+    prefix = "https://huggingface.co/"
+    if not isinstance(source, str) or not source.startswith(prefix):
+        return None
+    parts = source[len(prefix):].split("/")
+    return "/".join(parts[:2]) if len(parts) >= 2 and all(parts[:2]) else None
+
+
 def _spec(row: dict) -> tuple[int, str | None]:
     """(draft tokens per round, draft model or None) of a row; (0, None) without speculation."""
     kind = row.get("speculation") or "none"
