@@ -146,7 +146,8 @@ def test_plan_table_shows_gpus_replicas_users_and_a_request_line_that_reproduces
     assert out.exit_code == 0, out.output
     for header in ("GPUs", "replicas", "batch per replica", "users in flight"):
         assert header in out.stdout
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("The best row as one command: llm-cost request "))
+    lines = out.stdout.splitlines()
+    line = lines[lines.index("The best row as one command:") + 1]
     rows = json.loads(_run(*args, "-f", "json").stdout)
     best = rows[0]
     assert best["users_in_flight"] == best["batch"] * best["replicas"]
@@ -178,3 +179,23 @@ def test_disaggregated_rows_name_their_setting_and_gpu_key():
     split = json.loads(_run("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "2048",
                             "--osl", "128", "--disaggregate", "-f", "json").stdout)[0]
     assert (split["gpu"], split["gpu_name"]) == ("h100-sxm", "H100 SXM")
+
+
+def test_plan_best_row_command_is_one_line_at_80_columns_and_a_pipeline_says_what_it_holds():
+    """Review at 80 columns (issue 28): the best row's `request` line is printed whole on one line (a
+    wrapped line pasted runs only its first part) and runs as `request` with the row's TTFT and TPOT;
+    with pp > 1 a note says the row holds one static batch per replica (`Deployment.batches_in_flight`)."""
+    import shlex
+
+    args = ["plan", "--model", "llama-3-70b", "--tp", "2", "--pp", "2", "--gpus", "8"]
+    out = _run(*args, columns=80)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    line = lines[lines.index("The best row as one command:") + 1]
+    assert line.startswith("llm-cost request --model llama-3-70b ") and len(line) > 80  # whole, not wrapped
+    assert "--pp 2" in line
+    assert "one static batch per replica" in " ".join(lines) and "not pp batches" in " ".join(lines)
+    best = json.loads(_run(*args, "-f", "json").stdout)[0]
+    assert best["pp"] == 2 and best["users_in_flight"] == best["batch"] * best["replicas"]
+    request = json.loads(_run("request", *shlex.split(line.split("llm-cost request ", 1)[1]), "-f", "json").stdout)[0]
+    assert request["ttft_s"] == pytest.approx(best["ttft_s"]) and request["tpot_s"] == pytest.approx(best["tpot_s"])
