@@ -80,7 +80,7 @@ def test_table_marks_figures_whose_weights_do_not_fit():
     assert "4.79 " in line and "42.12†" in line and "4.79†" not in line
     assert "† That format's weights do not fit" in out.stdout
     assert "1 of 2 model columns have figures that cannot run as stated" in out.stderr
-    assert "llama-3-70b: BF16 weights do not fit" in out.stderr
+    assert "llama-3-70b on H100 SXM: BF16 weights do not fit" in out.stderr
 
 
 def test_table_of_models_that_fit_warns_nothing():
@@ -199,3 +199,16 @@ def test_plan_best_row_command_is_one_line_at_80_columns_and_a_pipeline_says_wha
     assert best["pp"] == 2 and best["users_in_flight"] == best["batch"] * best["replicas"]
     request = json.loads(_run("request", *shlex.split(line.split("llm-cost request ", 1)[1]), "-f", "json").stdout)[0]
     assert request["ttft_s"] == pytest.approx(best["ttft_s"]) and request["tpot_s"] == pytest.approx(best["tpot_s"])
+
+
+def test_table_warning_names_model_and_gpu_in_each_part():
+    """Review (issue 28): with two GPUs the warning's parts read "llama-3-8b on H100 SXM: ...; llama-3-8b
+    on L4: ...", each naming the GPU it concerns (it read "llama-3-8b: ...; llama-3-8b: ...")."""
+    out = _run("table", "--gpu", "h100-sxm", "--gpu", "l4", columns=80)
+    assert out.exit_code == 0, out.output
+    parts = " ".join(out.stderr.split()).split(": ", 2)[2]
+    heads = [p.split(":")[0] for p in parts.split("; ") if ":" in p]
+    for model in ("llama-3-8b", "llama-3-70b", "deepseek-v3"):
+        assert f"{model} on H100 SXM" in heads and f"{model} on L4" in heads
+    rows = json.loads(_run("table", "--gpu", "l4", "-f", "json").stdout)
+    assert all(r["fit_note"].startswith(f"{r['model']} on L4: ") for r in rows if not r["fits"])
