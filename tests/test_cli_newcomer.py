@@ -212,3 +212,25 @@ def test_table_warning_names_model_and_gpu_in_each_part():
         assert f"{model} on H100 SXM" in heads and f"{model} on L4" in heads
     rows = json.loads(_run("table", "--gpu", "l4", "-f", "json").stdout)
     assert all(r["fit_note"].startswith(f"{r['model']} on L4: ") for r in rows if not r["fits"])
+
+
+@pytest.mark.parametrize("command, wanted", [
+    ("plot", ["Missing argument KIND: one of ", "roofline", "validation"]),
+    ("validate", ["Missing argument POINTS: a CSV of measured points, e.g. tests/data/measured/train.csv"]),
+    ("calibrate", ["Missing argument POINTS: a CSV of measured points, e.g. tests/data/measured/train.csv"]),
+])
+def test_bare_command_says_what_argument_to_give(command, wanted):
+    """Review (issue 28): a command left without its argument prints one line that says what to give
+    (it printed only "Missing argument 'kind'."), exit 2; the example it names is a file of the checkout."""
+    from llm_cost.commands.plot import KINDS
+    from tests.helpers import README
+
+    out = _run(command, columns=80)
+    assert out.exit_code == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.output
+    for text in wanted:
+        assert text in out.stderr
+    if command == "plot":
+        assert all(kind in out.stderr for kind in KINDS)
+    else:
+        assert (README.parent / "tests/data/measured/train.csv").is_file()
