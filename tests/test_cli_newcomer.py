@@ -234,3 +234,21 @@ def test_bare_command_says_what_argument_to_give(command, wanted):
         assert all(kind in out.stderr for kind in KINDS)
     else:
         assert (README.parent / "tests/data/measured/train.csv").is_file()
+
+
+def test_request_with_a_profile_file_names_the_file_in_its_title(tmp_path):
+    """Review (issue 28): `request --profile FILE.json` titled itself "preset calibrated"; the title
+    names the file (rows' `preset` stays the profile's own name)."""
+    from llm_cost.calibrate.profile_file import write_profile
+    from llm_cost.specs.profiles import PRESETS
+
+    path = tmp_path / "mine.json"
+    write_profile(PRESETS["measured"].with_(name="calibrated"), path)
+    for extra in ([], ["--breakdown"]):
+        out = _run("request", "--profile", str(path), *extra, columns=80)
+        assert out.exit_code == 0, out.output
+        assert f"profile calibrated from {path}" in " ".join(out.stdout.split())
+        assert "preset calibrated" not in out.stdout
+    (row,) = json.loads(_run("request", "--profile", str(path), "-f", "json").stdout)
+    assert row["preset"] == "calibrated"
+    assert "preset measured" in _run("request", columns=200).stdout
