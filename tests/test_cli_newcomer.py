@@ -252,3 +252,18 @@ def test_request_with_a_profile_file_names_the_file_in_its_title(tmp_path):
     (row,) = json.loads(_run("request", "--profile", str(path), "-f", "json").stdout)
     assert row["preset"] == "calibrated"
     assert "preset measured" in _run("request", columns=200).stdout
+
+
+def test_kv_capacity_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
+    """Issue 28.8 (one name for one thing): `KvCapacity.gpu` holds the catalog key, as rows' `gpu`, and
+    `gpu_name` the display name, as rows' `gpu_name`; its note names the display name."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.report.serving_rows import capacity_row
+    from llm_cost.serving.capacity import kv_capacity
+
+    gpu = load_accelerator("h100-sxm")
+    cap = kv_capacity(load_model("llama-3-70b"), gpu)
+    assert (cap.gpu, cap.gpu_name) == (gpu.label, gpu.name) == ("h100-sxm", "H100 SXM")
+    assert not cap.runs and "on H100 SXM: short by" in cap.note
+    row = capacity_row(load_model("llama-3-70b"), gpu, reserve=None, prompt=128, max_gen=128)
+    assert (row["gpu"], row["gpu_name"]) == (cap.gpu, cap.gpu_name)
