@@ -267,3 +267,16 @@ def test_kv_capacity_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
     assert not cap.runs and "on H100 SXM: short by" in cap.note
     row = capacity_row(load_model("llama-3-70b"), gpu, reserve=None, prompt=128, max_gen=128)
     assert (row["gpu"], row["gpu_name"]) == (cap.gpu, cap.gpu_name)
+
+
+def test_check_result_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
+    """Issue 28.8: a per-model invariant's result names its GPU by catalog key (`gpu`) and display name
+    (`gpu_name`), as every row does."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.checks.runner import all_invariants, run
+
+    gpu = load_accelerator("h100-sxm")
+    invariant = next(i for i in all_invariants() if i.scope == "model")
+    result = run(invariant, load_model("llama-3-8b"), gpu, examples=2)
+    assert (result.model, result.gpu, result.gpu_name) == ("llama-3-8b", gpu.label, gpu.name)
+    assert result.gpu != result.gpu_name
