@@ -280,3 +280,21 @@ def test_check_result_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
     result = run(invariant, load_model("llama-3-8b"), gpu, examples=2)
     assert (result.model, result.gpu, result.gpu_name) == ("llama-3-8b", gpu.label, gpu.name)
     assert result.gpu != result.gpu_name
+
+
+def test_disaggregated_split_gpu_is_the_catalog_key_and_its_price_found():
+    """Issue 28.8: `best_split`'s `Disaggregated.gpu` is the catalog key (rows' gpu), `gpu_name` the
+    display name; `plan --disaggregate` prices its rows with the price given by catalog key."""
+    rows = json.loads(_run("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--disaggregate",
+                           "--ttft-ms", "2000", "--tpot-ms", "50", "--usd-per-gpu-hour", "h100-sxm=2.5",
+                           "-f", "json").stdout)
+    assert rows and all((r["gpu"], r["gpu_name"]) == ("h100-sxm", "H100 SXM") for r in rows)
+    assert all(r["usd_per_million_output_tokens"] > 0 for r in rows)
+    import llm_cost as lc
+
+    space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 4)
+    grid = lc.evaluate(space, lc.PRESETS["measured"], isl=1024, osl=256)
+    from llm_cost.planner import best_split
+
+    splits, _ = best_split(grid, lc.Target(ttft_s=2.0, tpot_s=0.05))
+    assert [(d.gpu, d.gpu_name) for d in splits] == [("h100-sxm", "H100 SXM")]
