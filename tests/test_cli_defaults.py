@@ -108,7 +108,8 @@ def test_plan_default_best_row_is_its_request_line():
 
 
 # Every command answers with no options (issue 28.1); the ones that need an input name it in one line.
-NEEDS = {"plot": "kind", "validate": "points", "calibrate": "points", "batching": "--rate"}
+NEEDS = {"plot": "Missing argument KIND: one of roofline", "validate": "Missing argument POINTS: a CSV",
+         "calibrate": "Missing argument POINTS: a CSV", "batching": "--rate"}
 
 
 def test_every_command_runs_with_no_options():

@@ -80,7 +80,7 @@ def test_table_marks_figures_whose_weights_do_not_fit():
     assert "4.79 " in line and "42.12†" in line and "4.79†" not in line
     assert "† That format's weights do not fit" in out.stdout
     assert "1 of 2 model columns have figures that cannot run as stated" in out.stderr
-    assert "llama-3-70b: BF16 weights do not fit" in out.stderr
+    assert "llama-3-70b on H100 SXM: BF16 weights do not fit" in out.stderr
 
 
 def test_table_of_models_that_fit_warns_nothing():
@@ -146,7 +146,8 @@ def test_plan_table_shows_gpus_replicas_users_and_a_request_line_that_reproduces
     assert out.exit_code == 0, out.output
     for header in ("GPUs", "replicas", "batch per replica", "users in flight"):
         assert header in out.stdout
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("The best row as one command: llm-cost request "))
+    lines = out.stdout.splitlines()
+    line = lines[lines.index("The best row as one command:") + 1]
     rows = json.loads(_run(*args, "-f", "json").stdout)
     best = rows[0]
     assert best["users_in_flight"] == best["batch"] * best["replicas"]
@@ -178,3 +179,122 @@ def test_disaggregated_rows_name_their_setting_and_gpu_key():
     split = json.loads(_run("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "2048",
                             "--osl", "128", "--disaggregate", "-f", "json").stdout)[0]
     assert (split["gpu"], split["gpu_name"]) == ("h100-sxm", "H100 SXM")
+
+
+def test_plan_best_row_command_is_one_line_at_80_columns_and_a_pipeline_says_what_it_holds():
+    """Review at 80 columns (issue 28): the best row's `request` line is printed whole on one line (a
+    wrapped line pasted runs only its first part) and runs as `request` with the row's TTFT and TPOT;
+    with pp > 1 a note says the row holds one static batch per replica (`Deployment.batches_in_flight`)."""
+    import shlex
+
+    args = ["plan", "--model", "llama-3-70b", "--tp", "2", "--pp", "2", "--gpus", "8"]
+    out = _run(*args, columns=80)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    line = lines[lines.index("The best row as one command:") + 1]
+    assert line.startswith("llm-cost request --model llama-3-70b ") and len(line) > 80  # whole, not wrapped
+    assert "--pp 2" in line
+    assert "one static batch per replica" in " ".join(lines) and "not pp batches" in " ".join(lines)
+    best = json.loads(_run(*args, "-f", "json").stdout)[0]
+    assert best["pp"] == 2 and best["users_in_flight"] == best["batch"] * best["replicas"]
+    request = json.loads(_run("request", *shlex.split(line.split("llm-cost request ", 1)[1]), "-f", "json").stdout)[0]
+    assert request["ttft_s"] == pytest.approx(best["ttft_s"]) and request["tpot_s"] == pytest.approx(best["tpot_s"])
+
+
+def test_table_warning_names_model_and_gpu_in_each_part():
+    """Review (issue 28): with two GPUs the warning's parts read "llama-3-8b on H100 SXM: ...; llama-3-8b
+    on L4: ...", each naming the GPU it concerns (it read "llama-3-8b: ...; llama-3-8b: ...")."""
+    out = _run("table", "--gpu", "h100-sxm", "--gpu", "l4", columns=80)
+    assert out.exit_code == 0, out.output
+    parts = " ".join(out.stderr.split()).split(": ", 2)[2]
+    heads = [p.split(":")[0] for p in parts.split("; ") if ":" in p]
+    for model in ("llama-3-8b", "llama-3-70b", "deepseek-v3"):
+        assert f"{model} on H100 SXM" in heads and f"{model} on L4" in heads
+    rows = json.loads(_run("table", "--gpu", "l4", "-f", "json").stdout)
+    assert all(r["fit_note"].startswith(f"{r['model']} on L4: ") for r in rows if not r["fits"])
+
+
+@pytest.mark.parametrize("command, wanted", [
+    ("plot", ["Missing argument KIND: one of ", "roofline", "validation"]),
+    ("validate", ["Missing argument POINTS: a CSV of measured points, e.g. tests/data/measured/train.csv"]),
+    ("calibrate", ["Missing argument POINTS: a CSV of measured points, e.g. tests/data/measured/train.csv"]),
+])
+def test_bare_command_says_what_argument_to_give(command, wanted):
+    """Review (issue 28): a command left without its argument prints one line that says what to give
+    (it printed only "Missing argument 'kind'."), exit 2; the example it names is a file of the checkout."""
+    from llm_cost.commands.plot import KINDS
+    from tests.helpers import README
+
+    out = _run(command, columns=80)
+    assert out.exit_code == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.output
+    for text in wanted:
+        assert text in out.stderr
+    if command == "plot":
+        assert all(kind in out.stderr for kind in KINDS)
+    else:
+        assert (README.parent / "tests/data/measured/train.csv").is_file()
+
+
+def test_request_with_a_profile_file_names_the_file_in_its_title(tmp_path):
+    """Review (issue 28): `request --profile FILE.json` titled itself "preset calibrated"; the title
+    names the file (rows' `preset` stays the profile's own name)."""
+    from llm_cost.calibrate.profile_file import write_profile
+    from llm_cost.specs.profiles import PRESETS
+
+    path = tmp_path / "mine.json"
+    write_profile(PRESETS["measured"].with_(name="calibrated"), path)
+    for extra in ([], ["--breakdown"]):
+        out = _run("request", "--profile", str(path), *extra, columns=80)
+        assert out.exit_code == 0, out.output
+        assert f"profile calibrated from {path}" in " ".join(out.stdout.split())
+        assert "preset calibrated" not in out.stdout
+    (row,) = json.loads(_run("request", "--profile", str(path), "-f", "json").stdout)
+    assert row["preset"] == "calibrated"
+    assert "preset measured" in _run("request", columns=200).stdout
+
+
+def test_kv_capacity_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
+    """Issue 28.8 (one name for one thing): `KvCapacity.gpu` holds the catalog key, as rows' `gpu`, and
+    `gpu_name` the display name, as rows' `gpu_name`; its note names the display name."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.report.serving_rows import capacity_row
+    from llm_cost.serving.capacity import kv_capacity
+
+    gpu = load_accelerator("h100-sxm")
+    cap = kv_capacity(load_model("llama-3-70b"), gpu)
+    assert (cap.gpu, cap.gpu_name) == (gpu.label, gpu.name) == ("h100-sxm", "H100 SXM")
+    assert not cap.runs and "on H100 SXM: short by" in cap.note
+    row = capacity_row(load_model("llama-3-70b"), gpu, reserve=None, prompt=128, max_gen=128)
+    assert (row["gpu"], row["gpu_name"]) == (cap.gpu, cap.gpu_name)
+
+
+def test_check_result_gpu_is_the_catalog_key_and_gpu_name_the_display_name():
+    """Issue 28.8: a per-model invariant's result names its GPU by catalog key (`gpu`) and display name
+    (`gpu_name`), as every row does."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.checks.runner import all_invariants, run
+
+    gpu = load_accelerator("h100-sxm")
+    invariant = next(i for i in all_invariants() if i.scope == "model")
+    result = run(invariant, load_model("llama-3-8b"), gpu, examples=2)
+    assert (result.model, result.gpu, result.gpu_name) == ("llama-3-8b", gpu.label, gpu.name)
+    assert result.gpu != result.gpu_name
+
+
+def test_disaggregated_split_gpu_is_the_catalog_key_and_its_price_found():
+    """Issue 28.8: `best_split`'s `Disaggregated.gpu` is the catalog key (rows' gpu), `gpu_name` the
+    display name; `plan --disaggregate` prices its rows with the price given by catalog key."""
+    rows = json.loads(_run("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--disaggregate",
+                           "--ttft-ms", "2000", "--tpot-ms", "50", "--usd-per-gpu-hour", "h100-sxm=2.5",
+                           "-f", "json").stdout)
+    assert rows and all((r["gpu"], r["gpu_name"]) == ("h100-sxm", "H100 SXM") for r in rows)
+    assert all(r["usd_per_million_output_tokens"] > 0 for r in rows)
+    import llm_cost as lc
+
+    space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 4)
+    grid = lc.evaluate(space, lc.PRESETS["measured"], isl=1024, osl=256)
+    from llm_cost.planner import best_split
+
+    splits, _ = best_split(grid, lc.Target(ttft_s=2.0, tpot_s=0.05))
+    assert [(d.gpu, d.gpu_name) for d in splits] == [("h100-sxm", "H100 SXM")]

@@ -168,6 +168,6 @@ def test_table_on_a_deployment_with_ttft_and_price():
     assert r["ttft_s_bf16"] == pytest.approx(req["ttft_s"], rel=1e-12)
     assert rows[1]["fits_bf16"] and not rows[2]["fits_bf16"]  # DeepSeek-V3 in BF16: 1.34 TB on 8 x 80 GB
     out = run("table", "--tp", "8", "--strict")
-    assert out.exit_code == 2 and "deepseek-v3: BF16 weights do not fit" in out.stderr
+    assert out.exit_code == 2 and "deepseek-v3 on H100 SXM, tp 8: BF16 weights do not fit" in out.stderr
     text = run("table", "--tp", "8", "--isl", "4096", "--usd-per-gpu-hour", "2.5", "-f", "markdown").stdout
     assert "time to first token, 4,096-token prompt, BF16 (ms)" in text and "$ per million output tokens" in text

@@ -114,3 +114,22 @@ def test_validate_section_names_every_required_column():
     section = README.read_text(encoding="utf-8").split("`llm-cost validate POINTS.csv", 1)[1].split("\n\n", 1)[0]
     required = section.split("required:", 1)[1].split(") and", 1)[0]
     assert set(re.findall(r"`(\w+)`", required)) == set(REQUIRED)
+
+
+def test_readme_w8a8_shortfall_is_what_roofline_prints():
+    """Review (issue 28): README's W8A8 example quotes the shortfall `roofline --weights fp8` prints on
+    one H100 under the default preset (article, marketed memory), and that it fits under `measured`."""
+    import json
+    import re
+
+    from tests.helpers import README, run
+
+    line = next(ln for ln in README.read_text(encoding="utf-8").splitlines()
+                if ln.startswith("    llm-cost roofline --model llama-3-70b --weights fp8 "))
+    out = run("roofline", "--model", "llama-3-70b", "--weights", "fp8")
+    assert "preset article" in out.stdout
+    short = re.search(r"short by ([0-9.]+ GB)", out.stderr).group(1)
+    assert f'"short by {short}" under article' in line
+    fits = json.loads(run("roofline", "--model", "llama-3-70b", "--weights", "fp8", "--preset", "measured",
+                          "-f", "json").stdout)[0]["fits"]
+    assert fits and "fits under measured" in line

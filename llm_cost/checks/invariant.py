@@ -31,4 +31,5 @@ class CheckResult:
     passed: bool
     counterexample: str = ""
     model: str = "-"
-    gpu: str = "-"
+    gpu: str = "-"  # the catalog key (`Accelerator.label`), as rows' gpu
+    gpu_name: str = "-"  # the display name

@@ -25,7 +25,7 @@ def all_invariants() -> list[Invariant]:
 def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: int = 50) -> CheckResult:
     """Run one invariant with `examples` hypothesis examples; a failure carries its counterexample."""
     test = invariant.build(model, gpu)
-    names = dict(model=model.name, gpu=gpu.name) if invariant.scope == "model" else {}
+    names = dict(model=model.name, gpu=gpu.label, gpu_name=gpu.name) if invariant.scope == "model" else {}
     if hasattr(test, "hypothesis"):
         test = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
                         suppress_health_check=list(HealthCheck), print_blob=False,

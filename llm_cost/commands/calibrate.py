@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command, emit, warn
+from llm_cost.commands.app import UsageError, command, emit, warn
 from llm_cost.commands.options import EngineOpt, Force, Format, Jobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
@@ -26,8 +26,21 @@ SUMMARY_STATS = [
     Column("median_ape", "median APE", fixed(3)),
     Column("p90_ape", "p90 APE", fixed(3)),
 ]
-Points = Annotated[str, typer.Argument(help="CSV of measured points with the columns of tests/data/measured/train.csv (in the checkout).")]
-PointFiles = Annotated[List[str], typer.Argument(help="CSV files of measured points with the columns of tests/data/measured/train.csv, in the checkout (one or more).")]
+
+
+def needed(what: str):
+    """A callback for a positional argument that names what to give when it is left out ("Missing
+    argument KIND: one of ..."), run first (eager) so that it is the one line a bare command prints."""
+    def check(value):
+        if value is None or (isinstance(value, (list, tuple)) and not value):
+            raise UsageError(f"Missing argument {what}")
+        return value
+    return check
+
+
+_GIVE_POINTS = needed("POINTS: a CSV of measured points, e.g. tests/data/measured/train.csv (in the checkout)")
+Points = Annotated[Optional[str], typer.Argument(help="CSV of measured points with the columns of tests/data/measured/train.csv (in the checkout).", metavar="POINTS", callback=_GIVE_POINTS, is_eager=True, show_default=False)]
+PointFiles = Annotated[Optional[List[str]], typer.Argument(help="CSV files of measured points with the columns of tests/data/measured/train.csv, in the checkout (one or more).", metavar="POINTS...", callback=_GIVE_POINTS, is_eager=True, show_default=False)]
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
@@ -58,7 +71,7 @@ def _summary_columns(by: str) -> list[Column]:
 
 @command("validate", epilog="Example: llm-cost validate tests/data/measured/train.csv --profile measured --summary")
 def validate_cmd(
-    points: Points,
+    points: Points = None,
     preset: Preset = "measured",
     summary: Annotated[bool, typer.Option("--summary", help="One row per metric (or per --by group), one for the quality A/B rows when the file mixes qualities, and one for all: n, covered, MAPE, median and p90 APE.")] = False,
     by: Annotated[Optional[str], typer.Option("--by", help="Group the summary by metric (default), source, gpu, model, batch-kind, quality or engine (implies --summary).")] = None,
@@ -127,8 +140,8 @@ def validate_cmd(
 
 @command("calibrate", epilog="Example: llm-cost calibrate tests/data/measured/train.csv -o my-profile.json")
 def calibrate_cmd(
-    points: PointFiles,
     output: OutputFile,
+    points: PointFiles = None,
     free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",

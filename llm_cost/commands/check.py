@@ -59,7 +59,7 @@ def check_cmd(
             results = run_all(models, gpus, examples=examples, progress=progress)
         except Interrupted as stop:
             stopped, results = stop, [stop.done[k] for k in sorted(stop.done)]
-    rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu,
+    rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu, "gpu_name": r.gpu_name,
              "status": "pass" if r.passed else "FAIL", "counterexample": r.counterexample}
             for r in results]
     failed = sum(not r.passed for r in results)

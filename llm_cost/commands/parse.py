@@ -57,10 +57,8 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
     `option`: the parameter an unknown preset name is reported under (`draft_preset`). A name ending
     in .json, or naming a file, is a profile file (`llm-cost calibrate -o`).
     """
-    import os
-
     from llm_cost.specs.profiles import PRESETS
-    if preset.lower().endswith(".json") or (preset not in PRESETS and os.path.isfile(preset)):
+    if is_profile_file(preset):
         from llm_cost.calibrate.profile_file import read_profile
 
         base = read_profile(preset)
@@ -82,6 +80,21 @@ def profile(preset: str = "article", *, mfu: float | None = None, bw_eff: float 
     return base.with_(compute_efficiency=mfu, bw_efficiency=bw_eff,
                       fixed_time_s=seconds("fixed_ms", fixed_ms), read_input_embedding=read_embedding,
                       count_kv=kv)
+
+
+def is_profile_file(preset: str) -> bool:
+    """Whether --preset/--profile names a profile file (ends in .json, or is a file and no preset)."""
+    import os
+
+    from llm_cost.specs.profiles import PRESETS
+
+    return preset.lower().endswith(".json") or (preset not in PRESETS and os.path.isfile(preset))
+
+
+def profile_title(preset: str, prof: Profile) -> str:
+    """A title's words for the profile: "preset measured", or "profile calibrated from FILE" (a
+    profile file, named: its profile's own name says nothing of which file)."""
+    return f"profile {prof.name} from {preset}" if is_profile_file(preset) else f"preset {prof.name}"
 
 
 def ignored_context(prof: Profile, context, how: str) -> str | None:

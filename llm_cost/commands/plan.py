@@ -38,6 +38,11 @@ PLAN_COLUMNS = [
     Column("output_tokens_per_s_per_gpu", "tok/s per GPU", fixed(0)),
 ]
 PRICE_COLUMN = Column("usd_per_million_output_tokens", "$/M out", fixed(3))
+# What a pipeline's row holds (the model `plan` and `request` price: `Deployment.batches_in_flight`).
+PIPELINE_NOTE = ("users in flight = replicas x batch per replica: a row with pp > 1 holds one static batch per "
+                 "replica, which crosses its pp stages one after another (as `request` times it), not pp batches")
+SERVED_PIPELINE_NOTE = ("; served (--verify), the engine's pipeline (Orca's) may hold up to pp batches of that size "
+                        "per replica")
 SPLIT_COLUMNS = [
     Column("gpu", "GPU", str),
     Column("prefill_gpus", "prefill GPUs"),
@@ -161,7 +166,7 @@ def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, in
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
-        _best_as_commands(rows[0])
+        _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=verify is not None)
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model, isl)
     if interrupted:
@@ -190,13 +195,23 @@ def _defaults(model, gpu, gpus, isl, osl) -> tuple:
     return (*(default[k] if given[k] is None else given[k] for k in default), said)
 
 
-def _best_as_commands(best: dict) -> None:
-    """The note under the table: the best row as `llm-cost request` (a disaggregated row: one per pool)."""
+def _best_as_commands(best: dict, pipelined: bool = False, served: bool = False) -> None:
+    """The notes under the table: what a pipeline's row holds in flight, and the best row as `llm-cost
+    request` (a disaggregated row: one per pool), each command whole on its own line, never wrapped (a
+    wrapped line pasted into a shell runs only its first part)."""
+    import sys
+
     from llm_cost.report.render import print_notes
 
-    print_notes([f"The best row as one command: llm-cost request {best['request_args']}" if best.get("request_args")
-                 else f"The best row's pools as commands: prefill llm-cost request {best['prefill_request_args']}; "
-                      f"decode llm-cost request {best['decode_request_args']}"])
+    if pipelined:
+        print_notes([PIPELINE_NOTE + (SERVED_PIPELINE_NOTE if served else "")])
+    if best.get("request_args"):
+        print_notes(["The best row as one command:"])
+        sys.stdout.write(f"llm-cost request {best['request_args']}\n")
+        return
+    print_notes(["The best row's pools as commands (prefill, then decode):"])
+    sys.stdout.write(f"llm-cost request {best['prefill_request_args']}\n"
+                     f"llm-cost request {best['decode_request_args']}\n")
 
 
 def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:

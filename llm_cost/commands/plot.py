@@ -7,6 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command
+from llm_cost.commands.calibrate import needed
 from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, DEFAULT, DEFAULT_ISL, DEFAULT_OSL, DEFAULT_PLAN_GPUS,
                                        deployment_options, DeploymentArgs, DraftCs, Force,
                                        GAMMA_MAX, GAMMAS, GPU, HITS, Isl, MaxBatches, MaybeAlphas, MaybeBatches,
@@ -95,8 +96,8 @@ def _flag(name: str) -> str:
                         "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
 @deployment_options
 def plot_cmd(
-    kind: Annotated[str, typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching, plan or validation.")],
     output: OutputFile,
+    kind: Annotated[Optional[str], typer.Argument(help="roofline, spec-vs-batch, gamma, tree, batching, plan or validation.", metavar="KIND", callback=needed(f"KIND: one of {', '.join(KINDS)} (e.g. llm-cost plot roofline -o roofline.svg)"), is_eager=True, show_default=False)] = None,
     model: MaybeModel = None,
     gpu: MaybeGpu = None,
     preset: MaybePreset = None,

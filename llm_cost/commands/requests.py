@@ -107,7 +107,7 @@ def request_cmd(
     _note_ignored_image_size(specs, images, image_size)
     if breakdown:
         _breakdown(specs, accs, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,
-                   speculation, fmt)
+                   speculation, fmt, profile_words=parse.profile_title(preset, prof))
         return
     rows = [row for spec in specs for acc in accs
             for row in request_rows(spec, acc, prof, batches=batch, isls=isl, osls=osl, deployment=deployment,
@@ -130,7 +130,7 @@ def request_cmd(
                       f"{r['isl'] + r['osl']:,} tokens")
     on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
     emit(rows, columns, fmt, title=f"Requests: {on}{deployment.label}, "
-                                   f"{weights.lower()}, KV {deployment.kv_dtype}, preset {prof.name}",
+                                   f"{weights.lower()}, KV {deployment.kv_dtype}, {parse.profile_title(preset, prof)}",
          caption="TTFT: the prefill of the batch; TPOT: mean decode step after the first token; "
                  f"e2e = TTFT + (OSL - 1) TPOT{spec_text}")
     warn_unfit(rows, deploy.strict)
@@ -165,8 +165,8 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
 
 
 def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,
-               fmt) -> None:
-    """`request --breakdown`: the operator rows of each (batch, isl, osl)'s prefill and decode steps, a table
+               fmt, profile_words: str = "") -> None:
+    """`request --breakdown` (`profile_words`: the title's, `parse.profile_title`): the operator rows of each (batch, isl, osl)'s prefill and decode steps, a table
     per model and GPU (JSON and CSV: one document, each row naming its model and GPU)."""
     from itertools import product
 
@@ -193,7 +193,7 @@ def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment
         if n:
             print()
         emit(rows, columns, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
-                                       f"{weight_format.name}, preset {prof.name}", caption=caption)
+                                       f"{weight_format.name}, {profile_words or 'preset ' + prof.name}", caption=caption)
     if not tables:
         emit(every, columns, fmt)
 

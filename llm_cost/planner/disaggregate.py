@@ -32,9 +32,11 @@ from llm_cost.catalog.arguments import Spec, check_arguments
 class Disaggregated:
     """The best split of one accelerator's GPUs: grid indices of the prefill and decode configurations,
     the pools' GPUs, the rate (requests/s) and the K/V hand-off time; `colocated_requests_per_s` the
-    best colocated configuration's rate meeting both targets (0: none)."""
+    best colocated configuration's rate meeting both targets (0: none). `gpu` is the accelerator's
+    catalog key (`Accelerator.label`), as rows' gpu; `gpu_name` its display name (prices' key)."""
 
     gpu: str
+    gpu_name: str
     prefill: int
     decode: int
     prefill_gpus: int
@@ -93,7 +95,7 @@ def best_split(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
             pi, di = int(p_idx[p_arg[i]]), int(d_idx[d_arg[i]])
             colocated = grid.output_tokens_per_s[meets & (key == k)]
             best[name] = Disaggregated(
-                gpu=name, prefill=pi, decode=di,
+                gpu=groups[grid.group[pi]].gpu.label, gpu_name=name, prefill=pi, decode=di,
                 prefill_gpus=int(n[i] // per_replica[pi] * per_replica[pi]),
                 decode_gpus=int((budget - n[i]) // per_replica[di] * per_replica[di]),
                 requests_per_s=float(rate[i]), kv_transfer_s=float(transfer[pi]),

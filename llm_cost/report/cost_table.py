@@ -161,7 +161,7 @@ def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
         fit = fits[name] = step_fit(model, gpu, deployment, rows=batch, batch=batch, weights=weights)
         if not fit.fits_memory:
             short = fit.weight_bytes > fit.available_bytes
-            notes.append(f"{name} weights do not fit {gpu.name}{deployment.label} ({row[f'weight_bytes_{kv_name}'] / 1e9:.1f}"
+            notes.append(f"{name} weights do not fit ({row[f'weight_bytes_{kv_name}'] / 1e9:.1f}"
                          f" GB in all)" if short else f"{name} decode at batch {batch}: {fit.reason}")
             continue
         over = [n for n in contexts if batch > row[f"max_batch_{kv_name}_at_{n}"]]
@@ -173,7 +173,7 @@ def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
     if past:
         notes.append(f"context {past[0]:,} exceeds the model's limit of {limit:,} tokens")
     bf16 = fits["BF16"]
-    return {"context_limit": limit, "fits": not notes, "fit_note": f"{model.name}: " + "; ".join(notes) if notes else "",
+    return {"context_limit": limit, "fits": not notes, "fit_note": f"{model.name} on {gpu.name}{deployment.label}: " + "; ".join(notes) if notes else "",
             "memory_needed_bytes": bf16.needed_bytes, "memory_available_bytes": bf16.available_bytes}
 
 

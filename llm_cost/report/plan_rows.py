@@ -71,7 +71,7 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> 
         pre, dec = config_fields(grid, d.prefill, refs), config_fields(grid, d.decode, refs)
         used = d.prefill_gpus + d.decode_gpus
         tokens_per_s = d.requests_per_s * grid.osl
-        price = prices.get(d.gpu)
+        price = prices.get(d.gpu_name)
         rows.append({
             "model": pre["model"], "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "preset": grid.profile.name, "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
             "weights": pre["weights"], "kv_dtype": pre["kv_dtype"],

@@ -54,7 +54,10 @@ class KvCapacity:
     Attributes
     ----------
     model, gpu
-        Names of the model and the accelerator.
+        The model's name and the accelerator's catalog key (`Accelerator.label`: "h100-sxm"), as
+        rows' `gpu`.
+    gpu_name
+        The accelerator's display name ("H100 SXM"), as rows' `gpu_name` ("": `gpu`).
     memory_bytes, reserve_fraction
         The accelerator's memory (bytes) and the fraction of it held back, in [0, 1).
     weight_bytes, kv_bytes_per_token
@@ -95,8 +98,11 @@ class KvCapacity:
     replicas: int = 1
     kv_dtype: str = "bf16"
     memory_basis: str = "marketed"
+    gpu_name: str = ""  # "": `gpu`
 
     def __post_init__(self) -> None:
+        if not self.gpu_name:
+            object.__setattr__(self, "gpu_name", self.gpu)
         if self.weight_bytes_per_gpu < 0:
             object.__setattr__(self, "weight_bytes_per_gpu", self.weight_bytes)
         if self.kv_bytes_per_token_per_gpu < 0:
@@ -121,11 +127,11 @@ class KvCapacity:
         basis = f"{self.memory_basis} {self.memory_bytes / 1e9:.1f} GB x (1 - reserve {self.reserve_fraction:g})"
         if not self.fits:
             return (f"{self.model} weights need {self.weight_bytes_per_gpu / 1e9:.1f} GB {where} of "
-                    f"{self.usable_bytes / 1e9:.1f} GB ({basis}) on {self.gpu}: short by "
+                    f"{self.usable_bytes / 1e9:.1f} GB ({basis}) on {self.gpu_name}: short by "
                     f"{self.shortfall_bytes / 1e9:.1f} GB, no room for K/V")
         return (f"{self.model} weights ({self.weight_bytes_per_gpu / 1e9:.2f} GB {where}) leave "
                 f"{self.kv_bytes_available / 1e9:.3f} GB of {self.usable_bytes / 1e9:.2f} GB ({basis}) on "
-                f"{self.gpu}: less than one token's K/V ({self.kv_bytes_per_token_per_gpu:,.0f} bytes)")
+                f"{self.gpu_name}: less than one token's K/V ({self.kv_bytes_per_token_per_gpu:,.0f} bytes)")
 
     @property
     def usable_bytes(self) -> float:
@@ -257,7 +263,7 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     spare = memory * (1.0 - reserve) - w_gpu
     available = max(0.0, spare)
     return KvCapacity(
-        model=model.name, gpu=gpu.name, memory_bytes=memory, reserve_fraction=reserve,
+        model=model.name, gpu=gpu.label, gpu_name=gpu.name, memory_bytes=memory, reserve_fraction=reserve,
         weight_bytes=total, kv_bytes_per_token=per_token, kv_bytes_available=available,
         shortfall_bytes=max(0.0, -spare), kv_tokens=int(available // t_gpu),
         weight_bytes_per_gpu=w_gpu, kv_bytes_per_token_per_gpu=t_gpu, tp=deployment.tp, pp=deployment.pp,
