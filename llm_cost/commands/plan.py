@@ -157,16 +157,16 @@ def plan_cmd(
     emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
     said()
     checkpoint = served_model or _checkpoint(spec, model)
-    _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoint, grid.isl, interrupted)
+    _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoint, grid.isl, interrupted, verify is not None)
 
 
-def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, interrupted) -> None:
+def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, interrupted, served) -> None:
     """What follows the table: the best row as commands (or why there is none), its launch files, and
-    exit 130 after a Ctrl-C (the candidates that finished are printed)."""
+    exit 130 after a Ctrl-C (the candidates that finished are printed); `served`: rows of --verify."""
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
-        _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=verify is not None)
+        _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=served)
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model, isl)
     if interrupted:
