@@ -96,6 +96,11 @@ def test_catalog_sources_on_request():
     assert len(plain.stdout.splitlines()) < 100
     rows = json.loads(_run("catalog", "--format", "json").stdout)
     assert all(r["source"] for r in rows)  # json keeps every source
+    # at 80 columns every URL stands whole on one line (wrapped at words, never mid-URL)
+    urls = {u for r in rows for u in r["source"].split() if u.startswith("http")}
+    lines = sources.stdout.splitlines()
+    assert urls and all(any(u in ln for ln in lines) for u in urls)
+    assert all(len(ln) <= 80 for ln in lines if not any(u in ln for u in urls))
 
 
 def test_check_summary_one_row_per_invariant_and_all_for_pairs():

@@ -48,7 +48,13 @@ def catalog_cmd(
         emit(rows, [], fmt)
         return
     models, gpus = ([r for r in rows if r["kind"] == kind] for kind in ("model", "gpu"))
-    if sources:  # a long text per entry: a table of its own, so the figures above stay narrow
+    if sources and fmt.lower() == "table":  # prose wrapped at words: a URL is never cut, it may run long
+        for kind, entries in (("model's config", models), ("accelerator's figures", gpus)):
+            print_notes([f"Catalog: where each {kind} comes from"])
+            print_notes([f"{r['name']}: {r['source']}" for r in entries], hang="    ")
+            print()
+        return
+    if sources:  # markdown: a table of its own, so the figures above stay narrow
         emit(models, SOURCE_COLUMNS, fmt, title="Catalog: where each model's config comes from")
         _gap(fmt)
         emit(gpus, SOURCE_COLUMNS, fmt, title="Catalog: where each accelerator's figures come from")

@@ -193,15 +193,17 @@ def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
     return widths
 
 
-def print_notes(lines, out=None) -> None:
+def print_notes(lines, out=None, hang: str = "") -> None:
     """Lines of prose below a table, left-aligned, wrapped at word boundaries to the width the
-    table was fitted to (`_screen_width`)."""
+    table was fitted to (`_screen_width`); a word longer than the width (a URL) is never cut.
+    `hang` indents each line's continuation."""
     import textwrap
 
     out = out or sys.stdout
     width = _screen_width(_Tty(out))
     for line in lines:
-        out.write(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) + "\n")
+        out.write(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False,
+                                subsequent_indent=hang) + "\n")
 
 
 class _Tty:
