@@ -61,17 +61,21 @@ def test_executor_weights_change_the_order_run_not_the_results():
 
 def test_task_weight_puts_pipelines_first():
     """pp 2 candidates (`fast_pipeline`, 0.55-0.75 s per 20,000 requests here) outweigh tp 2 and one GPU
-    (0.2-0.47 s) by the ratios of `RELATIVE_COST` (verify.py cites the measurement)."""
+    (0.2-0.47 s) by the ratios of `RELATIVE_COST` (verify.py cites the measurement), each one replica;
+    a candidate of two replicas serves half the stream (its round-robin share), half the weight."""
     tasks = _tasks()
     base = tasks[0]
     cand = base.candidate
     dep = cand.deployment
-    one = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=1)))
-    pipe = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=1, pp=2)))
-    tp2 = dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, tp=2, pp=1)))
+
+    def on(**split):
+        return dataclasses.replace(base, candidate=dataclasses.replace(cand, deployment=dataclasses.replace(dep, **split)))
+
+    one, pipe, tp2 = on(tp=1, pp=1, gpus=1), on(tp=1, pp=2, gpus=2), on(tp=2, pp=1, gpus=2)
     assert task_weight(pipe) > task_weight(tp2) >= task_weight(one) > 0
     assert task_weight(pipe) == RELATIVE_COST["pipeline"] * task_weight(one)
     assert task_weight(tp2) == RELATIVE_COST["deployed"] * task_weight(one)
+    assert task_weight(on(tp=1, pp=1, gpus=2)) == task_weight(one) / 2
 
 
 def test_executor_interrupt_keeps_what_finished():
@@ -121,7 +125,8 @@ def test_workload_needs_rate_or_concurrency():
         WorkloadRecipe()
     assert err.value.params == ("rate_req_per_s", "concurrency")
     assert "--rate (req/s" in error_line(*PLAN, "--verify", "1")
-    assert len(WorkloadRecipe(requests=10, concurrency=4).for_replicas(2)) == 10
+    half = WorkloadRecipe(requests=10, concurrency=4).for_replicas(2)  # one replica's share of the 10
+    assert (len(half), half.concurrency) == (5, 2)
 
 
 def test_missing_ray_extra_is_one_clear_error():
@@ -223,10 +228,10 @@ PLAN4 = tuple("4" if a == "2" and PLAN[i - 1] == "--gpus" else a for i, a in enu
 def test_disaggregated_candidate_served_as_batching_disaggregate_serves_it():
     """`plan --disaggregate --verify 2` on 4 H100s serves the split (lecture preset, fp8, best_split: prefill
     3 x tp 1 batch 32, decode 1 x tp 1 batch 256) as `batching --disaggregate 3:1 --max-batch 32
-    --decode-max-batch 256`, each pool as planned, at the whole 40 req/s, 100 requests per replica: 400 requests. The served row's p99 TTFT
+    --decode-max-batch 256`, each pool as planned, the whole stream of 400 requests at 40 req/s. The served row's p99 TTFT
     and TPOT are batching's exactly (one simulation), its goodput per GPU batching's fleet goodput over
     the 4 GPUs; it ranks with the two colocated rows by goodput per GPU."""
-    rows = rows_of(*PLAN4, "--disaggregate", "--verify", "2", "--rate", "40", "--requests", "100", "--jobs", "1")
+    rows = rows_of(*PLAN4, "--disaggregate", "--verify", "2", "--rate", "40", "--requests", "400", "--jobs", "1")
     assert len(rows) == 3 and [r["served_rank"] for r in rows] == [1, 2, 3]
     split = next(r for r in rows if r.get("prefill_replicas"))
     assert (split["prefill_replicas"], split["decode_replicas"], split["decode_tp"], split["decode_batch"],

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 
-def with_engine(profile, engine: str | None, fixed_ms: float | None = None):
-    """`profile` with `engine`'s fixed costs (None: as it is); an explicit --fixed-ms still wins."""
+def with_engine(profile, engine: str | None, fixed_ms: float | None = None, *, serves: bool = False):
+    """`profile` with `engine`'s fixed costs (None: as it is); an explicit --fixed-ms still wins. `serves`:
+    the command also serves with the engine's defaults (plan --verify), so a profile without fixed costs
+    still changes something."""
     if engine is None:
         return profile
     from llm_cost.specs.engines import engine as check_engine
@@ -13,7 +15,8 @@ def with_engine(profile, engine: str | None, fixed_ms: float | None = None):
     if not profile.engine_costs:  # never silent: the option would change nothing
         from llm_cost.commands.app import note
 
-        note(f"--engine {name} changes nothing here: profile {profile.name} has no per-engine fixed costs "
-             f"(fit them with llm-cost calibrate --engines, then --profile FILE)")
+        note(f"--engine {name} " + ("sets the serving defaults only" if serves else "changes nothing here")
+             + f": profile {profile.name} has no per-engine fixed costs (fit them with llm-cost calibrate "
+               "--engines, then --profile FILE)")
     prof = profile.for_engine(name)
     return prof.with_(fixed_time_s=fixed_ms / 1e3) if fixed_ms is not None else prof

@@ -109,6 +109,15 @@ Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Close
 Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
 Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")]
 PrefillChunk = Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per pass (chunked prefill, decodes first; default: the whole prompt).")]
+# Prompts that share prefixes and the cache that keeps them (batching, plan --verify)
+PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")]
+KvOffloadBytes = Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")]
+SharedPrefix = Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")]
+PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")]
+GroupPrefix = Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")]
+PrefixDist = Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")]
+Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")]
+Turns = Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")]
 Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
 DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
 JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default 1, plan --verify all cores; results identical to --jobs 1).")

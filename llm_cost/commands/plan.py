@@ -3,18 +3,20 @@ precision, batch and speculation searched at once; the Pareto frontier printed b
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, NamedTuple, Optional
 
 import typer
 
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note
-from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, DEFAULT_ISL, DEFAULT_OSL,
-                                       DEFAULT_PLAN_GPUS, Disaggregate, DpAttention, DraftC, DraftModel,
-                                       EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl, KvDtypes, MaybeBatches,
-                                       MaybeGpus, MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched,
-                                       Preset, PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs,
-                                       TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours, WeightsSearched)
+from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC,
+                                       DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, GroupPrefix, Isl,
+                                       KvDtypes, KvOffloadBytes, MaybeBatches, MaybeGpus, MaybeJobs, MaybeModel, Mfu,
+                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, PrefixDist, PrefixGroups,
+                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, Sessions, SharedPrefix,
+                                       SloStat, SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, Turns, UsableMemory,
+                                       UsdPerGpuHours, WeightsSearched)
+from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 
@@ -103,12 +105,21 @@ def plan_cmd(
     trace: Trace = None,
     requests: Requests = 2000,
     seed: Seed = 0,
+    shared_prefix: SharedPrefix = None,
+    prefix_groups: PrefixGroups = None,
+    group_prefix: GroupPrefix = 256,
+    prefix_dist: PrefixDist = "zipf",
+    sessions: Sessions = None,
+    turns: Turns = 4,
+    prefix_caching: PrefixCaching = False,
+    kv_offload_bytes: KvOffloadBytes = 0.0,
     slo_stat: SloStat = "p99",
     jobs: MaybeJobs = None,
     ray: Ray = None,
     emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
     emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
     served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default a catalog model's repo from its config's source, else the --model as given).")] = None,
+    quiet: Quiet = False,
     fmt: Format = "table",
 ) -> None:
     """The Pareto frontier of tokens/s per user against tokens/s per GPU (or $ per million output
@@ -117,82 +128,99 @@ def plan_cmd(
     give the same TTFT and TPOT there). Left out, the model, GPU, ISL and OSL are every command's
     (llama-3-8b, h100-sxm, 1024, 256, as `request`) and --gpus is 8 (one node); a note names them.
     """
-    from llm_cost.commands import parse
+    _run(dict(locals()))
 
-    model, gpu, gpus, isl, osl, said = _defaults(model, gpu, gpus, isl, osl)  # `said` after the output: errors stay one line
-    prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms)
-    if usable_memory is not None:  # the fits' memory, else the profile's
-        prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
-    spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                               tokens_per_s_per_user=tokens_per_s_per_user, spec_alpha=spec_alpha, c=c, draft=draft,
-                               max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, max_tp=max_tp,
-                               weights=weights, kv_dtype=kv_dtype, batch=batch, profile=prof, dp_attention=dp_attention)
-    refs["profile_args"] = _profile_args(preset, mfu, bw_eff, fixed_ms, engine)
-    prices = prices_of(usd_per_gpu_hour, grid.space)
+
+class _Search(NamedTuple):
+    """What `_parsed` makes of the options: the model, the evaluated grid, the target, the names as given
+    (refs), the prices, the checkpoint --emit names, and the defaults' note (said after the output: an
+    error before it stays one line)."""
+
+    spec: object
+    grid: object
+    target: object
+    refs: dict
+    prices: dict
+    checkpoint: str
+    said: object
+
+
+def _run(o: dict) -> None:
+    """`plan`'s phases: the options parsed into a search (`_parsed`), the search (`planner.plan`), the
+    frontier's rows served (`_served`, with --verify), the table and what follows it (`_rendered`)."""
     from llm_cost.planner import plan
 
-    result = plan(grid, target, usd_per_gpu_hour=prices)
-    if disaggregate and emit_engine is not None:
+    s = _parsed(o)
+    result = plan(s.grid, s.target, usd_per_gpu_hour=s.prices)
+    if o["disaggregate"] and o["emit_engine"] is not None:
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
-    if disaggregate and verify is None:
-        _disaggregated(grid, target, result, prices, refs, spec, fmt)
-        said()
-        return
+    if o["disaggregate"] and o["verify"] is None:
+        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"])
+        return s.said()
+    emit_engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
+    rows, columns, caption, stopped = _served(o, s, result)
+    emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
+    s.said()
+    _after_table(rows, result, o["fmt"], emit_engine, o["emit_k8s"], s.checkpoint, s.grid.isl, stopped,
+                 o["verify"] is not None)
+
+
+def _parsed(o: dict) -> _Search:
+    """The options checked and turned into a search: the defaults of what was left out, the profile (its
+    engine's fixed costs, the memory basis), the grid evaluated, the target, the prices."""
+    from llm_cost.commands import parse
+
+    model, gpu, gpus, isl, osl, said = defaults_of(o["model"], o["gpu"], o["gpus"], o["isl"], o["osl"])
+    if o["verify"] is not None:  # what the engine cannot serve, before any note
+        from llm_cost.planner.verify import ServeSettings
+
+        ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
+    prof = with_engine(parse.profile(o["preset"], mfu=o["mfu"], bw_eff=o["bw_eff"], fixed_ms=o["fixed_ms"]),
+                       o["engine"], o["fixed_ms"], serves=o["verify"] is not None)
+    if o["usable_memory"] is not None:  # the fits' memory, else the profile's
+        prof = prof.with_(memory_basis="usable" if o["usable_memory"] else "marketed")
+    keys = ("ttft_ms", "tpot_ms", "tokens_per_s_per_user", "spec_alpha", "c", "draft", "max_gamma", "mtp_alpha", "tp",
+            "pp", "ep", "max_tp", "weights", "kv_dtype", "batch", "dp_attention")
+    spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, profile=prof,
+                                     **{k: o[k] for k in keys})
+    refs["profile_args"] = profile_args(o["preset"], o["mfu"], o["bw_eff"], o["fixed_ms"], o["engine"])
+    prices = prices_of(o["usd_per_gpu_hour"], grid.space)
+    return _Search(spec, grid, target, refs, prices, o["served_model"] or _checkpoint(spec, model), said)
+
+
+def _served(o: dict, s: _Search, result) -> tuple:
+    """(rows, columns, caption, (served, candidates) after a Ctrl-C or None): the frontier's rows, and with
+    --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
     from llm_cost.report.plan_rows import plan_rows
 
-    emit_engine = _emit_choice(emit_engine, emit_k8s)
-    rows = plan_rows(result, refs)
+    rows = plan_rows(result, s.refs)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
-    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
-    caption, interrupted = caption_of(result), False
-    if verify is not None:
-        from llm_cost.commands.plan_verify import VerifyOptions, verified
+    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if s.prices else [])
+    if o["verify"] is None:
+        return rows, columns, caption_of(result), None
+    from llm_cost.commands.plan_verify import options_of, verified
 
-        o = VerifyOptions(verify, tuple(rate or ()), concurrency, prompt_len, output_len, arrivals, trace, requests,
-                          seed, slo_stat, jobs, ray)
-        splits = _splits(grid, target, prices, refs) if disaggregate else None
-        rows, columns, caption, interrupted = verified(result, rows, columns, caption, target=target, o=o, splits=splits)
-    emit(rows, columns, fmt, title=title_of(spec, grid, target), caption=caption)
-    said()
-    checkpoint = served_model or _checkpoint(spec, model)
-    _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoint, grid.isl, interrupted, verify is not None)
+    splits = _splits(s.grid, s.target, s.prices, s.refs) if o["disaggregate"] else None
+    return verified(result, rows, columns, caption_of(result), target=s.target, o=options_of(o), splits=splits)
 
 
-def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, interrupted, served) -> None:
+def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, stopped, served) -> None:
     """What follows the table: the best row as commands (or why there is none), its launch files, and
-    exit 130 after a Ctrl-C (the candidates that finished are printed); `served`: rows of --verify."""
+    after a Ctrl-C (`stopped`: candidates served and in all) one line on stderr and exit 130 (the
+    candidates that finished are printed); `served`: rows of --verify."""
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
         _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=served)
     if emit_engine is not None:
         _emit_best(rows, emit_engine, emit_k8s, served_model, isl)
-    if interrupted:
-        raise SystemExit(130)
+    if stopped:
+        from llm_cost.commands.app import EXIT_INTERRUPTED, warn
 
-
-def _profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
-    """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine
-    (`request --engine` prices the same fixed costs)."""
-    args = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff), ("--fixed-ms", fixed_ms))
-                                   if v is not None for x in (flag, f"{v:g}")]
-    return args + (["--engine", engine] if engine is not None else [])
-
-
-def _defaults(model, gpu, gpus, isl, osl) -> tuple:
-    """(model, gpu, gpus, isl, osl) with the ones left out set to every command's default (options.DEFAULT,
-    DEFAULT_ISL and DEFAULT_OSL as `request`; DEFAULT_PLAN_GPUS, one node), and a function printing the
-    note that names those used (called after the output: an error before it stays one line)."""
-    given = dict(model=model, gpu=gpu or None, gpus=gpus, isl=isl, osl=osl)
-    default = dict(model=DEFAULT.model, gpu=[DEFAULT.gpu], gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
-    used = " ".join(f"--{k} {v[0] if isinstance(v, list) else v}" for k, v in default.items() if given[k] is None)
-
-    def said() -> None:
-        if used:
-            note(f"defaults used: {used} (give any of them to change it)")
-    return (*(default[k] if given[k] is None else given[k] for k in default), said)
+        warn(f"interrupted: {stopped[0]} of {stopped[1]} candidates served; showing those")
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _best_as_commands(best: dict, pipelined: bool = False, served: bool = False) -> None:
@@ -274,117 +302,3 @@ def _emit_best(rows, emit_engine, emit_k8s, name, isl) -> None:
     sys.stdout.write(text)
 
 
-def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
-          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
-    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
-    model's and accelerator's name to the text the user gave for it."""
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.commands import parse
-    from llm_cost.errors import check_number
-    from llm_cost.planner import Target, evaluate, plan_space
-    from llm_cost.planner.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
-
-    for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
-        if value is None or value == []:
-            raise InvalidValueError(f"{name} is required: the plan needs " + {
-                "model": "a model to serve", "gpu": "at least one accelerator to search",
-                "gpus": "the number of GPUs it may use", "isl": "the prompt length",
-                "osl": "the output length"}[name], params=(name,))
-    target = Target(ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
-                    tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
-                    tokens_per_s_per_user=tokens_per_s_per_user)
-    spec = load_model(model)
-    accelerators = [load_accelerator(g) for g in dict.fromkeys(gpu)]
-    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, dict.fromkeys(gpu))}}
-    speculation = []
-    if spec_alpha is not None:
-        check_number("max_gamma", max_gamma, low=1, high=64, integer=True)
-        if c is not None and draft is not None:
-            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
-        from llm_cost.speculative import check_alpha
-
-        check_alpha(spec_alpha)
-        draft_spec = load_model(draft) if draft is not None else None
-        if draft_spec is not None:
-            refs[draft_spec.name] = draft
-        if c is not None:
-            check_number("c", c, low=0, high=10)
-        speculation.append(SpecOption("draft", float(spec_alpha), tuple(range(1, int(max_gamma) + 1)),
-                                      c=None if draft_spec else (0.1 if c is None else float(c)), draft=draft_spec))
-    elif c is not None or draft is not None:
-        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha")
-    if spec.mtp_layers:
-        check_number("mtp_alpha", mtp_alpha, low=0, high=1)
-        speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
-    space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
-                       kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
-                       speculation=speculation, eps=ep, dp_attention=dp_attention)
-    return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
-
-
-def prices_of(texts, space) -> dict:
-    """`--usd-per-gpu-hour GPU=PRICE ...` as {accelerator name: price}: each GPU one of the search's
-    (catalog name or datasheet name), PRICE alone when the search has one accelerator."""
-    from llm_cost.catalog import load_accelerator
-    from llm_cost.errors import check_number
-
-    names = list(dict.fromkeys(g.gpu.name for g in space.groups))
-    searched = {g.gpu.name for g in space.groups}
-    out = {}
-    for text in texts or []:
-        key, sep, value = str(text).rpartition("=")
-        if not sep:
-            if len(names) != 1:
-                raise InvalidValueError(f"--usd-per-gpu-hour {text}: name the accelerator, GPU=PRICE, when the "
-                                        f"search has several")
-            key, value = names[0], text
-        try:
-            price = float(value)
-        except ValueError:
-            raise InvalidValueError(f"--usd-per-gpu-hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}") from None
-        check_number(f"--usd-per-gpu-hour {text}: the price", price, low=0, high=1e6)
-        try:
-            name = load_accelerator(key).name if key not in searched else key
-        except InvalidValueError:
-            name = key
-        if name not in searched:
-            raise InvalidValueError(f"--usd-per-gpu-hour {text}: {key} is not an accelerator of the search "
-                                    f"({', '.join(sorted(searched))})")
-        out[name] = price
-    if out and set(out) != searched:
-        missing = sorted(searched - set(out))
-        raise InvalidValueError(f"--usd-per-gpu-hour: give a price for every accelerator searched or none; "
-                                f"missing {', '.join(missing)}")
-    return out
-
-
-def title_of(spec, grid, target) -> str:
-    gpus = ", ".join(dict.fromkeys(g.gpu.name for g in grid.space.groups)) or "no accelerator that runs it"
-    bounds = []
-    if target.ttft_s is not None:
-        bounds.append(f"TTFT <= {target.ttft_s * 1e3:g} ms")
-    if target.tpot_s is not None:
-        bounds.append(f"TPOT <= {target.tpot_s * 1e3:g} ms")
-    if target.tokens_per_s_per_user is not None:
-        bounds.append(f">= {target.tokens_per_s_per_user:g} tok/s/user")
-    return (f"Plan: {spec.name}, ISL {grid.isl}, OSL {grid.osl}, up to {grid.space.budget} x {gpus}; "
-            f"target {', '.join(bounds) or 'none'}")
-
-
-def caption_of(result) -> str:
-    """How many configurations were searched, did not fit, missed the target (and which part), met
-    it; what the space left out; which profile the times come from."""
-    k, p = result.counts, result.grid.profile
-    left = []
-    if k.get("left_out_split"):
-        left.append(f"{k['left_out_split']:,} on splits the model or chip cannot take")
-    if k.get("left_out_format"):
-        left.append(f"{k['left_out_format']:,} in formats the chip does not run")
-    ranked = "$ per million output tokens" if result.usd_per_gpu_hour else "tokens/s per GPU"
-    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {k['missed']:,} miss the target "
-            f"(TTFT {k['missed_ttft']:,}, TPOT or tok/s/user {k['missed_decode']:,}), {k['meet']:,} meet it; "
-            f"frontier {k['frontier']} (tokens/s per user against {ranked}, best first)")
-    if left:
-        text += "; left out " + ", ".join(left)
-    return (text + f"; times from preset {p.name} (bandwidth {p.bw_efficiency:g}, MFU {p.compute_efficiency:g}, "
-                   f"{p.fixed_time_s * 1e3:g} ms per pass), static batches as `llm-cost request` times them")

@@ -21,7 +21,8 @@ VERIFY_COLUMNS = [
 @dataclass(frozen=True)
 class VerifyOptions:
     """`plan --verify`'s options as given: how many rows, the served workload (rates in req/s, clients,
-    length specs, arrivals, a trace path, requests per replica, seed), the SLO percentile, the executor."""
+    length specs, arrivals, a trace path, requests over the deployment, seed, prefixes), the SLO
+    percentile, the executor, and how the engine serves (`--engine`'s defaults, prefix caching, offload)."""
 
     n: int
     rate: tuple = ()
@@ -35,6 +36,26 @@ class VerifyOptions:
     slo_stat: str = "p99"
     jobs: int | None = None
     ray: str | None = None
+    engine: str | None = None
+    prefix_caching: bool = False
+    kv_offload_bytes: float = 0.0
+    shared_prefix: int | None = None
+    prefix_groups: int | None = None
+    group_prefix: int = 256
+    prefix_dist: str = "zipf"
+    sessions: int | None = None
+    turns: int = 4
+
+
+def options_of(o: dict) -> VerifyOptions:
+    """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`)."""
+    from dataclasses import fields
+
+    given = {f.name: o[f.name] for f in fields(VerifyOptions) if f.name not in ("n", "rate")}
+    return VerifyOptions(o["verify"], tuple(o["rate"] or ()), **given)
+
+
+PREFIX_KEYS = ("shared_prefix", "prefix_groups", "group_prefix", "prefix_dist", "sessions", "turns")
 
 
 def recipe_of(o: VerifyOptions, isl: int, osl: int):
@@ -55,36 +76,75 @@ def recipe_of(o: VerifyOptions, isl: int, osl: int):
         trace = read_trace(o.trace)
     return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
                           concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
-                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace)
+                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace,
+                          **{k: getattr(o, k) for k in PREFIX_KEYS})
+
+
+def settings_of(o: VerifyOptions, candidates) -> tuple:
+    """(the `ServeSettings` of the options, the caption's part saying how the engine served), checked on
+    the first candidate: an engine that cannot serve them, or prefix caching on unpaged K/V, is one line
+    before anything is served."""
+    from llm_cost.planner.verify import ServeSettings, replica_and_config
+
+    settings = ServeSettings(o.engine, o.prefix_caching, o.kv_offload_bytes)
+    if not candidates:
+        return settings, ""
+    first = getattr(candidates[0], "candidate", candidates[0])  # a split's decode pool
+    _, config = replica_and_config(first, settings)
+    out = (f"; served with {settings.engine}'s defaults on {first.gpu.name}" if settings.engine is not None
+           else "; served")
+    out += (f": K/V paged in blocks of {config.block_size}" if config.reservation == "paged"
+            else ": K/V contiguous per sequence (its max length reserved)")
+    out += f", prompts in chunks of {config.prefill_chunk} tokens" if config.prefill_chunk else ", whole prompts"
+    out += ", max sequences the row's batch (as its launch command sets it)"
+    if settings.prefix_caching:
+        out += ", prefix caching"
+    if settings.kv_offload_bytes:
+        out += f", a host K/V tier of {settings.kv_offload_bytes / 1e9:g} GB"
+    return settings, out
+
+
+def pools_label(p: int, pre, d: int, dec) -> str:
+    """A disaggregated row's "tp x pp" cell: both pools, replicas x their split ('P 3 x tp1, D 1 x tp2';
+    a pool with pipeline stages adds 'pp N').
+
+    >>> from llm_cost.specs.deployment import Deployment
+    >>> pools_label(3, Deployment(tp=1), 1, Deployment(tp=2, pp=2))
+    'P 3 x tp1, D 1 x tp2 pp2'
+    """
+    def one(n, dep):
+        return f"{n} x tp{dep.tp}" + (f" pp{dep.pp}" if dep.pp > 1 else "")
+    return f"P {one(p, pre)}, D {one(d, dec)}"
 
 
 def split_plan_row(row: dict, split, osl: int) -> dict:
     """A disaggregated plan row (`disaggregated_rows`) in the plan table's columns, as `split` (a
-    `SplitCandidate`) serves it: P + D replicas of one tp x pp, the decode's batch."""
+    `SplitCandidate`) serves it: P prefill replicas of the prefill pool's split and D decode replicas of
+    the decode pool's (both labelled, `pools_label`), the decode's batch."""
     cand = split.candidate
-    dep, p, d = cand.deployment, split.prefill_replicas, split.decode_replicas
-    return {**row, "replicas": p + d, "split": f"P:D {p}:{d} of {dep.tp} x {dep.pp}", "batch": cand.batch,
+    pre = (split.prefill or cand).deployment
+    p, d = split.prefill_replicas, split.decode_replicas
+    return {**row, "replicas": p + d, "prefill_replicas": p, "decode_replicas": d,
+            "split": pools_label(p, pre, d, cand.deployment), "batch": cand.batch,
             "users_in_flight": d * cand.batch, "output_tokens_per_s_per_user": osl / row["e2e_s"],
             "request_args": None}
 
 
 def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions, splits=None):
-    """(rows reordered by the served ranking with the served fields, columns, caption); `splits`:
-    (`best_split`'s splits, their rows) served disaggregated after the frontier's rows and ranked with
-    them. Ctrl-C keeps the candidates that finished (the caption says how many)."""
-    from llm_cost.commands.app import note
+    """(rows reordered by the served ranking with the served fields, columns, caption, (served, candidates)
+    after a Ctrl-C or None); `splits`: (`best_split`'s splits, their rows) served disaggregated after the
+    frontier's rows and ranked with them. Ctrl-C keeps the candidates that finished (the caption says how
+    many); before any finished, one line on stderr and exit 130."""
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.errors import InvalidValueError, check_choice, check_number
     from llm_cost.executor import Interrupted
-    from llm_cost.planner.verify import (SLO_STATS, ServeTask, candidates_of, served_ranking, split_candidates,
-                                         verify)
+    from llm_cost.planner.verify import SLO_STATS, ServeTask, candidates_of, split_candidates, verify
 
     check_number("verify", o.n, low=1, high=10_000, integer=True)
-    n = int(o.n)
     stat = check_choice("slo_stat", o.slo_stat, SLO_STATS)
     recipe = recipe_of(o, result.grid.isl, result.grid.osl)
-    cands = candidates_of(result, rows, n)
-    rows = rows[:n]
+    cands = candidates_of(result, rows, int(o.n))
+    rows = rows[:int(o.n)]
     if splits is not None:
         if recipe.concurrency is not None:
             raise InvalidValueError("--disaggregate --verify serves open-loop arrivals (the router of the pools): "
@@ -92,47 +152,59 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
         more = split_candidates(result.grid, *splits)
         cands += more
         rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
-    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat) for c in cands]
-    interrupted, kept = False, list(range(len(tasks)))  # kept: the analytic ranks (0-based) served
+    settings, served_as = settings_of(o, cands)
+    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat, settings) for c in cands]
+    stopped, kept = None, list(range(len(tasks)))  # kept: the analytic ranks (0-based) served
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
             served = verify(tasks, jobs=o.jobs, ray=o.ray, on_done=progress)
         except Interrupted as stop:
-            interrupted, done = True, stop.done
-            kept = sorted(done)
-            served = [done[k] for k in kept]
-            tasks = [tasks[k] for k in kept]
-            rows = [rows[k] for k in kept]
-            if not done:
-                note("interrupted before any candidate finished")
-                raise SystemExit(130)
-    picked = rows[:len(tasks)] if not interrupted else rows
+            if not stop.done:
+                import typer
+
+                from llm_cost.commands.app import EXIT_INTERRUPTED, warn
+
+                warn(f"interrupted: 0 of {len(tasks)} candidates served; nothing to show")
+                raise typer.Exit(EXIT_INTERRUPTED)
+            stopped, kept = (len(stop.done), len(tasks)), sorted(stop.done)
+            served, rows = [stop.done[k] for k in kept], [rows[k] for k in kept]
+    out = ranked(rows, served, kept, stat)
+    caption += _caption(recipe, len(out), stat, splits is not None) + served_as
+    if stopped:
+        caption += f"; interrupted: {len(out)} of {stopped[1]} candidates served"
+    cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
+    if any(r.get("serve_note") for r in out):
+        cols.append(Column("serve_note", "served as", str))
+    return out, cols, caption, stopped
+
+
+def ranked(rows: list[dict], served: list[dict], kept: list[int], stat: str) -> list[dict]:
+    """The rows with their served fields in the served ranking (`served_ranking`), each with its frontier
+    rank (`kept`: the 0-based analytic ranks of the rows), its served rank and the change."""
+    from llm_cost.planner.verify import served_ranking
+
     out = []
-    order = served_ranking(served)
-    for new, k in enumerate(order):
-        row = dict(picked[k])
-        s = served[k]
+    for new, k in enumerate(served_ranking(served)):
+        row, s = dict(rows[k]), served[k]
         row.update(s)
         row["served_ttft_s"], row["served_tpot_s"] = s.get(f"served_ttft_{stat}_s"), s.get(f"served_tpot_{stat}_s")
         row["analytic_rank"], row["served_rank"] = kept[k] + 1, new + 1  # the frontier's rank, not the kept list's
         moved = kept[k] - new
         row["rank_change"] = "=" if moved == 0 else (f"+{moved}" if moved > 0 else str(moved))
         out.append(row)
-    wl = tasks[0].workload if tasks else recipe
+    return out
+
+
+def _caption(wl, served: int, stat: str, split: bool) -> str:
+    """The caption's part on how the candidates were served: one stream for all, the ranking."""
     load = (f"rate {wl.rate_req_per_s:g} req/s" if wl.rate_req_per_s is not None else
             f"{wl.concurrency} clients" if wl.concurrency is not None else "the trace's rate")
-    caption += (f"; verified: the {len(out)} best served by the engine (paged K/V, the row's batch as max sequences) "
-                f"under {load} split evenly over the replicas, {wl.requests if wl.trace is None else 'the trace'} "
-                f"requests per replica, seed {wl.seed}; ranked by goodput per GPU (requests/s within TTFT and TPOT) "
-                f"with the {stat} of TTFT and TPOT within the target first; served TTFT/TPOT are {stat}")
-    if interrupted:
-        caption += f"; interrupted: {len(out)} candidate(s) finished"
-        note(f"interrupted: showing the {len(out)} candidate(s) that finished")
-    if splits is not None:
-        caption += ("; disaggregated splits served as P prefill and D decode replicas behind least-loaded routers "
-                    f"(the whole rate, {wl.requests if wl.trace is None else 'the trace'} requests per replica, the "
-                    "K/V over the GPU's link), static rank after the frontier's")
-    cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
-    if any(r.get("serve_note") for r in out):
-        cols.append(Column("serve_note", "served as", str))
-    return out, cols, caption, interrupted
+    stream = f"{wl.requests} requests" if wl.trace is None else f"the trace's {len(wl.trace)} requests"
+    text = (f"; verified: the {served} best served by the engine, "
+            f"every one the same stream of {stream} at {load} (seed {wl.seed}), its replicas taking them "
+            f"round-robin (one replica served); ranked by goodput per GPU (requests/s within TTFT and TPOT) with "
+            f"the {stat} of TTFT and TPOT within the target first; served TTFT/TPOT are {stat}")
+    if split:
+        text += ("; disaggregated splits served as P prefill and D decode replicas behind least-loaded routers "
+                 "(the whole stream, the K/V over the GPU's link), static rank after the frontier's")
+    return text

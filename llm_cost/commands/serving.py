@@ -14,6 +14,8 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp  # batching --disaggregate's decode pool
+from llm_cost.commands.options import (GroupPrefix, KvOffloadBytes, PrefixCaching, PrefixDist, PrefixGroups,  # prefixes
+                                       Sessions, SharedPrefix, Turns)
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
@@ -234,14 +236,14 @@ def batching_cmd(
     preemption: Annotated[str, typer.Option("--preemption", help="paged: recompute or swap (over the host link).")] = "recompute",
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
     prefill_chunk: PrefillChunk = None,
-    prefix_caching: Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")] = False,
-    kv_offload_bytes: Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")] = 0.0,
-    shared_prefix: Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")] = None,
-    prefix_groups: Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")] = None,
-    group_prefix: Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")] = 256,
-    prefix_dist: Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")] = "zipf",
-    sessions: Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")] = None,
-    turns: Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")] = 4,
+    prefix_caching: PrefixCaching = False,
+    kv_offload_bytes: KvOffloadBytes = 0.0,
+    shared_prefix: SharedPrefix = None,
+    prefix_groups: PrefixGroups = None,
+    group_prefix: GroupPrefix = 256,
+    prefix_dist: PrefixDist = "zipf",
+    sessions: Sessions = None,
+    turns: Turns = 4,
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
     disaggregate: DisaggregateSplit = None,
     decode_tp: DecodeTp = None,

@@ -1,11 +1,16 @@
 r"""Plans verified by simulation: the analytic frontier's best rows served by the engine.
 
-Each candidate (one frontier row: accelerator, tp x pp x ep, weights, KV dtype, batch, speculation)
-becomes one replica (`Replica.from_specs` on its deployment) serving its share of the workload:
-an open-loop rate R is split evenly over the candidate's replicas (R / replicas each), a closed loop
-of N clients likewise (ceil(N / replicas) each). The engine runs paged K/V (vLLM's policy) with the
-candidate's batch as its max sequences, pipeline stages in flight (`orca`) when pp > 1, and the
-candidate's speculation inside the batch (its gamma, alpha and draft cost ratio c).
+Every candidate (one frontier row: accelerator, tp x pp x ep, weights, KV dtype, batch, speculation)
+serves the same arrival stream (`WorkloadRecipe.stream`): `requests` requests over the whole deployment
+at the total rate R (or from N clients), so every ranking compares the same window of arrivals. Its
+replicas take the stream round-robin (`share`: a replica serves every r-th request at its own arrival
+time, a closed loop ceil(N / r) clients); one replica (`Replica.from_specs` on its deployment) is
+served. Prefixes (a system prompt, groups, sessions) are put on the stream first; sessions stay whole
+on a replica when their number is a multiple of the replicas (otherwise round-robin splits a chat's
+turns, as that router does). The engine runs paged K/V (vLLM's policy) with the candidate's batch as
+its max sequences, pipeline stages in flight (`orca`) when pp > 1, the candidate's speculation inside
+the batch (its gamma, alpha and draft cost ratio c), and `ServeSettings`: an engine's defaults
+(tokens per iteration as prefill chunks, its K/V block), prefix caching, a host K/V tier.
 
 Goodput per GPU (the ranking): requests per second that finished within both targets on one
 replica, over the replica's GPUs:
@@ -18,7 +23,7 @@ the target and every request finished; candidates that meet it rank first, each 
 
 A disaggregated candidate (`plan --disaggregate --verify`: a `SplitCandidate`) is served by
 `serving.disaggregated.serve_disaggregated`: P prefill and D decode replicas behind least-loaded
-routers under the whole rate (`requests` per replica, P + D replicas), the K/V over the accelerator's
+routers serving the whole stream (the same window as a colocated candidate), the K/V over the accelerator's
 link. Each pool runs as planned: the prefill pool its own split and batch, the decode pool its split,
 batch and speculation (`decode_replica`, `decode_config`); goodput per GPU is over both pools' GPUs.
 
@@ -41,8 +46,10 @@ SLO_STATS = ("p50", "p90", "p99")
 
 @dataclass(frozen=True)
 class WorkloadRecipe:
-    """The user's workload, built per candidate: requests per replica, total rate (req/s) or total
-    clients, length specs (`workload_spec.parse_length`), arrivals; or a trace workload."""
+    """The user's workload, one arrival stream for every candidate: `requests` requests over the whole
+    deployment at the total rate (req/s) or from the total clients, length specs
+    (`workload_spec.parse_length`), arrivals, or a trace; prompts sharing prefixes (`prefixes.prefix_segments`:
+    a system prompt, groups or multi-turn sessions) as `batching` builds them."""
 
     requests: int = 2000
     rate_req_per_s: float | None = None
@@ -52,6 +59,12 @@ class WorkloadRecipe:
     arrivals: str = "poisson"
     seed: int = 0
     trace: object = None  # a Workload read from a CSV trace, replayed at rate_req_per_s (default its own)
+    shared_prefix: int | None = None
+    prefix_groups: int | None = None
+    group_prefix: int = 256
+    prefix_dist: str = "zipf"
+    sessions: int | None = None
+    turns: int = 4
 
     def __post_init__(self) -> None:
         check_number("requests", self.requests, low=1, high=10**8, integer=True)
@@ -66,35 +79,65 @@ class WorkloadRecipe:
             raise InvalidValueError("the served workload needs rate_req_per_s (req/s over the whole deployment) or "
                                     "concurrency (clients), one of them", params=("rate_req_per_s", "concurrency"))
 
-    def for_fleet(self, replicas: int):
-        """The `Workload` a fleet of `replicas` replicas serves as one (a disaggregated candidate's pools):
-        the whole rate, `requests` per replica (the same arrival window as a colocated replica's share)."""
+    def stream(self):
+        """The whole deployment's `Workload`, the same for every candidate: the trace at the rate (default
+        its own), else `requests` drawn requests at the total rate (or from the total clients); prefixes on."""
         if self.trace is not None:
-            return self.trace.at_rate(self.rate_req_per_s or self.trace.rate_req_per_s)
-        from llm_cost.serving.workload_spec import synthetic_workload
+            return self._prefixed(self.trace.at_rate(self.rate_req_per_s or self.trace.rate_req_per_s))
+        return _drawn(self)
 
-        return synthetic_workload(self.requests * replicas, self.rate_req_per_s or 1.0, seed=self.seed,
-                                  prompt=self.prompt, output=self.output, arrivals=self.arrivals,
-                                  concurrency=self.concurrency)
+    def _prefixed(self, wl):
+        from llm_cost.serving.prefixes import prefix_segments
+
+        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
+                               self.seed, self.sessions, self.turns)
+
+    def for_fleet(self, replicas: int):
+        """The `Workload` a fleet serves as one (a disaggregated candidate's pools, `replicas` in all): the
+        whole stream, over the same window as every colocated candidate's."""
+        return self.stream()
 
     def for_replicas(self, replicas: int):
-        """The `Workload` one of `replicas` replicas serves (its even share of the rate or clients)."""
+        """The `Workload` one of `replicas` replicas serves: its round-robin share of the stream (`share`)."""
         if self.trace is not None:
-            rate = self.rate_req_per_s or self.trace.rate_req_per_s
-            return self.trace.at_rate(rate / replicas)
-        rate = self.rate_req_per_s / replicas if self.rate_req_per_s is not None else 1.0
-        clients = None if self.concurrency is None else math.ceil(self.concurrency / replicas)
-        return _drawn(self.requests, rate, self.seed, self.prompt, self.output, self.arrivals, clients)
+            return share(self.stream(), replicas)
+        return _shared(self, replicas)
+
+
+def share(wl, replicas: int, index: int = 0):
+    """Replica `index`'s requests of `wl` when `replicas` replicas take the stream round-robin: requests
+    index, index + replicas, ... at their own arrival times (so every replica, and every deployment,
+    serves the stream's window), a closed loop's clients split ceil(C / replicas) each.
+
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> w = share(fixed_workload([(4, 5), (8, 2), (16, 3)], arrivals_s=[0.0, 1.0, 2.0]), 2)
+    >>> w.prompt, w.arrival_s
+    ((4, 16), (0.0, 2.0))
+    """
+    from dataclasses import replace
+
+    if replicas == 1:
+        return wl
+    pick = slice(index, None, replicas)
+    return replace(wl, unit_arrivals=wl.unit_arrivals[pick], prompt=wl.prompt[pick], output=wl.output[pick],
+                   declared_gen=wl.declared_gen[pick], prefix=None if wl.prefix is None else wl.prefix[pick],
+                   concurrency=None if wl.concurrency is None else math.ceil(wl.concurrency / replicas))
 
 
 @functools.lru_cache(maxsize=8)
-def _drawn(requests: int, rate: float, seed: int, prompt: str, output: str, arrivals: str, clients):
-    """`synthetic_workload` drawn once per process for the candidates that share it (a `Workload` is
-    frozen: every candidate serves the same requests)."""
+def _drawn(recipe: WorkloadRecipe):
+    """`synthetic_workload` of a recipe without a trace, prefixes on, drawn once per process for the
+    candidates that share it (a `Workload` is frozen: every candidate serves the same requests)."""
     from llm_cost.serving.workload_spec import synthetic_workload
 
-    return synthetic_workload(requests, rate, seed=seed, prompt=prompt, output=output, arrivals=arrivals,
-                              concurrency=clients)
+    return recipe._prefixed(synthetic_workload(recipe.requests, recipe.rate_req_per_s or 1.0, seed=recipe.seed,
+                                               prompt=recipe.prompt, output=recipe.output, arrivals=recipe.arrivals,
+                                               concurrency=recipe.concurrency))
+
+
+@functools.lru_cache(maxsize=16)
+def _shared(recipe: WorkloadRecipe, replicas: int):
+    return share(_drawn(recipe), replicas)
 
 
 @dataclass(frozen=True)
@@ -127,6 +170,48 @@ class ServeTask:
     ttft_s: float | None
     tpot_s: float | None
     slo_stat: str = "p99"
+    settings: "ServeSettings" = None  # None: ServeSettings() (no engine's defaults, no prefix cache)
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How every candidate's engine runs beyond what its row sets (max sequences: the row's batch, as its
+    launch command sets it): the serving engine whose defaults apply (`specs.engines`: tokens per
+    iteration as prefill chunks where it chunks, its K/V block; None: whole prompts, 16-token blocks),
+    prefix caching and a host K/V tier of `kv_offload_bytes` (`ServeConfig`)."""
+
+    engine: str | None = None
+    prefix_caching: bool = False
+    kv_offload_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_number("kv_offload_bytes", self.kv_offload_bytes, low=0)
+        if self.engine is None:
+            return
+        from llm_cost.specs.engines import engine as named
+
+        e = named(self.engine)
+        if not e.continuous:
+            raise InvalidValueError(f"engine {e.name} runs static batches only: verify serves iteration-level "
+                                    "batching (the plan's rows are its static batches already)", params=("engine",))
+        if not e.paged and (self.prefix_caching or self.kv_offload_bytes):
+            raise InvalidValueError(f"prefix_caching and kv_offload_bytes need paged K/V: engine {e.name} keeps "
+                                    "each sequence's K/V contiguous", params=("prefix_caching", "kv_offload_bytes",
+                                                                              "engine"))
+
+    def config_fields(self, gpu) -> dict:
+        """The `ServeConfig` fields these settings give on `gpu`: paged K/V (vLLM's policy) in the engine's
+        blocks and its budget as prefill chunks where it chunks; an engine that does not page (llama.cpp's
+        slots) reserves each sequence's max length."""
+        out = dict(reservation="paged", prefix_caching=bool(self.prefix_caching),
+                   kv_offload_bytes=float(self.kv_offload_bytes))
+        if self.engine is None:
+            return out
+        from llm_cost.specs.engines import engine as named
+
+        e = named(self.engine)
+        out["prefill_chunk"] = e.budget(gpu)[0] if e.chunked_prefill else None
+        return {**out, "block_size": e.kv_block_tokens} if e.paged else {**out, "reservation": "max_len"}
 
 
 @dataclass(frozen=True)
@@ -177,8 +262,8 @@ def split_candidates(grid, splits, rows: list[dict]) -> list[SplitCandidate]:
     return out
 
 
-def _replica_and_config(cand: Candidate):
-    """The candidate's `Replica` and `ServeConfig` (module doc)."""
+def replica_and_config(cand: Candidate, settings: ServeSettings | None = None):
+    """The candidate's `Replica` and `ServeConfig` (module doc) under `settings` (None: the defaults)."""
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
 
@@ -186,8 +271,9 @@ def _replica_and_config(cand: Candidate):
     replica = Replica.from_specs(cand.model, cand.gpu, cand.profile, weights=cand.weights, deployment=dep,
                                  windowed=True)
     spec = SpecConfig(gamma=cand.gamma, alpha=cand.alpha, c=cand.c, seed=cand.seed) if cand.gamma else None
-    config = ServeConfig(max_batch=cand.batch, reservation="paged", spec=spec,
-                         pipeline="orca" if dep.pp > 1 else "serial", host_bytes_per_s=host_link_bytes_per_s(cand.gpu))
+    config = ServeConfig(max_batch=cand.batch, spec=spec, pipeline="orca" if dep.pp > 1 else "serial",
+                         host_bytes_per_s=host_link_bytes_per_s(cand.gpu),
+                         **(settings or ServeSettings()).config_fields(cand.gpu))
     return replica, config
 
 
@@ -195,10 +281,12 @@ def _not_served(note: str) -> dict:
     return {"served": False, "serve_note": note, "goodput_req_per_s_per_gpu": 0.0, "meets_served_slo": False}
 
 
-def served_fields(r, requests: int, task: ServeTask, gpus: int) -> dict:
-    """A served run's figures (`ServeResult` `r` of `requests` requests on `gpus` GPUs) as a flat SI dict:
-    the percentile of TTFT and TPOT, throughput and goodput per GPU, whether it meets the SLO."""
-    stat = task.slo_stat
+def served_fields(r, wl, task: ServeTask, gpus: int) -> dict:
+    """A served run's figures (`ServeResult` `r` of workload `wl` on `gpus` GPUs) as a flat SI dict: the
+    percentile of TTFT and TPOT, throughput and goodput per GPU, whether it meets the SLO, the requests
+    and the arrival window served (first to last arrival: the stream's, whatever the replicas)."""
+    stat, requests = task.slo_stat, len(wl)
+    arrivals = wl.arrival_s
     ttft, tpot = r.percentile_s("ttft", stat), r.percentile_s("tpot", stat)
     meets = r.finished == requests and all(t is None or (not math.isnan(v) and v <= t)
                                            for v, t in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
@@ -207,7 +295,9 @@ def served_fields(r, requests: int, task: ServeTask, gpus: int) -> dict:
             "served_throughput_req_per_s_per_gpu": r.throughput_req_per_s / gpus,
             "goodput_req_per_s_per_gpu": good / gpus, "meets_served_slo": bool(meets),
             "served_requests": requests, "served_finished": int(r.finished), "served_preemptions": int(r.preemptions),
-            "served_seed": task.candidate.seed}
+            "served_seed": task.candidate.seed, "served_window_s": None if wl.concurrency else float(arrivals[-1] - arrivals[0]),
+            "stream_requests": task.workload.requests if task.workload.trace is None else len(task.workload.trace),
+            "served_prefix_token_hit_rate": r.prefix_token_hit_rate if wl.prefix is not None else None}
 
 
 def serve_task(task: ServeTask) -> dict:
@@ -218,13 +308,13 @@ def serve_task(task: ServeTask) -> dict:
     from llm_cost.serving.engine import serve
 
     cand = task.candidate
-    replica, config = _replica_and_config(cand)
+    replica, config = replica_and_config(cand, task.settings)
     wl = task.workload.for_replicas(cand.deployment.replicas)
     try:
         r = serve(wl, replica, config)
     except InvalidValueError as err:  # a request longer than the replica holds: it cannot serve this load
         return _not_served(str(err))
-    return served_fields(r, len(wl), task, cand.deployment.gpus_per_replica)
+    return served_fields(r, wl, task, cand.deployment.gpus_per_replica)
 
 
 def serve_split(task: ServeTask) -> dict:
@@ -239,14 +329,14 @@ def serve_split(task: ServeTask) -> dict:
     gpus = n_pre * pre.deployment.gpus_per_replica + n_dec * cand.deployment.gpus_per_replica
     wl = task.workload.for_fleet(n_pre + n_dec)
     try:
-        replica, config = _replica_and_config(pre)
-        decode_replica, decode_config = _replica_and_config(cand)
+        replica, config = replica_and_config(pre, task.settings)
+        decode_replica, decode_config = replica_and_config(cand, task.settings)
         bw, lat = handoff_link(cand.gpu, gpus)
         d = serve_disaggregated(wl, replica, config, prefill=n_pre, decode=n_dec, link_bytes_per_s=bw,
                                 link_latency_s=lat, decode_replica=decode_replica, decode_config=decode_config)
     except InvalidValueError as err:  # a closed loop, a request longer than the replica holds, no link
         return {**_not_served(str(err)), "prefill_replicas": n_pre, "decode_replicas": n_dec, "served_gpus": gpus}
-    out = served_fields(d.served, len(wl), task, gpus)
+    out = served_fields(d.served, wl, task, gpus)
     out.update({"serve_note": split.simplified, "prefill_replicas": n_pre, "decode_replicas": n_dec,
                 "served_gpus": gpus, "transfer_mean_s": d.transfer_mean_s})
     return out
@@ -269,15 +359,16 @@ RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0}
 
 
 def task_weight(task: ServeTask) -> float:
-    """A task's expected cost for the executor's order (heaviest first): its requests (a workload of
-    `requests` per replica) times RELATIVE_COST of its path; a disaggregated candidate, both pools'."""
+    """A task's expected cost for the executor's order (heaviest first): the requests it serves (one
+    replica's share of the stream) times RELATIVE_COST of its path; a disaggregated candidate, the whole
+    stream through both pools."""
     cand = task.candidate
     pools = 2.0 if isinstance(cand, SplitCandidate) else 1.0
     dep = (cand.candidate if pools > 1 else cand).deployment
     path = "pipeline" if dep.pp > 1 else "deployed" if dep.gpus_per_replica > 1 else "fast"
     wl = task.workload
-    requests = len(wl.trace) if wl.trace is not None else wl.requests
-    return pools * requests * RELATIVE_COST[path]
+    requests = len(wl.trace) if wl.trace is not None else wl.requests  # the stream: a fleet serves it all
+    return pools * (requests if pools > 1 else math.ceil(requests / dep.replicas)) * RELATIVE_COST[path]
 
 
 def served_ranking(served: list[dict]) -> list[int]:

@@ -33,6 +33,7 @@ class Engine:
     large_gpu_bytes: float = 0.0  # 0: every GPU takes the large defaults
     small_gpu_names: tuple[str, ...] = ()  # GPUs (names, lower case, as a part) that take the small ones anyway
     continuous: bool = True  # iteration-level batching (False: static batches only, e.g. gpt-fast)
+    paged: bool = True  # K/V in blocks of kv_block_tokens (False: each sequence's K/V contiguous, its max reserved)
     source: str = ""
 
     def budget(self, gpu) -> tuple[int, int]:
@@ -72,10 +73,10 @@ ENGINES: dict[str, Engine] = {
     "lmdeploy": Engine("lmdeploy", 8192, 256, 64,
                        source="lmdeploy TurbomindEngineConfig: max_prefill_token_num 8192, cache_block_seq_len 64, "
                               "max_batch_size 256 on CUDA GPUs (as the project reads its docs)"),
-    "gpt-fast": Engine("gpt-fast", 1 << 20, 1 << 20, 1 << 20, chunked_prefill=False, continuous=False,
+    "gpt-fast": Engine("gpt-fast", 1 << 20, 1 << 20, 1 << 20, chunked_prefill=False, continuous=False, paged=False,
                        source="pytorch-labs/gpt-fast generate.py: one static batch, the whole prompt in one pass, "
                               "K/V preallocated to max_seq_length (no server, no paging)"),
-    "llama.cpp": Engine("llama.cpp", 2048, 4, 1 << 20,
+    "llama.cpp": Engine("llama.cpp", 2048, 4, 1 << 20, paged=False,
                         source="llama.cpp llama-server: n_batch 2048 tokens per decode call (n_ubatch 512 physical), "
                                "4 parallel slots (-np auto), K/V contiguous per slot (no paging)"),
 }

@@ -1,0 +1,147 @@
+"""`plan`'s inputs: the options as a search (`build`: model, grid, target), the prices, the defaults a
+run used, and the title and caption of its table. Kept out of `commands/plan.py` so that module stays
+readable; `plan` and `plot plan` call it."""
+
+from __future__ import annotations
+
+from llm_cost.commands.app import note
+from llm_cost.commands.options import DEFAULT, DEFAULT_ISL, DEFAULT_OSL, DEFAULT_PLAN_GPUS
+from llm_cost.errors import InvalidValueError
+
+
+def profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
+    """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine
+    (`request --engine` prices the same fixed costs)."""
+    args = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff), ("--fixed-ms", fixed_ms))
+                                   if v is not None for x in (flag, f"{v:g}")]
+    return args + (["--engine", engine] if engine is not None else [])
+
+
+def defaults_of(model, gpu, gpus, isl, osl) -> tuple:
+    """(model, gpu, gpus, isl, osl) with the ones left out set to every command's default (options.DEFAULT,
+    DEFAULT_ISL and DEFAULT_OSL as `request`; DEFAULT_PLAN_GPUS, one node), and a function printing the
+    note that names those used (called after the output: an error before it stays one line)."""
+    given = dict(model=model, gpu=gpu or None, gpus=gpus, isl=isl, osl=osl)
+    default = dict(model=DEFAULT.model, gpu=[DEFAULT.gpu], gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
+    used = " ".join(f"--{k} {v[0] if isinstance(v, list) else v}" for k, v in default.items() if given[k] is None)
+
+    def said() -> None:
+        if used:
+            note(f"defaults used: {used} (give any of them to change it)")
+    return (*(default[k] if given[k] is None else given[k] for k in default), said)
+
+
+def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
+          mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
+    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
+    model's and accelerator's name to the text the user gave for it."""
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.commands import parse
+    from llm_cost.errors import check_number
+    from llm_cost.planner import Target, evaluate, plan_space
+    from llm_cost.planner.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
+
+    for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
+        if value is None or value == []:
+            raise InvalidValueError(f"{name} is required: the plan needs " + {
+                "model": "a model to serve", "gpu": "at least one accelerator to search",
+                "gpus": "the number of GPUs it may use", "isl": "the prompt length",
+                "osl": "the output length"}[name], params=(name,))
+    target = Target(ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
+                    tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
+                    tokens_per_s_per_user=tokens_per_s_per_user)
+    spec = load_model(model)
+    accelerators = [load_accelerator(g) for g in dict.fromkeys(gpu)]
+    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, dict.fromkeys(gpu))}}
+    speculation = []
+    if spec_alpha is not None:
+        check_number("max_gamma", max_gamma, low=1, high=64, integer=True)
+        if c is not None and draft is not None:
+            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
+        from llm_cost.speculative import check_alpha
+
+        check_alpha(spec_alpha)
+        draft_spec = load_model(draft) if draft is not None else None
+        if draft_spec is not None:
+            refs[draft_spec.name] = draft
+        if c is not None:
+            check_number("c", c, low=0, high=10)
+        speculation.append(SpecOption("draft", float(spec_alpha), tuple(range(1, int(max_gamma) + 1)),
+                                      c=None if draft_spec else (0.1 if c is None else float(c)), draft=draft_spec))
+    elif c is not None or draft is not None:
+        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha")
+    if spec.mtp_layers:
+        check_number("mtp_alpha", mtp_alpha, low=0, high=1)
+        speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
+    space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
+                       kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
+                       speculation=speculation, eps=ep, dp_attention=dp_attention)
+    return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
+
+
+def prices_of(texts, space) -> dict:
+    """`--usd-per-gpu-hour GPU=PRICE ...` as {accelerator name: price}: each GPU one of the search's
+    (catalog name or datasheet name), PRICE alone when the search has one accelerator."""
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.errors import check_number
+
+    names = list(dict.fromkeys(g.gpu.name for g in space.groups))
+    searched = {g.gpu.name for g in space.groups}
+    out = {}
+    for text in texts or []:
+        key, sep, value = str(text).rpartition("=")
+        if not sep:
+            if len(names) != 1:
+                raise InvalidValueError(f"--usd-per-gpu-hour {text}: name the accelerator, GPU=PRICE, when the "
+                                        f"search has several")
+            key, value = names[0], text
+        try:
+            price = float(value)
+        except ValueError:
+            raise InvalidValueError(f"--usd-per-gpu-hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}") from None
+        check_number(f"--usd-per-gpu-hour {text}: the price", price, low=0, high=1e6)
+        try:
+            name = load_accelerator(key).name if key not in searched else key
+        except InvalidValueError:
+            name = key
+        if name not in searched:
+            raise InvalidValueError(f"--usd-per-gpu-hour {text}: {key} is not an accelerator of the search "
+                                    f"({', '.join(sorted(searched))})")
+        out[name] = price
+    if out and set(out) != searched:
+        missing = sorted(searched - set(out))
+        raise InvalidValueError(f"--usd-per-gpu-hour: give a price for every accelerator searched or none; "
+                                f"missing {', '.join(missing)}")
+    return out
+
+
+def title_of(spec, grid, target) -> str:
+    gpus = ", ".join(dict.fromkeys(g.gpu.name for g in grid.space.groups)) or "no accelerator that runs it"
+    bounds = []
+    if target.ttft_s is not None:
+        bounds.append(f"TTFT <= {target.ttft_s * 1e3:g} ms")
+    if target.tpot_s is not None:
+        bounds.append(f"TPOT <= {target.tpot_s * 1e3:g} ms")
+    if target.tokens_per_s_per_user is not None:
+        bounds.append(f">= {target.tokens_per_s_per_user:g} tok/s/user")
+    return (f"Plan: {spec.name}, ISL {grid.isl}, OSL {grid.osl}, up to {grid.space.budget} x {gpus}; "
+            f"target {', '.join(bounds) or 'none'}")
+
+
+def caption_of(result) -> str:
+    """How many configurations were searched, did not fit, missed the target (and which part), met
+    it; what the space left out; which profile the times come from."""
+    k, p = result.counts, result.grid.profile
+    left = []
+    if k.get("left_out_split"):
+        left.append(f"{k['left_out_split']:,} on splits the model or chip cannot take")
+    if k.get("left_out_format"):
+        left.append(f"{k['left_out_format']:,} in formats the chip does not run")
+    ranked = "$ per million output tokens" if result.usd_per_gpu_hour else "tokens/s per GPU"
+    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {k['missed']:,} miss the target "
+            f"(TTFT {k['missed_ttft']:,}, TPOT or tok/s/user {k['missed_decode']:,}), {k['meet']:,} meet it; "
+            f"frontier {k['frontier']} (tokens/s per user against {ranked}, best first)")
+    if left:
+        text += "; left out " + ", ".join(left)
+    return (text + f"; times from preset {p.name} (bandwidth {p.bw_efficiency:g}, MFU {p.compute_efficiency:g}, "
+                   f"{p.fixed_time_s * 1e3:g} ms per pass), static batches as `llm-cost request` times them")
