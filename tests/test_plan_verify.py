@@ -211,11 +211,25 @@ def test_cli_ctrl_c_prints_the_candidates_that_finished(monkeypatch, finished):
         raise Interrupted(dict(zip(finished, done)))
 
     monkeypatch.setattr(verify_module, "verify", some_then_stop)
-    out = run(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1", "--format", "json")
+    out = run(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1", "--format", "json", "--quiet")
     assert out.exit_code == 130, out.output
     rows = json.loads(out.stdout)
     assert sorted(r["analytic_rank"] for r in rows) == [k + 1 for k in finished]
     assert sorted(r["served_rank"] for r in rows) == list(range(1, len(finished) + 1))
+    # one line on stderr, even with --quiet (it is about the result)
+    assert out.stderr.splitlines() == [f"Warning: interrupted: {len(finished)} of 3 candidates served; showing those"]
+
+
+def test_cli_ctrl_c_before_any_candidate_is_one_line(monkeypatch):
+    import llm_cost.planner.verify as verify_module
+
+    def stop(tasks, **kw):
+        raise Interrupted({})
+
+    monkeypatch.setattr(verify_module, "verify", stop)
+    out = run(*PLAN, "--verify", "3", "--rate", "20", "--requests", "200", "--jobs", "1")
+    assert out.exit_code == 130 and out.stdout == ""
+    assert out.stderr.splitlines() == ["Warning: interrupted: 0 of 3 candidates served; nothing to show"]
 
 
 def test_cli_emit_refuses_disaggregate_in_one_line():

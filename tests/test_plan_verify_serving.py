@@ -5,7 +5,7 @@ replicas take it round-robin), and a disaggregated row names both pools."""
 from __future__ import annotations
 
 import pytest
-from helpers import error_line, rows_of
+from helpers import error_line, rows_of, run
 
 from llm_cost.planner.verify import WorkloadRecipe, share
 
@@ -95,3 +95,30 @@ def test_disaggregated_rows_name_both_pools():
     assert split["split"] == (f"P {split['prefill_replicas']} x tp{split['prefill_tp']}, "
                               f"D {split['decode_replicas']} x tp{split['decode_tp']}")
     assert (split["prefill_replicas"], split["prefill_tp"], split["decode_replicas"], split["decode_tp"]) == (3, 1, 1, 1)
+
+
+def test_progress_on_a_terminal_unless_quiet(monkeypatch):
+    """plan --verify shows 'serving N candidates' on a terminal past a second; --quiet shows no bar and
+    no note (the defaults' note included)."""
+    import io
+
+    from rich.console import Console
+
+    from llm_cost.commands import progress as progress_module
+
+    screen = io.StringIO()
+    original = progress_module.SweepProgress.__init__
+
+    def on_terminal(self, label, console=None, *, quiet=False):
+        original(self, label, Console(file=screen, force_terminal=True, width=100), quiet=quiet)
+        ticks = iter(range(2, 10_000, 2))  # every step looks like 2 s
+        self._clock, self._start = (lambda: float(next(ticks))), 0.0
+
+    monkeypatch.setattr(progress_module.SweepProgress, "__init__", on_terminal)
+    args = ("plan", "--gpus", "1", "--verify", "2", "--rate", "5", "--requests", "40", "--jobs", "1")
+    loud = run(*args)
+    assert loud.exit_code == 0 and "serving 2 candidates" in screen.getvalue() and "Note:" in loud.stderr
+    screen.seek(0), screen.truncate()
+    quiet = run(*args, "--quiet")
+    assert quiet.exit_code == 0 and screen.getvalue() == "" and quiet.stderr == ""
+    assert quiet.stdout == loud.stdout
