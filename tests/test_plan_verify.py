@@ -136,14 +136,53 @@ def test_missing_ray_extra_is_one_clear_error():
         run_tasks(_square, [1, 2], ray="auto")
 
 
-def test_ray_equals_local_executor():
-    ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'llm-cost[ray]'")
-    ray.init(address="local", include_dashboard=False, num_cpus=1, log_to_driver=False)
-    try:
-        tasks = _tasks(requests=100)[:2]
-        assert verify(tasks, ray="local") == verify(tasks, jobs=1)
-    finally:
-        ray.shutdown()
+# Run in a fresh interpreter: Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when it is imported.
+RAY_ON_LOOPBACK = """
+import json, sys
+import ray
+import psutil  # after ray: the copy Ray ships (ray/thirdparty_files)
+sys.path.insert(0, sys.argv[1])
+from test_plan_verify import _tasks
+from llm_cost.planner.verify import verify
+
+ray.init(address="local", include_dashboard=False, num_cpus=1, log_to_driver=False, logging_level="WARNING")
+try:
+    ours = {p.pid for p in psutil.Process().children(recursive=True)}
+    listening = sorted({c.laddr.ip for c in psutil.net_connections(kind="inet")
+                        if c.status == psutil.CONN_LISTEN and c.pid in ours})
+    tasks = _tasks(requests=100)[:2]
+    same = verify(tasks, ray="local") == verify(tasks, jobs=1)
+    print(json.dumps({"nodes": [n["NodeManagerAddress"] for n in ray.nodes()], "listening": listening,
+                      "same": same}))
+finally:
+    ray.shutdown()
+"""
+
+
+def test_ray_equals_local_executor_on_loopback():
+    """A local Ray instance bound to loopback gives the local executor's results bit for bit. Ray 2.x
+    resolves `_node_ip_address="127.0.0.1"` (and `ray start --node-ip-address 127.0.0.1`) to the
+    machine's routable address on Linux (ray._private.services.resolve_ip_for_localhost); it keeps a
+    node on 127.0.0.1 only where clusters are off, which RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER sets (the
+    documented switch, docs.ray.io cluster/getting-started: '=1' enables clusters on Windows and OSX;
+    '0' here turns them off on Linux). The test checks the node and every socket its processes listen
+    on are loopback."""
+    pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'llm-cost[ray]'")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(lc.__file__).resolve().parent.parent
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", RAY_ON_LOOPBACK, str(Path(__file__).parent)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["nodes"] == ["127.0.0.1"]
+    assert got["listening"] and set(got["listening"]) <= {"127.0.0.1", "::ffff:127.0.0.1"}, got["listening"]
+    assert got["same"] is True
 
 
 PLAN = ("plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--isl", "1024", "--osl", "128",
