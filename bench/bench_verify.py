@@ -1,11 +1,13 @@
 """Bench of `plan --verify` (issue 26.5): 50 candidates x 20,000 requests served with --jobs 2 and
 --jobs 1; prints both wall times, their ratio and whether the results are identical.
 
-    .venv/bin/python bench/bench_verify.py [--candidates 50] [--requests 20000] [--rate 20]
+    .venv/bin/python bench/bench_verify.py [--candidates 50] [--requests 20000] [--rate 20] [--engine vllm]
 
 Candidates: Llama-3-8B on up to 2 H100 SXM, ISL 1024, OSL 128, TTFT <= 500 ms, TPOT <= 20 ms (lecture
 preset); the configurations that meet the target, best tokens/s per GPU first (the frontier alone
-has 7 rows, fewer than 50).
+has 7 rows, fewer than 50). `--engine`: that engine's serving defaults (`plan --verify --engine`: its
+tokens per iteration as prefill chunks, its K/V block), which take the engine's general loop where the
+fast paths do not chunk prompts.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--skip-serial", action="store_true", help="time --jobs 2 only")
+    ap.add_argument("--engine", default=None, help="serve with this engine's defaults (plan --verify --engine)")
     a = ap.parse_args()
 
     import llm_cost as lc
-    from llm_cost.planner.verify import ServeTask, WorkloadRecipe, candidates_of, verify
+    from llm_cost.planner.verify import ServeSettings, ServeTask, WorkloadRecipe, candidates_of, verify
     from llm_cost.report.plan_rows import plan_rows
 
     space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 2)
@@ -44,14 +47,17 @@ def main() -> None:
     best = meets[np.argsort(-grid.output_tokens_per_s_per_gpu[meets], kind="stable")][:a.candidates]
     result = dataclasses.replace(result, frontier=best)
     recipe = WorkloadRecipe(requests=a.requests, rate_req_per_s=a.rate, prompt="1024", output="128")
-    tasks = [ServeTask(c, recipe, 0.5, 0.02) for c in candidates_of(result, plan_rows(result), a.candidates)]
+    settings = ServeSettings(a.engine)
+    tasks = [ServeTask(c, recipe, 0.5, 0.02, settings=settings)
+             for c in candidates_of(result, plan_rows(result), a.candidates)]
     times = {}
     out = {}
     for jobs in ((2,) if a.skip_serial else (2, 1)):
         t0, c0 = time.perf_counter(), _cpu_s()
         out[jobs] = verify(tasks, jobs=jobs)
         times[jobs] = time.perf_counter() - t0
-        print(f"--jobs {jobs}: {len(tasks)} candidates x {a.requests} requests in {times[jobs]:.1f} s "
+        print(f"--jobs {jobs}: {len(tasks)} candidates x {a.requests} requests"
+              f"{f' (--engine {a.engine})' if a.engine else ''} in {times[jobs]:.1f} s "
               f"(CPU {_cpu_s() - c0:.1f} s, this process and its workers; load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     if 1 in times:

@@ -10,14 +10,22 @@ One replica's command (tp x pp GPUs; the row's replicas become the Deployment's 
   --model-path, --tp-size, --pp-size, --ep-size, --kv-cache-dtype fp8_e4m3, --quantization fp8,
   --max-running-requests, --chunked-prefill-size, --speculative-algorithm, --speculative-num-steps,
   --speculative-num-draft-tokens, --speculative-draft-model-path.
-- TensorRT-LLM (`trtllm-serve`, nvidia.github.io/TensorRT-LLM/commands/trtllm-serve.html):
-  --backend pytorch, --tp_size, --pp_size, --ep_size, --max_batch_size, --max_num_tokens; its K/V
-  dtype and speculation live in the --extra_llm_api_options YAML, which this does not write: those
-  settings are left to the engine's defaults (README says so).
+- TensorRT-LLM (`trtllm-serve`, nvidia.github.io/TensorRT-LLM/1.1.0rc5/commands/trtllm-serve/trtllm-serve.html):
+  --backend pytorch, --tp_size, --pp_size, --ep_size, --max_batch_size, --max_num_tokens, and
+  --extra_llm_api_options FILE: the LLM API options trtllm-serve has no flag for, as a YAML file
+  (`extra_llm_api_options`): the K/V dtype (`kv_cache_config.dtype: fp8`, docs features/quantization)
+  and speculation (`speculative_config`: `decoding_type` DraftTarget with `max_draft_len` and
+  `speculative_model_dir`, the overlap scheduler off as its example runs it, or MTP with
+  `num_nextn_predict_layers`; docs features/speculative-decoding). The command writes the file first
+  (a shell here-document); the Kubernetes manifest mounts it from a ConfigMap.
+
+The flags each engine documents, with the page and version they were copied from, are in
+tests/data/engine_flags.json; a test holds every emitted flag and option to them.
 
 Tokens per iteration: a whole prompt plus one decode row per sequence, ISL + batch (the plan's static
 batch is prefilled whole, `request`'s model). Weight formats other than bf16 and fp8 (int8, int4)
-need a pre-quantized checkpoint: the command names the model as given and no --quantization.
+need a pre-quantized checkpoint: the command names the model as given and no --quantization
+(TensorRT-LLM's PyTorch backend reads FP8 too from a pre-quantized checkpoint only).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import shlex
 from llm_cost.errors import InvalidValueError, check_choice
 
 ENGINES = ("vllm", "sglang", "trtllm")
+OPTIONS_FILE = "extra-llm-api-options.yaml"  # trtllm-serve --extra_llm_api_options, beside the command
+OPTIONS_MOUNT = "/etc/llm-cost"  # where the Kubernetes manifest mounts it (a ConfigMap)
 
 
 def hub_repo(source: str) -> str | None:
@@ -55,8 +65,50 @@ def _spec(row: dict) -> tuple[int, str | None]:
     return int(row["gamma"]), (kind[len("draft "):] if kind.startswith("draft ") else None)
 
 
-def launch_args(row: dict, engine: str, model: str, isl: int) -> list[str]:
-    """The launch command of one replica of plan row `row` for `engine`, as an argument list."""
+def extra_llm_api_options(row: dict) -> dict:
+    """TensorRT-LLM's LLM API options of `row` that trtllm-serve takes no flag for (module doc): the K/V
+    dtype and the speculation, as {section: {key: value}} for the YAML file; {} when the row sets none.
+
+    >>> extra_llm_api_options({"kv_dtype": "fp8", "speculation": "draft llama-3.2-1b", "gamma": 4})
+    {'kv_cache_config': {'dtype': 'fp8'}, 'speculative_config': {'decoding_type': 'DraftTarget', \
+'max_draft_len': 4, 'speculative_model_dir': 'llama-3.2-1b'}, 'disable_overlap_scheduler': True}
+    """
+    out: dict = {}
+    if row["kv_dtype"] == "fp8":
+        out["kv_cache_config"] = {"dtype": "fp8"}
+    gamma, draft = _spec(row)
+    if gamma and draft:
+        out["speculative_config"] = {"decoding_type": "DraftTarget", "max_draft_len": gamma,
+                                     "speculative_model_dir": draft}
+        out["disable_overlap_scheduler"] = True
+    elif gamma:
+        out["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": gamma}
+    return out
+
+
+def options_yaml(options: dict) -> str:
+    """`extra_llm_api_options` as YAML text (sections of scalars; strings JSON-quoted, which YAML reads).
+
+    >>> print(options_yaml({"kv_cache_config": {"dtype": "fp8"}, "disable_overlap_scheduler": True}), end="")
+    kv_cache_config:
+      dtype: "fp8"
+    disable_overlap_scheduler: true
+    """
+    def scalar(v):
+        return json.dumps(v)
+
+    lines = []
+    for key, value in options.items():
+        if isinstance(value, dict):
+            lines += [f"{key}:"] + [f"  {k}: {scalar(v)}" for k, v in value.items()]
+        else:
+            lines.append(f"{key}: {scalar(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def launch_args(row: dict, engine: str, model: str, isl: int, *, options_file: str = OPTIONS_FILE) -> list[str]:
+    """The launch command of one replica of plan row `row` for `engine`, as an argument list; trtllm's
+    extra options are read from `options_file` (`extra_llm_api_options`)."""
     engine = check_choice("emit", engine, ENGINES)
     tp, pp, ep, batch = int(row["tp"]), int(row["pp"]), int(row.get("ep", 1)), int(row["batch"])
     tokens = int(isl) + batch
@@ -86,18 +138,26 @@ def launch_args(row: dict, engine: str, model: str, isl: int) -> list[str]:
         return args
     args = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp), "--pp_size", str(pp),
             "--max_batch_size", str(batch), "--max_num_tokens", str(tokens)]
-    return args + (["--ep_size", str(ep)] if ep > 1 else [])
+    args += ["--ep_size", str(ep)] if ep > 1 else []
+    return args + (["--extra_llm_api_options", options_file] if extra_llm_api_options(row) else [])
 
 
 def launch_command(row: dict, engine: str, model: str, isl: int) -> str:
-    """`launch_args` as one shell line (shlex-quoted)."""
-    return shlex.join(launch_args(row, engine, model, isl))
+    """`launch_args` as one shell line (shlex-quoted), after the here-document that writes trtllm's
+    options file when the row has extra options: the command is always the last line."""
+    command = shlex.join(launch_args(row, engine, model, isl))
+    options = extra_llm_api_options(row) if engine == "trtllm" else {}
+    if not options:
+        return command
+    return f"cat > {OPTIONS_FILE} <<'EOF'\n{options_yaml(options)}EOF\n{command}"
 
 
 def k8s_deployment(row: dict, engine: str, model: str, isl: int, *, image: str | None = None) -> str:
     """A Kubernetes Deployment (apps/v1) of the row: its replicas, tp x pp GPUs per pod
-    (`nvidia.com/gpu` limit), the launch command as the container's command; YAML text."""
-    args = launch_args(row, engine, model, isl)
+    (`nvidia.com/gpu` limit), the launch command as the container's command; YAML text. trtllm's extra
+    options go first as a ConfigMap (a second document), mounted at OPTIONS_MOUNT."""
+    options = extra_llm_api_options(row) if engine == "trtllm" else {}
+    args = launch_args(row, engine, model, isl, options_file=f"{OPTIONS_MOUNT}/{OPTIONS_FILE}")
     image = image or {"vllm": "vllm/vllm-openai:latest", "sglang": "lmsysorg/sglang:latest",
                       "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:latest"}[engine]
     name = f"llm-cost-{engine}"
@@ -108,4 +168,10 @@ def k8s_deployment(row: dict, engine: str, model: str, isl: int, *, image: str |
              f"      - name: {engine}", f"        image: {json.dumps(image)}", "        command:"]
     lines += [f"        - {json.dumps(a)}" for a in args]
     lines += ["        resources:", "          limits:", f'            nvidia.com/gpu: "{gpus}"']
-    return "\n".join(lines) + "\n"
+    if not options:
+        return "\n".join(lines) + "\n"
+    lines += ["        volumeMounts:", "        - name: llm-api-options", f"          mountPath: {OPTIONS_MOUNT}",
+              "      volumes:", "      - name: llm-api-options", "        configMap:", f"          name: {name}"]
+    config = ["apiVersion: v1", "kind: ConfigMap", "metadata:", f"  name: {name}", "data:",
+              f"  {OPTIONS_FILE}: |"] + [f"    {line}" for line in options_yaml(options).splitlines()]
+    return "\n".join(config + ["---"] + lines) + "\n"
