@@ -122,3 +122,24 @@ def test_progress_on_a_terminal_unless_quiet(monkeypatch):
     quiet = run(*args, "--quiet")
     assert quiet.exit_code == 0 and screen.getvalue() == "" and quiet.stderr == ""
     assert quiet.stdout == loud.stdout
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_verified_disaggregated_table_fits_the_screen(width):
+    """The served table with a split row (its pools' label the longest cell) fits 80 and 120 columns
+    with every figure whole; only the best row's command to paste is printed whole on one line."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    args = [*PLAN, "--gpus", "4", "--disaggregate", "--verify", "1", "--rate", "40", "--requests", "200"]
+    runner, number = CliRunner(), re.compile(r"(?<![\w/.\-])\d[\d,]*(?:\.\d+)?(?![\w/\-])")
+    full = runner.invoke(app, args, env={"COLUMNS": "400"}).stdout
+    fitted = runner.invoke(app, args, env={"COLUMNS": str(width)})
+    assert fitted.exit_code == 0, fitted.output
+    lines = [ln for ln in fitted.stdout.splitlines() if not ln.startswith("llm-cost ")]
+    assert max(len(ln) for ln in lines) <= width, fitted.stdout
+    table = full.split("searched", 1)[0]  # the table's figures (the caption rewraps)
+    assert set(number.findall(table)) <= set(number.findall(fitted.stdout))
