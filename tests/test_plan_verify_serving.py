@@ -143,3 +143,11 @@ def test_verified_disaggregated_table_fits_the_screen(width):
     assert max(len(ln) for ln in lines) <= width, fitted.stdout
     table = full.split("searched", 1)[0]  # the table's figures (the caption rewraps)
     assert set(number.findall(table)) <= set(number.findall(fitted.stdout))
+
+
+def test_serving_options_without_verify_say_they_change_nothing():
+    out = run(*PLAN, "--gpus", "1", "--shared-prefix", "512", "--prefix-caching", "--rate", "5")
+    assert out.exit_code == 0
+    assert ("Note: --rate, --jobs, --prefix-caching, --shared-prefix change nothing without --verify N (the "
+            "static plan serves no workload)") in out.stderr.splitlines()  # PLAN gives --jobs 1
+    assert "without --verify" not in run(*PLAN[:-2], "--gpus", "1").stderr

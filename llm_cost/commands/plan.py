@@ -162,8 +162,24 @@ def _run(o: dict) -> None:
     rows, columns, caption, stopped = _served(o, s, result)
     emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
     s.said()
+    _unserved_note(o)
     _after_table(rows, result, o["fmt"], emit_engine, o["emit_k8s"], s.checkpoint, s.grid.isl, stopped,
                  o["verify"] is not None)
+
+
+def _unserved_note(o: dict) -> None:
+    """A note naming the serving options given without --verify: the static plan serves no workload."""
+    if o["verify"] is not None:
+        return
+    from dataclasses import fields
+
+    from llm_cost.commands.plan_verify import VerifyOptions
+
+    given = [f.name for f in fields(VerifyOptions) if f.name not in ("n", "engine")
+             and o[f.name] not in (f.default, None, [], ())]
+    if given:
+        note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change nothing without --verify N (the "
+             "static plan serves no workload)")
 
 
 def _parsed(o: dict) -> _Search:
