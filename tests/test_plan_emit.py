@@ -150,3 +150,15 @@ def test_cli_emit_names_a_catalog_models_hub_repo_by_default(tmp_path):
 def test_cli_emit_errors_are_one_line():
     assert "emit" in error_line(*PLAN, "--emit", "tgi")
     assert "--emit" in error_line(*PLAN, "--emit-k8s")
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--speculative-config"), ("sglang", "--speculative-draft-model-path"),
+                                          ("trtllm", "speculative_model_dir")])
+def test_cli_emit_names_a_catalog_drafts_hub_repo(engine, flag):
+    """A draft given by catalog name is launched as the repo its config came from (models/llama-3.2-1b's
+    _source: meta-llama/Llama-3.2-1B), as the target is: the catalog name alone is not loadable."""
+    out = run("plan", "--gpus", "1", "--preset", "lecture", "--weights", "bf16", "--spec-alpha", "0.8", "--draft",
+              "llama-3.2-1b", "--batch", "1", "--emit", engine, "--format", "csv")  # the best row speculates
+    assert out.exit_code == 0, out.output
+    tail = out.stdout.split("\n", 2)[-1]
+    assert flag in tail and "meta-llama/Llama-3.2-1B" in tail and "llama-3.2-1b" not in tail.split(flag, 1)[1]

@@ -133,15 +133,15 @@ def plan_cmd(
 
 class _Search(NamedTuple):
     """What `_parsed` makes of the options: the model, the evaluated grid, the target, the names as given
-    (refs), the prices, the checkpoint --emit names, and the defaults' note (said after the output: an
-    error before it stays one line)."""
+    (refs), the prices, the checkpoints --emit names (the model's and each draft's by its name), and the
+    defaults' note (said after the output: an error before it stays one line)."""
 
     spec: object
     grid: object
     target: object
     refs: dict
     prices: dict
-    checkpoint: str
+    checkpoints: tuple  # (the model's checkpoint, {draft name: its checkpoint})
     said: object
 
 
@@ -163,7 +163,7 @@ def _run(o: dict) -> None:
     emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
     s.said()
     _unserved_note(o)
-    _after_table(rows, result, o["fmt"], emit_engine, o["emit_k8s"], s.checkpoint, s.grid.isl, stopped,
+    _after_table(rows, result, o["fmt"], emit_engine, o["emit_k8s"], s.checkpoints, s.grid.isl, stopped,
                  o["verify"] is not None)
 
 
@@ -202,7 +202,9 @@ def _parsed(o: dict) -> _Search:
                                      **{k: o[k] for k in keys})
     refs["profile_args"] = profile_args(o["preset"], o["mfu"], o["bw_eff"], o["fixed_ms"], o["engine"])
     prices = prices_of(o["usd_per_gpu_hour"], grid.space)
-    return _Search(spec, grid, target, refs, prices, o["served_model"] or _checkpoint(spec, model), said)
+    drafts = {v.draft.name: _checkpoint(v.draft, refs.get(v.draft.name, v.draft.name))
+              for v in grid.variants if getattr(v, "draft", None) is not None}
+    return _Search(spec, grid, target, refs, prices, (o["served_model"] or _checkpoint(spec, model), drafts), said)
 
 
 def _served(o: dict, s: _Search, result) -> tuple:
@@ -222,7 +224,7 @@ def _served(o: dict, s: _Search, result) -> tuple:
     return verified(result, rows, columns, caption_of(result), target=s.target, o=options_of(o), splits=splits)
 
 
-def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, stopped, served) -> None:
+def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, stopped, served) -> None:
     """What follows the table: the best row as commands (or why there is none), its launch files, and
     after a Ctrl-C (`stopped`: candidates served and in all) one line on stderr and exit 130 (the
     candidates that finished are printed); `served`: rows of --verify."""
@@ -231,7 +233,7 @@ def _after_table(rows, result, fmt, emit_engine, emit_k8s, served_model, isl, st
     elif fmt.lower() in ("table", "markdown"):
         _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=served)
     if emit_engine is not None:
-        _emit_best(rows, emit_engine, emit_k8s, served_model, isl)
+        _emit_best(rows, emit_engine, emit_k8s, checkpoints, isl)
     if stopped:
         from llm_cost.commands.app import EXIT_INTERRUPTED, warn
 
@@ -298,21 +300,25 @@ def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:
 
 
 def _checkpoint(spec, model: str) -> str:
-    """What `--emit` names as the engine's checkpoint without --served-model: a catalog model's Hugging
-    Face repo (its config's source), else the --model as given (a path or a repo id)."""
+    """What `--emit` names as the engine's checkpoint (without --served-model; a draft's always): a
+    catalog model's Hugging Face repo (its config's source), else the model as given (a path or a repo id)."""
     from llm_cost.planner.emit import hub_repo
 
     return hub_repo(spec.source) or model
 
 
-def _emit_best(rows, emit_engine, emit_k8s, name, isl) -> None:
-    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout."""
+def _emit_best(rows, emit_engine, emit_k8s, checkpoints, isl) -> None:
+    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout; `checkpoints`: the
+    model's checkpoint and each draft's by its name."""
     if not rows:
         raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
     from llm_cost.planner.emit import k8s_deployment, launch_command
 
-    text = (k8s_deployment(rows[0], emit_engine, name, isl) if emit_k8s
-            else launch_command(rows[0], emit_engine, name, isl) + "\n")
+    name, drafts = checkpoints
+    kind = rows[0].get("speculation") or ""
+    draft = drafts.get(kind[len("draft "):]) if kind.startswith("draft ") else None
+    text = (k8s_deployment(rows[0], emit_engine, name, isl, draft_model=draft) if emit_k8s
+            else launch_command(rows[0], emit_engine, name, isl, draft_model=draft) + "\n")
     import sys
 
     sys.stdout.write(text)

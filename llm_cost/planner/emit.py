@@ -54,18 +54,19 @@ def hub_repo(source: str) -> str | None:
     return "/".join(parts[:2]) if len(parts) >= 2 and all(parts[:2]) else None
 
 
-def _spec(row: dict) -> tuple[int, str | None]:
-    """(draft tokens per round, draft model or None) of a row; (0, None) without speculation."""
+def _spec(row: dict, draft_model: str | None = None) -> tuple[int, str | None]:
+    """(draft tokens per round, draft checkpoint or None) of a row (`draft_model` in place of the draft's
+    name in the row); (0, None) without speculation."""
     kind = row.get("speculation") or "none"
     if kind == "none":
         return 0, None
     if kind == "draft":  # a draft known only by its cost ratio c: no checkpoint for the engine to load
         raise InvalidValueError("emit: the row speculates with a draft known only by its cost ratio c; give "
                                 "draft (a model) so the launch command can name it", params=("emit", "c", "draft"))
-    return int(row["gamma"]), (kind[len("draft "):] if kind.startswith("draft ") else None)
+    return int(row["gamma"]), ((draft_model or kind[len("draft "):]) if kind.startswith("draft ") else None)
 
 
-def extra_llm_api_options(row: dict) -> dict:
+def extra_llm_api_options(row: dict, draft_model: str | None = None) -> dict:
     """TensorRT-LLM's LLM API options of `row` that trtllm-serve takes no flag for (module doc): the K/V
     dtype and the speculation, as {section: {key: value}} for the YAML file; {} when the row sets none.
 
@@ -76,7 +77,7 @@ def extra_llm_api_options(row: dict) -> dict:
     out: dict = {}
     if row["kv_dtype"] == "fp8":
         out["kv_cache_config"] = {"dtype": "fp8"}
-    gamma, draft = _spec(row)
+    gamma, draft = _spec(row, draft_model)
     if gamma and draft:
         out["speculative_config"] = {"decoding_type": "DraftTarget", "max_draft_len": gamma,
                                      "speculative_model_dir": draft}
@@ -106,14 +107,16 @@ def options_yaml(options: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def launch_args(row: dict, engine: str, model: str, isl: int, *, options_file: str = OPTIONS_FILE) -> list[str]:
+def launch_args(row: dict, engine: str, model: str, isl: int, *, options_file: str = OPTIONS_FILE,
+                draft_model: str | None = None) -> list[str]:
     """The launch command of one replica of plan row `row` for `engine`, as an argument list; trtllm's
-    extra options are read from `options_file` (`extra_llm_api_options`)."""
+    extra options are read from `options_file` (`extra_llm_api_options`); `draft_model`: the draft's
+    checkpoint (default the name the row gives it)."""
     engine = check_choice("emit", engine, ENGINES)
     tp, pp, ep, batch = int(row["tp"]), int(row["pp"]), int(row.get("ep", 1)), int(row["batch"])
     tokens = int(isl) + batch
     fp8_kv, fp8_w = row["kv_dtype"] == "fp8", row["weights"] == "fp8"
-    gamma, draft = _spec(row)
+    gamma, draft = _spec(row, draft_model)
     if engine == "vllm":
         args = ["vllm", "serve", model, "--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp),
                 "--max-num-seqs", str(batch), "--max-num-batched-tokens", str(tokens)]
@@ -142,22 +145,23 @@ def launch_args(row: dict, engine: str, model: str, isl: int, *, options_file: s
     return args + (["--extra_llm_api_options", options_file] if extra_llm_api_options(row) else [])
 
 
-def launch_command(row: dict, engine: str, model: str, isl: int) -> str:
+def launch_command(row: dict, engine: str, model: str, isl: int, *, draft_model: str | None = None) -> str:
     """`launch_args` as one shell line (shlex-quoted), after the here-document that writes trtllm's
     options file when the row has extra options: the command is always the last line."""
-    command = shlex.join(launch_args(row, engine, model, isl))
-    options = extra_llm_api_options(row) if engine == "trtllm" else {}
+    command = shlex.join(launch_args(row, engine, model, isl, draft_model=draft_model))
+    options = extra_llm_api_options(row, draft_model) if engine == "trtllm" else {}
     if not options:
         return command
     return f"cat > {OPTIONS_FILE} <<'EOF'\n{options_yaml(options)}EOF\n{command}"
 
 
-def k8s_deployment(row: dict, engine: str, model: str, isl: int, *, image: str | None = None) -> str:
+def k8s_deployment(row: dict, engine: str, model: str, isl: int, *, image: str | None = None,
+                   draft_model: str | None = None) -> str:
     """A Kubernetes Deployment (apps/v1) of the row: its replicas, tp x pp GPUs per pod
     (`nvidia.com/gpu` limit), the launch command as the container's command; YAML text. trtllm's extra
     options go first as a ConfigMap (a second document), mounted at OPTIONS_MOUNT."""
-    options = extra_llm_api_options(row) if engine == "trtllm" else {}
-    args = launch_args(row, engine, model, isl, options_file=f"{OPTIONS_MOUNT}/{OPTIONS_FILE}")
+    options = extra_llm_api_options(row, draft_model) if engine == "trtllm" else {}
+    args = launch_args(row, engine, model, isl, options_file=f"{OPTIONS_MOUNT}/{OPTIONS_FILE}", draft_model=draft_model)
     image = image or {"vllm": "vllm/vllm-openai:latest", "sglang": "lmsysorg/sglang:latest",
                       "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:latest"}[engine]
     name = f"llm-cost-{engine}"
