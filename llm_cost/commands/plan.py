@@ -147,7 +147,7 @@ class _Search(NamedTuple):
 
 def _run(o: dict) -> None:
     """`plan`'s phases: the options parsed into a search (`_parsed`), the search (`planner.plan`), the
-    frontier's rows served (`_served`, with --verify), the table and what follows it (`_rendered`)."""
+    frontier's rows served (`_served`, with --verify), the table and what follows it (`_after_table`)."""
     from llm_cost.planner import plan
 
     s = _parsed(o)
@@ -157,7 +157,8 @@ def _run(o: dict) -> None:
                                 "--disaggregate", params=("disaggregate",))
     if o["disaggregate"] and o["verify"] is None:
         _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"])
-        return s.said()
+        s.said()
+        return _unserved_note(o)
     emit_engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
     rows, columns, caption, stopped = _served(o, s, result)
     emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
