@@ -179,8 +179,8 @@ def _unserved_note(o: dict) -> None:
     given = [f.name for f in fields(VerifyOptions) if f.name not in ("n", "engine")
              and o[f.name] not in (f.default, None, [], ())]
     if given:
-        note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change nothing without --verify N (the "
-             "static plan serves no workload)")
+        note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change{'s' if len(given) == 1 else ''} "
+             "nothing without --verify N (the static plan serves no workload)")
 
 
 def _parsed(o: dict) -> _Search:
