@@ -25,8 +25,6 @@ SERVE_COLUMNS = [
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
                   Column("prefill_tokens_saved", "prefill tok saved", fixed(0))]
-FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
-                 Column("imbalance", "imbalance (max/mean)", fixed(3))]
 SPEC_COLUMNS = [Column("mean_gamma", "mean gamma", fixed(2)), Column("tokens_per_round", "tokens/round", fixed(2))]
 DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
@@ -139,7 +137,7 @@ def run_batching(o: dict) -> None:
     rate (`engine.serve`) or the rate search (`highest_rate`), rendered."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
-    from llm_cost.commands.app import emit, interrupted, warn_unfit
+    from llm_cost.commands.app import interrupted, warn_unfit
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.commands.serving_common import kv_settings
     from llm_cost.errors import InvalidValueError
@@ -216,16 +214,13 @@ def run_batching(o: dict) -> None:
     from llm_cost.commands.serving_energy import served_energy_columns
 
     columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)
-    if o.get("router"):
-        from llm_cost.report.serving_rows import fleet_fields
-
-        for row, f in zip(rows, fleets):
-            row.update(fleet_fields(f, dep))
-        columns = columns + FLEET_COLUMNS
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    emit(rows, columns, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
+    from llm_cost.commands.serving_fleet import emit_fleet  # --router: the fleet's fields, each replica's rows
+
+    emit_fleet(rows, columns, o["fmt"], (fleets, dep) if o.get("router") else None,
+               title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
          caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
                             f"{o['router']} routing, --rate is the fleet's" if o.get("router")
                             else _deployment_caption(dep, results)))
