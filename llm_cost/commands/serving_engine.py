@@ -78,7 +78,9 @@ def serve_config(o: dict, spec, host_bytes_per_s: float):
     from llm_cost.serving.serve_config import ServeConfig
 
     scheduler = check_choice("scheduler", o["scheduler"], tuple(SCHEDULER_RESERVATION))
-    reservation = o["reservation"] or SCHEDULER_RESERVATION[scheduler]
+    from llm_cost.commands.serving_prefix import implied_reservation  # prefix caching: paged unless told
+
+    reservation = o["reservation"] or implied_reservation(o, scheduler) or SCHEDULER_RESERVATION[scheduler]
     if scheduler == "none" and reservation != "none":
         raise InvalidValueError("--scheduler none runs without a reservation: give --scheduler iteration with "
                                 f"--reservation {reservation}", params=("scheduler", "reservation"))
@@ -186,6 +188,9 @@ def run_batching(o: dict) -> None:
     if o.get("router") and slo_s is not None:  # refused before any simulation, not after a search
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
+    if o.get("compare_prefix_caching"):  # each rate without and with the cache (`serving_prefix`)
+        from llm_cost.commands.serving_prefix import run_prefix_compare
+        return run_prefix_compare(o, wl, rates, replica, config, slo, caption, (target, acc, profile, dep))
     if any(o.get(k) is not None for k in ("disaggregate", "decode_tp", "decode_max_batch")):
         return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
     if slo_s is not None:
@@ -219,7 +224,7 @@ def run_batching(o: dict) -> None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_fleet import emit_fleet  # --router: the fleet's fields, each replica's rows
 
-    emit_fleet(rows, columns, o["fmt"], (fleets, dep) if o.get("router") else None,
+    emit_fleet(rows, columns, o, (fleets, dep) if o.get("router") else None,
                title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
          caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
                             f"{o['router']} routing, --rate is the fleet's" if o.get("router")

@@ -46,7 +46,16 @@ def replica_rows(fleet, fleet_row: dict) -> list[dict]:
     return rows
 
 
-def emit_fleet(rows, columns, fmt: str, fleet=None, *, title: str = "", caption: str = "") -> None:
+def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: str = "") -> None:
+    """`batching`'s output in `o["fmt"]` (`_emit_fleet`), then the note of a paged reservation that prefix
+    caching implied (`serving_prefix.note_implied`: after the output, so a refusal stays one line)."""
+    from llm_cost.commands.serving_prefix import note_implied
+
+    _emit_fleet(rows, columns, o["fmt"], fleet, title=title, caption=caption)
+    note_implied(o)
+
+
+def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> None:
     """`emit` of the rows; with `fleet` = (one `FleetResult` per row, the `Deployment`), the fleet's fields
     and columns (`fleet_fields`: router, replicas, imbalance, its totals) on each row, then each rate's
     replica rows: a table of its own per rate under the fleet's (the caption after the last), or in
@@ -62,8 +71,8 @@ def emit_fleet(rows, columns, fmt: str, fleet=None, *, title: str = "", caption:
     columns = columns + FLEET_COLUMNS
     per = [replica_rows(f, row) for f, row in zip(fleets, rows)]
     if fmt in ("json", "csv"):  # CSV takes the first row's keys: every replica key is on the fleet's row
-        return emit([{**row, "replica": None, "load_over_mean": None} for row in rows] + [r for rs in per for r in rs], columns, fmt,
-                    title=title, caption=caption)
+        fleet_rows = [{**row, "replica": None, "load_over_mean": None} for row in rows]
+        return emit(fleet_rows + [r for rs in per for r in rs], columns, fmt, title=title, caption=caption)
     emit(rows, columns, fmt, title=title)
     for k, (f, rs) in enumerate(zip(fleets, per)):
         cols = [c for c in REPLICA_COLUMNS if c.key != "prefix_token_hit_rate" or rows[k].get("prefix_caching")]
