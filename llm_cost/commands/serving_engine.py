@@ -279,7 +279,7 @@ def _decode_pool(o: dict, specs, replica, config):
         replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
                                      max_len=o["max_len"], deployment=d_dep, windowed=True)
         config = replace(config, spec=spec)
-    return replica, replace(config, max_batch=decode_max_batch(o, config)), d_dep
+    return replica, replace(config, max_batch=decode_max_batch(o, config), prefix_caching=False), d_dep  # K/V by hand-off
 
 
 def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs) -> None:
