@@ -15,6 +15,7 @@ from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, DE
                                        MaybeGpus, MaybeJobs, MaybeModel, Mfu, MtpAlpha, Osl, OutputLen, PpSearched,
                                        Preset, PromptLen, Rates, Ray, Requests, Seed, SloStat, SpecAlpha, TpotMs,
                                        TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours, WeightsSearched)
+from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 
@@ -74,6 +75,7 @@ def plan_cmd(
     tpot_ms: TpotMs = None,
     tokens_per_s_per_user: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target: output tokens per second per user (OSL / e2e) at least this; instead of --tpot-ms.")] = None,
     usd_per_gpu_hour: UsdPerGpuHours = None,
+    usd_per_kwh: UsdPerKwh = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,
     draft: DraftModel = None,
@@ -142,10 +144,10 @@ def plan_cmd(
     from llm_cost.report.plan_rows import plan_rows
 
     emit_engine = _emit_choice(emit_engine, emit_k8s)
-    rows = plan_rows(result, refs)
+    rows = plan_rows(result, refs, usd_per_kwh=usd_per_kwh)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
-    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if prices else []) + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else [])
     caption, interrupted = caption_of(result), False
     if verify is not None:
         from llm_cost.commands.plan_verify import VerifyOptions, verified

@@ -313,7 +313,7 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_energy import pools_energy_columns
 
-    columns = columns + pools_energy_columns(rows, runs, acc, gpus)
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"))
     caption += (f"; disaggregated: prefills on {p} replicas of {gpus[0]} GPUs (max batch {config.max_batch}), "
                 f"decodes on {d} of {gpus[1]} GPUs (max batch {d_config.max_batch}), the K/V over {bw / 1e9:g} GB/s "
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")

@@ -49,8 +49,10 @@ def replica_rows(fleet, fleet_row: dict) -> list[dict]:
 def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: str = "") -> None:
     """`batching`'s output in `o["fmt"]` (`_emit_fleet`), then the note of a paged reservation that prefix
     caching implied (`serving_prefix.note_implied`: after the output, so a refusal stays one line)."""
+    from llm_cost.commands.serving_energy import priced
     from llm_cost.commands.serving_prefix import note_implied
 
+    columns = columns + priced(rows, o.get("usd_per_kwh"))  # --usd-per-kwh: the energy's $ per million tokens
     _emit_fleet(rows, columns, o["fmt"], fleet, title=title, caption=caption)
     note_implied(o)
 
