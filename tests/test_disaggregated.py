@@ -78,11 +78,24 @@ def test_handoff_is_plan_disaggregates():
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3))
-def test_no_request_lost(seed, rate, p, dd):
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3),
+       cached=st.booleans(), tight=st.booleans())
+def test_no_request_lost(seed, rate, p, dd, cached, tight):
+    # with prefix caching on the prefill pool or not, and a decode pool of 4,096 K/V tokens or the GPU's
+    # (a small one queues hand-offs, and the prefill replicas hold their K/V meanwhile)
+    from llm_cost.serving.prefixes import with_prefix_groups
+
     wl = poisson_workload(60, rate, seed=seed)
-    d = serve_disaggregated(wl, SERVER, PAGED, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s)
+    if cached:
+        wl = with_prefix_groups(wl, 3, 256, seed=seed)
+    config = ServeConfig(reservation="paged", prefix_caching=cached)
+    dec = Replica.from_specs(load_model("gpt-3-13b"), A100, kv_tokens=4096) if tight else None
+    d = serve_disaggregated(wl, SERVER, config, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s,
+                            decode_replica=dec)
     assert d.served.finished == len(wl) and d.deadlock is None
+    assert d.prefill.fleet.kv_used_peak_tokens <= SERVER.kv_capacity_tokens
+    if d.decode is not None:
+        assert d.decode.fleet.kv_used_peak_tokens <= (dec or SERVER).kv_capacity_tokens
     assert sum(d.prefill.requests_per_replica) == len(wl)
     moved = [i for i, o in enumerate(wl.output) if o > 1]
     assert sorted(d.decode_of) == moved and sum(d.decode.requests_per_replica) == len(moved)

@@ -66,6 +66,10 @@ def test_routing_never_loses_a_request_and_more_replicas_never_lower_throughput(
     for f in (a, b):
         assert f.fleet.finished == len(wl) == len(f.assignment)
         assert sum(x.requests for x in f.replicas) == len(wl)
+        # each request served once, on the replica the router chose: its timeline whole there
+        assert [x.requests for x in f.replicas] == [n for n in f.requests_per_replica if n]
+        assert sum(x.output_tokens for x in f.replicas) == f.fleet.output_tokens == sum(wl.output)
+        assert all(t0 <= t1 <= t2 for t0, t1, t2 in zip(f.fleet.arrival_s, f.fleet.first_token_s, f.fleet.finish_s))
     if router == "prefix-affinity":
         return  # affinity may pile a hot prefix on one replica: a replica more can lower it (next test)
     # Below saturation the throughput is the arrival rate, and a replica more splits the prefix cache:

@@ -42,6 +42,12 @@ def test_three_requests_with_a_shared_prefix_counted_by_hand():
     assert (on.prefix_lookups, on.prefix_lookup_tokens, on.prefix_hit_requests, on.prefix_hit_tokens) == (3, 124, 2, 64)
     assert on.positions_computed == 63 and off.positions_computed == 127
     assert on.prefill_tokens_saved == 64
+    # blocks: each prompt has 2 cacheable blocks (the 32 known tokens; (prompt - 1) // 16 allows 2, 2, 3);
+    # request 0 misses both, requests 1 and 2 hit both: 4 block hits = 64 tokens; prefill tokens
+    # computed 36 + 4 + 20 = 60 against 124 (rows minus the 3 decode rows)
+    assert [len(block_keys(wl.prefix[i], wl.prompt[i], 16)) for i in range(3)] == [2, 2, 2]
+    assert on.prefix_hit_tokens // 16 == 4
+    assert (on.positions_computed - 3, off.positions_computed - 3) == (60, 124)
     assert on.prefix_request_hit_rate == pytest.approx(2 / 3) and on.prefix_token_hit_rate == pytest.approx(64 / 124)
     assert off.prefix_lookups == 0 and off.prefix_token_hit_rate == 0.0
 
@@ -108,6 +114,8 @@ def test_caching_never_raises_the_prefill_tokens(seed, groups, tokens, rate, blo
     assert on.finished == off.finished == len(wl)
     assert on.positions_computed <= off.positions_computed
     assert on.prefix_hit_tokens % blocks == 0  # only full blocks hit
+    if on.preemptions == off.preemptions == 0:  # nothing recomputed: the cache saves exactly its hits
+        assert on.positions_computed == off.positions_computed - on.prefill_tokens_saved
 
 
 def test_a_trace_prefix_id_shares_blocks_and_a_later_turn_extends_them(tmp_path):
