@@ -223,3 +223,18 @@ def test_cli_compare_prefix_caching_refusals():
     assert "--compare-prefix-caching" in error_line(*COMPARE, "--disaggregate", "1:1")
     assert "--prefix-caching needs reservation paged" in error_line(*COMPARE, "--reservation", "declared")
     assert "workload with prefixes" in error_line("batching", "--compare-prefix-caching", "--rate", "1", "-n", "5")
+
+
+def test_cli_compare_prefix_caching_behind_a_router_is_the_two_fleets():
+    """With --router the two runs are fleets: each row is the separate fleet run's (its router, replicas,
+    imbalance), and prefix-affinity's cached run hits where the uncached one cannot."""
+    from helpers import rows_of
+
+    args = ["--prefix-groups", "4", "--group-prefix", "512", "-n", "120", "--rate", "16", "--gpus", "2",
+            "--router", "least-loaded"]
+    off, on = rows_of("batching", "--compare-prefix-caching", *args)
+    assert (off["router"], on["router"], off["replicas"]) == ("least-loaded", "least-loaded", 2)
+    alone = rows_of("batching", "--prefix-caching", *args)
+    assert {k: v for k, v in on.items() if not k.endswith("_over_uncached")} == \
+        {k: v for k, v in alone[0].items() if k != "replica" and k != "load_over_mean"}
+    assert on["prefill_tokens_saved"] > 0 == off["prefill_tokens_saved"]
