@@ -78,11 +78,24 @@ def test_handoff_is_plan_disaggregates():
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3))
-def test_no_request_lost(seed, rate, p, dd):
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), p=st.integers(1, 3), dd=st.integers(1, 3),
+       cached=st.booleans(), tight=st.booleans())
+def test_no_request_lost(seed, rate, p, dd, cached, tight):
+    # with prefix caching on the prefill pool or not, and a decode pool of 4,096 K/V tokens or the GPU's
+    # (a small one queues hand-offs, and the prefill replicas hold their K/V meanwhile)
+    from llm_cost.serving.prefixes import with_prefix_groups
+
     wl = poisson_workload(60, rate, seed=seed)
-    d = serve_disaggregated(wl, SERVER, PAGED, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s)
+    if cached:
+        wl = with_prefix_groups(wl, 3, 256, seed=seed)
+    config = ServeConfig(reservation="paged", prefix_caching=cached)
+    dec = Replica.from_specs(load_model("gpt-3-13b"), A100, kv_tokens=4096) if tight else None
+    d = serve_disaggregated(wl, SERVER, config, prefill=p, decode=dd, link_bytes_per_s=A100.interconnect_bytes_per_s,
+                            decode_replica=dec)
     assert d.served.finished == len(wl) and d.deadlock is None
+    assert d.prefill.fleet.kv_used_peak_tokens <= SERVER.kv_capacity_tokens
+    if d.decode is not None:
+        assert d.decode.fleet.kv_used_peak_tokens <= (dec or SERVER).kv_capacity_tokens
     assert sum(d.prefill.requests_per_replica) == len(wl)
     moved = [i for i, o in enumerate(wl.output) if o > 1]
     assert sorted(d.decode_of) == moved and sum(d.decode.requests_per_replica) == len(moved)
@@ -105,10 +118,21 @@ def test_bad_input(kwargs, words):
         serve_disaggregated(fixed_workload([(4, 5)]), UNIT, PAGED, **kwargs)
 
 
-def test_refuses_prefix_caching():
-    with pytest.raises(InvalidValueError, match="without prefix caching"):
-        serve_disaggregated(fixed_workload([(4, 5)]), UNIT, ServeConfig(reservation="paged", prefix_caching=True),
-                            prefill=1, decode=1, link_bytes_per_s=1.0)
+def test_prefix_caching_on_the_prefill_pool():
+    # a 1024-token system prompt: the prefill pool's cache finds it (its blocks held through the hand-offs
+    # count once), its TTFT falls against the uncached pools; the decode pool gets the whole K/V anyway
+    from llm_cost.serving.prefixes import with_shared_prefix
+
+    wl = with_shared_prefix(poisson_workload(200, 8.0, seed=4, prompt=128, output=16), 1024)
+    kw = dict(prefill=1, decode=1, link_bytes_per_s=A100.interconnect_bytes_per_s)
+    on = serve_disaggregated(wl, SERVER, ServeConfig(reservation="paged", prefix_caching=True), **kw)
+    off = serve_disaggregated(wl, SERVER, PAGED, **kw)
+    assert on.served.finished == off.served.finished == len(wl)
+    assert on.prefill.fleet.prefix_token_hit_rate > 0.8 and off.prefill.fleet.prefix_token_hit_rate == 0
+    assert on.prefill.fleet.positions_computed < off.prefill.fleet.positions_computed
+    assert on.served.percentile_s("ttft", "p50") < off.served.percentile_s("ttft", "p50")
+    assert on.transfer_s == off.transfer_s  # the whole prompt's K/V moves either way
+    assert on.prefill.fleet.kv_used_peak_tokens < off.prefill.fleet.kv_used_peak_tokens
 
 
 def test_one_output_token_matches_the_engine_ttft():
@@ -211,21 +235,44 @@ def test_windowed_layers_move_what_they_hold():
 
 def test_larger_decode_batch_admits_more_by_hand():
     # unit iterations (1 s), four requests of 4 prompt + 3 output tokens at t = 0, 1 B of K/V per token over
-    # a 4 B/s link (1 s each hand-off), prefill max_batch 2: first tokens at 1, 1, 2, 2 s, decode arrivals at
-    # 2, 2, 3, 3 s. A decode pool of max_batch 2 (the prefill pool's, the default) runs requests 0, 1 at
-    # 2-3 and 3-4 s, then 2, 3 at 4-5 and 5-6 s: finishes 4, 4, 6, 6 s in 4 iterations. Of max_batch 4 it
-    # admits requests 2, 3 beside 0, 1 in the 3-4 s iteration (batch 4): finishes 4, 4, 5, 5 s, 3 iterations,
-    # batches 2, 4, 2; at 3-4 s it holds 0 and 1 at 6 tokens (4 + first + second) and 2 and 3 at 5: 22.
+    # a 4 B/s link (1 s each hand-off), prefill max_batch 2: first tokens at 1, 1, 2, 2 s. The decode pool
+    # pulls a request's K/V when it admits it (its blocks the receive buffer), the transfer then takes 1 s,
+    # and the prefill replica holds the K/V until the transfer ends. A decode pool of max_batch 2 (the
+    # prefill pool's, the default) admits 0, 1 at 1 s (K/V in at 2 s), runs them 2-3 and 3-4 s, and only
+    # then admits 2, 3 (at 4 s: K/V in at 5 s, iterations 5-6, 6-7 s): finishes 4, 4, 7, 7 s in 4
+    # iterations; the prefill replica holds 2 and 3's 8 blocks from 1 s to 5 s. Of max_batch 4 it admits 2
+    # and 3 at 2 s (K/V in at 3 s) beside 0, 1 and runs them in the 3-4 s iteration (batch 4): finishes
+    # 4, 4, 5, 5 s, 3 iterations; 2 and 3 are held (running, receiving) from 2 s: sequences held 4, 4, 2
+    # over the three iterations; at 3-4 s it holds 0 and 1 at 6 tokens and 2 and 3 at 5: 22. The prefill
+    # side: 0, 1 (8 blocks) held 0-2 s, 2, 3 from 1 s: 16 at its peak either way.
     wl = fixed_workload([(4, 3)] * 4)
     small = ServeConfig(reservation="paged", block_size=1, watermark=0, max_batch=2)
     kw = dict(prefill=1, decode=1, link_bytes_per_s=4.0, kv_bytes_per_token=1.0)
     same = serve_disaggregated(wl, UNIT, small, **kw)
     wide = serve_disaggregated(wl, UNIT, small, decode_config=replace(small, max_batch=4), **kw)
     assert same.served.first_token_s == wide.served.first_token_s == (1.0, 1.0, 2.0, 2.0)
-    assert same.served.finish_s == (4.0, 4.0, 6.0, 6.0) and same.decode.fleet.iterations == 4
+    assert same.served.finish_s == (4.0, 4.0, 7.0, 7.0) and same.decode.fleet.iterations == 4
     assert wide.served.finish_s == (4.0, 4.0, 5.0, 5.0) and wide.decode.fleet.iterations == 3
-    assert wide.decode.fleet.mean_batch == pytest.approx(8 / 3) and wide.decode.fleet.kv_used_peak_tokens == 22
+    assert wide.decode.fleet.mean_batch == pytest.approx(10 / 3) and wide.decode.fleet.kv_used_peak_tokens == 22
     assert wide.prefill.fleet.max_batch == 2 and wide.decode.fleet.max_batch == 4
+    assert same.prefill.fleet.kv_used_peak_tokens == wide.prefill.fleet.kv_used_peak_tokens == 16
+    # prefill busy 0-2 s: 8 blocks over 0-1 s, 16 over 1-2 s (0 and 1 sending, 2 and 3 prefilling): mean 12
+    assert same.prefill.fleet.kv_used_mean_tokens == wide.prefill.fleet.kv_used_mean_tokens == 12
+
+
+def test_the_prefill_side_holds_the_kv_until_the_decode_pool_takes_it():
+    # One request of 4 + 3 tokens, then a second at 1.5 s; unit iterations, a room of 8 K/V tokens on the
+    # prefill replica (blocks of 1), the hand-off 1 B/token over 1 B/s (4 s). Request 0's first token is at
+    # 1 s; its 4 blocks stay on the prefill replica until its transfer ends at 5 s, so request 1 (prompt 6)
+    # cannot be admitted there until 5 s: its first token at 6 s (without the hold: 2.5 s).
+    wl = fixed_workload([(4, 3), (6, 3)], arrivals_s=[0.0, 1.5])
+    cfg = ServeConfig(reservation="paged", block_size=1, watermark=0)
+    d = serve_disaggregated(wl, Replica(IterationCost.unit(), 8, 2048), cfg, prefill=1, decode=1,
+                            link_bytes_per_s=1.0, kv_bytes_per_token=1.0, decode_replica=UNIT)
+    assert d.transfer_s == (4.0, 6.0)
+    assert d.served.first_token_s == (1.0, 6.0)
+    assert d.served.finish_s == (7.0, 14.0)  # 0: K/V in at 5 s, tokens 2, 3 at 6, 7 s; 1: in at 12 s
+    assert d.prefill.fleet.kv_used_peak_tokens == 6 and d.served.finished == 2
 
 
 def test_handoff_between_splits_by_hand():

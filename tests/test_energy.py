@@ -202,3 +202,67 @@ def test_disaggregated_rows_carry_both_pools_energy():
                      "--disaggregate", "1:1", "--rate", "8", "--requests", "200", "--profile", "measured")
     assert 2 * H100.idle_power_w < row["watts"] < 2 * H100.max_power_w
     assert row["joules_per_token"] == pytest.approx(row["watts"] / row["tokens_per_s"], rel=1e-9)
+
+
+def test_plan_rows_carry_the_energy_of_their_request_lines():
+    """`plan` rows (issue 25.5): watts and J/token of each frontier row are `request`'s with its
+    request_args (one energy model: `request_rows.request_energy`), speculative rows included; with
+    --usd-per-kwh the energy's $ per million output tokens is J/token x 1e6 / 3.6e6 x price, beside the
+    GPU-hour price's column in the table."""
+    import shlex
+
+    from tests.helpers import run
+
+    rows = rows_of("plan", "--spec-alpha", "0.7", "--usd-per-kwh", "0.12", "--usd-per-gpu-hour", "2.5")
+    assert rows and any(r["speculation"] != "none" for r in rows)
+    picked = rows[:2] + [next(r for r in rows if r["speculation"] != "none")]
+    for row in picked:
+        (req,) = rows_of("request", *shlex.split(row["request_args"]))
+        assert row["joules_per_token"] == pytest.approx(req["joules_per_token"], rel=1e-12)
+        assert row["watts"] == pytest.approx(req["watts"], rel=1e-12) and row["watts"] > 0
+        assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] * 1e6 / 3.6e6 * 0.12)
+    table = run("plan", "--usd-per-kwh", "0.12", "--usd-per-gpu-hour", "2.5").stdout
+    assert "$/M out" in table and "energy $/M tok" in " ".join(table.split())
+    assert "usd_per_million_tokens_energy" not in rows_of("plan")[0]  # no price, no column
+    assert "--usd-per-kwh" in error_line("plan", "--usd-per-kwh", "-1")
+
+
+def test_batching_usd_per_kwh_prices_every_kind_of_run():
+    """`batching --usd-per-kwh` (issue 25.5): each served row's energy price is its J/token x 1e6 / 3.6e6
+    x $/kWh, on one replica, a fleet (`--router`) and a disaggregated run, in the table beside W and
+    J/token; a bad price is one line before any simulation."""
+    base = ("batching", "--reservation", "paged", "--rate", "4", "-n", "60", "--usd-per-kwh", "0.2")
+    for extra in ((), ("--gpus", "2", "--router", "least-loaded"), ("--gpus", "2", "--disaggregate", "1:1")):
+        row = rows_of(*base, *extra)[0]
+        assert row["joules_per_token"] > 0
+        assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] * 1e6 / 3.6e6 * 0.2,
+                                                                     rel=1e-12)
+    assert "energy $/M tok" in " ".join(run_table(*base).split())
+    assert "usd_per_million_tokens_energy" not in rows_of(*base[:-2])[0]
+    assert "--usd-per-kwh" in error_line(*base[:-1], "5000")
+
+
+def test_spec_round_energy_by_hand():
+    """`spec` rows (issue 25.5): a round's energy is the verification pass's plus gamma draft steps, each c
+    times the decode step's, by the step model (power x time): article preset, H100 SXM, batch 1, gamma
+    4, c 0.1: both passes memory-bound at 4.794 ms (no fixed cost, no collectives), so
+    E = (1 + 4 x 0.1) x 4.794 ms x (70 W + 630 W x a_body) with a_body = 0.6 + 0.4 x compute/memory;
+    J/token over E[tokens] = 3.36 and W = E / round; with --usd-per-kwh its price."""
+    from llm_cost.catalog import load_model
+    from llm_cost.roofline.energy import body_activity
+
+    (row,) = rows_of("spec", "--alpha", "0.8", "--gamma", "4", "--batch", "1", "--mfu", "1", "--usd-per-kwh", "0.1")
+    model = load_model("llama-3-8b")
+    step, verify = (step_time(model, H100, "article", rows=m, batch=1) for m in (1, 5))
+    assert row["verify_step_s"] == pytest.approx(float(verify.total_s), rel=1e-9) == float(step.total_s)
+
+    def power(s):  # the board's power over a pass: its compute share moves a_body off 0.6
+        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_s),
+                                                                                        float(s.compute_s))
+    by_hand = float(verify.total_s) * power(verify) + 4 * 0.1 * float(step.total_s) * power(step)
+    assert float(step.total_s) == pytest.approx(4.79e-3, abs=5e-6)  # the article's decode bound, 4.79 ms
+    assert row["joules_per_token"] == pytest.approx(by_hand / row["expected_tokens"], rel=1e-9)
+    assert row["expected_tokens"] == pytest.approx(3.36, abs=5e-3)
+    assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] / 36)
+    assert "--usd-per-kwh" in error_line("spec", "--usd-per-kwh", "-1")

@@ -16,6 +16,8 @@ from llm_cost.serving.prefixes import with_prefix_groups
 from llm_cost.serving.replica import IterationCost, Replica
 
 from helpers import error_line, rows_of  # noqa: E402
+from llm_cost.cli import app
+from typer.testing import CliRunner
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.workload import fixed_workload, poisson_workload
 
@@ -64,6 +66,10 @@ def test_routing_never_loses_a_request_and_more_replicas_never_lower_throughput(
     for f in (a, b):
         assert f.fleet.finished == len(wl) == len(f.assignment)
         assert sum(x.requests for x in f.replicas) == len(wl)
+        # each request served once, on the replica the router chose: its timeline whole there
+        assert [x.requests for x in f.replicas] == [n for n in f.requests_per_replica if n]
+        assert sum(x.output_tokens for x in f.replicas) == f.fleet.output_tokens == sum(wl.output)
+        assert all(t0 <= t1 <= t2 for t0, t1, t2 in zip(f.fleet.arrival_s, f.fleet.first_token_s, f.fleet.finish_s))
     if router == "prefix-affinity":
         return  # affinity may pile a hot prefix on one replica: a replica more can lower it (next test)
     # Below saturation the throughput is the arrival rate, and a replica more splits the prefix cache:
@@ -125,6 +131,70 @@ def test_requests_per_replica_counts_every_replica_and_tokens_per_replica_is_the
     (1, 1, 0, 0), aligned with the replica indices, and the row's tokens_per_s_replica is the fleet's
     tokens/s over the 4 replicas."""
     rows = rows_of("batching", "--gpus", "4", "--router", "round-robin", "--rate", "1", "-n", "2")
-    (row,) = rows
+    (row,) = [r for r in rows if r["replica"] is None]
     assert row["requests_per_replica"] == [1, 1, 0, 0]
     assert row["tokens_per_s_replica"] == pytest.approx(row["tokens_per_s"] / 4)
+
+
+
+def test_replica_rows_are_each_replicas_own_run():
+    """`replica_rows`: every replica in index order (one handed nothing: 0 requests, no figures), each
+    with its own `ServeResult`'s tails, hit rate and K/V use, and loads whose largest is the imbalance."""
+    from llm_cost.commands.serving_fleet import replica_rows
+
+    wl = with_prefix_groups(poisson_workload(120, 30.0, seed=2), 3, 512, "zipf", seed=2)
+    f = serve_fleet(wl, SERVER, CACHED, 4, "prefix-affinity")
+    rows = replica_rows(f, {"model": "m", "rate_req_per_s": 30.0, "router": "prefix-affinity", "prefix_caching": True})
+    assert [r["replica"] for r in rows] == [0, 1, 2, 3]
+    assert [r["requests"] for r in rows] == list(f.requests_per_replica)
+    assert max(r["load_over_mean"] for r in rows) == pytest.approx(f.imbalance)
+    served = iter(f.replicas)
+    for row in rows:
+        if not row["requests"]:
+            assert row["ttft_p50_s"] is None and row["kv_utilisation"] is None
+            continue
+        res = next(served)
+        assert res.requests == row["requests"]
+        assert row["ttft_p99_s"] == res.percentile_s("ttft", "p99") >= row["ttft_p50_s"] > 0
+        assert row["tpot_p99_s"] == res.percentile_s("tpot", "p99") and row["model"] == "m"
+        assert row["prefix_token_hit_rate"] == res.prefix_token_hit_rate
+        assert row["kv_utilisation"] == res.kv_utilisation
+
+
+FLEET_ARGS = ["batching", "--reservation", "paged", "--prefix-caching", "--prefix-groups", "4", "--group-prefix",
+              "512", "--rate", "20", "-n", "160", "--gpus", "3", "--router", "prefix-affinity"]
+
+
+def test_cli_fleet_json_and_csv_carry_replica_rows():
+    """JSON and CSV: the fleet's row (replica None), then one row per replica (replica 0, 1, 2) whose
+    requests are the fleet's `requests_per_replica`; CSV keeps the replica keys (the fleet's row has them)."""
+    import csv
+    import io
+
+    from helpers import run
+
+    rows = rows_of(*FLEET_ARGS)
+    (fleet_row,) = [r for r in rows if r["replica"] is None]
+    per = [r for r in rows if r["replica"] is not None]
+    assert [r["replica"] for r in per] == [0, 1, 2]
+    assert [r["requests"] for r in per] == fleet_row["requests_per_replica"] and fleet_row["requests"] == 160
+    assert max(r["load_over_mean"] for r in per) == pytest.approx(fleet_row["imbalance"])
+    assert all(r["router"] == "prefix-affinity" and r["rate_req_per_s"] == 20.0 for r in per)
+    assert min(r["ttft_p99_s"] for r in per) <= fleet_row["ttft_p99_s"] <= max(r["ttft_p99_s"] for r in per)
+    table = list(csv.DictReader(io.StringIO(run(*FLEET_ARGS, "--format", "csv").stdout)))
+    assert [r["replica"] for r in table] == ["", "0", "1", "2"]
+    assert [float(r["load_over_mean"]) for r in table[1:]] == pytest.approx([r["load_over_mean"] for r in per])
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_cli_fleet_table_shows_replicas_at_width(width):
+    """The table: the fleet's, then each rate's replica table (one table at 80 columns: its ten columns
+    fit), the imbalance in its title; no line wider than the screen."""
+    out = CliRunner().invoke(app, FLEET_ARGS + ["--rate", "40"], env={"COLUMNS": str(width)})
+    assert out.exit_code == 0, out.output
+    text = out.stdout
+    assert max(len(ln) for ln in text.splitlines()) <= width
+    assert "replicas at 20 req/s, prefix-affinity routing, imbalance" in text.replace("\n", " ")
+    assert "replicas at 40 req/s" in text
+    header = [ln for ln in text.splitlines() if "┃ replica ┃" in ln]
+    assert len(header) == 2  # one replica table per rate, not stacked in pieces

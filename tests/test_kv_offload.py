@@ -91,6 +91,11 @@ def test_offload_finishes_a_memory_bound_workload_sooner_than_recompute_at_equal
     assert on.positions_computed == once < off.positions_computed
     assert max(on.finish_s) < max(off.finish_s)
     assert on.throughput_req_per_s > off.throughput_req_per_s
+    # more sequences served in the same time: when offload has served all 32 (85.1 s), recompute has
+    # served 30 (its last two at 86.5 s); each later wave of offload's finishes sooner than recompute's
+    by = max(on.finish_s)
+    assert sum(f <= by for f in off.finish_s) == 30 < 32
+    assert all(a < b for a, b in zip(sorted(on.finish_s)[5:], sorted(off.finish_s)[5:]))
     # a tier smaller than one token's K/V (819,200 bytes) takes no victim: recompute, the same run (the
     # general loop throughout, where `off` takes the fast path between preemptions: times to rounding)
     tiny = serve(wl, SERVER_8K, ServeConfig(**cfg, kv_offload_bytes=1000))

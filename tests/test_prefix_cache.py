@@ -42,6 +42,12 @@ def test_three_requests_with_a_shared_prefix_counted_by_hand():
     assert (on.prefix_lookups, on.prefix_lookup_tokens, on.prefix_hit_requests, on.prefix_hit_tokens) == (3, 124, 2, 64)
     assert on.positions_computed == 63 and off.positions_computed == 127
     assert on.prefill_tokens_saved == 64
+    # blocks: each prompt has 2 cacheable blocks (the 32 known tokens; (prompt - 1) // 16 allows 2, 2, 3);
+    # request 0 misses both, requests 1 and 2 hit both: 4 block hits = 64 tokens; prefill tokens
+    # computed 36 + 4 + 20 = 60 against 124 (rows minus the 3 decode rows)
+    assert [len(block_keys(wl.prefix[i], wl.prompt[i], 16)) for i in range(3)] == [2, 2, 2]
+    assert on.prefix_hit_tokens // 16 == 4
+    assert (on.positions_computed - 3, off.positions_computed - 3) == (60, 124)
     assert on.prefix_request_hit_rate == pytest.approx(2 / 3) and on.prefix_token_hit_rate == pytest.approx(64 / 124)
     assert off.prefix_lookups == 0 and off.prefix_token_hit_rate == 0.0
 
@@ -108,6 +114,8 @@ def test_caching_never_raises_the_prefill_tokens(seed, groups, tokens, rate, blo
     assert on.finished == off.finished == len(wl)
     assert on.positions_computed <= off.positions_computed
     assert on.prefix_hit_tokens % blocks == 0  # only full blocks hit
+    if on.preemptions == off.preemptions == 0:  # nothing recomputed: the cache saves exactly its hits
+        assert on.positions_computed == off.positions_computed - on.prefill_tokens_saved
 
 
 def test_a_trace_prefix_id_shares_blocks_and_a_later_turn_extends_them(tmp_path):
@@ -145,6 +153,88 @@ def test_cli_prefix_caching_rows_and_one_line_refusal():
     assert row_on["prefix_caching"] is True and row_on["prefix_token_hit_rate"] > 0.3
     assert row_on["prefill_tokens_saved"] > 0 and row_off["prefill_tokens_saved"] == 0
     assert row_on["ttft_p50_s"] <= row_off["ttft_p50_s"]
-    bad = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20", "--prefix-caching", "--shared-prefix", "8"])
+    bad = CliRunner().invoke(app, ["batching", "--rate", "1", "-n", "20", "--prefix-caching", "--shared-prefix", "8",
+                                   "--reservation", "declared"])  # an explicit non-paged reservation: refused
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1 and "--prefix-caching needs reservation paged" in bad.output
+
+
+def test_cli_prefix_caching_implies_paged_with_a_note():
+    """Prefix caching is block-level: without --reservation it serves paged K/V and says so in one note
+    (none with --quiet); the row is the explicit `--reservation paged` run's."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    args = ["batching", "--rate", "8", "-n", "60", "--shared-prefix", "256", "--prefix-caching", "--format", "json"]
+    implied, given = CliRunner().invoke(app, args), CliRunner().invoke(app, args + ["--reservation", "paged"])
+    assert implied.exit_code == 0 and given.exit_code == 0, implied.output
+    assert json.loads(implied.stdout) == json.loads(given.stdout)
+    assert json.loads(implied.stdout)[0]["reservation"] == "paged"
+    assert implied.stderr.count("Note: prefix caching keeps K/V blocks: served with --reservation paged") == 1
+    assert "Note" not in given.stderr
+    assert "Note" not in CliRunner().invoke(app, args + ["--quiet"]).stderr
+
+
+COMPARE = ["batching", "--compare-prefix-caching", "--shared-prefix", "1024", "-n", "200", "--rate", "10", "--rate", "30"]
+
+
+def test_cli_compare_prefix_caching_is_the_two_runs_side_by_side():
+    """`--compare-prefix-caching`: per rate, an off row and an on row that are exactly the rows of the two
+    separate runs (`--reservation paged` with and without `--prefix-caching`), with the ratios on both;
+    caching saves prefill tokens and lowers TTFT on a 1024-token system prompt."""
+    from helpers import rows_of
+
+    rows = rows_of(*COMPARE)
+    assert [(r["rate_req_per_s"], r["prefix_caching"]) for r in rows] == [(10, False), (10, True), (30, False), (30, True)]
+    alone = {c: rows_of("batching", *COMPARE[2:], "--reservation", "paged", *(["--prefix-caching"] if c else [])) for c in (0, 1)}
+    skip = {"ttft_p50_over_uncached", "tokens_per_s_over_uncached"}
+    for k, row in enumerate(rows):
+        assert {a: b for a, b in row.items() if a not in skip} == alone[k % 2][k // 2]
+    for off, on in zip(rows[::2], rows[1::2]):
+        assert off["prefill_tokens_saved"] == 0 and off["prefix_token_hit_rate"] == 0
+        assert on["prefill_tokens_saved"] > 0 and on["prefix_token_hit_rate"] > 0.5
+        assert on["prefix_request_hit_rate"] > 0.9
+        assert on["ttft_p50_s"] < off["ttft_p50_s"]
+        assert on["ttft_p50_over_uncached"] == pytest.approx(on["ttft_p50_s"] / off["ttft_p50_s"])
+        assert off["ttft_p50_over_uncached"] == 1.0 and off["tokens_per_s_over_uncached"] == 1.0
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_cli_compare_prefix_caching_table_at_width(width):
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    out = CliRunner().invoke(app, COMPARE, env={"COLUMNS": str(width)})
+    assert out.exit_code == 0, out.output
+    assert max(len(ln) for ln in out.stdout.splitlines()) <= width
+    flat = " ".join(out.stdout.split())
+    assert "at 10 req/s without and with prefix caching: TTFT p50 x" in flat and "at 30 req/s" in flat
+    cells = [ln.split("│")[1].strip() for ln in out.stdout.splitlines() if ln.startswith("│")]
+    assert cells.count("off") == cells.count("on") == 2  # one table per rate, its off and on rows
+
+
+def test_cli_compare_prefix_caching_refusals():
+    from helpers import error_line
+
+    assert "--compare-prefix-caching" in error_line(*COMPARE, "--disaggregate", "1:1")
+    assert "--prefix-caching needs reservation paged" in error_line(*COMPARE, "--reservation", "declared")
+    assert "workload with prefixes" in error_line("batching", "--compare-prefix-caching", "--rate", "1", "-n", "5")
+
+
+def test_cli_compare_prefix_caching_behind_a_router_is_the_two_fleets():
+    """With --router the two runs are fleets: each row is the separate fleet run's (its router, replicas,
+    imbalance), and prefix-affinity's cached run hits where the uncached one cannot."""
+    from helpers import rows_of
+
+    args = ["--prefix-groups", "4", "--group-prefix", "512", "-n", "120", "--rate", "16", "--gpus", "2",
+            "--router", "least-loaded"]
+    off, on = rows_of("batching", "--compare-prefix-caching", *args)
+    assert (off["router"], on["router"], off["replicas"]) == ("least-loaded", "least-loaded", 2)
+    alone = rows_of("batching", "--prefix-caching", *args)
+    assert {k: v for k, v in on.items() if not k.endswith("_over_uncached")} == \
+        {k: v for k, v in alone[0].items() if k != "replica" and k != "load_over_mean"}
+    assert on["prefill_tokens_saved"] > 0 == off["prefill_tokens_saved"]

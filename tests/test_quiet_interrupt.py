@@ -124,4 +124,8 @@ def test_ctrl_c_in_a_fleet_over_several_rates(monkeypatch):
     out = runner.invoke(app, ["batching", "--rate", "1", "--rate", "2", "-n", "20", "--gpus", "2",
                               "--router", "round-robin", "--format", "csv"])
     assert out.exit_code == 130, out.output
-    assert len(out.stdout.splitlines()) == 2 and "interrupted: 1 of 2 rates finished" in out.stderr
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))  # the finished rate's fleet row and its 2 replicas'
+    assert [r["replica"] for r in rows] == ["", "0", "1"] and "interrupted: 1 of 2 rates finished" in out.stderr

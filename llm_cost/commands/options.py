@@ -110,7 +110,7 @@ Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAP
 Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")]
 PrefillChunk = Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per pass (chunked prefill, decodes first; default: the whole prompt).")]
 # Prompts that share prefixes and the cache that keeps them (batching, plan --verify)
-PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="paged: keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again.")]
+PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="Keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again. Block-level: implies --reservation paged unless one is given.")]
 KvOffloadBytes = Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")]
 SharedPrefix = Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")]
 PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")]

@@ -17,6 +17,7 @@ from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Di
                                        SloStat, SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, Turns, UsableMemory,
                                        UsdPerGpuHours, WeightsSearched)
 from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
+from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 
@@ -76,6 +77,7 @@ def plan_cmd(
     tpot_ms: TpotMs = None,
     tokens_per_s_per_user: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target: output tokens per second per user (OSL / e2e) at least this; instead of --tpot-ms.")] = None,
     usd_per_gpu_hour: UsdPerGpuHours = None,
+    usd_per_kwh: UsdPerKwh = None,
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,
     draft: DraftModel = None,
@@ -213,10 +215,11 @@ def _served(o: dict, s: _Search, result) -> tuple:
     --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
     from llm_cost.report.plan_rows import plan_rows
 
-    rows = plan_rows(result, s.refs)
+    rows = plan_rows(result, s.refs, usd_per_kwh=o["usd_per_kwh"])
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
-    columns = PLAN_COLUMNS + ([PRICE_COLUMN] if s.prices else [])
+    columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if s.prices else [])
+               + ([ENERGY_PRICE_COLUMN] if o["usd_per_kwh"] is not None else []))
     if o["verify"] is None:
         return rows, columns, caption_of(result), None
     from llm_cost.commands.plan_verify import options_of, verified

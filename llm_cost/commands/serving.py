@@ -13,7 +13,7 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
-from llm_cost.commands.options import DecodeMaxBatch, DecodeTp  # batching --disaggregate's decode pool
+from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerKwh  # batching: decode pool, energy price
 from llm_cost.commands.options import (GroupPrefix, KvOffloadBytes, PrefixCaching, PrefixDist, PrefixGroups,  # prefixes
                                        Sessions, SharedPrefix, Turns)
 from llm_cost.commands.progress import SweepProgress
@@ -237,6 +237,7 @@ def batching_cmd(
     watermark: Annotated[float, typer.Option("--watermark", help="paged: fraction of blocks admission leaves free.")] = 0.01,
     prefill_chunk: PrefillChunk = None,
     prefix_caching: PrefixCaching = False,
+    compare_prefix_caching: Annotated[bool, typer.Option("--compare-prefix-caching", help="Serve each --rate twice, without and with --prefix-caching (the same requests): hit rates, prefill tokens saved, TTFT and throughput side by side.")] = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
     shared_prefix: SharedPrefix = None,
     prefix_groups: PrefixGroups = None,
@@ -258,6 +259,7 @@ def batching_cmd(
     slo_ttft_ms: Annotated[Optional[float], typer.Option("--slo-ttft-ms", help="Goodput: time-to-first-token target (ms).")] = None,
     slo_tpot_ms: Annotated[Optional[float], typer.Option("--slo-tpot-ms", help="Goodput: time-per-output-token target (ms).")] = None,
     slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
+    usd_per_kwh: UsdPerKwh = None,
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
     model: ModelOpt = DEFAULT.model,
@@ -281,6 +283,8 @@ def batching_cmd(
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
     (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
+    from llm_cost.commands.serving_energy import check_price
     from llm_cost.commands.serving_engine import run_batching
 
+    check_price(usd_per_kwh)  # before any simulation
     run_batching(locals())

@@ -24,10 +24,10 @@ def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
     return ENERGY_COLUMNS
 
 
-def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int]) -> list:
+def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: float | None = None) -> list:
     """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy` (`gpus` per replica
     of the prefill and the decode pool), each powered for the whole run; the columns to show (none without
-    a board power)."""
+    a board power; with `usd_per_kwh` the energy's price too, `priced`)."""
     from llm_cost.roofline.energy import has_power
     from llm_cost.serving.energy import fleet_energy
 
@@ -42,4 +42,24 @@ def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int]) -> list:
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
                     "joules_per_token": joules / tokens if tokens else None})
-    return ENERGY_COLUMNS
+    return ENERGY_COLUMNS + priced(rows, usd_per_kwh)
+
+
+def check_price(usd_per_kwh: float | None) -> None:
+    """`--usd-per-kwh` in [0, 1000] $/kWh, or not given: checked before a simulation runs."""
+    if usd_per_kwh is not None:
+        from llm_cost.errors import check_number
+
+        check_number("--usd-per-kwh", usd_per_kwh, low=0, high=1e3)
+
+
+def priced(rows, usd_per_kwh: float | None) -> list:
+    """With `usd_per_kwh`, each row's energy price per million output tokens (`roofline.energy.add_energy_usd`,
+    from its J/token) and its column, beside the energy's; [] without (or without an estimate)."""
+    if usd_per_kwh is None or not any(r.get("joules_per_token") is not None for r in rows):
+        return []
+    from llm_cost.commands.options import ENERGY_PRICE_COLUMN
+    from llm_cost.roofline.energy import add_energy_usd
+
+    add_energy_usd(rows, usd_per_kwh)
+    return [ENERGY_PRICE_COLUMN]

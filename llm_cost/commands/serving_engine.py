@@ -25,8 +25,6 @@ SERVE_COLUMNS = [
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
                   Column("prefill_tokens_saved", "prefill tok saved", fixed(0))]
-FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
-                 Column("imbalance", "imbalance (max/mean)", fixed(3))]
 SPEC_COLUMNS = [Column("mean_gamma", "mean gamma", fixed(2)), Column("tokens_per_round", "tokens/round", fixed(2))]
 DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9)),
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
@@ -80,7 +78,9 @@ def serve_config(o: dict, spec, host_bytes_per_s: float):
     from llm_cost.serving.serve_config import ServeConfig
 
     scheduler = check_choice("scheduler", o["scheduler"], tuple(SCHEDULER_RESERVATION))
-    reservation = o["reservation"] or SCHEDULER_RESERVATION[scheduler]
+    from llm_cost.commands.serving_prefix import implied_reservation  # prefix caching: paged unless told
+
+    reservation = o["reservation"] or implied_reservation(o, scheduler) or SCHEDULER_RESERVATION[scheduler]
     if scheduler == "none" and reservation != "none":
         raise InvalidValueError("--scheduler none runs without a reservation: give --scheduler iteration with "
                                 f"--reservation {reservation}", params=("scheduler", "reservation"))
@@ -139,7 +139,7 @@ def run_batching(o: dict) -> None:
     rate (`engine.serve`) or the rate search (`highest_rate`), rendered."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
-    from llm_cost.commands.app import emit, interrupted, warn_unfit
+    from llm_cost.commands.app import interrupted, warn_unfit
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.commands.serving_common import kv_settings
     from llm_cost.errors import InvalidValueError
@@ -188,6 +188,9 @@ def run_batching(o: dict) -> None:
     if o.get("router") and slo_s is not None:  # refused before any simulation, not after a search
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))
+    if o.get("compare_prefix_caching"):  # each rate without and with the cache (`serving_prefix`)
+        from llm_cost.commands.serving_prefix import run_prefix_compare
+        return run_prefix_compare(o, wl, rates, replica, config, slo, caption, (target, acc, profile, dep))
     if any(o.get(k) is not None for k in ("disaggregate", "decode_tp", "decode_max_batch")):
         return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
     if slo_s is not None:
@@ -216,16 +219,13 @@ def run_batching(o: dict) -> None:
     from llm_cost.commands.serving_energy import served_energy_columns
 
     columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)
-    if o.get("router"):
-        from llm_cost.report.serving_rows import fleet_fields
-
-        for row, f in zip(rows, fleets):
-            row.update(fleet_fields(f, dep))
-        columns = columns + FLEET_COLUMNS
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    emit(rows, columns, o["fmt"], title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
+    from llm_cost.commands.serving_fleet import emit_fleet  # --router: the fleet's fields, each replica's rows
+
+    emit_fleet(rows, columns, o, (fleets, dep) if o.get("router") else None,
+               title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
          caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
                             f"{o['router']} routing, --rate is the fleet's" if o.get("router")
                             else _deployment_caption(dep, results)))
@@ -279,7 +279,7 @@ def _decode_pool(o: dict, specs, replica, config):
         replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
                                      max_len=o["max_len"], deployment=d_dep, windowed=True)
         config = replace(config, spec=spec)
-    return replica, replace(config, max_batch=decode_max_batch(o, config)), d_dep
+    return replica, replace(config, max_batch=decode_max_batch(o, config), prefix_caching=False), d_dep  # K/V by hand-off
 
 
 def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs) -> None:
@@ -313,7 +313,7 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_energy import pools_energy_columns
 
-    columns = columns + pools_energy_columns(rows, runs, acc, gpus)
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"))
     caption += (f"; disaggregated: prefills on {p} replicas of {gpus[0]} GPUs (max batch {config.max_batch}), "
                 f"decodes on {d} of {gpus[1]} GPUs (max batch {d_config.max_batch}), the K/V over {bw / 1e9:g} GB/s "
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")

@@ -10,7 +10,7 @@ from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note, warn_unfit
 from llm_cost.commands.options import (Alphas, AS_GIVEN, Batches, BwEff, Context, deployment_options, DeploymentArgs,
                                        DraftCs, DraftModel, EngineOpt, Format, GammaMax, Gammas, GpuOpt, MaybeAlphas,
-                                       Mfus, ModelOpt, Preset, Taus, Weights)
+                                       Mfus, ModelOpt, Preset, Taus, UsdPerKwh, Weights)
 from llm_cost.report.deployment_rows import deployed_columns
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.profiles import ARTICLE_SETTING
@@ -65,15 +65,21 @@ def spec_cmd(
     gamma_max: GammaMax = 16,
     deploy: DeploymentArgs = AS_GIVEN,
     engine: EngineOpt = None,
+    usd_per_kwh: UsdPerKwh = None,
     fmt: Format = "table",
 ) -> None:
     """Speculative decoding at batch B: E[tokens] T(B) / (gamma t_draft + T(B (gamma + 1))); on
-    --tp/--pp/--ep GPUs each pass is one GPU's share with its collectives (the draft on the same GPUs)."""
+    --tp/--pp/--ep GPUs each pass is one GPU's share with its collectives (the draft on the same GPUs).
+    Rows carry the round's watts and J/token (estimates; JSON, CSV); --usd-per-kwh adds their price."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.errors import InvalidValueError
     from llm_cost.report.speculative_rows import spec_rows
 
+    if usd_per_kwh is not None:  # before any work
+        from llm_cost.errors import check_number
+
+        check_number("--usd-per-kwh", usd_per_kwh, low=0, high=1e3)
     target, acc = load_model(model), load_accelerator(gpu)
     draft_spec = load_model(draft) if draft is not None else None
     prof = with_engine(parse.profile(preset, bw_eff=bw_eff), engine)
@@ -110,6 +116,12 @@ def spec_cmd(
     if ignored:  # after the library accepted the context
         note(ignored)
     columns = deployed_columns(columns, rows, deployment)
+    if usd_per_kwh is not None and any(r["joules_per_token"] is not None for r in rows):
+        from llm_cost.commands.options import ENERGY_COLUMNS, ENERGY_PRICE_COLUMN
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(rows, usd_per_kwh)
+        columns = columns + ENERGY_COLUMNS[1:] + [ENERGY_PRICE_COLUMN]  # J/token and its price
     emit(rows, columns, fmt, caption=caption,
          title=f"Speculative decoding: {target.name} on {acc.name}{deployment.label}, {weights.lower()}, "
                f"preset {prof.name}{drafted}")

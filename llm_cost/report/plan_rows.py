@@ -50,8 +50,9 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
     }
 
 
-def plan_rows(result, refs: dict | None = None) -> list[dict]:
-    """One row per frontier configuration of a `plan.Plan`, best first (`refs`: `config_fields`)."""
+def plan_rows(result, refs: dict | None = None, *, usd_per_kwh: float | None = None) -> list[dict]:
+    """One row per frontier configuration of a `plan.Plan`, best first (`refs`: `config_fields`), each
+    with its energy (`energy_fields`; with `usd_per_kwh`, $/kWh, its cost per million output tokens)."""
     grid = result.grid
     usd = result.usd_per_million_output_tokens
     rows = []
@@ -60,8 +61,32 @@ def plan_rows(result, refs: dict | None = None) -> list[dict]:
         price = float(usd[i])
         row.update({"usd_per_million_output_tokens": None if math.isnan(price) else price,
                     "meets_slo": bool(result.meets[i]), "bound": bound_of(grid, int(i)), "preset": grid.profile.name})
+        row.update(energy_fields(grid, int(i)))
         rows.append(row)
+    if usd_per_kwh is not None:
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(rows, usd_per_kwh)
     return rows
+
+
+def energy_fields(grid, i: int) -> dict:
+    """watts, joules and joules_per_token (estimates) of configuration `i`: those of `llm-cost request`
+    with its request_args (`request_rows.request_energy` of `requests.request_cost` on the same model,
+    GPU, profile, deployment, weights, batch, ISL, OSL and speculation), evaluated for the rows printed
+    only; None without the datasheet's board power."""
+    from llm_cost.report.request_rows import request_energy
+    from llm_cost.requests import Speculation, request_cost
+    from llm_cost.roofline.energy import has_power
+
+    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    if not has_power(grp.gpu):
+        return {"watts": None, "joules": None, "joules_per_token": None}
+    spec = None if v.kind == "none" else Speculation(alpha=float(v.alpha), gamma=int(v.gamma), draft=v.draft,
+                                                     c=None if v.draft is not None else float(grid.c[i]))
+    r = request_cost(grid.space.model, grp.gpu, grid.profile, batch=int(grid.batch[i]), isl=grid.isl, osl=grid.osl,
+                     deployment=grp.deployment, weights=grp.weights, speculation=spec)
+    return request_energy(r, grp.gpu)
 
 
 def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> list[dict]:

@@ -62,7 +62,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (b * isl) * 1e6
             row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (b * (osl - 1)) * 1e6 if osl > 1 else None)
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
-        row.update(_energy_keys(gpu, ph, pre_gpu_s, dec_gpu_s, b * osl, r.e2e_s))
+        row.update(request_energy(r, gpu))
         row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
         row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_time_s=ph.prefill_comm_time_s + ph.decode_comm_time_s,
                                      step_s=r.e2e_s, tokens=b * osl))
@@ -70,9 +70,17 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
     return rows
 
 
+def request_energy(r, gpu) -> dict:
+    """joules (one batch, all its GPUs), joules_per_token (over its B x OSL output tokens) and watts
+    (over e2e) of a `requests.RequestCost` `r` on `gpu`: estimates from `roofline.energy.phase_joules`
+    over each phase's GPU-seconds, bound and share in collectives; None without the datasheet's board
+    power. `request` and `plan` rows (`plan_rows`) both take theirs from here."""
+    ph = r.phases
+    return _energy_keys(gpu, ph, r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s), r.batch * r.osl, r.e2e_s)
+
+
 def _energy_keys(gpu, ph, pre_gpu_s: float, dec_gpu_s: float, tokens: int, e2e_s: float) -> dict:
-    """joules (one batch, all its GPUs), joules_per_token (over its output tokens) and watts (over
-    e2e): estimates from `roofline.energy.phase_joules`; None without the datasheet's board power."""
+    """`request_energy` from the phases and their GPU-seconds."""
     from llm_cost.roofline.energy import has_power, phase_joules
 
     if not has_power(gpu):

@@ -157,6 +157,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
             row.update(deployment_fields(target, gpu, deployment, weights, fit,
                                          comm_time_s=float(cost.comm_time_s(verify_rows)), step_s=row["round_s"],
                                          tokens=b * row["expected_tokens"]))
+            row.update(round_energy(cost, gpu, deployment.gpus_per_replica, row, count_kv=prof.count_kv))
             row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
             row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
             row["sequences_lost_to_draft"] = memory.sequences_lost(context + g + 1) if memory else None
@@ -164,6 +165,25 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
     return rows, _spec_caption(rows, notes, gamma_max=gamma_max, twin=twin, memory=memory,
                                tokens=context + gammas[0] + 1)
+
+
+def round_energy(cost, gpu, gpus: int, row: dict, *, count_kv: bool) -> dict:
+    """watts and joules_per_token (estimates, `roofline.energy.step_energy`) of one speculative round of
+    a `spec` row on `gpus` GPUs: the verification pass over B (gamma + 1) rows, and gamma draft steps,
+    each c times the target's decode step over B rows at that step's power (c = t_draft / T(B)):
+
+        E = E_verify + gamma x c x E_decode;   J/token = E / (B x E[tokens]);   W = E / round_s
+
+    None without the datasheet's board power."""
+    from llm_cost.roofline.energy import has_power, step_energy
+
+    if not has_power(gpu):
+        return {"watts": None, "joules_per_token": None}
+    b, g, ctx = float(row["batch"]), row["gamma"], float(row["context"])
+    verify = step_energy(cost.step(b * (g + 1), b, ctx, count_kv=count_kv), gpu, gpus).joules
+    decode = step_energy(cost.step(b, b, ctx, count_kv=count_kv), gpu, gpus).joules
+    joules = verify + g * row["c"] * decode
+    return {"watts": joules / row["round_s"], "joules_per_token": joules / (b * row["expected_tokens"])}
 
 
 def _speedups(target: ModelSpec, gpu: Accelerator, prof: Profile, deployment: Deployment, grid: dict):

@@ -16,20 +16,24 @@ over a link. The decode pool's replica and config default to the prefill pool's.
   over its link sets the time: `kv_bytes_per_token` defaults to
   max(prefill `cost.kv_token_bytes`, decode `cost.kv_token_bytes`), the per-GPU bytes of one token.
   Links are not shared: no transfer waits for another (an approximation).
-- The decode pool receives request i at first token + t_kv,i as a request of prompt P_i + 1 (the
-  prompt and the first token) whose first P_i tokens are already cached (`pre` = P_i: no prefill
-  compute for them, their K/V counted in the decode replica's blocks from admission), and generates
-  the O_i - 1 remaining tokens: its first iteration feeds the first token (one row over P_i cached
-  tokens: a decode step), exactly as the aggregated engine's second token. Requests of one output
-  token never reach the decode pool. Decode-side preemption recomputes (or swaps) there.
+- The hand-off's memory (`handoff_pools`, vLLM's and DistServe's pull): at its first token request i
+  is routed to a decode replica (least-loaded) and queues there; when that replica admits it (the
+  blocks of its P_i + 1 tokens fit: its receive buffer), the transfer runs for t_kv,i, and only then
+  may it decode, while the prefill replica keeps the request's K/V blocks until the transfer has ended.
+  A saturated decode pool thus fills the prefill pool's memory and slows its admissions. The decode
+  request is one of prompt P_i + 1 (the prompt and the first token) whose first P_i tokens are cached
+  (`pre` = P_i: no prefill compute for them); its first iteration feeds the first token (one row over
+  P_i cached tokens: a decode step), exactly as the aggregated engine's second token; it generates the
+  O_i - 1 remaining tokens. Requests of one output token never reach the decode pool. Decode-side
+  preemption recomputes (or swaps) there.
+- Prefix caching runs on the prefill pool (its cached blocks held through the hand-off count once);
+  the decode pool gets each request's whole K/V by hand-off and caches nothing.
 
 The request's timeline: TTFT = the prefill pool's first token - arrival (the first token is streamed
 from the prefill side: the hand-off is not in the TTFT); TPOT = (decode finish - first token) /
-(O - 1), so the hand-off and the decode queue fall in the TPOT; e2e = decode finish - arrival.
-Approximations: the prefill replica's K/V is freed at the first token (not held through the
-transfer), and a request queued at the decode pool holds no memory until admitted (in a real
-deployment it waits in the prefill replica's or a K/V pool's memory); the decode pool's K/V is counted
-from admission. Prefix caching is refused (the decode pool's K/V arrives by hand-off).
+(O - 1), so the decode queue and the hand-off fall in the TPOT; e2e = decode finish - arrival.
+Approximation: a busy prefill replica frees a transfer's blocks at its first iteration boundary after
+the transfer ended (`handoff_pools`: its memory errs high by less than one iteration).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.fleet import FleetResult, route_one, fleet_result
+from llm_cost.serving.handoff_pools import serve_pools
 from llm_cost.serving.iteration import held_tokens_fn
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
@@ -48,7 +53,7 @@ from llm_cost.serving.workload import Workload
 
 @dataclass(frozen=True)
 class DisaggregatedResult:
-    """A disaggregated run: each pool's `FleetResult` (the decode pool's requests in hand-off order,
+    """A disaggregated run: each pool's `FleetResult` (the decode pool's requests in arrival order,
     `decode_of` the workload's index of each), the hand-off seconds per request (nan: none, one output
     token), and `served`: every request's timeline as one `ServeResult` (module doc; statistics of both
     pools summed; its K/V capacity and settings the prefill pool's). Seconds."""
@@ -93,32 +98,6 @@ def handoff_link(gpu, gpus: int) -> tuple[float, float]:
     return bw, lat
 
 
-def _run_pool(workload: Workload, replica, config, count: int, cached=None):
-    """`count` engines behind the least-loaded router over `workload`, in arrival order (`fleet`);
-    `cached`: per request, prompt tokens already in K/V on arrival (the decode pool). (loops, assignment)."""
-    from llm_cost.serving.engine_loop import EngineLoop
-    from llm_cost.serving.reservations import reservation_tokens
-
-    res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
-            for p, d in zip(workload.prompt, workload.declared_gen)]
-           if config.reservation in ("declared", "max_len") else [0] * len(workload))
-    loops = [EngineLoop(workload, replica, config, res) for _ in range(count)]
-    for loop in loops:
-        loop.routed()
-        if cached is not None:
-            loop.state.pre[:] = list(cached)
-    assignment = [0] * len(workload)
-    for k, t in enumerate(workload.arrival_s):
-        for loop in loops:
-            loop.run(until=t)
-        r = route_one("least-loaded", loops, k, k)
-        assignment[k] = r
-        loops[r].enqueue(k, t)
-    for loop in loops:
-        loop.run()
-    return loops, assignment
-
-
 def _summed(loops) -> dict:
     """The loops' statistics summed (the K/V peak: the largest one replica held)."""
     total: dict = {}
@@ -158,11 +137,8 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     if workload.concurrency is not None:
         raise InvalidValueError("disaggregated serving routes open-loop arrivals; give no concurrency",
                                 params=("concurrency",))
-    if config.prefix_caching:
-        raise InvalidValueError("disaggregated serving runs without prefix caching (the decode pool's K/V "
-                                "arrives by hand-off, not by cache)", params=("prefix_caching",))
     d_replica = replica if decode_replica is None else decode_replica
-    d_config = config if decode_config is None else decode_config
+    d_config = replace(config, prefix_caching=False) if decode_config is None else decode_config
     if d_config.prefix_caching:
         raise InvalidValueError("disaggregated serving runs without prefix caching (the decode pool's K/V "
                                 "arrives by hand-off, not by cache)", params=("decode_config",))
@@ -174,29 +150,31 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     one = [1] * n
     pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
     first_one = replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
-                        output=workload.output[:1], declared_gen=workload.declared_gen[:1], prefix=None)
+                        output=workload.output[:1], declared_gen=workload.declared_gen[:1],
+                        prefix=workload.prefix[:1] if workload.prefix is not None else None)
     serve(first_one, replica, config, fast=False)  # the engine's own checks of the settings, on one request
     if decode_replica is not None or decode_config is not None:
-        serve(first_one, d_replica, d_config, fast=False)  # and of the decode pool's
-    p_loops, p_assign = _run_pool(pre_wl, replica, config, prefill)
+        serve(replace(first_one, prefix=None), d_replica, d_config, fast=False)  # and of the decode pool's
+    order = tuple(i for i in range(n) if workload.output[i] > 1)  # the requests whose K/V moves
+    transfer = [math.nan] * n
+    for i in order:
+        transfer[i] = link_latency_s + held(workload.prompt[i]) * kvb / link_bytes_per_s
+    d_wl = Workload(1.0, tuple(0.0 for _ in order), tuple(workload.prompt[i] + 1 for i in order),
+                    tuple(workload.output[i] - 1 for i in order), tuple(workload.declared_gen[i] - 1 for i in order),
+                    workload.seed, f"decode pool of {workload.description}".strip())
+    p_loops, p_assign, d_loops, d_assign, handed = serve_pools(
+        pre_wl, d_wl, replica, config, prefill, d_replica, d_config, decode, order, [transfer[i] for i in order],
+        lambda loops, k: route_one("least-loaded", loops, k, k))
+    for k, f in enumerate(handed):
+        if f != f:  # never handed over (its prefill did not finish): nothing moved
+            transfer[order[k]] = math.nan
     p_fleet = fleet_result(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
     first = list(p_fleet.fleet.first_token_s)
     fin = [first[i] if workload.output[i] == 1 else math.nan for i in range(n)]
-    transfer = [math.nan] * n
-    handoff = []
-    for i in range(n):
-        if workload.output[i] > 1 and first[i] == first[i]:
-            transfer[i] = link_latency_s + held(workload.prompt[i]) * kvb / link_bytes_per_s
-            handoff.append((first[i] + transfer[i], i))
-    handoff.sort()
-    loops = list(p_loops)
-    d_fleet, order = None, tuple(i for _, i in handoff)
+    loops, d_fleet = list(p_loops), None
     if order:
-        d_wl = Workload(1.0, tuple(t for t, _ in handoff), tuple(workload.prompt[i] + 1 for i in order),
-                        tuple(workload.output[i] - 1 for i in order),
-                        tuple(workload.declared_gen[i] - 1 for i in order), workload.seed,
-                        f"decode pool of {workload.description}".strip())
-        d_loops, d_assign = _run_pool(d_wl, d_replica, d_config, decode, cached=[workload.prompt[i] for i in order])
+        last = max((f for f in handed if f == f), default=0.0)  # a request never handed over (a deadlock)
+        d_wl = replace(d_wl, unit_arrivals=tuple(f if f == f else last for f in handed))
         d_fleet = fleet_result(d_wl, d_replica, d_config, "least-loaded", d_loops, d_assign)
         for k, i in enumerate(order):
             fin[i] = d_fleet.fleet.finish_s[k]

@@ -1,0 +1,83 @@
+"""`batching --router R`'s per-replica rows (issue 25.2): each replica's requests, its share of the load,
+throughput, TTFT/TPOT tails, prefix hit rate and K/V use, beside the fleet's row. A table under the
+fleet's (one per rate); in JSON and CSV the same rows after the fleet's, each with a `replica` key
+(the fleet's row has `replica` None). `commands/serving_engine` serves the fleet and calls `emit_fleet`."""
+
+from __future__ import annotations
+
+from llm_cost.commands.serving_common import LATENCY_COLUMNS
+from llm_cost.report.render import Column, fixed
+
+FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
+                 Column("imbalance", "imbalance (max/mean)", fixed(3))]
+# narrow headers: ten columns in one table at 80 (a replica's load over the mean is its requests over the
+# mean, in JSON as load_over_mean, the largest in the title as the imbalance)
+REPLICA_COLUMNS = [Column("replica", "replica"), Column("requests", "requests"),
+                   Column("throughput_req_per_s", "served (req/s)", fixed(2)), *LATENCY_COLUMNS,
+                   Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
+                   Column("kv_utilisation", "KV used (%)", fixed(1, 0.01))]
+REPLICA_KEYS = ("requests", "throughput_req_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                "prefix_token_hit_rate", "kv_utilisation")
+REPLICA_NOTE = ("replicas: each one's own requests; imbalance = the most requests on one replica / the mean "
+                "(JSON, CSV: each one's load_over_mean); a replica handed none idles")
+
+
+def replica_rows(fleet, fleet_row: dict) -> list[dict]:
+    """One row per replica of `fleet` (a `fleet.FleetResult`), every replica in index order (one handed
+    no request: requests 0, its figures None), with the fleet row's identity (model, GPU, preset, rate,
+    router) so that a JSON or CSV reader can group them."""
+    counts = fleet.requests_per_replica
+    mean = sum(counts) / len(counts) if counts else 0.0
+    results = iter(fleet.replicas)  # only the replicas handed requests have a result, in index order
+    ident = {k: fleet_row.get(k) for k in ("model", "gpu", "gpu_name", "preset", "rate_req_per_s", "router")}
+    cached = bool(fleet_row.get("prefix_caching"))
+    rows = []
+    for r, n in enumerate(counts):
+        res = next(results) if n else None
+        row = {**ident, "replica": r, "requests": n, "load_over_mean": n / mean if mean else None}
+        row.update({k: None for k in REPLICA_KEYS[1:]})
+        if res is not None:
+            row.update({"throughput_req_per_s": res.throughput_req_per_s,
+                        "ttft_p50_s": res.percentile_s("ttft", "p50"), "ttft_p99_s": res.percentile_s("ttft", "p99"),
+                        "tpot_p50_s": res.percentile_s("tpot", "p50"), "tpot_p99_s": res.percentile_s("tpot", "p99"),
+                        "prefix_token_hit_rate": res.prefix_token_hit_rate if cached else None,
+                        "kv_utilisation": res.kv_utilisation})
+        rows.append(row)
+    return rows
+
+
+def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: str = "") -> None:
+    """`batching`'s output in `o["fmt"]` (`_emit_fleet`), then the note of a paged reservation that prefix
+    caching implied (`serving_prefix.note_implied`: after the output, so a refusal stays one line)."""
+    from llm_cost.commands.serving_energy import priced
+    from llm_cost.commands.serving_prefix import note_implied
+
+    columns = columns + priced(rows, o.get("usd_per_kwh"))  # --usd-per-kwh: the energy's $ per million tokens
+    _emit_fleet(rows, columns, o["fmt"], fleet, title=title, caption=caption)
+    note_implied(o)
+
+
+def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> None:
+    """`emit` of the rows; with `fleet` = (one `FleetResult` per row, the `Deployment`), the fleet's fields
+    and columns (`fleet_fields`: router, replicas, imbalance, its totals) on each row, then each rate's
+    replica rows: a table of its own per rate under the fleet's (the caption after the last), or in
+    JSON and CSV the same rows after the fleet's, each with a `replica` key (the fleet's: None)."""
+    from llm_cost.commands.app import emit
+    from llm_cost.report.serving_rows import fleet_fields
+
+    if fleet is None:
+        return emit(rows, columns, fmt, title=title, caption=caption)
+    fleets, dep = fleet
+    for row, f in zip(rows, fleets):
+        row.update(fleet_fields(f, dep))
+    columns = columns + FLEET_COLUMNS
+    per = [replica_rows(f, row) for f, row in zip(fleets, rows)]
+    if fmt in ("json", "csv"):  # CSV takes the first row's keys: every replica key is on the fleet's row
+        fleet_rows = [{**row, "replica": None, "load_over_mean": None} for row in rows]
+        return emit(fleet_rows + [r for rs in per for r in rs], columns, fmt, title=title, caption=caption)
+    emit(rows, columns, fmt, title=title)
+    for k, (f, rs) in enumerate(zip(fleets, per)):
+        cols = [c for c in REPLICA_COLUMNS if c.key != "prefix_token_hit_rate" or rows[k].get("prefix_caching")]
+        emit(rs, cols, fmt, title=f"replicas at {rows[k]['rate_req_per_s']:g} req/s, {f.router} routing, "
+                                  f"imbalance {f.imbalance:.3f} (max/mean requests)",
+             caption=caption + "; " + REPLICA_NOTE if k == len(fleets) - 1 else "")
