@@ -76,7 +76,6 @@ def run_batching(o: dict) -> None:
     served = setup(o, target, acc, profile, weights, dep)
     replica, config, dmem = served.replica, served.config, served.draft
     rate = o["rate"]
-    longer = None  # a trace is as long as it is: the search cannot check a longer run
     from llm_cost.serving.prefixes import prefix_segments
 
     def prefixed(w):
@@ -84,6 +83,7 @@ def run_batching(o: dict) -> None:
                                o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
 
     if o["trace"] is not None:
+        longer = None  # a trace is as long as it is: the search cannot check a longer run
         wl = prefixed(read_trace(o["trace"]))
         rates = rate or [wl.rate_req_per_s]
     else:

@@ -53,7 +53,7 @@ def weight_only(weights: WeightFormat) -> bool:
     return not weights.checkpoint and weights.compute == "bf16" and weights.bits < 16
 
 
-def _maximum(x, y):
+def elementwise_max(x, y):
     """numpy.maximum(x, y) (arrays)."""
     import numpy as np
 
@@ -149,7 +149,7 @@ def shared_bytes_read(wb: WeightBytes, profile: Profile) -> float:
     return read
 
 
-def _expert_share(model: ModelSpec) -> float:
+def expert_share(model: ModelSpec) -> float:
     """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
     pc = param_counts(model)
     return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active

@@ -144,30 +144,17 @@ class _Run:
         return head, rest
 
 
-def inline_coefficients(cost) -> tuple | None:
-    """The coefficients with which `_inline_time` evaluates `iteration.totals_time` of a pipelined cost
-    (weight bytes, K/V bytes a token, bytes/s, FLOPs a row and a pair, FLOP/s, stages, the collectives'
-    and the hand-offs' fixed and per-row seconds, fixed seconds), or None where `PassCost.time` is not
-    that plain formula (routed experts, a GEMM ramp, measured attention, data-parallel attention,
-    collectives overlapping compute)."""
-    own = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read", "collectives_s",
-           "handoff_s", "comm_time_s")
-    if not isinstance(cost, PassCost) or any(getattr(type(cost), m) is not getattr(PassCost, m) for m in own):
-        return None  # a cost that times a pass its own way
-    plain = (not getattr(cost, "num_experts", 0) and not getattr(cost, "ramped", False)
-             and getattr(cost, "kv_time_factor", 1.0) == 1.0 and getattr(cost, "attention_dp", 1) == 1
-             and not getattr(cost, "overlap_comm", True) and getattr(cost, "deployed", False))
-    if not plain:
-        return None
-    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
-            cost.flops_per_s, cost.stages, cost.comm_fixed_s, cost.comm_row_s, cost.handoff_fixed_s,
-            cost.handoff_row_s, cost.fixed_s)
+def inline_coefficients(cost):
+    """`PassCost.inline_coefficients` of a pipelined cost (more than one stage or communication), with
+    which `_inline_time` evaluates `iteration.totals_time`; None where it has none or is not deployed."""
+    terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
+    return terms if terms is not None and cost.deployed else None
 
 
 def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
     """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
     `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co`."""
-    w, kvb, bps, rf, pf, fps, stages, cf, cr, hf, hr, fixed = co
+    w, kvb, bps, rf, pf, fps, fixed, stages, cf, cr, hf, hr = co
     mem = (w + (kv_read + rows) * kvb) / bps
     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
     body = ((mem if mem > comp else comp) + 0.0) * stages
