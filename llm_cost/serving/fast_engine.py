@@ -29,7 +29,8 @@ from array import array
 from dataclasses import fields
 
 from llm_cost.serving import handover
-from llm_cost.serving.fast_reservations import any_value
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
@@ -71,14 +72,12 @@ FAST_FEATURES = {
 }
 
 
-def fast_eligible(workload, replica, cfg, held, longest: int) -> bool:
+def fast_eligible(workload, replica, cfg, longest: int) -> bool:
     """Whether `serve_fast` applies (module doc): every `ServeConfig` field in `FAST_FEATURES` with a
-    supported value, one pipeline stage, K/V without windows (`held` None), open-loop arrivals, and the
-    totals within 31 bits each; `longest` is the largest prompt + output."""
-    values = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
-    if not all(name in FAST_FEATURES and FAST_FEATURES[name](value, cfg) for name, value in values.items()):
-        return False
-    if replica.cost.stages != 1 or held is not None or workload.concurrency is not None:
+    supported value, the pass cost's and the workload's by `eligibility.FLAT_KV_ONE_STAGE` (one stage,
+    K/V without windows or recurrent state) and `eligibility.OPEN_LOOP`, and the totals within 31 bits
+    each; `longest` is the largest prompt + output."""
+    if not eligibility.covers(workload, replica, cfg, config=FAST_FEATURES, cost=FLAT_KV_ONE_STAGE):
         return False
     gmax = cfg.spec.gamma if cfg.spec else 0
     return cfg.max_batch * (longest + gmax + 1) < 1 << 31  # the totals fit 31 bits each

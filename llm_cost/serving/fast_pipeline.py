@@ -31,8 +31,9 @@ import math
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
-from llm_cost.serving.fast_reservations import allowed, any_value
-from llm_cost.serving.iteration import held_tokens_fn, totals_time
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
+from llm_cost.serving.iteration import totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
@@ -55,12 +56,16 @@ FEATURES = {
 }
 
 
+# The pass cost's and the workload's fields (`eligibility`): more than one stage, K/V without windows or
+# per-sequence state; open-loop arrivals, every request generating at least one token.
+COST_FEATURES = {**FLAT_KV_ONE_STAGE, "stages": lambda value, cfg: value > 1}
+ARRIVALS = {**OPEN_LOOP, "output": lambda value, cfg: len(value) > 0 and min(value) >= 1}
+
+
 def covers(workload, replica, cfg) -> bool:
     """Whether this path runs `cfg` (`FEATURES`; more than one stage, K/V without windows or per-sequence
     state, open-loop arrivals, every request generating at least one token)."""
-    cost = replica.cost
-    return (allowed(FEATURES, cfg) and cost.stages > 1 and held_tokens_fn(cost) is None
-            and workload.concurrency is None and len(workload) > 0 and min(workload.output) >= 1)
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES, arrivals=ARRIVALS)
 
 
 class _Cohort:
