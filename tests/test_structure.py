@@ -181,3 +181,14 @@ def _plain(annotation) -> str:
     if typing.get_origin(annotation) is typing.Union and len(args) == 1:
         return _plain(args[0])
     return str(annotation)
+
+
+def test_no_private_name_is_imported_across_modules():
+    # issue 24.5: a name another module needs is that module's API, so public (no leading underscore)
+    found = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("llm_cost")):
+                found += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found

@@ -69,7 +69,7 @@ def _minimum(x, cap):
     return np.minimum(x, cap)
 
 
-def _clip(x, low, high):
+def clip_to(x, low, high):
     """low <= x <= high, x clipped: numbers or numpy arrays (broadcast)."""
     if isinstance(x, (int, float)) and isinstance(high, (int, float)):
         return low if x < low else (high if x > high else x)
@@ -86,7 +86,7 @@ def windowed_pairs(new_rows, context, window):
     inside the window see context + i, the others `window`:
     k ctx + k (k + 1) / 2 + (r - k) window. A window >= context + r gives `causal_pairs`.
     """
-    k = _clip(window - context, 0, new_rows)
+    k = clip_to(window - context, 0, new_rows)
     return k * context + k * (k + 1) / 2 + (new_rows - k) * window
 
 
