@@ -94,7 +94,7 @@ class ConfigError(LlmCostError):
     """
 
 
-def _named(name: str) -> tuple[str, ...]:
+def named_params(name: str) -> tuple[str, ...]:
     """The parameter a validator's `name` stands for: itself when it is an identifier."""
     return (name,) if name.isidentifier() else ()
 
@@ -137,7 +137,7 @@ def check_number(name: str, value, *, low=None, high=None, low_open=False,
     ...
     llm_cost.errors.InvalidValueError: batch must be in [1, inf), got 0
     """
-    params = _named(name)
+    params = named_params(name)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidValueError(f"{name} must be a number, got {short_repr(value)}", params=params)
     try:
@@ -198,9 +198,9 @@ def check_all(name: str, values, *, most: int | None = None, numbers: bool = Tru
     """
     values = list(values or ())
     if not values:
-        raise InvalidValueError(f"{name} needs at least one value", params=_named(name))
+        raise InvalidValueError(f"{name} needs at least one value", params=named_params(name))
     if most is not None and len(values) > most:
-        raise InvalidValueError(f"{name} takes at most {most} values, got {len(values)}", params=_named(name))
+        raise InvalidValueError(f"{name} takes at most {most} values, got {len(values)}", params=named_params(name))
     if numbers:
         for v in values:
             check_number(name, v, **limits)
@@ -247,7 +247,7 @@ def check_choice(name: str, value, allowed) -> str:
             return folded[value.casefold()]
     hint = did_you_mean(value, [a for a in allowed if isinstance(a, str)])
     raise UnknownNameError(f"{name} must be one of {', '.join(allowed)}, got {short_repr(value)}{hint}",
-                           params=_named(name))
+                           params=named_params(name))
 
 
 def nearest(value, known, n: int = 3) -> list[str]:

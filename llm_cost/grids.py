@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.errors import InvalidValueError, _named, check_number, range_text
+from llm_cost.errors import InvalidValueError, named_params, check_number, range_text
 
 
 def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=False,
@@ -63,7 +63,7 @@ def checked(name: str, value, *, low=None, high=None, low_open=False, high_open=
         check_number(name, scalar, low=low, high=high, low_open=low_open, high_open=high_open,
                      integer=integer)
         return np.asarray(scalar, dtype=float)
-    params = _named(name)
+    params = named_params(name)
     arr = np.asarray(value)
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
                                  or np.issubdtype(arr.dtype, np.floating)):

@@ -1,6 +1,9 @@
 """`serve` is the one scheduler (issue 24, deliverables 1 and 3): every path it may take for a config
-(the fast paths `fast_reservations` and `fast_engine`, each by its allow-list, and the general loop)
-gives the same schedule, and each agrees with the plain oracles in tests/reference_scheduler.py.
+(the fast paths `fast_reservations`, `fast_engine`, `fast_pipeline` and `fast_prefix`, each by its
+allow-lists, and the general loop) gives the same schedule, over random configs that draw every
+`ServeConfig` field (`any_config`: swap, prefix caching, K/V offload, microbatches, adaptive gamma ...)
+on one stage, two pipeline stages and a small K/V, and each agrees with the plain oracles in
+tests/reference_scheduler.py.
 
 GPT-3 13B on one A100 40GB with the lecture preset (the Orca setting), Orca's workload scaled down.
 """
@@ -11,7 +14,7 @@ import math
 import random
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from llm_cost.catalog import load_accelerator, load_model
@@ -21,6 +24,7 @@ from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_config import ServeConfig, SpecConfig
 from llm_cost.serving.workload import Workload, poisson_workload
 from llm_cost.specs import PRESETS
+from llm_cost.specs.deployment import Deployment
 from reference_scheduler import KvRequest, request_level_steps, run_steps
 
 SERVER = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
@@ -65,6 +69,89 @@ def test_every_path_gives_the_same_schedule(data, rate, seed):
         _same_schedule(r, general, (fast, r.path, cfg))
         assert r.kv_used_peak_tokens == pytest.approx(general.kv_used_peak_tokens, rel=REL), (fast, r.path)
         assert r.busy_s == pytest.approx(general.busy_s, rel=REL) and r.scheduler == general.scheduler
+
+
+PIPELINED = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"],
+                               deployment=Deployment(pp=2))
+SMALL_KV = Replica(SERVER.cost, 6000, SERVER.max_len)  # preemptions under paged K/V
+
+
+@st.composite
+def any_config(draw):
+    """A `ServeConfig` drawn over every field it has (each valid combination): paged K/V with recompute
+    or swap, prefix caching, a host tier for K/V offload, chunked prefill, speculation (fixed,
+    off-above-batch, adaptive), every pipeline, request-level batches."""
+    reservation = draw(st.sampled_from(["paged", "declared", "max_len", "none", "paged", "paged"]))
+    preemption = draw(st.sampled_from(["recompute", "swap"])) if reservation == "paged" else "recompute"
+    recompute_paged = reservation == "paged" and preemption == "recompute"
+    request = reservation == "max_len" and draw(st.booleans())
+    spec = None if reservation == "none" or request else draw(st.one_of(st.none(), st.none(), st.builds(
+        SpecConfig, gamma=st.integers(1, 4), alpha=st.floats(0.0, 0.95), c=st.floats(0.0, 0.2),
+        policy=st.sampled_from(["fixed", "fixed", "off-above-batch", "adaptive"]), off_above=st.integers(1, 80),
+        seed=st.integers(0, 3))))
+    return ServeConfig(
+        max_batch=draw(st.integers(1, 64)), reservation=reservation, block_size=draw(st.sampled_from([1, 16, 32])),
+        watermark=draw(st.sampled_from([0.0, 0.01])), preemption=preemption,
+        prefill_chunk=None if request else draw(st.sampled_from([None, None, None, 256, 1024])),
+        spec=spec, pipeline=draw(st.sampled_from(["orca", "serial", "microbatch"])),
+        host_bytes_per_s=draw(st.sampled_from([64e9, 1e9])), scheduler="request" if request else "iteration",
+        prefix_caching=recompute_paged and draw(st.booleans()),
+        kv_offload_bytes=draw(st.sampled_from([0.0, 0.0, 0.0, 2e9])) if recompute_paged else 0.0)
+
+
+# the fields `any_config` draws: every field of `ServeConfig` (a new one must be drawn too)
+DRAWN = {"max_batch", "reservation", "block_size", "watermark", "preemption", "prefill_chunk", "spec", "pipeline",
+         "host_bytes_per_s", "scheduler", "prefix_caching", "kv_offload_bytes"}
+
+
+def test_any_config_draws_every_field():
+    import dataclasses
+
+    assert {f.name for f in dataclasses.fields(ServeConfig)} == DRAWN
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(cfg=ServeConfig(reservation="paged", preemption="swap", pipeline="microbatch"), rate=30.0, seed=1,
+         replica="small", prefixed=False)  # fast_engine, swaps handed to the general loop
+@example(cfg=ServeConfig(reservation="paged", pipeline="orca", max_batch=16), rate=30.0, seed=2, replica="pp2",
+         prefixed=True)  # fast_pipeline
+@example(cfg=ServeConfig(reservation="paged", pipeline="microbatch", max_batch=16), rate=30.0, seed=2,
+         replica="pp2", prefixed=False)  # microbatches: the general loop
+@example(cfg=ServeConfig(reservation="paged", prefix_caching=True, block_size=16), rate=30.0, seed=3,
+         replica="small", prefixed=True)  # fast_prefix, preempting
+@example(cfg=ServeConfig(reservation="paged", prefix_caching=True, kv_offload_bytes=2e9), rate=30.0, seed=4,
+         replica="small", prefixed=True)  # a host tier: the general loop
+@given(cfg=any_config(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5), replica=st.sampled_from(["one", "pp2", "small"]),
+       prefixed=st.booleans())
+def test_random_configs_over_every_field_take_a_path_that_gives_the_general_loops_schedule(cfg, rate, seed, replica,
+                                                                                          prefixed):
+    # where a fast path accepts (its allow-lists), its finish times are the general loop's; where none
+    # does, `serve` runs the general loop
+    from llm_cost.serving.prefixes import prefix_segments
+
+    server = {"one": SERVER, "pp2": PIPELINED, "small": SMALL_KV}[replica]
+    wl = poisson_workload(100, rate, seed=seed)
+    if prefixed:
+        wl = prefix_segments(wl, shared=48, groups=3, group_tokens=64, seed=seed)
+    try:
+        general = serve(wl, server, cfg, fast=False)
+    except InvalidValueError:  # what the config cannot run here (request-level on pp > 1 orca) is refused
+        assume(False)
+    if cfg.scheduler == "request":  # an admission policy of its own (its oracle: the test below)
+        assert general.path == serve(wl, server, cfg).path == "request_level"
+        return
+    assert general.path == "general"
+    taken = set()
+    for name in FAST_PATHS:
+        r = serve(wl, server, cfg, fast=(name,))
+        assert r.path == path_of(wl, server, cfg, fast=(name,)) or (name, r.path) == ("fast_pipeline", "general")
+        assert r.path in (name, "general")
+        taken.add(r.path)
+        _same_schedule(r, general, (name, r.path, cfg))
+    default = serve(wl, server, cfg)
+    if taken == {"general"}:
+        assert default.path == "general"  # no fast path accepts: the general loop runs
+    _same_schedule(default, general, ("default", default.path, cfg))
 
 
 def test_the_default_config_takes_each_fast_path_it_allows():

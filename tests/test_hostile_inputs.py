@@ -196,7 +196,7 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(Figure, "savefig", interrupted)
     from llm_cost.report import figures
 
-    fig, _ = figures._figure()
+    fig, _ = figures.new_figure()
     with pytest.raises(KeyboardInterrupt):
         figures.save(fig, out)
     assert out.read_bytes() == b"old figure"

@@ -119,8 +119,8 @@ def test_zero_offload_is_todays_engine():
     assert ServeConfig(reservation="paged", kv_offload_bytes=0) == ServeConfig(reservation="paged")
     wl = fixed_workload([(1024, 512)] * 16, arrivals_s=[0.0] * 16)
     longest = 1024 + 512
-    assert fast_eligible(wl, SERVER_8K, ServeConfig(reservation="paged", kv_offload_bytes=0), None, longest)
-    assert not fast_eligible(wl, SERVER_8K, ServeConfig(reservation="paged", kv_offload_bytes=1e9), None, longest)
+    assert fast_eligible(wl, SERVER_8K, ServeConfig(reservation="paged", kv_offload_bytes=0), longest)
+    assert not fast_eligible(wl, SERVER_8K, ServeConfig(reservation="paged", kv_offload_bytes=1e9), longest)
     a = serve(wl, SERVER_8K, ServeConfig(reservation="paged", kv_offload_bytes=0.0))
     assert a == serve(wl, SERVER_8K, ServeConfig(reservation="paged")) and a.preemptions > 0
     # with room enough that nothing is evicted or preempted, a tier changes nothing either

@@ -90,8 +90,8 @@ def test_prefix_caching_is_refused_where_it_cannot_run():
 def test_the_fast_path_does_not_take_prefix_caching():
     wl = with_shared_prefix(poisson_workload(20, 4.0, seed=0), 64)
     longest = max(p + o for p, o in zip(wl.prompt, wl.output))
-    assert fast_eligible(wl, SERVER, PLAIN, None, longest)
-    assert not fast_eligible(wl, SERVER, CACHED, None, longest)
+    assert fast_eligible(wl, SERVER, PLAIN, longest)
+    assert not fast_eligible(wl, SERVER, CACHED, longest)
 
 
 def test_a_shared_system_prompt_lowers_ttft_and_raises_throughput_under_load():

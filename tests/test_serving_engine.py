@@ -342,7 +342,7 @@ def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
     from llm_cost.serving.fast_engine import fast_eligible
 
     wl = poisson_workload(1500, rate, seed=1, max_gen=max_gen)
-    assert fast_eligible(wl, SERVER, cfg, None, max(p + o for p, o in zip(wl.prompt, wl.output)))
+    assert fast_eligible(wl, SERVER, cfg, max(p + o for p, o in zip(wl.prompt, wl.output)))
     fast, general = serve(wl, SERVER, cfg, fast=FAST_ENGINE), serve(wl, SERVER, cfg, fast=False)
     _same_run(fast, general)
     assert (fast.preemptions > 0) == (rate == 30.0 and cfg.reservation == "paged")
@@ -577,13 +577,13 @@ def test_a_feature_the_fast_path_does_not_list_takes_the_general_loop():
 
     wl = poisson_workload(50, 4.0, seed=0)
     longest = max(p + o for p, o in zip(wl.prompt, wl.output))
-    assert fast_eligible(wl, SERVER, ServeConfig(), None, longest)
-    assert not fast_eligible(wl, SERVER, WithPrefixCache(), None, longest)
+    assert fast_eligible(wl, SERVER, ServeConfig(), longest)
+    assert not fast_eligible(wl, SERVER, WithPrefixCache(), longest)
     assert set(FAST_FEATURES) == {f for f in ServeConfig.__dataclass_fields__}
     for cfg in (ServeConfig(prefill_chunk=256), ServeConfig(reservation="none"),
                 ServeConfig(spec=SpecConfig(4, 0.8, policy="adaptive")),
                 ServeConfig(max_batch=64, spec=SpecConfig(4, 0.8, policy="off-above-batch", off_above=8))):
-        assert not fast_eligible(wl, SERVER, cfg, None, longest), cfg
+        assert not fast_eligible(wl, SERVER, cfg, longest), cfg
 
 
 def test_block_counts_have_one_helper():

@@ -9,11 +9,11 @@ from __future__ import annotations
 def validation_figure(predictions, path, *, title: str = ""):
     """Draw the covered predictions (x measured, y predicted, log-log), y = x and the +-10% band, to
     `path` (.png or .svg); returns the path."""
-    from llm_cost.report.figures import _figure, check_output, save
+    from llm_cost.report.figures import new_figure, check_output, save
 
     check_output(path)
     covered = [p for p in predictions if p.covered]
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for m in dict.fromkeys(p.point.metric for p in covered):
         ax.scatter([p.point.value for p in covered if p.point.metric == m],
                    [p.predicted for p in covered if p.point.metric == m], s=18, label=m)

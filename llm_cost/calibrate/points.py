@@ -158,7 +158,7 @@ def _unit_factor(metric: str):
     return parse
 
 
-def _resolve_model(config: str, folder: Path):
+def resolve_model(config: str, folder: Path):
     from llm_cost.catalog import load_model
 
     path = folder / config

@@ -117,10 +117,10 @@ def _specs(config: str, gpu_name: str):
     """The model and accelerator of a row (`config` already resolved against the CSV's folder)."""
     from pathlib import Path
 
-    from llm_cost.calibrate.points import _resolve_model
+    from llm_cost.calibrate.points import resolve_model
     from llm_cost.catalog import load_accelerator
 
-    return _resolve_model(config, Path(".")), load_accelerator(gpu_name)
+    return resolve_model(config, Path(".")), load_accelerator(gpu_name)
 
 
 def _value(p: Point, model, gpu, profile, engine) -> tuple[float, str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from llm_cost.catalog.fields import Fields
-from llm_cost.catalog.windows import _windows
+from llm_cost.catalog.windows import windows_of
 from llm_cost.errors import short_repr
 from llm_cost.specs import MoESpec
 
@@ -48,7 +48,7 @@ def decoder(f: Fields, *, tied: bool = False, qkv_bias: bool = False, attention_
         qkv_bias=bias or qkv_bias, o_bias=bias, mlp_bias=f.bool("mlp_bias", False),
         max_position_embeddings=context_length(f, stated=stated_context),
         mtp_layers=f.int("num_nextn_predict_layers", 0, minimum=0),  # DeepSeek-V3's MTP modules
-        **_windows(f, layers, windows),
+        **windows_of(f, layers, windows),
     )
 
 

@@ -46,7 +46,7 @@ from llm_cost.catalog.hybrid_families import HYBRID_ARCHITECTURES, HYBRID_FAMILI
 from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANTS
 from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
 from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision, vision_spec
-from llm_cost.catalog.windows import _every_layer, _gemma2_window, _gemma3_window, _qwen_window, _window_fields
+from llm_cost.catalog.windows import every_layer, gemma2_window, gemma3_window, qwen_window, window_fields
 from llm_cost.specs import MLASpec
 
 
@@ -68,29 +68,29 @@ def _llama(f: Fields) -> dict:
 
 def _mistral(f: Fields) -> dict:
     dense_only(f, "mistral")
-    return decoder(f, windows=_every_layer)
+    return decoder(f, windows=every_layer)
 
 
 def _mixtral(f: Fields) -> dict:
-    spec = decoder(f, windows=_every_layer)  # experts of intermediate_size, no dense layers
+    spec = decoder(f, windows=every_layer)  # experts of intermediate_size, no dense layers
     return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts")}
 
 
 def _phi3(f: Fields) -> dict:
     dense_only(f, "phi3")
-    return decoder(f, windows=_every_layer)
+    return decoder(f, windows=every_layer)
 
 
 def _qwen2(f: Fields) -> dict:
     dense_only(f, "qwen2")
-    return decoder(f, qkv_bias=True, windows=_qwen_window)
+    return decoder(f, qkv_bias=True, windows=qwen_window)
 
 
 def _qwen3(f: Fields) -> dict:
     """Qwen3Config: head_dim defaults to 128 (configuration_qwen3.py), not hidden_size / heads."""
     dense_only(f, "qwen3")
-    return decoder(f, windows=_qwen_window, head_dim=128) | {"qk_norm": "head"}
+    return decoder(f, windows=qwen_window, head_dim=128) | {"qk_norm": "head"}
 
 
 def require_head_dim(f: Fields, family: str, released: int) -> None:
@@ -106,7 +106,7 @@ def require_head_dim(f: Fields, family: str, released: int) -> None:
 def _qwen3_moe(f: Fields) -> dict:
     """Qwen3MoeDecoderLayer: a MoE MLP unless the layer is in mlp_only_layers or off the step."""
     require_head_dim(f, "qwen3_moe", 128)
-    spec = decoder(f, windows=_qwen_window) | {"qk_norm": "head"}
+    spec = decoder(f, windows=qwen_window) | {"qk_norm": "head"}
     is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
     return spec | {"moe": moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
                                    layout_key=layout_key)}
@@ -117,7 +117,7 @@ def _qwen2_moe(f: Fields) -> dict:
     router without bias, and ONE shared expert of shared_expert_intermediate_size whose output a
     hidden -> 1 shared_expert_gate (no bias) scales; dense layers (mlp_only_layers, off
     decoder_sparse_step) of intermediate_size."""
-    spec = decoder(f, qkv_bias=True, windows=_qwen_window)
+    spec = decoder(f, qkv_bias=True, windows=qwen_window)
     is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
     moe = moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
                    layout_key=layout_key, shared=1)
@@ -138,14 +138,14 @@ def _gemma(f: Fields) -> dict:
 def _gemma2(f: Fields) -> dict:
     """Gemma2Config: head_dim defaults to 256 (configuration_gemma2.py)."""
     dense_only(f, "gemma2")
-    return decoder(f, tied=True, windows=_gemma2_window, head_dim=256) | {"layer_norms": 4}
+    return decoder(f, tied=True, windows=gemma2_window, head_dim=256) | {"layer_norms": 4}
 
 
 def _gemma3(f: Fields) -> dict:
     """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py); max_position_embeddings
     is the context already scaled by its linear rope factor, as vLLM reads it (`context_length`)."""
     dense_only(f, "gemma3_text")
-    return decoder(f, tied=True, windows=_gemma3_window, head_dim=256,
+    return decoder(f, tied=True, windows=gemma3_window, head_dim=256,
                    stated_context=True) | {"layer_norms": 4, "qk_norm": "head"}
 
 
@@ -179,7 +179,7 @@ def _llama4_text(f: Fields) -> dict:
         raise f.error(f"key {f.key('no_rope_layers')} must hold a 0 or 1 for each of {layers} layers")
 
     def chunked_on_rope_layers(g: Fields, n: int) -> dict:
-        return _window_fields(g, ["chunked" if r else "full" for r in rope])
+        return window_fields(g, ["chunked" if r else "full" for r in rope])
 
     spec = decoder(f, windows=chunked_on_rope_layers if f.has("attention_chunk_size") else None)
     step = f.int("interleave_moe_layer_step", 1)

@@ -31,7 +31,7 @@ from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
 from llm_cost.catalog.mamba_families import MAMBA_ARCHITECTURES, MAMBA_FAMILIES
 from llm_cost.catalog.multimodal import qwen_vision
-from llm_cost.catalog.windows import _window_fields
+from llm_cost.catalog.windows import window_fields
 from llm_cost.specs.model_towers import RecurrentSpec
 
 
@@ -48,7 +48,7 @@ def _interval_schedule(f: Fields, layers: int) -> dict:
         raise f.error(f"a hybrid needs its layer schedule: no {f.key('layer_types')} and no "
                       f"{f.key('full_attention_interval')}")
     step = f.int("full_attention_interval")
-    return _window_fields(f, ["full" if (i + 1) % step == 0 else "recurrent" for i in range(layers)])
+    return window_fields(f, ["full" if (i + 1) % step == 0 else "recurrent" for i in range(layers)])
 
 
 def _gated_deltanet_text(f: Fields, *, mtp_key: str, tied: bool = False) -> dict:
@@ -114,7 +114,7 @@ def _minimax_m1(f: Fields) -> dict:
                       f"{f.key('num_hidden_layers')} is {layers}")
 
     def schedule(g: Fields, n: int) -> dict:
-        return _window_fields(g, ["full" if k else "recurrent" for k in kinds])
+        return window_fields(g, ["full" if k else "recurrent" for k in kinds])
 
     spec = decoder(with_keys(f, sliding_window=None), windows=schedule)
     if f.int("shared_intermediate_size", 0, minimum=0):

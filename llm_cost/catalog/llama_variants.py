@@ -26,7 +26,7 @@ from __future__ import annotations
 from llm_cost.catalog.decoder import decoder, dense_only
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
-from llm_cost.catalog.windows import _qwen_window, _window_fields
+from llm_cost.catalog.windows import qwen_window, window_fields
 
 
 def rope_flags_to_nope(f: Fields, key: str, layers: int) -> tuple[int, ...]:
@@ -42,13 +42,13 @@ def rope_flags_to_nope(f: Fields, key: str, layers: int) -> tuple[int, ...]:
 
 def _smollm3(f: Fields) -> dict:
     dense_only(f, "smollm3")
-    spec = decoder(f, tied=True, windows=_qwen_window)
+    spec = decoder(f, tied=True, windows=qwen_window)
     return spec | {"nope_layers": rope_flags_to_nope(f, "no_rope_layers", spec["num_layers"])}
 
 
 def _mimo(f: Fields) -> dict:
     dense_only(f, "mimo")
-    return decoder(with_keys(f, attention_bias=False), qkv_bias=True, windows=_qwen_window)
+    return decoder(with_keys(f, attention_bias=False), qkv_bias=True, windows=qwen_window)
 
 
 def _internlm2(f: Fields) -> dict:
@@ -73,7 +73,7 @@ def _cohere2_window(f: Fields, layers: int) -> dict:
     """Cohere2Config without `layer_types`: every `sliding_window_pattern`-th layer (4 unless stated)
     is global, the others slide."""
     pattern = f.int("sliding_window_pattern", 4)
-    return _window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
+    return window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
 
 
 def _cohere2(f: Fields) -> dict:

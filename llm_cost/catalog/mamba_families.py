@@ -14,7 +14,7 @@ from __future__ import annotations
 from llm_cost.catalog.decoder import decoder, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
-from llm_cost.catalog.windows import _window_fields
+from llm_cost.catalog.windows import window_fields
 from llm_cost.specs.model_towers import RecurrentSpec
 
 MAMBA_LAYER_NAMES = {"mamba": "recurrent", "attention": "full"}  # GraniteMoeHybrid's layer_types
@@ -54,7 +54,7 @@ def _granitemoehybrid(f: Fields) -> dict:
     shared = f.int("shared_intermediate_size")
     experts = f.int("num_local_experts", 0, minimum=0)
     base = with_keys(f, layer_types=None, intermediate_size=shared if not experts else f.int("intermediate_size"))
-    spec = decoder(base, tied=True, windows=lambda g, n: _window_fields(g, kinds))
+    spec = decoder(base, tied=True, windows=lambda g, n: window_fields(g, kinds))
     if "recurrent" in kinds:  # Granite 4.0's dense models (micro, 1b, 350m) ship as this class, all attention
         spec |= {"recurrent": _mamba2(f)}
     if not experts:
@@ -75,7 +75,7 @@ def _bamba(f: Fields) -> dict:
     attention = set(f.int_list("attn_layer_indices", maximum=layers - 1))
     kinds = ["full" if i in attention else "recurrent" for i in range(layers)]
     base = with_keys(f, sliding_window=None)
-    return decoder(base, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
+    return decoder(base, windows=lambda g, n: window_fields(g, kinds)) | {"recurrent": _mamba2(f)}
 
 
 def _falcon_h1(f: Fields) -> dict:
@@ -140,7 +140,7 @@ def _nemotron_h(f: Fields) -> dict:
                           state_dim=f.int(state_key), num_groups=f.int(groups_key, 8),
                           conv_kernel=f.int("conv_kernel", 4), conv_bias=f.bool("use_conv_bias", True),
                           proj_bias=f.bool("use_bias", False) or f.bool("mamba_proj_bias", False))
-    spec = decoder(with_keys(f, sliding_window=None), windows=lambda g, n: _window_fields(g, kinds))
+    spec = decoder(with_keys(f, sliding_window=None), windows=lambda g, n: window_fields(g, kinds))
     return spec | {"recurrent": mamba, "single_sublayer_blocks": True, "layer_norms": 1, "mlp_kind": "plain"}
 
 
@@ -163,7 +163,7 @@ def _jamba(f: Fields) -> dict:
     mamba = RecurrentSpec("mamba1", num_heads=1, head_dim=inner, state_dim=f.int("mamba_d_state", 16),
                           conv_kernel=f.int("mamba_d_conv", 4), conv_bias=f.bool("mamba_conv_bias", True),
                           proj_bias=f.bool("mamba_proj_bias", False), dt_rank=dt_rank)
-    spec = decoder(f, windows=lambda g, n: _window_fields(g, kinds)) | {"recurrent": mamba}
+    spec = decoder(f, windows=lambda g, n: window_fields(g, kinds)) | {"recurrent": mamba}
     if not f.has("num_experts") or f.int("num_experts") == 1:
         return spec
     e_period = f.int("expert_layer_period", 2)

@@ -22,7 +22,7 @@ HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chu
 
 # ---- windows ------------------------------------------------------------------------------
 
-def _windows(f: Fields, layers: int, rule: Callable[[Fields, int], dict] | None) -> dict:
+def windows_of(f: Fields, layers: int, rule: Callable[[Fields, int], dict] | None) -> dict:
     """layer_types / sliding_window / attention_chunk_size: from `layer_types`, else the rule."""
     if f.has("layer_types"):
         kinds = []
@@ -34,7 +34,7 @@ def _windows(f: Fields, layers: int, rule: Callable[[Fields, int], dict] | None)
         if len(kinds) != layers:
             raise f.error(f"key {f.key('layer_types')} has {len(kinds)} entries, "
                           f"{f.key('num_hidden_layers')} is {layers}")
-        return _window_fields(f, kinds)
+        return window_fields(f, kinds)
     if rule is None:
         if f.has("sliding_window"):
             raise f.error(f"key {f.key('sliding_window')} ({short_repr(f.get('sliding_window', None))}) "
@@ -43,7 +43,7 @@ def _windows(f: Fields, layers: int, rule: Callable[[Fields, int], dict] | None)
     return rule(f, layers)
 
 
-def _window_fields(f: Fields, kinds: list[str]) -> dict:
+def window_fields(f: Fields, kinds: list[str]) -> dict:
     """The spec's window fields for per-layer kinds, each size read only where a layer uses it."""
     out: dict = {"layer_types": tuple(kinds)} if set(kinds) != {"full"} else {}
     if "sliding" in kinds:
@@ -53,31 +53,31 @@ def _window_fields(f: Fields, kinds: list[str]) -> dict:
     return out
 
 
-def _every_layer(f: Fields, layers: int) -> dict:
+def every_layer(f: Fields, layers: int) -> dict:
     """Mistral, Mixtral, Phi-3: `sliding_window`, when set, applies to every layer."""
-    return _window_fields(f, ["sliding" if f.has("sliding_window") else "full"] * layers)
+    return window_fields(f, ["sliding" if f.has("sliding_window") else "full"] * layers)
 
 
-def _qwen_window(f: Fields, layers: int) -> dict:
+def qwen_window(f: Fields, layers: int) -> dict:
     """Qwen2/3: a window only with `use_sliding_window`, on layers from `max_window_layers` on."""
     if not f.bool("use_sliding_window", False):
         return {}  # the Hub configs carry sliding_window 131072 (or null) with the window off
     first = f.int("max_window_layers", minimum=0)
-    return _window_fields(f, ["sliding" if i >= first else "full" for i in range(layers)])
+    return window_fields(f, ["sliding" if i >= first else "full" for i in range(layers)])
 
 
-def _gemma2_window(f: Fields, layers: int) -> dict:
+def gemma2_window(f: Fields, layers: int) -> dict:
     """Gemma 2 alternates: layers 0, 2, 4, ... slide (Gemma2Config's default layer_types)."""
-    return _window_fields(f, ["sliding" if (i + 1) % 2 else "full" for i in range(layers)])
+    return window_fields(f, ["sliding" if (i + 1) % 2 else "full" for i in range(layers)])
 
 
-def _gemma3_window(f: Fields, layers: int) -> dict:
+def gemma3_window(f: Fields, layers: int) -> dict:
     """Gemma 3: every `sliding_window_pattern`-th layer is global, the others slide (5 : 1)."""
     window = f.int("sliding_window")  # Gemma 3 always has local layers
     if not f.has("sliding_window_pattern"):
         raise f.error(f"key {f.key('sliding_window')} ({window}) names a window but not the layers it "
                       f"applies to (no {f.key('layer_types')} or {f.key('sliding_window_pattern')})")
     pattern = f.int("sliding_window_pattern")
-    return _window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
+    return window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
 
 

@@ -186,3 +186,39 @@ def cached_new(text: str) -> tuple[int, int]:
     if not sep or pair is None:
         raise InvalidValueError(f"request must be cached:new tokens like 3:1, got {text!r}", params=("request",))
     return pair
+
+
+def spec_policy(text: str) -> tuple[str, int]:
+    """(policy, N) of `fixed`, `adaptive` or `off-above-batch:N` (`SpecConfig.policy`, `off_above`)."""
+    s = str(text).strip().lower()
+    if s in ("fixed", "adaptive"):
+        return s, 0
+    if s.startswith("off-above-batch:"):
+        try:
+            return "off-above-batch", int(s.split(":", 1)[1])
+        except ValueError:
+            pass
+    raise InvalidValueError(f"spec_policy must be fixed, off-above-batch:N or adaptive, got {text!r}",
+                            params=("spec_policy",))
+
+
+def acceptance(text: str):
+    """None for `iid`, a `rounds.BurstyAcceptance` for `bursty:EASY:HARD:P_EH:P_HE`."""
+    from llm_cost.speculative.rounds import BurstyAcceptance
+
+    s = str(text).strip().lower()
+    if s == "iid":
+        return None
+    parts = s.split(":")
+    if parts[0] == "bursty" and len(parts) == 5:
+        try:
+            easy, hard, p_eh, p_he = (float(x) for x in parts[1:])
+        except ValueError:
+            pass
+        else:
+            try:
+                return BurstyAcceptance(easy, hard, p_eh, p_he)
+            except InvalidValueError as err:
+                raise InvalidValueError(f"spec_acceptance: {err}", params=("spec_acceptance",)) from None
+    raise InvalidValueError(f"spec_acceptance must be iid or bursty:EASY:HARD:P_EH:P_HE, got {text!r}",
+                            params=("spec_acceptance",))

@@ -1,9 +1,9 @@
-"""`batching`'s work: its options become a workload, a replica and one `ServeConfig` (`serve_config`,
-`speculation`); each rate is one `engine.serve` call (the library picks its step-level
-paths or the general loop by allow-lists, never the command by the options given) or the rate
-search `highest_rate`; the rows are rendered with the simulator's columns (K/V reserved against
-written) or the engine's (tails, goodput, K/V used, preemptions). Kept out of `commands/serving.py`
-so that module stays readable; only `batching` calls it."""
+"""`batching`'s work: its options parsed and given to `serving.setup.serving_setup` (the replica, one
+`ServeConfig`, a draft's memory: the library builds the speculation and the draft's cost); each rate
+is one `engine.serve` call (the library picks its step-level paths or the general loop by
+allow-lists, never the command by the options given) or the rate search `highest_rate`; the rows are
+rendered with the simulator's columns where the runs counted K/V reserved against written, the
+engine's elsewhere (tails, goodput, K/V used, preemptions). Only `batching` calls it."""
 
 from __future__ import annotations
 
@@ -30,108 +30,24 @@ DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
 
 
-def _spec_policy(text: str) -> tuple[str, int]:
-    from llm_cost.errors import InvalidValueError
-
-    s = str(text).strip().lower()
-    if s in ("fixed", "adaptive"):
-        return s, 0
-    if s.startswith("off-above-batch:"):
-        try:
-            return "off-above-batch", int(s.split(":", 1)[1])
-        except ValueError:
-            pass
-    raise InvalidValueError(f"spec_policy must be fixed, off-above-batch:N or adaptive, got {text!r}",
-                            params=("spec_policy",))
-
-
-def _acceptance(text: str):
-    """None for `iid`, a `rounds.BurstyAcceptance` for `bursty:EASY:HARD:P_EH:P_HE`."""
-    from llm_cost.errors import InvalidValueError
-    from llm_cost.speculative.rounds import BurstyAcceptance
-
-    s = str(text).strip().lower()
-    if s == "iid":
-        return None
-    parts = s.split(":")
-    if parts[0] == "bursty" and len(parts) == 5:
-        try:
-            easy, hard, p_eh, p_he = (float(x) for x in parts[1:])
-        except ValueError:
-            pass
-        else:
-            try:
-                return BurstyAcceptance(easy, hard, p_eh, p_he)
-            except InvalidValueError as err:
-                raise InvalidValueError(f"spec_acceptance: {err}", params=("spec_acceptance",)) from None
-    raise InvalidValueError(f"spec_acceptance must be iid or bursty:EASY:HARD:P_EH:P_HE, got {text!r}",
-                            params=("spec_acceptance",))
-
-
-SCHEDULER_RESERVATION = {"request": "max_len", "iteration": "declared", "none": "none"}  # each one's default
-
-
-def serve_config(o: dict, spec, host_bytes_per_s: float):
-    """The `ServeConfig` of the `batching` options `o` (every option maps to one field; the library
-    decides which scheduler runs it, `engine.serve`)."""
-    from llm_cost.errors import InvalidValueError, check_choice
-    from llm_cost.serving.serve_config import ServeConfig
-
-    scheduler = check_choice("scheduler", o["scheduler"], tuple(SCHEDULER_RESERVATION))
-    from llm_cost.commands.serving_prefix import implied_reservation  # prefix caching: paged unless told
-
-    reservation = o["reservation"] or implied_reservation(o, scheduler) or SCHEDULER_RESERVATION[scheduler]
-    if scheduler == "none" and reservation != "none":
-        raise InvalidValueError("--scheduler none runs without a reservation: give --scheduler iteration with "
-                                f"--reservation {reservation}", params=("scheduler", "reservation"))
-    return ServeConfig(max_batch=o["max_batch"], reservation=reservation, block_size=o["block_size"],
-                       watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
-                       spec=spec, pipeline=o["pipeline"], host_bytes_per_s=host_bytes_per_s,
-                       scheduler="request" if scheduler == "request" else "iteration",
-                       prefix_caching=o.get("prefix_caching", False), kv_offload_bytes=o.get("kv_offload_bytes", 0.0))
-
-
-def speculation(o: dict, target, acc, profile, weights, dep):
-    """(`SpecConfig` or None, the draft's `DraftMemory` or None, the K/V tokens left beside a draft or
-    the --kv-tokens given) from the speculation options."""
+def setup(o: dict, target, acc, profile, weights, dep):
+    """`serving.setup.serving_setup` of the `batching` options `o` on `dep` (the text options parsed)."""
     from llm_cost.catalog import load_model
     from llm_cost.commands import parse
-    from llm_cost.errors import InvalidValueError
-    from llm_cost.serving.draft_memory import draft_memory
-    from llm_cost.serving.replica import IterationCost
-    from llm_cost.serving.serve_config import SpecConfig
+    from llm_cost.commands.serving_prefix import implied_reservation  # prefix caching: paged unless told
+    from llm_cost.serving.setup import serving_setup
 
-    gamma, alpha = o["spec_gamma"], o["spec_alpha"]
-    bursty = _acceptance(o["spec_acceptance"])
-    if bursty is not None and alpha is None:
-        alpha = bursty.stationary_alpha  # the adaptive policy's Eq. 1 uses the long-run rate
-    if (gamma is None) != (alpha is None):
-        raise InvalidValueError("speculation needs both --spec-gamma and --spec-alpha", params=("spec_gamma", "spec_alpha"))
-    if o["c"] is not None and o["draft"] is not None:
-        raise InvalidValueError("give --c or --draft, not both", params=("c", "draft"))
-    if (o["c"] is not None or o["draft"] is not None) and gamma is None:
-        raise InvalidValueError("--c and --draft need --spec-gamma and --spec-alpha", params=("spec_gamma",))
-    kv_tokens = o["kv_tokens"]
-    if gamma is None:
-        return None, None, kv_tokens
-    draft_cost = dmem = None
-    if o["draft"] is not None:
-        from llm_cost.parallel import deployed_cost
-        from llm_cost.speculative.fit import draft_deployment_for
-
-        dspec = load_model(o["draft"])
-        draft_cost = deployed_cost(IterationCost.from_roofline(dspec, acc, profile), dspec, acc, parse.weights("bf16"),
-                                   draft_deployment_for(dspec, dep))
-        dmem = draft_memory(target, dspec, acc, reserve=o["reserve"], weights=weights, deployment=dep)
-        if kv_tokens is None:
-            if dmem.kv_tokens < 1:
-                raise InvalidValueError(f"{dspec.name} beside {target.name} leaves no K/V room on {acc.name}",
-                                        params=("draft",))
-            kv_tokens = dmem.kv_tokens
-    policy, off = _spec_policy(o["spec_policy"])
-    spec = SpecConfig(gamma=gamma, alpha=alpha, c=o["c"] or 0.0, draft_cost=draft_cost, policy=policy,
-                      off_above=off, seed=o["seed"], bursty=bursty)
-    return spec, dmem, kv_tokens
+    policy, off_above = parse.spec_policy(o["spec_policy"])
+    return serving_setup(target, acc, profile, weights=weights, deployment=dep, reserve=o["reserve"],
+                         kv_tokens=o["kv_tokens"], max_len=o["max_len"], scheduler=o["scheduler"],
+                         reservation=o["reservation"] or implied_reservation(o, o["scheduler"]), max_batch=o["max_batch"], block_size=o["block_size"],
+                         watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
+                         pipeline=o["pipeline"], prefix_caching=o["prefix_caching"],
+                         kv_offload_bytes=o["kv_offload_bytes"], spec_gamma=o["spec_gamma"],
+                         spec_alpha=o["spec_alpha"], c=o["c"],
+                         draft=load_model(o["draft"]) if o["draft"] is not None else None, spec_policy=policy,
+                         spec_off_above=off_above, spec_acceptance=parse.acceptance(o["spec_acceptance"]),
+                         seed=o["seed"])
 
 
 def run_batching(o: dict) -> None:
@@ -143,8 +59,6 @@ def run_batching(o: dict) -> None:
     from llm_cost.commands.progress import SweepProgress
     from llm_cost.commands.serving_common import kv_settings
     from llm_cost.errors import InvalidValueError
-    from llm_cost.serving.replica import Replica
-    from llm_cost.serving.serve_config import host_link_bytes_per_s
     from llm_cost.serving.workload_spec import read_trace, synthetic_workload
 
     slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
@@ -158,12 +72,9 @@ def run_batching(o: dict) -> None:
     profile, weights = with_engine(parse.profile(o["preset"]), o["engine"]), parse.weights(o["weights"])
     dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
     target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    spec, dmem, kv_tokens = speculation(o, target, acc, profile, weights, dep)
-    replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
-                                 max_len=o["max_len"], deployment=dep, windowed=True)
-    config = serve_config(o, spec, host_link_bytes_per_s(acc))
+    served = setup(o, target, acc, profile, weights, dep)
+    replica, config, dmem = served.replica, served.config, served.draft
     rate = o["rate"]
-    longer = None  # a trace is as long as it is: the search cannot check a longer run
     from llm_cost.serving.prefixes import prefix_segments
 
     def prefixed(w):
@@ -171,6 +82,7 @@ def run_batching(o: dict) -> None:
                                o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
 
     if o["trace"] is not None:
+        longer = None  # a trace is as long as it is: the search cannot check a longer run
         wl = prefixed(read_trace(o["trace"]))
         rates = rate or [wl.rate_req_per_s]
     else:
@@ -191,7 +103,11 @@ def run_batching(o: dict) -> None:
     if o.get("compare_prefix_caching"):  # each rate without and with the cache (`serving_prefix`)
         from llm_cost.commands.serving_prefix import run_prefix_compare
         return run_prefix_compare(o, wl, rates, replica, config, slo, caption, (target, acc, profile, dep))
-    if any(o.get(k) is not None for k in ("disaggregate", "decode_tp", "decode_max_batch")):
+    if o["disaggregate"] is None and (o["decode_tp"] is not None or o["decode_max_batch"] is not None):
+        from llm_cost.commands.serving_pools import pool_counts
+
+        pool_counts(o)  # refuses the decode pool's options without --disaggregate
+    if o["disaggregate"] is not None:
         return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
     if slo_s is not None:
         from llm_cost.serving.rate_search import highest_rate
@@ -270,15 +186,11 @@ def _decode_pool(o: dict, specs, replica, config):
     from dataclasses import replace
 
     from llm_cost.commands.serving_pools import decode_deployment, decode_max_batch
-    from llm_cost.serving.replica import Replica
 
-    target, acc, profile, weights, dep = specs
-    d_dep = decode_deployment(o, dep)
-    if d_dep is not dep:
-        spec, _, kv_tokens = speculation(o, target, acc, profile, weights, d_dep)
-        replica = Replica.from_specs(target, acc, profile, reserve=o["reserve"], weights=weights, kv_tokens=kv_tokens,
-                                     max_len=o["max_len"], deployment=d_dep, windowed=True)
-        config = replace(config, spec=spec)
+    d_dep = decode_deployment(o, specs[4])
+    if d_dep is not specs[4]:  # its own K/V capacity, a draft's cost and memory on its split
+        pool = setup(o, *specs[:4], d_dep)
+        replica, config = pool.replica, pool.config
     return replica, replace(config, max_batch=decode_max_batch(o, config), prefix_caching=False), d_dep  # K/V by hand-off
 
 
@@ -375,8 +287,11 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
 
     from llm_cost.serving.engine import counts_reserved
 
-    engine = bool(o.get("router") or o.get("disaggregate")) or not counts_reserved(wl, replica, config)  # the step-level paths of `serve`, its allow-lists
-    if engine:
+    # the runs say whether they counted K/V reserved against written (the step-level paths of `serve`);
+    # with no run (no rate met the target), the library's choice for this config
+    step_level = (all(r.kv_reserved_mean_tokens is not None for r in results) if results
+                  else counts_reserved(wl, replica, config))
+    if not step_level:
         rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
         columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
                    + (DRAFT_COLUMNS if dmem else []))

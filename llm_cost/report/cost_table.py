@@ -50,7 +50,7 @@ THEORETICAL = PRESETS["article"]
 
 # ---- one row per model ---------------------------------------------------------------------
 
-def _check_contexts(contexts) -> tuple[int, ...]:
+def check_contexts(contexts) -> tuple[int, ...]:
     return tuple(int(n) for n in check_all("contexts", contexts, low=1, integer=True))
 
 
@@ -87,7 +87,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         check_number("isl", isl, low=1, integer=True)
     if usd_per_gpu_hour is not None:
         check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
-    contexts = _check_contexts(contexts)
+    contexts = check_contexts(contexts)
     check_all("mtp_alphas", mtp_alphas, low=0, high=1)
     prof = THEORETICAL
     deployment = dataclasses.replace(deployment or SINGLE_GPU, reserve=reserve).following(prof)

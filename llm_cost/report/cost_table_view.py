@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from llm_cost.errors import InvalidValueError
-from llm_cost.report.cost_table import DEFAULT_CONTEXTS, _check_contexts
+from llm_cost.report.cost_table import DEFAULT_CONTEXTS, check_contexts
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED, MTP_TPS_REPORTED
 
 
@@ -150,7 +150,7 @@ def table_view(rows: Sequence[dict], *, contexts: Sequence[int] = DEFAULT_CONTEX
     """
     if not rows:
         raise InvalidValueError("the cost table needs at least one model")
-    contexts = _check_contexts(contexts)
+    contexts = check_contexts(contexts)
     view = []
     for label, text in _lines(rows, contexts):
         cells = {"quantity": label}

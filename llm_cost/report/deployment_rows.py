@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llm_cost.parallel.fit import Fit
 from llm_cost.report.render import Column, fixed
-from llm_cost.roofline.pass_cost import gemm_precision
+from llm_cost.roofline.pass_terms import gemm_precision
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
 

@@ -34,7 +34,7 @@ def _pyplot():
     return plt
 
 
-def _figure(ncols: int = 1):
+def new_figure(ncols: int = 1):
     plt = _pyplot()
     fig, axes = plt.subplots(1, ncols, figsize=(7.5 * ncols if ncols == 1 else 5.8 * ncols, 5),
                              layout="constrained")
@@ -69,7 +69,7 @@ def _label_fmt(weights) -> str:
 def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
     """T(m) on log axes, one line per weight format, with the decode (filled) and verification
     (open) points of each batch: the article §2.4's figure."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     markers = ("o", "s", "^", "D")
     low = min(float(s.time_s.min()) for s in series) * 1e3
     for k, s in enumerate(series):
@@ -112,7 +112,7 @@ def _describe(curve, names: Sequence[str]) -> str:
 
 def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
     """Speedup against batch (log x): flat while verification is free, then falling below 1."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     names = ("alpha", "gamma", "c", "mfu")
     varying = _varying(curves, names) or ["mfu"]
     fixed_part = _describe(curves[0], [n for n in names if n not in varying])
@@ -144,7 +144,7 @@ def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
 
 def gamma(curves, path: str | Path, *, title: str) -> Path:
     """Speedup against gamma: colour per alpha, line style per c, the optimum marked."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     alphas = list(dict.fromkeys(c.alpha for c in curves))
     cs = list(dict.fromkeys(c.c for c in curves))
     for cv in curves:
@@ -172,7 +172,7 @@ def gamma(curves, path: str | Path, *, title: str) -> Path:
 
 def tree(points, path: str | Path, *, title: str) -> Path:
     """Left: tau against tree size; right: the speedup at each batch (the lecture §10.3)."""
-    fig, (left, right) = _figure(2)
+    fig, (left, right) = new_figure(2)
     nodes = [p.nodes for p in points]
     left.plot(nodes, [p.tau for p in points], "o-", color="black", markersize=4)
     for p in points:
@@ -197,7 +197,7 @@ def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None
     """Three panels against throughput, one curve per scheduler and batch limit: the median per-token
     latency (the lecture §3.3, Orca Figure 10: the curve turns up where the server saturates), its
     p99 (the tail), and the time to first token at p50 (solid) and p99 (dashed), queueing included."""
-    fig, axes = _figure(3)
+    fig, axes = new_figure(3)
     panels = ((axes[0], "latency_median_s", "median latency per generated token (ms)", slo_s),
               (axes[1], "latency_p99_s", "p99 latency per generated token (ms)", slo_s),
               (axes[2], "ttft_median_s", "time to first token, p50 solid, p99 dashed (ms)", None))
@@ -235,7 +235,7 @@ def plan(result, path: str | Path, *, title: str) -> Path:
     meet the target, the Pareto frontier, its first (chosen) row, and the per-user rate a configuration
     at both latency limits reaches, OSL / (TTFT + (OSL - 1) TPOT): every one meeting them lies right of it."""
     g, target = result.grid, result.target
-    fig, ax = _figure()
+    fig, ax = new_figure()
     user, per_gpu = g.output_tokens_per_s_per_user, g.output_tokens_per_s_per_gpu
     fit = g.fits & ~result.meets
     ax.scatter(user[fit], per_gpu[fit], s=6, color="lightgray", label=f"fit, miss the target ({fit.sum():,})")

@@ -171,7 +171,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
                                 step_s=t.total_s, tokens=m),
             **energy_fields(t, gpu, deployment.gpus_per_replica, tokens=m),
         })
-    from llm_cost.roofline.pass_cost import gemm_precision
+    from llm_cost.roofline.pass_terms import gemm_precision
 
     ridge = ridge_point(gpu, profile, gemm_precision(model, weights))
     crit = critical_rows(model, gpu, profile, batch=batch, context=context, weights=weights)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from llm_cost.roofline.pass_terms import _clip
+from llm_cost.roofline.pass_terms import clip_to
 
 
 def largest_normal_z(n: int) -> float:
@@ -79,7 +79,7 @@ def busiest_gpu_pairs_factor(num_experts: int, experts_per_token: int, rows, ep:
     spread = (rows * c * q * (1.0 - q)) ** 0.5
     busiest = mean + spread * z
     low = _larger(mean, 1.0)
-    busiest = _clip(busiest, low, rows * c)
+    busiest = clip_to(busiest, low, rows * c)
     return busiest / (mean + (mean == 0))
 
 

@@ -34,17 +34,14 @@ arrays (broadcast) and checks nothing: validation belongs to the callers' entry 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from llm_cost.counts import BF16_BYTES
-from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token,
-                             layer_windows, param_counts, weight_bytes)
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
-from llm_cost.roofline.kernels import DATASHEET, measured_gemm, measured_operators
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
-from llm_cost.roofline.pass_terms import (_expert_share, _maximum, expected_experts_touched, gemm_precision,
-                                          recurrent_row_flops, roofline_total, shared_bytes_read,
-                                          state_tokens_per_sequence, uniform_pass, weight_only, windowed_pass)
+from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
+                                          windowed_pass)
 from llm_cost.specs.validate import check_fields
 from llm_cost.errors import check_number
 
@@ -52,6 +49,28 @@ from llm_cost.errors import check_number
 MAX_BATCH = 1e12
 MAX_ROWS = 1e18
 MAX_CONTEXT = 1e12
+
+
+class InlineTerms(NamedTuple):
+    """`PassCost.inline_coefficients`: T's coefficients for a loop that evaluates it inline."""
+
+    weight_bytes: float
+    kv_token_bytes: float
+    bytes_per_s: float
+    row_flops: float
+    pair_flops: float
+    flops_per_s: float
+    fixed_s: float
+    stages: int
+    comm_fixed_s: float
+    comm_row_s: float
+    handoff_fixed_s: float
+    handoff_row_s: float
+
+
+# the methods `time` calls: a subclass overriding one times a pass its own way (no inline coefficients)
+_TIMING_METHODS = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read",
+                   "collectives_s", "handoff_s", "comm_time_s")
 
 
 @dataclass(frozen=True)
@@ -143,45 +162,30 @@ class PassCost:
     @classmethod
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float = BF16_BYTES) -> "PassCost":
-        """The coefficients for this model, accelerator, profile and weight format."""
-        kv = profile.count_kv
-        wb = weight_bytes(model, weights)
-        moe = model.moe
-        windows = layer_windows(model) if kv else ()
-        precision = gemm_precision(model, weights)
-        curve = measured_gemm(gpu.name, precision) if profile.kernels == "measured" else None
-        bw_eff, f_eff, ramp_r, ramp_h = ((curve.bw_efficiency, curve.compute_efficiency, curve.small_gemm_factor,
-                                          curve.gemm_half_rows) if curve else
-                                         (profile.bw_efficiency, profile.compute_efficiency,
-                                          profile.small_gemm_factor, profile.gemm_half_rows))
-        bytes_per_s = gpu.bandwidth_bytes_per_s * bw_eff
-        if profile.weight_only_bw_factor != 1.0 and weight_only(weights):
-            bytes_per_s *= profile.weight_only_bw_factor  # dequantizing GEMM kernels reach less
-        flops_per_s = gpu.peak_flops_per_s(precision) * f_eff
-        if profile.fp8_compute_factor != 1.0 and precision == "fp8" and curve is None:
-            flops_per_s *= profile.fp8_compute_factor  # FP8 GEMMs reach less of their (doubled) peak
-        fixed_s = profile.fixed_time_s
-        if profile.fixed_time_per_layer_s:
-            fixed_s += model.num_layers * profile.fixed_time_per_layer_s
-        return cls(
-            weight_bytes=shared_bytes_read(wb, profile),
-            kv_token_bytes=kv_bytes_per_token(model, kv_bytes_per_element) if kv else 0.0,
-            row_flops=2 * param_counts(model).gemm_active + recurrent_row_flops(model),
-            pair_flops=attention_flops_per_context_token(model) if kv else 0.0,
-            bytes_per_s=bytes_per_s,
-            flops_per_s=flops_per_s,
-            fixed_s=fixed_s,
-            expert_bytes=wb.num_moe_layers * wb.expert if moe else 0.0,
-            num_experts=moe.num_experts if moe else 0,
-            experts_per_token=moe.experts_per_token if moe else 0,
-            kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
-            small_gemm_factor=ramp_r, gemm_half_rows=ramp_h,
-            kernel_source=curve.source if curve else DATASHEET,
-            expert_flops_share=_expert_share(model) if moe else 0.0,
-            state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,
-            **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv,
-                                  kv_bytes=kv_bytes_per_element)
-               if profile.kernels == "measured" else {}))
+        """The coefficients for this model, accelerator, profile and weight format (`pass_build`)."""
+        from llm_cost.roofline.pass_build import coefficients
+
+        return cls(**coefficients(model, gpu, profile, weights, kv_bytes_per_element))
+
+    def inline_coefficients(self) -> InlineTerms | None:
+        """The coefficients with which a hot loop evaluates `time` inline, operation for operation (a call
+        per iteration costs a fifth of a fast path), or None where T is more than
+
+            T = ((max((w + kv kvb) / bps, (rows rf + pairs pf) / fps) [x stages]
+                 + (cf + rows cr)) + (hf + rows hr)) + fixed
+
+        (routed experts, a GEMM ramp, measured kernels, data-parallel attention, collectives overlapping
+        compute, or a subclass that times a pass its own way). The one source of T's coefficients
+        outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""
+        cls = type(self)
+        if any(getattr(cls, m) is not getattr(PassCost, m) for m in _TIMING_METHODS):
+            return None
+        if (self.num_experts or self.ramped or self.kv_time_factor != 1.0 or self.attention_dp != 1
+                or self.attention_timed or self.overlap_comm):
+            return None
+        return InlineTerms(self.weight_bytes, self.kv_token_bytes, self.bytes_per_s, self.row_flops,
+                           self.pair_flops, self.flops_per_s, self.fixed_s, self.stages, self.comm_fixed_s,
+                           self.comm_row_s, self.handoff_fixed_s, self.handoff_row_s)
 
     def rank_scale(self, batch):
         """The busiest attention rank's share of a uniform pass over its average share:
@@ -284,7 +288,7 @@ class PassCost:
         body = longer * self.stages if self.stages != 1 else longer
         comm = self.collectives_s(rows)
         if self.overlap_comm:
-            body = roofline_total(body, comm, 0.0) if isinstance(body, float) else _maximum(body, comm)
+            body = roofline_total(body, comm, 0.0) if isinstance(body, float) else elementwise_max(body, comm)
         else:
             body = body + comm
         body = body + self.handoff_s(rows)

@@ -53,7 +53,7 @@ def weight_only(weights: WeightFormat) -> bool:
     return not weights.checkpoint and weights.compute == "bf16" and weights.bits < 16
 
 
-def _maximum(x, y):
+def elementwise_max(x, y):
     """numpy.maximum(x, y) (arrays)."""
     import numpy as np
 
@@ -69,7 +69,7 @@ def _minimum(x, cap):
     return np.minimum(x, cap)
 
 
-def _clip(x, low, high):
+def clip_to(x, low, high):
     """low <= x <= high, x clipped: numbers or numpy arrays (broadcast)."""
     if isinstance(x, (int, float)) and isinstance(high, (int, float)):
         return low if x < low else (high if x > high else x)
@@ -86,7 +86,7 @@ def windowed_pairs(new_rows, context, window):
     inside the window see context + i, the others `window`:
     k ctx + k (k + 1) / 2 + (r - k) window. A window >= context + r gives `causal_pairs`.
     """
-    k = _clip(window - context, 0, new_rows)
+    k = clip_to(window - context, 0, new_rows)
     return k * context + k * (k + 1) / 2 + (new_rows - k) * window
 
 
@@ -149,7 +149,7 @@ def shared_bytes_read(wb: WeightBytes, profile: Profile) -> float:
     return read
 
 
-def _expert_share(model: ModelSpec) -> float:
+def expert_share(model: ModelSpec) -> float:
     """Share of a row's GEMM FLOPs in its routed experts: L_moe k N_expert / gemm_active."""
     pc = param_counts(model)
     return pc.num_moe_layers * pc.experts_per_token * pc.expert_params / pc.gemm_active

@@ -10,7 +10,7 @@ loop `engine_loop`, its fast paths `fast_reservations` and `fast_engine` (each a
 `ServeConfig` fields), `request_level` (the `request` admission policy), `serve_config`,
 `serve_result`, `engine_state` (what one iteration hands the next, and what the fast path and the
 general loop hand each other), `spec_batch`, `workload_spec` (any lengths, bursty and closed-loop
-arrivals, traces), `retime` (a recorded schedule re-priced) and `draft_memory` (the draft's share of
+arrivals, traces), `setup` (specs and named settings to a replica and its `ServeConfig`), `retime` (a recorded schedule re-priced) and `draft_memory` (the draft's share of
 memory).
 """
 

@@ -34,8 +34,9 @@ K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_to
 
 `serve` is the one scheduler; which code runs a config is its business, never a caller's. The loop
 is `engine_loop.general_loop`, which runs every config. Three fast paths compute the same schedule
-where they apply, each declared by an allow-list of `ServeConfig` fields (a field it does not list
-takes the general loop), tried in this order (`FAST_PATHS`):
+where they apply, each declared by allow-lists of the `ServeConfig`'s fields, the replica's, its pass
+cost's and the workload's (`eligibility`: a field a path does not list takes the general loop), tried
+in this order (`FAST_PATHS`):
 
 - `fast_reservations` (`FEATURES`): Orca's reservations (`declared`, `max_len`, `none`) with whole
   prefills, no speculation, one stage or a `serial` pipeline: lazy counters and stretches of
@@ -114,9 +115,9 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
                                     "without windowed layers or a closed loop", params=("scheduler",))
         _check_padded(workload, replica)
     longest = _longest(workload)  # once: a pass over every request
-    held, res = _validated(workload, replica, cfg, longest)
+    res = _validated(workload, replica, cfg, longest)
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    path = _path(workload, replica, cfg, paths, held, longest)
+    path = _path(workload, replica, cfg, paths, longest)
     if path == "request_level":
         return request_level.serve_request_level(workload, replica, cfg, on_progress)
     if path == "fast_reservations":
@@ -140,7 +141,7 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
     `fast_engine`, `fast_pipeline`, `fast_prefix` or `general` (module doc; `fast_pipeline` hands a run
     that would preempt to the general loop whole, and its `ServeResult.path` says `general`)."""
     paths = FAST_PATHS if fast is True else tuple(fast or ())
-    return _path(workload, replica, config, paths, run_basics(workload, replica, config)[2], _longest(workload))
+    return _path(workload, replica, config, paths, _longest(workload))
 
 
 @check_arguments()
@@ -150,12 +151,12 @@ def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 
-def _path(workload, replica, cfg, paths, held, longest: int) -> str:
+def _path(workload, replica, cfg, paths, longest: int) -> str:
     if cfg.scheduler == "request":
         return "request_level"
     if "fast_reservations" in paths and fast_reservations.covers(workload, replica, cfg):
         return "fast_reservations"
-    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, held, longest):
+    if "fast_engine" in paths and fast_eligible(workload, replica, cfg, longest):
         return "fast_engine"
     if "fast_pipeline" in paths and fast_pipeline.covers(workload, replica, cfg):
         return "fast_pipeline"
@@ -165,10 +166,10 @@ def _path(workload, replica, cfg, paths, held, longest: int) -> str:
 
 
 def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: int) -> tuple:
-    """(held tokens function or None, each request's reservation), after
+    """Each request's reservation, after
     checking that every request fits the replica alone (and, `max_len`, the maximum length);
     `longest` is `_longest(workload)`."""
-    cost, cap, held, K, n, P, O, policy = run_basics(workload, replica, cfg)
+    cost, cap, _, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged = policy == "paged"
     gmax = cfg.spec.gamma if cfg.spec else 0
     B = cfg.block_size
@@ -185,7 +186,7 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: 
     if policy == "max_len" and max(map(operator.add, P, workload.declared_gen)) > replica.max_len:
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({replica.max_len})",
                                 params=("max_len",))
-    return held, res
+    return res
 
 
 def _longest(workload: Workload) -> int:

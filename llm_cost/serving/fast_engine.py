@@ -29,7 +29,8 @@ from array import array
 from dataclasses import fields
 
 from llm_cost.serving import handover
-from llm_cost.serving.fast_reservations import any_value
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving.kv_blocks import blocks_for
@@ -71,14 +72,12 @@ FAST_FEATURES = {
 }
 
 
-def fast_eligible(workload, replica, cfg, held, longest: int) -> bool:
+def fast_eligible(workload, replica, cfg, longest: int) -> bool:
     """Whether `serve_fast` applies (module doc): every `ServeConfig` field in `FAST_FEATURES` with a
-    supported value, one pipeline stage, K/V without windows (`held` None), open-loop arrivals, and the
-    totals within 31 bits each; `longest` is the largest prompt + output."""
-    values = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
-    if not all(name in FAST_FEATURES and FAST_FEATURES[name](value, cfg) for name, value in values.items()):
-        return False
-    if replica.cost.stages != 1 or held is not None or workload.concurrency is not None:
+    supported value, the pass cost's and the workload's by `eligibility.FLAT_KV_ONE_STAGE` (one stage,
+    K/V without windows or recurrent state) and `eligibility.OPEN_LOOP`, and the totals within 31 bits
+    each; `longest` is the largest prompt + output."""
+    if not eligibility.covers(workload, replica, cfg, config=FAST_FEATURES, cost=FLAT_KV_ONE_STAGE):
         return False
     gmax = cfg.spec.gamma if cfg.spec else 0
     return cfg.max_batch * (longest + gmax + 1) < 1 << 31  # the totals fit 31 bits each
@@ -140,36 +139,12 @@ class _Fast:
         self.every = max(1, n // 100)
 
     def run(self, on_progress) -> bool:
-        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False).
-
-        One loop turn per iteration: the arrivals up to t, the admissions while the batch has room,
-        the iteration's seconds (`inline_coefficients` evaluated in the loop, the compute term left out
-        from `memory_bound_from`'s K/V on; else `totals_time_fn`) and the requests finishing at its
-        end. The only call in a turn is the end time's append (the packed totals are read through a
-        memoryview; once per `SUB` requests, their trajectories)."""
-        n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
-        paged, total, g = self.paged, self.total, self.g
-        r = g + 1
-        dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
-        wm = math.ceil(self.cfg.watermark * total) if paged else 0
-        max_batch = self.cfg.max_batch
-        D, FIN, DRES, size, adm = self.D, self.FIN, self.DRES, self.size, self.adm
-        c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk
-        every = self.every
-        report = (self.finished // every + 1) * every
-        arrx = self.arrx
-        t, k, running, head, nxt = self.t, self.k, self.running, self.head, self.nxt
-        finished, reserved = self.finished, self.reserved
-        arr_next = arrx[nxt]
-        totals = memoryview(D)  # its entries as Python ints, faster than D.item
-        over = total if paged else 1 << 62  # blocks ahead past this: preemption
-        reserving = not paged
-        append = self.T_end.append
-        done = False
-        tf, inline = self.tf, self.coeffs is not None
-        w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed, c, cf, cr, dcf, dcr = self.coeffs or (0,) * 19
-        low = _LOW
-        mem_from, draft_mem_from = self.memory_bound or (None, None)  # from these S on: no compute term
+        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False):
+        one loop turn per iteration, no call of ours in it but the end time's append (module doc)."""
+        (n, P, res, cap, paged, total, g, r, dec_pairs, wm, max_batch, D, FIN, DRES, size, adm, c_lo, c_hi, Rl, ol,
+         Fc, extra, Ql, Wl, every, report, arrx, t, k, running, head, nxt, finished, reserved, arr_next, totals,
+         over, reserving, append, done, tf, inline, w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps,
+         dfixed, c, cf, cr, dcf, dcr, low, mem_from, draft_mem_from) = self.loop_locals()
         while True:
             while arr_next <= t:
                 nxt += 1
@@ -257,13 +232,37 @@ class _Fast:
                     if finished >= report:
                         on_progress(finished, n)
                         report = (finished // every + 1) * every
+        return self.stored(done, on_progress, t, k, running, head, nxt, finished, reserved, D, FIN, DRES, size,
+                           (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl))
 
+    def loop_locals(self) -> tuple:
+        """What `run`'s loop reads as locals (a local is faster than an attribute), from the state: one
+        turn per iteration (`inline_coefficients` evaluated in the loop, the compute term left out from
+        `memory_bound_from`'s K/V on; else `totals_time_fn`), the packed totals read through a memoryview,
+        once per `SUB` requests their trajectories (`chunk_of`)."""
+        n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
+        paged, total, g = self.paged, self.total, self.g
+        r = g + 1
+        dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
+        wm = math.ceil(self.cfg.watermark * total) if paged else 0
+        every, arrx = self.every, self.arrx
+        over = total if paged else 1 << 62  # blocks ahead past this: preemption
+        coeffs = self.coeffs or (0,) * 19  # w, kvb, bps, rf, pf, fps, fixed, dw, ..., dfixed, c, cf, cr, dcf, dcr
+        return (n, P, res, cap, paged, total, g, r, dec_pairs, wm, self.cfg.max_batch, self.D, self.FIN, self.DRES,
+                self.size, self.adm, *self.chunk, every, (self.finished // every + 1) * every, arrx, self.t, self.k,
+                self.running, self.head, self.nxt, self.finished, self.reserved, arrx[self.nxt],
+                memoryview(self.D),  # its entries as Python ints, faster than D.item
+                over, not paged, self.T_end.append, False, self.tf, self.coeffs is not None, *coeffs, _LOW,
+                *(self.memory_bound or (None, None)))  # from these S on: no compute term
+
+    def stored(self, done: bool, on_progress, t, k, running, head, nxt, finished, reserved, D, FIN, DRES, size,
+               chunk) -> bool:
+        """`run`'s locals written back to the state; `done`, after the last progress report when done."""
         self.t, self.k, self.running, self.head, self.nxt = t, k, running, head, nxt
         self.finished, self.reserved = finished, reserved
-        self.D, self.FIN, self.DRES, self.size = D, FIN, DRES, size
-        self.chunk = (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl)
+        self.D, self.FIN, self.DRES, self.size, self.chunk = D, FIN, DRES, size, chunk
         if done and on_progress:
-            on_progress(n, n)
+            on_progress(self.n, self.n)
         return done
 
     def chunk_of(self, i: int) -> tuple:

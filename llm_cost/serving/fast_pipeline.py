@@ -31,8 +31,9 @@ import math
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
-from llm_cost.serving.fast_reservations import allowed, any_value
-from llm_cost.serving.iteration import held_tokens_fn, totals_time
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
+from llm_cost.serving.iteration import totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
@@ -55,12 +56,16 @@ FEATURES = {
 }
 
 
+# The pass cost's and the workload's fields (`eligibility`): more than one stage, K/V without windows or
+# per-sequence state; open-loop arrivals, every request generating at least one token.
+COST_FEATURES = {**FLAT_KV_ONE_STAGE, "stages": lambda value, cfg: value > 1}
+ARRIVALS = {**OPEN_LOOP, "output": lambda value, cfg: len(value) > 0 and min(value) >= 1}
+
+
 def covers(workload, replica, cfg) -> bool:
     """Whether this path runs `cfg` (`FEATURES`; more than one stage, K/V without windows or per-sequence
     state, open-loop arrivals, every request generating at least one token)."""
-    cost = replica.cost
-    return (allowed(FEATURES, cfg) and cost.stages > 1 and held_tokens_fn(cost) is None
-            and workload.concurrency is None and len(workload) > 0 and min(workload.output) >= 1)
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES, arrivals=ARRIVALS)
 
 
 class _Cohort:
@@ -144,30 +149,17 @@ class _Run:
         return head, rest
 
 
-def inline_coefficients(cost) -> tuple | None:
-    """The coefficients with which `_inline_time` evaluates `iteration.totals_time` of a pipelined cost
-    (weight bytes, K/V bytes a token, bytes/s, FLOPs a row and a pair, FLOP/s, stages, the collectives'
-    and the hand-offs' fixed and per-row seconds, fixed seconds), or None where `PassCost.time` is not
-    that plain formula (routed experts, a GEMM ramp, measured attention, data-parallel attention,
-    collectives overlapping compute)."""
-    own = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read", "collectives_s",
-           "handoff_s", "comm_time_s")
-    if not isinstance(cost, PassCost) or any(getattr(type(cost), m) is not getattr(PassCost, m) for m in own):
-        return None  # a cost that times a pass its own way
-    plain = (not getattr(cost, "num_experts", 0) and not getattr(cost, "ramped", False)
-             and getattr(cost, "kv_time_factor", 1.0) == 1.0 and getattr(cost, "attention_dp", 1) == 1
-             and not getattr(cost, "overlap_comm", True) and getattr(cost, "deployed", False))
-    if not plain:
-        return None
-    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
-            cost.flops_per_s, cost.stages, cost.comm_fixed_s, cost.comm_row_s, cost.handoff_fixed_s,
-            cost.handoff_row_s, cost.fixed_s)
+def inline_coefficients(cost):
+    """`PassCost.inline_coefficients` of a pipelined cost (more than one stage or communication), with
+    which `_inline_time` evaluates `iteration.totals_time`; None where it has none or is not deployed."""
+    terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
+    return terms if terms is not None and cost.deployed else None
 
 
 def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
     """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
     `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co`."""
-    w, kvb, bps, rf, pf, fps, stages, cf, cr, hf, hr, fixed = co
+    w, kvb, bps, rf, pf, fps, fixed, stages, cf, cr, hf, hr = co
     mem = (w + (kv_read + rows) * kvb) / bps
     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
     body = ((mem if mem > comp else comp) + 0.0) * stages

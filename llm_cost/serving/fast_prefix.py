@@ -26,8 +26,9 @@ import math
 
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.fast_engine import HANDBACK
-from llm_cost.serving.fast_reservations import allowed, any_value
-from llm_cost.serving.iteration import held_tokens_fn, inline_coefficients, totals_time
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
+from llm_cost.serving.iteration import inline_coefficients, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 
 
@@ -49,11 +50,14 @@ FEATURES = {
 }
 
 
+# The workload's fields (`eligibility`): open-loop arrivals whose prompts name their prefixes.
+ARRIVALS = {**OPEN_LOOP, "prefix": lambda value, cfg: value is not None}
+
+
 def covers(workload, replica, cfg) -> bool:
     """Whether this path runs `cfg` (`FEATURES`, one stage, K/V without windows or per-sequence state,
     open-loop arrivals, a workload with prefixes)."""
-    return (allowed(FEATURES, cfg) and replica.cost.stages == 1 and held_tokens_fn(replica.cost) is None
-            and workload.concurrency is None and workload.prefix is not None)
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=FLAT_KV_ONE_STAGE, arrivals=ARRIVALS)
 
 
 def serve_prefix(workload, replica, cfg, res, on_progress=None):

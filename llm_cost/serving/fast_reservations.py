@@ -27,15 +27,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import fields
 
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
 from llm_cost.serving.serve_result import ServeResult
-
-
-def any_value(value, cfg) -> bool:
-    """An allow-list entry for a field whose every value a path supports."""
-    return True
 
 
 # The `ServeConfig` features this path runs, field by field (field -> whether its value is supported).
@@ -51,23 +47,20 @@ FEATURES = {
     "pipeline": any_value,  # with stages: `serial` only (`covers`)
     "host_bytes_per_s": any_value,
     "scheduler": lambda value, cfg: value == "iteration",
-    "prefix_caching": lambda value, cfg: not value,
-    "kv_offload_bytes": lambda value, cfg: not value,
+    "prefix_caching": off,
+    "kv_offload_bytes": off,
 }
 
 
-def allowed(features: dict, cfg) -> bool:
-    """Whether every `ServeConfig` field of `cfg` is in `features` with a supported value."""
-    return all(f.name in features and features[f.name](getattr(cfg, f.name), cfg) for f in fields(cfg))
+# The pass cost's fields (`eligibility`): K/V without windows or per-sequence state, one stage or a
+# `serial` pipeline (an iteration crosses every stage before the next starts).
+COST_FEATURES = {**FLAT_KV_ONE_STAGE, "stages": lambda value, cfg: value == 1 or cfg.pipeline == "serial"}
 
 
 def covers(workload, replica, cfg) -> bool:
-    """Whether this path runs `cfg` (`FEATURES`; K/V without windows or per-sequence state, open-loop
-    arrivals, one stage or a `serial` pipeline)."""
-    cost = replica.cost
-    if not allowed(FEATURES, cfg) or cost.kv_windows or cost.state_tokens or workload.concurrency is not None:
-        return False
-    return cost.stages == 1 or cfg.pipeline == "serial"
+    """Whether this path runs `cfg` on `replica` (`FEATURES`, `COST_FEATURES`; open-loop arrivals:
+    `eligibility.OPEN_LOOP`)."""
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES)
 
 
 class StepStats:

@@ -113,27 +113,15 @@ def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
     return dt, comm, draft
 
 
-def _terms(cost) -> tuple:
-    """The coefficients `PassCost.time` reads on one GPU (weight bytes, K/V bytes a token, bytes/s, FLOPs
-    a row and a pair, FLOP/s, fixed seconds), for the fast path's inlined T (`_plain_roofline` holds)."""
-    return (cost.weight_bytes, cost.kv_token_bytes, cost.bytes_per_s, cost.row_flops, cost.pair_flops,
-            cost.flops_per_s, cost.fixed_s)
+def _one_gpu_terms(cost):
+    """`PassCost.inline_coefficients` of a cost on one stage without hand-offs, or None (not a `PassCost`,
+    or T more than max(memory, compute) + collectives(rows) + fixed)."""
+    from llm_cost.roofline.pass_cost import PassCost
 
-
-def _plain_roofline(cost) -> bool:
-    """No routed experts, no GEMM ramp, no measured attention or data-parallel attention, one stage,
-    collectives that add and no hand-offs: T = (max(memory, compute) + collectives(rows)) + fixed with
-    constant coefficients (`PassCost.time`; on one GPU the collectives are 0.0, which adds nothing)."""
-    plain_deployment = (cost.stages == 1 and not cost.overlap_comm
-                        and not (cost.handoff_fixed_s or cost.handoff_row_s))
-    measured = (getattr(cost, "kv_time_factor", 1.0) != 1.0 or getattr(cost, "attention_dp", 1) != 1
-                or getattr(cost, "attention_timed", False))
-    return plain_deployment and not measured and not cost.num_experts and not getattr(cost, "ramped", False)
-
-
-def _comm_terms(cost) -> tuple:
-    """The collectives' coefficients (fixed seconds, seconds a row) of a `_plain_roofline` cost."""
-    return cost.comm_fixed_s, cost.comm_row_s
+    terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
+    if terms is None or terms.stages != 1 or terms.handoff_fixed_s or terms.handoff_row_s:
+        return None
+    return terms
 
 
 def totals_time_fn(cost, spec, g: int):
@@ -150,7 +138,9 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     iteration would cost a fifth of it), or None where it cannot: a deployment, routed experts or a
     GEMM ramp, of the target or the draft.
 
-    The target's seven `_terms`, the draft's seven (the target's own without a draft model), c
+    The target's seven terms of `PassCost.inline_coefficients` (weight bytes, K/V bytes a token,
+    bytes/s, FLOPs a row and a pair, FLOP/s, fixed seconds), the draft's seven (the target's own
+    without a draft model), c
     (None with a draft model or without speculation), then the collectives' (fixed, per row) of the
     target and of the draft (zeros on one GPU: a tensor-parallel replica takes the fast path's inline
     time too). With them
@@ -162,11 +152,11 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     is operation for operation what `PassCost.time` and `draft_time` compute (the same seconds, bit
     for bit: tests/test_serving_engine.py)."""
     draft_cost = spec.draft_cost if spec else None
-    dcost = draft_cost or cost
-    if not (_plain_roofline(cost) and _plain_roofline(dcost)):
+    target, draft = _one_gpu_terms(cost), _one_gpu_terms(draft_cost or cost)
+    if target is None or draft is None:
         return None
     c = None if draft_cost is not None or not g else spec.c
-    return _terms(cost) + _terms(dcost) + (c,) + _comm_terms(cost) + _comm_terms(dcost)
+    return target[:7] + draft[:7] + (c,) + target[8:10] + draft[8:10]
 
 
 def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, list]:

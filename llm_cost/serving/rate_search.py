@@ -9,6 +9,7 @@ so the search bisects a curve without sampling noise between rates.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -276,6 +277,11 @@ def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Re
 
     if not counts_reserved(workload, replica, run.config) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
+        if metric == "ttft" and workload.prefix is None and workload.concurrency is None:
+            # alone, a request's first token ends its prefill whatever it generates next: one token each
+            # (no decode iterations to run; with prefixes, what a request leaves cached may matter)
+            one = (1,) * len(workload)
+            workload = dataclasses.replace(workload, output=one, declared_gen=one)
         return run(workload, alone_rate, counted=False).percentile_s(metric, stat)
     return float(np.percentile(unloaded_latency_per_token(workload, replica.cost), q))
 
@@ -292,16 +298,31 @@ def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: 
         long_workload = longer(held_on)
         if meets(run(long_workload, lo)):
             return lo, best, n, held_on, True
-        n = held_on  # the rate missed on the longer run: search again on it, below the rate
-        lo, best = _bisect(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol, grow_up=False)
+        n = held_on  # the rate missed on the longer run: search again on it, just below the rate
+        lo, best = _step_down(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol)
         settled = False  # until a check passes
     return lo, best, n, held_on, settled
 
 
-def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool):
-    """(highest rate that meets, its result) by bisection from (0, hi]: `grow_up` doubles hi while it
-    still meets (up to 8 times); the bracket ends when hi - lo <= rel_tol x hi. (0, None) if none met."""
-    lo, best = 0.0, None
+def _step_down(run, meets, hi: float, rel_tol: float):
+    """(highest rate that meets, its result) below `hi`, a rate that missed on this (longer) run: near
+    the knee a longer run's rate is a few percent lower, so the rates hi (1 - 2^j 2 rel_tol), j = 0, 1, ...
+    are tried until one meets, then that bracket is bisected (`_bisect`); (0, hi] bisected when none
+    above 0 does. Fewer runs than a bisection from (0, hi], each of them on the long workload."""
+    step, top = 2 * rel_tol, hi
+    while step < 1:
+        rate = top * (1 - step)
+        r = run(rate)
+        if meets(r):
+            return _bisect(run, meets, hi, rel_tol, grow_up=False, lo=rate, best=r)
+        hi, step = rate, step * 2
+    return _bisect(run, meets, hi, rel_tol, grow_up=False)
+
+
+def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float = 0.0, best=None):
+    """(highest rate that meets, its result) by bisection from (lo, hi] (`best`: the result at lo, which
+    met): `grow_up` doubles hi while it still meets (up to 8 times); the bracket ends when
+    hi - lo <= rel_tol x hi. (0, None) if none met."""
     for _ in range(8 if grow_up else 0):
         r = run(hi)
         if not meets(r):

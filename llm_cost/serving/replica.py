@@ -272,7 +272,7 @@ class Replica:
         (448280, 1, True, 'llama-3-70b on H100 SXM, tp 4, preset lecture')
         """
         from llm_cost.parallel import deployed_cost
-        from llm_cost.roofline.pass_cost import gemm_precision
+        from llm_cost.roofline.pass_terms import gemm_precision
 
         model = as_model(model)
         gpu = as_accelerator(gpu)

@@ -18,12 +18,10 @@ from collections import deque
 
 from llm_cost.roofline import causal_pairs
 from llm_cost.serving.batch_waste import padded_positions
-from llm_cost.serving.fast_reservations import StepStats, allowed, decode_stretch, step_result
+from llm_cost.serving import eligibility
+from llm_cost.serving.eligibility import any_value as _any
+from llm_cost.serving.fast_reservations import COST_FEATURES, StepStats, decode_stretch, step_result
 from llm_cost.serving.serve_result import ServeResult
-
-
-def _any(value, cfg) -> bool:
-    return True
 
 
 # The `ServeConfig` features request-level batching runs, field by field: a field missing here, or
@@ -45,12 +43,10 @@ FEATURES = {
 
 
 def covers(workload, replica, cfg) -> bool:
-    """Whether request-level batching runs `cfg` (`FEATURES`; K/V without windows or per-sequence
-    state, open-loop arrivals, one stage or a `serial` pipeline)."""
-    cost = replica.cost
-    if not allowed(FEATURES, cfg) or cost.kv_windows or cost.state_tokens or workload.concurrency is not None:
-        return False
-    return cost.stages == 1 or cfg.pipeline == "serial"
+    """Whether request-level batching runs `cfg` (`FEATURES`; the pass cost's fields as
+    `fast_reservations.COST_FEATURES`: K/V without windows or per-sequence state, one stage or a
+    `serial` pipeline; open-loop arrivals)."""
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES)
 
 
 def serve_request_level(workload, replica, cfg, on_progress=None) -> ServeResult:

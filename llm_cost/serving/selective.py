@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.roofline.pass_terms import causal_pairs
 from llm_cost.errors import InvalidValueError, check_number
 
 # The lecture §4.2 (Orca Figure 5): (cached, new) of x1, x2 (decoding), x3, x4 (arriving)
@@ -76,13 +77,13 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
         positions_padded=b * longest_new, positions_useful=sum(n for _, n in requests),
         scores_padded=b * longest_new * longest_keys,
         scores_useful=sum(n * (c + n) for c, n in requests),
-        scores_causal=sum(n * c + n * (n + 1) // 2 for c, n in requests),
+        scores_causal=sum(int(causal_pairs(n, c)) for c, n in requests),  # n(n + 1) even: /2 exact
     )
     if model is not None:
         from llm_cost.catalog import as_model
         from llm_cost.counts import kv_bytes_per_token, weight_bytes
         from llm_cost.counts.recurrent import state_bytes_per_sequence
-        from llm_cost.roofline.pass_cost import shared_bytes_read
+        from llm_cost.roofline.pass_terms import shared_bytes_read
         from llm_cost.roofline.pass_terms import STATE_MOVES_PER_PASS
         from llm_cost.specs import BF16, PRESETS
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, _layer_indices, _positive_int
+from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, layer_indices, positive_int
 from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
 from llm_cost.specs.validate import check_fields
 
@@ -176,7 +176,7 @@ class ModelSpec:
             raise InvalidValueError("model.name must be a non-empty string")
         for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                      "intermediate_size", "vocab_size"):
-            _positive_int("model", name, getattr(self, name))
+            positive_int("model", name, getattr(self, name))
         for name in ("learned_positions", "max_position_embeddings", "mtp_layers", "sliding_window",
                      "attention_chunk_size", "shared_expert_intermediate_size"):
             check_number(f"model.{name}", getattr(self, name), low=0, integer=True)
@@ -195,8 +195,8 @@ class ModelSpec:
                 f"moe.first_dense_layers must be in [0, {self.num_layers}] (num_layers), "
                 f"got {self.moe.first_dense_layers}")
         if self.moe is not None:
-            _layer_indices("moe.dense_layers", self.moe.dense_layers, high=self.num_layers)
-        _layer_indices("model.nope_layers", self.nope_layers, high=self.num_layers)
+            layer_indices("moe.dense_layers", self.moe.dense_layers, high=self.num_layers)
+        layer_indices("model.nope_layers", self.nope_layers, high=self.num_layers)
         self._check_heads()
         self._check_layer_types()
 

@@ -8,7 +8,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.specs.validate import check_fields
 
 
-def _positive_int(owner: str, name: str, value) -> None:
+def positive_int(owner: str, name: str, value) -> None:
     check_number(f"{owner}.{name}", value, low=1, integer=True)
 
 
@@ -75,12 +75,12 @@ class MoESpec:
 
     def __post_init__(self) -> None:
         check_fields(self, "moe.")
-        _positive_int("moe", "num_experts", self.num_experts)
-        _positive_int("moe", "experts_per_token", self.experts_per_token)
-        _positive_int("moe", "expert_intermediate_size", self.expert_intermediate_size)
+        positive_int("moe", "num_experts", self.num_experts)
+        positive_int("moe", "experts_per_token", self.experts_per_token)
+        positive_int("moe", "expert_intermediate_size", self.expert_intermediate_size)
         check_number("moe.num_shared_experts", self.num_shared_experts, low=0, integer=True)
         check_number("moe.first_dense_layers", self.first_dense_layers, low=0, integer=True)
-        _layer_indices("moe.dense_layers", self.dense_layers, low=self.first_dense_layers)
+        layer_indices("moe.dense_layers", self.dense_layers, low=self.first_dense_layers)
         if self.experts_per_token > self.num_experts:
             raise InvalidValueError(
                 f"moe.experts_per_token must be in [1, {self.num_experts}] (num_experts), "
@@ -136,7 +136,7 @@ class MLASpec:
     def __post_init__(self) -> None:
         check_fields(self, "mla.")
         for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            _positive_int("mla", name, getattr(self, name))
+            positive_int("mla", name, getattr(self, name))
         check_number("mla.q_lora_rank", self.q_lora_rank, low=0, integer=True)
 
     @property
@@ -212,7 +212,7 @@ class QuantizationConfig:
         return dict(self.settings).get(key, default)
 
 
-def _layer_indices(field: str, indices, *, low: int = 0, high: int | None = None) -> None:
+def layer_indices(field: str, indices, *, low: int = 0, high: int | None = None) -> None:
     """Layer indices: a tuple of distinct whole numbers in [low, high), ascending."""
     if not isinstance(indices, tuple):
         raise InvalidValueError(f"{field} must be a tuple of layer indices")

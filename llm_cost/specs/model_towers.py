@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import _positive_int
+from llm_cost.specs.model_parts import positive_int
 from llm_cost.specs.validate import check_fields
 
 # The recurrent mixers counted (`llm_cost.counts.recurrent`): Gated DeltaNet (Qwen3-Next, Qwen3.5),
@@ -79,7 +79,7 @@ class RecurrentSpec:
         if self.kind not in RECURRENT_KINDS:
             raise InvalidValueError(f"recurrent.kind must be one of {', '.join(RECURRENT_KINDS)}, got {self.kind!r}")
         for name in ("num_heads", "head_dim", "state_dim"):
-            _positive_int("recurrent", name, getattr(self, name))
+            positive_int("recurrent", name, getattr(self, name))
         for name in ("num_groups", "conv_kernel", "dt_rank"):
             check_number(f"recurrent.{name}", getattr(self, name), low=0, integer=True)
 
@@ -190,8 +190,8 @@ class VisionSpec:
             raise InvalidValueError(f"vision.kind must be one of {', '.join(VISION_KINDS)}, got {self.kind!r}")
         for name in ("hidden_size", "num_layers", "intermediate_size", "num_heads", "patch_size", "image_size",
                      "num_channels", "merge_size"):
-            _positive_int("vision", name, getattr(self, name))
-        _positive_int("vision", "temporal_patch_size", self.temporal_patch_size)
+            positive_int("vision", name, getattr(self, name))
+        positive_int("vision", "temporal_patch_size", self.temporal_patch_size)
         for name in ("adapter_input_dim", "adapter_output_dim", "tokens_per_image", "position_embeddings"):
             check_number(f"vision.{name}", getattr(self, name), low=0, integer=True)
 

@@ -32,7 +32,7 @@ from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.roofline.inplace import into
 from llm_cost.speculative import blocks
-from llm_cost.speculative.closed_forms import _expected_tokens_g1
+from llm_cost.speculative.closed_forms import expected_tokens_g1
 from llm_cost.speculative.gamma_choice import TIE_RTOL
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
 from llm_cost.specs import BF16, WeightFormat
@@ -232,7 +232,7 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     if blocks.blockable(a, g, b, ctx, *(() if c is None else (c,))):
         return blocks.flat_round(cost, count_kv, draft_cost, a, g, b, ctx, c)
     g1 = g + 1.0
-    e = _expected_tokens_g1(a, g1)
+    e = expected_tokens_g1(a, g1)
     base_s = cost.step_total(b, b, ctx, count_kv=count_kv)
     verify_s, bound = cost.step_total(into(g1, "multiply", b), b, ctx, count_kv=count_kv,  # rows b (g + 1)
                                       with_bound=True, rows_scratch=True)

@@ -57,20 +57,20 @@ def expected_tokens_unchecked(a, g):
     >>> float(expected_tokens_unchecked(np.array(1.0), np.array(4.0)))
     5.0
     """
-    return _expected_tokens_g1(a, np.asarray(g, dtype=float) + 1.0)
+    return expected_tokens_g1(a, np.asarray(g, dtype=float) + 1.0)
 
 
-def _expected_tokens_g1(a, g1):
+def expected_tokens_g1(a, g1):
     """`expected_tokens_unchecked(a, g)` from g1 = g + 1, which a caller may share."""
     return _powers.expected_tokens(a, g1)
 
 
-def _speedup(e, g, c):
+def speedup_from_tokens(e, g, c):
     """E / (gamma c + 1): Theorem 3.8 from E, unchecked."""
     return e / (g * c + 1.0)
 
 
-def _ops_factor(e, g, c_hat):
+def ops_factor_from_tokens(e, g, c_hat):
     """(gamma c_hat + gamma + 1) / E: Theorem 3.11 from E, unchecked."""
     return (g * c_hat + g + 1.0) / e
 
@@ -147,7 +147,7 @@ def speedup(alpha, gamma, c):
     [2.8, 3.09, 2.95]
     """
     a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
-    return scalar_or_array(_speedup(expected_tokens_unchecked(a, g), g, c))
+    return scalar_or_array(speedup_from_tokens(expected_tokens_unchecked(a, g), g, c))
 
 
 def gamma_one_speedup(alpha, c):
@@ -214,7 +214,7 @@ def ops_factor(alpha, gamma, c_hat=0.0):
     1.58 1.70
     """
     a, g, ch = check_alpha(alpha), check_gamma(gamma), check_cost("c_hat", c_hat)
-    return scalar_or_array(_ops_factor(expected_tokens_unchecked(a, g), g, ch))
+    return scalar_or_array(ops_factor_from_tokens(expected_tokens_unchecked(a, g), g, ch))
 
 
 def weight_reads_per_token(alpha, gamma):

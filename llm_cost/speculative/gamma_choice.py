@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_cost.errors import check_number
-from llm_cost.speculative.closed_forms import _ops_factor, _speedup, expected_tokens_unchecked
+from llm_cost.speculative.closed_forms import ops_factor_from_tokens, speedup_from_tokens, expected_tokens_unchecked
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
 
 TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a real gain)
@@ -95,7 +95,7 @@ def optimal_gamma(alpha, c, *, gamma_max: int = GAMMA_MAX) -> OptimalGamma:
     a, c = np.broadcast_arrays(check_alpha(alpha), check_cost("c", c))
 
     def f(g):
-        return _speedup(expected_tokens_unchecked(a, g), g, c)
+        return speedup_from_tokens(expected_tokens_unchecked(a, g), g, c)
 
     lo = np.zeros(a.shape)
     hi = np.full(a.shape, float(gamma_max))
@@ -187,5 +187,5 @@ def leviathan(alpha, gamma, c=0.0, c_hat=0.0) -> LeviathanForms:
                                       check_cost("c_hat", c_hat))
     e = expected_tokens_unchecked(a, g)
     return LeviathanForms(alpha=a, gamma=g.astype(int), c=c, c_hat=ch, expected_tokens=e,
-                          speedup=_speedup(e, g, c), ops_factor=_ops_factor(e, g, ch),
+                          speedup=speedup_from_tokens(e, g, c), ops_factor=ops_factor_from_tokens(e, g, ch),
                           weight_reads_per_token=1.0 / e)

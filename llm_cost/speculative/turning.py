@@ -14,7 +14,7 @@ from llm_cost.catalog import as_model
 from llm_cost.counts import weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.roofline import critical_batch, first_crossing, ridge_point, step_time
-from llm_cost.roofline.pass_cost import gemm_precision
+from llm_cost.roofline.pass_terms import gemm_precision
 from llm_cost.speculative.batched import roofline_speedup
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.catalog.arguments import Number, check_arguments
