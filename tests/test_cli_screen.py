@@ -7,6 +7,7 @@ must appear whole in the fitted text, and no line may pass the width.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -154,3 +155,56 @@ def test_error_wrapped_on_a_terminal_one_line_piped(args):
     said = _said(screen, "Error: ")
     assert len(said) >= 2 and all(len(ln) <= 80 for ln in said), screen
     assert " ".join(ln.strip() for ln in said) == piped[0]
+
+
+# Several GPUs (and models) in one table (issue 28, deliverable 6): the key columns are names, and at 80
+# columns a name folded over two lines ("A100" / "80GB") read as two rows. The sweep of every README
+# command at 80 columns found `capacity` and `request` with two GPUs folding too.
+SEVERAL_GPUS = {
+    "capacity": ["capacity", "--gpu", "h100-sxm", "--gpu", "a100-80gb", "--gpu", "mi300x"],
+    "roofline": ["roofline", "--gpu", "h100-sxm", "--gpu", "a100-80gb", "--gpu", "mi300x", "--gpu", "gh200"],
+    "request": ["request", "--model", "llama-3-8b", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--gpu", "l4"],
+    "capacity one gpu": ["capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--reserve", "0.1"],
+}
+
+
+def _table_lines(text: str) -> list[list[str]]:
+    """The body rows of every Rich table in `text`, as lists of stripped cells."""
+    return [[c.strip() for c in ln.strip().strip("│").split("│")] for ln in text.splitlines() if ln.startswith("│")]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", sorted(SEVERAL_GPUS))
+def test_key_names_never_fold(name, width):
+    args = SEVERAL_GPUS[name]
+    rows = json.loads(_out([*args, "--format", "json"]))
+    fitted = _out(args, width)
+    assert max(len(ln) for ln in fitted.splitlines()) <= width, fitted
+    names = {r["gpu_name"] for r in rows} | {r["model"] for r in rows}
+    lines = _table_lines(fitted)
+    assert lines, fitted
+    for cells in lines:  # no continuation line: every row's key cells say a whole name
+        assert cells[0], f"a row folded at {width} columns:\n{fitted}"
+    if len({r["gpu"] for r in rows}) > 1:
+        assert names <= {c for cells in lines for c in cells}, fitted
+    missing = _numbers(_out(args)) - _numbers(fitted)
+    assert not missing, f"split or lost at {width} columns: {sorted(missing)[:10]}\n{fitted}"
+
+
+def test_render_keeps_a_key_name_whole():
+    """The leading text columns are the key every stacked table repeats: a name of several words
+    stays on one line where a prose cell of a later text column wraps at its spaces."""
+    import io
+
+    from llm_cost.report.render import Column, fixed, render
+
+    rows = [{"gpu": "GH200 (96GB HBM3)", "x": 1.0 * i, "y": 2.0} for i in range(3)]
+    columns = [Column("gpu", "gpu")] + [Column(k, f"a long header {k} (ms)", fixed(3)) for k in "xy"] * 4
+    out = io.StringIO()
+    os.environ["COLUMNS"], saved = "40", os.environ.get("COLUMNS")
+    try:
+        render(rows, columns, "table", out=out)
+    finally:
+        os.environ.pop("COLUMNS") if saved is None else os.environ.__setitem__("COLUMNS", saved)
+    text = out.getvalue()
+    assert text.count("GH200 (96GB HBM3)") >= 3 and all(len(ln) <= 40 for ln in text.splitlines()), text

@@ -26,6 +26,7 @@ class Column:
     key: str
     header: str
     text: Callable[[Any], str] = str
+    whole: bool = False  # a key (`model`, `gpu`): each cell a name, never folded (set by the table)
 
 
 def fixed(digits: int, scale: float = 1.0) -> Callable[[Any], str]:
@@ -105,8 +106,10 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     # Rich replaces :name: emoji codes (its own pattern); with none, its emoji table (a 2 ms
     # import) is not needed for the same output.
     emoji = any(_EMOJI_CODE.search(t) for t in texts)
-    # Text is printed as written: `E[tokens]` is not Rich markup to be swallowed.
-    columns = [Column(c.key, escape(c.header), c.text) for c in columns]
+    # Text is printed as written: `E[tokens]` is not Rich markup to be swallowed. The leading text
+    # columns are the row's key, repeated by every stacked table: a name there ("A100 80GB") stays whole.
+    lead = _lead(columns)
+    columns = [Column(c.key, escape(c.header), c.text, whole=i < lead) for i, c in enumerate(columns)]
     cells = [[escape(t) for t in line] for line in cells]
     title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
@@ -136,8 +139,7 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
     def fits(group):
         return _fitted_widths([columns[j] for j in group], [[line[j] for j in group] for line in cells], screen)
 
-    lead = next((i for i, c in enumerate(columns) if _numeric(c)), len(columns))
-    leading = [*range(max(lead, 1))]
+    leading = [*range(max(_lead(columns), 1))]
     for keys in (_telling(leading, cells), leading, [0]):
         groups, current = [], list(keys)
         for i in (j for j in range(len(columns)) if j not in keys):
@@ -152,6 +154,11 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
             groups.append(current)
             return groups
     return None
+
+
+def _lead(columns) -> int:
+    """How many text columns lead the table (its key: `model`, `gpu`) before the first numeric one."""
+    return next((i for i, c in enumerate(columns) if _numeric(c)), len(columns))
 
 
 def _telling(keys: list[int], cells) -> list[int]:
@@ -227,6 +234,7 @@ def _screen_width(console) -> int:
 PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
 _LONGEST_TEXT_WORD = 32  # a longer word (a URL) may fold; a name (`qwen3-next-80b-a3b-thinking`) never does
+_LONGEST_NAME = 20  # a key cell up to this long is a name ("GH200 (96GB HBM3)"), kept on one line; longer is prose
 
 
 def _numeric(column: Column) -> bool:
@@ -235,14 +243,17 @@ def _numeric(column: Column) -> bool:
 
 def _least_width(column: Column, texts) -> int:
     """The narrowest the column can be without cutting a number or a word: a numeric cell whole,
-    the longest word of a header or text cell (at most `_LONGEST_TEXT_WORD`)."""
+    the longest word of a header or text cell (at most `_LONGEST_TEXT_WORD`), and in a key column
+    (`Column.whole`) each cell of at most `_LONGEST_NAME` characters whole: a name is not folded."""
     from rich.cells import cell_len
 
     words = [cell_len(w) for t in (column.header, *([] if _numeric(column) else texts)) for w in t.split()]
+    if column.whole:
+        words += [cell_len(t) for t in texts if cell_len(t) <= _LONGEST_NAME]
     word = min(max(words, default=1), _LONGEST_TEXT_WORD)
     if not _numeric(column):
         return word
-    # a number is one token, never cut; a note beside it ("13 (past its 8K limit)") wraps at its spaces
+    # a number is one token, never cut; words beside it in the cell wrap at their spaces
     return max([word, *(cell_len(token) for t in texts for token in (t.split() or [t]))])
 
 
