@@ -62,13 +62,15 @@ def test_spec_stacked_rows_say_their_mfu():
     assert body and len(set(body)) == len(body)  # no table repeats a row: each shows the MFU that differs
 
 
-def test_note_beside_a_number_wraps_at_its_spaces_at_80_columns():
+def test_table_marks_past_the_limit_at_80_columns():
+    """A largest batch past the model's context limit is marked (its note says so), not annotated in
+    its cell: "13 (past its 8K limit)" folded over two lines at 80 columns."""
     out = _run("table", columns=80)
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert sum(line.startswith("┃") for line in lines) <= 2  # one table, not a card per quantity
-    assert "(past its" in out.stdout
+    assert "13‡" in out.stdout and "‡ Past the model's context limit (llama-3-8b: 8K tokens" in out.stdout
 
 
 def test_table_marks_figures_whose_weights_do_not_fit():
@@ -303,3 +305,31 @@ def test_disaggregated_split_gpu_is_the_catalog_key_and_its_price_found():
 
     splits, _ = best_split(grid, lc.Target(ttft_s=2.0, tpot_s=0.05))
     assert [(d.gpu, d.gpu_name) for d in splits] == [("h100-sxm", "H100 SXM")]
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The cost table's rows as they print: each a list of lines, each line its cells (stripped)."""
+    rows = []
+    for line in (ln for ln in text.splitlines() if ln.startswith("│")):
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if any(cells[1:]) or not rows:  # a value starts a row (top-aligned); label text alone continues one
+            rows.append([cells])
+        else:
+            rows[-1].append(cells)
+    return rows
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("args", [(), ("--tp", "8", "--isl", "4096", "--usd-per-gpu-hour", "2.5", "--usd-per-kwh", "0.1"),
+                                  ("--model", "llama-3-8b", "--model", "llama-3-70b", "--context", "100000")])
+def test_table_labels_take_two_lines_at_most(args, width):
+    """Review (issue 28.4): at 80 columns the cost table's labels ran to four lines and values folded
+    ("1.77–1.82" / "(MTP)"). Each quantity now takes one or two lines, each value one line whole."""
+    wide, fitted = _run("table", *args, columns=400), _run("table", *args, columns=width)
+    assert wide.exit_code == 0 and fitted.exit_code == 0, fitted.output
+    full, rows = _table_rows(wide.stdout), _table_rows(fitted.stdout)
+    assert len(rows) == len(full) > 12, fitted.stdout  # no value continued on a line of its own
+    for row, whole in zip(rows, full):
+        assert len(row) <= 2, "\n".join(" | ".join(c) for c in row)
+        assert " ".join(line[0] for line in row) == whole[0][0]  # the label, cut only at its spaces
+        assert row[0][1:] == whole[0][1:]  # the values, each whole on the row's first line

@@ -54,7 +54,7 @@ def test_table_says_a_context_past_the_models_limit():
     (row,) = rows_of("table", "--model", "llama-3-8b", "--context", "100000")
     assert row["fits"] is False and "context 100,000 exceeds the model's limit of 8,192 tokens" in row["fit_note"]
     out = run("table", "--model", "llama-3-8b", "--context", "100000")
-    assert "(past its 8K limit)" in out.stdout and "exceeds the model's limit" in out.stderr
+    assert "‡ Past the model's context limit (llama-3-8b: 8K tokens)" in out.stdout and "exceeds the model's limit" in out.stderr
     fine = run("table", "--model", "llama-3-8b", "--context", "4096")
     assert fine.exit_code == 0 and fine.stderr == "" and rows_of("table", "--model", "llama-3-8b",
                                                                  "--context", "4096")[0]["fits"] is True

@@ -80,7 +80,7 @@ def table_cmd(
 def _warn(rows, strict: bool) -> None:
     """What cannot run (weights that do not fit, a batch past the largest at a --context, a context past
     the model's limit: the rows' `fit_note`), every model's, in one line on stderr; --strict then exits 2.
-    The table marks the figures it concerns (†, dashes, "past its limit"), so the line names each model."""
+    The table marks the figures it concerns (†, dashes, ‡ past the context limit), so the line names each model."""
     from llm_cost.commands.app import EXIT_BAD_INPUT, warn
 
     unfit = [r["fit_note"] for r in rows if r.get("fits") is False]

@@ -41,13 +41,26 @@ def _batch(weights: str, n: int) -> Callable[[dict], str]:
     def cell(row: dict) -> str:
         if not row[f"fits_{weights}"]:
             return "-"
-        past = row.get("context_limit") and n > row["context_limit"]
-        return f"{row[f'max_batch_{weights}_at_{n}']:,}" + (f" (past its {context_label(row['context_limit'])} limit)"
-                                                           if past else "")
+        return f"{row[f'max_batch_{weights}_at_{n}']:,}" + (PAST_MARK if _past(row, n) else "")
     return cell
 
 
+def _past(row: dict, n: int) -> bool:
+    return bool(row.get("context_limit")) and n > row["context_limit"]
+
+
+def _marked_past(row: dict) -> bool:
+    """Whether some largest-batch cell of `row` carries `PAST_MARK` (its contexts: the row's keys)."""
+    key = "kv_bytes_per_sequence_at_"
+    contexts = [int(k[len(key):]) for k in row if k.startswith(key)]
+    return (row["fits_bf16"] or row["fits_int4"]) and any(_past(row, n) for n in contexts)
+
+
+# Marks beside a figure, each explained by a note under the table: a mark keeps the cell one token,
+# so at 80 columns no value folds over two lines ("13 (past its" / "8K limit)").
 UNFIT_MARK = "†"  # beside a figure whose weights do not fit: it assumes they do
+PAST_MARK = "‡"  # beside a largest batch at a context past the model's limit
+MTP_MARK = "*"  # beside a speculative speedup drafted by the model's own MTP head
 
 
 def _assuming_fit(text: Callable[[dict], str], fits_key: str) -> Callable[[dict], str]:
@@ -69,7 +82,7 @@ def _speculative_cell(row: dict) -> str:
     that head at its reported acceptance, verification free (the article §3.2: "DeepSeek-V3 的投机一行按
     其技术报告的 MTP 接受率转述"). The generic draft's figure stays in the JSON keys spec_*."""
     if row["mtp_layers"]:
-        return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + " (MTP)"
+        return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + MTP_MARK
     return _num("spec_speedup", 2)(row)
 
 
@@ -96,7 +109,7 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
                    _assuming_fit(_num("decode_joules_per_token_bf16", 3), "fits_bf16")),
                   (f"decode energy per token, batch {b}, W4A16 (J, est.)",
                    _assuming_fit(_num("decode_joules_per_token_w4a16", 3), "fits_int4"))]
-    if r.get("usd_per_million_tokens_energy_bf16") is not None:
+    if r.get("usd_per_million_tokens_energy_bf16") is not None:  # labels of two lines at 80 columns
         lines += [("decode energy cost, BF16 ($ per million output tokens, est.)",
                    _assuming_fit(_num("usd_per_million_tokens_energy_bf16", 4), "fits_bf16")),
                   ("decode energy cost, W4A16 ($ per million output tokens, est.)",
@@ -107,14 +120,13 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
                   (f"time to first token, {r['isl']:,}-token prompt, W4A16 (ms)",
                    _assuming_fit(_num("ttft_s_w4a16", 1, 1e-3), "fits_int4"))]
     if r["usd_per_gpu_hour"] is not None:
-        price = f"${r['usd_per_gpu_hour']:g}/GPU-hour"
-        lines += [(f"decode cost at batch {b}, BF16 ($ per million output tokens, {price})",
+        lines += [(f"decode cost, batch {b}, BF16 ($ per million output tokens)",  # the price: a note
                    _assuming_fit(_num("usd_per_million_output_tokens_bf16", 2), "fits_bf16")),
-                  (f"decode cost at batch {b}, W4A16 ($ per million output tokens, {price})",
+                  (f"decode cost, batch {b}, W4A16 ($ per million output tokens)",
                    _assuming_fit(_num("usd_per_million_output_tokens_w4a16", 2), "fits_int4"))]
     lines += [
-        (f"speculative speedup, batch {b} (×): a draft with α {r['spec_alpha']:g}, γ {r['spec_gamma']}, "
-         f"c {r['spec_c']:g}; MTP models: their MTP head", _speculative_cell),
+        (f"speculative speedup, batch {b} (×): draft α {r['spec_alpha']:g}, γ {r['spec_gamma']}, c {r['spec_c']:g}",
+         _speculative_cell),
     ]
     mtp = next((x for x in rows if x["mtp_layers"]), None)
     if mtp is not None:
@@ -129,10 +141,11 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
         ]
     usable = f"{r['usable_bytes'] / 1e9:.0f} GB"
     split = r["tp"] * r["pp"] > 1
-    per_gpu = f" per GPU (tp {r['tp']} x pp {r['pp']})" if split else ""
+    per_gpu = " per GPU" if split else ""  # the deployment's tp x pp: its note
     lines += [
-        (f"weights fit in {usable}{per_gpu} ({r['gpu_name']} less {r['reserve_fraction']:.0%}), BF16", _yes_no("fits_bf16")),
-        (f"weights fit in {usable}{per_gpu}, INT4 g128", _yes_no("fits_int4")),
+        (f"BF16 weights fit in {usable}{per_gpu} ({r['gpu_name']} less {r['reserve_fraction']:.0%})",
+         _yes_no("fits_bf16")),
+        (f"INT4 g128 weights fit in {usable}{per_gpu}", _yes_no("fits_int4")),
     ]
     replica = ", one replica" if split else ""
     for n in contexts:
@@ -169,9 +182,19 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
         f"Largest batch: sequences of that context whose {r['kv_dtype'].upper()} KV cache (sliding and chunked layers "
         f"holding at most their window) fits in "
         f"{r['memory_bytes'] / 1e9:g} GB ({r['memory_basis']}) x (1 - {r['reserve_fraction']:g}) less the weights "
-        f"beside a decode step's activations (a dash where the weights do not fit; a context past the model's "
-        f"limit is memory arithmetic only).",
+        f"beside a decode step's activations (a dash where the weights do not fit).",
     ]
+    if r["usd_per_gpu_hour"] is not None:
+        notes.append(f"Decode cost: ${r['usd_per_gpu_hour']:g} per GPU-hour for each of the deployment's "
+                     f"{r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}, over the tokens of one decode step.")
+    past = {x["model"]: x["context_limit"] for x in rows if _marked_past(x)}
+    if past:
+        notes.append(f"{PAST_MARK} Past the model's context limit ("
+                     + "; ".join(f"{m}: {context_label(n)} tokens" for m, n in past.items())
+                     + "): memory arithmetic only.")
+    if any(x["mtp_layers"] for x in rows):
+        notes.append(f"{MTP_MARK} A model with an MTP module drafts with its own MTP head (γ 1, the MTP rows), "
+                     "not the generic draft.")
     if any(not (x["fits_bf16"] and x["fits_int4"]) for x in rows):
         notes.append(f"{UNFIT_MARK} That format's weights do not fit: the figure is the article's \"assuming it fits\", "
                      "not a deployment that can run (give --tp or --pp to split it).")
