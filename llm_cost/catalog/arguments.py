@@ -179,8 +179,9 @@ class Many(Rule):
                 if self.most is not None else f"at least {self.least:,}"
             raise InvalidValueError(f"{name} must hold {limit} values, got {len(value):,}", params=(name,))
         if self.item is not None:
-            for v in value:
-                self.item.check(name, v)
+            checked = [self.item.check(name, v) for v in value]
+            if any(c is not v for c, v in zip(checked, value)):  # a name resolved to its spec
+                return type(value)(checked) if isinstance(value, (list, tuple)) else checked
         return value
 
 

@@ -27,7 +27,7 @@ from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
 from llm_cost.requests.phases import BLOCK_STEPS, Phases, check_request_work, linear_in_context, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments
+from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments, default_rules
 from llm_cost.specs.validate import check_fields, check_value
 
 MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
@@ -41,13 +41,17 @@ class Speculation:
     alpha: float
     gamma: int
     c: float | None = None
-    draft: object = None  # a ModelSpec or catalog name
-    draft_profile: object = None
+    draft: object = None  # a ModelSpec, or a catalog name (held as the spec it loads)
+    draft_profile: object = None  # a Profile, or a preset's name (held as the preset)
 
     def __post_init__(self) -> None:
         check_fields(self)
         check_value("draft", self.draft, "ModelSpec | str | None", field="draft")
         check_value("draft_profile", self.draft_profile, "Profile | str | None", field="draft_profile")
+        rules = default_rules()  # a name resolved once, here: equal to the spec it names
+        for name in ("draft", "draft_profile"):
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, rules[name].check(name, getattr(self, name)))
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
                                           windowed_pass)
 from llm_cost.specs.validate import check_fields
+from llm_cost.catalog.arguments import check_arguments
 from llm_cost.errors import check_number
 
 # Far beyond any deployment, and far from float overflow in FLOPs and bytes.
@@ -160,6 +161,7 @@ class PassCost:
                            or bool(self.handoff_fixed_s) or bool(self.handoff_row_s))
 
     @classmethod
+    @check_arguments()  # each spec, or its catalog name
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float = BF16_BYTES) -> "PassCost":
         """The coefficients for this model, accelerator, profile and weight format (`pass_build`)."""

@@ -272,8 +272,8 @@ def draft_profile_for(profile: Profile) -> Profile:
 
     Parameters
     ----------
-    profile : Profile
-        The target's profile.
+    profile : Profile or str
+        The target's profile, or a preset's name.
 
     Returns
     -------
@@ -288,7 +288,11 @@ def draft_profile_for(profile: Profile) -> Profile:
     ('lecture-draft', 0.0003, 0.5, 0.8)
     >>> draft_profile_for(PRESETS["article"]) is PRESETS["article"]
     True
+    >>> draft_profile_for("lecture").name
+    'lecture-draft'
     """
+    if isinstance(profile, str):  # a preset by name, as every function that takes a profile
+        profile = PRESETS[check_choice("profile", profile, tuple(PRESETS))]
     check_value("profile", profile, "Profile", field="profile")
     name = DRAFT_PRESET_OF.get(profile.name)
     if name is None:
