@@ -120,7 +120,7 @@ def plan_cmd(
     from llm_cost.commands import parse
 
     model, gpu, gpus, isl, osl, said = _defaults(model, gpu, gpus, isl, osl)  # `said` after the output: errors stay one line
-    prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms)
+    prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), engine, fixed_ms, mfu)
     if usable_memory is not None:  # the fits' memory, else the profile's
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
