@@ -1,7 +1,7 @@
 """Refit the shipped `measured` profile on both training files, with each engine's fixed costs, and
 measure its error in sample, cross-validated by source and leaving one GPU out.
 
-    .venv/bin/python analysis/refit_measured.py [--quick] [--out FILE.json]   # long: see README "Calibration"
+    .venv/bin/python analysis/refit_measured.py [--quick] [--out FILE.json] [--start FILE.json]
 
 The same fit as `llm-cost calibrate tests/data/measured/train.csv tests/data/measured/train_inferencex.csv
 -o measured.json --base lecture --engines`, then each cross-validation fold refitted from the full fit's
@@ -10,6 +10,23 @@ for the whole run and re-timed per profile). Prints the knobs as a `Profile(...)
 `specs/profiles.py` and the summaries by metric, by source and by GPU, in sample also per file, after
 the shipped `measured`'s on the same rows.
 `--quick`: the fit only. `--out FILE.json`: the fitted profile written there as soon as it is fitted.
+`--schedules FILE.pkl`: the closed loops' schedules kept in that pickle between runs (read when it exists,
+else written after the first pass): a run then skips the 6-minute pass.
+`--cv-only PROFILE.json [--cv-by source,gpu]`: no fit, the cross-validations only, each fold's fit
+started from PROFILE's knobs, with the error per file.
+`--start FILE.json`: the fit starts from that profile's knobs (an earlier run's `--out`) instead of the
+lecture's, the same least squares from a nearer start: fewer iterations (the lecture's non-fitted knobs,
+embedding a lookup and KV counted, are the file's too).
+
+The shipped `measured` (specs/profiles.py) is, on this machine (2 cores, shared), 2026-12-02:
+
+    PYTHONPATH=$PWD .venv/bin/python analysis/refit_measured.py --start analysis/measured_two_files.json \
+        --out analysis/measured_engines.json --quick                      # 30 min here (19 the first pass)
+    PYTHONPATH=$PWD .venv/bin/python analysis/refit_measured.py --cv-only analysis/measured_engines.json \
+        --cv-by gpu --schedules /tmp/schedules.pkl                          # and --cv-by source
+
+each engine with its own fixed times and MFU (`fit.ENGINE_KNOBS`); the start is the fit of the three
+fixed times per engine alone (the same command without --start, before the MFU was an engine's).
 """
 
 from __future__ import annotations
@@ -22,7 +39,7 @@ from llm_cost.calibrate.fit import cross_validate, fit_profile
 from llm_cost.calibrate.metrics import summaries, summarize
 from llm_cost.calibrate.points import read_points
 from llm_cost.calibrate.prediction import predict
-from llm_cost.calibrate.profile_file import write_profile
+from llm_cost.calibrate.profile_file import read_profile, write_profile
 from llm_cost.commands.calibrate import read_all
 from llm_cost.specs.profiles import PRESETS
 
@@ -46,27 +63,61 @@ def _per_file(title: str, predictions, files: dict) -> None:
         _print(f"{title} {name}", [p for p in predictions if p.point.id in ids])
 
 
-def main(quick: bool, out: str | None) -> None:
+def _schedules(path: str | None, points, files) -> None:
+    """The shipped profile on every point: its pass schedules the closed loops, which the fit then
+    re-times. With `path`: the schedules (`under_load._SCHEDULES`, in iteration counts, whatever the
+    profile's efficiencies) are read from that pickle when it exists (no pass), else written there after it."""
+    import pickle
+
+    from llm_cost.calibrate import under_load
+
+    if path and Path(path).exists():
+        under_load._SCHEDULES.update(pickle.loads(Path(path).read_bytes()))
+        return
+    t0 = time.time()
+    _per_file("shipped measured", [predict(p, PRESETS["measured"]) for p in points], files)
+    print(f"    ({time.time() - t0:.0f} s)")
+    if path:
+        Path(path).write_bytes(pickle.dumps(under_load._SCHEDULES))
+
+
+def cross_validations(profile_path: str, by: tuple[str, ...], schedules: str | None) -> None:
+    """`--cv-only PROFILE`: no fit, each cross-validation from PROFILE's knobs (a warm start), per file too."""
+    points = read_all([str(f) for f in FILES])
+    files = {f.name: {p.id for p in read_points(f)} for f in FILES}
+    _schedules(schedules, points, files)
+    prof = read_profile(profile_path)
+    for b in by:
+        t = time.time()
+        _per_file(f"cross-validated by {b}", cross_validate(points, prof, by=b, engines=True), files)
+        print(f"    ({time.time() - t:.0f} s)")
+
+
+def main(quick: bool, out: str | None, start: str | None = None, schedules: str | None = None) -> None:
     t0 = time.time()
     points = read_all([str(f) for f in FILES])
     files = {f.name: {p.id for p in read_points(f)} for f in FILES}
-    # the shipped profile first: its pass schedules the closed loops, which the fit then re-times
-    _per_file("shipped measured", [predict(p, PRESETS["measured"]) for p in points], files)
-    print(f"    ({time.time() - t0:.0f} s)")
-    fit = fit_profile(points, PRESETS["lecture"], name="measured", engines=True)
+    _schedules(schedules, points, files)
+    base = read_profile(start) if start else PRESETS["lecture"]
+    fit = fit_profile(points, base, name="measured", engines=True)
     prof = fit.profile
     print(f"fitted in {time.time() - t0:.0f} s: {prof!r}")
     if out:
-        write_profile(prof, out, calibration={"recipe": "analysis/refit_measured.py", "fit_seconds_here": round(time.time() - t0)})
+        write_profile(prof, out, calibration={"recipe": "analysis/refit_measured.py" + (f" --start {start}" if start else ""),
+                                              "fit_seconds_here": round(time.time() - t0)})
     _per_file("in sample", [predict(p, prof) for p in points], files)
     if quick:
         return
     for by in ("source", "gpu"):
         t = time.time()
-        _print(f"cross-validated by {by}", cross_validate(points, prof, by=by, engines=True))
+        _per_file(f"cross-validated by {by}", cross_validate(points, prof, by=by, engines=True), files)
         print(f"    ({time.time() - t:.0f} s)")
     print(f"total {time.time() - t0:.0f} s")
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv, sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None)
+    arg = lambda flag: sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else None  # noqa: E731
+    if arg("--cv-only"):
+        cross_validations(arg("--cv-only"), tuple((arg("--cv-by") or "source,gpu").split(",")), arg("--schedules"))
+    else:
+        main("--quick" in sys.argv, arg("--out"), arg("--start"), arg("--schedules"))

@@ -97,7 +97,7 @@ def test_for_engine_takes_the_engines_fitted_costs():
     assert (vllm.fixed_time_s, vllm.fixed_time_per_layer_s, vllm.ttft_overhead_s) == (2e-3, 5e-5, 0.01)
     other = FITTED.for_engine("lmdeploy")  # not fitted: the fitted engines' mean
     assert other.fixed_time_s == pytest.approx(3e-3) and other.ttft_overhead_s == pytest.approx(0.02)
-    for name in PRESETS:
+    for name in ("article", "lecture", "lecture-draft"):
         assert PRESETS[name].for_engine("vllm") is PRESETS[name]  # the documents' presets do not move
 
 
@@ -194,7 +194,7 @@ def test_calibrate_engines_recovers_each_engines_fixed_costs():
     assert fitted_engines(points) == ("gpt-fast", "trtllm-0", "lmdeploy", "vllm")
     result = fit_profile(points, PRESETS["measured"], ["fixed_time_s"], engines=True)
     fitted = {e[0]: e[1:] for e in result.profile.engine_costs}
-    for name, per_pass, per_layer, ttft in truth.engine_costs:
+    for name, per_pass, per_layer, ttft, _mfu in truth.engine_costs:
         assert fitted[name][1] == pytest.approx(per_layer, rel=0.05, abs=1e-6), name
         assert fitted[name][0] + 32 * fitted[name][1] == pytest.approx(per_pass + 32 * per_layer, rel=0.05), name
         if any(p.engine == name and p.metric == "ttft_ms" for p in points):  # else e2e alone: weakly identified
@@ -205,16 +205,21 @@ def test_calibrate_engines_recovers_each_engines_fixed_costs():
 
 # ---- --engine on every timing command (issue 23, deliverable 2) ------------------------------------------
 
-def _engine_profile(tmp_path):
-    """A profile file with fixed costs for two engines (as `calibrate --engines` writes them)."""
+def _engine_profile_text() -> str:
+    """A profile with fixed costs for two engines (as `calibrate --engines` wrote them before an engine had
+    its own MFU) as JSON."""
     import json
 
+    return json.dumps({"name": "two-engines", "bw_efficiency": 0.8, "compute_efficiency": 0.6,
+                       "fixed_time_s": 0.0, "engine_costs": {
+                           "vllm": {"fixed_time_s": 0.002, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0},
+                           "sglang": {"fixed_time_s": 0.004, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0}}})
+
+
+def _engine_profile(tmp_path):
+    """`_engine_profile_text` in a file."""
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps({"name": "two-engines", "bw_efficiency": 0.8, "compute_efficiency": 0.6,
-                                "fixed_time_s": 0.0, "engine_costs": {
-                                    "vllm": {"fixed_time_s": 0.002, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0},
-                                    "sglang": {"fixed_time_s": 0.004, "fixed_time_per_layer_s": 0.0, "ttft_overhead_s": 0.0}}}),
-                    encoding="utf-8")
+    path.write_text(_engine_profile_text(), encoding="utf-8")
     return str(path)
 
 
@@ -269,3 +274,67 @@ def test_engine_option_without_engine_costs_says_it_changes_nothing():
 
     out = CliRunner().invoke(app, ["spec", "--alpha", "0.8", "--gamma", "4", "--batch", "8", "--engine", "vllm"])
     assert out.exit_code == 0 and "--engine vllm changes nothing here" in out.stderr
+
+
+# ---- each engine's own MFU (the prefill's efficiency: issue 23, deliverable 2) ----------------------------
+
+def test_an_engines_mfu_is_its_own_and_older_entries_take_the_profiles():
+    """An entry of three fixed times (profiles fitted before the MFU was an engine's) takes the profile's
+    compute_efficiency; a fifth figure is the engine's; the mean is the unfitted engines'; out of (0, 1]
+    is refused, naming the engine and the knob."""
+    p = Profile("p", compute_efficiency=0.7, engine_costs=(("vllm", 1e-3, 0.0, 0.0), ("sglang", 1e-3, 0.0, 0.0, 0.5)))
+    assert p.engine_costs[0] == ("vllm", 1e-3, 0.0, 0.0, 0.7)
+    assert p.for_engine("sglang").compute_efficiency == 0.5 and p.for_engine("vllm").compute_efficiency == 0.7
+    assert p.for_engine("lmdeploy").compute_efficiency == pytest.approx(0.6)
+    with pytest.raises(InvalidValueError, match=r"engine_costs\[sglang\]\.compute_efficiency must be in"):
+        Profile("p", engine_costs=(("sglang", 1e-3, 0.0, 0.0, 1.5),))
+
+
+def test_profile_file_reads_engine_costs_with_and_without_the_mfu(tmp_path):
+    import json
+
+    path = tmp_path / "p.json"
+    write_profile(FITTED.with_(engine_costs=(("vllm", 2e-3, 5e-5, 0.01, 0.55),)), path)
+    assert read_profile(path).for_engine("vllm").compute_efficiency == 0.55
+    old = json.loads(_engine_profile_text())  # the three fixed times only: the profile's MFU
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert read_profile(tmp_path / "old.json").for_engine("sglang").compute_efficiency == 0.6
+    old["engine_costs"]["vllm"]["mfu"] = 0.5
+    (tmp_path / "bad.json").write_text(json.dumps(old))
+    with pytest.raises(InvalidValueError, match=r"engine_costs\[vllm\] must give"):
+        read_profile(tmp_path / "bad.json")
+
+
+def test_calibrate_engines_recovers_each_engines_mfu():
+    """train.csv re-valued with a different MFU per engine: the fit finds each again where its points
+    reach the compute roof (TTFT, long prompts, large batches); gpt-fast's batch-1 decode of a 5-token
+    prompt never does, so its MFU is not fitted and takes the fitted engines' mean."""
+    from dataclasses import replace
+
+    from llm_cost.calibrate.fit import fit_profile
+    from llm_cost.calibrate.prediction import predict
+
+    mfu = {"gpt-fast": 0.4, "trtllm-0": 0.8, "lmdeploy": 0.6, "vllm": 0.7}
+    truth = PRESETS["measured"].with_(engine_costs=tuple(
+        (e, PRESETS["measured"].fixed_time_s, PRESETS["measured"].fixed_time_per_layer_s, 0.0, m) for e, m in mfu.items()))
+    points = [replace(p, value=predict(p, truth).predicted) for p in read_points(DATA / "train.csv")]
+    result = fit_profile(points, PRESETS["measured"], ["compute_efficiency"], engines=True)
+    fitted = {e[0]: e[4] for e in result.profile.engine_costs}
+    for name in ("trtllm-0", "lmdeploy", "vllm"):
+        assert fitted[name] == pytest.approx(mfu[name], rel=0.02), name
+        assert f"compute_efficiency@{name}" in result.fitted
+    assert "compute_efficiency@gpt-fast" not in result.fitted
+    assert fitted["gpt-fast"] == pytest.approx((fitted["trtllm-0"] + fitted["lmdeploy"] + fitted["vllm"]) / 3)
+    assert result.profile.compute_efficiency == pytest.approx(sum(fitted.values()) / 4)  # the shared: their mean
+
+
+def test_engine_option_prices_the_engines_mfu_and_mfu_still_wins(tmp_path):
+    path = tmp_path / "fitted.json"
+    write_profile(FITTED.with_(engine_costs=(("vllm", 2e-3, 5e-5, 0.01, 0.35), ("sglang", 4e-3, 1e-5, 0.03, 0.7))), path)
+    prefill = ("roofline", "--model", "llama-3-8b", "--rows", "4096", "--preset", str(path))
+    (vllm,) = rows_of(*prefill, "--engine", "vllm")
+    (sglang,) = rows_of(*prefill, "--engine", "sglang")
+    assert vllm["compute_efficiency"] == 0.35 and vllm["bound"] == "compute"
+    assert vllm["compute_time_s"] == pytest.approx(2 * sglang["compute_time_s"])  # half the MFU: twice the time
+    (given,) = rows_of(*prefill, "--engine", "vllm", "--mfu", "0.5")
+    assert given["compute_efficiency"] == 0.5 and given["fixed_time_s"] == vllm["fixed_time_s"]

@@ -6,10 +6,12 @@
 source (or by GPU): each group's points are predicted by a profile fitted to the other groups' only.
 
 With `engines`, each serving engine with at least MIN_ENGINE_POINTS points gets its own fixed time per
-pass, per layer and before the first token (`ENGINE_KNOBS`, `Profile.engine_costs`) in place of the
-shared fixed times; points of other engines are left out of that fit and predicted with the fitted
-engines' mean (`Profile.for_engine`). An engine's knobs act on its own points only, so the Jacobian is
-sparse and its columns are estimated a group at a time (`jac_sparsity`).
+pass, per layer and before the first token, and (when `compute_efficiency` is free) its own large-GEMM
+MFU, what its prefill reaches (`ENGINE_KNOBS`, `Profile.engine_costs`), in place of the shared ones;
+points of other engines are left out of that fit and predicted with the fitted engines' mean
+(`Profile.for_engine`). An engine's knobs act on its own points only, so the Jacobian is sparse and its
+columns are estimated a group at a time (`jac_sparsity`). An engine whose points never reach the compute
+roof (gpt-fast's batch-1 decode) cannot tell its MFU: it keeps the other engines' mean, unfitted.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 from llm_cost.calibrate.prediction import Prediction, predict
 from llm_cost.errors import InvalidValueError, check_choice
-from llm_cost.specs.profiles import Profile
+from llm_cost.specs.profiles import ENGINE_KNOBS, Profile
 
 # knob -> (low, high, unit scale the optimiser sees): physical bounds, efficiencies in (0, 1]
 KNOBS: dict[str, tuple[float, float, float]] = {
@@ -33,12 +35,14 @@ KNOBS: dict[str, tuple[float, float, float]] = {
     "gemm_half_rows": (0.0, 4096.0, 100.0),  # rows, seen in hundreds
 }
 DEFAULT_FREE = tuple(KNOBS)
-# An engine's own knobs (`Profile.engine_costs`): bounds and scale as above
+# An engine's own knobs (`Profile.engine_costs`, in ENGINE_KNOBS' order): bounds and scale as above
 ENGINE_BOUNDS: dict[str, tuple[float, float, float]] = {
     "fixed_time_s": KNOBS["fixed_time_s"],
     "fixed_time_per_layer_s": KNOBS["fixed_time_per_layer_s"],
     "ttft_overhead_s": (0.0, 0.5, 1e-3),  # per request: seconds, seen in ms
+    "compute_efficiency": KNOBS["compute_efficiency"],  # the engine's kernels' MFU: fitted when the shared one is free
 }
+ENGINE_FIXED = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s")  # always an engine's own when fitted
 MIN_ENGINE_POINTS = 10  # fewer points of an engine than this: it takes the fitted engines' mean
 # Where a knob's fit starts when its base value is neutral and the neutral value is a flat spot
 # (the GEMM ramp does nothing while either of its two knobs is neutral).
@@ -74,14 +78,16 @@ def _bounded(knob: str, value: float) -> float:
 def profile_at(base: Profile, free, x) -> Profile:
     """`base` with the free knobs at `x`: shared knobs by name, an engine's as `knob@engine`."""
     shared = {k: _bounded(k, v) for k, v in zip(free, x) if "@" not in k}
-    engines: dict[str, dict] = {}
+    engines = {e[0]: dict(zip(ENGINE_KNOBS, e[1:])) for e in base.engine_costs}  # a knob not free keeps base's
+    moved = False
     for k, v in zip(free, x):
         if "@" in k:
             knob, name = k.split("@")
-            engines.setdefault(name, {})[knob] = _bounded(k, v)
+            engines[name][knob] = _bounded(k, v)
+            moved = True
     prof = base.with_(**shared) if shared else base
-    if engines:
-        prof = prof.with_(engine_costs=tuple((n, *(c[k] for k in ENGINE_BOUNDS)) for n, c in engines.items()))
+    if moved:
+        prof = prof.with_(engine_costs=tuple((n, *(c[k] for k in ENGINE_KNOBS)) for n, c in engines.items()))
     return prof
 
 
@@ -146,10 +152,10 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     names = fitted_engines(used) if engines else ()
     if names:
         used = [p for p in used if p.engine in names]
-        free = tuple(k for k in free if k not in ENGINE_BOUNDS) + tuple(
-            f"{k}@{e}" for e in names for k in ENGINE_BOUNDS)
-        base = base.with_(engine_costs=tuple(
-            (e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3))) for e in names))
+        own = ENGINE_FIXED + tuple(k for k in ENGINE_BOUNDS if k not in ENGINE_FIXED and k in free)
+        free = tuple(k for k in free if k not in own) + tuple(f"{k}@{e}" for e in names for k in own)
+        base = base.with_(engine_costs=tuple((e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3,
+                                                                  base.compute_efficiency))) for e in names))
     free = acting_knobs(used, base, free, executor)
     if not free:
         return FitResult(_finished(base, name), len(used), _rms(used, base, executor), ())
@@ -162,8 +168,23 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     sparsity = _sparsity(used, free) if names else None
     res = least_squares(lambda x: _residuals(used, base, free, x, executor), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
-    profile = _finished(profile_at(base, free, [float(v) for v in res.x]), name)
+    profile = _finished(_unseen_as_mean(profile_at(base, free, [float(v) for v in res.x]), free), name)
     return FitResult(profile, len(used), _rms(used, profile, executor), free)
+
+
+def _unseen_as_mean(profile: Profile, free) -> Profile:
+    """An engine's knob the fit could not move (no point of the engine sees it: `acting_knobs`) set to the
+    fitted engines' mean of it, the typical engine's, rather than left at where the fit started; a knob
+    no engine could move keeps its value."""
+    entries = {e[0]: list(e[1:]) for e in profile.engine_costs}
+    for i, knob in enumerate(ENGINE_KNOBS):
+        seen = [n for n in entries if f"{knob}@{n}" in free]
+        if seen and len(seen) < len(entries):
+            mean = sum(entries[n][i] for n in seen) / len(seen)
+            for n in entries:
+                if n not in seen:
+                    entries[n][i] = mean
+    return profile.with_(engine_costs=tuple((n, *v) for n, v in entries.items())) if entries else profile
 
 
 def _start(base: Profile, knob: str) -> float:
@@ -171,18 +192,17 @@ def _start(base: Profile, knob: str) -> float:
     or START's for a neutral knob whose neutral value is a flat spot."""
     if "@" in knob:
         k, name = knob.split("@")
-        return dict(zip(ENGINE_BOUNDS, next(e[1:] for e in base.engine_costs if e[0] == name)))[k]
+        return dict(zip(ENGINE_KNOBS, next(e[1:] for e in base.engine_costs if e[0] == name)))[k]
     neutral = Profile("neutral")
     return START[knob] if knob in START and getattr(base, knob) == getattr(neutral, knob) else getattr(base, knob)
 
 
 def _finished(profile: Profile, name: str) -> Profile:
-    """The fitted profile named `name`; with engine costs, its shared fixed times are the engines' mean
-    (what a command without --engine, and an engine it was not fitted to, uses)."""
+    """The fitted profile named `name`; with engine costs, its shared fixed times and MFU are the engines'
+    mean (what a command without --engine, and an engine it was not fitted to, uses)."""
     if profile.engine_costs:
         mean = profile.for_engine("generic")
-        profile = profile.with_(fixed_time_s=mean.fixed_time_s, fixed_time_per_layer_s=mean.fixed_time_per_layer_s,
-                                ttft_overhead_s=mean.ttft_overhead_s)
+        profile = profile.with_(**{k: getattr(mean, k) for k in ENGINE_KNOBS})
     return profile.with_(name=name)
 
 
@@ -210,7 +230,7 @@ def acting_knobs(points, base: Profile, free, executor=None) -> tuple[str, ...]:
     ref = _residuals(points, base, free, middle, executor)
     acting = []
     for i, k in enumerate(free):
-        if "@" in k:  # an engine's knob moves its own points' fixed times: acting by construction
+        if "@" in k and k.split("@")[0] in ENGINE_FIXED:  # an engine's fixed times: acting by construction
             acting.append(k)
             continue
         low, high, scale = bounds[k]

@@ -61,7 +61,9 @@ def read_profile(path) -> Profile:
 
 
 def _engine_costs(path: Path, data) -> tuple:
-    """`{engine: {fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s}}` as `Profile.engine_costs`."""
+    """`{engine: {fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s[, compute_efficiency]}}` as
+    `Profile.engine_costs` (without compute_efficiency, as files written before it was an engine's: the
+    profile's own)."""
     from llm_cost.specs.engines import NAMES
 
     if not isinstance(data, dict):
@@ -71,9 +73,9 @@ def _engine_costs(path: Path, data) -> tuple:
         if name not in NAMES:
             raise InvalidValueError(f"profile file {path}: engine_costs: unknown engine {name!r} "
                                     f"(known: {', '.join(NAMES)})")
-        if not isinstance(knobs, dict) or set(knobs) != set(ENGINE_KNOBS):
+        if not isinstance(knobs, dict) or set(knobs) not in (set(ENGINE_KNOBS), set(ENGINE_KNOBS[:3])):
             raise InvalidValueError(f"profile file {path}: engine_costs[{name}] must give {', '.join(ENGINE_KNOBS)}")
-        if not all(isinstance(knobs[k], (int, float)) and not isinstance(knobs[k], bool) for k in ENGINE_KNOBS):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in knobs.values()):
             raise InvalidValueError(f"profile file {path}: engine_costs[{name}] values must be numbers")
-        out.append((name, *(float(knobs[k]) for k in ENGINE_KNOBS)))
+        out.append((name, *(float(knobs[k]) for k in ENGINE_KNOBS if k in knobs)))
     return tuple(out)

@@ -147,7 +147,7 @@ def calibrate_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
     cv_by: Annotated[str, typer.Option("--cv-by", help="What the cross-validation leaves out: source, or gpu (leave one GPU out).")] = "source",
-    engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) where it has 10 points or more.")] = False,
+    engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) and, when compute_efficiency is free, its own MFU, where it has 10 points or more.")] = False,
     force: Force = False,
     skip_bad: SkipBad = False,
     jobs: Jobs = 1,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 
-def with_engine(profile, engine: str | None, fixed_ms: float | None = None, *, serves: bool = False):
-    """`profile` with `engine`'s fixed costs (None: as it is); an explicit --fixed-ms still wins. `serves`:
-    the command also serves with the engine's defaults (plan --verify), so a profile without fixed costs
-    still changes something."""
+def with_engine(profile, engine: str | None, fixed_ms: float | None = None, mfu: float | None = None, *,
+                serves: bool = False):
+    """`profile` with `engine`'s fitted knobs (None: as it is); an explicit --fixed-ms or --mfu still wins.
+    `serves`: the command also serves with the engine's defaults (plan --verify), so a profile without
+    fixed costs still changes something."""
     if engine is None:
         return profile
     from llm_cost.specs.engines import engine as check_engine
@@ -19,4 +20,4 @@ def with_engine(profile, engine: str | None, fixed_ms: float | None = None, *, s
              + f": profile {profile.name} has no per-engine fixed costs (fit them with llm-cost calibrate "
                "--engines, then --profile FILE)")
     prof = profile.for_engine(name)
-    return prof.with_(fixed_time_s=fixed_ms / 1e3) if fixed_ms is not None else prof
+    return prof.with_(fixed_time_s=None if fixed_ms is None else fixed_ms / 1e3, compute_efficiency=mfu)

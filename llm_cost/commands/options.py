@@ -127,7 +127,7 @@ Force = Annotated[bool, typer.Option("--force", help="Replace an existing output
 EngineOpt = Annotated[Optional[str], typer.Option(
     "--engine", help="Serving engine: vllm, sglang, trtllm (1.x), trtllm-0 (0.x static batches), lmdeploy, gpt-fast, "
                      "llama.cpp or generic: its "
-                     "fixed costs as the profile fitted them (an engine it was not fitted to: the fitted "
+                     "fixed costs and MFU as the profile fitted them (an engine it was not fitted to: the fitted "
                      "engines' mean; the documents' presets have none).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr (it shows only on a terminal, past a second) and no notes; warnings and errors stay.")]
 SkipBad = Annotated[bool, typer.Option("--skip-bad", help="Predict the good rows of a file with bad ones (each bad row is named in a warning) instead of refusing it.")]

@@ -196,7 +196,7 @@ def _parsed(o: dict) -> _Search:
 
         ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
     prof = with_engine(parse.profile(o["preset"], mfu=o["mfu"], bw_eff=o["bw_eff"], fixed_ms=o["fixed_ms"]),
-                       o["engine"], o["fixed_ms"], serves=o["verify"] is not None)
+                       o["engine"], o["fixed_ms"], o["mfu"], serves=o["verify"] is not None)
     if o["usable_memory"] is not None:  # the fits' memory, else the profile's
         prof = prof.with_(memory_basis="usable" if o["usable_memory"] else "marketed")
     keys = ("ttft_ms", "tpot_ms", "tokens_per_s_per_user", "spec_alpha", "c", "draft", "max_gamma", "mtp_alpha", "tp",

@@ -82,7 +82,7 @@ def request_cmd(
     # --model and --gpu repeat: a row each (models outer)
     specs, accs = [load_model(m) for m in dict.fromkeys(model)], [load_accelerator(g) for g in dict.fromkeys(gpu)]
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
-    prof = with_engine(prof, engine, fixed_ms)
+    prof = with_engine(prof, engine, fixed_ms, mfu)
     deployment = parse.deployment(deploy, prof)
     speculation = None
     if spec_alpha is not None and tau is not None:

@@ -62,7 +62,7 @@ def roofline_cmd(
 
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms,
                            read_embedding=read_embedding, kv=kv)
-    prof = with_engine(prof, engine, fixed_ms)
+    prof = with_engine(prof, engine, fixed_ms, mfu)
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
     pairs = [(load_model(m), load_accelerator(g)) for m in model for g in gpu]  # compare in one command

@@ -15,8 +15,10 @@ from llm_cost.specs.validate import check_fields, check_value
 # What a GPU's memory is taken to be (`Profile.memory_basis`): the driver's figure or the label's.
 MEMORY_BASES = ("usable", "marketed")
 KERNEL_SOURCES = ("datasheet", "measured")
-# The knobs a profile fits per serving engine (`Profile.engine_costs`), in this order
-ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s")
+# The knobs a profile fits per serving engine (`Profile.engine_costs`), in this order: its fixed costs and
+# its kernels' large-GEMM MFU (the prefill's efficiency; an entry of the first three alone, as profiles
+# fitted before it was an engine's, takes the profile's own compute_efficiency)
+ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s", "compute_efficiency")
 MIN_EFFICIENCY = 1e-4  # 0.01% of a peak: below it a time is not a model of any machine
 MAX_FIXED_S = 3600.0  # an hour of overhead per pass is a typo, not a measurement
 
@@ -67,8 +69,10 @@ class Profile:
         Seconds between a request's arrival and its first token beyond its prefill (tokenizing,
         scheduling, the first token's detokenizing and streaming), >= 0 (default 0).
     engine_costs : tuple, optional
-        Fixed costs fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s,
-        ttft_overhead_s), ...), each >= 0 (`for_engine`; default (): none).
+        Knobs fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s,
+        ttft_overhead_s, compute_efficiency), ...), the fixed times >= 0, the efficiency (the engine's
+        kernels' large-GEMM MFU, what its prefill reaches) in (0, 1]; an entry without the efficiency
+        takes this profile's `compute_efficiency` (`for_engine`; default (): none).
     kernels : str, optional
         "datasheet" (default: this profile's efficiencies everywhere) or "measured": on a GPU with a
         measured kernel table (hardware/kernels/, fitted to NVIDIA aiconfigurator 0.12.0's tables by
@@ -114,8 +118,8 @@ class Profile:
     gemm_half_rows: float = 0.0  # rows where the GEMM efficiency is halfway up its ramp
     memory_basis: str = "usable"  # fits and KV capacity: usable_memory_bytes, or "marketed" memory_bytes
     ttft_overhead_s: float = 0.0  # per request, between its arrival and its first token, beyond the prefill
-    # Fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s), ...)
-    # (`for_engine`); () for the documents' presets
+    # Fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s,
+    # compute_efficiency), ...) (`for_engine`); () for the documents' presets
     engine_costs: tuple = ()
     # "measured": GEMM efficiencies from measured kernel tables where the GPU has one
     # (`llm_cost.roofline.kernels`); "datasheet": this profile's own figures everywhere
@@ -134,29 +138,39 @@ class Profile:
         object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))
         object.__setattr__(self, "kernels", check_choice("profile.kernels", self.kernels, KERNEL_SOURCES))  # as spelled in the list
         check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0, high=MAX_FIXED_S)
+        entries = []
         for entry in self.engine_costs:
-            if len(entry) != 4 or not isinstance(entry[0], str):
+            if len(entry) not in (4, 5) or not isinstance(entry[0], str):
                 raise InvalidValueError("profile.engine_costs must hold (engine, fixed_time_s, fixed_time_per_layer_s, "
-                                        f"ttft_overhead_s) entries, got {entry!r}", params=("engine_costs",))
+                                        f"ttft_overhead_s[, compute_efficiency]) entries, got {entry!r}",
+                                        params=("engine_costs",))
+            entry = tuple(entry) if len(entry) == 5 else (*entry, self.compute_efficiency)  # the profile's MFU
             for knob, value in zip(ENGINE_KNOBS, entry[1:]):
-                check_number(f"profile.engine_costs[{entry[0]}].{knob}", value, low=0, high=MAX_FIXED_S)
+                low, high = (MIN_EFFICIENCY, 1) if knob == "compute_efficiency" else (0, MAX_FIXED_S)
+                check_number(f"profile.engine_costs[{entry[0]}].{knob}", value, low=low, high=high)
+            entries.append(entry)
+        object.__setattr__(self, "engine_costs", tuple(entries))
 
     def for_engine(self, engine: str) -> "Profile":
-        """This profile with `engine`'s fitted fixed costs (`engine_costs`); an engine it was not fitted to
-        takes the mean of the fitted engines' (the typical engine), and a profile fitted to none is itself.
+        """This profile with `engine`'s fitted knobs (`engine_costs`); an engine it was not fitted to takes
+        the mean of the fitted engines' (the typical engine), and a profile fitted to none is itself.
 
-            fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s  <-  engine_costs[engine], or their mean
+            fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s, compute_efficiency
+                <-  engine_costs[engine], or their mean
 
-        >>> p = Profile("p", engine_costs=(("vllm", 1e-3, 1e-5, 0.0), ("sglang", 3e-3, 3e-5, 0.01)))
+        >>> p = Profile("p", engine_costs=(("vllm", 1e-3, 1e-5, 0.0, 0.7), ("sglang", 3e-3, 3e-5, 0.01, 0.5)))
         >>> p.for_engine("vllm").fixed_time_s, round(p.for_engine("llama.cpp").fixed_time_s, 6)
         (0.001, 0.002)
+        >>> p.for_engine("sglang").compute_efficiency, round(p.for_engine("generic").compute_efficiency, 6)
+        (0.5, 0.6)
         >>> PRESETS["lecture"].for_engine("vllm") is PRESETS["lecture"]
         True
         """
         if not self.engine_costs:
             return self
         costs = {e[0]: e[1:] for e in self.engine_costs}
-        values = costs.get(engine) or tuple(sum(c[i] for c in costs.values()) / len(costs) for i in range(3))
+        values = costs.get(engine) or tuple(sum(c[i] for c in costs.values()) / len(costs)
+                                            for i in range(len(ENGINE_KNOBS)))
         return replace(self, **dict(zip(ENGINE_KNOBS, values)))
 
     @property
@@ -216,14 +230,24 @@ PRESETS: dict[str, Profile] = {
     # the lecture's draft model pays a smaller fixed cost per pass (0.3 ms)
     "lecture-draft": Profile("lecture-draft", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=0.3e-3,
                              read_input_embedding=False, count_kv=True, memory_basis="marketed"),
-    # Calibrated on tests/data/measured/train.csv (88 published figures; README, "Calibration"), the
-    # driver's memory: `llm-cost calibrate tests/data/measured/train.csv -o measured.json --base lecture`
-    # reproduces it (to the digits kept here). compute_efficiency is the large GEMMs' (prefill) MFU: a
-    # GEMM of m rows reaches 0.729 x (0.284 + 0.716 m / (m + 522)) of the peak (0.21 at decode's m = 1).
-    "measured": Profile("measured", bw_efficiency=0.7647, compute_efficiency=0.7287, fixed_time_s=461.2e-6,
-                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.8194,
-                        fp8_compute_factor=0.5784, fixed_time_per_layer_s=62.02e-6, small_gemm_factor=0.2840,
-                        gemm_half_rows=522.4),
+    # Calibrated on both training files (tests/data/measured/train.csv, 88 published figures, and
+    # train_inferencex.csv, 372 served figures; README, "Calibration"), the driver's memory, each engine
+    # with 10 rows or more its own fixed times and MFU (the shared ones are the engines' mean, what an
+    # engine it was not fitted to and a command without --engine use; gpt-fast's rows never reach the
+    # compute roof, so its MFU is that mean): `analysis/refit_measured.py` (command in its doc) wrote
+    # analysis/measured_engines.json, kept here to 4 digits (fixed times under 1 ns as 0). A GEMM of m
+    # rows reaches MFU x (0.348 + 0.652 m / (m + 1068)) of the peak.
+    "measured": Profile("measured", bw_efficiency=0.8225, compute_efficiency=0.5474, fixed_time_s=2.657e-3,
+                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.7627,
+                        fp8_compute_factor=0.5304, fixed_time_per_layer_s=46.38e-6, small_gemm_factor=0.3483,
+                        gemm_half_rows=1068.0, ttft_overhead_s=77.73e-3, engine_costs=(
+                            # (engine, fixed per pass s, per layer s, first-token overhead s, MFU)
+                            ("gpt-fast", 0.0, 58.36e-6, 0.8412e-3, 0.5474),
+                            ("trtllm-0", 0.2395e-3, 56.27e-6, 0.0, 0.8016),
+                            ("lmdeploy", 0.0, 109.2e-6, 0.8069e-3, 0.7438),
+                            ("vllm", 1.933e-3, 32.79e-6, 23.08e-3, 0.3563),
+                            ("sglang", 5.306e-3, 6.571e-6, 187.4e-3, 0.4784),
+                            ("trtllm", 8.466e-3, 15.04e-6, 254.3e-3, 0.3571))),
 }
 
 
