@@ -214,7 +214,8 @@ def test_cli_compare_prefix_caching_table_at_width(width):
     flat = " ".join(out.stdout.split())
     assert "at 10 req/s without and with prefix caching: TTFT p50 x" in flat and "at 30 req/s" in flat
     cells = [ln.split("│")[1].strip() for ln in out.stdout.splitlines() if ln.startswith("│")]
-    assert cells.count("off") == cells.count("on") == 2  # one table per rate, its off and on rows
+    # one table per rate, its off and on rows (and a stacked second table where the columns do not fit)
+    assert cells.count("off") == cells.count("on") >= 2 and cells[:2] == ["off", "on"]
 
 
 def test_cli_compare_prefix_caching_refusals():

@@ -60,10 +60,14 @@ def test_identities_and_dollars():
     assert row["output_tokens_per_s"] == pytest.approx(8 * 128 / row["e2e_s"], rel=1e-12)
     assert row["output_tokens_per_s_per_gpu"] == pytest.approx(row["output_tokens_per_s"] / 4, rel=1e-12)
     # dollars = GPU-seconds x price: the prefill's 4 GPUs over 8 x 2048 input tokens, the decode's over 8 x 127
-    assert row["gpu_seconds_prefill"] == pytest.approx(4 * row["ttft_s"], rel=1e-12)
-    assert row["usd_per_million_input_tokens"] == pytest.approx(4 * row["ttft_s"] * 2.5 / 3600 / (8 * 2048) * 1e6)
+    # the prefill pass's time: TTFT less the profile's engine first-token overhead (no GPU work in it)
+    from llm_cost.specs.profiles import PRESETS
+
+    prefill_s = row["ttft_s"] - PRESETS[row["preset"]].ttft_overhead_s
+    assert row["gpu_seconds_prefill"] == pytest.approx(4 * prefill_s, rel=1e-12)
+    assert row["usd_per_million_input_tokens"] == pytest.approx(4 * prefill_s * 2.5 / 3600 / (8 * 2048) * 1e6)
     assert row["usd_per_million_output_tokens"] == pytest.approx(4 * 127 * row["tpot_s"] * 2.5 / 3600 / (8 * 127) * 1e6)
-    assert row["usd_per_request"] == pytest.approx(4 * row["e2e_s"] * 2.5 / 3600 / 8)
+    assert row["usd_per_request"] == pytest.approx(4 * (row["e2e_s"] - row["ttft_s"] + prefill_s) * 2.5 / 3600 / 8)
     assert row["fits"] is True and row["tp"] == 4
 
 
