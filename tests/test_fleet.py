@@ -198,3 +198,14 @@ def test_cli_fleet_table_shows_replicas_at_width(width):
     assert "replicas at 40 req/s" in text
     header = [ln for ln in text.splitlines() if "┃ replica ┃" in ln]
     assert len(header) == 2  # one replica table per rate, not stacked in pieces
+    # the imbalance is each replica table's title, not a column (nor a table of its own) of the fleet's
+    assert not [ln for ln in text.splitlines() if "imbalance" in ln and "┃" in ln]
+    assert "3 replicas of 1 GPU simulated together" in " ".join(text.split())  # not "of 1 GPUs"
+
+
+def test_cli_fleet_caption_counts_gpus_per_replica():
+    """The caption names the replicas and each one's GPUs in the plural only past one: 2 replicas of 2 GPUs."""
+    args = [a if a != "3" else "4" for a in FLEET_ARGS] + ["--tp", "2"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "2 replicas of 2 GPUs simulated together" in " ".join(out.stdout.split())
