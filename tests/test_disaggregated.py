@@ -420,3 +420,22 @@ def test_batching_decode_pool_bad_input(args, words):
     from helpers import error_line
 
     assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)
+
+
+def test_batching_disaggregate_prefix_caching_notes_the_implied_paged_kv():
+    """`--disaggregate` with `--prefix-caching` and no `--reservation`: served paged, and one note says so,
+    the same words as the aggregated path's (none with --quiet, none with an explicit --reservation)."""
+    from helpers import run
+
+    args = ["batching", "--rate", "4", "-n", "60", "--shared-prefix", "256", "--prefix-caching", "--disaggregate", "1:1"]
+    words = "Note: prefix caching keeps K/V blocks: served with --reservation paged"
+    for fmt in ("json", "table"):
+        out = run(*args, "--format", fmt)
+        assert out.exit_code == 0, out.output
+        assert out.stderr.count(words) == 1
+    aggregated = run(*args[:-2], "--format", "json")
+    assert [ln for ln in aggregated.stderr.splitlines() if ln.startswith("Note")] == \
+        [ln for ln in run(*args, "--format", "json").stderr.splitlines() if ln.startswith("Note")]
+    assert "Note" not in run(*args, "--reservation", "paged", "--format", "json").stderr
+    assert "Note" not in run(*args, "--quiet", "--format", "json").stderr
+

@@ -199,6 +199,7 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     from llm_cost.commands.app import emit
     from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows
     from llm_cost.commands.serving_fleet import plural
+    from llm_cost.commands.serving_prefix import note_implied
     from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
 
     p, d = pool_counts(o)
@@ -231,10 +232,12 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra
     if o["fmt"] not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
-        return emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
-    emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
-    emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
-         title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
+        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
+    else:
+        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
+        emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
+             title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
+    note_implied(o)  # --prefix-caching's paged K/V, as on the aggregated path
 
 
 def _settings_caption(config) -> str:
