@@ -266,3 +266,17 @@ def test_spec_round_energy_by_hand():
     assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
     assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] / 36)
     assert "--usd-per-kwh" in error_line("spec", "--usd-per-kwh", "-1")
+
+
+def test_capacity_times_nothing_so_has_no_energy_and_says_so():
+    """`capacity` counts memory only (issue 25.5's decision): its rows carry no watts or J/token (no silent
+    zero), its --help says why and where the energy is, and --usd-per-kwh is not one of its options."""
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    rows = rows_of("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb")
+    assert not {"watts", "joules_per_token", "usd_per_million_tokens_energy"} & set(rows[0])
+    text = " ".join(CliRunner().invoke(app, ["capacity", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "nothing is timed, so no energy" in text and "`request` and `batching`" in text
+    assert CliRunner().invoke(app, ["capacity", "--usd-per-kwh", "0.1"]).exit_code == 2

@@ -99,6 +99,9 @@ def capacity_cmd(
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
 
+    Memory only: nothing is timed, so no energy (W, J/token) and no --usd-per-kwh; `request` and
+    `batching` on the same model, GPU and split time it and give both.
+
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's example
     (§3.3, Orca's setting) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
