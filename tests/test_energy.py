@@ -280,3 +280,29 @@ def test_capacity_times_nothing_so_has_no_energy_and_says_so():
     text = " ".join(CliRunner().invoke(app, ["capacity", "--help"], env={"COLUMNS": "200"}).stdout.split())
     assert "nothing is timed, so no energy" in text and "`request` and `batching`" in text
     assert CliRunner().invoke(app, ["capacity", "--usd-per-kwh", "0.1"]).exit_code == 2
+
+
+def test_tree_round_energy_by_hand():
+    """`tree` rows (issue 25.5: every timing row has its energy): a tree's round is its verification pass
+    over B (nodes + 1) rows plus depth draft levels, each c times the decode step, by the step model as
+    `spec`'s (power x time): article preset, H100 SXM, the 4x2x2x1 tree (44 nodes, depth 4), batch 1,
+    c 0.05, context 0: E = T(45) P(45) + 4 x 0.05 x T(1) P(1), P = 70 W + 630 W x a_body; J/token over tau,
+    W over the round; at batch 32 (1,440 rows, compute-bound) the round draws more."""
+    from llm_cost.catalog import load_model
+    from llm_cost.roofline.energy import body_activity
+
+    rows = rows_of("tree", "--widths", "4,2,2,1", "--batch", "1", "--batch", "32", "--c", "0.05", "--context", "0",
+                   "--preset", "article")
+    row = rows[0]
+    model = load_model("llama-3-8b")
+    step, verify = (step_time(model, H100, "article", rows=m, batch=1) for m in (1, 45))
+    assert (row["nodes"], row["depth"], row["verify_rows"]) == (44, 4, 45)
+    assert row["verify_step_s"] == pytest.approx(float(verify.total_s), rel=1e-9)
+
+    def power(s):
+        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_s),
+                                                                                        float(s.compute_s))
+    by_hand = float(verify.total_s) * power(verify) + 4 * 0.05 * float(step.total_s) * power(step)
+    assert row["joules_per_token"] == pytest.approx(by_hand / row["tau"], rel=1e-9)
+    assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
+    assert H100.idle_power_w < row["watts"] < rows[1]["watts"] <= H100.max_power_w
