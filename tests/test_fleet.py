@@ -209,3 +209,17 @@ def test_cli_fleet_caption_counts_gpus_per_replica():
     out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "2 replicas of 2 GPUs simulated together" in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_fleet_progress_counts_finished_requests(fast):
+    """The fleet's progress (issue 25.7's bar; `batching --router`'s "simulating the fleet"): on_progress
+    (finished, requests) as arrivals are routed, never decreasing, never past the requests, often enough for
+    a bar (about every 1% of the arrivals) and (n, n) last, by the fast path and the general loop alike."""
+    wl = with_prefix_groups(poisson_workload(400, 40.0, seed=1), 4, 256, "zipf", seed=1)
+    calls = []
+    f = serve_fleet(wl, SERVER, CACHED, 3, "prefix-affinity", fast=fast, on_progress=lambda d, t: calls.append((d, t)))
+    assert f.fleet.finished == 400 and calls[-1] == (400, 400)
+    assert {t for _, t in calls} == {400} and len(calls) >= 100
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and 0 < done[len(done) // 2] < 400  # it moves during the run, not only at the end
