@@ -306,3 +306,16 @@ def test_tree_round_energy_by_hand():
     assert row["joules_per_token"] == pytest.approx(by_hand / row["tau"], rel=1e-9)
     assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
     assert H100.idle_power_w < row["watts"] < rows[1]["watts"] <= H100.max_power_w
+
+
+def test_waste_simulated_load_carries_the_served_runs_energy():
+    """`waste --rate` serves Orca's workload request-level (issue 25.5: every served run has its energy): its
+    rows' watts and J/token are `batching --scheduler request`'s on the same run (`serving.energy`, by hand in
+    test_served_run_energy_by_hand); a GPU without a board power (A100 40GB) gives none, never zero."""
+    (waste,) = rows_of("waste", "--rate", "4", "-n", "300", "--max-batch", "8")
+    (batching,) = rows_of("batching", "--scheduler", "request", "--max-batch", "8", "--rate", "4", "-n", "300")
+    assert waste["throughput_req_per_s"] == batching["throughput_req_per_s"]  # the same run
+    assert waste["watts"] == pytest.approx(batching["watts"], rel=1e-12) and waste["watts"] > H100.idle_power_w
+    assert waste["joules_per_token"] == pytest.approx(batching["joules_per_token"], rel=1e-12)
+    (bare,) = rows_of("waste", "--rate", "4", "-n", "100", "--gpu", "a100-40gb", "--model", "gpt-3-13b")
+    assert bare.get("watts") is None and bare.get("joules_per_token") is None

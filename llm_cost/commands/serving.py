@@ -211,7 +211,12 @@ def waste_cmd(
         _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
     setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
-    emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
+    from llm_cost.commands.serving_energy import served_energy_columns
+    from llm_cost.specs.deployment import SINGLE_GPU
+
+    rows = [{**setting, **waste_sim_row(r)} for r in results]
+    energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
+    emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
 
