@@ -158,7 +158,7 @@ def _run(o: dict) -> None:
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
     if o["disaggregate"] and o["verify"] is None:
-        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"])
+        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"], o["usd_per_kwh"])
         s.said()
         return _unserved_note(o)
     emit_engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
@@ -224,7 +224,7 @@ def _served(o: dict, s: _Search, result) -> tuple:
         return rows, columns, caption_of(result), None
     from llm_cost.commands.plan_verify import options_of, verified
 
-    splits = _splits(s.grid, s.target, s.prices, s.refs) if o["disaggregate"] else None
+    splits = _splits(s.grid, s.target, s.prices, s.refs, o["usd_per_kwh"]) if o["disaggregate"] else None
     return verified(result, rows, columns, caption_of(result), target=s.target, o=options_of(o), splits=splits)
 
 
@@ -277,26 +277,30 @@ def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
     return check_choice("emit", str(emit_engine).lower(), ENGINES)
 
 
-def _splits(grid, target, prices, refs) -> tuple:
+def _splits(grid, target, prices, refs, usd_per_kwh=None) -> tuple:
     """(the best prefill/decode splits, their `disaggregated_rows`) of `plan --disaggregate`."""
     from llm_cost.planner import best_split
     from llm_cost.report.plan_rows import disaggregated_rows
 
     splits, _ = best_split(grid, target)
-    return splits, disaggregated_rows(grid, splits, prices, refs)
+    return splits, disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
 
 
-def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:
-    """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered."""
+def _disaggregated(grid, target, result, prices, refs, spec, fmt, usd_per_kwh=None) -> None:
+    """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered (each row's energy
+    as the frontier's rows: watts and J/token in JSON and CSV, its $ with --usd-per-kwh)."""
     from llm_cost.planner import best_split
     from llm_cost.report.plan_rows import disaggregated_rows
 
     splits, missing = best_split(grid, target)
-    rows = disaggregated_rows(grid, splits, prices, refs)
-    columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    rows = disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
+    columns = (SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []))
     emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
          caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
                  "interconnect; colocated: the best single pool on the same GPUs"
+                 + ("; energy: both pools powered at the row's rate, their slack at idle power" if usd_per_kwh
+                    is not None else "")
                  + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
                     if missing["no_split"] else ""))
     if not rows:

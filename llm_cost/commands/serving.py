@@ -99,6 +99,9 @@ def capacity_cmd(
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
 
+    Memory only: nothing is timed, so no energy (W, J/token) and no --usd-per-kwh; `request` and
+    `batching` on the same model, GPU and split time it and give both.
+
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's example
     (§3.3, Orca's setting) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
@@ -208,7 +211,12 @@ def waste_cmd(
         _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
     setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
-    emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
+    from llm_cost.commands.serving_energy import served_energy_columns
+    from llm_cost.specs.deployment import SINGLE_GPU
+
+    rows = [{**setting, **waste_sim_row(r)} for r in results]
+    energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
+    emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests} requests, {wl.description}, seed {seed}")
 
