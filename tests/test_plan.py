@@ -305,7 +305,7 @@ def test_decode_sum_is_the_sum_over_every_context(model, deployment):
     dep = Deployment(**deployment)
     cost = deployed_pass_cost(model, "h100-sxm", "lecture", BF16, dep)
     rows, batch = np.array([[8.0, 64.0], [40.0, 320.0]]), np.array([8.0, 64.0])  # r = 1 and 5 rows per sequence
-    direct = cost.step(rows[..., None], batch[..., None], 3800 + np.arange(700.0)).total_s.sum(axis=-1)
+    direct = cost.step(rows[..., None], batch[..., None], 3800 + np.arange(700.0)).step_time_s.sum(axis=-1)
     assert np.allclose(decode_sum(cost, rows, batch, 3800, 700), direct, rtol=1e-11, atol=0)
     r = request_cost(model, "h100-sxm", "lecture", batch=8, isl=3800, osl=701, deployment=dep)
     assert r.phases.decode_s == pytest.approx(float(direct[0, 0]), rel=1e-11)

@@ -108,7 +108,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n, kv_el) for n in contexts})
     timed = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w)
              for name, w in (("bf16", BF16), ("w4a16", INT4_G128))}
-    steps = {name: step.total_s for name, step in timed.items()}
+    steps = {name: step.step_time_s for name, step in timed.items()}
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
