@@ -81,8 +81,8 @@ def spread(times: list, scale: float = 1e3, digits: int = 1) -> str:
 
 def point(alpha: float, gamma: int, c: float, batch: float) -> float:
     """Loop A, one point through the scalar API: E T(B) / (gamma c T(B) + T(B (gamma + 1)))."""
-    base = step_time(MODEL, GPU, PROFILE, rows=batch, batch=batch).total_s
-    verify = step_time(MODEL, GPU, PROFILE, rows=batch * (gamma + 1), batch=batch).total_s
+    base = step_time(MODEL, GPU, PROFILE, rows=batch, batch=batch).step_time_s
+    verify = step_time(MODEL, GPU, PROFILE, rows=batch * (gamma + 1), batch=batch).step_time_s
     expected = gamma + 1.0 if alpha == 1.0 else (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
     return expected * base / (gamma * c * base + verify)
 

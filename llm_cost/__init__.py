@@ -8,7 +8,7 @@ names a script needs (`__all__`); each is imported on first use, so importing th
 costs nothing until then.
 
 >>> import llm_cost as lc
->>> round(lc.step_time("llama-3-8b", "h100-sxm", lc.PRESETS["article"]).total_s, 5)
+>>> round(lc.step_time("llama-3-8b", "h100-sxm", lc.PRESETS["article"]).step_time_s, 5)
 0.00479
 """
 

@@ -38,23 +38,23 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     Returns
     -------
     StepTime
-        Bytes, FLOPs and seconds (memory_s, compute_s, comm_time_s, total_s) of the pass.
+        Bytes, FLOPs and seconds (memory_time_s, compute_time_s, fixed_time_s, comm_time_s, step_time_s) of the pass.
 
     Examples
     --------
     The article's decode bound of Llama-3-8B on an H100 (§1.2), then Llama-3-70B on 4 of them:
 
     >>> import llm_cost as lc
-    >>> round(lc.step_time("llama-3-8b", "h100-sxm", "article").total_s * 1e3, 2)
+    >>> round(lc.step_time("llama-3-8b", "h100-sxm", "article").step_time_s * 1e3, 2)
     4.79
     >>> t = lc.step_time("llama-3-70b", "h100-sxm", "article", deployment=lc.Deployment(tp=4))
-    >>> round(t.memory_s * 1e3, 2), t.bound
+    >>> round(t.memory_time_s * 1e3, 2), t.bound
     (10.53, 'memory')
 
     One pass carries its fit, on one GPU too: the article's 70B "on one card, assuming it fits" does not.
 
     >>> one = lc.step_time("llama-3-70b", "h100-sxm", "article")
-    >>> round(one.total_s * 1e3, 2), one.fits, one.fit_note.split(" (")[0]
+    >>> round(one.step_time_s * 1e3, 2), one.fits, one.fit_note.split(" (")[0]
     (42.12, False, 'needs 141.1 GB per GPU')
     """
     from llm_cost.specs.weights import as_weights

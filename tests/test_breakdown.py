@@ -35,13 +35,13 @@ def _ops(name, preset, deployment, rows, batch, context):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
 def test_breakdown_composes_to_the_pass_time(case):
-    """The operators' time_s sum to the step's total_s; their memory and compute sides to the step's
-    memory_s and compute_s; their bytes to the bytes the GPU reads."""
+    """The operators' time_s sum to the step's step_time_s; their memory and compute sides to the step's
+    memory_time_s and compute_time_s; their bytes to the bytes the GPU reads."""
     ops, step = _ops(*case)
     own = [o for o in ops if o.bound not in ("communication", "fixed")]
-    assert sum(o.time_s for o in ops) == pytest.approx(step.total_s, rel=EXACT)
-    assert sum(o.memory_s for o in own) == pytest.approx(step.memory_s, rel=EXACT)
-    assert sum(o.compute_s for o in own) == pytest.approx(step.compute_s, rel=EXACT)
+    assert sum(o.time_s for o in ops) == pytest.approx(step.step_time_s, rel=EXACT)
+    assert sum(o.memory_time_s for o in own) == pytest.approx(step.memory_time_s, rel=EXACT)
+    assert sum(o.compute_time_s for o in own) == pytest.approx(step.compute_time_s, rel=EXACT)
     assert sum(o.bytes for o in own) == pytest.approx(step.weight_bytes_read + step.kv_bytes, rel=EXACT)
     assert all(o.time_s >= 0 for o in ops)
     if case[2].ep == 1:  # under ep the routed experts' FLOPs are the busiest GPU's, above the mean
@@ -54,7 +54,7 @@ def test_article_decode_by_operator():
     2.10 GB (the article reads both)."""
     ops, step = _ops("llama-3-8b", "article", Deployment(), 1, 1, 0)
     by = {o.operator: o for o in ops}
-    assert round(step.total_s * 1e3, 2) == 4.79
+    assert round(step.step_time_s * 1e3, 2) == 4.79
     assert by["MLP"].bytes == 32 * 3 * 4096 * 14336 * 2
     assert by["MLP"].time_s == pytest.approx(32 * 3 * 4096 * 14336 * 2 / 3.35e12, rel=EXACT)
     assert by["embedding and LM head"].bytes == 2 * 128256 * 4096 * 2

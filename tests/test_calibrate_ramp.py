@@ -58,10 +58,10 @@ def test_every_path_agrees_on_a_ramped_pass(llama):
     cost = PassCost.from_specs(m, g, RAMP, BF16)
     rows, ctx = np.array([1.0, 8.0, 512.0, 8192.0]), np.array([0.0, 100.0, 1000.0, 0.0])
     t = cost.step(rows, 1.0, ctx)
-    assert np.allclose(cost.step_total(rows, 1.0, ctx), t.total_s, rtol=REL, atol=0)
+    assert np.allclose(cost.step_total(rows, 1.0, ctx), t.step_time_s, rtol=REL, atol=0)
     kv, pairs = cost.uniform_terms(rows, 1.0, ctx)
-    assert np.allclose(cost.time(rows, kv, pairs), t.total_s, rtol=REL, atol=0)
-    assert np.allclose(step_time(m, g, RAMP, rows=rows, context=ctx).total_s, t.total_s, rtol=REL, atol=0)
+    assert np.allclose(cost.time(rows, kv, pairs), t.step_time_s, rtol=REL, atol=0)
+    assert np.allclose(step_time(m, g, RAMP, rows=rows, context=ctx).step_time_s, t.step_time_s, rtol=REL, atol=0)
 
 
 def test_neutral_ramp_is_skipped(llama):
@@ -96,7 +96,7 @@ def test_llama_bench_pp_runs_in_ubatches_of_512():
     pp512 = next(p for p in read_points(DATA / "calibrate" / "hand.csv") if p.id == "pp512")
     lec = PRESETS["lecture"]
     cost = PassCost.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), lec, BF16)
-    seconds = sum(cost.step(512.0, 1.0, float(done)).total_s for done in range(0, 2048, LLAMA_BENCH_UBATCH))
+    seconds = sum(cost.step(512.0, 1.0, float(done)).step_time_s for done in range(0, 2048, LLAMA_BENCH_UBATCH))
     assert predict(replace(pp512, isl=2048), lec).predicted == pytest.approx(2048 / seconds, rel=1e-12)
 
 

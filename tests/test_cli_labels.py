@@ -38,8 +38,28 @@ def test_gamma_capped_yes_no():
 
 def test_check_shows_each_statement():
     rows = rows_of("check", "--model", "llama-3.2-1b", "--examples", "1")
-    text = _text("check", "--model", "llama-3.2-1b", "--examples", "1")
-    assert "statement" in text and rows[0]["statement"] in text
+    text = _text("check", "--model", "llama-3.2-1b", "--examples", "1")  # wide: the statement is a column
+    assert "statement" in text and all(r["statement"] in text for r in rows)
+
+
+def test_check_at_80_columns_is_one_line_per_invariant():
+    """Issue 28.4: at 80 columns `check` folded each statement into a card of three to five lines; the
+    statements now stand under the table, one (wrapped) line each, and every table row is one line.
+    Wide enough, the statement stays a column."""
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    args = ["check", "--model", "llama-3.2-1b", "--examples", "1"]
+    names = [r["invariant"] for r in rows_of(*args)]
+    narrow = CliRunner().invoke(app, args, env={"COLUMNS": "80"}).stdout
+    body = [ln for ln in narrow.splitlines() if ln.startswith("│")]
+    assert len(body) == len(names) and all(ln.split("│")[1].strip() in names for ln in body), narrow
+    assert max(len(ln) for ln in narrow.splitlines()) <= 80 and "What each invariant states:" in narrow
+    assert all(f"{r['invariant']}: {r['statement']}" in " ".join(narrow.split()) for r in rows_of(*args))
+    wide = CliRunner().invoke(app, args, env={"COLUMNS": "200"}).stdout
+    assert "statement" in wide and "What each invariant states:" not in wide
+    assert len([ln for ln in wide.splitlines() if ln.startswith("│")]) == len(names)
 
 
 def test_kv_per_token_in_bytes_everywhere():

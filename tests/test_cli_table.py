@@ -171,3 +171,21 @@ def test_table_on_a_deployment_with_ttft_and_price():
     assert out.exit_code == 2 and "deepseek-v3 on H100 SXM, tp 8: BF16 weights do not fit" in out.stderr
     text = run("table", "--tp", "8", "--isl", "4096", "--usd-per-gpu-hour", "2.5", "-f", "markdown").stdout
     assert "time to first token, 4,096-token prompt, BF16 (ms)" in text and "$ per million output tokens" in text
+
+
+def test_table_marks_a_deployment_that_does_not_fit_instead_of_pricing_it():
+    """Issue 28.8: `table` priced DeepSeek-V3 on one H100 (1.34 TB of BF16 weights on 80 GB). A format
+    whose weights do not fit has no $ keys (None) and its price cells say so; what fits keeps its price,
+    and the times stay, marked, as the article's "assuming it fits"."""
+    args = ["table", "--usd-per-gpu-hour", "2.5", "--usd-per-kwh", "0.1"]
+    small, big, v3 = rows_of(*args)
+    assert small["fits_bf16"] and small["fits_int4"] and small["usd_per_million_output_tokens_bf16"] > 0
+    assert big["fits_int4"] and not big["fits_bf16"] and big["usd_per_million_output_tokens_w4a16"] > 0
+    for key in ("usd_per_million_output_tokens", "usd_per_million_tokens_energy"):
+        assert big[f"{key}_bf16"] is None and v3[f"{key}_bf16"] is None and v3[f"{key}_w4a16"] is None
+    assert v3["decode_step_s_bf16"] > 0  # the time stays
+    text = run(*args, "-f", "markdown").stdout
+    (price,) = [ln for ln in text.splitlines() if ln.startswith("| decode cost, batch 1, BF16")]
+    assert price.split("|")[3].strip() == "no fit" and price.split("|")[4].strip() == "no fit"
+    assert price.split("|")[2].strip() == f"{small['usd_per_million_output_tokens_bf16']:.2f}"
+    assert "no fit: that format's weights do not fit" in text

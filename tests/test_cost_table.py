@@ -87,8 +87,8 @@ def test_each_figure_is_the_librarys(rows, name):
     assert r["kv_bytes_per_token"] == kv_bytes_per_token(m)
     assert r["kv_bytes_per_sequence_at_32768"] == kv_bytes_per_token(m) * 32768
     assert r["flops_per_token"] == flops_per_token(m)
-    assert r["decode_step_s_bf16"] == step_time(m, H100, ARTICLE, rows=1).total_s
-    assert r["decode_step_s_w4a16"] == step_time(m, H100, ARTICLE, rows=1, weights=INT4_G128).total_s
+    assert r["decode_step_s_bf16"] == step_time(m, H100, ARTICLE, rows=1).step_time_s
+    assert r["decode_step_s_w4a16"] == step_time(m, H100, ARTICLE, rows=1, weights=INT4_G128).step_time_s
     spec = roofline_speedup(m, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=1)
     assert r["spec_speedup"] == float(spec.speedup)
     for fmt, key in ((BF16, "bf16"), (INT4_G128, "int4")):
@@ -154,7 +154,7 @@ def test_mtp_c_is_the_byte_ratio():
     expected = (n.block_active + n.projection + lm_head) / param_counts(m).active
     s = mtp_speedup(m, H100, ARTICLE)
     assert s.c == pytest.approx(expected, rel=1e-12)
-    assert s.c == pytest.approx(mtp_step_time(m, H100, ARTICLE).total_s / step_time(m, H100, ARTICLE).total_s)
+    assert s.c == pytest.approx(mtp_step_time(m, H100, ARTICLE).step_time_s / step_time(m, H100, ARTICLE).step_time_s)
     assert 0.03 < s.c < 0.06
 
 
@@ -175,7 +175,7 @@ def test_mtp_on_the_roofline_pays_less_at_batch_one(rows):
     r = rows["deepseek-v3"]
     m = load_model("deepseek-v3")
     assert r["mtp_verify_over_base"] == pytest.approx(
-        step_time(m, H100, ARTICLE, rows=2).total_s / step_time(m, H100, ARTICLE, rows=1).total_s)
+        step_time(m, H100, ARTICLE, rows=2).step_time_s / step_time(m, H100, ARTICLE, rows=1).step_time_s)
     assert 1.0 < r["mtp_speedup_low"] < r["mtp_speedup_high"] < r["mtp_speedup_verify_free_low"]
     assert r["spec_verify_over_base"] > 2.5 and r["spec_speedup"] < 1.0  # the generic chain: 5 rows
 

@@ -105,10 +105,10 @@ def test_step_time_by_hand_both_ways():
             t = deployed_step_time(V3, H200, "lecture", dep, batch=batch, context=4096, weights=CHECKPOINT)
             held = 4097 * (batch if name == "tp" else math.ceil(batch / 8))
             assert t.kv_bytes == pytest.approx(held * KV_PER_TOKEN, rel=1e-12)
-            assert t.memory_s == pytest.approx((t.weight_bytes_read + t.kv_bytes) / bw, rel=1e-12)
+            assert t.memory_time_s == pytest.approx((t.weight_bytes_read + t.kv_bytes) / bw, rel=1e-12)
             assert t.bound == "memory"
-            assert t.total_s == pytest.approx(t.memory_s + t.comm_time_s + 1e-3, rel=1e-12)
-            times[name, batch] = round(t.total_s * 1e3, 2)
+            assert t.step_time_s == pytest.approx(t.memory_time_s + t.comm_time_s + 1e-3, rel=1e-12)
+            times[name, batch] = round(t.step_time_s * 1e3, 2)
     assert times == {("tp", 1): 4.35, ("tp", 64): 27.97, ("dp", 1): 7.64, ("dp", 64): 26.83}
     # the busiest GPU's weights at batch 64: every non-expert weight but the input embedding (the lecture
     # does not read it), and at most its 32 experts a layer
@@ -124,7 +124,7 @@ def test_the_same_split_as_eight_replicas_of_tp_1():
     for batch, context in ((8, 4096), (64, 1024), (512, 100)):
         dp = deployed_step_time(V3, H200, "lecture", DP8, batch=batch, context=context, weights=CHECKPOINT)
         rep = deployed_step_time(V3, H200, "lecture", replicas, batch=batch // 8, context=context, weights=CHECKPOINT)
-        assert dp.total_s == pytest.approx(rep.total_s, rel=1e-12)
+        assert dp.step_time_s == pytest.approx(rep.step_time_s, rel=1e-12)
         assert dp.kv_bytes == pytest.approx(rep.kv_bytes, rel=1e-12)
         assert dp.weight_bytes_read == pytest.approx(rep.weight_bytes_read, rel=1e-12)
 
@@ -134,7 +134,7 @@ def test_prefill_of_one_prompt_runs_on_one_rank():
     so the pass's compute is not the average rank's 1/8."""
     one = deployed_step_time(V3, H200, "lecture", DP8, rows=4096, batch=1, context=0, weights=CHECKPOINT)
     eight = deployed_step_time(V3, H200, "lecture", DP8, rows=8 * 4096, batch=8, context=0, weights=CHECKPOINT)
-    assert one.compute_s > 0.5 * eight.compute_s  # the same rank work, fewer routed rows
+    assert one.compute_time_s > 0.5 * eight.compute_time_s  # the same rank work, fewer routed rows
 
 
 def test_breakdown_composes_under_dp_attention():
@@ -144,7 +144,7 @@ def test_breakdown_composes_under_dp_attention():
     for rows, batch, context in ((1, 1, 4096), (64, 64, 4096), (4096, 1, 0)):
         ops = pass_breakdown(cost, V3, H200, as_profile("lecture"), CHECKPOINT, DP8, rows=rows, batch=batch,
                              context=context)
-        total = cost.step(rows, batch, context).total_s
+        total = cost.step(rows, batch, context).step_time_s
         assert sum(o.time_s for o in ops) == pytest.approx(total, rel=1e-12)
         assert not any(o.operator.startswith("all-reduce") for o in ops)
 

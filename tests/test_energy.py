@@ -20,12 +20,12 @@ def test_h100_power_fields_from_the_datasheet():
 
 def test_decode_step_energy_by_hand():
     t = step_time("llama-3-8b", H100, "article")  # memory-bound decode, one GPU
-    share = t.compute_s / t.memory_s
+    share = t.compute_time_s / t.memory_time_s
     activity = A_MEMORY + (A_COMPUTE - A_MEMORY) * share
-    by_hand = 70.0 * t.total_s + (700.0 - 70.0) * activity * t.memory_s
+    by_hand = 70.0 * t.step_time_s + (700.0 - 70.0) * activity * t.memory_time_s
     e = step_energy(t, H100)
     assert e.joules == pytest.approx(by_hand, rel=1e-12)
-    assert e.watts == pytest.approx(by_hand / t.total_s, rel=1e-12)
+    assert e.watts == pytest.approx(by_hand / t.step_time_s, rel=1e-12)
     assert 70.0 < e.watts < 700.0
 
 
@@ -33,7 +33,7 @@ def test_compute_bound_step_runs_at_max_power_over_its_busy_time():
     t = step_time("llama-3-8b", H100, "article", rows=4096)
     assert t.bound == "compute"
     e = step_energy(t, H100)
-    assert e.joules == pytest.approx(70.0 * t.total_s + 630.0 * t.compute_s, rel=1e-12)
+    assert e.joules == pytest.approx(70.0 * t.step_time_s + 630.0 * t.compute_time_s, rel=1e-12)
 
 
 def test_gpus_multiply_energy_and_comm_weight_applies():
@@ -51,8 +51,8 @@ def test_energy_at_least_idle_and_more_work_never_less(rows):
     a = step_time("llama-3-8b", H100, "lecture", rows=rows, batch=1, context=1024)
     b = step_time("llama-3-8b", H100, "lecture", rows=rows * 2, batch=1, context=1024)
     ea, eb = step_energy(a, H100), step_energy(b, H100)
-    assert ea.joules >= H100.idle_power_w * a.total_s
-    assert ea.joules <= H100.max_power_w * a.total_s
+    assert ea.joules >= H100.idle_power_w * a.step_time_s
+    assert ea.joules <= H100.max_power_w * a.step_time_s
     assert eb.joules >= ea.joules
 
 
@@ -254,13 +254,13 @@ def test_spec_round_energy_by_hand():
     (row,) = rows_of("spec", "--alpha", "0.8", "--gamma", "4", "--batch", "1", "--mfu", "1", "--usd-per-kwh", "0.1")
     model = load_model("llama-3-8b")
     step, verify = (step_time(model, H100, "article", rows=m, batch=1) for m in (1, 5))
-    assert row["verify_step_s"] == pytest.approx(float(verify.total_s), rel=1e-9) == float(step.total_s)
+    assert row["verify_step_s"] == pytest.approx(float(verify.step_time_s), rel=1e-9) == float(step.step_time_s)
 
     def power(s):  # the board's power over a pass: its compute share moves a_body off 0.6
-        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_s),
-                                                                                        float(s.compute_s))
-    by_hand = float(verify.total_s) * power(verify) + 4 * 0.1 * float(step.total_s) * power(step)
-    assert float(step.total_s) == pytest.approx(4.79e-3, abs=5e-6)  # the article's decode bound, 4.79 ms
+        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_time_s),
+                                                                                        float(s.compute_time_s))
+    by_hand = float(verify.step_time_s) * power(verify) + 4 * 0.1 * float(step.step_time_s) * power(step)
+    assert float(step.step_time_s) == pytest.approx(4.79e-3, abs=5e-6)  # the article's decode bound, 4.79 ms
     assert row["joules_per_token"] == pytest.approx(by_hand / row["expected_tokens"], rel=1e-9)
     assert row["expected_tokens"] == pytest.approx(3.36, abs=5e-3)
     assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)

@@ -40,8 +40,8 @@ def test_output_block(name, params_b, bf16_gb, int4_gb, bf16_ms, w4_ms, lora_att
     int4 = weight_bytes(m, INT4_G128)
     assert int4.effective_bits == 4.25  # "INT4(g128) 4.25 bit"
     assert int4.total / 1e9 == pytest.approx(int4_gb, abs=half_unit(2))
-    assert step_time(m, H100, ARTICLE).total_s * 1e3 == pytest.approx(bf16_ms, abs=half_unit(2))
-    assert step_time(m, H100, ARTICLE, weights=INT4_G128).total_s * 1e3 == pytest.approx(w4_ms, abs=half_unit(2))
+    assert step_time(m, H100, ARTICLE).step_time_s * 1e3 == pytest.approx(bf16_ms, abs=half_unit(2))
+    assert step_time(m, H100, ARTICLE, weights=INT4_G128).step_time_s * 1e3 == pytest.approx(w4_ms, abs=half_unit(2))
     assert lora_params(m, 16, LORA_TARGETS_ATTN) / 1e6 == pytest.approx(lora_attn_m, abs=half_unit(2))
     all_ = lora_params(m, 16, LORA_TARGETS_ALL)
     assert all_ / 1e6 == pytest.approx(lora_all_m, abs=half_unit(2))
@@ -68,7 +68,7 @@ def test_chapter_1_2_time_model():
     # m < 316: T(m) constant (memory-bound); beyond it compute-bound
     assert step_time(m, H100, ARTICLE, rows=315).bound == "memory"
     assert step_time(m, H100, ARTICLE, rows=317).bound == "compute"
-    assert step_time(m, H100, ARTICLE, rows=315).total_s == step_time(m, H100, ARTICLE).total_s
+    assert step_time(m, H100, ARTICLE, rows=315).step_time_s == step_time(m, H100, ARTICLE).step_time_s
 
 
 def test_chapter_2_4_sixty_percent_mfu():

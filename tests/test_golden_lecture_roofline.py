@@ -21,7 +21,7 @@ DRAFT = load_model("llama-3.2-1b")
 
 
 def ms(t) -> float:
-    return t.total_s * 1e3
+    return t.step_time_s * 1e3
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 9, 17, 33, 65, 129])
@@ -49,7 +49,7 @@ def test_demo05_draft_and_c():
     draft = step_time(DRAFT, H100, PRESETS["lecture-draft"], context=1024)
     target = step_time(TARGET, H100, LECTURE, context=1024)
     assert ms(draft) == pytest.approx(1.23, abs=0.005)
-    assert draft.total_s / target.total_s == pytest.approx(0.186, abs=0.0005)
+    assert draft.step_time_s / target.step_time_s == pytest.approx(0.186, abs=0.0005)
 
 
 def test_demo05_critical_rows():
@@ -64,7 +64,7 @@ def test_demo05_batch_512_context_512():
     verify = step_time(TARGET, H100, LECTURE, rows=512 * 5, batch=512, context=512)
     assert ms(base) == pytest.approx(19.45, abs=0.005)
     assert ms(verify) == pytest.approx(66.92, abs=0.005)
-    assert verify.total_s / base.total_s == pytest.approx(3.4, abs=0.05)
+    assert verify.step_time_s / base.step_time_s == pytest.approx(3.4, abs=0.05)
 
 
 def test_exercise_8_verify_ratio():
@@ -72,10 +72,10 @@ def test_exercise_8_verify_ratio():
     # batch 16 with gamma 4 stays at 1 (80 rows, far below ~220)
     base = step_time(TARGET, H100, LECTURE, rows=128, batch=128, context=512)
     verify = step_time(TARGET, H100, LECTURE, rows=384, batch=128, context=512)
-    assert verify.total_s / base.total_s == pytest.approx(1.11, abs=0.005)
+    assert verify.step_time_s / base.step_time_s == pytest.approx(1.11, abs=0.005)
     small = step_time(TARGET, H100, LECTURE, rows=16, batch=16, context=512)
     small_v = step_time(TARGET, H100, LECTURE, rows=80, batch=16, context=512)
-    assert small_v.total_s / small.total_s == pytest.approx(1.0, abs=0.005)
+    assert small_v.step_time_s / small.step_time_s == pytest.approx(1.0, abs=0.005)
 
 
 def test_demo05_weights_are_16gb_not_read_embedding():

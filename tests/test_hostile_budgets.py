@@ -65,8 +65,8 @@ def test_blocks_give_the_sums_of_one_evaluation(monkeypatch):
     monkeypatch.setattr(ph, "BLOCK_STEPS", 7)
     blocked = request_cost("gemma-2-9b", "h100-sxm", "lecture", isl=3900, osl=1000, batch=4).phases
     assert blocked.decode_s == pytest.approx(whole.decode_s, rel=1e-12)
-    assert (blocked.decode_first_s, blocked.decode_last_s, blocked.decode_bound) == (
-        whole.decode_first_s, whole.decode_last_s, whole.decode_bound)
+    assert (blocked.tpot_first_s, blocked.tpot_last_s, blocked.decode_bound) == (
+        whole.tpot_first_s, whole.tpot_last_s, whole.decode_bound)
     assert blocked.decode_comm_time_s == pytest.approx(whole.decode_comm_time_s, rel=1e-12, abs=1e-18)
 
 
@@ -88,6 +88,6 @@ def test_speculative_decode_is_blocked_and_budgeted(monkeypatch):
     monkeypatch.setattr(request, "BLOCK_STEPS", 7)
     blocked = request_cost("llama-3-8b", "h100-sxm", "lecture", isl=100, osl=500, speculation=spec).phases
     assert blocked.decode_s == pytest.approx(whole.decode_s, rel=1e-12)
-    assert (blocked.decode_first_s, blocked.decode_last_s) == (whole.decode_first_s, whole.decode_last_s)
+    assert (blocked.tpot_first_s, blocked.tpot_last_s) == (whole.tpot_first_s, whole.tpot_last_s)
     with pytest.raises(InvalidValueError, match=r"^osl would take about 25 s \(9,999,999 speculative decode steps"):
         request_cost("llama-3-8b", "h100-sxm", "lecture", isl=100, osl=10**7, speculation=spec)

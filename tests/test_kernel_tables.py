@@ -61,7 +61,7 @@ def test_measured_kernels_set_the_pass_coefficients_and_name_their_source():
     assert cost.bytes_per_s == pytest.approx(gpu.bandwidth_bytes_per_s * curve.bw_efficiency, rel=1e-12)
     assert (cost.small_gemm_factor, cost.gemm_half_rows) == (curve.small_gemm_factor, curve.gemm_half_rows)
     t = cost.step(64.0, 64.0, 512.0)
-    assert t.total_s == cost.time(64.0, *cost.uniform_terms(64.0, 64.0, 512.0))  # one formula
+    assert t.step_time_s == cost.time(64.0, *cost.uniform_terms(64.0, 64.0, 512.0))  # one formula
     assert PassCost.from_specs(model, gpu, base).kernel_source == "datasheet"
 
 
@@ -95,7 +95,7 @@ def test_breakdown_composes_to_the_pass_time_under_measured_kernels(name, deploy
     cost = deployed_pass_cost(model, gpu, profile, BF16, dep)
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
     ops = pass_breakdown(cost, model, gpu, profile, BF16, dep, rows=rows, batch=batch, context=context)
-    assert sum(o.time_s for o in ops) == pytest.approx(step.total_s, rel=1e-12)
+    assert sum(o.time_s for o in ops) == pytest.approx(step.step_time_s, rel=1e-12)
     table = measured_gemm(gpu.name, "bf16").source
     # every roofline operator from the GPU's tables: the GEMM's, or an operator table of the same file
     assert all(o.source.startswith(table) for o in ops if o.bound in ("memory", "compute"))

@@ -76,13 +76,13 @@ def test_prefill_attention_is_timed_by_the_context_table():
     assert cost.compute_s(rows, pairs) - plain.compute_s(rows, 0.0) == pytest.approx(attention, rel=1e-9)
     assert cost.pair_s == pytest.approx(cost.compute_s(rows, pairs + 1) - cost.compute_s(rows, pairs), rel=1e-6)
     step = cost.step(rows, 1.0, 0.0)
-    assert step.total_s == cost.time(rows, *cost.uniform_terms(rows, 1.0, 0.0))  # one formula
-    assert step.total_s > plain.step(rows, 1.0, 0.0).total_s  # the table's attention is slower than the GEMMs' rate
+    assert step.step_time_s == cost.time(rows, *cost.uniform_terms(rows, 1.0, 0.0))  # one formula
+    assert step.step_time_s > plain.step(rows, 1.0, 0.0).step_time_s  # the table's attention is slower than the GEMMs' rate
     ops = pass_breakdown(cost, model, gpu, MEASURED, BF16, Deployment(), rows=rows, batch=1, context=0)
     att = {o.operator: o for o in ops}["attention"]
     assert att.source.startswith("measured table") and att.source.endswith("context attention")
-    assert att.compute_s == pytest.approx(attention, rel=1e-9)
-    assert sum(o.time_s for o in ops) == pytest.approx(step.total_s, rel=1e-12)
+    assert att.compute_time_s == pytest.approx(attention, rel=1e-9)
+    assert sum(o.time_s for o in ops) == pytest.approx(step.step_time_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("gpu_name,deployment", [("h200", {"tp": 8, "ep": 8}), ("h100-sxm", {"tp": 8, "ep": 8, "dp_attention": True})])
@@ -106,7 +106,7 @@ def test_mla_is_timed_by_its_own_tables_and_the_breakdown_composes(gpu_name, dep
     for rows, batch, context in ((8192.0, 2.0, 0.0), (64.0, 64.0, 2000.0)):
         ops = pass_breakdown(cost, model, gpu, MEASURED, CHECKPOINT, dep, rows=rows, batch=batch, context=context)
         assert {o.operator: o.source for o in ops}["attention"].endswith(": MLA prefill and decode")
-        assert sum(o.time_s for o in ops) == pytest.approx(cost.step(rows, batch, context).total_s, rel=1e-12)
+        assert sum(o.time_s for o in ops) == pytest.approx(cost.step(rows, batch, context).step_time_s, rel=1e-12)
 
 
 def test_gpus_without_attention_tables_fall_back_and_say_so():

@@ -117,7 +117,7 @@ def test_moe_curve_times_the_routed_experts_under_measured_kernels():
     assert experts == pytest.approx(rows * ratio * (m + h) / (m + r * h), rel=1e-12)
     ops = pass_breakdown(cost, model, gpu, MEASURED, BF16, Deployment(), rows=rows, batch=rows, context=100)
     assert {o.operator: o.source for o in ops}["routed experts"] == cost.expert_source
-    assert sum(o.time_s for o in ops) == pytest.approx(cost.step(rows, rows, 100).total_s, rel=1e-12)
+    assert sum(o.time_s for o in ops) == pytest.approx(cost.step(rows, rows, 100).step_time_s, rel=1e-12)
     # DeepSeek-V3's FP8 checkpoint on H200 takes the fp8 (block-scaled) MoE curve
     v3 = PassCost.from_specs(load_model("deepseek-v3"), load_accelerator("h200"), MEASURED, CHECKPOINT)
     assert v3.expert_curve[2] == measured_moe("H200 SXM", "fp8").gemm_half_rows
@@ -131,13 +131,13 @@ def test_decode_attention_bandwidth_times_the_kv_under_measured_kernels():
     att = measured_decode_attention(gpu.name, 4)
     assert cost.kv_time_factor == pytest.approx(cost.bytes_per_s / (gpu.bandwidth_bytes_per_s * att.efficiency))
     t = cost.step(64.0, 64.0, 4096.0)
-    assert t.memory_s == pytest.approx(t.weight_bytes_read / cost.bytes_per_s
+    assert t.memory_time_s == pytest.approx(t.weight_bytes_read / cost.bytes_per_s
                                        + t.kv_bytes / (gpu.bandwidth_bytes_per_s * att.efficiency), rel=1e-12)
-    assert t.total_s == cost.time(64.0, *cost.uniform_terms(64.0, 64.0, 4096.0))  # one formula
+    assert t.step_time_s == cost.time(64.0, *cost.uniform_terms(64.0, 64.0, 4096.0))  # one formula
     assert cost.memory_s(64.0, 1001.0) - cost.memory_s(64.0, 1000.0) == pytest.approx(cost.kv_token_s, rel=1e-9)
     ops = pass_breakdown(cost, model, gpu, MEASURED, BF16, Deployment(), rows=64, batch=64, context=4096)
     assert {o.operator: o.source for o in ops}["attention"].endswith(": decode attention + context attention")
-    assert sum(o.time_s for o in ops) == pytest.approx(t.total_s, rel=1e-12)
+    assert sum(o.time_s for o in ops) == pytest.approx(t.step_time_s, rel=1e-12)
     # A100's fits ended on their bound (faster than its datasheet): not used (MLA: its own tables,
     # tests/test_kernel_tables_attention.py)
     assert _shipped("a100-80gb")["decode_attention"]["2-4"]["bw_efficiency"] == 1.0
@@ -161,4 +161,4 @@ def test_measured_all_to_all_times_the_moe_dispatch():
     ops = pass_breakdown(cost, model, gpu, MEASURED, BF16, dep, rows=8, batch=8, context=1000)
     sources = {o.operator: o.source for o in ops}
     assert sources["all-to-all dispatch"].endswith(": all-to-all")
-    assert sum(o.time_s for o in ops) == pytest.approx(cost.step(8, 8, 1000).total_s, rel=1e-12)
+    assert sum(o.time_s for o in ops) == pytest.approx(cost.step(8, 8, 1000).step_time_s, rel=1e-12)

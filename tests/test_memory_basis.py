@@ -127,8 +127,8 @@ def test_plot_series_on_a_deployment():
     same = roofline_series(L8, H100, PRESETS["article"], batches=[1], deployment=Deployment())
     two = roofline_series(L8, H100, PRESETS["article"], batches=[1], deployment=Deployment(tp=2))
     assert (one[0].time_s == same[0].time_s).all()  # one GPU: step_time itself
-    assert one[0].time_s[0] == step_time(L8, H100, PRESETS["article"], rows=1).total_s
-    assert two[0].time_s[0] == deployed_step_time(L8, H100, PRESETS["article"], Deployment(tp=2), rows=1).total_s
+    assert one[0].time_s[0] == step_time(L8, H100, PRESETS["article"], rows=1).step_time_s
+    assert two[0].time_s[0] == deployed_step_time(L8, H100, PRESETS["article"], Deployment(tp=2), rows=1).step_time_s
     assert two[0].time_s[0] < one[0].time_s[0]
     kw = dict(alphas=[0.8], gammas=[4], cs=[0.1], marks=[1, 64], batch_max=256)
     assert spec_vs_batch(L8, H100, [PRESETS["article"]], **kw, deployment=Deployment(tp=2))[0].speedup.shape

@@ -44,7 +44,7 @@ def test_tp_splits_weights_flops_and_kv_heads():
     assert four.weight_bytes_read == pytest.approx(one.weight_bytes_read / 4, rel=1e-12)
     assert four.kv_bytes == pytest.approx(one.kv_bytes / 4, rel=1e-12)  # 8 K/V heads: 2 per GPU
     assert four.flops == pytest.approx(one.flops / 4, rel=1e-12)
-    assert four.total_s == pytest.approx(max(four.memory_s, four.compute_s) + four.comm_time_s + 1e-3, rel=1e-12)
+    assert four.step_time_s == pytest.approx(max(four.memory_time_s, four.compute_time_s) + four.comm_time_s + 1e-3, rel=1e-12)
 
 
 def test_kv_heads_fewer_than_tp_are_replicated_and_mla_latent_everywhere():
@@ -62,7 +62,7 @@ def test_fp8_halves_a_compute_bound_prefill_on_h100():
     bf16 = step_time("llama-3-8b", H100, "article", rows=4096, weights=BF16)
     fp8 = step_time("llama-3-8b", H100, "article", rows=4096, weights=FP8)
     assert bf16.bound == fp8.bound == "compute"
-    assert bf16.total_s / fp8.total_s == pytest.approx(1979 / 989, rel=1e-12)
+    assert bf16.step_time_s / fp8.step_time_s == pytest.approx(1979 / 989, rel=1e-12)
     # no FP8 tensor cores on an A100: FP8 weights run at the BF16 peak (weight-only), and the row says so
     (row,) = rows_of("roofline", "--gpu", "a100-80gb", "--weights", "fp8", "--rows", "4096")
     assert row["compute_dtype"] == "bf16"
@@ -75,9 +75,9 @@ def test_pipeline_crosses_the_stages():
     hand-off of 8192 x 2 bytes (0.47 us + 16,384 / 450e9 s)."""
     one = step_time(L70, H100, "article")
     two = deployed_step_time(L70, H100, "article", Deployment(pp=2))
-    assert two.memory_s == pytest.approx(one.memory_s / 2, rel=1e-12) and two.stages == 2
+    assert two.memory_time_s == pytest.approx(one.memory_time_s / 2, rel=1e-12) and two.stages == 2
     assert two.comm_time_s == pytest.approx(0.47e-6 + 16384 / 450e9, rel=1e-12)
-    assert two.total_s == pytest.approx(one.total_s + two.comm_time_s, rel=1e-12)
+    assert two.step_time_s == pytest.approx(one.step_time_s + two.comm_time_s, rel=1e-12)
     (row,) = rows_of("roofline", "--model", "llama-3-70b", "--pp", "2", "--gpus", "4")
     # a static batch cannot fill the 2 stages (issue 29): 2 replicas x 1 token / step
     assert row["replicas"] == 2 and row["tokens_per_s"] == pytest.approx(2 * 1 / row["step_time_s"])
@@ -163,9 +163,9 @@ def test_a_datasheet_without_an_interconnect_refuses_tp(tmp_path):
 def test_overlap_hides_communication_behind_the_roofline():
     d = Deployment(tp=8, overlap_comm=True)
     t = deployed_step_time(L70, H100, "article", d)
-    assert t.total_s == max(t.memory_s, t.compute_s, t.comm_time_s)
+    assert t.step_time_s == max(t.memory_time_s, t.compute_time_s, t.comm_time_s)
     plain = deployed_step_time(L70, H100, "article", dataclasses.replace(d, overlap_comm=False))
-    assert plain.total_s > t.total_s
+    assert plain.step_time_s > t.step_time_s
 
 
 def test_fp8_kv_halves_the_kv_read():

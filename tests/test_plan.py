@@ -305,7 +305,18 @@ def test_decode_sum_is_the_sum_over_every_context(model, deployment):
     dep = Deployment(**deployment)
     cost = deployed_pass_cost(model, "h100-sxm", "lecture", BF16, dep)
     rows, batch = np.array([[8.0, 64.0], [40.0, 320.0]]), np.array([8.0, 64.0])  # r = 1 and 5 rows per sequence
-    direct = cost.step(rows[..., None], batch[..., None], 3800 + np.arange(700.0)).total_s.sum(axis=-1)
+    direct = cost.step(rows[..., None], batch[..., None], 3800 + np.arange(700.0)).step_time_s.sum(axis=-1)
     assert np.allclose(decode_sum(cost, rows, batch, 3800, 700), direct, rtol=1e-11, atol=0)
     r = request_cost(model, "h100-sxm", "lecture", batch=8, isl=3800, osl=701, deployment=dep)
     assert r.phases.decode_s == pytest.approx(float(direct[0, 0]), rel=1e-11)
+
+
+def test_plan_without_a_target_says_so_and_counts_what_fits():
+    """Issue 28 audit: `plan` with no target said "0 miss the target (TTFT 0, TPOT or tok/s/user 0)";
+    it now says every configuration that fits is kept, and which options set a target."""
+    text = " ".join(run("plan", "--gpus", "2", "--batch", "1", "--batch", "8").stdout.split())
+    assert "miss the target" not in text and "(no target: --ttft-ms, --tpot-ms or --tokens-per-s-per-user" in text
+    searched = int(text.split("searched ")[1].split(" ")[0].replace(",", ""))
+    not_fit = int(text.split("configurations: ")[1].split(" ")[0].replace(",", ""))
+    fit = int(text.split("do not fit, ")[1].split(" ")[0].replace(",", ""))
+    assert searched == not_fit + fit and fit > 0

@@ -59,7 +59,7 @@ def test_roofline_series_are_step_times():
     assert int4.time_s[0] * 1e3 == pytest.approx(1.27, abs=0.005)
     assert bf16.knee_rows == pytest.approx(316, abs=1)
     m = int(bf16.rows[100])
-    assert bf16.time_s[100] == pytest.approx(step_time(LLAMA3_8B, H100, ARTICLE, rows=m).total_s)
+    assert bf16.time_s[100] == pytest.approx(step_time(LLAMA3_8B, H100, ARTICLE, rows=m).step_time_s)
     assert [(b, rows) for b, rows, _ in bf16.points] == [(1, 1), (1, 5), (64, 64), (64, 320)]
 
 

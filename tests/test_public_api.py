@@ -41,7 +41,7 @@ def test_import_is_light():
 
 def test_issue_example_prints_the_article_decode_bound():
     # issue 9's acceptance line: the article §1.2, Llama-3-8B on an H100, decode bound 4.79 ms
-    code = "import llm_cost as lc; print(lc.step_time('llama-3-8b', 'h100-sxm', lc.PRESETS['article']).total_s)"
+    code = "import llm_cost as lc; print(lc.step_time('llama-3-8b', 'h100-sxm', lc.PRESETS['article']).step_time_s)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) * 1e3 == pytest.approx(4.79, abs=half_unit(2))
@@ -59,8 +59,8 @@ def test_step_time_takes_arrays_and_numbers_alike():
     grid = lc.step_time("llama-3-8b", "h100-sxm", "article", rows=rows)
     for i, m in enumerate(rows.tolist()):
         one = lc.step_time("llama-3-8b", "h100-sxm", "article", rows=m)
-        assert isinstance(one.total_s, float) and isinstance(one.bound, str)
-        assert grid.total_s[i] == pytest.approx(one.total_s, rel=1e-12)
+        assert isinstance(one.step_time_s, float) and isinstance(one.bound, str)
+        assert grid.step_time_s[i] == pytest.approx(one.step_time_s, rel=1e-12)
         assert grid.bound[i] == one.bound
         assert grid.flops[i] == pytest.approx(one.flops, rel=1e-12)
 

@@ -39,17 +39,17 @@ def test_decode_by_hand_is_memory_bound_and_the_sum_is_exact():
     assert round(step * 1e3, 2) == 4.79  # the article's decode bound
     assert r.phases.decode_bound == "memory"
     assert r.phases.decode_s == pytest.approx(255 * step, rel=1e-12)
-    assert r.ttft_s == pytest.approx(step_time(L8, H100, "article", rows=128).total_s, rel=1e-12)
+    assert r.ttft_s == pytest.approx(step_time(L8, H100, "article", rows=128).step_time_s, rel=1e-12)
     assert r.e2e_s == pytest.approx(r.ttft_s + 255 * step, rel=1e-12)
 
 
 def test_decode_sums_each_step_at_its_context():
     """The numpy sum equals a loop of step_time at contexts ISL .. ISL + OSL - 2 (no quadrature)."""
     r = request_cost(L8, H100, "lecture", batch=4, isl=1000, osl=40)
-    loop = [step_time(L8, H100, "lecture", batch=4, context=1000 + j).total_s for j in range(39)]
+    loop = [step_time(L8, H100, "lecture", batch=4, context=1000 + j).step_time_s for j in range(39)]
     assert r.phases.decode_s == pytest.approx(sum(loop), rel=1e-12)
-    assert r.phases.decode_first_s == pytest.approx(loop[0], rel=1e-12)
-    assert r.phases.decode_last_s == pytest.approx(loop[-1], rel=1e-12)
+    assert r.phases.tpot_first_s == pytest.approx(loop[0], rel=1e-12)
+    assert r.phases.tpot_last_s == pytest.approx(loop[-1], rel=1e-12)
 
 
 def test_identities_and_dollars():
@@ -74,7 +74,7 @@ def test_identities_and_dollars():
 def test_chunked_prefill_sums_its_chunks():
     whole = request_cost(L8, H100, "lecture", isl=4096, osl=1)
     chunks = request_cost(L8, H100, "lecture", isl=4096, osl=1, prefill_chunk=1024)
-    by_hand = sum(step_time(L8, H100, "lecture", rows=1024, context=1024 * k).total_s for k in range(4))
+    by_hand = sum(step_time(L8, H100, "lecture", rows=1024, context=1024 * k).step_time_s for k in range(4))
     assert chunks.phases.prefill_passes == 4 and chunks.ttft_s == pytest.approx(by_hand, rel=1e-12)
     assert chunks.ttft_s > whole.ttft_s  # four fixed costs and four weight reads
     assert request_cost(L8, H100, "lecture", isl=4096, osl=1, prefill_chunk=8192).ttft_s == whole.ttft_s
@@ -97,9 +97,9 @@ def test_ttft_grows_with_isl_and_batch_and_tpot_with_context(isl, more, batch, o
     if longer.isl > base.isl:
         assert longer.ttft_s > base.ttft_s and longer.tpot_s >= base.tpot_s
     assert wider.ttft_s > base.ttft_s
-    assert base.phases.decode_last_s >= base.phases.decode_first_s
+    assert base.phases.tpot_last_s >= base.phases.tpot_first_s
     # throughput never beats the ceiling: one token per request from each pass, at the fastest pass
-    fastest = min(base.ttft_s, base.phases.decode_first_s)
+    fastest = min(base.ttft_s, base.phases.tpot_first_s)
     assert base.output_tokens_per_s <= batch / fastest * (1 + 1e-12)
 
 

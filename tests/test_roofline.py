@@ -23,7 +23,7 @@ def test_expected_experts_touched():
 def test_moe_step_grows_below_the_ridge():
     # A dense model's T(m) is flat below the ridge; a MoE's grows: more rows touch more experts.
     ds = load_model("deepseek-v3")
-    times = [step_time(ds, H100, ARTICLE, rows=m).total_s for m in (1, 2, 4, 8, 32)]
+    times = [step_time(ds, H100, ARTICLE, rows=m).step_time_s for m in (1, 2, 4, 8, 32)]
     assert all(a < b for a, b in zip(times, times[1:]))
     assert all(step_time(ds, H100, ARTICLE, rows=m).bound == "memory" for m in (1, 2, 4, 8, 32))
     # one row reads exactly the active weights (the article preset reads the embedding too)
@@ -63,8 +63,8 @@ def test_critical_batch_turning_points():
 
 def test_fixed_time_adds():
     m = load_model("llama-3-8b")
-    assert (step_time(m, H100, ARTICLE.with_(fixed_time_s=1e-3)).total_s
-            == pytest.approx(step_time(m, H100, ARTICLE).total_s + 1e-3))
+    assert (step_time(m, H100, ARTICLE.with_(fixed_time_s=1e-3)).step_time_s
+            == pytest.approx(step_time(m, H100, ARTICLE).step_time_s + 1e-3))
 
 
 @pytest.mark.parametrize("kwargs,field", [

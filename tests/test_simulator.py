@@ -43,7 +43,7 @@ def test_iteration_cost_is_the_roofline(name, gpu, batch, rows_per_seq, context)
     cost = IterationCost.from_roofline(model, acc, LECTURE)
     rows = batch * rows_per_seq
     pairs = batch * (rows_per_seq * context + rows_per_seq * (rows_per_seq + 1) / 2)
-    expected = step_time(model, acc, LECTURE, rows=rows, batch=batch, context=context).total_s
+    expected = step_time(model, acc, LECTURE, rows=rows, batch=batch, context=context).step_time_s
     assert cost.time(rows, batch * context + rows, pairs) == pytest.approx(expected, rel=1e-12)
 
 
@@ -64,15 +64,15 @@ def test_iteration_cost_over_arrays_is_the_roofline(name, gpu, preset):
     assert isinstance(got, np.ndarray) and got.shape == batch.shape
     for i in range(batch.size):
         one = step_time(model, acc, prof, rows=int(rows[i]), batch=int(batch[i]), context=int(context[i]))
-        assert got[i] == pytest.approx(one.total_s, rel=1e-12)
+        assert got[i] == pytest.approx(one.step_time_s, rel=1e-12)
         assert isinstance(cost.time(int(rows[i]), float(kv[i]), float(pairs[i])), float)
     # prefill_s and decode_s, scalar and array, are uniform passes of one sequence
     prompts = np.array([1.0, 32.0, 512.0])
     for p, t in zip(prompts, cost.prefill_s(prompts)):
-        assert t == pytest.approx(step_time(model, acc, prof, rows=int(p), batch=1).total_s, rel=1e-12)
+        assert t == pytest.approx(step_time(model, acc, prof, rows=int(p), batch=1).step_time_s, rel=1e-12)
         assert cost.prefill_s(int(p)) == pytest.approx(t, rel=1e-12)
     for c, t in zip(context, cost.decode_s(context.astype(float))):
-        assert t == pytest.approx(step_time(model, acc, prof, rows=1, batch=1, context=int(c)).total_s, rel=1e-12)
+        assert t == pytest.approx(step_time(model, acc, prof, rows=1, batch=1, context=int(c)).step_time_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("name,gpu", [("gpt-3-13b", "a100-40gb"), ("mixtral-8x7b", "h100-sxm")])
@@ -86,8 +86,8 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
     server = Replica.from_specs(model, acc, LECTURE, kv_tokens=40_000, max_len=4096)
     for prompt, output in [(1, 1), (7, 2), (300, 200), (2000, 1000)]:
         sim = served(fixed_workload([(prompt, output)]), server, scheduler=scheduler, max_batch=8)
-        steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).total_s]
-        steps += [step_time(model, acc, LECTURE, rows=1, batch=1, context=prompt + j).total_s
+        steps = [step_time(model, acc, LECTURE, rows=prompt, batch=1, context=0).step_time_s]
+        steps += [step_time(model, acc, LECTURE, rows=1, batch=1, context=prompt + j).step_time_s
                   for j in range(output - 1)]
         assert sim.finish_s[0] == pytest.approx(math.fsum(steps), rel=1e-12)
         assert sim.iterations == output

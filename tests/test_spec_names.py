@@ -86,13 +86,7 @@ def _call(name, param, value):
     return _outcome(fn, args, kwargs)
 
 
-# planner/ is another helper's this turn: SpecOption(draft="llama-3.2-1b") is refused there, for now
-LEFT = {("SpecOption", "draft")}
-
-
-@pytest.mark.parametrize("name, param, default",
-                         [pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason="planner's to fix"))
-                          if case[:2] in LEFT else case for case in CASES], ids=[f"{n}-{p}" for n, p, _ in CASES])
+@pytest.mark.parametrize("name, param, default", CASES, ids=[f"{n}-{p}" for n, p, _ in CASES])
 def test_a_spec_by_its_catalog_name(name, param, default):
     if default is None:  # the example's own spec, and its name
         args, kwargs = EXAMPLES[name]()
@@ -131,3 +125,18 @@ def test_the_constructors_from_specs_take_names(build):
     specs = build(lc.load_model("llama-3.2-1b"), lc.load_accelerator("h100-sxm"), lc.PRESETS["lecture"],
                   lc.weight_format("int4"))
     assert repr(names) == repr(specs)
+
+
+def test_a_plans_draft_by_name_or_path():
+    """Issue 28.8: `SpecOption(draft=...)` takes the catalog name and the config's path, held as the
+    spec they load; anything else is one line naming `draft`."""
+    from llm_cost.catalog.paths import catalog_dir
+    from llm_cost.planner import SpecOption
+
+    spec = SpecOption("draft", 0.8, (1, 2), draft=lc.load_model("llama-3.2-1b"))
+    assert SpecOption("draft", 0.8, (1, 2), draft="llama-3.2-1b") == spec
+    assert SpecOption("draft", 0.8, (1, 2), draft=str(catalog_dir("models") / "llama-3.2-1b" / "config.json")) == spec
+    for bad, said in ((3, "draft must be one of ModelSpec, str"), ("no-such-model", "draft: unknown model")):
+        with pytest.raises(LlmCostError) as err:
+            SpecOption("draft", 0.8, (1,), draft=bad)
+        assert str(err.value).startswith(said) and "\n" not in str(err.value) and err.value.params[0] == "draft"

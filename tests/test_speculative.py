@@ -158,7 +158,7 @@ def test_step_time_over_arrays_is_step_time_pointwise(name, preset, fmt):
     for i in range(batch.size):
         one = step_time(model, H100, prof, rows=int(batch[i] * per_seq[i]), batch=int(batch[i]),
                         context=int(context[i]), weights=fmt)
-        assert arr.total_s[i] == pytest.approx(one.total_s, rel=REL)
+        assert arr.step_time_s[i] == pytest.approx(one.step_time_s, rel=REL)
         assert arr.bound[i] == one.bound
 
 
@@ -176,8 +176,8 @@ def test_step_time_rejects_fewer_rows_than_sequences():
 def test_roofline_speedup_matches_the_article_formula(alpha, gamma, c, batch, mfu):
     # the article `speculative_speedup`: E T(B) / (gamma c T(B) + T(B (gamma + 1))), scalar step_time
     prof = ARTICLE.with_(compute_efficiency=mfu)
-    base = step_time(LLAMA3_8B, H100, prof, rows=batch, batch=batch).total_s
-    verify = step_time(LLAMA3_8B, H100, prof, rows=batch * (gamma + 1), batch=batch).total_s
+    base = step_time(LLAMA3_8B, H100, prof, rows=batch, batch=batch).step_time_s
+    verify = step_time(LLAMA3_8B, H100, prof, rows=batch * (gamma + 1), batch=batch).step_time_s
     expected = eq1(alpha, gamma) * base / (gamma * c * base + verify)
     r = roofline_speedup(LLAMA3_8B, H100, prof, alpha=alpha, gamma=gamma, c=c, batch=batch)
     assert float(r.speedup) == pytest.approx(expected, rel=1e-9)

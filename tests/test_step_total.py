@@ -1,4 +1,4 @@
-"""PassCost.step_total is PassCost.step(...).total_s bit for bit: the sweep's fast path may not drift.
+"""PassCost.step_total is PassCost.step(...).step_time_s bit for bit: the sweep's fast path may not drift.
 
 step_total restates the roofline with fewer temporaries (bench/spec_sweep.py); this pins it to the
 one formula over dense, MoE, MLA and windowed models, both presets, numbers and arrays.
@@ -27,8 +27,8 @@ def test_step_total_is_step(name, preset, weights):
     context = np.array([0.0, 1024.0, 7.0, 4096.0, 512.0])
     slow = cost.step(rows, batch, context, count_kv=prof.count_kv)
     fast, bound = cost.step_total(rows.copy(), batch, context, count_kv=prof.count_kv, with_bound=True)
-    assert np.array_equal(fast, slow.total_s)
+    assert np.array_equal(fast, slow.step_time_s)
     assert np.array_equal(bound, slow.bound == "compute")
     for i in range(batch.size):
-        one = cost.step(float(rows[i]), float(batch[i]), float(context[i]), count_kv=prof.count_kv).total_s
+        one = cost.step(float(rows[i]), float(batch[i]), float(context[i]), count_kv=prof.count_kv).step_time_s
         assert cost.step_total(float(rows[i]), float(batch[i]), float(context[i]), count_kv=prof.count_kv) == one

@@ -19,7 +19,7 @@ from llm_cost.specs import Accelerator, ModelSpec
 @given(model=lst.models(), gpu=lst.accelerators(), batch=lst.batches, context=lst.contexts)
 def test_step_time_at_least_memory_and_compute(model, gpu, batch, context):
     t = step_time(model, gpu, "lecture", batch=batch, context=context)
-    assert t.total_s >= max(t.memory_s, t.compute_s) > 0
+    assert t.step_time_s >= max(t.memory_time_s, t.compute_time_s) > 0
 
 
 @settings(max_examples=100, deadline=None)

@@ -14,8 +14,8 @@ from llm_cost.speculative.batched import roofline_speedup
 
 def test_step_time_takes_a_name():
     by_name = step_time("llama-3-8b", "h100-sxm", "article", weights="int4")
-    assert by_name.total_s == step_time("llama-3-8b", "h100-sxm", "article", weights=INT4_G128).total_s
-    assert by_name.total_s < step_time("llama-3-8b", "h100-sxm", "article").total_s
+    assert by_name.step_time_s == step_time("llama-3-8b", "h100-sxm", "article", weights=INT4_G128).step_time_s
+    assert by_name.step_time_s < step_time("llama-3-8b", "h100-sxm", "article").step_time_s
 
 
 def test_request_cost_takes_a_name():

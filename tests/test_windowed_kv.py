@@ -198,17 +198,17 @@ def test_prefill_pairs_stop_at_the_window():
 
 
 def test_windowed_step_broadcasts_and_step_total_agrees():
-    """Arrays over context give the numbers one call per context gives; step_total = step().total_s."""
+    """Arrays over context give the numbers one call per context gives; step_total = step().step_time_s."""
     np = pytest.importorskip("numpy")
     from llm_cost.roofline import PassCost, step_time
 
     m, gpu, prof = _oss()
     ctx = np.array([0, 64, 127, 128, 129, 8192, 131072])
     t = step_time(m, gpu, prof, batch=4, rows=20, context=ctx)
-    one = [step_time(m, gpu, prof, batch=4, rows=20, context=int(c)).total_s for c in ctx]
-    assert t.total_s.tolist() == pytest.approx(one, rel=1e-12)
+    one = [step_time(m, gpu, prof, batch=4, rows=20, context=int(c)).step_time_s for c in ctx]
+    assert t.step_time_s.tolist() == pytest.approx(one, rel=1e-12)
     cost = PassCost.from_specs(m, gpu, prof)
-    assert cost.step_total(np.full(ctx.shape, 20.0), 4, ctx).tolist() == t.total_s.tolist()
+    assert cost.step_total(np.full(ctx.shape, 20.0), 4, ctx).tolist() == t.step_time_s.tolist()
 
 
 def test_windows_do_not_change_a_window_free_pass():
@@ -221,7 +221,7 @@ def test_windows_do_not_change_a_window_free_pass():
     full = replace(m, layer_types=(), sliding_window=0)
     a = step_time(m, gpu, prof, rows=32, batch=8, context=100)  # 100 + 4 <= 128
     b = step_time(full, gpu, prof, rows=32, batch=8, context=100)
-    assert a.total_s == pytest.approx(b.total_s, rel=1e-12) and a.kv_bytes == pytest.approx(b.kv_bytes, rel=1e-12)
+    assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12) and a.kv_bytes == pytest.approx(b.kv_bytes, rel=1e-12)
     beyond = step_time(m, gpu, prof, rows=32, batch=8, context=4096)
     assert beyond.kv_bytes < step_time(full, gpu, prof, rows=32, batch=8, context=4096).kv_bytes
 
@@ -243,8 +243,8 @@ def test_iteration_cost_decode_and_prefill_are_windowed():
 
     m, gpu, prof = _oss()
     cost = IterationCost.from_roofline(m, gpu, prof)
-    assert cost.decode_s(8192, batch=8) == step_time(m, gpu, prof, batch=8, context=8192).total_s
-    assert cost.prefill_s(512) == step_time(m, gpu, prof, rows=512, batch=1).total_s
+    assert cost.decode_s(8192, batch=8) == step_time(m, gpu, prof, batch=8, context=8192).step_time_s
+    assert cost.prefill_s(512) == step_time(m, gpu, prof, rows=512, batch=1).step_time_s
 
 
 # ---- capacity --------------------------------------------------------------------------------

@@ -222,7 +222,7 @@ def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
     import numpy as np
 
     steps = decode_steps(cost, batch, p.isl, p.osl + 1, profile.count_kv)  # OSL steps from context ISL
-    seconds = float(np.sum(np.broadcast_to(steps.total_s, (p.osl,))))
+    seconds = float(np.sum(np.broadcast_to(steps.step_time_s, (p.osl,))))
     return batch * p.osl / seconds
 
 

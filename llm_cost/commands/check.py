@@ -69,14 +69,29 @@ def check_cmd(
     if every or fmt.lower() in ("json", "csv"):
         emit(rows, CHECK_COLUMNS, fmt, title="Invariants", caption=caption)
     else:
-        emit(_summary(rows), SUMMARY_COLUMNS, fmt, title="Invariants (one row each; --all for every pair)",
-             caption=caption)
+        _emit_summary(_summary(rows), fmt, caption)
         if failed:
             emit([r for r in rows if r["status"] != "pass"], CHECK_COLUMNS, fmt, title="Failures")
     if stopped is not None:
         interrupted(len(results), stopped.total, "checks")
     if failed:
         raise typer.Exit(1)
+
+
+def _emit_summary(summary: list[dict], fmt: str, caption: str) -> None:
+    """The one-row-per-invariant table; on a screen too narrow for a statement on one line (80
+    columns), the statements leave the table for a list under it, so that no row folds into a card
+    of three or four lines (issue 28.4)."""
+    from llm_cost.report.render import print_notes, screen_width
+
+    title = "Invariants (one row each; --all for every pair)"
+    # one line per row: the two text columns, three counts of up to 6 digits, the borders and padding
+    needed = max(len(r["invariant"]) + len(r["statement"]) for r in summary) + 3 * 6 + 16 if summary else 0
+    if fmt.lower() != "table" or needed <= screen_width():
+        emit(summary, SUMMARY_COLUMNS, fmt, title=title, caption=caption)
+        return
+    emit(summary, [c for c in SUMMARY_COLUMNS if c.key != "statement"], fmt, title=title, caption=caption)
+    print_notes(["What each invariant states:"] + [f"{r['invariant']}: {r['statement']}" for r in summary], hang="  ")
 
 
 def _summary(rows: list[dict]) -> list[dict]:

@@ -138,8 +138,13 @@ def caption_of(result) -> str:
     if k.get("left_out_format"):
         left.append(f"{k['left_out_format']:,} in formats the chip does not run")
     ranked = "$ per million output tokens" if result.usd_per_gpu_hour else "tokens/s per GPU"
-    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {k['missed']:,} miss the target "
-            f"(TTFT {k['missed_ttft']:,}, TPOT or tok/s/user {k['missed_decode']:,}), {k['meet']:,} meet it; "
+    t = result.target
+    if t.ttft_s is None and t.tpot_s is None and t.tokens_per_s_per_user is None:  # nothing to miss
+        judged = f"{k['meet']:,} fit (no target: --ttft-ms, --tpot-ms or --tokens-per-s-per-user sets one)"
+    else:
+        judged = (f"{k['missed']:,} miss the target (TTFT {k['missed_ttft']:,}, TPOT or tok/s/user "
+                  f"{k['missed_decode']:,}), {k['meet']:,} meet it")
+    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {judged}; "
             f"frontier {k['frontier']} (tokens/s per user against {ranked}, best first)")
     if left:
         text += "; left out " + ", ".join(left)

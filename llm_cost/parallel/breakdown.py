@@ -2,10 +2,10 @@
 
 The time model is a roofline over the whole pass, not a sum of per-operator rooflines:
 
-    T = stages x max(sum_ops memory_s, sum_ops compute_s) + collectives + hand-offs + fixed
+    T = stages x max(sum_ops memory_time_s, sum_ops compute_time_s) + collectives + hand-offs + fixed
 
 so each operator has the bytes it reads and the FLOPs it does (one GPU's share of one stage), its
-memory_s = bytes / (BW eta_bw) and compute_s (its FLOPs at the GEMM ramp and, for routed experts, at
+memory_time_s = bytes / (BW eta_bw) and compute_time_s (its FLOPs at the GEMM ramp and, for routed experts, at
 the busiest GPU's load: `PassCost.gemm_rows_parts`), its own bound, and its `time_s`: its share of
 the side that bounds the pass, x stages. Then the operators' time_s, each collective's (only the part
 not hidden behind the stages under `overlap_comm`), the hand-offs and the fixed time sum to T.
@@ -51,8 +51,8 @@ class OperatorTime:
     operator: str
     bytes: float
     flops: float
-    memory_s: float
-    compute_s: float
+    memory_time_s: float
+    compute_time_s: float
     time_s: float  # what it adds to the pass's total (module doc)
     bound: str  # memory, compute, communication or fixed
     source: str  # datasheet, fitted, or the measured table's source (`roofline.kernels`)
@@ -76,7 +76,7 @@ def _param_parts(model: ModelSpec) -> tuple[dict, dict]:
 def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: Profile, weights: WeightFormat,
                    deployment: Deployment, *, rows: float, batch: float, context: float) -> list[OperatorTime]:
     """The operators of one uniform pass (`PassCost.step(rows, batch, context)`) on one GPU of
-    `deployment`, `cost` its deployed `PassCost`; their time_s sum to the step's total_s (module doc).
+    `deployment`, `cost` its deployed `PassCost`; their time_s sum to the step's step_time_s (module doc).
     Numbers only."""
     tp, pp = deployment.attention_tp, deployment.pp  # the shared weights' split (1 under dp_attention)
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
@@ -111,7 +111,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     if step.kv_bytes or pairs:  # measured prefill attention: `PassCost.timed_pairs`
         ops.insert(1, ("attention", step.kv_bytes, pairs,
                        cost.timed_pairs(rows, pair_count) * cost.pair_flops / cost.flops_per_s))
-    memory_bound = step.memory_s >= step.compute_s
+    memory_bound = step.memory_time_s >= step.compute_time_s
     own = {"attention": cost.kv_source, "routed experts": cost.expert_source}  # measured operator tables
     if cost.kernel_source != "datasheet" and not cost.kv_source:  # a GEMM table, no attention one
         own["attention"] = f"{source}: GEMM's (no attention table)"
@@ -152,7 +152,7 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
     collectives = sum(s for _, _, s in parts)
     scale = 1.0
     if cost.overlap_comm and collectives:
-        body = max(step.memory_s, step.compute_s) * cost.stages
+        body = max(step.memory_time_s, step.compute_time_s) * cost.stages
         scale = max(collectives - body, 0.0) / collectives
     def source(name):
         if measured and name.startswith("all-reduce"):

@@ -35,7 +35,7 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
 
     >>> from llm_cost.specs.deployment import Deployment
     >>> t = deployed_step_time("llama-3-70b", "h100-sxm", "article", Deployment(tp=4))
-    >>> round(t.memory_s * 1e3, 2), round(t.comm_time_s * 1e3, 3), t.bound, t.fits
+    >>> round(t.memory_time_s * 1e3, 2), round(t.comm_time_s * 1e3, 3), t.bound, t.fits
     (10.53, 0.46, 'memory', True)
     >>> one = deployed_step_time("llama-3-70b", "h100-sxm", "article")
     >>> one.fits, one.fit_note.split(" (")[0]

@@ -156,15 +156,15 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         if key not in base_costs:  # one GPU's coefficients; the deployment's share is `deployed_cost`'s
             base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)
         cost = deployed_cost(base_costs[key], model, gpu, w, dep)  # = `deployed_pass_cost`
-        ttft[gi] = _full(cost.step(batches * isl, batches, 0.0, count_kv=count_kv).total_s  # + the engine's time
+        ttft[gi] = _full(cost.step(batches * isl, batches, 0.0, count_kv=count_kv).step_time_s  # + the engine's time
                          + profile.ttft_overhead_s, (nb,))  # to first token beyond the prefill, as `request`
         sums[gi] = decode_sum(cost, verify_rows, batches, isl, n, count_kv=count_kv)
         per_s[gi] = gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
         if mtp.any():
             from llm_cost.speculative.mtp import mtp_step_time
 
-            plain = cost.step(batches, batches, 0.0, count_kv=count_kv).total_s
-            mtp_c[gi] = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).total_s / plain
+            plain = cost.step(batches, batches, 0.0, count_kv=count_kv).step_time_s
+            mtp_c[gi] = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).step_time_s / plain
             # speculating with MTP loads its layers (weights and their K/V), as a draft model's
             extra_w[gi, mtp], extra_kv[gi, mtp] = mtp_memory(model, w, dep, context=isl + osl - 1)
         for name, (draft, at) in draft_models.items():

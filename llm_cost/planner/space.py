@@ -25,11 +25,11 @@ from llm_cost.errors import InvalidValueError, check_all, check_choice, check_nu
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import KV_DTYPES, MAX_DEGREE, Deployment
 from llm_cost.specs.weights import weight_format
-from llm_cost.catalog.arguments import Many, Number, Spec, check_arguments
+from llm_cost.catalog.arguments import Many, Number, Spec, check_arguments, default_rules
 from llm_cost.catalog.loader import as_accelerator
 
 DEGREES = Many(Number(1, 4096, integer=True))  # tp, pp or ep degrees to search
-from llm_cost.specs.validate import check_fields
+from llm_cost.specs.validate import check_fields, check_value
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
@@ -42,16 +42,20 @@ MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
 @dataclass(frozen=True)
 class SpecOption:
     """One kind of speculative decoding the plan tries: "draft" (alpha with c or a draft model, each
-    gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1)."""
+    gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1). `draft`: a ModelSpec, or a
+    catalog name or config path, held as the spec it loads (as `requests.Speculation` holds it)."""
 
     kind: str
     alpha: float
     gammas: tuple[int, ...]
     c: float | None = None
-    draft: ModelSpec | None = None
+    draft: object = None  # a ModelSpec, or a catalog name or path (held as the spec it loads)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        check_value("draft", self.draft, "ModelSpec | str | None", field="draft")
+        if isinstance(self.draft, str):  # resolved once, here: equal to the spec it names
+            object.__setattr__(self, "draft", default_rules()["draft"].check("draft", self.draft))
 
 
 @dataclass(frozen=True)

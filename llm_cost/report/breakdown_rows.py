@@ -30,15 +30,15 @@ COMPOSITION = ("time = its share of the bounding side (x stages) for each operat
 
 def breakdown_rows(label: str, ops, total_s: float) -> list[dict]:
     """The rows of one pass named `label` from its `OperatorTime`s (or sums of them: `summed`), then a
-    total row (bytes, FLOPs, memory and compute summed; time_s = `total_s`)."""
+    total row (bytes, FLOPs, memory and compute summed; time_s = `total_s`, the step's step_time_s)."""
     rows = [{"pass": label, "operator": o.operator, "bytes": o.bytes, "flops": o.flops,
-             "memory_time_s": o.memory_s, "compute_time_s": o.compute_s, "time_s": o.time_s,
+             "memory_time_s": o.memory_time_s, "compute_time_s": o.compute_time_s, "time_s": o.time_s,
              "share_of_pass": o.time_s / total_s if total_s else 0.0, "bound": o.bound, "source": o.source}
             for o in ops]
     moved = [o for o in ops if o.bound != "communication"]  # bytes and FLOPs of the GPU's own work
     rows.append({"pass": label, "operator": "total", "bytes": sum(o.bytes for o in moved),
-                 "flops": sum(o.flops for o in moved), "memory_time_s": sum(o.memory_s for o in ops),
-                 "compute_time_s": sum(o.compute_s for o in ops), "time_s": total_s,
+                 "flops": sum(o.flops for o in moved), "memory_time_s": sum(o.memory_time_s for o in ops),
+                 "compute_time_s": sum(o.compute_time_s for o in ops), "time_s": total_s,
                  "share_of_pass": 1.0, "bound": "-", "source": "-"})
     return rows
 
@@ -56,12 +56,13 @@ def summed(passes) -> list:
                 continue
             a = out[o.operator]
             out[o.operator] = replace(a, bytes=a.bytes + o.bytes, flops=a.flops + o.flops,
-                                      memory_s=a.memory_s + o.memory_s, compute_s=a.compute_s + o.compute_s,
+                                      memory_time_s=a.memory_time_s + o.memory_time_s,
+                                      compute_time_s=a.compute_time_s + o.compute_time_s,
                                       time_s=a.time_s + o.time_s)
     result = []
     for o in out.values():
         if o.bound in ("memory", "compute"):
-            o = replace(o, bound="memory" if o.memory_s >= o.compute_s else "compute")
+            o = replace(o, bound="memory" if o.memory_time_s >= o.compute_time_s else "compute")
         result.append(o)
     return result
 
@@ -78,7 +79,7 @@ def roofline_breakdown_rows(model, gpu, profile, *, rows, batch: int, context: i
     out = []
     for m in rows:
         m, b, ctx = check_pass(m, batch, context)
-        total = cost.step(m, b, ctx, count_kv=profile.count_kv).total_s
+        total = cost.step(m, b, ctx, count_kv=profile.count_kv).step_time_s
         ops = pass_breakdown(cost, model, gpu, profile, weights, deployment, rows=m, batch=b, context=ctx)
         out += [{"rows": m, "batch": b, "context": ctx, **r}
                 for r in breakdown_rows(f"{m:g} rows", ops, total)]
@@ -103,7 +104,7 @@ def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: in
 
     def one(rows, context):
         ops = pass_breakdown(cost, model, gpu, profile, weights, deployment, rows=rows, batch=batch, context=context)
-        return ops, cost.step(rows, batch, context, count_kv=kv).total_s
+        return ops, cost.step(rows, batch, context, count_kv=kv).step_time_s
 
     chunk, done, passes, ttft = prefill_chunk or isl, 0, [], 0.0
     while done < isl:

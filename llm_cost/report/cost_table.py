@@ -73,7 +73,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     one replica's; its memory basis, else the article's marketed 80 GB: `Deployment.following`); with
     `isl`, ttft_s_bf16/w4a16 (the prefill of one prompt of isl tokens); with
     a price, usd_per_million_output_tokens_bf16/w4a16 (the decode step's GPU-seconds over its B
-    tokens, `requests.request.gpu_seconds`).
+    tokens, `requests.request.gpu_seconds`); a format whose weights do not fit (fits_bf16/int4
+    false) is not priced: its $ keys, and with `usd_per_kwh` its energy's, are None.
     """
     from llm_cost.parallel import deployed_step_time
     from llm_cost.speculative import roofline_speedup
@@ -108,7 +109,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n, kv_el) for n in contexts})
     timed = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w)
              for name, w in (("bf16", BF16), ("w4a16", INT4_G128))}
-    steps = {name: step.total_s for name, step in timed.items()}
+    steps = {name: step.step_time_s for name, step in timed.items()}
     row.update({
         "flops_per_token": flops_per_token(model),
         "batch": batch,
@@ -130,6 +131,9 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         row.update({f"max_batch_{name}_at_{n}": largest_batch(model, gpu, deployment, weights=weights, tokens=n)
                     for n in contexts})
     row.update(_fit_keys(model, gpu, deployment, batch, contexts, row))
+    for name, fits in (("bf16", "fits_bf16"), ("w4a16", "fits_int4")):  # nothing runs: nothing to price
+        if not row[fits]:
+            row[f"usd_per_million_output_tokens_{name}"] = row[f"usd_per_million_tokens_energy_{name}"] = None
     return row
 
 

@@ -61,15 +61,22 @@ def _marked_past(row: dict) -> bool:
 UNFIT_MARK = "†"  # beside a figure whose weights do not fit: it assumes they do
 PAST_MARK = "‡"  # beside a largest batch at a context past the model's limit
 MTP_MARK = "*"  # beside a speculative speedup drafted by the model's own MTP head
+NOT_PRICED = "no fit"  # a price cell where that format's weights do not fit: nothing runs to price
 
 
 def _assuming_fit(text: Callable[[dict], str], fits_key: str) -> Callable[[dict], str]:
-    """A timing or price cell marked with `UNFIT_MARK` where that format's weights do not fit (the
+    """A timing or energy cell marked with `UNFIT_MARK` where that format's weights do not fit (the
     article's "70B on one card, assuming it fits"): the figure stays, the mark says it cannot run."""
     def cell(row: dict) -> str:
         value = text(row)
         return value if value == "-" or row[fits_key] else f"{value}{UNFIT_MARK}"
     return cell
+
+
+def _priced_if_fits(text: Callable[[dict], str], fits_key: str) -> Callable[[dict], str]:
+    """A price cell: the figure where that format's weights fit, else `NOT_PRICED` (issue 28.8: a
+    deployment that cannot run is marked, not priced)."""
+    return lambda row: text(row) if row[fits_key] else NOT_PRICED
 
 
 def context_label(n: int) -> str:
@@ -84,6 +91,11 @@ def _speculative_cell(row: dict) -> str:
     if row["mtp_layers"]:
         return _span("mtp_speedup_verify_free_low", "mtp_speedup_verify_free_high", 2)(row) + MTP_MARK
     return _num("spec_speedup", 2)(row)
+
+
+def _priced(rows: Sequence[dict], key: str) -> bool:
+    """Whether some row has the price `key` for a format (None where nothing fits: `_priced_if_fits`)."""
+    return any(row.get(f"{key}_{name}") is not None for row in rows for name in ("bf16", "w4a16"))
 
 
 def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Callable[[dict], str]]]:
@@ -109,11 +121,11 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
                    _assuming_fit(_num("decode_joules_per_token_bf16", 3), "fits_bf16")),
                   (f"decode energy per token, batch {b}, W4A16 (J, est.)",
                    _assuming_fit(_num("decode_joules_per_token_w4a16", 3), "fits_int4"))]
-    if r.get("usd_per_million_tokens_energy_bf16") is not None:  # labels of two lines at 80 columns
+    if _priced(rows, "usd_per_million_tokens_energy"):  # labels of two lines at 80 columns
         lines += [("decode energy cost, BF16 ($ per million output tokens, est.)",
-                   _assuming_fit(_num("usd_per_million_tokens_energy_bf16", 4), "fits_bf16")),
+                   _priced_if_fits(_num("usd_per_million_tokens_energy_bf16", 4), "fits_bf16")),
                   ("decode energy cost, W4A16 ($ per million output tokens, est.)",
-                   _assuming_fit(_num("usd_per_million_tokens_energy_w4a16", 4), "fits_int4"))]
+                   _priced_if_fits(_num("usd_per_million_tokens_energy_w4a16", 4), "fits_int4"))]
     if r["isl"] is not None:
         lines += [(f"time to first token, {r['isl']:,}-token prompt, BF16 (ms)",
                    _assuming_fit(_num("ttft_s_bf16", 1, 1e-3), "fits_bf16")),
@@ -121,9 +133,9 @@ def _lines(rows: Sequence[dict], contexts: Sequence[int]) -> list[tuple[str, Cal
                    _assuming_fit(_num("ttft_s_w4a16", 1, 1e-3), "fits_int4"))]
     if r["usd_per_gpu_hour"] is not None:
         lines += [(f"decode cost, batch {b}, BF16 ($ per million output tokens)",  # the price: a note
-                   _assuming_fit(_num("usd_per_million_output_tokens_bf16", 2), "fits_bf16")),
+                   _priced_if_fits(_num("usd_per_million_output_tokens_bf16", 2), "fits_bf16")),
                   (f"decode cost, batch {b}, W4A16 ($ per million output tokens)",
-                   _assuming_fit(_num("usd_per_million_output_tokens_w4a16", 2), "fits_int4"))]
+                   _priced_if_fits(_num("usd_per_million_output_tokens_w4a16", 2), "fits_int4"))]
     lines += [
         (f"speculative speedup, batch {b} (×): draft α {r['spec_alpha']:g}, γ {r['spec_gamma']}, c {r['spec_c']:g}",
          _speculative_cell),
@@ -187,6 +199,10 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
     if r["usd_per_gpu_hour"] is not None:
         notes.append(f"Decode cost: ${r['usd_per_gpu_hour']:g} per GPU-hour for each of the deployment's "
                      f"{r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}, over the tokens of one decode step.")
+    if any(_priced(rows, k) for k in ("usd_per_million_output_tokens", "usd_per_million_tokens_energy")) and any(
+            not (x["fits_bf16"] and x["fits_int4"]) for x in rows):
+        notes.append(f"{NOT_PRICED}: that format's weights do not fit, so no deployment runs to price "
+                     "(give --tp or --pp to split it).")
     past = {x["model"]: x["context_limit"] for x in rows if _marked_past(x)}
     if past:
         notes.append(f"{PAST_MARK} Past the model's context limit ("

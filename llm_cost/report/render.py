@@ -213,6 +213,12 @@ def print_notes(lines, out=None, hang: str = "") -> None:
                                 subsequent_indent=hang) + "\n")
 
 
+def screen_width(out=None) -> int:
+    """The width `render` and `print_notes` fit to on `out` (default stdout): a terminal's, an
+    explicit COLUMNS when piped, else `PIPED_WIDTH`."""
+    return _screen_width(_Tty(out or sys.stdout))
+
+
 class _Tty:
     """What `_screen_width` asks of a console, for a plain stream."""
 

@@ -48,7 +48,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             "spec_alpha": speculation.alpha if speculation else None,
             "spec_gamma": speculation.gamma if speculation else None,
             "spec_expected_tokens": r.expected_tokens if speculation else None,
-            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "tpot_first_s": ph.decode_first_s, "tpot_last_s": ph.decode_last_s,
+            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "tpot_first_s": ph.tpot_first_s, "tpot_last_s": ph.tpot_last_s,
             "e2e_s": r.e2e_s, "output_tokens_per_s_per_user": r.osl / r.e2e_s,
             "output_tokens_per_s": r.output_tokens_per_s,
             "output_tokens_per_s_per_gpu": r.output_tokens_per_s / deployment.total_gpus,

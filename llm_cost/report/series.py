@@ -69,7 +69,7 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
     for weights in formats:
         def at(m, b):
             return deployed_step_time(model, gpu, profile, deployment, rows=m, batch=b, context=context,
-                                      weights=weights).total_s
+                                      weights=weights).step_time_s
 
         t = at(rows, 1)
         points = tuple((b, m, at(m, b)) for b in batches for m in (b, b * (gamma + 1)))

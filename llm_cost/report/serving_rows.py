@@ -125,7 +125,7 @@ def replica_fields(replica: Replica, result: ServeResult | None) -> dict:
         "memory_available_bytes": cap.usable_bytes if cap else None,
         "fits": cap.runs if cap else True, "fit_note": cap.note if cap else "",
         "pipeline": PIPELINE_NOTE if d.pp > 1 else "",
-        "comm_time_s": r.comm_per_iteration_s if r else None,
+        "comm_time_s": r.comm_time_s if r else None,
         "comm_fraction": (r.comm_total_s / r.busy_s if r.busy_s else 0.0) if r else None,
         "rate_total_req_per_s": r.rate_req_per_s * d.replicas if r else None,
         "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas if r else None,
@@ -278,7 +278,7 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
     if replica is not None:
         fields = replica_fields(replica, None)
         d = replica.deployment
-        fields.update({"comm_time_s": r.comm_per_iteration_s,
+        fields.update({"comm_time_s": r.comm_time_s,
                        "comm_fraction": r.comm_total_s / r.busy_s if r.busy_s else 0.0,
                        "rate_total_req_per_s": r.rate_req_per_s * d.replicas,
                        "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas,

@@ -50,8 +50,8 @@ class Phases:
     prefill_comm_time_s: float  # the collectives and hand-offs of the prefill passes
     prefill_passes: int
     decode_s: float  # the OSL - 1 decode steps, summed
-    decode_first_s: float  # the first decode step (context ISL); 0 when OSL = 1
-    decode_last_s: float  # the last (context ISL + OSL - 2)
+    tpot_first_s: float  # seconds per output token of the first decode step (context ISL); 0 when OSL = 1
+    tpot_last_s: float  # of the last (context ISL + OSL - 2)
     decode_comm_time_s: float  # the target's communication (under speculation: of its verification passes)
     prefill_bound: str  # of the (last) prefill pass
     decode_bound: str  # of the last decode step
@@ -65,7 +65,7 @@ def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv:
     while done < isl:
         n = min(chunk, isl - done)
         t = cost.step(batch * n, batch, done, count_kv=count_kv)
-        total, comm, bound = total + t.total_s, comm + float(t.comm_time_s), t.bound
+        total, comm, bound = total + t.step_time_s, comm + float(t.comm_time_s), t.bound
         done, passes = done + n, passes + 1
     return total, comm, passes, bound
 
@@ -130,7 +130,7 @@ def decode_sum(cost: PassCost, rows, batch, isl: int, steps: int, *, count_kv: b
     >>> from llm_cost.specs import BF16, preset
     >>> cost = PassCost.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), preset("lecture"), BF16)
     >>> import numpy as np
-    >>> direct = float(np.sum(cost.step(8.0, 8.0, 1024 + np.arange(255.0)).total_s))
+    >>> direct = float(np.sum(cost.step(8.0, 8.0, 1024 + np.arange(255.0)).step_time_s))
     >>> abs(float(decode_sum(cost, 8, 8, 1024, 255)) / direct - 1) < 1e-12
     True
     """
@@ -143,11 +143,11 @@ def decode_sum(cost: PassCost, rows, batch, isl: int, steps: int, *, count_kv: b
         for lo in range(0, steps, BLOCK_STEPS):
             contexts = isl + np.arange(lo, min(steps, lo + BLOCK_STEPS), dtype=float)
             t = cost.step(rows[..., None], batch[..., None], contexts, count_kv=count_kv)
-            total = total + np.broadcast_to(t.total_s, shape + contexts.shape).sum(axis=-1)
+            total = total + np.broadcast_to(t.step_time_s, shape + contexts.shape).sum(axis=-1)
         return total
     ends = np.array([isl, isl + steps - 1], dtype=float).reshape((2,) + (1,) * len(shape))
     t = cost.step(rows, batch, ends, count_kv=count_kv)
-    memory, compute, total = (np.broadcast_to(x, (2,) + shape) for x in (t.memory_s, t.compute_s, t.total_s))
+    memory, compute, total = (np.broadcast_to(x, (2,) + shape) for x in (t.memory_time_s, t.compute_time_s, t.step_time_s))
     longest = sum_of_max(memory[0], memory[1], compute[0], compute[1], steps)
     return steps * total[0] + cost.stages * (longest - steps * np.maximum(memory[0], compute[0]))
 
@@ -192,7 +192,7 @@ def phases(cost: PassCost, *, batch: int, isl: int, osl: int, chunk: int | None 
 
     steps = osl - 1
     ends = cost.step(float(batch), float(batch), np.array([isl, isl + steps - 1], dtype=float), count_kv=count_kv)
-    totals = np.broadcast_to(ends.total_s, (2,))
+    totals = np.broadcast_to(ends.step_time_s, (2,))
     comm = steps * float(np.broadcast_to(ends.comm_time_s, (2,))[0])  # the collectives' rows are the batch's
     bound = np.broadcast_to(ends.bound, (2,))
     decode = float(decode_sum(cost, batch, batch, isl, steps, count_kv=count_kv))

@@ -121,11 +121,11 @@ def _compute_minus_memory(cost: PassCost, count_kv: bool, *, rows_per_sequence=N
     if rows_per_sequence is None:
         def gap(m: float) -> float:
             t = cost.step(m, batch, context, count_kv=count_kv)
-            return t.compute_s - t.memory_s
+            return t.compute_time_s - t.memory_time_s
     else:
         def gap(b: float) -> float:
             t = cost.step(b * rows_per_sequence, b, context, count_kv=count_kv)
-            return t.compute_s - t.memory_s
+            return t.compute_time_s - t.memory_time_s
     return gap
 
 

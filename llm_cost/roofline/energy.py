@@ -6,8 +6,9 @@ Per GPU, over a step of T seconds:
     E_gpu  = P_idle x T + (P_max - P_idle) x (a_body x t_busy + A_COMM x t_comm)
     E      = gpus x E_gpu          (J);   W = E / T          (W)
 
-- t_busy = max(memory_s, compute_s): the GPU's own stage of the roofline (under pp a GPU is busy
-  for its stage and waits for the others: that wait and the fixed launch time draw idle power);
+- t_busy = max(memory_s, compute_s) (the StepTime's memory_time_s, compute_time_s): the GPU's own
+  stage of the roofline (under pp a GPU is busy for its stage and waits for the others: that wait
+  and the fixed launch time draw idle power);
 - a_body = A_MEMORY + (A_COMPUTE - A_MEMORY) x min(1, compute_s / memory_s): a pass at or past the
   ridge point runs the tensor cores flat out (A_COMPUTE), a purely memory-bound one mostly streams
   HBM (A_MEMORY); in between, by the share of the compute units the pass keeps busy;
@@ -65,10 +66,10 @@ def step_energy(step, gpu, gpus: int = 1) -> StepEnergy:
         raise InvalidValueError(f"gpu.max_power_w of {gpu.name} is not given: no energy estimate "
                                 f"(add max_power_w and idle_power_w to its datasheet)", params=("gpu",))
     check_number("gpus", gpus, low=1, integer=True)
-    memory_s, compute_s = float(step.memory_s), float(step.compute_s)
-    total_s = float(step.total_s)
+    memory_s, compute_s = float(step.memory_time_s), float(step.compute_time_s)
+    total_s = float(step.step_time_s)
     busy_s = max(memory_s, compute_s)
-    comm_s = max(0.0, total_s - step.stages * busy_s - float(step.fixed_s))
+    comm_s = max(0.0, total_s - step.stages * busy_s - float(step.fixed_time_s))
     span_w = gpu.max_power_w - gpu.idle_power_w
     per_gpu = gpu.idle_power_w * total_s + span_w * (body_activity(memory_s, compute_s) * busy_s + A_COMM * comm_s)
     return StepEnergy(joules=per_gpu * gpus, seconds=total_s, gpus=int(gpus))

@@ -351,25 +351,25 @@ class PassCost:
             plain = not (self.ramped or self.busiest or self.attention_timed)
             compute_s = flops / self.flops_per_s if plain else self.compute_s(rows, pairs)
         return StepTime(rows=rows, batch=batch, context=context, weight_bytes_read=read,
-                        kv_bytes=kv_bytes, flops=flops, memory_s=(read + kv_bytes * self.kv_time_factor) / self.bytes_per_s,
-                        compute_s=compute_s,
-                        fixed_s=self.fixed_s,
+                        kv_bytes=kv_bytes, flops=flops,
+                        memory_time_s=(read + kv_bytes * self.kv_time_factor) / self.bytes_per_s,
+                        compute_time_s=compute_s, fixed_time_s=self.fixed_s,
                         comm_time_s=self.comm_time_s(rows), handoff_s=self.handoff_s(rows), stages=self.stages,
                         overlap_comm=self.overlap_comm)
 
     def step_total(self, rows, batch, context, *, count_kv: bool = True, with_bound: bool = False,
                    rows_scratch: bool = False):
-        """`step(rows, batch, context).total_s`, equal bit for bit, without the StepTime and with
+        """`step(rows, batch, context).step_time_s`, equal bit for bit, without the StepTime and with
         the fewest temporaries (million-point sweeps: `speculative.roofline_speedup`).
 
         Each operation of `step` in the same order, written into an array it has just made where
-        the shapes allow. `with_bound`: return (total_s, compute_s > memory_s) (step's bound is
+        the shapes allow. `with_bound`: return (step_time_s, compute_time_s > memory_time_s) (step's bound is
         "compute"). `rows_scratch`: `rows` is a float temporary the caller gives up, used as the
         result's storage; otherwise no input is modified.
         """
         if self.deployed or self.ramped or self.busiest or self.attention_dp != 1 or self.attention_timed:  # the plain path (not the hot loop)
             t = self.step(rows, batch, context, count_kv=count_kv)
-            return (t.total_s, t.compute_s > t.memory_s) if with_bound else t.total_s
+            return (t.step_time_s, t.compute_time_s > t.memory_time_s) if with_bound else t.step_time_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         memory = self.memory_s(rows, kv_tokens)  # a number, except for MoE or K/V
         del kv_tokens

@@ -41,41 +41,42 @@ class StepTime:
     weight_bytes_read: Any
     kv_bytes: Any
     flops: Any
-    memory_s: Any
-    compute_s: Any
-    fixed_s: float
+    memory_time_s: Any
+    compute_time_s: Any
+    fixed_time_s: float
     comm_time_s: Any = 0.0  # all communication (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
-    stages: int = 1  # pipeline stages the pass crosses; memory_s and compute_s are one stage's
+    stages: int = 1  # pipeline stages the pass crosses; memory_time_s and compute_time_s are one stage's
     overlap_comm: bool = False  # the collectives hide behind the stages' roofline (hand-offs never do)
     handoff_s: Any = 0.0  # of comm_time_s, the pipeline's stage hand-offs
     fits: Any = None  # the GPU's memory and the context hold the pass (one pass: `step_time`, `deployed_step_time`); None: not checked (a grid)
     fit_note: str = ""  # why it does not fit, in one line ("" when it fits or was not checked)
 
     @property
-    def total_s(self):
-        """max(memory_s, compute_s) + fixed_s; on a deployment stages x max(...) + comm_time_s + fixed_s
-        (`overlap_comm`: max(stages x max(...), comm_time_s - handoff_s) + handoff_s + fixed_s)."""
+    def step_time_s(self):
+        """max(memory_time_s, compute_time_s) + fixed_time_s; on a deployment stages x max(...) +
+        comm_time_s + fixed_time_s (`overlap_comm`: max(stages x max(...), comm_time_s - handoff_s) +
+        handoff_s + fixed_time_s). The CLI's names: every command's JSON says the same."""
         if self.stages == 1 and not _any(self.comm_time_s):
-            return roofline_total(self.memory_s, self.compute_s, self.fixed_s)
+            return roofline_total(self.memory_time_s, self.compute_time_s, self.fixed_time_s)
         import numpy as np
 
-        body = np.maximum(self.memory_s, self.compute_s) * self.stages
+        body = np.maximum(self.memory_time_s, self.compute_time_s) * self.stages
         collectives = np.subtract(self.comm_time_s, self.handoff_s)
         body = np.maximum(body, collectives) if self.overlap_comm else body + collectives
-        total = body + self.handoff_s + self.fixed_s
+        total = body + self.handoff_s + self.fixed_time_s
         return float(total) if np.ndim(total) == 0 else total
 
     @property
     def bound(self):
         """'memory', 'compute' or 'communication' (an array of them for arrays): which side sets
         the time (communication: the collectives take longer than the stages' roofline)."""
-        scalar = isinstance(self.memory_s, float) and isinstance(self.compute_s, float)
+        scalar = isinstance(self.memory_time_s, float) and isinstance(self.compute_time_s, float)
         if scalar and not _any(self.comm_time_s):
-            return "compute" if self.compute_s > self.memory_s else "memory"
+            return "compute" if self.compute_time_s > self.memory_time_s else "memory"
         import numpy as np
 
-        side = np.where(np.asarray(self.compute_s) > self.memory_s, "compute", "memory")
-        longer = np.maximum(self.memory_s, self.compute_s) * self.stages
+        side = np.where(np.asarray(self.compute_time_s) > self.memory_time_s, "compute", "memory")
+        longer = np.maximum(self.memory_time_s, self.compute_time_s) * self.stages
         side = np.where(np.asarray(self.comm_time_s) > longer, "communication", side)
         return str(side) if scalar and np.ndim(side) == 0 else side
 
@@ -120,14 +121,14 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     Returns
     -------
     StepTime
-        Weight and K/V bytes, FLOPs, memory_s, compute_s, fixed_s, total_s (s), bound; for one pass
+        Weight and K/V bytes, FLOPs, memory_time_s, compute_time_s, fixed_time_s, step_time_s (s), bound; for one pass
         (numbers) `fits` and `fit_note` on one GPU (`_with_fit`), None for a grid.
 
     Examples
     --------
     The article's decode bound of Llama-3-8B on an H100 (§1.2): 4.79 ms.
 
-    >>> round(step_time("llama-3-8b", "h100-sxm", "article").total_s * 1e3, 2)
+    >>> round(step_time("llama-3-8b", "h100-sxm", "article").step_time_s * 1e3, 2)
     4.79
     >>> step_time("llama-3-8b", "h100-sxm", "article", rows=[1, 512]).bound.tolist()
     ['memory', 'compute']
@@ -136,7 +137,7 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     time stays, and the result says it does not.
 
     >>> t = step_time("llama-3-70b", "h100-sxm", "article")
-    >>> round(t.total_s * 1e3, 2), t.fits, t.fit_note.split(" (")[0]
+    >>> round(t.step_time_s * 1e3, 2), t.fits, t.fit_note.split(" (")[0]
     (42.12, False, 'needs 141.1 GB per GPU')
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)

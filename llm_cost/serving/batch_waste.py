@@ -229,4 +229,4 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
     check_number("context", context, low=0)
     t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, weights=weights)
     return AttentionLaunches(launches=model.num_layers * int(requests), launch_cost_s=launch_cost_s,
-                             step_time_s=t.total_s)
+                             step_time_s=t.step_time_s)

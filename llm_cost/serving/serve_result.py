@@ -161,8 +161,8 @@ class ServeResult:
         return int(self._arrays[3][self._arrays[4]].sum())
 
     @property
-    def comm_per_iteration_s(self) -> float:
-        """Mean seconds of collectives per iteration (0 on one GPU)."""
+    def comm_time_s(self) -> float:
+        """Mean seconds of collectives per iteration: a pass's comm_time_s, as the CLI names it (0 on one GPU)."""
         return self.comm_total_s / self.iterations if self.iterations else 0.0
 
     @property

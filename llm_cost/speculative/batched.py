@@ -223,7 +223,7 @@ def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     """(c, E, T(B), T(B (gamma + 1)), draft step, round, speedup, verification compute-bound),
     element-wise over checked inputs; `draft_cost` (PassCost, count_kv) replaces `c` when given.
 
-    `PassCost.step_total` is `PassCost.step(...).total_s` bit for bit with fewer temporaries: a
+    `PassCost.step_total` is `PassCost.step(...).step_time_s` bit for bit with fewer temporaries: a
     10^6-point sweep is bound by fresh 8 MB arrays and memory traffic, so g + 1 serves E, then
     the verification rows, then (in place) their time; each later result is written into the
     array its expression starts. b >= 1 and g >= 0 are checked, so rows = b (g + 1) >= b.

@@ -64,7 +64,7 @@ def mtp_step_time(model, gpu, profile, *, batch: float = 1, weights: WeightForma
 
     >>> from llm_cost.roofline import step_time
     >>> t = mtp_step_time("deepseek-v3", "h100-sxm", "article")
-    >>> round(t.total_s / step_time("deepseek-v3", "h100-sxm", "article").total_s, 3)
+    >>> round(t.step_time_s / step_time("deepseek-v3", "h100-sxm", "article").step_time_s, 3)
     0.043
     """
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
@@ -167,7 +167,7 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
     deployment = deployment or SINGLE_GPU
     a = np.asarray(list(alphas), dtype=float)
     base = deployed_step_time(model, gpu, profile, deployment, rows=batch, batch=batch)
-    c = mtp_step_time(model, gpu, profile, batch=batch, deployment=deployment).total_s / base.total_s
+    c = mtp_step_time(model, gpu, profile, batch=batch, deployment=deployment).step_time_s / base.step_time_s
     r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c, deployment=deployment)
     free = np.atleast_1d(speculative.speedup(a, MTP_GAMMA, c))
     return MtpSpeedup(alphas=tuple(a.tolist()), expected_tokens=tuple(np.atleast_1d(r.expected_tokens).tolist()),

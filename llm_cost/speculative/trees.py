@@ -359,8 +359,8 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     from llm_cost.parallel import deployed_pass_cost
 
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)  # one GPU: PassCost.from_specs
-    base = cost.step(b, b, ctx, count_kv=profile.count_kv).total_s
-    verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).total_s
+    base = cost.step(b, b, ctx, count_kv=profile.count_kv).step_time_s
+    verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).step_time_s
     draft = len(widths) * c * base
     import numpy as np
 

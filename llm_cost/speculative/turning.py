@@ -155,8 +155,8 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     check_number("threshold", threshold, low=1, low_open=True)
 
     def excess(b: float) -> float:
-        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, weights=weights).total_s
-        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, weights=weights).total_s
+        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, weights=weights).step_time_s
+        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, weights=weights).step_time_s
         return verify / base - threshold
 
     return first_crossing(excess, 1.0, 1e12)
