@@ -297,12 +297,12 @@ def test_tree_round_energy_by_hand():
     model = load_model("llama-3-8b")
     step, verify = (step_time(model, H100, "article", rows=m, batch=1) for m in (1, 45))
     assert (row["nodes"], row["depth"], row["verify_rows"]) == (44, 4, 45)
-    assert row["verify_step_s"] == pytest.approx(float(verify.total_s), rel=1e-9)
+    assert row["verify_step_s"] == pytest.approx(float(verify.step_time_s), rel=1e-9)
 
     def power(s):
-        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_s),
-                                                                                        float(s.compute_s))
-    by_hand = float(verify.total_s) * power(verify) + 4 * 0.05 * float(step.total_s) * power(step)
+        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_time_s),
+                                                                                        float(s.compute_time_s))
+    by_hand = float(verify.step_time_s) * power(verify) + 4 * 0.05 * float(step.step_time_s) * power(step)
     assert row["joules_per_token"] == pytest.approx(by_hand / row["tau"], rel=1e-9)
     assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
     assert H100.idle_power_w < row["watts"] < rows[1]["watts"] <= H100.max_power_w
