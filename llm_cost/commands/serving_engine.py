@@ -75,11 +75,9 @@ def run_batching(o: dict) -> None:
     served = setup(o, target, acc, profile, weights, dep)
     replica, config, dmem = served.replica, served.config, served.draft
     rate = o["rate"]
-    from llm_cost.serving.prefixes import prefix_segments
 
     def prefixed(w):
-        return prefix_segments(w, o.get("shared_prefix"), o.get("prefix_groups"), o.get("group_prefix", 256),
-                               o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
+        return o["prefixes"].applied(w, o["seed"])
 
     if o["trace"] is not None:
         longer = None  # a trace is as long as it is: the search cannot check a longer run

@@ -48,7 +48,7 @@ SLO_STATS = ("p50", "p90", "p99")
 class WorkloadRecipe:
     """The user's workload, one arrival stream for every candidate: `requests` requests over the whole
     deployment at the total rate (req/s) or from the total clients, length specs
-    (`workload_spec.parse_length`), arrivals, or a trace; prompts sharing prefixes (`prefixes.prefix_segments`:
+    (`workload_spec.parse_length`), arrivals, or a trace; prompts sharing prefixes (`prefixes.PromptPrefixes`:
     a system prompt, groups or multi-turn sessions) as `batching` builds them."""
 
     requests: int = 2000
@@ -59,12 +59,7 @@ class WorkloadRecipe:
     arrivals: str = "poisson"
     seed: int = 0
     trace: object = None  # a Workload read from a CSV trace, replayed at rate_req_per_s (default its own)
-    shared_prefix: int | None = None
-    prefix_groups: int | None = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
-    sessions: int | None = None
-    turns: int = 4
+    prefixes: object = None  # a `prefixes.PromptPrefixes`; None: no prefixes
 
     def __post_init__(self) -> None:
         check_number("requests", self.requests, low=1, high=10**8, integer=True)
@@ -87,10 +82,7 @@ class WorkloadRecipe:
         return _drawn(self)
 
     def _prefixed(self, wl):
-        from llm_cost.serving.prefixes import prefix_segments
-
-        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
-                               self.seed, self.sessions, self.turns)
+        return wl if self.prefixes is None else self.prefixes.applied(wl, self.seed)
 
     def for_fleet(self, replicas: int):
         """The `Workload` a fleet serves as one (a disaggregated candidate's pools, `replicas` in all): the
