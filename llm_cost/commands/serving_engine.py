@@ -258,11 +258,11 @@ def _search_caption(found, o: dict) -> str:
     from llm_cost.report.serving_rows import search_caption
 
     saturated = ("all at once it deadlocks" if found.saturated_deadlock
-                 else f"saturated {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
+                 else f"all at once {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
     what = "per-token latency" if o["slo_metric"] == "latency_per_token" else o["slo_metric"]
-    return (f"; highest rate with {o['slo_stat']} {what} <= {o['slo_ms']:g} ms: {found.rate_req_per_s:.2f} req/s "
-            f"(unloaded {o['slo_stat']} {found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}"
-            f"{found.evaluations} simulations){search_caption(found)}")
+    return (f"; rate search for {o['slo_stat']} {what} <= {o['slo_ms']:g} ms (unloaded {o['slo_stat']} "
+            f"{found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}{found.evaluations} "
+            f"simulations){search_caption(found)}")
 
 
 def _deployment_caption(dep, results) -> str:
