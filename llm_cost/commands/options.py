@@ -9,7 +9,6 @@ from typing import Annotated, List, NamedTuple, Optional
 import typer
 
 from llm_cost.report.render import Column, fixed
-from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (light: dataclasses, errors)
 
 
 class DefaultSetting(NamedTuple):
@@ -218,13 +217,14 @@ def deployment_options(fn):
 PREFIX_OPTIONS = {"shared_prefix": SharedPrefix, "prefix_groups": PrefixGroups, "group_prefix": GroupPrefix,
                   "prefix_dist": PrefixDist, "sessions": Sessions, "turns": Turns}
 PREFIX_PARAMETER = "prefixes"
-NO_PREFIXES = PromptPrefixes()  # a command's `prefixes` default: no prefix option given
 
 
 def prefix_options(fn):
     """Give command `fn` the prefix options (`--shared-prefix --prefix-groups --group-prefix --prefix-dist
-    --sessions --turns`, `PREFIX_OPTIONS`) in place of its `prefixes` parameter, which then receives them as
-    one `PromptPrefixes`."""
+    --sessions --turns`, `PREFIX_OPTIONS`) in place of its `prefixes` parameter (default `PromptPrefixes()`:
+    none given), which then receives them as one `PromptPrefixes`."""
+    from llm_cost.serving.prefixes import PromptPrefixes  # here: only batching and plan import it
+
     return option_group(fn, PREFIX_PARAMETER, PREFIX_OPTIONS, PromptPrefixes)
 
 

@@ -12,14 +12,15 @@ from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC,
                                        DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl,
                                        KvDtypes, KvOffloadBytes, MaybeBatches, MaybeGpus, MaybeJobs, MaybeModel, Mfu,
-                                       MtpAlpha, NO_PREFIXES, Osl, OutputLen, PpSearched, PrefixCaching, prefix_options,
-                                       Preset, PromptLen, PromptPrefixes, Quiet, Rates, Ray, Requests, Seed, SloStat,
+                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, prefix_options,
+                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, SloStat,
                                        SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours,
                                        WeightsSearched)
 from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
+from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
 DEFAULT_PRESET = DEFAULT.preset  # every prediction's profile (options.DEFAULT), as `request`
 
@@ -108,7 +109,7 @@ def plan_cmd(
     trace: Trace = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    prefixes: PromptPrefixes = NO_PREFIXES,
+    prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
     prefix_caching: PrefixCaching = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
     slo_stat: SloStat = "p99",
