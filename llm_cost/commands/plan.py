@@ -10,16 +10,17 @@ import typer
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC,
-                                       DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, GroupPrefix, Isl,
+                                       DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl,
                                        KvDtypes, KvOffloadBytes, MaybeBatches, MaybeGpus, MaybeJobs, MaybeModel, Mfu,
-                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, PrefixDist, PrefixGroups,
-                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, Sessions, SharedPrefix,
-                                       SloStat, SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, Turns, UsableMemory,
-                                       UsdPerGpuHours, WeightsSearched)
+                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, prefix_options,
+                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, SloStat,
+                                       SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours,
+                                       WeightsSearched)
 from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
+from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
 DEFAULT_PRESET = DEFAULT.preset  # every prediction's profile (options.DEFAULT), as `request`
 
@@ -67,6 +68,7 @@ SPLIT_COLUMNS = [
 
 @command("plan", epilog="Example: llm-cost plan --model llama-3-70b --gpu h100-sxm --gpu a100-80gb --gpus 8 --isl 2048 "
                         "--osl 256 --ttft-ms 1000 --tpot-ms 30 --spec-alpha 0.7")
+@prefix_options
 def plan_cmd(
     model: MaybeModel = None,
     gpu: MaybeGpus = None,
@@ -107,12 +109,7 @@ def plan_cmd(
     trace: Trace = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    shared_prefix: SharedPrefix = None,
-    prefix_groups: PrefixGroups = None,
-    group_prefix: GroupPrefix = 256,
-    prefix_dist: PrefixDist = "zipf",
-    sessions: Sessions = None,
-    turns: Turns = 4,
+    prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
     prefix_caching: PrefixCaching = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
     slo_stat: SloStat = "p99",
@@ -174,12 +171,13 @@ def _unserved_note(o: dict) -> None:
     """A note naming the serving options given without --verify: the static plan serves no workload."""
     if o["verify"] is not None:
         return
-    from dataclasses import fields
+    import inspect
 
-    from llm_cost.commands.plan_verify import VerifyOptions
+    from llm_cost.commands.plan_verify import SERVED_OPTIONS
 
-    given = [f.name for f in fields(VerifyOptions) if f.name not in ("n", "engine")
-             and o[f.name] not in (f.default, None, [], ())]
+    given = {**{k: o[k] for k in SERVED_OPTIONS}, **o["prefixes"]._asdict()}  # as the flags name them
+    defaults = inspect.signature(plan_cmd).parameters  # the options' declared defaults
+    given = [k for k, v in given.items() if k in defaults and v not in (defaults[k].default, None, [], ())]
     if given:
         note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change{'s' if len(given) == 1 else ''} "
              "nothing without --verify N (the static plan serves no workload)")
@@ -225,7 +223,8 @@ def _served(o: dict, s: _Search, result) -> tuple:
     from llm_cost.commands.plan_verify import options_of, verified
 
     splits = _splits(s.grid, s.target, s.prices, s.refs, o["usd_per_kwh"]) if o["disaggregate"] else None
-    return verified(result, rows, columns, caption_of(result), target=s.target, o=options_of(o), splits=splits)
+    return verified(result, rows, columns, caption_of(result), target=s.target,
+                    o=options_of(o, s.grid.isl, s.grid.osl), splits=splits)
 
 
 def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, stopped, served) -> None:

@@ -14,13 +14,13 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerKwh  # batching: decode pool, energy price
-from llm_cost.commands.options import (GroupPrefix, KvOffloadBytes, PrefixCaching, PrefixDist, PrefixGroups,  # prefixes
-                                       Sessions, SharedPrefix, Turns)
+from llm_cost.commands.options import KvOffloadBytes, PrefixCaching, prefix_options  # prefixes
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
                                               kv_settings)
 from llm_cost.report.render import Column, fixed
+from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
 # ---- memory and batching --------------------------------------------------------------------
 
@@ -225,6 +225,7 @@ def waste_cmd(
                             "--requests 2000 --seed 0; search: llm-cost batching --scheduler request "
                             "--max-batch 8 --slo-ms 45")
 @deployment_options
+@prefix_options
 def batching_cmd(
     scheduler: Scheduler = "iteration",
     max_batch: MaxBatch = 32,
@@ -247,12 +248,7 @@ def batching_cmd(
     prefix_caching: PrefixCaching = False,
     compare_prefix_caching: Annotated[bool, typer.Option("--compare-prefix-caching", help="Serve each --rate twice, without and with --prefix-caching (the same requests): hit rates, prefill tokens saved, TTFT and throughput side by side.")] = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
-    shared_prefix: SharedPrefix = None,
-    prefix_groups: PrefixGroups = None,
-    group_prefix: GroupPrefix = 256,
-    prefix_dist: PrefixDist = "zipf",
-    sessions: Sessions = None,
-    turns: Turns = 4,
+    prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
     disaggregate: DisaggregateSplit = None,
     decode_tp: DecodeTp = None,

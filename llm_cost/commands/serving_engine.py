@@ -75,11 +75,9 @@ def run_batching(o: dict) -> None:
     served = setup(o, target, acc, profile, weights, dep)
     replica, config, dmem = served.replica, served.config, served.draft
     rate = o["rate"]
-    from llm_cost.serving.prefixes import prefix_segments
 
     def prefixed(w):
-        return prefix_segments(w, o.get("shared_prefix"), o.get("prefix_groups"), o.get("group_prefix", 256),
-                               o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
+        return o["prefixes"].applied(w, o["seed"])
 
     if o["trace"] is not None:
         longer = None  # a trace is as long as it is: the search cannot check a longer run
@@ -263,11 +261,11 @@ def _search_caption(found, o: dict) -> str:
     from llm_cost.report.serving_rows import search_caption
 
     saturated = ("all at once it deadlocks" if found.saturated_deadlock
-                 else f"saturated {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
+                 else f"all at once {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
     what = "per-token latency" if o["slo_metric"] == "latency_per_token" else o["slo_metric"]
-    return (f"; highest rate with {o['slo_stat']} {what} <= {o['slo_ms']:g} ms: {found.rate_req_per_s:.2f} req/s "
-            f"(unloaded {o['slo_stat']} {found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}"
-            f"{found.evaluations} simulations){search_caption(found)}")
+    return (f"; rate search for {o['slo_stat']} {what} <= {o['slo_ms']:g} ms (unloaded {o['slo_stat']} "
+            f"{found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}{found.evaluations} "
+            f"simulations){search_caption(found)}")
 
 
 def _deployment_caption(dep, results) -> str:
