@@ -56,3 +56,33 @@ def test_no_inline_coefficients_where_time_is_more():
         def time(self, rows, kv_tokens, pairs):
             return 1.0
     assert OwnTime(**{f.name: getattr(dense, f.name) for f in dataclasses.fields(dense)}).inline_coefficients() is None
+
+
+def test_the_engine_asks_the_pass_cost_where_a_decode_pass_is_memory_bound():
+    # `iteration.memory_bound_from` is `InlineTerms.memory_bound_from` of the target (g + 1 rows a
+    # sequence) and of the draft (one row), not a formula of its own; and each threshold holds by
+    # `PassCost.memory_s` / `compute_s` on a uniform pass of n sequences (`uniform_pass`).
+    import math
+
+    from llm_cost.roofline.pass_terms import uniform_pass
+    from llm_cost.serving.iteration import memory_bound_from
+    from llm_cost.serving.serve_config import SpecConfig
+
+    target = PassCost.from_specs(load_model("llama-3.1-8b"), GPU, PRESETS["lecture"])
+    small = PassCost.from_specs(load_model("llama-3.2-1b"), GPU, PRESETS["lecture"])
+    slow = dataclasses.replace(small, flops_per_s=small.flops_per_s * 0.1)  # a compute-bound draft
+    spec = SpecConfig(4, 0.8, draft_cost=slow)
+    t_from, d_from = memory_bound_from(target, spec, 4, 128)
+    assert t_from == target.inline_coefficients().memory_bound_from(5, 128)
+    assert d_from == slow.inline_coefficients().memory_bound_from(1, 128)
+    for cost, r, bound in ((target, 5, t_from), (slow, 1, d_from)):
+        assert 0 < max(x for x in bound if x < math.inf)
+        for n in (1, 17, 64, 128):
+            S = bound[n]
+            if S == math.inf:
+                continue
+            kv, pairs = uniform_pass(n * r, n, S / n)
+            assert cost.compute_s(n * r, pairs) < cost.memory_s(n * r, kv), (r, n)
+            if S >= 2 * n:
+                kv, pairs = uniform_pass(n * r, n, (S - 2 * n) / n)
+                assert cost.compute_s(n * r, pairs) > cost.memory_s(n * r, kv) * (1 - 1e-9), (r, n)

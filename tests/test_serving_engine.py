@@ -406,12 +406,11 @@ def test_rounds_past_the_first_block_come_from_each_sequence_s_own_generator():
 def test_decode_iterations_skip_the_compute_term_only_where_it_cannot_win():
     # memory_bound_from: from S cached tokens on (per number of decoders) a decode-only iteration is
     # memory-bound, by the PassCost's own terms; two tokens earlier it is not (or the bound is 0).
-    from llm_cost.serving.iteration import inline_coefficients, memory_bound_from
+    from llm_cost.serving.iteration import memory_bound_from
 
     cost = SERVER.cost
     for g, spec in [(0, None), (4, SpecConfig(4, 0.8, c=0.05))]:
-        coeffs = inline_coefficients(cost, spec, g)
-        target, draft = memory_bound_from(coeffs, g, 96)
+        target, draft = memory_bound_from(cost, spec, g, 96)
         r = g + 1
         # one row a sequence: always memory-bound here; five rows: compute-bound at 32+ sequences and few tokens
         assert (max(target) > 0) == (g > 0) and not any(draft)
@@ -435,13 +434,13 @@ def test_fast_path_with_a_compute_bound_draft_and_large_batches():
     # both thresholds are crossed, and the fast path still times every iteration as the general loop.
     import dataclasses
 
-    from llm_cost.serving.iteration import inline_coefficients, memory_bound_from
+    from llm_cost.serving.iteration import memory_bound_from
 
     target = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
     small = Replica.from_specs(load_model("llama-3.2-1b"), load_accelerator("h100-sxm")).cost
     slow = dataclasses.replace(small, flops_per_s=small.flops_per_s * 0.1)
     spec = SpecConfig(4, 0.8, draft_cost=slow)
-    t_from, d_from = memory_bound_from(inline_coefficients(target.cost, spec, 4), 4, 128)
+    t_from, d_from = memory_bound_from(target.cost, spec, 4, 128)
     assert 0 < max(d_from) < math.inf and 0 < max(x for x in t_from if x < math.inf)
     for n in (1, 17, 64, 128):
         S = d_from[n]

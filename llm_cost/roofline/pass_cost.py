@@ -34,11 +34,11 @@ arrays (broadcast) and checks nothing: validation belongs to the callers' entry 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from llm_cost.counts import BF16_BYTES
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
+from llm_cost.roofline.inline_terms import InlineTerms
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
                                           windowed_pass)
@@ -50,23 +50,6 @@ from llm_cost.errors import check_number
 MAX_BATCH = 1e12
 MAX_ROWS = 1e18
 MAX_CONTEXT = 1e12
-
-
-class InlineTerms(NamedTuple):
-    """`PassCost.inline_coefficients`: T's coefficients for a loop that evaluates it inline."""
-
-    weight_bytes: float
-    kv_token_bytes: float
-    bytes_per_s: float
-    row_flops: float
-    pair_flops: float
-    flops_per_s: float
-    fixed_s: float
-    stages: int
-    comm_fixed_s: float
-    comm_row_s: float
-    handoff_fixed_s: float
-    handoff_row_s: float
 
 
 # the methods `time` calls: a subclass overriding one times a pass its own way (no inline coefficients)
@@ -171,11 +154,7 @@ class PassCost:
 
     def inline_coefficients(self) -> InlineTerms | None:
         """The coefficients with which a hot loop evaluates `time` inline, operation for operation (a call
-        per iteration costs a fifth of a fast path), or None where T is more than
-
-            T = ((max((w + kv kvb) / bps, (rows rf + pairs pf) / fps) [x stages]
-                 + (cf + rows cr)) + (hf + rows hr)) + fixed
-
+        per iteration costs a fifth of a fast path), or None where T is more than `inline_terms`' formula
         (routed experts, a GEMM ramp, measured kernels, data-parallel attention, collectives overlapping
         compute, or a subclass that times a pass its own way). The one source of T's coefficients
         outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""

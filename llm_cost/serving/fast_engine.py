@@ -119,7 +119,7 @@ class _Fast:
         self.total = cap // self.B if self.paged else 0
         self.streams = AcceptanceStreams(spec, self.O_array) if g else None
         self.coeffs, self.tf = inline_coefficients(cost, spec, g), totals_time_fn(cost, spec, g)  # inline, or call
-        self.memory_bound = memory_bound_from(self.coeffs, g, cfg.max_batch) if self.coeffs else None
+        self.memory_bound = memory_bound_from(cost, spec, g, cfg.max_batch)  # None where coeffs is
         self.need = np.maximum(self.O_array - 1, 0)
         self.R_all = np.zeros(n, dtype=np.int64)
         self.size = 4 * n + 1024

@@ -13,8 +13,6 @@ rows / m (the others overlap it).
 
 from __future__ import annotations
 
-import math
-
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 
 
@@ -113,7 +111,7 @@ def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
     return dt, comm, draft
 
 
-def _one_gpu_terms(cost):
+def one_stage_terms(cost):
     """`PassCost.inline_coefficients` of a cost on one stage without hand-offs, or None (not a `PassCost`,
     or T more than max(memory, compute) + collectives(rows) + fixed)."""
     from llm_cost.roofline.pass_cost import PassCost
@@ -136,50 +134,33 @@ def totals_time_fn(cost, spec, g: int):
 def inline_coefficients(cost, spec, g: int) -> tuple | None:
     """The coefficients with which the engine's fast path evaluates `totals_time_fn` inline (a call per
     iteration would cost a fifth of it), or None where it cannot: a deployment, routed experts or a
-    GEMM ramp, of the target or the draft.
+    GEMM ramp, of the target or the draft (`one_stage_terms`).
 
-    The target's seven terms of `PassCost.inline_coefficients` (weight bytes, K/V bytes a token,
-    bytes/s, FLOPs a row and a pair, FLOP/s, fixed seconds), the draft's seven (the target's own
-    without a draft model), c
-    (None with a draft model or without speculation), then the collectives' (fixed, per row) of the
-    target and of the draft (zeros on one GPU: a tensor-parallel replica takes the fast path's inline
-    time too). With them
-
-        T   = (max((w + (kv_dec + rows) kvb) / bps, (rows rf + pairs pf) / fps) + (cf + rows cr)) + fixed
-        T  += g x [c x] ((max((dw + ctx dkvb) / dbps, (decoders drf + ctx dpf) / dfps)
-                          + (dcf + decoders dcr)) + dfixed),      ctx = kv_dec + decoders, when g and decoders
-
-    is operation for operation what `PassCost.time` and `draft_time` compute (the same seconds, bit
-    for bit: tests/test_serving_engine.py)."""
+    The target's first seven `InlineTerms` (w, kvb, bps, rf, pf, fps, fixed), the draft's seven (the
+    target's own without a draft model), c (None with a draft model or without speculation), then the
+    collectives' (cf, cr) of the target and of the draft (zeros on one GPU: a tensor-parallel replica
+    takes the fast path's inline time too). The fast path evaluates `roofline.inline_terms`' T with
+    them on one stage without hand-offs, the target's over the iteration's rows, K/V and pairs and,
+    when g and decoders, `draft_time`'s g x [c x] the draft's over ctx = kv_dec + decoders rows-worth
+    of K/V and pairs: operation for operation what `PassCost.time` and `draft_time` compute (the same
+    seconds, bit for bit: tests/test_serving_engine.py)."""
     draft_cost = spec.draft_cost if spec else None
-    target, draft = _one_gpu_terms(cost), _one_gpu_terms(draft_cost or cost)
+    target, draft = one_stage_terms(cost), one_stage_terms(draft_cost or cost)
     if target is None or draft is None:
         return None
     c = None if draft_cost is not None or not g else spec.c
-    return target[:7] + draft[:7] + (c,) + target[8:10] + draft[8:10]
+    return (*target[:7], *draft[:7], c, target.comm_fixed_s, target.comm_row_s, draft.comm_fixed_s,
+            draft.comm_row_s)
 
 
-def memory_bound_from(coeffs: tuple, g: int, max_decoders: int) -> tuple[list, list]:
+def memory_bound_from(cost, spec, g: int, max_decoders: int) -> tuple[list, list] | None:
     """For iterations in which only decoders run (n of them, g + 1 rows each, S cached tokens in all):
     per n in 0 .. `max_decoders`, the S from which the target's pass is memory-bound, and the same for
-    the draft step (inf: not known to be). There the fast path skips the compute term, exactly:
-    max(memory, compute) is the memory term.
-
-    Both terms are linear in S: compute - (1 - 1e-9) memory = a S + b(n) <= 0 from S = -b / a on when
-    a < 0 (K/V read outweighs attention arithmetic), everywhere when a, b <= 0; the margin of 1e-9 and
-    one token more keep rounding from flipping the max."""
-    w, kvb, bps, rf, pf, fps, _, dw, dkvb, dbps, drf, dpf, dfps, _, _ = coeffs[:15]
-    r, keep = g + 1, 1 - 1e-9
-    half = causal_pairs(r)
-
-    def thresholds(a, b):
-        out = []
-        for n in range(max_decoders + 1):
-            bn = b(n)
-            out.append(0 if a <= 0 and bn <= 0 else math.ceil(-bn / a) + 1 if a < 0 else math.inf)
-        return out
-    target = thresholds(r * pf / fps - keep * kvb / bps,
-                        lambda n: n * r * rf / fps + n * half * pf / fps - keep * (w + n * r * kvb) / bps)
-    draft = thresholds(dpf / dfps - keep * dkvb / dbps,
-                       lambda n: n * drf / dfps + n * dpf / dfps - keep * (dw + n * dkvb) / dbps)
-    return target, draft
+    the draft step (one row a sequence; inf: not known to be), from `InlineTerms.memory_bound_from`
+    (the pass cost's own terms); None where `inline_coefficients` is. There the fast path skips the
+    compute term, exactly: max(memory, compute) is the memory term."""
+    draft_cost = spec.draft_cost if spec else None
+    target, draft = one_stage_terms(cost), one_stage_terms(draft_cost or cost)
+    if target is None or draft is None:
+        return None
+    return target.memory_bound_from(g + 1, max_decoders), draft.memory_bound_from(1, max_decoders)
