@@ -207,7 +207,7 @@ def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
         listed = "; ".join(bad[:MAX_LISTED]) + (f"; and {len(bad) - MAX_LISTED} more" if len(bad) > MAX_LISTED else "")
         message = f"{where}: {len(bad)} bad row{'s' if len(bad) > 1 else ''} of {total}: {listed}"
         if not skip_bad:
-            raise PointsError(message + " (give --skip-bad to predict the other rows)")
+            raise PointsError(message + " (give skip_bad to predict the other rows)", params=("skip_bad",))
         if on_bad is not None:
             on_bad(message)
     return points

@@ -102,8 +102,8 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     check_number("replicas", replicas, low=1, integer=True)
     router = check_choice("router", router, ROUTERS)
     if router == "prefix-affinity" and not config.prefix_caching:
-        raise InvalidValueError("router prefix-affinity reads the replicas' prefix caches: give prefix caching "
-                                "(--prefix-caching)", params=("router",))
+        raise InvalidValueError("router prefix-affinity reads the replicas' prefix caches: give prefix_caching",
+                                params=("router", "prefix_caching"))
     if workload.concurrency is not None:
         raise InvalidValueError("a fleet routes open-loop arrivals; give no concurrency", params=("concurrency",))
     serve(replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],

@@ -356,5 +356,5 @@ def refuse_windowed(model: ModelSpec) -> None:
         if kind in kinds:
             parts.append(f"{kinds.count(kind)} of {model.num_layers} layers {how.format(size)}")
     raise InvalidValueError(f"{model.name} has windowed attention ({'; '.join(parts)}): {NOT_MODELLED}; "
-                            f"step_time, sequences_that_fit and the serving engine (batching --reservation "
-                            f"paged, or any engine option) count its windows", params=("model",))
+                            f"step_time, sequences_that_fit and the serving engine (`serve`) count its windows",
+                            params=("model",))
