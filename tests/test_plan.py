@@ -320,3 +320,23 @@ def test_plan_without_a_target_says_so_and_counts_what_fits():
     not_fit = int(text.split("configurations: ")[1].split(" ")[0].replace(",", ""))
     fit = int(text.split("do not fit, ")[1].split(" ")[0].replace(",", ""))
     assert searched == not_fit + fit and fit > 0
+
+
+def test_the_planner_times_the_prefill_with_the_request_s_helper(monkeypatch):
+    # Issue 24.2: the static-batch request is `requests.phases` (`prefill_s` for TTFT, `decode_sum`
+    # for the decode), called by the planner, not re-derived: every group's TTFT comes through it.
+    from llm_cost.catalog import load_accelerator, load_model
+    from llm_cost.planner import evaluate, plan_space
+    from llm_cost.planner import search
+    from llm_cost.specs import PRESETS
+
+    calls = []
+    real = search.prefill_s
+
+    def counted(cost, batch, isl, chunk, count_kv):
+        calls.append(isl)
+        return real(cost, batch, isl, chunk, count_kv)
+    monkeypatch.setattr(search, "prefill_s", counted)
+    space = plan_space(load_model("llama-3.1-8b"), [load_accelerator("h100-sxm")], 4)
+    grid = evaluate(space, PRESETS["lecture"], isl=512, osl=64)
+    assert calls == [512] * len(space.groups) and np.isfinite(grid.ttft_s).all()

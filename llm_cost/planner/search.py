@@ -3,7 +3,7 @@
 Per group (an accelerator, a deployment, a weight format: one GPU's `PassCost`) the batches and
 speculation variants are numpy arrays, and one `PassCost.step` call times them all:
 
-    TTFT      = T(B x ISL rows, B sequences, context 0)                 (the prefill: `requests.phases`)
+    TTFT      = T(B x ISL rows, B sequences, context 0)                 (the prefill: `requests.phases.prefill_s`)
     decode    = sum over j = 0 .. OSL - 2 of T(B r rows, B, ISL + j)     (r = 1; verification r = gamma + 1)
     spec      = sum of (gamma t_draft + T_verify) / E per token          (`requests.request`'s mean field)
 
@@ -28,7 +28,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit, workspace_bytes
 from llm_cost.planner.space import PlanSpace
 from llm_cost.requests import gpu_seconds
-from llm_cost.requests.phases import decode_sum
+from llm_cost.requests.phases import decode_sum, prefill_s
 from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
@@ -156,8 +156,8 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
         if key not in base_costs:  # one GPU's coefficients; the deployment's share is `deployed_cost`'s
             base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)
         cost = deployed_cost(base_costs[key], model, gpu, w, dep)  # = `deployed_pass_cost`
-        ttft[gi] = _full(cost.step(batches * isl, batches, 0.0, count_kv=count_kv).step_time_s  # + the engine's time
-                         + profile.ttft_overhead_s, (nb,))  # to first token beyond the prefill, as `request`
+        ttft[gi] = _full(prefill_s(cost, batches, isl, None, count_kv)[0]  # the request's prefill, + the engine's
+                         + profile.ttft_overhead_s, (nb,))  # time to first token beyond it, as `request`
         sums[gi] = decode_sum(cost, verify_rows, batches, isl, n, count_kv=count_kv)
         per_s[gi] = gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
         if mtp.any():

@@ -58,14 +58,17 @@ class Phases:
 
 
 def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv: bool) -> tuple[float, float, int, str]:
-    """(seconds, comm seconds, passes, bound of the last pass) of the prefill: one pass, or chunks of `chunk`."""
+    """(seconds, comm seconds, passes, bound of the last pass) of the prefill: one pass, or chunks of `chunk`.
+
+    The one prefill of a static batch: `request_cost` and the planner (`planner.search`, `batch` an
+    array of batch sizes: seconds, comm seconds and bounds are arrays then)."""
     chunk = chunk or isl
     total = comm = 0.0
     passes, done, bound = 0, 0, "memory"
     while done < isl:
         n = min(chunk, isl - done)
         t = cost.step(batch * n, batch, done, count_kv=count_kv)
-        total, comm, bound = total + t.step_time_s, comm + float(t.comm_time_s), t.bound
+        total, comm, bound = total + t.step_time_s, comm + t.comm_time_s, t.bound
         done, passes = done + n, passes + 1
     return total, comm, passes, bound
 
@@ -186,6 +189,7 @@ def phases(cost: PassCost, *, batch: int, isl: int, osl: int, chunk: int | None 
     """`Phases` of B requests of ISL prompt and OSL output tokens (module doc), the work checked first."""
     check_request_work(isl, osl, chunk, closed_form=linear_in_context(cost, count_kv))
     pre, pre_comm, passes, pre_bound = prefill_s(cost, batch, isl, chunk, count_kv)
+    pre_comm = float(pre_comm)
     if osl <= 1:
         return Phases(pre, pre_comm, passes, 0.0, 0.0, 0.0, 0.0, pre_bound, "-")
     import numpy as np
