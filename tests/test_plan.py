@@ -340,3 +340,31 @@ def test_the_planner_times_the_prefill_with_the_request_s_helper(monkeypatch):
     space = plan_space(load_model("llama-3.1-8b"), [load_accelerator("h100-sxm")], 4)
     grid = evaluate(space, PRESETS["lecture"], isl=512, osl=64)
     assert calls == [512] * len(space.groups) and np.isfinite(grid.ttft_s).all()
+
+
+def test_plan_s_search_is_a_library_function_the_command_calls():
+    # Issue 24.4: `planner.plan_grid` checks a plan's inputs and evaluates its space; `commands/plan_build`
+    # parses (names, milliseconds) and calls it, and the library's errors name parameters, not flags.
+    import ast
+    from pathlib import Path
+
+    import llm_cost as lc
+    from llm_cost.commands import plan_build
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.planner import plan_grid
+    from llm_cost.planner.space import SpecOption
+
+    source = ast.parse(Path(plan_build.__file__).read_text())
+    imported = {a.name for n in ast.walk(source) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert {"plan_grid"} <= imported and not imported & {"plan_space", "evaluate", "SpecOption", "check_alpha"}
+    model, gpu = lc.load_model("llama-3-8b"), lc.load_accelerator("h100-sxm")
+    grid = plan_grid("llama-3-8b", ["h100-sxm"], 2, isl=512, osl=64, profile=lc.PRESETS["lecture"], spec_alpha=0.8,
+                     max_gamma=2)
+    space = lc.plan_space(model, [gpu], 2, speculation=[SpecOption("draft", 0.8, (1, 2), c=0.1)])
+    same = lc.evaluate(space, lc.PRESETS["lecture"], isl=512, osl=64)
+    assert np.array_equal(grid.ttft_s, same.ttft_s) and np.array_equal(grid.tpot_s, same.tpot_s)
+    for kwargs, params in [(dict(spec_alpha=0.8, c=0.1, draft="llama-3.2-1b"), ("c", "draft")),
+                           (dict(c=0.1), ("c", "draft", "spec_alpha")), (dict(spec_alpha=0.8, max_gamma=99), ("max_gamma",))]:
+        with pytest.raises(InvalidValueError) as err:
+            plan_grid(model, [gpu], 2, isl=512, osl=64, profile=lc.PRESETS["lecture"], **kwargs)
+        assert err.value.params == params and "--" not in str(err.value)

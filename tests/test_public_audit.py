@@ -203,6 +203,8 @@ EXAMPLES = {
     "plan_space": lambda: ([_model(), [_gpu()], 1], {"weights": ("bf16",), "kv_dtypes": ("bf16",),
                                                      "batches": (1, 8)}),
     "evaluate": lambda: ([_space(), lc.PRESETS["lecture"]], {"isl": 128, "osl": 16}),
+    "plan_grid": lambda: ([_model(), [_gpu()], 1], {"isl": 128, "osl": 16, "profile": lc.PRESETS["lecture"],
+                                                    "weights": ("bf16",), "kv_dtypes": ("bf16",), "batches": (1, 8)}),
     "plan": lambda: ([_grid(), lc.Target(ttft_s=0.5, tpot_s=0.05)], {}),
     "pareto": lambda: ([np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])], {}),
     "best_split": lambda: ([_grid(), lc.Target(ttft_s=0.5, tpot_s=0.05)], {}),
@@ -347,6 +349,7 @@ ALIASES = {
     ("parse_length", "text"): ("prompt",), ("SpecConfig", "alpha"): ("spec_alpha",),
     ("SpecConfig", "gamma"): ("spec_gamma",), ("SpecConfig", "policy"): ("spec_policy",),
     ("highest_rate", "metric"): ("slo_metric",), ("plan_space", "kv_dtypes"): ("kv_dtype",),
+    ("plan_grid", "kv_dtypes"): ("kv_dtype",),
     ("Workload", "rate_req_per_s"): ("rate",), ("read_trace", "path"): ("trace",),
 }
 

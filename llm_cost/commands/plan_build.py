@@ -33,50 +33,32 @@ def defaults_of(model, gpu, gpus, isl, osl) -> tuple:
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
           mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
-    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options; refs maps each
+    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options: the names
+    loaded and the target in seconds, then the library's search (`planner.plan_grid`); refs maps each
     model's and accelerator's name to the text the user gave for it."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
-    from llm_cost.errors import check_number
-    from llm_cost.planner import Target, evaluate, plan_space
-    from llm_cost.planner.space import DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_WEIGHTS, SpecOption
+    from llm_cost.planner import Target, plan_grid
 
-    for name, value in (("model", model), ("gpu", gpu), ("gpus", gpus), ("isl", isl), ("osl", osl)):
+    for name, value in (("model", model), ("gpu", gpu)):  # the names, before loading them
         if value is None or value == []:
-            raise InvalidValueError(f"{name} is required: the plan needs " + {
-                "model": "a model to serve", "gpu": "at least one accelerator to search",
-                "gpus": "the number of GPUs it may use", "isl": "the prompt length",
-                "osl": "the output length"}[name], params=(name,))
+            raise InvalidValueError(f"{name} is required: the plan needs "
+                                    + ("a model to serve" if name == "model" else "at least one accelerator to search"),
+                                    params=(name,))
     target = Target(ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
                     tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
                     tokens_per_s_per_user=tokens_per_s_per_user)
     spec = load_model(model)
-    accelerators = [load_accelerator(g) for g in dict.fromkeys(gpu)]
-    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, dict.fromkeys(gpu))}}
-    speculation = []
-    if spec_alpha is not None:
-        check_number("max_gamma", max_gamma, low=1, high=64, integer=True)
-        if c is not None and draft is not None:
-            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
-        from llm_cost.speculative import check_alpha
-
-        check_alpha(spec_alpha)
-        draft_spec = load_model(draft) if draft is not None else None
-        if draft_spec is not None:
-            refs[draft_spec.name] = draft
-        if c is not None:
-            check_number("c", c, low=0, high=10)
-        speculation.append(SpecOption("draft", float(spec_alpha), tuple(range(1, int(max_gamma) + 1)),
-                                      c=None if draft_spec else (0.1 if c is None else float(c)), draft=draft_spec))
-    elif c is not None or draft is not None:
-        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha")
-    if spec.mtp_layers:
-        check_number("mtp_alpha", mtp_alpha, low=0, high=1)
-        speculation.append(SpecOption("mtp", float(mtp_alpha), (1,)))
-    space = plan_space(spec, accelerators, gpus, tps=tp, pps=pp, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,
-                       kv_dtypes=kv_dtype or DEFAULT_KV_DTYPES, batches=batch or DEFAULT_BATCHES,
-                       speculation=speculation, eps=ep, dp_attention=dp_attention)
-    return spec, evaluate(space, profile, isl=isl, osl=osl), target, refs
+    texts = list(dict.fromkeys(gpu))
+    accelerators = [load_accelerator(g) for g in texts]
+    draft_spec = load_model(draft) if draft is not None and spec_alpha is not None else draft
+    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, texts)}}
+    if draft is not None and draft_spec is not draft:
+        refs[draft_spec.name] = draft
+    grid = plan_grid(spec, accelerators, gpus, isl=isl, osl=osl, profile=profile, spec_alpha=spec_alpha, c=c,
+                     draft=draft_spec, max_gamma=max_gamma, mtp_alpha=mtp_alpha, tps=tp, pps=pp, eps=ep,
+                     max_tp=max_tp, weights=weights, kv_dtypes=kv_dtype, batches=batch, dp_attention=dp_attention)
+    return spec, grid, target, refs
 
 
 def prices_of(texts, space) -> dict:

@@ -3,7 +3,8 @@
 `space` lists the configurations (accelerator x tp x pp x weights x KV dtype x batch x
 speculation) and what it left out, `search` evaluates them all at once (TTFT, TPOT, fit, tokens per
 second, dollars) with the `request` time model, `frontier` keeps those that fit and meet the target
-and their Pareto frontier, `disaggregate` splits the GPUs into a prefill and a decode pool.
+and their Pareto frontier, `build.plan_grid` checks a plan's inputs and evaluates its space (what `llm-cost plan`
+calls), `disaggregate` splits the GPUs into a prefill and a decode pool.
 """
 
 from llm_cost._exports import lazy_exports, names_from
@@ -13,6 +14,7 @@ _EXPORTS = {
                  "DEFAULT_WEIGHTS"),
     **names_from(".search", "Grid", "evaluate"),
     **names_from(".frontier", "Target", "Plan", "plan", "pareto"),
+    **names_from(".build", "plan_grid"),
     **names_from(".disaggregate", "Disaggregated", "best_split"),
 }
 __all__ = list(_EXPORTS)
