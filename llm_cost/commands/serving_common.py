@@ -13,7 +13,7 @@ def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, floa
     from llm_cost.specs.deployment import KV_DTYPES
 
     if kv_bytes is not None:
-        from llm_cost.specs.deployment import KV_BYTES_RANGE
+        from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE
 
         check_number("kv_bytes_per_element", kv_bytes, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     if kv_dtype is None:

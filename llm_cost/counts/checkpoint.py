@@ -306,8 +306,10 @@ def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:
         module = checkpoint_weight_bytes(mtp_module(model))
         own = module.total - (0 if model.mtp_stores_tables else module.embedding + module.lm_head)
         mtp = model.mtp_layers * (own + mtp_params(model).projection * shipped.dtype_bytes)
-    from llm_cost.counts.vision import vision_params
+    vision = None
+    if model.vision is not None:  # text only: the towers' counts not imported (the CLI's startup)
+        from llm_cost.counts.vision import vision_params
 
-    vision = vision_params(model)  # the tower and projector at torch_dtype
+        vision = vision_params(model)  # the tower and projector at torch_dtype
     return CheckpointBytes(format=shipped.name, weights=checkpoint_weight_bytes(model), mtp=mtp,
                            vision=vision.total * shipped.dtype_bytes if vision else 0)

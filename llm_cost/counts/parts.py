@@ -70,8 +70,10 @@ def checkpoint_params(model: ModelSpec) -> CheckpointParams:
     (True, 0, 0)
     """
     model = as_model(model)
-    from llm_cost.counts.vision import vision_params
+    vision = None
+    if model.vision is not None:  # text only: the towers' counts not imported (the CLI's startup)
+        from llm_cost.counts.vision import vision_params
 
-    vision = vision_params(model)
+        vision = vision_params(model)
     return CheckpointParams(text=param_counts(model).total, vision=vision.total if vision else 0,
                             mtp=mtp_checkpoint_params(model))

@@ -95,13 +95,13 @@ def tower_weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> float:
     >>> round(tower_weight_bytes(load_model("tests/data/configs/medgemma-27b-it.json")) / 1e9, 2)
     0.85
     """
-    from llm_cost.counts.vision import vision_params
-
     model = as_model(model)
     weights = as_weights(weights)
-    vision = vision_params(model)
-    if vision is None:
+    if model.vision is None:  # text only: the towers' counts not imported (the CLI's startup)
         return 0.0
+    from llm_cost.counts.vision import vision_params
+
+    vision = vision_params(model)
     if weights.checkpoint:
         from llm_cost.counts.checkpoint import checkpoint_bytes
 

@@ -49,7 +49,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     """
     check_number("context", context, low=0, integer=True)
     check_number("lora_rank", lora_rank, low=1, integer=True)
-    from llm_cost.specs.deployment import KV_BYTES_RANGE
+    from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE  # not deployment: the `model` command needs none
 
     check_number("kv_bytes", kv_bytes_per_element, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     p = param_counts(model)

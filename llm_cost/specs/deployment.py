@@ -19,13 +19,9 @@ from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.specs.profiles import MEMORY_BASES
+from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE, KV_DTYPES  # noqa: F401 - re-exported
 from llm_cost.specs.validate import check_fields
 
-# Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
-KV_DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-# bytes of one cached K or V element given as a number: 1 bit to FP64 and then some (a subnormal
-# makes the capacity infinite)
-KV_BYTES_RANGE = (1 / 16, 16.0)
 MAX_DEGREE = 1024  # far past any node or pod a single model is served on
 DEFAULT_RESERVE = 0.1  # vLLM's gpu_memory_utilization 0.9; the lecture's code also holds back 10% (§2.3)
 
