@@ -38,7 +38,8 @@ from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows
 from llm_cost.counts.weights import resident_weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
-from llm_cost.specs.deployment import DEFAULT_RESERVE, KV_BYTES_RANGE, SINGLE_GPU, Deployment
+from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment
+from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE
 from llm_cost.serving.policies import requests_that_fit
 
 from llm_cost.specs.profiles import MEMORY_BASES  # noqa: F401 (re-exported)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.specs.profiles import MEMORY_BASES
-from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE, KV_DTYPES  # noqa: F401 - re-exported
+from llm_cost.specs.kv_dtypes import KV_DTYPES
 from llm_cost.specs.validate import check_fields
 
 MAX_DEGREE = 1024  # far past any node or pod a single model is served on
