@@ -100,176 +100,186 @@ def serve_fast(workload, replica, cfg, res, on_progress, general):
 class _Fast:
     """The fast path's state: the per-iteration totals and finish counts, each request's trajectory,
     the requests handed over from the general loop (`customs`: i -> (first iteration, rounds, first
-    round of its stream, tokens generated before)) and the general loop's arrays once it has run."""
+    round of its stream, tokens generated before)) and the general loop's arrays once it has run.
+
+    `run`'s locals: `iteration` (k) and `now` (t, when it starts); `packed` the iteration's totals,
+    `cached` (S) the running decoders' K/V tokens and `blocks_ahead` their blocks; per request admitted,
+    `req`, its `rounds` (R) and the `last` iteration of them (a + R). The time's coefficients keep
+    their letters from `iteration.inline_coefficients`' formula (w, kvb, bps, rf, pf, fps, fixed, cf,
+    cr, the draft's d-prefixed twins, c: `roofline.inline_terms`)."""
 
     def __init__(self, workload, replica, cfg, res) -> None:
         import numpy as np
 
         self.np, self.workload, self.replica, self.cfg, self.res = np, workload, replica, cfg, res
         cost, cap = replica.cost, replica.kv_capacity_tokens
-        n, O = len(workload), workload.output
-        self.n, self.P, self.O, self.arr = n, workload.prompt, O, list(workload.arrival_s)
+        n_requests, outputs = len(workload), workload.output
+        self.n, self.P, self.O, self.arr = n_requests, workload.prompt, outputs, list(workload.arrival_s)
         self.arrx = self.arr + [math.inf]  # the loop's arrivals, ending past every time
-        self.P_array = np.fromiter(self.P, dtype=np.int64, count=n)  # faster than asarray on a tuple
-        self.O_array = np.fromiter(O, dtype=np.int64, count=n)
+        self.P_array = np.fromiter(self.P, dtype=np.int64, count=n_requests)  # faster than asarray on a tuple
+        self.O_array = np.fromiter(outputs, dtype=np.int64, count=n_requests)
         self.paged = cfg.reservation == "paged"
         spec = cfg.spec
-        self.g = g = spec.gamma if spec else 0
+        self.g = gamma = spec.gamma if spec else 0
         self.B = cfg.block_size
         self.total = cap // self.B if self.paged else 0
-        self.streams = AcceptanceStreams(spec, self.O_array) if g else None
-        self.coeffs, self.tf = inline_coefficients(cost, spec, g), totals_time_fn(cost, spec, g)  # inline, or call
-        self.memory_bound = memory_bound_from(cost, spec, g, cfg.max_batch)  # None where coeffs is
+        self.streams = AcceptanceStreams(spec, self.O_array) if gamma else None
+        self.coeffs = inline_coefficients(cost, spec, gamma)  # T inline, or a call of tf
+        self.tf = totals_time_fn(cost, spec, gamma)
+        self.memory_bound = memory_bound_from(cost, spec, gamma, cfg.max_batch)  # None where coeffs is
         self.need = np.maximum(self.O_array - 1, 0)
-        self.R_all = np.zeros(n, dtype=np.int64)
-        self.size = 4 * n + 1024
+        self.R_all = np.zeros(n_requests, dtype=np.int64)
+        self.size = 4 * n_requests + 1024
         self.D = np.zeros(self.size, dtype=np.int64)  # per iteration: sum of kv + (sum of blocks << 32)
         self.FIN = [0] * self.size  # requests finishing at the end of each iteration
         self.DRES = [0] * self.size if not self.paged else []  # their reservations (declared, max_len)
         self.T_end = array("d")  # per iteration: when it ends
-        self.adm = array("q", bytes(8 * n))  # per request: the iteration that prefills it
-        self.first = np.full(n, np.nan)
-        self.fin = np.full(n, np.nan)
+        self.adm = array("q", bytes(8 * n_requests))  # per request: the iteration that prefills it
+        self.first = np.full(n_requests, np.nan)
+        self.fin = np.full(n_requests, np.nan)
         self.chunk = (0, 0, None, None, None, None, None, None)  # c_lo, c_hi, R, offsets, packed, extra, pairs, blocks
         self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved = 0.0, 0, 0, 0, 0, 0, 0
         self.k0 = self.h0 = 0  # where the running segment of fast iterations started
         self.customs: dict[int, tuple] = {}
         self.st = fresh_stats()
         self.general = None  # the general loop's per-request lists, once it has run
-        self.every = max(1, n // 100)
+        self.every = max(1, n_requests // 100)
 
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False):
         one loop turn per iteration, no call of ours in it but the end time's append (module doc)."""
-        (n, P, res, cap, paged, total, g, r, dec_pairs, wm, max_batch, D, FIN, DRES, size, adm, c_lo, c_hi, Rl, ol,
-         Fc, extra, Ql, Wl, every, report, arrx, t, k, running, head, nxt, finished, reserved, arr_next, totals,
-         over, reserving, append, done, tf, inline, w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps,
-         dfixed, c, cf, cr, dcf, dcr, low, mem_from, draft_mem_from) = self.loop_locals()
+        (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, max_batch, packed_array, FIN,
+         DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
+         every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,
+         reserving, append, done, tf, inline, w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed,
+         c, cf, cr, dcf, dcr, low, mem_from, draft_mem_from) = self.loop_locals()
         while True:
-            while arr_next <= t:
+            while arr_next <= now:
                 nxt += 1
                 arr_next = arrx[nxt]
-            nd = running
-            if nd:
-                v = totals[k]
-                U = v >> 32
-                if U > over:
+            decoders = running
+            if decoders:
+                packed = totals[iteration]
+                blocks_ahead = packed >> 32
+                if blocks_ahead > over:
                     break  # the decoders' blocks ahead do not fit: preemption, the general loop
-                S = v & low
+                cached = packed & low
             elif head == nxt:  # nobody runs or waits
-                if nxt < n:
-                    t = arr_next  # idle until the next arrival
+                if nxt < n_requests:
+                    now = arr_next  # idle until the next arrival
                     continue
                 done = True
                 break
             else:
-                S = U = 0
-            rows = nd * r
-            admitting = head < nxt and nd < max_batch
-            full = admitting or not inline or S < mem_from[nd]  # the compute term is needed
+                cached = blocks_ahead = 0
+            rows = decoders * rows_each
+            admitting = head < nxt and decoders < max_batch
+            full = admitting or not inline or cached < mem_from[decoders]  # the compute term is needed
             if full:
-                pairs = r * S + nd * dec_pairs
+                pairs = rows_each * cached + decoders * dec_pairs
             if admitting:
-                free = total - U
+                free = total - blocks_ahead
                 while head < nxt and running < max_batch:
-                    i = head
-                    if i >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
-                        c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl = self.chunk_of(i)
-                    j = i - c_lo
-                    R = Rl[j]
-                    e = k + R  # its rounds in k + 1 .. e, its finish at the end of e
-                    if e + 2 > size:  # room for its rounds
-                        D, size = self.grow(e + 2)
-                        totals = memoryview(D)
+                    req = head
+                    if req >= c_hi:  # the next chunk's trajectories, prefill pairs and blocks
+                        (c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs,
+                         chunk_blocks) = self.chunk_of(req)
+                    slot = req - c_lo
+                    rounds = chunk_rounds[slot]
+                    last = iteration + rounds  # its rounds in iterations k + 1 .. last, its finish at the end of last
+                    if last + 2 > size:  # room for its rounds
+                        packed_array, size = self.grow(last + 2)
+                        totals = memoryview(packed_array)
                     if paged:
-                        want = Wl[j]
+                        want = chunk_blocks[slot]
                         if free - want < wm and (running or free < want):
                             break
                         free -= want
-                    elif reserved + res[i] > cap:
+                    elif reserved + res[req] > cap:
                         break
                     else:
-                        reserved += res[i]
-                        DRES[e] += res[i]
+                        reserved += res[req]
+                        DRES[last] += res[req]
                     head += 1
                     running += 1
-                    rows += P[i]
-                    pairs += Ql[j]
-                    o = ol[j]
-                    seg = D[k + 1:e + 1]  # empty for a request of one token (R = 0)
-                    seg += Fc[o:o + R] if o >= 0 else extra[j]
-                    FIN[e] += 1
-                    adm[i] = k
+                    rows += prompt[req]
+                    pairs += chunk_pairs[slot]
+                    offset = chunk_offsets[slot]
+                    seg = packed_array[iteration + 1:last + 1]  # empty for a request of one token (no rounds)
+                    seg += chunk_packed[offset:offset + rounds] if offset >= 0 else extra[slot]
+                    FIN[last] += 1
+                    adm[req] = iteration
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
             if inline:  # totals_time_fn's formula
-                mem = (w + (S + rows) * kvb) / bps
+                mem = (w + (cached + rows) * kvb) / bps
                 if full:
                     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
                     dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
                 else:  # memory-bound for sure: pairs not needed
                     dt = (mem + (cf + rows * cr)) + fixed
-                if g and nd:
-                    ctx = S + nd
+                if gamma and decoders:
+                    ctx = cached + decoders
                     mem = (dw + ctx * dkvb) / dbps
-                    if S < draft_mem_from[nd]:
-                        comp = (nd * drf + ctx * dpf if dpf else nd * drf) / dfps
+                    if cached < draft_mem_from[decoders]:
+                        comp = (decoders * drf + ctx * dpf if dpf else decoders * drf) / dfps
                         mem = mem if mem > comp else comp
-                    one = (mem + (dcf + nd * dcr)) + dfixed
-                    dt = dt + g * (one if c is None else c * one)
-                t += dt
+                    one = (mem + (dcf + decoders * dcr)) + dfixed
+                    dt = dt + gamma * (one if c is None else c * one)
+                now += dt
             else:
-                t += tf(rows, pairs, nd, S)
-            append(t)
-            f = FIN[k]
-            k += 1
-            if f:
-                running -= f
+                now += tf(rows, pairs, decoders, cached)
+            append(now)
+            finishing = FIN[iteration]
+            iteration += 1
+            if finishing:
+                running -= finishing
                 if reserving:
-                    reserved -= DRES[k - 1]
-                finished += f
+                    reserved -= DRES[iteration - 1]
+                finished += finishing
                 if on_progress:
                     if finished >= report:
-                        on_progress(finished, n)
+                        on_progress(finished, n_requests)
                         report = (finished // every + 1) * every
-        return self.stored(done, on_progress, t, k, running, head, nxt, finished, reserved, D, FIN, DRES, size,
-                           (c_lo, c_hi, Rl, ol, Fc, extra, Ql, Wl))
+        return self.stored(done, on_progress, now, iteration, running, head, nxt, finished, reserved, packed_array, FIN,
+                           DRES, size, (c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs,
+                                        chunk_blocks))
 
     def loop_locals(self) -> tuple:
         """What `run`'s loop reads as locals (a local is faster than an attribute), from the state: one
         turn per iteration (`inline_coefficients` evaluated in the loop, the compute term left out from
         `memory_bound_from`'s K/V on; else `totals_time_fn`), the packed totals read through a memoryview,
         once per `SUB` requests their trajectories (`chunk_of`)."""
-        n, P, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
-        paged, total, g = self.paged, self.total, self.g
-        r = g + 1
-        dec_pairs = causal_pairs(r)  # each decoder's r rows after its context: r S + nd r (r + 1) / 2
+        n_requests, prompt, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
+        paged, total, gamma = self.paged, self.total, self.g
+        rows_each = gamma + 1
+        dec_pairs = causal_pairs(rows_each)  # each decoder's r rows after its context: r S + n r (r + 1) / 2
         wm = math.ceil(self.cfg.watermark * total) if paged else 0
         every, arrx = self.every, self.arrx
         over = total if paged else 1 << 62  # blocks ahead past this: preemption
         coeffs = self.coeffs or (0,) * 19  # w, kvb, bps, rf, pf, fps, fixed, dw, ..., dfixed, c, cf, cr, dcf, dcr
-        return (n, P, res, cap, paged, total, g, r, dec_pairs, wm, self.cfg.max_batch, self.D, self.FIN, self.DRES,
-                self.size, self.adm, *self.chunk, every, (self.finished // every + 1) * every, arrx, self.t, self.k,
-                self.running, self.head, self.nxt, self.finished, self.reserved, arrx[self.nxt],
+        return (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, self.cfg.max_batch, self.D,
+                self.FIN, self.DRES, self.size, self.adm, *self.chunk, every, (self.finished // every + 1) * every,
+                arrx, self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved, arrx[self.nxt],
                 memoryview(self.D),  # its entries as Python ints, faster than D.item
                 over, not paged, self.T_end.append, False, self.tf, self.coeffs is not None, *coeffs, _LOW,
                 *(self.memory_bound or (None, None)))  # from these S on: no compute term
 
-    def stored(self, done: bool, on_progress, t, k, running, head, nxt, finished, reserved, D, FIN, DRES, size,
-               chunk) -> bool:
+    def stored(self, done: bool, on_progress, now, iteration, running, head, nxt, finished, reserved, packed_array, FIN,
+               DRES, size, chunk) -> bool:
         """`run`'s locals written back to the state; `done`, after the last progress report when done."""
-        self.t, self.k, self.running, self.head, self.nxt = t, k, running, head, nxt
+        self.t, self.k, self.running, self.head, self.nxt = now, iteration, running, head, nxt
         self.finished, self.reserved = finished, reserved
-        self.D, self.FIN, self.DRES, self.size, self.chunk = D, FIN, DRES, size, chunk
+        self.D, self.FIN, self.DRES, self.size, self.chunk = packed_array, FIN, DRES, size, chunk
         if done and on_progress:
             on_progress(self.n, self.n)
         return done
 
-    def chunk_of(self, i: int) -> tuple:
+    def chunk_of(self, req: int) -> tuple:
         """The trajectories (`spec_streams.trajectories`), prefill causal pairs and prompt blocks of the
-        `SUB` requests from request i's on (a part of one `CHUNK`): (c_lo, c_hi, R, offsets, packed, extra, pairs,
+        `SUB` requests from request `req`'s on (a part of one `CHUNK`): (c_lo, c_hi, R, offsets, packed, extra, pairs,
         blocks), Python lists where the loop indexes them; records each request's R in `R_all`."""
-        c_lo = i - i % SUB
+        c_lo = req - req % SUB
         c_hi, ch = min(c_lo + SUB, self.n), c_lo // CHUNK
         pc = self.P_array[c_lo:c_hi]
         Rc, offs, Fc, extra = trajectories(pc, self.need[c_lo:c_hi], self.g, self.g + 1,
