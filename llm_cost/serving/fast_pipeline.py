@@ -90,62 +90,62 @@ class _Run:
         self.P, self.O, self.B = workload.prompt, workload.output, cfg.block_size
         self.base = [0] * len(workload)
 
-    def join(self, c: _Cohort, i: int, gen: int) -> None:
-        """Request i, `gen` tokens generated (K/V P + gen - 1 cached), joins cohort `c`."""
-        b = self.base[i] = c.s - gen
-        P = self.P[i]
-        key = (b + 1 - P) % self.B
-        c.grow[key] = c.grow.get(key, 0) + 1
-        c.ends.setdefault(b + self.O[i], []).append(i)
-        c.members.add(i)
-        c.nd += 1
-        c.S += P + gen - 1
+    def join(self, cohort: _Cohort, req: int, gen: int) -> None:
+        """Request `req`, `gen` tokens generated (K/V its prompt + gen - 1 cached), joins `cohort`."""
+        start = self.base[req] = cohort.s - gen
+        prompt = self.P[req]
+        key = (start + 1 - prompt) % self.B
+        cohort.grow[key] = cohort.grow.get(key, 0) + 1
+        cohort.ends.setdefault(start + self.O[req], []).append(req)
+        cohort.members.add(req)
+        cohort.nd += 1
+        cohort.S += prompt + gen - 1
 
     def merge(self, into: _Cohort, other: _Cohort) -> None:
         """Every member of `other` joins `into`."""
-        base, s = self.base, other.s
-        for i in other.members:
-            self.join(into, i, s - base[i])
+        base, step_now = self.base, other.s
+        for req in other.members:
+            self.join(into, req, step_now - base[req])
 
     def gather(self, cohorts: list, limit: int) -> tuple:
         """The decoders of the ready `cohorts` as one cohort of at most `limit` (`split` past it, else the
         others merged into the largest) and the cohorts left ready."""
         if len(cohorts) == 1 and cohorts[0].nd <= limit:
             return cohorts[0], []
-        if sum(c.nd for c in cohorts) > limit:  # decoders[:max_batch]: the rest wait for the next launch
+        if sum(cohort.nd for cohort in cohorts) > limit:  # decoders[:max_batch]: the rest wait for the next launch
             head, rest = self.split(cohorts, limit)
             return head, [rest]
-        cohorts.sort(key=lambda c: -c.nd)
-        for c in cohorts[1:]:
-            self.merge(cohorts[0], c)
+        cohorts.sort(key=lambda cohort: -cohort.nd)
+        for cohort in cohorts[1:]:
+            self.merge(cohorts[0], cohort)
         return cohorts[0], []
 
-    def complete(self, c: _Cohort, pfs: list, done_s: float, first: list, fin: list) -> tuple:
-        """Cohort `c`'s iteration ends at `done_s`: its prefills' first tokens, its members finishing
+    def complete(self, cohort: _Cohort, pfs: list, done_s: float, first: list, fin: list) -> tuple:
+        """`cohort`'s iteration ends at `done_s`: its prefills' first tokens, its members finishing
         leave (their K/V freed). (blocks freed, requests finished)."""
-        P, O, B, base = self.P, self.O, self.B, self.base
-        for i in pfs:
-            first[i] = done_s
+        prompt, output, block, base = self.P, self.O, self.B, self.base
+        for req in pfs:
+            first[req] = done_s
         blocks = gone = 0
-        for i in c.ends.pop(c.s, ()):
-            fin[i] = done_s
-            kv = P[i] + O[i] - 1
-            blocks += blocks_for(kv, B)
-            c.grow[(base[i] + 1 - P[i]) % B] -= 1
-            c.members.discard(i)
-            c.S -= kv
+        for req in cohort.ends.pop(cohort.s, ()):
+            fin[req] = done_s
+            kv = prompt[req] + output[req] - 1
+            blocks += blocks_for(kv, block)
+            cohort.grow[(base[req] + 1 - prompt[req]) % block] -= 1
+            cohort.members.discard(req)
+            cohort.S -= kv
             gone += 1
-        c.nd -= gone
+        cohort.nd -= gone
         return blocks, gone
 
     def split(self, cohorts: list, limit: int) -> tuple:
         """The members of `cohorts` as two new cohorts: the first `limit` in admission order (the request
         order: no preemption on this path) and the rest."""
         base = self.base
-        gens = sorted((i, c.s - base[i]) for c in cohorts for i in c.members)
+        gens = sorted((req, cohort.s - base[req]) for cohort in cohorts for req in cohort.members)
         head, rest = _Cohort(), _Cohort()
-        for k, (i, gen) in enumerate(gens):
-            self.join(head if k < limit else rest, i, gen)
+        for rank, (req, gen) in enumerate(gens):
+            self.join(head if rank < limit else rest, req, gen)
         return head, rest
 
 
@@ -186,34 +186,34 @@ def _loop(workload, replica, cfg, on_progress):
     """The general loop's turns (`engine_loop.EngineLoop.run`) over cohorts: (first token times, finish
     times, statistics), or None at the first iteration whose decoders' blocks do not fit."""
     run = _Run(workload, replica, cfg)
-    cost, P, B, n = replica.cost, run.P, run.B, len(workload)
+    cost, prompt, block, n_requests = replica.cost, run.P, run.B, len(workload)
     stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
-    total = replica.kv_capacity_tokens // B
+    total = replica.kv_capacity_tokens // block
     wm = math.ceil(cfg.watermark * total)
     arr = list(workload.arrival_s) + [math.inf]
-    first, fin, st = [math.nan] * n, [math.nan] * n, fresh_stats()
+    first, fin, st = [math.nan] * n_requests, [math.nan] * n_requests, fresh_stats()
     one, co = causal_pairs(1), inline_coefficients(cost)
     flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
-    t, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
+    now, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
     busy = area_n = area_kv = area_sys = comm_sum = peak = 0.0  # st's sums as locals (a dict update each costs)
     rows_sum = slots = 0
-    every = max(1, n // 100)
+    every = max(1, n_requests // 100)
     while True:
-        while flights and flights[0][0] <= t:  # completions: first tokens, finishes
-            done_s, _, c, pfs = heapq.heappop(flights)
-            if pfs or c.s in c.ends:  # else nothing to record
-                blocks, gone = run.complete(c, pfs, done_s, first, fin)
+        while flights and flights[0][0] <= now:  # completions: first tokens, finishes
+            done_s, _, cohort, pfs = heapq.heappop(flights)
+            if pfs or cohort.s in cohort.ends:  # else nothing to record
+                blocks, gone = run.complete(cohort, pfs, done_s, first, fin)
                 free += blocks
-                used -= blocks * B
+                used -= blocks * block
                 running -= gone
                 in_system -= gone
                 finished += gone
                 if on_progress and gone and finished % every == 0:
-                    on_progress(finished, n)
-            if c.nd:
-                ready.append(c)
-        while arr[nxt] <= t:  # arrivals
-            area_sys += t - arr[nxt]
+                    on_progress(finished, n_requests)
+            if cohort.nd:
+                ready.append(cohort)
+        while arr[nxt] <= now:  # arrivals
+            area_sys += now - arr[nxt]
             in_system += 1
             nxt += 1
         dec, nd = None, 0
@@ -225,37 +225,37 @@ def _loop(workload, replica, cfg, on_progress):
             nd = dec.nd
         kv_dec = 0
         if dec is not None:
-            want = dec.grow.get(dec.s % B, 0)
+            want = dec.grow.get(dec.s % block, 0)
             if want > free:
                 return None  # a preemption (or a stall): the general loop's
             free -= want
-            used += want * B
+            used += want * block
             kv_dec = dec.S
         pfs, rows, pairs = [], nd, (kv_dec + nd * one if nd else 0.0)
         while head < nxt and running < hold and nd + len(pfs) < max_batch:  # admission: nothing preempted
-            want = blocks_for(P[head], B)
+            want = blocks_for(prompt[head], block)
             if free - want < wm and (running or free < want):
                 break
             free -= want
-            used += want * B
+            used += want * block
             running += 1
             pfs.append(head)
-            rows += P[head]
-            pairs += causal_pairs(P[head], 0)
+            rows += prompt[head]
+            pairs += causal_pairs(prompt[head], 0)
             head += 1
         if rows == 0:  # idle: a flight or an arrival
             if flights:
-                t_new = max(t, flights[0][0])
+                t_new = max(now, flights[0][0])
             elif running or head < nxt:
                 return None  # a deadlock: the general loop's
-            elif nxt < n:
+            elif nxt < n_requests:
                 t_new = arr[nxt]
             else:
                 st.update(busy=busy, area_n=area_n, area_kv=area_kv, area_sys=area_sys, comm=comm_sum,
                           peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots)
                 return first, fin, st
-            area_sys += (t_new - t) * in_system
-            t = t_new
+            area_sys += (t_new - now) * in_system
+            now = t_new
             continue
         if co is None:
             dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
@@ -265,12 +265,12 @@ def _loop(workload, replica, cfg, on_progress):
         comm_sum += comm
         slots += nd
         launches += 1
-        c = dec if dec is not None else _Cohort()
-        c.S += nd
-        c.s += 1
-        for i in pfs:
-            run.join(c, i, 1)
-        heapq.heappush(flights, (t + dt, launches, c, pfs))
+        cohort = dec if dec is not None else _Cohort()
+        cohort.S += nd
+        cohort.s += 1
+        for req in pfs:
+            run.join(cohort, req, 1)
+        heapq.heappush(flights, (now + dt, launches, cohort, pfs))
         step = dt / stages
         rows_sum += rows
         busy += step
@@ -279,4 +279,4 @@ def _loop(workload, replica, cfg, on_progress):
         area_sys += step * in_system
         if used > peak:
             peak = used
-        t += step
+        now += step

@@ -67,10 +67,11 @@ def serve_prefix(workload, replica, cfg, res, on_progress=None):
     run = PrefixReplica(workload, replica, cfg, res)
     run.progress = on_progress
     run.run()
-    s = run.state
+    state = run.state
     if on_progress:
         on_progress(run.n, run.n)
-    return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock, path="fast_prefix")
+    return ServeResult.build(workload, replica, cfg, state.arr, state.first, state.fin, state.st, state.deadlock,
+                             path="fast_prefix")
 
 
 class PrefixReplica:
@@ -113,79 +114,80 @@ class PrefixReplica:
                 return
             self._to_general()
 
-    def _decoder(self, i: int, k0: int, kv0: int, last: int) -> None:
-        """Request i decodes from iteration k0 (holding kv0 tokens there) to `last`: its share of the
+    def _decoder(self, req: int, k0: int, kv0: int, last: int) -> None:
+        """Request `req` decodes from iteration k0 (holding kv0 tokens there) to `last`: its share of the
         decoders' sum, its finish and the iterations where it needs a new block."""
-        c = kv0 - k0  # kv in iteration k: P + k - a - 1 = c + k
-        self.contrib[i] = c
-        self.A += c
+        offset = kv0 - k0  # kv in iteration k: P + k - a - 1 = offset + k
+        self.contrib[req] = offset
+        self.A += offset
         self.nd += 1
         fin = self.FIN.get(last)
         if fin is None:
-            self.FIN[last] = [i]
+            self.FIN[last] = [req]
         else:
-            fin.append(i)
-        B, newb = self.B, self.NEWB
-        for k in range(k0 + blocks_for(kv0, B) * B - kv0, last + 1, B):  # where kv is a multiple of B
-            newb[k] = newb.get(k, 0) + 1
+            fin.append(req)
+        block, newb = self.B, self.NEWB
+        for at in range(k0 + blocks_for(kv0, block) * block - kv0, last + 1, block):  # kv a multiple of B
+            newb[at] = newb.get(at, 0) + 1
 
-    def _finish(self, i: int, t: float, free: int) -> int:
-        """Request i is done at t (`EngineLoop.finish`): its K/V released (`EngineLoop.release`). Free blocks after."""
-        s, cache = self.state, self.cache
-        s.fin[i] = t
+    def _finish(self, req: int, now: float, free: int) -> int:
+        """Request `req` is done at `now` (`EngineLoop.finish`): its K/V released (`EngineLoop.release`).
+        Free blocks after."""
+        state, cache = self.state, self.cache
+        state.fin[req] = now
         cache.trim(free)
-        free += blocks_for(self.P[i] + self.O[i] - 1, self.B) - cache.held[i] + cache.release(i)
-        del s.running[i]
-        s.finished += 1
-        s.in_system -= 1
-        if self.progress is not None and s.finished % self.every == 0:
-            self.progress(s.finished, self.n)
+        free += blocks_for(self.P[req] + self.O[req] - 1, self.B) - cache.held[req] + cache.release(req)
+        del state.running[req]
+        state.finished += 1
+        state.in_system -= 1
+        if self.progress is not None and state.finished % self.every == 0:
+            self.progress(state.finished, self.n)
         return free
 
-    def _complete(self, t: float, a: int, pf: list, free: int) -> int:
-        """Iteration a ends at t (`EngineLoop.complete`): its last decoders finish, then its prefills are
+    def _complete(self, now: float, launched: int, pf: list, free: int) -> int:
+        """Iteration `launched` ends at `now` (`EngineLoop.complete`): its last decoders finish, then its prefills are
         cached (a duplicate's blocks freed) and emit their first token. Free blocks after."""
-        for i in self.FIN.pop(a, ()):
-            c = self.contrib[i]
-            self.A -= c
+        for req in self.FIN.pop(launched, ()):
+            share = self.contrib[req]
+            self.A -= share
             self.nd -= 1
-            free = self._finish(i, t, free)
+            free = self._finish(req, now, free)
         if pf:
-            cache, P, O, first = self.cache, self.P, self.O, self.state.first
+            cache, prompt, output, first = self.cache, self.P, self.O, self.state.first
             cache.trim(free)
-            for i, _ in pf:
-                free += cache.register(i, P[i])
-                first[i] = t
-                if O[i] == 1:
-                    free = self._finish(i, t, free)
+            for req, _ in pf:
+                free += cache.register(req, prompt[req])
+                first[req] = now
+                if output[req] == 1:
+                    free = self._finish(req, now, free)
                 else:
-                    self._decoder(i, a + 1, P[i], a + O[i] - 1)
+                    self._decoder(req, launched + 1, prompt[req], launched + output[req] - 1)
         return free
 
     def _admit(self, free: int) -> tuple:
         """Prefix caching's admission (`CachedAdmission.admit_cached` under `EngineLoop.admit`): queued
         requests while the batch has room and the free blocks after their uncached ones stay above the
         watermark. ([(i, rows)], free blocks after)."""
-        s, cache, P, B, wm, hold = self.state, self.cache, self.P, self.B, self.wm, self.hold
-        running, waiting, st, pf = s.running, s.waiting, s.st, []
+        state, cache, prompt, block, wm, hold = self.state, self.cache, self.P, self.B, self.wm, self.hold
+        running, waiting, st, pf = state.running, state.waiting, state.st, []
         while waiting and len(running) < hold:
-            i = waiting[0]
-            hits, unref = cache.lookup(i)
-            start = hits * B
-            want = blocks_for(P[i], B) - hits
+            req = waiting[0]
+            hits, unref = cache.lookup(req)
+            start = hits * block
+            want = blocks_for(prompt[req], block) - hits
             if free - unref - want < wm and (running or free - unref < want):
                 break
-            cache.take(i, hits)
+            cache.take(req, hits)
             free -= unref + want
             cache.trim(free)
             st["prefix_lookups"] += 1
-            st["prefix_lookup_tokens"] += P[i]
+            st["prefix_lookup_tokens"] += prompt[req]
             if start:
                 st["prefix_hit_requests"] += 1
                 st["prefix_hit_tokens"] += start
-            pf.append((i, P[i] - start))
+            pf.append((req, prompt[req] - start))
             waiting.popleft()
-            running[i] = None
+            running[req] = None
         return pf, free
 
     def _run_fast(self, until: float) -> bool:
@@ -199,89 +201,89 @@ class PrefixReplica:
                            self.cache.lru, self.NEWB, self.FIN, self.state.arr, self.loop.sent, self.state.running,
                            self.state.waiting, self.cache.trim, co, *(co[:7] if co else (0,) * 7),
                            *(co[15:17] if co else (0, 0)), causal_pairs(1))
-        (s, st, cost, P, B, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
+        (state, st, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
          w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
-        t, k, free, pf, pending = s.t, self.k, s.free, [], False
+        now, iteration, free, pf, pending = state.t, self.k, state.free, [], False
         while True:
             if pending:
                 pending = False
-                if pf or (k - 1) in FIN:
-                    free = self._complete(t, k - 1, pf, free)
+                if pf or (iteration - 1) in FIN:
+                    free = self._complete(now, iteration - 1, pf, free)
                     pf = []
-            if t >= until:
+            if now >= until:
                 break
-            while s.nxt < sent and arr[s.nxt] <= t:  # `EngineLoop.arrivals`
-                waiting.append(s.nxt)
-                st["area_sys"] += t - arr[s.nxt]
-                s.in_system += 1
-                s.nxt += 1
-            nd = self.nd
-            want = NEWB.pop(k, 0) if nd else 0
+            while state.nxt < sent and arr[state.nxt] <= now:  # `EngineLoop.arrivals`
+                waiting.append(state.nxt)
+                st["area_sys"] += now - arr[state.nxt]
+                state.in_system += 1
+                state.nxt += 1
+            decoders = self.nd
+            want = NEWB.pop(iteration, 0) if decoders else 0
             if want > free:  # the loop would preempt: hand over at this turn
-                s.t, s.free, self.k = t, free, k
+                state.t, state.free, self.k = now, free, iteration
                 return False
             free -= want
             if len(lru) > free:
                 trim(free)
-            rows = nd
+            rows = decoders
             if waiting and len(running) < hold:
                 pf, free = self._admit(free)
-                for _, q in pf:
-                    rows += q
+                for _, rows_new in pf:
+                    rows += rows_new
             if not rows:
                 if running or waiting:  # a deadlock (cannot happen: the worst request fits alone)
-                    s.t, s.free, self.k = t, free, k
+                    state.t, state.free, self.k = now, free, iteration
                     return False
-                if s.nxt < sent:  # idle until the next arrival (`EngineLoop.idle`)
-                    st["area_sys"] += (arr[s.nxt] - t) * s.in_system
-                    t = arr[s.nxt]
+                if state.nxt < sent:  # idle until the next arrival (`EngineLoop.idle`)
+                    st["area_sys"] += (arr[state.nxt] - now) * state.in_system
+                    now = arr[state.nxt]
                     continue
                 break
-            if nd:
-                kv_dec = self.A + nd * k
-                kv_read, pairs = kv_dec, 1 * kv_dec + nd * cp1
+            if decoders:
+                kv_dec = self.A + decoders * iteration
+                kv_read, pairs = kv_dec, 1 * kv_dec + decoders * cp1
             else:
                 kv_read = pairs = kv_dec = 0.0
-            for i, q in pf:
-                c = P[i] - q
-                kv_read += c
-                pairs += causal_pairs(q, c)
+            for req, rows_new in pf:
+                cached = prompt[req] - rows_new
+                kv_read += cached
+                pairs += causal_pairs(rows_new, cached)
             if co:
                 mem = (w + (kv_read + rows) * kvb) / bps
                 comp = (rows * rf + pairs * pfl if pfl else rows * rf) / fps
                 dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
             else:
-                dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, nd, kv_dec, 0, 1)
+                dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, decoders, kv_dec, 0, 1)
                 st["comm"] += comm
                 st["draft_s"] += draft
-            used = float((total - free) * B)
-            st["dec_slots"] += nd
+            used = float((total - free) * block)
+            st["dec_slots"] += decoders
             st["iterations"] += 1
             st["rows"] += rows
             st["busy"] += dt
             st["area_n"] += dt * len(running)
             st["area_kv"] += dt * used
-            st["area_sys"] += dt * s.in_system
+            st["area_sys"] += dt * state.in_system
             if used > st["peak_kv"]:
                 st["peak_kv"] = used
-            t += dt
-            k += 1
+            now += dt
+            iteration += 1
             pending = True
-        s.t, s.free, self.k = t, free, k
-        s.used = float((total - free) * B)
+        state.t, state.free, self.k = now, free, iteration
+        state.used = float((total - free) * block)
         return True
 
     def _to_general(self) -> None:
         """The general loop's variables at this loop turn: each running sequence's tokens and blocks."""
-        s, loop, P, k = self.state, self.loop, self.P, self.k
-        for i in s.running:
-            kv = self.contrib[i] + k
-            s.gen[i] = kv - P[i] + 1
-            s.kv[i] = kv
-            s.pre[i] = s.need[i]
-            s.blocks[i] = blocks_for(kv, self.B)
-        s.used = float((self.total - s.free) * self.B)
-        loop.launches = loop.last_pre = s.st["iterations"]
+        state, loop, prompt, iteration = self.state, self.loop, self.P, self.k
+        for req in state.running:
+            kv = self.contrib[req] + iteration
+            state.gen[req] = kv - prompt[req] + 1
+            state.kv[req] = kv
+            state.pre[req] = state.need[req]
+            state.blocks[req] = blocks_for(kv, self.B)
+        state.used = float((self.total - state.free) * self.B)
+        loop.launches = loop.last_pre = state.st["iterations"]
         self.FIN.clear()
         self.NEWB.clear()
         self.A = self.nd = 0
@@ -289,8 +291,8 @@ class PrefixReplica:
 
     def _from_general(self) -> None:
         """The fast path's totals from the general loop's variables (every running sequence decodes)."""
-        s = self.state
-        self.k = k = s.st["iterations"]
-        for i in s.running:
-            self._decoder(i, k, s.kv[i], k - s.gen[i] + self.O[i] - 1)
+        state = self.state
+        self.k = iteration = state.st["iterations"]
+        for req in state.running:
+            self._decoder(req, iteration, state.kv[req], iteration - state.gen[req] + self.O[req] - 1)
         self.general = False
