@@ -1,6 +1,6 @@
 """Issue 24.7: `llm-cost model` imports what counting a model's bytes needs and no more: not the
-deployment, the profiles, the vision towers' counts of a text-only model, numpy or the planner
-(bench/cli_startup.py times the command against its import floor)."""
+deployment, the profiles, the vision towers' counts of a text-only model, numpy, the planner or the other
+commands' shared options (bench/cli_startup.py times the command against its import floor)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 NOT_FOR_MODEL = ("numpy", "llm_cost.specs.deployment", "llm_cost.specs.profiles", "llm_cost.counts.vision",
-                 "llm_cost.roofline", "llm_cost.planner", "llm_cost.serving")
+                 "llm_cost.roofline", "llm_cost.planner", "llm_cost.serving", "llm_cost.commands.options")
 
 
 def _loaded(*args: str) -> set[str]:

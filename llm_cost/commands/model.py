@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import command, emit
-from llm_cost.commands.options import DEFAULT, Context, Format, KvBytes
+from llm_cost.commands.startup_options import DEFAULT, Context, Format, KvBytes  # not options: startup
 from llm_cost.report.render import Column, fixed
 
 MODEL_COLUMNS = [

@@ -8,23 +8,11 @@ from typing import Annotated, List, NamedTuple, Optional
 
 import typer
 
+from llm_cost.commands.startup_options import (CONTEXT, DEFAULT, KV_BYTES, Context,  # noqa: F401 (re-exported)
+                                               DefaultSetting, Format, KvBytes, MaybeKvBytes)
 from llm_cost.report.render import Column, fixed
 
 
-class DefaultSetting(NamedTuple):
-    """A model, a GPU (catalog names) and a profile; a NamedTuple, as `DeploymentArgs` (module startup)."""
-
-    model: str
-    gpu: str
-    preset: str
-
-
-# What every command answers with unless told otherwise (README, first screen): one model, one GPU, one
-# profile: the article's Llama-3-8B on an H100 SXM (`specs.profiles.ARTICLE_SETTING`, a test holds them
-# equal) under the calibrated profile. The commands that print a formula of the article at its peaks
-# (roofline, spec, gamma, leviathan, table) default to the article's preset instead; a document's own
-# example names its model, GPU and preset.
-DEFAULT = DefaultSetting("llama-3-8b", "h100-sxm", "measured")
 # The workload of the commands that take one request's lengths (request, plan, plot plan): ISL, OSL tokens.
 DEFAULT_ISL, DEFAULT_OSL = 1024, 256
 # plan's budget unless told: one node of eight GPUs (one NVLink domain, as --max-tp's default 8).
@@ -35,7 +23,6 @@ DEFAULT_PLAN_GPUS = 8
 # repeatable list beside a single value, a search's list beside a deployment's number. A command whose
 # option may be left out (plot, plan) uses the same declaration under Optional[...] (plot builds its own
 # Optional aliases from these constants: the typing objects cost every command's startup).
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown (table: models as columns).")]
 MODEL = typer.Option("--model", "-m", help="Catalog name or path to a config.json.")
 MODELS = typer.Option("--model", "-m", help="Catalog name or path to a config.json (repeatable: a row, or column, each).")
 GPU = typer.Option("--gpu", "-g", help="Catalog name or path to a datasheet JSON.")
@@ -69,8 +56,6 @@ Breakdown = Annotated[bool, typer.Option("--breakdown", help="One row per operat
 BATCHES = typer.Option("--batch", "-b", help="Sequences decoded together, >= 1 (repeatable: rows for each; plan: the batches searched, default 1, 2, 4, ..., 512; plot: points or curves).")
 Batches, MaybeBatches = Annotated[List[int], BATCHES], Annotated[Optional[List[int]], BATCHES]
 Batch = Annotated[int, typer.Option("--batch", "-b", help="Sequences decoded together, >= 1.")]
-CONTEXT = typer.Option("--context", help="Cached tokens per sequence.")
-Context = Annotated[int, CONTEXT]
 Contexts = Annotated[List[int], typer.Option("--context", help="Cached tokens per sequence (repeatable: a row each).")]
 ISL = typer.Option("--isl", help=f"Prompt (input) tokens per request (default {DEFAULT_ISL}).")
 OSL = typer.Option("--osl", help=f"Output tokens per request (default {DEFAULT_OSL}; plan: >= 2).")
@@ -83,8 +68,6 @@ RESERVE = typer.Option("--reserve", help="Fraction of GPU memory held back from 
 Reserve = Annotated[float, RESERVE]
 MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
 KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
-KV_BYTES = typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")
-KvBytes, MaybeKvBytes = Annotated[float, KV_BYTES], Annotated[Optional[float], KV_BYTES]
 KvDtypes = Annotated[Optional[List[str]], typer.Option("--kv-dtype", help="KV cache dtypes to search (repeatable; default bf16, fp8).")]
 # Token counts of a workload: a mean (capacity) or one request each (waste)
 PromptTokens = Annotated[float, typer.Option("--prompt", help="Prompt tokens per request (a mean may be fractional).")]
