@@ -82,7 +82,7 @@ _EXPORTS = {
                  "ServeResult", "synthetic_workload"),
     # one request's cost, and the planner
     **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),
-    **names_from("llm_cost.planner", "plan", "plan_space", "evaluate", "Target", "Plan"),
+    **names_from("llm_cost.planner", "plan", "plan_grid", "plan_space", "evaluate", "Target", "Plan"),
     # errors
     **names_from("llm_cost.errors", "LlmCostError", "InvalidValueError", "UnknownNameError", "ConfigError"),
 }

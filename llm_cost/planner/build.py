@@ -60,9 +60,10 @@ def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None
 
     Examples
     --------
+    Llama-3-8B on up to 2 H100s (as `frontier.plan`'s example, from names):
+
     >>> import llm_cost as lc
-    >>> from llm_cost.planner.build import plan_grid
-    >>> grid = plan_grid("llama-3-8b", ["h100-sxm"], 2, isl=1024, osl=128, profile=lc.PRESETS["lecture"])
+    >>> grid = lc.plan_grid("llama-3-8b", ["h100-sxm"], 2, isl=1024, osl=128, profile=lc.PRESETS["lecture"])
     >>> lc.plan(grid, lc.Target(ttft_s=0.5, tpot_s=0.02)).counts["meet"]
     134
     """
