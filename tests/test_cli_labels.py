@@ -78,3 +78,14 @@ def test_batching_without_rate_or_slo_says_what_to_give():
 
 def test_batching_with_rate_and_slo_still_not_both():
     assert "not both" in error_line("batching", "--rate", "1", "--slo-ms", "45")
+
+
+def test_batching_counts_requests_with_thousands_separators():
+    """Issue 28 audit: `batching` printed "finished 20000" and "2000 requests" beside "200,000 requests"."""
+    for args in (["batching", "--rate", "5", "-n", "1500"], ["batching", "--scheduler", "request", "--rate", "5", "-n", "1500"]):
+        text = _text(*args)
+        assert "1,500 requests" in text and "1500" not in text, text
+        assert rows_of(*args)[0]["finished"] == 1500
+    text = _text("waste", "--rate", "5", "-n", "1500")
+    assert "1,500 requests" in text and "1500" not in text, text
+

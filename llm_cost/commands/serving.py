@@ -210,7 +210,7 @@ def waste_cmd(
     setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
     emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
-         caption=f"{requests} requests, {wl.description}, seed {seed}")
+         caption=f"{requests:,} requests, {wl.description}, seed {seed}")
 
 
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "
