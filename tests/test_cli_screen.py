@@ -180,7 +180,7 @@ def test_key_names_never_fold(name, width):
     rows = json.loads(_out([*args, "--format", "json"]))
     fitted = _out(args, width)
     assert max(len(ln) for ln in fitted.splitlines()) <= width, fitted
-    names = {r["gpu_name"] for r in rows} | {r["model"] for r in rows}
+    names = {r["gpu"] for r in rows} | {r["model"] for r in rows}  # the gpu column: the catalog key (28.8)
     lines = _table_lines(fitted)
     assert lines, fitted
     for cells in lines:  # no continuation line: every row's key cells say a whole name

@@ -161,7 +161,7 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
     return (([Column("model", "model", str)] if len({r["model"] for r in rows}) > 1 else [])
-            + ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
+            + ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
 
 
 def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,

@@ -98,6 +98,6 @@ def roofline_cmd(
         title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
     else:  # one row per model, GPU and rows: the rows say which
         title = f"T(m){deployment.label}, {weights.lower()}, preset {prof.name}"
-        columns = [Column("model", "model"), Column("gpu_name", "gpu")] + columns
+        columns = [Column("model", "model"), Column("gpu", "gpu")] + columns
     emit(result, columns, fmt, caption="; ".join(dict.fromkeys(captions)), title=title)
     warn_unfit(result, deploy.strict)

@@ -28,7 +28,7 @@ from llm_cost.report.render import Column, fixed
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
-    Column("gpu_name", "gpu"),
+    Column("gpu", "gpu"),
     Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
     Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
     Column("shortfall_bytes", "shortfall (GB)", fixed(2, 1e9)),
