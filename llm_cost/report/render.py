@@ -240,7 +240,7 @@ def _screen_width(console) -> int:
 PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
 _LONGEST_TEXT_WORD = 32  # a longer word (a URL) may fold; a name (`qwen3-next-80b-a3b-thinking`) never does
-_LONGEST_NAME = 20  # a key cell up to this long is a name ("GH200 (96GB HBM3)"), kept on one line; longer is prose
+_LONGEST_NAME = 30  # a key cell up to this long is a name ("GH200 (96GB HBM3)", "first-token overhead (engine)"), kept on one line; longer is prose
 
 
 def _numeric(column: Column) -> bool:
