@@ -123,7 +123,12 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
     if not str(address).strip():
         raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port) or auto", params=("ray",))
     if not ray_module.is_initialized():
-        ray_module.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        _check_reachable(str(address).strip())
+        try:
+            ray_module.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        except ConnectionError as e:  # "auto" with no cluster running: Ray says so at once
+            raise InvalidValueError(f"ray: no Ray cluster found at {address!r} ({str(e).splitlines()[0]})",
+                                    params=("ray",)) from None
     remote = ray_module.remote(_call)  # a function Ray can wrap, whatever `fn` is (a partial too)
     refs = [remote.remote(fn, t) for t in tasks]
     index = {r: i for i, r in enumerate(refs)}
@@ -140,3 +145,26 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
             ray_module.cancel(r)
         raise Interrupted(done) from None
     return [done[i] for i in range(len(tasks))]
+
+
+RAY_CONNECT_TIMEOUT_S = 5.0  # a cluster's head answers at once; Ray's own client retries for minutes
+
+
+def _check_reachable(address: str) -> None:
+    """A `host:port` (or `ray://host:port`) address answers a TCP connection within
+    RAY_CONNECT_TIMEOUT_S, before Ray's client is started: unanswered, `ray.init` retries for
+    minutes with a log line every 5 s. "auto" and "local" are Ray's to resolve."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidValueError(f"ray must be a cluster address (host:port, ray://host:port), auto or local, "
+                                f"got {address!r}", params=("ray",))
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise InvalidValueError(f"ray: no Ray cluster answers at {address} ({reason}); start one with "
+                                f"`ray start --head` or give its address", params=("ray",)) from None

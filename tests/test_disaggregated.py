@@ -420,3 +420,64 @@ def test_batching_decode_pool_bad_input(args, words):
     from helpers import error_line
 
     assert words in error_line("batching", "--reservation", "paged", "--rate", "4", "--requests", "20", *args)
+
+
+def test_batching_disaggregate_prefix_caching_notes_the_implied_paged_kv():
+    """`--disaggregate` with `--prefix-caching` and no `--reservation`: served paged, and one note says so,
+    the same words as the aggregated path's (none with --quiet, none with an explicit --reservation)."""
+    from helpers import run
+
+    args = ["batching", "--rate", "4", "-n", "60", "--shared-prefix", "256", "--prefix-caching", "--disaggregate", "1:1"]
+    words = "Note: prefix caching keeps K/V blocks: served with --reservation paged"
+    for fmt in ("json", "table"):
+        out = run(*args, "--format", fmt)
+        assert out.exit_code == 0, out.output
+        assert out.stderr.count(words) == 1
+    aggregated = run(*args[:-2], "--format", "json")
+    assert [ln for ln in aggregated.stderr.splitlines() if ln.startswith("Note")] == \
+        [ln for ln in run(*args, "--format", "json").stderr.splitlines() if ln.startswith("Note")]
+    assert "Note" not in run(*args, "--reservation", "paged", "--format", "json").stderr
+    assert "Note" not in run(*args, "--quiet", "--format", "json").stderr
+
+
+def test_plan_disaggregate_split_row_energy_is_power_times_time_by_hand():
+    """A `plan --disaggregate` split row's energy (issue 25.5) by hand from the H100 SXM datasheet (700 W
+    max, 70 W idle) and each pool's `request` row (its request_args): tp 1 (no collectives), so a phase of
+    g GPU-seconds per batch of B draws 70 + 630 x a above nothing, a = 1.0 compute-bound, 0.6 memory-bound;
+    at the row's rate R each pool draws 70 W per GPU plus R / B x g x 630 x a. Energy = power x time: the
+    J/token times the tokens of one second (R x OSL) is the watts, and --usd-per-kwh prices the J/token."""
+    import shlex
+
+    from helpers import rows_of
+
+    args = ["plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "512", "--osl", "64",
+            "--tpot-ms", "20", "--ttft-ms", "500", "--disaggregate", "--tp", "1", "--usd-per-kwh", "0.2"]
+    row = rows_of(*args)[0]
+    assert (row["prefill_tp"], row["decode_tp"], row["prefill_pp"], row["decode_pp"]) == (1, 1, 1, 1)
+    rate, activity = row["requests_per_s"], {"compute": 1.0, "memory": 0.6}
+
+    def pool_watts(request_args, gpus, phase):
+        (req,) = rows_of("request", *shlex.split(request_args))
+        a = activity[req[f"{phase}_bound"]]
+        return 70.0 * gpus + rate / req["batch"] * req[f"gpu_seconds_{phase}"] * 630.0 * a
+
+    prefill = pool_watts(row["prefill_request_args"], row["prefill_gpus"], "prefill")
+    decode = pool_watts(row["decode_request_args"], row["decode_gpus"], "decode")
+    assert row["prefill_watts"] == pytest.approx(prefill, rel=1e-9)
+    assert row["decode_watts"] == pytest.approx(decode, rel=1e-9)
+    assert row["watts"] == pytest.approx(prefill + decode, rel=1e-12)
+    assert 70.0 * row["gpus"] < row["watts"] < 700.0 * row["gpus"]  # between idle and flat out
+    assert row["joules_per_token"] * rate * 64 == pytest.approx(row["watts"], rel=1e-12)  # energy = power x time
+    assert row["joules_per_request"] == pytest.approx(row["joules_per_token"] * 64, rel=1e-12)
+    assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] * 1e6 / 3.6e6 * 0.2)
+
+
+def test_plan_disaggregate_table_prices_the_energy():
+    """The split table shows the energy's $ per million tokens with --usd-per-kwh, as the frontier's does."""
+    from helpers import run
+
+    args = ["plan", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--isl", "512", "--osl", "64",
+            "--tpot-ms", "20", "--ttft-ms", "500", "--disaggregate"]
+    assert "energy $/M" not in run(*args).stdout
+    priced = run(*args, "--usd-per-kwh", "0.2")
+    assert priced.exit_code == 0 and "energy $/M" in priced.stdout

@@ -266,3 +266,56 @@ def test_spec_round_energy_by_hand():
     assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
     assert row["usd_per_million_tokens_energy"] == pytest.approx(row["joules_per_token"] / 36)
     assert "--usd-per-kwh" in error_line("spec", "--usd-per-kwh", "-1")
+
+
+def test_capacity_times_nothing_so_has_no_energy_and_says_so():
+    """`capacity` counts memory only (issue 25.5's decision): its rows carry no watts or J/token (no silent
+    zero), its --help says why and where the energy is, and --usd-per-kwh is not one of its options."""
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    rows = rows_of("capacity", "--model", "gpt-3-13b", "--gpu", "a100-40gb")
+    assert not {"watts", "joules_per_token", "usd_per_million_tokens_energy"} & set(rows[0])
+    text = " ".join(CliRunner().invoke(app, ["capacity", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "nothing is timed, so no energy" in text and "`request` and `batching`" in text
+    assert CliRunner().invoke(app, ["capacity", "--usd-per-kwh", "0.1"]).exit_code == 2
+
+
+def test_tree_round_energy_by_hand():
+    """`tree` rows (issue 25.5: every timing row has its energy): a tree's round is its verification pass
+    over B (nodes + 1) rows plus depth draft levels, each c times the decode step, by the step model as
+    `spec`'s (power x time): article preset, H100 SXM, the 4x2x2x1 tree (44 nodes, depth 4), batch 1,
+    c 0.05, context 0: E = T(45) P(45) + 4 x 0.05 x T(1) P(1), P = 70 W + 630 W x a_body; J/token over tau,
+    W over the round; at batch 32 (1,440 rows, compute-bound) the round draws more."""
+    from llm_cost.catalog import load_model
+    from llm_cost.roofline.energy import body_activity
+
+    rows = rows_of("tree", "--widths", "4,2,2,1", "--batch", "1", "--batch", "32", "--c", "0.05", "--context", "0",
+                   "--preset", "article")
+    row = rows[0]
+    model = load_model("llama-3-8b")
+    step, verify = (step_time(model, H100, "article", rows=m, batch=1) for m in (1, 45))
+    assert (row["nodes"], row["depth"], row["verify_rows"]) == (44, 4, 45)
+    assert row["verify_step_s"] == pytest.approx(float(verify.step_time_s), rel=1e-9)
+
+    def power(s):
+        return H100.idle_power_w + (H100.max_power_w - H100.idle_power_w) * body_activity(float(s.memory_time_s),
+                                                                                        float(s.compute_time_s))
+    by_hand = float(verify.step_time_s) * power(verify) + 4 * 0.05 * float(step.step_time_s) * power(step)
+    assert row["joules_per_token"] == pytest.approx(by_hand / row["tau"], rel=1e-9)
+    assert row["watts"] == pytest.approx(by_hand / row["round_s"], rel=1e-9)
+    assert H100.idle_power_w < row["watts"] < rows[1]["watts"] <= H100.max_power_w
+
+
+def test_waste_simulated_load_carries_the_served_runs_energy():
+    """`waste --rate` serves Orca's workload request-level (issue 25.5: every served run has its energy): its
+    rows' watts and J/token are `batching --scheduler request`'s on the same run (`serving.energy`, by hand in
+    test_served_run_energy_by_hand); a GPU without a board power (A100 40GB) gives none, never zero."""
+    (waste,) = rows_of("waste", "--rate", "4", "-n", "300", "--max-batch", "8")
+    (batching,) = rows_of("batching", "--scheduler", "request", "--max-batch", "8", "--rate", "4", "-n", "300")
+    assert waste["throughput_req_per_s"] == batching["throughput_req_per_s"]  # the same run
+    assert waste["watts"] == pytest.approx(batching["watts"], rel=1e-12) and waste["watts"] > H100.idle_power_w
+    assert waste["joules_per_token"] == pytest.approx(batching["joules_per_token"], rel=1e-12)
+    (bare,) = rows_of("waste", "--rate", "4", "-n", "100", "--gpu", "a100-40gb", "--model", "gpt-3-13b")
+    assert bare.get("watts") is None and bare.get("joules_per_token") is None

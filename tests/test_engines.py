@@ -58,6 +58,29 @@ def test_the_older_tensorrt_llm_is_an_engine_of_its_own():
     assert {p.engine for p in ix if "tensorrt" in p.source.lower() or p.source.endswith("/trt")} == {"trtllm"}
 
 
+def test_tensorrt_llm_serves_whole_prompts_as_its_default_and_the_emitted_command_fits_them():
+    """Issue 26.1: TensorRT-LLM 1.x's LLM API leaves enable_chunked_prefill False (engines.py cites the
+    source and version), and trtllm-serve 1.1.0rc5 documents no flag for it (engine_flags.json). So
+    `plan --verify --engine trtllm` serves whole prompts, and the emitted command needs no chunking: its
+    --max_num_tokens holds the plan's whole prompt plus one decode row per sequence."""
+    import json
+
+    from llm_cost.planner.emit import launch_args
+    from llm_cost.planner.verify import ServeSettings
+
+    trt = engine("trtllm")
+    assert not trt.chunked_prefill and "enable_chunked_prefill False" in trt.source and "1.1.0rc5" in trt.source
+    assert all(engine(n).chunked_prefill for n in ("vllm", "sglang", "generic"))  # theirs chunk by default
+    h100 = load_accelerator("h100-sxm")
+    assert ServeSettings("trtllm").config_fields(h100)["prefill_chunk"] is None
+    assert ServeSettings("vllm").config_fields(h100)["prefill_chunk"] == 8192
+    docs = json.loads((Path(__file__).parent / "data" / "engine_flags.json").read_text())["trtllm"]
+    assert not [f for f in docs["flags"] if "chunk" in f]  # nothing to turn it on from the command line
+    row = {"tp": 1, "pp": 1, "batch": 64, "kv_dtype": "bf16", "weights": "bf16", "speculation": "none"}
+    args = launch_args(row, "trtllm", "m", 4096)
+    assert int(args[args.index("--max_num_tokens") + 1]) == 4096 + 64 and not [a for a in args if "chunk" in a]
+
+
 def test_vllm_budget_follows_its_gpu_rule():
     """vLLM's get_batch_defaults: 8192 tokens and 1024 sequences on a GPU of >= 70 GiB other than an A100,
     2048 and 256 otherwise (an A100 80GB included, by name); SGLang 8192 on 35-160 GB GPUs, 2048 below."""

@@ -198,3 +198,28 @@ def test_cli_fleet_table_shows_replicas_at_width(width):
     assert "replicas at 40 req/s" in text
     header = [ln for ln in text.splitlines() if "┃ replica ┃" in ln]
     assert len(header) == 2  # one replica table per rate, not stacked in pieces
+    # the imbalance is each replica table's title, not a column (nor a table of its own) of the fleet's
+    assert not [ln for ln in text.splitlines() if "imbalance" in ln and "┃" in ln]
+    assert "3 replicas of 1 GPU simulated together" in " ".join(text.split())  # not "of 1 GPUs"
+
+
+def test_cli_fleet_caption_counts_gpus_per_replica():
+    """The caption names the replicas and each one's GPUs in the plural only past one: 2 replicas of 2 GPUs."""
+    args = [a if a != "3" else "4" for a in FLEET_ARGS] + ["--tp", "2"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "2 replicas of 2 GPUs simulated together" in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_fleet_progress_counts_finished_requests(fast):
+    """The fleet's progress (issue 25.7's bar; `batching --router`'s "simulating the fleet"): on_progress
+    (finished, requests) as arrivals are routed, never decreasing, never past the requests, often enough for
+    a bar (about every 1% of the arrivals) and (n, n) last, by the fast path and the general loop alike."""
+    wl = with_prefix_groups(poisson_workload(400, 40.0, seed=1), 4, 256, "zipf", seed=1)
+    calls = []
+    f = serve_fleet(wl, SERVER, CACHED, 3, "prefix-affinity", fast=fast, on_progress=lambda d, t: calls.append((d, t)))
+    assert f.fleet.finished == 400 and calls[-1] == (400, 400)
+    assert {t for _, t in calls} == {400} and len(calls) >= 100
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and 0 < done[len(done) // 2] < 400  # it moves during the run, not only at the end

@@ -78,6 +78,28 @@ def test_task_weight_puts_pipelines_first():
     assert task_weight(on(tp=1, pp=1, gpus=2)) == task_weight(one) / 2
 
 
+def test_task_weight_counts_chunked_prompts_at_the_general_loops_cost():
+    """Issue 26.4: an engine's defaults that chunk prompts (--engine vllm) take the general loop, 7-9x the
+    fast path per request (verify.py cites bench/bench_verify_paths.py), so the ETA weights them by it;
+    an engine that does not chunk (trtllm 1.x) keeps its fast path's weight."""
+    from llm_cost.planner.verify import ServeSettings
+
+    base = _tasks()[0]
+    cand, dep = base.candidate, base.candidate.deployment
+
+    def on(settings, **split):
+        moved = dataclasses.replace(cand, deployment=dataclasses.replace(dep, **split))
+        return dataclasses.replace(base, candidate=moved, settings=settings)
+
+    vllm, trt = ServeSettings("vllm"), ServeSettings("trtllm")
+    one = task_weight(on(None, tp=1, pp=1, gpus=1))
+    assert task_weight(on(vllm, tp=1, pp=1, gpus=1)) == RELATIVE_COST["general"] * one
+    assert task_weight(on(vllm, tp=2, pp=1, gpus=2)) == RELATIVE_COST["general"] * one
+    assert task_weight(on(vllm, tp=1, pp=2, gpus=2)) == RELATIVE_COST["general pipeline"] * one
+    assert task_weight(on(trt, tp=1, pp=1, gpus=1)) == one
+    assert RELATIVE_COST["general"] > 5 * RELATIVE_COST["deployed"]
+
+
 def test_executor_interrupt_keeps_what_finished():
     with pytest.raises(Interrupted) as info:
         run_tasks(_stop_at_two, range(5), jobs=1)

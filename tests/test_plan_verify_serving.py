@@ -54,6 +54,14 @@ def test_engine_defaults_reach_the_served_run(engine, chunk, block):
     assert plain["served_ttft_s"] == rows_of(*BATCHING)[0]["ttft_p99_s"]
 
 
+def test_tensorrt_llm_serves_whole_prompts():
+    """--engine trtllm (1.x): enable_chunked_prefill is off by default (`specs.engines`), so the served row is
+    batching's run with 32-token blocks and no --prefill-chunk, and the caption says whole prompts."""
+    row = _best("--engine", "trtllm")
+    ref = rows_of(*BATCHING, "--block-size", "32")[0]
+    assert row["served_ttft_s"] == ref["ttft_p99_s"] and row["served_tpot_s"] == ref["tpot_p99_s"]
+
+
 def test_an_engine_that_cannot_serve_the_options_is_one_line():
     assert "static batches only" in error_line(*PLAN, "--gpus", "1", "--verify", "1", "--rate", "5",
                                                "--engine", "gpt-fast")

@@ -346,9 +346,11 @@ def test_the_rate_found_holds_on_a_run_ten_times_longer():
     short = served(wl(2000).at_rate(plain.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
     assert short.percentile_s("latency_per_token", "p99") > 0.045  # the defect: the short run flatters
     held = highest_rate(wl(200), SERVER, **args, longer=wl, max_requests=20_000)
-    assert held.settled and held.held_on_requests == 10 * held.requests and held.rate_req_per_s > 0
+    assert held.settled and held.held_on_requests == 10 * held.found_on_requests and held.rate_req_per_s > 0
+    assert held.found_on_requests >= 10 * held.requests and held.outcome == "found"  # the 200-request rate missed
     assert held.rate_req_per_s < plain.rate_req_per_s and plain.settled is None
-    check = served(wl(10 * held.requests).at_rate(held.rate_req_per_s), SERVER, scheduler="iteration", max_batch=32)
+    check = served(wl(held.held_on_requests).at_rate(held.rate_req_per_s), SERVER, scheduler="iteration",
+                   max_batch=32)
     assert check.finished == check.requests and check.percentile_s("latency_per_token", "p99") <= 0.045
 
 
@@ -368,10 +370,11 @@ def test_a_search_that_does_not_settle_says_so():
     plain = highest_rate(wl(50), h100, **args)
     assert serve(wl(500).at_rate(plain.rate_req_per_s), h100, cfg).percentile_s("ttft", "p99") > 0.5
     capped = highest_rate(wl(50), h100, **args, longer=wl, max_requests=5000)
-    assert capped.settled is False and capped.requests == 5000 and capped.rate_req_per_s < plain.rate_req_per_s
+    assert capped.settled is False and capped.found_on_requests == 5000 and capped.requests == 50
+    assert capped.rate_req_per_s < plain.rate_req_per_s
     from llm_cost.report.serving_rows import search_caption
 
-    assert "NOT SETTLED" in search_caption(capped) and "may not hold" in search_caption(capped)
+    assert "did not settle" in search_caption(capped) and "may not hold" in search_caption(capped)
 
 
 def test_the_orca_comparison_as_two_serve_configs():

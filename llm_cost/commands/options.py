@@ -208,28 +208,51 @@ def deployment_options(fn):
     """Give command `fn` the deployment options in place of its `deploy` parameter, which then
     receives them as one `DeploymentArgs`: `--tp --pp --ep --gpus --kv-dtype --overlap-comm
     --dp-attention --usable-memory/--marketed-memory --strict`, declared once (`DEPLOYMENT_OPTIONS`).
+    """
+    return option_group(fn, DEPLOYMENT_PARAMETER, DEPLOYMENT_OPTIONS, DeploymentArgs)
+
+
+# Prompts that share prefixes (batching, plan --verify): declared once here (`PREFIX_OPTIONS`), added to a
+# command by `prefix_options` as one `PromptPrefixes` (the library's: `WorkloadRecipe` and `batching` apply it).
+PREFIX_OPTIONS = {"shared_prefix": SharedPrefix, "prefix_groups": PrefixGroups, "group_prefix": GroupPrefix,
+                  "prefix_dist": PrefixDist, "sessions": Sessions, "turns": Turns}
+PREFIX_PARAMETER = "prefixes"
+
+
+def prefix_options(fn):
+    """Give command `fn` the prefix options (`--shared-prefix --prefix-groups --group-prefix --prefix-dist
+    --sessions --turns`, `PREFIX_OPTIONS`) in place of its `prefixes` parameter (default `PromptPrefixes()`:
+    none given), which then receives them as one `PromptPrefixes`."""
+    from llm_cost.serving.prefixes import PromptPrefixes  # here: only batching and plan import it
+
+    return option_group(fn, PREFIX_PARAMETER, PREFIX_OPTIONS, PromptPrefixes)
+
+
+def option_group(fn, parameter: str, options: dict, group):
+    """`fn` with the options `options` (name: Annotated type, declared once) in place of its `parameter`,
+    which then receives them as one `group` (a NamedTuple of those names, its defaults the options').
 
     Typer reads the options from the signature this sets (`__signature__`, `__annotations__`).
     """
     signature = inspect.signature(fn, eval_str=True)  # the command's Annotated options, resolved
     names = list(signature.parameters)
-    if DEPLOYMENT_PARAMETER not in names:
-        raise TypeError(f"{fn.__name__} needs a {DEPLOYMENT_PARAMETER!r} parameter for the deployment options")
-    kind = signature.parameters[DEPLOYMENT_PARAMETER].kind
-    added = [inspect.Parameter(name, kind, default=default, annotation=DEPLOYMENT_OPTIONS[name])
-             for name, default in DeploymentArgs._field_defaults.items()]
-    at = names.index(DEPLOYMENT_PARAMETER)
+    if parameter not in names:
+        raise TypeError(f"{fn.__name__} needs a {parameter!r} parameter for its {group.__name__} options")
+    kind = signature.parameters[parameter].kind
+    added = [inspect.Parameter(name, kind, default=default, annotation=options[name])
+             for name, default in group._field_defaults.items()]
+    at = names.index(parameter)
     params = list(signature.parameters.values())
     params[at:at + 1] = added
 
     @functools.wraps(fn)
-    def with_deployment(*args, **kw):
-        given = {name: kw.pop(name) for name in DEPLOYMENT_OPTIONS if name in kw}
-        return fn(*args, **{DEPLOYMENT_PARAMETER: DeploymentArgs(**given)}, **kw)
+    def with_group(*args, **kw):
+        given = {name: kw.pop(name) for name in options if name in kw}
+        return fn(*args, **{parameter: group(**given)}, **kw)
 
-    with_deployment.__signature__ = signature.replace(parameters=params)
-    with_deployment.__annotations__ = {p.name: p.annotation for p in params}
-    return with_deployment
+    with_group.__signature__ = signature.replace(parameters=params)
+    with_group.__annotations__ = {p.name: p.annotation for p in params}
+    return with_group
 
 
 # batching --disaggregate P:D: the decode pool's own split and batch (default: the prefill pool's)

@@ -37,7 +37,7 @@ def flags_in(message: str, params, flags: dict[str, str]) -> str:
     for name in params:
         flag = flags.get(OPTION_OF.get(name, name)) or flags.get(name)
         if flag:
-            message = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", flag, message)
+            message = re.sub(rf"(?<![\w.`-]){re.escape(name)}(?![\w-]|://)", flag, message)  # not in `code`, a URL
     return message
 
 

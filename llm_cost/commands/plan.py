@@ -10,16 +10,17 @@ import typer
 from llm_cost.commands.engine_option import with_engine
 from llm_cost.commands.app import command, emit, note
 from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC,
-                                       DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, GroupPrefix, Isl,
+                                       DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl,
                                        KvDtypes, KvOffloadBytes, MaybeBatches, MaybeGpus, MaybeJobs, MaybeModel, Mfu,
-                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, PrefixDist, PrefixGroups,
-                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, Sessions, SharedPrefix,
-                                       SloStat, SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, Turns, UsableMemory,
-                                       UsdPerGpuHours, WeightsSearched)
+                                       MtpAlpha, Osl, OutputLen, PpSearched, PrefixCaching, prefix_options,
+                                       Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, SloStat,
+                                       SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours,
+                                       WeightsSearched)
 from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
+from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
 DEFAULT_PRESET = DEFAULT.preset  # every prediction's profile (options.DEFAULT), as `request`
 
@@ -67,6 +68,7 @@ SPLIT_COLUMNS = [
 
 @command("plan", epilog="Example: llm-cost plan --model llama-3-70b --gpu h100-sxm --gpu a100-80gb --gpus 8 --isl 2048 "
                         "--osl 256 --ttft-ms 1000 --tpot-ms 30 --spec-alpha 0.7")
+@prefix_options
 def plan_cmd(
     model: MaybeModel = None,
     gpu: MaybeGpus = None,
@@ -107,12 +109,7 @@ def plan_cmd(
     trace: Trace = None,
     requests: Requests = 2000,
     seed: Seed = 0,
-    shared_prefix: SharedPrefix = None,
-    prefix_groups: PrefixGroups = None,
-    group_prefix: GroupPrefix = 256,
-    prefix_dist: PrefixDist = "zipf",
-    sessions: Sessions = None,
-    turns: Turns = 4,
+    prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
     prefix_caching: PrefixCaching = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
     slo_stat: SloStat = "p99",
@@ -158,7 +155,7 @@ def _run(o: dict) -> None:
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
     if o["disaggregate"] and o["verify"] is None:
-        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"])
+        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"], o["usd_per_kwh"])
         s.said()
         return _unserved_note(o)
     emit_engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
@@ -174,12 +171,13 @@ def _unserved_note(o: dict) -> None:
     """A note naming the serving options given without --verify: the static plan serves no workload."""
     if o["verify"] is not None:
         return
-    from dataclasses import fields
+    import inspect
 
-    from llm_cost.commands.plan_verify import VerifyOptions
+    from llm_cost.commands.plan_verify import SERVED_OPTIONS
 
-    given = [f.name for f in fields(VerifyOptions) if f.name not in ("n", "engine")
-             and o[f.name] not in (f.default, None, [], ())]
+    given = {**{k: o[k] for k in SERVED_OPTIONS}, **o["prefixes"]._asdict()}  # as the flags name them
+    defaults = inspect.signature(plan_cmd).parameters  # the options' declared defaults
+    given = [k for k, v in given.items() if k in defaults and v not in (defaults[k].default, None, [], ())]
     if given:
         note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change{'s' if len(given) == 1 else ''} "
              "nothing without --verify N (the static plan serves no workload)")
@@ -224,8 +222,9 @@ def _served(o: dict, s: _Search, result) -> tuple:
         return rows, columns, caption_of(result), None
     from llm_cost.commands.plan_verify import options_of, verified
 
-    splits = _splits(s.grid, s.target, s.prices, s.refs) if o["disaggregate"] else None
-    return verified(result, rows, columns, caption_of(result), target=s.target, o=options_of(o), splits=splits)
+    splits = _splits(s.grid, s.target, s.prices, s.refs, o["usd_per_kwh"]) if o["disaggregate"] else None
+    return verified(result, rows, columns, caption_of(result), target=s.target,
+                    o=options_of(o, s.grid.isl, s.grid.osl), splits=splits)
 
 
 def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, stopped, served) -> None:
@@ -277,26 +276,30 @@ def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
     return check_choice("emit", str(emit_engine).lower(), ENGINES)
 
 
-def _splits(grid, target, prices, refs) -> tuple:
+def _splits(grid, target, prices, refs, usd_per_kwh=None) -> tuple:
     """(the best prefill/decode splits, their `disaggregated_rows`) of `plan --disaggregate`."""
     from llm_cost.planner import best_split
     from llm_cost.report.plan_rows import disaggregated_rows
 
     splits, _ = best_split(grid, target)
-    return splits, disaggregated_rows(grid, splits, prices, refs)
+    return splits, disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
 
 
-def _disaggregated(grid, target, result, prices, refs, spec, fmt) -> None:
-    """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered."""
+def _disaggregated(grid, target, result, prices, refs, spec, fmt, usd_per_kwh=None) -> None:
+    """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered (each row's energy
+    as the frontier's rows: watts and J/token in JSON and CSV, its $ with --usd-per-kwh)."""
     from llm_cost.planner import best_split
     from llm_cost.report.plan_rows import disaggregated_rows
 
     splits, missing = best_split(grid, target)
-    rows = disaggregated_rows(grid, splits, prices, refs)
-    columns = SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    rows = disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
+    columns = (SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+               + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []))
     emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
          caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
                  "interconnect; colocated: the best single pool on the same GPUs"
+                 + ("; energy: both pools powered at the row's rate, their slack at idle power" if usd_per_kwh
+                    is not None else "")
                  + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
                     if missing["no_split"] else ""))
     if not rows:

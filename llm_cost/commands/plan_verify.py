@@ -20,73 +20,64 @@ VERIFY_COLUMNS = [
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """`plan --verify`'s options as given: how many rows, the served workload (rates in req/s, clients,
-    length specs, arrivals, a trace path, requests over the deployment, seed, prefixes), the SLO
-    percentile, the executor, and how the engine serves (`--engine`'s defaults, prefix caching, offload)."""
+    """`plan --verify`'s options, as the library takes them: how many rows, the served workload (the
+    planner's `WorkloadRecipe`), how the engine serves (`ServeSettings`: `--engine`'s defaults, prefix
+    caching, offload), the SLO percentile and the executor (`jobs`, `ray`)."""
 
     n: int
-    rate: tuple = ()
-    concurrency: int | None = None
-    prompt_len: str | None = None
-    output_len: str | None = None
-    arrivals: str = "poisson"
-    trace: str | None = None
-    requests: int = 2000
-    seed: int = 0
+    workload: object  # a planner.verify.WorkloadRecipe
+    settings: object  # a planner.verify.ServeSettings
     slo_stat: str = "p99"
     jobs: int | None = None
     ray: str | None = None
-    engine: str | None = None
-    prefix_caching: bool = False
-    kv_offload_bytes: float = 0.0
-    shared_prefix: int | None = None
-    prefix_groups: int | None = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
-    sessions: int | None = None
-    turns: int = 4
 
 
-def options_of(o: dict) -> VerifyOptions:
-    """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`)."""
-    from dataclasses import fields
-
-    given = {f.name: o[f.name] for f in fields(VerifyOptions) if f.name not in ("n", "rate")}
-    return VerifyOptions(o["verify"], tuple(o["rate"] or ()), **given)
+# `plan`'s options that only --verify reads (`options_of`; `plan` names those given without --verify)
+SERVED_OPTIONS = ("rate", "concurrency", "prompt_len", "output_len", "arrivals", "trace", "requests", "seed",
+                  "prefixes", "slo_stat", "jobs", "ray", "prefix_caching", "kv_offload_bytes")
 
 
-PREFIX_KEYS = ("shared_prefix", "prefix_groups", "group_prefix", "prefix_dist", "sessions", "turns")
+def options_of(o: dict, isl: int, osl: int) -> VerifyOptions:
+    """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`; the
+    lengths default to --isl / --osl), checked: N and the percentile first, then the workload."""
+    from llm_cost.errors import check_choice, check_number
+    from llm_cost.planner.verify import SLO_STATS, ServeSettings
+
+    check_number("verify", o["verify"], low=1, high=10_000, integer=True)
+    stat = check_choice("slo_stat", o["slo_stat"], SLO_STATS)
+    settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
+    return VerifyOptions(int(o["verify"]), recipe_of(o, isl, osl), settings, stat, o["jobs"], o["ray"])
 
 
-def recipe_of(o: VerifyOptions, isl: int, osl: int):
-    """The `WorkloadRecipe` of the plan's workload options (lengths default to --isl / --osl)."""
+def recipe_of(o: dict, isl: int, osl: int):
+    """The `WorkloadRecipe` of `plan`'s workload options `o` (lengths default to --isl / --osl)."""
     from llm_cost.errors import InvalidValueError
     from llm_cost.planner.verify import WorkloadRecipe
 
-    rates = list(o.rate or [])
+    rates = list(o["rate"] or [])
     if len(rates) > 1:
         raise InvalidValueError("--verify serves one workload: give --rate once", params=("rate",))
-    if rates and o.concurrency is not None:
+    if rates and o["concurrency"] is not None:
         raise InvalidValueError("give --rate (open loop) or --concurrency (closed loop), not both",
                                 params=("rate", "concurrency"))
     trace = None
-    if o.trace is not None:
+    if o["trace"] is not None:
         from llm_cost.serving.workload_spec import read_trace
 
-        trace = read_trace(o.trace)
-    return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
-                          concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
-                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace,
-                          **{k: getattr(o, k) for k in PREFIX_KEYS})
+        trace = read_trace(o["trace"])
+    return WorkloadRecipe(requests=o["requests"], rate_req_per_s=rates[0] if rates else None,
+                          concurrency=o["concurrency"], prompt=o["prompt_len"] or str(isl),
+                          output=o["output_len"] or str(osl), arrivals=o["arrivals"], seed=o["seed"], trace=trace,
+                          prefixes=o["prefixes"])
 
 
 def settings_of(o: VerifyOptions, candidates) -> tuple:
     """(the `ServeSettings` of the options, the caption's part saying how the engine served), checked on
     the first candidate: an engine that cannot serve them, or prefix caching on unpaged K/V, is one line
     before anything is served."""
-    from llm_cost.planner.verify import ServeSettings, replica_and_config
+    from llm_cost.planner.verify import replica_and_config
 
-    settings = ServeSettings(o.engine, o.prefix_caching, o.kv_offload_bytes)
+    settings = o.settings
     if not candidates:
         return settings, ""
     first = getattr(candidates[0], "candidate", candidates[0])  # a split's decode pool
@@ -136,15 +127,13 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
     frontier's rows and ranked with them. Ctrl-C keeps the candidates that finished (the caption says how
     many); before any finished, one line on stderr and exit 130."""
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.errors import InvalidValueError, check_choice, check_number
+    from llm_cost.errors import InvalidValueError
     from llm_cost.executor import Interrupted
-    from llm_cost.planner.verify import SLO_STATS, ServeTask, candidates_of, split_candidates, verify
+    from llm_cost.planner.verify import ServeTask, candidates_of, split_candidates, verify
 
-    check_number("verify", o.n, low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o.slo_stat, SLO_STATS)
-    recipe = recipe_of(o, result.grid.isl, result.grid.osl)
-    cands = candidates_of(result, rows, int(o.n))
-    rows = rows[:int(o.n)]
+    stat, recipe = o.slo_stat, o.workload
+    cands = candidates_of(result, rows, o.n)
+    rows = rows[:o.n]
     if splits is not None:
         if recipe.concurrency is not None:
             raise InvalidValueError("--disaggregate --verify serves open-loop arrivals (the router of the pools): "

@@ -14,13 +14,13 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerKwh  # batching: decode pool, energy price
-from llm_cost.commands.options import (GroupPrefix, KvOffloadBytes, PrefixCaching, PrefixDist, PrefixGroups,  # prefixes
-                                       Sessions, SharedPrefix, Turns)
+from llm_cost.commands.options import KvOffloadBytes, PrefixCaching, prefix_options  # prefixes
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
 from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
                                               kv_settings)
 from llm_cost.report.render import Column, fixed
+from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
 # ---- memory and batching --------------------------------------------------------------------
 
@@ -98,6 +98,9 @@ def capacity_cmd(
     --usable-memory or --marketed-memory says; the rows say which (memory_basis). --overlap-comm changes no capacity. A
     replica whose weights leave no K/V room says so (fits, fit_note) and warns on stderr; --strict
     then exits 2.
+
+    Memory only: nothing is timed, so no energy (W, J/token) and no --usd-per-kwh; `request` and
+    `batching` on the same model, GPU and split time it and give both.
 
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's example
     (§3.3, Orca's setting) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
@@ -208,7 +211,12 @@ def waste_cmd(
         _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
                                    on_step=progress)
     setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
-    emit([{**setting, **waste_sim_row(r)} for r in results], WASTE_SIM_COLUMNS, fmt,
+    from llm_cost.commands.serving_energy import served_energy_columns
+    from llm_cost.specs.deployment import SINGLE_GPU
+
+    rows = [{**setting, **waste_sim_row(r)} for r in results]
+    energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
+    emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
          caption=f"{requests:,} requests, {wl.description}, seed {seed}")
 
@@ -217,6 +225,7 @@ def waste_cmd(
                             "--requests 2000 --seed 0; search: llm-cost batching --scheduler request "
                             "--max-batch 8 --slo-ms 45")
 @deployment_options
+@prefix_options
 def batching_cmd(
     scheduler: Scheduler = "iteration",
     max_batch: MaxBatch = 32,
@@ -239,12 +248,7 @@ def batching_cmd(
     prefix_caching: PrefixCaching = False,
     compare_prefix_caching: Annotated[bool, typer.Option("--compare-prefix-caching", help="Serve each --rate twice, without and with --prefix-caching (the same requests): hit rates, prefill tokens saved, TTFT and throughput side by side.")] = False,
     kv_offload_bytes: KvOffloadBytes = 0.0,
-    shared_prefix: SharedPrefix = None,
-    prefix_groups: PrefixGroups = None,
-    group_prefix: GroupPrefix = 256,
-    prefix_dist: PrefixDist = "zipf",
-    sessions: Sessions = None,
-    turns: Turns = 4,
+    prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
     router: Annotated[Optional[str], typer.Option("--router", help="Simulate the --gpus / (tp x pp) replicas together behind a router: round-robin, least-loaded or prefix-affinity (--rate is then the fleet's).")] = None,
     disaggregate: DisaggregateSplit = None,
     decode_tp: DecodeTp = None,

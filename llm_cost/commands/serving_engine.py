@@ -75,11 +75,9 @@ def run_batching(o: dict) -> None:
     served = setup(o, target, acc, profile, weights, dep)
     replica, config, dmem = served.replica, served.config, served.draft
     rate = o["rate"]
-    from llm_cost.serving.prefixes import prefix_segments
 
     def prefixed(w):
-        return prefix_segments(w, o.get("shared_prefix"), o.get("prefix_groups"), o.get("group_prefix", 256),
-                               o.get("prefix_dist", "zipf"), o["seed"], o.get("sessions"), o.get("turns", 1))
+        return o["prefixes"].applied(w, o["seed"])
 
     if o["trace"] is not None:
         longer = None  # a trace is as long as it is: the search cannot check a longer run
@@ -138,13 +136,11 @@ def run_batching(o: dict) -> None:
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    from llm_cost.commands.serving_fleet import emit_fleet  # --router: the fleet's fields, each replica's rows
+    from llm_cost.commands.serving_fleet import emit_fleet, fleet_caption  # --router: the fleet's, each replica's
 
     emit_fleet(rows, columns, o, (fleets, dep) if o.get("router") else None,
                title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
-         caption=caption + (f"; {dep.replicas} replicas of {dep.gpus_per_replica} GPUs simulated together behind "
-                            f"{o['router']} routing, --rate is the fleet's" if o.get("router")
-                            else _deployment_caption(dep, results)))
+         caption=caption + (fleet_caption(dep, o["router"]) if o.get("router") else _deployment_caption(dep, results)))
     if len(results) < total:
         interrupted(len(results), total, "rates")
     warn_unfit(rows, o["deploy"].strict)
@@ -200,6 +196,8 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     (`handoff_link`); one row per rate, the fleet's, and the pools' rows under them (`serving_pools`)."""
     from llm_cost.commands.app import emit
     from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows
+    from llm_cost.commands.serving_fleet import plural
+    from llm_cost.commands.serving_prefix import note_implied
     from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
 
     p, d = pool_counts(o)
@@ -226,15 +224,18 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     from llm_cost.commands.serving_energy import pools_energy_columns
 
     columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"))
-    caption += (f"; disaggregated: prefills on {p} replicas of {gpus[0]} GPUs (max batch {config.max_batch}), "
-                f"decodes on {d} of {gpus[1]} GPUs (max batch {d_config.max_batch}), the K/V over {bw / 1e9:g} GB/s "
+    caption += (f"; disaggregated: prefills on {plural(p, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
+                f"{config.max_batch}), decodes on {d} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
+                f"the K/V over {bw / 1e9:g} GB/s "
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra
     if o["fmt"] not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
-        return emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
-    emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
-    emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
-         title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
+        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
+    else:
+        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
+        emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
+             title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
+    note_implied(o)  # --prefix-caching's paged K/V, as on the aggregated path
 
 
 def _settings_caption(config) -> str:
@@ -260,11 +261,11 @@ def _search_caption(found, o: dict) -> str:
     from llm_cost.report.serving_rows import search_caption
 
     saturated = ("all at once it deadlocks" if found.saturated_deadlock
-                 else f"saturated {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
+                 else f"all at once {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
     what = "per-token latency" if o["slo_metric"] == "latency_per_token" else o["slo_metric"]
-    return (f"; highest rate with {o['slo_stat']} {what} <= {o['slo_ms']:g} ms: {found.rate_req_per_s:.2f} req/s "
-            f"(unloaded {o['slo_stat']} {found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}"
-            f"{found.evaluations} simulations){search_caption(found)}")
+    return (f"; rate search for {o['slo_stat']} {what} <= {o['slo_ms']:g} ms (unloaded {o['slo_stat']} "
+            f"{found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}{found.evaluations} "
+            f"simulations){search_caption(found)}")
 
 
 def _deployment_caption(dep, results) -> str:
@@ -272,7 +273,9 @@ def _deployment_caption(dep, results) -> str:
 
     if dep.is_single and dep.replicas == 1:
         return ""
-    out = f"; one replica simulated ({dep.gpus_per_replica} GPUs"
+    from llm_cost.commands.serving_fleet import plural
+
+    out = f"; one replica simulated ({plural(dep.gpus_per_replica, 'GPU')}"
     out += f"), tok/s (all) x {dep.replicas} replicas" if dep.replicas > 1 else ")"
     if dep.pp > 1 and all(r.path != "general" for r in results):
         out += f"; pipeline: {PIPELINE_NOTE}"

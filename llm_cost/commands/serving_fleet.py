@@ -22,6 +22,21 @@ REPLICA_NOTE = ("replicas: each one's own requests; imbalance = the most request
                 "(JSON, CSV: each one's load_over_mean); a replica handed none idles")
 
 
+def plural(n: int, noun: str) -> str:
+    """`n` and `noun`, plural past one: the captions' "4 replicas of 1 GPU".
+
+    >>> plural(1, "GPU"), plural(4, "replica")
+    ('1 GPU', '4 replicas')
+    """
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def fleet_caption(dep, router: str) -> str:
+    """The caption's part on a `--router` fleet: its replicas and their GPUs, the router, the rate's meaning."""
+    return (f"; {plural(dep.replicas, 'replica')} of {plural(dep.gpus_per_replica, 'GPU')} simulated together "
+            f"behind {router} routing, --rate is the fleet's")
+
+
 def replica_rows(fleet, fleet_row: dict) -> list[dict]:
     """One row per replica of `fleet` (a `fleet.FleetResult`), every replica in index order (one handed
     no request: requests 0, its figures None), with the fleet row's identity (model, GPU, preset, rate,
@@ -60,8 +75,9 @@ def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: 
 def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> None:
     """`emit` of the rows; with `fleet` = (one `FleetResult` per row, the `Deployment`), the fleet's fields
     and columns (`fleet_fields`: router, replicas, imbalance, its totals) on each row, then each rate's
-    replica rows: a table of its own per rate under the fleet's (the caption after the last), or in
-    JSON and CSV the same rows after the fleet's, each with a `replica` key (the fleet's: None)."""
+    replica rows: a table of its own per rate under the fleet's (the caption after the last; the imbalance
+    in its title, not a column of the fleet's table), or in JSON and CSV the same rows after the fleet's,
+    each with a `replica` key (the fleet's: None) and the imbalance on the fleet's."""
     from llm_cost.commands.app import emit
     from llm_cost.report.serving_rows import fleet_fields
 
@@ -70,12 +86,14 @@ def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> 
     fleets, dep = fleet
     for row, f in zip(rows, fleets):
         row.update(fleet_fields(f, dep))
-    columns = columns + FLEET_COLUMNS
     per = [replica_rows(f, row) for f, row in zip(fleets, rows)]
     if fmt in ("json", "csv"):  # CSV takes the first row's keys: every replica key is on the fleet's row
         fleet_rows = [{**row, "replica": None, "load_over_mean": None} for row in rows]
-        return emit(fleet_rows + [r for rs in per for r in rs], columns, fmt, title=title, caption=caption)
-    emit(rows, columns, fmt, title=title)
+        return emit(fleet_rows + [r for rs in per for r in rs], columns + FLEET_COLUMNS, fmt, title=title,
+                    caption=caption)
+    # the table: the imbalance is each replica table's title, not a column of the fleet's (at 80 columns a
+    # table of its own, the KV policy and one figure)
+    emit(rows, columns + [c for c in FLEET_COLUMNS if c.key != "imbalance"], fmt, title=title)
     for k, (f, rs) in enumerate(zip(fleets, per)):
         cols = [c for c in REPLICA_COLUMNS if c.key != "prefix_token_hit_rate" or rows[k].get("prefix_caching")]
         emit(rs, cols, fmt, title=f"replicas at {rows[k]['rate_req_per_s']:g} req/s, {f.router} routing, "

@@ -48,7 +48,7 @@ SLO_STATS = ("p50", "p90", "p99")
 class WorkloadRecipe:
     """The user's workload, one arrival stream for every candidate: `requests` requests over the whole
     deployment at the total rate (req/s) or from the total clients, length specs
-    (`workload_spec.parse_length`), arrivals, or a trace; prompts sharing prefixes (`prefixes.prefix_segments`:
+    (`workload_spec.parse_length`), arrivals, or a trace; prompts sharing prefixes (`prefixes.PromptPrefixes`:
     a system prompt, groups or multi-turn sessions) as `batching` builds them."""
 
     requests: int = 2000
@@ -59,12 +59,7 @@ class WorkloadRecipe:
     arrivals: str = "poisson"
     seed: int = 0
     trace: object = None  # a Workload read from a CSV trace, replayed at rate_req_per_s (default its own)
-    shared_prefix: int | None = None
-    prefix_groups: int | None = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
-    sessions: int | None = None
-    turns: int = 4
+    prefixes: object = None  # a `prefixes.PromptPrefixes`; None: no prefixes
 
     def __post_init__(self) -> None:
         check_number("requests", self.requests, low=1, high=10**8, integer=True)
@@ -87,10 +82,7 @@ class WorkloadRecipe:
         return _drawn(self)
 
     def _prefixed(self, wl):
-        from llm_cost.serving.prefixes import prefix_segments
-
-        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
-                               self.seed, self.sessions, self.turns)
+        return wl if self.prefixes is None else self.prefixes.applied(wl, self.seed)
 
     def for_fleet(self, replicas: int):
         """The `Workload` a fleet serves as one (a disaggregated candidate's pools, `replicas` in all): the
@@ -348,24 +340,50 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
     for t in tasks:
         check_choice("slo_stat", t.slo_stat, SLO_STATS)
-    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=on_done, weights=[task_weight(t) for t in tasks])
+    weights = [task_weight(t) for t in tasks]
+    return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=weighted_progress(on_done, weights),
+                     weights=weights)
+
+
+def weighted_progress(on_done, weights: list[float]):
+    """`on_done(done, total)` in units of the tasks' weights, not their count, so that a progress bar's ETA
+    counts a heavy task (a pipeline, a general-loop run) as the time it takes: after k tasks, the k
+    heaviest (the executor takes them heaviest first); None when `on_done` is.
+
+    >>> seen = []
+    >>> weighted_progress(lambda d, t: seen.append((d, t)), [1.0, 3.0])(1, 2); seen
+    [(3.0, 4.0)]
+    """
+    if on_done is None:
+        return None
+    done = [0.0]
+    for w in sorted(weights, reverse=True):
+        done.append(done[-1] + w)
+    total = done[-1]
+    return lambda k, _count: on_done(done[min(k, len(weights))], total)
 
 
 # CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
 # one GPU 0.2-0.47 s (the engine's fast path, inline roofline), tp 2 0.19-0.46 s (inlined collectives),
 # pp 2 0.55-0.75 s since `fast_pipeline` runs Orca's pipeline by cohorts (4.3-5.5 s, 15x one GPU, in the
-# general loop before it); measured one candidate at a time with process_time
-RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0}
+# general loop before it); measured one candidate at a time with process_time.
+# Prompts in chunks (an engine's defaults, `--engine vllm`) take the general loop: per 1,000 requests a
+# replica serves, 0.159 CPU s on one GPU, 0.149 s at tp 2, 0.196 s at pp 2, against 0.021 s on the one-GPU
+# fast path (bench/bench_verify_paths.py --requests 8000, main at 037c5e5, 2026-12-02): 7.5x, 7.0x, 9.2x
+RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0, "general": 7.5, "general pipeline": 9.2}
 
 
 def task_weight(task: ServeTask) -> float:
-    """A task's expected cost for the executor's order (heaviest first): the requests it serves (one
-    replica's share of the stream) times RELATIVE_COST of its path; a disaggregated candidate, the whole
-    stream through both pools."""
+    """A task's expected cost for the executor's order (heaviest first) and the progress bar's ETA: the
+    requests it serves (one replica's share of the stream) times RELATIVE_COST of its path (prompts in
+    chunks: the general loop's); a disaggregated candidate, the whole stream through both pools."""
     cand = task.candidate
     pools = 2.0 if isinstance(cand, SplitCandidate) else 1.0
-    dep = (cand.candidate if pools > 1 else cand).deployment
+    one = cand.candidate if pools > 1 else cand
+    dep = one.deployment
     path = "pipeline" if dep.pp > 1 else "deployed" if dep.gpus_per_replica > 1 else "fast"
+    if (task.settings or ServeSettings()).config_fields(one.gpu).get("prefill_chunk"):  # the general loop
+        path = "general pipeline" if dep.pp > 1 else "general"
     wl = task.workload
     requests = len(wl.trace) if wl.trace is not None else wl.requests  # the stream: a fleet serves it all
     return pools * (requests if pools > 1 else math.ceil(requests / dep.replicas)) * RELATIVE_COST[path]

@@ -76,21 +76,61 @@ def energy_fields(grid, i: int) -> dict:
     GPU, profile, deployment, weights, batch, ISL, OSL and speculation), evaluated for the rows printed
     only; None without the datasheet's board power."""
     from llm_cost.report.request_rows import request_energy
-    from llm_cost.requests import Speculation, request_cost
     from llm_cost.roofline.energy import has_power
 
-    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
-    if not has_power(grp.gpu):
+    gpu = grid.space.groups[grid.group[i]].gpu
+    if not has_power(gpu):
         return {"watts": None, "joules": None, "joules_per_token": None}
+    return request_energy(_request_of(grid, i), gpu)
+
+
+def _request_of(grid, i: int):
+    """`requests.request_cost` of configuration `i` (its model, GPU, profile, deployment, weights, batch,
+    ISL, OSL and speculation): what `request` times with its request_args."""
+    from llm_cost.requests import Speculation, request_cost
+
+    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
     spec = None if v.kind == "none" else Speculation(alpha=float(v.alpha), gamma=int(v.gamma), draft=v.draft,
                                                      c=None if v.draft is not None else float(grid.c[i]))
-    r = request_cost(grid.space.model, grp.gpu, grid.profile, batch=int(grid.batch[i]), isl=grid.isl, osl=grid.osl,
-                     deployment=grp.deployment, weights=grp.weights, speculation=spec)
-    return request_energy(r, grp.gpu)
+    return request_cost(grid.space.model, grp.gpu, grid.profile, batch=int(grid.batch[i]), isl=grid.isl, osl=grid.osl,
+                        deployment=grp.deployment, weights=grp.weights, speculation=spec)
 
 
-def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> list[dict]:
-    """One row per accelerator's best prefill/decode split (`plan.disaggregate`)."""
+def split_energy(grid, d) -> dict:
+    """watts, joules_per_request and joules_per_token (estimates) of a prefill/decode split `d`
+    (`planner.disaggregate.Disaggregated`) serving its rate R, both pools powered all the time:
+
+        W_pool = P_idle x G_pool + R x (E_phase - P_idle x g_phase) / B
+        W = W_prefill + W_decode;   J/request = W / R;   J/token = W / (R x OSL)
+
+    E_phase and g_phase: the joules and GPU-seconds of one batch's own phase (the prefill pool's
+    configuration's prefill, the decode pool's decode: `request_rows.phase_energy`, the power model of
+    every plan row), B its batch, G_pool the pool's GPUs; the rest of a pool's GPU-time (launch overhead,
+    a replica waiting on the hand-off, the slack of the pool that is not the bottleneck) draws idle power.
+    The hand-off's own draw is not counted beyond that (the link's power is not modelled). Also
+    prefill_watts and decode_watts; None without the datasheet's board power."""
+    from llm_cost.report.request_rows import phase_energy
+    from llm_cost.roofline.energy import has_power
+
+    gpu = grid.space.groups[grid.group[d.prefill]].gpu
+    keys = ("watts", "prefill_watts", "decode_watts", "joules_per_request", "joules_per_token")
+    if not has_power(gpu) or d.requests_per_s <= 0:
+        return dict.fromkeys(keys)
+    pools = []
+    for i, phase, gpus in ((d.prefill, 0, d.prefill_gpus), (d.decode, 1, d.decode_gpus)):
+        r = _request_of(grid, i)
+        seconds = (r.phases.prefill_s, r.phases.decode_s)[phase]
+        above_idle = phase_energy(r, gpu)[phase] - gpu.idle_power_w * r.gpu_seconds(seconds)
+        pools.append(gpu.idle_power_w * gpus + d.requests_per_s * above_idle / r.batch)
+    watts = sum(pools)
+    return dict(zip(keys, (watts, pools[0], pools[1], watts / d.requests_per_s,
+                           watts / (d.requests_per_s * grid.osl))))
+
+
+def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None, *,
+                       usd_per_kwh: float | None = None) -> list[dict]:
+    """One row per accelerator's best prefill/decode split (`plan.disaggregate`), each with its energy
+    (`split_energy`; with `usd_per_kwh`, $/kWh, its cost per million output tokens), as the frontier's rows."""
     rows = []
     for d in splits:
         pre, dec = config_fields(grid, d.prefill, refs), config_fields(grid, d.decode, refs)
@@ -110,5 +150,10 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None) -> 
             "colocated_requests_per_s": d.colocated_requests_per_s,
             "usd_per_million_output_tokens": price * used / 3600 / tokens_per_s * 1e6 if price is not None else None,
             "prefill_request_args": pre["request_args"], "decode_request_args": dec["request_args"],
+            **split_energy(grid, d),
         })
+    if usd_per_kwh is not None:
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(rows, usd_per_kwh)
     return rows

@@ -73,25 +73,29 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
 def request_energy(r, gpu) -> dict:
     """joules (one batch, all its GPUs), joules_per_token (over its B x OSL output tokens) and watts
     (over e2e) of a `requests.RequestCost` `r` on `gpu`: estimates from `roofline.energy.phase_joules`
-    over each phase's GPU-seconds, bound and share in collectives; None without the datasheet's board
-    power. `request` and `plan` rows (`plan_rows`) both take theirs from here."""
-    ph = r.phases
-    return _energy_keys(gpu, ph, r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s), r.batch * r.osl, r.e2e_s)
-
-
-def _energy_keys(gpu, ph, pre_gpu_s: float, dec_gpu_s: float, tokens: int, e2e_s: float) -> dict:
-    """`request_energy` from the phases and their GPU-seconds."""
-    from llm_cost.roofline.energy import has_power, phase_joules
+    over each phase's GPU-seconds, bound and share in collectives (`phase_energy`); None without the
+    datasheet's board power. `request` and `plan` rows (`plan_rows`) both take theirs from here."""
+    from llm_cost.roofline.energy import has_power
 
     if not has_power(gpu):
         return {"joules": None, "joules_per_token": None, "watts": None}
+    joules = sum(phase_energy(r, gpu))
+    return {"joules": joules, "joules_per_token": joules / (r.batch * r.osl), "watts": joules / r.e2e_s}
+
+
+def phase_energy(r, gpu) -> tuple[float, float]:
+    """(prefill, decode) joules of one batch of a `requests.RequestCost` `r` on `gpu`: each phase's
+    GPU-seconds (`r.gpu_seconds`) at its bound and its share in collectives (`roofline.energy.phase_joules`;
+    raises without the datasheet's board power). `plan --disaggregate`'s pools take each its own phase."""
+    from llm_cost.roofline.energy import phase_joules
+
+    ph = r.phases
 
     def share(comm_s, s):
         return min(1.0, comm_s / s) if s else 0.0
 
-    joules = (phase_joules(pre_gpu_s, share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound, gpu)
-              + phase_joules(dec_gpu_s, share(ph.decode_comm_time_s, ph.decode_s), ph.decode_bound, gpu))
-    return {"joules": joules, "joules_per_token": joules / tokens, "watts": joules / e2e_s}
+    return (phase_joules(r.gpu_seconds(ph.prefill_s), share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound, gpu),
+            phase_joules(r.gpu_seconds(ph.decode_s), share(ph.decode_comm_time_s, ph.decode_s), ph.decode_bound, gpu))
 
 
 def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:

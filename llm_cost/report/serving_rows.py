@@ -222,20 +222,55 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
 
 
 def search_fields(s: RateSearch) -> dict:
-    """How far a rate search went: its simulations, the requests it searched with, the run the rate
-    was checked on and whether it held there (None: not checked)."""
-    return {"evaluations": s.evaluations, "search_requests": s.requests or None,
-            "held_on_requests": s.held_on_requests or None, "settled": s.settled}
+    """How far a rate search went: its simulations, what it found (`RateSearch.outcome`), the requests of its
+    first runs and of those the rate was found on, the run it met the target on, whether it settled (None:
+    not checked) and the rate of the runs ten times shorter."""
+    return {"evaluations": s.evaluations, "search_outcome": s.outcome, "search_requests": s.requests or None,
+            "found_on_requests": s.found_on_requests or None, "held_on_requests": s.held_on_requests or None,
+            "settled": s.settled, "shorter_rate_req_per_s": s.shorter_rate_req_per_s}
 
 
 def search_caption(s: RateSearch) -> str:
-    """One clause on whether the rate held on a longer run (empty when it was not checked)."""
-    if s.settled is None or not s.rate_req_per_s:
-        return ""
+    """One clause on what a rate search found (`RateSearch.outcome`): found, saturated (no rate tried
+    missed: a lower bound) or never met, and on the longer runs whether it was confirmed, settled, not
+    checked or did not settle (`rate_search.HOLD_FACTOR`, `SETTLE_TOL`).
+
+    >>> search_caption(RateSearch(0.5, "p99", 0.0, None, 0.8, 3.0, 0, outcome="never met", metric="ttft"))
+    '; never met: served alone the p99 ttft is 800.0 ms, over the 500 ms target'
+    """
+    target = f"{s.statistic} {s.metric.replace('_', ' ')}"
+    if s.outcome == "never met":
+        if s.unloaded_s > s.slo_s:
+            return (f"; never met: served alone the {target} is {s.unloaded_s * 1e3:.1f} ms, over the "
+                    f"{s.slo_s * 1e3:g} ms target")
+        return f"; never met: no rate tried has its {target} within {s.slo_s * 1e3:g} ms"
+    rate = f"{s.rate_req_per_s:.3g} req/s"
+    if s.outcome == "saturated":
+        over = (f", {s.rate_req_per_s / s.saturated_req_per_s:.3g} x the all-at-once throughput"
+                if s.saturated_req_per_s else "")
+        return (f"; saturated: even the highest rate tried ({rate}{over}) meets the target, a lower bound (the "
+                "target does not bind)") + _settling(s)
+    return f"; found: {rate} is the highest rate meeting the target" + _settling(s)
+
+
+def _settling(s: RateSearch) -> str:
+    """`search_caption`'s part on the longer runs: confirmed, settled, not checked or did not settle."""
+    from llm_cost.serving.rate_search import HOLD_FACTOR, SETTLE_TOL
+
+    found_on = s.found_on_requests or s.requests or (s.result.requests if s.result is not None else 0)
+    moved = (f" ({1 - s.rate_req_per_s / s.shorter_rate_req_per_s:.1%} below the {s.shorter_rate_req_per_s:.3g} "
+             f"req/s of runs {HOLD_FACTOR} times shorter)" if s.shorter_rate_req_per_s else "")
+    if s.settled and s.held_on_requests > found_on:
+        return (f" on runs of {found_on:,} requests, confirmed on a run {HOLD_FACTOR} times longer "
+                f"({s.held_on_requests:,} requests){moved}")
     if s.settled:
-        return f"; it holds on {s.held_on_requests:,} requests (searched with {s.requests:,})"
-    return (f"; NOT SETTLED: found with {s.requests:,} requests, it was not checked on a run {s.held_on_requests:,} "
-            f"long (over the limit): the rate may not hold on longer runs")
+        return (f" on runs of {found_on:,} requests ({found_on // max(s.requests, 1):,} times the search's first), "
+                f"settled: it moved less than {SETTLE_TOL:.0%}{moved}")
+    if s.settled is None:
+        return f" on runs of {found_on:,} requests, not checked on a longer run"
+    return (f" on runs of {found_on:,} requests, but the metric did not settle{moved}: a run {HOLD_FACTOR} times "
+            f"longer ({HOLD_FACTOR * found_on:,} requests) passes the longest allowed; the rate may not hold on "
+            "longer runs")
 
 
 # ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----

@@ -174,16 +174,27 @@ def round_energy(cost, gpu, gpus: int, row: dict, *, count_kv: bool) -> dict:
 
         E = E_verify + gamma x c x E_decode;   J/token = E / (B x E[tokens]);   W = E / round_s
 
-    None without the datasheet's board power."""
+    None without the datasheet's board power (`verified_round_energy`)."""
+    b, g = float(row["batch"]), row["gamma"]
+    return verified_round_energy(cost, gpu, gpus, batch=b, verify_rows=b * (g + 1), draft_steps=g, c=row["c"],
+                                 context=float(row["context"]), round_s=row["round_s"],
+                                 tokens=b * row["expected_tokens"], count_kv=count_kv)
+
+
+def verified_round_energy(cost, gpu, gpus: int, *, batch: float, verify_rows: float, draft_steps: float, c: float,
+                          context: float, round_s: float, tokens: float, count_kv: bool) -> dict:
+    """watts and joules_per_token of a round of `draft_steps` draft steps, each c times the target's decode
+    step over `batch` rows, and one verification pass over `verify_rows` rows (`spec`: B (gamma + 1), gamma
+    steps; `tree`: B (nodes + 1), depth levels), at `context`: E = E_verify + draft_steps x c x E_decode,
+    W = E / round_s, J/token = E / tokens; None without the datasheet's board power."""
     from llm_cost.roofline.energy import has_power, step_energy
 
     if not has_power(gpu):
         return {"watts": None, "joules_per_token": None}
-    b, g, ctx = float(row["batch"]), row["gamma"], float(row["context"])
-    verify = step_energy(cost.step(b * (g + 1), b, ctx, count_kv=count_kv), gpu, gpus).joules
-    decode = step_energy(cost.step(b, b, ctx, count_kv=count_kv), gpu, gpus).joules
-    joules = verify + g * row["c"] * decode
-    return {"watts": joules / row["round_s"], "joules_per_token": joules / (b * row["expected_tokens"])}
+    verify = step_energy(cost.step(verify_rows, batch, context, count_kv=count_kv), gpu, gpus).joules
+    decode = step_energy(cost.step(batch, batch, context, count_kv=count_kv), gpu, gpus).joules
+    joules = verify + draft_steps * c * decode
+    return {"watts": joules / round_s, "joules_per_token": joules / tokens}
 
 
 def _speedups(target: ModelSpec, gpu: Accelerator, prof: Profile, deployment: Deployment, grid: dict):
@@ -239,7 +250,8 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
               c: float, context: int, weights: WeightFormat,
               deployment: Deployment = SINGLE_GPU) -> list[dict]:
     """One row per (tree, batch): nodes, tau, verification rows and the speedup, beside the
-    chain of the same depth (top-1 rate as alpha).
+    chain of the same depth (top-1 rate as alpha), and the round's watts and J/token (estimates,
+    `verified_round_energy`: the verification over B (nodes + 1) rows plus depth draft levels).
 
     On `deployment` each row carries the deployment's keys (`deployment_fields`: the fit of the
     verification pass over batch x (nodes + 1) rows, its collectives, tokens per second of the round).
@@ -276,6 +288,9 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
                 "chain_speedup": float(chain.speedup[m]) if chain else None,
                 **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(cost.comm_time_s(verify_rows)),
                                     step_s=float(t.round_s[m]), tokens=b * t.tau),
+                **verified_round_energy(cost, gpu, deployment.gpus_per_replica, batch=float(b), verify_rows=verify_rows,
+                                        draft_steps=t.depth, c=c, context=float(context), round_s=float(t.round_s[m]),
+                                        tokens=b * t.tau, count_kv=profile.count_kv),
             })
     return rows
 

@@ -21,10 +21,36 @@ prompt, then a group's few-shot examples: `prefix_segments`); sessions take the 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple, Optional
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 PREFIX_DISTRIBUTIONS = ("zipf", "uniform")
+
+
+class PromptPrefixes(NamedTuple):
+    """How a workload's prompts share prefixes (`prefix_segments`' arguments but the seed): a shared system
+    prompt of `shared_prefix` tokens, `prefix_groups` groups of `group_prefix` tokens spread by
+    `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
+    declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
+    the deployment's options: it is built at every command's import).
+
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> PromptPrefixes(shared_prefix=8).applied(fixed_workload([(4, 5)]), seed=0).prefix
+    ((('shared', 8),),)
+    """
+
+    shared_prefix: Optional[int] = None
+    prefix_groups: Optional[int] = None
+    group_prefix: int = 256
+    prefix_dist: str = "zipf"
+    sessions: Optional[int] = None
+    turns: int = 4
+
+    def applied(self, wl, seed: int = 0):
+        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups)."""
+        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
+                               seed, self.sessions, self.turns)
 
 
 def _grown(wl, segments_per_request, tokens: int):

@@ -22,7 +22,12 @@ from llm_cost.catalog.arguments import Number, check_arguments
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
 STATISTICS = ENGINE_STATISTICS
+OUTCOMES = ("found", "saturated", "never met")  # RateSearch.outcome
 HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many times longer
+# ... or when the rate found on that longer run is within this fraction of the shorter runs' (near the
+# knee a tail statistic moves tens of percent for a one-percent change of rate: a rate at the edge of
+# its target on n requests meets it on 10 n about half the time; the rate itself converges)
+SETTLE_TOL = 0.02
 MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 
 
@@ -92,10 +97,18 @@ class RateSearch:
         Simulations run.
     saturated_deadlock
         Whether the all-at-once run deadlocked (scheduler `none`): no saturated figure.
-    requests, held_on_requests, settled
-        With `longer`: the requests of the runs the rate was found with, the requests of the run it
-        was checked on (`HOLD_FACTOR` x as many), and whether it met the target there (None: not
-        checked; False: it missed on the longest run `max_requests` allowed).
+    requests, found_on_requests, held_on_requests, settled, shorter_rate_req_per_s
+        With `longer`: the requests of the search's first runs; of the runs the reported rate was
+        bisected on; of the longest run it was served on and met the target on (0: none); whether it
+        settled (None: not checked; True: the rate found on n requests met the target on `HOLD_FACTOR` x
+        n, or the rate found on that longer run is within `SETTLE_TOL` of the shorter runs'; False: not
+        within `max_requests`); the rate the runs `HOLD_FACTOR` x shorter gave (None: not lengthened).
+    outcome
+        What the search found (`OUTCOMES`): "found", the highest rate meeting the target with a rate
+        above it that missed; "saturated", no rate tried missed (the rate is the highest tried, a lower
+        bound: the target does not bind); "never met", no rate met it (rate 0).
+    metric
+        The latency held to the target (ttft, tpot, e2e, latency_per_token).
 
     Examples
     --------
@@ -110,11 +123,14 @@ class RateSearch:
     saturated_req_per_s: float | None  # throughput with every request queued at time 0; None if that deadlocks
     evaluations: int
     saturated_deadlock: bool = False  # the all-at-once run deadlocked (scheduler `none`): no saturated figure
-    # with `longer`: the requests the reported rate was found with and checked on (HOLD_FACTOR x more),
-    # and whether that check passed within `max_requests` (False: the rate may not hold on longer runs)
+    # with `longer` (see above): the runs' requests and whether the rate settled within `max_requests`
     requests: int = 0
     held_on_requests: int = 0
     settled: bool | None = None  # None: not checked (no `longer`)
+    outcome: str = "found"  # one of OUTCOMES
+    metric: str = "latency_per_token"
+    found_on_requests: int = 0
+    shorter_rate_req_per_s: float | None = None
 
 
 def _meets(result: ServeResult, slo_s: float, stat: str, metric: str = "latency_per_token") -> bool:
@@ -205,9 +221,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     run = _Runs(replica, scheduler=scheduler, max_batch=max_batch, reservation=reservation, config=config,
                 on_step=on_step, expected=3 + math.ceil(math.log2(1.25 / rel_tol)))
 
-    def meets(r: ServeResult) -> bool:
-        return _meets(r, slo_s, stat, metric)
-
+    meets = _Target(slo_s, stat, metric)
     everyone = run(workload, math.inf)
     unloaded = _unloaded(run, everyone, workload, replica, metric=metric, stat=stat, q=q)
     stuck = everyone.deadlock is not None
@@ -216,11 +230,28 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
     seed = everyone.throughput_req_per_s
     saturated = None if stuck else seed
     if unloaded > slo_s:
-        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, run.done, stuck)
+        return RateSearch(slo_s, statistic, 0.0, None, unloaded, saturated, run.done, stuck, outcome="never met",
+                          metric=metric)
     lo, best = _bisect(lambda rate: run(workload, rate), meets, 1.25 * seed if seed > 0 else 1.0, rel_tol,
                        grow_up=True)
-    held = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
-    return RateSearch(slo_s, statistic, held[0], held[1], unloaded, saturated, run.done, stuck, *held[2:])
+    rate, result, more = _lengthened(run, meets, workload, lo, best, longer, limit, rel_tol)
+    outcome = "never met" if rate <= 0 else "found" if meets.missed else "saturated"
+    return RateSearch(slo_s, statistic, rate, result, unloaded, saturated, run.done, stuck, outcome=outcome,
+                      metric=metric, requests=len(workload) if longer else 0, **more)
+
+
+class _Target:
+    """`highest_rate`'s test of a run: every request finished and the statistic of the metric within the
+    target; remembers the rates that missed (none: the search never bounded the rate from above)."""
+
+    def __init__(self, slo_s: float, stat: str, metric: str):
+        self.slo_s, self.stat, self.metric, self.missed = slo_s, stat, metric, []
+
+    def __call__(self, r: ServeResult) -> bool:
+        ok = _meets(r, self.slo_s, self.stat, self.metric)
+        if not ok:
+            self.missed.append(r.rate_req_per_s)
+        return ok
 
 
 def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statistic: str, metric: str,
@@ -287,21 +318,27 @@ def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Re
 
 
 def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: int, rel_tol: float) -> tuple:
-    """(rate, result, requests searched with, requests checked on, settled) after checking the rate on
-    runs `HOLD_FACTOR` x longer (`highest_rate`'s `longer`): where it misses, bisect again below it on
-    that longer run; settled None without `longer`, False when the next check would pass `limit`."""
-    n, held_on, settled = len(workload), 0, None
-    while longer is not None and lo > 0:
-        held_on = HOLD_FACTOR * n
-        if held_on > limit:
-            return lo, best, n, held_on, False
-        long_workload = longer(held_on)
-        if meets(run(long_workload, lo)):
-            return lo, best, n, held_on, True
-        n = held_on  # the rate missed on the longer run: search again on it, just below the rate
+    """(rate, result, the `RateSearch` fields on the longer runs) after `highest_rate`'s `longer` checks:
+    the rate found on n requests is served on `HOLD_FACTOR` x n; where it meets the target there it holds
+    (the result: that run's); where it misses, the highest rate meeting it on that run is found just below
+    (`_step_down`) and holds when within `SETTLE_TOL` of the rate before, else the runs lengthen again,
+    until the next run would pass `limit` (not settled). Without `longer`, nothing is checked."""
+    n, shorter = len(workload), None
+    if longer is None or lo <= 0:
+        return lo, best, {}
+    while True:
+        if HOLD_FACTOR * n > limit:
+            return lo, best, {"found_on_requests": n, "settled": False, "shorter_rate_req_per_s": shorter}
+        long_workload = longer(HOLD_FACTOR * n)
+        r = run(long_workload, lo)
+        if meets(r):
+            return lo, r, {"found_on_requests": n, "held_on_requests": HOLD_FACTOR * n, "settled": True,
+                           "shorter_rate_req_per_s": shorter}
+        n, shorter = HOLD_FACTOR * n, lo  # it missed on the longer run: search again on it, just below
         lo, best = _step_down(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol)
-        settled = False  # until a check passes
-    return lo, best, n, held_on, settled
+        if lo <= 0 or lo >= shorter * (1 - SETTLE_TOL):
+            return lo, best, {"found_on_requests": n, "held_on_requests": n if lo > 0 else 0,
+                              "settled": lo > 0, "shorter_rate_req_per_s": shorter}
 
 
 def _step_down(run, meets, hi: float, rel_tol: float):
@@ -321,12 +358,15 @@ def _step_down(run, meets, hi: float, rel_tol: float):
 
 def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float = 0.0, best=None):
     """(highest rate that meets, its result) by bisection from (lo, hi] (`best`: the result at lo, which
-    met): `grow_up` doubles hi while it still meets (up to 8 times); the bracket ends when
-    hi - lo <= rel_tol x hi. (0, None) if none met."""
-    for _ in range(8 if grow_up else 0):
+    met): `grow_up` doubles hi while it still meets (up to 8 times; when all 8 meet, the highest of them:
+    no rate tried missed, the target does not bind); the bracket ends when hi - lo <= rel_tol x hi.
+    (0, None) if none met."""
+    for k in range(8 if grow_up else 0):
         r = run(hi)
         if not meets(r):
             break
+        if k == 7:
+            return hi, r
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
         if lo > 0 and hi - lo <= rel_tol * hi:

@@ -59,10 +59,19 @@ ENGINES: dict[str, Engine] = {
                      source="sglang/srt/server_args.py: chunked_prefill_size 8192 for GPUs of 35-160 GB (2048 "
                             "below, 16384 above: not modelled); page_size 1; max_running_requests = "
                             "max_total_num_tokens // 2 (scheduler.py): no cap below what the K/V holds, 4096 here"),
-    "trtllm": Engine("trtllm", 8192, 2048, 32,
-                     source="TensorRT-LLM BuildConfig / trtllm-serve defaults: max_num_tokens 8192, max_batch_size "
-                            "2048, KV tokens_per_block 32 (as the project reads its docs; not checked against a "
-                            "stored copy)"),
+    # TensorRT-LLM 1.x does not chunk prompts unless told: the LLM API's enable_chunked_prefill defaults to
+    # False (BaseLlmArgs in tensorrt_llm/llmapi/llm_args.py, read at 1.0.0rc4; TorchLlmArgs' reference at
+    # 1.4.0rc4 and latest says the same, so 1.1 between them does too) and trtllm-serve 1.1.0rc5 has no flag
+    # for it (tests/data/engine_flags.json): served here with whole prompts. max_num_tokens 8192 is the
+    # same file's default (Field(default=8192)); --emit trtllm sets max_num_tokens to the plan's prompt +
+    # batch, so a plan's row needs no chunking to run as planned.
+    "trtllm": Engine("trtllm", 8192, 2048, 32, chunked_prefill=False,
+                     source="TensorRT-LLM 1.x LLM API (trtllm-serve): enable_chunked_prefill False by default "
+                            "(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs, 1.0.0rc4; "
+                            "nvidia.github.io/TensorRT-LLM/1.4.0rc4/llm-api/reference/TorchLlmArgs.html), no "
+                            "trtllm-serve flag for it at 1.1.0rc5 (commands/trtllm-serve); max_num_tokens 8192 "
+                            "(llm_args.py); max_batch_size 2048 and KV tokens_per_block 32 as the project reads "
+                            "BuildConfig / KvCacheConfig (not checked against a stored copy)"),
     # TensorRT-LLM before 1.0 as train.csv measured it: gptSessionBenchmark's static batches (the whole
     # batch's prompts in one context pass, then its decode steps), a compiled engine with its own fixed
     # costs, not the 1.x served loop above (`engine_of`: version < 1.0).

@@ -1,0 +1,87 @@
+"""The rate search says what it found (issue 24, deliverable 6): found and confirmed on a longer run,
+saturated (no rate tried missed), never met, and when the metric did not settle; and the issue's
+example, scaled down, reports a rate that meets its target on a run ten times longer than the search's."""
+
+from __future__ import annotations
+
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.report.serving_rows import search_caption, search_fields
+from llm_cost.serving.engine import serve
+from llm_cost.serving.rate_search import HOLD_FACTOR, OUTCOMES, SETTLE_TOL, highest_rate
+from llm_cost.serving.replica import Replica
+from llm_cost.serving.serve_config import ServeConfig
+from llm_cost.serving.workload import poisson_workload
+from llm_cost.serving.workload_spec import synthetic_workload
+from llm_cost.specs import PRESETS
+
+ORCA = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))  # the lecture's §3.3 setting
+
+
+def orca(n: int):
+    return poisson_workload(n, 1.0, seed=0)
+
+
+def test_a_rate_bounded_from_above_is_found_and_its_caption_says_where_it_held():
+    # Orca's setting at a p99 per-token latency of 45 ms: a rate above the one reported missed (found);
+    # the 200-request runs' rate missed on 2,000 requests, the one found there met it on 20,000
+    s = highest_rate(orca(200), ORCA, scheduler="iteration", max_batch=32, slo_s=0.045, statistic="p99",
+                     longer=orca, max_requests=20_000)
+    assert s.outcome == "found" and s.settled and s.held_on_requests == HOLD_FACTOR * s.found_on_requests
+    text = search_caption(s)
+    assert text.startswith("; found: ") and "confirmed on a run 10 times longer (20,000 requests)" in text
+    assert "below the" in text  # the rate of the shorter runs, which did not hold, is named
+    fields = search_fields(s)
+    assert fields["search_outcome"] == "found" and fields["search_requests"] == 200 and fields["settled"] is True
+
+
+def test_a_target_that_never_binds_is_saturated_not_found():
+    # an e2e p99 of a day: every rate tried meets it, so the rate reported is a lower bound (the highest
+    # tried, well past the saturated throughput), and the caption says so instead of "found"
+    s = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=86_400.0, statistic="p99",
+                     metric="e2e")
+    assert s.outcome == "saturated" and s.rate_req_per_s > 10 * s.saturated_req_per_s
+    text = search_caption(s)
+    assert "saturated: even the highest rate tried" in text and "found" not in text
+    assert "x the all-at-once throughput" in text and "not checked on a longer run" in text
+
+
+def test_a_target_below_the_unloaded_latency_is_never_met():
+    s = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=0.001, longer=orca)
+    assert s.outcome == "never met" and s.rate_req_per_s == 0 and s.result is None
+    assert search_caption(s).startswith("; never met: served alone the median latency per token is 22.")
+    assert set(OUTCOMES) == {"found", "saturated", "never met"}
+
+
+def test_a_check_past_the_limit_is_not_settled():
+    # the runs may not lengthen at all (a check on 10 x 100 requests passes max_requests 999)
+    s = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=0.045, statistic="p99",
+                     longer=orca, max_requests=999)
+    assert s.outcome == "found" and s.settled is False and s.found_on_requests == 100 and s.held_on_requests == 0
+    assert "the metric did not settle" in search_caption(s) and "may not hold" in search_caption(s)
+
+
+H100 = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), PRESETS["measured"])
+ISSUE = ServeConfig(max_batch=256, reservation="paged", prefill_chunk=8192)
+
+
+def issue_workload(n: int, seed: int = 0):
+    return synthetic_workload(n, 1.0, seed=seed, prompt="lognormal:1024:0.6", output="lognormal:256:0.8")
+
+
+def test_the_issues_example_scaled_down_meets_its_target_on_a_run_ten_times_longer():
+    # issue 24: Llama-3.1-8B on an H100, paged, chunks of 8,192, lognormal lengths, max batch 256, p99 TTFT
+    # <= 500 ms. The 20-request search alone reports a rate far over the target on 200 requests (the
+    # defect); lengthening its runs (up to 2,000 requests here), the rate it reports meets the target when
+    # served ten times longer than the search's first runs, and it says whether it settled (at this size
+    # it does not: the rate still falls; from 2,000 requests it settles on runs of 200,000, 1% below those
+    # of 20,000, in about 90 CPU s: too long for a test)
+    args = dict(scheduler="iteration", max_batch=256, slo_s=0.5, statistic="p99", config=ISSUE, metric="ttft")
+    plain = highest_rate(issue_workload(20), H100, **args)
+    ten_times = issue_workload(HOLD_FACTOR * 20)
+    assert serve(ten_times.at_rate(plain.rate_req_per_s), H100, ISSUE).percentile_s("ttft", "p99") > 0.5
+    s = highest_rate(issue_workload(20), H100, **args, longer=issue_workload, max_requests=2000)
+    assert s.outcome == "found" and s.rate_req_per_s < plain.rate_req_per_s and s.requests == 20
+    check = serve(ten_times.at_rate(s.rate_req_per_s), H100, ISSUE)
+    assert check.finished == check.requests and check.percentile_s("ttft", "p99") <= 0.5
+    assert s.settled is False and s.shorter_rate_req_per_s * (1 - SETTLE_TOL) > s.rate_req_per_s
+    assert "did not settle" in search_caption(s)
