@@ -180,7 +180,7 @@ def test_key_names_never_fold(name, width):
     rows = json.loads(_out([*args, "--format", "json"]))
     fitted = _out(args, width)
     assert max(len(ln) for ln in fitted.splitlines()) <= width, fitted
-    names = {r["gpu_name"] for r in rows} | {r["model"] for r in rows}
+    names = {r["gpu"] for r in rows} | {r["model"] for r in rows}  # the gpu column: the catalog key (28.8)
     lines = _table_lines(fitted)
     assert lines, fitted
     for cells in lines:  # no continuation line: every row's key cells say a whole name
@@ -208,3 +208,18 @@ def test_render_keeps_a_key_name_whole():
         os.environ.pop("COLUMNS") if saved is None else os.environ.__setitem__("COLUMNS", saved)
     text = out.getvalue()
     assert text.count("GH200 (96GB HBM3)") >= 3 and all(len(ln) <= 40 for ln in text.splitlines()), text
+
+
+def test_validate_at_80_columns_keeps_each_id_whole_and_no_exponent():
+    """Issue 28.4 audit: `validate train.csv` at 80 columns cut its longer ids mid-token
+    ("trtllm09-h200-mistral7b-b896-tp1-128" / "x128": two rows to the eye) and printed 2.046e+04 beside
+    2,423; an id stands whole (a one-token key up to 48 characters) and a figure past 9,999 is whole."""
+    from pathlib import Path
+
+    points = Path(__file__).parent / "data" / "measured" / "train.csv"
+    rows = json.loads(_out(["validate", str(points), "--format", "json"]))
+    fitted = _out(["validate", str(points)], 80)
+    assert max(len(ln) for ln in fitted.splitlines()) <= 80
+    ids = {cells[0] for cells in _table_lines(fitted)}
+    assert {r["id"] for r in rows} <= ids and "e+0" not in fitted, fitted
+    assert any(r["value"] >= 1e4 for r in rows) and f"{max(r['value'] for r in rows):,.0f}" in fitted

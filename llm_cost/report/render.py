@@ -240,7 +240,8 @@ def _screen_width(console) -> int:
 PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
 _LONGEST_TEXT_WORD = 32  # a longer word (a URL) may fold; a name (`qwen3-next-80b-a3b-thinking`) never does
-_LONGEST_NAME = 20  # a key cell up to this long is a name ("GH200 (96GB HBM3)"), kept on one line; longer is prose
+_LONGEST_KEY_TOKEN = 48  # a key cell of one token (an id) up to this long stays whole: cut, it reads as two rows
+_LONGEST_NAME = 30  # a key cell up to this long is a name ("GH200 (96GB HBM3)", "first-token overhead (engine)"), kept on one line; longer is prose
 
 
 def _numeric(column: Column) -> bool:
@@ -257,6 +258,8 @@ def _least_width(column: Column, texts) -> int:
     if column.whole:
         words += [cell_len(t) for t in texts if cell_len(t) <= _LONGEST_NAME]
     word = min(max(words, default=1), _LONGEST_TEXT_WORD)
+    if column.whole:  # a key of one token (a point's id) is never cut, up to `_LONGEST_KEY_TOKEN`
+        word = max([word, *(cell_len(t) for t in texts if len(t.split()) == 1 and cell_len(t) <= _LONGEST_KEY_TOKEN)])
     if not _numeric(column):
         return word
     # a number is one token, never cut; words beside it in the cell wrap at their spaces
