@@ -213,6 +213,39 @@ def print_notes(lines, out=None, hang: str = "") -> None:
                                 subsequent_indent=hang) + "\n")
 
 
+def print_command(command: str, out=None) -> None:
+    """A shell command to paste, never cut inside a word: on a terminal narrower than it, its options
+    go on lines joined by ` \\` (the shell reads one command); piped or where it fits, one line (a
+    script can take it from the last line).
+
+    >>> import io; out = io.StringIO(); print_command("llm-cost request --model m --gpu g", out); out.getvalue()
+    'llm-cost request --model m --gpu g\\n'
+    """
+    import shlex
+
+    out = out or sys.stdout
+    tty = _Tty(out)
+    width = _screen_width(tty)
+    if not tty.is_terminal or len(command) <= width:
+        out.write(command + "\n")
+        return
+    groups: list[str] = []
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if groups and not word.startswith("-") and groups[-1].startswith("-"):
+            groups[-1] += " " + quoted  # an option's value stays beside it
+        else:
+            groups.append(quoted)
+    lines, line = [], ""
+    for group in groups:
+        if line and len(line) + 1 + len(group) > width - 2:  # room for " \\"
+            lines.append(line)
+            line = "    " + group
+        else:
+            line = f"{line} {group}" if line else group
+    out.write(" \\\n".join(lines + [line]) + "\n")
+
+
 def screen_width(out=None) -> int:
     """The width `render` and `print_notes` fit to on `out` (default stdout): a terminal's, an
     explicit COLUMNS when piped, else `PIPED_WIDTH`."""
