@@ -28,6 +28,7 @@ as the disaggregated pools do, iterates). `ENABLED` False turns stretches off (t
 from __future__ import annotations
 
 import math
+import operator
 
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs
@@ -35,7 +36,7 @@ from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 
 ENABLED = True  # False: the general loop iterates every iteration (tests/test_decode_stretch.py compares)
-MIN_ITERATIONS = 4  # a shorter stretch is left to the loop: its arrays cost more than the turns
+MIN_ITERATIONS = 12  # a shorter stretch is left to the loop: its arrays cost more than the turns
 MAX_ITERATIONS = 4096  # the arrays' length: a longer stretch is taken in several
 # the loop's parts a stretch stands in for: a subclass replacing one of them iterates
 PARTS = ("arrivals", "ready", "compose_prefill", "admit", "allocate_decoders", "swap_in", "complete", "finish",
@@ -58,28 +59,80 @@ def applies(loop, base) -> bool:
             and takes_arrays(loop.cost) and all(getattr(type(loop), m) is getattr(base, m) for m in PARTS))
 
 
+def quiet_from(remaining) -> int:
+    """The iterations from now to the first finish after which none follows for more than
+    MIN_ITERATIONS, given the running sequences' remaining outputs in ascending order (each decoding
+    every iteration, sequence m finishes after remaining[m] of them): no stretch starts before it."""
+    last = remaining[0]
+    for r in remaining:
+        if r - last > MIN_ITERATIONS:
+            break
+        last = r
+    return last
+
+
 class DecodeStretch:
     """The decode stretches of one run of the general loop (`loop`: an `EngineLoop`)."""
 
     def __init__(self, loop) -> None:
         self.loop = loop
+        self.floor: dict = {}  # decoders -> the least seconds an iteration of them takes (`by_clock`)
+        self.misses = 0  # tries cut short in a row
+        self.after = 0  # the loop's iteration count before which it iterates without asking (`EngineLoop.run`)
 
-    def horizon(self, handback: int):
-        """(the running sequences in admission order, the iterations before the first that would finish
-        one or hand the run back), or None when the turn is not a stretch's start: something prefills,
-        is swapped or in flight, or a sequence's K/V is not what its tokens hold."""
+    def horizon(self, handback: int, until: float):
+        """(the running sequences in admission order, at most the iterations before the first that would
+        finish one, hand the run back or meet the clock's bound), or None when the turn is not a
+        stretch's start: something prefills, is swapped or in flight, a sequence's K/V is not what its
+        tokens hold. Where no stretch can start for a while (a finish or an arrival ahead, tries cut
+        short) it sets `after`: the loop's turns until then iterate without asking (a stretch shorter
+        than MIN_ITERATIONS costs more in arrays than the turns, as in an open loop whose arrivals or
+        finishes come every few iterations)."""
         loop = self.loop
         s = loop.state
         if loop.swapped or loop.flights or not s.running or len(s.running) > loop.cfg.max_batch:
             return None
-        order = list(s.running)
         gen, kv, pre, need, P, O = s.gen, s.kv, s.pre, s.need, loop.P, loop.O
-        left = min(O[i] - gen[i] for i in order) - 1
+        latest = next(reversed(s.running))
+        if pre[latest] < need[latest]:  # the latest admitted still prefills: the common case
+            return None
+        left = self.by_clock(until, len(s.running))
+        if left < MIN_ITERATIONS:  # the arrival (or `until`) comes first; the turns before it iterate
+            self.after = s.st["iterations"] + left // 2
+            return None
         if handback:
             left = min(left, loop.last_pre + handback - s.st["iterations"])
-        if left < MIN_ITERATIONS or any(pre[i] < need[i] or kv[i] != P[i] + gen[i] - 1 for i in order):
+            if left < MIN_ITERATIONS:
+                return None
+        order = list(s.running)
+        remaining = sorted(map(operator.sub, map(O.__getitem__, order), map(gen.__getitem__, order)))
+        if remaining[0] <= MIN_ITERATIONS:  # no stretch before the first gap of more than MIN between finishes
+            self.after = s.st["iterations"] + quiet_from(remaining) - 1
             return None
-        return order, min(left, MAX_ITERATIONS)
+        left = min(left, remaining[0] - 1)
+        if any(pre[i] < need[i] or kv[i] != P[i] + gen[i] - 1 for i in order):
+            return None
+        return order, left
+
+    def by_clock(self, until: float, decoders: int) -> int:
+        """At most the iterations before the clock meets `until` or the next arrival: an iteration of
+        `decoders` rows takes at least T(decoders, decoders, 0) (T grows with K/V and pairs), so the
+        clock passes the bound within (bound - t) / that of them (two more for rounding)."""
+        loop = self.loop
+        s = loop.state
+        bound = min(until, s.arr[s.nxt] if s.nxt < loop.sent else math.inf)
+        if bound == math.inf or getattr(loop.cost, "times_arrays", False):  # a counting cost: no bound asked
+            return MAX_ITERATIONS
+        least = self.floor.get(decoders)
+        if least is None:
+            least = self.floor[decoders] = loop.cost.time(decoders, decoders, 0.0)
+        return int(min((bound - s.t) / least, MAX_ITERATIONS)) + 2 if least > 0 else MAX_ITERATIONS
+
+    def missed(self) -> bool:
+        """A try cut short: the next 1, 2, 4 ... 16 iterations iterate. False (no stretch taken)."""
+        self.misses = min(2 * self.misses or 1, 16)
+        self.after = self.loop.state.st["iterations"] + self.misses
+        return False
 
     def queue_waits(self, decoders: int, free_after) -> bool:
         """The admission policy admits nothing in the stretch (`EngineLoop.admit`): the queue is empty,
@@ -146,7 +199,7 @@ class DecodeStretch:
         import numpy as np
 
         loop = self.loop
-        start = self.horizon(handback)
+        start = self.horizon(handback, until)
         if start is None:
             return False
         order, k = start
@@ -161,14 +214,15 @@ class DecodeStretch:
             short = np.flatnonzero(allocated > s.free)  # a decoder's block not covered: a preemption
             k = min(k, int(short[0]) if len(short) else k)
         if k < MIN_ITERATIONS or not self.queue_waits(len(order), s.free - allocated[0] if loop.paged else 0):
-            return False
+            return self.missed()
         rows, kv_read, pairs, kv_dec = (x[:k] for x in self.terms(ctx[:, :k]))
         dt, comm, _ = totals_time_arrays(loop.cost, None, 0, rows, pairs, rows, kv_dec, kv_read)
         dt = np.broadcast_to(np.asarray(dt, dtype=float), (k,))
         t = np.add.accumulate(np.concatenate(([s.t], dt)))
         k = self.clock(t, until, k)
         if k < MIN_ITERATIONS:
-            return False
+            return self.missed()
+        self.misses = 0
         self.commit(order, k, dt[:k], np.broadcast_to(comm, dt.shape)[:k], t[k], ctx, blocks, allocated)
         if on_progress and s.finished and s.finished % every == 0:
             for _ in range(k - 1):  # the turns inside the stretch report as the loop's would

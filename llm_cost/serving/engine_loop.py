@@ -96,8 +96,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.inflight = [False] * n
         self.swapped: deque[int] = deque()
         self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
-        self.launches = state.st["iterations"]
-        self.last_pre = state.st["iterations"]
+        self.launches = self.last_pre = state.st["iterations"]
         self.cache = None
         if cfg.prefix_caching:
             if self.held is not None:
@@ -361,8 +360,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 on_progress(s.finished, self.n)
             if handback and self.may_hand_back(handback):
                 return
-            if self.stretch is not None and self.stretch.advance(until, handback, on_progress, every):
-                continue  # decode-only iterations in one step (`decode_stretch`)
+            stretch = self.stretch  # decode-only iterations in one step (`decode_stretch`) from `after` on
+            if stretch and s.st["iterations"] >= stretch.after and stretch.advance(until, handback, on_progress, every):
+                continue
             decoders, prefilling = self.ready()
             g = choose_gamma(spec, self.cost, decoders, s.kv) if spec and decoders else 0
             preempted, swap_s = False, 0.0
