@@ -18,6 +18,9 @@ the first of:
 The k iterations' terms (rows, K/V read, causal pairs) are numpy arrays over (sequence, iteration)
 (`terms`) timed by the cost in one call (`iteration.totals_time_arrays`: `PassCost.time`), and their
 statistics are accumulated as the loop adds them (`numpy.add.accumulate` adds left to right; `commit`).
+A stretch shorter than MIN_ITERATIONS costs more in arrays than the loop's turns: where none can
+start for a while (finishes or arrivals every few iterations, `quiet_from`, `by_clock`) the loop is
+told to iterate without asking until `after`. Which turns a stretch takes never changes the run.
 
 It applies (`applies`) without speculation, on one pipeline stage, under a reservation that never
 stalls a decoder (not `none`), without a prefix cache (its blocks move at admissions), on a cost that
