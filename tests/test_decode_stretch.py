@@ -33,6 +33,8 @@ REL = 1e-9
 DENSE = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
 WINDOWED = Replica.from_specs("gemma-2-9b", "a100-80gb", PRESETS["measured"], windowed=True)
 TP2 = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"], deployment=Deployment(tp=2, gpus=2))
+MOE_EP = Replica.from_specs("mixtral-8x7b", "h100-sxm", PRESETS["measured"],  # the busiest GPU, all-to-alls
+                           deployment=Deployment(tp=8, gpus=8, ep=8, dp_attention=True))
 REPLICAS = {"dense": DENSE, "windowed": WINDOWED, "tp2": TP2, "small": Replica(DENSE.cost, 6000, DENSE.max_len),
             "small_windowed": Replica(WINDOWED.cost, 9000, WINDOWED.max_len)}
 FLOATS = ("busy_s", "mean_batch", "kv_used_mean_tokens", "kv_used_peak_tokens", "mean_in_system", "comm_total_s",
@@ -109,12 +111,12 @@ def test_stretches_are_taken_and_change_nothing(counted):
     # iterations are in stretches, the results are iterating's bit for bit
     wl = dataclasses.replace(fixed_workload([(300 + 37 * (i % 9), 700 + 53 * (i % 13)) for i in range(96)]),
                              concurrency=24)
-    for replica in ("small", "small_windowed", "tp2", "windowed"):
+    for replica in ("small", "small_windowed", "tp2", "windowed", "moe_ep"):
         cfg = ServeConfig(max_batch=32, reservation="paged", prefill_chunk=512, block_size=16)
         counted.clear()
-        on, on_calls = _served(wl, REPLICAS[replica], cfg, True, fast=False)
+        on, on_calls = _served(wl, {**REPLICAS, "moe_ep": MOE_EP}[replica], cfg, True, fast=False)
         assert sum(counted) > 0.6 * on.iterations, replica
-        off, off_calls = _served(wl, REPLICAS[replica], cfg, False, fast=False)
+        off, off_calls = _served(wl, {**REPLICAS, "moe_ep": MOE_EP}[replica], cfg, False, fast=False)
         assert on_calls == off_calls
         assert on.finish_s == off.finish_s and on.first_token_s == off.first_token_s, replica
         _same(on, off, replica)
