@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import error_line, rows_of
@@ -88,8 +90,8 @@ def test_cli_request_breakdown_sums_to_ttft_and_tpot():
     rows = rows_of("request", *args, "--breakdown")
     totals = {r["pass"]: r["time_s"] for r in rows if r["operator"] == "total"}
     assert totals["prefill (4 passes)"] == pytest.approx(plain["ttft_s"], rel=EXACT)
-    assert totals["decode, first step (context 1000)"] == pytest.approx(plain["tpot_first_s"], rel=EXACT)
-    assert totals["decode, last step (context 1048)"] == pytest.approx(plain["tpot_last_s"], rel=EXACT)
+    assert totals["first decode, ctx 1000"] == pytest.approx(plain["tpot_first_s"], rel=EXACT)
+    assert totals["last decode, ctx 1048"] == pytest.approx(plain["tpot_last_s"], rel=EXACT)
 
 
 def test_cli_request_breakdown_refuses_speculation():
@@ -114,3 +116,21 @@ def test_breakdown_of_several_models_and_gpus_is_one_json_document():
     assert [r for r in rows if (r["model"], r["gpu"]) == ("llama-3.2-1b", "l4")] == alone
     tables = run("request", "-g", "h100-sxm", "-g", "l4", "--breakdown").stdout
     assert tables.count("Request passes:") == 2
+
+
+@pytest.mark.parametrize("args", [["roofline", "--breakdown"], ["request", "--breakdown"],
+                                  ["request", "--breakdown", "--batch", "1", "--batch", "8"]])
+def test_breakdown_at_80_columns_is_one_line_per_operator(args):
+    """Issue 28.4 audit: at 80 columns an operator ("norms and element-wise") or a pass ("decode, first
+    step (context 1024)") folded over two lines, and request's constant batch, ISL and OSL left one
+    figure per stacked table; every row is now one line in each stacked table."""
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    rows = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).stdout)
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "80"}).stdout
+    body = [[c.strip() for c in ln.strip("│").split("│")] for ln in text.splitlines() if ln.startswith("│")]
+    assert max(len(ln) for ln in text.splitlines()) <= 80, text
+    assert body and all(cells[0] for cells in body), text  # no continuation line
+    assert len(body) % len(rows) == 0 and len(body) // len(rows) <= 4, text  # at most four stacked tables

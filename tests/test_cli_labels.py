@@ -78,3 +78,31 @@ def test_batching_without_rate_or_slo_says_what_to_give():
 
 def test_batching_with_rate_and_slo_still_not_both():
     assert "not both" in error_line("batching", "--rate", "1", "--slo-ms", "45")
+
+
+def test_batching_counts_requests_with_thousands_separators():
+    """Issue 28 audit: `batching` printed "finished 20000" and "2000 requests" beside "200,000 requests"."""
+    for args in (["batching", "--rate", "5", "-n", "1500"], ["batching", "--scheduler", "request", "--rate", "5", "-n", "1500"]):
+        text = _text(*args)
+        assert "1,500 requests" in text and "1500" not in text, text
+        assert rows_of(*args)[0]["finished"] == 1500
+    text = _text("waste", "--rate", "5", "-n", "1500")
+    assert "1,500 requests" in text and "1500" not in text, text
+
+
+def test_help_at_80_columns_cuts_no_word():
+    """Issue 28.4 audit: `--trace`'s help (one 76-character token) was cut mid-word at 80 columns
+    ("output_to" / "kens"); every word of every option's help stands whole in --help at 80."""
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in sorted(group.commands.items()):
+        text = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80"}).output
+        shown = set(re.sub(r"(?<=\w)-\s+", "-", text).split())  # a line may end at a hyphen, as prose does
+        words = {w for p in command.params for w in (getattr(p, "help", None) or "").split()}
+        assert words <= shown, (name, sorted(words - shown)[:5])

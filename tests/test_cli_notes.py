@@ -59,3 +59,13 @@ def test_title_names_the_preset(args, preset):
     out = run(*args)
     assert out.exit_code == 0, out.output
     assert f"preset {preset}" in out.stdout.splitlines()[0]
+
+
+def test_roofline_says_each_ridge_once():
+    """Issue 28 audit: `roofline --gpu A --gpu B --batch 1 --batch 64` repeated "llama-3-8b on H100 SXM:
+    ridge 295.2 FLOP/byte" for every batch; each pair's ridge is said once, its crossings listed."""
+    text = " ".join(run("roofline", "--gpu", "h100-sxm", "--gpu", "l4", "--batch", "1", "--batch", "64").stdout.split())
+    assert text.count("ridge 295.2 FLOP/byte") == 1 and text.count("ridge 403.3 FLOP/byte") == 1, text
+    assert "(batch 1, context 0), 315.9 rows (batch 64, context 0)" in text
+    one = " ".join(run("roofline", "--batch", "1", "--batch", "64", "--tp", "2", "--pp", "2").stdout.split())
+    assert one.count("ridge ") == 1 and one.count("T(m) crosses 2") == 1, one

@@ -101,9 +101,9 @@ def _in_pseudo_terminal(args, width: int) -> tuple[int, str]:
 def test_pseudo_terminal(command, width):
     code, screen = _in_pseudo_terminal(COMMANDS[command], width)
     assert code == 0, screen
-    # on a terminal a warning or note is wrapped to its width too (issue 28, deliverable 4)
-    # except a command to paste, printed whole (the terminal folds it on screen, a copy is one line)
-    assert max(len(ln) for ln in screen.splitlines() if not ln.startswith("llm-cost ")) <= width, screen
+    # on a terminal a warning or note is wrapped to its width too (issue 28, deliverable 4), and a
+    # command to paste goes on lines joined by " \\" (`render.print_command`)
+    assert max(len(ln) for ln in screen.splitlines()) <= width, screen
     missing = _numbers(_out(COMMANDS[command])) - _numbers(screen)
     assert not missing, f"split or lost in a {width}-column terminal: {sorted(missing)[:10]}\n{screen}"
 
@@ -180,7 +180,7 @@ def test_key_names_never_fold(name, width):
     rows = json.loads(_out([*args, "--format", "json"]))
     fitted = _out(args, width)
     assert max(len(ln) for ln in fitted.splitlines()) <= width, fitted
-    names = {r["gpu_name"] for r in rows} | {r["model"] for r in rows}
+    names = {r["gpu"] for r in rows} | {r["model"] for r in rows}  # the gpu column: the catalog key (28.8)
     lines = _table_lines(fitted)
     assert lines, fitted
     for cells in lines:  # no continuation line: every row's key cells say a whole name
@@ -208,3 +208,40 @@ def test_render_keeps_a_key_name_whole():
         os.environ.pop("COLUMNS") if saved is None else os.environ.__setitem__("COLUMNS", saved)
     text = out.getvalue()
     assert text.count("GH200 (96GB HBM3)") >= 3 and all(len(ln) <= 40 for ln in text.splitlines()), text
+
+
+def test_validate_at_80_columns_keeps_each_id_whole_and_no_exponent():
+    """Issue 28.4 audit: `validate train.csv` at 80 columns cut its longer ids mid-token
+    ("trtllm09-h200-mistral7b-b896-tp1-128" / "x128": two rows to the eye) and printed 2.046e+04 beside
+    2,423; an id stands whole (a one-token key up to 48 characters) and a figure past 9,999 is whole."""
+    from pathlib import Path
+
+    points = Path(__file__).parent / "data" / "measured" / "train.csv"
+    rows = json.loads(_out(["validate", str(points), "--format", "json"]))
+    fitted = _out(["validate", str(points)], 80)
+    assert max(len(ln) for ln in fitted.splitlines()) <= 80
+    ids = {cells[0] for cells in _table_lines(fitted)}
+    assert {r["id"] for r in rows} <= ids and "e+0" not in fitted, fitted
+    assert any(r["value"] >= 1e4 for r in rows) and f"{max(r['value'] for r in rows):,.0f}" in fitted
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_a_command_to_paste_wraps_as_the_shell_reads_it_at_80():
+    """`plan`'s best row as `llm-cost request ...` (177 characters at the defaults) on an 80-column
+    terminal: lines of at most 80 joined by " \\", no option parted from its value, and the shell's
+    reading of them is the row's request_args word for word; piped, one line."""
+    import json
+    import shlex
+
+    code, screen = _in_pseudo_terminal(["plan"], 80)
+    assert code == 0, screen
+    lines = screen.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("llm-cost request "))
+    end = next(i for i in range(start, len(lines)) if not lines[i].endswith(" \\"))
+    assert end > start and all(len(ln) <= 80 for ln in lines[start:end + 1])
+    assert all(not ln.rstrip(" \\").endswith(("--model", "--gpu", "--batch")) for ln in lines[start:end])
+    words = shlex.split(" ".join(ln.removesuffix(" \\") for ln in lines[start:end + 1]))
+    best = json.loads(_out(["plan", "--format", "json"]))[0]
+    assert words == ["llm-cost", "request", *shlex.split(best["request_args"])]
+    piped = [ln for ln in _out(["plan"]).splitlines() if ln.startswith("llm-cost request ")]
+    assert piped == [f"llm-cost request {best['request_args']}"]

@@ -16,7 +16,14 @@ def test_request_gpu_repeats_a_row_each():
         assert a["e2e_s"] == pytest.approx(b["e2e_s"], rel=1e-12) and a["watts"] == pytest.approx(b["watts"])
 
 
-def test_request_gpu_table_has_a_gpu_column():
-    out = run("request", "--gpu", "h100-sxm", "--gpu", "l4")
+@pytest.mark.parametrize("command", ["request", "roofline", "capacity"])
+def test_the_gpu_column_holds_what_gpu_takes(command):
+    """Issue 28.8: one name for one thing. A table's `gpu` column holds the catalog key, as the JSON's
+    `gpu` does and as `--gpu` takes it (plan's GPU column did; request, roofline and capacity showed the
+    display name "H100 SXM")."""
+    out = run(command, "--gpu", "h100-sxm", "--gpu", "l4")
     assert out.exit_code == 0, out.output
-    assert "gpu" in out.output and "L4" in out.output and "H100" in out.output
+    keys = {r["gpu"] for r in rows_of(command, "--gpu", "h100-sxm", "--gpu", "l4")}
+    rows = [{c.strip() for c in ln.split("│")[1:-1]} for ln in out.stdout.splitlines() if ln.startswith("│")]
+    assert keys == {"h100-sxm", "l4"} and rows and all(len(r & keys) == 1 for r in rows), out.stdout
+    assert keys <= set().union(*rows) and not set().union(*rows) & {"H100 SXM", "L4"}

@@ -10,11 +10,19 @@ from llm_cost.commands.app import UsageError, command, emit, warn
 from llm_cost.commands.options import EngineOpt, Force, Format, Jobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
+def four_digits(v) -> str:
+    """A measured or predicted figure to four significant digits, past 9,999 as a whole number
+    (20,460, not 2.046e+04 beside 2,423)."""
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:,.4g}"
+
+
 POINT_COLUMNS = [
     Column("id", "id"),
     Column("metric", "metric"),
-    Column("value", "measured", lambda v: f"{v:,.4g}"),
-    Column("predicted", "predicted", lambda v: "-" if v is None else f"{v:,.4g}"),
+    Column("value", "measured", four_digits),
+    Column("predicted", "predicted", four_digits),
     Column("ape", "APE", fixed(3)),
     Column("covered", "covered", lambda v: "yes" if v else "no"),
     Column("reason", "reason"),

@@ -90,7 +90,7 @@ SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Per-token late
 SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median, p50, p90 or p99 (batching's step simulator: median or p90).")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients over the deployment, each sending its next request when its last one finishes.")]
 Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
-Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,max_tokens][,prefix_id,prefix_tokens].")]
+Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace, the columns arrival_s, prompt_tokens, output_tokens (then max_tokens, and prefix_id, prefix_tokens, optional).")]
 PrefillChunk = Annotated[Optional[int], typer.Option("--prefill-chunk", help="Prompt tokens per pass (chunked prefill, decodes first; default: the whole prompt).")]
 # Prompts that share prefixes and the cache that keeps them (batching, plan --verify)
 PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="Keep full K/V blocks of shared prompt prefixes cached (LRU); a cached prefix is not prefilled again. Block-level: implies --reservation paged unless one is given.")]

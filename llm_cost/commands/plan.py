@@ -246,21 +246,19 @@ def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, sto
 
 def _best_as_commands(best: dict, pipelined: bool = False, served: bool = False) -> None:
     """The notes under the table: what a pipeline's row holds in flight, and the best row as `llm-cost
-    request` (a disaggregated row: one per pool), each command whole on its own line, never wrapped (a
-    wrapped line pasted into a shell runs only its first part)."""
-    import sys
-
-    from llm_cost.report.render import print_notes
+    request` (a disaggregated row: one per pool), each command by `print_command`: one line, or on a
+    narrow terminal lines joined by ` \\` (a line wrapped any other way, pasted, runs only its first part)."""
+    from llm_cost.report.render import print_command, print_notes
 
     if pipelined:
         print_notes([PIPELINE_NOTE + (SERVED_PIPELINE_NOTE if served else "")])
     if best.get("request_args"):
         print_notes(["The best row as one command:"])
-        sys.stdout.write(f"llm-cost request {best['request_args']}\n")
+        print_command(f"llm-cost request {best['request_args']}")
         return
     print_notes(["The best row's pools as commands (prefill, then decode):"])
-    sys.stdout.write(f"llm-cost request {best['prefill_request_args']}\n"
-                     f"llm-cost request {best['decode_request_args']}\n")
+    print_command(f"llm-cost request {best['prefill_request_args']}")
+    print_command(f"llm-cost request {best['decode_request_args']}")
 
 
 def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:

@@ -161,7 +161,7 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
     return (([Column("model", "model", str)] if len({r["model"] for r in rows}) > 1 else [])
-            + ([Column("gpu_name", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
+            + ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
 
 
 def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,
@@ -179,11 +179,15 @@ def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment
         raise InvalidValueError("--breakdown shows plain passes: drop --spec-alpha / --tau (speculative rounds "
                                 "are not broken down)")
     tables = choice("fmt", fmt, FORMATS) in ("table", "markdown")
-    columns = [Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] + BREAKDOWN_COLUMNS
+    shapes = list(product(batches, isls, osls))
+    # one (batch, ISL, OSL): the title says it, and the key is the pass and operator alone (80 columns)
+    columns = ([Column("batch", "batch"), Column("isl", "ISL"), Column("osl", "OSL")] if len(shapes) > 1 or not tables
+               else []) + BREAKDOWN_COLUMNS
+    shape = f", batch {shapes[0][0]}, ISL {shapes[0][1]}, OSL {shapes[0][2]}" if len(shapes) == 1 else ""
     every = []
     for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
         rows, caption = [], ""
-        for b, i, o in product(batches, isls, osls):
+        for b, i, o in shapes:
             part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
                                                    deployment=deployment, prefill_chunk=prefill_chunk)
             rows += [{"model": spec.name, "gpu": acc.label, "batch": b, "isl": i, "osl": o, **r} for r in part]
@@ -193,7 +197,7 @@ def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment
         if n:
             print()
         emit(rows, columns, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
-                                       f"{weight_format.name}, {profile_words or 'preset ' + prof.name}", caption=caption)
+                                       f"{weight_format.name}, {profile_words or 'preset ' + prof.name}{shape}", caption=caption)
     if not tables:
         emit(every, columns, fmt)
 

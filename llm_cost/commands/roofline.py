@@ -28,6 +28,16 @@ ROOFLINE_COLUMNS = [
 ]
 
 
+def _one_ridge(captions: list[str]) -> str:
+    """One pair's captions, one per batch ("ridge R FLOP/byte; compute-bound from C rows (batch b, ...)"),
+    with the ridge said once: "ridge R FLOP/byte; compute-bound from C1 rows (batch 1, ...), C2 rows (...)"."""
+    head, sep, _ = captions[0].partition("; compute-bound from ")
+    parts = [c[len(head + sep):].partition("; ") for c in captions]  # (crossing, "; ", the pp note)
+    if not sep or not all(c.startswith(head + sep) for c in captions) or len({p[1:] for p in parts}) > 1:
+        return "; ".join(dict.fromkeys(captions))
+    return head + sep + ", ".join(dict.fromkeys(p[0] for p in parts)) + "".join(parts[0][1:])
+
+
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
                             "--preset lecture --context 1024 --rows 1 --rows 129 --rows 257")
 @deployment_options
@@ -79,11 +89,14 @@ def roofline_cmd(
         return
     result, captions = [], []
     for spec, acc in pairs:
+        own = []
         for b in batch:
             part, caption = roofline_rows(spec, acc, prof, rows=rows or [b], batch=b, context=context,
                                           weights=weight_format, deployment=deployment)
             result += part
-            captions.append(caption if len(pairs) == 1 else f"{spec.name} on {acc.name}: {caption}")
+            own.append(caption)
+        caption = _one_ridge(own)
+        captions.append(caption if len(pairs) == 1 else f"{spec.name} on {acc.name}: {caption}")
     ignored = parse.ignored_context(prof, context, "drop --no-kv" if kv is False else "add --kv (or use --preset lecture)")
     if ignored:  # after the library accepted the context
         note(ignored)
@@ -98,6 +111,6 @@ def roofline_cmd(
         title = f"{spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}"
     else:  # one row per model, GPU and rows: the rows say which
         title = f"T(m){deployment.label}, {weights.lower()}, preset {prof.name}"
-        columns = [Column("model", "model"), Column("gpu_name", "gpu")] + columns
+        columns = [Column("model", "model"), Column("gpu", "gpu")] + columns
     emit(result, columns, fmt, caption="; ".join(dict.fromkeys(captions)), title=title)
     warn_unfit(result, deploy.strict)

@@ -28,7 +28,7 @@ from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' grou
 
 CAPACITY_COLUMNS = [
     Column("model", "model"),
-    Column("gpu_name", "gpu"),
+    Column("gpu", "gpu"),
     Column("weight_bytes", "weights (GB)", fixed(2, 1e9)),
     Column("usable_bytes", "usable (GB)", fixed(2, 1e9)),
     Column("shortfall_bytes", "shortfall (GB)", fixed(2, 1e9)),
@@ -218,7 +218,7 @@ def waste_cmd(
     energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
     emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",
-         caption=f"{requests} requests, {wl.description}, seed {seed}")
+         caption=f"{requests:,} requests, {wl.description}, seed {seed}")
 
 
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "

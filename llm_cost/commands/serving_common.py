@@ -45,7 +45,7 @@ BATCHING_COLUMNS = [
     Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
     Column("kv_reserved_over_written", "reserved/written", fixed(2)),
     Column("mean_batch", "mean batch", fixed(1)),
-    Column("finished", "finished"),
+    Column("finished", "finished", fixed(0)),
     Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
 ]
 BATCHING_DEPLOYED_COLUMNS = [

@@ -20,7 +20,7 @@ SERVE_COLUMNS = [
     Column("kv_utilisation", "KV used (%)", fixed(1, 0.01)),
     Column("preemptions", "preempted", fixed(0)),
     Column("mean_batch", "mean batch", fixed(1)),
-    Column("finished", "finished"),
+    Column("finished", "finished", fixed(0)),
 ]
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
@@ -94,7 +94,7 @@ def run_batching(o: dict) -> None:
         rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
     slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
            "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
-    caption = f"{len(wl)} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
+    caption = f"{len(wl):,} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
     if o.get("router") and slo_s is not None:  # refused before any simulation, not after a search
         raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
                                 params=("router",))

@@ -82,7 +82,7 @@ def roofline_breakdown_rows(model, gpu, profile, *, rows, batch: int, context: i
         total = cost.step(m, b, ctx, count_kv=profile.count_kv).step_time_s
         ops = pass_breakdown(cost, model, gpu, profile, weights, deployment, rows=m, batch=b, context=ctx)
         out += [{"rows": m, "batch": b, "context": ctx, **r}
-                for r in breakdown_rows(f"{m:g} rows", ops, total)]
+                for r in breakdown_rows(f"{m:g} row{'' if m == 1 else 's'}", ops, total)]
     return out, COMPOSITION
 
 
@@ -121,7 +121,7 @@ def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: in
         ttft += profile.ttft_overhead_s
     out = breakdown_rows(f"prefill ({len(passes)} pass{'es' if len(passes) > 1 else ''})", ops, ttft)
     if osl > 1:
-        for label, context in (("decode, first step", isl), ("decode, last step", isl + osl - 2)):
+        for label, context in (("first decode", isl), ("last decode", isl + osl - 2)):
             ops, t = one(batch, context)
-            out += breakdown_rows(f"{label} (context {context})", ops, t)
+            out += breakdown_rows(f"{label}, ctx {context}", ops, t)  # one line at 80 columns
     return out, COMPOSITION

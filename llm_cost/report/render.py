@@ -213,6 +213,39 @@ def print_notes(lines, out=None, hang: str = "") -> None:
                                 subsequent_indent=hang) + "\n")
 
 
+def print_command(command: str, out=None) -> None:
+    """A shell command to paste, never cut inside a word: on a terminal narrower than it, its options
+    go on lines joined by ` \\` (the shell reads one command); piped or where it fits, one line (a
+    script can take it from the last line).
+
+    >>> import io; out = io.StringIO(); print_command("llm-cost request --model m --gpu g", out); out.getvalue()
+    'llm-cost request --model m --gpu g\\n'
+    """
+    import shlex
+
+    out = out or sys.stdout
+    tty = _Tty(out)
+    width = _screen_width(tty)
+    if not tty.is_terminal or len(command) <= width:
+        out.write(command + "\n")
+        return
+    groups: list[str] = []
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if groups and not word.startswith("-") and groups[-1].startswith("-"):
+            groups[-1] += " " + quoted  # an option's value stays beside it
+        else:
+            groups.append(quoted)
+    lines, line = [], ""
+    for group in groups:
+        if line and len(line) + 1 + len(group) > width - 2:  # room for " \\"
+            lines.append(line)
+            line = "    " + group
+        else:
+            line = f"{line} {group}" if line else group
+    out.write(" \\\n".join(lines + [line]) + "\n")
+
+
 def screen_width(out=None) -> int:
     """The width `render` and `print_notes` fit to on `out` (default stdout): a terminal's, an
     explicit COLUMNS when piped, else `PIPED_WIDTH`."""
@@ -240,7 +273,8 @@ def _screen_width(console) -> int:
 PIPED_WIDTH = 100  # piped or captured with no COLUMNS: a width a file or a pager reads well
 
 _LONGEST_TEXT_WORD = 32  # a longer word (a URL) may fold; a name (`qwen3-next-80b-a3b-thinking`) never does
-_LONGEST_NAME = 20  # a key cell up to this long is a name ("GH200 (96GB HBM3)"), kept on one line; longer is prose
+_LONGEST_KEY_TOKEN = 48  # a key cell of one token (an id) up to this long stays whole: cut, it reads as two rows
+_LONGEST_NAME = 30  # a key cell up to this long is a name ("GH200 (96GB HBM3)", "first-token overhead (engine)"), kept on one line; longer is prose
 
 
 def _numeric(column: Column) -> bool:
@@ -257,6 +291,8 @@ def _least_width(column: Column, texts) -> int:
     if column.whole:
         words += [cell_len(t) for t in texts if cell_len(t) <= _LONGEST_NAME]
     word = min(max(words, default=1), _LONGEST_TEXT_WORD)
+    if column.whole:  # a key of one token (a point's id) is never cut, up to `_LONGEST_KEY_TOKEN`
+        word = max([word, *(cell_len(t) for t in texts if len(t.split()) == 1 and cell_len(t) <= _LONGEST_KEY_TOKEN)])
     if not _numeric(column):
         return word
     # a number is one token, never cut; words beside it in the cell wrap at their spaces

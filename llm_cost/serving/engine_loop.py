@@ -12,7 +12,7 @@ path (`fast_engine`) where it applies, which hands preempting stretches of a run
 - the batch composition (`compose_prefill`: decode rows first, then prompt chunks up to the budget);
 - the admission policy (`swap_in`: swapped sequences first, then `admit`: the queue);
 - the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
-  flight, the next one a stage-time later under `orca`).
+  flight, the next one a stage-time later under `orca`); decode stretches (`decode_stretch`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import math
 from collections import deque
 
 from llm_cost.errors import InvalidValueError
+from llm_cost.serving import decode_stretch
 from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
 from llm_cost.serving.engine_state import EngineState
@@ -95,8 +96,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.inflight = [False] * n
         self.swapped: deque[int] = deque()
         self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
-        self.launches = state.st["iterations"]
-        self.last_pre = state.st["iterations"]
+        self.launches = self.last_pre = state.st["iterations"]
         self.cache = None
         if cfg.prefix_caching:
             if self.held is not None:
@@ -112,6 +112,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             self.tier = HostTier(cfg.kv_offload_bytes, self.B * self.kv_bytes)
             if self.cache is not None:
                 self.cache.host = self.tier
+        self.stretch = decode_stretch.DecodeStretch(self) if decode_stretch.applies(self, EngineLoop) else None
 
     # ---- the K/V ledger ------------------------------------------------------------------------
 
@@ -234,8 +235,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
 
     def ready(self) -> tuple[list, list]:
         """(decoders up to max_batch, sequences still prefilling) among the running ones not in flight."""
-        s = self.state
-        decoders, prefilling = [], []
+        s, decoders, prefilling = self.state, [], []
         for i in s.running:
             if self.inflight[i]:
                 continue
@@ -360,6 +360,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 on_progress(s.finished, self.n)
             if handback and self.may_hand_back(handback):
                 return
+            stretch = self.stretch  # decode-only iterations in one step (`decode_stretch`) from `after` on
+            if stretch and s.st["iterations"] >= stretch.after and stretch.advance(until, handback, on_progress, every):
+                continue
             decoders, prefilling = self.ready()
             g = choose_gamma(spec, self.cost, decoders, s.kv) if spec and decoders else 0
             preempted, swap_s = False, 0.0

@@ -24,6 +24,8 @@ def held_tokens_fn(cost):
     `STATE_MOVES_PER_PASS`), from its first token to its last:
 
         K(c) = (full c + sum_w n_w min(c, w)) / layers + state  (c > 0),   K(0) = 0
+
+    Its attribute `many` is K over a numpy array of contexts, elementwise the same operations.
     """
     from llm_cost.roofline.pass_terms import STATE_MOVES_PER_PASS
 
@@ -37,6 +39,13 @@ def held_tokens_fn(cost):
     def held(c):
         tokens = (full * c + sum(n * (c if c < w else w) for w, n in windows)) / layers if windows else c
         return tokens + state if c > 0 else tokens
+
+    def held_many(c):  # the same operations elementwise over a numpy array of contexts (`decode_stretch`)
+        import numpy as np
+
+        tokens = (full * c + sum(n * np.minimum(c, w) for w, n in windows)) / layers if windows else c
+        return np.where(c > 0, tokens + state, tokens)
+    held.many = held_many
     return held
 
 
@@ -96,12 +105,13 @@ def draft_time(cost, spec, g: int, decoders, kv_dec):
     return g * (plain if spec.draft_cost is not None else spec.c * plain)
 
 
-def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec):
-    """`totals_time` of many iterations at once (numpy arrays, rows >= 1, kv_read = kv_dec): the
-    (seconds, collectives, draft steps) arrays, elementwise the same floating-point operations."""
+def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec, kv_read=None):
+    """`totals_time` of many iterations at once (numpy arrays, rows >= 1, kv_read = kv_dec unless
+    given): the (seconds, collectives, draft steps) arrays, elementwise the same floating-point
+    operations."""
     import numpy as np
 
-    dt = cost.time(rows, kv_dec + rows, pairs)
+    dt = cost.time(rows, (kv_dec if kv_read is None else kv_read) + rows, pairs)
     comm = cost.comm_time_s(rows) if cost.deployed else np.zeros(len(dt))
     draft = np.zeros(len(dt))
     on = decoders > 0

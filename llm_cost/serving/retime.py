@@ -54,15 +54,23 @@ class Schedule:
 
 
 class _Counting:
-    """The replica's cost with every iteration taking 1 s, recording what each asked for."""
+    """The replica's cost with every iteration taking 1 s, recording what each asked for; given arrays
+    (a decode stretch of the general loop, `decode_stretch`), one iteration per element."""
 
     deployed = False  # collectives are inside `time`; the loop's separate tally of them is not needed
+    times_arrays = True  # `decode_stretch` may time its iterations in one call
 
     def __init__(self, cost) -> None:
         self._cost = cost
         self.terms: list[tuple[float, float, float]] = []
 
     def time(self, rows, kv_tokens, pairs):
+        if getattr(rows, "ndim", 0):
+            import numpy as np
+
+            self.terms.extend(zip(rows.tolist(), np.asarray(kv_tokens, dtype=float).tolist(),
+                                  np.asarray(pairs, dtype=float).tolist()))
+            return np.ones(len(rows))
         self.terms.append((rows, kv_tokens, pairs))
         return 1.0
 

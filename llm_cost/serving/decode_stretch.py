@@ -1,0 +1,268 @@
+"""The general loop's decode stretches: k decode-only iterations taken in one step where nothing can
+change the batch during them (issues 23.7 and 26.5: closed loops and chunked prefill spend most of
+their iterations there).
+
+At a loop turn (`engine_loop.EngineLoop.run`) where every running sequence decodes (none prefilling,
+swapped or in flight) and the queue's head cannot be admitted, the iterations ahead differ only in
+each sequence's context, one token longer every iteration. `DecodeStretch.advance` takes them up to
+the first of:
+
+- a finish (`horizon`: the smallest remaining output, less the iteration that finishes, which the
+  loop runs);
+- K/V the free blocks do not cover (`blocks_ahead`, paged: a preemption), the blocks each sequence
+  gains at its block boundaries allocated within the stretch as `allocate_decoders` allocates them;
+- an arrival or the loop's `until` (a fleet's router) by the clock after each iteration (`clock`:
+  open loop, the next arrival's time; a closed loop's client sends only when a request finishes);
+- `handback` iterations after the last preemption (the fast path takes the run back then).
+
+The k iterations' terms (rows, K/V read, causal pairs) are numpy arrays over (sequence, iteration)
+(`terms`) timed by the cost in one call (`iteration.totals_time_arrays`: `PassCost.time`), and their
+statistics are accumulated as the loop adds them (`numpy.add.accumulate` adds left to right; `commit`).
+A stretch shorter than MIN_ITERATIONS costs more in arrays than the loop's turns: where none can
+start for a while (finishes or arrivals every few iterations, `quiet_from`, `by_clock`) the loop is
+told to iterate without asking until `after`. Which turns a stretch takes never changes the run.
+
+It applies (`applies`) without speculation, on one pipeline stage, under a reservation that never
+stalls a decoder (not `none`), without a prefix cache (its blocks move at admissions), on a cost that
+takes arrays, and in a loop whose parts are `EngineLoop`'s own (`PARTS`: a subclass that replaces one,
+as the disaggregated pools do, iterates). `ENABLED` False turns stretches off (the tests compare).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from llm_cost.roofline.pass_cost import PassCost
+from llm_cost.roofline.pass_terms import causal_pairs
+from llm_cost.serving.iteration import totals_time_arrays
+from llm_cost.serving.kv_blocks import blocks_for
+
+ENABLED = True  # False: the general loop iterates every iteration (tests/test_decode_stretch.py compares)
+MIN_ITERATIONS = 12  # a shorter stretch is left to the loop: its arrays cost more than the turns
+MAX_ITERATIONS = 4096  # the arrays' length: a longer stretch is taken in several
+# the loop's parts a stretch stands in for: a subclass replacing one of them iterates
+PARTS = ("arrivals", "ready", "compose_prefill", "admit", "allocate_decoders", "swap_in", "complete", "finish",
+         "release", "resize", "launch", "idle", "may_hand_back")
+
+
+def takes_arrays(cost) -> bool:
+    """Whether `cost.time` and `cost.uniform_terms` take numpy arrays: `PassCost`'s own, or a cost that
+    says so (`times_arrays`, the schedule's counting cost)."""
+    if getattr(cost, "times_arrays", False):
+        return True
+    kind = type(cost)
+    return isinstance(cost, PassCost) and all(getattr(kind, m) is getattr(PassCost, m)
+                                              for m in ("time", "uniform_terms", "comm_time_s"))
+
+
+def applies(loop, base) -> bool:
+    """Whether `loop` (an `EngineLoop`; `base` the class) may take decode stretches (module doc)."""
+    return (ENABLED and loop.spec is None and loop.stages == 1 and not loop.none and loop.cache is None
+            and takes_arrays(loop.cost) and all(getattr(type(loop), m) is getattr(base, m) for m in PARTS))
+
+
+def quiet_from(remaining) -> int:
+    """The iterations from now to the first finish after which none follows for more than
+    MIN_ITERATIONS, given the running sequences' remaining outputs in ascending order (each decoding
+    every iteration, sequence m finishes after remaining[m] of them): no stretch starts before it."""
+    last = remaining[0]
+    for r in remaining:
+        if r - last > MIN_ITERATIONS:
+            break
+        last = r
+    return last
+
+
+class DecodeStretch:
+    """The decode stretches of one run of the general loop (`loop`: an `EngineLoop`)."""
+
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        self.floor: dict = {}  # decoders -> the least seconds an iteration of them takes (`by_clock`)
+        self.misses = 0  # tries cut short in a row
+        self.after = 0  # the loop's iteration count before which it iterates without asking (`EngineLoop.run`)
+
+    def horizon(self, handback: int, until: float):
+        """(the running sequences in admission order, at most the iterations before the first that would
+        finish one, hand the run back or meet the clock's bound), or None when the turn is not a
+        stretch's start: something prefills, is swapped or in flight, a sequence's K/V is not what its
+        tokens hold. Where no stretch can start for a while (a finish or an arrival ahead, tries cut
+        short) it sets `after`: the loop's turns until then iterate without asking (a stretch shorter
+        than MIN_ITERATIONS costs more in arrays than the turns, as in an open loop whose arrivals or
+        finishes come every few iterations)."""
+        loop = self.loop
+        s = loop.state
+        if loop.swapped or loop.flights or not s.running or len(s.running) > loop.cfg.max_batch:
+            return None
+        gen, kv, pre, need, P, O = s.gen, s.kv, s.pre, s.need, loop.P, loop.O
+        latest = next(reversed(s.running))
+        if pre[latest] < need[latest]:  # the latest admitted still prefills: the common case
+            return None
+        left = self.by_clock(until, len(s.running))
+        if left < MIN_ITERATIONS:  # the arrival (or `until`) comes first; the turns before it iterate
+            self.after = s.st["iterations"] + left // 2
+            return None
+        if handback:
+            left = min(left, loop.last_pre + handback - s.st["iterations"])
+            if left < MIN_ITERATIONS:
+                return None
+        order = list(s.running)
+        remaining = sorted(map(operator.sub, map(O.__getitem__, order), map(gen.__getitem__, order)))
+        if remaining[0] <= MIN_ITERATIONS:  # no stretch before the first gap of more than MIN between finishes
+            self.after = s.st["iterations"] + quiet_from(remaining) - 1
+            return None
+        left = min(left, remaining[0] - 1)
+        if any(pre[i] < need[i] or kv[i] != P[i] + gen[i] - 1 for i in order):
+            return None
+        return order, left
+
+    def by_clock(self, until: float, decoders: int) -> int:
+        """At most the iterations before the clock meets `until` or the next arrival: an iteration of
+        `decoders` rows takes at least T(decoders, decoders, 0) (T grows with K/V and pairs), so the
+        clock passes the bound within (bound - t) / that of them (two more for rounding)."""
+        loop = self.loop
+        s = loop.state
+        bound = min(until, s.arr[s.nxt] if s.nxt < loop.sent else math.inf)
+        if bound == math.inf or getattr(loop.cost, "times_arrays", False):  # a counting cost: no bound asked
+            return MAX_ITERATIONS
+        least = self.floor.get(decoders)
+        if least is None:
+            least = self.floor[decoders] = loop.cost.time(decoders, decoders, 0.0)
+        return int(min((bound - s.t) / least, MAX_ITERATIONS)) + 2 if least > 0 else MAX_ITERATIONS
+
+    def missed(self) -> bool:
+        """A try cut short: the next 1, 2, 4 ... 16 iterations iterate. False (no stretch taken)."""
+        self.misses = min(2 * self.misses or 1, 16)
+        self.after = self.loop.state.st["iterations"] + self.misses
+        return False
+
+    def queue_waits(self, decoders: int, free_after) -> bool:
+        """The admission policy admits nothing in the stretch (`EngineLoop.admit`): the queue is empty,
+        the batch or the token budget is full, or its head's reservation (`declared`, `max_len`) or its
+        first chunk's blocks above the watermark (paged, `free_after` the free blocks after the first
+        iteration's decoders, which only fall) do not fit."""
+        loop = self.loop
+        s, cfg = loop.state, loop.cfg
+        if not s.waiting:
+            return True
+        budget = cfg.prefill_chunk - decoders if cfg.prefill_chunk else math.inf
+        if len(s.running) >= loop.hold or budget <= 0 or decoders >= cfg.max_batch:
+            return True
+        i = s.waiting[0]
+        if loop.paged:
+            want = blocks_for(loop.K(s.pre[i] + min(s.need[i] - s.pre[i], budget)), loop.B)
+            return free_after - want < loop.wm_blocks
+        return s.reserved + loop.res[i] > loop.cap
+
+    def blocks_ahead(self, order, ctx):
+        """Paged: (each sequence's blocks after each iteration, (sequence, iteration); the blocks the
+        stretch has allocated after each iteration), or None when a sequence's blocks are not those of
+        its K/V (`kv_blocks.blocks_for`)."""
+        import numpy as np
+
+        loop = self.loop
+        K = loop.held.many if loop.held else (lambda c: c)
+        start = np.asarray([loop.state.blocks[i] for i in order])
+        if not np.array_equal(blocks_for(K(ctx[:, 0]), loop.B), start):
+            return None
+        blocks = blocks_for(K(ctx + 1), loop.B)
+        return blocks, blocks.sum(axis=0) - start.sum()
+
+    def terms(self, ctx):
+        """(rows, K/V read, pairs, K/V of the decoders) of each iteration (`iteration.iteration_time`
+        with one row a decoder: windowed layers by `PassCost.uniform_terms`), as arrays over iterations."""
+        import numpy as np
+
+        loop = self.loop
+        decoders, k = ctx.shape
+        kv_dec = ctx.sum(axis=0)
+        if loop.held:
+            kv_tokens, pairs = loop.cost.uniform_terms(1, 1, ctx)
+            kv_read, pairs = (kv_tokens - 1).sum(axis=0), pairs.sum(axis=0)  # over axis 0: in the loop's order
+        else:
+            kv_read, pairs = kv_dec, kv_dec + decoders * causal_pairs(1)  # r kv_dec + decoders causal_pairs(r), r = 1
+        return np.full(k, decoders), kv_read, pairs, kv_dec
+
+    def clock(self, t, until, k: int) -> int:
+        """The iterations of the stretch the clock allows: the turn after each ends checks `until` and
+        the next arrival (`EngineLoop.run`, `arrivals`), so the stretch ends at the first that meets one."""
+        import numpy as np
+
+        loop = self.loop
+        s = loop.state
+        bound = min(until, s.arr[s.nxt] if s.nxt < loop.sent else math.inf)
+        if bound == math.inf:
+            return k
+        stop = np.flatnonzero(t[1:k] >= bound)
+        return int(stop[0]) + 1 if len(stop) else k
+
+    def advance(self, until: float, handback: int, on_progress, every: int) -> bool:
+        """Take a stretch from this loop turn (module doc): True when it did."""
+        import numpy as np
+
+        loop = self.loop
+        start = self.horizon(handback, until)
+        if start is None:
+            return False
+        order, k = start
+        s = loop.state
+        ctx = np.add.outer(np.asarray([s.kv[i] for i in order]), np.arange(k))  # (sequence, iteration)
+        blocks = allocated = None
+        if loop.paged:
+            ahead = self.blocks_ahead(order, ctx)
+            if ahead is None:
+                return False
+            blocks, allocated = ahead
+            short = np.flatnonzero(allocated > s.free)  # a decoder's block not covered: a preemption
+            k = min(k, int(short[0]) if len(short) else k)
+        if k < MIN_ITERATIONS or not self.queue_waits(len(order), s.free - allocated[0] if loop.paged else 0):
+            return self.missed()
+        rows, kv_read, pairs, kv_dec = (x[:k] for x in self.terms(ctx[:, :k]))
+        dt, comm, _ = totals_time_arrays(loop.cost, None, 0, rows, pairs, rows, kv_dec, kv_read)
+        dt = np.broadcast_to(np.asarray(dt, dtype=float), (k,))
+        t = np.add.accumulate(np.concatenate(([s.t], dt)))
+        k = self.clock(t, until, k)
+        if k < MIN_ITERATIONS:
+            return self.missed()
+        self.misses = 0
+        self.commit(order, k, dt[:k], np.broadcast_to(comm, dt.shape)[:k], t[k], ctx, blocks, allocated)
+        if on_progress and s.finished and s.finished % every == 0:
+            for _ in range(k - 1):  # the turns inside the stretch report as the loop's would
+                on_progress(s.finished, loop.n)
+        return True
+
+    def commit(self, order, k: int, dt, comm, t_end: float, ctx, blocks, allocated) -> None:
+        """The stretch's k iterations done: the statistics of `EngineLoop.launch` summed in its order,
+        each sequence k tokens on, its blocks and the ledger (`complete`, `resize`)."""
+        import numpy as np
+
+        loop = self.loop
+        s = loop.state
+        st, n = s.st, len(order)
+        if loop.paged:
+            used = s.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
+            s.free = s.free - allocated[k - 1].item()
+            end_used = used[-1].item()
+            for i, b in zip(order, blocks[:, k - 1].tolist()):
+                s.blocks[i] = b
+        else:  # `resize` after each iteration: K(c + 1) - K(c) a sequence, added in the loop's order
+            K = loop.held.many if loop.held else (lambda c: c)
+            grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
+            acc = np.add.accumulate(np.concatenate(([s.used], grown)))
+            used, end_used = acc[:-1:n][:k], acc[-1].item()
+        for key, terms in (("busy", dt), ("area_n", dt * n), ("area_kv", dt * used), ("area_sys", dt * s.in_system),
+                           ("comm", comm)):
+            st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
+        peak = used.max().item()
+        if peak > st["peak_kv"]:
+            st["peak_kv"] = peak
+        st["iterations"] += k
+        st["rows"] += n * k
+        st["dec_slots"] += n * k
+        loop.launches += k
+        s.used, s.t = end_used, t_end.item()
+        gen, kv = s.gen, s.kv
+        for i in order:
+            gen[i] += k
+            kv[i] += k
