@@ -70,11 +70,11 @@ class StepStats:
     __slots__ = ("busy", "area_n", "area_r", "area_w", "area_u", "peak_r", "peak_w", "peak_u", "iterations",
                  "rows", "comm", "first")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, requests: int) -> None:
         """All sums and peaks at zero; no first token yet for any of `n` requests."""
         self.busy = self.area_n = self.area_r = self.area_w = self.area_u = self.comm = 0.0
         self.peak_r = self.peak_w = self.peak_u = self.iterations = self.rows = 0
-        self.first = [math.nan] * n
+        self.first = [math.nan] * requests
 
 
 def serve_reserved(workload, replica, cfg, res, on_progress=None) -> ServeResult:
@@ -93,7 +93,7 @@ def step_result(workload, replica, cfg, finish, deadlock, st: StepStats, needed:
     """The `ServeResult` of a run counted in `StepStats` (this path's and `request_level`'s)."""
     arrivals = workload.arrival_s
     busy = st.busy or 1.0
-    end_s = deadlock.time_s if deadlock is not None else max((f for f in finish if f == f), default=0.0)
+    end_s = deadlock.time_s if deadlock is not None else max((fin for fin in finish if fin == fin), default=0.0)
     return ServeResult(
         reservation=cfg.reservation, max_batch=int(cfg.max_batch), rate_req_per_s=workload.rate_req_per_s,
         requests=len(workload), kv_capacity_tokens=replica.kv_capacity_tokens, arrival_s=tuple(arrivals),
@@ -113,7 +113,7 @@ def _mean_in_system(arrivals, finish, end_s: float) -> float:
     span = end_s - arrivals[0] if arrivals else 0.0
     if span <= 0:
         return 0.0
-    area = sum((f if f == f else end_s) - a for a, f in zip(arrivals, finish) if a <= end_s)
+    area = sum((fin if fin == fin else end_s) - arrived for arrived, fin in zip(arrivals, finish) if arrived <= end_s)
     return area / span
 
 
@@ -124,20 +124,20 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
                      on_progress=None):
     """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
     `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
-    that reaches its output; its KV is prompt + generated - 1. `on_progress(finished, n)` is called
-    every `PROGRESS_EVERY` finished requests."""
+    that reaches its output; its KV is prompt + generated - 1. `on_progress(finished, n_requests)` is
+    called every `PROGRESS_EVERY` finished requests."""
     cost = replica.cost
     deployed = cost.deployed  # once: the loop below is hot
     cap = replica.kv_capacity_tokens
-    prompt, output, n = wl.prompt, wl.output, len(wl)
+    prompt, output, n_requests = wl.prompt, wl.output, len(wl)
     none = reservation == "none"
-    finish = [math.nan] * n
+    finish = [math.nan] * n_requests
     first = st.first
-    base = [0] * n
+    base = [0] * n_requests
     heap: list[tuple[int, int]] = []  # (iteration count at which it finishes, request)
     running: dict[int, None] = {}  # admission order = arrival order
     pending: deque[int] = deque()
-    t, it, nxt = 0.0, 0, 0
+    now, it, nxt = 0.0, 0, 0
     written = reserved = 0
     # st's sums and peaks as locals while the loop runs (an attribute update per term each loop turn
     # cost a tenth of it), stored back on return
@@ -150,15 +150,15 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
         st.peak_r, st.peak_w, st.peak_u, st.iterations, st.rows = peak_r, peak_w, peak_u, iterations, positions
 
     while True:
-        while nxt < n and arrivals[nxt] <= t:
+        while nxt < n_requests and arrivals[nxt] <= now:
             pending.append(nxt)
             nxt += 1
         n_dec = len(running)
         if not n_dec and not pending:
-            if nxt == n:
+            if nxt == n_requests:
                 stored()
                 return finish, None
-            t = arrivals[nxt]
+            now = arrivals[nxt]
             continue
         prog = min(n_dec, cap - written) if none else n_dec
         if pending and prog == n_dec and n_dec < max_batch:
@@ -169,14 +169,14 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
         if admitted or prog < n_dec:
             if not admitted and not prog:
                 stored()
-                return finish, running_deadlock(running, prompt, output, base, it, t, cap, len(pending))
-            dt, rows = mixed_iteration(cost, deployed, running, admitted, prog, n_dec, written, it, t, prompt, output,
+                return finish, running_deadlock(running, prompt, output, base, it, now, cap, len(pending))
+            dt, rows = mixed_iteration(cost, deployed, running, admitted, prog, n_dec, written, it, now, prompt, output,
                                        base, first, heap, st)
             area_u += dt * written  # held at the iteration's start
             peak_u = written if written > peak_u else peak_u
             written += rows  # decoders write one token each, prompts their length
             it += 1
-            t += dt
+            now += dt
             iterations += 1
             positions += rows
             busy += dt
@@ -189,36 +189,36 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
             k_max = heap[0][0] - it
             if none:
                 k_max = min(k_max, (cap - written) // n_dec)
-            watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n) else math.inf
-            k, span, stretch_w, w = decode_stretch(cost, n_dec, written, k_max, t, watch)
+            watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n_requests) else math.inf
+            taken, span, stretch_w, held = decode_stretch(cost, n_dec, written, k_max, now, watch)
             if deployed:
-                st.comm += k * cost.comm_time_s(n_dec)
-            t += span
-            it += k
-            written = w
-            iterations += k
-            positions += k * n_dec
+                st.comm += taken * cost.comm_time_s(n_dec)
+            now += span
+            it += taken
+            written = held
+            iterations += taken
+            positions += taken * n_dec
             busy += span
             area_n += span * n_dec
             area_r += span * reserved
             area_w += stretch_w
             area_u += stretch_w - n_dec * span  # each iteration's start holds n_dec fewer
-            peak_u = w - n_dec if w - n_dec > peak_u else peak_u
+            peak_u = held - n_dec if held - n_dec > peak_u else peak_u
         if reserved > peak_r:  # max(), without a call on every loop turn
             peak_r = reserved
         if written > peak_w:
             peak_w = written
         while heap and heap[0][0] <= it:
-            d, i = heapq.heappop(heap)
-            if d != base[i] + output[i]:  # stale: the request stalled after this was pushed
+            due, req = heapq.heappop(heap)
+            if due != base[req] + output[req]:  # stale: the request stalled after this was pushed
                 continue
-            finish[i] = t
-            written -= prompt[i] + output[i] - 1
-            reserved -= res[i]
-            del running[i]
+            finish[req] = now
+            written -= prompt[req] + output[req] - 1
+            reserved -= res[req]
+            del running[req]
             done += 1
             if on_progress is not None and not done % PROGRESS_EVERY:
-                on_progress(done, n)
+                on_progress(done, n_requests)
 
 
 def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
@@ -240,28 +240,28 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
     mem = cost.memory_s(n, written + n)
     comp = cost.compute_s(n, written + n)
     d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
-    k, span, area_w, w = 0, 0.0, 0.0, written
+    taken, span, area_w, held = 0, 0.0, 0.0, written
     if cost.deployed:
         total = cost.deployed_total
-        while k < k_max:
+        while taken < k_max:
             dt = total(mem if mem > comp else comp, n)
             span += dt
-            w += n
-            area_w += dt * w
+            held += n
+            area_w += dt * held
             mem += d_mem
             comp += d_comp
-            k += 1
+            taken += 1
             if t + span >= watch:
                 break
-        return k, span, area_w, w
-    while k < k_max:
+        return taken, span, area_w, held
+    while taken < k_max:
         dt = (mem if mem > comp else comp) + fixed_s  # roofline_total, inlined: a call here costs 25%
         span += dt
-        w += n
-        area_w += dt * w
+        held += n
+        area_w += dt * held
         mem += d_mem
         comp += d_comp
-        k += 1
+        taken += 1
         if t + span >= watch:
             break
-    return k, span, area_w, w
+    return taken, span, area_w, held
