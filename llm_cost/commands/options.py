@@ -8,9 +8,13 @@ from typing import Annotated, List, NamedTuple, Optional
 
 import typer
 
-from llm_cost.commands.startup_options import (CONTEXT, DEFAULT, KV_BYTES, Context,  # noqa: F401 (re-exported)
-                                               DefaultSetting, Format, KvBytes, MaybeKvBytes)
+from llm_cost.commands import startup_options as startup
 from llm_cost.report.render import Column, fixed
+
+# the options `model` takes, declared in `startup_options` (its startup) and shared from here like the rest
+DefaultSetting, DEFAULT, Format = startup.DefaultSetting, startup.DEFAULT, startup.Format
+CONTEXT, Context, KV_BYTES, KvBytes, MaybeKvBytes = (startup.CONTEXT, startup.Context, startup.KV_BYTES,
+                                                     startup.KvBytes, startup.MaybeKvBytes)
 
 
 # The workload of the commands that take one request's lengths (request, plan, plot plan): ISL, OSL tokens.
