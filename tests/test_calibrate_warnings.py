@@ -47,8 +47,9 @@ def test_few_points_warn_and_an_unmoved_knob_is_not_fitted(tmp_path):
 
 
 def test_title_says_what_was_fitted(tmp_path):
+    # lecture: no per-engine costs, so fixed_time_s is the shared knob (measured's engines hold theirs fixed)
     stdout, _, _ = _calibrate(tmp_path, HAND, "--free", "bw_efficiency,fixed_time_s", "--no-cv", "--name", "mine",
-                              fmt="table")
+                              "--base", "lecture", fmt="table")
     assert f"Profile mine: 2 knobs fitted to 3 points of {HAND}" in " ".join(stdout.split())
     assert "no (base)" in stdout and "calibrated fitted" not in stdout
 
@@ -80,7 +81,7 @@ def test_enough_points_and_two_sources_say_nothing(tmp_path):
 
 
 def test_two_knobs_on_ten_points_warn(tmp_path):
-    _, err, _ = _calibrate(tmp_path, TWO, "--free", "bw_efficiency,fixed_time_s", "--no-cv")
+    _, err, _ = _calibrate(tmp_path, TWO, "--free", "bw_efficiency,fixed_time_s", "--no-cv", "--base", "lecture")
     assert err == ["Warning: 10 points for 2 fitted knobs, fewer than 10 per knob (20): the fit may follow "
                    "the points' noise; fit fewer knobs with --free or add points"]
 

@@ -140,22 +140,28 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
                 engines: bool = False, executor=None) -> FitResult:
     """Fit the `free` knobs of `base` to `points` (those `base` covers); the rest stay `base`'s.
     `engines`: each engine of `fitted_engines` gets its own fixed costs (module doc); `executor`: a
-    `TaskPool` the served rows are predicted through (`predictions`; the same fit bit for bit)."""
+    `TaskPool` the served rows are predicted through (`predictions`; the same fit bit for bit).
+
+    The base's own engine costs (`Profile.engine_costs`, the `measured` preset's) are kept: without
+    `engines` they are held fixed (an engine's fixed times and MFU then stay the base's, and the shared
+    knobs they replace move no point: not fitted); with it each engine fitted here starts from its
+    entry and the base's other engines keep theirs, unfitted."""
     from scipy.optimize import least_squares
 
     free = check_free(free)
     start = {e[0]: e[1:] for e in base.engine_costs}  # a base fitted per engine starts each engine there
-    base = base.with_(memory_basis="usable", engine_costs=())  # a calibrated profile counts the driver's memory
+    base = base.with_(memory_basis="usable")  # a calibrated profile counts the driver's memory
     used = [p for p in points if predict(p, base).covered]  # here: warms this process's caches before workers fork
     if not used:
         raise InvalidValueError("calibrate: no point of the file can be predicted, nothing to fit")
     names = fitted_engines(used) if engines else ()
-    if names:
-        used = [p for p in used if p.engine in names]
+    if names:  # the base's other engines keep their costs, held fixed
+        used = [p for p in used if p.engine in names or p.engine in start]
         own = ENGINE_FIXED + tuple(k for k in ENGINE_BOUNDS if k not in ENGINE_FIXED and k in free)
         free = tuple(k for k in free if k not in own) + tuple(f"{k}@{e}" for e in names for k in own)
+        held = tuple(e for e in base.engine_costs if e[0] not in names)
         base = base.with_(engine_costs=tuple((e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3,
-                                                                  base.compute_efficiency))) for e in names))
+                                                                  base.compute_efficiency))) for e in names) + held)
     free = acting_knobs(used, base, free, executor)
     if not free:
         return FitResult(_finished(base, name), len(used), _rms(used, base, executor), ())
@@ -177,11 +183,12 @@ def _unseen_as_mean(profile: Profile, free) -> Profile:
     fitted engines' mean of it, the typical engine's, rather than left at where the fit started; a knob
     no engine could move keeps its value."""
     entries = {e[0]: list(e[1:]) for e in profile.engine_costs}
+    fitting = [n for n in entries if any(k.endswith(f"@{n}") for k in free)]  # not the base's held engines
     for i, knob in enumerate(ENGINE_KNOBS):
-        seen = [n for n in entries if f"{knob}@{n}" in free]
-        if seen and len(seen) < len(entries):
+        seen = [n for n in fitting if f"{knob}@{n}" in free]
+        if seen and len(seen) < len(fitting):
             mean = sum(entries[n][i] for n in seen) / len(seen)
-            for n in entries:
+            for n in fitting:
                 if n not in seen:
                     entries[n][i] = mean
     return profile.with_(engine_costs=tuple((n, *v) for n, v in entries.items())) if entries else profile

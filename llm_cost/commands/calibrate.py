@@ -155,7 +155,7 @@ def calibrate_cmd(
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
     cv_by: Annotated[str, typer.Option("--cv-by", help="What the cross-validation leaves out: source, or gpu (leave one GPU out).")] = "source",
-    engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) and, when compute_efficiency is free, its own MFU, where it has 10 points or more.")] = False,
+    engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) and, when compute_efficiency is free, its own MFU, where it has 10 points or more. Without it the base's per-engine costs are held fixed.")] = False,
     force: Force = False,
     skip_bad: SkipBad = False,
     jobs: Jobs = 1,
@@ -166,7 +166,9 @@ def calibrate_cmd(
     """Fit a profile's knobs to measured points (least squares of log error, each knob bounded),
     print each fitted value, the in-sample and the cross-validated error, and write the profile.
     Warns when there are fewer than POINTS_PER_KNOB points per fitted knob, or one source (or GPU, with
-    --cv-by gpu) so that no cross-validation is possible; a knob no point moves is marked not fitted.
+    --cv-by gpu) so that no cross-validation is possible, or when the fit's in-sample MAPE is worse than
+    its base's; a knob no point moves is marked not fitted. A base's per-engine costs (measured's) are
+    kept: held fixed, or with --engines fitted further for the engines with 10 points or more.
     A run past a second shows its progress on stderr (a terminal only; --quiet: never); Ctrl-C during
     the cross-validation keeps the fit, writes it and says the errors are in-sample only.
     """
@@ -194,16 +196,18 @@ def calibrate_cmd(
         progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
         held = _held_out(pts, base, knobs, cv_by, engines, folds, progress, pool)
         fitted = summarize("fit", predictions(pts, result.profile, pool))
+        start = summarize(f"base {base.name}", predictions(pts, base, pool))
     _warn_few_points(result.points, len(result.fitted))
+    _warn_worse_than_base(fitted, start)
     if cv and len(groups) < 2:
         warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
              f"the errors shown are in-sample only")
     calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
-                   "engines": result.profile.engines, "in_sample": fitted.row()}
+                   "engines": result.profile.engines, "in_sample": fitted.row(), "base_in_sample": start.row()}
     if held:
         calibration["cross_validated"] = held.row()
     write_profile(result.profile, output, calibration=calibration)
-    emit(_knob_rows(result, (fitted, held)), KNOB_COLUMNS, fmt,
+    emit(_knob_rows(result, (fitted, held, start)), KNOB_COLUMNS, fmt,
          title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
                f"of {', '.join(points)} (written to {output})",
          caption=_cv_caption(cv, cv_by, groups, interrupted=bool(folds) and held is None))
@@ -242,6 +246,19 @@ def _warn_few_points(points: int, knobs: int) -> None:
         warn(f"{_count(points, 'point')} for {_count(knobs, 'fitted knob')}, fewer than "
              f"{POINTS_PER_KNOB} per knob ({POINTS_PER_KNOB * knobs}): the fit may follow the points' noise; "
              f"fit fewer knobs with --free or add points")
+
+
+MAPE_SLACK = 0.05  # the fit's in-sample MAPE past (1 + this) x its base's: warned (the table shows both always)
+
+
+def _warn_worse_than_base(fitted, base) -> None:
+    """The warning when the fitted profile's in-sample MAPE exceeds its base's on the same points by more
+    than MAPE_SLACK (relative): the fit minimises the log error, not MAPE, so a near tie is not one; the
+    table's "base" rows print both figures whatever they are."""
+    if fitted.mape > base.mape * (1.0 + MAPE_SLACK):
+        warn(f"the fitted profile's in-sample MAPE ({fitted.mape:.3f}) is worse than its {base.name}'s "
+             f"({base.mape:.3f}) on these points: the base predicts them better; keep it, or compare "
+             f"with llm-cost validate --profile")
 
 
 def _knob_rows(result, summaries) -> list[dict]:
