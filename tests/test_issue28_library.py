@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import run
+import pytest
+
+from helpers import error_line, run
 from llm_cost.calibrate import fit_profile, read_points
 from llm_cost.calibrate.fit import FitResult, predictions
 from llm_cost.calibrate.metrics import summarize
+from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.planner.space import SpecOption, plan_space
 from llm_cost.specs.profiles import PRESETS
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -65,4 +69,33 @@ def test_calibrate_cli_fit_of_train_csv_is_no_worse_than_measured(tmp_path):
 
     points = read_points(TRAIN)
     assert _mape(points, read_profile(path)) <= _mape(points, PRESETS["measured"])
+
+
+DRAFT = (SpecOption("draft", 0.8, (1,), draft="llama-3.2-1b"),)
+
+
+def test_plan_with_a_draft_leaves_out_the_pp_the_draft_cannot_take():
+    """Llama-3.2-1B has 16 layers: the default pp list of a 32-GPU budget (1 .. 32) holds 32, which
+    the draft (on the target's tp and pp) cannot take. It is left out and counted, not refused."""
+    h100 = load_accelerator("h100-sxm")
+    space = plan_space(load_model("llama-3-70b"), [h100], 32, speculation=DRAFT)
+    pps = {g.deployment.pp for g in space.groups}
+    assert max(pps) == 16 and space.left_out["split"] > 0
+    with_less = plan_space(load_model("llama-3-70b"), [h100], 16, speculation=DRAFT)
+    assert {g.deployment.pp for g in with_less.groups} == pps
+
+
+def test_plan_cli_with_a_draft_on_32_gpus_runs_and_an_explicit_pp_past_it_is_refused():
+    args = ("plan", "--model", "llama-3-70b", "--draft", "llama-3.2-1b", "--spec-alpha", "0.8", "--gpus", "32")
+    out = run(*args, "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert error_line(*args, "--pp", "32") == "Error: --pp must be at most the draft llama-3.2-1b's 16 layers, got 32"
+
+
+def test_plan_explicit_pp_the_draft_cannot_take_is_refused_naming_the_draft():
+    from llm_cost.errors import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match="draft llama-3.2-1b's 16 layers") as err:
+        plan_space(load_model("llama-3-70b"), [load_accelerator("h100-sxm")], 32, pps=(16, 32), speculation=DRAFT)
+    assert err.value.params == ("pp",)
 

@@ -6,7 +6,8 @@
   `max_tp` (one NVLink domain: the datasheet's interconnect is one tier); replicas = floor(N / (tp pp)),
   so a plan uses at most N GPUs and a larger budget only adds configurations (monotone).
   Splits the model or chip cannot take (`parallel.check_deployment`: tp must divide the heads, a
-  split needs an interconnect) are left out and counted.
+  split needs an interconnect), or a draft model on the target's tp and pp (pp past its layers), are
+  left out and counted; a --tp or --pp the user gave that a draft cannot take is refused.
 - weights: bf16, fp8 (W8A8), int8 (W8A16), int4 (W4A16 g128) by default; a format whose GEMM
   precision the chip lacks (fp8 on an A100) is left out and counted: the chip does not run it.
 - KV dtype: bf16, fp8 by default.
@@ -112,7 +113,8 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     tp > 1 and ep a multiple of tp is also searched with attention data parallel (`Deployment.dp_attention`).
 
     Raises InvalidValueError naming the parameter: no accelerator, a budget or degree < 1, an
-    unknown weight format or KV dtype, a batch < 1, expert parallelism for a model without experts.
+    unknown weight format or KV dtype, a batch < 1, expert parallelism for a model without experts,
+    a given tp or pp a draft model of `speculation` cannot take (`check_drafts`).
     """
     gpus = tuple(gpus)
     if not gpus:
@@ -120,6 +122,7 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     check_number("gpus", budget, low=1, high=MAX_BUDGET, integer=True)
     budget = int(budget)
     check_number("max_tp", max_tp, low=1, high=MAX_DEGREE, integer=True)
+    given = tuple(name for name, degrees in (("tp", tps), ("pp", pps)) if degrees)  # what the user narrowed
     tps = tuple(check_all("tps", tps, low=1, high=MAX_DEGREE, integer=True)) if tps else powers_of_two(
         min(budget, max_tp))
     pps = tuple(check_all("pps", pps, low=1, high=MAX_DEGREE, integer=True)) if pps else powers_of_two(budget)
@@ -155,6 +158,9 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                     deployment = Deployment(tp=tp, pp=pp, ep=ep, gpus=replicas * tp * pp, kv_dtype=kv, **extra)
                     try:
                         check_deployment(model, gpu, deployment)
+                        check_drafts(speculation, gpu, deployment, given=given)
+                    except SplitRefused:
+                        raise
                     except InvalidValueError:
                         left_out["split"] += per_group
                         continue
@@ -166,6 +172,30 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                         groups.append(Group(gpu, replace(deployment, dp_attention=True), w))
     return PlanSpace(model=model, budget=budget, groups=tuple(groups), batches=batches, speculation=speculation,
                      left_out=left_out)
+
+
+def check_drafts(speculation, gpu, deployment: Deployment, *, given=()) -> None:
+    """Each draft model of `speculation` on the target's `deployment` (`speculative.fit.draft_deployment_for`:
+    the same tp and pp): InvalidValueError when one cannot take it (pp past its layers, tp not dividing
+    its heads), the split left out; SplitRefused (not left out: the plan refuses) when the degree at
+    fault is one the user gave (`given`: "tp", "pp"), naming the draft."""
+    from llm_cost.parallel import check_deployment
+    from llm_cost.speculative.fit import draft_deployment_for
+
+    for draft in dict.fromkeys(s.draft for s in speculation if s.draft is not None):
+        try:
+            check_deployment(draft, gpu, draft_deployment_for(draft, deployment))
+        except InvalidValueError as err:
+            if any(p in given for p in err.params):
+                message = str(err).replace("the model's", f"the draft {draft.name}'s")
+                if message == str(err):
+                    message += f" (for the draft {draft.name}, on the target's split)"
+                raise SplitRefused(message, params=err.params) from None
+            raise
+
+
+class SplitRefused(InvalidValueError):
+    """A degree the user gave that a draft model cannot take: the plan refuses it, not leaves it out."""
 
 
 def _eps(model: ModelSpec, tp: int, eps) -> tuple:
