@@ -18,6 +18,7 @@ from llm_cost.serving.capacity import kv_capacity
 from llm_cost.roofline import step_time
 from llm_cost.specs import BF16, INT4_G128, PRESETS
 from llm_cost.speculative import roofline_speedup
+from llm_cost.specs.deployment import Deployment
 
 from helpers import half_unit
 
@@ -92,7 +93,7 @@ def test_each_figure_is_the_librarys(rows, name):
     spec = roofline_speedup(m, H100, ARTICLE, alpha=0.8, gamma=4, c=0.1, batch=1)
     assert r["spec_speedup"] == float(spec.speedup)
     for fmt, key in ((BF16, "bf16"), (INT4_G128, "int4")):
-        cap = kv_capacity(m, H100, reserve=0.1, weights=fmt)
+        cap = kv_capacity(m, H100, reserve=0.1, weights=fmt, deployment=Deployment().following(ARTICLE))
         assert r[f"fits_{key}"] == cap.fits
         for n in (4096, 32768):
             assert r[f"max_batch_{key}_at_{n}"] == (cap.kv_tokens // n if cap.fits else 0)

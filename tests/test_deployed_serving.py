@@ -67,7 +67,9 @@ def test_capacity_table_on_one_gpu_keeps_its_columns():
 
 def test_sequences_that_fit_same_on_one_gpu():
     oss = load_model("gpt-oss-20b")
-    assert sequences_that_fit(oss, H100, 8192) == sequences_that_fit(oss, H100, 8192, deployment=Deployment()) == 147
+    marketed = Deployment(memory_basis="marketed")
+    assert sequences_that_fit(oss, H100, 8192) == sequences_that_fit(oss, H100, 8192, deployment=Deployment()) == 171
+    assert sequences_that_fit(oss, H100, 8192, deployment=marketed) == 147
 
 
 def test_replica_and_simulation_same_with_and_without_a_one_gpu_deployment():
@@ -93,12 +95,12 @@ def test_batching_cli_one_gpu_options_change_nothing():
 
 def test_tp2_capacity_by_hand():
     # Llama-3-8B BF16: 16,060,522,496 weight bytes, 131,072 KV bytes a token (32 layers x 8 K/V heads x
-    # 128 x 2 (K, V) x 2 bytes). One H100, 80e9 x 0.9 = 72e9 usable:
+    # 128 x 2 (K, V) x 2 bytes). One H100 on its marketed memory, 80e9 x 0.9 = 72e9 after the reserve:
     #   (72e9 - 16,060,522,496) / 131,072 = 426,784.9 -> 426,784 tokens
     # tp = 2: each GPU half the weights (8 K/V heads split, nothing replicated) and 4 of the 8 heads:
     #   (72e9 - 8,030,261,248) / 65,536 = 976,100.7 -> 976,100 tokens (2.29x: the weight room grew too)
-    one = kv_capacity(LLAMA_8B, H100)
-    two = kv_capacity(LLAMA_8B, H100, deployment=Deployment(tp=2))
+    one = kv_capacity(LLAMA_8B, H100, deployment=Deployment(memory_basis="marketed"))
+    two = kv_capacity(LLAMA_8B, H100, deployment=Deployment(tp=2, memory_basis="marketed"))
     assert one.weight_bytes == 16_060_522_496 and one.kv_tokens == 426_784
     assert two.weight_bytes_per_gpu == one.weight_bytes / 2 and two.kv_bytes_per_token_per_gpu == 65_536
     assert two.kv_tokens == 976_100
@@ -168,7 +170,7 @@ def test_weights_fit_but_no_token_does():
     # reserve chosen so that the 8B's weights fit with less than one token's K/V beside them
     weights = 16_060_522_496
     reserve = 1 - (weights + 100_000) / 80e9
-    cap = kv_capacity(LLAMA_8B, H100, reserve=reserve)
+    cap = kv_capacity(LLAMA_8B, H100, reserve=reserve, deployment=Deployment(memory_basis="marketed"))
     assert cap.fits and cap.kv_tokens == 0 and not cap.runs and "less than one token" in cap.note
 
 

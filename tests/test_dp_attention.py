@@ -20,8 +20,8 @@ from llm_cost.specs.weights import CHECKPOINT
 
 H200 = load_accelerator("h200")
 V3 = load_model("deepseek-v3")
-TP8 = Deployment(tp=8, ep=8)
-DP8 = Deployment(tp=8, ep=8, dp_attention=True)
+TP8 = Deployment(tp=8, ep=8, memory_basis="marketed")  # the hand counts below: 141e9 bytes
+DP8 = Deployment(tp=8, ep=8, dp_attention=True, memory_basis="marketed")
 
 # DeepSeek-V3, https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: hidden 7168,
 # moe_intermediate_size 2048, 256 routed experts, top-8, 61 layers of which first_k_dense_replace = 3

@@ -22,18 +22,20 @@ from llm_cost.serving.batch_waste import attention_launches, padding_waste
 from llm_cost.serving.capacity import kv_capacity
 from llm_cost.serving.policies import requests_by_policy, requests_that_fit
 from llm_cost.specs import INT4_G128, PRESETS
+from llm_cost.specs.deployment import Deployment
 
 GPT3_13B = load_model("gpt-3-13b")
 A100 = load_accelerator("a100-40gb")
 EX10_SERVER = Replica(IterationCost.unit(), 10, 2048)  # exercise 10: 10 K/V tokens, 1 s per iteration
 LECTURE_KV_TOKENS = 12_596  # §2.3 and exercise 2: "约 12,596 个 token"
+MARKETED = Deployment(memory_basis="marketed")  # the lecture's 40e9 bytes (the library's default: usable)
 
 
 def test_capacity_exact():
     # Our GPT-3 13B: 12,853,386,240 params (learned positions, biases, LayerNorm gains and biases)
     # = 25,706,772,480 B in BF16; KV 2 x 40 x 40 x 128 x 2 = 819,200 B/token (§2.3: "819.2 KB").
     # (0.9 x 40e9 - 25,706,772,480) / 819,200 = 12,564.97 -> 12,564 whole tokens.
-    cap = kv_capacity(GPT3_13B, A100, reserve=0.1)
+    cap = kv_capacity(GPT3_13B, A100, reserve=0.1, deployment=MARKETED)
     assert cap.weight_bytes == 25_706_772_480
     assert cap.kv_bytes_per_token == 819_200
     assert cap.kv_bytes_available == 36e9 - 25_706_772_480
@@ -45,7 +47,7 @@ def test_capacity_lecture_figure():
     # §2.3: "约 12,596 个 token（代码按 10% 的预留算）". Our count is 31 tokens (0.25%) lower: we
     # also count the learned position table (2048 x 5120 = 10.5M params) and every bias (linear
     # 1.84M, LayerNorm 0.41M), 12.7M params = 25.5 MB = 31 tokens of 819.2 KB.
-    assert kv_capacity(GPT3_13B, A100).kv_tokens == pytest.approx(LECTURE_KV_TOKENS, rel=0.005)
+    assert kv_capacity(GPT3_13B, A100, deployment=MARKETED).kv_tokens == pytest.approx(LECTURE_KV_TOKENS, rel=0.005)
 
 
 def test_capacity_lecture_count_reproduced():
@@ -53,7 +55,7 @@ def test_capacity_lecture_count_reproduced():
     # lecture's figure comes out exactly: (36e9 - 25,681,285,120) / 819,200 = 12,596.09.
     lecture_count = replace(GPT3_13B, learned_positions=0, qkv_bias=False, o_bias=False,
                             mlp_bias=False, norm_kind="rms")
-    assert kv_capacity(lecture_count, A100).kv_tokens == LECTURE_KV_TOKENS
+    assert kv_capacity(lecture_count, A100, deployment=MARKETED).kv_tokens == LECTURE_KV_TOKENS
 
 
 @pytest.mark.parametrize("kv_tokens", [LECTURE_KV_TOKENS, 12_564])
@@ -73,13 +75,13 @@ def test_max_length_reservation_wastes_five_sixths():
     # §2.3: "实际请求平均只有 272 + 64 ≈ 336 个 token，按最大长度预留浪费了大约六分之五的显存"
     assert 1 - 336 / 2048 == pytest.approx(5 / 6, abs=0.01)
     # "论文 §6.1 也说 FasterTransformer 在 13B 模型上用不了 8 以上的批": 6 < 8
-    assert requests_that_fit(kv_capacity(GPT3_13B, A100).kv_tokens, 2048) == 6
+    assert requests_that_fit(kv_capacity(GPT3_13B, A100, deployment=MARKETED).kv_tokens, 2048) == 6
 
 
 def test_model_that_does_not_fit_is_a_result():
     # GPT-3 175B in BF16 (349 GB) on one A100 40GB: no KV room, the shortfall in bytes, no crash
     big = load_model("gpt-3-175b")
-    cap = kv_capacity(big, A100, reserve=0.1)
+    cap = kv_capacity(big, A100, reserve=0.1, deployment=MARKETED)
     assert not cap.fits and cap.kv_tokens == 0
     assert cap.shortfall_bytes == pytest.approx(cap.weight_bytes - 36e9)
     fit = requests_by_policy(cap.kv_tokens, max_len=2048, prompt=272, max_gen=64.5)

@@ -24,6 +24,7 @@ from llm_cost.errors import ConfigError, LlmCostError
 from llm_cost.roofline import step_time
 from llm_cost.serving.capacity import sequences_that_fit
 from llm_cost.specs import preset
+from llm_cost.specs.deployment import Deployment
 
 from helpers import CONFIGS, edited_config as edited, load_config as load  # noqa: E402
 
@@ -181,8 +182,9 @@ def test_hybrid_capacity_at_128k_against_pure_attention_of_the_same_width():
     m, acc = load("qwen3-next-80b-a3b-thinking.json"), load_accelerator("mi300x")
     pure = pure_attention(m)
     assert kv_bytes(pure, 131_072) == 12_884_901_888
-    assert sequences_that_fit(m, acc, 131_072) == 13_915_975_680 // 3_260_743_680 == 4
-    assert sequences_that_fit(pure, acc, 131_072) == 1
+    marketed = Deployment(memory_basis="marketed")  # the 192 GB above (the library's default: usable)
+    assert sequences_that_fit(m, acc, 131_072, deployment=marketed) == 13_915_975_680 // 3_260_743_680 == 4
+    assert sequences_that_fit(pure, acc, 131_072, deployment=marketed) == 1
 
 
 def test_the_step_reads_and_writes_the_state():
@@ -335,7 +337,7 @@ def test_hybrids_without_an_adapter_are_refused_not_counted(tmp_path, model_type
 
 def test_capacity_policies_hold_the_state_of_every_request():
     """`capacity`'s reservation policies: each Qwen3-Next request holds its K/V and its state,
-    39,518,208 / 24,576 = 1,608 K/V tokens' worth; on an MI300X 547,331 tokens fit, so 272 + 64.5
+    39,518,208 / 24,576 = 1,608 K/V tokens' worth; on an MI300X's 192 GB 547,331 tokens fit, so 272 + 64.5
     declared tokens per request give floor(547,331 / (336.5 + 1,608)) = 281 requests, not 1,626."""
     from llm_cost.counts.per_token import state_in_kv_tokens
     from llm_cost.report.serving_rows import capacity_row
@@ -343,8 +345,9 @@ def test_capacity_policies_hold_the_state_of_every_request():
 
     m, acc = load("qwen3-next-80b-a3b-thinking.json"), load_accelerator("mi300x")
     assert state_in_kv_tokens(m) == 1_608
-    assert kv_capacity(m, acc).kv_tokens == 547_331
-    row = capacity_row(m, acc, prompt=272, max_gen=64.5)
+    marketed = Deployment(memory_basis="marketed")  # the library's default: usable
+    assert kv_capacity(m, acc, deployment=marketed).kv_tokens == 547_331
+    row = capacity_row(m, acc, prompt=272, max_gen=64.5, deployment=marketed)
     assert row["requests_declared"] == int(547_331 // (336.5 + 1_608)) == 281
     assert row["requests_max_len"] == 547_331 // (262_144 + 1_608) == 2
 

@@ -99,3 +99,34 @@ def test_plan_explicit_pp_the_draft_cannot_take_is_refused_naming_the_draft():
         plan_space(load_model("llama-3-70b"), [load_accelerator("h100-sxm")], 32, pps=(16, 32), speculation=DRAFT)
     assert err.value.params == ("pp",)
 
+
+def test_library_counts_the_memory_the_cli_counts_by_default():
+    """Issue 28.1, one default per question: `lc.kv_capacity` with no deployment counted the marketed
+    80 GB of an H100 (426,784 tokens for Llama-3-8B) while `llm-cost capacity` counts the usable
+    81,559 MiB (464,692): both now count the usable memory, the marketed one when asked for."""
+    import llm_cost as lc
+    from helpers import rows_of
+
+    (row,) = rows_of("capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm")
+    cap = lc.kv_capacity("llama-3-8b", "h100-sxm")
+    assert (cap.kv_tokens, cap.memory_basis) == (row["kv_tokens"], row["memory_basis"]) == (464_692, "usable")
+    assert lc.Deployment().basis == "usable"
+    assert lc.kv_capacity("llama-3-8b", "h100-sxm", deployment=lc.Deployment(memory_basis="marketed")).kv_tokens \
+        == 426_784
+
+
+def test_step_time_fit_counts_the_profiles_memory_as_roofline_does():
+    """Llama-3-70B in FP8 at batch 16, 1,024 tokens of FP8 K/V: 75.4 GB, within the 77.0 GB usable
+    after the reserve but not the marketed 72 GB. `llm-cost roofline --preset measured` says it fits;
+    `lc.step_time(..., "measured")` said it did not (its fit ignored the profile's basis)."""
+    import llm_cost as lc
+    from helpers import rows_of
+
+    args = dict(weights="fp8", batch=16, context=1024, kv_bytes_per_element=1.0)
+    (row,) = rows_of("roofline", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--preset", "measured",
+                     "--weights", "fp8", "--kv-dtype", "fp8", "--batch", "16", "--context", "1024")
+    assert row["fits"] is True and lc.step_time("llama-3-70b", "h100-sxm", "measured", **args).fits is True
+    assert lc.step_time("llama-3-70b", "h100-sxm", "lecture", **args).fits is False  # marketed memory
+    on_one = lc.Deployment(kv_dtype="fp8")
+    assert lc.step_time("llama-3-70b", "h100-sxm", "measured", weights="fp8", batch=16, context=1024,
+                        deployment=on_one).fits is True

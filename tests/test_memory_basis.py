@@ -73,8 +73,11 @@ def test_the_fit_and_the_capacity_share_one_memory_figure():
 
 
 def test_library_defaults_and_refusals():
-    assert kv_capacity("gpt-3-13b", "a100-40gb", reserve=0.1).kv_tokens == 12_564  # the lecture §2.3
-    assert Deployment().basis == "marketed" and Profile("mine").memory_basis == "usable"
+    # one default (issue 28 review): the usable memory, as the CLI's default preset; the lecture §2.3 asks
+    marketed = Deployment(memory_basis="marketed")
+    assert kv_capacity("gpt-3-13b", "a100-40gb", reserve=0.1, deployment=marketed).kv_tokens == 12_564
+    assert kv_capacity("gpt-3-13b", "a100-40gb", reserve=0.1).kv_tokens == 15_805
+    assert Deployment().basis == "usable" and Profile("mine").memory_basis == "usable"
     assert Deployment().following(PRESETS["measured"]).basis == "usable"
     assert Deployment(memory_basis="marketed").following(PRESETS["measured"]).basis == "marketed"
     with pytest.raises(LlmCostError, match="memory_basis must be one of"):

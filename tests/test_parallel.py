@@ -135,7 +135,8 @@ def test_usable_memory_is_what_the_driver_reports():
     assert H100.memory_available_bytes == 81559 * 2**20  # nvidia-smi's 81,559 MiB
     fit = step_fit(L70, H100, Deployment(tp=2, memory_basis="usable"), batch=1)
     assert fit.available_bytes == pytest.approx(81559 * 2**20 * 0.9) and fit.fits
-    marketed = step_fit(L70, H100, Deployment(tp=2), batch=1)  # the documents' 80e9, the default
+    marketed = step_fit(L70, H100, Deployment(tp=2, memory_basis="marketed"), batch=1)  # the documents' 80e9
+    assert step_fit(L70, H100, Deployment(tp=2), batch=1).memory_basis == "usable"  # the default, as the CLI's
     assert marketed.available_bytes == pytest.approx(80e9 * 0.9) and marketed.memory_basis == "marketed"
 
 

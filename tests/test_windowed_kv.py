@@ -258,7 +258,7 @@ def test_iteration_cost_decode_and_prefill_are_windowed():
     ("llama-4-scout", "int4", 32768, 5, 2),
 ])
 def test_sequences_that_fit_on_an_h100(name, weights, context, fit, all_layer):
-    """H100 SXM, 80e9 bytes less 10%: 72e9 usable; sequences = floor(K/V room / kv_bytes(context)).
+    """H100 SXM on its marketed memory, 80e9 bytes less 10%: 72e9; sequences = floor(K/V room / kv_bytes(context)).
 
     - gpt-oss-20b, BF16 weights 41,829,514,368: room 30,170,485,632 bytes.
       64: / 3,145,728 = 9,590.9 -> 9,590 (inside the window: as kv_tokens 613,820 // 64);
@@ -273,10 +273,12 @@ def test_sequences_that_fit_on_an_h100(name, weights, context, fit, all_layer):
     from llm_cost.catalog import load_accelerator
     from llm_cost.serving.capacity import kv_capacity, sequences_that_fit
     from llm_cost.specs import weight_format
+    from llm_cost.specs.deployment import Deployment
 
     m, h100, w = load_model(name), load_accelerator("h100-sxm"), weight_format(weights)
-    assert sequences_that_fit(m, h100, context, weights=w) == fit
-    assert kv_capacity(m, h100, weights=w).kv_tokens // context == all_layer
+    marketed = Deployment(memory_basis="marketed")  # the library's default is the usable memory
+    assert sequences_that_fit(m, h100, context, weights=w, deployment=marketed) == fit
+    assert kv_capacity(m, h100, weights=w, deployment=marketed).kv_tokens // context == all_layer
 
 
 @pytest.mark.parametrize("name", WINDOWLESS)

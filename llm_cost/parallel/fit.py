@@ -130,12 +130,16 @@ def largest_batch(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     Examples
     --------
     Llama-3-8B on an H100 at 4,096 tokens (the article's 80 GB): 55.94 GB beside the weights, 0.537 GB
-    of K/V and 0.6 MB of activations a sequence.
+    of K/V and 0.6 MB of activations a sequence; by default on the memory the driver reports (81,559
+    MiB), more.
 
     >>> from llm_cost.catalog import load_accelerator, load_model
     >>> from llm_cost.specs import BF16
-    >>> largest_batch(load_model("llama-3-8b"), load_accelerator("h100-sxm"), Deployment(), weights=BF16, tokens=4096)
+    >>> l8, h100 = load_model("llama-3-8b"), load_accelerator("h100-sxm")
+    >>> largest_batch(l8, h100, Deployment(memory_basis="marketed"), weights=BF16, tokens=4096)
     104
+    >>> largest_batch(l8, h100, Deployment(), weights=BF16, tokens=4096)
+    113
     """
     context = tokens - rows_per_sequence
     return most_that_fit(lambda batch: deployment_fit(model, gpu, deployment, weights=weights,

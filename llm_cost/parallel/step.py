@@ -51,7 +51,8 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
     if max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:  # a grid: the fit is asked per point
         return step
-    fit = deployment_fit(model, gpu, deployment, weights=weights, rows=rows, batch=batch, context=context)
+    fit = deployment_fit(model, gpu, deployment.following(profile), weights=weights, rows=rows, batch=batch,
+                         context=context)  # on the profile's memory basis unless the deployment names one
     return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
 
 

@@ -145,12 +145,14 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     rows, batch, context = check_pass(rows, batch, context)
     cost = PassCost.from_specs(model, gpu, profile, weights, kv_bytes_per_element)
     return _with_fit(cost.step(rows, batch, context, count_kv=profile.count_kv), model, gpu, weights,
-                     kv_bytes_per_element, rows=rows, batch=batch, context=context)
+                     kv_bytes_per_element, rows=rows, batch=batch, context=context, profile=profile)
 
 
-def _with_fit(step: StepTime, model, gpu, weights, kv_bytes_per_element, *, rows, batch, context) -> StepTime:
+def _with_fit(step: StepTime, model, gpu, weights, kv_bytes_per_element, *, rows, batch, context,
+              profile) -> StepTime:
     """`step` with its one-GPU fit (`parallel.fit.deployment_fit` on one GPU, K/V at the dtype of that
-    width: 2 bytes bf16, 1 fp8, 0.5 int4): `fits`, and `fit_note` when it does not. The time is kept
+    width: 2 bytes bf16, 1 fp8, 0.5 int4, on `profile`'s memory basis): `fits`, and `fit_note` when it
+    does not. The time is kept
     (the article's 70B "on one card, assuming it fits"). A grid, or a K/V width no dtype has, is
     returned unchecked (`fits` None): the fit is asked per point."""
     import numpy as np
@@ -164,8 +166,8 @@ def _with_fit(step: StepTime, model, gpu, weights, kv_bytes_per_element, *, rows
 
     from llm_cost.parallel.fit import deployment_fit
 
-    fit = deployment_fit(model, gpu, Deployment(kv_dtype=dtype), weights=weights, rows=rows, batch=batch,
-                         context=context)
+    fit = deployment_fit(model, gpu, Deployment(kv_dtype=dtype).following(profile), weights=weights, rows=rows,
+                         batch=batch, context=context)
     return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
 
 

@@ -145,12 +145,12 @@ class KvCapacity:
 
         Examples
         --------
-        GPT-3 175B in BF16 (349 GB) on one A100 40GB does not fit; the result says by how much.
+        GPT-3 175B in BF16 (349 GB) on one A100 40GB (40,960 MiB) does not fit; the result says by how much.
 
         >>> from llm_cost.catalog import load_model, load_accelerator
         >>> cap = kv_capacity(load_model("gpt-3-175b"), load_accelerator("a100-40gb"))
         >>> cap.fits, cap.kv_tokens, round(cap.shortfall_bytes / 1e9)
-        (False, 0, 313)
+        (False, 0, 311)
         """
         return self.shortfall_bytes == 0
 
@@ -209,7 +209,8 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
     deployment : Deployment, optional
         tp, pp (and replicas) the model is split over (default one GPU); checked against the model
         (`parallel.check_deployment`: tp divides the heads, ep needs a MoE, ...) and the memory
-        basis: usable by default, marketed for the lecture's figures (`LECTURE_MEMORY`).
+        basis: usable by default (what the driver reports, as `llm-cost capacity` counts under its
+        default preset), `Deployment(memory_basis="marketed")` for the lecture's figures.
 
     Returns
     -------
@@ -218,27 +219,29 @@ def kv_capacity(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = N
 
     Examples
     --------
+    The lecture's figure counts the marketed 40e9 bytes:
+
     >>> from llm_cost.catalog import load_model, load_accelerator
-    >>> a100 = load_accelerator("a100-40gb")
-    >>> cap = kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1)
+    >>> from llm_cost.specs.deployment import Deployment
+    >>> a100, lecture = load_accelerator("a100-40gb"), Deployment(memory_basis="marketed")
+    >>> cap = kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1, deployment=lecture)
     >>> int(cap.weight_bytes), int(cap.kv_bytes_per_token), cap.kv_tokens, cap.memory_basis
     (25706772480, 819200, 12564, 'marketed')
 
-    On the memory the driver reports (40,960 MiB: the `measured` preset's basis) it holds more:
+    By default, as `llm-cost capacity` counts, the memory the driver reports (40,960 MiB) holds more:
 
-    >>> from llm_cost.specs.deployment import Deployment
-    >>> kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1, deployment=Deployment(memory_basis="usable")).kv_tokens
+    >>> kv_capacity(load_model("gpt-3-13b"), a100, reserve=0.1).kv_tokens
     15805
 
-    Llama-3-70B in BF16 (141.1 GB) does not fit one H100 (72 GB after the reserve); over tp = 4 each
-    GPU holds 35.3 GB of weights and 2 of the 8 K/V heads: (72 - 35.3) GB / 81,920 bytes a token.
+    Llama-3-70B in BF16 (141.1 GB) does not fit one H100 (77.0 GB of 81,559 MiB after the reserve);
+    over tp = 4 each GPU holds 35.3 GB of weights and 2 of the 8 K/V heads: (77.0 - 35.3) GB / 81,920
+    bytes a token.
 
-    >>> from llm_cost.specs.deployment import Deployment
     >>> kv_capacity(load_model("llama-3-70b"), load_accelerator("h100-sxm")).fits
     False
     >>> four = kv_capacity(load_model("llama-3-70b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=4))
     >>> round(four.weight_bytes_per_gpu / 1e9, 1), int(four.kv_bytes_per_token_per_gpu), four.kv_tokens
-    (35.3, 81920, 448280)
+    (35.3, 81920, 508934)
     """
     from llm_cost.parallel import check_deployment, deployment_kv_share, weight_bytes_per_gpu
 
@@ -303,13 +306,13 @@ def sequences_that_fit(model: ModelSpec, gpu: Accelerator, context: int, *, rese
 
     Examples
     --------
-    gpt-oss-20b in BF16 on an H100 (80 GB, 10% held back): 72 GB - 41.83 GB = 30.17 GB of K/V;
-    at 8192 tokens a sequence holds 204,472,320 bytes (not 402,653,184): 147 sequences, not 74.
+    gpt-oss-20b in BF16 on an H100 (81,559 MiB, 10% held back): 76.97 GB - 41.83 GB = 35.14 GB of K/V;
+    at 8192 tokens a sequence holds 204,472,320 bytes (not 402,653,184): 171 sequences, not 87.
 
     >>> from llm_cost.catalog import load_model, load_accelerator
     >>> oss, h100 = load_model("gpt-oss-20b"), load_accelerator("h100-sxm")
     >>> sequences_that_fit(oss, h100, 8192), kv_capacity(oss, h100).kv_tokens // 8192
-    (147, 74)
+    (171, 87)
     """
     model = as_model(model)
     gpu = as_accelerator(gpu)

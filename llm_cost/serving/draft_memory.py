@@ -55,7 +55,7 @@ def draft_memory(target, draft, gpu, *, reserve=None, weights=BF16, draft_weight
     >>> from llm_cost.catalog import load_model, load_accelerator
     >>> m = draft_memory(load_model("llama-3.1-8b"), load_model("llama-3.2-1b"), load_accelerator("h100-sxm"))
     >>> round(m.draft_weight_bytes / 1e9, 2), int(m.draft_kv_bytes_per_token), m.kv_tokens_without_draft, m.kv_tokens
-    (2.47, 32768, 426784, 326341)
+    (2.47, 32768, 464692, 356668)
     """
     from llm_cost.catalog import as_model
     from llm_cost.speculative.fit import draft_deployment_for

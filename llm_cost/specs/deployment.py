@@ -49,8 +49,9 @@ class Deployment:
     memory_basis : str, optional
         What that memory is: "usable" (`usable_memory_bytes`, what the driver reports) or "marketed"
         (`memory_bytes`, the two documents' figure); default None: the profile's
-        (`Profile.memory_basis`, see `following`), and where no profile is known the documents'
-        ("marketed": the lecture's 40e9 bytes for an A100 40GB stay what `kv_capacity` gives).
+        (`Profile.memory_basis`, see `following`), and where no profile is known (`kv_capacity`)
+        "usable", as the CLI's default preset (`measured`) counts; the lecture's 40e9 bytes for an
+        A100 40GB need memory_basis="marketed".
 
     Examples
     --------
@@ -70,7 +71,7 @@ class Deployment:
     kv_dtype: str = "bf16"
     overlap_comm: bool = False
     reserve: float = DEFAULT_RESERVE
-    memory_basis: str | None = None  # None: the profile's (`following`), else the documents' marketed
+    memory_basis: str | None = None  # None: the profile's (`following`), else usable (`basis`)
     dp_attention: bool = False
 
     def __post_init__(self) -> None:
@@ -174,8 +175,9 @@ class Deployment:
 
     @property
     def basis(self) -> str:
-        """The memory basis in force: `memory_basis`, or the documents' "marketed" when none was set."""
-        return self.memory_basis or "marketed"
+        """The memory basis in force: `memory_basis`, or "usable" when none was set (a profile's default,
+        the `measured` preset's and so the CLI's: one default for the library and the commands)."""
+        return self.memory_basis or "usable"
 
     def memory_bytes(self, gpu) -> float:
         """One GPU's memory on this basis: its marketed `memory_bytes` or `memory_available_bytes`."""
