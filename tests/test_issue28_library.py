@@ -58,6 +58,18 @@ def test_calibrate_warns_when_the_fit_is_worse_in_sample_than_its_base(tmp_path,
     assert written["calibration"]["base_in_sample"]["mape"] < written["calibration"]["in_sample"]["mape"]
 
 
+def test_calibrate_says_a_freed_knob_is_held_by_the_bases_engines(tmp_path):
+    """--free fixed_time_s on measured without --engines: each engine's entry replaces the shared
+    knob, so it is not fitted, and the command says so (not only "no (base)" in the table)."""
+    hand = DATA / "calibrate" / "hand.csv"
+    out = run("calibrate", hand, "-o", tmp_path / "p.json", "--no-cv", "--free", "fixed_time_s,bw_efficiency")
+    assert out.exit_code == 0, out.output
+    assert "Warning: fixed_time_s: the base measured sets it per engine (gpt-fast, trtllm-0, lmdeploy, vllm, " \
+           "sglang, trtllm), held fixed: not fitted; --engines fits each engine's" in out.stderr
+    quiet = run("calibrate", hand, "-o", tmp_path / "q.json", "--no-cv", "--free", "bw_efficiency")
+    assert "per engine" not in quiet.stderr
+
+
 def test_calibrate_cli_fit_of_train_csv_is_no_worse_than_measured(tmp_path):
     """The reviewer's reproduction: the CLI's default calibrate, then validate with the profile it
     wrote, against validate with measured (in-sample MAPE; no warning printed)."""

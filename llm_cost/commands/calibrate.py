@@ -199,6 +199,8 @@ def calibrate_cmd(
         start = summarize(f"base {base.name}", predictions(pts, base, pool))
     _warn_few_points(result.points, len(result.fitted))
     _warn_worse_than_base(fitted, start)
+    if free and base.engine_costs and not engines:
+        _warn_held_per_engine(knobs, base)
     if cv and len(groups) < 2:
         warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
              f"the errors shown are in-sample only")
@@ -246,6 +248,17 @@ def _warn_few_points(points: int, knobs: int) -> None:
         warn(f"{_count(points, 'point')} for {_count(knobs, 'fitted knob')}, fewer than "
              f"{POINTS_PER_KNOB} per knob ({POINTS_PER_KNOB * knobs}): the fit may follow the points' noise; "
              f"fit fewer knobs with --free or add points")
+
+
+def _warn_held_per_engine(knobs, base) -> None:
+    """The warning when --free names a knob the base sets per engine (`Profile.engine_costs`), which
+    stays the base's without --engines (each engine's entry replaces the shared knob)."""
+    from llm_cost.specs.profiles import ENGINE_KNOBS
+
+    held = [k for k in knobs if k in ENGINE_KNOBS]
+    if held:
+        warn(f"{', '.join(held)}: the base {base.name} sets {'it' if len(held) == 1 else 'them'} per engine "
+             f"({', '.join(base.engines)}), held fixed: not fitted; --engines fits each engine's")
 
 
 MAPE_SLACK = 0.05  # the fit's in-sample MAPE past (1 + this) x its base's: warned (the table shows both always)
