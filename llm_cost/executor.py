@@ -61,10 +61,14 @@ class TaskPool:
         self.close()
 
     def close(self, cancel: bool = False) -> None:
-        """Stop the local processes (`cancel`: without waiting for queued tasks)."""
+        """Stop the local processes (`cancel`: at once, killing the tasks running and dropping those
+        queued; a queued call cannot be cancelled, so after a Ctrl-C the processes would otherwise
+        work through the whole queue before the process could exit)."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            if cancel:
+                terminate_workers(pool)
+            pool.shutdown(wait=True, cancel_futures=cancel)
 
     def map(self, fn, tasks, *, on_done=None, weights=None) -> list:
         """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each;
@@ -92,7 +96,7 @@ class TaskPool:
             from concurrent.futures import ProcessPoolExecutor
 
             ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=ignore_ctrl_c)
         try:
             order = (range(len(tasks)) if weights is None else
                      sorted(range(len(tasks)), key=lambda i: -weights[i]))  # stable: ties in task order
@@ -103,6 +107,27 @@ class TaskPool:
         except BaseException:
             self.close(cancel=True)
             raise
+
+
+def ignore_ctrl_c() -> None:
+    """A worker process ignores SIGINT: a terminal's Ctrl-C reaches every process of its group, and the
+    parent alone stops the run (it terminates the workers, `TaskPool.close(cancel=True)`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def terminate_workers(pool) -> None:
+    """Terminate a ProcessPoolExecutor's worker processes (Python 3.14's `terminate_workers`; before
+    it, each of the executor's processes: it has no public handle on them)."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.join(timeout=1.0)
 
 
 def _tick(on_done, done: int, total: int) -> None:
