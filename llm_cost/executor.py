@@ -31,15 +31,24 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def check_one_executor(jobs, ray) -> None:
+    """Local processes (`jobs` > 1) or Ray (`ray`), not both: Ray runs the tasks where its cluster has
+    room, so `jobs` would be silently ignored."""
+    if ray is not None and jobs is not None and jobs != 1:
+        raise InvalidValueError(f"jobs (local processes, got {jobs}) and ray (tasks on a Ray cluster) are two "
+                                f"ways to run: give one of them, not both", params=("jobs", "ray"))
+
+
 def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None, weights=None) -> list:
     """`[fn(t) for t in tasks]`, computed by `jobs` local processes (None: all cores; 1: this
     process) or as Ray tasks on the cluster at `ray` (an address or "auto"); `on_done(done, total)`
     after each task finishes. `weights`: each task's expected cost (any unit); the processes take the
     heaviest first (longest processing time first: no long task starts last while the others idle)."""
     tasks = list(tasks)
+    check_one_executor(jobs, ray)
     jobs = default_jobs() if jobs is None else jobs
     check_number("jobs", jobs, low=1, high=1024, integer=True)
-    with TaskPool(min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
+    with TaskPool(1 if ray is not None else min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
         return pool.map(fn, tasks, on_done=on_done, weights=weights)
 
 
@@ -50,6 +59,7 @@ class TaskPool:
     fit that evaluates the same rows at hundreds of profiles pays the processes' start-up once."""
 
     def __init__(self, jobs: int | None = None, *, ray: str | None = None) -> None:
+        check_one_executor(jobs, ray)
         jobs = default_jobs() if jobs is None else jobs
         check_number("jobs", jobs, low=1, high=1024, integer=True)
         self.jobs, self.ray, self._pool = int(jobs), ray, None
