@@ -9,7 +9,6 @@ import pytest
 
 from helpers import error_line, rows_of, run
 from llm_cost.catalog import load_model
-from llm_cost.commands.plan_verify import past_context
 from llm_cost.errors import InvalidValueError
 from llm_cost.planner.verify import WorkloadRecipe
 from llm_cost.serving.workload import fixed_workload
@@ -33,6 +32,8 @@ def test_prompts_within_the_context_do_not_warn():
 
 
 def test_past_context_counts_the_requests_past_it():
+    from llm_cost.commands.plan_verify import past_context
+
     trace = fixed_workload([(8000, 100), (8100, 100), (100, 10)], arrivals_s=[0.0, 1.0, 2.0])  # 8,100, 8,200, 110
     recipe = WorkloadRecipe(trace=trace, rate_req_per_s=1.0)
     assert past_context(recipe, load_model("llama-3-8b")).startswith("does not fit: 1 of 3 requests, of up to 8,200")
