@@ -100,7 +100,7 @@ def plan_cmd(
     fixed_ms: FixedMs = None,
     engine: EngineOpt = None,
     usable_memory: UsableMemory = None,
-    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO.")] = None,
+    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO. N is required (10 is a good start: --verify 10).")] = None,
     rate: Rates = None,
     concurrency: Concurrency = None,
     prompt_len: PromptLen = None,
