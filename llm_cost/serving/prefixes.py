@@ -33,7 +33,9 @@ class PromptPrefixes(NamedTuple):
     prompt of `shared_prefix` tokens, `prefix_groups` groups of `group_prefix` tokens spread by
     `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
     declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
-    the deployment's options: it is built at every command's import).
+    the deployment's options: it is built at every command's import). `group_prefix`, `prefix_dist` and
+    `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns); one given without its
+    parent (`prefix_groups`, `sessions`) would change nothing and is refused.
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> PromptPrefixes(shared_prefix=8).applied(fixed_workload([(4, 5)]), seed=0).prefix
@@ -42,15 +44,25 @@ class PromptPrefixes(NamedTuple):
 
     shared_prefix: Optional[int] = None
     prefix_groups: Optional[int] = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
+    group_prefix: Optional[int] = None
+    prefix_dist: Optional[str] = None
     sessions: Optional[int] = None
-    turns: int = 4
+    turns: Optional[int] = None
 
     def applied(self, wl, seed: int = 0):
-        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups)."""
-        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
-                               seed, self.sessions, self.turns)
+        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups); an option given without
+        its parent refused."""
+        for child, (parent, _) in CHILD_DEFAULTS.items():
+            if getattr(self, child) is not None and getattr(self, parent) is None:
+                raise InvalidValueError(f"{child} belongs to {parent} and changes nothing without it: give {parent}", params=(child, parent))
+        given = {k: d if getattr(self, k) is None else getattr(self, k) for k, (_, d) in CHILD_DEFAULTS.items()}
+        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, given["group_prefix"],
+                               given["prefix_dist"], seed, self.sessions, given["turns"])
+
+
+# an option of `PromptPrefixes` that sets another's workload: (that option, its default)
+CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", 256), "prefix_dist": ("prefix_groups", "zipf"),
+                  "turns": ("sessions", 4)}
 
 
 def _grown(wl, segments_per_request, tokens: int):
