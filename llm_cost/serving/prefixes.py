@@ -65,12 +65,13 @@ CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", 256), "prefix_dist": ("prefi
                   "turns": ("sessions", 4)}
 
 
-def _grown(wl, segments_per_request, tokens: int):
-    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had."""
+def _grown(wl, segments_per_request, tokens: int, what: str):
+    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had, `what`
+    after its description ("8 prefix groups of 256 tok (zipf)")."""
     prompt = tuple(p + tokens for p in wl.prompt)
     if wl.prefix is not None:
         segments_per_request = [a + b for a, b in zip(segments_per_request, wl.prefix)]
-    what = f"{wl.description}, prefix {tokens} tok" if wl.description else f"prefix {tokens} tok"
+    what = f"{wl.description}, {what}" if wl.description else what
     return replace(wl, prompt=prompt, prefix=tuple(segments_per_request), description=what)
 
 
@@ -84,7 +85,7 @@ def with_shared_prefix(wl, tokens: int):
     """
     check_number("shared_prefix", tokens, low=1, integer=True)
     seg = (("shared", tokens),)
-    return _grown(wl, [seg] * len(wl), tokens)
+    return _grown(wl, [seg] * len(wl), tokens, f"shared prefix {tokens} tok")
 
 
 def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf", seed: int = 0):
@@ -104,7 +105,8 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
     weights = 1.0 / np.arange(1, groups + 1) if distribution == "zipf" else np.ones(groups)
     draws = np.random.default_rng(seed).choice(groups, size=len(wl), p=weights / weights.sum())
     segs = [((("group", g), tokens),) for g in range(groups)]
-    return _grown(wl, [segs[g] for g in draws.tolist()], tokens)
+    return _grown(wl, [segs[g] for g in draws.tolist()], tokens,
+                  f"{groups} prefix group{'s' if groups > 1 else ''} of {tokens} tok ({distribution})")
 
 
 def with_sessions(wl, sessions: int, turns: int):
