@@ -101,10 +101,10 @@ PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="Keep full
 KvOffloadBytes = Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")]
 SharedPrefix = Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")]
 PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")]
-GroupPrefix = Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")]
-PrefixDist = Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")]
+GroupPrefix = Annotated[Optional[int], typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix (default 256).")]
+PrefixDist = Annotated[Optional[str], typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1), the default) or uniform.")]
 Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")]
-Turns = Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")]
+Turns = Annotated[Optional[int], typer.Option("--turns", help="--sessions: turns per chat, then a new chat (default 4).")]
 Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
 DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
 JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default 1, plan --verify all cores; results identical to --jobs 1).")

@@ -54,8 +54,8 @@ class PrefixCache:
     def __init__(self, workload, block_size: int) -> None:
         if workload.prefix is None:
             raise InvalidValueError("prefix_caching needs a workload with prefixes: give shared_prefix, "
-                                    "prefix_groups or a trace with a prefix_id column",
-                                    params=("prefix_caching", "shared_prefix", "prefix_groups"))
+                                    "prefix_groups, sessions or a trace with a prefix_id column",
+                                    params=("prefix_caching", "shared_prefix", "prefix_groups", "sessions"))
         self.prefix, self.prompt, self.B = workload.prefix, workload.prompt, block_size
         self.ref: dict = {}
         self.lru: OrderedDict = OrderedDict()

@@ -33,7 +33,9 @@ class PromptPrefixes(NamedTuple):
     prompt of `shared_prefix` tokens, `prefix_groups` groups of `group_prefix` tokens spread by
     `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
     declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
-    the deployment's options: it is built at every command's import).
+    the deployment's options: it is built at every command's import). `group_prefix`, `prefix_dist` and
+    `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns); one given without its
+    parent (`prefix_groups`, `sessions`) would change nothing and is refused.
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> PromptPrefixes(shared_prefix=8).applied(fixed_workload([(4, 5)]), seed=0).prefix
@@ -42,23 +44,34 @@ class PromptPrefixes(NamedTuple):
 
     shared_prefix: Optional[int] = None
     prefix_groups: Optional[int] = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
+    group_prefix: Optional[int] = None
+    prefix_dist: Optional[str] = None
     sessions: Optional[int] = None
-    turns: int = 4
+    turns: Optional[int] = None
 
     def applied(self, wl, seed: int = 0):
-        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups)."""
-        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
-                               seed, self.sessions, self.turns)
+        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups); an option given without
+        its parent refused."""
+        for child, (parent, _) in CHILD_DEFAULTS.items():
+            if getattr(self, child) is not None and getattr(self, parent) is None:
+                raise InvalidValueError(f"{child} belongs to {parent} and changes nothing without it: give {parent}", params=(child, parent))
+        given = {k: d if getattr(self, k) is None else getattr(self, k) for k, (_, d) in CHILD_DEFAULTS.items()}
+        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, given["group_prefix"],
+                               given["prefix_dist"], seed, self.sessions, given["turns"])
 
 
-def _grown(wl, segments_per_request, tokens: int):
-    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had."""
+# an option of `PromptPrefixes` that sets another's workload: (that option, its default)
+CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", 256), "prefix_dist": ("prefix_groups", "zipf"),
+                  "turns": ("sessions", 4)}
+
+
+def _grown(wl, segments_per_request, tokens: int, what: str):
+    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had, `what`
+    after its description ("8 prefix groups of 256 tok (zipf)")."""
     prompt = tuple(p + tokens for p in wl.prompt)
     if wl.prefix is not None:
         segments_per_request = [a + b for a, b in zip(segments_per_request, wl.prefix)]
-    what = f"{wl.description}, prefix {tokens} tok" if wl.description else f"prefix {tokens} tok"
+    what = f"{wl.description}, {what}" if wl.description else what
     return replace(wl, prompt=prompt, prefix=tuple(segments_per_request), description=what)
 
 
@@ -72,7 +85,7 @@ def with_shared_prefix(wl, tokens: int):
     """
     check_number("shared_prefix", tokens, low=1, integer=True)
     seg = (("shared", tokens),)
-    return _grown(wl, [seg] * len(wl), tokens)
+    return _grown(wl, [seg] * len(wl), tokens, f"shared prefix {tokens} tok")
 
 
 def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf", seed: int = 0):
@@ -92,7 +105,8 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
     weights = 1.0 / np.arange(1, groups + 1) if distribution == "zipf" else np.ones(groups)
     draws = np.random.default_rng(seed).choice(groups, size=len(wl), p=weights / weights.sum())
     segs = [((("group", g), tokens),) for g in range(groups)]
-    return _grown(wl, [segs[g] for g in draws.tolist()], tokens)
+    return _grown(wl, [segs[g] for g in draws.tolist()], tokens,
+                  f"{groups} prefix group{'s' if groups > 1 else ''} of {tokens} tok ({distribution})")
 
 
 def with_sessions(wl, sessions: int, turns: int):
