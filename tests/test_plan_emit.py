@@ -277,3 +277,15 @@ def test_an_ep_group_wider_than_tp_is_one_engine_of_tp_groups():
     assert launch_notes(row, "vllm", "m") == []
     with pytest.raises(InvalidValueError, match="not whole engines"):
         k8s_deployment(dict(row, gpus=12), "vllm", "m", 1024)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_cli_emit_a_model_that_ships_fp8_loads_its_repo_as_published(engine):
+    """DeepSeek-V3's repo ships FP8 128 x 128 blocks (its config's quantization_config): an fp8 row loads
+    it as published, with no --quantization (SGLang's DeepSeek page: not to be run with one) and no
+    placeholder."""
+    out = run("plan", "--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--weights", "fp8", "--emit", engine,
+              "--format", "csv")
+    assert out.exit_code == 0, out.output
+    args = _last_args(out)
+    assert "deepseek-ai/DeepSeek-V3" in args and "--quantization" not in args and "weights are" not in out.stderr

@@ -353,6 +353,9 @@ def _emit_best(rows, to: _EmitOrder) -> None:
                                     "lower the load", params=("emit",))
         gpu = next(g.gpu for g in to.grid.space.groups if g.gpu.name == best["gpu_name"])
         served = to.settings.config_fields(gpu)
+    quant = getattr(to.grid.space.model, "quantization", None)
+    if quant is not None and getattr(quant, "method", None) == best["weights"]:  # the repo ships it (DeepSeek-V3's FP8)
+        best = dict(best, weights="checkpoint")
     from llm_cost.planner.emit import k8s_deployment, launch_command, launch_notes
 
     name, drafts = to.checkpoints

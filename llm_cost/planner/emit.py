@@ -41,7 +41,8 @@ caching (vLLM --enable-prefix-caching; SGLang's radix cache is on by default; Te
 `kv_cache_config.enable_block_reuse`); a host K/V tier is not set (none of the flags checked,
 tests/data/engine_flags.json, sizes one): a note says so.
 
-Weights (`checkpoint_of`): bf16 (and a model's own checkpoint format) load the model's repo; fp8 is
+Weights (`checkpoint_of`): bf16 (and a model's own checkpoint format, `checkpoint`: a caller whose
+model ships the row's format, DeepSeek-V3's FP8, gives the row as `checkpoint`) load the model's repo; fp8 is
 quantized at load by vLLM and SGLang (`--quantization fp8`, vLLM's online dynamic quantization from
 a BF16 checkpoint, docs features/quantization/fp8); every other case (int4 and int8 weight-only,
 W8A8, NVFP4, llama.cpp's blocks, and FP8 on TensorRT-LLM, whose PyTorch backend reads FP8 from a
@@ -153,7 +154,7 @@ def launch_notes(row: dict, engine: str, model: str, *, served: dict | None = No
     need = needs_checkpoint(row, engine)
     if need and not prequantized:
         out.append(f"the row's weights are {row['weights']}: {engine} loads them from {need} of {model}, not "
-                   f"its bf16 repo; the command names it {checkpoint_of(row, engine, model)}: put its repo or "
+                   f"the repo as published; the command names it {checkpoint_of(row, engine, model)}: put its repo or "
                    "path there")
     att, groups = attention_split(row)
     if engine == "trtllm" and att > 1 and groups > 1:
