@@ -50,6 +50,9 @@ class _PlainKeys(_Recorded):
     def keys_of(self, i: int) -> tuple:
         return prefix_cache.block_keys(self.prefix[i], self.prompt[i], self.B)
 
+    def sequence_keys(self, i: int, tokens: int) -> tuple:
+        return prefix_cache.block_keys(self.prefix[i], tokens + 1, self.B)  # every full block of `tokens`
+
 
 def _plain_fleet(workload, replica, config, replicas, router):
     """`serve_fleet`'s driver as the module doc says it: every replica advanced to every arrival."""

@@ -123,7 +123,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             own = s.blocks[i]
             if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
                 self.cache.trim(s.free)
-                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i)
+                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i, s.kv[i] if s.fin[i] == s.fin[i] else 0)
             s.free += own
             s.used -= own * self.B
             s.blocks[i] = 0

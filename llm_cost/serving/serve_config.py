@@ -107,8 +107,8 @@ class ServeConfig:
         (FasterTransformer's request-level batches: max-length reservations, rows padded to the
         longest prompt and output; `request_level` runs it, no other feature applies).
     prefix_caching
-        Paged with recompute: full K/V blocks of known prompt prefixes stay cached after their
-        sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
+        Paged with recompute: full K/V blocks of known prefixes (and a chat's answers) stay cached
+        after their sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
         (`prefix_cache`; the workload's `prefix` says which prompts share which tokens).
     kv_offload_bytes
         Paged with recompute: bytes of a host-memory tier (0: none). Prefix blocks the cache evicts
