@@ -23,8 +23,9 @@ The cache holds each keyed block once:
   (`trim`): the cache never holds more unreferenced blocks than there are free blocks.
 
 With a host tier (`host`, a `host_tier.HostTier`; `ServeConfig.kv_offload_bytes`) the evicted blocks
-go there instead of being lost; `hosted` counts the blocks there that continue a request's cached
-prefix and `take_hosted` brings them back (the engine charges the transfer).
+go there instead of being lost, over the host link (`HostTier.put` counts the bytes, the engine adds
+their time to the next iteration: `HostTier.sent`); `hosted` counts the blocks there that continue a
+request's cached prefix and `take_hosted` brings them back (the engine charges the transfer).
 """
 
 from __future__ import annotations

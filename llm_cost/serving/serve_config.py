@@ -112,8 +112,8 @@ class ServeConfig:
         (`prefix_cache`; the workload's `prefix` says which prompts share which tokens).
     kv_offload_bytes
         Paged with recompute: bytes of a host-memory tier (0: none). Prefix blocks the cache evicts
-        go there (LRU) and come back over `host_bytes_per_s`, the transfer added to the iteration that
-        admits the request, instead of being prefilled again; without prefix caching, preempted
+        go there (LRU) and come back over `host_bytes_per_s` (each way's transfer added to an
+        iteration) instead of being prefilled again; without prefix caching, preempted
         sequences go there as `swap` moves them, while it has room, and are recomputed otherwise
         (`host_tier`).
 
