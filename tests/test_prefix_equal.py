@@ -162,6 +162,18 @@ def test_serve_takes_the_fast_path_for_prefix_caching_and_keeps_the_loops_schedu
     assert fast.prefix_hit_tokens > 0 and (replica is SERVER or fast.preemptions > 0)
 
 
+@pytest.mark.parametrize("replica", [SERVER, TIGHT], ids=["roomy", "tight"])
+def test_the_sessions_compared_hit_their_previous_answers(replica):
+    # the sessions runs above exercise the answers' blocks (a finished turn's, `PrefixCache.release`):
+    # keyed by the prompts alone (the session's segment cut at its prompt), they hit fewer tokens
+    wl = prefix_segments(poisson_workload(400, 14.0, seed=4), seed=6, **WORKLOADS["sessions"])
+    cut = tuple(seg[:-1] + ((seg[-1][0], p - sum(t for _, t in seg[:-1])),) for seg, p in zip(wl.prefix, wl.prompt))
+    assert all(seg[-1][1] > c[-1][1] for seg, c in zip(wl.prefix, cut))
+    answers, prompts = serve(wl, replica, CACHED), serve(dataclasses.replace(wl, prefix=cut), replica, CACHED)
+    assert answers.prefix_hit_tokens > prompts.prefix_hit_tokens > 0
+    assert answers.positions_computed < prompts.positions_computed
+
+
 @pytest.mark.parametrize("kind", ["tp2", "moe"])
 def test_the_fast_path_keeps_the_loops_schedule_where_its_time_is_not_inlined(kind):
     # a deployment (collectives counted apart) or routed experts: `totals_time` each iteration
