@@ -123,7 +123,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             own = s.blocks[i]
             if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
                 self.cache.trim(s.free)
-                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i)
+                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i, s.kv[i] if s.fin[i] == s.fin[i] else 0)
             s.free += own
             s.used -= own * self.B
             s.blocks[i] = 0
@@ -386,10 +386,10 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 moved, seconds = self.swap_in()
                 swap_s += seconds
                 self.admit(dec_run, pf_run, budget)
-                if self.reload_s:  # prefix blocks brought back from the host tier for the admitted ones
-                    swap_s += self.reload_s
-                    self.reload_s = 0.0
             rows = rows_dec + sum(q for _, q in pf_run)
+            if rows and self.tier is not None:  # the host link: prefix blocks back for the admitted, evicted ones out
+                swap_s += self.reload_s + self.tier.sent(s.st, self.host)
+                self.reload_s = 0.0
             if rows == 0 and swap_s == 0.0:
                 if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
                     continue

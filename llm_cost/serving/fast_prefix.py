@@ -136,7 +136,8 @@ class PrefixReplica:
         state, cache = self.state, self.cache
         state.fin[req] = now
         cache.trim(free)
-        free += blocks_for(self.P[req] + self.O[req] - 1, self.B) - cache.held[req] + cache.release(req)
+        kv = self.P[req] + self.O[req] - 1
+        free += blocks_for(kv, self.B) - cache.held[req] + cache.release(req, kv)
         del state.running[req]
         state.finished += 1
         state.in_system -= 1

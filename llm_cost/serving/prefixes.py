@@ -10,9 +10,10 @@ A request's prefix is written as segments ((prefix_key, tokens), ...) (`Workload
 - `with_sessions(wl, S, T)`: multi-turn chats: request i is turn (i // S) mod T of session i mod S
   (sessions interleaved, a session's next turn S arrivals later); a turn's prompt is the previous
   turn's prompt and answer, then its own drawn prompt tokens; after T turns the session starts a new
-  chat. The whole prompt is the session's (key ("session", s, chat)), so a turn hits the blocks of the
-  previous turn's prompt; the previous answer's blocks are prefilled again (the cache keys prompt
-  blocks only: an under-estimate of the hits where an engine also caches generated blocks).
+  chat. The whole sequence, prompt and answer, is the session's (one segment, key ("session", s,
+  chat), of prompt + output tokens: it runs past the prompt), so a turn hits the full blocks of the
+  previous turn's prompt and answer (`prefix_cache`: a finished sequence's generated blocks join the
+  cache, as vLLM's automatic prefix caching hashes every full block).
 
 Groups and a shared prefix together: groups first, then the shared prefix before them (a system
 prompt, then a group's few-shot examples: `prefix_segments`); sessions take the shared prefix too.
@@ -111,14 +112,15 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
 
 def with_sessions(wl, sessions: int, turns: int):
     """`wl` as multi-turn chats (module doc): request i is turn (i // sessions) mod turns of session
-    i mod sessions; its prompt is the session's history (earlier prompts and answers) and its own tokens.
+    i mod sessions; its prompt is the session's history (earlier prompts and answers) and its own tokens,
+    its segment the prompt and its answer (the next turn's history).
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> w = with_sessions(fixed_workload([(4, 5)] * 4), 2, 2)
     >>> w.prompt  # turn 0 of sessions 0 and 1, then turn 1: 4 + 5 history + 4 new
     (4, 4, 13, 13)
-    >>> w.prefix[2]
-    ((('session', 0, 0), 13),)
+    >>> w.prefix[2]  # 13 prompt tokens and the 5 of its answer
+    ((('session', 0, 0), 18),)
     """
     check_number("sessions", sessions, low=1, integer=True)
     check_number("turns", turns, low=1, integer=True)
@@ -133,8 +135,8 @@ def with_sessions(wl, sessions: int, turns: int):
             history[session] = 0
         prompt = history[session] + new
         prompts.append(prompt)
-        segments.append(((("session", session, turn // turns), prompt),))
         history[session] = prompt + out
+        segments.append(((("session", session, turn // turns), history[session]),))
     what = f"{sessions} sessions x {turns} turns"
     return replace(wl, prompt=tuple(prompts), prefix=tuple(segments),
                    description=f"{wl.description}, {what}" if wl.description else what)
