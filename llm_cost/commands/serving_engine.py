@@ -136,7 +136,8 @@ def run_batching(o: dict) -> None:
     rows = [{"model": target.name, "gpu": acc.label, "gpu_name": acc.name, "preset": profile.name, **r} for r in rows]
     from llm_cost.commands.serving_energy import served_energy_columns
 
-    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)
+    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None,
+                                              config.pipeline)
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
@@ -229,7 +230,10 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_energy import pools_energy_columns
 
-    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"))
+    from llm_cost.commands.serving_energy import serial_stages
+
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"),
+                                             (serial_stages(dep, config.pipeline), serial_stages(d_dep, d_config.pipeline)))
     caption += (f"; disaggregated: prefills on {plural(p, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
                 f"{config.max_batch}), decodes on {d} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
                 f"the K/V over {bw / 1e9:g} GB/s "

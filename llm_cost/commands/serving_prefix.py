@@ -81,7 +81,7 @@ def run_prefix_compare(o: dict, wl, rates, replica, config, slo: dict, caption: 
             row["tokens_per_s_over_uncached"] = _ratio(row["tokens_per_s"], off["tokens_per_s"])
     from llm_cost.commands.serving_energy import priced, served_energy_columns
 
-    energy = served_energy_columns(rows, results, acc, dep, fleets)
+    energy = served_energy_columns(rows, results, acc, dep, fleets, config.pipeline)
     energy += priced(rows, o.get("usd_per_kwh"))
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens, serving engine"
     if o["fmt"] in ("json", "csv"):

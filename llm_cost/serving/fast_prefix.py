@@ -204,7 +204,7 @@ class PrefixReplica:
                            *(co[15:17] if co else (0, 0)), causal_pairs(1))
         (state, st, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
          w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
-        now, iteration, free, pf, pending = state.t, self.k, state.free, [], False
+        now, iteration, free, pf, pending, bound_rows = state.t, self.k, state.free, [], False, self.loop.bound_rows
         while True:
             if pending:
                 pending = False
@@ -262,6 +262,8 @@ class PrefixReplica:
             st["iterations"] += 1
             st["rows"] += rows
             st["busy"] += dt
+            if rows >= bound_rows:
+                st["compute_bound"] += dt
             st["area_n"] += dt * len(running)
             st["area_kv"] += dt * used
             st["area_sys"] += dt * state.in_system
