@@ -66,11 +66,13 @@ def read_all(paths, skip_bad: bool = False) -> list:
     return pts
 
 
-def _summary_rows(predictions, by: str = "metric") -> list[dict]:
+def _summary_rows(predictions, by: str = "metric", profile: str | None = None) -> list[dict]:
+    """One row per group (`metrics.summaries`); JSON and CSV rows name the profile when given."""
     from llm_cost.calibrate.metrics import summaries
 
     key = by.replace("-", "_")
-    return [s.row(key) for s in summaries(predictions, by)]
+    named = {} if profile is None else {"preset": profile}
+    return [{**s.row(key), **named} for s in summaries(predictions, by)]
 
 
 def _summary_columns(by: str) -> list[Column]:
@@ -145,7 +147,7 @@ def validate_cmd(
         validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
     if summary or by is not None:
         by = by or "metric"
-        emit(_summary_rows(preds, by), _summary_columns(by), fmt,
+        emit(_summary_rows(preds, by, prof.name), _summary_columns(by), fmt,
              title=f"Validation of profile {prof.name} on {points}", caption=CAPTION)
         return
     emit(_point_rows(preds, prof.name), POINT_COLUMNS, fmt, title=f"Validation of profile {prof.name} on {points}",
@@ -170,7 +172,7 @@ def _print_partial(preds, total: int, points: str, profile: str, summary: bool, 
     if preds:
         title = f"Validation of profile {profile} on {points} (partial: {len(preds)} of {total} rows)"
         if summary:
-            emit(_summary_rows(preds, by), _summary_columns(by), fmt, title=title, caption=CAPTION)
+            emit(_summary_rows(preds, by, profile), _summary_columns(by), fmt, title=title, caption=CAPTION)
         else:
             emit(_point_rows(preds, profile), POINT_COLUMNS, fmt, title=title, caption=CAPTION)
     shown = "" if not preds else ("; the summary is of those" if summary else "; the rows printed are those")
