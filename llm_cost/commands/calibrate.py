@@ -139,19 +139,23 @@ def validate_cmd(
                               ray=ray, on_done=progress)
         except Interrupted as stop:  # Ctrl-C: the rows predicted so far, in file order
             stopped, preds = True, [stop.done[k] for k in sorted(stop.done)]
-    if stopped:  # after the bar is gone
-        _print_partial(preds, len(pts), points, prof.name, summary or by is not None, by or "metric", fmt)
-    if plot:
+    if stopped and not preds:  # after the bar is gone
+        _interrupted(0, len(pts), "")
+    if plot and not stopped:
         from llm_cost.calibrate.figure import validation_figure
 
         validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
+    title = f"Validation of profile {prof.name} on {points}"
+    if stopped:
+        title += f" (partial: {len(preds)} of {len(pts)} rows)"
     if summary or by is not None:
         by = by or "metric"
-        emit(_summary_rows(preds, by, prof.name), _summary_columns(by), fmt,
-             title=f"Validation of profile {prof.name} on {points}", caption=CAPTION)
-        return
-    emit(_point_rows(preds, prof.name), POINT_COLUMNS, fmt, title=f"Validation of profile {prof.name} on {points}",
-         caption=CAPTION)
+        emit(_summary_rows(preds, by, prof.name), _summary_columns(by), fmt, title=title, caption=CAPTION)
+    else:
+        emit(_point_rows(preds, prof.name), POINT_COLUMNS, fmt, title=title, caption=CAPTION)
+    if stopped:
+        shown = "the summary is of those" if summary or by else "the rows printed are those"
+        _interrupted(len(preds), len(pts), shown + ("; no figure drawn" if plot else ""))
 
 
 CAPTION = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
@@ -164,19 +168,12 @@ def _point_rows(preds, profile: str) -> list[dict]:
              "ape": q.ape, "covered": q.covered, "reason": q.reason} for q in preds]
 
 
-def _print_partial(preds, total: int, points: str, profile: str, summary: bool, by: str, fmt: str) -> None:
-    """After Ctrl-C: the rows predicted (or their summary), titled partial, one warning line, exit 130;
-    none predicted: the warning alone."""
+def _interrupted(done: int, total: int, shown: str) -> None:
+    """After Ctrl-C, once what finished is printed: one warning line (how many rows of all, what the
+    output shows), exit 130."""
     from llm_cost.commands.app import EXIT_INTERRUPTED
 
-    if preds:
-        title = f"Validation of profile {profile} on {points} (partial: {len(preds)} of {total} rows)"
-        if summary:
-            emit(_summary_rows(preds, by, profile), _summary_columns(by), fmt, title=title, caption=CAPTION)
-        else:
-            emit(_point_rows(preds, profile), POINT_COLUMNS, fmt, title=title, caption=CAPTION)
-    shown = "" if not preds else ("; the summary is of those" if summary else "; the rows printed are those")
-    warn(f"interrupted: {len(preds)} of {total} rows predicted{shown}")
+    warn(f"interrupted: {done} of {total} rows predicted" + (f"; {shown}" if shown else ""))
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
