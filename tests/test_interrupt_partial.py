@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from llm_cost.cli import app
@@ -76,7 +77,15 @@ def test_ctrl_c_during_the_fit_writes_nothing_and_says_so(monkeypatch, tmp_path)
     assert not target.exists() and out.stdout == ""
 
 
-def test_batching_stops_its_bar_before_the_warning(monkeypatch):
+BEFORE_ANY_RATE = {  # batching over two rates, and the same with --compare-prefix-caching (two runs a rate)
+    "rates": ["batching", "--rate", "2", "--rate", "4", "--requests", "40"],
+    "compare": ["batching", "--compare-prefix-caching", "--shared-prefix", "256", "-n", "40", "--rate", "2",
+                "--rate", "4"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BEFORE_ANY_RATE))
+def test_batching_stops_its_bar_before_the_warning(monkeypatch, case):
     import llm_cost.commands.app as app_module
     import llm_cost.serving.engine as engine
     from llm_cost.commands import progress
@@ -87,6 +96,6 @@ def test_batching_stops_its_bar_before_the_warning(monkeypatch):
                         lambda self, *exc: (events.append("bar stopped"), real_exit(self, *exc))[1])
     monkeypatch.setattr(app_module, "say", lambda line: (events.append(line), real_say(line))[1])
     _stop_after(monkeypatch, engine, "serve", 0)
-    out = runner.invoke(app, ["batching", "--rate", "2", "--rate", "4", "--requests", "40"])
+    out = runner.invoke(app, BEFORE_ANY_RATE[case])
     assert out.exit_code == 130, out.output
     assert events[:2] == ["bar stopped", "Warning: interrupted: 0 of 2 rates finished"], events  # none printed
