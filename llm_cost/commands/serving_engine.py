@@ -163,8 +163,9 @@ def _runs(workloads, label: str, each) -> list:
             for k, one in enumerate(workloads):
                 runs.append(each(one, lambda d, t, k=k: progress(k * t + d, m * t)))
         except KeyboardInterrupt:
-            if not runs:
-                interrupted(0, m, "rates")
+            pass
+    if not runs and m:  # the bar stopped first: the warning on a line of its own
+        interrupted(0, m, "rates")
     return runs
 
 

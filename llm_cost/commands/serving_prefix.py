@@ -112,8 +112,9 @@ def _served(runs, each) -> list:
             for k, (w, c) in enumerate(runs):
                 out.append(each(w, c, lambda d, t, k=k: progress(k * t + d, m * t)))
         except KeyboardInterrupt:
-            if len(out) < 2:
-                interrupted(0, m // 2, "rates")
+            pass
+    if len(out) < 2 and m:  # the bar stopped first: the warning on a line of its own
+        interrupted(0, m // 2, "rates")
     return out[:len(out) // 2 * 2]
 
 
