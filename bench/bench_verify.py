@@ -57,8 +57,8 @@ def main() -> None:
         out[jobs] = verify(tasks, jobs=jobs)
         times[jobs] = time.perf_counter() - t0
         print(f"--jobs {jobs}: {len(tasks)} candidates x {a.requests} requests"
-              f"{f' (--engine {a.engine})' if a.engine else ''} in {times[jobs]:.1f} s "
-              f"(CPU {_cpu_s() - c0:.1f} s, this process and its workers; load average "
+              f"{f' (--engine {a.engine})' if a.engine else ''} in {times[jobs]:.1f} s")
+        print(f"  (CPU {_cpu_s() - c0:.1f} s, this process and its workers; load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     if 1 in times:
         print(f"ratio jobs2/jobs1 wall time: {times[2] / times[1]:.2f} (speed-up {times[1] / times[2]:.2f}x); "

@@ -60,8 +60,8 @@ def main() -> None:
             serve_task(ServeTask(cand, recipe, 0.5, 0.02, settings=settings))
             dt = time.process_time() - t0
             seconds[(kind, path)].append(dt / len(served) * 1e3)
-            print(f"{cand.key[:48]:48s} {kind:8s} engine {settings.engine or '-':5s} {path:13s} {len(served):6d} "
-                  f"requests {dt:6.2f} CPU s", flush=True)
+            print(f"{cand.key[:35]:35s} {kind:8s} engine {settings.engine or '-':5s} {path:13s} {len(served):6d} "
+                  f"requests {dt:6.2f} CPU s", flush=True)  # 100 characters
     base = np.mean(seconds[("one GPU", "fast_engine")])
     for (kind, path), ts in sorted(seconds.items()):
         print(f"{kind:8s} {path:13s} {np.mean(ts):7.4f} CPU s per 1,000 requests served: "

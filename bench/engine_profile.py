@@ -83,8 +83,8 @@ def main() -> None:
         r = engine.serve(wl, server, cfg)
         rows.append((time.process_time() - cpu, time.perf_counter() - wall, _inners(SPENT)))
     phases = list(rows[0][2])
-    print(f"fast engine, {requests:,} requests, paged + speculation gamma 4, {r.iterations:,} iterations, "
-          f"{r.preemptions} preemptions, path {r.path}; CPU seconds, median of {runs} runs [min-max]")
+    print(f"fast engine, {requests:,} requests, paged + speculation gamma 4, {r.iterations:,} iterations,")
+    print(f"  {r.preemptions} preemptions, path {r.path}; CPU seconds, median of {runs} runs [min-max]")
     for phase in phases:
         values = [row[2].get(phase, 0.0) for row in rows]
         print(f"  {phase:14s} {statistics.median(values):6.3f} [{min(values):.3f}-{max(values):.3f}]")

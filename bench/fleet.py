@@ -32,6 +32,7 @@ from llm_cost.serving.prefixes import with_prefix_groups  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig  # noqa: E402
 from llm_cost.serving.workload import poisson_workload  # noqa: E402
+from llm_cost.report.render import print_notes  # noqa: E402  (lines wrapped at 100 when piped)
 
 TARGET_S = 30.0
 TARGET_N = 1_000_000
@@ -62,21 +63,23 @@ def main() -> None:
     wl = with_prefix_groups(poisson_workload(n, 10.0 * r, seed=0), 16, 512, "zipf", seed=0)
     fleet, wall, cpu = _timed(lambda: serve_fleet(wl, server, cfg, r, "prefix-affinity", on_progress=_bar))
     assert fleet.fleet.finished == n
-    print(f"fleet: {n:,} requests over {r} replicas, prefix caching + prefix-affinity: {wall:.2f} s wall "
+    print_notes([f"fleet: {n:,} requests over {r} replicas, prefix caching + prefix-affinity: {wall:.2f} s wall "
           f"({cpu:.2f} s CPU); at this rate {TARGET_N:,} take {wall * TARGET_N / n:.1f} s wall "
           f"({cpu * TARGET_N / n:.1f} s CPU), {wall * TARGET_N / n / TARGET_S:.2f} x the {TARGET_S:g} s target; "
           f"token hit rate {fleet.prefix_token_hit_rate:.3f}, imbalance {fleet.imbalance:.3f}, "
-          f"preemptions {fleet.fleet.preemptions}")
+          f"preemptions {fleet.fleet.preemptions}"], hang="    ")
     base, base_wall, base_cpu = _timed(lambda: [serve(workload_subset(wl, list(range(k, n, r))), server, cfg)
                                                 for k in range(r)])
     assert sum(b.finished for b in base) == n and {b.path for b in base} == {"fast_prefix"}
-    print(f"baseline: {r} independent engines (fast path) on round-robin shares: {base_wall:.2f} s wall "
-          f"({base_cpu:.2f} s CPU); fleet / baseline {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU")
+    print_notes([f"baseline: {r} independent engines (fast path) on round-robin shares: {base_wall:.2f} s wall "
+          f"({base_cpu:.2f} s CPU); fleet / baseline {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU"],
+         hang="    ")
     if general:
         slow, slow_wall, slow_cpu = _timed(lambda: serve_fleet(wl, server, cfg, r, "prefix-affinity", fast=False))
         assert slow.fleet.finish_s == fleet.fleet.finish_s and slow.assignment == fleet.assignment
-        print(f"general loop: the same fleet with fast=False: {slow_wall:.2f} s wall ({slow_cpu:.2f} s CPU), "
-              f"the same finish times; general / fast {slow_wall / wall:.2f} wall, {slow_cpu / cpu:.2f} CPU")
+        print_notes([f"general loop: the same fleet with fast=False: {slow_wall:.2f} s wall ({slow_cpu:.2f} s CPU), "
+              f"the same finish times; general / fast {slow_wall / wall:.2f} wall, {slow_cpu / cpu:.2f} CPU"],
+                hang="    ")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ from llm_cost.serving.reservations import reservation_tokens  # noqa: E402
 from llm_cost.serving.replica import Replica  # noqa: E402
 from llm_cost.serving.engine import serve  # noqa: E402
 from llm_cost.serving.serve_config import ServeConfig, SpecConfig, config_for  # noqa: E402
+from llm_cost.report.render import print_notes  # noqa: E402  (lines wrapped at 100 when piped)
 from llm_cost.specs import PRESETS  # noqa: E402
 from llm_cost.serving.workload import Workload, poisson_workload  # noqa: E402
 
@@ -225,18 +226,20 @@ def engine_cases(server: Replica, requests: int, naive_requests: int, engine_req
     t_fast = best_of(lambda: serve(wl, server, declared), 3)
     t_naive = best_of(lambda: naive(wl, server, "iteration", 32), 1)
     assert same(list(serve(wl, server, declared, fast=("fast_engine",)).finish_s), naive(wl, server, "iteration", 32))
-    print(f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: fast_engine {t_engine * 1e3:7.1f} ms "
-          f"({t_engine / t_fast:.2f}x fast_reservations' {t_fast * 1e3:.1f} ms); the general loop {t_general * 1e3:7.1f} ms "
-          f"({t_general / t_fast:.1f}x slower); naive {t_naive * 1e3:7.1f} ms ({t_naive / t_fast:.1f}x slower)")
+    print_notes([f"engine    bs 32 at 12.40 req/s, declared, {naive_requests:,} requests: "
+                 f"fast_engine {t_engine * 1e3:7.1f} ms ({t_engine / t_fast:.2f}x fast_reservations' "
+                 f"{t_fast * 1e3:.1f} ms); the general loop {t_general * 1e3:7.1f} ms "
+                 f"({t_general / t_fast:.1f}x slower); naive {t_naive * 1e3:7.1f} ms ({t_naive / t_fast:.1f}x slower)"],
+                hang="    ")
     cfg = ServeConfig(max_batch=32, reservation="paged", spec=SpecConfig(gamma=4, alpha=0.8, c=0.05))
     fast = serve(wl, server, cfg)
     general = serve(wl, server, cfg, fast=False)
     assert same(list(fast.finish_s), list(general.finish_s)) and fast.iterations == general.iterations
     t_small = best_of(lambda: serve(wl, server, cfg), 3)
     t_loop = best_of(lambda: serve(wl, server, cfg, fast=False), 1)
-    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4, {naive_requests:,} requests: "
+    print_notes([f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4, {naive_requests:,} requests: "
           f"{t_small * 1e3:7.1f} ms; the general loop (every running sequence visited each iteration, "
-          f"the same finish times) {t_loop * 1e3:7.1f} ms, {t_loop / t_small:.1f}x slower")
+          f"the same finish times) {t_loop * 1e3:7.1f} ms, {t_loop / t_small:.1f}x slower"], hang="    ")
     big = poisson_workload(engine_requests, 12.4, seed=0)
     cpu = time.process_time()
     t_sim = best_of(lambda: serve(big, server, declared), 1)
@@ -256,7 +259,7 @@ def engine_cases(server: Replica, requests: int, naive_requests: int, engine_req
     scale = 1e6 / engine_requests
     per_million, cpu_million = t * scale, cpu * scale
     measured = "" if engine_requests == 1_000_000 else f" (extrapolated from {engine_requests:,})"
-    print(f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4: {engine_requests:,} requests, "
+    print_notes([f"engine    bs 32 at 12.40 req/s, paged + speculation gamma 4: {engine_requests:,} requests, "
           f"{r.iterations:,} iterations, {r.preemptions} preemptions, {engine_runs} runs: median {t:.2f} s "
           f"[{min(walls):.2f}-{max(walls):.2f}] ({cpu:.2f} s of CPU [{min(cpus):.2f}-{max(cpus):.2f}]); "
           f"per 1,000,000{measured}: {per_million:.2f} s, ratio to the {ENGINE_TARGET_S:.0f} s target "
@@ -264,13 +267,13 @@ def engine_cases(server: Replica, requests: int, naive_requests: int, engine_req
           f"worst run {max(walls) * scale / ENGINE_TARGET_S:.2f}); fast_reservations (declared, no speculation) on "
           f"the same requests {t_sim * scale:.1f} s per 1,000,000 ({cpu_sim * scale:.1f} s of CPU; the engine takes "
           f"{cpu / cpu_sim:.2f}x its CPU time); the general loop about {t_loop / t_small * per_million:.0f} s "
-          f"per 1,000,000 at the ratio above")
+          f"per 1,000,000 at the ratio above"], hang="    ")
     if base_cpus:
         ratios = [a / b for a, b in zip(ours_cpus, base_cpus)]
-        print(f"engine    paged + speculation, {engine_requests:,} requests, fresh processes: CPU "
+        print_notes([f"engine    paged + speculation, {engine_requests:,} requests, fresh processes: CPU "
               f"{statistics.median(ours_cpus):.2f} s vs the "
               f"baseline's {statistics.median(base_cpus):.2f} s (runs interleaved): ratio median "
-              f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]")
+              f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"], hang="    ")
 
 
 def main() -> None:
@@ -285,9 +288,9 @@ def main() -> None:
     naive_requests = int(args[2]) if len(args) > 2 else requests
     naive_runs = min(runs, 3)
     server = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
-    print(f"serve: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
+    print_notes([f"serve: {requests:,} requests, best of {runs}; target {TARGET_S:.1f} s. "
           f"naive: {naive_requests:,} requests, best of {naive_runs}, against serve on the same requests"
-          + (f"; baseline simulate from {baseline}, CPU time, best of {runs}" if baseline else ""))
+          + (f"; baseline simulate from {baseline}, CPU time, best of {runs}" if baseline else "")], hang="    ")
     for scheduler, max_batch, rate, max_gen in CASES:
         wl = poisson_workload(requests, rate, seed=0, max_gen=max_gen)
         config = config_for(scheduler, max_batch)
@@ -312,9 +315,9 @@ def main() -> None:
         fast = serve(small, server, config)
         assert same(list(fast.finish_s), reference), scheduler
         stuck = "" if result.deadlock is None else f", deadlocks after {result.finished:,} finished"
-        print(f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s ({result.path}): {t * 1e3:7.1f} ms, "
+        print_notes([f"{scheduler:9s} bs {max_batch:2d} at {rate:5.2f} req/s ({result.path}): {t * 1e3:7.1f} ms, "
               f"{result.iterations:7,} iterations{stuck}, ratio to target {t / TARGET_S:.3f}; "
-              f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower{base}")
+              f"naive {t_naive * 1e3:7.1f} ms, {t_naive / t_small:5.1f}x slower{base}"], hang="    ")
     engine_cases(server, requests, naive_requests, int(args[3]) if len(args) > 3 else 1_000_000, min(runs, 3),
                  baseline)
 

@@ -48,6 +48,7 @@ from llm_cost.catalog import load_accelerator, load_model  # noqa: E402
 from llm_cost.roofline import PassCost, step_time  # noqa: E402
 from llm_cost.speculative import roofline_speedup  # noqa: E402
 from llm_cost.specs import PRESETS  # noqa: E402
+from llm_cost.report.render import print_notes  # noqa: E402  (lines wrapped at 100 when piped)
 
 MODEL, GPU, PROFILE = load_model("llama-3-8b"), load_accelerator("h100-sxm"), PRESETS["article"]
 ALPHA = np.linspace(0.0, 1.0, 100)
@@ -154,17 +155,19 @@ def main() -> None:
     loop_b = statistics.median(t_loop_b)
 
     scaled = "" if idx.size == n else f", timed on {idx.size:,} strided points and scaled x{n / idx.size:g}"
-    print(f"machine: {machine()}")
+    print_notes([f"machine: {machine()}"], hang="    ")
     print(f"points: {n:,} = {ALPHA.size} alpha x {GAMMA.size} gamma x {C.size} c x {BATCH.size} batch")
-    print(f"times: median [min-max] over {repeats} runs after a warm-up run (loop B: {loop_repeats}, no warm-up)")
+    print_notes([f"times: median [min-max] over {repeats} runs after a warm-up run "
+                 f"(loop B: {loop_repeats}, no warm-up)"], hang="    ")
     print(f"vectorized, broadcast grid          : {spread(t_grid, digits=2)} ms")
     print(f"vectorized, flat arrays             : {spread(t_flat)} ms")
     print(f"vectorized, flat arrays, shuffled   : {spread(t_shuf)} ms")
-    print(f"loop A, scalar roofline.step_time   : {t_loop_a:8.2f} s (validation + StepTime per call{scaled})")
-    print(f"loop B, plain floats, consts hoisted: {spread(t_loop_b, 1, 2)} s (all {n:,} points)")
+    print_notes([f"loop A, scalar roofline.step_time   : {t_loop_a:8.2f} s "
+                 f"(validation + StepTime per call{scaled})"], hang="    ")
+    print_notes([f"loop B, plain floats, consts hoisted: {spread(t_loop_b, 1, 2)} s (all {n:,} points)"], hang="    ")
     floor = statistics.median(t_floor)
-    print(f"floor, the 7 result arrays written  : {spread(t_floor)} ms (fresh memory, no arithmetic: "
-          f"{loop_b / floor:,.0f}x loop B at most, for any implementation that allocates them per call)")
+    print_notes([f"floor, the 7 result arrays written  : {spread(t_floor)} ms (fresh memory, no arithmetic: "
+          f"{loop_b / floor:,.0f}x loop B at most, for any implementation that allocates them per call)"], hang="    ")
     print(f"{'speedup (ratio of medians)':36s}  {'vs loop A':>10s}  {'vs loop B':>10s}  {'vs loop B, range':>17s}")
     verdicts = []
     for name, times in (("broadcast grid", t_grid), ("flat arrays", t_flat), ("flat, shuffled", t_shuf)):
@@ -173,13 +176,13 @@ def main() -> None:
         ok = loop_b / t >= TARGET_RATIO and t < TARGET_S
         verdicts.append(f"{name} {'MEETS' if ok else 'does NOT meet'} it ({loop_b / t:,.0f}x, {t * 1e3:.1f} ms)")
         print(f"  {name:34s}  {t_loop_a / t:9,.0f}x  {loop_b / t:9,.0f}x  {low:7,.0f}-{high:,.0f}x")
-    print(f"target >= {TARGET_RATIO:g}x against loop B ({loop_b / TARGET_RATIO * 1e3:.1f} ms in this run) and "
-          f"< {TARGET_S:g} s: " + "; ".join(verdicts))
+    print_notes([f"target >= {TARGET_RATIO:g}x against loop B ({loop_b / TARGET_RATIO * 1e3:.1f} ms in this run) and "
+          f"< {TARGET_S:g} s: " + "; ".join(verdicts)], hang="    ")
     if floor > loop_b / TARGET_RATIO:
-        print(f"on this machine the target lies below the floor: writing the results alone takes "
+        print_notes([f"on this machine the target lies below the floor: writing the results alone takes "
               f"{floor / (loop_b / TARGET_RATIO):.1f}x the time it allows (median; the fastest runs, where the "
               f"allocator hands back memory it has not returned to the system, {min(t_floor) * 1e3:.1f} ms); "
-              f"the flat path takes {statistics.median(t_flat) / floor:.2f}x the floor")
+              f"the flat path takes {statistics.median(t_flat) / floor:.2f}x the floor"], hang="    ")
     print(f"median speedup over the grid: {statistics.median(flat.tolist()):.3f}")
 
 

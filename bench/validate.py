@@ -71,8 +71,8 @@ def main() -> None:
     runs = {}
     for enabled in ((True,) if a.skip_baseline else (True, False)):
         wall, cpu, out = runs[enabled] = _run(path, enabled)
-        print(f"decode stretches {'on ' if enabled else 'off'}: validate of {served} served rows in {wall:.1f} s wall, "
-              f"{cpu:.1f} s CPU (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
+        print(f"decode stretches {'on ' if enabled else 'off'}: validate of {served} served rows in {wall:.1f} s wall,")
+        print(f"  {cpu:.1f} s CPU (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     on = runs[True]
     print(f"target: 400 served rows within 60 s; on {on[1]:.1f} CPU s for {served} rows")
     if False in runs:

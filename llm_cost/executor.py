@@ -31,15 +31,24 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def check_one_executor(jobs, ray) -> None:
+    """Local processes (`jobs` > 1) or Ray (`ray`), not both: Ray runs the tasks where its cluster has
+    room, so `jobs` would be silently ignored."""
+    if ray is not None and jobs is not None and jobs != 1:
+        raise InvalidValueError(f"jobs (local processes, got {jobs}) and ray (tasks on a Ray cluster) are two "
+                                f"ways to run: give one of them, not both", params=("jobs", "ray"))
+
+
 def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_done=None, weights=None) -> list:
     """`[fn(t) for t in tasks]`, computed by `jobs` local processes (None: all cores; 1: this
     process) or as Ray tasks on the cluster at `ray` (an address or "auto"); `on_done(done, total)`
     after each task finishes. `weights`: each task's expected cost (any unit); the processes take the
     heaviest first (longest processing time first: no long task starts last while the others idle)."""
     tasks = list(tasks)
+    check_one_executor(jobs, ray)
     jobs = default_jobs() if jobs is None else jobs
     check_number("jobs", jobs, low=1, high=1024, integer=True)
-    with TaskPool(min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
+    with TaskPool(1 if ray is not None else min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
         return pool.map(fn, tasks, on_done=on_done, weights=weights)
 
 
@@ -50,6 +59,7 @@ class TaskPool:
     fit that evaluates the same rows at hundreds of profiles pays the processes' start-up once."""
 
     def __init__(self, jobs: int | None = None, *, ray: str | None = None) -> None:
+        check_one_executor(jobs, ray)
         jobs = default_jobs() if jobs is None else jobs
         check_number("jobs", jobs, low=1, high=1024, integer=True)
         self.jobs, self.ray, self._pool = int(jobs), ray, None
@@ -61,10 +71,14 @@ class TaskPool:
         self.close()
 
     def close(self, cancel: bool = False) -> None:
-        """Stop the local processes (`cancel`: without waiting for queued tasks)."""
+        """Stop the local processes (`cancel`: at once, killing the tasks running and dropping those
+        queued; a queued call cannot be cancelled, so after a Ctrl-C the processes would otherwise
+        work through the whole queue before the process could exit)."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            if cancel:
+                terminate_workers(pool)
+            pool.shutdown(wait=True, cancel_futures=cancel)
 
     def map(self, fn, tasks, *, on_done=None, weights=None) -> list:
         """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each;
@@ -92,7 +106,7 @@ class TaskPool:
             from concurrent.futures import ProcessPoolExecutor
 
             ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=ignore_ctrl_c)
         try:
             order = (range(len(tasks)) if weights is None else
                      sorted(range(len(tasks)), key=lambda i: -weights[i]))  # stable: ties in task order
@@ -103,6 +117,27 @@ class TaskPool:
         except BaseException:
             self.close(cancel=True)
             raise
+
+
+def ignore_ctrl_c() -> None:
+    """A worker process ignores SIGINT: a terminal's Ctrl-C reaches every process of its group, and the
+    parent alone stops the run (it terminates the workers, `TaskPool.close(cancel=True)`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def terminate_workers(pool) -> None:
+    """Terminate a ProcessPoolExecutor's worker processes (Python 3.14's `terminate_workers`; before
+    it, each of the executor's processes: it has no public handle on them)."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.join(timeout=1.0)
 
 
 def _tick(on_done, done: int, total: int) -> None:

@@ -69,13 +69,42 @@ def test_calibrate_cli_jobs_writes_the_same_profile(tmp_path):
     assert (tmp_path / "one.json").read_text() == (tmp_path / "two.json").read_text()
 
 
+# Run in a fresh interpreter: Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when it is imported (as
+# test_plan_verify.test_ray_equals_local_executor_on_loopback; there, why the switch keeps the node on
+# loopback rather than the machine's routable address).
+RAY_FIT = """
+import json, sys
+import ray
+sys.path.insert(0, sys.argv[1])
+from test_calibrate_jobs import _points
+from llm_cost.calibrate.fit import predictions
+from llm_cost.executor import TaskPool
+from llm_cost.specs.profiles import PRESETS
+
+ray.init(address="local", include_dashboard=False, num_cpus=1, log_to_driver=False, logging_level="WARNING")
+try:
+    pts, lec = _points(), PRESETS["lecture"]
+    with TaskPool(ray="local") as pool:
+        same = predictions(pts, lec, pool) == predictions(pts, lec)
+    print(json.dumps({"nodes": [n["NodeManagerAddress"] for n in ray.nodes()], "same": same}))
+finally:
+    ray.shutdown()
+"""
+
+
 def test_calibrate_on_ray_equals_one_process():
-    ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'llm-cost[ray]'")
-    ray.init(address="local", include_dashboard=False, num_cpus=1, log_to_driver=False)
-    try:
-        pts = _points()
-        lec = PRESETS["lecture"]
-        with TaskPool(ray="local") as pool:
-            assert predictions(pts, lec, pool) == predictions(pts, lec)
-    finally:
-        ray.shutdown()
+    """The served rows predicted as Ray tasks on a local node bound to loopback: the same as in one process."""
+    pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'llm-cost[ray]'")
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", RAY_FIT, str(Path(__file__).parent)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["nodes"] == ["127.0.0.1"] and got["same"] is True

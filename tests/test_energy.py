@@ -128,9 +128,107 @@ def test_served_run_energy_by_hand():
     assert e.joules_per_token == pytest.approx(by_hand / 10, rel=1e-12)
     assert e.watts == pytest.approx(by_hand / seconds, rel=1e-12)
     assert e.joules >= 70.0 * seconds
-    # more GPUs, and busy time counted as compute-bound, never less energy
+    # more GPUs multiply it; a unit cost does no arithmetic, so no iteration is compute-bound
     assert served_energy(r, H100, 4).joules == pytest.approx(4 * e.joules)
-    assert served_energy(r, H100, critical_rows=1.0).joules >= e.joules
+    assert r.compute_bound_s == 0.0
+    # two serial pipeline stages: each GPU computes half the busy time and idles through the rest
+    by_stage = 2 * (70.0 * seconds + 630.0 * A_MEMORY * r.busy_s / 2)
+    assert served_energy(r, H100, 2, stages=2).joules == pytest.approx(by_stage, rel=1e-12)
+
+
+def test_served_energy_splits_busy_time_by_the_tallied_compute_bound_seconds():
+    """Issue 25 review, defect 1: a served run's busy seconds split by the engine's tally of its
+    compute-bound iterations (`compute_bound_s`): a_busy = 0.6 + 0.4 x compute_bound_s / busy_s."""
+    from dataclasses import replace
+
+    from llm_cost.serving.energy import served_energy
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.replica import IterationCost, Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import fixed_workload
+
+    r = serve(fixed_workload([(4, 5), (4, 5)]), Replica(IterationCost.unit(), 10, 2048),
+              ServeConfig(reservation="paged", block_size=1, watermark=0))
+    half = replace(r, compute_bound_s=r.busy_s / 4)
+    seconds = max(r.span_s, r.busy_s)
+    by_hand = 70.0 * seconds + 630.0 * (A_MEMORY + (A_COMPUTE - A_MEMORY) / 4) * r.busy_s
+    assert served_energy(half, H100).joules == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_prompt_heavy_served_run_draws_the_power_of_its_compute_bound_prefills():
+    """Issue 25 review, defect 1: 300 prompts of 4096 tokens, 2 output tokens each, all at once: almost
+    all the busy time is prefill past the ridge, so the run draws about `request`'s power for a batch
+    of 32 such requests (685 W), not the memory-bound 70 + 630 x 0.6 = 448 W it was given before."""
+    (served,) = rows_of("batching", "--rate", "inf", "-n", "300", "--prompt-len", "4096", "--output-len", "2")
+    (request,) = rows_of("request", "--isl", "4096", "--osl", "2", "--batch", "32")
+    assert served["watts"] > 70 + 630 * A_MEMORY + 200
+    assert served["watts"] == pytest.approx(request["watts"], rel=0.05)
+    (decode,) = rows_of("batching", "--rate", "inf", "-n", "64", "--prompt-len", "16", "--output-len", "256",
+                        "--max-batch", "8")
+    assert decode["watts"] < 70 + 630 * (A_MEMORY + 0.05)  # 8 rows an iteration: memory-bound
+
+
+def test_every_engine_path_tallies_the_same_compute_bound_seconds():
+    """The tally (`ServeResult.compute_bound_s`: busy seconds of iterations of `compute_bound_rows` rows or
+    more) is the same whichever path runs a config, the general loop's to 1e-9, and lies in (0, busy_s)
+    on Orca's workload (prompts of up to 512 tokens past the ridge, decodes below it)."""
+    from llm_cost.catalog import load_model
+    from llm_cost.serving.engine import serve
+    from llm_cost.serving.iteration import compute_bound_rows
+    from llm_cost.serving.prefixes import prefix_segments
+    from llm_cost.serving.replica import Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.workload import poisson_workload
+    from llm_cost.specs import PRESETS
+    from llm_cost.specs.deployment import Deployment
+
+    a100, model = load_accelerator("a100-40gb"), load_model("gpt-3-13b")
+    one = Replica.from_specs(model, a100, PRESETS["lecture"])
+    two = Replica.from_specs(model, a100, PRESETS["lecture"], deployment=Deployment(pp=2))
+    wl = poisson_workload(150, 8.0, seed=3)
+    bound = compute_bound_rows(one.cost)
+    assert one.cost.compute_s(bound, 0.0) >= one.cost.memory_s(bound, bound)
+    assert one.cost.compute_s(bound * 0.99, 0.0) < one.cost.memory_s(bound * 0.99, bound * 0.99)
+    cases = [(wl, one, ServeConfig(reservation="declared"), "fast_reservations"),
+             (wl, one, ServeConfig(reservation="paged"), "fast_engine"),
+             (wl, two, ServeConfig(reservation="paged", pipeline="orca"), "fast_pipeline"),
+             (prefix_segments(wl, seed=1, shared=256), one, ServeConfig(reservation="paged", prefix_caching=True),
+              "fast_prefix"),
+             (wl, one, ServeConfig(scheduler="request", reservation="max_len"), "request_level")]
+    for w, replica, cfg, path in cases:
+        fast, general = serve(w, replica, cfg), serve(w, replica, cfg, fast=False)
+        assert fast.path == path and general.path in ("general", "request_level"), (path, fast.path)
+        assert 0 < general.compute_bound_s < general.busy_s, path
+        assert fast.compute_bound_s == pytest.approx(general.compute_bound_s, rel=1e-9), path
+
+
+def test_pipeline_stages_wait_at_idle_power_in_every_command():
+    """Issue 25 review, defect 2: under pp a static batch (`request`, and `plan`'s rows from it) and a
+    serial pipeline (`batching`) keep one stage busy at a time; the others wait at idle power, as
+    `roofline`'s pass does (`roofline.energy.gpu_joules`, the one formula). By hand from the phases:
+    E = sum over phases of s x tp x pp x (70 + 630 x (a_bound x (1 - c) / pp + 0.3 c))."""
+    from llm_cost.requests import request_cost
+    from llm_cost.specs.deployment import Deployment
+
+    args = ("--isl", "256", "--osl", "128", "--batch", "8")
+    (pp2,) = rows_of("request", *args, "--pp", "2", "--gpus", "2")
+    (pp1,) = rows_of("request", *args, "--gpus", "2")
+    r = request_cost("llama-3-8b", H100, "measured", batch=8, isl=256, osl=128, deployment=Deployment(pp=2))
+    ph = r.phases
+    activity = {"compute": A_COMPUTE, "memory": A_MEMORY, "communication": A_COMM}
+
+    def joules(s, comm_s, bound):
+        c = comm_s / s
+        return s * 2 * (70 + 630 * (activity[bound] * (1 - c) / 2 + A_COMM * c))
+    by_hand = joules(ph.prefill_s, ph.prefill_comm_time_s, ph.prefill_bound) + joules(
+        ph.decode_s, ph.decode_comm_time_s, ph.decode_bound)
+    assert pp2["joules"] == pytest.approx(by_hand, rel=1e-9)
+    (step,) = rows_of("roofline", "-b", "8", "--context", "256", "--pp", "2", "--gpus", "2")
+    # two GPUs, each busy about half the time: well below twice one GPU's power (874 W before)
+    assert pp2["watts"] < 1.25 * pp1["watts"] and pp2["watts"] == pytest.approx(step["watts"], rel=0.1)
+    (served,) = rows_of("batching", "--rate", "inf", "-n", "200", "--prompt-len", "256", "--output-len", "128",
+                        "--max-batch", "8", "--pp", "2", "--gpus", "2")
+    assert served["watts"] == pytest.approx(step["watts"], rel=0.1)
 
 
 def test_batching_served_rows_carry_the_estimate():

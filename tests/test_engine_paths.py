@@ -69,6 +69,7 @@ def test_every_path_gives_the_same_schedule(data, rate, seed):
         _same_schedule(r, general, (fast, r.path, cfg))
         assert r.kv_used_peak_tokens == pytest.approx(general.kv_used_peak_tokens, rel=REL), (fast, r.path)
         assert r.busy_s == pytest.approx(general.busy_s, rel=REL) and r.scheduler == general.scheduler
+        assert r.compute_bound_s == pytest.approx(general.compute_bound_s, rel=REL), (fast, r.path)
 
 
 PIPELINED = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"],

@@ -42,18 +42,22 @@ def _cached(offload: float) -> ServeConfig:
 def test_a_block_evicted_to_host_comes_back_counted_by_hand():
     # Room for 4 blocks of 16 (test_prefix_cache's eviction case). Request 0 ends: its 2 prefix blocks
     # cached (a2 released first). Request 1 (prefix b) takes 3 blocks: a2 is evicted, to the host tier
-    # with offload on. Request 2 (prefix a) finds a1 on the GPU and, with offload, a2 on the host:
-    # 32 tokens hit (16 without), 16,000 bytes back at 32,000 B/s = 0.5 s added to its prefill
-    # iteration: TTFT 1.5 s (1.0 s recomputing), rows 41 + 41 + (8 + 1) = 91 against 41 + 41 + 25 = 107.
+    # with offload on: 16,000 bytes out at 32,000 B/s, 0.5 s added to request 1's prefill iteration
+    # (TTFT 1.5 s, 1.0 s without). Request 1 ends: b2, b1 cached. Request 2 (prefix a) finds a1 on the
+    # GPU and, with offload, a2 on the host: 32 tokens hit (16 without); a2 back (16,000 bytes) and
+    # its 2 new blocks evict b2 out (16,000 bytes): 1.0 s added to its prefill iteration, TTFT 2.0 s
+    # (1.0 s recomputing). Bytes 3 x 16,000; rows 41 + 41 + (8 + 1) = 91 against 41 + 41 + 25 = 107.
     small = Replica(KV_COST, 64, 2048)
     wl = _evicting_workload()
     on, off = serve(wl, small, _cached(1e6)), serve(wl, small, _cached(0))
     assert on.finished == off.finished == 3
     assert (on.prefix_hit_requests, on.prefix_hit_tokens) == (1, 32)
     assert (off.prefix_hit_requests, off.prefix_hit_tokens) == (1, 16)
-    assert on.swap_bytes == 16_000 and off.swap_bytes == 0
-    assert on.first_token_s[2] - 20.0 == pytest.approx(1.5, abs=1e-9)
-    assert off.first_token_s[2] - 20.0 == pytest.approx(1.0, abs=1e-9)
+    assert on.swap_bytes == 48_000 and off.swap_bytes == 0
+    assert on.first_token_s[1] - 10.0 == pytest.approx(1.5, abs=1e-9)
+    assert on.first_token_s[2] - 20.0 == pytest.approx(2.0, abs=1e-9)
+    assert off.first_token_s[1] - 10.0 == off.first_token_s[2] - 20.0 == pytest.approx(1.0, abs=1e-9)
+    assert on.busy_s - off.busy_s == pytest.approx(1.5, abs=1e-9)  # three blocks over the link
     assert (on.positions_computed, off.positions_computed) == (91, 107)
     # a tier smaller than one block holds nothing: the run is the one without offload (which prefix
     # caching's fast path runs: the same schedule)
@@ -65,6 +69,8 @@ def test_the_host_tier_is_lru_and_pinned_sequences_come_first():
     for key in "xyz":
         tier.put(key)
     assert list(tier.blocks) == ["y", "z"] and tier.evictions == 1  # x, the oldest, dropped
+    stats = {"swap_bytes": 0.0}  # the three went out over the host link: charged once, at 100 B/s
+    assert (tier.sent(stats, 100.0), stats["swap_bytes"], tier.sent(stats, 100.0)) == (3.0, 300.0, 0.0)
     assert tier.pin(150) and list(tier.blocks) == [] and tier.used == 150  # a sequence evicts blocks
     assert not tier.pin(100)  # 50 bytes left: refused
     tier.put("w")

@@ -17,7 +17,7 @@ DOCS = json.loads((Path(__file__).parent / "data" / "engine_flags.json").read_te
 KNOWN = {engine: (set(DOCS[engine]["flags"]), DOCS[engine]["command"]) for engine in ("vllm", "sglang", "trtllm")}
 SGLANG_FLAGS = KNOWN["sglang"][0]
 
-ROW = {"tp": 2, "pp": 2, "ep": 4, "batch": 64, "replicas": 3, "kv_dtype": "fp8", "weights": "fp8",
+ROW = {"tp": 2, "pp": 2, "ep": 2, "batch": 64, "replicas": 3, "kv_dtype": "fp8", "weights": "fp8",
        "speculation": "draft llama-3.2-1b", "gamma": 4}
 
 
@@ -86,10 +86,10 @@ def test_the_sizes_are_the_rows(engine):
         spec = json.loads(value["--speculative-config"])
         assert set(spec) <= set(DOCS["vllm"]["speculative_config_keys"]) and spec["num_speculative_tokens"] == 4
     if engine == "sglang":
-        assert value["--kv-cache-dtype"] == "fp8_e4m3" and value["--ep-size"] == "4"
+        assert value["--kv-cache-dtype"] == "fp8_e4m3" and value["--ep-size"] == "2"
         assert value["--speculative-draft-model-path"] == "llama-3.2-1b"
     if engine == "trtllm":
-        assert value["--ep_size"] == "4" and value["--extra_llm_api_options"] == OPTIONS_FILE
+        assert value["--ep_size"] == "2" and value["--extra_llm_api_options"] == OPTIONS_FILE
 
 
 def test_a_draft_without_a_model_cannot_be_launched():
@@ -162,3 +162,130 @@ def test_cli_emit_names_a_catalog_drafts_hub_repo(engine, flag):
     assert out.exit_code == 0, out.output
     tail = out.stdout.split("\n", 2)[-1]
     assert flag in tail and "meta-llama/Llama-3.2-1B" in tail and "llama-3.2-1b" not in tail.split(flag, 1)[1]
+
+
+# Issue 26's review, Part E: the emitted deployment is the one planned (and served)
+
+def _last_args(out):
+    return shlex.split(out.stdout.strip().splitlines()[-1])
+
+
+def _values(args):
+    return {a: b for a, b in zip(args, args[1:]) if a.startswith("--")}
+
+
+def test_cli_emit_an_int4_row_names_a_placeholder_not_the_bf16_repo():
+    """The default plan's best row of llama-3-70b on one GPU is int4 (75 GB; the bf16 repo is 140 GB):
+    the command must not load meta-llama/Meta-Llama-3-70B as it is, but name a checkpoint to fill in,
+    and a note says so; --served-model names it as given (the checkpoint the user has)."""
+    out = run("plan", "--model", "llama-3-70b", "--gpus", "1", "--emit", "vllm", "--format", "csv")
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[1].split(",")[out.stdout.splitlines()[0].split(",").index("weights")] == "int4"
+    args = _last_args(out)
+    assert args[2] == "<an int4 (AWQ/GPTQ) checkpoint of meta-llama/Meta-Llama-3-70B>", args
+    assert "--quantization" not in args  # vLLM reads an AWQ/GPTQ checkpoint's quantization from its config
+    assert "Note: the row's weights are int4" in out.stderr and "put its repo or path there" in out.stderr
+    given = run("plan", "--model", "llama-3-70b", "--gpus", "1", "--emit", "vllm", "--format", "csv",
+                "--served-model", "casperhansen/llama-3-70b-instruct-awq")
+    assert given.exit_code == 0, given.output
+    assert _last_args(given)[2] == "casperhansen/llama-3-70b-instruct-awq" and "weights are int4" not in given.stderr
+
+
+@pytest.mark.parametrize("engine, name, quant", [
+    ("vllm", "meta-llama/Meta-Llama-3-8B", "fp8"), ("sglang", "meta-llama/Meta-Llama-3-8B", "fp8"),
+    ("trtllm", "<an FP8 (ModelOpt) checkpoint of meta-llama/Meta-Llama-3-8B>", None)])
+def test_fp8_is_quantized_at_load_except_on_trtllm(engine, name, quant):
+    """vLLM and SGLang quantize a bf16 checkpoint to FP8 at load (--quantization fp8); TensorRT-LLM's
+    PyTorch backend reads FP8 from a pre-quantized checkpoint only: a placeholder, no flag."""
+    row = dict(ROWS[1], weights="fp8")
+    args = shlex.split(launch_command(row, engine, "meta-llama/Meta-Llama-3-8B", 1024).splitlines()[-1])
+    assert name in args and _values(args).get("--quantization") == quant
+
+
+PLAN_SERVED = ("plan", "--gpus", "2", "--ttft-ms", "500", "--tpot-ms", "20", "--verify", "1", "--rate", "2",
+               "-n", "100", "--engine", "vllm", "--prefix-caching", "--shared-prefix", "256", "--format", "csv")
+
+
+def _served_chunk():
+    from llm_cost.catalog.loader import as_accelerator
+    from llm_cost.planner.verify import ServeSettings
+
+    return ServeSettings("vllm", True).config_fields(as_accelerator("h100-sxm"))["prefill_chunk"]
+
+
+def test_cli_emit_after_verify_is_what_was_served():
+    """A verified row was served with vLLM's prompt chunks (8,192 tokens on an H100) and prefix caching:
+    the command says those, not ISL + batch and no cache; a host K/V tier, which no flag checked sets,
+    is a note."""
+    out = run(*PLAN_SERVED, "--kv-offload-bytes", "1e10", "--emit", "vllm")
+    assert out.exit_code == 0, out.output
+    args = _last_args(out)
+    assert _values(args)["--max-num-batched-tokens"] == str(_served_chunk()) and "--enable-prefix-caching" in args
+    assert "host K/V tier of 10 GB" in out.stderr
+    trt = run(*PLAN_SERVED, "--emit", "trtllm")
+    assert trt.exit_code == 0, trt.output
+    assert _values(_last_args(trt))["--max_num_tokens"] == str(_served_chunk())
+    assert "enable_chunked_prefill: true" in trt.stdout and "enable_block_reuse: true" in trt.stdout
+
+
+def test_cli_emit_refuses_a_verified_row_that_misses_the_served_slo():
+    """At 500 req/s on one GPU no verified row meets the SLO: nothing to deploy, as the static path says."""
+    out = run("plan", "--gpus", "1", "--ttft-ms", "500", "--tpot-ms", "20", "--verify", "3", "--rate", "500",
+              "-n", "500", "--emit", "vllm", "--format", "csv")
+    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+    assert "served SLO" in out.stderr and "nothing to deploy" in out.stderr and "vllm serve" not in out.stdout
+
+
+def test_cli_emit_dp_attention_is_one_engine_of_the_ep_group():
+    """tp 2, ep 8 with dp_attention on 8 GPUs: one engine of 8 GPUs, every GPU an attention rank; SGLang
+    --tp-size 8 --dp-size 8 --enable-dp-attention --ep-size 8, vLLM tp 1 x dp 8 with expert parallel,
+    one pod of 8 GPUs, and the sequences the row's replicas hold (batch x 4) in the engine."""
+    plan = ("plan", "--model", "mixtral-8x7b", "--gpus", "8", "--tp", "2", "--ep", "8", "--dp-attention",
+            "--format", "csv")
+    out = run(*plan, "--emit", "sglang")
+    assert out.exit_code == 0, out.output
+    header, best = out.stdout.splitlines()[0].split(","), out.stdout.splitlines()[1].split(",")
+    assert "dp-attn" in best[header.index("split")]
+    batch = int(best[header.index("batch")])
+    sg = _values(_last_args(out))
+    assert (sg["--tp-size"], sg["--ep-size"], sg["--dp-size"]) == ("8", "8", "8") and "--enable-dp-attention" in _last_args(out)
+    assert sg["--max-running-requests"] == str(batch * 4)
+    vl = run(*plan, "--emit", "vllm")
+    v = _values(_last_args(vl))
+    assert (v["--tensor-parallel-size"], v["--data-parallel-size"]) == ("1", "8") and "--enable-expert-parallel" in _last_args(vl)
+    assert v["--max-num-seqs"] == str(batch * 4 // 8)  # per data-parallel rank
+    yaml = pytest.importorskip("yaml", reason="PyYAML (comes with the ray extra) parses the manifest")
+    k8s = run(*plan, "--emit", "trtllm", "--emit-k8s")
+    config, deployment = yaml.safe_load_all(k8s.stdout[k8s.stdout.index("apiVersion"):])  # after the table
+    assert yaml.safe_load(config["data"][OPTIONS_FILE])["enable_attention_dp"] is True
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
+
+
+def test_an_ep_group_wider_than_tp_is_one_engine_of_tp_groups():
+    """tp 2, ep 8 without dp_attention: 4 attention groups of tp 2 in one engine of 8 GPUs (vLLM tp 2 x
+    dp 4; SGLang tp-size 8, dp-size 4); TensorRT-LLM has no attention tp between 1 and tp_size: a note."""
+    from llm_cost.planner.emit import launch_notes
+
+    row = dict(ROWS[1], tp=2, pp=1, ep=8, replicas=4, gpus=8)
+    v = _values(launch_args(row, "vllm", "m", 1024))
+    assert (v["--tensor-parallel-size"], v["--data-parallel-size"], v["--max-num-seqs"]) == ("2", "4", "64")
+    s = launch_args(row, "sglang", "m", 1024)
+    assert (_values(s)["--tp-size"], _values(s)["--dp-size"], _values(s)["--max-running-requests"]) == ("8", "4", "256")
+    assert _values(launch_args(row, "trtllm", "m", 1024))["--tp_size"] == "8"
+    assert any("attention data parallel on every GPU or on none" in n for n in launch_notes(row, "trtllm", "m"))
+    assert launch_notes(row, "vllm", "m") == []
+    with pytest.raises(InvalidValueError, match="not whole engines"):
+        k8s_deployment(dict(row, gpus=12), "vllm", "m", 1024)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_cli_emit_a_model_that_ships_fp8_loads_its_repo_as_published(engine):
+    """DeepSeek-V3's repo ships FP8 128 x 128 blocks (its config's quantization_config): an fp8 row loads
+    it as published, with no --quantization (SGLang's DeepSeek page: not to be run with one) and no
+    placeholder."""
+    out = run("plan", "--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--weights", "fp8", "--emit", engine,
+              "--format", "csv")
+    assert out.exit_code == 0, out.output
+    args = _last_args(out)
+    assert "deepseek-ai/DeepSeek-V3" in args and "--quantization" not in args and "weights are" not in out.stderr

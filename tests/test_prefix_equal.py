@@ -50,6 +50,9 @@ class _PlainKeys(_Recorded):
     def keys_of(self, i: int) -> tuple:
         return prefix_cache.block_keys(self.prefix[i], self.prompt[i], self.B)
 
+    def sequence_keys(self, i: int, tokens: int) -> tuple:
+        return prefix_cache.block_keys(self.prefix[i], tokens + 1, self.B)  # every full block of `tokens`
+
 
 def _plain_fleet(workload, replica, config, replicas, router):
     """`serve_fleet`'s driver as the module doc says it: every replica advanced to every arrival."""
@@ -157,6 +160,18 @@ def test_serve_takes_the_fast_path_for_prefix_caching_and_keeps_the_loops_schedu
             x, y = getattr(fast, f.name), getattr(general, f.name)
             assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f.name
     assert fast.prefix_hit_tokens > 0 and (replica is SERVER or fast.preemptions > 0)
+
+
+@pytest.mark.parametrize("replica", [SERVER, TIGHT], ids=["roomy", "tight"])
+def test_the_sessions_compared_hit_their_previous_answers(replica):
+    # the sessions runs above exercise the answers' blocks (a finished turn's, `PrefixCache.release`):
+    # keyed by the prompts alone (the session's segment cut at its prompt), they hit fewer tokens
+    wl = prefix_segments(poisson_workload(400, 14.0, seed=4), seed=6, **WORKLOADS["sessions"])
+    cut = tuple(seg[:-1] + ((seg[-1][0], p - sum(t for _, t in seg[:-1])),) for seg, p in zip(wl.prefix, wl.prompt))
+    assert all(seg[-1][1] > c[-1][1] for seg, c in zip(wl.prefix, cut))
+    answers, prompts = serve(wl, replica, CACHED), serve(dataclasses.replace(wl, prefix=cut), replica, CACHED)
+    assert answers.prefix_hit_tokens > prompts.prefix_hit_tokens > 0
+    assert answers.positions_computed < prompts.positions_computed
 
 
 @pytest.mark.parametrize("kind", ["tp2", "moe"])

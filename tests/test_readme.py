@@ -67,8 +67,8 @@ def test_every_use_command_runs(tmp_path, monkeypatch):
 
 # Examples the README quotes outside "Use" run as written too (issue 28.3), from a directory of the
 # user's, the checkout's files by their path there. Two run on fewer requests (-n 300: the same options
-# parsed and simulated, about 15 s less); calibrate's fit to train.csv is test_calibrate's
-# test_measured_preset_is_the_fit_to_train (the same command takes about 26 s).
+# parsed and simulated, about 15 s less); calibrate's fit to train.csv is
+# test_readme_calibrate_example_gives_its_table (the same command, about 23 s of CPU).
 FEWER = {"--spec-policy adaptive", "--slo-ms 200"}
 
 
@@ -117,19 +117,69 @@ def test_validate_section_names_every_required_column():
 
 
 def test_readme_w8a8_shortfall_is_what_roofline_prints():
-    """Review (issue 28): README's W8A8 example quotes the shortfall `roofline --weights fp8` prints on
-    one H100 under the default preset (article, marketed memory), and that it fits under `measured`."""
+    """Review (issue 28): README's W8A8 example runs as written (two H100s, no shortfall), and the figure
+    its comment quotes for one H100 is what the same command without `--tp 2` prints under the default
+    preset (article, marketed memory); under `measured` that one H100 fits."""
     import json
     import re
+    import shlex
 
     from tests.helpers import README, run
 
     line = next(ln for ln in README.read_text(encoding="utf-8").splitlines()
                 if ln.startswith("    llm-cost roofline --model llama-3-70b --weights fp8 "))
-    out = run("roofline", "--model", "llama-3-70b", "--weights", "fp8")
+    command, comment = line.split("  #", 1)
+    args = shlex.split(command)[1:]
+    assert args[args.index("--tp") + 1] == "2" and "on two H100s" in comment
+    out = run(*args)
+    assert out.exit_code == 0 and "short by" not in out.stderr, out.output
+    k = args.index("--tp")
+    on_one = args[:k] + args[k + 2:]  # README's command on one GPU: every other option as written
+    out = run(*on_one)
     assert "preset article" in out.stdout
     short = re.search(r"short by ([0-9.]+ GB)", out.stderr).group(1)
-    assert f'"short by {short}" under article' in line
-    fits = json.loads(run("roofline", "--model", "llama-3-70b", "--weights", "fp8", "--preset", "measured",
-                          "-f", "json").stdout)[0]["fits"]
-    assert fits and "fits under measured" in line
+    assert f'(on one: "short by {short}" under article' in comment
+    fits = json.loads(run(*on_one, "--preset", "measured", "-f", "json").stdout)
+    assert all(r["fits"] for r in fits) and "fits under measured" in comment
+
+
+UNITS = {"ms": 1e-3, "us": 1e-6}
+
+
+def _figure(text: str) -> tuple[float, float]:
+    """A README table cell ("0.7647", "461 us", "1,068", "10.3%") as (SI value, half a unit of its last digit)."""
+    number, _, unit = text.strip().partition(" ")
+    percent = number.endswith("%")
+    number = number.rstrip("%").replace(",", "")
+    digits = len(number.partition(".")[2])
+    scale = UNITS.get(unit, 1.0) * (0.01 if percent else 1.0)
+    return float(number) * scale, half_unit(digits) * scale
+
+
+def test_readme_calibrate_example_gives_its_table(tmp_path, monkeypatch):
+    """Review (issue 28, item 5): README's calibrate example, run as written (from a directory of the
+    user's, train.csv by its path in the checkout), writes the knobs of the knob table's right-hand column
+    ("train.csv only (before)") and the in-sample and cross-validated errors of the table below it
+    ("with the ramp"), each to the digits README prints. About 23 s of CPU (five fits of 88 points)."""
+    import json
+    import shlex
+
+    from helpers import run
+
+    (command,) = [c for c in _examples() if c.startswith("llm-cost calibrate tests/data/measured/train.csv")]
+    args = [str(README.parent / a) if a.startswith("tests/data/") else a for a in shlex.split(command)[1:]]
+    monkeypatch.chdir(tmp_path)
+    out = run(*args)
+    assert out.exit_code == 0, out.output[-500:]
+    written = json.loads((tmp_path / args[args.index("-o") + 1]).read_text())
+    text = README.read_text(encoding="utf-8")
+    knobs = re.findall(r"^\| `(\w+)` \| [^|]+ \| [^|]+ \| ([^|]+) \|$", text.split("train.csv only (before)", 1)[1].split("\n\n", 1)[0], re.M)
+    assert len(knobs) >= 9
+    for knob, cell in knobs:
+        value, tolerance = _figure(cell)
+        assert abs(written[knob] - value) <= tolerance, (knob, written[knob], cell)
+    for row, key in (("in sample, with the ramp", "in_sample"), ("cross-validated by source, with the ramp", "cross_validated")):
+        cells = re.search(rf"^\| {row} \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", text, re.M).groups()
+        for cell, stat in zip(cells, ("median_ape", "mape", "p90_ape")):
+            value, tolerance = _figure(cell)
+            assert abs(written["calibration"][key][stat] - value) <= tolerance, (row, stat, cell)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from llm_cost.errors import InvalidValueError
@@ -18,17 +20,22 @@ PLAIN = ServeConfig(reservation="paged", watermark=0)
 
 
 def test_one_chat_of_three_turns_counted_by_hand():
-    # One session, three turns of 20 own tokens and 12 output tokens, each turn arriving after the
-    # previous finished. Prompts: 20, 20 + 12 + 20 = 52, 52 + 12 + 20 = 84. Blocks of 16: turn 0 caches
-    # (20 - 1) // 16 = 1 block; turn 1 looks up (52 - 1) // 16 = 3 and hits the 1 (16 tokens: the
-    # answer's block was never a prompt block), caching 3; turn 2 looks up (84 - 1) // 16 = 5 and hits 3
-    # (48 tokens). Hits 16 + 48 = 64 over 20 + 52 + 84 = 156 prompt tokens; prefill rows 156 - 64.
-    wl = with_sessions(fixed_workload([(20, 12)] * 3, arrivals_s=[0.0, 100.0, 200.0]), 1, 3)
-    assert wl.prompt == (20, 52, 84)
+    # One session, three turns of 20 own tokens and 14 output tokens, each turn arriving after the
+    # previous finished. Prompts: 20, 20 + 14 + 20 = 54, 54 + 14 + 20 = 88. Blocks of 16. Turn 0 looks
+    # up (20 - 1) // 16 = 1 block (a miss) and finishes holding 20 + 14 - 1 = 33 K/V tokens: 2 full
+    # blocks of its prompt and answer cached. Turn 1 looks up (54 - 1) // 16 = 3 and hits those 2 (32
+    # tokens), finishing with 54 + 13 = 67 tokens: 4 blocks cached. Turn 2 looks up (88 - 1) // 16 = 5
+    # and hits 4 (64 tokens). Hits 32 + 64 = 96 over 20 + 54 + 88 = 162 prompt tokens. Keyed by the
+    # prompts alone (the answers' blocks prefilled again) turn 1 would hit 1 block and turn 2 the 3 of
+    # turn 1's prompt: 16 + 48 = 64.
+    wl = with_sessions(fixed_workload([(20, 14)] * 3, arrivals_s=[0.0, 100.0, 200.0]), 1, 3)
+    assert wl.prompt == (20, 54, 88) and [seg[0][1] for seg in wl.prefix] == [34, 68, 102]
     on, off = serve(wl, UNIT, CACHED), serve(wl, UNIT, PLAIN)
-    assert (on.prefix_lookups, on.prefix_lookup_tokens, on.prefix_hit_requests, on.prefix_hit_tokens) == (3, 156, 2, 64)
-    assert off.positions_computed - on.positions_computed == 64
-    assert on.prefix_token_hit_rate == pytest.approx(64 / 156)
+    assert (on.prefix_lookups, on.prefix_lookup_tokens, on.prefix_hit_requests, on.prefix_hit_tokens) == (3, 162, 2, 96)
+    assert off.positions_computed - on.positions_computed == 96
+    assert on.prefix_token_hit_rate == pytest.approx(96 / 162)
+    prompts_only = replace(wl, prefix=tuple(((seg[0][0], p),) for seg, p in zip(wl.prefix, wl.prompt)))
+    assert serve(prompts_only, UNIT, CACHED).prefix_hit_tokens == 64
 
 
 def test_sessions_interleave_and_start_a_new_chat_after_their_turns():
@@ -52,6 +59,6 @@ def test_cli_sessions_hit_the_previous_turns():
             "--turns", "4", "--rate", "4", "--requests", "200", "--profile", "measured")
     (on,) = rows_of(*args, "--prefix-caching")
     (off,) = rows_of(*args)
-    assert on["prefix_token_hit_rate"] > 0.3 and off["prefix_token_hit_rate"] == 0
+    assert on["prefix_token_hit_rate"] > 0.3 and off["prefix_token_hit_rate"] is None  # no cache: no hit rate
     assert on["ttft_p50_s"] < off["ttft_p50_s"]
     assert "--sessions" in error_line(*args, "--prefix-groups", "4")

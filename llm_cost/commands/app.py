@@ -182,8 +182,8 @@ EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
 
 def interrupted(done: int, total: int, what: str) -> None:
     """After Ctrl-C, once the rows that finished are printed: "Warning: interrupted: N of M WHAT finished"
-    on stderr (even with --quiet: it is about the result), exit 130."""
-    warn(f"interrupted: {done} of {total} {what} finished; the rows printed are those")
+    on stderr (even with --quiet: it is about the result), exit 130; none finished: nothing printed, not said to be."""
+    warn(f"interrupted: {done} of {total} {what} finished" + ("; the rows printed are those" if done else ""))
     raise typer.Exit(EXIT_INTERRUPTED)
 
 

@@ -66,11 +66,13 @@ def read_all(paths, skip_bad: bool = False) -> list:
     return pts
 
 
-def _summary_rows(predictions, by: str = "metric") -> list[dict]:
+def _summary_rows(predictions, by: str = "metric", profile: str | None = None) -> list[dict]:
+    """One row per group (`metrics.summaries`); JSON and CSV rows name the profile when given."""
     from llm_cost.calibrate.metrics import summaries
 
     key = by.replace("-", "_")
-    return [s.row(key) for s in summaries(predictions, by)]
+    named = {} if profile is None else {"preset": profile}
+    return [{**s.row(key), **named} for s in summaries(predictions, by)]
 
 
 def _summary_columns(by: str) -> list[Column]:
@@ -96,6 +98,8 @@ def validate_cmd(
     """Predict every row of a file of measured points and print the error of each (APE =
     |predicted / measured - 1|); a row the model cannot express is not covered, with the reason.
     Each row is served by the engine its `engine` column names (unknown: generic) unless --engine.
+    Ctrl-C prints the rows predicted so far (or their summary), titled partial, says how many of all
+    on stderr and exits 130.
     """
     from llm_cost.calibrate.prediction import predict
     from llm_cost.commands import parse
@@ -126,24 +130,51 @@ def validate_cmd(
     from functools import partial
 
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.executor import run_tasks
+    from llm_cost.executor import Interrupted, run_tasks
 
+    stopped = False
     with SweepProgress("predicting rows") as progress:  # each row is deterministic: any executor, the same list
-        preds = run_tasks(partial(predict, profile=prof, engine=engine, steps_budget=budget), pts, jobs=jobs, ray=ray,
-                          on_done=progress)
-    if plot:
+        try:
+            preds = run_tasks(partial(predict, profile=prof, engine=engine, steps_budget=budget), pts, jobs=jobs,
+                              ray=ray, on_done=progress)
+        except Interrupted as stop:  # Ctrl-C: the rows predicted so far, in file order
+            stopped, preds = True, [stop.done[k] for k in sorted(stop.done)]
+    if stopped and not preds:  # after the bar is gone
+        _interrupted(0, len(pts), "")
+    if plot and not stopped:
         from llm_cost.calibrate.figure import validation_figure
 
         validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
-    caption = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
+    title = f"Validation of profile {prof.name} on {points}"
+    if stopped:
+        title += f" (partial: {len(preds)} of {len(pts)} rows)"
     if summary or by is not None:
         by = by or "metric"
-        emit(_summary_rows(preds, by), _summary_columns(by), fmt,
-             title=f"Validation of profile {prof.name} on {points}", caption=caption)
-        return
-    rows = [{"id": q.point.id, "metric": q.point.metric, "value": q.point.value, "predicted": q.predicted,
+        emit(_summary_rows(preds, by, prof.name), _summary_columns(by), fmt, title=title, caption=CAPTION)
+    else:
+        emit(_point_rows(preds, prof.name), POINT_COLUMNS, fmt, title=title, caption=CAPTION)
+    if stopped:
+        shown = "the summary is of those" if summary or by else "the rows printed are those"
+        _interrupted(len(preds), len(pts), shown + ("; no figure drawn" if plot else ""))
+
+
+CAPTION = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
+
+
+def _point_rows(preds, profile: str) -> list[dict]:
+    """One row per predicted point; JSON and CSV rows name the point's model, GPU and the profile."""
+    return [{"id": q.point.id, "model": q.point.config, "gpu": q.point.gpu_name, "preset": profile,
+             "metric": q.point.metric, "value": q.point.value, "predicted": q.predicted,
              "ape": q.ape, "covered": q.covered, "reason": q.reason} for q in preds]
-    emit(rows, POINT_COLUMNS, fmt, title=f"Validation of profile {prof.name} on {points}", caption=caption)
+
+
+def _interrupted(done: int, total: int, shown: str) -> None:
+    """After Ctrl-C, once what finished is printed: one warning line (how many rows of all, what the
+    output shows), exit 130."""
+    from llm_cost.commands.app import EXIT_INTERRUPTED
+
+    warn(f"interrupted: {done} of {total} rows predicted" + (f"; {shown}" if shown else ""))
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 @command("calibrate", epilog="Example: llm-cost calibrate tests/data/measured/train.csv -o my-profile.json")
@@ -170,7 +201,8 @@ def calibrate_cmd(
     its base's; a knob no point moves is marked not fitted. A base's per-engine costs (measured's) are
     kept: held fixed, or with --engines fitted further for the engines with 10 points or more.
     A run past a second shows its progress on stderr (a terminal only; --quiet: never); Ctrl-C during
-    the cross-validation keeps the fit, writes it and says the errors are in-sample only.
+    the cross-validation keeps the fit, writes it and says the errors are in-sample only; Ctrl-C during
+    the fit writes nothing, says so on stderr and exits 130.
     """
     from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cv_groups, fit_profile, predictions
     from llm_cost.commands.progress import SweepProgress
@@ -190,13 +222,21 @@ def calibrate_cmd(
 
     groups = cv_groups(pts, cv_by)
     folds = len(groups) if cv and len(groups) > 1 else 0
+    stopped = False
     with TaskPool(jobs, ray=ray) as pool, SweepProgress("calibrating", quiet=quiet) as progress:
-        # the served rows through the pool: the same fit as --jobs 1, bit for bit
-        result = fit_profile(pts, base, knobs, name=name, engines=engines, executor=pool)
-        progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
-        held = _held_out(pts, base, knobs, cv_by, engines, folds, progress, pool)
-        fitted = summarize("fit", predictions(pts, result.profile, pool))
-        start = summarize(f"base {base.name}", predictions(pts, base, pool))
+        try:  # the served rows through the pool: the same fit as --jobs 1, bit for bit
+            result = fit_profile(pts, base, knobs, name=name, engines=engines, executor=pool)
+            progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
+            held = _held_out(pts, base, knobs, cv_by, engines, folds, progress, pool)
+            fitted = summarize("fit", predictions(pts, result.profile, pool))
+            start = summarize(f"base {base.name}", predictions(pts, base, pool))
+        except KeyboardInterrupt:  # Ctrl-C before the fit's errors are known (the cross-validation's: _held_out)
+            stopped = True
+    if stopped:  # after the bar is gone
+        from llm_cost.commands.app import EXIT_INTERRUPTED
+
+        warn(f"interrupted: the fit did not finish; nothing written to {output}")
+        raise typer.Exit(EXIT_INTERRUPTED)
     _warn_few_points(result.points, len(result.fitted))
     _warn_worse_than_base(fitted, start)
     if free and base.engine_costs and not engines:

@@ -91,7 +91,7 @@ MaxBatches = Annotated[Optional[List[int]], typer.Option("--max-batch", help="Mo
 Scheduler = Annotated[str, typer.Option("--scheduler", help="request (whole batches, max-length reservation), iteration (Orca: FCFS, declared reservation) or none (no reservation).")]
 Schedulers = Annotated[Optional[List[str]], typer.Option("--scheduler", help="request and/or iteration (repeatable).")]
 SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Per-token latency target (ms): batching searches the highest rate that meets it.")]
-SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median, p50, p90 or p99 (batching's step simulator: median or p90).")]
+SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median (= p50), p50, p90 or p99 (batching's step simulator: median or p90).")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients over the deployment, each sending its next request when its last one finishes.")]
 Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
 Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace, the columns arrival_s, prompt_tokens, output_tokens (then max_tokens, and prefix_id, prefix_tokens, optional).")]
@@ -101,10 +101,10 @@ PrefixCaching = Annotated[bool, typer.Option("--prefix-caching", help="Keep full
 KvOffloadBytes = Annotated[float, typer.Option("--kv-offload-bytes", help="paged, recompute: bytes of host memory for K/V offload (0 off): evicted prefix blocks and preempted sequences go there and come back over the host link instead of being recomputed.")]
 SharedPrefix = Annotated[Optional[int], typer.Option("--shared-prefix", help="Every prompt starts with the same N tokens (a system prompt), added to its length.")]
 PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G distinct prefixes of --group-prefix tokens, requests spread over them (--prefix-dist).")]
-GroupPrefix = Annotated[int, typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix.")]
-PrefixDist = Annotated[str, typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1)) or uniform.")]
+GroupPrefix = Annotated[Optional[int], typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix (default 256).")]
+PrefixDist = Annotated[Optional[str], typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1), the default) or uniform.")]
 Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")]
-Turns = Annotated[int, typer.Option("--turns", help="--sessions: turns per chat (then a new chat).")]
+Turns = Annotated[Optional[int], typer.Option("--turns", help="--sessions: turns per chat, then a new chat (default 4).")]
 Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
 DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
 JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default 1, plan --verify all cores; results identical to --jobs 1).")
@@ -145,8 +145,8 @@ DraftC = Annotated[Optional[float], typer.Option("--c", help=DRAFT_C_HELP)]
 DraftCs = Annotated[Optional[List[float]], typer.Option("--c", help=DRAFT_C_HELP)]  # repeatable
 DraftModel = Annotated[Optional[str], typer.Option("--draft", help="Draft model (catalog name or config.json): its own step time on the same GPUs, its weights and K/V beside the target's; instead of --c.")]
 # The serving workload's lengths (batching)
-PromptLen = Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512).")]
-OutputLen = Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128).")]
+PromptLen = Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512; plan --verify: every prompt --isl long).")]
+OutputLen = Annotated[Optional[str], typer.Option("--output-len", help="Output tokens: as --prompt-len (default uniform:1:128; plan --verify: every output --osl long).")]
 
 # A deployment (every timing command): declared once here, added to a command by `deployment_options`,
 # turned into a `Deployment` by `parse.deployment`.

@@ -26,6 +26,7 @@ OPTION_OF = {
     "schedulers": "scheduler", "max_batches": "max_batch", "marks": "batch", "path": "output",
     "isls": "isl", "osls": "osl", "requests": "request", "tps": "tp", "pps": "pp", "eps": "ep",
     "rate_req_per_s": "rate", "emit": "emit_engine",
+    "prefix_distribution": "prefix_dist", "prefix_tokens": "group_prefix",  # `prefixes.with_prefix_groups`
 }
 
 

@@ -100,7 +100,7 @@ def plan_cmd(
     fixed_ms: FixedMs = None,
     engine: EngineOpt = None,
     usable_memory: UsableMemory = None,
-    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO.")] = None,
+    verify: Annotated[Optional[int], typer.Option("--verify", help="Serve the N best frontier rows with the engine under the workload (--rate or --concurrency) and rank them by goodput per GPU at the SLO. N is required (10 is a good start: --verify 10).")] = None,
     rate: Rates = None,
     concurrency: Concurrency = None,
     prompt_len: PromptLen = None,
@@ -115,7 +115,7 @@ def plan_cmd(
     slo_stat: SloStat = "p99",
     jobs: MaybeJobs = None,
     ray: Ray = None,
-    emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one replica; stdout, after the table).")] = None,
+    emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one engine, max(tp, ep) x pp GPUs; stdout, after the table).")] = None,
     emit_k8s: Annotated[bool, typer.Option("--emit-k8s", help="With --emit: a Kubernetes Deployment manifest (YAML) of the best row instead of the command.")] = False,
     served_model: Annotated[Optional[str], typer.Option("--served-model", help="With --emit: the checkpoint the engine loads (a Hugging Face repo id; default a catalog model's repo from its config's source, else the --model as given).")] = None,
     quiet: Quiet = False,
@@ -158,13 +158,12 @@ def _run(o: dict) -> None:
         _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"], o["usd_per_kwh"])
         s.said()
         return _unserved_note(o)
-    emit_engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
+    emit_to = _emit_order(o, s)
     rows, columns, caption, stopped = _served(o, s, result)
     emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
     s.said()
     _unserved_note(o)
-    _after_table(rows, result, o["fmt"], emit_engine, o["emit_k8s"], s.checkpoints, s.grid.isl, stopped,
-                 o["verify"] is not None)
+    _after_table(rows, result, o["fmt"], emit_to, stopped, o["verify"] is not None)
 
 
 def _unserved_note(o: dict) -> None:
@@ -227,7 +226,7 @@ def _served(o: dict, s: _Search, result) -> tuple:
                     o=options_of(o, s.grid.isl, s.grid.osl), splits=splits)
 
 
-def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, stopped, served) -> None:
+def _after_table(rows, result, fmt, emit_to, stopped, served) -> None:
     """What follows the table: the best row as commands (or why there is none), its launch files, and
     after a Ctrl-C (`stopped`: candidates served and in all) one line on stderr and exit 130 (the
     candidates that finished are printed); `served`: rows of --verify."""
@@ -235,8 +234,8 @@ def _after_table(rows, result, fmt, emit_engine, emit_k8s, checkpoints, isl, sto
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
         _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=served)
-    if emit_engine is not None:
-        _emit_best(rows, emit_engine, emit_k8s, checkpoints, isl)
+    if emit_to is not None:
+        _emit_best(rows, emit_to)
     if stopped:
         from llm_cost.commands.app import EXIT_INTERRUPTED, warn
 
@@ -312,20 +311,61 @@ def _checkpoint(spec, model: str) -> str:
     return hub_repo(spec.source) or model
 
 
-def _emit_best(rows, emit_engine, emit_k8s, checkpoints, isl) -> None:
-    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout; `checkpoints`: the
-    model's checkpoint and each draft's by its name."""
+class _EmitOrder(NamedTuple):
+    """What `--emit` writes: the engine, a manifest or the command, the checkpoints (`_Search`), whether
+    --served-model named the checkpoint (taken as in the row's weights), the grid (the row's GPU and
+    ISL), and with --verify the `ServeSettings` the rows were served with and the SLO percentile."""
+
+    engine: str
+    k8s: bool
+    checkpoints: tuple
+    prequantized: bool
+    grid: object
+    settings: object = None
+    slo_stat: str = "p99"
+
+
+def _emit_order(o: dict, s: _Search) -> _EmitOrder | None:
+    """--emit's order (None without --emit), checked before anything is served."""
+    engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
+    if engine is None:
+        return None
+    settings = None
+    if o["verify"] is not None:
+        from llm_cost.planner.verify import ServeSettings
+
+        settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
+    return _EmitOrder(engine, bool(o["emit_k8s"]), s.checkpoints, o["served_model"] is not None, s.grid, settings,
+                      str(o["slo_stat"]))
+
+
+def _emit_best(rows, to: _EmitOrder) -> None:
+    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout, as it was served
+    with --verify (its prompt chunks, prefix caching), and what the command cannot say as notes (a
+    checkpoint to fill in); nothing when no row meets the target, or no verified row the served SLO."""
     if not rows:
         raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
-    from llm_cost.planner.emit import k8s_deployment, launch_command
+    best, served = rows[0], None
+    if to.settings is not None:
+        if not best.get("meets_served_slo"):  # the served ranking puts a row that meets it first
+            raise InvalidValueError(f"--emit: no verified configuration meets the served SLO (the {to.slo_stat} of "
+                                    "TTFT and TPOT within the target), nothing to deploy; verify more rows or "
+                                    "lower the load", params=("emit",))
+        gpu = next(g.gpu for g in to.grid.space.groups if g.gpu.name == best["gpu_name"])
+        served = to.settings.config_fields(gpu)
+    quant = getattr(to.grid.space.model, "quantization", None)
+    if quant is not None and getattr(quant, "method", None) == best["weights"]:  # the repo ships it (DeepSeek-V3's FP8)
+        best = dict(best, weights="checkpoint")
+    from llm_cost.planner.emit import k8s_deployment, launch_command, launch_notes
 
-    name, drafts = checkpoints
-    kind = rows[0].get("speculation") or ""
+    name, drafts = to.checkpoints
+    kind = best.get("speculation") or ""
     draft = drafts.get(kind[len("draft "):]) if kind.startswith("draft ") else None
-    text = (k8s_deployment(rows[0], emit_engine, name, isl, draft_model=draft) if emit_k8s
-            else launch_command(rows[0], emit_engine, name, isl, draft_model=draft) + "\n")
+    how = dict(draft_model=draft, served=served, prequantized=to.prequantized)
+    text = (k8s_deployment(best, to.engine, name, to.grid.isl, **how) if to.k8s
+            else launch_command(best, to.engine, name, to.grid.isl, **how) + "\n")
+    for line in launch_notes(best, to.engine, name, served=served, prequantized=to.prequantized):
+        note(line)
     import sys
 
     sys.stdout.write(text)
-
-

@@ -106,8 +106,8 @@ def title_of(spec, grid, target) -> str:
         bounds.append(f"TPOT <= {target.tpot_s * 1e3:g} ms")
     if target.tokens_per_s_per_user is not None:
         bounds.append(f">= {target.tokens_per_s_per_user:g} tok/s/user")
-    return (f"Plan: {spec.name}, ISL {grid.isl}, OSL {grid.osl}, up to {grid.space.budget} x {gpus}; "
-            f"target {', '.join(bounds) or 'none'}")
+    return (f"Plan: {spec.name}, ISL {grid.isl}, OSL {grid.osl}, up to {grid.space.budget} x {gpus}, "
+            f"preset {grid.profile.name}; target {', '.join(bounds) or 'none'}")
 
 
 def caption_of(result) -> str:

@@ -44,7 +44,8 @@ def options_of(o: dict, isl: int, osl: int) -> VerifyOptions:
     from llm_cost.planner.verify import SLO_STATS, ServeSettings
 
     check_number("verify", o["verify"], low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o["slo_stat"], SLO_STATS)
+    stat = check_choice("slo_stat", o["slo_stat"], ("median", *SLO_STATS))  # median: p50, as batching's
+    stat = "p50" if stat == "median" else stat
     settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
     return VerifyOptions(int(o["verify"]), recipe_of(o, isl, osl), settings, stat, o["jobs"], o["ray"])
 
@@ -95,6 +96,22 @@ def settings_of(o: VerifyOptions, candidates) -> tuple:
     return settings, out
 
 
+def past_context(recipe, model) -> str:
+    """The warning (as `batching`'s) when requests of the served stream are longer, prompt + output,
+    than the model's context (its max_position_embeddings; 0: unknown, not checked); "" when none is.
+    They are served all the same, as `batching` serves them."""
+    import numpy as np
+
+    limit = int(getattr(model, "max_position_embeddings", 0) or 0)
+    wl = recipe.stream()
+    totals = np.asarray(wl.prompt, dtype=np.int64) + np.asarray(wl.output, dtype=np.int64)
+    past = int((totals > limit).sum()) if limit else 0
+    if not past:
+        return ""
+    return (f"does not fit: {past:,} of {len(totals):,} requests, of up to {int(totals.max()):,} tokens (prompt + "
+            f"output), exceed the model's context of {limit:,} tokens (the times assume it does)")
+
+
 def pools_label(p: int, pre, d: int, dec) -> str:
     """A disaggregated row's "tp x pp" cell: both pools, replicas x their split ('P 3 x tp1, D 1 x tp2';
     a pool with pipeline stages adds 'pp N').
@@ -142,6 +159,10 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
         cands += more
         rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
     settings, served_as = settings_of(o, cands)
+    if cands and (past := past_context(recipe, getattr(cands[0], "candidate", cands[0]).model)):
+        from llm_cost.commands.app import warn
+
+        warn(past)
     tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat, settings) for c in cands]
     stopped, kept = None, list(range(len(tasks)))  # kept: the analytic ranks (0-based) served
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
@@ -189,6 +210,10 @@ def _caption(wl, served: int, stat: str, split: bool) -> str:
     load = (f"rate {wl.rate_req_per_s:g} req/s" if wl.rate_req_per_s is not None else
             f"{wl.concurrency} clients" if wl.concurrency is not None else "the trace's rate")
     stream = f"{wl.requests} requests" if wl.trace is None else f"the trace's {len(wl.trace)} requests"
+    prefixed = any(getattr(wl.prefixes, k, None) is not None for k in ("shared_prefix", "prefix_groups", "sessions"))
+    stream += (" (the trace's prompt and output lengths" if wl.trace is not None else
+               f" (prompt {wl.prompt} tokens, output {wl.output} tokens") + (
+               ", prompts grown by their prefixes)" if prefixed else ")")
     text = (f"; verified: the {served} best served by the engine, "
             f"every one the same stream of {stream} at {load} (seed {wl.seed}), its replicas taking them "
             f"round-robin (one replica served); ranked by goodput per GPU (requests/s within TTFT and TPOT) with "

@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from llm_cost.commands.app import command
+from llm_cost.commands.app import OneValueCommand, command
 from llm_cost.commands.calibrate import needed
 from llm_cost.commands.options import (AS_GIVEN, BwEff, CONTEXT, DEFAULT, DEFAULT_ISL, DEFAULT_OSL, DEFAULT_PLAN_GPUS,
                                        deployment_options, DeploymentArgs, DraftCs, Force,
@@ -92,8 +92,34 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-@command("plot", epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline --model "
-                        "llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 -o tree.png")
+def stated_defaults() -> str:
+    """The help's sentence of each kind's model, GPU and profile (and what else it draws by default), from
+    `defaults`: the values a run without those options uses, never a copy of them."""
+    said = {}
+    for kind in ("roofline", "spec-vs-batch", "tree", "batching", "plan"):
+        d = defaults(kind)
+        on = f"on up to {d['gpus']} x {d['gpu']}" if kind == "plan" else f"on {d['gpu']}"
+        text = f"{d['model']} {on}, preset {d['preset']}"
+        if kind == "tree":
+            text += f", context {d['context']}"
+        if kind == "batching":
+            text += f", {d['requests']} requests per rate"
+        said.setdefault(text, []).append(kind)
+    return "; ".join(f"{' and '.join(kinds)} {text}" for text, kinds in said.items())
+
+
+class PlotCommand(OneValueCommand):
+    """`plot`'s command: its help states the defaults (`stated_defaults`) when it is shown, not when the
+    module is imported (each kind's defaults are read from its table command's module)."""
+
+    def format_help(self, ctx, formatter) -> None:
+        self.help = plot_cmd.__doc__.replace("DEFAULTS", stated_defaults())
+        super().format_help(ctx, formatter)
+
+
+@command("plot", cls=PlotCommand, epilog="Example: llm-cost plot spec-vs-batch -o spec.png; llm-cost plot roofline "
+                                         "--model llama-3-70b -o roofline.svg; llm-cost plot tree --batch 1 --batch 32 "
+                                         "-o tree.png")
 @deployment_options
 def plot_cmd(
     output: OutputFile,
@@ -131,10 +157,8 @@ def plot_cmd(
 ) -> None:
     """Draw a figure: T(m), speedup against batch or gamma, token trees, or latency against throughput.
 
-    Each kind takes the options of its table command (roofline, spec, gamma, tree, batching) and
-    its defaults: roofline and spec-vs-batch llama-3-8b on h100-sxm, preset article; tree
-    llama-3.1-8b on h100-sxm, preset lecture, context 1024; batching gpt-3-13b on a100-40gb,
-    preset lecture, 500 requests per rate. An option the kind does not use is an error. roofline,
+    Each kind takes the options of its table command (roofline, spec, gamma, tree, batching, plan,
+    validate) and its defaults: DEFAULTS. An option the kind does not use is an error. roofline,
     spec-vs-batch, tree and batching take the deployment options (--tp --pp --ep --kv-dtype
     --overlap-comm --usable-memory; batching also --gpus): one GPU's passes, as their commands
     print them; plan reads --gpus as the GPUs it may use.

@@ -143,8 +143,9 @@ def capacity_cmd(
     if split:
         caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
-    emit(rows, columns, fmt, title=f"KV capacity{split}, {weights.lower()} weights, preset {prof.name} (GB = 1e9 bytes)",
-         caption=caption)
+    on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
+    emit(rows, columns, fmt, title=f"KV capacity: {on}{split}, {weights.lower()} weights, "
+                                   f"{parse.profile_title(preset, prof)} (GB = 1e9 bytes)", caption=caption)
     warn_unfit([row], deploy.strict, suffix="")
 
 

@@ -4,10 +4,16 @@ run's pools'; apart from `serving_engine` so that module stays readable."""
 from __future__ import annotations
 
 
-def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
+def serial_stages(dep, pipeline: str = "serial") -> int:
+    """The pipeline stages a served iteration crosses one after another, the other GPUs idle (`serving.energy`):
+    the deployment's pp under `serial`, 1 under `orca` and `microbatch` (the stages kept busy)."""
+    return dep.pp if pipeline == "serial" else 1
+
+
+def served_energy_columns(rows, results, acc, dep, fleets=None, pipeline: str = "serial") -> list:
     """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
-    power, a fleet's over all its replicas (`fleet_energy`); the columns to show (none for the step-level
-    simulator's rows or a GPU without power)."""
+    power, a fleet's over all its replicas (`fleet_energy`), the engine's `pipeline` (`serial_stages`); the
+    columns to show (none for the step-level simulator's rows or a GPU without power)."""
     from llm_cost.roofline.energy import has_power
     from llm_cost.serving.energy import fleet_energy, served_energy
     from llm_cost.serving.serve_result import ServeResult
@@ -16,18 +22,20 @@ def served_energy_columns(rows, results, acc, dep, fleets=None) -> list:
         return []
     from llm_cost.commands.options import ENERGY_COLUMNS
 
+    stages = serial_stages(dep, pipeline)
     for k, (row, result) in enumerate(zip(rows, results)):
-        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica) if fleets
-                  else served_energy(result, acc, dep.gpus_per_replica))
+        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica, stages=stages) if fleets
+                  else served_energy(result, acc, dep.gpus_per_replica, stages=stages))
         row.update({"watts": energy.watts,  # no tokens generated: no J/token (None, not nan)
                     "joules_per_token": energy.joules_per_token if energy.output_tokens else None})
     return ENERGY_COLUMNS
 
 
-def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: float | None = None) -> list:
+def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: float | None = None,
+                         stages: tuple[int, int] = (1, 1)) -> list:
     """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy` (`gpus` per replica
-    of the prefill and the decode pool), each powered for the whole run; the columns to show (none without
-    a board power; with `usd_per_kwh` the energy's price too, `priced`)."""
+    of the prefill and the decode pool, `stages` each's `serial_stages`), each powered for the whole run; the
+    columns to show (none without a board power; with `usd_per_kwh` the energy's price too, `priced`)."""
     from llm_cost.roofline.energy import has_power
     from llm_cost.serving.energy import fleet_energy
 
@@ -37,8 +45,8 @@ def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: fl
 
     for row, run in zip(rows, runs):
         span = run.served.span_s
-        joules = sum(fleet_energy(pool, acc, g, span_s=span).joules
-                     for pool, g in zip((run.prefill, run.decode), gpus) if pool is not None)
+        joules = sum(fleet_energy(pool, acc, g, span_s=span, stages=k).joules
+                     for pool, g, k in zip((run.prefill, run.decode), gpus, stages) if pool is not None)
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
                     "joules_per_token": joules / tokens if tokens else None})

@@ -71,6 +71,10 @@ def run_batching(o: dict) -> None:
     from llm_cost.commands.engine_option import with_engine
     profile, weights = with_engine(parse.profile(o["preset"]), o["engine"]), parse.weights(o["weights"])
     dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
+    if o["disaggregate"] is not None:  # one replica of a pool: the pools' GPUs are P:D's, a --gpus checked
+        from llm_cost.commands.serving_pools import pools_deployment
+
+        dep = pools_deployment(o, dep)
     target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
     served = setup(o, target, acc, profile, weights, dep)
     replica, config, dmem = served.replica, served.config, served.draft
@@ -132,7 +136,8 @@ def run_batching(o: dict) -> None:
     rows = [{"model": target.name, "gpu": acc.label, "gpu_name": acc.name, "preset": profile.name, **r} for r in rows]
     from llm_cost.commands.serving_energy import served_energy_columns
 
-    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None)
+    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None,
+                                              config.pipeline)
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
@@ -158,8 +163,9 @@ def _runs(workloads, label: str, each) -> list:
             for k, one in enumerate(workloads):
                 runs.append(each(one, lambda d, t, k=k: progress(k * t + d, m * t)))
         except KeyboardInterrupt:
-            if not runs:
-                interrupted(0, m, "rates")
+            pass
+    if not runs and m:  # the bar stopped first: the warning on a line of its own
+        interrupted(0, m, "rates")
     return runs
 
 
@@ -204,7 +210,8 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     acc, dep = specs[1], specs[4]
     d_replica, d_config, d_dep = _decode_pool(o, specs, replica, config)
     gpus = (dep.gpus_per_replica, d_dep.gpus_per_replica)
-    bw, lat = handoff_link(acc, p * gpus[0] + d * gpus[1])
+    total = p * gpus[0] + d * gpus[1]  # the pools' GPUs (`pools_deployment` refused a --gpus not this)
+    bw, lat = handoff_link(acc, total)
     workloads = [wl.at_rate(r) for r in rates]
     runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat,
                                 decode_replica=d_replica, decode_config=d_config) for w in workloads]
@@ -214,21 +221,26 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     for row, r, pool in zip(rows, runs, pools):
         row.update({"model": specs[0].name, "gpu": acc.label, "gpu_name": acc.name, "preset": specs[2].name,
                     "prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
+                    "gpus": total, "replicas": p + d,
                     "rate_total_req_per_s": r.served.rate_req_per_s,
                     "throughput_total_req_per_s": r.served.throughput_req_per_s, "tokens_per_s": r.served.tokens_per_s,
-                    "tokens_per_s_per_gpu": r.served.tokens_per_s / (p * gpus[0] + d * gpus[1]),
+                    "tokens_per_s_per_gpu": r.served.tokens_per_s / total,
                     **pool_fields(pool, (dep.tp, d_dep.tp), (config.max_batch, d_config.max_batch))})
     for r in results:
         if r.deadlock is not None:
             caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
     from llm_cost.commands.serving_energy import pools_energy_columns
 
-    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"))
+    from llm_cost.commands.serving_energy import serial_stages
+
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"),
+                                             (serial_stages(dep, config.pipeline), serial_stages(d_dep, d_config.pipeline)))
     caption += (f"; disaggregated: prefills on {plural(p, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
                 f"{config.max_batch}), decodes on {d} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
                 f"the K/V over {bw / 1e9:g} GB/s "
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")
-    title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra
+    title = (f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens{extra}; {plural(total, 'GPU')} in "
+             f"{p} prefill + {d} decode replicas")
     if o["fmt"] not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
         emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
     else:

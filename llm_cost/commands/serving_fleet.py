@@ -12,7 +12,7 @@ FLEET_COLUMNS = [Column("router", "router"), Column("replicas", "replicas"),
                  Column("imbalance", "imbalance (max/mean)", fixed(3))]
 # narrow headers: ten columns in one table at 80 (a replica's load over the mean is its requests over the
 # mean, in JSON as load_over_mean, the largest in the title as the imbalance)
-REPLICA_COLUMNS = [Column("replica", "replica"), Column("requests", "requests"),
+REPLICA_COLUMNS = [Column("replica", "replica"), Column("requests", "requests", fixed(0)),
                    Column("throughput_req_per_s", "served (req/s)", fixed(2)), *LATENCY_COLUMNS,
                    Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                    Column("kv_utilisation", "KV used (%)", fixed(1, 0.01))]

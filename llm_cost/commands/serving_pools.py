@@ -36,6 +36,30 @@ def pool_counts(o: dict) -> tuple[int, int]:
     return int(p), int(d)
 
 
+def pools_deployment(o: dict, dep):
+    """One replica of the prefill pool: `dep` without --gpus (the pools' GPUs are P x tp x pp + D x
+    decode-tp x pp, `pools_gpus`); a --gpus given that is not that total is refused, not reported."""
+    from dataclasses import replace
+
+    from llm_cost.errors import InvalidValueError
+
+    p, d = pool_counts(o)
+    one = replace(dep, gpus=0)
+    total = pools_gpus(o, one)
+    if dep.gpus and dep.gpus != total:
+        per = (one.gpus_per_replica, decode_deployment(o, one).gpus_per_replica)
+        raise InvalidValueError(f"--gpus {dep.gpus} is not the GPUs of --disaggregate {p}:{d}: {p} x {per[0]} (prefill) "
+                                f"+ {d} x {per[1]} (decode) = {total} GPUs; give --gpus {total} or leave it out",
+                                params=("gpus",))
+    return one
+
+
+def pools_gpus(o: dict, dep) -> int:
+    """The pools' GPUs: P replicas of `dep`'s tp x pp and D of the decode pool's (`decode_deployment`)."""
+    p, d = pool_counts(o)
+    return p * dep.gpus_per_replica + d * decode_deployment(o, dep).gpus_per_replica
+
+
 def decode_deployment(o: dict, dep):
     """The decode pool's `Deployment`: the prefill pool's `dep` with `--decode-tp` (its pp, ep, K/V dtype
     and memory basis); `dep` itself without the option."""

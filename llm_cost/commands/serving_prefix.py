@@ -81,7 +81,7 @@ def run_prefix_compare(o: dict, wl, rates, replica, config, slo: dict, caption: 
             row["tokens_per_s_over_uncached"] = _ratio(row["tokens_per_s"], off["tokens_per_s"])
     from llm_cost.commands.serving_energy import priced, served_energy_columns
 
-    energy = served_energy_columns(rows, results, acc, dep, fleets)
+    energy = served_energy_columns(rows, results, acc, dep, fleets, config.pipeline)
     energy += priced(rows, o.get("usd_per_kwh"))
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens, serving engine"
     if o["fmt"] in ("json", "csv"):
@@ -112,8 +112,9 @@ def _served(runs, each) -> list:
             for k, (w, c) in enumerate(runs):
                 out.append(each(w, c, lambda d, t, k=k: progress(k * t + d, m * t)))
         except KeyboardInterrupt:
-            if len(out) < 2:
-                interrupted(0, m // 2, "rates")
+            pass
+    if len(out) < 2 and m:  # the bar stopped first: the warning on a line of its own
+        interrupted(0, m // 2, "rates")
     return out[:len(out) // 2 * 2]
 
 

@@ -39,6 +39,9 @@ def sweep(model, gpu, profile, *, rate_req_per_s=None, concurrency=None, request
     from llm_cost.specs.deployment import Deployment
     from llm_cost.specs.weights import as_weights
 
+    from llm_cost.serving.workload_spec import parse_length
+
+    parse_length("prompt", prompt), parse_length("output", output)  # bad specs named as this function's
     spec = load_model(model) if isinstance(model, str) else model
     acc = load_accelerator(gpu) if isinstance(gpu, str) else gpu
     prof = PRESETS[profile] if isinstance(profile, str) else profile

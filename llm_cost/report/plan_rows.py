@@ -36,7 +36,7 @@ def config_fields(grid, i: int, refs: dict | None = None) -> dict:
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
             *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
     return {
-        "model": grid.space.model.name, "gpu": grp.gpu.label, "gpu_name": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "replicas": dep.replicas,
+        "model": grid.space.model.name, "gpu": grp.gpu.label, "gpu_name": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "dp_attention": dep.dp_attention, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
         "speculation": v.kind if v.draft is None else f"draft {v.draft.name}",
         "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else "") + (" dp-attn" if dep.dp_attention else ""),

@@ -85,8 +85,8 @@ def request_energy(r, gpu) -> dict:
 
 def phase_energy(r, gpu) -> tuple[float, float]:
     """(prefill, decode) joules of one batch of a `requests.RequestCost` `r` on `gpu`: each phase's
-    GPU-seconds (`r.gpu_seconds`) at its bound and its share in collectives (`roofline.energy.phase_joules`;
-    raises without the datasheet's board power). `plan --disaggregate`'s pools take each its own phase."""
+    GPU-seconds (`r.gpu_seconds`) at its bound and its share in collectives, a GPU busy for its own of the
+    deployment's pp stages (`roofline.energy.phase_joules`; raises without the datasheet's board power). `plan --disaggregate`'s pools take each its own phase."""
     from llm_cost.roofline.energy import phase_joules
 
     ph = r.phases
@@ -94,8 +94,11 @@ def phase_energy(r, gpu) -> tuple[float, float]:
     def share(comm_s, s):
         return min(1.0, comm_s / s) if s else 0.0
 
-    return (phase_joules(r.gpu_seconds(ph.prefill_s), share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound, gpu),
-            phase_joules(r.gpu_seconds(ph.decode_s), share(ph.decode_comm_time_s, ph.decode_s), ph.decode_bound, gpu))
+    pp = r.deployment.pp  # one static batch in flight: a GPU computes its stage and waits for the others
+    return (phase_joules(r.gpu_seconds(ph.prefill_s), share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound,
+                         gpu, pp),
+            phase_joules(r.gpu_seconds(ph.decode_s), share(ph.decode_comm_time_s, ph.decode_s), ph.decode_bound,
+                         gpu, pp))
 
 
 def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:

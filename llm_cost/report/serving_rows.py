@@ -301,8 +301,10 @@ def serve_row(result, workload: Workload, config, *, replica: Replica | None = N
         "spec_gamma": spec.gamma if spec else 0, "spec_alpha": spec.alpha if spec else None,
         "spec_policy": spec.policy if spec else None, "spec_c": spec.c if spec and spec.draft_cost is None else None,
         "mean_gamma": r.mean_gamma, "tokens_per_round": r.tokens_per_round, "draft_s": r.draft_s,
-        "prefix_caching": config.prefix_caching, "prefix_token_hit_rate": r.prefix_token_hit_rate,
-        "prefix_request_hit_rate": r.prefix_request_hit_rate, "prefill_tokens_saved": r.prefill_tokens_saved,
+        "prefix_caching": config.prefix_caching,  # the hit rates null without the cache, as a replica row's
+        "prefix_token_hit_rate": r.prefix_token_hit_rate if config.prefix_caching else None,
+        "prefix_request_hit_rate": r.prefix_request_hit_rate if config.prefix_caching else None,
+        "prefill_tokens_saved": r.prefill_tokens_saved,
         "kv_offload_bytes": config.kv_offload_bytes,
         "deadlock": r.deadlock is not None,
         "deadlock_time_s": r.deadlock.time_s if r.deadlock else None,

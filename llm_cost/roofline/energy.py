@@ -14,6 +14,9 @@ Per GPU, over a step of T seconds:
   HBM (A_MEMORY); in between, by the share of the compute units the pass keeps busy;
 - t_comm = the collectives' time not hidden behind the roofline (T - stages x t_busy - fixed).
 
+`gpu_joules` is that formula, the one every estimate calls: a pass (`step_energy`), a phase of a
+request (`phase_joules`), a served run (`serving.energy`).
+
 Weights (assumptions, stated): A_COMPUTE = 1.0 (prefill draws about the board's TDP: Splitwise,
 Patel et al., ISCA 2024, §III "power": the prompt phase runs near the power limit, the token
 phase well below it and loses little when power-capped); A_MEMORY = 0.6 and A_COMM = 0.3 are
@@ -70,9 +73,19 @@ def step_energy(step, gpu, gpus: int = 1) -> StepEnergy:
     total_s = float(step.step_time_s)
     busy_s = max(memory_s, compute_s)
     comm_s = max(0.0, total_s - step.stages * busy_s - float(step.fixed_time_s))
-    span_w = gpu.max_power_w - gpu.idle_power_w
-    per_gpu = gpu.idle_power_w * total_s + span_w * (body_activity(memory_s, compute_s) * busy_s + A_COMM * comm_s)
+    per_gpu = gpu_joules(gpu, total_s, busy_s * body_activity(memory_s, compute_s), comm_s)
     return StepEnergy(joules=per_gpu * gpus, seconds=total_s, gpus=int(gpus))
+
+
+def gpu_joules(gpu, seconds: float, active_s: float, comm_s: float = 0.0) -> float:
+    """One GPU's energy (J) over `seconds` of which it computes for `active_s` activity-weighted seconds
+    (sum of a x t over its busy stretches) and waits on collectives for `comm_s`; the rest, pipeline
+    waits and gaps included, at idle power:
+
+        E = P_idle x seconds + (P_max - P_idle) x (active_s + A_COMM x comm_s)
+
+    the one power formula every energy estimate calls (`step_energy`, `phase_joules`, `serving.energy`)."""
+    return gpu.idle_power_w * seconds + (gpu.max_power_w - gpu.idle_power_w) * (active_s + A_COMM * comm_s)
 
 
 def energy_usd(joules: float, usd_per_kwh: float) -> float:
@@ -84,20 +97,23 @@ def energy_usd(joules: float, usd_per_kwh: float) -> float:
 BOUND_ACTIVITY = {"compute": A_COMPUTE, "memory": A_MEMORY, "communication": A_COMM}
 
 
-def phase_joules(gpu_seconds: float, comm_fraction: float, bound: str, gpu) -> float:
-    """Energy (J) of a phase that holds `gpu_seconds` GPU-seconds (seconds x GPUs), `bound` by one side.
+def phase_joules(gpu_seconds: float, comm_fraction: float, bound: str, gpu, stages: int = 1) -> float:
+    """Energy (J) of a phase that holds `gpu_seconds` GPU-seconds (seconds x GPUs), `bound` by one side,
+    its passes crossing `stages` pipeline stages one after another:
 
-        E = gpu_seconds x (P_idle + (P_max - P_idle) x (a_bound x (1 - c) + A_COMM x c))
+        E = gpu_seconds x (P_idle + (P_max - P_idle) x (a_bound x (1 - c) / stages + A_COMM x c))
 
-    c = comm_fraction, the share of the phase spent in collectives; a_bound = BOUND_ACTIVITY[bound]
-    (a coarser form of `step_energy` for a phase of many steps known only by its total and bound:
-    the fixed launch time is counted as busy, so it errs high).
+    c = comm_fraction, the share of the phase spent in collectives; a_bound = BOUND_ACTIVITY[bound];
+    a GPU computes its own stage, 1 / stages of the rest, and waits at idle power for the others
+    (`gpu_joules`; a coarser form of `step_energy` for a phase of many steps known only by its total
+    and bound: the fixed launch time is counted as busy, so it errs high).
     """
     if not has_power(gpu):
         raise InvalidValueError(f"gpu.max_power_w of {gpu.name} is not given: no energy estimate", params=("gpu",))
     check_number("comm_fraction", comm_fraction, low=0, high=1)
-    activity = BOUND_ACTIVITY.get(bound, A_MEMORY) * (1 - comm_fraction) + A_COMM * comm_fraction
-    return gpu_seconds * (gpu.idle_power_w + (gpu.max_power_w - gpu.idle_power_w) * activity)
+    check_number("stages", stages, low=1, integer=True)
+    active_s = gpu_seconds * (1 - comm_fraction) / stages * BOUND_ACTIVITY.get(bound, A_MEMORY)
+    return gpu_joules(gpu, gpu_seconds, active_s, gpu_seconds * comm_fraction)
 
 
 def add_energy_usd(rows: list, usd_per_kwh: float) -> None:

@@ -251,8 +251,9 @@ class DecodeStretch:
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
             acc = np.add.accumulate(np.concatenate(([s.used], grown)))
             used, end_used = acc[:-1:n][:k], acc[-1].item()
-        for key, terms in (("busy", dt), ("area_n", dt * n), ("area_kv", dt * used), ("area_sys", dt * s.in_system),
-                           ("comm", comm)):
+        bound = (("compute_bound", dt),) if n >= loop.bound_rows else ()  # n decoders, a row each
+        for key, terms in (("busy", dt), *bound, ("area_n", dt * n), ("area_kv", dt * used),
+                           ("area_sys", dt * s.in_system), ("comm", comm)):
             st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
         peak = used.max().item()
         if peak > st["peak_kv"]:

@@ -25,8 +25,8 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.serving import decode_stretch
 from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
-from llm_cost.serving.engine_state import EngineState
-from llm_cost.serving.iteration import held_tokens_fn, iteration_time
+from llm_cost.serving.engine_state import EngineState, count_launch
+from llm_cost.serving.iteration import compute_bound_rows, held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
@@ -84,6 +84,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.stages = stages = self.cost.stages
         self.orca_pipe = stages > 1 and cfg.pipeline == "orca"
         self.micro = stages > 1 and cfg.pipeline == "microbatch"
+        self.bound_rows = compute_bound_rows(self.cost, stages if self.micro else 1)  # the energy's split
         self.hold = cfg.max_batch * stages if self.orca_pipe else cfg.max_batch  # max_batch per batch in flight
         if state is None:
             acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
@@ -123,7 +124,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             own = s.blocks[i]
             if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
                 self.cache.trim(s.free)
-                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i)
+                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i, s.kv[i] if s.fin[i] == s.fin[i] else 0)
             s.free += own
             s.used -= own * self.B
             s.blocks[i] = 0
@@ -332,14 +333,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             self.inflight[i] = True
         heapq.heappush(self.flights, (s.t + dt, self.launches, dec_run, g, pf_run))
         step = dt / self.stages if self.orca_pipe else dt
-        st["iterations"] += 1
-        st["rows"] += rows
-        st["busy"] += step
-        st["area_n"] += step * len(s.running)
-        st["area_kv"] += step * s.used
-        st["area_sys"] += step * s.in_system
-        if s.used > st["peak_kv"]:
-            st["peak_kv"] = s.used
+        count_launch(st, step, rows, self.bound_rows, len(s.running), s.used, s.in_system)
         s.t += step
 
     # ---- the loop ------------------------------------------------------------------------------
@@ -386,10 +380,10 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 moved, seconds = self.swap_in()
                 swap_s += seconds
                 self.admit(dec_run, pf_run, budget)
-                if self.reload_s:  # prefix blocks brought back from the host tier for the admitted ones
-                    swap_s += self.reload_s
-                    self.reload_s = 0.0
             rows = rows_dec + sum(q for _, q in pf_run)
+            if rows and self.tier is not None:  # the host link: prefix blocks back for the admitted, evicted ones out
+                swap_s += self.reload_s + self.tier.sent(s.st, self.host)
+                self.reload_s = 0.0
             if rows == 0 and swap_s == 0.0:
                 if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
                     continue

@@ -16,11 +16,28 @@ from dataclasses import dataclass, field
 def fresh_stats() -> dict:
     """The run's statistics at zero: busy seconds, time-weighted areas (batch, K/V, requests in the
     system), iterations, rows, preemptions, swap bytes, draft and collective seconds, the K/V peak and
-    the speculation counts (rounds, tokens, gamma summed over decode slots)."""
-    return {"busy": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
+    the speculation counts (rounds, tokens, gamma summed over decode slots); `compute_bound` the busy
+    seconds of the iterations of `iteration.compute_bound_rows` rows or more."""
+    return {"busy": 0.0, "compute_bound": 0.0, "area_n": 0.0, "area_kv": 0.0, "area_sys": 0.0, "iterations": 0, "rows": 0,
             "preemptions": 0, "swap_bytes": 0.0, "draft_s": 0.0, "peak_kv": 0.0, "spec_rounds": 0,
             "spec_tokens": 0, "gamma_sum": 0, "dec_slots": 0, "comm": 0.0,
             "prefix_lookups": 0, "prefix_lookup_tokens": 0, "prefix_hit_requests": 0, "prefix_hit_tokens": 0}
+
+
+def count_launch(st: dict, step: float, rows, bound_rows: float, running: int, used: float, in_system: int) -> None:
+    """Add one launched iteration to the statistics `st` (`fresh_stats`): `step` busy seconds (compute-bound
+    with `bound_rows` rows or more) over `rows` rows, `running` sequences, `used` K/V tokens, `in_system`
+    requests."""
+    st["iterations"] += 1
+    st["rows"] += rows
+    st["busy"] += step
+    if rows >= bound_rows:
+        st["compute_bound"] += step
+    st["area_n"] += step * running
+    st["area_kv"] += step * used
+    st["area_sys"] += step * in_system
+    if used > st["peak_kv"]:
+        st["peak_kv"] = used
 
 
 @dataclass(eq=False)

@@ -33,7 +33,7 @@ from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (
 from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
-from llm_cost.serving.iteration import totals_time
+from llm_cost.serving.iteration import compute_bound_rows, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
@@ -195,8 +195,8 @@ def _loop(workload, replica, cfg, on_progress):
     one, co = causal_pairs(1), inline_coefficients(cost)
     flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
     now, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
-    busy = area_n = area_kv = area_sys = comm_sum = peak = 0.0  # st's sums as locals (a dict update each costs)
-    rows_sum = slots = 0
+    busy = area_n = area_kv = area_sys = comm_sum = peak = compute_bound = 0.0  # st's sums as locals
+    rows_sum, slots, bound_rows = 0, 0, compute_bound_rows(cost)  # (a dict update each costs)
     every = max(1, n_requests // 100)
     while True:
         while flights and flights[0][0] <= now:  # completions: first tokens, finishes
@@ -252,7 +252,7 @@ def _loop(workload, replica, cfg, on_progress):
                 t_new = arr[nxt]
             else:
                 st.update(busy=busy, area_n=area_n, area_kv=area_kv, area_sys=area_sys, comm=comm_sum,
-                          peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots)
+                          peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots, compute_bound=compute_bound)
                 return first, fin, st
             area_sys += (t_new - now) * in_system
             now = t_new
@@ -274,6 +274,7 @@ def _loop(workload, replica, cfg, on_progress):
         step = dt / stages
         rows_sum += rows
         busy += step
+        compute_bound += step if rows >= bound_rows else 0.0
         area_n += step * running
         area_kv += step * used
         area_sys += step * in_system

@@ -136,7 +136,8 @@ class PrefixReplica:
         state, cache = self.state, self.cache
         state.fin[req] = now
         cache.trim(free)
-        free += blocks_for(self.P[req] + self.O[req] - 1, self.B) - cache.held[req] + cache.release(req)
+        kv = self.P[req] + self.O[req] - 1
+        free += blocks_for(kv, self.B) - cache.held[req] + cache.release(req, kv)
         del state.running[req]
         state.finished += 1
         state.in_system -= 1
@@ -203,7 +204,7 @@ class PrefixReplica:
                            *(co[15:17] if co else (0, 0)), causal_pairs(1))
         (state, st, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
          w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
-        now, iteration, free, pf, pending = state.t, self.k, state.free, [], False
+        now, iteration, free, pf, pending, bound_rows = state.t, self.k, state.free, [], False, self.loop.bound_rows
         while True:
             if pending:
                 pending = False
@@ -261,6 +262,8 @@ class PrefixReplica:
             st["iterations"] += 1
             st["rows"] += rows
             st["busy"] += dt
+            if rows >= bound_rows:
+                st["compute_bound"] += dt
             st["area_n"] += dt * len(running)
             st["area_kv"] += dt * used
             st["area_sys"] += dt * state.in_system

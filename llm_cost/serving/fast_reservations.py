@@ -30,6 +30,7 @@ from collections import deque
 
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
+from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
 from llm_cost.serving.serve_result import ServeResult
 
@@ -68,11 +69,11 @@ class StepStats:
     iteration's writes) and used (held at each iteration's start, as the engine's loop counts it)."""
 
     __slots__ = ("busy", "area_n", "area_r", "area_w", "area_u", "peak_r", "peak_w", "peak_u", "iterations",
-                 "rows", "comm", "first")
+                 "rows", "comm", "compute_bound", "first")
 
     def __init__(self, requests: int) -> None:
         """All sums and peaks at zero; no first token yet for any of `n` requests."""
-        self.busy = self.area_n = self.area_r = self.area_w = self.area_u = self.comm = 0.0
+        self.busy = self.area_n = self.area_r = self.area_w = self.area_u = self.comm = self.compute_bound = 0.0
         self.peak_r = self.peak_w = self.peak_u = self.iterations = self.rows = 0
         self.first = [math.nan] * requests
 
@@ -101,7 +102,7 @@ def step_result(workload, replica, cfg, finish, deadlock, st: StepStats, needed:
         iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
         kv_used_mean_tokens=st.area_u / busy, kv_used_peak_tokens=float(st.peak_u), preemptions=0, swap_bytes=0.0,
         draft_s=0.0, mean_in_system=_mean_in_system(arrivals, finish, end_s), tokens_per_round=0.0,
-        mean_gamma=0.0, deadlock=deadlock, comm_total_s=st.comm, scheduler=ServeResult.scheduler_of(cfg), path=path,
+        mean_gamma=0.0, deadlock=deadlock, comm_total_s=st.comm, compute_bound_s=st.compute_bound, scheduler=ServeResult.scheduler_of(cfg), path=path,
         kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
         kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
         positions_computed=st.rows, positions_needed=needed)
@@ -127,7 +128,7 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
     that reaches its output; its KV is prompt + generated - 1. `on_progress(finished, n_requests)` is
     called every `PROGRESS_EVERY` finished requests."""
     cost = replica.cost
-    deployed = cost.deployed  # once: the loop below is hot
+    deployed, bound_rows = cost.deployed, compute_bound_rows(cost)  # once: the loop below is hot
     cap = replica.kv_capacity_tokens
     prompt, output, n_requests = wl.prompt, wl.output, len(wl)
     none = reservation == "none"
@@ -137,16 +138,14 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
     heap: list[tuple[int, int]] = []  # (iteration count at which it finishes, request)
     running: dict[int, None] = {}  # admission order = arrival order
     pending: deque[int] = deque()
-    now, it, nxt = 0.0, 0, 0
-    written = reserved = 0
-    # st's sums and peaks as locals while the loop runs (an attribute update per term each loop turn
-    # cost a tenth of it), stored back on return
-    busy = area_n = area_r = area_w = area_u = 0.0
-    peak_r = peak_w = peak_u = iterations = positions = 0
-    done = 0
+    now, it, nxt, written, reserved = 0.0, 0, 0, 0, 0
+    # st's sums and peaks as locals while the loop runs (attribute updates cost a tenth of it), stored on return
+    busy = area_n = area_r = area_w = area_u = compute_bound = 0.0
+    peak_r = peak_w = peak_u = iterations = positions = done = 0
 
     def stored():
         st.busy, st.area_n, st.area_r, st.area_w, st.area_u = busy, area_n, area_r, area_w, area_u
+        st.compute_bound = compute_bound
         st.peak_r, st.peak_w, st.peak_u, st.iterations, st.rows = peak_r, peak_w, peak_u, iterations, positions
 
     while True:
@@ -180,6 +179,7 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
             iterations += 1
             positions += rows
             busy += dt
+            compute_bound += dt if rows >= bound_rows else 0.0
             area_n += dt * len(running)
             area_r += dt * reserved
             area_w += dt * written
@@ -199,6 +199,7 @@ def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], rese
             iterations += taken
             positions += taken * n_dec
             busy += span
+            compute_bound += span if n_dec >= bound_rows else 0.0
             area_n += span * n_dec
             area_r += span * reserved
             area_w += stretch_w

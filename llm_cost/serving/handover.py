@@ -18,7 +18,7 @@ from collections import deque
 
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
-from llm_cost.serving.iteration import totals_time_arrays
+from llm_cost.serving.iteration import compute_bound_rows, totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
@@ -76,8 +76,8 @@ def close_segment(fast) -> None:
     nd = np.cumsum(delta)
     cost, spec, paged, B = fast.replica.cost, fast.cfg.spec, fast.paged, fast.B
     starts = np.searchsorted(a, np.arange(0, K + BLOCK, BLOCK).clip(max=K))
-    busy = area_n = area_kv = draft_s = comm_s = 0.0
-    total_rows = 0
+    busy = area_n = area_kv = draft_s = comm_s = compute_bound = 0.0
+    total_rows, bound_rows = 0, compute_bound_rows(cost)
     peak = st["peak_kv"]
     for j, lo in enumerate(range(0, K, BLOCK)):
         hi = min(lo + BLOCK, K)
@@ -93,6 +93,7 @@ def close_segment(fast) -> None:
         else:
             used = S
         busy += float(dt.sum())
+        compute_bound += float(dt[rows >= bound_rows].sum())
         area_n += float(dt @ (n_b + np.bincount(aa, minlength=m)))
         area_kv += float(dt @ used)
         total_rows += int(rows.sum())
@@ -104,6 +105,7 @@ def close_segment(fast) -> None:
     fast.fin[np.arange(h0, h1)[done]] = T[(a + R + k0)[done]]
     slots = int(nd.sum())
     st["busy"] += busy
+    st["compute_bound"] += compute_bound
     st["area_n"] += area_n
     st["area_kv"] += area_kv
     st["iterations"] += K

@@ -4,7 +4,10 @@ Two kinds of K/V live there, both moved over the host link (`ServeConfig.host_by
 direction) and never recomputed while they stay:
 
 - prefix blocks the GPU's prefix cache evicts (`PrefixCache.trim` spills them here): LRU again, each
-  `block_bytes`; a later request whose cached prefix continues into them brings them back
+  `block_bytes`, copied out over the host link before the GPU block is written again: `put` counts
+  their bytes and `sent` charges them (bytes in `swap_bytes`, seconds added to the next iteration
+  the engine launches, the one that writes over the block: not overlapped with compute, as the
+  transfers back are not); a later request whose cached prefix continues into them brings them back
   (`PrefixCache.take_hosted`), the transfer added to the iteration that admits it;
 - preempted sequences under recompute preemption (`PreemptionPolicy.preempt`): `pin`ned while
   swapped out, evicting prefix blocks for room (a sequence's state before a cache's copy); without
@@ -27,6 +30,7 @@ class HostTier:
         self.blocks: OrderedDict = OrderedDict()
         self.pinned = 0.0
         self.evictions = 0  # prefix blocks dropped from the host tier (recomputed if asked for again)
+        self.outbound = 0.0  # bytes of prefix blocks put here and not yet charged (`sent`)
 
     @property
     def used(self) -> float:
@@ -46,8 +50,18 @@ class HostTier:
         """A prefix block evicted from the GPU comes here (the most recent), if it can fit at all."""
         if self._evict_to(self.block_bytes):
             self.blocks[key] = None
+            self.outbound += self.block_bytes
         else:
             self.evictions += 1
+
+    def sent(self, stats: dict, bytes_per_s: float) -> float:
+        """The prefix blocks put here since the last call go over the host link now: their bytes added
+        to `stats["swap_bytes"]`, their seconds at `bytes_per_s` returned (0.0 when none)."""
+        nbytes, self.outbound = self.outbound, 0.0
+        if not nbytes:
+            return 0.0
+        stats["swap_bytes"] += nbytes
+        return nbytes / bytes_per_s
 
     def discard(self, key) -> None:
         """The block is back on the GPU (recomputed or reloaded): its host copy goes."""

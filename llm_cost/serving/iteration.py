@@ -13,6 +13,8 @@ rows / m (the others overlap it).
 
 from __future__ import annotations
 
+import math
+
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 
 
@@ -47,6 +49,19 @@ def held_tokens_fn(cost):
         return np.where(c > 0, tokens + state, tokens)
     held.many = held_many
     return held
+
+
+def compute_bound_rows(cost, microbatches: int = 1) -> float:
+    """Rows from which an iteration counts as compute-bound, its busy seconds tallied in the statistics'
+    `compute_bound` (`ServeResult.compute_bound_s`, the split `serving.energy` takes): the smallest rows
+    m with compute_s(m, 0) >= memory_s(m, m), the GEMMs of m rows against the weights and their own
+    K/V (`roofline.critical.first_crossing`; cached K/V and attention pairs left out, one comparison
+    an iteration), x `microbatches` (each times rows / m); inf for a pass without arithmetic."""
+    if not cost.row_flops:
+        return math.inf
+    from llm_cost.roofline.critical import first_crossing
+
+    return microbatches * first_crossing(lambda m: cost.compute_s(m, 0.0) - cost.memory_s(m, m), 1.0, 1e12)
 
 
 def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, spec, microbatches: int = 1):

@@ -7,6 +7,13 @@ at (k+1)B tokens", so two prompts share block k exactly when their first (k+1)B 
 segments. Only full blocks are keyed, and at most (prompt - 1) // B of them (vLLM recomputes the last
 token of a fully cached prompt to produce its logits).
 
+The segments may run past the prompt into the answer (a chat's turn: the next turn's prompt repeats
+it, `prefixes.with_sessions`), as vLLM's automatic prefix caching hashes every full block, prompt or
+generated: when a sequence finishes, its full blocks of prompt and generated tokens inside its segments
+join the cache too (`release(i, tokens)`), so the next turn hits them. Only at the finish: a running
+sequence's generated blocks are its own (a turn that arrives before the previous answer is done, which
+a chat's user could not send, prefills them).
+
 The cache holds each keyed block once:
 
 - `ref`: blocks that running sequences hold (key -> sequences holding it), charged once in the K/V
@@ -16,8 +23,9 @@ The cache holds each keyed block once:
   (`trim`): the cache never holds more unreferenced blocks than there are free blocks.
 
 With a host tier (`host`, a `host_tier.HostTier`; `ServeConfig.kv_offload_bytes`) the evicted blocks
-go there instead of being lost; `hosted` counts the blocks there that continue a request's cached
-prefix and `take_hosted` brings them back (the engine charges the transfer).
+go there instead of being lost, over the host link (`HostTier.put` counts the bytes, the engine adds
+their time to the next iteration: `HostTier.sent`); `hosted` counts the blocks there that continue a
+request's cached prefix and `take_hosted` brings them back (the engine charges the transfer).
 """
 
 from __future__ import annotations
@@ -54,13 +62,14 @@ class PrefixCache:
     def __init__(self, workload, block_size: int) -> None:
         if workload.prefix is None:
             raise InvalidValueError("prefix_caching needs a workload with prefixes: give shared_prefix, "
-                                    "prefix_groups or a trace with a prefix_id column",
-                                    params=("prefix_caching", "shared_prefix", "prefix_groups"))
+                                    "prefix_groups, sessions or a trace with a prefix_id column",
+                                    params=("prefix_caching", "shared_prefix", "prefix_groups", "sessions"))
         self.prefix, self.prompt, self.B = workload.prefix, workload.prompt, block_size
         self.ref: dict = {}
         self.lru: OrderedDict = OrderedDict()
         self.held = [0] * len(workload)  # leading blocks request i holds through the cache
         self._mine: list = [None] * len(workload)  # request i's block ids, once asked for
+        self._whole: list = [None] * len(workload)  # request i's segments' (known tokens, every full block's id)
         self._keys: dict = {}  # (segments, full blocks) -> block ids: 10^6 requests share a few prefixes
         self._longest: dict = {}  # segments -> (known tokens, the ids of every full block inside them)
         self._ids: dict = {}  # block key -> its id (an int: hashed fast in the tables below)
@@ -85,13 +94,14 @@ class PrefixCache:
             keys = self._keys.get(k)
             if keys is None:
                 keys = self._keys[k] = longest[1][:full]
-            self._mine[i] = keys
+            self._mine[i], self._whole[i] = keys, longest
         return keys
 
     def share_keys(self, other: "PrefixCache") -> None:
         """Take `other`'s block ids (a cache of the same workload and block size: a fleet's replicas), so
         one request's `keys_of` is the same tuple in each and is computed once."""
-        self._mine, self._keys, self._longest, self._ids = other._mine, other._keys, other._longest, other._ids
+        self._mine, self._whole, self._keys = other._mine, other._whole, other._keys
+        self._longest, self._ids = other._longest, other._ids
 
     def hits(self, keys: tuple) -> int:
         """Leading blocks of `keys` (a `keys_of`) found in the cache, referenced or not."""
@@ -150,12 +160,24 @@ class PrefixCache:
             self.held[i] = upto
         return dup
 
-    def release(self, i: int) -> int:
+    def release(self, i: int, tokens: int = 0) -> int:
         """Request i lets go of its cached blocks; returns how many became unreferenced (now free, kept
-        in the LRU table, the request's last block the first to go)."""
+        in the LRU table, the request's last block the first to go). A finished request gives `tokens`,
+        the K/V tokens it holds: its full blocks after its prompt's keyed ones and inside its segments
+        (a chat's answer, `sequence_keys`) join the LRU table too, free blocks already; a block another
+        sequence cached meanwhile stays a duplicate, freed uncached."""
         ref, lru = self.ref, self.lru
+        held = self.held[i]
+        more = self.sequence_keys(i, tokens) if tokens else ()
+        if len(more) > held and held == len(self.keys_of(i)):  # its prompt's keyed blocks held: the answer's follow
+            host = self.host
+            for key in reversed(more[held:]):
+                if key not in ref and key not in lru:
+                    lru[key] = None
+                    if host is not None:  # computed again: a stale host copy goes
+                        host.discard(key)
         freed = 0
-        for key in reversed(self.keys_of(i)[:self.held[i]]):
+        for key in reversed(self.keys_of(i)[:held]):
             n = ref[key] - 1
             if n:
                 ref[key] = n
@@ -165,6 +187,15 @@ class PrefixCache:
                 freed += 1
         self.held[i] = 0
         return freed
+
+    def sequence_keys(self, i: int, tokens: int) -> tuple:
+        """The ids of request i's full blocks among its first `tokens` K/V tokens inside its segments,
+        prompt and answer (`keys_of` is their first (prompt - 1) // B)."""
+        whole = self._whole[i]
+        if whole is None:
+            self.keys_of(i)  # interns its segments' blocks
+            whole = self._whole[i]
+        return whole[1][:min(whole[0], tokens) // self.B]
 
     def trim(self, free_blocks: int) -> None:
         """Evict the least recently released blocks beyond `free_blocks` (an allocation took them)."""

@@ -10,9 +10,10 @@ A request's prefix is written as segments ((prefix_key, tokens), ...) (`Workload
 - `with_sessions(wl, S, T)`: multi-turn chats: request i is turn (i // S) mod T of session i mod S
   (sessions interleaved, a session's next turn S arrivals later); a turn's prompt is the previous
   turn's prompt and answer, then its own drawn prompt tokens; after T turns the session starts a new
-  chat. The whole prompt is the session's (key ("session", s, chat)), so a turn hits the blocks of the
-  previous turn's prompt; the previous answer's blocks are prefilled again (the cache keys prompt
-  blocks only: an under-estimate of the hits where an engine also caches generated blocks).
+  chat. The whole sequence, prompt and answer, is the session's (one segment, key ("session", s,
+  chat), of prompt + output tokens: it runs past the prompt), so a turn hits the full blocks of the
+  previous turn's prompt and answer (`prefix_cache`: a finished sequence's generated blocks join the
+  cache, as vLLM's automatic prefix caching hashes every full block).
 
 Groups and a shared prefix together: groups first, then the shared prefix before them (a system
 prompt, then a group's few-shot examples: `prefix_segments`); sessions take the shared prefix too.
@@ -33,7 +34,9 @@ class PromptPrefixes(NamedTuple):
     prompt of `shared_prefix` tokens, `prefix_groups` groups of `group_prefix` tokens spread by
     `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
     declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
-    the deployment's options: it is built at every command's import).
+    the deployment's options: it is built at every command's import). `group_prefix`, `prefix_dist` and
+    `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns); one given without its
+    parent (`prefix_groups`, `sessions`) would change nothing and is refused.
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> PromptPrefixes(shared_prefix=8).applied(fixed_workload([(4, 5)]), seed=0).prefix
@@ -42,23 +45,34 @@ class PromptPrefixes(NamedTuple):
 
     shared_prefix: Optional[int] = None
     prefix_groups: Optional[int] = None
-    group_prefix: int = 256
-    prefix_dist: str = "zipf"
+    group_prefix: Optional[int] = None
+    prefix_dist: Optional[str] = None
     sessions: Optional[int] = None
-    turns: int = 4
+    turns: Optional[int] = None
 
     def applied(self, wl, seed: int = 0):
-        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups)."""
-        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, self.group_prefix, self.prefix_dist,
-                               seed, self.sessions, self.turns)
+        """`wl` with these prefixes (`prefix_segments`; `seed` draws the groups); an option given without
+        its parent refused."""
+        for child, (parent, _) in CHILD_DEFAULTS.items():
+            if getattr(self, child) is not None and getattr(self, parent) is None:
+                raise InvalidValueError(f"{child} belongs to {parent} and changes nothing without it: give {parent}", params=(child, parent))
+        given = {k: d if getattr(self, k) is None else getattr(self, k) for k, (_, d) in CHILD_DEFAULTS.items()}
+        return prefix_segments(wl, self.shared_prefix, self.prefix_groups, given["group_prefix"],
+                               given["prefix_dist"], seed, self.sessions, given["turns"])
 
 
-def _grown(wl, segments_per_request, tokens: int):
-    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had."""
+# an option of `PromptPrefixes` that sets another's workload: (that option, its default)
+CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", 256), "prefix_dist": ("prefix_groups", "zipf"),
+                  "turns": ("sessions", 4)}
+
+
+def _grown(wl, segments_per_request, tokens: int, what: str):
+    """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had, `what`
+    after its description ("8 prefix groups of 256 tok (zipf)")."""
     prompt = tuple(p + tokens for p in wl.prompt)
     if wl.prefix is not None:
         segments_per_request = [a + b for a, b in zip(segments_per_request, wl.prefix)]
-    what = f"{wl.description}, prefix {tokens} tok" if wl.description else f"prefix {tokens} tok"
+    what = f"{wl.description}, {what}" if wl.description else what
     return replace(wl, prompt=prompt, prefix=tuple(segments_per_request), description=what)
 
 
@@ -72,7 +86,7 @@ def with_shared_prefix(wl, tokens: int):
     """
     check_number("shared_prefix", tokens, low=1, integer=True)
     seg = (("shared", tokens),)
-    return _grown(wl, [seg] * len(wl), tokens)
+    return _grown(wl, [seg] * len(wl), tokens, f"shared prefix {tokens} tok")
 
 
 def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf", seed: int = 0):
@@ -92,19 +106,21 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf",
     weights = 1.0 / np.arange(1, groups + 1) if distribution == "zipf" else np.ones(groups)
     draws = np.random.default_rng(seed).choice(groups, size=len(wl), p=weights / weights.sum())
     segs = [((("group", g), tokens),) for g in range(groups)]
-    return _grown(wl, [segs[g] for g in draws.tolist()], tokens)
+    return _grown(wl, [segs[g] for g in draws.tolist()], tokens,
+                  f"{groups} prefix group{'s' if groups > 1 else ''} of {tokens} tok ({distribution})")
 
 
 def with_sessions(wl, sessions: int, turns: int):
     """`wl` as multi-turn chats (module doc): request i is turn (i // sessions) mod turns of session
-    i mod sessions; its prompt is the session's history (earlier prompts and answers) and its own tokens.
+    i mod sessions; its prompt is the session's history (earlier prompts and answers) and its own tokens,
+    its segment the prompt and its answer (the next turn's history).
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> w = with_sessions(fixed_workload([(4, 5)] * 4), 2, 2)
     >>> w.prompt  # turn 0 of sessions 0 and 1, then turn 1: 4 + 5 history + 4 new
     (4, 4, 13, 13)
-    >>> w.prefix[2]
-    ((('session', 0, 0), 13),)
+    >>> w.prefix[2]  # 13 prompt tokens and the 5 of its answer
+    ((('session', 0, 0), 18),)
     """
     check_number("sessions", sessions, low=1, integer=True)
     check_number("turns", turns, low=1, integer=True)
@@ -119,8 +135,8 @@ def with_sessions(wl, sessions: int, turns: int):
             history[session] = 0
         prompt = history[session] + new
         prompts.append(prompt)
-        segments.append(((("session", session, turn // turns), prompt),))
         history[session] = prompt + out
+        segments.append(((("session", session, turn // turns), history[session]),))
     what = f"{sessions} sessions x {turns} turns"
     return replace(wl, prompt=tuple(prompts), prefix=tuple(segments),
                    description=f"{wl.description}, {what}" if wl.description else what)

@@ -21,6 +21,7 @@ from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import any_value as _any
 from llm_cost.serving.fast_reservations import COST_FEATURES, StepStats, decode_stretch, step_result
+from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.serve_result import ServeResult
 
 
@@ -61,6 +62,7 @@ def serve_request_level(workload, replica, cfg, on_progress=None) -> ServeResult
 def _batches(wl, replica, batch_cap: int, st: StepStats) -> list[float]:
     """Batches run to completion; rows padded to the longest prompt and the longest output."""
     cost = replica.cost
+    bound_rows = compute_bound_rows(cost)
     prompt, output, n, arrivals = wl.prompt, wl.output, len(wl), wl.arrival_s
     finish = [math.nan] * n
     queue: deque[int] = deque()
@@ -92,6 +94,7 @@ def _batches(wl, replica, batch_cap: int, st: StepStats) -> list[float]:
             finish[i] = t
         left -= b
         st.busy += dt
+        st.compute_bound += (prefill if b * lmax >= bound_rows else 0.0) + (span if b >= bound_rows else 0.0)
         st.area_n += dt * b
         st.area_r += dt * reserved
         st.area_w += area_w

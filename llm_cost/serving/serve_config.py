@@ -107,13 +107,13 @@ class ServeConfig:
         (FasterTransformer's request-level batches: max-length reservations, rows padded to the
         longest prompt and output; `request_level` runs it, no other feature applies).
     prefix_caching
-        Paged with recompute: full K/V blocks of known prompt prefixes stay cached after their
-        sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
+        Paged with recompute: full K/V blocks of known prefixes (and a chat's answers) stay cached
+        after their sequence ends (LRU eviction) and a request's cached prefix is not prefilled again
         (`prefix_cache`; the workload's `prefix` says which prompts share which tokens).
     kv_offload_bytes
         Paged with recompute: bytes of a host-memory tier (0: none). Prefix blocks the cache evicts
-        go there (LRU) and come back over `host_bytes_per_s`, the transfer added to the iteration that
-        admits the request, instead of being prefilled again; without prefix caching, preempted
+        go there (LRU) and come back over `host_bytes_per_s` (each way's transfer added to an
+        iteration) instead of being prefilled again; without prefix caching, preempted
         sequences go there as `swap` moves them, while it has room, and are recomputed otherwise
         (`host_tier`).
 

@@ -63,6 +63,8 @@ class ServeResult:
     mean_gamma: float  # gamma per decoding row, averaged over decode rows
     deadlock: Deadlock | None
     comm_total_s: float = 0.0  # the collectives' seconds, summed over the iterations (a pass's: comm_time_s)
+    # the busy seconds of the compute-bound iterations (`iteration.compute_bound_rows` rows or more; of busy_s)
+    compute_bound_s: float = 0.0
     # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
     # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`, `fast_prefix`,
     # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; None where
@@ -107,6 +109,7 @@ class ServeResult:
             mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
             mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_total_s=st["comm"],
+            compute_bound_s=st.get("compute_bound", 0.0),
             positions_computed=st["rows"], scheduler=cls.scheduler_of(cfg), path=path, prefix_lookups=st.get("prefix_lookups", 0),
             prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
             prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))

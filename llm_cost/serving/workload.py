@@ -70,7 +70,8 @@ class Workload:
     seed: int | None = None
     description: str = ""
     concurrency: int | None = None  # a closed loop of this many clients (`workload_spec`); None: open
-    # per request, its prompt's known leading segments ((prefix_key, tokens), ...) (`prefixes`); None: none
+    # per request, its known leading segments ((prefix_key, tokens), ...), prompt and any answer the next
+    # turn repeats (`prefixes`); None: none
     prefix: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

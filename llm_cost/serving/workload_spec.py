@@ -17,7 +17,8 @@ Unit-rate gaps are divided by the rate, as in `workload.poisson_workload` (commo
 Trace CSV: a header with `arrival_s,prompt_tokens,output_tokens` and optionally `max_tokens` (the
 declared max_gen, >= output_tokens) and `prefix_id,prefix_tokens` (the prompt's first prefix_tokens
 tokens are that prefix's, for prefix caching; a longer one of the same id extends it, as a chat's next
-turn does); arrivals non-negative and non-decreasing. Its rate is the trace's mean rate (requests / last arrival), so `at_rate(r)` replays its pattern at mean rate r.
+turn does; a row with both empty has no prefix, one with prefix_tokens and no prefix_id is refused, as
+is a prefix_tokens column without a prefix_id column); arrivals non-negative and non-decreasing. Its rate is the trace's mean rate (requests / last arrival), so `at_rate(r)` replays its pattern at mean rate r.
 """
 
 from __future__ import annotations
@@ -242,6 +243,8 @@ def read_trace(path) -> Workload:
         raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
     times, prompts, outputs, declared, prefixes = [], [], [], [], []
     has_prefix = "prefix_id" in header
+    if "prefix_tokens" in header and not has_prefix:
+        raise fail("the prefix_tokens column needs a prefix_id column (the prefix whose tokens they are)")
     for line, raw in enumerate(reader, start=2):
         if None in raw:  # csv puts the fields past the header under the key None
             raise fail(f"line {line}: {len(header) + len(raw[None])} fields, the header has {len(header)}")
@@ -275,9 +278,12 @@ def read_trace(path) -> Workload:
 def _trace_prefix(row: dict, prompt: int, line: int, fail) -> tuple:
     """A trace row's prefix segments (`Workload.prefix`): its prompt's first `prefix_tokens` tokens are
     prefix `prefix_id`'s (the same id with more tokens extends it: a chat's later turn); an empty
-    prefix_id: none."""
+    prefix_id and prefix_tokens both empty: none."""
     pid = row.get("prefix_id", "")
     if not pid:
+        if row.get("prefix_tokens"):
+            raise fail(f"line {line}: prefix_tokens {short_repr(row['prefix_tokens'])} needs a prefix_id (the "
+                       "prefix whose tokens they are; both empty: no prefix)")
         return ()
     if not row.get("prefix_tokens"):
         raise fail(f"line {line}: prefix_id {short_repr(pid)} needs a prefix_tokens column (its length in tokens)")
