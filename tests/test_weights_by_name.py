@@ -58,7 +58,7 @@ def test_one_registry_for_the_cli_and_measurement_files():
 def test_every_public_function_that_takes_a_format_takes_its_name():
     """Issue 28.8: every public callable with a `weights` (or `draft_weights`) parameter gives the same
     result for a format's name as for the format (its test_public_audit example call, that one changed);
-    `sweep` and `plan_space` take a list of them."""
+    `sweep`, `plan_space` and `plan_grid` take a list of them."""
     import inspect
 
     from test_public_audit import EXAMPLES, public_callables
@@ -80,7 +80,7 @@ def test_every_public_function_that_takes_a_format_takes_its_name():
                     kwargs = {**kwargs, param: value}
                 return fn(*args, **kwargs)
 
-            many = name in ("sweep", "plan_space")
+            many = name in ("sweep", "plan_space", "plan_grid")
             by_name = call(["int4"] if many else "int4")
             assert repr(by_name) == repr(call([as_weights("int4")] if many else as_weights("int4"))), (name, param)
             checked += 1
