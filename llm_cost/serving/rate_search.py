@@ -185,7 +185,8 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
         that longer workload below it, until the rate holds (`settled`) or the check would exceed
         `max_requests` (default the larger of 100 x the workload's and `MAX_CHECK_REQUESTS`; `settled`
-        False: the metric did not settle).
+        False: the metric did not settle). None (default): not lengthened, unlike the CLI's `--slo-ms`
+        (a `Workload` holds its requests, not how they were drawn: e.g. ``lambda n: poisson_workload(n, 1.0)``).
         Near the knee a short run's queue has not reached its steady state: its tail flatters.
     max_requests : int or None, optional
         The longest check `longer` may build (default max(100 x len(workload), MAX_CHECK_REQUESTS)).
