@@ -269,7 +269,7 @@ def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statist
     if config is not None and workload.concurrency is not None:
         from llm_cost.errors import InvalidValueError
 
-        raise InvalidValueError("a closed loop sets its own rate: give a rate with concurrency, not a target",
+        raise InvalidValueError("a rate search needs an open loop: drop concurrency (a closed loop of clients sets its own rate)",
                                 params=("concurrency", "slo_s"))
     return q, stat, metric
 
