@@ -1,6 +1,7 @@
 """The serving engine's general loop (`engine.serve`; its module doc states the rules): one loop turn
-per iteration, every running sequence visited. `engine.serve` validates the run and takes the fast
-path (`fast_engine`) where it applies, which hands preempting stretches of a run to this loop.
+per iteration, every running sequence visited. `engine.serve` validates the run and takes one of
+its fast paths (`engine.FAST_PATHS`) where one applies; `fast_engine` and `fast_prefix` hand
+preempting stretches of a run to this loop.
 
 `EngineLoop` is built from named parts, each a method a reader can find and replace:
 
