@@ -87,3 +87,14 @@ def test_the_issues_example_scaled_down_settles_and_meets_its_target_ten_times_l
     assert check.requests == HOLD_FACTOR * s.found_on_requests
     assert check.finished == check.requests and check.percentile_s("ttft", "p99") <= 0.15
     assert "did not settle" not in search_caption(s)
+
+
+def test_a_target_met_on_the_short_runs_only_is_never_met_not_a_crash():
+    # p99 TTFT <= 50 ms: met on 20 requests at 0.56 req/s, at no rate on 200 (the longer run's tail is
+    # longer than the target even unloaded); the search down to the lowest rate a workload takes stops
+    # there ("never met") instead of asking for a rate below `workload.MIN_RATE` (it raised)
+    s = highest_rate(issue_workload(20), H100, scheduler="iteration", max_batch=256, slo_s=0.05, statistic="p99",
+                     config=ISSUE, metric="ttft", longer=issue_workload, max_requests=2000)
+    assert s.outcome == "never met" and s.rate_req_per_s == 0 and s.result is None
+    assert s.found_on_requests == 200 and s.settled is False and s.shorter_rate_req_per_s > 0
+    assert search_caption(s) == "; never met: no rate tried has its p99 ttft within 50 ms"

@@ -17,7 +17,7 @@ from typing import Callable
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_result import ServeResult
-from llm_cost.serving.workload import Workload
+from llm_cost.serving.workload import MIN_RATE, Workload
 from llm_cost.catalog.arguments import Number, check_arguments
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
@@ -373,6 +373,8 @@ def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float =
         if lo > 0 and hi - lo <= rel_tol * hi:
             break
         mid = (lo + hi) / 2
+        if mid < MIN_RATE:  # nothing down to the lowest rate a workload takes met it: none (never met)
+            break
         r = run(mid)
         if meets(r):
             lo, best = mid, r
