@@ -1,6 +1,7 @@
 """The rate search says what it found (issue 24, deliverable 6): found and confirmed on a longer run,
 saturated (no rate tried missed), never met, and when the metric did not settle; and the issue's
-example, scaled down, reports a rate that meets its target on a run ten times longer than the search's."""
+example, scaled down, reports a settled rate that meets its target on a run ten times longer than the
+runs it was found on."""
 
 from __future__ import annotations
 
