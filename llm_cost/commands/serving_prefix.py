@@ -34,11 +34,16 @@ def implied_reservation(o: dict, scheduler: str) -> str | None:
 
 
 def note_implied(o: dict) -> None:
-    """The one-line note of `implied_reservation`'s choice, once the run has printed (none with --quiet)."""
-    if implied_reservation(o, o.get("scheduler", "iteration")):
-        from llm_cost.commands.app import note
+    """The one-line notes, once the run has printed (none with --quiet): `implied_reservation`'s choice,
+    and a `--preemption swap` that changed nothing (only paged K/V preempts: declared, max_len and
+    none reserve or stall instead)."""
+    from llm_cost.commands.app import note
 
+    implied = implied_reservation(o, o.get("scheduler", "iteration"))
+    if implied:
         note("prefix caching keeps K/V blocks: served with --reservation paged (blocks on demand, preemption)")
+    if o.get("preemption") == "swap" and (o.get("reservation") or implied) != "paged":
+        note("--preemption swap changed nothing: only --reservation paged preempts")
 
 
 def run_prefix_compare(o: dict, wl, rates, replica, config, slo: dict, caption: str, specs) -> None:

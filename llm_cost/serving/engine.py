@@ -71,6 +71,7 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine_loop import general_loop, run_basics
 from llm_cost.serving import fast_pipeline, fast_prefix, fast_reservations, request_level
 from llm_cost.serving.fast_engine import fast_eligible, serve_fast
+from llm_cost.serving.kv_blocks import block_pool
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import reservations_of
 from llm_cost.serving.serve_config import ServeConfig
@@ -173,7 +174,7 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: 
     paged = policy == "paged"
     gmax = cfg.spec.gamma if cfg.spec else 0
     B = cfg.block_size
-    total_blocks = cap // B if paged else 0
+    total_blocks = block_pool(cap, B, cfg.watermark)[0] if paged else 0
     if paged and total_blocks < 1:
         raise InvalidValueError(f"block_size {B} exceeds the KV capacity ({cap} tokens)", params=("block_size",))
     reserving = policy in ("declared", "max_len")

@@ -1,6 +1,7 @@
 """The serving engine's general loop (`engine.serve`; its module doc states the rules): one loop turn
-per iteration, every running sequence visited. `engine.serve` validates the run and takes the fast
-path (`fast_engine`) where it applies, which hands preempting stretches of a run to this loop.
+per iteration, every running sequence visited. `engine.serve` validates the run and takes one of
+its fast paths (`engine.FAST_PATHS`) where one applies; `fast_engine` and `fast_prefix` hand
+preempting stretches of a run to this loop.
 
 `EngineLoop` is built from named parts, each a method a reader can find and replace:
 
@@ -27,7 +28,7 @@ from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
 from llm_cost.serving.engine_state import EngineState, count_launch
 from llm_cost.serving.iteration import compute_bound_rows, held_tokens_fn, iteration_time
-from llm_cost.serving.kv_blocks import blocks_for
+from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
 from llm_cost.serving.serve_config import ServeConfig
@@ -77,8 +78,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.spec = spec = cfg.spec
         self.gmax = spec.gamma if spec else 0
         self.B = cfg.block_size
-        self.total_blocks = self.cap // self.B if self.paged else 0
-        self.wm_blocks = math.ceil(cfg.watermark * self.total_blocks) if self.paged else 0
+        self.total_blocks, self.wm_blocks = block_pool(self.cap, self.B, cfg.watermark) if self.paged else (0, 0)
         closed = workload.concurrency
         self.sent = n if closed is None else min(closed, n)
         self.stages = stages = self.cost.stages

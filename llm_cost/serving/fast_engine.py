@@ -33,7 +33,7 @@ from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.engine_state import fresh_stats
-from llm_cost.serving.kv_blocks import blocks_for
+from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
 
@@ -122,7 +122,7 @@ class _Fast:
         spec = cfg.spec
         self.g = gamma = spec.gamma if spec else 0
         self.B = cfg.block_size
-        self.total = cap // self.B if self.paged else 0
+        self.total, self.wm = block_pool(cap, self.B, cfg.watermark) if self.paged else (0, 0)
         self.streams = AcceptanceStreams(spec, self.O_array) if gamma else None
         self.coeffs = inline_coefficients(cost, spec, gamma)  # T inline, or a call of tf
         self.tf = totals_time_fn(cost, spec, gamma)
@@ -254,7 +254,7 @@ class _Fast:
         paged, total, gamma = self.paged, self.total, self.g
         rows_each = gamma + 1
         dec_pairs = causal_pairs(rows_each)  # each decoder's r rows after its context: r S + n r (r + 1) / 2
-        wm = math.ceil(self.cfg.watermark * total) if paged else 0
+        wm = self.wm
         every, arrx = self.every, self.arrx
         over = total if paged else 1 << 62  # blocks ahead past this: preemption
         coeffs = self.coeffs or (0,) * 19  # w, kvb, bps, rf, pf, fps, fixed, dw, ..., dfixed, c, cf, cr, dcf, dcr

@@ -34,7 +34,7 @@ from llm_cost.serving.engine_state import fresh_stats
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
 from llm_cost.serving.iteration import compute_bound_rows, totals_time
-from llm_cost.serving.kv_blocks import blocks_for
+from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.serve_result import ServeResult
 
 
@@ -188,8 +188,7 @@ def _loop(workload, replica, cfg, on_progress):
     run = _Run(workload, replica, cfg)
     cost, prompt, block, n_requests = replica.cost, run.P, run.B, len(workload)
     stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
-    total = replica.kv_capacity_tokens // block
-    wm = math.ceil(cfg.watermark * total)
+    total, wm = block_pool(replica.kv_capacity_tokens, block, cfg.watermark)
     arr = list(workload.arrival_s) + [math.inf]
     first, fin, st = [math.nan] * n_requests, [math.nan] * n_requests, fresh_stats()
     one, co = causal_pairs(1), inline_coefficients(cost)

@@ -17,7 +17,7 @@ from typing import Callable
 from llm_cost.errors import check_choice, check_number
 from llm_cost.serving.replica import IterationCost, Replica
 from llm_cost.serving.serve_result import ServeResult
-from llm_cost.serving.workload import Workload
+from llm_cost.serving.workload import MIN_RATE, Workload
 from llm_cost.catalog.arguments import Number, check_arguments
 
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
@@ -185,7 +185,8 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         is served on `HOLD_FACTOR` x as many requests; where it misses there, the search runs again on
         that longer workload below it, until the rate holds (`settled`) or the check would exceed
         `max_requests` (default the larger of 100 x the workload's and `MAX_CHECK_REQUESTS`; `settled`
-        False: the metric did not settle).
+        False: the metric did not settle). None (default): not lengthened, unlike the CLI's `--slo-ms`
+        (a `Workload` holds its requests, not how they were drawn: e.g. ``lambda n: poisson_workload(n, 1.0)``).
         Near the knee a short run's queue has not reached its steady state: its tail flatters.
     max_requests : int or None, optional
         The longest check `longer` may build (default max(100 x len(workload), MAX_CHECK_REQUESTS)).
@@ -268,7 +269,7 @@ def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statist
     if config is not None and workload.concurrency is not None:
         from llm_cost.errors import InvalidValueError
 
-        raise InvalidValueError("a closed loop sets its own rate: give a rate with concurrency, not a target",
+        raise InvalidValueError("a rate search needs an open loop: drop concurrency (a closed loop of clients sets its own rate)",
                                 params=("concurrency", "slo_s"))
     return q, stat, metric
 
@@ -372,6 +373,8 @@ def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float =
         if lo > 0 and hi - lo <= rel_tol * hi:
             break
         mid = (lo + hi) / 2
+        if mid < MIN_RATE:  # nothing down to the lowest rate a workload takes met it: none (never met)
+            break
         r = run(mid)
         if meets(r):
             lo, best = mid, r

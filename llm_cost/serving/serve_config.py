@@ -144,14 +144,16 @@ class ServeConfig:
     kv_offload_bytes: float = 0.0
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        # the ranges first, so that a value out of range is told its field's own range ([0, 1) for a
+        # watermark of -0.1 as of 2), not the generic non-negative one of `check_fields`
         check_number("max_batch", self.max_batch, low=1, integer=True)
-        object.__setattr__(self, "reservation", check_choice("reservation", self.reservation, RESERVATION_POLICIES))  # as spelled in the list
         check_number("block_size", self.block_size, low=1, high=1 << 20, integer=True)
         check_number("watermark", self.watermark, low=0, high=1, high_open=True)
-        object.__setattr__(self, "preemption", check_choice("preemption", self.preemption, PREEMPTIONS))  # as spelled in the list
         if self.prefill_chunk is not None:
             check_number("prefill_chunk", self.prefill_chunk, low=1, integer=True)
+        check_fields(self)
+        object.__setattr__(self, "reservation", check_choice("reservation", self.reservation, RESERVATION_POLICIES))  # as spelled in the list
+        object.__setattr__(self, "preemption", check_choice("preemption", self.preemption, PREEMPTIONS))  # as spelled in the list
         object.__setattr__(self, "pipeline", check_choice("pipeline", self.pipeline, PIPELINES))  # as spelled in the list
         check_number("host_bytes_per_s", self.host_bytes_per_s, low=0, low_open=True)
         check_choice("scheduler", self.scheduler, SCHEDULERS)

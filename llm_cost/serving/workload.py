@@ -238,7 +238,7 @@ def poisson_workload(requests: int, rate: float, *, seed: int = 0, prompt=ORCA_P
                     tuple(outputs.tolist()), tuple(declared.tolist()), int(seed), desc)
 
 
-@check_arguments(requests=Many(Many(Number(1, MAX_TOKENS, integer=True), most=2), most=MAX_TOKENS), arrivals_s=Many(Number(0, 1e9)), max_gen=Number(1, MAX_TOKENS, integer=True))
+@check_arguments(requests=Many(Many(least=2, most=2), most=MAX_TOKENS), arrivals_s=Many(Number(0, 1e9)), max_gen=Number(1, MAX_TOKENS, integer=True))
 def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
                    max_gen: int | None = None) -> Workload:
     """A hand-written workload: (prompt, output) per request, arrival times (default all at 0).
@@ -270,6 +270,9 @@ def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
     """
     if not requests:
         raise InvalidValueError("a workload needs at least one request")
+    for i, (p, o) in enumerate(requests):  # each length by its name, not the list's
+        check_number(f"request {i}'s prompt tokens", p, low=1, high=MAX_TOKENS, integer=True)
+        check_number(f"request {i}'s generated tokens", o, low=1, high=MAX_TOKENS, integer=True)
     arrivals = [0.0] * len(requests) if arrivals_s is None else [float(a) for a in arrivals_s]
     if len(arrivals) != len(requests) or any(b < a for a, b in zip(arrivals, arrivals[1:])):
         raise InvalidValueError("arrivals_s must hold one arrival time per request, non-decreasing",
