@@ -49,6 +49,7 @@ UsdPerGpuHours = Annotated[Optional[List[str]], typer.Option("--usd-per-gpu-hour
 # the energy estimate's columns (`roofline.energy`), on every timing command's rows
 ENERGY_COLUMNS = [Column("watts", "W (est.)", fixed(0)), Column("joules_per_token", "J/token (est.)", fixed(3))]
 ENERGY_PRICE_COLUMN = Column("usd_per_million_tokens_energy", "energy $/M tok (est.)", fixed(4))
+GPU_PRICE_COLUMN = Column("usd_per_million_tokens_gpu", "GPU $/M tok", fixed(4))  # a served run's GPU-hours
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]

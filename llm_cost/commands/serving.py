@@ -13,7 +13,7 @@ from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT,
                                        ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
-from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerKwh  # batching: decode pool, energy price
+from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerGpuHour, UsdPerKwh  # batching: decode pool, prices
 from llm_cost.commands.options import KvOffloadBytes, PrefixCaching, prefix_options  # prefixes
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
@@ -265,6 +265,7 @@ def batching_cmd(
     slo_tpot_ms: Annotated[Optional[float], typer.Option("--slo-tpot-ms", help="Goodput: time-per-output-token target (ms).")] = None,
     slo_metric: Annotated[str, typer.Option("--slo-metric", help="--slo-ms applies to: latency_per_token, ttft, tpot or e2e.")] = "latency_per_token",
     usd_per_kwh: UsdPerKwh = None,
+    usd_per_gpu_hour: UsdPerGpuHour = None,
     kv_tokens: KvTokens = None,
     max_len: MaxLen = None,
     model: ModelOpt = DEFAULT.model,
@@ -291,5 +292,5 @@ def batching_cmd(
     from llm_cost.commands.serving_energy import check_price
     from llm_cost.commands.serving_engine import run_batching
 
-    check_price(usd_per_kwh)  # before any simulation
+    check_price(usd_per_kwh, usd_per_gpu_hour)  # before any simulation
     run_batching(locals())

@@ -32,7 +32,7 @@ def served_energy_columns(rows, results, acc, dep, fleets=None, pipeline: str = 
 
 
 def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: float | None = None,
-                         stages: tuple[int, int] = (1, 1)) -> list:
+                         stages: tuple[int, int] = (1, 1), usd_per_gpu_hour: float | None = None) -> list:
     """A disaggregated run's watts and J/token (estimates): both pools' `fleet_energy` (`gpus` per replica
     of the prefill and the decode pool, `stages` each's `serial_stages`), each powered for the whole run; the
     columns to show (none without a board power; with `usd_per_kwh` the energy's price too, `priced`)."""
@@ -50,24 +50,37 @@ def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: fl
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
                     "joules_per_token": joules / tokens if tokens else None})
-    return ENERGY_COLUMNS + priced(rows, usd_per_kwh)
+    return ENERGY_COLUMNS + priced(rows, usd_per_kwh, usd_per_gpu_hour)
 
 
-def check_price(usd_per_kwh: float | None) -> None:
-    """`--usd-per-kwh` in [0, 1000] $/kWh, or not given: checked before a simulation runs."""
+def check_price(usd_per_kwh: float | None, usd_per_gpu_hour: float | None = None) -> None:
+    """`--usd-per-kwh` in [0, 1000] $/kWh and `--usd-per-gpu-hour` in [0, 1e4] $, or not given: checked
+    before a simulation runs."""
+    from llm_cost.errors import check_number
+
     if usd_per_kwh is not None:
-        from llm_cost.errors import check_number
-
         check_number("--usd-per-kwh", usd_per_kwh, low=0, high=1e3)
+    if usd_per_gpu_hour is not None:
+        check_number("--usd-per-gpu-hour", usd_per_gpu_hour, low=0, high=1e4)
 
 
-def priced(rows, usd_per_kwh: float | None) -> list:
-    """With `usd_per_kwh`, each row's energy price per million output tokens (`roofline.energy.add_energy_usd`,
-    from its J/token) and its column, beside the energy's; [] without (or without an estimate)."""
-    if usd_per_kwh is None or not any(r.get("joules_per_token") is not None for r in rows):
-        return []
-    from llm_cost.commands.options import ENERGY_PRICE_COLUMN
-    from llm_cost.roofline.energy import add_energy_usd
+def priced(rows, usd_per_kwh: float | None, usd_per_gpu_hour: float | None = None) -> list:
+    """The prices of each row's output tokens and their columns: with `usd_per_gpu_hour`, the GPU-hours'
+    (every GPU of the deployment for the whole run, prefills included, over the output tokens:
+    price / 3600 / tokens_per_s_per_gpu x 1e6, `usd_per_million_tokens_gpu`); with `usd_per_kwh`, beside it
+    the energy's (`roofline.energy.add_energy_usd`, from its J/token); [] without either (or without the
+    figures they need: no tokens, no energy estimate)."""
+    from llm_cost.commands.options import ENERGY_PRICE_COLUMN, GPU_PRICE_COLUMN
 
-    add_energy_usd(rows, usd_per_kwh)
-    return [ENERGY_PRICE_COLUMN]
+    columns = []
+    if usd_per_gpu_hour is not None and any(r.get("tokens_per_s_per_gpu") for r in rows):
+        for r in rows:
+            per_gpu = r.get("tokens_per_s_per_gpu")
+            r["usd_per_million_tokens_gpu"] = usd_per_gpu_hour / 3600 / per_gpu * 1e6 if per_gpu else None
+        columns.append(GPU_PRICE_COLUMN)
+    if usd_per_kwh is not None and any(r.get("joules_per_token") is not None for r in rows):
+        from llm_cost.roofline.energy import add_energy_usd
+
+        add_energy_usd(rows, usd_per_kwh)
+        columns.append(ENERGY_PRICE_COLUMN)
+    return columns

@@ -234,7 +234,8 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     from llm_cost.commands.serving_energy import serial_stages
 
     columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"),
-                                             (serial_stages(dep, config.pipeline), serial_stages(d_dep, d_config.pipeline)))
+                                             (serial_stages(dep, config.pipeline), serial_stages(d_dep, d_config.pipeline)),
+                                             o.get("usd_per_gpu_hour"))
     caption += (f"; disaggregated: prefills on {plural(p, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
                 f"{config.max_batch}), decodes on {d} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
                 f"the K/V over {bw / 1e9:g} GB/s "

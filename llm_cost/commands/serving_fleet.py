@@ -67,25 +67,27 @@ def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: 
     from llm_cost.commands.serving_energy import priced
     from llm_cost.commands.serving_prefix import note_implied
 
-    columns = columns + priced(rows, o.get("usd_per_kwh"))  # --usd-per-kwh: the energy's $ per million tokens
+    if fleet is not None:  # the fleet's totals first: its prices are of all its GPUs' tokens
+        from llm_cost.report.serving_rows import fleet_fields
+
+        for row, f in zip(rows, fleet[0]):
+            row.update(fleet_fields(f, fleet[1]))
+    columns = columns + priced(rows, o.get("usd_per_kwh"), o.get("usd_per_gpu_hour"))  # $ per million tokens
     _emit_fleet(rows, columns, o["fmt"], fleet, title=title, caption=caption)
     note_implied(o)
 
 
 def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> None:
-    """`emit` of the rows; with `fleet` = (one `FleetResult` per row, the `Deployment`), the fleet's fields
-    and columns (`fleet_fields`: router, replicas, imbalance, its totals) on each row, then each rate's
+    """`emit` of the rows; with `fleet` = (one `FleetResult` per row, the `Deployment`), the fleet's fields'
+    columns (`fleet_fields`: router, replicas, imbalance, its totals, set by `emit_fleet`), then each rate's
     replica rows: a table of its own per rate under the fleet's (the caption after the last; the imbalance
     in its title, not a column of the fleet's table), or in JSON and CSV the same rows after the fleet's,
     each with a `replica` key (the fleet's: None) and the imbalance on the fleet's."""
     from llm_cost.commands.app import emit
-    from llm_cost.report.serving_rows import fleet_fields
 
     if fleet is None:
         return emit(rows, columns, fmt, title=title, caption=caption)
-    fleets, dep = fleet
-    for row, f in zip(rows, fleets):
-        row.update(fleet_fields(f, dep))
+    fleets, dep = fleet  # the rows carry the fleet's fields (`emit_fleet`)
     per = [replica_rows(f, row) for f, row in zip(fleets, rows)]
     if fmt in ("json", "csv"):  # CSV takes the first row's keys: every replica key is on the fleet's row
         fleet_rows = [{**row, "replica": None, "load_over_mean": None} for row in rows]

@@ -87,7 +87,7 @@ def run_prefix_compare(o: dict, wl, rates, replica, config, slo: dict, caption: 
     from llm_cost.commands.serving_energy import priced, served_energy_columns
 
     energy = served_energy_columns(rows, results, acc, dep, fleets, config.pipeline)
-    energy += priced(rows, o.get("usd_per_kwh"))
+    energy += priced(rows, o.get("usd_per_kwh"), o.get("usd_per_gpu_hour"))
     title = f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens, serving engine"
     if o["fmt"] in ("json", "csv"):
         emit(rows, COMPARE_COLUMNS + energy, o["fmt"], title=title, caption=caption)
