@@ -233,7 +233,7 @@ def test_batching_cli_at_tp2():
     assert row["weight_bytes_per_gpu"] == 8_030_261_248 and row["memory_basis"] == "marketed"
     text = run("batching", "--rate", "4", "-n", "50", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--preset",
                "lecture", "--tp", "2")
-    assert text.exit_code == 0 and "comm/iter (ms)" in text.stdout and text.stderr == ""
+    assert text.exit_code == 0 and "comm/iter" in text.stdout and text.stderr == ""  # its header wraps "(ms)"
 
 
 def test_batching_search_at_tp4():

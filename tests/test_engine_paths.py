@@ -53,6 +53,21 @@ def _same_schedule(a, b, what) -> None:
         assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=REL), what
 
 
+def _same_fields(a, b, what) -> None:
+    """Every field of the two results but `path` alike (issue 24 review, 1: the result is the run's, not
+    the path's): numbers to `REL`, None where the other is None."""
+    import dataclasses
+
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "path" or isinstance(x, tuple):  # the tuples: `_same_schedule`
+            continue
+        if isinstance(x, float) and isinstance(y, float) and not (math.isnan(x) and math.isnan(y)):
+            assert x == pytest.approx(y, rel=REL, abs=1e-9), (f.name, what)
+        elif f.name != "deadlock":
+            assert x == y, (f.name, what)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5))
 def test_every_path_gives_the_same_schedule(data, rate, seed):
@@ -67,6 +82,7 @@ def test_every_path_gives_the_same_schedule(data, rate, seed):
         r = serve(wl, SERVER, cfg, fast=fast)
         assert r.path == path_of(wl, SERVER, cfg, fast=fast)
         _same_schedule(r, general, (fast, r.path, cfg))
+        _same_fields(r, general, (fast, r.path, cfg))
         assert r.kv_used_peak_tokens == pytest.approx(general.kv_used_peak_tokens, rel=REL), (fast, r.path)
         assert r.busy_s == pytest.approx(general.busy_s, rel=REL) and r.scheduler == general.scheduler
         assert r.compute_bound_s == pytest.approx(general.compute_bound_s, rel=REL), (fast, r.path)
@@ -149,6 +165,7 @@ def test_random_configs_over_every_field_take_a_path_that_gives_the_general_loop
         assert r.path in (name, "general")
         taken.add(r.path)
         _same_schedule(r, general, (name, r.path, cfg))
+        _same_fields(r, general, (name, r.path, cfg))
     default = serve(wl, server, cfg)
     if taken == {"general"}:
         assert default.path == "general"  # no fast path accepts: the general loop runs
@@ -214,3 +231,27 @@ def test_request_level_batches_match_their_oracle():
         want = request_level_steps([q.arrival_step for q in requests], [q.output for q in requests], max_batch)
         assert tuple(int(f) for f in r.finish_s) == want, seed
         assert r.path == "request_level" and r.kv_reserved_peak_tokens <= cap
+
+
+def test_every_path_reports_the_same_fields():
+    # issue 24 review, 1: the general loop counted no K/V reserved or written (None) where
+    # fast_reservations did (581.2 tokens on the review's run); now every path reports every field
+    server = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), PRESETS["measured"])
+    wl = poisson_workload(300, 2.0, seed=0)
+    fast, general = serve(wl, server, ServeConfig()), serve(wl, server, ServeConfig(), fast=False)
+    assert (fast.path, general.path) == ("fast_reservations", "general")
+    assert general.kv_reserved_mean_tokens == pytest.approx(fast.kv_reserved_mean_tokens, rel=REL)
+    assert round(fast.kv_reserved_mean_tokens, 1) == 581.2
+    _same_fields(fast, general, "review")
+    wl = poisson_workload(150, 12.0, seed=1)
+    for cfg, path in ((ServeConfig(spec=SpecConfig(gamma=3, alpha=0.7)), "fast_engine"),
+                      (ServeConfig(reservation="max_len", spec=SpecConfig(gamma=2, alpha=0.5)), "fast_engine"),
+                      (ServeConfig(reservation="none", max_batch=64), "fast_reservations"),
+                      (ServeConfig(reservation="paged"), "fast_engine")):
+        r, loop = serve(wl, SERVER, cfg), serve(wl, SERVER, cfg, fast=False)
+        assert r.path == path
+        _same_schedule(r, loop, cfg)
+        _same_fields(r, loop, cfg)
+        paged = cfg.reservation == "paged"
+        assert (r.kv_reserved_mean_tokens is None) == paged and (r.kv_written_peak_tokens is None) == paged
+        assert r.positions_needed == sum(p + o - 1 for p, o in zip(wl.prompt, wl.output))

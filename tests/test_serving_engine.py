@@ -642,12 +642,27 @@ def test_the_library_not_the_options_picks_the_path():
     assert path_of(wl, pp2, ServeConfig(pipeline="orca", reservation="paged")) == "fast_pipeline"
 
 
-def test_batching_rows_follow_the_library_choice():
-    from helpers import rows_of
+def test_batching_rows_have_one_shape_whatever_the_path():
+    # issue 24 review, 2: the row's keys, the table's title and columns were the internal path's
+    # (fast_reservations: K/V reserved, no preemptions; --prefill-chunk or --concurrency: the general
+    # loop's keys, no K/V reserved, a title "..., serving engine"); one row builder now
+    from helpers import rows_of, run
 
-    plain = rows_of("batching", "--rate", "2", "-n", "100")[0]
-    paged = rows_of("batching", "--rate", "2", "-n", "100", "--reservation", "paged")[0]
-    assert plain["scheduler"] == "iteration" and plain["kv_reserved_mean_tokens"] > 0 and "preemptions" not in plain
-    assert paged["reservation"] == "paged" and paged["preemptions"] == 0
-    for row in (plain, paged):
+    base = ("batching", "--rate", "2", "-n", "100")
+    runs = {extra: rows_of(*base, *extra)[0] for extra in ((), ("--prefill-chunk", "512"), ("--concurrency", "8"),
+                                                           ("--reservation", "paged"))}
+    plain, chunked, closed, paged = runs.values()
+    for row in runs.values():
+        assert set(row) == set(plain), set(row) ^ set(plain)
         assert row["ttft_p99_s"] >= row["ttft_p50_s"] > 0 and row["tpot_p99_s"] > 0
+        assert row["e2e_p99_s"] >= row["e2e_p50_s"] > 0 and row["e2e_p90_s"] > 0 and row["goodput_req_per_s"] > 0
+        assert row["preemptions"] == 0 and row["busy_s"] > 0 and row["mean_in_system"] > 0
+    assert plain["scheduler"] == "iteration" and plain["kv_reserved_mean_tokens"] > 0
+    assert chunked["kv_reserved_mean_tokens"] > 0 and closed["kv_written_mean_tokens"] > 0  # the general loop's
+    assert paged["reservation"] == "paged" and paged["kv_reserved_mean_tokens"] is None  # does not apply
+    titles = set()
+    for extra in ((), ("--prefill-chunk", "512"), ("--concurrency", "8")):
+        out = run(*base, *extra).stdout
+        titles.add(out.splitlines()[0].strip())
+        assert "e2e" in out and "goodput" in out and "reserved" in out and "preempted" in out
+    assert len(titles) == 1 and "serving engine" not in titles.pop()

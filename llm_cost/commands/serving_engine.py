@@ -1,26 +1,36 @@
 """`batching`'s work: its options parsed and given to `serving.setup.serving_setup` (the replica, one
 `ServeConfig`, a draft's memory: the library builds the speculation and the draft's cost); each rate
 is one `engine.serve` call (the library picks its step-level paths or the general loop by
-allow-lists, never the command by the options given) or the rate search `highest_rate`; the rows are
-rendered with the simulator's columns where the runs counted K/V reserved against written, the
-engine's elsewhere (tails, goodput, K/V used, preemptions). Only `batching` calls it."""
+allow-lists, never the command by the options given) or the rate search `highest_rate`; every run's
+row comes from one builder (`serving_rows.serve_row`) with the same keys, columns and title whichever
+path ran it (tails, goodput, K/V used, reserved and written, preemptions). Only `batching` calls it."""
 
 from __future__ import annotations
 
 from llm_cost.commands.serving_common import LATENCY_COLUMNS, RATE_COLUMNS
 from llm_cost.report.render import Column, fixed
 
+# every run's columns, whichever path of `serve` ran it: the tails, goodput, K/V used, reserved and
+# written ("-" where a quantity does not apply: reserved under paged), preemptions, the deadlock
 SERVE_COLUMNS = [
+    Column("scheduler", "scheduler"),
     Column("reservation", "KV policy"),
+    Column("max_batch", "max batch"),
     *RATE_COLUMNS,
     Column("goodput_req_per_s", "goodput (req/s)", fixed(2)),
     *LATENCY_COLUMNS,
     Column("e2e_p99_s", "e2e p99 (s)", fixed(2)),
-    Column("latency_per_token_p50_s", "median (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_median_s", "median (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p90_s", "p90 (ms/token)", fixed(1, 1e-3)),
+    Column("latency_per_token_p99_s", "p99 (ms/token)", fixed(1, 1e-3)),
     Column("kv_utilisation", "KV used (%)", fixed(1, 0.01)),
+    Column("kv_reserved_mean_tokens", "KV reserved (tokens)", fixed(0)),
+    Column("kv_written_mean_tokens", "KV written (tokens)", fixed(0)),
+    Column("kv_reserved_over_written", "reserved/written", fixed(2)),
     Column("preemptions", "preempted", fixed(0)),
     Column("mean_batch", "mean batch", fixed(1)),
     Column("finished", "finished", fixed(0)),
+    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
 ]
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),
@@ -145,7 +155,7 @@ def run_batching(o: dict) -> None:
 
     emit_fleet(rows, columns, o, (fleets, dep) if o.get("router") else None,
                title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
-         caption=caption + (fleet_caption(dep, o["router"]) if o.get("router") else _deployment_caption(dep, results)))
+         caption=caption + (fleet_caption(dep, o["router"]) if o.get("router") else _deployment_caption(dep, config.pipeline)))
     if len(results) < total:
         interrupted(len(results), total, "rates")
     warn_unfit(rows, o["deploy"].strict)
@@ -281,7 +291,7 @@ def _search_caption(found, o: dict) -> str:
             f"simulations){search_caption(found)}")
 
 
-def _deployment_caption(dep, results) -> str:
+def _deployment_caption(dep, pipeline: str) -> str:
     from llm_cost.report.serving_rows import PIPELINE_NOTE
 
     if dep.is_single and dep.replicas == 1:
@@ -290,35 +300,24 @@ def _deployment_caption(dep, results) -> str:
 
     out = f"; one replica simulated ({plural(dep.gpus_per_replica, 'GPU')}"
     out += f"), tok/s (all) x {dep.replicas} replicas" if dep.replicas > 1 else ")"
-    if dep.pp > 1 and all(r.path != "general" for r in results):
+    if dep.pp > 1 and pipeline == "serial":  # the config's, never the path that ran it
         out += f"; pipeline: {PIPELINE_NOTE}"
     return out
 
 
 def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):
-    """(rows, columns, title suffix): the step-level simulator's rows and columns where it ran
-    (K/V reserved against written), the engine's (tails, goodput, K/V used) where it did."""
-    from llm_cost.commands.serving_common import BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
-    from llm_cost.report.serving_rows import batching_row, search_fields, serve_row
+    """(rows, columns, title suffix): one row per run by the one row builder (`serve_row`: the same keys
+    whichever path of `serve` ran it), the same columns and title on every run (issue 24 review, 2)."""
+    from llm_cost.commands.serving_common import BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
+    from llm_cost.report.serving_rows import search_fields, serve_row
 
-    from llm_cost.serving.engine import counts_reserved
-
-    # the runs say whether they counted K/V reserved against written (the step-level paths of `serve`);
-    # with no run (no rate met the target), the library's choice for this config
-    step_level = (all(r.kv_reserved_mean_tokens is not None for r in results) if results
-                  else counts_reserved(wl, replica, config))
-    if not step_level:
-        rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
-        columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
-                   + (DRAFT_COLUMNS if dmem else []))
-        suffix = ", serving engine"
-    else:
-        rows = [batching_row(r, w, replica=replica) for r, w in zip(results, workloads)]
-        if not rows:  # no rate met the target: the same keys, the metrics empty
-            rows = [batching_row(None, wl, scheduler=o["scheduler"], max_batch=o["max_batch"], rate=0.0,
-                                 replica=replica)]
-        columns = BATCHING_COLUMNS + ([] if dep.is_single and dep.replicas == 1 else BATCHING_DEPLOYED_COLUMNS)
-        suffix = ""
+    rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
+    if not rows:  # no rate met the target: the same keys, the metrics empty
+        rows = [serve_row(None, wl, config, replica=replica, draft=dmem, rate=0.0, **slo)]
+    columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
+               + (DRAFT_COLUMNS if dmem else [])
+               + ([] if dep.is_single and dep.replicas == 1 else BATCHING_DEPLOYED_COLUMNS))
+    suffix = ""
     if found is not None:
         for row in rows:
             row.update({"slo_s": found.slo_s, "slo_stat": found.statistic, "slo_metric": o["slo_metric"],

@@ -103,6 +103,8 @@ _METRICS = ("reservation", "requests", "finished", "throughput_req_per_s",
             "kv_reserved_mean_tokens", "kv_written_mean_tokens", "kv_reserved_over_written",
             "kv_reserved_peak_tokens", "kv_written_peak_tokens", "mean_batch", "iterations",
             "positions_computed", "positions_needed")
+# the engine's statistics beside them (`ServeResult` fields)
+_ENGINE = ("preemptions", "swap_bytes", "mean_in_system", "busy_s", "mean_gamma", "tokens_per_round", "draft_s")
 
 
 def replica_fields(replica: Replica, result: ServeResult | None) -> dict:
@@ -135,28 +137,14 @@ def replica_fields(replica: Replica, result: ServeResult | None) -> dict:
 
 def batching_row(result: ServeResult | None, workload: Workload, *, scheduler: str = "",
                  max_batch: int = 0, rate: float = 0.0, replica: Replica | None = None) -> dict:
-    """One simulation's metrics, flat; the deadlock (if any) as when, how much and how many; with a
-    `replica`, its deployment's columns (`replica_fields`).
+    """One run of one of the lecture's schedulers (`config_for`), flat: `serve_row` of its config.
 
     result None (no rate meets a target): the same keys with the metrics left empty.
     """
-    r, d = result, result.deadlock if result else None
-    row = {"scheduler": r.scheduler if r else scheduler, "max_batch": r.max_batch if r else max_batch,
-           "rate_req_per_s": r.rate_req_per_s if r else rate}
-    row.update({key: getattr(r, key) if r else None for key in _METRICS})
-    row.update(tail_fields(r))
-    row.update({
-        "deadlock": d is not None if r else None,
-        "deadlock_time_s": d.time_s if d else None,
-        "deadlock_iterations_done": d.iterations_done if d else None,
-        "deadlock_requests_holding": len(d.holders) if d else None,
-        "deadlock_kv_held_tokens": d.kv_held_tokens if d else None,
-        "workload": workload.description, "seed": workload.seed,
-    })
-    if replica is not None:
-        row.update(replica_fields(replica, result))
-        row.update(context_fields(replica, workload, row))
-    return row
+    r = result
+    config = config_for(r.scheduler if r else scheduler, r.max_batch if r else max_batch,
+                        r.reservation if r else None)
+    return serve_row(r, workload, config, replica=replica, rate=rate)
 
 
 def tail_fields(result: ServeResult | None, slo_ttft_s: float | None = None,
@@ -276,52 +264,53 @@ def _settling(s: RateSearch) -> str:
 # ---- the serving engine (`engine.serve`): tails, goodput, paged KV, speculation in the batch ----
 
 
-def serve_row(result, workload: Workload, config, *, replica: Replica | None = None,
-              slo_ttft_s: float | None = None, slo_tpot_s: float | None = None, draft=None) -> dict:
-    """One engine run, flat: TTFT / TPOT / e2e / latency per token at p50, p90, p99 (seconds),
-    throughput and goodput (req/s; goodput within both SLOs), KV utilisation (a fraction),
-    preemptions, swap bytes, speculation (mean gamma per decode row, tokens per round), the settings;
-    with a `replica` the deployment's columns (`replica_fields`); with `draft` (a `DraftMemory`) its
-    memory columns."""
-    r = result
-    spec = config.spec
-    row = {"scheduler": "iteration", "reservation": config.reservation, "max_batch": config.max_batch,
-           "rate_req_per_s": None if workload.concurrency else r.rate_req_per_s,
-           "concurrency": workload.concurrency, "requests": r.requests, "finished": r.finished,
-           "throughput_req_per_s": r.throughput_req_per_s, "tokens_per_s_replica": r.tokens_per_s,
-           **tail_fields(r, slo_ttft_s, slo_tpot_s)}
-    row["latency_per_token_median_s"] = row["latency_per_token_p50_s"]
+def serve_row(result: ServeResult | None, workload: Workload, config, *, replica: Replica | None = None,
+              slo_ttft_s: float | None = None, slo_tpot_s: float | None = None, draft=None,
+              rate: float = 0.0) -> dict:
+    """One run of `engine.serve`, flat, the same keys whichever path ran it (issue 24 review, 2):
+    TTFT / TPOT / e2e / latency per token at p50, p90, p99 (seconds), throughput and goodput (req/s;
+    goodput within both SLOs), K/V used (a fraction), reserved and written (tokens; None under paged),
+    positions computed and needed, preemptions, swap bytes, speculation (mean gamma per decode row,
+    tokens per round), the deadlock (if any) as when, how much and how many, the settings; with a
+    `replica` the deployment's columns (`replica_fields`); with `draft` (a `DraftMemory`) its memory
+    columns. result None (no rate meets a target): the same keys with the metrics left empty; `rate`
+    then the rate named."""
+    r, spec, paged = result, config.spec, config.reservation == "paged"
+    d = r.deadlock if r else None
+    row = {"scheduler": ServeResult.scheduler_of(config), "reservation": config.reservation,
+           "max_batch": config.max_batch,
+           "rate_req_per_s": None if workload.concurrency else (r.rate_req_per_s if r else rate),
+           "concurrency": workload.concurrency}
+    row.update({key: getattr(r, key) if r else None for key in _METRICS if key not in row})
+    row.update(tail_fields(r, slo_ttft_s, slo_tpot_s))
+    row.update({"tokens_per_s_replica": r.tokens_per_s if r else None,
+                "latency_per_token_median_s": row["latency_per_token_p50_s"]})
+    row.update({key: getattr(r, key) if r else None for key in _ENGINE})
     row.update({
-        "kv_capacity_tokens": r.kv_capacity_tokens, "preemptions": r.preemptions, "swap_bytes": r.swap_bytes, "mean_batch": r.mean_batch,
-        "mean_in_system": r.mean_in_system, "iterations": r.iterations, "busy_s": r.busy_s,
-        "block_size": config.block_size if config.reservation == "paged" else None,
-        "preemption": config.preemption if config.reservation == "paged" else None,
-        "watermark": config.watermark if config.reservation == "paged" else None,
+        "block_size": config.block_size if paged else None,
+        "preemption": config.preemption if paged else None,
+        "watermark": config.watermark if paged else None,
         "prefill_chunk": config.prefill_chunk, "pipeline": config.pipeline,
         "spec_gamma": spec.gamma if spec else 0, "spec_alpha": spec.alpha if spec else None,
         "spec_policy": spec.policy if spec else None, "spec_c": spec.c if spec and spec.draft_cost is None else None,
-        "mean_gamma": r.mean_gamma, "tokens_per_round": r.tokens_per_round, "draft_s": r.draft_s,
         "prefix_caching": config.prefix_caching,  # the hit rates null without the cache, as a replica row's
-        "prefix_token_hit_rate": r.prefix_token_hit_rate if config.prefix_caching else None,
-        "prefix_request_hit_rate": r.prefix_request_hit_rate if config.prefix_caching else None,
-        "prefill_tokens_saved": r.prefill_tokens_saved,
+        "prefix_token_hit_rate": r.prefix_token_hit_rate if config.prefix_caching and r else None,
+        "prefix_request_hit_rate": r.prefix_request_hit_rate if config.prefix_caching and r else None,
+        "prefill_tokens_saved": r.prefill_tokens_saved if r else None,
         "kv_offload_bytes": config.kv_offload_bytes,
-        "deadlock": r.deadlock is not None,
-        "deadlock_time_s": r.deadlock.time_s if r.deadlock else None,
+        "deadlock": d is not None if r else None,
+        "deadlock_time_s": d.time_s if d else None,
+        "deadlock_iterations_done": d.iterations_done if d else None,
+        "deadlock_requests_holding": len(d.holders) if d else None,
+        "deadlock_kv_held_tokens": d.kv_held_tokens if d else None,
         "workload": workload.description, "seed": workload.seed,
     })
     if draft is not None:
         row.update(draft_fields(draft, workload))
     if replica is not None:
-        fields = replica_fields(replica, None)
-        d = replica.deployment
-        fields.update({"comm_time_s": r.comm_time_s,
-                       "comm_fraction": r.comm_total_s / r.busy_s if r.busy_s else 0.0,
-                       "rate_total_req_per_s": r.rate_req_per_s * d.replicas,
-                       "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas,
-                       "tokens_per_s": r.tokens_per_s * d.replicas,
-                       "tokens_per_s_per_gpu": r.tokens_per_s * d.replicas / d.total_gpus})
-        fields["pipeline"] = config.pipeline if d.pp > 1 else ""
+        fields = replica_fields(replica, r)
+        if replica.deployment.pp > 1 and config.pipeline != "serial":  # serial: `PIPELINE_NOTE`
+            fields["pipeline"] = config.pipeline
         row.update(fields)
         row.update(context_fields(replica, workload, row))
     return row

@@ -253,11 +253,14 @@ class DecodeStretch:
             used, end_used = acc[:-1:n][:k], acc[-1].item()
         bound = (("compute_bound", dt),) if n >= loop.bound_rows else ()  # n decoders, a row each
         for key, terms in (("busy", dt), *bound, ("area_n", dt * n), ("area_kv", dt * used),
-                           ("area_sys", dt * s.in_system), ("comm", comm)):
+                           ("area_sys", dt * s.in_system), ("comm", comm), ("area_w", dt * (used + n)),
+                           ("area_r", dt * s.reserved)):  # no admission in a stretch: the reservations stay
             st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
         peak = used.max().item()
         if peak > st["peak_kv"]:
             st["peak_kv"] = peak
+        st["peak_r"] = max(st["peak_r"], s.reserved)
+        st["peak_w"] = max(st["peak_w"], peak + n)
         st["iterations"] += k
         st["rows"] += n * k
         st["dec_slots"] += n * k

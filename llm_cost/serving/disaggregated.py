@@ -99,11 +99,11 @@ def handoff_link(gpu, gpus: int) -> tuple[float, float]:
 
 
 def _summed(loops) -> dict:
-    """The loops' statistics summed (the K/V peak: the largest one replica held)."""
+    """The loops' statistics summed (the peaks: the largest one replica held)."""
     total: dict = {}
     for loop in loops:
         for key, v in loop.state.st.items():
-            total[key] = max(total.get(key, 0), v) if key == "peak_kv" else total.get(key, 0) + v
+            total[key] = max(total.get(key, 0), v) if key.startswith("peak") else total.get(key, 0) + v
     return total
 
 

@@ -40,7 +40,7 @@ in this order (`FAST_PATHS`):
 
 - `fast_reservations` (`FEATURES`): Orca's reservations (`declared`, `max_len`, `none`) with whole
   prefills, no speculation, one stage or a `serial` pipeline: lazy counters and stretches of
-  identical decode iterations; it also counts K/V reserved against written.
+  identical decode iterations.
 - `fast_engine` (`FAST_FEATURES`): one stage, whole prefills, no windows, open-loop arrivals, no
   stalls and a fixed gamma, every running sequence decodes every iteration, and running totals
   give the schedule (8-12x faster than the loop); it hands the iterations around a preemption to
@@ -55,8 +55,10 @@ in this order (`FAST_PATHS`):
 
 `scheduler="request"` (FasterTransformer's request-level batches) is an admission policy of its own,
 run by `request_level` (its allow-list `request_level.FEATURES`; other features are refused).
-`ServeResult.path` says which ran; tests/test_engine_paths.py serves random configs through every
-path and compares the finish times, and tests/reference_scheduler.py is the plain oracle.
+`ServeResult.path` says which ran, and nothing else in the result depends on it: every path counts
+the same statistics (K/V reserved and written included); tests/test_engine_paths.py serves random
+configs through every path and compares the finish times and every field, and
+tests/reference_scheduler.py is the plain oracle.
 
 Seeded: the only randomness is the acceptance, drawn from `SpecConfig.seed`: independent positions
 from each sequence's own stream (`spec_streams`), a bursty chain round by round.
@@ -147,8 +149,9 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
 
 @check_arguments()
 def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
-    """Whether `serve` runs `config` on a step-level path, which counts K/V reserved against written
-    (`ServeResult.kv_reserved_mean_tokens` and the rows computed and needed; None and 0 elsewhere)."""
+    """Whether `serve` runs `config` on a step-level path (`request_level`, `fast_reservations`). Every
+    path counts K/V reserved against written and the rows computed and needed alike (`ServeResult`);
+    the rate search reads this for its unloaded figure (`rate_search`)."""
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 

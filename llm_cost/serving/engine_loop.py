@@ -63,7 +63,7 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
         return ("done" if s.finished == loop.n or s.deadlock else "handback"), s
     if on_progress:
         on_progress(loop.n, loop.n)
-    return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock)
+    return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock, needed=s.needed(loop.P))
 
 
 class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
@@ -333,7 +333,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             self.inflight[i] = True
         heapq.heappush(self.flights, (s.t + dt, self.launches, dec_run, g, pf_run))
         step = dt / self.stages if self.orca_pipe else dt
-        count_launch(st, step, rows, self.bound_rows, len(s.running), s.used, s.in_system)
+        count_launch(st, step, rows, self.bound_rows, len(s.running), s.used, s.in_system, s.reserved)
         s.t += step
 
     # ---- the loop ------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ def fleet_result(workload, replica, config, router, loops, assignment) -> FleetR
         for i in idx:
             first[i], fin[i] = s.first[i], s.fin[i]
         for key, v in s.st.items():
-            total[key] = max(total.get(key, 0), v) if key == "peak_kv" else total.get(key, 0) + v
+            total[key] = max(total.get(key, 0), v) if key.startswith("peak") else total.get(key, 0) + v
         if idx:
             sub = workload_subset(workload, idx)
             per.append(ServeResult.build(sub, replica, config, [s.arr[i] for i in idx], [s.first[i] for i in idx],

@@ -76,9 +76,10 @@ def close_segment(fast) -> None:
     nd = np.cumsum(delta)
     cost, spec, paged, B = fast.replica.cost, fast.cfg.spec, fast.paged, fast.B
     starts = np.searchsorted(a, np.arange(0, K + BLOCK, BLOCK).clip(max=K))
-    busy = area_n = area_kv = draft_s = comm_s = compute_bound = 0.0
+    busy = area_n = area_kv = draft_s = comm_s = compute_bound = area_w = area_r = 0.0
     total_rows, bound_rows = 0, compute_bound_rows(cost)
-    peak = st["peak_kv"]
+    peak, peak_w = st["peak_kv"], st["peak_w"]
+    held = None if paged else _reserved_by_iteration(fast, a, R, K)
     for j, lo in enumerate(range(0, K, BLOCK)):
         hi = min(lo + BLOCK, K)
         m, i0, i1 = hi - lo, starts[j], starts[j + 1]
@@ -92,6 +93,9 @@ def close_segment(fast) -> None:
             used = (U + np.bincount(aa, weights=blocks_for(pp, B), minlength=m).astype(np.int64)) * B
         else:
             used = S
+            area_w += float(dt @ (S + rows))
+            area_r += float(dt @ held[lo:hi])
+            peak_w = max(peak_w, float((S + rows).max()))
         busy += float(dt.sum())
         compute_bound += float(dt[rows >= bound_rows].sum())
         area_n += float(dt @ (n_b + np.bincount(aa, minlength=m)))
@@ -108,6 +112,11 @@ def close_segment(fast) -> None:
     st["compute_bound"] += compute_bound
     st["area_n"] += area_n
     st["area_kv"] += area_kv
+    st["area_w"] += area_w
+    st["area_r"] += area_r
+    st["peak_w"] = peak_w
+    if held is not None:
+        st["peak_r"] = max(st["peak_r"], int(held.max()))
     st["iterations"] += K
     st["rows"] += total_rows
     st["draft_s"] += draft_s
@@ -122,6 +131,20 @@ def close_segment(fast) -> None:
         for i, c in fast.customs.items():
             if c[0] + c[1] - 1 < k1:
                 st["spec_tokens"] += fast.O[i] - c[3]
+
+
+def _reserved_by_iteration(fast, a, R, K: int):
+    """K/V reserved in each of the segment's K iterations (declared, max_len): a request admitted at a
+    holds its reservation from iteration a to its last round a + R, one handed over (`customs`) from
+    the segment's start to its last round."""
+    np, h0 = fast.np, fast.h0
+    res = np.asarray(fast.res[h0:fast.head], dtype=np.int64)
+    delta = np.bincount(a, weights=res, minlength=K + 1)[:K + 1] - np.bincount(
+        np.minimum(a + R + 1, K), weights=res, minlength=K + 1)[:K + 1]
+    for i, c in fast.customs.items():
+        delta[0] += fast.res[i]
+        delta[min(c[0] - fast.k0 + c[1], K)] -= fast.res[i]
+    return np.cumsum(delta[:K]).astype(np.int64)
 
 
 def _horizon(fast) -> int:

@@ -67,9 +67,11 @@ class ServeResult:
     compute_bound_s: float = 0.0
     # the admission policy (`request`, `iteration`, or `none`: iteration-level without a reservation) and
     # the path of `engine.serve` that ran it (`general`, `fast_engine`, `fast_reservations`, `fast_prefix`,
-    # `request_level`); what the step-level paths also count: K/V reserved and written (tokens; None where
-    # the run does not tell them apart from K/V used), token rows computed (padding included) and needed
-    # (prompt + output - 1 of the requests that ran)
+    # `request_level`); whichever path ran it: K/V reserved and written (tokens, time-weighted over the
+    # busy seconds as K/V used; written = held at an iteration's start plus the rows it writes; `none`
+    # reserves what it writes; None under `paged`, whose K/V used is its blocks), token rows computed
+    # (padding, drafts and recomputed rows included) and needed (prompt + generated - 1 of the requests
+    # that ran)
     scheduler: str = "iteration"
     path: str = "general"
     kv_reserved_mean_tokens: float | None = None
@@ -92,11 +94,16 @@ class ServeResult:
 
     @classmethod
     def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None,
-              path: str = "general") -> "ServeResult":
-        """`span`: last finish - first arrival when the caller knows it (every request finished);
-        `path`: the engine's path that ran it."""
+              path: str = "general", needed: int | None = None) -> "ServeResult":
+        """`span`: last finish (or the deadlock) - first arrival when the caller knows it (every request
+        finished); `path`: the engine's path that ran it; `needed`: the positions needed when some request stopped
+        part-way (a deadlock), else prompt + output - 1 of the finished ones."""
         busy = st["busy"] or 1.0
-        if span is None:
+        if needed is None:
+            needed = sum(p + o - 1 for p, o, f in zip(wl.prompt, wl.output, fin) if f == f)
+        if span is None and deadlock is not None:  # the run ends at the deadlock, as its area_sys does
+            span = deadlock.time_s - min(arrivals)
+        elif span is None:
             done_t = [f for f in fin if f == f]
             span = (max(done_t) - min(arrivals)) if done_t else 0.0
         return cls(
@@ -110,9 +117,21 @@ class ServeResult:
             tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
             mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_total_s=st["comm"],
             compute_bound_s=st.get("compute_bound", 0.0),
-            positions_computed=st["rows"], scheduler=cls.scheduler_of(cfg), path=path, prefix_lookups=st.get("prefix_lookups", 0),
+            **cls.reserved_written(cfg.reservation, st, busy),
+            positions_computed=st["rows"], positions_needed=needed, scheduler=cls.scheduler_of(cfg), path=path,
+            prefix_lookups=st.get("prefix_lookups", 0),
             prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
             prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))
+
+    @staticmethod
+    def reserved_written(reservation: str, st: dict, busy: float) -> dict:
+        """The K/V reserved and written fields from the statistics `st` (`engine_state.fresh_stats`) over
+        `busy` seconds: None under `paged`; `none` reserves what it writes."""
+        if reservation == "paged":
+            return {}
+        area_r, peak_r = (st["area_w"], st["peak_w"]) if reservation == "none" else (st["area_r"], st["peak_r"])
+        return {"kv_reserved_mean_tokens": area_r / busy, "kv_written_mean_tokens": st["area_w"] / busy,
+                "kv_reserved_peak_tokens": int(peak_r), "kv_written_peak_tokens": int(st["peak_w"])}
 
     @property
     def prefix_token_hit_rate(self) -> float:
