@@ -66,3 +66,16 @@ def edited_config(tmp_path, file: str, **changes) -> str:
 ORCA = ("--model", "gpt-3-13b", "--gpu", "a100-40gb", "--preset", "lecture")  # the lecture §3.3 (Orca's setting)
 ORCA_GPU = ORCA[2:]  # the same, for a test that names its own model
 DEMO05 = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--preset", "lecture")  # the lecture, demo 05 (§9-§10)
+
+
+def stop_after(monkeypatch, module, name: str, n: int = 1):
+    """`module.name` raises KeyboardInterrupt on its call after the first `n` (a Ctrl-C mid-run)."""
+    real, calls = getattr(module, name), []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupted)

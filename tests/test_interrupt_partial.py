@@ -14,22 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from llm_cost.cli import app
+from tests.helpers import stop_after
 
 TWO = Path(__file__).resolve().parent / "data" / "calibrate" / "two_sources.csv"
 runner = CliRunner()
-
-
-def _stop_after(monkeypatch, module, name: str, n: int):
-    """`module.name` raises KeyboardInterrupt on its call after the first `n`."""
-    real, calls = getattr(module, name), []
-
-    def interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > n:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, interrupted)
 
 
 def _rows_in(path: Path) -> int:
@@ -39,7 +27,7 @@ def _rows_in(path: Path) -> int:
 def test_ctrl_c_in_validate_prints_the_rows_predicted(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
-    _stop_after(monkeypatch, prediction, "predict", 3)
+    stop_after(monkeypatch, prediction, "predict", 3)
     out = runner.invoke(app, ["validate", str(TWO), "--format", "json"])
     assert out.exit_code == 130, out.output
     rows = json.loads(out.stdout)
@@ -50,7 +38,7 @@ def test_ctrl_c_in_validate_prints_the_rows_predicted(monkeypatch):
 def test_ctrl_c_in_validate_summary_is_marked_partial(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
-    _stop_after(monkeypatch, prediction, "predict", 2)
+    stop_after(monkeypatch, prediction, "predict", 2)
     out = runner.invoke(app, ["validate", str(TWO), "--summary", "--format", "markdown"])
     assert out.exit_code == 130, out.output
     assert f"(partial: 2 of {_rows_in(TWO)} rows)" in " ".join(out.stdout.split())
@@ -60,7 +48,7 @@ def test_ctrl_c_in_validate_summary_is_marked_partial(monkeypatch):
 def test_ctrl_c_in_validate_before_any_row(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
-    _stop_after(monkeypatch, prediction, "predict", 0)
+    stop_after(monkeypatch, prediction, "predict", 0)
     out = runner.invoke(app, ["validate", str(TWO)])
     assert out.exit_code == 130 and out.stdout == ""
     assert out.stderr.strip() == f"Warning: interrupted: 0 of {_rows_in(TWO)} rows predicted"
@@ -69,7 +57,7 @@ def test_ctrl_c_in_validate_before_any_row(monkeypatch):
 def test_ctrl_c_during_the_fit_writes_nothing_and_says_so(monkeypatch, tmp_path):
     import llm_cost.calibrate.fit as fit
 
-    _stop_after(monkeypatch, fit, "fit_profile", 0)
+    stop_after(monkeypatch, fit, "fit_profile", 0)
     target = tmp_path / "p.json"
     out = runner.invoke(app, ["calibrate", str(TWO), "--free", "bw_efficiency", "--no-cv", "-o", str(target)])
     assert out.exit_code == 130, out.output
@@ -95,7 +83,7 @@ def test_batching_stops_its_bar_before_the_warning(monkeypatch, case):
     monkeypatch.setattr(progress.SweepProgress, "__exit__",
                         lambda self, *exc: (events.append("bar stopped"), real_exit(self, *exc))[1])
     monkeypatch.setattr(app_module, "say", lambda line: (events.append(line), real_say(line))[1])
-    _stop_after(monkeypatch, engine, "serve", 0)
+    stop_after(monkeypatch, engine, "serve", 0)
     out = runner.invoke(app, BEFORE_ANY_RATE[case])
     assert out.exit_code == 130, out.output
     assert events[:2] == ["bar stopped", "Warning: interrupted: 0 of 2 rates finished"], events  # none printed

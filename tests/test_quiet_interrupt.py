@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from llm_cost.cli import app
 from llm_cost.commands import progress as progress_module
+from tests.helpers import stop_after
 
 TWO = Path(__file__).resolve().parent / "data" / "calibrate" / "two_sources.csv"
 runner = CliRunner()
@@ -73,23 +74,10 @@ def test_quiet_silences_notes_not_warnings(capsys):
     assert capsys.readouterr().err.splitlines() == ["Warning: a warning", "Note: another note"]
 
 
-def _stop_after(monkeypatch, module, name: str, n: int = 1):
-    """`module.name` raises KeyboardInterrupt on its call after the first `n`."""
-    real, calls = getattr(module, name), []
-
-    def interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > n:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, interrupted)
-
-
 def test_ctrl_c_in_batching_prints_the_rates_that_finished(monkeypatch):
     import llm_cost.serving.engine as engine
 
-    _stop_after(monkeypatch, engine, "serve")
+    stop_after(monkeypatch, engine, "serve")
     out = runner.invoke(app, BATCHING)
     assert out.exit_code == 130, out.output
     lines = out.stdout.splitlines()
@@ -100,7 +88,7 @@ def test_ctrl_c_in_batching_prints_the_rates_that_finished(monkeypatch):
 def test_ctrl_c_in_batching_before_any_rate(monkeypatch):
     import llm_cost.serving.engine as engine
 
-    _stop_after(monkeypatch, engine, "serve", 0)
+    stop_after(monkeypatch, engine, "serve", 0)
     out = runner.invoke(app, BATCHING)
     assert out.exit_code == 130 and out.stdout == "" and "interrupted: 0 of 3 rates" in out.stderr
 
@@ -108,7 +96,7 @@ def test_ctrl_c_in_batching_before_any_rate(monkeypatch):
 def test_ctrl_c_in_check_prints_the_checks_that_finished(monkeypatch):
     import llm_cost.checks.runner as checks
 
-    _stop_after(monkeypatch, checks, "run", 2)
+    stop_after(monkeypatch, checks, "run", 2)
     out = runner.invoke(app, ["check", "--model", "llama-3.2-1b", "--examples", "1", "--format", "json"])
     assert out.exit_code == 130, out.output
     import json
@@ -120,7 +108,7 @@ def test_ctrl_c_in_check_prints_the_checks_that_finished(monkeypatch):
 def test_ctrl_c_in_a_fleet_over_several_rates(monkeypatch):
     import llm_cost.serving.fleet as fleet
 
-    _stop_after(monkeypatch, fleet, "serve_fleet")
+    stop_after(monkeypatch, fleet, "serve_fleet")
     out = runner.invoke(app, ["batching", "--rate", "1", "--rate", "2", "-n", "20", "--gpus", "2",
                               "--router", "round-robin", "--format", "csv"])
     assert out.exit_code == 130, out.output
