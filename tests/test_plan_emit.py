@@ -289,3 +289,63 @@ def test_cli_emit_a_model_that_ships_fp8_loads_its_repo_as_published(engine):
     assert out.exit_code == 0, out.output
     args = _last_args(out)
     assert "deepseek-ai/DeepSeek-V3" in args and "--quantization" not in args and "weights are" not in out.stderr
+
+
+def _engine_parser(engine):
+    """An argument parser of `engine`'s documented flags (the data file): its `switches` take no value,
+    every other flag exactly one, `positional` arguments (the model) besides; an unknown flag, a flag
+    without its value or a value given to a switch is an error, as the engine's own parser makes it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=engine, add_help=False, exit_on_error=False, allow_abbrev=False)
+    for k in range(DOCS[engine]["positional"]):
+        parser.add_argument(f"positional_{k}")
+    switches = set(DOCS[engine]["switches"])
+    assert switches <= set(DOCS[engine]["flags"])
+    for flag in DOCS[engine]["flags"]:
+        parser.add_argument(flag, action="store_true") if flag in switches else parser.add_argument(flag)
+    return parser
+
+
+def _parses(engine, args):
+    head = DOCS[engine]["command"]
+    assert args[:len(head)] == head
+    try:
+        parsed, extra = _engine_parser(engine).parse_known_args(args[len(head):])
+    except (SystemExit, Exception) as e:  # argparse exits on a missing value in some Pythons
+        raise AssertionError(f"{engine} cannot parse {shlex.join(args)}: {e}") from None
+    assert not extra, (engine, extra)
+    return vars(parsed)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=["draft", "plain", "mtp"])
+@pytest.mark.parametrize("engine", sorted(KNOWN))
+def test_every_emitted_command_parses_with_the_engines_arguments(engine, row):
+    """Issue 26.6: the emitted command parses with each engine's argument list: every flag known, each
+    value-taking flag followed by its value, no value after a switch, the model where it goes."""
+    args = shlex.split(launch_command(row, engine, "meta-llama/Llama-3.1-70B", 1024).splitlines()[-1])
+    parsed = _parses(engine, args)
+    model = parsed.get("positional_0") or parsed.get("model_path")  # the repo, or a checkpoint to fill in naming it
+    assert model == "meta-llama/Llama-3.1-70B" or (model.startswith("<") and "meta-llama/Llama-3.1-70B>" in model)
+
+
+def test_served_and_dp_attention_commands_parse_with_the_engines_arguments():
+    """The switches plan writes after a verify (vLLM --enable-prefix-caching) and under dp-attention
+    (SGLang --enable-dp-attention, vLLM --enable-expert-parallel) parse as switches, not eating a value."""
+    served = run(*PLAN_SERVED, "--emit", "vllm")
+    assert served.exit_code == 0, served.output
+    assert _parses("vllm", _last_args(served))["enable_prefix_caching"] is True
+    plan = ("plan", "--model", "mixtral-8x7b", "--gpus", "8", "--tp", "2", "--ep", "8", "--dp-attention",
+            "--format", "csv")
+    for engine, switch in (("sglang", "enable_dp_attention"), ("vllm", "enable_expert_parallel")):
+        out = run(*plan, "--emit", engine)
+        assert out.exit_code == 0, out.output
+        assert _parses(engine, _last_args(out))[switch] is True
+
+
+def test_the_parser_refuses_what_an_engine_would():
+    """The check can fail: a flag without its value, a value after a switch, an unknown flag."""
+    for bad in (["vllm", "serve", "m", "--max-num-seqs"], ["vllm", "serve", "m", "--enable-prefix-caching", "yes"],
+                ["vllm", "serve", "m", "--tensor-parallel", "2"]):
+        with pytest.raises(AssertionError):
+            _parses("vllm", bad)
