@@ -28,7 +28,9 @@ class SweepProgress:
         if quiet or QUIET["on"]:
             self._bar = False  # never shown
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: float, total: float, count: int | None = None) -> None:
+        """`done` of `total` (steps, or weights: `planner.verify.weighted_progress`); `count`: the tasks
+        done, shown beside the label ("serving 7 candidates: 3 done") when the bar is in weights."""
         elapsed = self._clock() - self._start
         if self._bar is False:
             return
@@ -46,7 +48,8 @@ class SweepProgress:
             self._bar.start()
             self._task = self._bar.add_task(self._label, total=total)
         if self._bar:
-            self._bar.update(self._task, completed=done, total=total)
+            label = self._label if count is None else f"{self._label}: {count} done"
+            self._bar.update(self._task, completed=done, total=total, description=label)
 
     @property
     def shown(self) -> bool:

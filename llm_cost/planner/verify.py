@@ -346,13 +346,14 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
 
 
 def weighted_progress(on_done, weights: list[float]):
-    """`on_done(done, total)` in units of the tasks' weights, not their count, so that a progress bar's ETA
-    counts a heavy task (a pipeline, a general-loop run) as the time it takes: after k tasks, the k
-    heaviest (the executor takes them heaviest first); None when `on_done` is.
+    """`on_done(done, total, count=k)` in units of the tasks' weights, not their count, so that a progress
+    bar's ETA counts a heavy task (a pipeline, a general-loop run) as the time it takes: after k tasks, the
+    k heaviest (the executor takes them heaviest first), and k itself for the bar to show; None when
+    `on_done` is.
 
     >>> seen = []
-    >>> weighted_progress(lambda d, t: seen.append((d, t)), [1.0, 3.0])(1, 2); seen
-    [(3.0, 4.0)]
+    >>> weighted_progress(lambda d, t, count: seen.append((d, t, count)), [1.0, 3.0])(1, 2); seen
+    [(3.0, 4.0, 1)]
     """
     if on_done is None:
         return None
@@ -360,7 +361,7 @@ def weighted_progress(on_done, weights: list[float]):
     for w in sorted(weights, reverse=True):
         done.append(done[-1] + w)
     total = done[-1]
-    return lambda k, _count: on_done(done[min(k, len(weights))], total)
+    return lambda k, _count: on_done(done[min(k, len(weights))], total, count=k)
 
 
 # CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
