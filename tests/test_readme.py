@@ -61,8 +61,38 @@ def test_every_use_command_runs(tmp_path, monkeypatch):
         assert "changes nothing" not in out.stderr, (line, out.stderr)
         if "does not fit" in out.stderr or "do not fit" in out.stderr:
             assert any(w in comment for w in ("fit", "exit 2", "short")), (line, out.stderr)
+        missing = [q for q in _quoted(comment) if not _printed(q, out.stdout + out.stderr)]
+        assert not missing, (line, missing)  # issue 28.3: the figures a comment quotes are the command's
         ran += 1
     assert ran >= 15
+
+
+def _quoted(comment: str) -> list[str]:
+    """The figures a Use line's comment quotes ("42.12 ms", "12 vs 7 positions", "60% MFU"), not its labels
+    (figure 5, exercise 1, exit 2) nor what another test checks (the W8A8 line's one-GPU "short by")."""
+    import re
+
+    if "short by" in comment:
+        return []
+    return [m.group(1) + m.group(2) for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)(%?)(?![\w.])", comment)
+            if not re.search(r"(figure|exercise|exit|demo)\s*$", comment[:m.start()])]
+
+
+def _printed(quoted: str, text: str) -> bool:
+    """`quoted` (to its printed decimals; a percent as a fraction) is among the numbers of `text`."""
+    import re
+
+    digits = len(quoted.split(".")[1]) if "." in quoted else 0
+    want = float(quoted.rstrip("%")) / (100 if quoted.endswith("%") else 1)
+    places = digits + (2 if quoted.endswith("%") else 0)
+    return any(round(float(n), places) == round(want, places) for n in re.findall(r"\d+(?:\.\d+)?", text.replace(",", "")))
+
+
+def test_a_quoted_figure_must_be_printed():
+    """The check can fail: a figure the output lacks, to its printed decimals."""
+    assert _quoted("42.12 ms, then exit 2: 141 GB; figure 5, 60% MFU") == ["42.12", "141", "60%"]
+    assert _printed("42.12", "42.122 ms") and _printed("141", "141.1 GB") and _printed("60%", "MFU 0.6")
+    assert not _printed("42.13", "42.122 ms") and not _printed("12", "7 positions")
 
 
 # Examples the README quotes outside "Use" run as written too (issue 28.3), from a directory of the
