@@ -27,3 +27,16 @@ def test_the_gpu_column_holds_what_gpu_takes(command):
     rows = [{c.strip() for c in ln.split("│")[1:-1]} for ln in out.stdout.splitlines() if ln.startswith("│")]
     assert keys == {"h100-sxm", "l4"} and rows and all(len(r & keys) == 1 for r in rows), out.stdout
     assert keys <= set().union(*rows) and not set().union(*rows) & {"H100 SXM", "L4"}
+
+
+def test_roofline_takes_a_value_given_twice_once():
+    """Issue 28.6 review: `roofline --batch 1 --batch 1` printed two identical rows where `request` merges
+    repeated values: one row per distinct model, GPU and batch, in the order given."""
+    import json
+
+    from tests.helpers import run
+
+    out = run("roofline", "--batch", "8", "--batch", "1", "--batch", "8", "--gpu", "h100-sxm", "--gpu", "h100-sxm",
+              "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert [(r["gpu"], r["batch"]) for r in json.loads(out.stdout)] == [("h100-sxm", 8), ("h100-sxm", 1)]

@@ -75,7 +75,9 @@ def roofline_cmd(
     prof = with_engine(prof, engine, fixed_ms, mfu)
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
-    pairs = [(load_model(m), load_accelerator(g)) for m in model for g in gpu]  # compare in one command
+    # compare in one command; a value given twice is one row, as `request` makes it
+    pairs = [(load_model(m), load_accelerator(g)) for m in dict.fromkeys(model) for g in dict.fromkeys(gpu)]
+    batch = list(dict.fromkeys(batch))
     if breakdown:
         from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, roofline_breakdown_rows
 
