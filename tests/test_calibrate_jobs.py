@@ -108,3 +108,13 @@ def test_calibrate_on_ray_equals_one_process():
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["nodes"] == ["127.0.0.1"] and got["same"] is True
+
+
+def test_validate_and_calibrate_default_to_all_cores_as_plan_verify_does():
+    """Issue 26.2: `--jobs N` (default: all cores) on plan --verify, validate and calibrate alike."""
+    import inspect
+
+    from llm_cost.commands.calibrate import calibrate_cmd, validate_cmd
+
+    for command in (validate_cmd, calibrate_cmd):
+        assert inspect.signature(command).parameters["jobs"].default is None  # run_tasks: None is all cores

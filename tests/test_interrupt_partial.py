@@ -17,7 +17,7 @@ from llm_cost.cli import app
 from tests.helpers import stop_after
 
 TWO = Path(__file__).resolve().parent / "data" / "calibrate" / "two_sources.csv"
-runner = CliRunner()
+runner = CliRunner()  # validate and calibrate run --jobs 1 here: the interrupt is patched into this process
 
 
 def _rows_in(path: Path) -> int:
@@ -28,7 +28,7 @@ def test_ctrl_c_in_validate_prints_the_rows_predicted(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
     stop_after(monkeypatch, prediction, "predict", 3)
-    out = runner.invoke(app, ["validate", str(TWO), "--format", "json"])
+    out = runner.invoke(app, ["validate", str(TWO), "--jobs", "1", "--format", "json"])
     assert out.exit_code == 130, out.output
     rows = json.loads(out.stdout)
     assert len(rows) == 3 and all(r["preset"] == "measured" and r["model"] and r["gpu"] for r in rows)
@@ -39,7 +39,7 @@ def test_ctrl_c_in_validate_summary_is_marked_partial(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
     stop_after(monkeypatch, prediction, "predict", 2)
-    out = runner.invoke(app, ["validate", str(TWO), "--summary", "--format", "markdown"])
+    out = runner.invoke(app, ["validate", str(TWO), "--jobs", "1", "--summary", "--format", "markdown"])
     assert out.exit_code == 130, out.output
     assert f"(partial: 2 of {_rows_in(TWO)} rows)" in " ".join(out.stdout.split())
     assert "the summary is of those" in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -49,7 +49,7 @@ def test_ctrl_c_in_validate_before_any_row(monkeypatch):
     import llm_cost.calibrate.prediction as prediction
 
     stop_after(monkeypatch, prediction, "predict", 0)
-    out = runner.invoke(app, ["validate", str(TWO)])
+    out = runner.invoke(app, ["validate", str(TWO), "--jobs", "1"])
     assert out.exit_code == 130 and out.stdout == ""
     assert out.stderr.strip() == f"Warning: interrupted: 0 of {_rows_in(TWO)} rows predicted"
 
@@ -59,7 +59,7 @@ def test_ctrl_c_during_the_fit_writes_nothing_and_says_so(monkeypatch, tmp_path)
 
     stop_after(monkeypatch, fit, "fit_profile", 0)
     target = tmp_path / "p.json"
-    out = runner.invoke(app, ["calibrate", str(TWO), "--free", "bw_efficiency", "--no-cv", "-o", str(target)])
+    out = runner.invoke(app, ["calibrate", str(TWO), "--jobs", "1", "--free", "bw_efficiency", "--no-cv", "-o", str(target)])
     assert out.exit_code == 130, out.output
     assert f"interrupted: the fit did not finish; nothing written to {target}" in out.stderr
     assert not target.exists() and out.stdout == ""

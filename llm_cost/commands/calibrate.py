@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from llm_cost.commands.app import UsageError, command, emit, warn
-from llm_cost.commands.options import EngineOpt, Force, Format, Jobs, OutputFile, Preset, Quiet, Ray, SkipBad
+from llm_cost.commands.options import EngineOpt, Force, Format, MaybeJobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
 def four_digits(v) -> str:
@@ -90,7 +90,7 @@ def validate_cmd(
     force: Force = False,
     skip_bad: SkipBad = False,
     row_budget_s: Annotated[Optional[float], typer.Option("--row-budget-s", help="Seconds one served row (concurrency, request rate) may take to simulate, estimated before it runs; a row past it is not covered, with the estimate (default about 70).")] = None,
-    jobs: Jobs = 1,
+    jobs: MaybeJobs = None,
     ray: Ray = None,
     quiet: Quiet = False,
     fmt: Format = "table",
@@ -189,7 +189,7 @@ def calibrate_cmd(
     engines: Annotated[bool, typer.Option("--engines/--no-engines", help="Fit each serving engine's own fixed times (per pass, per layer, before the first token) and, when compute_efficiency is free, its own MFU, where it has 10 points or more. Without it the base's per-engine costs are held fixed.")] = False,
     force: Force = False,
     skip_bad: SkipBad = False,
-    jobs: Jobs = 1,
+    jobs: MaybeJobs = None,
     ray: Ray = None,
     quiet: Quiet = False,
     fmt: Format = "table",

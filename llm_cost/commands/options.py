@@ -108,7 +108,7 @@ Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn 
 Turns = Annotated[Optional[int], typer.Option("--turns", help="--sessions: turns per chat, then a new chat (default 4).")]
 Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
 DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
-JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default 1, plan --verify all cores; results identical to --jobs 1).")
+JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default all cores; results identical to --jobs 1).")
 Jobs, MaybeJobs = Annotated[int, JOBS], Annotated[Optional[int], JOBS]
 Ray = Annotated[Optional[str], typer.Option("--ray", help="Run as Ray tasks on the cluster at ADDRESS, or auto (pip install 'llm-cost[ray]').")]
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output file (never one of the command's inputs).")]
