@@ -362,10 +362,14 @@ def _emit_best(rows, to: _EmitOrder) -> None:
     kind = best.get("speculation") or ""
     draft = drafts.get(kind[len("draft "):]) if kind.startswith("draft ") else None
     how = dict(draft_model=draft, served=served, prequantized=to.prequantized)
-    text = (k8s_deployment(best, to.engine, name, to.grid.isl, **how) if to.k8s
-            else launch_command(best, to.engine, name, to.grid.isl, **how) + "\n")
     for line in launch_notes(best, to.engine, name, served=served, prequantized=to.prequantized):
         note(line)
     import sys
 
-    sys.stdout.write(text)
+    if to.k8s:
+        return sys.stdout.write(k8s_deployment(best, to.engine, name, to.grid.isl, **how))
+    from llm_cost.report.render import print_command
+
+    *before, command = launch_command(best, to.engine, name, to.grid.isl, **how).splitlines()
+    sys.stdout.write("".join(line + "\n" for line in before))  # trtllm's options file, as written
+    print_command(command)  # on a narrow terminal its options on lines joined by " \\", as plan's request line
