@@ -156,7 +156,8 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
     except ImportError:
         raise InvalidValueError("ray needs the ray extra: pip install 'llm-cost[ray]'", params=("ray",)) from None
     if not str(address).strip():
-        raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port) or auto", params=("ray",))
+        raise InvalidValueError("ray must be a cluster address (host:port, ray://host:port), auto or local, got ''",
+                                params=("ray",))
     if not ray_module.is_initialized():
         _check_reachable(str(address).strip())
         try:

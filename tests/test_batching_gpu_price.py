@@ -24,13 +24,14 @@ def test_two_replicas_pay_for_both_gpus():
     one, = rows_of(*RUN, "--usd-per-gpu-hour", "2")
     fleet = rows_of("batching", "--rate", "10", "-n", "400", "--gpus", "2", "--router", "round-robin",
                     "--usd-per-gpu-hour", "2")[0]
-    assert fleet["gpus"] == 2
+    assert fleet["gpus"] == 2 and fleet["tokens_per_s_per_gpu"] == pytest.approx(fleet["tokens_per_s"] / 2)
     assert fleet["usd_per_million_tokens_gpu"] == pytest.approx(2 / 3600 / fleet["tokens_per_s_per_gpu"] * 1e6)
     assert one["usd_per_million_tokens_gpu"] > 0
 
 
 def test_disaggregated_pools_price_both_pools_gpus():
     row, = rows_of(*RUN, "--disaggregate", "1:1", "--usd-per-gpu-hour", "2.5")
+    assert row["gpus"] == 2 and row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 2)
     assert row["usd_per_million_tokens_gpu"] == pytest.approx(2.5 / 3600 / row["tokens_per_s_per_gpu"] * 1e6)
 
 

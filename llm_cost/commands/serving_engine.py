@@ -211,7 +211,7 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     the decode pool's own split and batch (`_decode_pool`), the K/V over the datasheet's link
     (`handoff_link`); one row per rate, the fleet's, and the pools' rows under them (`serving_pools`)."""
     from llm_cost.commands.app import emit
-    from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows
+    from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows, pools_gpus
     from llm_cost.commands.serving_fleet import plural
     from llm_cost.commands.serving_prefix import note_implied
     from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
@@ -220,7 +220,7 @@ def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs)
     acc, dep = specs[1], specs[4]
     d_replica, d_config, d_dep = _decode_pool(o, specs, replica, config)
     gpus = (dep.gpus_per_replica, d_dep.gpus_per_replica)
-    total = p * gpus[0] + d * gpus[1]  # the pools' GPUs (`pools_deployment` refused a --gpus not this)
+    total = pools_gpus(o, dep)  # the pools' GPUs (`pools_deployment` refused a --gpus not this)
     bw, lat = handoff_link(acc, total)
     workloads = [wl.at_rate(r) for r in rates]
     runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat,

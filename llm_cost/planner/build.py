@@ -11,9 +11,12 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.planner.space import (DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_MAX_TP, DEFAULT_WEIGHTS, DEGREES,
                                     SpecOption)
 
-DEFAULT_C = 0.1  # a draft's cost over the target's step when neither c nor a draft model is given
-MAX_GAMMA = 64
-DEFAULT_MTP_ALPHA = 0.85
+from llm_cost.specs.profiles import ARTICLE_DRAFT
+from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
+
+DEFAULT_C = ARTICLE_DRAFT.c  # a draft's cost over the target's step when neither c nor a draft model is given (the article §2.3)
+MAX_GAMMA = 64  # the largest gamma the search takes
+DEFAULT_MTP_ALPHA = MTP_ALPHA_REPORTED[0]  # DeepSeek-V3's reported MTP acceptance (speculative.mtp)
 
 
 

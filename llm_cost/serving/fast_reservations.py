@@ -72,7 +72,7 @@ class StepStats:
                  "rows", "comm", "compute_bound", "first")
 
     def __init__(self, requests: int) -> None:
-        """All sums and peaks at zero; no first token yet for any of `n` requests."""
+        """All sums and peaks at zero; no first token yet for any of the `requests`."""
         self.busy = self.area_n = self.area_r = self.area_w = self.area_u = self.comm = self.compute_bound = 0.0
         self.peak_r = self.peak_w = self.peak_u = self.iterations = self.rows = 0
         self.first = [math.nan] * requests

@@ -1,5 +1,5 @@
 """The K/V cache's element widths: bytes of one cached K or V element by dtype, and the range a width
-given as a number may take. Apart from `deployment` (which re-exports them) so that a command that
+given as a number may take. Apart from `deployment` (which imports KV_DTYPES) so that a command that
 only counts a model's bytes (`llm-cost model`) does not import the deployment and the profiles."""
 
 # Bytes of one cached K or V element by dtype (int4: two per byte; scales not counted)
