@@ -21,6 +21,30 @@ ROOT = pathlib.Path(llm_cost.__file__).parent
 # Folders (or single modules) of the library, relative to the package, that hold no one-letter name
 # outside formulas.
 CHECKED: tuple[str, ...] = (
+    "serving/batch_waste.py",
+    "serving/capacity.py",
+    "serving/decode_stretch.py",
+    "serving/draft_memory.py",
+    "serving/eligibility.py",
+    "serving/energy.py",
+    "serving/handoff_pools.py",
+    "serving/host_tier.py",
+    "serving/iteration.py",
+    "serving/kv_blocks.py",
+    "serving/orca_iteration.py",
+    "serving/policies.py",
+    "serving/prefix_cache.py",
+    "serving/replica.py",
+    "serving/reservations.py",
+    "serving/retime.py",
+    "serving/selective.py",
+    "serving/serve_config.py",
+    "serving/setup.py",
+    "serving/spec_batch.py",
+    "serving/spec_streams.py",
+    "serving/terms.py",
+    "serving/workload.py",
+    "serving/workload_spec.py",
 )
 
 

@@ -124,10 +124,10 @@ def padding_waste(prompts: Sequence[int], outputs: Sequence[int]) -> PaddingWast
             params=("prompts", "outputs"))
     prompts = check_all("prompts", prompts, low=1, integer=True)
     outputs = check_all("outputs", outputs, low=1, integer=True)
-    b, lmax, omax = len(prompts), int(max(prompts)), int(max(outputs))
-    return PaddingWaste(batch=b, prompt_max=lmax, output_max=omax,
-                        positions_computed=padded_positions(b, lmax, omax),
-                        positions_needed=int(sum(prompts) + sum(outputs)) - b)
+    batch, lmax, omax = len(prompts), int(max(prompts)), int(max(outputs))
+    return PaddingWaste(batch=batch, prompt_max=lmax, output_max=omax,
+                        positions_computed=padded_positions(batch, lmax, omax),
+                        positions_needed=int(sum(prompts) + sum(outputs)) - batch)
 
 
 @dataclass(frozen=True)
@@ -227,6 +227,6 @@ def attention_launches(model: ModelSpec, gpu: Accelerator, profile: Profile, *, 
     check_number("requests", requests, low=1, integer=True)
     check_number("launch_cost_s", launch_cost_s, low=0)
     check_number("context", context, low=0)
-    t = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, weights=weights)
+    step = step_time(model, gpu, profile, rows=requests, batch=requests, context=context, weights=weights)
     return AttentionLaunches(launches=model.num_layers * int(requests), launch_cost_s=launch_cost_s,
-                             step_time_s=t.step_time_s)
+                             step_time_s=step.step_time_s)

@@ -169,7 +169,7 @@ def _settings(deployment: Deployment | None, reserve: float | None,
     check_number("kv_bytes_per_element", kv_bytes_per_element, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
     if kv_bytes_per_element == deployment.kv_bytes_per_element:
         return deployment, reserve, kv_bytes_per_element, deployment.kv_dtype
-    name = next((k for k, v in KV_DTYPES.items() if v == kv_bytes_per_element), "")
+    name = next((dtype for dtype, size in KV_DTYPES.items() if size == kv_bytes_per_element), "")
     return deployment, reserve, kv_bytes_per_element, name
 
 

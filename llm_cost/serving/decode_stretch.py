@@ -1,4 +1,4 @@
-"""The general loop's decode stretches: k decode-only iterations taken in one step where nothing can
+"""The general loop's decode stretches: `k` decode-only iterations taken in one step where nothing can
 change the batch during them (issues 23.7 and 26.5: closed loops and chunked prefill spend most of
 their iterations there).
 
@@ -21,6 +21,8 @@ statistics are accumulated as the loop adds them (`numpy.add.accumulate` adds le
 A stretch shorter than MIN_ITERATIONS costs more in arrays than the loop's turns: where none can
 start for a while (finishes or arrivals every few iterations, `quiet_from`, `by_clock`) the loop is
 told to iterate without asking until `after`. Which turns a stretch takes never changes the run.
+`K` is the K/V a sequence holds at context `c` (`iteration.held_tokens_fn`: `c` itself without
+windows or recurrent state).
 
 It applies (`applies`) without speculation, on one pipeline stage, under a reservation that never
 stalls a decoder (not `none`), without a prefix cache (its blocks move at admissions), on a cost that
@@ -52,14 +54,14 @@ def takes_arrays(cost) -> bool:
     if getattr(cost, "times_arrays", False):
         return True
     kind = type(cost)
-    return isinstance(cost, PassCost) and all(getattr(kind, m) is getattr(PassCost, m)
-                                              for m in ("time", "uniform_terms", "comm_time_s"))
+    return isinstance(cost, PassCost) and all(getattr(kind, method) is getattr(PassCost, method)
+                                              for method in ("time", "uniform_terms", "comm_time_s"))
 
 
 def applies(loop, base) -> bool:
     """Whether `loop` (an `EngineLoop`; `base` the class) may take decode stretches (module doc)."""
     return (ENABLED and loop.spec is None and loop.stages == 1 and not loop.none and loop.cache is None
-            and takes_arrays(loop.cost) and all(getattr(type(loop), m) is getattr(base, m) for m in PARTS))
+            and takes_arrays(loop.cost) and all(getattr(type(loop), part) is getattr(base, part) for part in PARTS))
 
 
 def quiet_from(remaining) -> int:
@@ -67,10 +69,10 @@ def quiet_from(remaining) -> int:
     MIN_ITERATIONS, given the running sequences' remaining outputs in ascending order (each decoding
     every iteration, sequence m finishes after remaining[m] of them): no stretch starts before it."""
     last = remaining[0]
-    for r in remaining:
-        if r - last > MIN_ITERATIONS:
+    for rest in remaining:
+        if rest - last > MIN_ITERATIONS:
             break
-        last = r
+        last = rest
     return last
 
 
@@ -92,28 +94,28 @@ class DecodeStretch:
         than MIN_ITERATIONS costs more in arrays than the turns, as in an open loop whose arrivals or
         finishes come every few iterations)."""
         loop = self.loop
-        s = loop.state
-        if loop.swapped or loop.flights or not s.running or len(s.running) > loop.cfg.max_batch:
+        state = loop.state
+        if loop.swapped or loop.flights or not state.running or len(state.running) > loop.cfg.max_batch:
             return None
-        gen, kv, pre, need, P, O = s.gen, s.kv, s.pre, s.need, loop.P, loop.O
-        latest = next(reversed(s.running))
+        gen, kv, pre, need, prompts, outputs = state.gen, state.kv, state.pre, state.need, loop.P, loop.O
+        latest = next(reversed(state.running))
         if pre[latest] < need[latest]:  # the latest admitted still prefills: the common case
             return None
-        left = self.by_clock(until, len(s.running))
+        left = self.by_clock(until, len(state.running))
         if left < MIN_ITERATIONS:  # the arrival (or `until`) comes first; the turns before it iterate
-            self.after = s.st["iterations"] + left // 2
+            self.after = state.st["iterations"] + left // 2
             return None
         if handback:
-            left = min(left, loop.last_pre + handback - s.st["iterations"])
+            left = min(left, loop.last_pre + handback - state.st["iterations"])
             if left < MIN_ITERATIONS:
                 return None
-        order = list(s.running)
-        remaining = sorted(map(operator.sub, map(O.__getitem__, order), map(gen.__getitem__, order)))
+        order = list(state.running)
+        remaining = sorted(map(operator.sub, map(outputs.__getitem__, order), map(gen.__getitem__, order)))
         if remaining[0] <= MIN_ITERATIONS:  # no stretch before the first gap of more than MIN between finishes
-            self.after = s.st["iterations"] + quiet_from(remaining) - 1
+            self.after = state.st["iterations"] + quiet_from(remaining) - 1
             return None
         left = min(left, remaining[0] - 1)
-        if any(pre[i] < need[i] or kv[i] != P[i] + gen[i] - 1 for i in order):
+        if any(pre[seq] < need[seq] or kv[seq] != prompts[seq] + gen[seq] - 1 for seq in order):
             return None
         return order, left
 
@@ -122,14 +124,14 @@ class DecodeStretch:
         `decoders` rows takes at least T(decoders, decoders, 0) (T grows with K/V and pairs), so the
         clock passes the bound within (bound - t) / that of them (two more for rounding)."""
         loop = self.loop
-        s = loop.state
-        bound = min(until, s.arr[s.nxt] if s.nxt < loop.sent else math.inf)
+        state = loop.state
+        bound = min(until, state.arr[state.nxt] if state.nxt < loop.sent else math.inf)
         if bound == math.inf or getattr(loop.cost, "times_arrays", False):  # a counting cost: no bound asked
             return MAX_ITERATIONS
         least = self.floor.get(decoders)
         if least is None:
             least = self.floor[decoders] = loop.cost.time(decoders, decoders, 0.0)
-        return int(min((bound - s.t) / least, MAX_ITERATIONS)) + 2 if least > 0 else MAX_ITERATIONS
+        return int(min((bound - state.t) / least, MAX_ITERATIONS)) + 2 if least > 0 else MAX_ITERATIONS
 
     def missed(self) -> bool:
         """A try cut short: the next 1, 2, 4 ... 16 iterations iterate. False (no stretch taken)."""
@@ -143,17 +145,17 @@ class DecodeStretch:
         first chunk's blocks above the watermark (paged, `free_after` the free blocks after the first
         iteration's decoders, which only fall) do not fit."""
         loop = self.loop
-        s, cfg = loop.state, loop.cfg
-        if not s.waiting:
+        state, cfg = loop.state, loop.cfg
+        if not state.waiting:
             return True
         budget = cfg.prefill_chunk - decoders if cfg.prefill_chunk else math.inf
-        if len(s.running) >= loop.hold or budget <= 0 or decoders >= cfg.max_batch:
+        if len(state.running) >= loop.hold or budget <= 0 or decoders >= cfg.max_batch:
             return True
-        i = s.waiting[0]
+        head = state.waiting[0]
         if loop.paged:
-            want = blocks_for(loop.K(s.pre[i] + min(s.need[i] - s.pre[i], budget)), loop.B)
+            want = blocks_for(loop.K(state.pre[head] + min(state.need[head] - state.pre[head], budget)), loop.B)
             return free_after - want < loop.wm_blocks
-        return s.reserved + loop.res[i] > loop.cap
+        return state.reserved + loop.res[head] > loop.cap
 
     def blocks_ahead(self, order, ctx):
         """Paged: (each sequence's blocks after each iteration, (sequence, iteration); the blocks the
@@ -163,7 +165,7 @@ class DecodeStretch:
 
         loop = self.loop
         K = loop.held.many if loop.held else (lambda c: c)
-        start = np.asarray([loop.state.blocks[i] for i in order])
+        start = np.asarray([loop.state.blocks[seq] for seq in order])
         if not np.array_equal(blocks_for(K(ctx[:, 0]), loop.B), start):
             return None
         blocks = blocks_for(K(ctx + 1), loop.B)
@@ -184,17 +186,17 @@ class DecodeStretch:
             kv_read, pairs = kv_dec, kv_dec + decoders * causal_pairs(1)  # r kv_dec + decoders causal_pairs(r), r = 1
         return np.full(k, decoders), kv_read, pairs, kv_dec
 
-    def clock(self, t, until, k: int) -> int:
+    def clock(self, times, until, k: int) -> int:
         """The iterations of the stretch the clock allows: the turn after each ends checks `until` and
         the next arrival (`EngineLoop.run`, `arrivals`), so the stretch ends at the first that meets one."""
         import numpy as np
 
         loop = self.loop
-        s = loop.state
-        bound = min(until, s.arr[s.nxt] if s.nxt < loop.sent else math.inf)
+        state = loop.state
+        bound = min(until, state.arr[state.nxt] if state.nxt < loop.sent else math.inf)
         if bound == math.inf:
             return k
-        stop = np.flatnonzero(t[1:k] >= bound)
+        stop = np.flatnonzero(times[1:k] >= bound)
         return int(stop[0]) + 1 if len(stop) else k
 
     def advance(self, until: float, handback: int, on_progress, every: int) -> bool:
@@ -206,30 +208,30 @@ class DecodeStretch:
         if start is None:
             return False
         order, k = start
-        s = loop.state
-        ctx = np.add.outer(np.asarray([s.kv[i] for i in order]), np.arange(k))  # (sequence, iteration)
+        state = loop.state
+        ctx = np.add.outer(np.asarray([state.kv[seq] for seq in order]), np.arange(k))  # (sequence, iteration)
         blocks = allocated = None
         if loop.paged:
             ahead = self.blocks_ahead(order, ctx)
             if ahead is None:
                 return False
             blocks, allocated = ahead
-            short = np.flatnonzero(allocated > s.free)  # a decoder's block not covered: a preemption
+            short = np.flatnonzero(allocated > state.free)  # a decoder's block not covered: a preemption
             k = min(k, int(short[0]) if len(short) else k)
-        if k < MIN_ITERATIONS or not self.queue_waits(len(order), s.free - allocated[0] if loop.paged else 0):
+        if k < MIN_ITERATIONS or not self.queue_waits(len(order), state.free - allocated[0] if loop.paged else 0):
             return self.missed()
-        rows, kv_read, pairs, kv_dec = (x[:k] for x in self.terms(ctx[:, :k]))
+        rows, kv_read, pairs, kv_dec = (term[:k] for term in self.terms(ctx[:, :k]))
         dt, comm, _ = totals_time_arrays(loop.cost, None, 0, rows, pairs, rows, kv_dec, kv_read)
         dt = np.broadcast_to(np.asarray(dt, dtype=float), (k,))
-        t = np.add.accumulate(np.concatenate(([s.t], dt)))
-        k = self.clock(t, until, k)
+        times = np.add.accumulate(np.concatenate(([state.t], dt)))
+        k = self.clock(times, until, k)
         if k < MIN_ITERATIONS:
             return self.missed()
         self.misses = 0
-        self.commit(order, k, dt[:k], np.broadcast_to(comm, dt.shape)[:k], t[k], ctx, blocks, allocated)
-        if on_progress and s.finished and s.finished % every == 0:
+        self.commit(order, k, dt[:k], np.broadcast_to(comm, dt.shape)[:k], times[k], ctx, blocks, allocated)
+        if on_progress and state.finished and state.finished % every == 0:
             for _ in range(k - 1):  # the turns inside the stretch report as the loop's would
-                on_progress(s.finished, loop.n)
+                on_progress(state.finished, loop.n)
         return True
 
     def commit(self, order, k: int, dt, comm, t_end: float, ctx, blocks, allocated) -> None:
@@ -238,35 +240,35 @@ class DecodeStretch:
         import numpy as np
 
         loop = self.loop
-        s = loop.state
-        st, n = s.st, len(order)
+        state = loop.state
+        st, decoders = state.st, len(order)
         if loop.paged:
-            used = s.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
-            s.free = s.free - allocated[k - 1].item()
+            used = state.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
+            state.free = state.free - allocated[k - 1].item()
             end_used = used[-1].item()
-            for i, b in zip(order, blocks[:, k - 1].tolist()):
-                s.blocks[i] = b
+            for seq, count in zip(order, blocks[:, k - 1].tolist()):
+                state.blocks[seq] = count
         else:  # `resize` after each iteration: K(c + 1) - K(c) a sequence, added in the loop's order
             K = loop.held.many if loop.held else (lambda c: c)
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
-            acc = np.add.accumulate(np.concatenate(([s.used], grown)))
-            used, end_used = acc[:-1:n][:k], acc[-1].item()
-        bound = (("compute_bound", dt),) if n >= loop.bound_rows else ()  # n decoders, a row each
-        for key, terms in (("busy", dt), *bound, ("area_n", dt * n), ("area_kv", dt * used),
-                           ("area_sys", dt * s.in_system), ("comm", comm), ("area_w", dt * (used + n)),
-                           ("area_r", dt * s.reserved)):  # no admission in a stretch: the reservations stay
+            acc = np.add.accumulate(np.concatenate(([state.used], grown)))
+            used, end_used = acc[:-1:decoders][:k], acc[-1].item()
+        bound = (("compute_bound", dt),) if decoders >= loop.bound_rows else ()  # a row each decoder
+        for key, terms in (("busy", dt), *bound, ("area_n", dt * decoders), ("area_kv", dt * used),
+                           ("area_sys", dt * state.in_system), ("comm", comm), ("area_w", dt * (used + decoders)),
+                           ("area_r", dt * state.reserved)):  # no admission in a stretch: the reservations stay
             st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
         peak = used.max().item()
         if peak > st["peak_kv"]:
             st["peak_kv"] = peak
-        st["peak_r"] = max(st["peak_r"], s.reserved)
-        st["peak_w"] = max(st["peak_w"], peak + n)
+        st["peak_r"] = max(st["peak_r"], state.reserved)
+        st["peak_w"] = max(st["peak_w"], peak + decoders)
         st["iterations"] += k
-        st["rows"] += n * k
-        st["dec_slots"] += n * k
+        st["rows"] += decoders * k
+        st["dec_slots"] += decoders * k
         loop.launches += k
-        s.used, s.t = end_used, t_end.item()
-        gen, kv = s.gen, s.kv
-        for i in order:
-            gen[i] += k
-            kv[i] += k
+        state.used, state.t = end_used, t_end.item()
+        gen, kv = state.gen, state.kv
+        for seq in order:
+            gen[seq] += k
+            kv[seq] += k

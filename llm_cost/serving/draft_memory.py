@@ -64,9 +64,10 @@ def draft_memory(target, draft, gpu, *, reserve=None, weights=BF16, draft_weight
     base = kv_capacity(target, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                        deployment=deployment)
     d_dep = None if deployment is None else draft_deployment_for(draft, deployment)
-    d = kv_capacity(draft, gpu, reserve=reserve, weights=draft_weights, kv_bytes_per_element=kv_bytes_per_element,
-                    deployment=d_dep)
-    spare = base.kv_bytes_available - d.weight_bytes_per_gpu
-    per_token = base.kv_bytes_per_token_per_gpu + d.kv_bytes_per_token_per_gpu
+    beside = kv_capacity(draft, gpu, reserve=reserve, weights=draft_weights,
+                         kv_bytes_per_element=kv_bytes_per_element, deployment=d_dep)
+    spare = base.kv_bytes_available - beside.weight_bytes_per_gpu
+    per_token = base.kv_bytes_per_token_per_gpu + beside.kv_bytes_per_token_per_gpu
     tokens = int(max(0.0, spare) // per_token)
-    return DraftMemory(draft.name, d.weight_bytes_per_gpu, d.kv_bytes_per_token_per_gpu, base.kv_tokens, tokens)
+    return DraftMemory(draft.name, beside.weight_bytes_per_gpu, beside.kv_bytes_per_token_per_gpu, base.kv_tokens,
+                       tokens)

@@ -38,7 +38,8 @@ def allowed(features: dict, obj, cfg=None) -> bool:
     if not is_dataclass(obj):
         return False
     cfg = obj if cfg is None else cfg
-    return all(f.name in features and features[f.name](getattr(obj, f.name), cfg) for f in fields(obj))
+    return all(field.name in features and features[field.name](getattr(obj, field.name), cfg)
+               for field in fields(obj))
 
 
 # `Replica` fields: the cost is checked by its own list (below); the rest every path reads the same way.

@@ -68,8 +68,8 @@ def fleet_energy(fleet, gpu, gpus_per_replica: int = 1, *, span_s: float = 0.0, 
 
     with T the fleet's span, T_r replica r's, R the replicas and g the GPUs per replica.
     """
-    parts = [served_energy(r, gpu, gpus_per_replica, stages=stages) for r in fleet.replicas]
-    seconds = max([span_s, fleet.fleet.span_s, *(p.seconds for p in parts)])
-    idle_s = sum(seconds - p.seconds for p in parts) + (fleet.replica_count - len(parts)) * seconds
-    joules = sum(p.joules for p in parts) + gpu.idle_power_w * gpus_per_replica * idle_s
+    parts = [served_energy(replica, gpu, gpus_per_replica, stages=stages) for replica in fleet.replicas]
+    seconds = max([span_s, fleet.fleet.span_s, *(part.seconds for part in parts)])
+    idle_s = sum(seconds - part.seconds for part in parts) + (fleet.replica_count - len(parts)) * seconds
+    joules = sum(part.joules for part in parts) + gpu.idle_power_w * gpus_per_replica * idle_s
     return ServedEnergy(joules=joules, seconds=seconds, output_tokens=fleet.fleet.output_tokens)

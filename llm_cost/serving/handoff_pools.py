@@ -38,27 +38,27 @@ class SendingPrefill(EngineLoop):
         self.frees: list = []
         self.done: list = []
 
-    def release(self, i: int) -> None:
+    def release(self, request: int) -> None:
         """A finished request that hands over keeps its blocks (`let_go` frees them); preemption frees."""
-        s = self.state
-        if self.moves[i] and s.fin[i] == s.fin[i]:
-            self.sending.add(i)
-            self.done.append(i)
+        state = self.state
+        if self.moves[request] and state.fin[request] == state.fin[request]:
+            self.sending.add(request)
+            self.done.append(request)
             return
-        if s.fin[i] == s.fin[i]:
-            self.done.append(i)
-        super().release(i)
+        if state.fin[request] == state.fin[request]:
+            self.done.append(request)
+        super().release(request)
 
-    def let_go(self, i: int, t: float) -> None:
-        """Request i's K/V has reached the decode pool at `t`: its blocks are freed then."""
-        if i in self.sending:
-            self.sending.discard(i)
-            heapq.heappush(self.frees, (t, i))
+    def let_go(self, request: int, when: float) -> None:
+        """The K/V of `request` has reached the decode pool at `when`: its blocks are freed then."""
+        if request in self.sending:
+            self.sending.discard(request)
+            heapq.heappush(self.frees, (when, request))
 
     def arrivals(self) -> None:
         """The transfers that have ended by the clock free their blocks, then the arrivals queue."""
-        s, frees = self.state, self.frees
-        while frees and frees[0][0] <= s.t:
+        state, frees = self.state, self.frees
+        while frees and frees[0][0] <= state.t:
             super().release(heapq.heappop(frees)[1])
         super().arrivals()
 
@@ -66,13 +66,13 @@ class SendingPrefill(EngineLoop):
         """Nothing to run: wait for the next transfer to end (or an arrival or a flight, as the engine
         does); while a transfer has not started (the decode pool has not admitted it), stop without a
         deadlock: the driver resumes the loop when it has."""
-        s = self.state
+        state = self.state
         if self.frees and not self.flights:
             t_new = self.frees[0][0]
-            if s.nxt < self.sent:
-                t_new = min(t_new, s.arr[s.nxt])
-            s.st["area_sys"] += (max(t_new, s.t) - s.t) * s.in_system
-            s.t = max(t_new, s.t)
+            if state.nxt < self.sent:
+                t_new = min(t_new, state.arr[state.nxt])
+            state.st["area_sys"] += (max(t_new, state.t) - state.t) * state.in_system
+            state.t = max(t_new, state.t)
             return True
         if self.sending and not self.flights:
             return False
@@ -81,14 +81,15 @@ class SendingPrefill(EngineLoop):
     @property
     def busy(self) -> bool:
         """It has work left that it can do (no deadlock)."""
-        s = self.state
-        return not s.deadlock and bool(s.running or s.waiting or self.flights or self.swapped or self.frees)
+        state = self.state
+        return not state.deadlock and bool(state.running or state.waiting or self.flights or self.swapped
+                                           or self.frees)
 
 
 class ReceivingDecode(EngineLoop):
-    """A decode replica whose admitted requests wait for their K/V: `ready_at[k]` (the transfer's end,
-    inf until admitted), `admitted` (requests admitted since the driver last read them, with their
-    transfer's end); `transfer[k]` the transfer's seconds."""
+    """A decode replica whose admitted requests wait for their K/V: `ready_at[request]` (the transfer's
+    end, inf until admitted), `admitted` (requests admitted since the driver last read them, with their
+    transfer's end); `transfer[request]` the transfer's seconds."""
 
     def __init__(self, workload, replica, cfg, res, transfer) -> None:
         super().__init__(workload, replica, cfg, res)
@@ -101,99 +102,102 @@ class ReceivingDecode(EngineLoop):
         blocks the receive buffer) and leaves this iteration: it decodes once its K/V is in."""
         start = len(pf_run)
         super().admit(dec_run, pf_run, budget)
-        t, keep = self.state.t, []
-        for k, q in pf_run[start:]:
-            if self.ready_at[k] == math.inf:  # first admission: the K/V comes over the link
-                self.ready_at[k] = t + self.transfer[k]
-                self.admitted.append((k, self.ready_at[k]))
-            if self.ready_at[k] <= t:
-                keep.append((k, q))
+        now, keep = self.state.t, []
+        for request, chunk in pf_run[start:]:
+            if self.ready_at[request] == math.inf:  # first admission: the K/V comes over the link
+                self.ready_at[request] = now + self.transfer[request]
+                self.admitted.append((request, self.ready_at[request]))
+            if self.ready_at[request] <= now:
+                keep.append((request, chunk))
         pf_run[start:] = keep
 
     def ready(self) -> tuple[list, list]:
         """The engine's decoders and prefills, without the requests whose K/V is still on its way."""
         decoders, prefilling = super().ready()
-        t, at = self.state.t, self.ready_at
-        return decoders, [k for k in prefilling if at[k] <= t]
+        now, at = self.state.t, self.ready_at
+        return decoders, [request for request in prefilling if at[request] <= now]
 
     def idle(self) -> bool:
         """Nothing to run while transfers are on their way: wait for the first to end."""
-        s = self.state
-        pending = [self.ready_at[k] for k in s.running if self.ready_at[k] > s.t]
+        state = self.state
+        pending = [self.ready_at[request] for request in state.running if self.ready_at[request] > state.t]
         if pending and not self.flights:
             t_new = min(pending)
-            s.st["area_sys"] += (t_new - s.t) * s.in_system
-            s.t = t_new
+            state.st["area_sys"] += (t_new - state.t) * state.in_system
+            state.t = t_new
             return True
         return super().idle()
 
     @property
     def busy(self) -> bool:
         """It has work left that it can do (no deadlock)."""
-        s = self.state
-        return not s.deadlock and bool(s.running or s.waiting or self.flights or self.swapped)
+        state = self.state
+        return not state.deadlock and bool(state.running or state.waiting or self.flights or self.swapped)
 
 
 def serve_pools(pre_wl, d_wl, replica, config, prefill: int, d_replica, d_config, decode: int,
                 order: tuple, transfer: list, route) -> tuple:
-    """Both pools over `pre_wl` (every request, output 1) and `d_wl` (request k of the decode pool is
-    `order[k]` of the workload: prompt + 1 tokens, the first P cached on arrival), advanced together
-    (module doc); `transfer[k]` decode request k's hand-off seconds, `route(loops, k)` the router.
+    """Both pools over `pre_wl` (every request, output 1) and `d_wl` (request `decode_request` of the decode
+    pool is `order[decode_request]` of the workload: prompt + 1 tokens, the first P cached on arrival),
+    advanced together (module doc); `transfer[decode_request]` its hand-off seconds,
+    `route(loops, request)` the router (the index of the loop it goes to).
     (prefill loops, their assignment, decode loops, their assignment, hand-off times per decode request)."""
     from llm_cost.serving.reservations import reservation_tokens
 
     def reserved(wl, rep):
-        return ([reservation_tokens(config.reservation, p, d, rep.max_len) for p, d in zip(wl.prompt, wl.declared_gen)]
+        return ([reservation_tokens(config.reservation, prompt, declared, rep.max_len)
+                 for prompt, declared in zip(wl.prompt, wl.declared_gen)]
                 if config.reservation in ("declared", "max_len") else [0] * len(wl))
 
-    n = len(pre_wl)
-    moves = [False] * n
-    for i in order:
-        moves[i] = True
-    of = {i: k for k, i in enumerate(order)}
+    requests = len(pre_wl)
+    moves = [False] * requests
+    for request in order:
+        moves[request] = True
+    of = {request: decode_request for decode_request, request in enumerate(order)}
     p_loops = [SendingPrefill(pre_wl, replica, config, reserved(pre_wl, replica), moves) for _ in range(prefill)]
     d_loops = [ReceivingDecode(d_wl, d_replica, d_config, reserved(d_wl, d_replica), transfer) for _ in range(decode)]
     for loop in p_loops + d_loops:
         loop.routed()
     for loop in d_loops:
-        loop.state.pre[:] = [p - 1 for p in d_wl.prompt]
-    p_assign, d_assign, handed = [0] * n, [0] * len(order), [math.nan] * len(order)
+        loop.state.pre[:] = [prompt - 1 for prompt in d_wl.prompt]
+    p_assign, d_assign, handed = [0] * requests, [0] * len(order), [math.nan] * len(order)
 
-    def to_decode(t: float) -> bool:
-        """The decode loops to `t`; their admissions start transfers whose ends free the prefill side's
+    def to_decode(until: float) -> bool:
+        """The decode loops to `until`; their admissions start transfers whose ends free the prefill side's
         blocks (`let_go`). True when any did."""
         for dl in d_loops:
-            if dl.busy and dl.state.t < t:
-                dl.run(until=t)
+            if dl.busy and dl.state.t < until:
+                dl.run(until=until)
         freed = False
         for dl in d_loops:
-            for k, at in dl.admitted:
-                p_loops[p_assign[order[k]]].let_go(order[k], at)
+            for decode_request, at in dl.admitted:
+                p_loops[p_assign[order[decode_request]]].let_go(order[decode_request], at)
                 freed = True
             dl.admitted.clear()
         return freed
 
-    def advance(t: float) -> None:
-        """Every loop to `t`, the hand-offs and admissions on the way passed between the pools, until
-        nothing more happens by `t`. A prefill replica that waits for the decode pool to take a transfer
+    def advance(until: float) -> None:
+        """Every loop to `until`, the hand-offs and admissions on the way passed between the pools, until
+        nothing more happens by then. A prefill replica that waits for the decode pool to take a transfer
         stops early; the decode loops then go on one iteration at a time, so that the hand-offs it makes
         once freed still meet the decode pool at their own time."""
         while True:
             for loop in p_loops:
-                if loop.busy and loop.state.t < t:
-                    loop.run(until=t)
-            news = sorted((lp.state.fin[i], i) for lp in p_loops for i in lp.done if moves[i])
+                if loop.busy and loop.state.t < until:
+                    loop.run(until=until)
+            news = sorted((lp.state.fin[request], request) for lp in p_loops for request in lp.done
+                          if moves[request])
             for lp in p_loops:
                 lp.done.clear()
-            for f, i in news:
-                to_decode(f)
-                k = of[i]
-                r = route(d_loops, k)
-                d_assign[k], handed[k] = r, f
-                d_loops[r].state.arr[k] = f
-                d_loops[r].enqueue(k, f)
-            waiting = [lp.state.t for lp in p_loops if lp.busy and lp.state.t < t]  # stopped for the decode pool
-            freed = to_decode(min(waiting, default=t))
+            for first, request in news:
+                to_decode(first)
+                decode_request = of[request]
+                target = route(d_loops, decode_request)
+                d_assign[decode_request], handed[decode_request] = target, first
+                d_loops[target].state.arr[decode_request] = first
+                d_loops[target].enqueue(decode_request, first)
+            waiting = [lp.state.t for lp in p_loops if lp.busy and lp.state.t < until]  # stopped for the decode pool
+            freed = to_decode(min(waiting, default=until))
             if news or freed:
                 continue
             if not waiting:
@@ -203,10 +207,10 @@ def serve_pools(pre_wl, d_wl, replica, config, prefill: int, d_replica, d_config
                 return
             to_decode(min(busy) + 1e-9)  # one decode iteration, then the prefill side again
 
-    for i, t in enumerate(pre_wl.arrival_s):
-        advance(t)
-        r = route(p_loops, i)
-        p_assign[i] = r
-        p_loops[r].enqueue(i, t)
+    for request, arrival in enumerate(pre_wl.arrival_s):
+        advance(arrival)
+        target = route(p_loops, request)
+        p_assign[request] = target
+        p_loops[target].enqueue(request, arrival)
     advance(math.inf)
     return p_loops, p_assign, d_loops, d_assign, handed

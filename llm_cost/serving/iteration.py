@@ -1,14 +1,15 @@
 """What one iteration of the serving engine costs, and how many all-layer K/V tokens a sequence holds.
 
-K/V is counted in all-layer tokens as `capacity.kv_capacity`: a sequence of c tokens holds
+K/V is counted in all-layer tokens as `capacity.kv_capacity`: a sequence of `c` tokens holds
 K(c) = (full layers x c + sum over windowed layers of min(c, window)) / layers tokens
-(`counts.kv_bytes(model, c)` / `kv_bytes_per_token`); K(c) = c for a model without windows.
+(`counts.kv_bytes(model, c)` / `kv_bytes_per_token`); K(c) = c for a model without windows. In
+`held_tokens_fn`, `n` layers share a window of `w` tokens.
 
 An iteration's time is `IterationCost.time(rows, kv_read + rows, pairs)`: every sequence with c
-cached tokens feeding r rows adds r rows, c K/V read and causal_pairs(r, c) pairs (windowed layers
-each capped at its window, `PassCost.uniform_terms`), plus gamma draft steps (c x the plain decode
-step, or the draft model's own step). A microbatched pipeline of m stages times one microbatch of
-rows / m (the others overlap it).
+cached tokens feeding `r` rows adds r rows, c K/V read and causal_pairs(r, c) pairs (windowed layers
+each capped at its window, `PassCost.uniform_terms`), plus `g` (gamma) draft steps each (`spec.c` x
+the plain decode step, or the draft model's own step). A microbatched pipeline of `m` stages times
+one microbatch of rows / m (the others overlap it).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def held_tokens_fn(cost):
 def compute_bound_rows(cost, microbatches: int = 1) -> float:
     """Rows from which an iteration counts as compute-bound, its busy seconds tallied in the statistics'
     `compute_bound` (`ServeResult.compute_bound_s`, the split `serving.energy` takes): the smallest rows
-    m with compute_s(m, 0) >= memory_s(m, m), the GEMMs of m rows against the weights and their own
+    `m` with compute_s(m, 0) >= memory_s(m, m), the GEMMs of m rows against the weights and their own
     K/V (`roofline.critical.first_crossing`; cached K/V and attention pairs left out, one comparison
     an iteration), x `microbatches` (each times rows / m); inf for a pass without arithmetic."""
     if not cost.row_flops:
@@ -72,8 +73,8 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
     kv_dec = 0.0
     r = g + 1
     if held:
-        for i in dec_run:
-            c = kv[i]
+        for index in dec_run:
+            c = kv[index]
             kt, pr = cost.uniform_terms(r, 1, c)
             kv_read += kt - r
             pairs += pr
@@ -82,15 +83,15 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
         kv_dec = sum(map(kv.__getitem__, dec_run))
         kv_read = kv_dec
         pairs = r * kv_dec + len(dec_run) * causal_pairs(r)
-    for i, q in pf_run:
-        c = pre[i]
+    for index, chunk in pf_run:
+        c = pre[index]
         if held:
-            kt, pr = cost.uniform_terms(q, 1, c)
-            kv_read += kt - q
+            kt, pr = cost.uniform_terms(chunk, 1, c)
+            kv_read += kt - chunk
             pairs += pr
         else:
             kv_read += c
-            pairs += causal_pairs(q, c)
+            pairs += causal_pairs(chunk, c)
     return totals_time(cost, spec, rows, kv_read, pairs, len(dec_run), kv_dec, g, microbatches)
 
 
@@ -162,7 +163,7 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     GEMM ramp, of the target or the draft (`one_stage_terms`).
 
     The target's first seven `InlineTerms` (w, kvb, bps, rf, pf, fps, fixed), the draft's seven (the
-    target's own without a draft model), c (None with a draft model or without speculation), then the
+    target's own without a draft model), `c` (None with a draft model or without speculation), then the
     collectives' (cf, cr) of the target and of the draft (zeros on one GPU: a tensor-parallel replica
     takes the fast path's inline time too). The fast path evaluates `roofline.inline_terms`' T with
     them on one stage without hand-offs, the target's over the iteration's rows, K/V and pairs and,

@@ -29,20 +29,20 @@ def admit_in_order(pending, prompt, res, none: bool, room: int, reserved: int, c
     """
     admitted = []
     while pending and len(admitted) < slots:
-        i = pending[0]
+        request = pending[0]
         if none:
-            if prompt[i] > room:
+            if prompt[request] > room:
                 break
-            room -= prompt[i]
-        elif reserved + res[i] > cap:
+            room -= prompt[request]
+        elif reserved + res[request] > cap:
             break
-        reserved += res[i]
+        reserved += res[request]
         admitted.append(pending.popleft())
     return admitted, reserved
 
 
 def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], prog: int, n_dec: int, written: int,
-                    it: int, t: float, prompt, output, base: list[int], first: list[float], heap: list,
+                    it: int, now: float, prompt, output, base: list[int], first: list[float], heap: list,
                     st) -> tuple[float, int]:
     r"""One iteration that admits prompts or stalls decoders: (its time in seconds, rows it writes).
 
@@ -55,36 +55,36 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
 
     `kv_read`: the K/V tokens the decoders hold (`written`, or the progressing ones' when some
     stall). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
-    admitted ones' first token at t + T (`first`) and adds the collectives' time to `st.comm`.
+    admitted ones' first token at `now` + T (`first`) and adds the collectives' time to `st.comm`.
     """
     kv_read, stalled = written, ()
     if prog < n_dec:  # only without reservation: the earliest requests get the free tokens
         order = list(running)
         stalled = order[prog:]
-        kv_read = sum(prompt[i] + it - base[i] - 1 for i in order[:prog])
+        kv_read = sum(prompt[request] + it - base[request] - 1 for request in order[:prog])
     rows, pairs = prog, kv_read + prog
-    for i in admitted:
-        p = prompt[i]
-        rows += p
-        pairs += causal_pairs(p)
+    for request in admitted:
+        tokens = prompt[request]
+        rows += tokens
+        pairs += causal_pairs(tokens)
     dt = cost.time(rows, kv_read + rows, pairs)
     if deployed:
         st.comm += cost.comm_time_s(rows)
-    for i in stalled:
-        base[i] += 1
-        heapq.heappush(heap, (base[i] + output[i], i))
-    for i in admitted:
-        base[i] = it
-        running[i] = None
-        first[i] = t + dt
-        heapq.heappush(heap, (it + output[i], i))
+    for request in stalled:
+        base[request] += 1
+        heapq.heappush(heap, (base[request] + output[request], request))
+    for request in admitted:
+        base[request] = it
+        running[request] = None
+        first[request] = now + dt
+        heapq.heappush(heap, (it + output[request], request))
     return dt, rows
 
 
-def running_deadlock(running, prompt, output, base: list[int], it: int, t: float, cap: int,
+def running_deadlock(running, prompt, output, base: list[int], it: int, now: float, cap: int,
                      queued: int) -> Deadlock:
     """The deadlock when no running request can write and none can be admitted: each holder's
     prompt, tokens generated (it - base), K/V held (prompt + generated - 1) and tokens still to go."""
-    holders = tuple(Holder(i, prompt[i], it - base[i], prompt[i] + it - base[i] - 1,
-                           output[i] - it + base[i]) for i in running)
-    return Deadlock(it, t, cap, holders, queued)
+    holders = tuple(Holder(request, prompt[request], it - base[request], prompt[request] + it - base[request] - 1,
+                           output[request] - it + base[request]) for request in running)
+    return Deadlock(it, now, cap, holders, queued)

@@ -2,15 +2,15 @@
 
 A request's prompt may start with a known prefix, written compactly as segments
 `((prefix_key, tokens), ...)` (`Workload.prefix`): a system prompt, a group's few-shot examples, a
-chat's earlier turns. Block k of the prompt (tokens [kB, (k+1)B)) has the key "the segments clipped
-at (k+1)B tokens", so two prompts share block k exactly when their first (k+1)B tokens are the same
-segments. Only full blocks are keyed, and at most (prompt - 1) // B of them (vLLM recomputes the last
-token of a fully cached prompt to produce its logits).
+chat's earlier turns. Block `k` of the prompt (tokens [kB, (k+1)B), `B` the block size) has the key
+"the segments clipped at (k+1)B tokens", so two prompts share block k exactly when their first (k+1)B
+tokens are the same segments. Only full blocks are keyed, and at most (prompt - 1) // B of them (vLLM
+recomputes the last token of a fully cached prompt to produce its logits).
 
 The segments may run past the prompt into the answer (a chat's turn: the next turn's prompt repeats
 it, `prefixes.with_sessions`), as vLLM's automatic prefix caching hashes every full block, prompt or
 generated: when a sequence finishes, its full blocks of prompt and generated tokens inside its segments
-join the cache too (`release(i, tokens)`), so the next turn hits them. Only at the finish: a running
+join the cache too (`release(request, tokens)`), so the next turn hits them. Only at the finish: a running
 sequence's generated blocks are its own (a turn that arrives before the previous answer is done, which
 a chat's user could not send, prefills them).
 
@@ -44,7 +44,7 @@ def block_keys(segments: tuple, prompt: int, block_size: int) -> tuple:
     >>> block_keys((("sys", 16), ("g1", 16)), 32, 16)  # the last token is always prefilled
     ((('sys', 16),),)
     """
-    known = sum(t for _, t in segments)
+    known = sum(tokens for _, tokens in segments)
     full = min(known, prompt - 1) // block_size
     keys, seg, used = [], 0, 0  # used: tokens of the segments before `seg`
     for k in range(1, full + 1):
@@ -57,7 +57,7 @@ def block_keys(segments: tuple, prompt: int, block_size: int) -> tuple:
 
 
 class PrefixCache:
-    """The cache's two tables and its counts (module doc); `keys_of(i)` the request's block keys."""
+    """The cache's two tables and its counts (module doc); `keys_of(request)` the request's block keys."""
 
     def __init__(self, workload, block_size: int) -> None:
         if workload.prefix is None:
@@ -76,25 +76,25 @@ class PrefixCache:
         self.evictions = 0
         self.host = None  # a HostTier the evicted blocks spill to (K/V offload), or None
 
-    def keys_of(self, i: int) -> tuple:
-        """Request i's cacheable blocks (`block_keys`), each as the id of its key (one int per distinct
-        key: the tables hash ints, not nested tuples), computed once per request and once per distinct
-        (prefix, full blocks)."""
-        keys = self._mine[i]
+    def keys_of(self, request: int) -> tuple:
+        """The cacheable blocks of `request` (`block_keys`), each as the id of its key (one int per
+        distinct key: the tables hash ints, not nested tuples), computed once per request and once per
+        distinct (prefix, full blocks)."""
+        keys = self._mine[request]
         if keys is None:
-            seg = self.prefix[i]
+            seg = self.prefix[request]
             longest = self._longest.get(seg)
             if longest is None:
-                known = sum(t for _, t in seg)
+                known = sum(tokens for _, tokens in seg)
                 ids = self._ids
                 longest = self._longest[seg] = (known, tuple(ids.setdefault(key, len(ids))
                                                              for key in block_keys(seg, known + 1, self.B)))
-            full = min(longest[0], self.prompt[i] - 1) // self.B
-            k = (seg, full)
-            keys = self._keys.get(k)
+            full = min(longest[0], self.prompt[request] - 1) // self.B
+            group = (seg, full)
+            keys = self._keys.get(group)
             if keys is None:
-                keys = self._keys[k] = longest[1][:full]
-            self._mine[i], self._whole[i] = keys, longest
+                keys = self._keys[group] = longest[1][:full]
+            self._mine[request], self._whole[request] = keys, longest
         return keys
 
     def share_keys(self, other: "PrefixCache") -> None:
@@ -105,19 +105,19 @@ class PrefixCache:
 
     def hits(self, keys: tuple) -> int:
         """Leading blocks of `keys` (a `keys_of`) found in the cache, referenced or not."""
-        ref, lru, n = self.ref, self.lru, 0
+        ref, lru, found = self.ref, self.lru, 0
         for key in keys:
             if key in ref or key in lru:
-                n += 1
+                found += 1
             else:
                 break
-        return n
+        return found
 
-    def lookup(self, i: int) -> tuple[int, int]:
-        """(leading blocks of request i found in the cache, how many of them are unreferenced)."""
+    def lookup(self, request: int) -> tuple[int, int]:
+        """(leading blocks of `request` found in the cache, how many of them are unreferenced)."""
         hits = unref = 0
         ref, lru = self.ref, self.lru
-        for key in self.keys_of(i):
+        for key in self.keys_of(request):
             if key in ref:
                 hits += 1
             elif key in lru:
@@ -127,25 +127,25 @@ class PrefixCache:
                 break
         return hits, unref
 
-    def take(self, i: int, hits: int) -> None:
-        """Request i holds its first `hits` keyed blocks (found by `lookup`)."""
+    def take(self, request: int, hits: int) -> None:
+        """`request` holds its first `hits` keyed blocks (found by `lookup`)."""
         ref, lru = self.ref, self.lru
-        for key in self.keys_of(i)[:hits]:
+        for key in self.keys_of(request)[:hits]:
             if key in lru:
                 del lru[key]
                 ref[key] = 1
             else:
                 ref[key] += 1
-        self.held[i] = hits
+        self.held[request] = hits
 
-    def register(self, i: int, prefilled: int) -> int:
-        """Request i has prefilled `prefilled` prompt tokens: its newly full keyed blocks join the cache.
+    def register(self, request: int, prefilled: int) -> int:
+        """`request` has prefilled `prefilled` prompt tokens: its newly full keyed blocks join the cache.
         Returns how many of them another sequence had cached meanwhile (duplicates the ledger frees)."""
-        keys = self.keys_of(i)
+        keys = self.keys_of(request)
         upto = min(len(keys), prefilled // self.B)
         dup = 0
         ref, lru = self.ref, self.lru
-        for key in keys[self.held[i]:upto]:
+        for key in keys[self.held[request]:upto]:
             if key in ref:
                 ref[key] += 1
                 dup += 1
@@ -156,20 +156,21 @@ class PrefixCache:
                 ref[key] = 1
                 if self.host is not None:  # prefilled again: a stale host copy goes
                     self.host.discard(key)
-        if upto > self.held[i]:
-            self.held[i] = upto
+        if upto > self.held[request]:
+            self.held[request] = upto
         return dup
 
-    def release(self, i: int, tokens: int = 0) -> int:
-        """Request i lets go of its cached blocks; returns how many became unreferenced (now free, kept
+    def release(self, request: int, tokens: int = 0) -> int:
+        """`request` lets go of its cached blocks; returns how many became unreferenced (now free, kept
         in the LRU table, the request's last block the first to go). A finished request gives `tokens`,
         the K/V tokens it holds: its full blocks after its prompt's keyed ones and inside its segments
         (a chat's answer, `sequence_keys`) join the LRU table too, free blocks already; a block another
         sequence cached meanwhile stays a duplicate, freed uncached."""
         ref, lru = self.ref, self.lru
-        held = self.held[i]
-        more = self.sequence_keys(i, tokens) if tokens else ()
-        if len(more) > held and held == len(self.keys_of(i)):  # its prompt's keyed blocks held: the answer's follow
+        held = self.held[request]
+        more = self.sequence_keys(request, tokens) if tokens else ()
+        # its prompt's keyed blocks held: the answer's follow
+        if len(more) > held and held == len(self.keys_of(request)):
             host = self.host
             for key in reversed(more[held:]):
                 if key not in ref and key not in lru:
@@ -177,24 +178,24 @@ class PrefixCache:
                     if host is not None:  # computed again: a stale host copy goes
                         host.discard(key)
         freed = 0
-        for key in reversed(self.keys_of(i)[:held]):
-            n = ref[key] - 1
-            if n:
-                ref[key] = n
+        for key in reversed(self.keys_of(request)[:held]):
+            holders = ref[key] - 1
+            if holders:
+                ref[key] = holders
             else:
                 del ref[key]
                 lru[key] = None
                 freed += 1
-        self.held[i] = 0
+        self.held[request] = 0
         return freed
 
-    def sequence_keys(self, i: int, tokens: int) -> tuple:
-        """The ids of request i's full blocks among its first `tokens` K/V tokens inside its segments,
+    def sequence_keys(self, request: int, tokens: int) -> tuple:
+        """The ids of `request`'s full blocks among its first `tokens` K/V tokens inside its segments,
         prompt and answer (`keys_of` is their first (prompt - 1) // B)."""
-        whole = self._whole[i]
+        whole = self._whole[request]
         if whole is None:
-            self.keys_of(i)  # interns its segments' blocks
-            whole = self._whole[i]
+            self.keys_of(request)  # interns its segments' blocks
+            whole = self._whole[request]
         return whole[1][:min(whole[0], tokens) // self.B]
 
     def trim(self, free_blocks: int) -> None:
@@ -206,24 +207,24 @@ class PrefixCache:
             if host is not None:
                 host.put(key)
 
-    def hosted(self, i: int, hits: int) -> int:
-        """How many of request i's keyed blocks after its first `hits` (found on the GPU) are in the host
+    def hosted(self, request: int, hits: int) -> int:
+        """How many of `request`'s keyed blocks after its first `hits` (found on the GPU) are in the host
         tier, one after another (0 without a host tier)."""
         host = self.host
         if host is None:
             return 0
-        n = 0
-        for key in self.keys_of(i)[hits:]:
+        found = 0
+        for key in self.keys_of(request)[hits:]:
             if key not in host.blocks:
                 break
-            n += 1
-        return n
+            found += 1
+        return found
 
-    def take_hosted(self, i: int, hits: int, n: int) -> None:
-        """Request i (holding its first `hits` blocks, `take`) takes the next `n` back from the host tier:
+    def take_hosted(self, request: int, hits: int, n: int) -> None:
+        """`request` (holding its first `hits` blocks, `take`) takes the next `n` back from the host tier:
         they leave it and are held on the GPU as cached blocks."""
         ref, host = self.ref, self.host
-        for key in self.keys_of(i)[hits:hits + n]:
+        for key in self.keys_of(request)[hits:hits + n]:
             host.discard(key)
             ref[key] = ref.get(key, 0) + 1
-        self.held[i] = hits + n
+        self.held[request] = hits + n

@@ -286,8 +286,8 @@ class Replica:
         if kv_tokens is None:
             if cap.kv_tokens < 1:
                 more = "; split it over more GPUs (tp, pp)" if gpu.interconnect_bytes_per_s else ""
-                d = deployment
-                split = "" if d.is_single else f" with tp {d.tp} pp {d.pp} ep {d.ep}"
+                split = ("" if deployment.is_single
+                         else f" with tp {deployment.tp} pp {deployment.pp} ep {deployment.ep}")
                 raise InvalidValueError(
                     f"{model.name} leaves no KV room on {gpu.name}{split}: weights "
                     f"{cap.weight_bytes_per_gpu / 1e9:.2f} GB per GPU of {cap.usable_bytes / 1e9:.2f} GB "
@@ -320,8 +320,8 @@ def deployment_label(deployment: Deployment) -> str:
     """', tp 4 pp 2, 16 GPUs (2 replicas)' for a deployment, '' for one GPU."""
     if deployment.is_single and deployment.replicas == 1:
         return ""
-    parts = [f"{k} {v}" for k, v in (("tp", deployment.tp), ("pp", deployment.pp), ("ep", deployment.ep))
-             if v > 1]
+    parts = [f"{name} {ways}" for name, ways in (("tp", deployment.tp), ("pp", deployment.pp), ("ep", deployment.ep))
+             if ways > 1]
     split = [" ".join(parts)] if parts else []
     if deployment.replicas > 1:
         split.append(f"{deployment.total_gpus} GPUs ({deployment.replicas} replicas)")

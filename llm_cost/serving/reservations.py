@@ -84,7 +84,7 @@ class Deadlock:
     @property
     def kv_held_tokens(self) -> int:
         """KV tokens the holders hold together (the whole cache in a deadlock)."""
-        return sum(h.kv_tokens for h in self.holders)
+        return sum(holder.kv_tokens for holder in self.holders)
 
     def describe(self, limit: int = 8) -> str:
         """One line: when, how much is held, and by whom (the first `limit` holders).
@@ -111,8 +111,8 @@ class Deadlock:
         >>> print(run.deadlock.describe())
         deadlock: iteration 3 cannot run (t = 2 s); 2 requests hold 10 of 10 KV tokens: #0 holds 5 (3 to go), #1 holds 5 (3 to go); 0 waiting
         """
-        shown = ", ".join(f"#{h.request} holds {h.kv_tokens} ({h.remaining} to go)"
-                          for h in self.holders[:limit])
+        shown = ", ".join(f"#{holder.request} holds {holder.kv_tokens} ({holder.remaining} to go)"
+                          for holder in self.holders[:limit])
         more = f", and {len(self.holders) - limit} more" if len(self.holders) > limit else ""
         when = "" if self.time_s is None else f" (t = {self.time_s:.4g} s)"
         return (f"deadlock: iteration {self.iterations_done + 1} cannot run{when}; "

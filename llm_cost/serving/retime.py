@@ -47,10 +47,11 @@ class Schedule:
         """(arrival, first token, finish) in seconds under `cost` (numpy arrays, request order)."""
         import numpy as np
 
-        d = np.asarray(cost.time(np.asarray(self.rows, dtype=float), np.asarray(self.kv_tokens, dtype=float),
-                                 np.asarray(self.pairs, dtype=float)), dtype=float)
-        ends = np.concatenate(([0.0], np.cumsum(d)))
-        return tuple(ends[np.asarray(x, dtype=np.int64)] for x in (self.arrival, self.first, self.finish))
+        seconds = np.asarray(cost.time(np.asarray(self.rows, dtype=float), np.asarray(self.kv_tokens, dtype=float),
+                                       np.asarray(self.pairs, dtype=float)), dtype=float)
+        ends = np.concatenate(([0.0], np.cumsum(seconds)))
+        return tuple(ends[np.asarray(counts, dtype=np.int64)]
+                     for counts in (self.arrival, self.first, self.finish))
 
 
 class _Counting:
@@ -98,8 +99,9 @@ def closed_loop_schedule(workload, replica, config) -> Schedule:
     res = serve(workload, dataclasses.replace(replica, cost=counting), config, fast=False)
     import math
 
-    if not all(math.isfinite(t) for t in res.finish_s):
+    if not all(math.isfinite(finish) for finish in res.finish_s):
         raise InvalidValueError("the closed loop did not finish every request (a deadlock)")
     rows, kv, pairs = zip(*counting.terms) if counting.terms else ((), (), ())
-    counts = tuple(tuple(int(round(v)) for v in x) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+    counts = tuple(tuple(int(round(value)) for value in times)
+                   for times in (res.arrival_s, res.first_token_s, res.finish_s))
     return Schedule(rows, kv, pairs, *counts, output=res.output, preemptions=res.preemptions)

@@ -68,16 +68,16 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
             check_number("new", new, low=1, integer=True)
         except InvalidValueError as err:
             raise InvalidValueError(f"requests entry {cached}:{new}: {err}", params=("requests",)) from None
-    requests = tuple((int(a), int(b)) for a, b in requests)
-    b = len(requests)
-    longest_new = max(n for _, n in requests)
-    longest_keys = max(c + n for c, n in requests)
+    requests = tuple((int(cached), int(new)) for cached, new in requests)
+    batch = len(requests)
+    longest_new = max(new for _, new in requests)
+    longest_keys = max(cached + new for cached, new in requests)
     ledger = dict(
         requests=requests,
-        positions_padded=b * longest_new, positions_useful=sum(n for _, n in requests),
-        scores_padded=b * longest_new * longest_keys,
-        scores_useful=sum(n * (c + n) for c, n in requests),
-        scores_causal=sum(int(causal_pairs(n, c)) for c, n in requests),  # n(n + 1) even: /2 exact
+        positions_padded=batch * longest_new, positions_useful=sum(new for _, new in requests),
+        scores_padded=batch * longest_new * longest_keys,
+        scores_useful=sum(new * (cached + new) for cached, new in requests),
+        scores_causal=sum(int(causal_pairs(new, cached)) for cached, new in requests),  # new(new + 1) even: /2 exact
     )
     if model is not None:
         from llm_cost.catalog import as_model
@@ -92,8 +92,8 @@ def selective_ledger(requests, *, model=None, weights=None, kv_bytes_per_element
         if model.moe is not None:
             raise InvalidValueError("selective_ledger counts a dense model's weights; a MoE pass reads the experts "
                                     "its rows touch (use roofline)", params=("model",))
-        kv = kv_bytes_per_token(model, kv_bytes_per_element) * sum(c + n for c, n in requests)
-        state = b * STATE_MOVES_PER_PASS * state_bytes_per_sequence(model, kv_bytes_per_element)
-        ledger.update(weight_bytes_selective=read, weight_bytes_per_request=b * read, kv_bytes=kv,
+        kv = kv_bytes_per_token(model, kv_bytes_per_element) * sum(cached + new for cached, new in requests)
+        state = batch * STATE_MOVES_PER_PASS * state_bytes_per_sequence(model, kv_bytes_per_element)
+        ledger.update(weight_bytes_selective=read, weight_bytes_per_request=batch * read, kv_bytes=kv,
                       state_bytes=state)
     return SelectiveLedger(**ledger)

@@ -47,9 +47,9 @@ class Acceptance:
         if self._k >= len(self._u):
             self._u = self._rng.random(_BLOCK).tolist()
             self._k = 0
-        u = self._u[self._k]
+        draw = self._u[self._k]
         self._k += 1
-        return u
+        return draw
 
     def accepted(self, seq: int, gamma: int) -> int:
         """Drafts accepted in one round of `gamma` for sequence `seq` (0..gamma)."""
@@ -57,33 +57,33 @@ class Acceptance:
             return self._bursty(seq, gamma)
         if self._log_a is None:
             return gamma if self.alpha >= 1 else 0
-        u = self._uniform()
-        if u <= 0.0:
+        draw = self._uniform()
+        if draw <= 0.0:
             return gamma
-        k = int(math.log(u) / self._log_a)
-        return k if k < gamma else gamma
+        drafts = int(math.log(draw) / self._log_a)
+        return drafts if drafts < gamma else gamma
 
     def _bursty(self, seq: int, gamma: int) -> int:
-        b = self.bursty
+        chain = self.bursty
         hard = self._hard.get(seq)
         if hard is None:
-            hard = self._uniform() < b.hard_share
-        k = 0
-        while k < gamma:
-            ok = self._uniform() < (b.hard_alpha if hard else b.easy_alpha)
+            hard = self._uniform() < chain.hard_share
+        drafts = 0
+        while drafts < gamma:
+            ok = self._uniform() < (chain.hard_alpha if hard else chain.easy_alpha)
             flip = self._uniform()
-            hard = flip >= b.p_hard_to_easy if hard else flip < b.p_easy_to_hard
+            hard = flip >= chain.p_hard_to_easy if hard else flip < chain.p_easy_to_hard
             if not ok:
                 break
-            k += 1
+            drafts += 1
         self._hard[seq] = hard
-        return k
+        return drafts
 
 
 def choose_gamma(spec: SpecConfig, cost, decoders, kv) -> int:
     r"""gamma for this iteration: fixed, off above a batch, or the rate-maximising one (adaptive).
 
-    Adaptive: over g in 0..gamma, the g maximising the decoders' expected tokens per second of a
+    Adaptive: over `g` in 0..gamma, the g maximising the decoders' expected tokens per second of a
     pure decode iteration, with the decoders' summed context C and count B:
 
     .. math:: g^* = \arg\max_g \frac{B\,E(\alpha, g)}{T(B(g+1),\ C + B(g+1),\ \mathit{pairs}(g)) + g\,T_{draft}}
@@ -92,17 +92,17 @@ def choose_gamma(spec: SpecConfig, cost, decoders, kv) -> int:
     """
     if spec.policy == "fixed":
         return spec.gamma
-    b = len(decoders)
+    batch = len(decoders)
     if spec.policy == "off-above-batch":
-        return 0 if b > spec.off_above else spec.gamma
-    ctx = float(sum(kv[i] for i in decoders))
-    plain = (spec.draft_cost or cost).time(b, ctx + b, ctx + b)
+        return 0 if batch > spec.off_above else spec.gamma
+    ctx = float(sum(kv[seq] for seq in decoders))
+    plain = (spec.draft_cost or cost).time(batch, ctx + batch, ctx + batch)
     draft = plain if spec.draft_cost is not None else spec.c * plain
     best, best_rate = 0, -1.0
     for g in range(spec.gamma + 1):
-        r = g + 1
-        t = cost.time(b * r, ctx + b * r, r * ctx + b * causal_pairs(r)) + g * draft
-        rate = b * float(expected_tokens_unchecked(spec.alpha, g)) / t
+        rows = g + 1
+        seconds = cost.time(batch * rows, ctx + batch * rows, rows * ctx + batch * causal_pairs(rows)) + g * draft
+        rate = batch * float(expected_tokens_unchecked(spec.alpha, g)) / seconds
         if rate > best_rate * (1 + 1e-12):
             best, best_rate = g, rate
     return best

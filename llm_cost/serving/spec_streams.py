@@ -1,8 +1,8 @@
 """Each sequence's own stream of accepted drafts (independent positions, Eq. 1), drawn ahead in numpy.
 
 Sequence i's round j (its j-th verification, j = 0, 1, ...) accepts min(G[i, j], gamma) drafts, where
-G[i, j] = #{k in 1..gamma_max : u[i, j] < alpha^k}, so P(G >= k) = alpha^k (k <= gamma_max) with one
-uniform u per round. The uniforms of the sequences in a chunk of `CHUNK` requests come from one
+G[i, j] = #{k in 1..gamma_max : u[i, j] < alpha^k}, so P(G >= `k`) = alpha^k (k <= gamma_max) with one
+uniform `u` per round. The uniforms of the sequences in a chunk of `CHUNK` requests come from one
 generator seeded (seed, spawn key (chunk, 1)): L[i] per sequence, consecutively, with L[i] a little above the
 rounds sequence i needs at gamma_max (mean + 3 sd + 2, at most output - 1); the rounds past L[i]
 (fewer tokens per round at a smaller gamma, or an unlucky sequence) come from a generator of that
@@ -30,9 +30,9 @@ PIECE = 1 << 16
 
 def expected_and_variance(alpha: float, gamma: int) -> tuple[float, float]:
     """Mean and variance of the tokens of one round, min(G, gamma) + 1 (P(G >= k) = alpha^k)."""
-    p = [alpha ** k for k in range(gamma + 1)]  # P(tokens >= k + 1)
-    mean = sum(p)
-    second = sum((2 * k + 1) * p[k] for k in range(gamma + 1))  # E[X^2] = sum (2k - 1) P(X >= k)
+    at_least = [alpha ** k for k in range(gamma + 1)]  # P(tokens >= k + 1)
+    mean = sum(at_least)
+    second = sum((2 * k + 1) * at_least[k] for k in range(gamma + 1))  # E[X^2] = sum (2k - 1) P(X >= k)
     return mean, max(second - mean * mean, 0.0)
 
 
@@ -56,64 +56,64 @@ class AcceptanceStreams:
 
     def _counts(self, u):
         """G for each uniform: how many of alpha^1..alpha^gamma_max exceed it (int8)."""
-        g = np.zeros(u.shape, dtype=np.int8)
+        counts = np.zeros(u.shape, dtype=np.int8)
         if self.gmax <= 8:
             for th in self._th:
-                g += u < th
+                counts += u < th
         else:
-            g[:] = self.gmax - np.searchsorted(self._th[::-1], u, side="right")
-        return g
+            counts[:] = self.gmax - np.searchsorted(self._th[::-1], u, side="right")
+        return counts
 
-    def _block(self, c: int):
-        """(G of the first L[i] rounds of chunk c's sequences one after another, offsets per sequence)."""
-        got = self._first.get(c)
+    def _block(self, chunk: int):
+        """(G of the first L[i] rounds of the sequences of `chunk` one after another, offsets per sequence)."""
+        got = self._first.get(chunk)
         if got is None:
-            lo, hi = c * CHUNK, min((c + 1) * CHUNK, len(self._need))
+            lo, hi = chunk * CHUNK, min((chunk + 1) * CHUNK, len(self._need))
             off = np.zeros(hi - lo + 1, dtype=np.int64)
             np.cumsum(self._len[lo:hi], out=off[1:])
-            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 1)))
-            g = np.empty(int(off[-1]), dtype=np.int8)
-            for at in range(0, len(g), PIECE):  # in pieces (module constants): the same draws
-                g[at:at + PIECE] = self._counts(rng.random(min(PIECE, len(g) - at)))
-            got = self._first[c] = (g, off)
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(chunk, 1)))
+            counts = np.empty(int(off[-1]), dtype=np.int8)
+            for at in range(0, len(counts), PIECE):  # in pieces (module constants): the same draws
+                counts[at:at + PIECE] = self._counts(rng.random(min(PIECE, len(counts) - at)))
+            got = self._first[chunk] = (counts, off)
         return got
 
-    def _tail(self, i: int) -> np.ndarray:
-        """G of sequence i's rounds past its first L[i], from its own generator (module doc)."""
-        got = self._second.get(i)
+    def _tail(self, seq: int) -> np.ndarray:
+        """G of sequence `seq`'s rounds past its first L[seq], from its own generator (module doc)."""
+        got = self._second.get(seq)
         if got is None:
-            c, r = divmod(i, CHUNK)
-            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(c, 2, r)))
-            got = self._second[i] = self._counts(rng.random(int(self._need[i] - self._len[i])))
+            chunk, pos = divmod(seq, CHUNK)
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(chunk, 2, pos)))
+            got = self._second[seq] = self._counts(rng.random(int(self._need[seq] - self._len[seq])))
         return got
 
-    def stream(self, i: int) -> np.ndarray:
-        """G of every round sequence i can take (output - 1 of them), its first L[i] then the rest."""
-        c, r = divmod(i, CHUNK)
-        g1, o1 = self._block(c)
-        head = g1[o1[r]:o1[r + 1]]
-        if o1[r + 1] - o1[r] == self._need[i]:
+    def stream(self, seq: int) -> np.ndarray:
+        """G of every round sequence `seq` can take (output - 1 of them), its first L[seq] then the rest."""
+        chunk, pos = divmod(seq, CHUNK)
+        g1, o1 = self._block(chunk)
+        head = g1[o1[pos]:o1[pos + 1]]
+        if o1[pos + 1] - o1[pos] == self._need[seq]:
             return head
-        return np.concatenate([head, self._tail(i)])
+        return np.concatenate([head, self._tail(seq)])
 
-    def accepted(self, i: int, gamma: int) -> int:
-        """Drafts sequence i accepts in its next round of `gamma` (the general loop, round by round)."""
-        j = self.rounds_drawn.get(i, 0)
-        self.rounds_drawn[i] = j + 1
-        cached = self._cache.get(i)
+    def accepted(self, seq: int, gamma: int) -> int:
+        """Drafts sequence `seq` accepts in its next round of `gamma` (the general loop, round by round)."""
+        rounds = self.rounds_drawn.get(seq, 0)
+        self.rounds_drawn[seq] = rounds + 1
+        cached = self._cache.get(seq)
         if cached is None:
-            cached = self._cache[i] = self.stream(i).tolist()
-        if j + 1 == len(cached):
-            del self._cache[i]  # its last possible round
-        k = cached[j]
-        return k if k < gamma else gamma
+            cached = self._cache[seq] = self.stream(seq).tolist()
+        if rounds + 1 == len(cached):
+            del self._cache[seq]  # its last possible round
+        drafts = cached[rounds]
+        return drafts if drafts < gamma else gamma
 
-    def first_block(self, c: int, lo: int = 0, hi: int = CHUNK):
+    def first_block(self, chunk: int, lo: int = 0, hi: int = CHUNK):
         """(G of the first block, offsets per sequence from the first, round counts per sequence) of
-        the sequences lo .. hi - 1 of chunk c."""
-        g1, o1 = self._block(c)
+        the sequences lo .. hi - 1 of `chunk`."""
+        g1, o1 = self._block(chunk)
         hi = min(hi, len(o1) - 1)
-        return g1[o1[lo]:o1[hi]], o1[lo:hi + 1] - o1[lo], self._len[c * CHUNK + lo:c * CHUNK + hi]
+        return g1[o1[lo]:o1[hi]], o1[lo:hi + 1] - o1[lo], self._len[chunk * CHUNK + lo:chunk * CHUNK + hi]
 
 
 def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, streams, chunk: int, lo: int = 0):
@@ -123,26 +123,26 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
     Request i (prompt P, `need` = output - 1 tokens to decode) prefilled in iteration a decodes in
     iterations a + 1 .. a + R[i]; before its round j it holds kv = P + (tokens gained so far) and,
     paged, ceil((kv + ahead) / block) blocks (ahead = gamma + 1 rows allocated on demand).
-    Returns (R, offsets, packed, extra): request i's rounds are packed[offsets[i]:offsets[i] + R[i]],
+    Returns (`R`, offsets, packed, extra): request i's rounds are packed[offsets[i]:offsets[i] + R[i]],
     kv + (blocks << 32) as int64, or extra[i] (an array) where offsets[i] is -1 (a request whose
     rounds run past its first block of draws). Without `streams` every round gains one token.
     """
     prompt = np.asarray(prompt, dtype=np.int64)
     need = np.asarray(need, dtype=np.int64)
-    m = len(need)
+    count = len(need)
     if streams is None:  # one token a round: tokens before round j of the chunk = j
         lengths = need
         tok = np.ones(int(need.sum()), dtype=np.int64)
         before = np.arange(len(tok), dtype=np.int64)
     else:
-        g1, o1, lengths = streams.first_block(chunk, lo, lo + m)
+        g1, o1, lengths = streams.first_block(chunk, lo, lo + count)
         tok = g1.astype(np.int64)  # int64 throughout: no cast in cumsum, searchsorted or the sums below
         if gamma < streams.gmax:
             np.minimum(tok, gamma, out=tok)
         tok += 1
         before = np.cumsum(tok)
         before -= tok  # tokens gained before each round, the chunk's requests one after another
-    start = np.zeros(m, dtype=np.int64)
+    start = np.zeros(count, dtype=np.int64)
     np.cumsum(lengths[:-1], out=start[1:])
     if len(before):
         first = np.minimum(start, len(before) - 1)  # a request with no rounds (output 1): any, unused
@@ -154,7 +154,7 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
         R = np.searchsorted(before, prior + need, side="left") - start
         np.clip(R, 0, lengths, out=R)
     else:
-        prior, gained, R = (np.zeros(m, dtype=np.int64) for _ in range(3))
+        prior, gained, R = (np.zeros(count, dtype=np.int64) for _ in range(3))
     vals = np.repeat(prompt - prior, lengths)
     vals += before  # kv before each round
     if block:
@@ -163,15 +163,15 @@ def trajectories(prompt, need, gamma: int, ahead: int, block: int | None, stream
         vals += up
     offsets = start.copy()
     extra = {}
-    for r in np.flatnonzero(gained < need).tolist():  # past the first block: the whole stream, rare
-        t = np.minimum(streams.stream(chunk * CHUNK + lo + r), gamma).astype(np.int64) + 1
-        b = np.cumsum(t) - t
-        kv = b[b < need[r]] + prompt[r]
+    for request in np.flatnonzero(gained < need).tolist():  # past the first block: the whole stream, rare
+        tokens = np.minimum(streams.stream(chunk * CHUNK + lo + request), gamma).astype(np.int64) + 1
+        earlier = np.cumsum(tokens) - tokens
+        kv = earlier[earlier < need[request]] + prompt[request]
         if block:
             kv += _blocks(kv, ahead, block) << 32
-        extra[r] = kv
-        R[r] = len(kv)
-        offsets[r] = -1
+        extra[request] = kv
+        R[request] = len(kv)
+        offsets[request] = -1
     return R, offsets, vals, extra
 
 

@@ -77,11 +77,11 @@ class Workload:
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
         check_fields(self, skip=COLUMNS, infinite=("rate_req_per_s",))
-        n = len(self.prompt) if isinstance(self.prompt, tuple) else 0
-        for name in COLUMNS:  # each a tuple of n finite numbers: a sum finds a nan, an inf or a string at C speed
+        count = len(self.prompt) if isinstance(self.prompt, tuple) else 0
+        for name in COLUMNS:  # each a tuple of count finite numbers: a sum finds a nan, an inf or a string at C speed
             column = getattr(self, name)
-            if not isinstance(column, tuple) or len(column) != n:
-                raise InvalidValueError(f"{name} must be a tuple of one entry per request ({n:,}), got "
+            if not isinstance(column, tuple) or len(column) != count:
+                raise InvalidValueError(f"{name} must be a tuple of one entry per request ({count:,}), got "
                                         f"{short_repr(column)}", params=(name,))
             try:
                 total = sum(column)
@@ -89,17 +89,18 @@ class Workload:
                 total = math.nan
             if not math.isfinite(total):
                 raise InvalidValueError(f"{name} must hold finite numbers", params=(name,))
-        if self.prefix is not None and len(self.prefix) != n:
+        if self.prefix is not None and len(self.prefix) != count:
             raise InvalidValueError("workload prefix must have one entry per request", params=("prefix",))
         if not (self.rate_req_per_s > 0):
             raise InvalidValueError(f"rate must be in (0, inf], got {self.rate_req_per_s!r}", params=("rate",))
-        if n and min(self.prompt) >= 1 and min(self.output) >= 1 and all(map(operator.ge, self.declared_gen,
+        if count and min(self.prompt) >= 1 and min(self.output) >= 1 and all(map(operator.ge, self.declared_gen,
                                                                               self.output)):
             return  # valid, in three passes at C speed (a 10^6-request workload is built per rate)
-        for p, o, d in zip(self.prompt, self.output, self.declared_gen):
-            if not (p >= 1 and o >= 1 and d >= o):
+        for prompt, output, declared in zip(self.prompt, self.output, self.declared_gen):
+            if not (prompt >= 1 and output >= 1 and declared >= output):
                 raise InvalidValueError(
-                    f"each request needs prompt >= 1, output >= 1 and max_gen >= output, got {p}, {o}, {d}")
+                    f"each request needs prompt >= 1, output >= 1 and max_gen >= output, got {prompt}, {output}, "
+                    f"{declared}")
 
     def __len__(self) -> int:
         """Requests in the workload."""
@@ -140,7 +141,7 @@ class Workload:
     @property
     def kv_tokens_written(self) -> tuple[int, ...]:
         """KV tokens each request writes by its end: prompt + output - 1."""
-        return tuple(p + o - 1 for p, o in zip(self.prompt, self.output))
+        return tuple(prompt + output - 1 for prompt, output in zip(self.prompt, self.output))
 
 
 # The lowest rate simulated: 2,000 requests at 1e-6 req/s arrive over 2e9 s, where a float still resolves
@@ -270,14 +271,14 @@ def fixed_workload(requests: list[tuple[int, int]], *, arrivals_s=None,
     """
     if not requests:
         raise InvalidValueError("a workload needs at least one request")
-    for i, (p, o) in enumerate(requests):  # each length by its name, not the list's
-        check_number(f"request {i}'s prompt tokens", p, low=1, high=MAX_TOKENS, integer=True)
-        check_number(f"request {i}'s generated tokens", o, low=1, high=MAX_TOKENS, integer=True)
-    arrivals = [0.0] * len(requests) if arrivals_s is None else [float(a) for a in arrivals_s]
-    if len(arrivals) != len(requests) or any(b < a for a, b in zip(arrivals, arrivals[1:])):
+    for index, (prompt, output) in enumerate(requests):  # each length by its name, not the list's
+        check_number(f"request {index}'s prompt tokens", prompt, low=1, high=MAX_TOKENS, integer=True)
+        check_number(f"request {index}'s generated tokens", output, low=1, high=MAX_TOKENS, integer=True)
+    arrivals = [0.0] * len(requests) if arrivals_s is None else [float(arrival) for arrival in arrivals_s]
+    if len(arrivals) != len(requests) or any(later < earlier for earlier, later in zip(arrivals, arrivals[1:])):
         raise InvalidValueError("arrivals_s must hold one arrival time per request, non-decreasing",
                                 params=("arrivals_s",))
-    prompts = tuple(int(p) for p, _ in requests)
-    outputs = tuple(int(o) for _, o in requests)
+    prompts = tuple(int(prompt) for prompt, _ in requests)
+    outputs = tuple(int(output) for _, output in requests)
     declared = outputs if max_gen is None else (int(max_gen),) * len(requests)
     return Workload(1.0, tuple(arrivals), prompts, outputs, declared, None, "fixed")

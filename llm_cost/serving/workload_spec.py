@@ -47,23 +47,23 @@ def parse_length(option: str, text) -> tuple:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         check_number(option, text, low=1, high=MAX_REQUEST_TOKENS, integer=True)
         return ("fixed", int(text))
-    s = str(text).strip().lower()
-    parts = s.split(":")
+    lowered = str(text).strip().lower()
+    parts = lowered.split(":")
     bad = InvalidValueError(f"{option} must be N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX, got {text!r}",
                             params=(option,))
     try:
         if len(parts) == 1:
-            n = float(parts[0])
-            check_number(option, n, low=1, high=MAX_REQUEST_TOKENS, integer=True)
-            return ("fixed", int(n))
+            length = float(parts[0])
+            check_number(option, length, low=1, high=MAX_REQUEST_TOKENS, integer=True)
+            return ("fixed", int(length))
         if len(parts) == 2 or parts[0] == "uniform":
-            a, b = (parts[1], parts[2]) if parts[0] == "uniform" and len(parts) == 3 else parts[-2:]
+            low, high = (parts[1], parts[2]) if parts[0] == "uniform" and len(parts) == 3 else parts[-2:]
             if len(parts) == 3 and parts[0] != "uniform":
                 raise bad
-            a, b = float(a), float(b)
-            check_number(option, a, low=1, integer=True)
-            check_number(option, b, low=a, high=MAX_REQUEST_TOKENS, integer=True)
-            return ("uniform", int(a), int(b))
+            low, high = float(low), float(high)
+            check_number(option, low, low=1, integer=True)
+            check_number(option, high, low=low, high=MAX_REQUEST_TOKENS, integer=True)
+            return ("uniform", int(low), int(high))
         if len(parts) == 3 and parts[0] == "lognormal":
             mean, sigma = float(parts[1]), float(parts[2])
             check_number(option, mean, low=1, high=MAX_REQUEST_TOKENS)
@@ -104,7 +104,8 @@ def describe_length(spec: tuple) -> str:
 
 
 def draw_lengths(rng, spec: tuple, n: int):
-    """n whole lengths >= 1 from a spec (numpy int64 array)."""
+    """`n` whole lengths >= 1 from a spec (numpy int64 array); zipf draws each length k in 1..max with
+    probability proportional to k^-`s`."""
     import numpy as np
 
     kind = spec[0]
@@ -129,12 +130,12 @@ def parse_arrivals(text: str) -> tuple:
     >>> parse_arrivals("poisson"), parse_arrivals("gamma:0.25")
     (('poisson',), ('gamma', 0.25))
     """
-    s = str(text).strip().lower()
-    if s == "poisson":
+    lowered = str(text).strip().lower()
+    if lowered == "poisson":
         return ("poisson",)
-    if s.startswith("gamma:"):
+    if lowered.startswith("gamma:"):
         try:
-            shape = float(s.split(":", 1)[1])
+            shape = float(lowered.split(":", 1)[1])
         except ValueError:
             shape = math.nan
         check_number("arrivals", shape, low=1e-3, high=1e3)
@@ -178,15 +179,15 @@ def synthetic_workload(requests: int, rate: float, *, seed: int = 0, prompt="uni
     arr = parse_arrivals(arrivals)
     if concurrency is not None:
         check_number("concurrency", concurrency, low=1, integer=True)
-    n = int(requests)
+    count = int(requests)
     rng = np.random.default_rng(int(seed))
-    gaps = rng.exponential(1.0, n) if arr[0] == "poisson" else rng.gamma(arr[1], 1.0 / arr[1], n)
+    gaps = rng.exponential(1.0, count) if arr[0] == "poisson" else rng.gamma(arr[1], 1.0 / arr[1], count)
     unit = np.cumsum(gaps)
-    prompts = draw_lengths(rng, p_spec, n)
-    outputs = draw_lengths(rng, o_spec, n)
+    prompts = draw_lengths(rng, p_spec, count)
+    outputs = draw_lengths(rng, o_spec, count)
     if max_gen is not None:
         check_number("max_gen", max_gen, low=int(outputs.max()), integer=True)
-    declared = outputs if max_gen is None else np.full(n, int(max_gen))
+    declared = outputs if max_gen is None else np.full(count, int(max_gen))
     how = "Poisson" if arr[0] == "poisson" else f"gamma gaps (shape {arr[1]:g})"
     if concurrency is not None:
         how = f"closed loop of {int(concurrency)} clients"
@@ -226,19 +227,19 @@ def read_trace(path) -> Workload:
     import csv
     from pathlib import Path
 
-    p = Path(path)
-    name = p.name
+    source = Path(path)
+    name = source.name
 
     def fail(msg: str) -> InvalidValueError:
         return InvalidValueError(f"trace {name}: {msg}", params=("trace",))
 
     from llm_cost.files import read_text, shown
 
-    text = read_text(p, "trace", lambda msg: InvalidValueError(msg, params=("trace",)))
+    text = read_text(source, "trace", lambda msg: InvalidValueError(msg, params=("trace",)))
     name = shown(name)
     reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    missing = [c for c in TRACE_COLUMNS if c not in header]
+    header = [field.strip() for field in (reader.fieldnames or [])]
+    missing = [column for column in TRACE_COLUMNS if column not in header]
     if missing:
         raise fail(f"missing column {', '.join(missing)} (needs {','.join(TRACE_COLUMNS)}, optional max_tokens)")
     times, prompts, outputs, declared, prefixes = [], [], [], [], []
@@ -248,29 +249,29 @@ def read_trace(path) -> Workload:
     for line, raw in enumerate(reader, start=2):
         if None in raw:  # csv puts the fields past the header under the key None
             raise fail(f"line {line}: {len(header) + len(raw[None])} fields, the header has {len(header)}")
-        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-        t, pr, out = (_trace_number(row, c, line, fail) for c in TRACE_COLUMNS)
+        row = {(key or "").strip(): (value or "").strip() for key, value in raw.items()}
+        arrival, pr, out = (_trace_number(row, column, line, fail) for column in TRACE_COLUMNS)
         mx = _trace_number(row, "max_tokens", line, fail) if row.get("max_tokens") else out
-        if not 0 <= t <= MAX_ARRIVAL_S:
+        if not 0 <= arrival <= MAX_ARRIVAL_S:
             raise fail(f"line {line}: arrival_s must be in [0, {MAX_ARRIVAL_S:.0e}] s, got {short_repr(row['arrival_s'])}")
-        if times and t < times[-1]:
+        if times and arrival < times[-1]:
             raise fail(f"line {line}: arrival_s must be non-decreasing")
-        for col, v in (("prompt_tokens", pr), ("output_tokens", out)):
-            if not (1 <= v <= MAX_REQUEST_TOKENS and v == int(v)):
+        for col, value in (("prompt_tokens", pr), ("output_tokens", out)):
+            if not (1 <= value <= MAX_REQUEST_TOKENS and value == int(value)):
                 raise fail(f"line {line}: {col} must be a whole number in [1, {MAX_REQUEST_TOKENS:.0e}], "
                            f"got {short_repr(row[col])}")
         if not (out <= mx <= MAX_REQUEST_TOKENS and mx == int(mx)):
             raise fail(f"line {line}: max_tokens must be a whole number >= output_tokens")
         if has_prefix:
             prefixes.append(_trace_prefix(row, int(pr), line, fail))
-        times.append(t)
+        times.append(arrival)
         prompts.append(int(pr))
         outputs.append(int(out))
         declared.append(int(mx))
     if not times:
         raise fail("no requests")
     rate = len(times) / times[-1] if times[-1] > 0 else math.inf
-    unit = tuple(t * rate for t in times) if math.isfinite(rate) else tuple(times)
+    unit = tuple(arrival * rate for arrival in times) if math.isfinite(rate) else tuple(times)
     return Workload(rate, unit, tuple(prompts), tuple(outputs), tuple(declared), None, f"trace {name}",
                     prefix=tuple(prefixes) if has_prefix else None)
 
@@ -287,8 +288,8 @@ def _trace_prefix(row: dict, prompt: int, line: int, fail) -> tuple:
         return ()
     if not row.get("prefix_tokens"):
         raise fail(f"line {line}: prefix_id {short_repr(pid)} needs a prefix_tokens column (its length in tokens)")
-    n = _trace_number(row, "prefix_tokens", line, fail)
-    if not (1 <= n <= prompt and n == int(n)):
+    tokens = _trace_number(row, "prefix_tokens", line, fail)
+    if not (1 <= tokens <= prompt and tokens == int(tokens)):
         raise fail(f"line {line}: prefix_tokens must be a whole number in [1, prompt_tokens], got "
                    f"{short_repr(row['prefix_tokens'])}")
-    return ((("trace", pid), int(n)),)
+    return ((("trace", pid), int(tokens)),)
