@@ -25,6 +25,7 @@ an array sum.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from llm_cost.errors import InvalidValueError
 
@@ -91,14 +92,13 @@ def closed_loop_schedule(workload, replica, config) -> Schedule:
     from llm_cost.serving.engine import serve
 
     if workload.concurrency is None:
-        raise InvalidValueError("a schedule in iteration counts needs a closed loop (concurrency)")
+        raise InvalidValueError("a schedule in iteration counts needs a closed loop (concurrency)",
+                                params=("concurrency",))
     if replica.cost.stages != 1 or config.spec is not None or config.preemption != "recompute":
         raise InvalidValueError("a schedule in iteration counts needs one stage, no speculation and "
-                                "recompute preemption")
+                                "recompute preemption", params=("preemption",))
     counting = _Counting(replica.cost)
     res = serve(workload, dataclasses.replace(replica, cost=counting), config, fast=False)
-    import math
-
     if not all(math.isfinite(finish) for finish in res.finish_s):
         raise InvalidValueError("the closed loop did not finish every request (a deadlock)")
     rows, kv, pairs = zip(*counting.terms) if counting.terms else ((), (), ())
