@@ -40,7 +40,8 @@ SCAN_CHUNK = {"gated_deltanet": 64, "lightning": 256, "mamba2": 256, "mamba1": 0
 
 
 def recurrent_layer_params(r: RecurrentSpec, hidden: int) -> int:
-    """Parameters of one recurrent mixer of `r`'s kind in a model of width `hidden` (module doc)."""
+    """Parameters of one recurrent mixer of `r`'s kind in a model of width `hidden` (module doc):
+    `h` the hidden size (H there), `d` the inner width."""
     d, h = r.inner_dim, hidden
     conv = r.conv_dim * r.conv_kernel + (r.conv_dim if r.conv_bias else 0)
     if r.kind == "gated_deltanet":
@@ -111,10 +112,10 @@ def recurrent_flops_per_token(model: ModelSpec) -> int:
         FLOPs per token (0 without recurrent layers).
     """
     model = as_model(model)
-    r = model.recurrent
-    if r is None:
+    recurrent = model.recurrent
+    if recurrent is None:
         return 0
-    per_layer = (2 * MACS_PER_STATE_ELEMENT[r.kind] * r.recurrent_elements
-                 + 2 * SCAN_CHUNK[r.kind] * r.num_heads * (r.state_dim + r.head_dim)
-                 + 2 * r.conv_dim * r.conv_kernel)
+    per_layer = (2 * MACS_PER_STATE_ELEMENT[recurrent.kind] * recurrent.recurrent_elements
+                 + 2 * SCAN_CHUNK[recurrent.kind] * recurrent.num_heads * (recurrent.state_dim + recurrent.head_dim)
+                 + 2 * recurrent.conv_dim * recurrent.conv_kernel)
     return model.num_recurrent_layers * per_layer
