@@ -24,6 +24,7 @@ CHECKED: tuple[str, ...] = (
     "__init__.py",
     "_exports.py",
     "budget.py",
+    "catalog",
     "counts",
     "errors.py",
     "executor.py",
