@@ -25,6 +25,7 @@ CHECKED: tuple[str, ...] = (
     "_exports.py",
     "budget.py",
     "catalog",
+    "checks",
     "counts",
     "errors.py",
     "executor.py",
