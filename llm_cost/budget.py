@@ -26,8 +26,8 @@ def available_memory_bytes() -> float:
     """The memory this machine has available now (Linux `MemAvailable`), else its physical memory;
     inf when neither is known (no refusal)."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
                 if line.startswith("MemAvailable:"):
                     return float(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):

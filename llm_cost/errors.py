@@ -162,7 +162,7 @@ def check_all(name: str, values, *, most: int | None = None, numbers: bool = Tru
     The one validator of repeatable inputs (alphas, contexts, curves of a figure): each value
     passes `check_number` with `limits` unless `numbers` is False (widths, scheduler names).
 
-        1 <= len(values) <= most,  and each value passes check_number(name, v, **limits)
+        1 <= len(values) <= most,  and each value passes check_number(name, value, **limits)
 
     Parameters
     ----------
@@ -202,8 +202,8 @@ def check_all(name: str, values, *, most: int | None = None, numbers: bool = Tru
     if most is not None and len(values) > most:
         raise InvalidValueError(f"{name} takes at most {most} values, got {len(values)}", params=named_params(name))
     if numbers:
-        for v in values:
-            check_number(name, v, **limits)
+        for value in values:
+            check_number(name, value, **limits)
     return values
 
 
@@ -242,10 +242,10 @@ def check_choice(name: str, value, allowed) -> str:
     if value in allowed:
         return value
     if isinstance(value, str):
-        folded = {a.casefold(): a for a in allowed if isinstance(a, str)}
+        folded = {choice.casefold(): choice for choice in allowed if isinstance(choice, str)}
         if value.casefold() in folded:
             return folded[value.casefold()]
-    hint = did_you_mean(value, [a for a in allowed if isinstance(a, str)])
+    hint = did_you_mean(value, [choice for choice in allowed if isinstance(choice, str)])
     raise UnknownNameError(f"{name} must be one of {', '.join(allowed)}, got {short_repr(value)}{hint}",
                            params=named_params(name))
 
@@ -281,10 +281,10 @@ def nearest(value, known, n: int = 3) -> list[str]:
         return []
     import difflib
 
-    folded = {k.casefold(): k for k in known}
-    v = value.casefold()
-    starts = [k for f, k in folded.items() if f.startswith(v)]
-    close = [folded[f] for f in difflib.get_close_matches(v, list(folded), n=n, cutoff=0.5)]
+    folded = {name.casefold(): name for name in known}
+    wanted = value.casefold()
+    starts = [name for key, name in folded.items() if key.startswith(wanted)]
+    close = [folded[key] for key in difflib.get_close_matches(wanted, list(folded), n=n, cutoff=0.5)]
     return list(dict.fromkeys(starts + close))[:n]
 
 
@@ -362,8 +362,8 @@ def range_text(low=None, high=None, low_open=False, high_open=False) -> str:
     return f"{left}, {right}"
 
 
-def _bound(x) -> str:
+def _bound(value) -> str:
     """A range end as a reader writes it: 1, 0.5, 100000, 1e+12."""
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    return f"{value:g}" if isinstance(value, float) else str(value)

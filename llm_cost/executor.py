@@ -81,7 +81,7 @@ class TaskPool:
             pool.shutdown(wait=True, cancel_futures=cancel)
 
     def map(self, fn, tasks, *, on_done=None, weights=None) -> list:
-        """`[fn(t) for t in tasks]` in task order (module doc); `on_done(done, total)` after each;
+        """`[fn(task) for task in tasks]` in task order (module doc); `on_done(done, total)` after each;
         `weights` as `run_tasks`'s."""
         tasks = list(tasks)
         if self.ray is not None:
@@ -89,14 +89,14 @@ class TaskPool:
         done: dict = {}
         try:
             if self.jobs == 1 or len(tasks) <= 1:
-                for i, t in enumerate(tasks):
-                    done[i] = fn(t)
+                for index, task in enumerate(tasks):
+                    done[index] = fn(task)
                     _tick(on_done, len(done), len(tasks))
             else:
                 self._collect(fn, tasks, done, on_done, weights)
         except KeyboardInterrupt:
             raise Interrupted(done) from None
-        return [done[i] for i in range(len(tasks))]
+        return [done[index] for index in range(len(tasks))]
 
     def _collect(self, fn, tasks, done: dict, on_done, weights=None) -> None:
         from concurrent.futures import as_completed
@@ -109,10 +109,10 @@ class TaskPool:
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=ignore_ctrl_c)
         try:
             order = (range(len(tasks)) if weights is None else
-                     sorted(range(len(tasks)), key=lambda i: -weights[i]))  # stable: ties in task order
-            futures = {self._pool.submit(fn, tasks[i]): i for i in order}
-            for f in as_completed(futures):
-                done[futures[f]] = f.result()
+                     sorted(range(len(tasks)), key=lambda index: -weights[index]))  # stable: ties in task order
+            futures = {self._pool.submit(fn, tasks[index]): index for index in order}
+            for future in as_completed(futures):
+                done[futures[future]] = future.result()
                 _tick(on_done, len(done), len(tasks))
         except BaseException:
             self.close(cancel=True)
@@ -162,25 +162,25 @@ def _run_ray(fn, tasks, address: str, on_done) -> list:
         _check_reachable(str(address).strip())
         try:
             ray_module.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-        except ConnectionError as e:  # "auto" with no cluster running: Ray says so at once
-            raise InvalidValueError(f"ray: no Ray cluster found at {address!r} ({str(e).splitlines()[0]})",
+        except ConnectionError as error:  # "auto" with no cluster running: Ray says so at once
+            raise InvalidValueError(f"ray: no Ray cluster found at {address!r} ({str(error).splitlines()[0]})",
                                     params=("ray",)) from None
     remote = ray_module.remote(_call)  # a function Ray can wrap, whatever `fn` is (a partial too)
-    refs = [remote.remote(fn, t) for t in tasks]
-    index = {r: i for i, r in enumerate(refs)}
+    refs = [remote.remote(fn, task) for task in tasks]
+    task_index = {ref: index for index, ref in enumerate(refs)}
     done: dict = {}
     pending = list(refs)
     try:
         while pending:
             ready, pending = ray_module.wait(pending, num_returns=1)
-            for r in ready:
-                done[index[r]] = ray_module.get(r)
+            for ref in ready:
+                done[task_index[ref]] = ray_module.get(ref)
             _tick(on_done, len(done), len(tasks))
     except KeyboardInterrupt:
-        for r in pending:
-            ray_module.cancel(r)
+        for ref in pending:
+            ray_module.cancel(ref)
         raise Interrupted(done) from None
-    return [done[i] for i in range(len(tasks))]
+    return [done[index] for index in range(len(tasks))]
 
 
 RAY_CONNECT_TIMEOUT_S = 5.0  # a cluster's head answers at once; Ray's own client retries for minutes
@@ -200,7 +200,7 @@ def _check_reachable(address: str) -> None:
                                 f"got {address!r}", params=("ray",))
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
-    except OSError as e:
-        reason = e.strerror or type(e).__name__
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
         raise InvalidValueError(f"ray: no Ray cluster answers at {address} ({reason}); start one with "
                                 f"`ray start --head` or give its address", params=("ray",)) from None

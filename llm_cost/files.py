@@ -49,18 +49,18 @@ def input_file(path, what: str, error=ConfigError) -> Path:
 
     Never opens the file: a FIFO would block the open until a writer comes.
     """
-    p = Path(path)
+    file = Path(path)
     try:
-        mode = p.stat().st_mode
+        mode = file.stat().st_mode
     except FileNotFoundError:
-        raise error(f"{what} file not found: {shown(p)} (cannot read it)") from None
+        raise error(f"{what} file not found: {shown(file)} (cannot read it)") from None
     except OSError as err:
-        raise error(f"{what} file {shown(p)}: cannot read it ({err.strerror or type(err).__name__})") from None
+        raise error(f"{what} file {shown(file)}: cannot read it ({err.strerror or type(err).__name__})") from None
     except ValueError:  # a NUL byte in the name
-        raise error(f"{what} file {shown(p)}: not a valid file name") from None
+        raise error(f"{what} file {shown(file)}: not a valid file name") from None
     if not stat.S_ISREG(mode):
-        raise error(f"{what} file {shown(p)}: is {_kind(mode)}, not a regular file")
-    return p
+        raise error(f"{what} file {shown(file)}: is {_kind(mode)}, not a regular file")
+    return file
 
 
 def decode(data: bytes, where: str, error=ConfigError) -> str:
@@ -83,16 +83,16 @@ def decode(data: bytes, where: str, error=ConfigError) -> str:
 
 def read_text(path, what: str, error=ConfigError) -> str:
     """The text of the regular file at `path` (`input_file`, `decode`), at most MAX_INPUT_BYTES."""
-    p = input_file(path, what, error)
+    file = input_file(path, what, error)
     try:
-        size = p.stat().st_size
+        size = file.stat().st_size
         if size > MAX_INPUT_BYTES:
-            raise error(f"{what} file {shown(p)}: {size / 1e6:.0f} MB, more than the {MAX_INPUT_BYTES / 1e6:.0f} MB "
-                        f"an input may hold")
-        data = p.read_bytes()
+            raise error(f"{what} file {shown(file)}: {size / 1e6:.0f} MB, more than the "
+                        f"{MAX_INPUT_BYTES / 1e6:.0f} MB an input may hold")
+        data = file.read_bytes()
     except OSError as err:
-        raise error(f"{what} file {shown(p)}: cannot read it ({err.strerror or type(err).__name__})") from None
-    return decode(data, f"{what} file {shown(p)}", error)
+        raise error(f"{what} file {shown(file)}: cannot read it ({err.strerror or type(err).__name__})") from None
+    return decode(data, f"{what} file {shown(file)}", error)
 
 
 def _object(pairs, where: str, error):
@@ -114,10 +114,10 @@ def _depth(value) -> int:
     """The nesting depth of a parsed JSON value, without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            deepest = max(deepest, d)
-            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
     return deepest
 
 
@@ -135,8 +135,8 @@ def parse_json(text: str, where: str, error=ConfigError):
     try:
         if depth > MAX_JSON_DEPTH:
             raise RecursionError
-        data = json.loads(text, object_pairs_hook=lambda p: _object(p, where, error),
-                          parse_int=lambda t: _int(t, where, error))
+        data = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, where, error),
+                          parse_int=lambda digits: _int(digits, where, error))
     except RecursionError:
         raise error(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     except json.JSONDecodeError as err:
@@ -154,9 +154,9 @@ def read_json(path, what: str, error=ConfigError):
 
 # ---- outputs ------------------------------------------------------------------------------
 
-def _same(a: Path, b: Path) -> bool:
+def _same(first: Path, second: Path) -> bool:
     try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
+        return first.exists() and second.exists() and os.path.samefile(first, second)
     except OSError:
         return False
 
@@ -174,30 +174,31 @@ def output_path(path, *, force: bool = False, inputs=(), suffixes=None, param: s
     if not text.strip() or text.endswith(("/", "\\")):
         ending = f" ending in {' or '.join(suffixes)}" if suffixes else ""
         raise InvalidValueError(f"{param} must name a file{ending}, got {short_repr(text)}", params=(param,))
-    p = Path(text)
-    if suffixes and p.suffix.lower() not in suffixes:
-        raise InvalidValueError(f"{param} must end in {' or '.join(suffixes)}, got {shown(p)}", params=(param,))
-    if len(p.name.encode()) > 255:
-        raise InvalidValueError(f"{param}: a file name of {len(p.name.encode())} bytes (at most 255): {shown(p)}",
-                                params=(param,))
+    file = Path(text)
+    if suffixes and file.suffix.lower() not in suffixes:
+        raise InvalidValueError(f"{param} must end in {' or '.join(suffixes)}, got {shown(file)}", params=(param,))
+    if len(file.name.encode()) > 255:
+        raise InvalidValueError(f"{param}: a file name of {len(file.name.encode())} bytes (at most 255): "
+                                f"{shown(file)}", params=(param,))
     try:
-        parent_ok = p.parent.is_dir()
-        exists, is_file = p.exists(), p.is_file()
+        parent_ok = file.parent.is_dir()
+        exists, is_file = file.exists(), file.is_file()
     except OSError as err:
-        raise InvalidValueError(f"{param} {shown(p)}: {err.strerror or type(err).__name__}", params=(param,)) from None
+        raise InvalidValueError(f"{param} {shown(file)}: {err.strerror or type(err).__name__}",
+                                params=(param,)) from None
     if not parent_ok:
-        raise InvalidValueError(f"{param}: the folder does not exist: {shown(p.parent)}", params=(param,))
+        raise InvalidValueError(f"{param}: the folder does not exist: {shown(file.parent)}", params=(param,))
     for given in inputs:
-        if given is not None and (_same(p, Path(str(given))) or p.resolve() == Path(str(given)).resolve()):
-            raise InvalidValueError(f"{param} {shown(p)} is an input of this command: write elsewhere",
+        if given is not None and (_same(file, Path(str(given))) or file.resolve() == Path(str(given)).resolve()):
+            raise InvalidValueError(f"{param} {shown(file)} is an input of this command: write elsewhere",
                                     params=(param,))
     if exists and not is_file:
-        raise InvalidValueError(f"{param} {shown(p)} exists and is not a regular file", params=(param,))
+        raise InvalidValueError(f"{param} {shown(file)} exists and is not a regular file", params=(param,))
     if exists and not force:
-        raise InvalidValueError(f"{param} {shown(p)} exists: give force to replace it", params=(param, "force"))
-    if not os.access(p.parent, os.W_OK):
-        raise InvalidValueError(f"{param}: cannot write in the folder {shown(p.parent)}", params=(param,))
-    return p
+        raise InvalidValueError(f"{param} {shown(file)} exists: give force to replace it", params=(param, "force"))
+    if not os.access(file.parent, os.W_OK):
+        raise InvalidValueError(f"{param}: cannot write in the folder {shown(file.parent)}", params=(param,))
+    return file
 
 
 def atomic_write(path, write, param: str = "output") -> Path:
@@ -205,22 +206,24 @@ def atomic_write(path, write, param: str = "output") -> Path:
     on any error or interrupt the temporary file is removed and `path` is left as it was."""
     import tempfile
 
-    p = Path(path)
+    file = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:40]}.", suffix=f".tmp{p.suffix}")
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name[:40]}.", suffix=f".tmp{file.suffix}")
     except OSError as err:
-        raise InvalidValueError(f"{param} {shown(p)}: cannot write it ({err.strerror or err})", params=(param,)) from None
+        raise InvalidValueError(f"{param} {shown(file)}: cannot write it ({err.strerror or err})",
+                                params=(param,)) from None
     os.close(fd)
     try:
         write(Path(tmp))
-        os.replace(tmp, p)
+        os.replace(tmp, file)
     except OSError as err:
         _remove(tmp)
-        raise InvalidValueError(f"{param} {shown(p)}: cannot write it ({err.strerror or err})", params=(param,)) from None
+        raise InvalidValueError(f"{param} {shown(file)}: cannot write it ({err.strerror or err})",
+                                params=(param,)) from None
     except BaseException:
         _remove(tmp)
         raise
-    return p
+    return file
 
 
 def write_text(path, text: str, param: str = "output") -> Path:

@@ -102,7 +102,7 @@ def _all_valid(arr, low, high, integer: bool) -> bool:
     import numpy as np
 
     flat = arr.reshape(-1) if arr.flags.c_contiguous else None
-    blocks = [arr] if flat is None else [flat[i:i + _BLOCK] for i in range(0, flat.size, _BLOCK)]
+    blocks = [arr] if flat is None else [flat[start:start + _BLOCK] for start in range(0, flat.size, _BLOCK)]
     size = min(arr.size, _BLOCK) if flat is not None else 0
     rounded, whole = (np.empty(size), np.empty(size, dtype=bool)) if integer and size else (None, None)
     for block in blocks:
@@ -120,18 +120,18 @@ def _all_valid(arr, low, high, integer: bool) -> bool:
     return True
 
 
-def scalar_or_array(x):
+def scalar_or_array(result):
     """A 0-d result as a Python float (what a scalar caller expects), else the array.
 
     Parameters
     ----------
-    x : float or numpy.ndarray
+    result : float or numpy.ndarray
         A result of a broadcasting formula.
 
     Returns
     -------
     float or numpy.ndarray
-        float(x) when x is 0-d, else x unchanged.
+        float(result) when `result` is 0-d, else `result` unchanged.
 
     Examples
     --------
@@ -141,4 +141,4 @@ def scalar_or_array(x):
     """
     import numpy as np
 
-    return float(x) if np.ndim(x) == 0 else x
+    return float(result) if np.ndim(result) == 0 else result

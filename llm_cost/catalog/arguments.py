@@ -107,11 +107,11 @@ class Table(Rule):
         self.item = item
 
     def check(self, name, value):
-        if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        if not isinstance(value, dict) or not all(isinstance(key, str) and key for key in value):
             raise InvalidValueError(f"{name} must be a dict of names to values, got {short_repr(value)}",
                                     params=(name,))
-        for v in value.values():
-            self.item.check(name, v)
+        for entry in value.values():
+            self.item.check(name, entry)
         return value
 
 
@@ -127,7 +127,7 @@ class Spec(Rule):
         kind = type(value)
         known = self.matches.get(kind)
         if known is None:
-            known = self.matches[kind] = any(c.__name__ == self.kind for c in kind.__mro__)
+            known = self.matches[kind] = any(cls.__name__ == self.kind for cls in kind.__mro__)
         if known or (value is None and self.optional):
             return value
         if isinstance(value, str) and self.resolve is not None:
@@ -179,8 +179,8 @@ class Many(Rule):
                 if self.most is not None else f"at least {self.least:,}"
             raise InvalidValueError(f"{name} must hold {limit} values, got {len(value):,}", params=(name,))
         if self.item is not None:
-            checked = [self.item.check(name, v) for v in value]
-            if any(c is not v for c, v in zip(checked, value)):  # a name resolved to its spec
+            checked = [self.item.check(name, item) for item in value]
+            if any(resolved is not item for resolved, item in zip(checked, value)):  # a name resolved to its spec
                 return type(value)(checked) if isinstance(value, (list, tuple)) else checked
         return value
 
@@ -251,7 +251,7 @@ def check_arguments(*, arrays=(), **rules: Rule):
     def decorate(fn):
         signature = inspect.signature(fn).parameters
         names = list(signature)
-        none_ok = {n for n, p in signature.items() if p.default is None}
+        none_ok = {name for name, param in signature.items() if param.default is None}
         table = positional = None
 
         @functools.wraps(fn)
@@ -259,17 +259,18 @@ def check_arguments(*, arrays=(), **rules: Rule):
             nonlocal table, positional
             if table is None:
                 table = _table(names, rules, arrays)
-                positional = [(i, n, table[n]) for i, n in enumerate(names) if table[n] is not None]
+                positional = [(index, name, table[name]) for index, name in enumerate(names)
+                              if table[name] is not None]
             if args:
                 args = list(args)
                 count = len(args)
-                for i, n, rule in positional:
-                    if i < count and (args[i] is not None or n not in none_ok):
-                        args[i] = rule.check(n, args[i])
-            for n, v in kwargs.items():
-                rule = table.get(n)
-                if rule is not None and (v is not None or n not in none_ok):
-                    kwargs[n] = rule.check(n, v)
+                for index, name, rule in positional:
+                    if index < count and (args[index] is not None or name not in none_ok):
+                        args[index] = rule.check(name, args[index])
+            for name, value in kwargs.items():
+                rule = table.get(name)
+                if rule is not None and (value is not None or name not in none_ok):
+                    kwargs[name] = rule.check(name, value)
             return fn(*args, **kwargs)
 
         return call
@@ -282,10 +283,10 @@ def _table(names, rules, arrays) -> dict:
     import copy
 
     defaults = default_rules()
-    table = {n: rules[n] if n in rules else defaults.get(n) for n in names}
-    for n in arrays:
-        table[n] = copy.copy(table[n])
-        table[n].grid = True
+    table = {name: rules[name] if name in rules else defaults.get(name) for name in names}
+    for name in arrays:
+        table[name] = copy.copy(table[name])
+        table[name].grid = True
     return table
 
 

@@ -66,13 +66,13 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
         raise ConfigError(f"{path}: expected a JSON object at the top level (data must be a dict), "
                           f"got {type(data).__name__}", params=("data",))
     data = _renamed(data, path)
-    f = Fields(data, path)
-    family = _family(f)
+    fields = Fields(data, path)
+    family = _family(fields)
     try:
-        spec = FAMILIES[family](f)
-        _refuse_recurrent_without_mixer(f, family, spec)
+        spec = FAMILIES[family](fields)
+        _refuse_recurrent_without_mixer(fields, family, spec)
         return ModelSpec(name=name, source=str(data.get("_source", path)), family=family,
-                         quantization=_quantization(f), checkpoint_dtype=_dtype(f), **spec)
+                         quantization=_quantization(fields), checkpoint_dtype=_dtype(fields), **spec)
     except ConfigError:
         raise
     except LlmCostError as err:  # a spec invariant: still name the file
@@ -82,22 +82,22 @@ def model_from_config(data: dict, *, name: str, path: Path | str = "<config>") -
 HYBRIDS = tuple({**HYBRID_FAMILIES, **MAMBA_FAMILIES})  # the families with a recurrent mixer
 
 
-def _refuse_recurrent_without_mixer(f: Fields, family: str, spec: dict) -> None:
+def _refuse_recurrent_without_mixer(fields: Fields, family: str, spec: dict) -> None:
     """A family without a recurrent mixer whose `layer_types` names linear_attention or mamba layers
     is refused naming the key (it is not counted as all-attention, nor with a guessed mixer)."""
     kinds = spec.get("layer_types") or ()
     if spec.get("recurrent") is None and "recurrent" in kinds:
-        key = "text_config.layer_types" if f.has("text_config") else "layer_types"
-        raise f.error(f"key '{key}' names {kinds.count('recurrent')} of {len(kinds)} layers linear_attention "
-                      f"or mamba, but {family} has no recurrent mixer to count them: a hybrid needs its own "
-                      f"model_type ({', '.join(HYBRIDS)})")
+        key = "text_config.layer_types" if fields.has("text_config") else "layer_types"
+        raise fields.error(f"key '{key}' names {kinds.count('recurrent')} of {len(kinds)} layers linear_attention "
+                           f"or mamba, but {family} has no recurrent mixer to count them: a hybrid needs its own "
+                           f"model_type ({', '.join(HYBRIDS)})")
 
 
 def _renamed(data: dict, path: Path | str) -> dict:
     """The config with KEY_ALIASES' spellings renamed (a null alias is absent); two spellings of
     one key that disagree are refused, naming both."""
-    out = {k: v for k, v in data.items() if k not in KEY_ALIASES}
-    spelled = {k: k for k in out}
+    out = {name: given for name, given in data.items() if name not in KEY_ALIASES}
+    spelled = {name: name for name in out}
     for alias, value in data.items():
         if alias not in KEY_ALIASES or value is None:
             continue
@@ -111,48 +111,48 @@ def _renamed(data: dict, path: Path | str) -> dict:
 
 # ---- which family -------------------------------------------------------------------------
 
-def _family(f: Fields) -> str:
+def _family(fields: Fields) -> str:
     """The family to read the config as: its model_type, or the family its architectures name."""
-    architectures = f.str_list("architectures", [])
-    named = sorted({ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES})
-    model_type = f.str("model_type") if f.has("model_type") or not named else None
+    architectures = fields.str_list("architectures", [])
+    named = sorted({ARCHITECTURES[name] for name in architectures if name in ARCHITECTURES})
+    model_type = fields.str("model_type") if fields.has("model_type") or not named else None
     if model_type in FAMILIES:
-        clash = [a for a in named if FAMILIES[a] is not FAMILIES[model_type]]
+        clash = [name for name in named if FAMILIES[name] is not FAMILIES[model_type]]
         if clash:
-            raise f.error(f"key 'architectures' {short_repr(architectures)} names the {clash[0]} "
-                          f"architecture, but 'model_type' is {model_type!r}")
+            raise fields.error(f"key 'architectures' {short_repr(architectures)} names the {clash[0]} "
+                               f"architecture, but 'model_type' is {model_type!r}")
         return model_type
     if len(named) == 1:
         return named[0]  # e.g. a fine-tune's own model_type over DeepseekV3ForCausalLM
     if model_type is None:
-        raise f.error(f"key 'architectures' {short_repr(architectures)} names more than one family "
-                      f"and there is no 'model_type'")
+        raise fields.error(f"key 'architectures' {short_repr(architectures)} names more than one family "
+                           f"and there is no 'model_type'")
     nearest = difflib.get_close_matches(model_type, SUPPORTED_MODEL_TYPES, n=1, cutoff=0.0)
-    raise f.error(f"key 'model_type' {model_type!r} is not supported; nearest: {nearest[0]} "
-                  f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+    raise fields.error(f"key 'model_type' {model_type!r} is not supported; nearest: {nearest[0]} "
+                       f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
 
 
 # ---- recorded as read ---------------------------------------------------------------------
 
-def _quantization(f: Fields) -> QuantizationConfig | None:
+def _quantization(fields: Fields) -> QuantizationConfig | None:
     """`quantization_config` as read: its quant_method and every other key, frozen."""
-    if not f.has("quantization_config"):
+    if not fields.has("quantization_config"):
         return None
-    q = f.sub("quantization_config")
-    settings = tuple(sorted((k, _frozen(v)) for k, v in q.data.items() if k != "quant_method"))
-    return QuantizationConfig(method=q.str("quant_method"), settings=settings)
+    quant = fields.sub("quantization_config")
+    settings = tuple(sorted((key, _frozen(value)) for key, value in quant.data.items() if key != "quant_method"))
+    return QuantizationConfig(method=quant.str("quant_method"), settings=settings)
 
 
 def _frozen(value):
     """A JSON value made hashable: lists as tuples, objects as sorted (key, value) tuples."""
     if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
+        return tuple(_frozen(item) for item in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
     return value
 
 
-def _dtype(f: Fields) -> str:
+def _dtype(fields: Fields) -> str:
     """The checkpoint's dtype as the config states it (`torch_dtype`, or `dtype` in newer files)."""
-    key = "torch_dtype" if f.has("torch_dtype") else "dtype"
-    return f.str(key, "") if f.has(key) else ""
+    key = "torch_dtype" if fields.has("torch_dtype") else "dtype"
+    return fields.str(key, "") if fields.has(key) else ""

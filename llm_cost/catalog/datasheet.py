@@ -86,9 +86,9 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
         if key not in KNOWN_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}'{did_you_mean(key, KNOWN_KEYS)} "
                               f"(known: {', '.join(KNOWN_KEYS)})")
-    f = Fields(data, path)
-    figures = {key: f.number(key, *DATASHEET_RANGES[key]) for key in REQUIRED}
-    figures.update({key: f.number(key, *DATASHEET_RANGES[key]) for key in OPTIONAL if f.has(key)})
+    fields = Fields(data, path)
+    figures = {key: fields.number(key, *DATASHEET_RANGES[key]) for key in REQUIRED}
+    figures.update({key: fields.number(key, *DATASHEET_RANGES[key]) for key in OPTIONAL if fields.has(key)})
     usable = figures.get("usable_memory_bytes")
     if usable is not None and not USABLE_RATIO[0] <= usable / figures["memory_bytes"] <= USABLE_RATIO[1]:
         raise ConfigError(f"{path}: key 'usable_memory_bytes' must be within {USABLE_RATIO[0]:g}x.."
@@ -104,20 +104,20 @@ def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") 
     for key in sources:
         if key not in KNOWN_KEYS:
             raise ConfigError(f"{path}: unknown key 'sources.{key}'{did_you_mean(key, KNOWN_KEYS)}")
-    if f.has("interconnect_bytes_per_s") != f.has("interconnect_latency_s"):
+    if fields.has("interconnect_bytes_per_s") != fields.has("interconnect_latency_s"):
         raise ConfigError(f"{path}: keys 'interconnect_bytes_per_s' and 'interconnect_latency_s' go together "
                           "(give both, or neither for a single-GPU datasheet)")
-    given = [key for key in SCALE_OUT if f.has(key)]
-    if given and (len(given) < len(SCALE_OUT) or not f.has("interconnect_bytes_per_s")):
-        raise ConfigError(f"{path}: keys {', '.join(repr(k) for k in SCALE_OUT)} go together, beside "
+    given = [key for key in SCALE_OUT if fields.has(key)]
+    if given and (len(given) < len(SCALE_OUT) or not fields.has("interconnect_bytes_per_s")):
+        raise ConfigError(f"{path}: keys {', '.join(repr(name) for name in SCALE_OUT)} go together, beside "
                           "'interconnect_bytes_per_s' (the link inside a domain; give all, or none)")
     if "scale_up_gpus" in figures:
         if figures["scale_up_gpus"] != int(figures["scale_up_gpus"]):
             raise ConfigError(f"{path}: key 'scale_up_gpus' must be a whole number, got {figures['scale_up_gpus']:g}")
         figures["scale_up_gpus"] = int(figures["scale_up_gpus"])
     try:
-        return Accelerator(name=f.str("name"), source=str(data.get("source", path)),
-                           interconnect=f.str("interconnect", ""), **figures)
+        return Accelerator(name=fields.str("name"), source=str(data.get("source", path)),
+                           interconnect=fields.str("interconnect", ""), **figures)
     except ConfigError:
         raise
     except LlmCostError as err:

@@ -50,187 +50,187 @@ from llm_cost.catalog.windows import every_layer, gemma2_window, gemma3_window, 
 from llm_cost.specs import MLASpec
 
 
-def _qwen_moe_layers(f: Fields, layers: int) -> tuple[list[bool], str]:
+def _qwen_moe_layers(fields: Fields, layers: int) -> tuple[list[bool], str]:
     """Qwen2/3-MoE: layer i is MoE unless in mlp_only_layers or off decoder_sparse_step; the key
     that placed the dense layers, for messages."""
-    step = f.int("decoder_sparse_step", 1)
-    dense = set(layer_list(f, "mlp_only_layers", layers))
-    is_moe = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    step = fields.int("decoder_sparse_step", 1)
+    dense = set(layer_list(fields, "mlp_only_layers", layers))
+    is_moe = [layer not in dense and (layer + 1) % step == 0 for layer in range(layers)]
     return is_moe, "decoder_sparse_step" if step > 1 else "mlp_only_layers"
 
 
 # ---- the families -------------------------------------------------------------------------
 
-def _llama(f: Fields) -> dict:
-    dense_only(f, "llama")
-    return decoder(f)
+def _llama(fields: Fields) -> dict:
+    dense_only(fields, "llama")
+    return decoder(fields)
 
 
-def _mistral(f: Fields) -> dict:
-    dense_only(f, "mistral")
-    return decoder(f, windows=every_layer)
+def _mistral(fields: Fields) -> dict:
+    dense_only(fields, "mistral")
+    return decoder(fields, windows=every_layer)
 
 
-def _mixtral(f: Fields) -> dict:
-    spec = decoder(f, windows=every_layer)  # experts of intermediate_size, no dense layers
-    return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
+def _mixtral(fields: Fields) -> dict:
+    spec = decoder(fields, windows=every_layer)  # experts of intermediate_size, no dense layers
+    return spec | {"moe": moe_spec(fields, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts")}
 
 
-def _phi3(f: Fields) -> dict:
-    dense_only(f, "phi3")
-    return decoder(f, windows=every_layer)
+def _phi3(fields: Fields) -> dict:
+    dense_only(fields, "phi3")
+    return decoder(fields, windows=every_layer)
 
 
-def _qwen2(f: Fields) -> dict:
-    dense_only(f, "qwen2")
-    return decoder(f, qkv_bias=True, windows=qwen_window)
+def _qwen2(fields: Fields) -> dict:
+    dense_only(fields, "qwen2")
+    return decoder(fields, qkv_bias=True, windows=qwen_window)
 
 
-def _qwen3(f: Fields) -> dict:
+def _qwen3(fields: Fields) -> dict:
     """Qwen3Config: head_dim defaults to 128 (configuration_qwen3.py), not hidden_size / heads."""
-    dense_only(f, "qwen3")
-    return decoder(f, windows=qwen_window, head_dim=128) | {"qk_norm": "head"}
+    dense_only(fields, "qwen3")
+    return decoder(fields, windows=qwen_window, head_dim=128) | {"qk_norm": "head"}
 
 
-def require_head_dim(f: Fields, family: str, released: int) -> None:
+def require_head_dim(fields: Fields, family: str, released: int) -> None:
     """Refuse a config without head_dim where the family's fallback (hidden_size / heads) is not
     what its checkpoints use: Qwen3MoeConfig declares no head_dim (configuration_qwen3_moe.py) and
     Qwen3MoeAttention falls back to hidden_size / heads, 64 for Qwen3-30B-A3B, whose weights are
     128 wide: counting either silently would be a guess."""
-    if not f.has("head_dim"):
-        raise f.error(f"missing key {f.key('head_dim')} ({family} checkpoints use {released}; "
-                      f"transformers' fallback hidden_size / num_attention_heads would not load them)")
+    if not fields.has("head_dim"):
+        raise fields.error(f"missing key {fields.key('head_dim')} ({family} checkpoints use {released}; "
+                           f"transformers' fallback hidden_size / num_attention_heads would not load them)")
 
 
-def _qwen3_moe(f: Fields) -> dict:
+def _qwen3_moe(fields: Fields) -> dict:
     """Qwen3MoeDecoderLayer: a MoE MLP unless the layer is in mlp_only_layers or off the step."""
-    require_head_dim(f, "qwen3_moe", 128)
-    spec = decoder(f, windows=qwen_window) | {"qk_norm": "head"}
-    is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
-    return spec | {"moe": moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
+    require_head_dim(fields, "qwen3_moe", 128)
+    spec = decoder(fields, windows=qwen_window) | {"qk_norm": "head"}
+    is_moe, layout_key = _qwen_moe_layers(fields, spec["num_layers"])
+    return spec | {"moe": moe_spec(fields, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
                                    layout_key=layout_key)}
 
 
-def _qwen2_moe(f: Fields) -> dict:
+def _qwen2_moe(fields: Fields) -> dict:
     """Qwen2MoeSparseMoeBlock: q/k/v biases (as Qwen2); routed experts of moe_intermediate_size, a
     router without bias, and ONE shared expert of shared_expert_intermediate_size whose output a
     hidden -> 1 shared_expert_gate (no bias) scales; dense layers (mlp_only_layers, off
     decoder_sparse_step) of intermediate_size."""
-    spec = decoder(f, qkv_bias=True, windows=qwen_window)
-    is_moe, layout_key = _qwen_moe_layers(f, spec["num_layers"])
-    moe = moe_spec(f, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
+    spec = decoder(fields, qkv_bias=True, windows=qwen_window)
+    is_moe, layout_key = _qwen_moe_layers(fields, spec["num_layers"])
+    moe = moe_spec(fields, experts="num_experts", width="moe_intermediate_size", is_moe=is_moe,
                    layout_key=layout_key, shared=1)
     return spec | {"moe": moe, "shared_expert_gate": True,
-                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size")}
+                   "shared_expert_intermediate_size": fields.int("shared_expert_intermediate_size")}
 
 
-def _gemma(f: Fields) -> dict:
+def _gemma(fields: Fields) -> dict:
     """GemmaForCausalLM (Gemma 1): GeGLU (gated, three matrices), RMSNorm, two norms per layer,
     embeddings tied unless the config says otherwise. head_dim is required: GemmaConfig's default
     is 256, not hidden_size / num_attention_heads (gemma-7b: 3072 / 16 = 192)."""
-    dense_only(f, "gemma")
-    if not f.has("head_dim"):
-        raise f.error(f"missing key {f.key('head_dim')} (Gemma's default is 256, not hidden_size / heads)")
-    return decoder(f, tied=True)
+    dense_only(fields, "gemma")
+    if not fields.has("head_dim"):
+        raise fields.error(f"missing key {fields.key('head_dim')} (Gemma's default is 256, not hidden_size / heads)")
+    return decoder(fields, tied=True)
 
 
-def _gemma2(f: Fields) -> dict:
+def _gemma2(fields: Fields) -> dict:
     """Gemma2Config: head_dim defaults to 256 (configuration_gemma2.py)."""
-    dense_only(f, "gemma2")
-    return decoder(f, tied=True, windows=gemma2_window, head_dim=256) | {"layer_norms": 4}
+    dense_only(fields, "gemma2")
+    return decoder(fields, tied=True, windows=gemma2_window, head_dim=256) | {"layer_norms": 4}
 
 
-def _gemma3(f: Fields) -> dict:
+def _gemma3(fields: Fields) -> dict:
     """Gemma3TextConfig: head_dim defaults to 256 (configuration_gemma3.py); max_position_embeddings
     is the context already scaled by its linear rope factor, as vLLM reads it (`context_length`)."""
-    dense_only(f, "gemma3_text")
-    return decoder(f, tied=True, windows=gemma3_window, head_dim=256,
+    dense_only(fields, "gemma3_text")
+    return decoder(fields, tied=True, windows=gemma3_window, head_dim=256,
                    stated_context=True) | {"layer_norms": 4, "qk_norm": "head"}
 
 
-def _olmo2(f: Fields) -> dict:
-    dense_only(f, "olmo2")
-    return decoder(f) | {"qk_norm": "full"}  # post_attention + post_feedforward norms: still two
+def _olmo2(fields: Fields) -> dict:
+    dense_only(fields, "olmo2")
+    return decoder(fields) | {"qk_norm": "full"}  # post_attention + post_feedforward norms: still two
 
 
-def _gpt_oss(f: Fields) -> dict:
+def _gpt_oss(fields: Fields) -> dict:
     """GptOssDecoderLayer: biased attention with sinks; every layer MoE with biased experts."""
-    spec = decoder(f, attention_bias=True, head_dim=64) | {"attention_sinks": True}  # GptOssConfig: 64
-    return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
+    spec = decoder(fields, attention_bias=True, head_dim=64) | {"attention_sinks": True}  # GptOssConfig: 64
+    return spec | {"moe": moe_spec(fields, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts",
                                    router_bias=True, expert_bias=True)}
 
 
-def _llama4(f: Fields) -> dict:
+def _llama4(fields: Fields) -> dict:
     """Llama4ForConditionalGeneration: the text model of `text_config` and, where the config has
     one, the vision tower of `vision_config` (`multimodal.llama4_vision`)."""
-    return _llama4_text(f.sub("text_config")) | llama4_vision(f)
+    return _llama4_text(fields.sub("text_config")) | llama4_vision(fields)
 
 
-def _llama4_text(f: Fields) -> dict:
+def _llama4_text(fields: Fields) -> dict:
     """Llama4TextModel: MoE layers (routed + one shared expert) at `moe_layers`, else dense MLPs
     of `intermediate_size_mlp`; chunked attention on the RoPE layers, global on the no-RoPE ones."""
-    layers = f.int("num_hidden_layers")
+    layers = fields.int("num_hidden_layers")
     # Llama4TextConfig: no_rope_layers[i] = 1 where layer i uses RoPE; by default every 4th does not
-    rope = f.int_list("no_rope_layers", []) or [
-        int((i + 1) % f.int("no_rope_layer_interval", 4) != 0) for i in range(layers)]
+    rope = fields.int_list("no_rope_layers", []) or [
+        int((layer + 1) % fields.int("no_rope_layer_interval", 4) != 0) for layer in range(layers)]
     if len(rope) != layers or set(rope) - {0, 1}:
-        raise f.error(f"key {f.key('no_rope_layers')} must hold a 0 or 1 for each of {layers} layers")
+        raise fields.error(f"key {fields.key('no_rope_layers')} must hold a 0 or 1 for each of {layers} layers")
 
-    def chunked_on_rope_layers(g: Fields, n: int) -> dict:
-        return window_fields(g, ["chunked" if r else "full" for r in rope])
+    def chunked_on_rope_layers(config: Fields, num_layers: int) -> dict:
+        return window_fields(config, ["chunked" if uses_rope else "full" for uses_rope in rope])
 
-    spec = decoder(f, windows=chunked_on_rope_layers if f.has("attention_chunk_size") else None)
-    step = f.int("interleave_moe_layer_step", 1)
-    explicit = f.has("moe_layers")
-    moe_at = set(layer_list(f, "moe_layers", layers)) if explicit else set(range(step - 1, layers, step))
-    moe = moe_spec(f, experts="num_local_experts", width="intermediate_size", shared=1,
-                   is_moe=[i in moe_at for i in range(layers)],
+    spec = decoder(fields, windows=chunked_on_rope_layers if fields.has("attention_chunk_size") else None)
+    step = fields.int("interleave_moe_layer_step", 1)
+    explicit = fields.has("moe_layers")
+    moe_at = set(layer_list(fields, "moe_layers", layers)) if explicit else set(range(step - 1, layers, step))
+    moe = moe_spec(fields, experts="num_local_experts", width="intermediate_size", shared=1,
+                   is_moe=[layer in moe_at for layer in range(layers)],
                    layout_key="moe_layers" if explicit else "interleave_moe_layer_step")
     if moe.first_dense_layers or moe.dense_layers:  # dense layers are wider than the experts
-        spec["intermediate_size"] = f.int("intermediate_size_mlp")
-    return spec | {"moe": moe, "nope_layers": tuple(i for i, r in enumerate(rope) if not r),
-                   "qk_norm": "weightless" if f.bool("use_qk_norm", False) else "none"}
+        spec["intermediate_size"] = fields.int("intermediate_size_mlp")
+    return spec | {"moe": moe, "nope_layers": tuple(layer for layer, uses_rope in enumerate(rope) if not uses_rope),
+                   "qk_norm": "weightless" if fields.bool("use_qk_norm", False) else "none"}
 
 
-def _deepseek(f: Fields, *, routing_default: str) -> dict:
+def _deepseek(fields: Fields, *, routing_default: str) -> dict:
     """DeepseekV2/V3: MLA; MoE from layer first_k_dense_replace on, every moe_layer_freq-th."""
-    spec = decoder(f)
+    spec = decoder(fields)
     layers = spec["num_layers"]
-    mla = MLASpec(kv_lora_rank=f.int("kv_lora_rank"), qk_nope_head_dim=f.int("qk_nope_head_dim"),
-                  qk_rope_head_dim=f.int("qk_rope_head_dim"), v_head_dim=f.int("v_head_dim"),
-                  q_lora_rank=f.int("q_lora_rank", 0, minimum=0))
+    mla = MLASpec(kv_lora_rank=fields.int("kv_lora_rank"), qk_nope_head_dim=fields.int("qk_nope_head_dim"),
+                  qk_rope_head_dim=fields.int("qk_rope_head_dim"), v_head_dim=fields.int("v_head_dim"),
+                  q_lora_rank=fields.int("q_lora_rank", 0, minimum=0))
     spec["mla"] = mla
-    if not any(f.has(k) for k in ("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")):
+    if not any(fields.has(key) for key in ("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")):
         return spec
-    first = f.int("first_k_dense_replace", 0, minimum=0, maximum=layers)
-    freq = f.int("moe_layer_freq", 1)
+    first = fields.int("first_k_dense_replace", 0, minimum=0, maximum=layers)
+    freq = fields.int("moe_layer_freq", 1)
     # noaux_tc routing adds e_score_correction_bias, one per routed expert (DeepSeek-V3 §2.1.2)
-    bias = f.str("topk_method", routing_default) == "noaux_tc"
-    moe = moe_spec(f, experts="n_routed_experts", width="moe_intermediate_size",
-                   is_moe=[i >= first and i % freq == 0 for i in range(layers)],
+    bias = fields.str("topk_method", routing_default) == "noaux_tc"
+    moe = moe_spec(fields, experts="n_routed_experts", width="moe_intermediate_size",
+                   is_moe=[layer >= first and layer % freq == 0 for layer in range(layers)],
                    layout_key="first_k_dense_replace" if freq == 1 else "moe_layer_freq",
-                   shared=f.int("n_shared_experts", 0, minimum=0), router_bias=bias)
+                   shared=fields.int("n_shared_experts", 0, minimum=0), router_bias=bias)
     return spec | {"moe": moe}
 
 
-def _deepseek_v2(f: Fields) -> dict:
-    return _deepseek(f, routing_default="greedy")
+def _deepseek_v2(fields: Fields) -> dict:
+    return _deepseek(fields, routing_default="greedy")
 
 
-def _deepseek_v3(f: Fields) -> dict:
+def _deepseek_v3(fields: Fields) -> dict:
     """DeepSeek-V3, and Kimi K2 (model_type kimi_k2, architectures DeepseekV3ForCausalLM); each MTP
     module stores its own embed_tokens and shared_head.head (README_WEIGHTS.md)."""
-    return _deepseek(f, routing_default="noaux_tc") | {"mtp_stores_tables": True}
+    return _deepseek(fields, routing_default="noaux_tc") | {"mtp_stores_tables": True}
 
 
 
-def _gemma3_wrapper(f: Fields) -> dict:
+def _gemma3_wrapper(fields: Fields) -> dict:
     """Gemma 3's multimodal wrapper: the gemma3_text decoder of `text_config` and its SigLIP tower."""
-    text = _gemma3(f.sub("text_config"))
-    vision = vision_spec(f.sub("vision_config"), kind="siglip",
-                         tokens_per_image=f.int("mm_tokens_per_image", 256))
+    text = _gemma3(fields.sub("text_config"))
+    vision = vision_spec(fields.sub("vision_config"), kind="siglip",
+                         tokens_per_image=fields.int("mm_tokens_per_image", 256))
     return text | {"vision": vision}
 
 

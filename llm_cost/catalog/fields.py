@@ -94,13 +94,13 @@ class Fields:
 
     def int_list(self, key: str, default=None, *, minimum: int = 0, maximum: int = MAX_SIZE) -> list[int]:
         """A list of integers in [minimum, maximum] (layer indices, 0/1 flags)."""
-        return [self._int(key, v, minimum, maximum, f" entry {i}")
-                for i, v in enumerate(self._list(key, default))]
+        return [self._int(key, entry, minimum, maximum, f" entry {index}")
+                for index, entry in enumerate(self._list(key, default))]
 
     def str_list(self, key: str, default=None) -> list[str]:
         """A list of strings (`architectures`, `layer_types`)."""
         values = self._list(key, default)
-        for i, v in enumerate(values):
-            if not isinstance(v, str):
-                raise self.error(f"key {self.key(key)} entry {i} must be a string, got {short_repr(v)}")
+        for index, entry in enumerate(values):
+            if not isinstance(entry, str):
+                raise self.error(f"key {self.key(key)} entry {index} must be a string, got {short_repr(entry)}")
         return values

@@ -19,66 +19,67 @@ from llm_cost.catalog.decoder import decoder, dense_only
 from llm_cost.catalog.fields import Fields
 
 
-def with_keys(f: Fields, **values) -> Fields:
+def with_keys(fields: Fields, **values) -> Fields:
     """The config with `values` in place of its keys: a family's own key read as a shared one."""
-    return Fields({**f.data, **values}, f.path, f.prefix)
+    return Fields({**fields.data, **values}, fields.path, fields.prefix)
 
 
-def gelu_width(f: Fields, key: str = "intermediate_size") -> dict:
+def gelu_width(fields: Fields, key: str = "intermediate_size") -> dict:
     """The plain GELU MLP's width from `key`, 4 x hidden_size when absent or null (GPT-2's n_inner,
     GPT-J's n_inner, Falcon's ffn_hidden_size), as the intermediate_size `decoder` reads."""
-    return {"intermediate_size": f.get(key, 4 * f.int("hidden_size"))}
+    return {"intermediate_size": fields.get(key, 4 * fields.int("hidden_size"))}
 
 
-def biased_head(f: Fields, family: str) -> dict:
+def biased_head(fields: Fields, family: str) -> dict:
     """An untied LM head with a bias (GPT-J, Phi-2); a config that ties it is refused."""
-    if f.bool("tie_word_embeddings", False):
-        raise f.error(f"key {f.key('tie_word_embeddings')} is true, but {family}'s lm_head has a bias "
-                      f"of its own, which a tied head cannot share")
+    if fields.bool("tie_word_embeddings", False):
+        raise fields.error(f"key {fields.key('tie_word_embeddings')} is true, but {family}'s lm_head has a bias "
+                           f"of its own, which a tied head cannot share")
     return {"tie_word_embeddings": False, "lm_head_bias": True}
 
 
-def _gpt(f: Fields) -> dict:
+def _gpt(fields: Fields) -> dict:
     """GPT-2/3: learned positions, LayerNorm, biases everywhere, tied embeddings, 4x GELU MLP."""
-    dense_only(f, "gpt")
-    spec = decoder(with_keys(f, **gelu_width(f)), tied=True, attention_bias=True)
-    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "mlp_bias": f.bool("mlp_bias", True),
-                   "learned_positions": f.int("max_position_embeddings")}
+    dense_only(fields, "gpt")
+    spec = decoder(with_keys(fields, **gelu_width(fields)), tied=True, attention_bias=True)
+    return spec | {"mlp_kind": "plain", "norm_kind": "layer", "mlp_bias": fields.bool("mlp_bias", True),
+                   "learned_positions": fields.int("max_position_embeddings")}
 
 
-def _gptj(f: Fields) -> dict:
+def _gptj(fields: Fields) -> dict:
     """GPTJForCausalLM: attention and MLP in parallel off ONE LayerNorm (ln_1); q/k/v/out_proj
     without bias, fc_in / fc_out with, a GELU MLP of n_inner (null: 4 n_embd); rotary positions
     (rotary_dim), no learned table; an untied lm_head with a bias; final ln_f."""
-    dense_only(f, "gptj")
-    spec = decoder(with_keys(f, **gelu_width(f)))
+    dense_only(fields, "gptj")
+    spec = decoder(with_keys(fields, **gelu_width(fields)))
     return spec | {"mlp_kind": "plain", "norm_kind": "layer", "layer_norms": 1, "qkv_bias": False,
-                   "o_bias": False, "mlp_bias": True, **biased_head(f, "gptj")}
+                   "o_bias": False, "mlp_bias": True, **biased_head(fields, "gptj")}
 
 
-def _gpt_neox(f: Fields) -> dict:
+def _gpt_neox(fields: Fields) -> dict:
     """GPTNeoXForCausalLM (Pythia, GPT-NeoX-20B): input and post-attention LayerNorms, fused
     query_key_value and dense with biases (attention_bias, default true), a biased GELU MLP of
     intermediate_size, rotary positions on rotary_pct of each head, an untied embed_out without
     bias. use_parallel_residual changes the wiring, not the count."""
-    dense_only(f, "gpt_neox")
-    spec = decoder(f, attention_bias=True)
+    dense_only(fields, "gpt_neox")
+    spec = decoder(fields, attention_bias=True)
     return spec | {"mlp_kind": "plain", "norm_kind": "layer", "mlp_bias": True}
 
 
-def _phi(f: Fields) -> dict:
+def _phi(fields: Fields) -> dict:
     """PhiForCausalLM (phi-1, phi-1.5, phi-2): attention and MLP in parallel off ONE LayerNorm;
     q/k/v_proj and dense with biases, fc1 / fc2 with biases (a GELU MLP of intermediate_size),
     partial rotary positions, final_layernorm, an untied lm_head with a bias."""
-    dense_only(f, "phi")
-    if f.bool("qk_layernorm", False):
-        raise f.error(f"key {f.key('qk_layernorm')} true (LayerNorms of head_dim on q and k) is not supported")
-    spec = decoder(f)
+    dense_only(fields, "phi")
+    if fields.bool("qk_layernorm", False):
+        raise fields.error(f"key {fields.key('qk_layernorm')} true (LayerNorms of head_dim on q and k) "
+                           f"is not supported")
+    spec = decoder(fields)
     return spec | {"mlp_kind": "plain", "norm_kind": "layer", "layer_norms": 1, "qkv_bias": True,
-                   "o_bias": True, "mlp_bias": True, **biased_head(f, "phi")}
+                   "o_bias": True, "mlp_bias": True, **biased_head(fields, "phi")}
 
 
-def _falcon(f: Fields) -> dict:
+def _falcon(fields: Fields) -> dict:
     """FalconForCausalLM (configuration_falcon.py / modeling_falcon.py). query_key_value holds
     num_kv_heads K and V heads with new_decoder_architecture (num_kv_heads defaults to
     num_attention_heads), else one with multi_query (default true; num_kv_heads is then
@@ -87,29 +88,30 @@ def _falcon(f: Fields) -> dict:
     true) num_ln_in_parallel_attn of them (ln_attn and ln_mlp; 2 by default with the new
     architecture, else 1: input_layernorm). `bias` (default false) puts biases on every linear;
     a GELU MLP of ffn_hidden_size (4 x hidden); tied embeddings; ALiBi adds no parameter."""
-    dense_only(f, "falcon")
-    if f.has("num_key_value_heads"):
-        raise f.error(f"key {f.key('num_key_value_heads')} is not Falcon's: its KV heads come from "
-                      f"{f.key('num_kv_heads')} or {f.key('multi_query')}")
-    heads = f.int("num_attention_heads")
-    new = f.bool("new_decoder_architecture", False)
+    dense_only(fields, "falcon")
+    if fields.has("num_key_value_heads"):
+        raise fields.error(f"key {fields.key('num_key_value_heads')} is not Falcon's: its KV heads come from "
+                           f"{fields.key('num_kv_heads')} or {fields.key('multi_query')}")
+    heads = fields.int("num_attention_heads")
+    new = fields.bool("new_decoder_architecture", False)
     if new:
-        kv = f.int("num_kv_heads", heads)
+        kv = fields.int("num_kv_heads", heads)
         if heads % kv:
-            raise f.error(f"key {f.key('num_kv_heads')} ({kv}) must divide {f.key('num_attention_heads')} ({heads})")
-    elif f.bool("multi_query", True):
+            raise fields.error(f"key {fields.key('num_kv_heads')} ({kv}) must divide "
+                               f"{fields.key('num_attention_heads')} ({heads})")
+    elif fields.bool("multi_query", True):
         kv = 1  # num_kv_heads is ignored (falcon-7b's config says 71: FalconConfig's default)
     else:
         kv = heads  # query_key_value is 3 x hidden
-        if f.int("num_kv_heads", heads) != heads:
-            raise f.error(f"key {f.key('num_kv_heads')} ({f.int('num_kv_heads')}) needs "
-                          f"{f.key('new_decoder_architecture')} true; without it and without "
-                          f"{f.key('multi_query')} every head has its K and V ({heads})")
-    parallel_norms = f.int("num_ln_in_parallel_attn", 2 if new else 1, maximum=2)
-    bias = f.bool("bias", False)
-    spec = decoder(with_keys(f, num_key_value_heads=kv, **gelu_width(f, "ffn_hidden_size")), tied=True)
+        if fields.int("num_kv_heads", heads) != heads:
+            raise fields.error(f"key {fields.key('num_kv_heads')} ({fields.int('num_kv_heads')}) needs "
+                               f"{fields.key('new_decoder_architecture')} true; without it and without "
+                               f"{fields.key('multi_query')} every head has its K and V ({heads})")
+    parallel_norms = fields.int("num_ln_in_parallel_attn", 2 if new else 1, maximum=2)
+    bias = fields.bool("bias", False)
+    spec = decoder(with_keys(fields, num_key_value_heads=kv, **gelu_width(fields, "ffn_hidden_size")), tied=True)
     return spec | {"mlp_kind": "plain", "norm_kind": "layer", "qkv_bias": bias, "o_bias": bias,
-                   "mlp_bias": bias, "layer_norms": parallel_norms if f.bool("parallel_attn", True) else 2}
+                   "mlp_bias": bias, "layer_norms": parallel_norms if fields.bool("parallel_attn", True) else 2}
 
 
 GPT_FAMILIES = {"gpt3": _gpt, "gpt2": _gpt, "gptj": _gptj, "gpt_neox": _gpt_neox, "phi": _phi, "falcon": _falcon}

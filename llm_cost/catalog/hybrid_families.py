@@ -35,91 +35,95 @@ from llm_cost.catalog.windows import window_fields
 from llm_cost.specs.model_towers import RecurrentSpec
 
 
-def _gated_deltanet(f: Fields) -> RecurrentSpec:
-    return RecurrentSpec("gated_deltanet", num_heads=f.int("linear_num_value_heads"),
-                         head_dim=f.int("linear_value_head_dim"), state_dim=f.int("linear_key_head_dim"),
-                         num_groups=f.int("linear_num_key_heads"), conv_kernel=f.int("linear_conv_kernel_dim"))
+def _gated_deltanet(fields: Fields) -> RecurrentSpec:
+    return RecurrentSpec("gated_deltanet", num_heads=fields.int("linear_num_value_heads"),
+                         head_dim=fields.int("linear_value_head_dim"), state_dim=fields.int("linear_key_head_dim"),
+                         num_groups=fields.int("linear_num_key_heads"),
+                         conv_kernel=fields.int("linear_conv_kernel_dim"))
 
 
-def _interval_schedule(f: Fields, layers: int) -> dict:
+def _interval_schedule(fields: Fields, layers: int) -> dict:
     """Qwen3-Next without `layer_types`: every full_attention_interval-th layer attends, the others
     are Gated DeltaNet; without that key either, the schedule is unknown and the config refused."""
-    if not f.has("full_attention_interval"):
-        raise f.error(f"a hybrid needs its layer schedule: no {f.key('layer_types')} and no "
-                      f"{f.key('full_attention_interval')}")
-    step = f.int("full_attention_interval")
-    return window_fields(f, ["full" if (i + 1) % step == 0 else "recurrent" for i in range(layers)])
+    if not fields.has("full_attention_interval"):
+        raise fields.error(f"a hybrid needs its layer schedule: no {fields.key('layer_types')} and no "
+                           f"{fields.key('full_attention_interval')}")
+    step = fields.int("full_attention_interval")
+    return window_fields(fields, ["full" if (layer + 1) % step == 0 else "recurrent" for layer in range(layers)])
 
 
-def _gated_deltanet_text(f: Fields, *, mtp_key: str, tied: bool = False) -> dict:
+def _gated_deltanet_text(fields: Fields, *, mtp_key: str, tied: bool = False) -> dict:
     """Qwen3-Next's / Qwen3.5's text model without its MLPs: the layer schedule, Gated DeltaNet
     mixers, gated attention with q/k norms of head_dim, `mtp_key` MTP layers (1 unless stated)."""
-    spec = decoder(f, tied=tied, windows=_interval_schedule)
+    spec = decoder(fields, tied=tied, windows=_interval_schedule)
     if "recurrent" not in spec.get("layer_types", ()):
-        raise f.error(f"key {f.key('layer_types')} names no linear_attention layer: not a Gated DeltaNet hybrid")
-    return spec | {"qk_norm": "head", "recurrent": _gated_deltanet(f),
-                   "attention_output_gate": f.bool("attn_output_gate", True),
-                   "mtp_layers": f.int(mtp_key, 1, minimum=0)}
+        raise fields.error(f"key {fields.key('layer_types')} names no linear_attention layer: "
+                           f"not a Gated DeltaNet hybrid")
+    return spec | {"qk_norm": "head", "recurrent": _gated_deltanet(fields),
+                   "attention_output_gate": fields.bool("attn_output_gate", True),
+                   "mtp_layers": fields.int(mtp_key, 1, minimum=0)}
 
 
-def _qwen3_next_text(f: Fields, *, mtp_key: str) -> dict:
-    spec = _gated_deltanet_text(f, mtp_key=mtp_key)
+def _qwen3_next_text(fields: Fields, *, mtp_key: str) -> dict:
+    spec = _gated_deltanet_text(fields, mtp_key=mtp_key)
     layers = spec["num_layers"]
-    step = f.int("decoder_sparse_step", 1)
-    dense = set(layer_list(f, "mlp_only_layers", layers))
-    moe = moe_spec(f, experts="num_experts", width="moe_intermediate_size",
-                   is_moe=[i not in dense and (i + 1) % step == 0 for i in range(layers)],
+    step = fields.int("decoder_sparse_step", 1)
+    dense = set(layer_list(fields, "mlp_only_layers", layers))
+    moe = moe_spec(fields, experts="num_experts", width="moe_intermediate_size",
+                   is_moe=[layer not in dense and (layer + 1) % step == 0 for layer in range(layers)],
                    layout_key="decoder_sparse_step" if step > 1 else "mlp_only_layers", shared=1)
     return spec | {"moe": moe, "shared_expert_gate": True,
-                   "shared_expert_intermediate_size": f.int("shared_expert_intermediate_size")}
+                   "shared_expert_intermediate_size": fields.int("shared_expert_intermediate_size")}
 
 
-def _qwen3_next(f: Fields) -> dict:
-    return _qwen3_next_text(f, mtp_key="num_nextn_predict_layers")
+def _qwen3_next(fields: Fields) -> dict:
+    return _qwen3_next_text(fields, mtp_key="num_nextn_predict_layers")
 
 
-def _qwen3_5_moe(f: Fields) -> dict:
-    t = f.sub("text_config")
-    if t.bool("mtp_use_dedicated_embeddings", False):
-        raise t.error(f"key {t.key('mtp_use_dedicated_embeddings')} true (an MTP embedding of its own) "
-                      f"is not counted")
-    if not t.has("intermediate_size"):  # every layer MoE: no dense MLP, its width unused
-        if t.has("mlp_only_layers") and t.int_list("mlp_only_layers") or t.int("decoder_sparse_step", 1) > 1:
-            raise t.error(f"missing key {t.key('intermediate_size')} (the dense layers' width)")
-        t = with_keys(t, intermediate_size=t.int("moe_intermediate_size"))
-    text = _qwen3_next_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers")
-    return text | qwen_vision(f)
+def _qwen3_5_moe(fields: Fields) -> dict:
+    text_fields = fields.sub("text_config")
+    if text_fields.bool("mtp_use_dedicated_embeddings", False):
+        raise text_fields.error(f"key {text_fields.key('mtp_use_dedicated_embeddings')} true "
+                                f"(an MTP embedding of its own) is not counted")
+    if not text_fields.has("intermediate_size"):  # every layer MoE: no dense MLP, its width unused
+        if (text_fields.has("mlp_only_layers") and text_fields.int_list("mlp_only_layers")
+                or text_fields.int("decoder_sparse_step", 1) > 1):
+            raise text_fields.error(f"missing key {text_fields.key('intermediate_size')} (the dense layers' width)")
+        text_fields = with_keys(text_fields, intermediate_size=text_fields.int("moe_intermediate_size"))
+    text = _qwen3_next_text(with_keys(text_fields, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers")
+    return text | qwen_vision(fields)
 
 
-def _qwen3_5(f: Fields) -> dict:
+def _qwen3_5(fields: Fields) -> dict:
     """Qwen3_5ForConditionalGeneration (Qwen3.5 dense: 0.8B to 27B): Qwen3.5-MoE's text model with
     a dense SwiGLU MLP of intermediate_size in every layer (Qwen3_5TextConfig has no experts), its
     Qwen3-VL tower in `vision_config`."""
-    t = f.sub("text_config")
-    if t.bool("mtp_use_dedicated_embeddings", False):
-        raise t.error(f"key {t.key('mtp_use_dedicated_embeddings')} true (an MTP embedding of its own) "
-                      f"is not counted")
-    if t.has("num_experts"):
-        raise t.error(f"key {t.key('num_experts')} names experts: a qwen3_5_moe config, not qwen3_5")
-    text = _gated_deltanet_text(with_keys(t, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers",
-                                tied=f.bool("tie_word_embeddings", False))
-    return text | qwen_vision(f)
+    text_fields = fields.sub("text_config")
+    if text_fields.bool("mtp_use_dedicated_embeddings", False):
+        raise text_fields.error(f"key {text_fields.key('mtp_use_dedicated_embeddings')} true "
+                                f"(an MTP embedding of its own) is not counted")
+    if text_fields.has("num_experts"):
+        raise text_fields.error(f"key {text_fields.key('num_experts')} names experts: "
+                                f"a qwen3_5_moe config, not qwen3_5")
+    text = _gated_deltanet_text(with_keys(text_fields, num_nextn_predict_layers=None), mtp_key="mtp_num_hidden_layers",
+                                tied=fields.bool("tie_word_embeddings", False))
+    return text | qwen_vision(fields)
 
 
-def _minimax_m1(f: Fields) -> dict:
-    layers = f.int("num_hidden_layers")
-    kinds = f.int_list("attn_type_list", maximum=1)  # required: the schedule is not guessed
+def _minimax_m1(fields: Fields) -> dict:
+    layers = fields.int("num_hidden_layers")
+    kinds = fields.int_list("attn_type_list", maximum=1)  # required: the schedule is not guessed
     if len(kinds) != layers:
-        raise f.error(f"key {f.key('attn_type_list')} has {len(kinds)} entries, "
-                      f"{f.key('num_hidden_layers')} is {layers}")
+        raise fields.error(f"key {fields.key('attn_type_list')} has {len(kinds)} entries, "
+                           f"{fields.key('num_hidden_layers')} is {layers}")
 
-    def schedule(g: Fields, n: int) -> dict:
-        return window_fields(g, ["full" if k else "recurrent" for k in kinds])
+    def schedule(config: Fields, num_layers: int) -> dict:
+        return window_fields(config, ["full" if attends else "recurrent" for attends in kinds])
 
-    spec = decoder(with_keys(f, sliding_window=None), windows=schedule)
-    if f.int("shared_intermediate_size", 0, minimum=0):
-        raise f.error(f"key {f.key('shared_intermediate_size')} > 0 (a shared expert) is not counted")
-    moe = moe_spec(f, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
+    spec = decoder(with_keys(fields, sliding_window=None), windows=schedule)
+    if fields.int("shared_intermediate_size", 0, minimum=0):
+        raise fields.error(f"key {fields.key('shared_intermediate_size')} > 0 (a shared expert) is not counted")
+    moe = moe_spec(fields, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
                    layout_key="num_local_experts")
     heads, head_dim = spec["num_heads"], spec["head_dim"]
     return spec | {"moe": moe, "recurrent": RecurrentSpec("lightning", num_heads=heads, head_dim=head_dim,

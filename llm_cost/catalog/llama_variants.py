@@ -29,64 +29,66 @@ from llm_cost.catalog.gpt_families import with_keys
 from llm_cost.catalog.windows import qwen_window, window_fields
 
 
-def rope_flags_to_nope(f: Fields, key: str, layers: int) -> tuple[int, ...]:
+def rope_flags_to_nope(fields: Fields, key: str, layers: int) -> tuple[int, ...]:
     """Layers without RoPE from a per-layer 0/1 list where 1 = RoPE (SmolLM3's, Llama 4's
     `no_rope_layers`); () when the key is absent."""
-    if not f.has(key):
+    if not fields.has(key):
         return ()
-    flags = f.int_list(key, maximum=1)
+    flags = fields.int_list(key, maximum=1)
     if len(flags) != layers:
-        raise f.error(f"key {f.key(key)} must hold a 0 or 1 for each of {layers} layers, got {len(flags)}")
-    return tuple(i for i, r in enumerate(flags) if not r)
+        raise fields.error(f"key {fields.key(key)} must hold a 0 or 1 for each of {layers} layers, got {len(flags)}")
+    return tuple(layer for layer, uses_rope in enumerate(flags) if not uses_rope)
 
 
-def _smollm3(f: Fields) -> dict:
-    dense_only(f, "smollm3")
-    spec = decoder(f, tied=True, windows=qwen_window)
-    return spec | {"nope_layers": rope_flags_to_nope(f, "no_rope_layers", spec["num_layers"])}
+def _smollm3(fields: Fields) -> dict:
+    dense_only(fields, "smollm3")
+    spec = decoder(fields, tied=True, windows=qwen_window)
+    return spec | {"nope_layers": rope_flags_to_nope(fields, "no_rope_layers", spec["num_layers"])}
 
 
-def _mimo(f: Fields) -> dict:
-    dense_only(f, "mimo")
-    return decoder(with_keys(f, attention_bias=False), qkv_bias=True, windows=qwen_window)
+def _mimo(fields: Fields) -> dict:
+    dense_only(fields, "mimo")
+    return decoder(with_keys(fields, attention_bias=False), qkv_bias=True, windows=qwen_window)
 
 
-def _internlm2(f: Fields) -> dict:
-    dense_only(f, "internlm2")
-    if f.has("attention_bias"):
-        raise f.error(f"key {f.key('attention_bias')} is not InternLM2's: its biases come from {f.key('bias')}")
-    return decoder(with_keys(f, attention_bias=f.bool("bias", True)))
+def _internlm2(fields: Fields) -> dict:
+    dense_only(fields, "internlm2")
+    if fields.has("attention_bias"):
+        raise fields.error(f"key {fields.key('attention_bias')} is not InternLM2's: "
+                           f"its biases come from {fields.key('bias')}")
+    return decoder(with_keys(fields, attention_bias=fields.bool("bias", True)))
 
 
-def _granite(f: Fields) -> dict:
-    dense_only(f, "granite")
-    return decoder(f, tied=True)
+def _granite(fields: Fields) -> dict:
+    dense_only(fields, "granite")
+    return decoder(fields, tied=True)
 
 
-def _cohere(f: Fields) -> dict:
-    dense_only(f, "cohere")
-    return decoder(f, tied=True) | {"layer_norms": 1,
-                                    "qk_norm": "full" if f.bool("use_qk_norm", False) else "none"}
+def _cohere(fields: Fields) -> dict:
+    dense_only(fields, "cohere")
+    return decoder(fields, tied=True) | {"layer_norms": 1,
+                                         "qk_norm": "full" if fields.bool("use_qk_norm", False) else "none"}
 
 
-def _cohere2_window(f: Fields, layers: int) -> dict:
+def _cohere2_window(fields: Fields, layers: int) -> dict:
     """Cohere2Config without `layer_types`: every `sliding_window_pattern`-th layer (4 unless stated)
     is global, the others slide."""
-    pattern = f.int("sliding_window_pattern", 4)
-    return window_fields(f, ["sliding" if (i + 1) % pattern else "full" for i in range(layers)])
+    pattern = fields.int("sliding_window_pattern", 4)
+    return window_fields(fields, ["sliding" if (layer + 1) % pattern else "full" for layer in range(layers)])
 
 
-def _cohere2(f: Fields) -> dict:
-    dense_only(f, "cohere2")
-    if f.bool("use_qk_norm", False):
-        raise f.error(f"key {f.key('use_qk_norm')} true is not Cohere 2's (Cohere2Attention has no q/k norm)")
-    hidden, heads = f.int("hidden_size"), f.int("num_attention_heads")
-    if f.has("head_dim") and f.int("head_dim") * heads != hidden:
-        raise f.error(f"key {f.key('head_dim')} ({f.int('head_dim')}) must be {f.key('hidden_size')} / "
-                      f"{f.key('num_attention_heads')} ({hidden} / {heads}): Cohere2Config sets it so")
-    spec = decoder(with_keys(f, head_dim=None), tied=True, windows=_cohere2_window)
+def _cohere2(fields: Fields) -> dict:
+    dense_only(fields, "cohere2")
+    if fields.bool("use_qk_norm", False):
+        raise fields.error(f"key {fields.key('use_qk_norm')} true is not Cohere 2's (Cohere2Attention has no q/k norm)")
+    hidden, heads = fields.int("hidden_size"), fields.int("num_attention_heads")
+    if fields.has("head_dim") and fields.int("head_dim") * heads != hidden:
+        raise fields.error(f"key {fields.key('head_dim')} ({fields.int('head_dim')}) must be "
+                           f"{fields.key('hidden_size')} / {fields.key('num_attention_heads')} ({hidden} / {heads}): "
+                           f"Cohere2Config sets it so")
+    spec = decoder(with_keys(fields, head_dim=None), tied=True, windows=_cohere2_window)
     kinds = spec.get("layer_types", ("full",) * spec["num_layers"])
-    return spec | {"layer_norms": 1, "nope_layers": tuple(i for i, k in enumerate(kinds) if k == "full")}
+    return spec | {"layer_norms": 1, "nope_layers": tuple(layer for layer, kind in enumerate(kinds) if kind == "full")}
 
 
 LLAMA_VARIANTS = {"smollm3": _smollm3, "mimo": _mimo, "internlm2": _internlm2, "granite": _granite,

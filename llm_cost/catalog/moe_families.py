@@ -22,35 +22,35 @@ from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
 
 
-def _granitemoe(f: Fields) -> dict:
-    spec = decoder(f)
-    return spec | {"moe": moe_spec(f, experts="num_local_experts", width="intermediate_size",
+def _granitemoe(fields: Fields) -> dict:
+    spec = decoder(fields)
+    return spec | {"moe": moe_spec(fields, experts="num_local_experts", width="intermediate_size",
                                    is_moe=[True] * spec["num_layers"], layout_key="num_local_experts")}
 
 
-def first_dense_moe(f: Fields, spec: dict, *, router_bias: bool) -> dict:
+def first_dense_moe(fields: Fields, spec: dict, *, router_bias: bool) -> dict:
     """DeepSeek's layout: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0,
     with n_shared_experts beside the routed ones."""
     layers = spec["num_layers"]
-    first = f.int("first_k_dense_replace", 0, minimum=0, maximum=layers)
-    freq = f.int("moe_layer_freq", 1)
-    return {"moe": moe_spec(f, experts="n_routed_experts", width="moe_intermediate_size",
-                            is_moe=[i >= first and i % freq == 0 for i in range(layers)],
+    first = fields.int("first_k_dense_replace", 0, minimum=0, maximum=layers)
+    freq = fields.int("moe_layer_freq", 1)
+    return {"moe": moe_spec(fields, experts="n_routed_experts", width="moe_intermediate_size",
+                            is_moe=[layer >= first and layer % freq == 0 for layer in range(layers)],
                             layout_key="first_k_dense_replace" if freq == 1 else "moe_layer_freq",
-                            shared=f.int("n_shared_experts", 0, minimum=0), router_bias=router_bias)}
+                            shared=fields.int("n_shared_experts", 0, minimum=0), router_bias=router_bias)}
 
 
-def _deepseek_v1(f: Fields) -> dict:
-    spec = decoder(f)
-    return spec | first_dense_moe(f, spec, router_bias=False)
+def _deepseek_v1(fields: Fields) -> dict:
+    spec = decoder(fields)
+    return spec | first_dense_moe(fields, spec, router_bias=False)
 
 
-def _glm4_moe(f: Fields) -> dict:
-    bias = f.bool("attention_bias", False)
-    spec = decoder(with_keys(f, attention_bias=False), qkv_bias=bias)
-    routing = f.str("topk_method", "noaux_tc")  # Glm4MoeTopkRouter always has e_score_correction_bias
-    return spec | first_dense_moe(f, spec, router_bias=routing == "noaux_tc") | {
-        "qk_norm": "head" if f.bool("use_qk_norm", False) else "none", "mtp_stores_tables": True}
+def _glm4_moe(fields: Fields) -> dict:
+    bias = fields.bool("attention_bias", False)
+    spec = decoder(with_keys(fields, attention_bias=False), qkv_bias=bias)
+    routing = fields.str("topk_method", "noaux_tc")  # Glm4MoeTopkRouter always has e_score_correction_bias
+    return spec | first_dense_moe(fields, spec, router_bias=routing == "noaux_tc") | {
+        "qk_norm": "head" if fields.bool("use_qk_norm", False) else "none", "mtp_stores_tables": True}
 
 
 MOE_FAMILIES = {"granitemoe": _granitemoe, "deepseek": _deepseek_v1, "glm4_moe": _glm4_moe}

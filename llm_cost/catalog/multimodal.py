@@ -26,58 +26,61 @@ from llm_cost.specs import VisionSpec
 TOWERS = {"siglip_vision_model": "siglip", "pixtral": "pixtral", "llama4_vision_model": "llama4"}
 
 
-def vision_spec(f: Fields, *, kind: str, **extra) -> VisionSpec:
-    """The VisionSpec of a wrapper's `vision_config` (`f`), whose model_type must be `kind`'s tower."""
-    named = f.str("model_type", "")
+def vision_spec(fields: Fields, *, kind: str, **extra) -> VisionSpec:
+    """The VisionSpec of a wrapper's `vision_config` (`fields`), whose model_type must be `kind`'s tower."""
+    named = fields.str("model_type", "")
     if named and TOWERS.get(named) != kind:
-        raise f.error(f"key {f.key('model_type')} {named!r} is not the {kind} tower this wrapper builds")
-    if kind == "siglip" and f.bool("vision_use_head", True):
-        raise f.error(f"key {f.key('vision_use_head')} true (SigLIP's attention-pooling head) is not counted")
-    return VisionSpec(kind=kind, hidden_size=f.int("hidden_size"), num_layers=f.int("num_hidden_layers"),
-                      intermediate_size=f.int("intermediate_size"), num_heads=f.int("num_attention_heads"),
-                      patch_size=f.int("patch_size"), image_size=f.int("image_size"),
-                      num_channels=f.int("num_channels", 3), **extra)
+        raise fields.error(f"key {fields.key('model_type')} {named!r} is not the {kind} tower this wrapper builds")
+    if kind == "siglip" and fields.bool("vision_use_head", True):
+        raise fields.error(f"key {fields.key('vision_use_head')} true (SigLIP's attention-pooling head) is not counted")
+    return VisionSpec(kind=kind, hidden_size=fields.int("hidden_size"), num_layers=fields.int("num_hidden_layers"),
+                      intermediate_size=fields.int("intermediate_size"), num_heads=fields.int("num_attention_heads"),
+                      patch_size=fields.int("patch_size"), image_size=fields.int("image_size"),
+                      num_channels=fields.int("num_channels", 3), **extra)
 
 
-def _mistral3(f: Fields) -> dict:
-    t = f.sub("text_config")
-    dense_only(t, "mistral3")
-    vision = vision_spec(f.sub("vision_config"), kind="pixtral", merge_size=f.int("spatial_merge_size", 2),
-                         projector_bias=f.bool("multimodal_projector_bias", True))
-    if f.get("vision_feature_layer", -1) != -1:
-        raise f.error(f"key {f.key('vision_feature_layer')} other than -1 (several layers into linear_1) "
-                      f"is not counted")
-    return decoder(t) | {"vision": vision}
+def _mistral3(fields: Fields) -> dict:
+    text_fields = fields.sub("text_config")
+    dense_only(text_fields, "mistral3")
+    vision = vision_spec(fields.sub("vision_config"), kind="pixtral", merge_size=fields.int("spatial_merge_size", 2),
+                         projector_bias=fields.bool("multimodal_projector_bias", True))
+    if fields.get("vision_feature_layer", -1) != -1:
+        raise fields.error(f"key {fields.key('vision_feature_layer')} other than -1 (several layers into linear_1) "
+                           f"is not counted")
+    return decoder(text_fields) | {"vision": vision}
 
 
-def llama4_vision(f: Fields) -> dict:
+def llama4_vision(fields: Fields) -> dict:
     """{"vision": VisionSpec} from a Llama 4 wrapper's vision_config; {} when the config omits it."""
-    if not f.has("vision_config"):
+    if not fields.has("vision_config"):
         return {}
-    v = f.sub("vision_config")
-    if v.int("vision_output_dim") != v.int("projector_output_dim"):
-        raise v.error(f"key {v.key('vision_output_dim')} must equal {v.key('projector_output_dim')} "
-                      f"(the adapter's output is the projector's input)")
-    return {"vision": vision_spec(v, kind="llama4", projector_bias=v.bool("multi_modal_projector_bias", False),
-                                  adapter_input_dim=v.int("projector_input_dim"),
-                                  adapter_output_dim=v.int("projector_output_dim"))}
+    vision = fields.sub("vision_config")
+    if vision.int("vision_output_dim") != vision.int("projector_output_dim"):
+        raise vision.error(f"key {vision.key('vision_output_dim')} must equal {vision.key('projector_output_dim')} "
+                           f"(the adapter's output is the projector's input)")
+    return {"vision": vision_spec(vision, kind="llama4",
+                                  projector_bias=vision.bool("multi_modal_projector_bias", False),
+                                  adapter_input_dim=vision.int("projector_input_dim"),
+                                  adapter_output_dim=vision.int("projector_output_dim"))}
 
 
-def qwen_vision(f: Fields) -> dict:
+def qwen_vision(fields: Fields) -> dict:
     """{"vision": VisionSpec} from a Qwen3.5 wrapper's vision_config (Qwen3-VL's tower: a Conv3d
     patch embedding over temporal_patch_size frames, num_position_embeddings learned positions,
     SigLIP-like blocks, a patch merger of spatial_merge_size^2 patches into out_hidden_size)."""
-    v = f.sub("vision_config")
-    if v.has("deepstack_visual_indexes") and v.int_list("deepstack_visual_indexes"):
-        raise v.error(f"key {v.key('deepstack_visual_indexes')} (extra mergers) is not counted")
-    side = v.int("patch_size")
-    positions = v.int("num_position_embeddings")
-    return {"vision": VisionSpec(kind="qwen_vl", hidden_size=v.int("hidden_size"), num_layers=v.int("depth"),
-                                 intermediate_size=v.int("intermediate_size"), num_heads=v.int("num_heads"),
+    vision = fields.sub("vision_config")
+    if vision.has("deepstack_visual_indexes") and vision.int_list("deepstack_visual_indexes"):
+        raise vision.error(f"key {vision.key('deepstack_visual_indexes')} (extra mergers) is not counted")
+    side = vision.int("patch_size")
+    positions = vision.int("num_position_embeddings")
+    return {"vision": VisionSpec(kind="qwen_vl", hidden_size=vision.int("hidden_size"), num_layers=vision.int("depth"),
+                                 intermediate_size=vision.int("intermediate_size"), num_heads=vision.int("num_heads"),
                                  patch_size=side, image_size=side * round(positions ** 0.5),
-                                 num_channels=v.int("in_channels", 3), merge_size=v.int("spatial_merge_size", 2),
-                                 adapter_output_dim=v.int("out_hidden_size"),
-                                 temporal_patch_size=v.int("temporal_patch_size", 2), position_embeddings=positions)}
+                                 num_channels=vision.int("in_channels", 3),
+                                 merge_size=vision.int("spatial_merge_size", 2),
+                                 adapter_output_dim=vision.int("out_hidden_size"),
+                                 temporal_patch_size=vision.int("temporal_patch_size", 2),
+                                 position_embeddings=positions)}
 
 
 MULTIMODAL_FAMILIES = {"mistral3": _mistral3}  # gemma3's wrapper is beside its text model in families.py

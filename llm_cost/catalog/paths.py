@@ -42,8 +42,8 @@ def catalog_names(kind: str) -> list[str]:
     kind = check_choice("kind", kind, ("models", "hardware"))
     folder = catalog_dir(kind)
     if kind == "models":
-        return sorted(p.parent.name for p in folder.glob("*/config.json"))
-    return sorted(p.stem for p in folder.glob("*.json"))
+        return sorted(path.parent.name for path in folder.glob("*/config.json"))
+    return sorted(path.stem for path in folder.glob("*.json"))
 
 
 def _looks_like_path(ref: str) -> bool:
@@ -97,7 +97,7 @@ def catalog_name(ref: str, kind: str, what: str, *, strict: bool = True) -> str 
     an error naming the nearest entries and listing all.
     """
     names = catalog_names(kind)
-    folded = {n.casefold(): n for n in names}
+    folded = {name.casefold(): name for name in names}
     key = ref.casefold()
     if key in folded:
         return folded[key]

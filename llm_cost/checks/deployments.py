@@ -28,16 +28,18 @@ def valid_tp(model, gpu) -> list[int]:
     if not gpu.interconnect_bytes_per_s:
         return [1]
     kv = model.num_kv_heads
-    return [t for t in DEGREES if model.num_heads % t == 0 and (model.mla is not None or kv % t == 0 or t % kv == 0)]
+    return [tp for tp in DEGREES
+            if model.num_heads % tp == 0 and (model.mla is not None or kv % tp == 0 or tp % kv == 0)]
 
 
 def _tp1_exact(model, gpu):
     from llm_cost.parallel import deployed_step_time
 
-    @given(profile=profiles, batch=batches, r=rows_per_sequence, ctx=contexts)
-    def prop(profile, batch, r, ctx):
-        one = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx)
-        split = deployed_step_time(model, gpu, profile, Deployment(), rows=batch * r, batch=batch, context=ctx)
+    @given(profile=profiles, batch=batches, per_sequence=rows_per_sequence, ctx=contexts)
+    def prop(profile, batch, per_sequence, ctx):
+        one = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx)
+        split = deployed_step_time(model, gpu, profile, Deployment(), rows=batch * per_sequence, batch=batch,
+                                   context=ctx)
         assert split.step_time_s == one.step_time_s and split.bound == one.bound, (split.step_time_s, one.step_time_s)
         assert split.comm_time_s == 0.0
     return prop
@@ -46,19 +48,21 @@ def _tp1_exact(model, gpu):
 def _per_gpu_bytes_fall(model, gpu):
     from llm_cost.parallel import step_fit
 
-    @given(batch=batches, ctx=contexts, width=kv_widths.filter(lambda w: KV_DTYPE_OF_WIDTH[w] is not None),
+    @given(batch=batches, ctx=contexts,
+           width=kv_widths.filter(lambda kv_width: KV_DTYPE_OF_WIDTH[kv_width] is not None),
            pp=st.integers(min_value=1, max_value=min(4, model.num_layers)))
     def prop(batch, ctx, width, pp):
         kv = KV_DTYPE_OF_WIDTH[width]
         last = None
-        splits = [Deployment(tp=t, kv_dtype=kv) for t in valid_tp(model, gpu)]
+        splits = [Deployment(tp=tp, kv_dtype=kv) for tp in valid_tp(model, gpu)]
         if gpu.interconnect_bytes_per_s:
             splits.append(Deployment(tp=splits[-1].tp, pp=pp, kv_dtype=kv))
-        for d in splits:  # the same batch on every split (one static batch in flight per replica)
-            f = step_fit(model, gpu, d, rows=batch, batch=batch, context=ctx)
-            now = (f.weight_bytes, f.kv_bytes, f.needed_bytes)
+        for split in splits:  # the same batch on every split (one static batch in flight per replica)
+            fit = step_fit(model, gpu, split, rows=batch, batch=batch, context=ctx)
+            now = (fit.weight_bytes, fit.kv_bytes, fit.needed_bytes)
             if last is not None:
-                assert all(b <= a * (1 + 1e-12) for a, b in zip(last, now)), f"{d}: {now} > {last}"
+                assert all(after <= before * (1 + 1e-12) for before, after in zip(last, now)), (
+                    f"{split}: {now} > {last}")
             last = now
     return prop
 
@@ -66,12 +70,13 @@ def _per_gpu_bytes_fall(model, gpu):
 def _comm_grows_with_tp(model, gpu):
     from llm_cost.parallel import deployed_step_time
 
-    @given(batch=batches, r=rows_per_sequence, ctx=contexts)
-    def prop(batch, r, ctx):
-        comm = [deployed_step_time(model, gpu, "article", Deployment(tp=t), rows=batch * r, batch=batch,
-                                   context=ctx).comm_time_s for t in valid_tp(model, gpu)]
+    @given(batch=batches, per_sequence=rows_per_sequence, ctx=contexts)
+    def prop(batch, per_sequence, ctx):
+        comm = [deployed_step_time(model, gpu, "article", Deployment(tp=tp), rows=batch * per_sequence, batch=batch,
+                                   context=ctx).comm_time_s for tp in valid_tp(model, gpu)]
         assert comm[0] == 0.0, f"comm {comm[0]} s at tp = 1"
-        assert all(b > a for a, b in zip(comm, comm[1:])), f"comm over tp {valid_tp(model, gpu)}: {comm}"
+        assert all(later > earlier for earlier, later in zip(comm, comm[1:])), (
+            f"comm over tp {valid_tp(model, gpu)}: {comm}")
     return prop
 
 

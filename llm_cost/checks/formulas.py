@@ -3,6 +3,9 @@
 Registered by `runner.all_invariants`; run once per `llm-cost check`. Each hypothesis test
 pins the edge cases it must survive with `@example` (alpha 0 and 1, gamma 0 and 10^6). The
 strategies are `strategies`' public ones.
+
+Symbols, as the speculative formulas name them: `p` the target's distribution, `q` the draft's,
+`c` the draft's cost per token relative to the target's.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ EXACT = 1e-12  # the issue's tolerance for "returns p"
 
 def _pair(draw_p, draw_q):
     """Two distributions over the same vocabulary from raw non-negative weights."""
-    n = min(len(draw_p), len(draw_q))
-    p, q = np.array(draw_p[:n]), np.array(draw_q[:n])
+    size = min(len(draw_p), len(draw_q))
+    p, q = np.array(draw_p[:size]), np.array(draw_q[:size])
     assume(p.sum() > 1e-6 and q.sum() > 1e-6)
     return p / p.sum(), q / q.sum()
 
@@ -43,10 +46,10 @@ def _expected_bounds(*_):
     @example(alpha=0.0, gamma=0)
     @example(alpha=1.0 - 1e-15, gamma=10**6)
     def prop(alpha, gamma):
-        e = speculative.expected_tokens(alpha, gamma)
-        assert math.isfinite(e) and 1.0 <= e <= gamma + 1
-        assert speculative.expected_tokens(alpha, gamma + 1) >= e
-        assert speculative.expected_tokens(min(1.0, alpha + 0.01), gamma) >= e
+        expected = speculative.expected_tokens(alpha, gamma)
+        assert math.isfinite(expected) and 1.0 <= expected <= gamma + 1
+        assert speculative.expected_tokens(alpha, gamma + 1) >= expected
+        assert speculative.expected_tokens(min(1.0, alpha + 0.01), gamma) >= expected
     return prop
 
 
@@ -54,9 +57,9 @@ def _speedup_le_expected(*_):
     @given(alpha=alphas, gamma=gammas, c=costs)
     @example(alpha=1.0, gamma=10**6, c=0.0)
     def prop(alpha, gamma, c):
-        e = speculative.expected_tokens(alpha, gamma)
-        assert speculative.speedup(alpha, gamma, 0.0) == e
-        assert speculative.speedup(alpha, gamma, c) <= e
+        expected = speculative.expected_tokens(alpha, gamma)
+        assert speculative.speedup(alpha, gamma, 0.0) == expected
+        assert speculative.speedup(alpha, gamma, c) <= expected
     return prop
 
 
@@ -76,11 +79,11 @@ def _optimal_gamma(*_):
     @given(alpha=st.floats(min_value=0.0, max_value=0.99), c=st.floats(min_value=0.001, max_value=2.0))
     def prop(alpha, c):
         best = speculative.optimal_gamma(alpha, c, gamma_max=1024)
-        g = int(best.gamma)
-        s = speculative.speedup(alpha, g, c)
-        for other in (g - 1, g + 1):
+        gamma = int(best.gamma)
+        speedup = speculative.speedup(alpha, gamma, c)
+        for other in (gamma - 1, gamma + 1):
             if 0 <= other <= 1024:
-                assert s >= speculative.speedup(alpha, other, c) * (1 - 1e-12), (g, other)
+                assert speedup >= speculative.speedup(alpha, other, c) * (1 - 1e-12), (gamma, other)
     return prop
 
 
@@ -88,17 +91,17 @@ def _ops_factor(*_):
     @given(alpha=alphas, gamma=gammas, c_hat=costs)
     @example(alpha=1.0, gamma=0, c_hat=0.0)
     def prop(alpha, gamma, c_hat):
-        f = speculative.ops_factor(alpha, gamma, c_hat)
-        assert math.isfinite(f) and f >= 1.0 - 1e-12
+        factor = speculative.ops_factor(alpha, gamma, c_hat)
+        assert math.isfinite(factor) and factor >= 1.0 - 1e-12
     return prop
 
 
 def _exact_sampling(*_):
-    @given(raw_p=probability_weights, raw_q=probability_weights, temperature=temperatures, k=st.integers(1, 12))
-    @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2], temperature=1.0, k=3)  # exercise 3
-    def prop(raw_p, raw_q, temperature, k):
+    @given(raw_p=probability_weights, raw_q=probability_weights, temperature=temperatures, top_k=st.integers(1, 12))
+    @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2], temperature=1.0, top_k=3)  # exercise 3
+    def prop(raw_p, raw_q, temperature, top_k):
         p, q = _pair(raw_p, raw_q)
-        step = sampling.speculative_step(p, q, temperature=temperature, top_k=min(k, p.size))
+        step = sampling.speculative_step(p, q, temperature=temperature, top_k=min(top_k, p.size))
         assert np.max(np.abs(step.output - step.p)) <= EXACT
         assert abs(step.acceptance - (1 - step.total_variation)) <= EXACT
     return prop
@@ -136,10 +139,10 @@ def _trees(*_):
     def prop(ws, rates):
         hits = trees.TopKHits.of(dict(zip((1, 2, 4, 8), rates)))
         nodes = trees.tree_nodes(ws)
-        assert nodes >= len(ws) and nodes == sum(math.prod(ws[:d + 1]) for d in range(len(ws)))
+        assert nodes >= len(ws) and nodes == sum(math.prod(ws[:depth + 1]) for depth in range(len(ws)))
         tau = trees.tree_tau(ws, hits)
         assert 1.0 <= tau <= len(ws) + 1
-        if all(w == 1 for w in ws):  # a chain: tau is Eq. 1 with alpha = h(1)
+        if all(width == 1 for width in ws):  # a chain: tau is Eq. 1 with alpha = h(1)
             assert math.isclose(tau, speculative.expected_tokens(rates[0], len(ws)), rel_tol=1e-12)
     return prop
 

@@ -31,51 +31,53 @@ from llm_cost.serving import kv_capacity, requests_that_fit
 from llm_cost.specs import Profile, WeightFormat
 
 
-def _close_or_less(a: float, b: float) -> bool:
-    return a <= b * (1 + REL) + 1e-18
+def _close_or_less(value: float, bound: float) -> bool:
+    return value <= bound * (1 + REL) + 1e-18
 
 
 # ---- time model -----------------------------------------------------------------------------
 
 def _t_rows(model, gpu):
-    @given(profile=profiles, batch=batches, r=rows_per_sequence, extra=rows_per_sequence, ctx=contexts)
+    @given(profile=profiles, batch=batches, per_sequence=rows_per_sequence, extra=rows_per_sequence, ctx=contexts)
     @example(profile=Profile("lecture-like", bw_efficiency=0.8, compute_efficiency=0.6, fixed_time_s=1e-3,
-                             read_input_embedding=False, count_kv=True), batch=1, r=128, extra=1, ctx=1024)
-    def prop(profile, batch, r, extra, ctx):
-        a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).step_time_s
-        b = step_time(model, gpu, profile, rows=batch * (r + extra), batch=batch, context=ctx).step_time_s
-        assert _close_or_less(a, b), f"T fell from {a} to {b} s with more rows"
+                             read_input_embedding=False, count_kv=True), batch=1, per_sequence=128, extra=1, ctx=1024)
+    def prop(profile, batch, per_sequence, extra, ctx):
+        before = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx).step_time_s
+        after = step_time(model, gpu, profile, rows=batch * (per_sequence + extra), batch=batch,
+                          context=ctx).step_time_s
+        assert _close_or_less(before, after), f"T fell from {before} to {after} s with more rows"
     return prop
 
 
 def _t_batch(model, gpu):
-    @given(profile=profiles, batch=batches, more=batches, r=rows_per_sequence, ctx=contexts)
-    @example(profile=Profile("kv", count_kv=True), batch=1, more=1, r=1, ctx=0)
-    def prop(profile, batch, more, r, ctx):
-        a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).step_time_s
-        b = step_time(model, gpu, profile, rows=(batch + more) * r, batch=batch + more, context=ctx).step_time_s
-        assert _close_or_less(a, b), f"T fell from {a} to {b} s with a larger batch"
+    @given(profile=profiles, batch=batches, more=batches, per_sequence=rows_per_sequence, ctx=contexts)
+    @example(profile=Profile("kv", count_kv=True), batch=1, more=1, per_sequence=1, ctx=0)
+    def prop(profile, batch, more, per_sequence, ctx):
+        before = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx).step_time_s
+        after = step_time(model, gpu, profile, rows=(batch + more) * per_sequence, batch=batch + more,
+                          context=ctx).step_time_s
+        assert _close_or_less(before, after), f"T fell from {before} to {after} s with a larger batch"
     return prop
 
 
 def _t_context(model, gpu):
-    @given(profile=profiles, batch=batches, r=rows_per_sequence, ctx=contexts, more=contexts)
-    @example(profile=Profile("kv", count_kv=True), batch=4096, r=512, ctx=0, more=131_072)
-    def prop(profile, batch, r, ctx, more):
-        a = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx).step_time_s
-        b = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx + more).step_time_s
-        assert _close_or_less(a, b), f"T fell from {a} to {b} s with a longer context"
+    @given(profile=profiles, batch=batches, per_sequence=rows_per_sequence, ctx=contexts, more=contexts)
+    @example(profile=Profile("kv", count_kv=True), batch=4096, per_sequence=512, ctx=0, more=131_072)
+    def prop(profile, batch, per_sequence, ctx, more):
+        before = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx).step_time_s
+        after = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx + more).step_time_s
+        assert _close_or_less(before, after), f"T fell from {before} to {after} s with a longer context"
     return prop
 
 
 def _t_between(model, gpu):
-    @given(profile=profiles, batch=batches, r=rows_per_sequence, ctx=contexts)
-    def prop(profile, batch, r, ctx):
-        t = step_time(model, gpu, profile, rows=batch * r, batch=batch, context=ctx)
-        body = t.step_time_s - t.fixed_time_s
-        assert max(t.memory_time_s, t.compute_time_s) <= body * (1 + REL)
-        assert body <= (t.memory_time_s + t.compute_time_s) * (1 + REL)
-        assert t.memory_time_s > 0 and t.compute_time_s > 0 and math.isfinite(t.step_time_s)
+    @given(profile=profiles, batch=batches, per_sequence=rows_per_sequence, ctx=contexts)
+    def prop(profile, batch, per_sequence, ctx):
+        timing = step_time(model, gpu, profile, rows=batch * per_sequence, batch=batch, context=ctx)
+        body = timing.step_time_s - timing.fixed_time_s
+        assert max(timing.memory_time_s, timing.compute_time_s) <= body * (1 + REL)
+        assert body <= (timing.memory_time_s + timing.compute_time_s) * (1 + REL)
+        assert timing.memory_time_s > 0 and timing.compute_time_s > 0 and math.isfinite(timing.step_time_s)
     return prop
 
 
@@ -105,17 +107,18 @@ def _kv_linear(model, gpu):
 def _bytes_grow_with_bits(model, gpu):
     @given(low=bits, step=st.floats(min_value=0.01, max_value=8.0), group=group_sizes, keep=st.booleans())
     def prop(low, step, group, keep):
-        a = weight_bytes(model, WeightFormat("a", low, group, 16, 16, keep)).total
-        b = weight_bytes(model, WeightFormat("b", low + step, group, 16, 16, keep)).total
-        assert a < b, f"{low}-bit weights ({a} B) not smaller than {low + step}-bit ({b} B)"
+        fewer_bytes = weight_bytes(model, WeightFormat("a", low, group, 16, 16, keep)).total
+        more_bytes = weight_bytes(model, WeightFormat("b", low + step, group, 16, 16, keep)).total
+        assert fewer_bytes < more_bytes, (
+            f"{low}-bit weights ({fewer_bytes} B) not smaller than {low + step}-bit ({more_bytes} B)")
     return prop
 
 
 def _active_le_total(model, gpu):
     def prop():
-        p = param_counts(model)
-        assert 0 < p.gemm_active <= p.active <= p.total
-        assert p.total == p.active or model.moe is not None
+        counts = param_counts(model)
+        assert 0 < counts.gemm_active <= counts.active <= counts.total
+        assert counts.total == counts.active or model.moe is not None
     return prop
 
 
@@ -127,9 +130,9 @@ def _capacity_tight(model, gpu):
         per = cap.kv_bytes_per_token
         assert cap.kv_tokens * per <= cap.kv_bytes_available
         assert (cap.kv_tokens + 1) * per > cap.kv_bytes_available
-        n = requests_that_fit(cap.kv_tokens, per_request)
+        fit = requests_that_fit(cap.kv_tokens, per_request)
         size = Fraction(per_request)  # exact: float products round at the boundary
-        assert n * size <= cap.kv_tokens < (n + 1) * size, "n fit and n + 1 must not"
+        assert fit * size <= cap.kv_tokens < (fit + 1) * size, "n fit and n + 1 must not"
     return prop
 
 

@@ -33,7 +33,7 @@ def run(invariant: Invariant, model: ModelSpec, gpu: Accelerator, *, examples: i
     try:
         test()
     except Exception as err:  # an assertion, or a crash inside the property: both are a FAIL row
-        notes = [n for n in getattr(err, "__notes__", []) if n.strip()]
+        notes = [note for note in getattr(err, "__notes__", []) if note.strip()]
         first = str(err).splitlines()[0] if str(err) else ""
         if not isinstance(err, AssertionError):
             first = f"{type(err).__name__}: {first}"
@@ -49,15 +49,15 @@ def run_all(models: list[ModelSpec], gpus: list[Accelerator], *, examples: int =
     `progress`, if given, is called with (done, total) after each check (a progress bar). Ctrl-C raises
     `executor.Interrupted` holding the results that finished."""
     invariants = all_invariants() if invariants is None else invariants
-    jobs = [(inv, m, g) for inv in invariants if inv.scope == "model" for m in models for g in gpus]
+    jobs = [(inv, model, gpu) for inv in invariants if inv.scope == "model" for model in models for gpu in gpus]
     if models and gpus:
         jobs += [(inv, models[0], gpus[0]) for inv in invariants if inv.scope == "formula"]
     from llm_cost.executor import Interrupted
 
     results = []
     try:
-        for inv, m, g in jobs:
-            results.append(run(inv, m, g, examples=examples))
+        for inv, model, gpu in jobs:
+            results.append(run(inv, model, gpu, examples=examples))
             if progress is not None:
                 progress(len(results), len(jobs))
     except KeyboardInterrupt:

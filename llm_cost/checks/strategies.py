@@ -51,7 +51,7 @@ def _built_model(draw, moe: bool) -> ModelSpec:
         spec = draw(st.builds(
             MoESpec, num_experts=st.just(experts),
             experts_per_token=st.integers(min_value=1, max_value=min(8, experts)),
-            expert_intermediate_size=st.integers(min_value=1, max_value=64).map(lambda k: 256 * k),
+            expert_intermediate_size=st.integers(min_value=1, max_value=64).map(lambda units: 256 * units),
             num_shared_experts=st.integers(min_value=0, max_value=2),
             first_dense_layers=st.integers(min_value=0, max_value=min(3, layers)),
             router_bias=st.booleans()))
@@ -59,7 +59,7 @@ def _built_model(draw, moe: bool) -> ModelSpec:
         ModelSpec, name=st.just("built-moe" if moe else "built-dense"),
         hidden_size=st.just(heads * head_dim), num_layers=st.just(layers), num_heads=st.just(heads),
         num_kv_heads=st.just(kv_heads), head_dim=st.just(head_dim),
-        intermediate_size=st.integers(min_value=1, max_value=128).map(lambda k: 256 * k),
+        intermediate_size=st.integers(min_value=1, max_value=128).map(lambda units: 256 * units),
         vocab_size=st.integers(min_value=1_000, max_value=256_000),
         mlp_kind=st.sampled_from(["gated", "plain"]), norm_kind=st.sampled_from(["rms", "layer"]),
         tie_word_embeddings=st.booleans(), qkv_bias=st.booleans(), moe=st.just(spec)))
@@ -114,7 +114,7 @@ contexts = st.integers(min_value=0, max_value=131_072)  # cached tokens: none ..
 bits = st.floats(min_value=1.0, max_value=16.0)  # bits per weight, 1-bit .. BF16
 group_sizes = st.sampled_from([32, 64, 128, 256])  # quantization groups in use
 weight_formats = st.one_of(  # the named formats, or any bits with a 16-bit scale and zero per group
-    st.sampled_from(sorted(set(WEIGHT_FORMATS.values()), key=lambda f: f.name)),
+    st.sampled_from(sorted(set(WEIGHT_FORMATS.values()), key=lambda weight_format: weight_format.name)),
     st.builds(WeightFormat, name=st.just("random"), bits=bits, group_size=group_sizes,
               scale_bits=st.just(16.0), zero_bits=st.just(16.0), keep_embeddings_bf16=st.booleans()))
 kv_widths = st.sampled_from([0.5, 1.0, 2.0, 4.0])  # KV bytes per element: FP4, FP8, BF16, FP32
@@ -134,18 +134,18 @@ hit_rates = st.lists(st.floats(min_value=0.0, max_value=1.0),  # top-1,2,4,8 hit
 
 
 def _normalized(raw: list[float]) -> np.ndarray:
-    p = np.array(raw)
-    return p / p.sum()
+    weights = np.array(raw)
+    return weights / weights.sum()
 
 
 def distributions(pair: bool = False, min_size: int = 2, max_size: int = 12) -> st.SearchStrategy:
     """Probability vectors (numpy, sum 1, zeros allowed) from non-negative weights; pair=True: (p, q) on one vocabulary."""
     sizes = st.integers(min_value=min_size, max_value=max_size)
 
-    def vector(n: int) -> st.SearchStrategy[np.ndarray]:
-        raw = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=n, max_size=n)
-        return raw.filter(lambda w: sum(w) > 1e-6).map(_normalized)
+    def vector(size: int) -> st.SearchStrategy[np.ndarray]:
+        raw = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=size, max_size=size)
+        return raw.filter(lambda weights: sum(weights) > 1e-6).map(_normalized)
 
     if pair:
-        return sizes.flatmap(lambda n: st.tuples(vector(n), vector(n)))
+        return sizes.flatmap(lambda size: st.tuples(vector(size), vector(size)))
     return sizes.flatmap(vector)

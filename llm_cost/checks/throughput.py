@@ -35,12 +35,12 @@ def _request_throughput_bounded(model, gpu):
     def prop(pp, replicas, batch, isl, osl):
         pp = min(pp, model.num_layers) if gpu.interconnect_bytes_per_s else 1  # stages need a link
         dep = Deployment(pp=pp, gpus=pp * replicas)
-        r = request_cost(model, gpu, "article", batch=batch, isl=isl, osl=osl, deployment=dep)
-        most = replicas * batch * osl / r.e2e_s  # every batch's tokens, over the time they take
-        assert r.output_tokens_per_s <= most * (1 + REL), (
-            f"pp {pp}, {replicas} replicas: {r.output_tokens_per_s:g} tok/s > {most:g} its batches produce")
-        per_gpu_s = r.gpu_seconds(r.e2e_s)  # GPU-seconds one batch holds: all of its replica's GPUs
-        assert per_gpu_s >= r.e2e_s * pp * (1 - REL), f"{per_gpu_s:g} GPU-s < e2e x pp for one batch on pp {pp}"
+        cost = request_cost(model, gpu, "article", batch=batch, isl=isl, osl=osl, deployment=dep)
+        most = replicas * batch * osl / cost.e2e_s  # every batch's tokens, over the time they take
+        assert cost.output_tokens_per_s <= most * (1 + REL), (
+            f"pp {pp}, {replicas} replicas: {cost.output_tokens_per_s:g} tok/s > {most:g} its batches produce")
+        per_gpu_s = cost.gpu_seconds(cost.e2e_s)  # GPU-seconds one batch holds: all of its replica's GPUs
+        assert per_gpu_s >= cost.e2e_s * pp * (1 - REL), f"{per_gpu_s:g} GPU-s < e2e x pp for one batch on pp {pp}"
     return prop
 
 
@@ -61,7 +61,7 @@ def _latency_per_token_positive(model, gpu):
     @example(requests=[(4, 5), (4, 5)], rate=1e-6, scheduler="iteration", gaps=[1.0] * 12)
     @example(requests=[(4, 5), (4, 5)], rate=1e-16, scheduler="iteration", gaps=[1.0] * 12)  # issue 29
     def prop(requests, rate, scheduler, gaps):
-        times = [sum(gaps[:i]) for i in range(len(requests))]
+        times = [sum(gaps[:index]) for index in range(len(requests))]
         wl = fixed_workload(requests, arrivals_s=times)
         if rate < MIN_RATE:  # arrivals past 1e8 s would absorb the steps: refused, not simulated as 0
             try:
@@ -73,7 +73,8 @@ def _latency_per_token_positive(model, gpu):
             wl = wl.at_rate(rate)
         sim = serve(wl, server, config_for(scheduler, 8))
         lat = sim.latency_per_token_s
-        assert lat and all(math.isfinite(t) and t > 0 for t in lat), f"latencies per token {lat[:4]} at rate {rate}"
+        assert lat and all(math.isfinite(latency) and latency > 0 for latency in lat), (
+            f"latencies per token {lat[:4]} at rate {rate}")
     return prop
 
 

@@ -148,33 +148,34 @@ def checkpoint_format(model: ModelSpec) -> CheckpointFormat:
     if dtype not in DTYPES:
         raise _refused(model, f"torch_dtype {dtype!r} has no known width (known: {', '.join(DTYPES)})")
     width, name = DTYPES[dtype]
-    q = model.quantization
-    if q is None:
+    quant = model.quantization
+    if quant is None:
         return CheckpointFormat(name, width)
-    if q.method == "fp8":
+    if quant.method == "fp8":
         return _fp8_blocks(model, width)
-    if q.method == "mxfp4":
-        if any("experts" in str(m) for m in q.get("modules_to_not_convert", ()) or ()):
+    if quant.method == "mxfp4":
+        if any("experts" in str(module) for module in quant.get("modules_to_not_convert", ()) or ()):
             raise _refused(model, "quantization_config mxfp4 keeps its experts unconverted: not counted")
         # Without routed experts (the dense twin `speculative.moe.dense_twin` of gpt-oss, whose
         # MLP stands for the experts a token uses) the MLPs take the experts' format.
         return CheckpointFormat("mxfp4 experts", width, converted=("experts",) if model.moe else ("dense_mlp",),
                                 element_bits=4, block_cols=MXFP4_BLOCK, scale_bytes=1, pad_cols=True)
-    raise _refused(model, f"quantization_config quant_method {q.method!r} is not counted (supported: {SUPPORTED})")
+    raise _refused(model, f"quantization_config quant_method {quant.method!r} is not counted "
+                          f"(supported: {SUPPORTED})")
 
 
 def _fp8_blocks(model: ModelSpec, width: int) -> CheckpointFormat:
     """DeepSeek-V3's FP8: one byte a weight of every decoder linear, an F32 scale per block."""
-    q = model.quantization
-    block = q.get("weight_block_size")
+    quant = model.quantization
+    block = quant.get("weight_block_size")
     if not (isinstance(block, tuple) and len(block) == 2
-            and all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in block)):
+            and all(isinstance(size, int) and not isinstance(size, bool) and size >= 1 for size in block)):
         raise _refused(model, f"quantization_config fp8 needs weight_block_size [rows, cols], got {block!r} "
                               "(per-tensor FP8 is not counted)")
-    element = q.get("fmt", "e4m3")
+    element = quant.get("fmt", "e4m3")
     if element not in FP8_ELEMENTS:
         raise _refused(model, f"quantization_config fp8 fmt must be one of {', '.join(FP8_ELEMENTS)}, got {element!r}")
-    if q.get("modules_to_not_convert"):
+    if quant.get("modules_to_not_convert"):
         raise _refused(model, "quantization_config fp8 with modules_to_not_convert is not counted "
                               "(DeepSeek-V3's layout converts every decoder linear)")
     return CheckpointFormat(f"fp8 {element} {block[0]}x{block[1]}", width,
@@ -191,6 +192,7 @@ def _matrices(model: ModelSpec) -> dict[str, list[tuple[int, int]]]:
     """Each group's weight matrices in one layer (one expert for "experts"), as (rows, cols) = (out, in).
 
     Shared experts are one MLP of num_shared x expert width (the Hub's DeepSeek-V3 modeling).
+    `d` is the hidden size, `h` the number of attention heads.
     """
     d, moe, mla = model.hidden_size, model.moe, model.mla
 
@@ -203,8 +205,8 @@ def _matrices(model: ModelSpec) -> dict[str, list[tuple[int, int]]]:
     else:
         h = model.num_heads
         q_out = h * mla.qk_head_dim
-        q = [(mla.q_lora_rank, d), (q_out, mla.q_lora_rank)] if mla.q_lora_rank else [(q_out, d)]
-        attention = q + [(mla.kv_lora_rank + mla.qk_rope_head_dim, d),
+        query = [(mla.q_lora_rank, d), (q_out, mla.q_lora_rank)] if mla.q_lora_rank else [(q_out, d)]
+        attention = query + [(mla.kv_lora_rank + mla.qk_rope_head_dim, d),
                          (h * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank), (d, h * mla.v_head_dim)]
     shared = moe.num_shared_experts * model.shared_expert_width if moe else 0  # Qwen2-MoE's is wider
     return {"attention": attention, "dense_mlp": mlp(model.intermediate_size),
@@ -241,32 +243,36 @@ def checkpoint_weight_bytes(model: ModelSpec) -> WeightBytes:
     (13761264768, 5.264)
     """
     shipped = checkpoint_format(model)
-    p, mats, u = param_counts(model), _matrices(model), shipped.dtype_bytes
+    counts, mats, dtype_bytes = param_counts(model), _matrices(model), shipped.dtype_bytes
 
     def group(name: str, params: int) -> int:
         """Bytes of `params` parameters holding the weight matrices of group `name`."""
         if name not in shipped.converted:
-            return params * u
-        converted = sum(r * c for r, c in mats[name])
-        return (params - converted) * u + sum(shipped.matrix_bytes(r, c) for r, c in mats[name])
+            return params * dtype_bytes
+        converted = sum(rows * cols for rows, cols in mats[name])
+        return (params - converted) * dtype_bytes + sum(shipped.matrix_bytes(rows, cols)
+                                                        for rows, cols in mats[name])
 
-    attention = group("attention", p.attention_block_per_layer)
-    norms = p.norms_per_layer * u
-    router = p.router_per_layer * u
+    attention = group("attention", counts.attention_block_per_layer)
+    norms = counts.norms_per_layer * dtype_bytes
+    router = counts.router_per_layer * dtype_bytes
     if model.moe is not None and model.moe.router_bias and shipped.router_bias_bytes:
-        router += p.num_experts * (shipped.router_bias_bytes - u)
-    dense_layer = attention + group("dense_mlp", p.dense_mlp_per_layer) + norms
-    moe_shared = attention + norms + group("shared_experts", p.shared_experts_per_layer) + router
-    if p.mixer_correction and "attention" in shipped.converted:
+        router += counts.num_experts * (shipped.router_bias_bytes - dtype_bytes)
+    dense_layer = attention + group("dense_mlp", counts.dense_mlp_per_layer) + norms
+    moe_shared = attention + norms + group("shared_experts", counts.shared_experts_per_layer) + router
+    if counts.mixer_correction and "attention" in shipped.converted:
         raise _refused(model, f"{shipped.name} over recurrent (linear attention or Mamba) layers is not counted")
-    always = (p.num_dense_layers * dense_layer + p.num_moe_layers * moe_shared + p.final_norm * u
-              + p.mixer_correction * u)  # a hybrid's recurrent mixers in place of its attention
-    expert = group("experts", p.expert_params)
-    tables = (p.embedding + p.position_embedding + p.lm_head) * u
-    total = tables + always + p.num_moe_layers * p.num_experts * expert
-    return WeightBytes(embedding=p.embedding * u, position_embedding=p.position_embedding * u,
-                       lm_head=p.lm_head * u, always=always, expert=expert, num_moe_layers=p.num_moe_layers,
-                       num_experts=p.num_experts, effective_bits=8 * total / p.total)
+    always = (counts.num_dense_layers * dense_layer + counts.num_moe_layers * moe_shared
+              + counts.final_norm * dtype_bytes
+              + counts.mixer_correction * dtype_bytes)  # a hybrid's recurrent mixers in place of its attention
+    expert = group("experts", counts.expert_params)
+    tables = (counts.embedding + counts.position_embedding + counts.lm_head) * dtype_bytes
+    total = tables + always + counts.num_moe_layers * counts.num_experts * expert
+    return WeightBytes(embedding=counts.embedding * dtype_bytes,
+                       position_embedding=counts.position_embedding * dtype_bytes,
+                       lm_head=counts.lm_head * dtype_bytes, always=always, expert=expert,
+                       num_moe_layers=counts.num_moe_layers, num_experts=counts.num_experts,
+                       effective_bits=8 * total / counts.total)
 
 
 def checkpoint_bytes(model: ModelSpec) -> CheckpointBytes:

@@ -25,6 +25,8 @@ def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_AL
 
     .. math:: N_{LoRA} = \sum_{layers} \sum_{W \in targets} r\,(d_{in}(W) + d_{out}(W))
 
+    In the code `d` is the hidden size.
+
     Parameters
     ----------
     model : ModelSpec
@@ -60,21 +62,21 @@ def lora_params(model: ModelSpec, rank: int = LORA_RANK, targets=LORA_TARGETS_AL
     if model.mla is not None and set(targets) & set(LORA_TARGETS_ATTN):
         raise InvalidValueError("LoRA targets q, k, v, o are not defined for MLA attention; "
                                 "use gate, up, down")
-    d, q, kv = model.hidden_size, model.q_dim, model.kv_dim
-    attention = {"q": (d, q), "k": (d, kv), "v": (d, kv), "o": (q, d)}
+    d, q_dim, kv = model.hidden_size, model.q_dim, model.kv_dim
+    attention = {"q": (d, q_dim), "k": (d, kv), "v": (d, kv), "o": (q_dim, d)}
     known = set(attention) | {"gate", "up", "down"}
-    for t in targets:
-        if t not in known:
-            raise InvalidValueError(f"LoRA target must be one of {', '.join(LORA_TARGETS_ALL)}, got {t!r}")
+    for target in targets:
+        if target not in known:
+            raise InvalidValueError(f"LoRA target must be one of {', '.join(LORA_TARGETS_ALL)}, got {target!r}")
     if "gate" in targets and "gate" not in model.mlp_projections:
         raise InvalidValueError(f"LoRA target 'gate' does not exist in {model.name} (plain GELU MLP)")
 
     def mlp(ff: int) -> int:
         """Adapter parameters of one MLP of width `ff` in one layer (a dense MLP or one expert)."""
         shapes = {"gate": (d, ff), "up": (d, ff), "down": (ff, d)}
-        return sum(rank * sum(shapes[t]) for t in targets if t in shapes)
+        return sum(rank * sum(shapes[target]) for target in targets if target in shapes)
 
-    attn = sum(rank * sum(attention[t]) for t in targets if t in attention)
+    attn = sum(rank * sum(attention[target]) for target in targets if target in attention)
     total = attn * model.num_layers + mlp(model.intermediate_size) * model.num_dense_layers
     if model.moe is not None:
         routed = model.moe.num_experts * mlp(model.moe.expert_intermediate_size)

@@ -100,6 +100,8 @@ def mtp_params(model: ModelSpec) -> MtpParams:
 
     .. math:: N_{proj} = 2 d^2 + 2 d
 
+    with `d` the hidden size.
+
     Parameters
     ----------
     model : ModelSpec
@@ -123,8 +125,8 @@ def mtp_params(model: ModelSpec) -> MtpParams:
 
 
     model = as_model(model)
-    p = param_counts(mtp_module(model))
+    counts = param_counts(mtp_module(model))
     d = model.hidden_size
-    shared = p.embedding + p.lm_head
-    return MtpParams(block=p.total - shared, block_active=p.active - shared,
+    shared = counts.embedding + counts.lm_head
+    return MtpParams(block=counts.total - shared, block_active=counts.active - shared,
                      projection=2 * d * d + 2 * d, shared=shared)

@@ -3,6 +3,9 @@
 All counts are exact Python ints. Dense counts follow the article (`param_count`); MoE and MLA
 shapes the DeepSeek-V3 and Mixtral Hub configs and modeling code; the other families their
 Hugging Face modeling code (see `llm_cost.catalog.config`).
+
+Symbols: `d` the hidden size, `h` the attention heads, `q` and `kv` the query and key/value
+widths (heads x head_dim), `ff` an MLP's intermediate width.
 """
 
 from __future__ import annotations
@@ -281,5 +284,5 @@ def _attention_params(model: ModelSpec) -> int:
         q_params = d * q_out
     kv_a = d * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank  # + kv_a_layernorm
     kv_b = mla.kv_lora_rank * h * (mla.qk_nope_head_dim + mla.v_head_dim)
-    o = h * mla.v_head_dim * d
-    return q_params + kv_a + kv_b + o
+    output = h * mla.v_head_dim * d
+    return q_params + kv_a + kv_b + output

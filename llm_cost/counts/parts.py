@@ -40,8 +40,8 @@ def mtp_checkpoint_params(model: ModelSpec) -> int:
         return 0
     from llm_cost.counts.mtp import mtp_params
 
-    n = mtp_params(model)
-    return model.mtp_layers * (n.stored if model.mtp_stores_tables else n.own)
+    module = mtp_params(model)
+    return model.mtp_layers * (module.stored if model.mtp_stores_tables else module.own)
 
 
 def checkpoint_params(model: ModelSpec) -> CheckpointParams:

@@ -89,7 +89,7 @@ def flops_per_token(model: ModelSpec, context: float = 0) -> float:
     if not windows:
         return weights + attention_flops_per_context_token(model) * context
     per_layer = attention_flops_per_context_token(model) // model.num_attention_layers
-    keys = (model.num_attention_layers - sum(n for _, n in windows)) * context
+    keys = (model.num_attention_layers - sum(count for _, count in windows)) * context
     for window, layers in windows:
         keys += layers * min(context, window)
     return weights + per_layer * keys
@@ -161,8 +161,8 @@ def layer_windows(model: ModelSpec) -> tuple[tuple[int, int], ...]:
     counts: dict[int, int] = {}
     for kind in model.layer_types:
         if kind in ("sliding", "chunked"):
-            w = model.sliding_window if kind == "sliding" else model.attention_chunk_size
-            counts[w] = counts.get(w, 0) + 1
+            window = model.sliding_window if kind == "sliding" else model.attention_chunk_size
+            counts[window] = counts.get(window, 0) + 1
     return tuple(sorted(counts.items()))
 
 
@@ -174,13 +174,13 @@ def kv_layer_bytes_per_token(model: ModelSpec, bytes_per_element: float = BF16_B
     return 2 * model.num_kv_heads * model.head_dim * bytes_per_element
 
 
-def _minimum(x, window: int):
-    """min(x, window) for a number, numpy.minimum for an array."""
-    if isinstance(x, (int, float)):
-        return x if x < window else window
+def _minimum(value, window: int):
+    """min(value, window) for a number, numpy.minimum for an array."""
+    if isinstance(value, (int, float)):
+        return value if value < window else window
     import numpy as np
 
-    return np.minimum(x, window)
+    return np.minimum(value, window)
 
 
 def _check_context(context) -> None:
@@ -240,7 +240,7 @@ def kv_bytes(model: ModelSpec, context, bytes_per_element: float = BF16_BYTES):
     if not windows:
         held = context * kv_bytes_per_token(model, bytes_per_element)
         return held + state if state else held
-    full = model.num_attention_layers - sum(n for _, n in windows)
+    full = model.num_attention_layers - sum(count for _, count in windows)
     layer_tokens = full * context
     for window, layers in windows:
         layer_tokens = layer_tokens + layers * _minimum(context, window)

@@ -39,24 +39,25 @@ MACS_PER_STATE_ELEMENT = {"gated_deltanet": 3, "lightning": 2, "mamba2": 2, "mam
 SCAN_CHUNK = {"gated_deltanet": 64, "lightning": 256, "mamba2": 256, "mamba1": 0}
 
 
-def recurrent_layer_params(r: RecurrentSpec, hidden: int) -> int:
-    """Parameters of one recurrent mixer of `r`'s kind in a model of width `hidden` (module doc)."""
-    d, h = r.inner_dim, hidden
-    conv = r.conv_dim * r.conv_kernel + (r.conv_dim if r.conv_bias else 0)
-    if r.kind == "gated_deltanet":
-        key = r.num_groups * r.state_dim
-        return h * (2 * key + 2 * d) + h * 2 * r.num_heads + conv + 2 * r.num_heads + r.head_dim + d * h
-    if r.kind == "lightning":
+def recurrent_layer_params(mixer: RecurrentSpec, hidden: int) -> int:
+    """Parameters of one recurrent mixer of `mixer`'s kind in a model of width `hidden` (module doc):
+    `h` the hidden size (H there), `d` the inner width."""
+    d, h = mixer.inner_dim, hidden
+    conv = mixer.conv_dim * mixer.conv_kernel + (mixer.conv_dim if mixer.conv_bias else 0)
+    if mixer.kind == "gated_deltanet":
+        key = mixer.num_groups * mixer.state_dim
+        return h * (2 * key + 2 * d) + h * 2 * mixer.num_heads + conv + 2 * mixer.num_heads + mixer.head_dim + d * h
+    if mixer.kind == "lightning":
         return h * 3 * d + h * d + d + d * h
-    bias = r.proj_bias
-    if r.kind == "mamba2":
-        in_width = 2 * d + 2 * r.num_groups * r.state_dim + r.num_heads
-        return (h * in_width + (in_width if bias else 0) + conv + 3 * r.num_heads + (d if r.gated_norm else 0)
+    bias = mixer.proj_bias
+    if mixer.kind == "mamba2":
+        in_width = 2 * d + 2 * mixer.num_groups * mixer.state_dim + mixer.num_heads
+        return (h * in_width + (in_width if bias else 0) + conv + 3 * mixer.num_heads + (d if mixer.gated_norm else 0)
                 + d * h + (h if bias else 0))
     # mamba1
-    return (h * 2 * d + (2 * d if bias else 0) + conv + d * (r.dt_rank + 2 * r.state_dim)
-            + r.dt_rank * d + d + d * r.state_dim + d + d * h + (h if bias else 0)
-            + r.dt_rank + 2 * r.state_dim)
+    return (h * 2 * d + (2 * d if bias else 0) + conv + d * (mixer.dt_rank + 2 * mixer.state_dim)
+            + mixer.dt_rank * d + d + d * mixer.state_dim + d + d * h + (h if bias else 0)
+            + mixer.dt_rank + 2 * mixer.state_dim)
 
 
 def state_bytes_per_sequence(model: ModelSpec, bytes_per_element: float = 2.0) -> float:
@@ -111,10 +112,10 @@ def recurrent_flops_per_token(model: ModelSpec) -> int:
         FLOPs per token (0 without recurrent layers).
     """
     model = as_model(model)
-    r = model.recurrent
-    if r is None:
+    recurrent = model.recurrent
+    if recurrent is None:
         return 0
-    per_layer = (2 * MACS_PER_STATE_ELEMENT[r.kind] * r.recurrent_elements
-                 + 2 * SCAN_CHUNK[r.kind] * r.num_heads * (r.state_dim + r.head_dim)
-                 + 2 * r.conv_dim * r.conv_kernel)
+    per_layer = (2 * MACS_PER_STATE_ELEMENT[recurrent.kind] * recurrent.recurrent_elements
+                 + 2 * SCAN_CHUNK[recurrent.kind] * recurrent.num_heads * (recurrent.state_dim + recurrent.head_dim)
+                 + 2 * recurrent.conv_dim * recurrent.conv_kernel)
     return model.num_recurrent_layers * per_layer

@@ -2,7 +2,7 @@ r"""A multimodal checkpoint's vision tower and projector, counted; the tokens an
 
 One function per tower (`VisionSpec.kind`), following transformers' modeling code. Symbols: D the
 tower's width, I its MLP width, L its layers, p the patch side, C the channels, N the patches of a
-full-size image, H the text model's hidden size.
+full-size image, H the text model's hidden size (`d`, `i` and `h` in the code).
 
 - siglip (modeling_siglip.py, Gemma 3): patch Conv2d with bias C p^2 D + D; positions N D; per
   layer two biased LayerNorms 4 D, q/k/v/out with biases 4 (D^2 + D), fc1 / fc2 with biases
@@ -51,40 +51,40 @@ class VisionParams:
         return self.tower + self.projector
 
 
-def _siglip(v: VisionSpec, text_hidden: int) -> VisionParams:
-    d, i = v.hidden_size, v.intermediate_size
+def _siglip(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
-    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d + d + v.patches_per_side ** 2 * d,
-                        encoder=v.num_layers * layer, norms=2 * d, adapter=0,
+    patch = tower.num_channels * tower.patch_size ** 2 * d + d + tower.patches_per_side ** 2 * d
+    return VisionParams(patch_embedding=patch, encoder=tower.num_layers * layer, norms=2 * d, adapter=0,
                         projector=d + d * text_hidden)
 
 
-def _pixtral(v: VisionSpec, text_hidden: int) -> VisionParams:
-    d, i, h = v.hidden_size, v.intermediate_size, text_hidden
+def _pixtral(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i, h = tower.hidden_size, tower.intermediate_size, text_hidden
     layer = 2 * d + 4 * d * d + 3 * d * i
-    projector = d + v.merge_size ** 2 * d * d + d * h + h * h + ((h + h) if v.projector_bias else 0)
-    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d, encoder=v.num_layers * layer,
-                        norms=d, adapter=0, projector=projector)
+    projector = d + tower.merge_size ** 2 * d * d + d * h + h * h + ((h + h) if tower.projector_bias else 0)
+    return VisionParams(patch_embedding=tower.num_channels * tower.patch_size ** 2 * d,
+                        encoder=tower.num_layers * layer, norms=d, adapter=0, projector=projector)
 
 
-def _llama4(v: VisionSpec, text_hidden: int) -> VisionParams:
-    d, i = v.hidden_size, v.intermediate_size
+def _llama4(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
-    patches = v.patches_per_side ** 2
-    projector = v.adapter_output_dim * text_hidden + (text_hidden if v.projector_bias else 0)
-    return VisionParams(patch_embedding=v.num_channels * v.patch_size ** 2 * d + d + (patches + 1) * d,
-                        encoder=v.num_layers * layer, norms=4 * d,
-                        adapter=i * v.adapter_input_dim + v.adapter_output_dim ** 2, projector=projector)
+    patches = tower.patches_per_side ** 2
+    projector = tower.adapter_output_dim * text_hidden + (text_hidden if tower.projector_bias else 0)
+    return VisionParams(patch_embedding=tower.num_channels * tower.patch_size ** 2 * d + d + (patches + 1) * d,
+                        encoder=tower.num_layers * layer, norms=4 * d,
+                        adapter=i * tower.adapter_input_dim + tower.adapter_output_dim ** 2, projector=projector)
 
 
-def _qwen_vl(v: VisionSpec, text_hidden: int) -> VisionParams:
-    d, i = v.hidden_size, v.intermediate_size
+def _qwen_vl(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
-    merged = v.merge_size ** 2 * d
-    patch = v.num_channels * v.temporal_patch_size * v.patch_size ** 2 * d + d
-    projector = 2 * d + merged * merged + merged + merged * v.adapter_output_dim + v.adapter_output_dim
-    return VisionParams(patch_embedding=patch + (v.position_embeddings or v.patches_per_side ** 2) * d,
-                        encoder=v.num_layers * layer, norms=0, adapter=0, projector=projector)
+    merged = tower.merge_size ** 2 * d
+    patch = tower.num_channels * tower.temporal_patch_size * tower.patch_size ** 2 * d + d
+    projector = 2 * d + merged * merged + merged + merged * tower.adapter_output_dim + tower.adapter_output_dim
+    return VisionParams(patch_embedding=patch + (tower.position_embeddings or tower.patches_per_side ** 2) * d,
+                        encoder=tower.num_layers * layer, norms=0, adapter=0, projector=projector)
 
 
 TOWER_COUNTS = {"siglip": _siglip, "pixtral": _pixtral, "llama4": _llama4, "qwen_vl": _qwen_vl}
@@ -178,28 +178,29 @@ def image_cost(model: ModelSpec, image_size_px: int | None = None) -> ImageCost:
     from llm_cost.errors import InvalidValueError, check_number
 
     model = as_model(model)
-    v = model.vision
-    if v is None:
+    tower = model.vision
+    if tower is None:
         raise InvalidValueError(f"images: {model.name} has no vision tower (its config has no vision_config)",
                                 params=("images",))
-    px = v.image_size if image_size_px is None else image_size_px
+    px = tower.image_size if image_size_px is None else image_size_px
     check_number("image_size", px, low=1, high=1e5, integer=True)
-    side, tiles = _patch_grid(v, int(px))
-    per_tile = side * side + (1 if v.kind == "llama4" else 0)
+    side, tiles = _patch_grid(tower, int(px))
+    per_tile = side * side + (1 if tower.kind == "llama4" else 0)
     patches = tiles * per_tile
-    if v.kind == "siglip":
-        tokens = v.tokens_per_image or (side // 4) ** 2
-    elif v.kind == "pixtral":
-        rows = side // v.merge_size
+    if tower.kind == "siglip":
+        tokens = tower.tokens_per_image or (side // 4) ** 2
+    elif tower.kind == "pixtral":
+        rows = side // tower.merge_size
         tokens = rows * (rows + 1)
-    elif v.kind == "llama4":
+    elif tower.kind == "llama4":
         tokens = tiles * (side * side // 4)
     else:
-        tokens = side * side // v.merge_size ** 2
-    p = vision_params(model)
-    patch_macs = v.num_channels * v.temporal_patch_size * v.patch_size ** 2 * v.hidden_size
-    flops = (2.0 * patches * (patch_macs + p.encoder) + 4.0 * v.num_layers * tiles * per_tile ** 2 * v.hidden_size
-             + 2.0 * tokens * (p.adapter + p.projector))
+        tokens = side * side // tower.merge_size ** 2
+    params = vision_params(model)
+    patch_macs = tower.num_channels * tower.temporal_patch_size * tower.patch_size ** 2 * tower.hidden_size
+    flops = (2.0 * patches * (patch_macs + params.encoder)
+             + 4.0 * tower.num_layers * tiles * per_tile ** 2 * tower.hidden_size
+             + 2.0 * tokens * (params.adapter + params.projector))
     return ImageCost(patches=patches, tokens=tokens, encoder_flops=flops)
 
 
@@ -213,18 +214,18 @@ LLAMA4_MAX_TILES = 16
 QWEN_VL_MIN_PIXELS, QWEN_VL_MAX_PIXELS = 65_536, 16_777_216
 
 
-def _patch_grid(v: VisionSpec, px: int) -> tuple[int, int]:
-    """(patches a side of one tile, tiles) of a px-wide image for the tower `v` (`image_cost`), the
+def _patch_grid(tower: VisionSpec, px: int) -> tuple[int, int]:
+    """(patches a side of one tile, tiles) of a px-wide image for `tower` (`image_cost`), the
     image first resized as its processor does (pixtral: at most image_size; llama4: at most
     LLAMA4_MAX_TILES tiles; qwen_vl: QWEN_VL_MIN_PIXELS to QWEN_VL_MAX_PIXELS pixels)."""
-    full = v.patches_per_side
-    if v.kind == "siglip":
+    full = tower.patches_per_side
+    if tower.kind == "siglip":
         return full, 1
-    if v.kind == "pixtral":
-        return min(-(-px // v.patch_size), full) // v.merge_size * v.merge_size or v.merge_size, 1
-    if v.kind == "llama4":
-        t = min(-(-px // v.image_size), math.isqrt(LLAMA4_MAX_TILES)) ** 2
-        return full, t + 1 if t > 1 else 1
-    unit = v.patch_size * v.merge_size
+    if tower.kind == "pixtral":
+        return min(-(-px // tower.patch_size), full) // tower.merge_size * tower.merge_size or tower.merge_size, 1
+    if tower.kind == "llama4":
+        tiles = min(-(-px // tower.image_size), math.isqrt(LLAMA4_MAX_TILES)) ** 2
+        return full, tiles + 1 if tiles > 1 else 1
+    unit = tower.patch_size * tower.merge_size
     px = min(max(px, math.isqrt(QWEN_VL_MIN_PIXELS)), math.isqrt(QWEN_VL_MAX_PIXELS))
-    return -(-px // unit) * v.merge_size, 1
+    return -(-px // unit) * tower.merge_size, 1

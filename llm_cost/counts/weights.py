@@ -55,19 +55,19 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
     weights = as_weights(weights)  # a format or its name ("int4")
     if weights.checkpoint:
         return checkpoint_weight_bytes(model)
-    p = param_counts(model)
+    counts = param_counts(model)
     per = weights.bytes_per_weight
     emb = BF16_BYTES if weights.keep_embeddings_bf16 else per
-    always = (p.num_dense_layers * p.dense_layer + p.num_moe_layers * p.moe_layer_shared
-              + p.mixer_correction + p.final_norm)  # a hybrid's recurrent mixers for its attention
+    always = (counts.num_dense_layers * counts.dense_layer + counts.num_moe_layers * counts.moe_layer_shared
+              + counts.mixer_correction + counts.final_norm)  # a hybrid's recurrent mixers for its attention
     return WeightBytes(
-        embedding=p.embedding * emb,
-        position_embedding=p.position_embedding * emb,
-        lm_head=p.lm_head * emb,
+        embedding=counts.embedding * emb,
+        position_embedding=counts.position_embedding * emb,
+        lm_head=counts.lm_head * emb,
         always=always * per,
-        expert=p.expert_params * per,
-        num_moe_layers=p.num_moe_layers,
-        num_experts=p.num_experts,
+        expert=counts.expert_params * per,
+        num_moe_layers=counts.num_moe_layers,
+        num_experts=counts.num_experts,
         effective_bits=weights.effective_bits,
     )
 

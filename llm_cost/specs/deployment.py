@@ -153,7 +153,7 @@ class Deployment:
         """', tp 4 pp 2, 16 GPUs (2 replicas)' as titles show it; '' for one GPU."""
         if self.is_single and self.replicas == 1:
             return ""
-        parts = [f"{k} {v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if v > 1]
+        parts = [f"{name} {size}" for name, size in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if size > 1]
         if self.dp_attention and self.tp > 1:
             parts.append("dp-attention")
         split = [" ".join(parts)] if parts else []

@@ -40,7 +40,7 @@ class Engine:
         """(tokens per iteration, max sequences) on `gpu` (an Accelerator: its usable memory and name)."""
         name = gpu.name.lower()
         if self.large_gpu_bytes and (gpu.memory_available_bytes < self.large_gpu_bytes
-                                     or any(n in name for n in self.small_gpu_names)):
+                                     or any(part in name for part in self.small_gpu_names)):
             return (self.small_gpu_tokens_per_iteration or self.tokens_per_iteration,
                     self.small_gpu_max_sequences or self.max_sequences)
         return self.tokens_per_iteration, self.max_sequences

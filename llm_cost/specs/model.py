@@ -212,7 +212,7 @@ class ModelSpec:
     def _check_layer_types(self) -> None:
         """layer_types: empty or one known kind per layer; a window iff a layer uses it."""
         kinds = self.layer_types
-        if not isinstance(kinds, tuple) or any(k not in ATTENTION_KINDS for k in kinds):
+        if not isinstance(kinds, tuple) or any(entry not in ATTENTION_KINDS for entry in kinds):
             raise InvalidValueError(f"model.layer_types must be a tuple of {', '.join(ATTENTION_KINDS)}")
         if kinds and len(kinds) != self.num_layers:
             raise InvalidValueError(f"model.layer_types must have {self.num_layers} entries (num_layers), "

@@ -216,8 +216,8 @@ def layer_indices(field: str, indices, *, low: int = 0, high: int | None = None)
     """Layer indices: a tuple of distinct whole numbers in [low, high), ascending."""
     if not isinstance(indices, tuple):
         raise InvalidValueError(f"{field} must be a tuple of layer indices")
-    for i in indices:
-        check_number(field, i, low=low, high=None if high is None else high - 1, integer=True)
+    for index in indices:
+        check_number(field, index, low=low, high=None if high is None else high - 1, integer=True)
     if list(indices) != sorted(set(indices)):
         raise InvalidValueError(f"{field} must be distinct and ascending, got {indices}")
 

@@ -168,15 +168,15 @@ class Profile:
         """
         if not self.engine_costs:
             return self
-        costs = {e[0]: e[1:] for e in self.engine_costs}
-        values = costs.get(engine) or tuple(sum(c[i] for c in costs.values()) / len(costs)
-                                            for i in range(len(ENGINE_KNOBS)))
+        costs = {entry[0]: entry[1:] for entry in self.engine_costs}
+        values = costs.get(engine) or tuple(sum(knobs[index] for knobs in costs.values()) / len(costs)
+                                            for index in range(len(ENGINE_KNOBS)))
         return replace(self, **dict(zip(ENGINE_KNOBS, values)))
 
     @property
     def engines(self) -> tuple[str, ...]:
         """The engines this profile has fitted fixed costs for."""
-        return tuple(e[0] for e in self.engine_costs)
+        return tuple(entry[0] for entry in self.engine_costs)
 
     def with_(self, *, name: str | None = None, bw_efficiency: float | None = None,
               compute_efficiency: float | None = None, fixed_time_s: float | None = None,
@@ -215,7 +215,7 @@ class Profile:
                      fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s,
                      small_gemm_factor=small_gemm_factor, gemm_half_rows=gemm_half_rows,
                      memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s, engine_costs=engine_costs)
-        changes = {k: v for k, v in given.items() if v is not None}
+        changes = {knob: value for knob, value in given.items() if value is not None}
         return replace(self, **changes) if changes else self
 
 

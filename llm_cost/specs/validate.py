@@ -63,8 +63,8 @@ def check_fields(instance, prefix: str = "", *, signed=(), infinite=(), skip=())
     plan = _plans.get((type(instance), prefix, tuple(signed), tuple(infinite), tuple(skip)))
     if plan is None:
         plan = _plans[(type(instance), prefix, tuple(signed), tuple(infinite), tuple(skip))] = [
-            (f.name, str(f.type), f.name in signed, f.name in infinite) for f in dataclasses.fields(instance)
-            if f.init and f.name not in skip]
+            (field.name, str(field.type), field.name in signed, field.name in infinite)
+            for field in dataclasses.fields(instance) if field.init and field.name not in skip]
     for name, annotation, sign_ok, inf_ok in plan:
         value = getattr(instance, name)
         kind = type(value)
@@ -85,7 +85,7 @@ _NESTED = ("tuple", "tuple | None", "tuple[tuple[int, int], ...]", "tuple[tuple[
 
 def check_value(name: str, value, annotation: str, *, signed=False, infinite=False, field=None) -> None:
     """Raise InvalidValueError naming `name` unless `value` fits `annotation` (see the module doc)."""
-    kinds = [k.strip() for k in annotation.split("|")]
+    kinds = [part.strip() for part in annotation.split("|")]
     if "None" in kinds:
         if value is None:
             return
@@ -114,10 +114,10 @@ def check_value(name: str, value, annotation: str, *, signed=False, infinite=Fal
             raise InvalidValueError(f"{name} must be a tuple, got {short_repr(value)}", params=params)
         inner = kind[len("tuple["):-1].split(",")[0].strip() if kind.startswith("tuple[") else ""
         if inner in NUMBERS:
-            for v in value:
-                _number(name, v, NUMBERS[inner], signed, infinite, params)
+            for item in value:
+                _number(name, item, NUMBERS[inner], signed, infinite, params)
     elif kind.isidentifier() and kind[:1].isupper():
-        if not any(c.__name__ == kind for c in type(value).__mro__):
+        if not any(cls.__name__ == kind for cls in type(value).__mro__):
             raise InvalidValueError(f"{name} must be a {kind}, got {type(value).__name__}", params=params)
 
 
