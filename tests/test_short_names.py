@@ -21,6 +21,18 @@ ROOT = pathlib.Path(llm_cost.__file__).parent
 # Folders (or single modules) of the library, relative to the package, that hold no one-letter name
 # outside formulas.
 CHECKED: tuple[str, ...] = (
+    "report/__init__.py",
+    "report/breakdown_rows.py",
+    "report/cost_table.py",
+    "report/cost_table_view.py",
+    "report/deployment_rows.py",
+    "report/figures.py",
+    "report/model_rows.py",
+    "report/plan_rows.py",
+    "report/render.py",
+    "report/request_rows.py",
+    "report/series.py",
+    "report/speculative_rows.py",
 )
 
 
