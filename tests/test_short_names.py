@@ -21,6 +21,18 @@ ROOT = pathlib.Path(llm_cost.__file__).parent
 # Folders (or single modules) of the library, relative to the package, that hold no one-letter name
 # outside formulas.
 CHECKED: tuple[str, ...] = (
+    "commands/calibrate.py",
+    "commands/catalog.py",
+    "commands/check.py",
+    "commands/model.py",
+    "commands/outputs.py",
+    "commands/plot.py",
+    "commands/progress.py",
+    "commands/requests.py",
+    "commands/roofline.py",
+    "commands/speculative.py",
+    "commands/table.py",
+    "commands/trees.py",
     "report/__init__.py",
     "report/breakdown_rows.py",
     "report/cost_table.py",
