@@ -223,7 +223,7 @@ def _roofline(options: dict, path):
     series = roofline_series(spec, acc, prof, gamma=gamma, batches=options["batch"], context=options["context"],
                              max_rows=options["max_rows"], deployment=dep)
     options["fits"] = [_fit(spec, acc, dep, curve.weights, batch=batch, rows=rows, context=options["context"])
-                 for curve in series for batch, rows, _ in curve.points]
+                       for curve in series for batch, rows, _ in curve.points]
     return plots.roofline(series, path, gamma=gamma, title=f"T(m): {spec.name} on {acc.name}{dep.label}, preset {prof.name}, "
                                                       f"context {options['context']}")
 
@@ -241,7 +241,7 @@ def _spec_vs_batch(options: dict, path):
     curves = spec_vs_batch(spec, acc, profiles, alphas=options["alpha"], gammas=options["gamma"], cs=options["c"], marks=options["batch"],
                            batch_max=options["batch_max"], context=options["context"], weights=weight_format, deployment=dep)
     options["fits"] = [_batch_axis_fit(spec, acc, dep, weight_format, int(gamma), options["context"], int(curves[0].batch[-1]))
-                 for gamma in dict.fromkeys(options["gamma"])]
+                       for gamma in dict.fromkeys(options["gamma"])]
     return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}{dep.label}, "
                                                    f"{options['weights']}, preset {options['preset']}, context {options['context']}")
 
@@ -266,7 +266,7 @@ def _tree(options: dict, path):
     points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(options["hits"]), batches=options["batch"],
                          c=c, context=options["context"], weights=parse.weights(options["weights"]), deployment=dep)
     options["fits"] = [_fit(spec, acc, dep, parse.weights(options["weights"]), batch=batch, rows=batch * (point.nodes + 1), context=options["context"])
-                 for point in points for batch in options["batch"]]
+                       for point in points for batch in options["batch"]]
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}{dep.label}, preset {prof.name}, context "
                                           f"{options['context']}, c {c:g} per level, top-k hits {options['hits']}")
 

@@ -56,9 +56,9 @@ def summed(passes) -> list:
                 continue
             kept = out[op.operator]
             out[op.operator] = replace(kept, bytes=kept.bytes + op.bytes, flops=kept.flops + op.flops,
-                                      memory_time_s=kept.memory_time_s + op.memory_time_s,
-                                      compute_time_s=kept.compute_time_s + op.compute_time_s,
-                                      time_s=kept.time_s + op.time_s)
+                                       memory_time_s=kept.memory_time_s + op.memory_time_s,
+                                       compute_time_s=kept.compute_time_s + op.compute_time_s,
+                                       time_s=kept.time_s + op.time_s)
     result = []
     for op in out.values():
         if op.bound in ("memory", "compute"):

@@ -91,7 +91,7 @@ def _request_of(grid, i: int):
 
     grp, variant = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
     spec = None if variant.kind == "none" else Speculation(alpha=float(variant.alpha), gamma=int(variant.gamma), draft=variant.draft,
-                                                     c=None if variant.draft is not None else float(grid.c[i]))
+                                                           c=None if variant.draft is not None else float(grid.c[i]))
     return request_cost(grid.space.model, grp.gpu, grid.profile, batch=int(grid.batch[i]), isl=grid.isl, osl=grid.osl,
                         deployment=grp.deployment, weights=grp.weights, speculation=spec)
 

@@ -36,8 +36,8 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
     rows = []
     for batch, isl, osl in product(batches, isls, osls):
         cost = request_cost(model, gpu, profile, batch=batch, isl=isl, osl=osl, deployment=deployment, weights=weights,
-                         prefill_chunk=prefill_chunk, speculation=speculation, images=images,
-                         image_size=image_size)
+                            prefill_chunk=prefill_chunk, speculation=speculation, images=images,
+                            image_size=image_size)
         ph = cost.phases
         pre_gpu_s, dec_gpu_s = cost.gpu_seconds(ph.prefill_s), cost.gpu_seconds(ph.decode_s)
         row = {

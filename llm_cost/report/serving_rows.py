@@ -197,7 +197,7 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
     """The highest rate meeting the latency target, with the metrics at that rate (`highest_rate`;
     with `longer`, checked on a run ten times longer: `search_fields`)."""
     search = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                     statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
+                          statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
     row = batching_row(search.result, workload, scheduler=scheduler, max_batch=max_batch,
                        rate=search.rate_req_per_s, replica=replica)
     row.update({"slo_s": slo_s, "slo_stat": statistic, "slo_metric": metric,

@@ -155,8 +155,8 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
             fit = fits.get((batch, gamma))
             if fit is None:
                 fit = fits[batch, gamma] = verification_fit(target, gpu, deployment, rows=verify_rows, batch=batch,
-                                                    context=context, weights=weights, draft=draft,
-                                                    draft_deployment=on)
+                                                            context=context, weights=weights, draft=draft,
+                                                            draft_deployment=on)
             row.update(deployment_fields(target, gpu, deployment, weights, fit,
                                          comm_time_s=float(cost.comm_time_s(verify_rows)), step_s=row["round_s"],
                                          tokens=batch * row["expected_tokens"]))
@@ -276,7 +276,7 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     for widths in widths_list:
         hits.require(widths)
         tree = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context,
-                         weights=weights, deployment=deployment)
+                            weights=weights, deployment=deployment)
         chain = (tree_speedup(model, gpu, profile, widths=(1,) * len(widths), hits=hits, batch=B, c=c,
                               context=context, weights=weights, deployment=deployment) if 1 in hits.ks else None)
         for batch_index, batch in enumerate(batches):
