@@ -10,12 +10,12 @@ from llm_cost.commands.app import UsageError, command, emit, warn
 from llm_cost.commands.options import EngineOpt, Force, Format, MaybeJobs, OutputFile, Preset, Quiet, Ray, SkipBad
 from llm_cost.report.render import Column, fixed
 
-def four_digits(v) -> str:
+def four_digits(value) -> str:
     """A measured or predicted figure to four significant digits, past 9,999 as a whole number
     (20,460, not 2.046e+04 beside 2,423)."""
-    if v is None:
+    if value is None:
         return "-"
-    return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:,.4g}"
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:,.4g}"
 
 
 POINT_COLUMNS = [
@@ -24,7 +24,7 @@ POINT_COLUMNS = [
     Column("value", "measured", four_digits),
     Column("predicted", "predicted", four_digits),
     Column("ape", "APE", fixed(3)),
-    Column("covered", "covered", lambda v: "yes" if v else "no"),
+    Column("covered", "covered", lambda value: "yes" if value else "no"),
     Column("reason", "reason"),
 ]
 SUMMARY_STATS = [
@@ -58,11 +58,11 @@ def read_all(paths, skip_bad: bool = False) -> list:
 
     pts, seen = [], {}
     for path in paths:
-        for p in read_points(path, skip_bad=skip_bad, on_bad=lambda m: warn(f"skipped {m}")):
-            if p.id in seen:
-                raise PointsError(f"{path}: id {p.id!r} is also in {seen[p.id]}: ids must be unique across files")
-            seen[p.id] = path
-            pts.append(p)
+        for point in read_points(path, skip_bad=skip_bad, on_bad=lambda message: warn(f"skipped {message}")):
+            if point.id in seen:
+                raise PointsError(f"{path}: id {point.id!r} is also in {seen[point.id]}: ids must be unique across files")
+            seen[point.id] = path
+            pts.append(point)
     return pts
 
 
@@ -72,7 +72,7 @@ def _summary_rows(predictions, by: str = "metric", profile: str | None = None) -
 
     key = by.replace("-", "_")
     named = {} if profile is None else {"preset": profile}
-    return [{**s.row(key), **named} for s in summaries(predictions, by)]
+    return [{**summary.row(key), **named} for summary in summaries(predictions, by)]
 
 
 def _summary_columns(by: str) -> list[Column]:
@@ -138,7 +138,7 @@ def validate_cmd(
             preds = run_tasks(partial(predict, profile=prof, engine=engine, steps_budget=budget), pts, jobs=jobs,
                               ray=ray, on_done=progress)
         except Interrupted as stop:  # Ctrl-C: the rows predicted so far, in file order
-            stopped, preds = True, [stop.done[k] for k in sorted(stop.done)]
+            stopped, preds = True, [stop.done[index] for index in sorted(stop.done)]
     if stopped and not preds:  # after the bar is gone
         _interrupted(0, len(pts), "")
     if plot and not stopped:
@@ -163,9 +163,9 @@ CAPTION = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s
 
 def _point_rows(preds, profile: str) -> list[dict]:
     """One row per predicted point; JSON and CSV rows name the point's model, GPU and the profile."""
-    return [{"id": q.point.id, "model": q.point.config, "gpu": q.point.gpu_name, "preset": profile,
-             "metric": q.point.metric, "value": q.point.value, "predicted": q.predicted,
-             "ape": q.ape, "covered": q.covered, "reason": q.reason} for q in preds]
+    return [{"id": prediction.point.id, "model": prediction.point.config, "gpu": prediction.point.gpu_name, "preset": profile,
+             "metric": prediction.point.metric, "value": prediction.point.value, "predicted": prediction.predicted,
+             "ape": prediction.ape, "covered": prediction.covered, "reason": prediction.reason} for prediction in preds]
 
 
 def _interrupted(done: int, total: int, shown: str) -> None:
@@ -266,7 +266,7 @@ def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress,
     try:
         return summarize(f"cross-validated by {cv_by}", cross_validate(
             pts, base, knobs, by=cv_by, engines=engines, executor=executor,
-            on_fold=lambda done, n: progress(1 + done, 1 + n)))
+            on_fold=lambda done, total: progress(1 + done, 1 + total)))
     except KeyboardInterrupt:
         warn("interrupted: the cross-validation did not finish; the fit to every point is written, its "
              "errors in-sample only")
@@ -274,12 +274,12 @@ def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress,
 
 
 POINTS_PER_KNOB = 10  # fewer points than this per fitted knob: the fit may follow the points' noise
-KNOB_COLUMNS = [Column("knob", "knob"), Column("value", "value (SI)", lambda v: f"{v:.6g}"),
-                Column("fitted", "fitted", lambda v: "" if v is None else ("yes" if v else "no (base)"))]
+KNOB_COLUMNS = [Column("knob", "knob"), Column("value", "value (SI)", lambda value: f"{value:.6g}"),
+                Column("fitted", "fitted", lambda value: "" if value is None else ("yes" if value else "no (base)"))]
 
 
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def _warn_few_points(points: int, knobs: int) -> None:
@@ -295,7 +295,7 @@ def _warn_held_per_engine(knobs, base) -> None:
     stays the base's without --engines (each engine's entry replaces the shared knob)."""
     from llm_cost.specs.profiles import ENGINE_KNOBS
 
-    held = [k for k in knobs if k in ENGINE_KNOBS]
+    held = [knob for knob in knobs if knob in ENGINE_KNOBS]
     if held:
         warn(f"{', '.join(held)}: the base {base.name} sets {'it' if len(held) == 1 else 'them'} per engine "
              f"({', '.join(base.engines)}), held fixed: not fitted; --engines fits each engine's")
@@ -321,15 +321,15 @@ def _knob_rows(result, summaries) -> list[dict]:
     from llm_cost.specs.profiles import ENGINE_KNOBS
 
     moved = set(result.fitted)
-    rows = [{"knob": k, "value": getattr(result.profile, k),
-             "fitted": k in moved or any(f.startswith(f"{k}@") for f in moved)} for k in DEFAULT_FREE]
-    rows += [{"knob": f"{k}@{e[0]}", "value": v, "fitted": f"{k}@{e[0]}" in moved}
-             for e in result.profile.engine_costs for k, v in zip(ENGINE_KNOBS, e[1:])]
-    for s in summaries:
-        if s is not None:
-            rows.append({"knob": f"{s.name}: median APE", "value": s.median_ape, "fitted": None})
-            rows.append({"knob": f"{s.name}: MAPE", "value": s.mape, "fitted": None})
-            rows.append({"knob": f"{s.name}: p90 APE", "value": s.p90_ape, "fitted": None})
+    rows = [{"knob": knob, "value": getattr(result.profile, knob),
+             "fitted": knob in moved or any(name.startswith(f"{knob}@") for name in moved)} for knob in DEFAULT_FREE]
+    rows += [{"knob": f"{knob}@{entry[0]}", "value": value, "fitted": f"{knob}@{entry[0]}" in moved}
+             for entry in result.profile.engine_costs for knob, value in zip(ENGINE_KNOBS, entry[1:])]
+    for summary in summaries:
+        if summary is not None:
+            rows.append({"knob": f"{summary.name}: median APE", "value": summary.median_ape, "fitted": None})
+            rows.append({"knob": f"{summary.name}: MAPE", "value": summary.mape, "fitted": None})
+            rows.append({"knob": f"{summary.name}: p90 APE", "value": summary.p90_ape, "fitted": None})
     return rows
 
 

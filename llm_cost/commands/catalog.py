@@ -47,11 +47,11 @@ def catalog_cmd(
     if choice("fmt", fmt, FORMATS) in ("json", "csv"):
         emit(rows, [], fmt)
         return
-    models, gpus = ([r for r in rows if r["kind"] == kind] for kind in ("model", "gpu"))
+    models, gpus = ([row for row in rows if row["kind"] == kind] for kind in ("model", "gpu"))
     if sources and fmt.lower() == "table":  # prose wrapped at words: a URL is never cut, it may run long
         for kind, entries in (("model's config", models), ("accelerator's figures", gpus)):
             print_notes([f"Catalog: where each {kind} comes from"])
-            print_notes([f"{r['name']}: {r['source']}" for r in entries], hang="    ")
+            print_notes([f"{row['name']}: {row['source']}" for row in entries], hang="    ")
             print()
         return
     if sources:  # markdown: a table of its own, so the figures above stay narrow

@@ -46,8 +46,8 @@ def check_cmd(
     from llm_cost.errors import check_number
 
     check_number("examples", examples, low=1, high=100_000, integer=True)
-    models = [load_model(n) for n in (model or catalog_names("models"))]
-    gpus = [load_accelerator(n) for n in (gpu or [ARTICLE_SETTING.gpu])]
+    models = [load_model(name) for name in (model or catalog_names("models"))]
+    gpus = [load_accelerator(name) for name in (gpu or [ARTICLE_SETTING.gpu])]
     from llm_cost.checks.runner import run_all  # hypothesis: imported only by this command
 
     from llm_cost.commands.progress import SweepProgress
@@ -58,11 +58,11 @@ def check_cmd(
         try:
             results = run_all(models, gpus, examples=examples, progress=progress)
         except Interrupted as stop:
-            stopped, results = stop, [stop.done[k] for k in sorted(stop.done)]
-    rows = [{"invariant": r.name, "statement": r.statement, "model": r.model, "gpu": r.gpu, "gpu_name": r.gpu_name,
-             "status": "pass" if r.passed else "FAIL", "counterexample": r.counterexample}
-            for r in results]
-    failed = sum(not r.passed for r in results)
+            stopped, results = stop, [stop.done[index] for index in sorted(stop.done)]
+    rows = [{"invariant": result.name, "statement": result.statement, "model": result.model, "gpu": result.gpu, "gpu_name": result.gpu_name,
+             "status": "pass" if result.passed else "FAIL", "counterexample": result.counterexample}
+            for result in results]
+    failed = sum(not result.passed for result in results)
     caption = f"{len(results) - failed} passed, {failed} failed"
     if stopped is not None and not results:
         interrupted(0, stopped.total, "checks")
@@ -71,7 +71,7 @@ def check_cmd(
     else:
         _emit_summary(_summary(rows), fmt, caption)
         if failed:
-            emit([r for r in rows if r["status"] != "pass"], CHECK_COLUMNS, fmt, title="Failures")
+            emit([row for row in rows if row["status"] != "pass"], CHECK_COLUMNS, fmt, title="Failures")
     if stopped is not None:
         interrupted(len(results), stopped.total, "checks")
     if failed:
@@ -86,20 +86,20 @@ def _emit_summary(summary: list[dict], fmt: str, caption: str) -> None:
 
     title = "Invariants (one row each; --all for every pair)"
     # one line per row: the two text columns, three counts of up to 6 digits, the borders and padding
-    needed = max(len(r["invariant"]) + len(r["statement"]) for r in summary) + 3 * 6 + 16 if summary else 0
+    needed = max(len(row["invariant"]) + len(row["statement"]) for row in summary) + 3 * 6 + 16 if summary else 0
     if fmt.lower() != "table" or needed <= screen_width():
         emit(summary, SUMMARY_COLUMNS, fmt, title=title, caption=caption)
         return
-    emit(summary, [c for c in SUMMARY_COLUMNS if c.key != "statement"], fmt, title=title, caption=caption)
-    print_notes(["What each invariant states:"] + [f"{r['invariant']}: {r['statement']}" for r in summary], hang="  ")
+    emit(summary, [column for column in SUMMARY_COLUMNS if column.key != "statement"], fmt, title=title, caption=caption)
+    print_notes(["What each invariant states:"] + [f"{row['invariant']}: {row['statement']}" for row in summary], hang="  ")
 
 
 def _summary(rows: list[dict]) -> list[dict]:
     """One row per invariant: how many (model, gpu) pairs it ran on, passed and failed."""
     out: dict[str, dict] = {}
-    for r in rows:
-        line = out.setdefault(r["invariant"], {"invariant": r["invariant"], "statement": r["statement"],
+    for row in rows:
+        line = out.setdefault(row["invariant"], {"invariant": row["invariant"], "statement": row["statement"],
                                                "pairs": 0, "passed": 0, "failed": 0})
         line["pairs"] += 1
-        line["passed" if r["status"] == "pass" else "failed"] += 1
+        line["passed" if row["status"] == "pass" else "failed"] += 1
     return list(out.values())

@@ -39,6 +39,6 @@ def model_cmd(
     from llm_cost.catalog import load_model
     from llm_cost.report.model_rows import model_row
 
-    rows = [model_row(load_model(n), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
-            for n in names or [DEFAULT.model]]
+    rows = [model_row(load_model(name), context=context, lora_rank=lora_rank, kv_bytes_per_element=kv_bytes)
+            for name in names or [DEFAULT.model]]
     emit(rows, MODEL_COLUMNS, fmt, title="Model counts (GB = 1e9 bytes)")

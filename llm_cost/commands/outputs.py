@@ -24,7 +24,7 @@ def target(path, *, force: bool, inputs=(), suffixes=None, param: str = "output"
     from llm_cost.errors import InvalidValueError
     from llm_cost.files import output_path, shown
 
-    inputs = [i for i in inputs if isinstance(i, str) and i]
+    inputs = [given for given in inputs if isinstance(given, str) and given]
     try:
         return output_path(path, force=force, inputs=inputs, suffixes=suffixes, param=param)
     except InvalidValueError as err:

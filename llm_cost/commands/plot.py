@@ -1,4 +1,7 @@
-"""`plot`: the figures of the series as PNG or SVG files (matplotlib imported only here)."""
+"""`plot`: the figures of the series as PNG or SVG files (matplotlib imported only here).
+
+`c` is the draft's cost coefficient (a draft step over a target step: --c), as the table commands name it.
+"""
 
 from __future__ import annotations
 
@@ -73,10 +76,10 @@ def defaults(kind: str) -> dict:
     module, name, keys = source
     fn = getattr(importlib.import_module(f"llm_cost.commands.{module}"), name)
     params = inspect.signature(fn).parameters
-    taken = {k: params[k].default for k in keys}
-    for k in ("model", "gpu"):  # a figure draws one model on one GPU: a repeatable option's one default
-        if isinstance(taken.get(k), list):
-            (taken[k],) = taken[k]
+    taken = {key: params[key].default for key in keys}
+    for key in ("model", "gpu"):  # a figure draws one model on one GPU: a repeatable option's one default
+        if isinstance(taken.get(key), list):
+            (taken[key],) = taken[key]
     if kind == "spec-vs-batch":
         from llm_cost.specs.profiles import ARTICLE_DRAFT
 
@@ -97,13 +100,13 @@ def stated_defaults() -> str:
     `defaults`: the values a run without those options uses, never a copy of them."""
     said = {}
     for kind in ("roofline", "spec-vs-batch", "tree", "batching", "plan"):
-        d = defaults(kind)
-        on = f"on up to {d['gpus']} x {d['gpu']}" if kind == "plan" else f"on {d['gpu']}"
-        text = f"{d['model']} {on}, preset {d['preset']}"
+        kind_defaults = defaults(kind)
+        on = f"on up to {kind_defaults['gpus']} x {kind_defaults['gpu']}" if kind == "plan" else f"on {kind_defaults['gpu']}"
+        text = f"{kind_defaults['model']} {on}, preset {kind_defaults['preset']}"
         if kind == "tree":
-            text += f", context {d['context']}"
+            text += f", context {kind_defaults['context']}"
         if kind == "batching":
-            text += f", {d['requests']} requests per rate"
+            text += f", {kind_defaults['requests']} requests per rate"
         said.setdefault(text, []).append(kind)
     return "; ".join(f"{' and '.join(kinds)} {text}" for text, kinds in said.items())
 
@@ -174,101 +177,101 @@ def plot_cmd(
                   max_rows=max_rows, widths=widths, hits=hits, scheduler=scheduler, max_batch=max_batch, rate=rate,
                   requests=requests, seed=seed, reserve=reserve, slo_ms=slo_ms, isl=isl, osl=osl,
                   ttft_ms=ttft_ms, tpot_ms=tpot_ms, points=points)
-    given = {k: v for k, v in values.items() if v is not None and not (isinstance(v, list) and not v)}
-    given.update({k: v for k, v in deploy._asdict().items() if v != getattr(AS_GIVEN, k)})
+    given = {name: value for name, value in values.items() if value is not None and not (isinstance(value, list) and not value)}
+    given.update({name: value for name, value in deploy._asdict().items() if value != getattr(AS_GIVEN, name)})
     unused = sorted(set(given) - USES[kind])
     if unused:
         raise InvalidValueError(f"{_flag(unused[0])} does not apply to plot {kind}; it takes "
-                                f"{', '.join(_flag(n) for n in sorted(USES[kind]))}")
+                                f"{', '.join(_flag(name) for name in sorted(USES[kind]))}")
     path = target(output, force=force, inputs=[points, preset, model, gpu], suffixes=EXTENSIONS)
-    o = {**defaults(kind), **given, "deploy": deploy}
+    options = {**defaults(kind), **given, "deploy": deploy}
     draw = {"roofline": _roofline, "spec-vs-batch": _spec_vs_batch, "gamma": _gamma, "tree": _tree,
             "batching": _batching, "plan": _plan, "validation": _validation}[kind]
-    written = draw(o, path)
+    written = draw(options, path)
     typer.echo(f"wrote {written}")
     from llm_cost.commands.app import warn_unfit
 
-    warn_unfit(o.get("fits", []), deploy.strict, suffix=" (the figure assumes it does)")
+    warn_unfit(options.get("fits", []), deploy.strict, suffix=" (the figure assumes it does)")
 
 
-def _single(o: dict, name: str):
+def _single(options: dict, name: str):
     from llm_cost.errors import InvalidValueError
 
-    values = o[name]
+    values = options[name]
     if len(values) != 1:
         raise InvalidValueError(f"{_flag(name)} takes one value for this kind, got {len(values)}")
     return values[0]
 
 
-def _specs(o: dict):
+def _specs(options: dict):
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
 
-    return load_model(o["model"]), load_accelerator(o["gpu"]), parse.profile(o["preset"], bw_eff=o.get("bw_eff"))
+    return load_model(options["model"]), load_accelerator(options["gpu"]), parse.profile(options["preset"], bw_eff=options.get("bw_eff"))
 
 
-def _roofline(o: dict, path):
+def _roofline(options: dict, path):
     from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.series import roofline_series
 
-    spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    prof = parse.profile(o["preset"], mfu=_single(o, "mfu") if o.get("mfu") else None, bw_eff=o.get("bw_eff"))
-    g = _single(o, "gamma")
-    dep = parse.deployment(o["deploy"], prof)
-    series = roofline_series(spec, acc, prof, gamma=g, batches=o["batch"], context=o["context"],
-                             max_rows=o["max_rows"], deployment=dep)
-    o["fits"] = [_fit(spec, acc, dep, s.weights, batch=b, rows=m, context=o["context"])
-                 for s in series for b, m, _ in s.points]
-    return plots.roofline(series, path, gamma=g, title=f"T(m): {spec.name} on {acc.name}{dep.label}, preset {prof.name}, "
-                                                      f"context {o['context']}")
+    spec, acc = load_model(options["model"]), load_accelerator(options["gpu"])
+    prof = parse.profile(options["preset"], mfu=_single(options, "mfu") if options.get("mfu") else None, bw_eff=options.get("bw_eff"))
+    gamma = _single(options, "gamma")
+    dep = parse.deployment(options["deploy"], prof)
+    series = roofline_series(spec, acc, prof, gamma=gamma, batches=options["batch"], context=options["context"],
+                             max_rows=options["max_rows"], deployment=dep)
+    options["fits"] = [_fit(spec, acc, dep, curve.weights, batch=batch, rows=rows, context=options["context"])
+                       for curve in series for batch, rows, _ in curve.points]
+    return plots.roofline(series, path, gamma=gamma, title=f"T(m): {spec.name} on {acc.name}{dep.label}, preset {prof.name}, "
+                                                      f"context {options['context']}")
 
 
-def _spec_vs_batch(o: dict, path):
+def _spec_vs_batch(options: dict, path):
     from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.report.series import spec_vs_batch
     from llm_cost.report.speculative_rows import mfu_values
 
-    spec, acc, base = _specs(o)
-    profiles = [base.with_(compute_efficiency=m) for m in mfu_values(base, o.get("mfu"))]
-    weight_format = parse.weights(o["weights"])
-    dep = parse.deployment(o["deploy"], base)
-    curves = spec_vs_batch(spec, acc, profiles, alphas=o["alpha"], gammas=o["gamma"], cs=o["c"], marks=o["batch"],
-                           batch_max=o["batch_max"], context=o["context"], weights=weight_format, deployment=dep)
-    o["fits"] = [_batch_axis_fit(spec, acc, dep, weight_format, int(g), o["context"], int(curves[0].batch[-1]))
-                 for g in dict.fromkeys(o["gamma"])]
+    spec, acc, base = _specs(options)
+    profiles = [base.with_(compute_efficiency=mfu) for mfu in mfu_values(base, options.get("mfu"))]
+    weight_format = parse.weights(options["weights"])
+    dep = parse.deployment(options["deploy"], base)
+    curves = spec_vs_batch(spec, acc, profiles, alphas=options["alpha"], gammas=options["gamma"], cs=options["c"], marks=options["batch"],
+                           batch_max=options["batch_max"], context=options["context"], weights=weight_format, deployment=dep)
+    options["fits"] = [_batch_axis_fit(spec, acc, dep, weight_format, int(gamma), options["context"], int(curves[0].batch[-1]))
+                       for gamma in dict.fromkeys(options["gamma"])]
     return plots.spec_vs_batch(curves, path, title=f"Speculative decoding against batch: {spec.name} on {acc.name}{dep.label}, "
-                                                   f"{o['weights']}, preset {o['preset']}, context {o['context']}")
+                                                   f"{options['weights']}, preset {options['preset']}, context {options['context']}")
 
 
-def _gamma(o: dict, path):
+def _gamma(options: dict, path):
     from llm_cost.report import figures as plots
     from llm_cost.report.series import gamma_curves
 
-    curves = gamma_curves(alphas=o["alpha"], cs=o["c"], gamma_max=o["gamma_max"])
+    curves = gamma_curves(alphas=options["alpha"], cs=options["c"], gamma_max=options["gamma_max"])
     return plots.gamma(curves, path, title="Speedup against draft length, verification free (Leviathan Theorem 3.8)")
 
 
-def _tree(o: dict, path):
+def _tree(options: dict, path):
     from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.report.series import DEFAULT_TREES, tree_points
 
-    spec, acc, prof = _specs(o)
-    c = _single(o, "c")
-    widths = [parse.widths(w) for w in o["widths"]] if o.get("widths") else DEFAULT_TREES
-    dep = parse.deployment(o["deploy"], prof)
-    points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(o["hits"]), batches=o["batch"],
-                         c=c, context=o["context"], weights=parse.weights(o["weights"]), deployment=dep)
-    o["fits"] = [_fit(spec, acc, dep, parse.weights(o["weights"]), batch=b, rows=b * (p.nodes + 1), context=o["context"])
-                 for p in points for b in o["batch"]]
+    spec, acc, prof = _specs(options)
+    c = _single(options, "c")
+    widths = [parse.widths(given) for given in options["widths"]] if options.get("widths") else DEFAULT_TREES
+    dep = parse.deployment(options["deploy"], prof)
+    points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(options["hits"]), batches=options["batch"],
+                         c=c, context=options["context"], weights=parse.weights(options["weights"]), deployment=dep)
+    options["fits"] = [_fit(spec, acc, dep, parse.weights(options["weights"]), batch=batch, rows=batch * (point.nodes + 1), context=options["context"])
+                       for point in points for batch in options["batch"]]
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}{dep.label}, preset {prof.name}, context "
-                                          f"{o['context']}, c {c:g} per level, top-k hits {o['hits']}")
+                                          f"{options['context']}, c {c:g} per level, top-k hits {options['hits']}")
 
 
-def _batching(o: dict, path):
+def _batching(options: dict, path):
     from llm_cost.commands import parse
     from llm_cost.report import figures as plots
     from llm_cost.catalog import load_accelerator, load_model
@@ -277,37 +280,37 @@ def _batching(o: dict, path):
     from llm_cost.serving.replica import Replica
     from llm_cost.serving.workload import poisson_workload
 
-    check_number("requests", o["requests"], low=1, high=10_000, integer=True)
-    slo = parse.seconds("slo_ms", o.get("slo_ms"), positive=True)
-    spec, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    prof = parse.profile(o["preset"])
-    replica = Replica.from_specs(spec, acc, prof, reserve=o["reserve"], weights=parse.weights(o["weights"]),
-                                 deployment=parse.deployment(o["deploy"], prof, o["reserve"]))
-    wl = poisson_workload(o["requests"], 1.0, seed=o["seed"])
-    curves = batching_curves(wl, replica, schedulers=o["scheduler"], max_batches=o["max_batch"],
-                             rates=o.get("rate") or DEFAULT_RATES)
+    check_number("requests", options["requests"], low=1, high=10_000, integer=True)
+    slo = parse.seconds("slo_ms", options.get("slo_ms"), positive=True)
+    spec, acc = load_model(options["model"]), load_accelerator(options["gpu"])
+    prof = parse.profile(options["preset"])
+    replica = Replica.from_specs(spec, acc, prof, reserve=options["reserve"], weights=parse.weights(options["weights"]),
+                                 deployment=parse.deployment(options["deploy"], prof, options["reserve"]))
+    wl = poisson_workload(options["requests"], 1.0, seed=options["seed"])
+    curves = batching_curves(wl, replica, schedulers=options["scheduler"], max_batches=options["max_batch"],
+                             rates=options.get("rate") or DEFAULT_RATES)
     return plots.batching(curves, path, slo_s=slo,
                           title=f"Latency against throughput: {replica.description}, KV "
-                                f"{replica.kv_capacity_tokens:,} tokens\n{o['requests']} requests per rate, "
-                                f"{wl.description}, seed {o['seed']}")
+                                f"{replica.kv_capacity_tokens:,} tokens\n{options['requests']} requests per rate, "
+                                f"{wl.description}, seed {options['seed']}")
 
 
-def _plan(o: dict, path):
+def _plan(options: dict, path):
     from llm_cost.commands import parse
     from llm_cost.commands.plan import build, title_of
     from llm_cost.planner import plan
     from llm_cost.report import figures as plots
 
     spec, grid, target, _ = build(
-        model=o["model"], gpu=[o["gpu"]], gpus=o["gpus"], isl=o["isl"], osl=o["osl"], ttft_ms=o.get("ttft_ms"),
-        tpot_ms=o.get("tpot_ms"), tokens_per_s_per_user=None, spec_alpha=_single(o, "alpha") if o.get("alpha") else None,
-        c=_single(o, "c") if o.get("c") else None, draft=None, max_gamma=8, mtp_alpha=0.85, tp=None, pp=None, max_tp=8,
-        weights=[o["weights"]] if o.get("weights") else None, kv_dtype=None, batch=o.get("batch"),
-        profile=parse.profile(o["preset"]))
+        model=options["model"], gpu=[options["gpu"]], gpus=options["gpus"], isl=options["isl"], osl=options["osl"], ttft_ms=options.get("ttft_ms"),
+        tpot_ms=options.get("tpot_ms"), tokens_per_s_per_user=None, spec_alpha=_single(options, "alpha") if options.get("alpha") else None,
+        c=_single(options, "c") if options.get("c") else None, draft=None, max_gamma=8, mtp_alpha=0.85, tp=None, pp=None, max_tp=8,
+        weights=[options["weights"]] if options.get("weights") else None, kv_dtype=None, batch=options.get("batch"),
+        profile=parse.profile(options["preset"]))
     return plots.plan(plan(grid, target), path, title=title_of(spec, grid, target))
 
 
-def _validation(o: dict, path):
+def _validation(options: dict, path):
     """Predicted against measured for every covered row of --points, log axes, a +-10% band."""
     from llm_cost.calibrate.figure import validation_figure
     from llm_cost.calibrate.points import read_points
@@ -315,21 +318,21 @@ def _validation(o: dict, path):
     from llm_cost.commands import parse
     from llm_cost.errors import InvalidValueError
 
-    if not o.get("points"):
+    if not options.get("points"):
         raise InvalidValueError("plot validation needs --points FILE.csv (the columns of train.csv)", params=("points",))
-    prof = parse.profile(o["preset"])
-    preds = [predict(p, prof) for p in read_points(o["points"])]
-    return validation_figure(preds, path, title=f"{o['points']}: profile {prof.name}")
+    prof = parse.profile(options["preset"])
+    preds = [predict(point, prof) for point in read_points(options["points"])]
+    return validation_figure(preds, path, title=f"{options['points']}: profile {prof.name}")
 
 
 def _fit(model, gpu, deployment, weights, *, batch, rows, context) -> dict:
     """A drawn point's fit as a row `warn_unfit` reads: one pass of `rows` rows of `batch` sequences."""
     from llm_cost.parallel import step_fit
 
-    f = step_fit(model, gpu, deployment, rows=rows, batch=batch, context=context, weights=weights)
+    fit = step_fit(model, gpu, deployment, rows=rows, batch=batch, context=context, weights=weights)
     where = f"{weights.name} at batch {batch}, {rows} rows, context {context}"
-    return {"fits": f.fits, "fit_note": f"{where}: {f.reason}" if not f.fits else "",
-            "memory_needed_bytes": f.needed_bytes, "memory_available_bytes": f.available_bytes}
+    return {"fits": fit.fits, "fit_note": f"{where}: {fit.reason}" if not fit.fits else "",
+            "memory_needed_bytes": fit.needed_bytes, "memory_available_bytes": fit.available_bytes}
 
 
 def _batch_axis_fit(model, gpu, deployment, weights, gamma: int, context: int, batch_max: int) -> dict:
@@ -346,5 +349,5 @@ def _batch_axis_fit(model, gpu, deployment, weights, gamma: int, context: int, b
     where = "no batch" if not most else f"batches above {most:,}"
     short = (f"{where} of gamma {gamma} at context {context} fit {gpu.name}{deployment.label} "
              f"({weights.name}: weights, K/V and activations)" if most < batch_max else "")
-    return {"fits": False, "fit_note": "; ".join(x for x in (short, past) if x)}
+    return {"fits": False, "fit_note": "; ".join(part for part in (short, past) if part)}
 

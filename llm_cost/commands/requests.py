@@ -1,5 +1,8 @@
 """`request`: whole requests (TTFT, TPOT, e2e, throughput, dollars) on a deployment; `selective`:
-the lecture's selective-batching ledger."""
+the lecture's selective-batching ledger.
+
+`c` is the draft's cost coefficient, a draft step over a target step (--c).
+"""
 
 from __future__ import annotations
 
@@ -80,7 +83,7 @@ def request_cmd(
     from llm_cost.requests import Speculation
 
     # --model and --gpu repeat: a row each (models outer)
-    specs, accs = [load_model(m) for m in dict.fromkeys(model)], [load_accelerator(g) for g in dict.fromkeys(gpu)]
+    specs, accs = [load_model(name) for name in dict.fromkeys(model)], [load_accelerator(gpu_name) for gpu_name in dict.fromkeys(gpu)]
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms, mfu)
     deployment = parse.deployment(deploy, prof)
@@ -114,20 +117,20 @@ def request_cmd(
                                     weights=parse.weights(weights), prefill_chunk=prefill_chunk,
                                     speculation=speculation, usd_per_gpu_hour=usd_per_gpu_hour, images=images,
                                     image_size=image_size)]
-    for r in rows:
-        r["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
+    for row in rows:
+        row["spec_tau"] = tau  # the mean accepted length alpha was solved from (None without --tau)
     columns = _columns(rows, deployment, images=images, usd_per_gpu_hour=usd_per_gpu_hour, usd_per_kwh=usd_per_kwh)
     spec_text = ""
     if speculation:
         solved = f" (from tau {tau:g})" if tau is not None else ""
         draft_text = f", draft {draft}" if draft is not None else f", c {speculation.c:g}"
         spec_text = f"; decode speculative: alpha {speculation.alpha:.4f}{solved}, gamma {speculation.gamma}{draft_text}"
-    lost = [r for r in rows if r["requests_lost_to_draft"] is not None]
+    lost = [row for row in rows if row["requests_lost_to_draft"] is not None]
     if lost:
-        r = lost[0]
-        spec_text += (f"; the draft's weights ({r['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
-                      f"cost {r['requests_lost_to_draft']} of {r['max_batch_without_draft']} requests of ISL + OSL "
-                      f"{r['isl'] + r['osl']:,} tokens")
+        row = lost[0]
+        spec_text += (f"; the draft's weights ({row['draft_weight_bytes_per_gpu'] / 1e9:.2f} GB per GPU) and K/V "
+                      f"cost {row['requests_lost_to_draft']} of {row['max_batch_without_draft']} requests of ISL + OSL "
+                      f"{row['isl'] + row['osl']:,} tokens")
     on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
     emit(rows, columns, fmt, title=f"Requests: {on}{deployment.label}, "
                                    f"{weights.lower()}, KV {deployment.kv_dtype}, {parse.profile_title(preset, prof)}",
@@ -143,7 +146,7 @@ def _note_ignored_image_size(models, images: int, image_size) -> None:
     from llm_cost.errors import check_number
 
     check_number("image_size", image_size, low=1, high=1e5, integer=True)  # the library's range
-    towerless = [m.name for m in models if m.vision is None]
+    towerless = [model.name for model in models if model.vision is None]
     why = (f"{', '.join(towerless)} {'has' if len(towerless) == 1 else 'have'} no vision tower"
            if len(towerless) == len(models) else "no --images given; add --images N to count N images per prompt")
     note(f"--image-size {image_size} changes nothing here: {why}")
@@ -160,8 +163,8 @@ def _columns(rows, deployment, *, images, usd_per_gpu_hour, usd_per_kwh) -> list
                                + ENERGY_COLUMNS + (PRICE_COLUMNS if usd_per_gpu_hour is not None else [])
                                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []), rows, deployment,
                                per_gpu=False)
-    return (([Column("model", "model", str)] if len({r["model"] for r in rows}) > 1 else [])
-            + ([Column("gpu", "gpu")] if len({r["gpu"] for r in rows}) > 1 else []) + columns)
+    return (([Column("model", "model", str)] if len({row["model"] for row in rows}) > 1 else [])
+            + ([Column("gpu", "gpu")] if len({row["gpu"] for row in rows}) > 1 else []) + columns)
 
 
 def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment, prefill_chunk, speculation,
@@ -185,16 +188,16 @@ def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment
                else []) + BREAKDOWN_COLUMNS
     shape = f", batch {shapes[0][0]}, ISL {shapes[0][1]}, OSL {shapes[0][2]}" if len(shapes) == 1 else ""
     every = []
-    for n, (spec, acc) in enumerate((s, a) for s in specs for a in accs):
+    for index, (spec, acc) in enumerate((model, gpu) for model in specs for gpu in accs):
         rows, caption = [], ""
-        for b, i, o in shapes:
-            part, caption = request_breakdown_rows(spec, acc, prof, batch=b, isl=i, osl=o, weights=weight_format,
+        for batch, isl, osl in shapes:
+            part, caption = request_breakdown_rows(spec, acc, prof, batch=batch, isl=isl, osl=osl, weights=weight_format,
                                                    deployment=deployment, prefill_chunk=prefill_chunk)
-            rows += [{"model": spec.name, "gpu": acc.label, "batch": b, "isl": i, "osl": o, **r} for r in part]
+            rows += [{"model": spec.name, "gpu": acc.label, "batch": batch, "isl": isl, "osl": osl, **row} for row in part]
         if not tables:
             every += rows
             continue
-        if n:
+        if index:
             print()
         emit(rows, columns, fmt, title=f"Request passes: {spec.name} on {acc.name}{deployment.label}, "
                                        f"{weight_format.name}, {profile_words or 'preset ' + prof.name}{shape}", caption=caption)
@@ -216,24 +219,24 @@ def selective_cmd(
     from llm_cost.serving.selective import FIGURE5, selective_ledger
 
     pairs = [parse.cached_new(text) for text in request] if request else list(FIGURE5)
-    x = selective_ledger(pairs, model=model, weights=parse.weights(weights) if model else None)
+    ledger = selective_ledger(pairs, model=model, weights=parse.weights(weights) if model else None)
     rows = [
-        {"quantity": "token positions", "padded": x.positions_padded, "selective": x.positions_useful},
-        {"quantity": "attention scores (q x k per request)", "padded": x.scores_padded, "selective": x.scores_useful},
-        {"quantity": "attention scores a causal mask keeps", "padded": x.scores_padded, "selective": x.scores_causal},
+        {"quantity": "token positions", "padded": ledger.positions_padded, "selective": ledger.positions_useful},
+        {"quantity": "attention scores (q x k per request)", "padded": ledger.scores_padded, "selective": ledger.scores_useful},
+        {"quantity": "attention scores a causal mask keeps", "padded": ledger.scores_padded, "selective": ledger.scores_causal},
     ]
     columns = [Column("quantity", ""), Column("padded", "padded [B, L]", fixed(0)),
                Column("selective", "selective", fixed(0))]
     if model is not None:
-        rows += [{"quantity": "weight bytes read (GB)", "padded": x.weight_bytes_per_request,
-                  "selective": x.weight_bytes_selective},
-                 {"quantity": "KV bytes read and written (GB)", "padded": x.kv_bytes, "selective": x.kv_bytes}]
-        if x.state_bytes:  # a hybrid: each request's recurrent state, read and written back once
-            rows.append({"quantity": "recurrent state read and written (GB)", "padded": x.state_bytes,
-                         "selective": x.state_bytes})
+        rows += [{"quantity": "weight bytes read (GB)", "padded": ledger.weight_bytes_per_request,
+                  "selective": ledger.weight_bytes_selective},
+                 {"quantity": "KV bytes read and written (GB)", "padded": ledger.kv_bytes, "selective": ledger.kv_bytes}]
+        if ledger.state_bytes:  # a hybrid: each request's recurrent state, read and written back once
+            rows.append({"quantity": "recurrent state read and written (GB)", "padded": ledger.state_bytes,
+                         "selective": ledger.state_bytes})
         columns = [Column("quantity", ""), Column("padded", "padded / per request", _count_or_gb),
                    Column("selective", "selective", _count_or_gb)]
-    emit(rows, columns, fmt, title="Selective batching: " + " ".join(f"{c}:{n}" for c, n in x.requests),
+    emit(rows, columns, fmt, title="Selective batching: " + " ".join(f"{cached}:{new}" for cached, new in ledger.requests),
          caption="weights: one batched pass reads them once, one pass per request once each; KV bytes (and a "
                  "hybrid's recurrent state) are the same either way (attention has no weights)"
                  if model else "cached:new tokens per request")

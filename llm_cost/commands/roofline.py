@@ -32,10 +32,10 @@ def _one_ridge(captions: list[str]) -> str:
     """One pair's captions, one per batch ("ridge R FLOP/byte; compute-bound from C rows (batch b, ...)"),
     with the ridge said once: "ridge R FLOP/byte; compute-bound from C1 rows (batch 1, ...), C2 rows (...)"."""
     head, sep, _ = captions[0].partition("; compute-bound from ")
-    parts = [c[len(head + sep):].partition("; ") for c in captions]  # (crossing, "; ", the pp note)
-    if not sep or not all(c.startswith(head + sep) for c in captions) or len({p[1:] for p in parts}) > 1:
+    parts = [caption[len(head + sep):].partition("; ") for caption in captions]  # (crossing, "; ", the pp note)
+    if not sep or not all(caption.startswith(head + sep) for caption in captions) or len({part[1:] for part in parts}) > 1:
         return "; ".join(dict.fromkeys(captions))
-    return head + sep + ", ".join(dict.fromkeys(p[0] for p in parts)) + "".join(parts[0][1:])
+    return head + sep + ", ".join(dict.fromkeys(part[0] for part in parts)) + "".join(parts[0][1:])
 
 
 @command("roofline", epilog="Example: llm-cost roofline --model llama-3.1-8b --gpu h100-sxm "
@@ -76,15 +76,15 @@ def roofline_cmd(
     weight_format = parse.weights(weights)
     deployment = parse.deployment(deploy, prof)
     # compare in one command; a value given twice is one row, as `request` makes it
-    pairs = [(load_model(m), load_accelerator(g)) for m in dict.fromkeys(model) for g in dict.fromkeys(gpu)]
+    pairs = [(load_model(model_name), load_accelerator(gpu_name)) for model_name in dict.fromkeys(model) for gpu_name in dict.fromkeys(gpu)]
     batch = list(dict.fromkeys(batch))
     if breakdown:
         from llm_cost.report.breakdown_rows import BREAKDOWN_COLUMNS, roofline_breakdown_rows
 
-        for n, ((spec, acc), b) in enumerate((pair, b) for pair in pairs for b in batch):
-            if n:
+        for index, ((spec, acc), batch_size) in enumerate((pair, batch_size) for pair in pairs for batch_size in batch):
+            if index:
                 print()
-            result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [b], batch=b, context=context,
+            result, caption = roofline_breakdown_rows(spec, acc, prof, rows=rows or [batch_size], batch=batch_size, context=context,
                                                       weights=weight_format, deployment=deployment)
             emit(result, BREAKDOWN_COLUMNS, fmt, caption=caption,
                  title=f"Operators: {spec.name} on {acc.name}{deployment.label}, {weights.lower()}, preset {prof.name}")
@@ -92,8 +92,8 @@ def roofline_cmd(
     result, captions = [], []
     for spec, acc in pairs:
         own = []
-        for b in batch:
-            part, caption = roofline_rows(spec, acc, prof, rows=rows or [b], batch=b, context=context,
+        for batch_size in batch:
+            part, caption = roofline_rows(spec, acc, prof, rows=rows or [batch_size], batch=batch_size, context=context,
                                           weights=weight_format, deployment=deployment)
             result += part
             own.append(caption)

@@ -1,4 +1,7 @@
-"""Commands for speculative decoding: `spec`, `gamma`, `leviathan` (token trees: `trees.py`)."""
+"""Commands for speculative decoding: `spec`, `gamma`, `leviathan` (token trees: `trees.py`).
+
+`c` is the draft's cost coefficient, a draft step over a target step (--c).
+"""
 
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ SPEC_COLUMNS = [
 
 def _skipped(rows) -> int:
     """Gammas the best-gamma searches left out, once per batch (the same for every alpha, c, MFU)."""
-    return sum({r["batch"]: r["gamma_skipped_unfit"] for r in rows}.values())
+    return sum({row["batch"]: row["gamma_skipped_unfit"] for row in rows}.values())
 
 
 @command("spec", epilog="Example: llm-cost spec --alpha 0.8 --gamma 4 --batch 1 --batch 64 --batch 128; "
@@ -95,9 +98,9 @@ def spec_cmd(
                               draft=draft_spec, draft_profile=draft_prof, mfus=mfu, context=context,
                               weights=parse.weights(weights), gamma_max=gamma_max, deployment=deployment)
         if tau:
-            for r in part:
-                r["tau"] = tau[alpha.index(r["alpha"])]
-            solved += [f"tau {t:g} at gamma {gamma[0]}: alpha {a:.4f}" for t, a in zip(tau, alpha)]
+            for row in part:
+                row["tau"] = tau[alpha.index(row["alpha"])]
+            solved += [f"tau {mean_length:g} at gamma {gamma[0]}: alpha {acceptance:.4f}" for mean_length, acceptance in zip(tau, alpha)]
         rows += part
         head, _, searched = caption.partition(". Best gamma")
         captions.append(head)
@@ -116,7 +119,7 @@ def spec_cmd(
     if ignored:  # after the library accepted the context
         note(ignored)
     columns = deployed_columns(columns, rows, deployment)
-    if usd_per_kwh is not None and any(r["joules_per_token"] is not None for r in rows):
+    if usd_per_kwh is not None and any(row["joules_per_token"] is not None for row in rows):
         from llm_cost.commands.options import ENERGY_COLUMNS, ENERGY_PRICE_COLUMN
         from llm_cost.roofline.energy import add_energy_usd
 
@@ -140,8 +143,8 @@ def _alphas_per_gamma(alphas, taus, gammas):
     from llm_cost.errors import check_all
     from llm_cost.speculative.tau import alpha_from_tau
 
-    return [([float(alpha_from_tau(t, g)) for t in taus], [g])
-            for g in check_all("gamma", gammas, low=0, integer=True)]
+    return [([float(alpha_from_tau(tau, gamma)) for tau in taus], [gamma])
+            for gamma in check_all("gamma", gammas, low=0, integer=True)]
 
 
 @command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")

@@ -1,4 +1,7 @@
-"""`table`: the series' cost table, one column per model (the article, §3.2)."""
+"""`table`: the series' cost table, one column per model (the article, §3.2).
+
+`c` is the generic draft's cost coefficient, a draft step over a target step (--c).
+"""
 
 from __future__ import annotations
 
@@ -50,17 +53,17 @@ def table_cmd(
 
     from llm_cost.commands import parse
 
-    specs = [load_model(m) for m in model]
+    specs = [load_model(name) for name in model]
     deployment = parse.deployment(deploy, reserve=reserve)  # cost_row: the article's memory basis unless given
     every = []
-    for n, acc in enumerate(load_accelerator(g) for g in gpu):  # one table per GPU: its labels are its own
+    for index, acc in enumerate(load_accelerator(gpu_name) for gpu_name in gpu):  # one table per GPU: its labels are its own
         rows = table_rows(specs, acc, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=context, reserve=reserve,
                           mtp_alphas=mtp_alpha, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
                           usd_per_kwh=usd_per_kwh)
         every += rows
         if fmt in ("json", "csv"):
             continue
-        if n:
+        if index:
             print()
         split = deployment.label + (" (per GPU)" if deployment.label else "")
         title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
@@ -68,7 +71,7 @@ def table_cmd(
         notes = table_notes(rows)
         columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
         if fmt == "markdown":
-            render(view, columns, fmt, title=title, caption="\n".join(f"- {n}" for n in notes))
+            render(view, columns, fmt, title=title, caption="\n".join(f"- {line}" for line in notes))
         else:
             render(view, columns, fmt, title=title)
             print_notes(notes)  # below the table, left-aligned (a Rich caption is centred)
@@ -83,7 +86,7 @@ def _warn(rows, strict: bool) -> None:
     The table marks the figures it concerns (†, dashes, ‡ past the context limit), so the line names each model."""
     from llm_cost.commands.app import EXIT_BAD_INPUT, warn
 
-    unfit = [r["fit_note"] for r in rows if r.get("fits") is False]
+    unfit = [row["fit_note"] for row in rows if row.get("fits") is False]
     if unfit:
         warn(f"{len(unfit)} of {len(rows)} model columns have figures that cannot run as stated "
              f"(marked in the table): " + "; ".join(unfit))

@@ -1,7 +1,8 @@
 """`tree`: token trees, tau from a draft's top-k hit rates, and the speedup of verifying them.
 
 Apart from `speculative.py` so that `spec` does not load the tree model (its defaults, the
-lecture's weak draft, are evaluated when the command is defined).
+lecture's weak draft, are evaluated when the command is defined). `c` is the draft's cost per tree
+level over a target step (--c).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def tree_cmd(
     spec, acc = load_model(model), load_accelerator(gpu)
     prof = with_engine(parse.profile(preset), engine)
     deployment = parse.deployment(deploy, prof)
-    rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(w) for w in widths],
+    rows = tree_rows(spec, acc, prof, widths_list=[parse.widths(given) for given in widths],
                      hits=parse.hits(hits), batches=batch, c=c, context=context,
                      weights=parse.weights(weights), deployment=deployment)
     ignored = parse.ignored_context(prof, context, "use --preset lecture or measured (the default)")

@@ -31,14 +31,14 @@ COMPOSITION = ("time = its share of the bounding side (x stages) for each operat
 def breakdown_rows(label: str, ops, total_s: float) -> list[dict]:
     """The rows of one pass named `label` from its `OperatorTime`s (or sums of them: `summed`), then a
     total row (bytes, FLOPs, memory and compute summed; time_s = `total_s`, the step's step_time_s)."""
-    rows = [{"pass": label, "operator": o.operator, "bytes": o.bytes, "flops": o.flops,
-             "memory_time_s": o.memory_time_s, "compute_time_s": o.compute_time_s, "time_s": o.time_s,
-             "share_of_pass": o.time_s / total_s if total_s else 0.0, "bound": o.bound, "source": o.source}
-            for o in ops]
-    moved = [o for o in ops if o.bound != "communication"]  # bytes and FLOPs of the GPU's own work
-    rows.append({"pass": label, "operator": "total", "bytes": sum(o.bytes for o in moved),
-                 "flops": sum(o.flops for o in moved), "memory_time_s": sum(o.memory_time_s for o in ops),
-                 "compute_time_s": sum(o.compute_time_s for o in ops), "time_s": total_s,
+    rows = [{"pass": label, "operator": op.operator, "bytes": op.bytes, "flops": op.flops,
+             "memory_time_s": op.memory_time_s, "compute_time_s": op.compute_time_s, "time_s": op.time_s,
+             "share_of_pass": op.time_s / total_s if total_s else 0.0, "bound": op.bound, "source": op.source}
+            for op in ops]
+    moved = [op for op in ops if op.bound != "communication"]  # bytes and FLOPs of the GPU's own work
+    rows.append({"pass": label, "operator": "total", "bytes": sum(op.bytes for op in moved),
+                 "flops": sum(op.flops for op in moved), "memory_time_s": sum(op.memory_time_s for op in ops),
+                 "compute_time_s": sum(op.compute_time_s for op in ops), "time_s": total_s,
                  "share_of_pass": 1.0, "bound": "-", "source": "-"})
     return rows
 
@@ -50,26 +50,28 @@ def summed(passes) -> list:
 
     out: dict = {}
     for ops in passes:
-        for o in ops:
-            if o.operator not in out:
-                out[o.operator] = o
+        for op in ops:
+            if op.operator not in out:
+                out[op.operator] = op
                 continue
-            a = out[o.operator]
-            out[o.operator] = replace(a, bytes=a.bytes + o.bytes, flops=a.flops + o.flops,
-                                      memory_time_s=a.memory_time_s + o.memory_time_s,
-                                      compute_time_s=a.compute_time_s + o.compute_time_s,
-                                      time_s=a.time_s + o.time_s)
+            kept = out[op.operator]
+            out[op.operator] = replace(kept, bytes=kept.bytes + op.bytes, flops=kept.flops + op.flops,
+                                       memory_time_s=kept.memory_time_s + op.memory_time_s,
+                                       compute_time_s=kept.compute_time_s + op.compute_time_s,
+                                       time_s=kept.time_s + op.time_s)
     result = []
-    for o in out.values():
-        if o.bound in ("memory", "compute"):
-            o = replace(o, bound="memory" if o.memory_time_s >= o.compute_time_s else "compute")
-        result.append(o)
+    for op in out.values():
+        if op.bound in ("memory", "compute"):
+            op = replace(op, bound="memory" if op.memory_time_s >= op.compute_time_s else "compute")
+        result.append(op)
     return result
 
 
 def roofline_breakdown_rows(model, gpu, profile, *, rows, batch: int, context: int, weights,
                             deployment) -> tuple[list[dict], str]:
-    """`--breakdown` of `roofline`: the operators of each pass over `rows` rows (a list), and a caption."""
+    """`--breakdown` of `roofline`: the operators of each pass over `rows` rows (a list), and a caption.
+
+    `m` a pass's token rows, `b` its batch (as `roofline.check_pass` returns them)."""
     from llm_cost.parallel import deployed_pass_cost
     from llm_cost.parallel.breakdown import pass_breakdown
     from llm_cost.roofline import check_pass
@@ -81,8 +83,8 @@ def roofline_breakdown_rows(model, gpu, profile, *, rows, batch: int, context: i
         m, b, ctx = check_pass(m, batch, context)
         total = cost.step(m, b, ctx, count_kv=profile.count_kv).step_time_s
         ops = pass_breakdown(cost, model, gpu, profile, weights, deployment, rows=m, batch=b, context=ctx)
-        out += [{"rows": m, "batch": b, "context": ctx, **r}
-                for r in breakdown_rows(f"{m:g} row{'' if m == 1 else 's'}", ops, total)]
+        out += [{"rows": m, "batch": b, "context": ctx, **row}
+                for row in breakdown_rows(f"{m:g} row{'' if m == 1 else 's'}", ops, total)]
     return out, COMPOSITION
 
 
@@ -108,10 +110,10 @@ def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: in
 
     chunk, done, passes, ttft = prefill_chunk or isl, 0, [], 0.0
     while done < isl:
-        n = min(chunk, isl - done)
-        ops, t = one(batch * n, done)
+        tokens = min(chunk, isl - done)
+        ops, step_s = one(batch * tokens, done)
         passes.append(ops)
-        ttft, done = ttft + t, done + n
+        ttft, done = ttft + step_s, done + tokens
     ops = summed(passes)
     if profile.ttft_overhead_s:  # the engine's time before the first token beyond the prefill: in TTFT
         from llm_cost.parallel.breakdown import OperatorTime
@@ -122,6 +124,6 @@ def request_breakdown_rows(model, gpu, profile, *, batch: int, isl: int, osl: in
     out = breakdown_rows(f"prefill ({len(passes)} pass{'es' if len(passes) > 1 else ''})", ops, ttft)
     if osl > 1:
         for label, context in (("first decode", isl), ("last decode", isl + osl - 2)):
-            ops, t = one(batch, context)
-            out += breakdown_rows(f"{label}, ctx {context}", ops, t)  # one line at 80 columns
+            ops, step_s = one(batch, context)
+            out += breakdown_rows(f"{label}, ctx {context}", ops, step_s)  # one line at 80 columns
     return out, COMPOSITION

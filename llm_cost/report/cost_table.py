@@ -51,7 +51,7 @@ THEORETICAL = PRESETS["article"]
 # ---- one row per model ---------------------------------------------------------------------
 
 def check_contexts(contexts) -> tuple[int, ...]:
-    return tuple(int(n) for n in check_all("contexts", contexts, low=1, integer=True))
+    return tuple(int(context) for context in check_all("contexts", contexts, low=1, integer=True))
 
 
 def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA, gamma: int = DEFAULT_GAMMA,
@@ -60,6 +60,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
              mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
              isl: int | None = None, usd_per_gpu_hour: float | None = None, usd_per_kwh: float | None = None) -> dict:
     """One model's column of the cost table as a flat row: SI values, the unit in each key.
+
+    The speculative chain is `alpha`, `gamma` and `c`, the draft's step over the model's step.
 
     Keys: params_text (the text model, what runs per token: the article's DeepSeek-V3 671 B; the
     MTP modules and a vision tower are `model`'s params_total), params_active, weight_bytes_bf16/int4, bits_int4, kv_bytes_per_token,
@@ -92,7 +94,7 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
     check_all("mtp_alphas", mtp_alphas, low=0, high=1)
     prof = THEORETICAL
     deployment = dataclasses.replace(deployment or SINGLE_GPU, reserve=reserve).following(prof)
-    p = param_counts(model)
+    counts = param_counts(model)
     bf16, int4 = weight_bytes(model, BF16), weight_bytes(model, INT4_G128)
     kv_el = deployment.kv_bytes_per_element
     kv = kv_bytes_per_token(model, kv_el)
@@ -101,14 +103,14 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
         "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": prof.name,
         "tp": deployment.tp, "pp": deployment.pp, "ep": deployment.ep, "gpus": deployment.total_gpus,
         "kv_dtype": deployment.kv_dtype,
-        "params_text": p.total, "params_active": p.active,
+        "params_text": counts.total, "params_active": counts.active,
         "weight_bytes_bf16": bf16.total, "weight_bytes_int4": int4.total, "bits_int4": int4.effective_bits,
         "kv_bytes_per_token": kv,
     }
     # one sequence's K/V: context x kv, or less where sliding / chunked layers keep only their window
-    row.update({f"kv_bytes_per_sequence_at_{n}": kv_bytes(model, n, kv_el) for n in contexts})
-    timed = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=w)
-             for name, w in (("bf16", BF16), ("w4a16", INT4_G128))}
+    row.update({f"kv_bytes_per_sequence_at_{tokens}": kv_bytes(model, tokens, kv_el) for tokens in contexts})
+    timed = {name: deployed_step_time(model, gpu, prof, deployment, rows=batch, batch=batch, weights=weight_format)
+             for name, weight_format in (("bf16", BF16), ("w4a16", INT4_G128))}
     steps = {name: step.step_time_s for name, step in timed.items()}
     row.update({
         "flops_per_token": flops_per_token(model),
@@ -128,8 +130,8 @@ def cost_row(model: ModelSpec, gpu: Accelerator, *, alpha: float = DEFAULT_ALPHA
                 "usable_bytes": memory * (1 - reserve)})
     for name, weights in (("bf16", BF16), ("int4", INT4_G128)):
         row[f"fits_{name}"] = kv_capacity(model, gpu, weights=weights, deployment=deployment).fits
-        row.update({f"max_batch_{name}_at_{n}": largest_batch(model, gpu, deployment, weights=weights, tokens=n)
-                    for n in contexts})
+        row.update({f"max_batch_{name}_at_{tokens}": largest_batch(model, gpu, deployment, weights=weights, tokens=tokens)
+                    for tokens in contexts})
     row.update(_fit_keys(model, gpu, deployment, batch, contexts, row))
     for name, fits in (("bf16", "fits_bf16"), ("w4a16", "fits_int4")):  # nothing runs: nothing to price
         if not row[fits]:
@@ -168,12 +170,12 @@ def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
             notes.append(f"{name} weights do not fit ({row[f'weight_bytes_{kv_name}'] / 1e9:.1f}"
                          f" GB in all)" if short else f"{name} decode at batch {batch}: {fit.reason}")
             continue
-        over = [n for n in contexts if batch > row[f"max_batch_{kv_name}_at_{n}"]]
+        over = [context for context in contexts if batch > row[f"max_batch_{kv_name}_at_{context}"]]
         if over:
             notes.append(f"batch {batch} exceeds the largest {name} batch at {over[0]:,} tokens "
                          f"({row[f'max_batch_{kv_name}_at_{over[0]}']})")
     limit = model.max_position_embeddings
-    past = [n for n in contexts if limit and n > limit]
+    past = [context for context in contexts if limit and context > limit]
     if past:
         notes.append(f"context {past[0]:,} exceeds the model's limit of {limit:,} tokens")
     bf16 = fits["BF16"]
@@ -189,9 +191,9 @@ def _request_keys(model, gpu, prof, deployment, batch, steps, isl, price) -> dic
                           "usd_per_million_output_tokens_bf16", "usd_per_million_output_tokens_w4a16"))
     if isl is not None:
         keys["isl"] = int(isl)
-        for name, w in (("bf16", BF16), ("w4a16", INT4_G128)):
+        for name, weight_format in (("bf16", BF16), ("w4a16", INT4_G128)):
             keys[f"ttft_s_{name}"] = request_cost(model, gpu, prof, isl=isl, osl=1, deployment=deployment,
-                                                  weights=w).ttft_s
+                                                  weights=weight_format).ttft_s
     if price is not None:
         keys["usd_per_gpu_hour"] = price
         for name in ("bf16", "w4a16"):
@@ -209,18 +211,18 @@ MTP_KEYS = ("mtp_layers", "mtp_gamma", "mtp_alpha_low", "mtp_alpha_high", "mtp_e
 def _mtp_keys(model, gpu, prof, layers, alphas, batch, deployment=None) -> dict:
     if not layers:
         return dict.fromkeys(MTP_KEYS)
-    alphas = sorted(set(float(a) for a in alphas))
+    alphas = sorted(set(float(alpha) for alpha in alphas))
     lo_hi = [alphas[0], alphas[-1]]
-    s = mtp_speedup(model, gpu, prof, alphas=lo_hi, batch=batch, deployment=deployment)
-    n = mtp_params(model)
+    speedup = mtp_speedup(model, gpu, prof, alphas=lo_hi, batch=batch, deployment=deployment)
+    params = mtp_params(model)
     return {
         "mtp_layers": int(layers), "mtp_gamma": MTP_GAMMA, "mtp_alpha_low": lo_hi[0], "mtp_alpha_high": lo_hi[1],
-        "mtp_expected_tokens_low": s.expected_tokens[0], "mtp_expected_tokens_high": s.expected_tokens[1],
-        "mtp_params_own": n.own, "mtp_params_stored": n.stored, "mtp_c": s.c,
-        "mtp_verify_over_base": s.verify_over_base,
-        "mtp_speedup_verify_free_low": s.speedup_verify_free[0],
-        "mtp_speedup_verify_free_high": s.speedup_verify_free[1],
-        "mtp_speedup_low": s.speedup[0], "mtp_speedup_high": s.speedup[1],
+        "mtp_expected_tokens_low": speedup.expected_tokens[0], "mtp_expected_tokens_high": speedup.expected_tokens[1],
+        "mtp_params_own": params.own, "mtp_params_stored": params.stored, "mtp_c": speedup.c,
+        "mtp_verify_over_base": speedup.verify_over_base,
+        "mtp_speedup_verify_free_low": speedup.speedup_verify_free[0],
+        "mtp_speedup_verify_free_high": speedup.speedup_verify_free[1],
+        "mtp_speedup_low": speedup.speedup[0], "mtp_speedup_high": speedup.speedup[1],
     }
 
 
@@ -230,10 +232,11 @@ def table_rows(models: Sequence[ModelSpec], gpu: Accelerator, *, alpha: float = 
                mtp_alphas: Sequence[float] = MTP_ALPHA_REPORTED, deployment: Deployment | None = None,
                isl: int | None = None, usd_per_gpu_hour: float | None = None,
                usd_per_kwh: float | None = None) -> list[dict]:
-    """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`)."""
+    """`cost_row` for each model: the table's columns as flat rows (the options as in `cost_row`;
+    `c` the draft's step over the model's step)."""
     if not models:
         raise InvalidValueError("models needs at least one value", params=("models",))
-    return [cost_row(m, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
+    return [cost_row(model, gpu, alpha=alpha, gamma=gamma, c=c, batch=batch, contexts=contexts, reserve=reserve,
                      mtp_alphas=mtp_alphas, deployment=deployment, isl=isl, usd_per_gpu_hour=usd_per_gpu_hour,
                      usd_per_kwh=usd_per_kwh)
-            for m in models]
+            for model in models]

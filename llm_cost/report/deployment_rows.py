@@ -44,10 +44,10 @@ DEPLOYED_COLUMNS = [
     Column("memory_needed_bytes", "GB/GPU", fixed(1, 1e9)),
     Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
 ]
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+FIT_COLUMN = Column("fits", "fits", lambda value: "yes" if value else "NO")
 
 
 def deployed_columns(columns, rows, deployment: Deployment, *, per_gpu: bool = True):
     """`columns`, then DEPLOYED_COLUMNS on more than one GPU (`per_gpu`), then `fits` when a row does not fit."""
     columns = list(columns) + (DEPLOYED_COLUMNS if per_gpu and not deployment.is_single else [])
-    return columns + ([FIT_COLUMN] if any(not r["fits"] for r in rows) else [])
+    return columns + ([FIT_COLUMN] if any(not row["fits"] for row in rows) else [])

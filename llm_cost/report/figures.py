@@ -58,7 +58,7 @@ def _plain_log(axis) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -71,23 +71,23 @@ def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
     (open) points of each batch: the article §2.4's figure."""
     fig, ax = new_figure()
     markers = ("o", "s", "^", "D")
-    low = min(float(s.time_s.min()) for s in series) * 1e3
-    for k, s in enumerate(series):
-        color = COLORS[k]
-        plateau = float(s.time_s[0]) * 1e3
-        ax.plot(s.rows, s.time_s * 1e3, color=color, linewidth=3.0 - k, alpha=0.85,
-                label=f"{_label_fmt(s.weights)}: T(1) = {plateau:.2f} ms, compute-bound from m* = {s.knee_rows:.0f}")
-        ax.axvline(s.knee_rows, color=color, linestyle=":", linewidth=1)
-        ax.annotate(f"m* = {s.knee_rows:.0f}", (s.knee_rows, low * 0.55), xytext=(3, 0),
+    low = min(float(curve.time_s.min()) for curve in series) * 1e3
+    for index, curve in enumerate(series):
+        color = COLORS[index]
+        plateau = float(curve.time_s[0]) * 1e3
+        ax.plot(curve.rows, curve.time_s * 1e3, color=color, linewidth=3.0 - index, alpha=0.85,
+                label=f"{_label_fmt(curve.weights)}: T(1) = {plateau:.2f} ms, compute-bound from m* = {curve.knee_rows:.0f}")
+        ax.axvline(curve.knee_rows, color=color, linestyle=":", linewidth=1)
+        ax.annotate(f"m* = {curve.knee_rows:.0f}", (curve.knee_rows, low * 0.55), xytext=(3, 0),
                     textcoords="offset points", color=color, fontsize=8)
-        batches = list(dict.fromkeys(b for b, _, _ in s.points))
-        for b, m, t in s.points:
-            marker = markers[batches.index(b) % len(markers)]
-            ax.plot([m], [t * 1e3], marker=marker, color=color, markersize=7, linestyle="none",
-                    markerfacecolor=color if m == b else "white", zorder=3)
-    for b in batches:
-        ax.plot([], [], marker=markers[batches.index(b) % len(markers)], color="gray", linestyle="none",
-                label=f"B = {b}: decode {b} row{'s' if b > 1 else ''} (filled), verify {b * (gamma + 1)} rows (open)")
+        batches = list(dict.fromkeys(batch for batch, _, _ in curve.points))
+        for batch, rows, time_s in curve.points:
+            marker = markers[batches.index(batch) % len(markers)]
+            ax.plot([rows], [time_s * 1e3], marker=marker, color=color, markersize=7, linestyle="none",
+                    markerfacecolor=color if rows == batch else "white", zorder=3)
+    for batch in batches:
+        ax.plot([], [], marker=markers[batches.index(batch) % len(markers)], color="gray", linestyle="none",
+                label=f"B = {batch}: decode {batch} row{'s' if batch > 1 else ''} (filled), verify {batch * (gamma + 1)} rows (open)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(bottom=low * 0.45)
@@ -101,13 +101,13 @@ def roofline(series, path: str | Path, *, gamma: int, title: str) -> Path:
 
 
 def _varying(curves, names: Sequence[str]) -> list[str]:
-    return [n for n in names if len({getattr(c, n) for c in curves}) > 1]
+    return [name for name in names if len({getattr(curve, name) for curve in curves}) > 1]
 
 
 def _describe(curve, names: Sequence[str]) -> str:
-    text = {"alpha": lambda v: f"α {v:g}", "gamma": lambda v: f"γ {v}", "c": lambda v: f"c {v:g}",
-            "mfu": lambda v: f"MFU {v:.0%}"}
-    return ", ".join(text[n](getattr(curve, n)) for n in names)
+    text = {"alpha": lambda value: f"α {value:g}", "gamma": lambda value: f"γ {value}", "c": lambda value: f"c {value:g}",
+            "mfu": lambda value: f"MFU {value:.0%}"}
+    return ", ".join(text[name](getattr(curve, name)) for name in names)
 
 
 def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
@@ -115,20 +115,20 @@ def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
     fig, ax = new_figure()
     names = ("alpha", "gamma", "c", "mfu")
     varying = _varying(curves, names) or ["mfu"]
-    fixed_part = _describe(curves[0], [n for n in names if n not in varying])
-    top = max(float(c.speedup.max()) for c in curves)
+    fixed_part = _describe(curves[0], [name for name in names if name not in varying])
+    top = max(float(curve.speedup.max()) for curve in curves)
     draft_keys = list(dict.fromkeys((cv.alpha, cv.gamma, cv.c) for cv in curves))
     mfus = list(dict.fromkeys(cv.mfu for cv in curves))
     for cv in curves:  # colour per draft (alpha, gamma, c) or else per MFU; line style per MFU
-        k = draft_keys.index((cv.alpha, cv.gamma, cv.c)) if len(draft_keys) > 1 else mfus.index(cv.mfu)
-        color = COLORS[k % len(COLORS)]
+        color_index = draft_keys.index((cv.alpha, cv.gamma, cv.c)) if len(draft_keys) > 1 else mfus.index(cv.mfu)
+        color = COLORS[color_index % len(COLORS)]
         style = STYLES[mfus.index(cv.mfu) % len(STYLES)]
         label = f"{_describe(cv, varying)}: verification compute-bound from B ≈ {cv.turning_batch:.0f}"
         if cv.break_even_batch <= cv.batch[-1]:
             label += f", no gain from B ≈ {cv.break_even_batch:.0f}"
             ax.plot([cv.break_even_batch], [1.0], "x", color=color, markersize=8, mew=2)
         ax.plot(cv.batch, cv.speedup, color=color, linestyle=style, label=label)
-        ax.plot([b for b, _ in cv.marks], [s for _, s in cv.marks], "o", color=color, markersize=4)
+        ax.plot([batch for batch, _ in cv.marks], [speedup for _, speedup in cv.marks], "o", color=color, markersize=4)
         ax.axvline(cv.turning_batch, color=color, linestyle=":", linewidth=1)
     ax.axhline(1.0, color="0.3", linewidth=0.8)
     ax.set_xscale("log")
@@ -143,17 +143,18 @@ def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
 
 
 def gamma(curves, path: str | Path, *, title: str) -> Path:
-    """Speedup against gamma: colour per alpha, line style per c, the optimum marked."""
+    """Speedup against gamma: colour per alpha, line style per `c` (the draft's cost coefficient), the
+    optimum marked."""
     fig, ax = new_figure()
-    alphas = list(dict.fromkeys(c.alpha for c in curves))
-    cs = list(dict.fromkeys(c.c for c in curves))
+    alphas = list(dict.fromkeys(curve.alpha for curve in curves))
+    cs = list(dict.fromkeys(curve.c for curve in curves))
     for cv in curves:
         color, style = COLORS[alphas.index(cv.alpha) % len(COLORS)], STYLES[cs.index(cv.c) % len(STYLES)]
         ax.plot(cv.gamma, cv.speedup, color=color, linestyle=style, linewidth=1.4)
         ax.plot([cv.gamma_opt], [cv.speedup_opt], "o", color=color, markersize=5,
                 markerfacecolor="white" if cv.capped else color, clip_on=False, zorder=3)
-    for a in alphas:
-        ax.plot([], [], color=COLORS[alphas.index(a) % len(COLORS)], label=f"α = {a:g}")
+    for alpha in alphas:
+        ax.plot([], [], color=COLORS[alphas.index(alpha) % len(COLORS)], label=f"α = {alpha:g}")
     for c in cs:
         ax.plot([], [], color="gray", linestyle=STYLES[cs.index(c) % len(STYLES)], label=f"c = {c:g}")
     ax.plot([], [], "o", color="gray", label="best integer γ")
@@ -173,14 +174,14 @@ def gamma(curves, path: str | Path, *, title: str) -> Path:
 def tree(points, path: str | Path, *, title: str) -> Path:
     """Left: tau against tree size; right: the speedup at each batch (the lecture §10.3)."""
     fig, (left, right) = new_figure(2)
-    nodes = [p.nodes for p in points]
-    left.plot(nodes, [p.tau for p in points], "o-", color="black", markersize=4)
-    for p in points:
-        left.annotate(p.label, (p.nodes, p.tau), xytext=(4, -10), textcoords="offset points", fontsize=7)
+    nodes = [point.nodes for point in points]
+    left.plot(nodes, [point.tau for point in points], "o-", color="black", markersize=4)
+    for point in points:
+        left.annotate(point.label, (point.nodes, point.tau), xytext=(4, -10), textcoords="offset points", fontsize=7)
     left.set_ylabel("τ: expected tokens per round (tokens)")
-    for k, b in enumerate(points[0].batch):
-        right.plot(nodes, [p.speedup[k] for p in points], "o-", color=COLORS[k % len(COLORS)], markersize=4,
-                   label=f"batch {b:g}")
+    for index, batch in enumerate(points[0].batch):
+        right.plot(nodes, [point.speedup[index] for point in points], "o-", color=COLORS[index % len(COLORS)], markersize=4,
+                   label=f"batch {batch:g}")
     right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     right.set_ylabel("speedup over plain decoding (×)")
     right.set_ylim(bottom=0)
@@ -201,19 +202,19 @@ def batching(curves, path: str | Path, *, title: str, slo_s: float | None = None
     panels = ((axes[0], "latency_median_s", "median latency per generated token (ms)", slo_s),
               (axes[1], "latency_p99_s", "p99 latency per generated token (ms)", slo_s),
               (axes[2], "ttft_median_s", "time to first token, p50 solid, p99 dashed (ms)", None))
-    for k, cv in enumerate(curves):
+    for index, cv in enumerate(curves):
         limits = ", ".join(map(str, cv.max_batches))
         label = f"{cv.scheduler}-level, max batch {limits}"
         if cv.scheduler == "request" and cv.effective_batch < max(cv.max_batches):
             label += f" ({cv.effective_batch} fit at max-length reservations)"
-        color = COLORS[k % len(COLORS)]
-        for n, (ax, key, _, _) in enumerate(panels):
+        color = COLORS[index % len(COLORS)]
+        for panel, (ax, key, _, _) in enumerate(panels):
             ys = getattr(cv, key)
             if ys:
-                ax.plot(cv.throughput_req_per_s, [t * 1e3 for t in ys], "o-", color=color, markersize=4,
-                        label=label if n == 0 else None)
+                ax.plot(cv.throughput_req_per_s, [value * 1e3 for value in ys], "o-", color=color, markersize=4,
+                        label=label if panel == 0 else None)
         if cv.ttft_p99_s:
-            axes[2].plot(cv.throughput_req_per_s, [t * 1e3 for t in cv.ttft_p99_s], "s--", color=color,
+            axes[2].plot(cv.throughput_req_per_s, [value * 1e3 for value in cv.ttft_p99_s], "s--", color=color,
                          markersize=3)
     for ax, _, ylabel, target in panels:
         if target is not None:
@@ -234,10 +235,10 @@ def plan(result, path: str | Path, *, title: str) -> Path:
     """A plan's configurations (tokens/s per user against tokens/s per GPU): those that fit, those that
     meet the target, the Pareto frontier, its first (chosen) row, and the per-user rate a configuration
     at both latency limits reaches, OSL / (TTFT + (OSL - 1) TPOT): every one meeting them lies right of it."""
-    g, target = result.grid, result.target
+    grid, target = result.grid, result.target
     fig, ax = new_figure()
-    user, per_gpu = g.output_tokens_per_s_per_user, g.output_tokens_per_s_per_gpu
-    fit = g.fits & ~result.meets
+    user, per_gpu = grid.output_tokens_per_s_per_user, grid.output_tokens_per_s_per_gpu
+    fit = grid.fits & ~result.meets
     ax.scatter(user[fit], per_gpu[fit], s=6, color="lightgray", label=f"fit, miss the target ({fit.sum():,})")
     ax.scatter(user[result.meets], per_gpu[result.meets], s=8, color="tab:blue", alpha=0.5,
                label=f"meet the target ({result.meets.sum():,})")
@@ -245,13 +246,13 @@ def plan(result, path: str | Path, *, title: str) -> Path:
     if len(front):
         ax.plot(user[front], per_gpu[front], "o-", color="tab:red", markersize=5, label=f"frontier ({len(front)})")
         first = front[0]
-        grp, v = g.space.groups[g.group[first]], g.variants[g.variant[first]]
+        grp, variant = grid.space.groups[grid.group[first]], grid.variants[grid.variant[first]]
         ax.plot([user[first]], [per_gpu[first]], "*", color="black", markersize=14,
                 label=f"chosen: {grp.gpu.name} tp {grp.deployment.tp} pp {grp.deployment.pp}, {grp.weights.name}, "
-                      f"KV {grp.deployment.kv_dtype}, batch {int(g.batch[first])}, {v.kind}"
-                      + (f" gamma {v.gamma}" if v.gamma else ""))
+                      f"KV {grp.deployment.kv_dtype}, batch {int(grid.batch[first])}, {variant.kind}"
+                      + (f" gamma {variant.gamma}" if variant.gamma else ""))
     if target.ttft_s is not None and target.tpot_s is not None:
-        limit = g.osl / (target.ttft_s + (g.osl - 1) * target.tpot_s)
+        limit = grid.osl / (target.ttft_s + (grid.osl - 1) * target.tpot_s)
         ax.axvline(limit, color="black", linestyle="--", linewidth=0.8,
                    label=f"TTFT {target.ttft_s * 1e3:g} ms and TPOT {target.tpot_s * 1e3:g} ms at their limits")
     elif target.tokens_per_s_per_user is not None:

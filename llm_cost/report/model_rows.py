@@ -52,7 +52,7 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
     from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE  # not deployment: the `model` command needs none
 
     check_number("kv_bytes", kv_bytes_per_element, low=KV_BYTES_RANGE[0], high=KV_BYTES_RANGE[1])
-    p = param_counts(model)
+    counts = param_counts(model)
     parts = checkpoint_params(model)
     int4 = weight_bytes(model, INT4_G128)
     shipped_format, shipped_bytes = _as_shipped(model)
@@ -62,10 +62,10 @@ def model_row(model: ModelSpec, *, context: int = 0, lora_rank: int = LORA_RANK,
         "name": model.name,
         "family": model.family,
         "params_total": parts.total,
-        "params_active": p.active,
-        "params_per_layer": p.per_layer,
-        "params_embedding": p.embedding,
-        "params_lm_head": p.lm_head,
+        "params_active": counts.active,
+        "params_per_layer": counts.per_layer,
+        "params_embedding": counts.embedding,
+        "params_lm_head": counts.lm_head,
         "params_text": parts.text,
         "params_vision": parts.vision,
         "params_mtp": parts.mtp,
@@ -112,17 +112,17 @@ def catalog_rows() -> list[dict]:
     from llm_cost.catalog import catalog_names, load_accelerator, load_model
 
     rows = []
-    for n in catalog_names("models"):
-        m = load_model(n)
-        p = param_counts(m)
-        rows.append({"kind": "model", "name": n, "source": m.source, "params_text": p.total,
-                     "params_total": checkpoint_params(m).total, "params_active": p.active, "max_position_embeddings": m.max_position_embeddings or None,
+    for name in catalog_names("models"):
+        model = load_model(name)
+        counts = param_counts(model)
+        rows.append({"kind": "model", "name": name, "source": model.source, "params_text": counts.total,
+                     "params_total": checkpoint_params(model).total, "params_active": counts.active, "max_position_embeddings": model.max_position_embeddings or None,
                      **dict.fromkeys(GPU_FIGURES)})
     empty = {"params_text": None, "params_total": None, "params_active": None, "max_position_embeddings": None}
-    for n in catalog_names("hardware"):
-        acc = load_accelerator(n)
+    for name in catalog_names("hardware"):
+        acc = load_accelerator(name)
         figures = {key: getattr(acc, key) or None for key in GPU_FIGURES[:-2]}  # 0 (absent) -> None
-        rows.append({"kind": "gpu", "name": n, "source": acc.source, **empty, **figures,
+        rows.append({"kind": "gpu", "name": name, "source": acc.source, **empty, **figures,
                      "interconnect": acc.interconnect or None, "ridge_flops_per_byte": acc.ridge_flops_per_byte})
     return rows
 
@@ -139,13 +139,13 @@ def energy_fields(step, gpu, gpus: int, *, tokens) -> dict:
 
     if not has_power(gpu):
         return {"watts": None, "joules_per_token": None, "joules": None}
-    e = step_energy(step, gpu, gpus)
-    return {"watts": e.watts, "joules_per_token": e.joules / tokens, "joules": e.joules}
+    energy = step_energy(step, gpu, gpus)
+    return {"watts": energy.watts, "joules_per_token": energy.joules / tokens, "joules": energy.joules}
 
 
 def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows, batch: int,
                   context: int, weights: WeightFormat = BF16, deployment=None) -> tuple[list[dict], str]:
-    """T(m) for each row count on one GPU of `deployment` (default one GPU), with its collectives,
+    """T(m) for each row count `m` of `rows` on one GPU of `deployment` (default one GPU), with its collectives,
     per-GPU memory and fit (`report.deployment_rows`), and a caption with the ridge point and the
     critical row count."""
     from llm_cost.parallel import deployed_step_time, step_fit  # the `model` command needs none
@@ -156,7 +156,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
     deployment = (deployment or SINGLE_GPU).following(profile)  # the fit on the profile's memory basis
     out = []
     for m in rows:
-        t = deployed_step_time(model, gpu, profile, deployment, rows=m, batch=batch, context=context, weights=weights)
+        step = deployed_step_time(model, gpu, profile, deployment, rows=m, batch=batch, context=context, weights=weights)
         fit = step_fit(model, gpu, deployment, rows=m, batch=batch, context=context, weights=weights)
         out.append({
             "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
@@ -164,12 +164,12 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
             "bw_efficiency": profile.bw_efficiency, "compute_efficiency": profile.compute_efficiency,
             "read_input_embedding": profile.read_input_embedding, "count_kv": profile.count_kv,
             "rows": m, "batch": batch, "context": context,
-            "step_time_s": t.step_time_s, "memory_time_s": t.memory_time_s, "compute_time_s": t.compute_time_s,
-            "fixed_time_s": t.fixed_time_s, "bound": t.bound,
-            "weight_bytes_read": t.weight_bytes_read, "kv_bytes": t.kv_bytes, "flops": t.flops,
-            **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(t.comm_time_s),
-                                step_s=t.step_time_s, tokens=m),
-            **energy_fields(t, gpu, deployment.gpus_per_replica, tokens=m),
+            "step_time_s": step.step_time_s, "memory_time_s": step.memory_time_s, "compute_time_s": step.compute_time_s,
+            "fixed_time_s": step.fixed_time_s, "bound": step.bound,
+            "weight_bytes_read": step.weight_bytes_read, "kv_bytes": step.kv_bytes, "flops": step.flops,
+            **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(step.comm_time_s),
+                                step_s=step.step_time_s, tokens=m),
+            **energy_fields(step, gpu, deployment.gpus_per_replica, tokens=m),
         })
     from llm_cost.roofline.pass_terms import gemm_precision
 

@@ -10,13 +10,13 @@ import shlex
 from llm_cost.planner.search import bound_of
 
 
-def _spec_args(v, c, refs) -> list[str]:
-    """`request`'s speculation options for a variant (MTP: its cost ratio at this batch as --c)."""
-    if v.kind == "none":
+def _spec_args(variant, c, refs) -> list[str]:
+    """`request`'s speculation options for a variant (MTP: its cost ratio `c` at this batch as --c)."""
+    if variant.kind == "none":
         return []
-    args = ["--spec-alpha", repr(float(v.alpha)), "--spec-gamma", str(v.gamma)]
-    if v.draft is not None:
-        return args + ["--draft", refs.get(v.draft.name, v.draft.name)]
+    args = ["--spec-alpha", repr(float(variant.alpha)), "--spec-gamma", str(variant.gamma)]
+    if variant.draft is not None:
+        return args + ["--draft", refs.get(variant.draft.name, variant.draft.name)]
     return args + ["--c", repr(float(c))]
 
 
@@ -25,22 +25,22 @@ _MEMORY_FLAG = {"usable": "--usable-memory", "marketed": "--marketed-memory"}
 
 
 def config_fields(grid, i: int, refs: dict | None = None) -> dict:
-    """The configuration of grid row `i` and its times and throughput; `refs` maps a model's or
+    """The configuration of grid row `i` and its times and throughput (`c` its draft's cost ratio); `refs` maps a model's or
     accelerator's name to what the user typed for it (a catalog name or a path), for request_args."""
     refs = refs or {}
-    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    grp, variant = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
     dep = grp.deployment
     c = float(grid.c[i])
     args = ["--model", refs.get(grid.space.model.name, grid.space.model.name), "--gpu", refs.get(grp.gpu.name, grp.gpu.name), "--tp", str(dep.tp), "--pp", str(dep.pp), "--ep", str(dep.ep),
             *(["--dp-attention"] if dep.dp_attention else []), "--gpus", str(dep.total_gpus), "--weights", grp.weights.name, "--kv-dtype", dep.kv_dtype,
             "--batch", str(int(grid.batch[i])), "--isl", str(grid.isl), "--osl", str(grid.osl),
-            *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(v, c, refs)]
+            *refs.get("profile_args", ["--preset", grid.profile.name]), _MEMORY_FLAG[grid.profile.memory_basis], *_spec_args(variant, c, refs)]
     return {
         "model": grid.space.model.name, "gpu": grp.gpu.label, "gpu_name": grp.gpu.name, "gpus": dep.total_gpus, "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "dp_attention": dep.dp_attention, "replicas": dep.replicas,
         "weights": grp.weights.name, "kv_dtype": dep.kv_dtype, "batch": int(grid.batch[i]),
-        "speculation": v.kind if v.draft is None else f"draft {v.draft.name}",
-        "gamma": v.gamma, "spec_alpha": v.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else "") + (" dp-attn" if dep.dp_attention else ""),
-        "decoding": "none" if v.kind == "none" else f"{v.kind if v.draft is None else v.draft.name} γ{v.gamma}", "spec_c": None if math.isnan(c) else c,
+        "speculation": variant.kind if variant.draft is None else f"draft {variant.draft.name}",
+        "gamma": variant.gamma, "spec_alpha": variant.alpha, "split": f"{dep.tp}x{dep.pp}" + (f" ep {dep.ep}" if dep.ep > 1 else "") + (" dp-attn" if dep.dp_attention else ""),
+        "decoding": "none" if variant.kind == "none" else f"{variant.kind if variant.draft is None else variant.draft.name} γ{variant.gamma}", "spec_c": None if math.isnan(c) else c,
         "ttft_s": float(grid.ttft_s[i]), "tpot_s": float(grid.tpot_s[i]), "e2e_s": float(grid.e2e_s[i]),
         "output_tokens_per_s_per_user": float(grid.output_tokens_per_s_per_user[i]),
         "output_tokens_per_s_per_gpu": float(grid.output_tokens_per_s_per_gpu[i]),
@@ -56,12 +56,12 @@ def plan_rows(result, refs: dict | None = None, *, usd_per_kwh: float | None = N
     grid = result.grid
     usd = result.usd_per_million_output_tokens
     rows = []
-    for i in result.frontier:
-        row = config_fields(grid, int(i), refs)
-        price = float(usd[i])
+    for index in result.frontier:
+        row = config_fields(grid, int(index), refs)
+        price = float(usd[index])
         row.update({"usd_per_million_output_tokens": None if math.isnan(price) else price,
-                    "meets_slo": bool(result.meets[i]), "bound": bound_of(grid, int(i)), "preset": grid.profile.name})
-        row.update(energy_fields(grid, int(i)))
+                    "meets_slo": bool(result.meets[index]), "bound": bound_of(grid, int(index)), "preset": grid.profile.name})
+        row.update(energy_fields(grid, int(index)))
         rows.append(row)
     if usd_per_kwh is not None:
         from llm_cost.roofline.energy import add_energy_usd
@@ -89,9 +89,9 @@ def _request_of(grid, i: int):
     ISL, OSL and speculation): what `request` times with its request_args."""
     from llm_cost.requests import Speculation, request_cost
 
-    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
-    spec = None if v.kind == "none" else Speculation(alpha=float(v.alpha), gamma=int(v.gamma), draft=v.draft,
-                                                     c=None if v.draft is not None else float(grid.c[i]))
+    grp, variant = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    spec = None if variant.kind == "none" else Speculation(alpha=float(variant.alpha), gamma=int(variant.gamma), draft=variant.draft,
+                                                           c=None if variant.draft is not None else float(grid.c[i]))
     return request_cost(grid.space.model, grp.gpu, grid.profile, batch=int(grid.batch[i]), isl=grid.isl, osl=grid.osl,
                         deployment=grp.deployment, weights=grp.weights, speculation=spec)
 
@@ -117,11 +117,11 @@ def split_energy(grid, d) -> dict:
     if not has_power(gpu) or d.requests_per_s <= 0:
         return dict.fromkeys(keys)
     pools = []
-    for i, phase, gpus in ((d.prefill, 0, d.prefill_gpus), (d.decode, 1, d.decode_gpus)):
-        r = _request_of(grid, i)
-        seconds = (r.phases.prefill_s, r.phases.decode_s)[phase]
-        above_idle = phase_energy(r, gpu)[phase] - gpu.idle_power_w * r.gpu_seconds(seconds)
-        pools.append(gpu.idle_power_w * gpus + d.requests_per_s * above_idle / r.batch)
+    for config, phase, gpus in ((d.prefill, 0, d.prefill_gpus), (d.decode, 1, d.decode_gpus)):
+        request = _request_of(grid, config)
+        seconds = (request.phases.prefill_s, request.phases.decode_s)[phase]
+        above_idle = phase_energy(request, gpu)[phase] - gpu.idle_power_w * request.gpu_seconds(seconds)
+        pools.append(gpu.idle_power_w * gpus + d.requests_per_s * above_idle / request.batch)
     watts = sum(pools)
     return dict(zip(keys, (watts, pools[0], pools[1], watts / d.requests_per_s,
                            watts / (d.requests_per_s * grid.osl))))
@@ -132,25 +132,25 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None, *,
     """One row per accelerator's best prefill/decode split (`plan.disaggregate`), each with its energy
     (`split_energy`; with `usd_per_kwh`, $/kWh, its cost per million output tokens), as the frontier's rows."""
     rows = []
-    for d in splits:
-        pre, dec = config_fields(grid, d.prefill, refs), config_fields(grid, d.decode, refs)
-        used = d.prefill_gpus + d.decode_gpus
-        tokens_per_s = d.requests_per_s * grid.osl
-        price = prices.get(d.gpu_name)
+    for split in splits:
+        pre, dec = config_fields(grid, split.prefill, refs), config_fields(grid, split.decode, refs)
+        used = split.prefill_gpus + split.decode_gpus
+        tokens_per_s = split.requests_per_s * grid.osl
+        price = prices.get(split.gpu_name)
         rows.append({
-            "model": pre["model"], "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "preset": grid.profile.name, "gpus": used, "prefill_gpus": d.prefill_gpus, "decode_gpus": d.decode_gpus,
+            "model": pre["model"], "gpu": pre["gpu"], "gpu_name": pre["gpu_name"], "preset": grid.profile.name, "gpus": used, "prefill_gpus": split.prefill_gpus, "decode_gpus": split.decode_gpus,
             "weights": pre["weights"], "kv_dtype": pre["kv_dtype"],
             "prefill_tp": pre["tp"], "prefill_pp": pre["pp"], "prefill_batch": pre["batch"],
             "decode_tp": dec["tp"], "decode_pp": dec["pp"], "decode_batch": dec["batch"],
             "speculation": dec["speculation"], "gamma": dec["gamma"], "decoding": dec["decoding"],
-            "ttft_s": pre["ttft_s"], "kv_transfer_s": d.kv_transfer_s, "tpot_s": dec["tpot_s"],
-            "e2e_s": pre["ttft_s"] + d.kv_transfer_s + dec["tpot_s"] * (grid.osl - 1),
-            "requests_per_s": d.requests_per_s, "output_tokens_per_s": tokens_per_s,
+            "ttft_s": pre["ttft_s"], "kv_transfer_s": split.kv_transfer_s, "tpot_s": dec["tpot_s"],
+            "e2e_s": pre["ttft_s"] + split.kv_transfer_s + dec["tpot_s"] * (grid.osl - 1),
+            "requests_per_s": split.requests_per_s, "output_tokens_per_s": tokens_per_s,
             "output_tokens_per_s_per_gpu": tokens_per_s / used,
-            "colocated_requests_per_s": d.colocated_requests_per_s,
+            "colocated_requests_per_s": split.colocated_requests_per_s,
             "usd_per_million_output_tokens": price * used / 3600 / tokens_per_s * 1e6 if price is not None else None,
             "prefill_request_args": pre["request_args"], "decode_request_args": dec["request_args"],
-            **split_energy(grid, d),
+            **split_energy(grid, split),
         })
     if usd_per_kwh is not None:
         from llm_cost.roofline.energy import add_energy_usd

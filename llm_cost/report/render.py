@@ -57,23 +57,23 @@ def render(rows: Sequence[dict], columns: Sequence[Column], fmt: str, *, title: 
     if fmt == "json":
         import json
 
-        out.write(json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows], indent=2) + "\n")
+        out.write(json.dumps([{key: _json_value(value) for key, value in row.items()} for row in rows], indent=2) + "\n")
     elif fmt == "csv":
         import csv
 
-        keys = list(rows[0].keys()) if rows else [c.key for c in columns]
+        keys = list(rows[0].keys()) if rows else [column.key for column in columns]
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
         writer.writeheader()
-        for r in rows:
-            writer.writerow({k: _json_value(r.get(k)) for k in keys})
+        for row in rows:
+            writer.writerow({key: _json_value(row.get(key)) for key in keys})
         out.write(buf.getvalue())
     elif fmt == "markdown":
         lines = [f"**{title}**", ""] if title else []
-        lines.append("| " + " | ".join(_md_cell(c.header) for c in columns) + " |")
-        lines.append("|" + "|".join(" --- " if c.text is str else " ---: " for c in columns) + "|")
-        for r in rows:
-            lines.append("| " + " | ".join(_md_cell(c.text(r.get(c.key))) for c in columns) + " |")
+        lines.append("| " + " | ".join(_md_cell(column.header) for column in columns) + " |")
+        lines.append("|" + "|".join(" --- " if column.text is str else " ---: " for column in columns) + "|")
+        for row in rows:
+            lines.append("| " + " | ".join(_md_cell(column.text(row.get(column.key))) for column in columns) + " |")
         if caption:
             lines += ["", caption]
         out.write("\n".join(lines) + "\n")
@@ -101,16 +101,16 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
 
     from rich.markup import escape
 
-    cells = [[c.text(r.get(c.key)) for c in columns] for r in rows]
-    texts = [title or "", caption or "", *(c.header for c in columns), *(t for line in cells for t in line)]
+    cells = [[column.text(row.get(column.key)) for column in columns] for row in rows]
+    texts = [title or "", caption or "", *(column.header for column in columns), *(text for line in cells for text in line)]
     # Rich replaces :name: emoji codes (its own pattern); with none, its emoji table (a 2 ms
     # import) is not needed for the same output.
-    emoji = any(_EMOJI_CODE.search(t) for t in texts)
+    emoji = any(_EMOJI_CODE.search(text) for text in texts)
     # Text is printed as written: `E[tokens]` is not Rich markup to be swallowed. The leading text
     # columns are the row's key, repeated by every stacked table: a name there ("A100 80GB") stays whole.
     lead = _lead(columns)
-    columns = [Column(c.key, escape(c.header), c.text, whole=i < lead) for i, c in enumerate(columns)]
-    cells = [[escape(t) for t in line] for line in cells]
+    columns = [Column(column.key, escape(column.header), column.text, whole=index < lead) for index, column in enumerate(columns)]
+    cells = [[escape(text) for text in line] for line in cells]
     title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
     screen = _screen_width(console)
@@ -123,10 +123,10 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     if groups is None:
         _print_records(console, columns, cells, title, caption)
         return
-    for n, group in enumerate(groups):  # stacked tables, each led by the first (key) column
-        part = [columns[i] for i in group]
-        part_cells = [[line[i] for i in group] for line in cells]
-        console.print(_table(part, part_cells, title if n == 0 else "", "",
+    for position, group in enumerate(groups):  # stacked tables, each led by the first (key) column
+        part = [columns[index] for index in group]
+        part_cells = [[line[index] for index in group] for line in cells]
+        console.print(_table(part, part_cells, title if position == 0 else "", "",
                              _fitted_widths(part, part_cells, screen)))
     if caption:  # under the stack, left-aligned at the screen's width (a table's caption is centred)
         console.print(caption, justify="left")
@@ -137,19 +137,19 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
     key: its leading text columns (`model`, `gpu`), or column 0 alone when those do not fit beside
     another; None when the key and any one other column cannot fit together."""
     def fits(group):
-        return _fitted_widths([columns[j] for j in group], [[line[j] for j in group] for line in cells], screen)
+        return _fitted_widths([columns[index] for index in group], [[line[index] for index in group] for line in cells], screen)
 
     leading = [*range(max(_lead(columns), 1))]
     for keys in (_telling(leading, cells), leading, [0]):
         groups, current = [], list(keys)
-        for i in (j for j in range(len(columns)) if j not in keys):
-            if fits(current + [i]):
-                current.append(i)
+        for candidate in (index for index in range(len(columns)) if index not in keys):
+            if fits(current + [candidate]):
+                current.append(candidate)
                 continue
-            if len(current) == len(keys) or not fits(keys + [i]):
+            if len(current) == len(keys) or not fits(keys + [candidate]):
                 break
             groups.append(current)
-            current = keys + [i]
+            current = keys + [candidate]
         else:
             groups.append(current)
             return groups
@@ -158,19 +158,19 @@ def _column_groups(columns, cells, screen: int) -> list[list[int]] | None:
 
 def _lead(columns) -> int:
     """How many text columns lead the table (its key: `model`, `gpu`) before the first numeric one."""
-    return next((i for i, c in enumerate(columns) if _numeric(c)), len(columns))
+    return next((index for index, column in enumerate(columns) if _numeric(column)), len(columns))
 
 
 def _telling(keys: list[int], cells) -> list[int]:
     """`keys` and, while two rows share their key, each later column that tells some of them apart
     (spec's rows at MFU 1 and 0.6): every stacked table then shows which row is which."""
     keys = list(keys)
-    for j in range(max(keys) + 1, len(cells[0]) if cells else 0):
-        seen = len({tuple(line[i] for i in keys) for line in cells})
+    for column in range(max(keys) + 1, len(cells[0]) if cells else 0):
+        seen = len({tuple(line[key] for key in keys) for line in cells})
         if seen == len(cells):
             break
-        if len({tuple(line[i] for i in keys + [j]) for line in cells}) > seen:
-            keys.append(j)
+        if len({tuple(line[key] for key in keys + [column]) for line in cells}) > seen:
+            keys.append(column)
     return keys
 
 
@@ -183,20 +183,20 @@ def _fitted_widths(columns, cells, screen: int) -> list[int] | None:
     """
     from rich.cells import cell_len
 
-    least = [_least_width(c, [line[i] for line in cells]) for i, c in enumerate(columns)]
-    most = [max([cell_len(c.header), *(cell_len(line[i]) for line in cells)], default=1)
-            for i, c in enumerate(columns)]
-    most = [max(m, lo) for m, lo in zip(most, least)]
+    least = [_least_width(column, [line[index] for line in cells]) for index, column in enumerate(columns)]
+    most = [max([cell_len(column.header), *(cell_len(line[index]) for line in cells)], default=1)
+            for index, column in enumerate(columns)]
+    most = [max(widest, lo) for widest, lo in zip(most, least)]
     room = screen - (3 * len(columns) + 1)  # a rule and a space each side of each cell
     if sum(least) > room:
         return None
     if sum(most) <= room:
         return most
-    extra, lack = room - sum(least), [m - lo for m, lo in zip(most, least)]
-    widths = [lo + extra * d // sum(lack) for lo, d in zip(least, lack)]
-    for i in sorted(range(len(widths)), key=lambda i: widths[i] - most[i]):  # rounding's leftovers
-        if sum(widths) < room and widths[i] < most[i]:
-            widths[i] += 1
+    extra, lack = room - sum(least), [widest - lo for widest, lo in zip(most, least)]
+    widths = [lo + extra * missing // sum(lack) for lo, missing in zip(least, lack)]
+    for index in sorted(range(len(widths)), key=lambda index: widths[index] - most[index]):  # rounding's leftovers
+        if sum(widths) < room and widths[index] < most[index]:
+            widths[index] += 1
     return widths
 
 
@@ -287,25 +287,25 @@ def _least_width(column: Column, texts) -> int:
     (`Column.whole`) each cell of at most `_LONGEST_NAME` characters whole: a name is not folded."""
     from rich.cells import cell_len
 
-    words = [cell_len(w) for t in (column.header, *([] if _numeric(column) else texts)) for w in t.split()]
+    words = [cell_len(piece) for text in (column.header, *([] if _numeric(column) else texts)) for piece in text.split()]
     if column.whole:
-        words += [cell_len(t) for t in texts if cell_len(t) <= _LONGEST_NAME]
+        words += [cell_len(text) for text in texts if cell_len(text) <= _LONGEST_NAME]
     word = min(max(words, default=1), _LONGEST_TEXT_WORD)
     if column.whole:  # a key of one token (a point's id) is never cut, up to `_LONGEST_KEY_TOKEN`
-        word = max([word, *(cell_len(t) for t in texts if len(t.split()) == 1 and cell_len(t) <= _LONGEST_KEY_TOKEN)])
+        word = max([word, *(cell_len(text) for text in texts if len(text.split()) == 1 and cell_len(text) <= _LONGEST_KEY_TOKEN)])
     if not _numeric(column):
         return word
     # a number is one token, never cut; words beside it in the cell wrap at their spaces
-    return max([word, *(cell_len(token) for t in texts for token in (t.split() or [t]))])
+    return max([word, *(cell_len(token) for text in texts for token in (text.split() or [text]))])
 
 
 def _table(columns, cells, title: str, caption: str, widths=None):
     from rich.table import Table
 
     table = Table(title=title or None, caption=caption or None)
-    for i, c in enumerate(columns):
-        table.add_column(c.header, justify="right" if _numeric(c) else "left", overflow="fold",
-                         width=widths[i] if widths else None)
+    for index, column in enumerate(columns):
+        table.add_column(column.header, justify="right" if _numeric(column) else "left", overflow="fold",
+                         width=widths[index] if widths else None)
     for line in cells:
         table.add_row(*line)
     return table
@@ -317,13 +317,13 @@ def _print_records(console, columns, cells, title: str, caption: str) -> None:
 
     if title:
         console.print(title, style="italic")
-    for n, line in enumerate(cells):
+    for index, line in enumerate(cells):
         block = Table(show_header=False, box=None, padding=(0, 1))
         block.add_column("key", style="bold", overflow="fold")
         block.add_column("value", overflow="fold")
-        for c, text in zip(columns, line):
-            block.add_row(c.header, text)
-        if n:
+        for column, text in zip(columns, line):
+            block.add_row(column.header, text)
+        if index:
             console.print()
         console.print(block)
     if caption:

@@ -34,38 +34,38 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
         check_number("usd_per_gpu_hour", usd_per_gpu_hour, low=0)
     deployment = deployment.following(profile)  # fits and draft memory on the profile's memory basis
     rows = []
-    for b, isl, osl in product(batches, isls, osls):
-        r = request_cost(model, gpu, profile, batch=b, isl=isl, osl=osl, deployment=deployment, weights=weights,
-                         prefill_chunk=prefill_chunk, speculation=speculation, images=images,
-                         image_size=image_size)
-        ph = r.phases
-        pre_gpu_s, dec_gpu_s = r.gpu_seconds(ph.prefill_s), r.gpu_seconds(ph.decode_s)
+    for batch, isl, osl in product(batches, isls, osls):
+        cost = request_cost(model, gpu, profile, batch=batch, isl=isl, osl=osl, deployment=deployment, weights=weights,
+                            prefill_chunk=prefill_chunk, speculation=speculation, images=images,
+                            image_size=image_size)
+        ph = cost.phases
+        pre_gpu_s, dec_gpu_s = cost.gpu_seconds(ph.prefill_s), cost.gpu_seconds(ph.decode_s)
         row = {
             "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
-            "batch": r.batch, "isl": r.isl, "osl": r.osl, "prefill_chunk": prefill_chunk,
+            "batch": cost.batch, "isl": cost.isl, "osl": cost.osl, "prefill_chunk": prefill_chunk,
             "prefill_passes": ph.prefill_passes, "prefill_bound": ph.prefill_bound, "decode_bound": ph.decode_bound,
-            "images": r.images, "image_tokens": r.image_tokens, "encoder_s": r.encoder_s,
+            "images": cost.images, "image_tokens": cost.image_tokens, "encoder_s": cost.encoder_s,
             "spec_alpha": speculation.alpha if speculation else None,
             "spec_gamma": speculation.gamma if speculation else None,
-            "spec_expected_tokens": r.expected_tokens if speculation else None,
-            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "tpot_first_s": ph.tpot_first_s, "tpot_last_s": ph.tpot_last_s,
-            "e2e_s": r.e2e_s, "output_tokens_per_s_per_user": r.osl / r.e2e_s,
-            "output_tokens_per_s": r.output_tokens_per_s,
-            "output_tokens_per_s_per_gpu": r.output_tokens_per_s / deployment.total_gpus,
-            "prefill_tokens_per_s": r.prefill_tokens_per_s,
+            "spec_expected_tokens": cost.expected_tokens if speculation else None,
+            "ttft_s": cost.ttft_s, "tpot_s": cost.tpot_s, "tpot_first_s": ph.tpot_first_s, "tpot_last_s": ph.tpot_last_s,
+            "e2e_s": cost.e2e_s, "output_tokens_per_s_per_user": cost.osl / cost.e2e_s,
+            "output_tokens_per_s": cost.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": cost.output_tokens_per_s / deployment.total_gpus,
+            "prefill_tokens_per_s": cost.prefill_tokens_per_s,
             "gpu_seconds_prefill": pre_gpu_s, "gpu_seconds_decode": dec_gpu_s,
             "usd_per_gpu_hour": usd_per_gpu_hour,
             "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None, "usd_per_request": None,
         }
         if usd_per_gpu_hour is not None:
             per_s = usd_per_gpu_hour / 3600
-            row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (b * isl) * 1e6
-            row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (b * (osl - 1)) * 1e6 if osl > 1 else None)
-            row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / b
-        row.update(request_energy(r, gpu))
+            row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (batch * isl) * 1e6
+            row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (batch * (osl - 1)) * 1e6 if osl > 1 else None)
+            row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / batch
+        row.update(request_energy(cost, gpu))
         row.update(_draft_keys(model, gpu, deployment, weights, speculation, isl, osl))
-        row.update(deployment_fields(model, gpu, deployment, weights, r.fit, comm_time_s=ph.prefill_comm_time_s + ph.decode_comm_time_s,
-                                     step_s=r.e2e_s, tokens=b * osl))
+        row.update(deployment_fields(model, gpu, deployment, weights, cost.fit, comm_time_s=ph.prefill_comm_time_s + ph.decode_comm_time_s,
+                                     step_s=cost.e2e_s, tokens=batch * osl))
         rows.append(row)
     return rows
 
@@ -91,8 +91,8 @@ def phase_energy(r, gpu) -> tuple[float, float]:
 
     ph = r.phases
 
-    def share(comm_s, s):
-        return min(1.0, comm_s / s) if s else 0.0
+    def share(comm_s, seconds):
+        return min(1.0, comm_s / seconds) if seconds else 0.0
 
     pp = r.deployment.pp  # one static batch in flight: a GPU computes its stage and waits for the others
     return (phase_joules(r.gpu_seconds(ph.prefill_s), share(ph.prefill_comm_time_s, ph.prefill_s), ph.prefill_bound,
@@ -112,10 +112,10 @@ def _draft_keys(model, gpu, deployment, weights, speculation, isl, osl) -> dict:
     from llm_cost.serving.policies import requests_that_fit
     from llm_cost.serving.draft_memory import draft_memory
 
-    d = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment)
+    memory = draft_memory(model, speculation.draft, gpu, weights=weights, deployment=deployment)
     tokens = isl + osl
-    keys.update(draft_weight_bytes_per_gpu=d.draft_weight_bytes,
-                draft_kv_bytes_per_request_per_gpu=d.draft_kv_bytes_per_token * tokens,
-                max_batch_without_draft=requests_that_fit(d.kv_tokens_without_draft, tokens),
-                max_batch_with_draft=requests_that_fit(d.kv_tokens, tokens), requests_lost_to_draft=d.sequences_lost(tokens))
+    keys.update(draft_weight_bytes_per_gpu=memory.draft_weight_bytes,
+                draft_kv_bytes_per_request_per_gpu=memory.draft_kv_bytes_per_token * tokens,
+                max_batch_without_draft=requests_that_fit(memory.kv_tokens_without_draft, tokens),
+                max_batch_with_draft=requests_that_fit(memory.kv_tokens, tokens), requests_lost_to_draft=memory.sequences_lost(tokens))
     return keys

@@ -63,17 +63,17 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
     check_number("gamma", gamma, low=0, high=1024, integer=True)
     check_number("context", context, low=0, integer=True)
     check_number("max_rows", max_rows, low=2, high=1e9, integer=True)
-    batches = [int(b) for b in _some("batches", batches, limit=4, low=1, high=1e9, integer=True)]
+    batches = [int(batch) for batch in _some("batches", batches, limit=4, low=1, high=1e9, integer=True)]
     rows = np.unique(np.geomspace(1, max_rows, POINTS).round())
     out = []
     for weights in formats:
-        def at(m, b):
-            return deployed_step_time(model, gpu, profile, deployment, rows=m, batch=b, context=context,
+        def at(pass_rows, batch):
+            return deployed_step_time(model, gpu, profile, deployment, rows=pass_rows, batch=batch, context=context,
                                       weights=weights).step_time_s
 
-        t = at(rows, 1)
-        points = tuple((b, m, at(m, b)) for b in batches for m in (b, b * (gamma + 1)))
-        out.append(RooflineSeries(weights, rows, t, critical_rows(model, gpu, profile, context=context, weights=weights),
+        times = at(rows, 1)
+        points = tuple((batch, pass_rows, at(pass_rows, batch)) for batch in batches for pass_rows in (batch, batch * (gamma + 1)))
+        out.append(RooflineSeries(weights, rows, times, critical_rows(model, gpu, profile, context=context, weights=weights),
                                   points))
     return out
 
@@ -100,6 +100,9 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
                   weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> list[SpecBatchCurve]:
     """The article §2.4's table as curves: 2.40 flat to about ridge / (gamma + 1), then falling.
 
+    One curve per profile (its MFU) and (alpha, gamma, `c`) of `alphas`, `gammas` and `cs`, `c` the
+    draft's cost coefficient.
+
     The batch axis runs from 1 to `batch_max` or the largest marked batch, whichever is larger. On
     `deployment` the speedup is one GPU's (`roofline_speedup`); the turning and break-even batches
     marked stay the one-GPU figures.
@@ -109,20 +112,20 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
     check_number("batch_max", batch_max, low=2, high=1e7, integer=True)
     check_number("context", context, low=0, integer=True)
     alphas, cs = _some("alphas", alphas, low=0, high=1), _some("cs", cs, low=0)
-    gammas = [int(g) for g in _some("gammas", gammas, low=0, high=1e6, integer=True)]
-    marks = [int(b) for b in _some("marks", marks, limit=32, low=1, high=1e7, integer=True)]
+    gammas = [int(gamma) for gamma in _some("gammas", gammas, low=0, high=1e6, integer=True)]
+    marks = [int(mark) for mark in _some("marks", marks, limit=32, low=1, high=1e7, integer=True)]
     batch_max = max(batch_max, *marks)  # the axis reaches every marked batch
     _curves(len(alphas) * len(gammas) * len(cs) * len(profiles))
     batch = np.unique(np.geomspace(1, batch_max, POINTS).round())
     out = []
-    for prof, a, g, c in product(profiles, alphas, gammas, cs):
-        kw = dict(alpha=a, gamma=g, c=c, context=context, weights=weights)
-        r = roofline_speedup(model, gpu, prof, batch=batch, deployment=deployment, **kw)
+    for prof, alpha, gamma, c in product(profiles, alphas, gammas, cs):
+        kw = dict(alpha=alpha, gamma=gamma, c=c, context=context, weights=weights)
+        speedup = roofline_speedup(model, gpu, prof, batch=batch, deployment=deployment, **kw)
         at = roofline_speedup(model, gpu, prof, batch=np.array(marks, dtype=float), deployment=deployment, **kw)
         out.append(SpecBatchCurve(
-            alpha=float(a), gamma=int(g), c=float(c), mfu=prof.compute_efficiency, batch=batch,
-            speedup=np.asarray(r.speedup), marks=tuple(zip(marks, np.asarray(at.speedup).tolist(), strict=True)),
-            turning_batch=turning_batch(model, gpu, prof, gamma=g, context=context, weights=weights).batch,
+            alpha=float(alpha), gamma=int(gamma), c=float(c), mfu=prof.compute_efficiency, batch=batch,
+            speedup=np.asarray(speedup.speedup), marks=tuple(zip(marks, np.asarray(at.speedup).tolist(), strict=True)),
+            turning_batch=turning_batch(model, gpu, prof, gamma=gamma, context=context, weights=weights).batch,
             break_even_batch=break_even_batch(model, gpu, prof, batch_max=batch_max, **kw)))
     return out
 
@@ -143,15 +146,15 @@ class GammaCurve:
 
 
 def gamma_curves(*, alphas, cs, gamma_max: int = ROOFLINE_GAMMA_MAX) -> list[GammaCurve]:
-    """One curve per (alpha, c), verification free (Theorem 3.8); optimum from `optimal_gamma`."""
+    """One curve per (alpha, `c`), `c` the draft's cost coefficient, verification free (Theorem 3.8); optimum from `optimal_gamma`."""
     check_number("gamma_max", gamma_max, low=1, high=1024, integer=True)
     alphas, cs = _some("alphas", alphas, limit=8, low=0, high=1), _some("cs", cs, limit=4, low=0)
     _curves(len(alphas) * len(cs))
-    g = np.arange(gamma_max + 1, dtype=float)
+    gamma_axis = np.arange(gamma_max + 1, dtype=float)
     out = []
-    for a, c in product(alphas, cs):
-        best = speculative.optimal_gamma(a, c, gamma_max=gamma_max)
-        out.append(GammaCurve(alpha=float(a), c=float(c), gamma=g, speedup=np.asarray(speculative.speedup(a, g, c)),
+    for alpha, c in product(alphas, cs):
+        best = speculative.optimal_gamma(alpha, c, gamma_max=gamma_max)
+        out.append(GammaCurve(alpha=float(alpha), c=float(c), gamma=gamma_axis, speedup=np.asarray(speculative.speedup(alpha, gamma_axis, c)),
                               gamma_opt=int(best.gamma), speedup_opt=float(best.speedup),
                               capped=bool(best.capped)))
     return out
@@ -167,11 +170,11 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
                 batches: Sequence[int] = (1, 32), c: float = 0.05, context: int = 0,
                 weights: WeightFormat = BF16, deployment: Deployment = SINGLE_GPU) -> list[TreeSpeedup]:
     """The lecture §10.3: trees raise tau; verification is free at batch 1 and costly at batch 32
-    (on `deployment`: one GPU's passes, `trees.tree_speedup`).
+    (on `deployment`: one GPU's passes, `trees.tree_speedup`); `c` the draft's cost coefficient.
 
     One `trees.TreeSpeedup` per tree (all at the same batches), sorted by size."""
     widths_list = _some("widths_list", widths_list, limit=24)
-    batches = [int(b) for b in _some("batches", batches, limit=6, low=1, high=MAX_BATCH, integer=True)]
+    batches = [int(batch) for batch in _some("batches", batches, limit=6, low=1, high=MAX_BATCH, integer=True)]
     check_number("c", c, low=0)
     check_number("context", context, low=0, integer=True)
     out = []
@@ -179,7 +182,7 @@ def tree_points(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths_
         hits.require(widths)
         out.append(tree_speedup(model, gpu, profile, widths=widths, hits=hits,
                                 batch=np.array(batches, dtype=float), c=c, context=context, weights=weights, deployment=deployment))
-    return sorted(out, key=lambda p: (p.nodes, p.tau))
+    return sorted(out, key=lambda point: (point.nodes, point.tau))
 
 
 # ---- latency against throughput ------------------------------------------------------------------
@@ -215,34 +218,34 @@ def batching_curves(workload, replica, *, schedulers=("request", "iteration"), m
     from llm_cost.serving.serve_config import config_for
 
     schedulers = _some("schedulers", schedulers, limit=2)
-    for s in schedulers:
-        if s not in BATCHING_SCHEDULERS:
-            raise InvalidValueError(f"schedulers must be among {', '.join(BATCHING_SCHEDULERS)}, got {s!r}",
+    for scheduler in schedulers:
+        if scheduler not in BATCHING_SCHEDULERS:
+            raise InvalidValueError(f"schedulers must be among {', '.join(BATCHING_SCHEDULERS)}, got {scheduler!r}",
                                     params=("schedulers",))
-    max_batches = [int(b) for b in _some("max_batches", max_batches, limit=6, low=1, high=4096, integer=True)]
+    max_batches = [int(limit) for limit in _some("max_batches", max_batches, limit=6, low=1, high=4096, integer=True)]
     rates = _some("rates", rates, limit=50)
-    for r in rates:
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:  # NaN fails r > 0
-            raise InvalidValueError(f"rates must be in (0, inf], got {r!r}", params=("rates",))
+    for rate in rates:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:  # NaN fails rate > 0
+            raise InvalidValueError(f"rates must be in (0, inf], got {rate!r}", params=("rates",))
     groups: dict[tuple[str, int], list[int]] = {}
-    for s, b in product(schedulers, max_batches):
-        eff = min(b, replica.kv_capacity_tokens // replica.max_len) if s == "request" else b
-        groups.setdefault((s, eff), []).append(b)
+    for scheduler, limit in product(schedulers, max_batches):
+        eff = min(limit, replica.kv_capacity_tokens // replica.max_len) if scheduler == "request" else limit
+        groups.setdefault((scheduler, eff), []).append(limit)
     _curves(len(groups))
     total = len(workload) * len(rates) * len(groups)
     if total > MAX_SIM_REQUESTS:
         raise InvalidValueError(f"requests x rates x curves = {total:,} simulated requests; "
                                 f"keep it under {MAX_SIM_REQUESTS:,} for a figure", params=("requests", "rates"))
     out = []
-    for (s, eff), limits in groups.items():
-        config = config_for(s, limits[0])
-        results = [serve(workload.at_rate(float(r)), replica, config) for r in rates]
+    for (scheduler, eff), limits in groups.items():
+        config = config_for(scheduler, limits[0])
+        results = [serve(workload.at_rate(float(rate)), replica, config) for rate in rates]
         out.append(BatchingCurve(
-            scheduler=s, max_batches=tuple(limits), effective_batch=eff, rate=tuple(float(r) for r in rates),
-            throughput_req_per_s=tuple(x.throughput_req_per_s for x in results),
-            latency_median_s=tuple(x.latency_per_token_median_s for x in results),
-            latency_p90_s=tuple(x.latency_per_token_p90_s for x in results),
-            latency_p99_s=tuple(x.latency_percentile_s(99) for x in results),
-            ttft_median_s=tuple(x.ttft_percentile_s(50) for x in results),
-            ttft_p99_s=tuple(x.ttft_percentile_s(99) for x in results)))
+            scheduler=scheduler, max_batches=tuple(limits), effective_batch=eff, rate=tuple(float(rate) for rate in rates),
+            throughput_req_per_s=tuple(result.throughput_req_per_s for result in results),
+            latency_median_s=tuple(result.latency_per_token_median_s for result in results),
+            latency_p90_s=tuple(result.latency_per_token_p90_s for result in results),
+            latency_p99_s=tuple(result.latency_percentile_s(99) for result in results),
+            ttft_median_s=tuple(result.ttft_percentile_s(50) for result in results),
+            ttft_p99_s=tuple(result.ttft_percentile_s(99) for result in results)))
     return out

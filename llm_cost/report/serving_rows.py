@@ -50,7 +50,7 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
     (`CAPACITY_KEYS`). reserve and kv_bytes_per_element default to the deployment's."""
     cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                       deployment=deployment)
-    d, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
+    resolved, _, kv_el, _ = capacity_settings(deployment, reserve, kv_bytes_per_element)
     reserve = cap.reserve_fraction
     from llm_cost.counts.per_token import state_in_kv_tokens
 
@@ -64,24 +64,24 @@ def capacity_row(model: ModelSpec, gpu: Accelerator, *, reserve: float | None = 
         "kv_tokens": cap.kv_tokens, "max_len": fit.max_len, "prompt": prompt, "max_gen": max_gen,
         "gen": fit.gen, "requests_max_len": fit.requests_max_len,
         "requests_declared": fit.requests_declared, "requests_none": fit.requests_none,
-        "tp": d.tp, "pp": d.pp, "ep": d.ep, "gpus": d.total_gpus, "replicas": d.replicas,
+        "tp": resolved.tp, "pp": resolved.pp, "ep": resolved.ep, "gpus": resolved.total_gpus, "replicas": resolved.replicas,
         "kv_dtype": cap.kv_dtype or "custom", "kv_bytes_per_element": kv_el,
         "memory_basis": cap.memory_basis, "weight_bytes_per_gpu": cap.weight_bytes_per_gpu,
         "kv_bytes_per_token_per_gpu": cap.kv_bytes_per_token_per_gpu, "memory_available_bytes": cap.usable_bytes,
-        "kv_tokens_total": cap.kv_tokens_total, "requests_max_len_total": fit.requests_max_len * d.replicas,
-        "requests_declared_total": fit.requests_declared * d.replicas,
-        "requests_none_total": fit.requests_none * d.replicas,
+        "kv_tokens_total": cap.kv_tokens_total, "requests_max_len_total": fit.requests_max_len * resolved.replicas,
+        "requests_declared_total": fit.requests_declared * resolved.replicas,
+        "requests_none_total": fit.requests_none * resolved.replicas,
         "fits": cap.runs, "fit_note": cap.note,
     }
 
 
 def waste_row(prompts: Sequence[int], outputs: Sequence[int]) -> dict:
     """One request-level batch: positions computed vs needed (exercise 1)."""
-    w = padding_waste(prompts, outputs)
+    waste = padding_waste(prompts, outputs)
     return {
-        "batch": w.batch, "prompt_max": w.prompt_max, "output_max": w.output_max,
-        "positions_computed": w.positions_computed, "positions_needed": w.positions_needed,
-        "positions_wasted": w.positions_wasted, "waste_fraction": w.waste_fraction,
+        "batch": waste.batch, "prompt_max": waste.prompt_max, "output_max": waste.output_max,
+        "positions_computed": waste.positions_computed, "positions_needed": waste.positions_needed,
+        "positions_wasted": waste.positions_wasted, "waste_fraction": waste.waste_fraction,
     }
 
 
@@ -114,24 +114,23 @@ def replica_fields(replica: Replica, result: ServeResult | None) -> dict:
     tokens_per_s = replicas x one replica's generated tokens / (last finish - first arrival); the
     pipeline holds one batch in flight (`PIPELINE_NOTE`), so unlike a roofline row no x pp.
     """
-    d, cap = replica.deployment, replica.capacity
-    r = result
+    dep, cap = replica.deployment, replica.capacity
     per_token_gpu = cap.kv_bytes_per_token_per_gpu if cap else None
-    rate = r.tokens_per_s * d.replicas if r else None
+    rate = result.tokens_per_s * dep.replicas if result else None
     return {
-        "tp": d.tp, "pp": d.pp, "ep": d.ep, "gpus": d.total_gpus, "replicas": d.replicas,
-        "kv_dtype": (cap.kv_dtype or "custom") if cap else d.kv_dtype, "compute_dtype": replica.compute_dtype,
+        "tp": dep.tp, "pp": dep.pp, "ep": dep.ep, "gpus": dep.total_gpus, "replicas": dep.replicas,
+        "kv_dtype": (cap.kv_dtype or "custom") if cap else dep.kv_dtype, "compute_dtype": replica.compute_dtype,
         "memory_basis": cap.memory_basis if cap else None,
         "weight_bytes_per_gpu": cap.weight_bytes_per_gpu if cap else None,
         "kv_bytes_per_gpu": replica.kv_capacity_tokens * per_token_gpu if cap else None,
         "memory_available_bytes": cap.usable_bytes if cap else None,
         "fits": cap.runs if cap else True, "fit_note": cap.note if cap else "",
-        "pipeline": PIPELINE_NOTE if d.pp > 1 else "",
-        "comm_time_s": r.comm_time_s if r else None,
-        "comm_fraction": (r.comm_total_s / r.busy_s if r.busy_s else 0.0) if r else None,
-        "rate_total_req_per_s": r.rate_req_per_s * d.replicas if r else None,
-        "throughput_total_req_per_s": r.throughput_req_per_s * d.replicas if r else None,
-        "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / d.total_gpus if r else None,
+        "pipeline": PIPELINE_NOTE if dep.pp > 1 else "",
+        "comm_time_s": result.comm_time_s if result else None,
+        "comm_fraction": (result.comm_total_s / result.busy_s if result.busy_s else 0.0) if result else None,
+        "rate_total_req_per_s": result.rate_req_per_s * dep.replicas if result else None,
+        "throughput_total_req_per_s": result.throughput_req_per_s * dep.replicas if result else None,
+        "tokens_per_s": rate, "tokens_per_s_per_gpu": rate / dep.total_gpus if result else None,
     }
 
 
@@ -141,10 +140,9 @@ def batching_row(result: ServeResult | None, workload: Workload, *, scheduler: s
 
     result None (no rate meets a target): the same keys with the metrics left empty.
     """
-    r = result
-    config = config_for(r.scheduler if r else scheduler, r.max_batch if r else max_batch,
-                        r.reservation if r else None)
-    return serve_row(r, workload, config, replica=replica, rate=rate)
+    config = config_for(result.scheduler if result else scheduler, result.max_batch if result else max_batch,
+                        result.reservation if result else None)
+    return serve_row(result, workload, config, replica=replica, rate=rate)
 
 
 def tail_fields(result: ServeResult | None, slo_ttft_s: float | None = None,
@@ -152,16 +150,15 @@ def tail_fields(result: ServeResult | None, slo_ttft_s: float | None = None,
     """TTFT / TPOT / e2e / latency per token at p50, p90, p99 and their means (seconds), goodput
     (req/s within both SLOs) and K/V use (mean, peak, fraction of capacity) of any run; the same keys
     left empty (None) without one."""
-    r = result
-    row = {"goodput_req_per_s": r.goodput_req_per_s(slo_ttft_s, slo_tpot_s) if r else None,
+    row = {"goodput_req_per_s": result.goodput_req_per_s(slo_ttft_s, slo_tpot_s) if result else None,
            "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s}
     for metric in ("ttft", "tpot", "e2e", "latency_per_token"):
         for stat in SERVE_STATS:
-            row[f"{metric}_{stat}_s"] = r.percentile_s(metric, stat) if r else None
-        row[f"{metric}_mean_s"] = r.percentile_s(metric, "mean") if r else None
-    row.update({"kv_used_mean_tokens": r.kv_used_mean_tokens if r else None,
-                "kv_used_peak_tokens": r.kv_used_peak_tokens if r else None,
-                "kv_utilisation": r.kv_utilisation if r else None})
+            row[f"{metric}_{stat}_s"] = result.percentile_s(metric, stat) if result else None
+        row[f"{metric}_mean_s"] = result.percentile_s(metric, "mean") if result else None
+    row.update({"kv_used_mean_tokens": result.kv_used_mean_tokens if result else None,
+                "kv_used_peak_tokens": result.kv_used_peak_tokens if result else None,
+                "kv_utilisation": result.kv_utilisation if result else None})
     return row
 
 
@@ -173,7 +170,7 @@ def context_fields(replica: Replica, workload: Workload, row: dict) -> dict:
     if not limit or longest <= limit:
         return {}
     note = f"requests of up to {longest:,} tokens (prompt + output) exceed the model's context of {limit:,} tokens"
-    return {"fits": False, "fit_note": "; ".join(x for x in (row.get("fit_note"), note) if x)}
+    return {"fits": False, "fit_note": "; ".join(part for part in (row.get("fit_note"), note) if part)}
 
 
 def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int,
@@ -184,12 +181,12 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
 
     rows, results = [], []
     config = config_for(scheduler, max_batch, reservation)
-    for k, rate in enumerate(rates):
-        r = serve(workload.at_rate(rate), replica, config)
-        rows.append(batching_row(r, workload.at_rate(rate), replica=replica))
-        results.append(r)
+    for index, rate in enumerate(rates):
+        result = serve(workload.at_rate(rate), replica, config)
+        rows.append(batching_row(result, workload.at_rate(rate), replica=replica))
+        results.append(result)
         if on_step:
-            on_step(k + 1, len(rates))
+            on_step(index + 1, len(rates))
     return rows, results
 
 
@@ -199,14 +196,14 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
                longer: Callable[[int], Workload] | None = None) -> tuple[dict, RateSearch]:
     """The highest rate meeting the latency target, with the metrics at that rate (`highest_rate`;
     with `longer`, checked on a run ten times longer: `search_fields`)."""
-    s = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                     statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
-    row = batching_row(s.result, workload, scheduler=scheduler, max_batch=max_batch,
-                       rate=s.rate_req_per_s, replica=replica)
+    search = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
+                          statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
+    row = batching_row(search.result, workload, scheduler=scheduler, max_batch=max_batch,
+                       rate=search.rate_req_per_s, replica=replica)
     row.update({"slo_s": slo_s, "slo_stat": statistic, "slo_metric": metric,
-                "unloaded_latency_per_token_s": s.unloaded_s, "saturated_throughput_req_per_s": s.saturated_req_per_s,
-                "saturated_deadlock": s.saturated_deadlock, **search_fields(s)})
-    return row, s
+                "unloaded_latency_per_token_s": search.unloaded_s, "saturated_throughput_req_per_s": search.saturated_req_per_s,
+                "saturated_deadlock": search.saturated_deadlock, **search_fields(search)})
+    return row, search
 
 
 def search_fields(s: RateSearch) -> dict:
@@ -241,20 +238,20 @@ def search_caption(s: RateSearch) -> str:
     return f"; found: {rate} is the highest rate meeting the target" + _settling(s)
 
 
-def _settling(s: RateSearch) -> str:
+def _settling(search: RateSearch) -> str:
     """`search_caption`'s part on the longer runs: confirmed, settled, not checked or did not settle."""
     from llm_cost.serving.rate_search import HOLD_FACTOR, SETTLE_TOL
 
-    found_on = s.found_on_requests or s.requests or (s.result.requests if s.result is not None else 0)
-    moved = (f" ({1 - s.rate_req_per_s / s.shorter_rate_req_per_s:.1%} below the {s.shorter_rate_req_per_s:.3g} "
-             f"req/s of runs {HOLD_FACTOR} times shorter)" if s.shorter_rate_req_per_s else "")
-    if s.settled and s.held_on_requests > found_on:
+    found_on = search.found_on_requests or search.requests or (search.result.requests if search.result is not None else 0)
+    moved = (f" ({1 - search.rate_req_per_s / search.shorter_rate_req_per_s:.1%} below the {search.shorter_rate_req_per_s:.3g} "
+             f"req/s of runs {HOLD_FACTOR} times shorter)" if search.shorter_rate_req_per_s else "")
+    if search.settled and search.held_on_requests > found_on:
         return (f" on runs of {found_on:,} requests, confirmed on a run {HOLD_FACTOR} times longer "
-                f"({s.held_on_requests:,} requests){moved}")
-    if s.settled:
-        return (f" on runs of {found_on:,} requests ({found_on // max(s.requests, 1):,} times the search's first), "
+                f"({search.held_on_requests:,} requests){moved}")
+    if search.settled:
+        return (f" on runs of {found_on:,} requests ({found_on // max(search.requests, 1):,} times the search's first), "
                 f"settled: it moved less than {SETTLE_TOL:.0%}{moved}")
-    if s.settled is None:
+    if search.settled is None:
         return f" on runs of {found_on:,} requests, not checked on a longer run"
     return (f" on runs of {found_on:,} requests, but the metric did not settle{moved}: a run {HOLD_FACTOR} times "
             f"longer ({HOLD_FACTOR * found_on:,} requests) passes the longest allowed; the rate may not hold on "
@@ -275,17 +272,17 @@ def serve_row(result: ServeResult | None, workload: Workload, config, *, replica
     `replica` the deployment's columns (`replica_fields`); with `draft` (a `DraftMemory`) its memory
     columns. result None (no rate meets a target): the same keys with the metrics left empty; `rate`
     then the rate named."""
-    r, spec, paged = result, config.spec, config.reservation == "paged"
-    d = r.deadlock if r else None
+    spec, paged = config.spec, config.reservation == "paged"
+    deadlock = result.deadlock if result else None
     row = {"scheduler": ServeResult.scheduler_of(config), "reservation": config.reservation,
            "max_batch": config.max_batch,
-           "rate_req_per_s": None if workload.concurrency else (r.rate_req_per_s if r else rate),
+           "rate_req_per_s": None if workload.concurrency else (result.rate_req_per_s if result else rate),
            "concurrency": workload.concurrency}
-    row.update({key: getattr(r, key) if r else None for key in _METRICS if key not in row})
-    row.update(tail_fields(r, slo_ttft_s, slo_tpot_s))
-    row.update({"tokens_per_s_replica": r.tokens_per_s if r else None,
+    row.update({key: getattr(result, key) if result else None for key in _METRICS if key not in row})
+    row.update(tail_fields(result, slo_ttft_s, slo_tpot_s))
+    row.update({"tokens_per_s_replica": result.tokens_per_s if result else None,
                 "latency_per_token_median_s": row["latency_per_token_p50_s"]})
-    row.update({key: getattr(r, key) if r else None for key in _ENGINE})
+    row.update({key: getattr(result, key) if result else None for key in _ENGINE})
     row.update({
         "block_size": config.block_size if paged else None,
         "preemption": config.preemption if paged else None,
@@ -294,21 +291,21 @@ def serve_row(result: ServeResult | None, workload: Workload, config, *, replica
         "spec_gamma": spec.gamma if spec else 0, "spec_alpha": spec.alpha if spec else None,
         "spec_policy": spec.policy if spec else None, "spec_c": spec.c if spec and spec.draft_cost is None else None,
         "prefix_caching": config.prefix_caching,  # the hit rates null without the cache, as a replica row's
-        "prefix_token_hit_rate": r.prefix_token_hit_rate if config.prefix_caching and r else None,
-        "prefix_request_hit_rate": r.prefix_request_hit_rate if config.prefix_caching and r else None,
-        "prefill_tokens_saved": r.prefill_tokens_saved if r else None,
+        "prefix_token_hit_rate": result.prefix_token_hit_rate if config.prefix_caching and result else None,
+        "prefix_request_hit_rate": result.prefix_request_hit_rate if config.prefix_caching and result else None,
+        "prefill_tokens_saved": result.prefill_tokens_saved if result else None,
         "kv_offload_bytes": config.kv_offload_bytes,
-        "deadlock": d is not None if r else None,
-        "deadlock_time_s": d.time_s if d else None,
-        "deadlock_iterations_done": d.iterations_done if d else None,
-        "deadlock_requests_holding": len(d.holders) if d else None,
-        "deadlock_kv_held_tokens": d.kv_held_tokens if d else None,
+        "deadlock": deadlock is not None if result else None,
+        "deadlock_time_s": deadlock.time_s if deadlock else None,
+        "deadlock_iterations_done": deadlock.iterations_done if deadlock else None,
+        "deadlock_requests_holding": len(deadlock.holders) if deadlock else None,
+        "deadlock_kv_held_tokens": deadlock.kv_held_tokens if deadlock else None,
         "workload": workload.description, "seed": workload.seed,
     })
     if draft is not None:
         row.update(draft_fields(draft, workload))
     if replica is not None:
-        fields = replica_fields(replica, r)
+        fields = replica_fields(replica, result)
         if replica.deployment.pp > 1 and config.pipeline != "serial":  # serial: `PIPELINE_NOTE`
             fields["pipeline"] = config.pipeline
         row.update(fields)
@@ -331,12 +328,12 @@ def fleet_fields(fleet, dep) -> dict:
     """A fleet run's columns (`fleet.FleetResult`): the router, replicas, imbalance (max / mean requests
     per replica), and the deployment's totals as the fleet served them (its rate is the fleet's, not
     x replicas)."""
-    r = fleet.fleet
+    whole = fleet.fleet
     return {"router": fleet.router, "replicas": fleet.replica_count, "imbalance": fleet.imbalance,
             "requests_per_replica": list(fleet.requests_per_replica),
-            "rate_total_req_per_s": r.rate_req_per_s, "throughput_total_req_per_s": r.throughput_req_per_s,
-            "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_gpu": r.tokens_per_s / dep.total_gpus,
-            "tokens_per_s_replica": r.tokens_per_s / fleet.replica_count}  # the mean replica's, not the fleet's
+            "rate_total_req_per_s": whole.rate_req_per_s, "throughput_total_req_per_s": whole.throughput_req_per_s,
+            "tokens_per_s": whole.tokens_per_s, "tokens_per_s_per_gpu": whole.tokens_per_s / dep.total_gpus,
+            "tokens_per_s_replica": whole.tokens_per_s / fleet.replica_count}  # the mean replica's, not the fleet's
 
 
 def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],
@@ -345,11 +342,11 @@ def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[
     from llm_cost.serving.engine import serve
 
     rows, results = [], []
-    m = len(rates)
-    for k, rate in enumerate(rates):
+    runs = len(rates)
+    for index, rate in enumerate(rates):
         wl = workload.at_rate(rate)
-        inner = (lambda d, t, k=k: on_step(k * t + d, m * t)) if on_step else None  # requests finished
-        r = serve(wl, replica, config, on_progress=inner)
-        rows.append(serve_row(r, wl, config, replica=replica, **row_kw))
-        results.append(r)
+        inner = (lambda done, total, index=index: on_step(index * total + done, runs * total)) if on_step else None  # requests finished
+        result = serve(wl, replica, config, on_progress=inner)
+        rows.append(serve_row(result, wl, config, replica=replica, **row_kw))
+        results.append(result)
     return rows, results

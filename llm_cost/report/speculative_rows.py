@@ -41,7 +41,7 @@ def _alphas(values) -> list:
 
 
 def _gammas(values, low=0) -> list:
-    return [int(g) for g in check_all("gammas", values, low=low, integer=True)]
+    return [int(gamma) for gamma in check_all("gammas", values, low=low, integer=True)]
 
 
 def _costs(name: str, values) -> list:
@@ -49,7 +49,7 @@ def _costs(name: str, values) -> list:
 
 
 def _batches(values) -> list:
-    return [int(b) for b in check_all("batches", values, low=1, integer=True)]
+    return [int(batch) for batch in check_all("batches", values, low=1, integer=True)]
 
 
 def mfu_values(profile: Profile, mfus) -> list:
@@ -60,21 +60,21 @@ def mfu_values(profile: Profile, mfus) -> list:
     return [own] if own == ARTICLE_MFU else [own, ARTICLE_MFU]
 
 
-def _turning_note(target: ModelSpec, gpu: Accelerator, prof, t: TurningBatch, mfu: float, context: int,
+def _turning_note(target: ModelSpec, gpu: Accelerator, prof, turn: TurningBatch, mfu: float, context: int,
                   weights: WeightFormat) -> str:
     """Where verification stops being free. A dense target: up to the turning batch. A MoE target
     turns compute-bound there too, but below it the gamma + 1 rows per sequence already read more
     experts than one row does, so verification is not free there either: say from which batch it
     costs over VERIFY_COSTLY decode steps, and what it costs at batch 1."""
-    head = f"gamma {t.gamma}, MFU {mfu:g}: verification"
-    if not (target.is_moe and t.gamma):
-        return f"{head} free up to batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f})"
-    costly = costly_verification_batch(target, gpu, prof, gamma=t.gamma, context=context, weights=weights)
-    at_one = float(roofline_speedup(target, gpu, prof, alpha=0.0, gamma=t.gamma, batch=1, c=0.0,
+    head = f"gamma {turn.gamma}, MFU {mfu:g}: verification"
+    if not (target.is_moe and turn.gamma):
+        return f"{head} free up to batch {turn.batch:.1f} (ridge rule {turn.ridge_estimate:.1f})"
+    costly = costly_verification_batch(target, gpu, prof, gamma=turn.gamma, context=context, weights=weights)
+    at_one = float(roofline_speedup(target, gpu, prof, alpha=0.0, gamma=turn.gamma, batch=1, c=0.0,
                                     context=context, weights=weights).verify_over_base)
     costs = (f"over {VERIFY_COSTLY:g}x from batch {round(costly, 1):g}" if costly < float("inf")
              else f"at most {VERIFY_COSTLY:g}x at any batch")
-    return (f"{head} compute-bound from batch {t.batch:.1f} (ridge rule {t.ridge_estimate:.1f}); below it "
+    return (f"{head} compute-bound from batch {turn.batch:.1f} (ridge rule {turn.ridge_estimate:.1f}); below it "
             f"verification still reads more experts: {at_one:.2f}x a decode step at batch 1, {costs}")
 
 
@@ -93,6 +93,9 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     batch x (gamma + 1) rows, the draft included; that pass's collectives; tokens per second of
     the round) and `gamma_skipped_unfit`, the gammas the best-gamma search left out there because
     their verification does not fit. The turning batch stays the one-GPU figure.
+
+    `A`, `G`, `C` and `B`: the alphas, gammas, cost coefficients c and batches as arrays broadcast
+    against each other (axes alpha, gamma, c, batch).
     """
     alphas, gammas, batches = _alphas(alphas), _gammas(gammas), _batches(batches)
     deployment = deployment.following(profile)  # fits on the profile's memory basis
@@ -111,7 +114,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
     on = draft_deployment_for(draft, deployment) if draft is not None else None
     if draft is not None:
         check_deployment(draft, gpu, on)
-    A, G, C, B = (np.array(v, dtype=float) for v in (alphas, gammas, [0.0 if c is None else c for c in cs], batches))
+    A, G, C, B = (np.array(values, dtype=float) for values in (alphas, gammas, [0.0 if coefficient is None else coefficient for coefficient in cs], batches))
     A, G, C, B = A[:, None, None, None], G[None, :, None, None], C[None, None, :, None], B[None, None, None, :]
     rows, notes, fits = [], [], {}
     memory = None
@@ -119,49 +122,49 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
         from llm_cost.serving.draft_memory import draft_memory
 
         memory = draft_memory(target, draft, gpu, weights=weights, deployment=deployment)
-    for n, mfu in enumerate(mfu_values(profile, mfus)):
+    for mfu_index, mfu in enumerate(mfu_values(profile, mfus)):
         prof = profile.with_(compute_efficiency=mfu)
         draft_kw = dict(c=C) if draft is None else dict(
             draft=draft, draft_profile=draft_profile.with_(compute_efficiency=mfu))
         grid = dict(alpha=A, gamma=G, batch=B, context=context, weights=weights, **draft_kw)
-        r, tw, twin = _speedups(target, gpu, prof, deployment, grid)
+        speedups, tw, twin = _speedups(target, gpu, prof, deployment, grid)
         best = best_gamma(target, gpu, prof, alpha=A[:, 0], batch=B[:, 0], context=context, weights=weights,
                           gamma_max=gamma_max, deployment=deployment,
-                          **{k: (v[:, 0] if k == "c" else v) for k, v in draft_kw.items()})
+                          **{name: (value[:, 0] if name == "c" else value) for name, value in draft_kw.items()})
         cost = deployed_pass_cost(target, gpu, prof, weights, deployment)  # the verification's collectives
-        turning = {g: turning_batch(target, gpu, prof, gamma=g, context=context, weights=weights) for g in gammas}
-        notes += [_turning_note(target, gpu, prof, t, mfu, context, weights) for t in turning.values()]
-        for (i, a), (j, g), (k, _), (m, b) in product(*(list(enumerate(v)) for v in (alphas, gammas, cs, batches))):
-            at = (i, j, k, m)
+        turning = {gamma: turning_batch(target, gpu, prof, gamma=gamma, context=context, weights=weights) for gamma in gammas}
+        notes += [_turning_note(target, gpu, prof, turn, mfu, context, weights) for turn in turning.values()]
+        for (alpha_index, alpha), (gamma_index, gamma), (c_index, _), (batch_index, batch) in product(*(list(enumerate(axis)) for axis in (alphas, gammas, cs, batches))):
+            at = (alpha_index, gamma_index, c_index, batch_index)
             row = {
                 "model": target.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": prof.name, "weights": weights.name,
                 "draft": draft.name if draft else None, "context": context,
-                "batch": b, "alpha": a, "gamma": g, "c": float(r.c[at]), "mfu": mfu,
-                "expected_tokens": float(r.expected_tokens[at]),
-                "base_step_s": float(r.base_s[at]), "verify_step_s": float(r.verify_s[at]),
-                "draft_step_s": float(r.draft_s[at]), "round_s": float(r.round_s[at]),
-                "verify_over_base": float(r.verify_over_base[at]),
-                "verify_bound": "compute" if r.verify_compute_bound[at] else "memory",
-                "speedup": float(r.speedup[at]), "tokens_per_s": float(r.tokens_per_s[at]),
-                "gamma_opt": int(best.gamma[i, k, m]), "speedup_opt": float(best.speedup[i, k, m]),
-                "turning_batch": turning[g].batch, "turning_batch_estimate": turning[g].ridge_estimate,
+                "batch": batch, "alpha": alpha, "gamma": gamma, "c": float(speedups.c[at]), "mfu": mfu,
+                "expected_tokens": float(speedups.expected_tokens[at]),
+                "base_step_s": float(speedups.base_s[at]), "verify_step_s": float(speedups.verify_s[at]),
+                "draft_step_s": float(speedups.draft_s[at]), "round_s": float(speedups.round_s[at]),
+                "verify_over_base": float(speedups.verify_over_base[at]),
+                "verify_bound": "compute" if speedups.verify_compute_bound[at] else "memory",
+                "speedup": float(speedups.speedup[at]), "tokens_per_s": float(speedups.tokens_per_s[at]),
+                "gamma_opt": int(best.gamma[alpha_index, c_index, batch_index]), "speedup_opt": float(best.speedup[alpha_index, c_index, batch_index]),
+                "turning_batch": turning[gamma].batch, "turning_batch_estimate": turning[gamma].ridge_estimate,
             }
             if tw is not None:
                 row["dense_twin_speedup"] = float(tw.speedup[at])
-            verify_rows = b * (g + 1)
-            fit = fits.get((b, g))
+            verify_rows = batch * (gamma + 1)
+            fit = fits.get((batch, gamma))
             if fit is None:
-                fit = fits[b, g] = verification_fit(target, gpu, deployment, rows=verify_rows, batch=b,
-                                                    context=context, weights=weights, draft=draft,
-                                                    draft_deployment=on)
+                fit = fits[batch, gamma] = verification_fit(target, gpu, deployment, rows=verify_rows, batch=batch,
+                                                            context=context, weights=weights, draft=draft,
+                                                            draft_deployment=on)
             row.update(deployment_fields(target, gpu, deployment, weights, fit,
                                          comm_time_s=float(cost.comm_time_s(verify_rows)), step_s=row["round_s"],
-                                         tokens=b * row["expected_tokens"]))
+                                         tokens=batch * row["expected_tokens"]))
             row.update(round_energy(cost, gpu, deployment.gpus_per_replica, row, count_kv=prof.count_kv))
-            row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[i, k, m])
+            row["gamma_skipped_unfit"] = int(best.gamma_skipped_unfit[alpha_index, c_index, batch_index])
             row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
-            row["sequences_lost_to_draft"] = memory.sequences_lost(context + g + 1) if memory else None
-            rows.append((at + (n,), row))  # each batch's MFUs side by side, like the article's table
+            row["sequences_lost_to_draft"] = memory.sequences_lost(context + gamma + 1) if memory else None
+            rows.append((at + (mfu_index,), row))  # each batch's MFUs side by side, like the article's table
     rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
     return rows, _spec_caption(rows, notes, gamma_max=gamma_max, twin=twin, memory=memory,
                                tokens=context + gammas[0] + 1)
@@ -175,15 +178,15 @@ def round_energy(cost, gpu, gpus: int, row: dict, *, count_kv: bool) -> dict:
         E = E_verify + gamma x c x E_decode;   J/token = E / (B x E[tokens]);   W = E / round_s
 
     None without the datasheet's board power (`verified_round_energy`)."""
-    b, g = float(row["batch"]), row["gamma"]
-    return verified_round_energy(cost, gpu, gpus, batch=b, verify_rows=b * (g + 1), draft_steps=g, c=row["c"],
+    batch, gamma = float(row["batch"]), row["gamma"]
+    return verified_round_energy(cost, gpu, gpus, batch=batch, verify_rows=batch * (gamma + 1), draft_steps=gamma, c=row["c"],
                                  context=float(row["context"]), round_s=row["round_s"],
-                                 tokens=b * row["expected_tokens"], count_kv=count_kv)
+                                 tokens=batch * row["expected_tokens"], count_kv=count_kv)
 
 
 def verified_round_energy(cost, gpu, gpus: int, *, batch: float, verify_rows: float, draft_steps: float, c: float,
                           context: float, round_s: float, tokens: float, count_kv: bool) -> dict:
-    """watts and joules_per_token of a round of `draft_steps` draft steps, each c times the target's decode
+    """watts and joules_per_token of a round of `draft_steps` draft steps, each `c` times the target's decode
     step over `batch` rows, and one verification pass over `verify_rows` rows (`spec`: B (gamma + 1), gamma
     steps; `tree`: B (nodes + 1), depth levels), at `context`: E = E_verify + draft_steps x c x E_decode,
     W = E / round_s, J/token = E / tokens; None without the datasheet's board power."""
@@ -219,10 +222,10 @@ def _spec_caption(rows: list[dict], notes: list[str], *, gamma_max: int, twin, m
     because their verification does not fit, the dense twin, and what the draft's memory costs in
     sequences of `tokens` (context + the first gamma + 1)."""
     caption = "; ".join(notes) + f". Best gamma searched in 0..{gamma_max}."
-    cut = {r["batch"]: r["gamma_skipped_unfit"] for r in rows if r["gamma_skipped_unfit"]}
+    cut = {row["batch"]: row["gamma_skipped_unfit"] for row in rows if row["gamma_skipped_unfit"]}
     if cut:
         caption += (" Gammas whose verification does not fit were left out: "
-                    + ", ".join(f"above {gamma_max - n} at batch {b}" for b, n in cut.items()) + ".")
+                    + ", ".join(f"above {gamma_max - skipped} at batch {batch}" for batch, skipped in cut.items()) + ".")
     if twin:
         caption += f" Dense twin: {twin.name}, MLP width {twin.intermediate_size}."
     if memory is not None:
@@ -235,15 +238,16 @@ def _spec_caption(rows: list[dict], notes: list[str], *, gamma_max: int, twin, m
 
 
 def gamma_rows(*, alphas, cs, gamma_max: int = GAMMA_MAX) -> list[dict]:
-    """The optimal integer gamma for each (alpha, c) and its speedup (verification free)."""
+    """The optimal integer gamma for each (alpha, `c`) and its speedup (verification free), `c` the
+    draft's cost coefficient."""
     alphas, cs = _alphas(alphas), _costs("cs", cs)
     check_number("gamma_max", gamma_max, low=1, integer=True)
     opt = speculative.optimal_gamma(np.array(alphas)[:, None], np.array(cs)[None, :], gamma_max=gamma_max)
     one = speculative.gamma_one_speedup(np.array(alphas)[:, None], np.array(cs)[None, :])
-    return [{"alpha": a, "c": c, "gamma_opt": int(opt.gamma[i, j]), "speedup": float(opt.speedup[i, j]),
-             "expected_tokens": float(opt.expected_tokens[i, j]), "gamma1_speedup": float(one[i, j]),
-             "speculation_pays": bool(a > c), "gamma_capped": bool(opt.capped[i, j])}
-            for (i, a), (j, c) in product(enumerate(alphas), enumerate(cs))]
+    return [{"alpha": alpha, "c": c, "gamma_opt": int(opt.gamma[alpha_index, c_index]), "speedup": float(opt.speedup[alpha_index, c_index]),
+             "expected_tokens": float(opt.expected_tokens[alpha_index, c_index]), "gamma1_speedup": float(one[alpha_index, c_index]),
+             "speculation_pays": bool(alpha > c), "gamma_capped": bool(opt.capped[alpha_index, c_index])}
+            for (alpha_index, alpha), (c_index, c) in product(enumerate(alphas), enumerate(cs))]
 
 
 def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits: TopKHits, batches,
@@ -251,7 +255,8 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
               deployment: Deployment = SINGLE_GPU) -> list[dict]:
     """One row per (tree, batch): nodes, tau, verification rows and the speedup, beside the
     chain of the same depth (top-1 rate as alpha), and the round's watts and J/token (estimates,
-    `verified_round_energy`: the verification over B (nodes + 1) rows plus depth draft levels).
+    `verified_round_energy`: the verification over `B` (nodes + 1) rows plus depth draft levels; `B` the
+    batches as an array, `c` the draft's cost coefficient).
 
     On `deployment` each row carries the deployment's keys (`deployment_fields`: the fit of the
     verification pass over batch x (nodes + 1) rows, its collectives, tokens per second of the round).
@@ -270,37 +275,37 @@ def tree_rows(model: ModelSpec, gpu: Accelerator, profile, *, widths_list, hits:
     rows = []
     for widths in widths_list:
         hits.require(widths)
-        t = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context,
-                         weights=weights, deployment=deployment)
+        tree = tree_speedup(model, gpu, profile, widths=widths, hits=hits, batch=B, c=c, context=context,
+                            weights=weights, deployment=deployment)
         chain = (tree_speedup(model, gpu, profile, widths=(1,) * len(widths), hits=hits, batch=B, c=c,
                               context=context, weights=weights, deployment=deployment) if 1 in hits.ks else None)
-        for m, b in enumerate(batches):
-            verify_rows = int(t.verify_rows[m])
-            fit = verification_fit(model, gpu, deployment, rows=verify_rows, batch=b, context=context,
+        for batch_index, batch in enumerate(batches):
+            verify_rows = int(tree.verify_rows[batch_index])
+            fit = verification_fit(model, gpu, deployment, rows=verify_rows, batch=batch, context=context,
                                    weights=weights)
             rows.append({
                 "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
-                "context": context, "widths": "x".join(map(str, widths)), "batch": b,
-                "nodes": t.nodes, "depth": t.depth, "verify_rows": int(t.verify_rows[m]), "tau": t.tau, "c": c,
-                "base_step_s": float(t.base_s[m]), "verify_step_s": float(t.verify_s[m]),
-                "draft_round_s": float(t.draft_round_s[m]), "round_s": float(t.round_s[m]),
-                "verify_over_base": float(t.verify_over_base[m]), "speedup": float(t.speedup[m]),
-                "chain_speedup": float(chain.speedup[m]) if chain else None,
+                "context": context, "widths": "x".join(map(str, widths)), "batch": batch,
+                "nodes": tree.nodes, "depth": tree.depth, "verify_rows": int(tree.verify_rows[batch_index]), "tau": tree.tau, "c": c,
+                "base_step_s": float(tree.base_s[batch_index]), "verify_step_s": float(tree.verify_s[batch_index]),
+                "draft_round_s": float(tree.draft_round_s[batch_index]), "round_s": float(tree.round_s[batch_index]),
+                "verify_over_base": float(tree.verify_over_base[batch_index]), "speedup": float(tree.speedup[batch_index]),
+                "chain_speedup": float(chain.speedup[batch_index]) if chain else None,
                 **deployment_fields(model, gpu, deployment, weights, fit, comm_time_s=float(cost.comm_time_s(verify_rows)),
-                                    step_s=float(t.round_s[m]), tokens=b * t.tau),
-                **verified_round_energy(cost, gpu, deployment.gpus_per_replica, batch=float(b), verify_rows=verify_rows,
-                                        draft_steps=t.depth, c=c, context=float(context), round_s=float(t.round_s[m]),
-                                        tokens=b * t.tau, count_kv=profile.count_kv),
+                                    step_s=float(tree.round_s[batch_index]), tokens=batch * tree.tau),
+                **verified_round_energy(cost, gpu, deployment.gpus_per_replica, batch=float(batch), verify_rows=verify_rows,
+                                        draft_steps=tree.depth, c=c, context=float(context), round_s=float(tree.round_s[batch_index]),
+                                        tokens=batch * tree.tau, count_kv=profile.count_kv),
             })
     return rows
 
 
-def _paired(name: str, values: list, n: int, pair_with: str) -> list:
-    if len(values) == n:
+def _paired(name: str, values: list, count: int, pair_with: str) -> list:
+    if len(values) == count:
         return values
     if len(values) == 1:
-        return values * n
-    raise InvalidValueError(f"{name} takes one value or one per {pair_with} ({n}), got {len(values)}",
+        return values * count
+    raise InvalidValueError(f"{name} takes one value or one per {pair_with} ({count}), got {len(values)}",
                             params=(name,))
 
 
@@ -310,12 +315,12 @@ def leviathan_rows(*, alphas, gammas, cs, c_hats) -> list[dict]:
     if len(alphas) != len(gammas) and 1 not in (len(alphas), len(gammas)):
         raise InvalidValueError(f"alphas and gammas come in pairs: got {len(alphas)} alphas "
                                 f"and {len(gammas)} gammas", params=("alphas", "gammas"))
-    n = max(len(alphas), len(gammas))
-    alphas, gammas = _paired("alphas", alphas, n, "pair"), _paired("gammas", gammas, n, "pair")
-    cs = _paired("cs", _costs("cs", cs), n, "(alpha, gamma) pair")
-    c_hats = _paired("c_hats", _costs("c_hats", c_hats), n, "(alpha, gamma) pair")
-    f = speculative.leviathan(np.array(alphas), np.array(gammas), np.array(cs), np.array(c_hats))
-    return [{"alpha": alphas[i], "gamma": gammas[i], "c": cs[i], "c_hat": c_hats[i],
-             "expected_tokens": float(f.expected_tokens[i]), "speedup": float(f.speedup[i]),
-             "ops_factor": float(f.ops_factor[i]), "weight_reads_per_token": float(f.weight_reads_per_token[i])}
-            for i in range(n)]
+    pairs = max(len(alphas), len(gammas))
+    alphas, gammas = _paired("alphas", alphas, pairs, "pair"), _paired("gammas", gammas, pairs, "pair")
+    cs = _paired("cs", _costs("cs", cs), pairs, "(alpha, gamma) pair")
+    c_hats = _paired("c_hats", _costs("c_hats", c_hats), pairs, "(alpha, gamma) pair")
+    forms = speculative.leviathan(np.array(alphas), np.array(gammas), np.array(cs), np.array(c_hats))
+    return [{"alpha": alphas[pair], "gamma": gammas[pair], "c": cs[pair], "c_hat": c_hats[pair],
+             "expected_tokens": float(forms.expected_tokens[pair]), "speedup": float(forms.speedup[pair]),
+             "ops_factor": float(forms.ops_factor[pair]), "weight_reads_per_token": float(forms.weight_reads_per_token[pair])}
+            for pair in range(pairs)]
