@@ -55,6 +55,7 @@ CHECKED: tuple[str, ...] = (
     "report/render.py",
     "report/request_rows.py",
     "report/series.py",
+    "report/serving_rows.py",
     "report/speculative_rows.py",
     "serving/batch_waste.py",
     "serving/capacity.py",

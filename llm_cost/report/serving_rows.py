@@ -206,16 +206,17 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
     return row, search
 
 
-def search_fields(s: RateSearch) -> dict:
+def search_fields(search: RateSearch) -> dict:
     """How far a rate search went: its simulations, what it found (`RateSearch.outcome`), the requests of its
     first runs and of those the rate was found on, the run it met the target on, whether it settled (None:
     not checked) and the rate of the runs ten times shorter."""
-    return {"evaluations": s.evaluations, "search_outcome": s.outcome, "search_requests": s.requests or None,
-            "found_on_requests": s.found_on_requests or None, "held_on_requests": s.held_on_requests or None,
-            "settled": s.settled, "shorter_rate_req_per_s": s.shorter_rate_req_per_s}
+    return {"evaluations": search.evaluations, "search_outcome": search.outcome,
+            "search_requests": search.requests or None, "found_on_requests": search.found_on_requests or None,
+            "held_on_requests": search.held_on_requests or None,
+            "settled": search.settled, "shorter_rate_req_per_s": search.shorter_rate_req_per_s}
 
 
-def search_caption(s: RateSearch) -> str:
+def search_caption(search: RateSearch) -> str:
     """One clause on what a rate search found (`RateSearch.outcome`): found, saturated (no rate tried
     missed: a lower bound) or never met, and on the longer runs whether it was confirmed, settled, not
     checked or did not settle (`rate_search.HOLD_FACTOR`, `SETTLE_TOL`).
@@ -223,19 +224,19 @@ def search_caption(s: RateSearch) -> str:
     >>> search_caption(RateSearch(0.5, "p99", 0.0, None, 0.8, 3.0, 0, outcome="never met", metric="ttft"))
     '; never met: served alone the p99 ttft is 800.0 ms, over the 500 ms target'
     """
-    target = f"{s.statistic} {s.metric.replace('_', ' ')}"
-    if s.outcome == "never met":
-        if s.unloaded_s > s.slo_s:
-            return (f"; never met: served alone the {target} is {s.unloaded_s * 1e3:.1f} ms, over the "
-                    f"{s.slo_s * 1e3:g} ms target")
-        return f"; never met: no rate tried has its {target} within {s.slo_s * 1e3:g} ms"
-    rate = f"{s.rate_req_per_s:.3g} req/s"
-    if s.outcome == "saturated":
-        over = (f", {s.rate_req_per_s / s.saturated_req_per_s:.3g} x the all-at-once throughput"
-                if s.saturated_req_per_s else "")
+    target = f"{search.statistic} {search.metric.replace('_', ' ')}"
+    if search.outcome == "never met":
+        if search.unloaded_s > search.slo_s:
+            return (f"; never met: served alone the {target} is {search.unloaded_s * 1e3:.1f} ms, over the "
+                    f"{search.slo_s * 1e3:g} ms target")
+        return f"; never met: no rate tried has its {target} within {search.slo_s * 1e3:g} ms"
+    rate = f"{search.rate_req_per_s:.3g} req/s"
+    if search.outcome == "saturated":
+        over = (f", {search.rate_req_per_s / search.saturated_req_per_s:.3g} x the all-at-once throughput"
+                if search.saturated_req_per_s else "")
         return (f"; saturated: even the highest rate tried ({rate}{over}) meets the target, a lower bound (the "
-                "target does not bind)") + _settling(s)
-    return f"; found: {rate} is the highest rate meeting the target" + _settling(s)
+                "target does not bind)") + _settling(search)
+    return f"; found: {rate} is the highest rate meeting the target" + _settling(search)
 
 
 def _settling(search: RateSearch) -> str:
