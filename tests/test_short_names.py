@@ -24,6 +24,7 @@ CHECKED: tuple[str, ...] = (
     "parallel",
     "requests",
     "roofline",
+    "speculative",
 )
 
 

@@ -17,6 +17,8 @@ batch 32, where B (nodes + 1) rows make verification compute-bound (the lecture 
 
 On a deployment (`deployment`, default one GPU) T is one GPU's pass, collectives and pipeline
 stages included, K/V at its kv_dtype (`parallel.deployed_pass_cost`).
+
+In the code `k` is a top-k width, `w` a depth's width, `d` a depth and `b` the batch B.
 """
 
 from __future__ import annotations
