@@ -22,6 +22,7 @@ ROOT = pathlib.Path(llm_cost.__file__).parent
 # outside formulas.
 CHECKED: tuple[str, ...] = (
     "parallel",
+    "planner",
     "requests",
     "roofline",
     "speculative",
