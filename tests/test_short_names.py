@@ -21,6 +21,7 @@ ROOT = pathlib.Path(llm_cost.__file__).parent
 # Folders (or single modules) of the library, relative to the package, that hold no one-letter name
 # outside formulas.
 CHECKED: tuple[str, ...] = (
+    "calibrate",
     "parallel",
     "planner",
     "requests",
