@@ -33,7 +33,7 @@ from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import Many, Number, check_arguments
+from llm_cost.catalog.arguments import Many, check_arguments
 
 WIDTHS = Many(most=32, empty=True)  # a tree's width per depth (each checked by `tree_nodes`)  # a tree's top-k width per depth
 from llm_cost.specs.validate import check_fields
