@@ -24,6 +24,7 @@ CHECKED: tuple[str, ...] = (
     "__init__.py",
     "_exports.py",
     "budget.py",
+    "calibrate",
     "catalog",
     "checks",
     "commands/calibrate.py",
@@ -43,6 +44,8 @@ CHECKED: tuple[str, ...] = (
     "executor.py",
     "files.py",
     "grids.py",
+    "parallel",
+    "planner",
     "public.py",
     "report/__init__.py",
     "report/breakdown_rows.py",
@@ -57,6 +60,8 @@ CHECKED: tuple[str, ...] = (
     "report/series.py",
     "report/serving_rows.py",
     "report/speculative_rows.py",
+    "requests",
+    "roofline",
     "serving/batch_waste.py",
     "serving/capacity.py",
     "serving/decode_stretch.py",
@@ -82,6 +87,7 @@ CHECKED: tuple[str, ...] = (
     "serving/workload.py",
     "serving/workload_spec.py",
     "specs",
+    "speculative",
 )
 
 

@@ -70,7 +70,7 @@ def bench_conditions(row: dict, where: str) -> BenchConditions:
     values: dict = {}
     parsers = {"isl_range_ratio": _ratio, "osl_range_ratio": _ratio, "num_prompts": _count,
                "warmup_prompts": _count, "spec_gamma": _count, "spec_accept_len": float,
-               "spec_method": lambda t: t.strip().lower()}
+               "spec_method": lambda cell: cell.strip().lower()}
     for column in COLUMNS:
         text = (row.get(column) or "").strip()
         if not text:

@@ -12,14 +12,14 @@ def validation_figure(predictions, path, *, title: str = ""):
     from llm_cost.report.figures import new_figure, check_output, save
 
     check_output(path)
-    covered = [p for p in predictions if p.covered]
+    covered = [pred for pred in predictions if pred.covered]
     fig, ax = new_figure()
-    for m in dict.fromkeys(p.point.metric for p in covered):
-        ax.scatter([p.point.value for p in covered if p.point.metric == m],
-                   [p.predicted for p in covered if p.point.metric == m], s=18, label=m)
+    for metric in dict.fromkeys(pred.point.metric for pred in covered):
+        ax.scatter([pred.point.value for pred in covered if pred.point.metric == metric],
+                   [pred.predicted for pred in covered if pred.point.metric == metric], s=18, label=metric)
     if covered:
-        lo = min(min(p.point.value, p.predicted) for p in covered) / 1.5
-        hi = max(max(p.point.value, p.predicted) for p in covered) * 1.5
+        lo = min(min(pred.point.value, pred.predicted) for pred in covered) / 1.5
+        hi = max(max(pred.point.value, pred.predicted) for pred in covered) * 1.5
         ax.plot([lo, hi], [lo, hi], color="black", lw=1)
         ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.25,
                         label="+-10%")

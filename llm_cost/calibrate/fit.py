@@ -2,7 +2,8 @@
 
     minimise  sum_i log(predicted_i(knobs) / value_i)^2   over the free knobs, each in its bounds
 
-(`scipy.optimize.least_squares`, trust-region reflective). The cross-validated error is k-fold by
+(`scipy.optimize.least_squares`, trust-region reflective; `x` the free knobs' values in the
+optimiser's scale). The cross-validated error is k-fold by
 source (or by GPU): each group's points are predicted by a profile fitted to the other groups' only.
 
 With `engines`, each serving engine with at least MIN_ENGINE_POINTS points gets its own fixed time per
@@ -62,7 +63,7 @@ class FitResult:
 
 def check_free(free) -> tuple[str, ...]:
     """The free knobs' names, each one of KNOBS; at least one."""
-    names = tuple(check_choice("free", k.strip(), tuple(KNOBS)) for k in free if k.strip())
+    names = tuple(check_choice("free", knob.strip(), tuple(KNOBS)) for knob in free if knob.strip())
     if not names:
         raise InvalidValueError(f"free must name at least one knob of {', '.join(KNOBS)}", params=("free",))
     return names
@@ -77,17 +78,18 @@ def _bounded(knob: str, value: float) -> float:
 
 def profile_at(base: Profile, free, x) -> Profile:
     """`base` with the free knobs at `x`: shared knobs by name, an engine's as `knob@engine`."""
-    shared = {k: _bounded(k, v) for k, v in zip(free, x) if "@" not in k}
-    engines = {e[0]: dict(zip(ENGINE_KNOBS, e[1:])) for e in base.engine_costs}  # a knob not free keeps base's
+    shared = {key: _bounded(key, value) for key, value in zip(free, x) if "@" not in key}
+    engines = {entry[0]: dict(zip(ENGINE_KNOBS, entry[1:])) for entry in base.engine_costs}  # a knob not free keeps base's
     moved = False
-    for k, v in zip(free, x):
-        if "@" in k:
-            knob, name = k.split("@")
-            engines[name][knob] = _bounded(k, v)
+    for key, value in zip(free, x):
+        if "@" in key:
+            knob, name = key.split("@")
+            engines[name][knob] = _bounded(key, value)
             moved = True
     prof = base.with_(**shared) if shared else base
     if moved:
-        prof = prof.with_(engine_costs=tuple((n, *(c[k] for k in ENGINE_KNOBS)) for n, c in engines.items()))
+        prof = prof.with_(engine_costs=tuple((engine, *(costs[key] for key in ENGINE_KNOBS))
+                                             for engine, costs in engines.items()))
     return prof
 
 
@@ -99,41 +101,41 @@ def predictions(points, profile: Profile, executor=None) -> list[Prediction]:
     rows (SERVED_KINDS) are predicted through it and the others here: the same list bit for bit (each
     prediction depends on its point and the profile alone)."""
     if executor is None:
-        return [predict(p, profile) for p in points]
+        return [predict(point, profile) for point in points]
     from functools import partial
 
     groups: dict[tuple, list[int]] = {}  # one task per served condition: its metrics share one simulation
-    for i, p in enumerate(points):
-        if p.batch_kind in SERVED_KINDS:
-            groups.setdefault(_condition(p), []).append(i)
-    tasks = [tuple(points[i] for i in at) for at in groups.values()]
-    out = {i: q for at, qs in zip(groups.values(), executor.map(partial(_predict_all, profile=profile), tasks))
-           for i, q in zip(at, qs)}
-    return [out[i] if i in out else predict(p, profile) for i, p in enumerate(points)]
+    for index, point in enumerate(points):
+        if point.batch_kind in SERVED_KINDS:
+            groups.setdefault(_condition(point), []).append(index)
+    tasks = [tuple(points[index] for index in at) for at in groups.values()]
+    out = {index: pred for at, preds in zip(groups.values(), executor.map(partial(_predict_all, profile=profile), tasks))
+           for index, pred in zip(at, preds)}
+    return [out[index] if index in out else predict(point, profile) for index, point in enumerate(points)]
 
 
-def _condition(p) -> tuple:
+def _condition(point) -> tuple:
     """What a served row's simulation depends on (not its metric, id or value): rows alike run it once
     (`under_load.load_figures` caches it) when they go to one process together."""
-    return (p.config, p.gpu_name, p.weights, p.group_size, p.kv, p.tp, p.pp, p.gpu_count, p.batch, p.batch_kind,
-            p.isl, p.osl, p.engine, p.bench)
+    return (point.config, point.gpu_name, point.weights, point.group_size, point.kv, point.tp, point.pp,
+            point.gpu_count, point.batch, point.batch_kind, point.isl, point.osl, point.engine, point.bench)
 
 
 def _predict_all(points, profile: Profile) -> list[Prediction]:
-    return [predict(p, profile) for p in points]
+    return [predict(point, profile) for point in points]
 
 
 def _residuals(points, base: Profile, free, x, executor=None):
-    return [math.log(q.predicted / p.value) if q.covered else 0.0
-            for p, q in zip(points, predictions(points, profile_at(base, free, x), executor))]
+    return [math.log(pred.predicted / point.value) if pred.covered else 0.0
+            for point, pred in zip(points, predictions(points, profile_at(base, free, x), executor))]
 
 
 def fitted_engines(points) -> tuple[str, ...]:
     """The engines (not `generic`) with at least MIN_ENGINE_POINTS of `points`, in first-seen order."""
     counts: dict[str, int] = {}
-    for p in points:
-        counts[p.engine] = counts.get(p.engine, 0) + 1
-    return tuple(e for e, n in counts.items() if e != "generic" and n >= MIN_ENGINE_POINTS)
+    for point in points:
+        counts[point.engine] = counts.get(point.engine, 0) + 1
+    return tuple(engine for engine, count in counts.items() if engine != "generic" and count >= MIN_ENGINE_POINTS)
 
 
 def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibrated",
@@ -149,32 +151,34 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     from scipy.optimize import least_squares
 
     free = check_free(free)
-    start = {e[0]: e[1:] for e in base.engine_costs}  # a base fitted per engine starts each engine there
+    start = {entry[0]: entry[1:] for entry in base.engine_costs}  # a base fitted per engine starts each engine there
     base = base.with_(memory_basis="usable")  # a calibrated profile counts the driver's memory
-    used = [p for p in points if predict(p, base).covered]  # here: warms this process's caches before workers fork
+    used = [point for point in points if predict(point, base).covered]  # here: warms this process's caches before workers fork
     if not used:
         raise InvalidValueError("calibrate: no point of the file can be predicted, nothing to fit")
     names = fitted_engines(used) if engines else ()
     if names:  # the base's other engines keep their costs, held fixed
-        used = [p for p in used if p.engine in names or p.engine in start]
-        own = ENGINE_FIXED + tuple(k for k in ENGINE_BOUNDS if k not in ENGINE_FIXED and k in free)
-        free = tuple(k for k in free if k not in own) + tuple(f"{k}@{e}" for e in names for k in own)
-        held = tuple(e for e in base.engine_costs if e[0] not in names)
-        base = base.with_(engine_costs=tuple((e, *start.get(e, (base.fixed_time_s, base.fixed_time_per_layer_s, 1e-3,
-                                                                  base.compute_efficiency))) for e in names) + held)
+        used = [point for point in used if point.engine in names or point.engine in start]
+        own = ENGINE_FIXED + tuple(knob for knob in ENGINE_BOUNDS if knob not in ENGINE_FIXED and knob in free)
+        free = tuple(knob for knob in free if knob not in own) + tuple(
+            f"{knob}@{engine}" for engine in names for knob in own)
+        held = tuple(entry for entry in base.engine_costs if entry[0] not in names)
+        base = base.with_(engine_costs=tuple((engine, *start.get(engine, (base.fixed_time_s, base.fixed_time_per_layer_s,
+                                                                           1e-3, base.compute_efficiency)))
+                                             for engine in names) + held)
     free = acting_knobs(used, base, free, executor)
     if not free:
         return FitResult(_finished(base, name), len(used), _rms(used, base, executor), ())
-    bounds = [ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free]
+    bounds = [ENGINE_BOUNDS[knob.split("@")[0]] if "@" in knob else KNOBS[knob] for knob in free]
     lows = [lo / sc for lo, _, sc in bounds]
     highs = [hi / sc for _, hi, sc in bounds]
-    x0 = [_start(base, k) / sc for k, (_, _, sc) in zip(free, bounds)]
-    x0 = [min(max(v, lo), hi) for v, lo, hi in zip(x0, lows, highs)]
-    x0 = [min(max(v, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for v, lo, hi in zip(x0, lows, highs)]
+    x0 = [_start(base, knob) / sc for knob, (_, _, sc) in zip(free, bounds)]
+    x0 = [min(max(value, lo), hi) for value, lo, hi in zip(x0, lows, highs)]
+    x0 = [min(max(value, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for value, lo, hi in zip(x0, lows, highs)]
     sparsity = _sparsity(used, free) if names else None
     res = least_squares(lambda x: _residuals(used, base, free, x, executor), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
-    profile = _finished(_unseen_as_mean(profile_at(base, free, [float(v) for v in res.x]), free), name)
+    profile = _finished(_unseen_as_mean(profile_at(base, free, [float(value) for value in res.x]), free), name)
     return FitResult(profile, len(used), _rms(used, profile, executor), free)
 
 
@@ -182,24 +186,26 @@ def _unseen_as_mean(profile: Profile, free) -> Profile:
     """An engine's knob the fit could not move (no point of the engine sees it: `acting_knobs`) set to the
     fitted engines' mean of it, the typical engine's, rather than left at where the fit started; a knob
     no engine could move keeps its value."""
-    entries = {e[0]: list(e[1:]) for e in profile.engine_costs}
-    fitting = [n for n in entries if any(k.endswith(f"@{n}") for k in free)]  # not the base's held engines
-    for i, knob in enumerate(ENGINE_KNOBS):
-        seen = [n for n in fitting if f"{knob}@{n}" in free]
+    entries = {entry[0]: list(entry[1:]) for entry in profile.engine_costs}
+    # not the base's held engines
+    fitting = [engine for engine in entries if any(key.endswith(f"@{engine}") for key in free)]
+    for index, knob in enumerate(ENGINE_KNOBS):
+        seen = [engine for engine in fitting if f"{knob}@{engine}" in free]
         if seen and len(seen) < len(fitting):
-            mean = sum(entries[n][i] for n in seen) / len(seen)
-            for n in fitting:
-                if n not in seen:
-                    entries[n][i] = mean
-    return profile.with_(engine_costs=tuple((n, *v) for n, v in entries.items())) if entries else profile
+            mean = sum(entries[engine][index] for engine in seen) / len(seen)
+            for engine in fitting:
+                if engine not in seen:
+                    entries[engine][index] = mean
+    return profile.with_(engine_costs=tuple((engine, *values) for engine, values in entries.items())) if entries \
+        else profile
 
 
 def _start(base: Profile, knob: str) -> float:
     """Where a knob's fit starts: the base's value (an engine's: its entry in the base's engine_costs),
     or START's for a neutral knob whose neutral value is a flat spot."""
     if "@" in knob:
-        k, name = knob.split("@")
-        return dict(zip(ENGINE_KNOBS, next(e[1:] for e in base.engine_costs if e[0] == name)))[k]
+        knob_name, name = knob.split("@")
+        return dict(zip(ENGINE_KNOBS, next(entry[1:] for entry in base.engine_costs if entry[0] == name)))[knob_name]
     neutral = Profile("neutral")
     return START[knob] if knob in START and getattr(base, knob) == getattr(neutral, knob) else getattr(base, knob)
 
@@ -209,7 +215,7 @@ def _finished(profile: Profile, name: str) -> Profile:
     mean (what a command without --engine, and an engine it was not fitted to, uses)."""
     if profile.engine_costs:
         mean = profile.for_engine("generic")
-        profile = profile.with_(**{k: getattr(mean, k) for k in ENGINE_KNOBS})
+        profile = profile.with_(**{knob: getattr(mean, knob) for knob in ENGINE_KNOBS})
     return profile.with_(name=name)
 
 
@@ -218,44 +224,46 @@ def _sparsity(points, free):
     import numpy as np
 
     out = np.ones((len(points), len(free)), dtype=int)
-    for j, k in enumerate(free):
-        if "@" in k:
-            engine = k.split("@")[1]
-            out[:, j] = [p.engine == engine for p in points]
+    for column, knob in enumerate(free):
+        if "@" in knob:
+            engine = knob.split("@")[1]
+            out[:, column] = [point.engine == engine for point in points]
     return out
 
 
 def _rms(points, profile: Profile, executor=None) -> float:
-    return math.sqrt(sum(r * r for r in _residuals(points, profile, (), [], executor)) / len(points))
+    residuals = _residuals(points, profile, (), [], executor)
+    return math.sqrt(sum(residual * residual for residual in residuals) / len(points))
 
 
 def acting_knobs(points, base: Profile, free, executor=None) -> tuple[str, ...]:
     """The knobs of `free` that change some point's prediction (FP8's factor needs an FP8 row, the
     weight-only factor an INT4/INT8 row): a knob no point sees keeps `base`'s value, unfitted."""
-    bounds = {k: ENGINE_BOUNDS[k.split("@")[0]] if "@" in k else KNOBS[k] for k in free}
-    middle = [0.5 * (bounds[k][0] + bounds[k][1]) / bounds[k][2] for k in free]  # every free knob acting
+    bounds = {knob: ENGINE_BOUNDS[knob.split("@")[0]] if "@" in knob else KNOBS[knob] for knob in free}
+    middle = [0.5 * (bounds[knob][0] + bounds[knob][1]) / bounds[knob][2] for knob in free]  # every free knob acting
     ref = _residuals(points, base, free, middle, executor)
     acting = []
-    for i, k in enumerate(free):
-        if "@" in k and k.split("@")[0] in ENGINE_FIXED:  # an engine's fixed times: acting by construction
-            acting.append(k)
+    for index, knob in enumerate(free):
+        if "@" in knob and knob.split("@")[0] in ENGINE_FIXED:  # an engine's fixed times: acting by construction
+            acting.append(knob)
             continue
-        low, high, scale = bounds[k]
+        low, high, scale = bounds[knob]
         probe = list(middle)
-        probe[i] = (low + 0.25 * (high - low)) / scale
-        if any(abs(a - b) > 1e-12 for a, b in zip(ref, _residuals(points, base, free, probe, executor))):
-            acting.append(k)
+        probe[index] = (low + 0.25 * (high - low)) / scale
+        if any(abs(before - after) > 1e-12
+               for before, after in zip(ref, _residuals(points, base, free, probe, executor))):
+            acting.append(knob)
     return tuple(acting)
 
 
-CV_GROUPS = {"source": lambda p: p.source, "gpu": lambda p: p.gpu_name}
+CV_GROUPS = {"source": lambda point: point.source, "gpu": lambda point: point.gpu_name}
 
 
 def cv_groups(points, by: str = "source") -> list[str]:
     """The distinct groups of `points` a cross-validation by `by` (source or gpu) holds out in turn, in
     first-seen order; fewer than two: no cross-validation is possible."""
     group = CV_GROUPS[check_choice("by", by, tuple(CV_GROUPS))]
-    return list(dict.fromkeys(group(p) for p in points))
+    return list(dict.fromkeys(group(point) for point in points))
 
 
 def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "source",
@@ -272,12 +280,12 @@ def cross_validate(points, base: Profile, free=DEFAULT_FREE, *, by: str = "sourc
         prof = fit_profile(points, base, free, engines=engines, executor=executor).profile
         return predictions(points, prof, executor)
     out: dict[str, Prediction] = {}
-    for k, g in enumerate(groups):
-        train = [p for p in points if group(p) != g]
+    for fold, held_out in enumerate(groups):
+        train = [point for point in points if group(point) != held_out]
         prof = fit_profile(train, base, free, engines=engines, executor=executor).profile
-        held = [p for p in points if group(p) == g]
-        for p, q in zip(held, predictions(held, prof, executor)):
-            out[p.id] = q
+        held = [point for point in points if group(point) == held_out]
+        for point, pred in zip(held, predictions(held, prof, executor)):
+            out[point.id] = pred
         if on_fold is not None:
-            on_fold(k + 1, len(groups))
-    return [out[p.id] for p in points]
+            on_fold(fold + 1, len(groups))
+    return [out[point.id] for point in points]

@@ -12,7 +12,7 @@ def ape(predicted: float, value: float) -> float:
 
 
 def quantile(values, q: float) -> float:
-    """The q-quantile (0..1) of `values`, linear between order statistics (numpy's default); nan if empty."""
+    """The `q`-quantile (0..1) of `values`, linear between order statistics (numpy's default); nan if empty."""
     xs = sorted(values)
     if not xs:
         return math.nan
@@ -42,7 +42,7 @@ class Summary:
 def summarize(name: str, predictions) -> Summary:
     """`Summary` of `predictions` (objects with `.covered` and `.ape`)."""
     predictions = list(predictions)
-    apes = [p.ape for p in predictions if p.covered]
+    apes = [pred.ape for pred in predictions if pred.covered]
     mean = sum(apes) / len(apes) if apes else math.nan
     return Summary(name, len(predictions), len(apes), mean, quantile(apes, 0.5), quantile(apes, 0.9))
 
@@ -61,13 +61,13 @@ def _model_label(config: str) -> str:
 # How `summaries` can group the points: the row's metric (default), source, GPU, model, batch kind, quality,
 # serving engine
 GROUPS = {
-    "metric": lambda p: p.metric,
-    "source": lambda p: p.source,
-    "gpu": lambda p: p.gpu_name,
-    "model": lambda p: _model_label(p.config),
-    "batch-kind": lambda p: p.batch_kind,
-    "quality": lambda p: p.quality,
-    "engine": lambda p: p.engine,
+    "metric": lambda point: point.metric,
+    "source": lambda point: point.source,
+    "gpu": lambda point: point.gpu_name,
+    "model": lambda point: _model_label(point.config),
+    "batch-kind": lambda point: point.batch_kind,
+    "quality": lambda point: point.quality,
+    "engine": lambda point: point.engine,
 }
 
 
@@ -79,9 +79,9 @@ def summaries(predictions, by: str = "metric") -> list[Summary]:
 
     key = GROUPS[check_choice("by", by, tuple(GROUPS))]
     predictions = list(predictions)
-    groups = list(dict.fromkeys(key(p.point) for p in predictions))
-    out = [summarize(g, [p for p in predictions if key(p.point) == g]) for g in groups]
-    clean = [p for p in predictions if p.point.quality in CLEAN_QUALITIES]
+    groups = list(dict.fromkeys(key(pred.point) for pred in predictions))
+    out = [summarize(group, [pred for pred in predictions if key(pred.point) == group]) for group in groups]
+    clean = [pred for pred in predictions if pred.point.quality in CLEAN_QUALITIES]
     if by != "quality" and clean and len(clean) < len(predictions):
         out.append(summarize("quality A/B", clean))
     return out + [summarize("all", predictions)]

@@ -184,23 +184,23 @@ def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
     path = Path(path)
     text = read_text(path, "points", PointsError)
     reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    header = [column.strip() for column in (reader.fieldnames or [])]
     where = shown(path)
-    repeated = sorted({h for h in header if header.count(h) > 1})
+    repeated = sorted({column for column in header if header.count(column) > 1})
     if repeated:  # csv would keep the last column of a name silently
         raise PointsError(f"{where} row 0 (header): column {repeated[0]} is given {header.count(repeated[0])} times")
-    missing = [c for c in REQUIRED if c not in header]
+    missing = [column for column in REQUIRED if column not in header]
     if missing:
         raise PointsError(f"{where} row 0 (header), column {missing[0]}: missing (needs {', '.join(REQUIRED)})")
     reader.fieldnames = header
     points, bad, total = [], [], 0
-    for n, row in enumerate(reader, start=1):
-        total = n
+    for row_number, row in enumerate(reader, start=1):
+        total = row_number
         if None in row:  # fields past the header
-            bad.append(f"row {n}: {len(header) + len(row[None])} fields, the header has {len(header)}")
+            bad.append(f"row {row_number}: {len(header) + len(row[None])} fields, the header has {len(header)}")
             continue
         try:
-            points.append(_point(path, n, row))
+            points.append(_point(path, row_number, row))
         except PointsError as err:
             bad.append(str(err).removeprefix(f"{path} "))
     if bad:
@@ -221,7 +221,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _point(path: Path, n: int, row: dict) -> Point:
+def _point(path: Path, row_number: int, row: dict) -> Point:
     def get(column: str, parse=str):
         text = (row.get(column) or "").strip()
         try:
@@ -229,7 +229,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
                 raise ValueError("empty (a value is needed)")
             return parse(text)
         except (ValueError, TypeError) as err:
-            raise PointsError(f"{path} row {n}, column {column}: {err}") from None
+            raise PointsError(f"{path} row {row_number}, column {column}: {err}") from None
 
     metric = get("metric", _choice(tuple(METRICS)))
     kind = get("batch_kind", _batch_kind)
@@ -237,17 +237,17 @@ def _point(path: Path, n: int, row: dict) -> Point:
     # default of vLLM's and SGLang's benchmark clients)
     batch = 0.0 if kind == "saturation" else get("batch", _rate if kind == "request rate" else _positive)
     if kind in ("static", "concurrency") and batch != int(batch):
-        raise PointsError(f"{path} row {n}, column batch: a {kind} batch must be a whole number, got {batch:g}")
-    tp, pp, count = get("tp", lambda t: _whole(t, 1)), get("pp", lambda t: _whole(t, 1)), get(
-        "gpu_count", lambda t: _whole(t, 1))
+        raise PointsError(f"{path} row {row_number}, column batch: a {kind} batch must be a whole number, got {batch:g}")
+    tp, pp, count = get("tp", lambda cell: _whole(cell, 1)), get("pp", lambda cell: _whole(cell, 1)), get(
+        "gpu_count", lambda cell: _whole(cell, 1))
     if count % (tp * pp):
-        raise PointsError(f"{path} row {n}, column gpu_count: must be a multiple of tp x pp = {tp * pp}, got {count}")
+        raise PointsError(f"{path} row {row_number}, column gpu_count: must be a multiple of tp x pp = {tp * pp}, got {count}")
     config = get("config")
     local = _is_file(path.parent / config)
     if config.endswith(".json") and not local:
         from llm_cost.files import shown
 
-        raise PointsError(f"{path} row {n}, column config: no such file {shown(config)} next to {path.name}")
+        raise PointsError(f"{path} row {row_number}, column config: no such file {shown(config)} next to {path.name}")
     # A config that exists but that the counts cannot read (a model_type without an adapter, a name
     # not in the catalog) is the model's limit, not a malformed file: its row is not covered, with
     # the reason (`prediction.predict`), and the file's other rows are still predicted.
@@ -257,7 +257,7 @@ def _point(path: Path, n: int, row: dict) -> Point:
 
         load_accelerator(gpu)
     except LlmCostError as err:
-        raise PointsError(f"{path} row {n}, column gpu_name: {err}") from None
+        raise PointsError(f"{path} row {row_number}, column gpu_name: {err}") from None
     value = get("value", _positive)
     if (row.get("unit") or "").strip():  # honoured: the value in the metric's unit, or refused
         value *= get("unit", _unit_factor(metric))
@@ -265,17 +265,17 @@ def _point(path: Path, n: int, row: dict) -> Point:
                  quality=(row.get("quality") or "").strip().upper() or "-",
                  config=str(path.parent / config) if (config.endswith(".json") or local) else config,
                  gpu_name=gpu, weights=get("weights", str.lower),
-                 group_size=get("group_size", lambda t: _whole(t, 0)), kv=get("kv", str.lower),
+                 group_size=get("group_size", lambda cell: _whole(cell, 0)), kv=get("kv", str.lower),
                  tp=tp, pp=pp, gpu_count=count, batch=batch, batch_kind=kind,
-                 isl=get("isl", lambda t: _whole(t, 0)),
-                 osl=get("osl", lambda t: _whole(t, 0)),  # 0: a prefill-only row (llama-bench pp512); its other metrics are not covered
-                 metric=metric, value=value, engine=_engine(row), bench=_bench(path, n, row))
+                 isl=get("isl", lambda cell: _whole(cell, 0)),
+                 osl=get("osl", lambda cell: _whole(cell, 0)),  # 0: a prefill-only row (llama-bench pp512); its other metrics are not covered
+                 metric=metric, value=value, engine=_engine(row), bench=_bench(path, row_number, row))
 
 
-def _bench(path: Path, n: int, row: dict) -> BenchConditions:
+def _bench(path: Path, row_number: int, row: dict) -> BenchConditions:
     """The row's optional benchmark columns (`bench_columns`), a malformed one refused as the others are."""
     try:
-        return bench_conditions(row, f"{path} row {n}")
+        return bench_conditions(row, f"{path} row {row_number}")
     except ValueError as err:
         raise PointsError(str(err)) from None
 

@@ -67,8 +67,8 @@ def weight_format_of(name: str, group_size: int, model=None) -> WeightFormat:
     (the row is not covered).
     """
     if name == "mxfp4":
-        q = getattr(model, "quantization", None)
-        if q is None or q.method != "mxfp4":
+        quantization = getattr(model, "quantization", None)
+        if quantization is None or quantization.method != "mxfp4":
             raise InvalidValueError("weights mxfp4: the model's checkpoint does not ship MXFP4 (gpt-oss does); "
                                     "name its format instead")
         name = "checkpoint"
@@ -123,66 +123,66 @@ def _specs(config: str, gpu_name: str):
     return resolve_model(config, Path(".")), load_accelerator(gpu_name)
 
 
-def _value(p: Point, model, gpu, profile, engine) -> tuple[float, str]:
+def _value(point: Point, model, gpu, profile, engine) -> tuple[float, str]:
     """(the predicted value, a note or ''): the module doc's mapping."""
     import dataclasses
 
     from llm_cost.requests import request_cost
 
-    weights = weight_format_of(p.weights, p.group_size, model)
-    dep = deployment_of(p).following(profile)  # fits on the profile's memory basis
-    metric, kind = p.metric, p.batch_kind
-    if metric == "itl_ms" and p.osl < 2:
+    weights = weight_format_of(point.weights, point.group_size, model)
+    dep = deployment_of(point).following(profile)  # fits on the profile's memory basis
+    metric, kind = point.metric, point.batch_kind
+    if metric == "itl_ms" and point.osl < 2:
         raise _NotCovered("itl_ms needs osl >= 2")
     notes = []
-    limit, length = model.max_position_embeddings, max(p.isl, 1) + p.osl
+    limit, length = model.max_position_embeddings, max(point.isl, 1) + point.osl
     if limit and length > limit:  # it was measured, so it ran: with a longer context than its config states
         model = dataclasses.replace(model, max_position_embeddings=0)
         notes.append(f"isl + osl = {length} tokens is past the config's context of {limit}: predicted as it ran")
     if metric in ("decode_tok_per_s", "prefill_tok_per_s"):
         if kind == "request rate":
             raise _NotCovered(f"{metric} is llama-bench's figure of a batch, not of a request rate")
-        batch = int(p.batch) if kind != "saturation" else _largest_batch(p, model, gpu, weights, dep)
-        return _bench(p, model, gpu, profile, weights, dep, batch), "; ".join(notes)
-    if p.isl < 1:
+        batch = int(point.batch) if kind != "saturation" else _largest_batch(point, model, gpu, weights, dep)
+        return _bench(point, model, gpu, profile, weights, dep, batch), "; ".join(notes)
+    if point.isl < 1:
         raise _NotCovered(f"{metric} needs isl >= 1, got 0")
-    if p.osl < 1:  # a prefill-only row (llama-bench's pp512): only a prefill metric describes it
+    if point.osl < 1:  # a prefill-only row (llama-bench's pp512): only a prefill metric describes it
         raise _NotCovered(f"osl 0 is a prefill-only row: {metric} is not its figure (prefill_tok_per_s is)")
-    bench = p.bench
+    bench = point.bench
     if bench.speculative and kind != "static":
         raise _NotCovered(f"speculative decoding ({bench.spec_method}) under load is not served yet; "
                           f"static batches are predicted with it")
     if kind == "request rate":
-        return served(p, model, gpu, profile, weights, dep, None, notes, engine)
+        return served(point, model, gpu, profile, weights, dep, None, notes, engine)
     # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
     # as fit each replica): (size, replicas of that size), at most two sizes.
     if kind == "saturation":
-        sizes = [(_largest_batch(p, model, gpu, weights, dep), dep.replicas)]
+        sizes = [(_largest_batch(point, model, gpu, weights, dep), dep.replicas)]
     else:
-        sizes = _split(int(p.batch), dep.replicas)
+        sizes = _split(int(point.batch), dep.replicas)
     one = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype).following(profile)
     speculation = _speculation(bench) if bench.speculative else None
-    runs = [(request_cost(model, gpu, profile, batch=b, isl=p.isl, osl=p.osl, deployment=one, weights=weights,
-                          speculation=speculation), n) for b, n in sizes]
+    runs = [(request_cost(model, gpu, profile, batch=size, isl=point.isl, osl=point.osl, deployment=one,
+                          weights=weights, speculation=speculation), count) for size, count in sizes]
     fit = runs[0][0].fit  # the largest batch's
     if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
     budget = engine.budget(gpu)[0]
     # a closed loop whose lengths vary or whose run starts empty and drains is served (its rounds do not
     # move in step); else one that fits an iteration's budget and the memory is a static batch each round
-    if kind == "concurrency" and (sizes[0][0] * p.isl > budget or not fit.fits_memory or bench.ranged
+    if kind == "concurrency" and (sizes[0][0] * point.isl > budget or not fit.fits_memory or bench.ranged
                                   or bench.num_prompts):
-        return served(p, model, gpu, profile, weights, dep, sizes, notes, engine)
+        return served(point, model, gpu, profile, weights, dep, sizes, notes, engine)
     if not fit.fits_memory:
         notes.append(f"predicted although its batch does not fit by the model's count: {fit.reason}")
-    requests = sum(r.batch * n for r, n in runs)
-    mean = lambda f: sum(f(r) * r.batch * n for r, n in runs) / requests  # noqa: E731 (over the requests)
-    output_tok_s = sum(r.batch * n * p.osl / r.e2e_s for r, n in runs)
-    value = {"decode_tok_per_s_per_user": mean(lambda r: p.osl / r.e2e_s),
-             "output_tok_per_s_per_user": mean(lambda r: p.osl / r.e2e_s),
+    requests = sum(run.batch * count for run, count in runs)
+    mean = lambda figure: sum(figure(run) * run.batch * count for run, count in runs) / requests  # noqa: E731
+    output_tok_s = sum(run.batch * count * point.osl / run.e2e_s for run, count in runs)
+    value = {"decode_tok_per_s_per_user": mean(lambda run: point.osl / run.e2e_s),
+             "output_tok_per_s_per_user": mean(lambda run: point.osl / run.e2e_s),
              "output_tok_per_s": output_tok_s, "output_tok_per_s_total": output_tok_s,
-             "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": mean(lambda r: r.ttft_s) * 1e3,
-             "itl_ms": mean(lambda r: r.tpot_s) * 1e3, "e2e_latency_ms": mean(lambda r: r.e2e_s) * 1e3}[metric]
+             "output_tok_per_s_per_gpu": output_tok_s / dep.total_gpus, "ttft_ms": mean(lambda run: run.ttft_s) * 1e3,
+             "itl_ms": mean(lambda run: run.tpot_s) * 1e3, "e2e_latency_ms": mean(lambda run: run.e2e_s) * 1e3}[metric]
     return value, "; ".join(notes)
 
 
@@ -204,35 +204,35 @@ def _speculation(bench):
 def _split(total: int, replicas: int) -> list[tuple[int, int]]:
     """`total` requests over `replicas` as evenly as they go: [(size, replicas of that size)], larger first."""
     small, extra = divmod(total, replicas)
-    return [(b, n) for b, n in ((small + 1, extra), (small, replicas - extra)) if b and n]
+    return [(size, count) for size, count in ((small + 1, extra), (small, replicas - extra)) if size and count]
 
 
-def _bench(p: Point, model, gpu, profile, weights, dep, batch: int) -> float:
+def _bench(point: Point, model, gpu, profile, weights, dep, batch: int) -> float:
     """llama-bench: tg = OSL decode steps after ISL cached tokens; pp = the prefill of ISL tokens in
     passes of its default micro-batch (n_ubatch 512), each attending to the tokens before it."""
     from llm_cost.parallel import deployed_pass_cost
     from llm_cost.requests.phases import decode_steps, prefill_s
 
     cost = deployed_pass_cost(model, gpu, profile, weights, dep)
-    if p.metric == "prefill_tok_per_s":
-        if p.isl < 1:
+    if point.metric == "prefill_tok_per_s":
+        if point.isl < 1:
             raise _NotCovered("prefill_tok_per_s needs isl >= 1")
-        seconds = prefill_s(cost, batch, p.isl, LLAMA_BENCH_UBATCH, profile.count_kv)[0]
-        return batch * p.isl / seconds
+        seconds = prefill_s(cost, batch, point.isl, LLAMA_BENCH_UBATCH, profile.count_kv)[0]
+        return batch * point.isl / seconds
     import numpy as np
 
-    steps = decode_steps(cost, batch, p.isl, p.osl + 1, profile.count_kv)  # OSL steps from context ISL
-    seconds = float(np.sum(np.broadcast_to(steps.step_time_s, (p.osl,))))
-    return batch * p.osl / seconds
+    steps = decode_steps(cost, batch, point.isl, point.osl + 1, profile.count_kv)  # OSL steps from context ISL
+    seconds = float(np.sum(np.broadcast_to(steps.step_time_s, (point.osl,))))
+    return batch * point.osl / seconds
 
 
-def _largest_batch(p: Point, model, gpu, weights, dep) -> int:
+def _largest_batch(point: Point, model, gpu, weights, dep) -> int:
     """The most requests of ISL + OSL tokens whose weights, K/V and workspace fit one replica's GPUs."""
     from llm_cost.parallel.fit import most_that_fit
     from llm_cost.requests.request import request_fit
 
-    most = most_that_fit(lambda b: request_fit(model, gpu, dep, weights, batch=b, isl=max(p.isl, 1),
-                                               osl=p.osl).fits, limit=1 << 20)
+    most = most_that_fit(lambda batch: request_fit(model, gpu, dep, weights, batch=batch, isl=max(point.isl, 1),
+                                                   osl=point.osl).fits, limit=1 << 20)
     if not most:
         raise _NotCovered("saturation: not even one request fits the deployment's memory")
     return most

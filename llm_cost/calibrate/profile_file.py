@@ -9,14 +9,14 @@ from pathlib import Path
 from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
 from llm_cost.specs.profiles import ENGINE_KNOBS, Profile
 
-FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "_")
+FIELDS = tuple(field.name for field in dataclasses.fields(Profile) if field.name != "_")
 
 
 def profile_to_json(profile: Profile, **extra) -> str:
     """The profile's fields (and `extra` keys, e.g. the calibration's error) as indented JSON."""
     data = {name: getattr(profile, name) for name in FIELDS}
     # engine_costs as {engine: {knob: value}}: readable, and refused by key when malformed
-    data["engine_costs"] = {e[0]: dict(zip(ENGINE_KNOBS, e[1:])) for e in profile.engine_costs}
+    data["engine_costs"] = {entry[0]: dict(zip(ENGINE_KNOBS, entry[1:])) for entry in profile.engine_costs}
     data.update(extra)
     return json.dumps(data, indent=2) + "\n"
 
@@ -44,16 +44,16 @@ def read_profile(path) -> Profile:
     path = shown(path)
     if not isinstance(data, dict):
         raise InvalidValueError(f"profile file {path}: must hold a JSON object of profile knobs")
-    unknown = [k for k in data if k not in FIELDS and k != "calibration"]
+    unknown = [key for key in data if key not in FIELDS and key != "calibration"]
     if unknown:
         raise InvalidValueError(f"profile file {path}: unknown key {short_repr(unknown[0])} (known: {', '.join(FIELDS)})")
-    knobs = {k: v for k, v in data.items() if k in FIELDS}
+    knobs = {key: value for key, value in data.items() if key in FIELDS}
     knobs.setdefault("name", Path(str(path)).stem)
     if "engine_costs" in knobs:
         knobs["engine_costs"] = _engine_costs(path, knobs["engine_costs"])
-    for k in ("read_input_embedding", "count_kv"):
-        if k in knobs and not isinstance(knobs[k], bool):
-            raise InvalidValueError(f"profile file {path}: {k} must be true or false, got {short_repr(knobs[k])}")
+    for key in ("read_input_embedding", "count_kv"):
+        if key in knobs and not isinstance(knobs[key], bool):
+            raise InvalidValueError(f"profile file {path}: {key} must be true or false, got {short_repr(knobs[key])}")
     try:
         return Profile(**knobs)
     except (LlmCostError, TypeError) as err:
@@ -75,7 +75,7 @@ def _engine_costs(path: Path, data) -> tuple:
                                     f"(known: {', '.join(NAMES)})")
         if not isinstance(knobs, dict) or set(knobs) not in (set(ENGINE_KNOBS), set(ENGINE_KNOBS[:3])):
             raise InvalidValueError(f"profile file {path}: engine_costs[{name}] must give {', '.join(ENGINE_KNOBS)}")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in knobs.values()):
+        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in knobs.values()):
             raise InvalidValueError(f"profile file {path}: engine_costs[{name}] values must be numbers")
-        out.append((name, *(float(knobs[k]) for k in ENGINE_KNOBS if k in knobs)))
+        out.append((name, *(float(knobs[knob]) for knob in ENGINE_KNOBS if knob in knobs)))
     return tuple(out)

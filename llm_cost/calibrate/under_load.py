@@ -46,9 +46,9 @@ def engine_config(engine, gpu) -> tuple[int, int, int]:
     return tokens, sequences, engine.kv_block_tokens
 
 
-def served(p, model, gpu, profile, weights, dep, sizes, notes, engine=None) -> tuple[float, str]:
+def served(point, model, gpu, profile, weights, dep, sizes, notes, engine=None) -> tuple[float, str]:
     """A row under load through the serving engine with `ENGINE`'s settings, each replica alike:
-    `sizes` None: Poisson arrivals at `p.batch` requests per second split evenly over the replicas,
+    `sizes` None: Poisson arrivals at `point.batch` requests per second split evenly over the replicas,
     RATE_REQUESTS in all; else a closed loop of `size` clients on each of `n` replicas for each
     (size, n), CLOSED_LOOP_ROUNDS rounds.
 
@@ -56,8 +56,8 @@ def served(p, model, gpu, profile, weights, dep, sizes, notes, engine=None) -> t
         per user OSL / e2e (means over the requests);  output tok/s = output tokens / (last finish -
         first arrival), summed over the replicas
     """
-    if p.metric not in LOAD_METRICS:
-        raise NotCovered(f"{p.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
+    if point.metric not in LOAD_METRICS:
+        raise NotCovered(f"{point.metric} under load: the serving engine gives {', '.join(LOAD_METRICS)}")
     from llm_cost.specs.engines import ENGINES
 
     engine = engine or ENGINES["generic"]
@@ -65,32 +65,34 @@ def served(p, model, gpu, profile, weights, dep, sizes, notes, engine=None) -> t
         raise NotCovered(f"{engine.name} runs static batches only: a row under load is not its figure")
     settings = engine_config(engine, gpu)
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
-    bench = p.bench
+    bench = point.bench
     stated = -(-bench.num_prompts // dep.replicas) if bench.num_prompts else 0  # one replica's measured run
 
     def lengths(count: int):
         if not bench.ranged:
             return None
-        return tuple(zip(drawn_lengths(p.isl, bench.isl_range_ratio, count, 1),
-                         drawn_lengths(p.osl, bench.osl_range_ratio, count, 2)))
+        return tuple(zip(drawn_lengths(point.isl, bench.isl_range_ratio, count, 1),
+                         drawn_lengths(point.osl, bench.osl_range_ratio, count, 2)))
 
     if sizes is None:
         count = stated or -(-RATE_REQUESTS // dep.replicas)
-        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, p.batch / dep.replicas,
-                              count, False, settings, lengths(count)), dep.replicas, 1.0)]
+        runs = [(load_figures(model, gpu, profile, weights, single, point.isl, point.osl,
+                              point.batch / dep.replicas, count, False, settings, lengths(count)), dep.replicas, 1.0)]
     else:
-        runs = [(load_figures(model, gpu, profile, weights, single, p.isl, p.osl, b, stated or b * CLOSED_LOOP_ROUNDS,
-                              True, settings, lengths(stated or b * CLOSED_LOOP_ROUNDS), not stated), n, float(b))
-                for b, n in sizes]
-    weight = sum(n * w for _, n, w in runs)
-    mean = lambda k: sum(f[k] * n * w for f, n, w in runs) / weight  # noqa: E731 (over the requests)
-    total = sum(f[4] * n for f, n, _ in runs)
+        runs = [(load_figures(model, gpu, profile, weights, single, point.isl, point.osl, size,
+                              stated or size * CLOSED_LOOP_ROUNDS, True, settings,
+                              lengths(stated or size * CLOSED_LOOP_ROUNDS), not stated), count, float(size))
+                for size, count in sizes]
+    weight = sum(count * share for _, count, share in runs)
+    mean = lambda index: sum(figures[index] * count * share  # noqa: E731 (over the requests)
+                             for figures, count, share in runs) / weight
+    total = sum(figures[4] * count for figures, count, _ in runs)
     extra = profile.ttft_overhead_s  # before each request's first token, beyond the served prefill
     value = {"ttft_ms": (mean(0) + extra) * 1e3, "itl_ms": mean(1) * 1e3, "e2e_latency_ms": (mean(2) + extra) * 1e3,
              "output_tok_per_s_per_user": mean(3), "decode_tok_per_s_per_user": mean(3),
              "output_tok_per_s": total, "output_tok_per_s_total": total,
-             "output_tok_per_s_per_gpu": total / dep.total_gpus}[p.metric]
-    preempted = max(f[5] for f, _, _ in runs)
+             "output_tok_per_s_per_gpu": total / dep.total_gpus}[point.metric]
+    preempted = max(figures[5] for figures, _, _ in runs)
     if preempted:
         notes = notes + [f"served with {preempted} preemptions per replica: the requests' K/V does not fit "
                          f"at once by the model's count"]
@@ -138,10 +140,10 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
         config = ServeConfig(max_batch=max(sequences, clients), **engine)
     else:
         rng = random.Random(0)
-        t, arrivals = 0.0, []
+        clock, arrivals = 0.0, []
         for _ in range(requests):
-            t += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
-            arrivals.append(t)
+            clock += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
+            arrivals.append(clock)
         wl = fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests, arrivals_s=arrivals)
         config = ServeConfig(max_batch=sequences, **engine)
     if closed and single.pp == 1:
@@ -155,14 +157,14 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
         output, preemptions = schedule.output, schedule.preemptions
     else:
         res = serve(wl, replica, config)
-        arrival, first, finish = (np.asarray(x, dtype=float) for x in (res.arrival_s, res.first_token_s, res.finish_s))
+        arrival, first, finish = (np.asarray(array, dtype=float) for array in (res.arrival_s, res.first_token_s, res.finish_s))
         output, preemptions = res.output, res.preemptions
     if not np.all(np.isfinite(finish)):
         raise NotCovered("under load: the served replica did not finish every request")
     tokens_s = float(np.sum(output)) / (float(np.max(finish)) - float(np.min(arrival)))  # start-up, drain included
-    outs = np.array([o for _, o in lengths], dtype=float) if lengths else np.full(len(arrival), float(osl))
+    outs = np.array([request_osl for _, request_osl in lengths], dtype=float) if lengths else np.full(len(arrival), float(osl))
     if closed and steady and requests >= 3 * clients:  # the steady window: without the first round and the last
-        arrival, first, finish, outs = (x[clients:requests - clients] for x in (arrival, first, finish, outs))
+        arrival, first, finish, outs = (array[clients:requests - clients] for array in (arrival, first, finish, outs))
     life = finish - arrival
     decoding = outs > 1
     itl = float(np.mean((finish - first)[decoding] / (outs[decoding] - 1))) if decoding.any() else 0.0
@@ -170,16 +172,16 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
             preemptions)
 
 
-def over_budget(p: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
+def over_budget(point: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
     """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
     served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
     One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
-    if max(p.isl, p.osl) > MAX_ROW_TOKENS:
-        return f"isl {p.isl:g} / osl {p.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
-    if p.batch_kind not in ("concurrency", "request rate"):
+    if max(point.isl, point.osl) > MAX_ROW_TOKENS:
+        return f"isl {point.isl:g} / osl {point.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
+    if point.batch_kind not in ("concurrency", "request rate"):
         return None
-    requests = p.batch * CLOSED_LOOP_ROUNDS if p.batch_kind == "concurrency" else RATE_REQUESTS
-    steps = requests * (p.osl + math.ceil(p.isl / ENGINE_TOKENS_PER_ITERATION))
+    requests = point.batch * CLOSED_LOOP_ROUNDS if point.batch_kind == "concurrency" else RATE_REQUESTS
+    steps = requests * (point.osl + math.ceil(point.isl / ENGINE_TOKENS_PER_ITERATION))
     if steps <= steps_budget:
         return None
     return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "

@@ -60,16 +60,16 @@ class OperatorTime:
 
 def _param_parts(model: ModelSpec) -> tuple[dict, dict]:
     """(shared weights' parameters by operator, GEMM parameters a row multiplies by operator)."""
-    p = param_counts(model)
-    layers, dense, moe = p.num_layers, p.num_dense_layers, p.num_moe_layers
-    shared = {"attention projections": layers * p.attention_block_per_layer,
-              "MLP": dense * p.dense_mlp_per_layer,
-              "shared experts": moe * p.shared_experts_per_layer,
-              "router": moe * p.router_per_layer,
-              "norms and element-wise": layers * p.norms_per_layer + p.final_norm}
+    counts = param_counts(model)
+    layers, dense, moe = counts.num_layers, counts.num_dense_layers, counts.num_moe_layers
+    shared = {"attention projections": layers * counts.attention_block_per_layer,
+              "MLP": dense * counts.dense_mlp_per_layer,
+              "shared experts": moe * counts.shared_experts_per_layer,
+              "router": moe * counts.router_per_layer,
+              "norms and element-wise": layers * counts.norms_per_layer + counts.final_norm}
     gemm = dict(shared)
-    gemm["routed experts"] = moe * p.experts_per_token * p.expert_params
-    gemm["embedding and LM head"] = p.lm_head + (0 if p.lm_head else p.embedding)  # a tied table is the head
+    gemm["routed experts"] = moe * counts.experts_per_token * counts.expert_params
+    gemm["embedding and LM head"] = counts.lm_head + (0 if counts.lm_head else counts.embedding)  # a tied table is the head
     return shared, gemm
 
 
@@ -87,7 +87,7 @@ def pass_breakdown(cost: PassCost, model: ModelSpec, gpu: Accelerator, profile: 
     shared_params, gemm_params = _param_parts(model)
     always_params = sum(shared_params.values())
     per_gpu = 1.0 / (tp * pp)
-    byte_of = {name: wb.always * n / always_params * per_gpu for name, n in shared_params.items()}
+    byte_of = {name: wb.always * params / always_params * per_gpu for name, params in shared_params.items()}
     byte_of["attention projections"] += replicated_bytes(model, weights, tp) / pp
     byte_of["embedding and LM head"] = (shared_bytes_read(wb, profile) - wb.always) * per_gpu
     byte_of["routed experts"] = step.weight_bytes_read - cost.weight_bytes
@@ -135,7 +135,7 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
     tp, ep, reduce_over = deployment.tp, deployment.ep, deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
-    k = model.moe.experts_per_token if model.moe else 0
+    top_k = model.moe.experts_per_token if model.moe else 0
     after_mlp = model.num_layers - (moe_layers if ep > 1 else 0)
     measured = cost.kernel_source != "datasheet" and measured_all_reduce(gpu.name, reduce_over) is not None \
         and gpu.domains(reduce_over) == 1
@@ -145,11 +145,11 @@ def _collectives(model: ModelSpec, gpu: Accelerator, deployment: Deployment, cos
     a2a_measured = cost.kernel_source != "datasheet" and measured_all_to_all(gpu.name, ep) is not None \
         and gpu.domains(ep) == 1
     if ep > 1:
-        a2a = rows / tp * k * row
+        a2a = rows / tp * top_k * row
         a2a_s = all_to_all_s(a2a, ep, gpu, measured=a2a_measured)
         parts += [("all-to-all dispatch", moe_layers, a2a, a2a_s), ("all-to-all combine", moe_layers, a2a, a2a_s)]
-    parts = [(name, n * nbytes, n * float(seconds)) for name, n, nbytes, seconds in parts if n and seconds]
-    collectives = sum(s for _, _, s in parts)
+    parts = [(name, layers * nbytes, layers * float(seconds)) for name, layers, nbytes, seconds in parts if layers and seconds]
+    collectives = sum(seconds for _, _, seconds in parts)
     scale = 1.0
     if cost.overlap_comm and collectives:
         body = max(step.memory_time_s, step.compute_time_s) * cost.stages

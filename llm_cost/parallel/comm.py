@@ -9,14 +9,14 @@ alpha: `interconnect_latency_s` (one step of the collective), beta: `interconnec
 (per GPU per direction). One GPU (n = 1): 0. Numbers or numpy arrays of V (broadcast).
 
 A group wider than one scale-up domain (`Accelerator.scale_up_gpus`: 8 GPUs of an HGX board) on a
-datasheet with a network (`scale_out_bytes_per_s`, `scale_out_latency_s`) spans d domains
+datasheet with a network (`scale_out_bytes_per_s`, `scale_out_latency_s`) spans `d` domains
 (`Accelerator.domains`) and is timed as NCCL's tuning model times a ring over d nodes
 (src/graph/tuning.cc: `latencies += (nsteps - nInterSteps) * intraLat + nInterSteps * interLat`,
 nInterSteps = 2 (nNodes - 1) for an all-reduce, and the inter-node speed for the bandwidth):
 
     all-reduce:  2 (n - d) alpha + 2 (d - 1) alpha_out + 2 (n - 1) / n x V / beta_out
     all-to-all:  (n - d) alpha + (d - 1) alpha_out + max((s - 1) / n x V / beta, (n - s) / n x V / beta_out)
-                 (s = n / d GPUs per domain: each GPU's V splits over its own domain's link and the network)
+                 (`s` = n / d GPUs per domain: each GPU's V splits over its own domain's link and the network)
     hand-off:    alpha_out + V / beta_out when it crosses domains
 
 A datasheet without a network keeps one tier (an optimistic bound past the domain; README says so).

@@ -112,13 +112,13 @@ def replicated_params_per_layer(model: ModelSpec, tp: int) -> float:
     K/V heads, or MLA's down-projections (q_a, kv_a and their norms), replicated on every GPU."""
     if tp == 1:
         return 0.0
-    d, mla = model.hidden_size, model.mla
+    hidden, mla = model.hidden_size, model.mla
     if mla is None:
-        kv_proj = 2 * d * model.kv_dim + (2 * model.kv_dim if model.qkv_bias else 0)
+        kv_proj = 2 * hidden * model.kv_dim + (2 * model.kv_dim if model.qkv_bias else 0)
         return kv_proj * (kv_share(model, tp) - 1.0 / tp)
-    down = d * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
+    down = hidden * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
     if mla.q_lora_rank:
-        down += d * mla.q_lora_rank + mla.q_lora_rank
+        down += hidden * mla.q_lora_rank + mla.q_lora_rank
     return down * (1.0 - 1.0 / tp)
 
 
@@ -174,14 +174,14 @@ def comm_terms(model: ModelSpec, gpu: Accelerator, deployment: Deployment, *,
     reduce_over = deployment.attention_tp
     row = model.hidden_size * ACTIVATION_BYTES  # one row's activations
     moe_layers = model.num_layers - model.moe.first_dense_layers if model.moe else 0
-    k = model.moe.experts_per_token if model.moe else 0
+    top_k = model.moe.experts_per_token if model.moe else 0
     all_reduces = 2 * model.num_layers - (moe_layers if ep > 1 else 0)
 
     def collectives(rows):
-        s = all_reduces * all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
+        seconds = all_reduces * all_reduce_s(rows * row, reduce_over, gpu, measured=measured)
         if ep > 1:
-            s += 2 * moe_layers * all_to_all_s(rows / tp * k * row, ep, gpu, measured=measured)
-        return s
+            seconds += 2 * moe_layers * all_to_all_s(rows / tp * top_k * row, ep, gpu, measured=measured)
+        return seconds
 
     across = handoffs_across(tp, pp, gpu)
 

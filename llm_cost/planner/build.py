@@ -59,7 +59,8 @@ def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None
               weights=None, kv_dtypes=None, batches=None, dp_attention: bool = False):
     """The evaluated `search.Grid` of `model` (a spec or catalog name) on `gpus` (specs or names) with at
     most `budget` GPUs, for requests of `isl` prompt and `osl` output tokens under `profile`; the
-    speculation as `speculation_of`, the axes as `space.plan_space` (None: its defaults).
+    speculation as `speculation_of` (`c` the draft's cost ratio), the axes as `space.plan_space` (None:
+    its defaults).
 
     Examples
     --------
@@ -75,7 +76,7 @@ def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None
     from llm_cost.planner.space import plan_space
 
     spec = as_model(model)
-    accelerators = [as_accelerator(g) for g in dict.fromkeys(gpus)]
+    accelerators = [as_accelerator(gpu) for gpu in dict.fromkeys(gpus)]
     speculation = speculation_of(spec, spec_alpha=spec_alpha, c=c, draft=draft, max_gamma=max_gamma,
                                  mtp_alpha=mtp_alpha)
     space = plan_space(spec, accelerators, budget, tps=tps, pps=pps, max_tp=max_tp, weights=weights or DEFAULT_WEIGHTS,

@@ -53,53 +53,53 @@ def best_split(grid: Grid, target: Target) -> tuple[list[Disaggregated], dict]:
     space, osl, isl = grid.space, grid.osl, grid.isl
     budget = space.budget
     groups = space.groups
-    tp = np.array([g.deployment.tp for g in groups])[grid.group]
-    pp = np.array([g.deployment.pp for g in groups])[grid.group]
+    tp = np.array([group.deployment.tp for group in groups])[grid.group]
+    pp = np.array([group.deployment.pp for group in groups])[grid.group]
     per_replica = tp * pp
-    plain = np.array([v.kind == "none" for v in grid.variants])[grid.variant]
+    plain = np.array([variant.kind == "none" for variant in grid.variants])[grid.variant]
     ttft_ok = grid.ttft_s <= target.ttft_s if target.ttft_s is not None else np.ones(len(grid), dtype=bool)
     tpot_cap = target.tpot_s if target.tpot_s is not None else (
         1.0 / target.tokens_per_s_per_user if target.tokens_per_s_per_user is not None else None)
     tpot_ok = grid.tpot_s <= tpot_cap if tpot_cap is not None else np.ones(len(grid), dtype=bool)
     # the K/V hand-off of a prefill batch, per configuration
-    kv_req = np.array([kv_bytes(space.model, isl, g.deployment.kv_bytes_per_element) for g in groups])[grid.group]
+    kv_req = np.array([kv_bytes(space.model, isl, group.deployment.kv_bytes_per_element) for group in groups])[grid.group]
     transfer = np.empty(len(grid))
-    for gi, g in enumerate(groups):
+    for gi, group in enumerate(groups):
         at = grid.group == gi
-        transfer[at] = send_s(grid.batch[at] * kv_req[at] / per_replica[at], g.gpu)
+        transfer[at] = send_s(grid.batch[at] * kv_req[at] / per_replica[at], group.gpu)
     pre_rate = np.minimum(grid.batch / grid.ttft_s, grid.batch / transfer)
     dec_rate = grid.batch / grid.decode_s  # one static batch in flight per replica
     pre_ok = plain & grid.prefill_fits & ttft_ok
     dec_ok = grid.fits & tpot_ok
-    key = np.array([f"{g.gpu.name}|{g.weights.name}|{g.deployment.kv_dtype}" for g in groups])[grid.group] \
+    key = np.array([f"{group.gpu.name}|{group.weights.name}|{group.deployment.kv_dtype}" for group in groups])[grid.group] \
         if len(grid) else np.zeros(0, dtype=str)
     meets = grid.fits & ttft_ok & tpot_ok
     best, missing = {}, set()
-    n = np.arange(1, budget)  # prefill pool sizes
-    for k in dict.fromkeys(key.tolist()):
-        name = k.split("|")[0]
-        p_idx = np.flatnonzero((key == k) & pre_ok)
-        d_idx = np.flatnonzero((key == k) & dec_ok)
+    pool_sizes = np.arange(1, budget)  # prefill pool sizes
+    for cell in dict.fromkeys(key.tolist()):
+        name = cell.split("|")[0]
+        p_idx = np.flatnonzero((key == cell) & pre_ok)
+        d_idx = np.flatnonzero((key == cell) & dec_ok)
         if not len(p_idx) or not len(d_idx) or budget < 2:
             missing.add(name)
             continue
-        p_rates = np.floor(n[:, None] / per_replica[p_idx][None, :]) * pre_rate[p_idx][None, :]
-        d_rates = np.floor((budget - n)[:, None] / per_replica[d_idx][None, :]) * dec_rate[d_idx][None, :]
+        p_rates = np.floor(pool_sizes[:, None] / per_replica[p_idx][None, :]) * pre_rate[p_idx][None, :]
+        d_rates = np.floor((budget - pool_sizes)[:, None] / per_replica[d_idx][None, :]) * dec_rate[d_idx][None, :]
         p_arg, d_arg = p_rates.argmax(axis=1), d_rates.argmax(axis=1)
-        rate = np.minimum(p_rates[np.arange(len(n)), p_arg], d_rates[np.arange(len(n)), d_arg])
-        i = int(rate.argmax())
-        if rate[i] <= 0:
+        rate = np.minimum(p_rates[np.arange(len(pool_sizes)), p_arg], d_rates[np.arange(len(pool_sizes)), d_arg])
+        best_at = int(rate.argmax())
+        if rate[best_at] <= 0:
             missing.add(name)
             continue
-        if name not in best or rate[i] > best[name].requests_per_s:
-            pi, di = int(p_idx[p_arg[i]]), int(d_idx[d_arg[i]])
-            colocated = grid.output_tokens_per_s[meets & (key == k)]
+        if name not in best or rate[best_at] > best[name].requests_per_s:
+            pi, di = int(p_idx[p_arg[best_at]]), int(d_idx[d_arg[best_at]])
+            colocated = grid.output_tokens_per_s[meets & (key == cell)]
             best[name] = Disaggregated(
                 gpu=groups[grid.group[pi]].gpu.label, gpu_name=name, prefill=pi, decode=di,
-                prefill_gpus=int(n[i] // per_replica[pi] * per_replica[pi]),
-                decode_gpus=int((budget - n[i]) // per_replica[di] * per_replica[di]),
-                requests_per_s=float(rate[i]), kv_transfer_s=float(transfer[pi]),
+                prefill_gpus=int(pool_sizes[best_at] // per_replica[pi] * per_replica[pi]),
+                decode_gpus=int((budget - pool_sizes[best_at]) // per_replica[di] * per_replica[di]),
+                requests_per_s=float(rate[best_at]), kv_transfer_s=float(transfer[pi]),
                 colocated_requests_per_s=float(colocated.max() / osl) if len(colocated) else 0.0)
         missing.discard(name)
-    rows = sorted(best.values(), key=lambda d: -d.requests_per_s)
+    rows = sorted(best.values(), key=lambda split: -split.requests_per_s)
     return rows, {"no_split": len(missing - set(best))}

@@ -97,10 +97,10 @@ def needs_checkpoint(row: dict, engine: str) -> str | None:
     >>> needs_checkpoint({"weights": "fp8"}, "trtllm")
     'an FP8 (ModelOpt) checkpoint'
     """
-    w = str(row["weights"])
-    if w in AS_PUBLISHED or w in QUANTIZED_AT_LOAD[engine]:
+    weights = str(row["weights"])
+    if weights in AS_PUBLISHED or weights in QUANTIZED_AT_LOAD[engine]:
         return None
-    return PREQUANTIZED.get(w, f"a {w} checkpoint")
+    return PREQUANTIZED.get(weights, f"a {weights} checkpoint")
 
 
 def checkpoint_of(row: dict, engine: str, model: str, prequantized: bool = False) -> str:
@@ -217,13 +217,13 @@ def options_yaml(options: dict) -> str:
       dtype: "fp8"
     disable_overlap_scheduler: true
     """
-    def scalar(v):
-        return json.dumps(v)
+    def scalar(value):
+        return json.dumps(value)
 
     lines = []
     for key, value in options.items():
         if isinstance(value, dict):
-            lines += [f"{key}:"] + [f"  {k}: {scalar(v)}" for k, v in value.items()]
+            lines += [f"{key}:"] + [f"  {field}: {scalar(entry)}" for field, entry in value.items()]
         else:
             lines.append(f"{key}: {scalar(value)}")
     return "\n".join(lines) + "\n"
@@ -320,7 +320,7 @@ def k8s_deployment(row: dict, engine: str, model: str, isl: int, *, image: str |
              f"  replicas: {total // gpus}", "  selector:", "    matchLabels:", f"      app: {name}",
              "  template:", "    metadata:", "      labels:", f"        app: {name}", "    spec:", "      containers:",
              f"      - name: {engine}", f"        image: {json.dumps(image)}", "        command:"]
-    lines += [f"        - {json.dumps(a)}" for a in args]
+    lines += [f"        - {json.dumps(arg)}" for arg in args]
     lines += ["        resources:", "          limits:", f'            nvidia.com/gpu: "{gpus}"']
     if not options:
         return "\n".join(lines) + "\n"

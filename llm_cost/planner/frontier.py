@@ -91,10 +91,10 @@ class Plan:
     @property
     def usd_per_million_output_tokens(self) -> np.ndarray:
         """Decode GPU-seconds x price / 3600 over B (OSL - 1) tokens, x 1e6 (`request`'s); nan without a price."""
-        g = self.grid
-        price = np.array([self.usd_per_gpu_hour.get(grp.gpu.name, np.nan) for grp in g.space.groups])[g.group] \
-            if len(g) else np.zeros(0)
-        return g.decode_gpu_s * price / 3600 / (g.batch * (g.osl - 1)) * 1e6
+        grid = self.grid
+        price = np.array([self.usd_per_gpu_hour.get(grp.gpu.name, np.nan) for grp in grid.space.groups])[grid.group] \
+            if len(grid) else np.zeros(0)
+        return grid.decode_gpu_s * price / 3600 / (grid.batch * (grid.osl - 1)) * 1e6
 
 
 @check_arguments(target=Spec("Target"), usd_per_gpu_hour=Table(Number(0)))
@@ -128,7 +128,7 @@ def plan(grid: Grid, target: Target, *, usd_per_gpu_hour: dict | None = None) ->
         "missed_ttft": int(np.sum(fits & ttft_miss)),
         "missed_decode": int(np.sum(fits & decode_miss)),
         "meet": int(np.sum(meets)),
-        **{f"left_out_{k}": v for k, v in grid.space.left_out.items()},
+        **{f"left_out_{reason}": count for reason, count in grid.space.left_out.items()},
     }
     result = Plan(grid, target, meets, np.zeros(0, dtype=int), prices, counts)
     idx = np.flatnonzero(meets)

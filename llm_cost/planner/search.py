@@ -102,19 +102,19 @@ def _full(x, shape):
 def variants_of(space: PlanSpace) -> tuple[Variant, ...]:
     """No speculation, then each option's gammas."""
     out = [Variant("none")]
-    for s in space.speculation:
-        for g in s.gammas:
-            out.append(Variant(s.kind, gamma=int(g), alpha=s.alpha, c=s.c, draft=s.draft))
+    for option in space.speculation:
+        for gamma in option.gammas:
+            out.append(Variant(option.kind, gamma=int(gamma), alpha=option.alpha, c=option.c, draft=option.draft))
     return tuple(out)
 
 
 def bound_of(grid: "Grid", i: int) -> str:
     """The bound (memory, compute, communication) of configuration `i`'s last decode (or verification)
     step: `PassCost.step(...).bound` at context ISL + OSL - 2, evaluated for the rows printed only."""
-    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    grp, variant = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
     cost = deployed_pass_cost(grid.space.model, grp.gpu, grid.profile, grp.weights, grp.deployment)
-    b = float(grid.batch[i])
-    return str(cost.step(b * v.rows_per_sequence, b, float(grid.isl + grid.osl - 2),
+    batch = float(grid.batch[i])
+    return str(cost.step(batch * variant.rows_per_sequence, batch, float(grid.isl + grid.osl - 2),
                          count_kv=grid.profile.count_kv).bound)
 
 
@@ -133,32 +133,32 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
     variants = variants_of(space)
     batches = np.asarray(space.batches, dtype=float)
     nb, nv = len(batches), len(variants)
-    rs = sorted({v.rows_per_sequence for v in variants})
-    r_index = {r: i for i, r in enumerate(rs)}
-    n = osl - 1  # decode steps (>= 1)
+    rs = sorted({variant.rows_per_sequence for variant in variants})
+    r_index = {rows: index for index, rows in enumerate(rs)}
+    steps = osl - 1  # decode steps (>= 1)
     e_of, gam, rix, c_set, c_of, mtp, draft_models = _variant_columns(variants, r_index)
-    groups, G = space.groups, len(space.groups)
+    groups, ng = space.groups, len(space.groups)
     base_costs, fits_of, available_of, workspaces = {}, {}, {}, {}
-    ttft = np.empty((G, nb))
-    sums = np.empty((G, len(rs), nb))  # the decode's seconds, summed over its n contexts (`decode_sum`)
-    per_s = np.empty(G)  # GPU-seconds per second of a batch's life
-    draft_sums = {name: np.empty((G, nb)) for name in draft_models}
-    mtp_c = np.full((G, nb), np.nan)
-    weight_b, kv_b, pre_kv_b, avail = np.empty(G), np.empty(G), np.empty(G), np.empty(G)
-    extra_w, extra_kv = np.zeros((G, nv, 1)), np.zeros((G, nv, 1))
-    ws, pre_ws = np.empty((G, nv, nb)), np.empty((G, nb))
+    ttft = np.empty((ng, nb))
+    sums = np.empty((ng, len(rs), nb))  # the decode's seconds, summed over its `steps` contexts (`decode_sum`)
+    per_s = np.empty(ng)  # GPU-seconds per second of a batch's life
+    draft_sums = {name: np.empty((ng, nb)) for name in draft_models}
+    mtp_c = np.full((ng, nb), np.nan)
+    weight_b, kv_b, pre_kv_b, avail = np.empty(ng), np.empty(ng), np.empty(ng), np.empty(ng)
+    extra_w, extra_kv = np.zeros((ng, nv, 1)), np.zeros((ng, nv, 1))
+    ws, pre_ws = np.empty((ng, nv, nb)), np.empty((ng, nb))
 
     verify_rows = np.asarray(rs, dtype=float)[:, None] * batches  # (r, B): r rows per sequence
 
     for gi, grp in enumerate(groups):
-        gpu, dep, w = grp.gpu, grp.deployment.following(profile), grp.weights  # fits on the profile's memory
-        key = (gpu.name, w.name, dep.kv_dtype)
+        gpu, dep, weights = grp.gpu, grp.deployment.following(profile), grp.weights  # fits on the profile's memory
+        key = (gpu.name, weights.name, dep.kv_dtype)
         if key not in base_costs:  # one GPU's coefficients; the deployment's share is `deployed_cost`'s
-            base_costs[key] = PassCost.from_specs(model, gpu, profile, w, dep.kv_bytes_per_element)
-        cost = deployed_cost(base_costs[key], model, gpu, w, dep)  # = `deployed_pass_cost`
+            base_costs[key] = PassCost.from_specs(model, gpu, profile, weights, dep.kv_bytes_per_element)
+        cost = deployed_cost(base_costs[key], model, gpu, weights, dep)  # = `deployed_pass_cost`
         ttft[gi] = _full(prefill_s(cost, batches, isl, None, count_kv)[0]  # the request's prefill, + the engine's
                          + profile.ttft_overhead_s, (nb,))  # time to first token beyond it, as `request`
-        sums[gi] = decode_sum(cost, verify_rows, batches, isl, n, count_kv=count_kv)
+        sums[gi] = decode_sum(cost, verify_rows, batches, isl, steps, count_kv=count_kv)
         per_s[gi] = gpu_seconds(1.0, dep)  # GPU-seconds are linear in seconds
         if mtp.any():
             from llm_cost.speculative.mtp import mtp_step_time
@@ -166,20 +166,20 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
             plain = cost.step(batches, batches, 0.0, count_kv=count_kv).step_time_s
             mtp_c[gi] = mtp_step_time(model, gpu, profile, batch=batches, deployment=dep).step_time_s / plain
             # speculating with MTP loads its layers (weights and their K/V), as a draft model's
-            extra_w[gi, mtp], extra_kv[gi, mtp] = mtp_memory(model, w, dep, context=isl + osl - 1)
+            extra_w[gi, mtp], extra_kv[gi, mtp] = mtp_memory(model, weights, dep, context=isl + osl - 1)
         for name, (draft, at) in draft_models.items():
             on = draft_deployment_for(draft, dep)
             dcost = deployed_pass_cost(draft, gpu, profile, BF16, on)
-            draft_sums[name][gi] = decode_sum(dcost, batches, batches, isl, n, count_kv=count_kv)
+            draft_sums[name][gi] = decode_sum(dcost, batches, batches, isl, steps, count_kv=count_kv)
             own = _draft_fit(draft, gpu, on, context=isl + osl - 1, fits_of=fits_of)
             extra_w[gi, at], extra_kv[gi, at] = own.weight_bytes, own.kv_bytes
         weight_b[gi], kv_b[gi], pre_kv_b[gi], avail[gi], (ws[gi], pre_ws[gi]) = _group_fit(
-            model, gpu, dep, w, space=space, variants=variants, isl=isl, osl=osl, fits_of=fits_of,
+            model, gpu, dep, weights, space=space, variants=variants, isl=isl, osl=osl, fits_of=fits_of,
             available_of=available_of, workspaces=workspaces)
 
     base = sums[:, r_index[1]]
     draft_sum = c_of[None, :, None] * base[:, None, :]  # t_draft = c T(B) (0 without speculation: gamma 0)
-    cs = np.broadcast_to(np.where(c_set, c_of, np.nan)[None, :, None], (G, nv, nb)).copy()
+    cs = np.broadcast_to(np.where(c_set, c_of, np.nan)[None, :, None], (ng, nv, nb)).copy()
     if mtp.any():
         draft_sum[:, mtp] = (mtp_c * base)[:, None, :]
         cs[:, mtp] = mtp_c[:, None, :]
@@ -203,19 +203,20 @@ def _variant_columns(variants: tuple[Variant, ...], r_index: dict) -> tuple:
     (1 - alpha^(gamma + 1)) / (1 - alpha)), gamma, the index of its rows per sequence in `r_index`,
     whether its draft cost c is given (a draft without a model), that c (0 otherwise), whether it is
     MTP; and the draft models, {name: (spec, mask of its variants)}."""
-    e_of = np.array([1.0 if v.kind == "none" else float(expected_tokens_unchecked(np.array(v.alpha),
-                                                                                  np.array(float(v.gamma))))
-                     for v in variants])
-    gam = np.array([float(v.gamma) for v in variants])
-    rix = np.array([r_index[v.rows_per_sequence] for v in variants])
-    c_set = np.array([v.kind == "draft" and v.draft is None for v in variants])
-    c_of = np.array([v.c if c_set[k] else 0.0 for k, v in enumerate(variants)])
-    mtp = np.array([v.kind == "mtp" for v in variants])
+    e_of = np.array([1.0 if variant.kind == "none" else float(expected_tokens_unchecked(
+                         np.array(variant.alpha), np.array(float(variant.gamma))))
+                     for variant in variants])
+    gam = np.array([float(variant.gamma) for variant in variants])
+    rix = np.array([r_index[variant.rows_per_sequence] for variant in variants])
+    c_set = np.array([variant.kind == "draft" and variant.draft is None for variant in variants])
+    c_of = np.array([variant.c if c_set[index] else 0.0 for index, variant in enumerate(variants)])
+    mtp = np.array([variant.kind == "mtp" for variant in variants])
     draft_models = {}  # name -> (spec, mask of its variants)
-    for k, v in enumerate(variants):
-        if v.draft is not None:
-            spec, at = draft_models.setdefault(v.draft.name, (v.draft, np.zeros(len(variants), dtype=bool)))
-            at[k] = True
+    for index, variant in enumerate(variants):
+        if variant.draft is not None:
+            spec, at = draft_models.setdefault(variant.draft.name,
+                                               (variant.draft, np.zeros(len(variants), dtype=bool)))
+            at[index] = True
     return e_of, gam, rix, c_set, c_of, mtp, draft_models
 
 
@@ -232,31 +233,33 @@ def _draft_fit(draft, gpu, on, *, context: int, fits_of: dict):
 def _held_sequences(groups, batches):
     """(group, batch): the sequences whose K/V one GPU holds, in units of the group's average share
     (`Deployment.attention_batch`: the batch, or under dp-attention the busiest rank's ceil(B / dp) x dp)."""
-    dp = np.array([g.deployment.attention_dp for g in groups], dtype=float)[:, None]
+    dp = np.array([group.deployment.attention_dp for group in groups], dtype=float)[:, None]
     return np.ceil(batches[None, :] / dp) * dp
 
 
-def _group_fit(model, gpu, dep, w, *, space: PlanSpace, variants, isl: int, osl: int, fits_of: dict,
+def _group_fit(model, gpu, dep, weights, *, space: PlanSpace, variants, isl: int, osl: int, fits_of: dict,
                available_of: dict, workspaces: dict) -> tuple:
     """One group's fit terms, bytes: (weights, K/V of ISL + OSL - 1 tokens per sequence, K/V of the
     prefill per sequence, memory available on the chip, (workspace per variant and batch, the
     prefill's per batch)). Weights and K/V depend on the split, not the chip; the memory on the chip;
     the workspace is the larger of the prefill's and the (verification) step's. Cached in the dicts."""
-    split = (dep.tp, dep.pp, dep.ep, dep.dp_attention, w.name, dep.kv_dtype)
+    split = (dep.tp, dep.pp, dep.ep, dep.dp_attention, weights.name, dep.kv_dtype)
     if split not in fits_of:
-        fits_of[split] = (deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1, context=isl + osl - 1),
-                          deployment_fit(model, gpu, dep, weights=w, rows=isl, batch=1, context=0))
+        fits_of[split] = (deployment_fit(model, gpu, dep, weights=weights, rows=1, batch=1, context=isl + osl - 1),
+                          deployment_fit(model, gpu, dep, weights=weights, rows=isl, batch=1, context=0))
     end_fit, pre_fit = fits_of[split]
     one = dep.attention_batch(1)  # data-parallel attention: the fit at batch 1 holds dp x the average share
     if gpu.name not in available_of:
-        available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=w, rows=1, batch=1,
+        available_of[gpu.name] = deployment_fit(model, gpu, dep, weights=weights, rows=1, batch=1,
                                                 context=0).available_bytes
     at = (dep.attention_tp, dep.attention_dp)
     if at not in workspaces:  # the larger workspace of the prefill and the (verification) step
         tp, dp = at  # under dp-attention the busiest rank's ceil(b / dp) sequences, whole
-        pre = [workspace_bytes(model, -(-b // dp) * isl, -(-b // dp), tp) for b in space.batches]
-        workspaces[at] = (np.array([[max(p, workspace_bytes(model, -(-b // dp) * v.rows_per_sequence, -(-b // dp), tp))
-                                     for b, p in zip(space.batches, pre)] for v in variants]), np.array(pre))
+        pre = [workspace_bytes(model, -(-batch // dp) * isl, -(-batch // dp), tp) for batch in space.batches]
+        workspaces[at] = (np.array([[max(prefill, workspace_bytes(model, -(-batch // dp) * variant.rows_per_sequence,
+                                                                  -(-batch // dp), tp))
+                                     for batch, prefill in zip(space.batches, pre)] for variant in variants]),
+                          np.array(pre))
     return (end_fit.weight_bytes, end_fit.kv_bytes / one, pre_fit.kv_bytes / one, available_of[gpu.name],
             workspaces[at])
 
@@ -265,12 +268,12 @@ def _flat_grid(space: PlanSpace, variants, profile: Profile, *, isl: int, osl: i
                needed, avail, per_s, per_gpu, pre_fits) -> Grid:
     """The (group, variant, batch) arrays flattened into a `Grid`; the deployment's tokens per second
     are one GPU's times its GPUs."""
-    G, nv, nb = decode.shape
+    ng, nv, nb = decode.shape
     b3 = np.asarray(space.batches, dtype=float)[None, None, :]
-    total_gpus = np.array([g.deployment.total_gpus for g in space.groups])
-    shape = (G, nv, nb)
+    total_gpus = np.array([group.deployment.total_gpus for group in space.groups])
+    shape = (ng, nv, nb)
     cat = {
-        "group": np.broadcast_to(np.arange(G)[:, None, None], shape).ravel(),
+        "group": np.broadcast_to(np.arange(ng)[:, None, None], shape).ravel(),
         "variant": np.broadcast_to(np.arange(nv)[None, :, None], shape).ravel(),
         "batch": np.broadcast_to(b3, shape).ravel(),
         "ttft": np.broadcast_to(ttft[:, None, :], shape).ravel(),

@@ -82,7 +82,7 @@ class PlanSpace:
     @property
     def variants(self) -> int:
         """Speculation variants per batch: none, plus one per (option, gamma)."""
-        return 1 + sum(len(s.gammas) for s in self.speculation)
+        return 1 + sum(len(option.gammas) for option in self.speculation)
 
     @property
     def size(self) -> int:
@@ -92,10 +92,10 @@ class PlanSpace:
 
 def powers_of_two(limit: int) -> tuple[int, ...]:
     """1, 2, 4, ... up to `limit`."""
-    out, k = [], 1
-    while k <= limit:
-        out.append(k)
-        k *= 2
+    out, power = [], 1
+    while power <= limit:
+        out.append(power)
+        power *= 2
     return tuple(out)
 
 
@@ -128,21 +128,23 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     pps = tuple(check_all("pps", pps, low=1, high=MAX_DEGREE, integer=True)) if pps else powers_of_two(budget)
     if eps:
         eps = tuple(check_all("eps", eps, low=1, high=MAX_DEGREE, integer=True))
-        if any(e > 1 for e in eps) and not model.is_moe:
+        if any(degree > 1 for degree in eps) and not model.is_moe:
             raise InvalidValueError(f"eps: expert parallelism needs routed experts; {model.name} has none",
                                     params=("eps",))
     # formats or their names (any case), each once
-    formats = list(dict.fromkeys(w if isinstance(w, WeightFormat) else weight_format(str(w).lower()) for w in weights))
+    formats = list(dict.fromkeys(fmt if isinstance(fmt, WeightFormat) else weight_format(str(fmt).lower())
+                                 for fmt in weights))
     if not formats:
         raise InvalidValueError("weights: give at least one weight format", params=("weights",))
-    kvs = tuple(dict.fromkeys(check_choice("kv_dtype", str(k).lower(), tuple(KV_DTYPES)) for k in kv_dtypes))
+    kvs = tuple(dict.fromkeys(check_choice("kv_dtype", str(dtype).lower(), tuple(KV_DTYPES)) for dtype in kv_dtypes))
     if not kvs:
         raise InvalidValueError("kv_dtype: give at least one KV dtype", params=("kv_dtype",))
-    batches = tuple(sorted(set(int(b) for b in check_all("batches", batches, low=1, high=1e9, integer=True))))
+    batches = tuple(sorted(set(int(batch)
+                               for batch in check_all("batches", batches, low=1, high=1e9, integer=True))))
     if not batches:
         raise InvalidValueError("batches: give at least one batch", params=("batches",))
     speculation = tuple(speculation)
-    variants = 1 + sum(len(s.gammas) for s in speculation)
+    variants = 1 + sum(len(option.gammas) for option in speculation)
     per_group = len(batches) * variants
     from llm_cost.parallel import check_deployment
 
@@ -154,7 +156,7 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                 if tp * pp > budget:
                     continue
                 replicas = budget // (tp * pp)
-                for ep, w, kv in product(_eps(model, tp, eps), formats, kvs):
+                for ep, fmt, kv in product(_eps(model, tp, eps), formats, kvs):
                     deployment = Deployment(tp=tp, pp=pp, ep=ep, gpus=replicas * tp * pp, kv_dtype=kv, **extra)
                     try:
                         check_deployment(model, gpu, deployment)
@@ -164,12 +166,12 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
                     except InvalidValueError:
                         left_out["split"] += per_group
                         continue
-                    if not w.checkpoint and gpu.compute_precision(w.compute) != w.compute:
+                    if not fmt.checkpoint and gpu.compute_precision(fmt.compute) != fmt.compute:
                         left_out["format"] += per_group
                         continue
-                    groups.append(Group(gpu, deployment, w))
+                    groups.append(Group(gpu, deployment, fmt))
                     if dp_attention and tp > 1 and ep > 1 and ep % tp == 0:
-                        groups.append(Group(gpu, replace(deployment, dp_attention=True), w))
+                        groups.append(Group(gpu, replace(deployment, dp_attention=True), fmt))
     return PlanSpace(model=model, budget=budget, groups=tuple(groups), batches=batches, speculation=speculation,
                      left_out=left_out)
 
@@ -182,11 +184,11 @@ def check_drafts(speculation, gpu, deployment: Deployment, *, given=()) -> None:
     from llm_cost.parallel import check_deployment
     from llm_cost.speculative.fit import draft_deployment_for
 
-    for draft in dict.fromkeys(s.draft for s in speculation if s.draft is not None):
+    for draft in dict.fromkeys(option.draft for option in speculation if option.draft is not None):
         try:
             check_deployment(draft, gpu, draft_deployment_for(draft, deployment))
         except InvalidValueError as err:
-            if any(p in given for p in err.params):
+            if any(param in given for param in err.params):
                 message = str(err).replace("the model's", f"the draft {draft.name}'s")
                 if message == str(err):
                     message += f" (for the draft {draft.name}, on the target's split)"
@@ -201,6 +203,6 @@ class SplitRefused(InvalidValueError):
 def _eps(model: ModelSpec, tp: int, eps) -> tuple:
     """The expert-parallel degrees searched at `tp`: the given ones, else 1 and tp for a MoE model."""
     if eps:
-        return tuple(dict.fromkeys(int(e) for e in eps))
+        return tuple(dict.fromkeys(int(degree) for degree in eps))
     return tuple(dict.fromkeys((1, tp))) if model.is_moe else (1,)
 

@@ -48,12 +48,12 @@ def sweep(model, gpu, profile, *, rate_req_per_s=None, concurrency=None, request
     recipe = WorkloadRecipe(requests=requests, rate_req_per_s=rate_req_per_s, concurrency=concurrency, prompt=prompt,
                             output=output, seed=seed)
     # a format or its name: the rows and each point's seed (from its key) say the name either way
-    points = list(itertools.product(batch, tp, [as_weights(w).name for w in weights], kv_dtype))
+    points = list(itertools.product(batch, tp, [as_weights(fmt).name for fmt in weights], kv_dtype))
     tasks = []
-    for b, t, w, kv in points:
-        key = f"{spec.name} {acc.name} batch {b} tp {t} {w} kv {kv}"
-        cand = Candidate(key, spec, acc, prof, Deployment(tp=int(t), kv_dtype=kv), as_weights(w), int(b))
+    for size, degree, fmt, kv in points:
+        key = f"{spec.name} {acc.name} batch {size} tp {degree} {fmt} kv {kv}"
+        cand = Candidate(key, spec, acc, prof, Deployment(tp=int(degree), kv_dtype=kv), as_weights(fmt), int(size))
         tasks.append(ServeTask(cand, recipe, ttft_s, tpot_s, slo_stat))
     served = verify(tasks, jobs=jobs, ray=ray)
-    return [{"batch": int(b), "tp": int(t), "weights": str(w), "kv_dtype": str(kv), **s}
-            for (b, t, w, kv), s in zip(points, served)]
+    return [{"batch": int(size), "tp": int(degree), "weights": str(fmt), "kv_dtype": str(kv), **figures}
+            for (size, degree, fmt, kv), figures in zip(points, served)]

@@ -182,12 +182,12 @@ class ServeSettings:
             return
         from llm_cost.specs.engines import engine as named
 
-        e = named(self.engine)
-        if not e.continuous:
-            raise InvalidValueError(f"engine {e.name} runs static batches only: verify serves iteration-level "
+        spec = named(self.engine)
+        if not spec.continuous:
+            raise InvalidValueError(f"engine {spec.name} runs static batches only: verify serves iteration-level "
                                     "batching (the plan's rows are its static batches already)", params=("engine",))
-        if not e.paged and (self.prefix_caching or self.kv_offload_bytes):
-            raise InvalidValueError(f"prefix_caching and kv_offload_bytes need paged K/V: engine {e.name} keeps "
+        if not spec.paged and (self.prefix_caching or self.kv_offload_bytes):
+            raise InvalidValueError(f"prefix_caching and kv_offload_bytes need paged K/V: engine {spec.name} keeps "
                                     "each sequence's K/V contiguous", params=("prefix_caching", "kv_offload_bytes",
                                                                               "engine"))
 
@@ -201,9 +201,9 @@ class ServeSettings:
             return out
         from llm_cost.specs.engines import engine as named
 
-        e = named(self.engine)
-        out["prefill_chunk"] = e.budget(gpu)[0] if e.chunked_prefill else None
-        return {**out, "block_size": e.kv_block_tokens} if e.paged else {**out, "reservation": "max_len"}
+        spec = named(self.engine)
+        out["prefill_chunk"] = spec.budget(gpu)[0] if spec.chunked_prefill else None
+        return {**out, "block_size": spec.kv_block_tokens} if spec.paged else {**out, "reservation": "max_len"}
 
 
 @dataclass(frozen=True)
@@ -230,27 +230,27 @@ class SplitCandidate:
 
 def _candidate(grid, i: int, key: str) -> Candidate:
     """Grid configuration `i` as a candidate named `key`."""
-    grp, v = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
-    c = float(grid.c[i])
+    grp, variant = grid.space.groups[grid.group[i]], grid.variants[grid.variant[i]]
+    cost = float(grid.c[i])
     return Candidate(key, grid.space.model, grp.gpu, grid.profile, grp.deployment, grp.weights, int(grid.batch[i]),
-                     gamma=int(v.gamma or 0) if v.kind != "none" else 0, alpha=float(v.alpha or 0.0),
-                     c=0.0 if math.isnan(c) else c)
+                     gamma=int(variant.gamma or 0) if variant.kind != "none" else 0,
+                     alpha=float(variant.alpha or 0.0), c=0.0 if math.isnan(cost) else cost)
 
 
 def candidates_of(result, rows: list[dict], n: int) -> list[Candidate]:
     """The first `n` rows of a `Plan`'s frontier (`plan_rows` order) as candidates."""
-    return [_candidate(result.grid, int(i), row["request_args"]) for i, row in zip(result.frontier[:n], rows[:n])]
+    return [_candidate(result.grid, int(at), row["request_args"]) for at, row in zip(result.frontier[:n], rows[:n])]
 
 
 def split_candidates(grid, splits, rows: list[dict]) -> list[SplitCandidate]:
     """The disaggregated splits (`best_split`, with their `disaggregated_rows`) as candidates, each pool
     its planned configuration: the prefill pool's GPUs in replicas of its split, the decode pool's in its."""
     out = []
-    for d, row in zip(splits, rows):
+    for split, row in zip(splits, rows):
         key = f"{row['prefill_request_args']} | {row['decode_request_args']}"
-        dec, pre = _candidate(grid, d.decode, key), _candidate(grid, d.prefill, key)
-        n_pre = max(1, d.prefill_gpus // pre.deployment.gpus_per_replica)
-        out.append(SplitCandidate(dec, n_pre, d.decode_gpus // dec.deployment.gpus_per_replica, "", prefill=pre))
+        dec, pre = _candidate(grid, split.decode, key), _candidate(grid, split.prefill, key)
+        n_pre = max(1, split.prefill_gpus // pre.deployment.gpus_per_replica)
+        out.append(SplitCandidate(dec, n_pre, split.decode_gpus // dec.deployment.gpus_per_replica, "", prefill=pre))
     return out
 
 
@@ -280,8 +280,8 @@ def served_fields(r, wl, task: ServeTask, gpus: int) -> dict:
     stat, requests = task.slo_stat, len(wl)
     arrivals = wl.arrival_s
     ttft, tpot = r.percentile_s("ttft", stat), r.percentile_s("tpot", stat)
-    meets = r.finished == requests and all(t is None or (not math.isnan(v) and v <= t)
-                                           for v, t in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
+    meets = r.finished == requests and all(limit is None or (not math.isnan(value) and value <= limit)
+                                           for value, limit in ((ttft, task.ttft_s), (tpot, task.tpot_s)))
     good = r.goodput_req_per_s(ttft_s=task.ttft_s, tpot_s=task.tpot_s)
     return {"served": True, "serve_note": "", f"served_ttft_{stat}_s": ttft, f"served_tpot_{stat}_s": tpot,
             "served_throughput_req_per_s_per_gpu": r.throughput_req_per_s / gpus,
@@ -303,10 +303,10 @@ def serve_task(task: ServeTask) -> dict:
     replica, config = replica_and_config(cand, task.settings)
     wl = task.workload.for_replicas(cand.deployment.replicas)
     try:
-        r = serve(wl, replica, config)
+        result = serve(wl, replica, config)
     except InvalidValueError as err:  # a request longer than the replica holds: it cannot serve this load
         return _not_served(str(err))
-    return served_fields(r, wl, task, cand.deployment.gpus_per_replica)
+    return served_fields(result, wl, task, cand.deployment.gpus_per_replica)
 
 
 def serve_split(task: ServeTask) -> dict:
@@ -324,13 +324,13 @@ def serve_split(task: ServeTask) -> dict:
         replica, config = replica_and_config(pre, task.settings)
         decode_replica, decode_config = replica_and_config(cand, task.settings)
         bw, lat = handoff_link(cand.gpu, gpus)
-        d = serve_disaggregated(wl, replica, config, prefill=n_pre, decode=n_dec, link_bytes_per_s=bw,
+        result = serve_disaggregated(wl, replica, config, prefill=n_pre, decode=n_dec, link_bytes_per_s=bw,
                                 link_latency_s=lat, decode_replica=decode_replica, decode_config=decode_config)
     except InvalidValueError as err:  # a closed loop, a request longer than the replica holds, no link
         return {**_not_served(str(err)), "prefill_replicas": n_pre, "decode_replicas": n_dec, "served_gpus": gpus}
-    out = served_fields(d.served, wl, task, gpus)
+    out = served_fields(result.served, wl, task, gpus)
     out.update({"serve_note": split.simplified, "prefill_replicas": n_pre, "decode_replicas": n_dec,
-                "served_gpus": gpus, "transfer_mean_s": d.transfer_mean_s})
+                "served_gpus": gpus, "transfer_mean_s": result.transfer_mean_s})
     return out
 
 
@@ -338,9 +338,9 @@ def verify(tasks: list[ServeTask], *, jobs: int | None = 1, ray: str | None = No
     """Serve every task through the executor (`executor.run_tasks`); results in task order."""
     from llm_cost.executor import run_tasks
 
-    for t in tasks:
-        check_choice("slo_stat", t.slo_stat, SLO_STATS)
-    weights = [task_weight(t) for t in tasks]
+    for task in tasks:
+        check_choice("slo_stat", task.slo_stat, SLO_STATS)
+    weights = [task_weight(task) for task in tasks]
     return run_tasks(serve_task, tasks, jobs=jobs, ray=ray, on_done=weighted_progress(on_done, weights),
                      weights=weights)
 
@@ -358,10 +358,10 @@ def weighted_progress(on_done, weights: list[float]):
     if on_done is None:
         return None
     done = [0.0]
-    for w in sorted(weights, reverse=True):
-        done.append(done[-1] + w)
+    for weight in sorted(weights, reverse=True):
+        done.append(done[-1] + weight)
     total = done[-1]
-    return lambda k, _count: on_done(done[min(k, len(weights))], total, count=k)
+    return lambda finished, _count: on_done(done[min(finished, len(weights))], total, count=finished)
 
 
 # CPU seconds per 20,000 requests (Llama-3-8B on H100, ISL 1024, OSL 128, bench/bench_verify.py, 2026-12-02):
@@ -394,5 +394,5 @@ def served_ranking(served: list[dict]) -> list[int]:
     """Indices of `served` best first: meeting the SLO at the percentile first, then goodput per GPU
     (higher first, to 4 significant digits: a run's span differs by a few iterations between equally
     good rows), ties by the analytic order."""
-    return sorted(range(len(served)), key=lambda k: (not served[k]["meets_served_slo"],
-                                                     -float(f"{served[k]['goodput_req_per_s_per_gpu']:.4g}"), k))
+    return sorted(range(len(served)), key=lambda at: (not served[at]["meets_served_slo"],
+                                                      -float(f"{served[at]['goodput_req_per_s_per_gpu']:.4g}"), at))

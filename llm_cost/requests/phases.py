@@ -66,16 +66,16 @@ def prefill_s(cost: PassCost, batch: int, isl: int, chunk: int | None, count_kv:
     total = comm = 0.0
     passes, done, bound = 0, 0, "memory"
     while done < isl:
-        n = min(chunk, isl - done)
-        t = cost.step(batch * n, batch, done, count_kv=count_kv)
-        total, comm, bound = total + t.step_time_s, comm + t.comm_time_s, t.bound
-        done, passes = done + n, passes + 1
+        tokens = min(chunk, isl - done)
+        step = cost.step(batch * tokens, batch, done, count_kv=count_kv)
+        total, comm, bound = total + step.step_time_s, comm + step.comm_time_s, step.bound
+        done, passes = done + tokens, passes + 1
     return total, comm, passes, bound
 
 
 @check_arguments(m0=TIME, m1=TIME, c0=TIME, c1=TIME, n=Number(1, MAX_COUNT, integer=True), arrays=("m0", "m1", "c0", "c1"))
 def sum_of_max(m0, m1, c0, c1, n: int):
-    r"""Sum over j = 0 .. n - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
+    r"""Sum over j = 0 .. `n` - 1 of max(M_j, C_j) for M and C linear in j, given at j = 0 and n - 1.
 
     D = M - C is linear, so the points where M is the larger are a prefix (D falling) or a suffix
     (D rising) of the n; each part is an arithmetic series:
@@ -89,7 +89,7 @@ def sum_of_max(m0, m1, c0, c1, n: int):
     """
     import numpy as np
 
-    m0, m1, c0, c1 = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (m0, m1, c0, c1)))
+    m0, m1, c0, c1 = np.broadcast_arrays(*(np.asarray(value, dtype=float) for value in (m0, m1, c0, c1)))
     if n == 1:
         return np.maximum(m0, c0)
     dm, dc = (m1 - m0) / (n - 1), (c1 - c0) / (n - 1)
@@ -101,11 +101,11 @@ def sum_of_max(m0, m1, c0, c1, n: int):
     prefix = np.where(falling, np.clip(np.floor(cross) + 1, 0, n), np.where(rising, 0, np.where(d0 >= 0, n, 0)))
     suffix = np.where(rising, np.clip(n - np.ceil(cross), 0, n), 0)
 
-    def head(l0, dl, k):  # j in [0, k)
-        return k * l0 + dl * (k - 1) * k / 2
+    def head(l0, dl, count):  # j in [0, count)
+        return count * l0 + dl * (count - 1) * count / 2
 
-    def tail(l0, dl, k):  # j in [n - k, n)
-        return k * l0 + dl * k * (2 * n - k - 1) / 2
+    def tail(l0, dl, count):  # j in [n - count, n)
+        return count * l0 + dl * count * (2 * n - count - 1) / 2
 
     all_c = head(c0, dc, n)
     memory = head(m0, dm, prefix) + tail(m0, dm, suffix)
@@ -145,12 +145,12 @@ def decode_sum(cost: PassCost, rows, batch, isl: int, steps: int, *, count_kv: b
         total = np.zeros(shape)
         for lo in range(0, steps, BLOCK_STEPS):
             contexts = isl + np.arange(lo, min(steps, lo + BLOCK_STEPS), dtype=float)
-            t = cost.step(rows[..., None], batch[..., None], contexts, count_kv=count_kv)
-            total = total + np.broadcast_to(t.step_time_s, shape + contexts.shape).sum(axis=-1)
+            step = cost.step(rows[..., None], batch[..., None], contexts, count_kv=count_kv)
+            total = total + np.broadcast_to(step.step_time_s, shape + contexts.shape).sum(axis=-1)
         return total
     ends = np.array([isl, isl + steps - 1], dtype=float).reshape((2,) + (1,) * len(shape))
-    t = cost.step(rows, batch, ends, count_kv=count_kv)
-    memory, compute, total = (np.broadcast_to(x, (2,) + shape) for x in (t.memory_time_s, t.compute_time_s, t.step_time_s))
+    step = cost.step(rows, batch, ends, count_kv=count_kv)
+    memory, compute, total = (np.broadcast_to(value, (2,) + shape) for value in (step.memory_time_s, step.compute_time_s, step.step_time_s))
     longest = sum_of_max(memory[0], memory[1], compute[0], compute[1], steps)
     return steps * total[0] + cost.stages * (longest - steps * np.maximum(memory[0], compute[0]))
 

@@ -233,13 +233,13 @@ def _speculative_decode(ph: Phases, model, gpu, profile, weights, deployment, sp
     total, first = 0.0, None
     for lo in range(0, osl - 1, BLOCK_STEPS):  # blocks: memory stays bounded whatever OSL (phases' doc)
         contexts = isl + np.arange(lo, min(osl - 1, lo + BLOCK_STEPS), dtype=float)
-        r = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
+        speedup = roofline_speedup(model, gpu, profile, alpha=spec.alpha, gamma=spec.gamma, batch=batch, c=spec.c,
                              draft=spec.draft, draft_profile=spec.draft_profile, context=contexts,
                              weights=weights, deployment=deployment)
-        per_token = np.broadcast_to(np.asarray(r.round_s) / np.asarray(r.expected_tokens), contexts.shape)
+        per_token = np.broadcast_to(np.asarray(speedup.round_s) / np.asarray(speedup.expected_tokens), contexts.shape)
         total += float(np.sum(per_token))
         first = float(per_token[0]) if first is None else first
-    expected = float(np.asarray(r.expected_tokens).flat[0])
+    expected = float(np.asarray(speedup.expected_tokens).flat[0])
     return (Phases(ph.prefill_s, ph.prefill_comm_time_s, ph.prefill_passes, total, first, float(per_token[-1]),
                    ph.decode_comm_time_s, ph.prefill_bound,
-                   "compute" if bool(np.asarray(r.verify_compute_bound).flat[-1]) else "memory"), expected)
+                   "compute" if bool(np.asarray(speedup.verify_compute_bound).flat[-1]) else "memory"), expected)

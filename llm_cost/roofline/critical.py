@@ -64,7 +64,8 @@ def ridge_point(gpu: Accelerator | str, profile: Profile | str, compute: str = "
 
 @check_arguments(f=None, low=Number(0, 1e300), high=Number(0, 1e300))
 def first_crossing(f, low: float, high: float) -> float:
-    r"""Smallest x in [low, high] with f(x) >= 0 (f may dip before it rises): scan, then bisect.
+    r"""Smallest `x` in [low, high] where the function `f` of `x` is >= 0 (it may dip before it
+    rises): scan, then bisect.
 
     inf when f stays negative up to `high`. The scan steps x -> 1.25 x + 1 (geometric, so a
     crossing near 1e12 takes ~120 steps); the bisection stops at a relative width of 1e-9.
@@ -119,13 +120,13 @@ def _compute_minus_memory(cost: PassCost, count_kv: bool, *, rows_per_sequence=N
                           context: float):
     """compute_s - memory_s of a uniform pass, as a function of rows (fixed batch) or of batch."""
     if rows_per_sequence is None:
-        def gap(m: float) -> float:
-            t = cost.step(m, batch, context, count_kv=count_kv)
-            return t.compute_time_s - t.memory_time_s
+        def gap(rows: float) -> float:
+            time = cost.step(rows, batch, context, count_kv=count_kv)
+            return time.compute_time_s - time.memory_time_s
     else:
-        def gap(b: float) -> float:
-            t = cost.step(b * rows_per_sequence, b, context, count_kv=count_kv)
-            return t.compute_time_s - t.memory_time_s
+        def gap(sequences: float) -> float:
+            time = cost.step(sequences * rows_per_sequence, sequences, context, count_kv=count_kv)
+            return time.compute_time_s - time.memory_time_s
     return gap
 
 

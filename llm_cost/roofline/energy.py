@@ -119,6 +119,6 @@ def phase_joules(gpu_seconds: float, comm_fraction: float, bound: str, gpu, stag
 def add_energy_usd(rows: list, usd_per_kwh: float) -> None:
     """Set each row's usd_per_million_tokens_energy from its joules_per_token (None stays None)."""
     check_number("usd_per_kwh", usd_per_kwh, low=0, high=1e3)
-    for r in rows:
-        j = r.get("joules_per_token")
-        r["usd_per_million_tokens_energy"] = None if j is None else energy_usd(j * 1e6, usd_per_kwh)
+    for row in rows:
+        joules = row.get("joules_per_token")
+        row["usd_per_million_tokens_energy"] = None if joules is None else energy_usd(joules * 1e6, usd_per_kwh)

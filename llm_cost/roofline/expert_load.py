@@ -21,7 +21,9 @@ busiest of ep is about mu + sigma z_ep (z_ep: the expected largest of ep standar
 approximation Phi^-1((ep - 0.375) / (ep + 0.25)); 1.43 for ep 8, exactly 1.424), kept within [max(mu, 1), m c].
 The factor E[max X] / mu multiplies the routed experts' share of a row's FLOPs.
 
-Both are 1 (the average GPU) when ep is 1: experts sharded over tp have no imbalance.
+Both are 1 (the average GPU) when ep is 1: experts sharded over tp have no imbalance. In the code
+`n` is N, `k` top-k, `g`, `p` and `c` as above, `q` = 1 - p (or the pairs' k / (ep c)) and `j` the
+sum's index.
 Numbers or numpy arrays of m (broadcast); nothing is checked.
 """
 
@@ -34,7 +36,7 @@ from llm_cost.roofline.pass_terms import clip_to
 
 
 def largest_normal_z(n: int) -> float:
-    """E[max of n standard normals], Blom (1958): Phi^-1((n - 0.375) / (n + 0.25)); 0 for n = 1.
+    """E[max of `n` standard normals], Blom (1958): Phi^-1((n - 0.375) / (n + 0.25)); 0 for n = 1.
 
     >>> round(largest_normal_z(8), 2), round(largest_normal_z(2), 2)
     (1.43, 0.59)
@@ -84,7 +86,7 @@ def busiest_gpu_pairs_factor(num_experts: int, experts_per_token: int, rows, ep:
 
 
 def _larger(x, y):
-    """max(x, y) for a number or a numpy array x."""
+    """max(`x`, `y`) for a number or a numpy array `x`."""
     if isinstance(x, (int, float)):
         return x if x > y else y
     import numpy as np

@@ -46,7 +46,8 @@ class InlineTerms(NamedTuple):
 
         Both terms are linear in S: compute - (1 - margin) memory = a S + b(n) <= 0 from S = -b / a on
         when a < 0 (K/V read outweighs attention arithmetic), everywhere when a, b <= 0; the margin
-        (`KEEP_MARGIN`) and one token more keep rounding from flipping the max."""
+        (`KEEP_MARGIN`) and one token more keep rounding from flipping the max. Symbols: `n`
+        sequences, `r` rows each, `w` weight bytes, `a` the slope and `b` the intercept in S."""
         w, kvb, bps, rf, pf, fps = self[:6]
         r, keep = rows_each, 1 - KEEP_MARGIN
         half = causal_pairs(r)

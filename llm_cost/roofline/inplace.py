@@ -8,12 +8,13 @@ import operator
 import sys
 
 OPERATORS = {"add": operator.add, "multiply": operator.mul, "true_divide": operator.truediv,
-              "maximum": lambda x, y: sys.modules["numpy"].maximum(x, y)}
+              "maximum": lambda left, right: sys.modules["numpy"].maximum(left, right)}
 
 
 def into(x, op: str, y):
-    """`x op y` (op: add, multiply, true_divide, maximum), written into `x` when `x` is a float64
-    array that already has the result's shape and dtype; `x` must be a temporary its caller made.
+    """`x op y` (op: add, multiply, true_divide, maximum; `x` and `y` its operands), written into `x`
+    when `x` is a float64 array that already has the result's shape and dtype; `x` must be a
+    temporary its caller made.
 
     The same ufunc on the same operands as the plain expression, so the same bits; numbers and
     other arrays get the plain expression (its result type included).
@@ -25,7 +26,7 @@ def into(x, op: str, y):
 
 
 def fits_result(np, x, y) -> bool:
-    """`x op y` has the float64 `x`'s shape and dtype."""
+    """`x op y` has the float64 `x`'s shape and dtype (`y` the other operand)."""
     if type(y) is float or type(y) is int:  # Python numbers take the array's dtype (NEP 50)
         return True
     shape, dtype = getattr(y, "shape", None), getattr(y, "dtype", None)

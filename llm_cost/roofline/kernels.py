@@ -144,10 +144,10 @@ def measured_context_attention(gpu_name: str, head_dim: int, gqa_group: float) -
     """The fitted prefill attention of `gpu_name` for `head_dim` (the table's nearest) and a GQA group
     (query heads per K/V head), or None when the GPU has no table."""
     table = _tables().get(gpu_name)
-    fits = [f for f in (table.get("context_attention", {}) if table else {}).values() if isinstance(f, dict)]
+    fits = [entry for entry in (table.get("context_attention", {}) if table else {}).values() if isinstance(entry, dict)]
     if not fits:
         return None
-    nearest = min({f["head_dim"] for f in fits}, key=lambda d: (abs(d - head_dim), d))
+    nearest = min({entry["head_dim"] for entry in fits}, key=lambda dim: (abs(dim - head_dim), dim))
     for fit in fits:
         if fit["head_dim"] == nearest and fit["gqa_group_min"] <= gqa_group <= fit["gqa_group_max"]:
             return AttentionCurve(fit["eta"], fit["row_pairs"], fit["median_ape"], fit["p90_ape"],
@@ -206,7 +206,7 @@ def measured_operators(model: ModelSpec, gpu: Accelerator, precision: str, bytes
         prefill = measured_context_attention(gpu.name, model.head_dim, group)
         decode = measured_decode_attention(gpu.name, group)
         bw, eta = (decode.efficiency if decode else None), 0.0
-        sources = [c.source for c in (decode, prefill) if c]
+        sources = [curve.source for curve in (decode, prefill) if curve]
     if bw is not None:
         from llm_cost.counts import attention_flops_per_context_token, kv_bytes_per_token
 

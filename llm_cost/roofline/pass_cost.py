@@ -159,7 +159,7 @@ class PassCost:
         compute, or a subclass that times a pass its own way). The one source of T's coefficients
         outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""
         cls = type(self)
-        if any(getattr(cls, m) is not getattr(PassCost, m) for m in _TIMING_METHODS):
+        if any(getattr(cls, method) is not getattr(PassCost, method) for method in _TIMING_METHODS):
             return None
         if (self.num_experts or self.ramped or self.kv_time_factor != 1.0 or self.attention_dp != 1
                 or self.attention_timed or self.overlap_comm):
@@ -185,7 +185,8 @@ class PassCost:
         rows / ramp(rows) = rows (rows + h) / (rows + r h), a MoE's expert share at ramp(m_e); under
         expert parallelism the expert share x the busiest GPU's pairs over the average's
         (`expert_load.busiest_gpu_pairs_factor`); `rows` itself without either. `dense_scale`: the busiest
-        attention rank's (`rank_scale`) under data-parallel attention."""
+        attention rank's (`rank_scale`) under data-parallel attention; `s` the experts' share of
+        row_flops."""
         if not (self.ramped or self.busiest):
             return rows * dense_scale if self.attention_dp != 1 else rows
         dense, experts = self.gemm_rows_parts(rows, dense_scale)
@@ -195,7 +196,8 @@ class PassCost:
     def gemm_rows_parts(self, rows, dense_scale=1.0):
         """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
         (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops); under data-parallel
-        attention the dense GEMMs are one rank's (rows x dense_scale, the ramp at that / dp rows)."""
+        attention the dense GEMMs are one rank's (rows x dense_scale, the ramp at that / dp rows).
+        Ramp symbols (module doc): `m` a GEMM's rows, `r` small_gemm_factor, `h` gemm_half_rows."""
         dense = experts = rows
         routed = rows * self.expert_rows_scale
         dp = self.attention_dp
@@ -347,8 +349,8 @@ class PassCost:
         result's storage; otherwise no input is modified.
         """
         if self.deployed or self.ramped or self.busiest or self.attention_dp != 1 or self.attention_timed:  # the plain path (not the hot loop)
-            t = self.step(rows, batch, context, count_kv=count_kv)
-            return (t.step_time_s, t.compute_time_s > t.memory_time_s) if with_bound else t.step_time_s
+            time = self.step(rows, batch, context, count_kv=count_kv)
+            return (time.step_time_s, time.compute_time_s > time.memory_time_s) if with_bound else time.step_time_s
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         memory = self.memory_s(rows, kv_tokens)  # a number, except for MoE or K/V
         del kv_tokens

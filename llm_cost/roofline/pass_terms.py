@@ -43,8 +43,8 @@ def gemm_precision(model: ModelSpec, weights: WeightFormat) -> str:
     """The precision the GEMMs run at: the format's (`WeightFormat.compute`), or for the model's own
     checkpoint format, fp8 when its config says FP8 (DeepSeek-V3's blocks are W8A8), else bf16."""
     if weights.checkpoint:
-        q = model.quantization
-        return "fp8" if q is not None and q.method == "fp8" else "bf16"
+        quantization = model.quantization
+        return "fp8" if quantization is not None and quantization.method == "fp8" else "bf16"
     return weights.compute
 
 
@@ -54,14 +54,14 @@ def weight_only(weights: WeightFormat) -> bool:
 
 
 def elementwise_max(x, y):
-    """numpy.maximum(x, y) (arrays)."""
+    """numpy.maximum(`x`, `y`) (arrays)."""
     import numpy as np
 
     return np.maximum(x, y)
 
 
 def _minimum(x, cap):
-    """min(x, cap): a number for numbers, numpy.minimum for arrays."""
+    """min(`x`, cap): a number for numbers, numpy.minimum for arrays."""
     if isinstance(x, (int, float)):
         return x if x < cap else cap
     import numpy as np
@@ -70,7 +70,7 @@ def _minimum(x, cap):
 
 
 def clip_to(x, low, high):
-    """low <= x <= high, x clipped: numbers or numpy arrays (broadcast)."""
+    """low <= `x` <= high, `x` clipped: numbers or numpy arrays (broadcast)."""
     if isinstance(x, (int, float)) and isinstance(high, (int, float)):
         return low if x < low else (high if x > high else x)
     import numpy as np
@@ -83,7 +83,7 @@ def windowed_pairs(new_rows, context, window):
     whose rows attend to at most `window` keys (themselves included).
 
     Row i (1..r) sees min(window, context + i) keys: the k = clip(window - context, 0, r) rows still
-    inside the window see context + i, the others `window`:
+    inside the window (`k`) see context + i, the others `window`:
     k ctx + k (k + 1) / 2 + (r - k) window. A window >= context + r gives `causal_pairs`.
     """
     k = clip_to(window - context, 0, new_rows)
@@ -99,10 +99,11 @@ def windowed_pass(rows, batch, context, windows, num_layers):
     kv_tokens x kv_token_bytes = batch x `kv_bytes(model, context)` + rows x kv_bytes_per_token:
     every layer writes the new rows' K/V); pairs = batch x sum over layers of the layer's pairs / L
     (`causal_pairs` for full layers, `windowed_pairs` for the others). Chunked layers (Llama 4) are
-    counted as a window of the chunk size: an upper bound of their current chunk.
+    counted as a window of the chunk size: an upper bound of their current chunk. `r`: rows per
+    sequence.
     """
     r = rows / batch
-    full = num_layers - sum(n for _, n in windows)
+    full = num_layers - sum(layer_count for _, layer_count in windows)
     held = full * context
     pairs = full * causal_pairs(r, context)
     for window, layers in windows:

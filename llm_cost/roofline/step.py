@@ -85,13 +85,13 @@ class StepTime:
         return self.weight_bytes_read + self.kv_bytes
 
 
-def _any(x) -> bool:
-    """x is not 0 (a number) or has a non-zero element (an array)."""
-    if isinstance(x, (int, float)):
-        return bool(x)
+def _any(value) -> bool:
+    """`value` is not 0 (a number) or has a non-zero element (an array)."""
+    if isinstance(value, (int, float)):
+        return bool(value)
     import numpy as np
 
-    return bool(np.any(x))
+    return bool(np.any(value))
 
 
 def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: WeightFormat = BF16,
@@ -175,7 +175,7 @@ def check_pass(rows, batch, context):
     """(rows, batch, context) of a uniform pass, checked: batch in [1, 1e12], rows in [batch, 1e18],
     context in [0, 1e12]; rows None means batch (one decode step). Arrays come back as float arrays."""
     rows = batch if rows is None else rows
-    if all(isinstance(x, (int, float)) for x in (rows, batch, context)):
+    if all(isinstance(value, (int, float)) for value in (rows, batch, context)):
         check_number("batch", batch, low=1, high=MAX_BATCH)
         check_number("rows", rows, low=1, high=MAX_ROWS)
         check_number("context", context, low=0, high=MAX_CONTEXT)

@@ -18,6 +18,8 @@ its share of the weights, K/V at the deployment's kv_dtype, FLOPs, pipeline stag
 and the draft runs on the same tp and pp (`draft_deployment`). `best_gamma` leaves out the gammas
 whose verification pass over B (gamma + 1) rows does not fit in memory (`fit.verification_fit`) and
 says how many per cell (`BestGamma.gamma_skipped_unfit`).
+
+In the code `a` is alpha, `g` gamma, `b` the batch B, `c` the draft's cost ratio and `e` E.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def _as_result(fields, cls=None) -> "RooflineSpeedup":
     cls = cls or RooflineSpeedup
     if fields[0].ndim:
         return cls(*fields)
-    return cls(*(x.item() for x in fields))
+    return cls(*(value.item() for value in fields))
 
 
 def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
@@ -337,5 +339,5 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
             skipped = (~fits).sum(axis=0)
     top = speedup.max(axis=0)
     pick = np.argmax(speedup >= top * (1 - TIE_RTOL), axis=0)[None]  # smallest near-best gamma
-    best = [np.take_along_axis(getattr(every, f.name), pick, 0)[0] for f in fields(RooflineSpeedup)]
+    best = [np.take_along_axis(getattr(every, field.name), pick, 0)[0] for field in fields(RooflineSpeedup)]
     return _as_result(best + [np.broadcast_to(skipped, best[0].shape)], BestGamma)

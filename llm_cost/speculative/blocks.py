@@ -21,11 +21,11 @@ BLOCK = powers.BLOCK  # elements per block: 512 KB of float64
 
 def blockable(*arrays) -> bool:
     """Every array that is not 0-d is C-contiguous float64 of one shape, and there are enough elements."""
-    shaped = [x for x in arrays if x.ndim]
+    shaped = [array for array in arrays if array.ndim]
     if len(shaped) < 3 or shaped[0].size < BLOCK:
         return False
     shape = shaped[0].shape
-    return all(x.shape == shape and x.dtype == np.float64 and x.flags.c_contiguous for x in shaped)
+    return all(array.shape == shape and array.dtype == np.float64 and array.flags.c_contiguous for array in shaped)
 
 
 def _into(result, out):
@@ -36,7 +36,7 @@ def _into(result, out):
 
 def flat_round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     """`batched._round` blockwise for `blockable` inputs: alpha `a`, gamma `g` and batch `b` of
-    one shape, `ctx` and `c` of that shape or 0-d (c is unused with `draft_cost`).
+    one shape, `ctx` and `c` of that shape or 0-d (c is unused with `draft_cost`); `e` is E.
 
     Returns (c, E, T(B), T(B (gamma + 1)), draft step, round, speedup, verification compute-bound),
     arrays of the inputs' shape (c as given when it is 0-d).
@@ -45,38 +45,38 @@ def flat_round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     a, g, b = a.reshape(-1), g.reshape(-1), b.reshape(-1)
     ctx = ctx.reshape(-1) if ctx.ndim else ctx
     c = c.reshape(-1) if draft_cost is None and c.ndim else c
-    m = a.size
-    e, base, verify, draft, round_s, speedup = (np.empty(m) for _ in range(6))
-    bound = np.empty(m, dtype=bool)
-    ratio = np.empty(m) if draft_cost is not None else c
-    g1 = np.empty(min(m, BLOCK))
+    size = a.size
+    e, base, verify, draft, round_s, speedup = (np.empty(size) for _ in range(6))
+    bound = np.empty(size, dtype=bool)
+    ratio = np.empty(size) if draft_cost is not None else c
+    g1 = np.empty(min(size, BLOCK))
     scratch = powers.Scratch(g1.size)
     levels = powers.levels_for(float(g.max()) + 1.0)
     redo = []
     with np.errstate(divide="ignore", invalid="ignore"):  # alpha = 1: 0 / 0 in E, redone below
-        for i in range(0, m, BLOCK):
-            s = slice(i, i + BLOCK)
-            bb, gg, n = b[s], g[s], g1[:min(BLOCK, m - i)]
-            e_s, base_s, verify_s = e[s], base[s], verify[s]
-            draft_s, round_ss, speedup_s = draft[s], round_s[s], speedup[s]
-            cx = ctx[s] if ctx.ndim else ctx
-            np.add(gg, 1.0, out=n)
-            low = powers.squared_form(a[s], n, e_s, scratch, levels)
+        for start in range(0, size, BLOCK):
+            block = slice(start, start + BLOCK)
+            bb, gg, g1_block = b[block], g[block], g1[:min(BLOCK, size - start)]
+            e_s, base_s, verify_s = e[block], base[block], verify[block]
+            draft_s, round_ss, speedup_s = draft[block], round_s[block], speedup[block]
+            cx = ctx[block] if ctx.ndim else ctx
+            np.add(gg, 1.0, out=g1_block)
+            low = powers.squared_form(a[block], g1_block, e_s, scratch, levels)
             if low.size:
-                redo.append(low + i)
+                redo.append(low + start)
             np.copyto(base_s, bb)  # rows = b, in the array the total is written to
             _into(cost.step_total(base_s, bb, cx, count_kv=count_kv, rows_scratch=True), base_s)
-            np.multiply(n, bb, out=verify_s)  # rows b (g + 1)
-            total, bound[s] = cost.step_total(verify_s, bb, cx, count_kv=count_kv, with_bound=True,
-                                              rows_scratch=True)
+            np.multiply(g1_block, bb, out=verify_s)  # rows b (g + 1)
+            total, bound[block] = cost.step_total(verify_s, bb, cx, count_kv=count_kv, with_bound=True,
+                                                  rows_scratch=True)
             _into(total, verify_s)
             if draft_cost is None:
-                np.multiply(c[s] if c.ndim else c, base_s, out=draft_s)
+                np.multiply(c[block] if c.ndim else c, base_s, out=draft_s)
             else:
                 np.copyto(draft_s, bb)
                 _into(draft_cost[0].step_total(draft_s, bb, cx, count_kv=draft_cost[1], rows_scratch=True),
                       draft_s)
-                np.divide(draft_s, base_s, out=ratio[s])
+                np.divide(draft_s, base_s, out=ratio[block])
             np.multiply(gg, draft_s, out=round_ss)
             np.add(round_ss, verify_s, out=round_ss)  # g draft_s + verify_s
             np.multiply(e_s, base_s, out=speedup_s)
@@ -87,4 +87,4 @@ def flat_round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
         speedup[at] = e[at] * base[at] / round_s[at]
     fields = (e, base, verify, draft, round_s, speedup, bound)
     ratio = ratio.reshape(shape) if ratio.ndim else ratio
-    return (ratio, *(x.reshape(shape) for x in fields))
+    return (ratio, *(array.reshape(shape) for array in fields))

@@ -13,6 +13,8 @@ c is the draft's time per step over the target's; c_hat the same ratio of arithm
 the article chapter 2.3 (E = 3.36 at alpha 0.8, gamma 4; 2.4x at c 0.1), the lecture §8, exercises 5-7.
 The roofline version at batch B (verification is not free there) is in `speculative.batched`;
 the optimal gamma and the paper's table are in `gamma_choice`.
+
+In the code `a` is alpha, `g` gamma, `c` c, `e` E and `s` a speedup.
 """
 
 from __future__ import annotations
@@ -316,8 +318,8 @@ def implied_c(alpha, gamma, measured_speedup):
     e = expected_tokens_unchecked(a, g)
     over = np.broadcast_to(s > e * (1 + 1e-12), np.broadcast(e, s).shape)
     if over.any():  # faster than a free draft allows: no cost c >= 0 explains it
-        i = np.unravel_index(np.argmax(over), over.shape)
-        e_i, s_i = np.broadcast_to(e, over.shape)[i], np.broadcast_to(s, over.shape)[i]
+        first = np.unravel_index(np.argmax(over), over.shape)
+        e_i, s_i = np.broadcast_to(e, over.shape)[first], np.broadcast_to(s, over.shape)[first]
         raise InvalidValueError(f"measured_speedup must be at most E = {e_i:.4g} (the speedup of a free draft at "
                                 f"this alpha and gamma), got {s_i:g}", params=("measured_speedup",))
     return scalar_or_array(np.maximum((e / s - 1.0) / g, 0.0))

@@ -58,13 +58,13 @@ def verification_fit(target, gpu, deployment: Deployment = SINGLE_GPU, *, rows, 
 
 def fits_grid(target: ModelSpec, gpu, deployment: Deployment, weights, g, b, ctx, draft, draft_weights,
                draft_deployment) -> np.ndarray:
-    """Whether the verification pass over b (g + 1) rows fits, element-wise over the broadcast
-    gamma, batch and context (each distinct triple checked once)."""
+    """Whether the verification pass over `b` (`g` + 1) rows fits, element-wise over the broadcast
+    gamma `g`, batch `b` and context (each distinct triple checked once)."""
     g, b, ctx = np.broadcast_arrays(g, b, ctx)
     cache, out = {}, np.empty(g.shape, dtype=bool)
     for at, key in zip(np.ndindex(g.shape), zip(g.flat, b.flat, ctx.flat)):
         if key not in cache:
-            gamma, batch, context = (float(x) for x in key)
+            gamma, batch, context = (float(value) for value in key)
             cache[key] = verification_fit(target, gpu, deployment, rows=batch * (gamma + 1), batch=batch,
                                           context=context, weights=weights, draft=draft,
                                           draft_weights=draft_weights, draft_deployment=draft_deployment).fits

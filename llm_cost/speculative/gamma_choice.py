@@ -3,6 +3,8 @@
 E(gamma) is concave and gamma c + 1 affine, so E / (gamma c + 1) is unimodal in gamma: a binary
 search finds the optimum. `leviathan` gives expected tokens, speedup, operations factor and
 weight reads per token together, to check Leviathan et al.'s Table 1 cell by cell.
+
+In the code `a` is alpha, `g` gamma, `c` c and `e` E.
 """
 
 from __future__ import annotations

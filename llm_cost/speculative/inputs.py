@@ -66,10 +66,10 @@ def check_gamma(gamma, low=0) -> np.ndarray:
     ...
     llm_cost.errors.InvalidValueError: gamma must be a whole number, got 2.5
     """
-    g = checked("gamma", gamma, low=low, integer=True)
-    if g.size and g.max() > MAX_GAMMA:
-        raise InvalidValueError(f"gamma must be at most {MAX_GAMMA:.0e}, got {g.max():.0f}", params=("gamma",))
-    return g
+    gammas = checked("gamma", gamma, low=low, integer=True)
+    if gammas.size and gammas.max() > MAX_GAMMA:
+        raise InvalidValueError(f"gamma must be at most {MAX_GAMMA:.0e}, got {gammas.max():.0f}", params=("gamma",))
+    return gammas
 
 
 @check_arguments(name=Text(identifier=True), c=None)

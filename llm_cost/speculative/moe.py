@@ -47,11 +47,11 @@ def dense_twin(model: ModelSpec) -> ModelSpec:
     """
     if model.moe is None:
         return model
-    p = param_counts(model)
+    counts = param_counts(model)
     moe = model.moe
-    per_moe_layer = (p.shared_experts_per_layer + moe.experts_per_token * p.expert_params
-                     + p.router_per_layer)
-    active_mlp = p.num_dense_layers * p.dense_mlp_per_layer + p.num_moe_layers * per_moe_layer
+    per_moe_layer = (counts.shared_experts_per_layer + moe.experts_per_token * counts.expert_params
+                     + counts.router_per_layer)
+    active_mlp = counts.num_dense_layers * counts.dense_mlp_per_layer + counts.num_moe_layers * per_moe_layer
     width = round(active_mlp / (model.num_layers * model.mlp_matrices * model.hidden_size))
     return replace(model, name=f"{model.name} dense twin", intermediate_size=width, moe=None,
                    mlp_bias=False, shared_expert_intermediate_size=0, shared_expert_gate=False)
@@ -94,7 +94,7 @@ def moe_vs_dense(target, gpu, profile, *, alpha, gamma, batch=1, c=None, draft=N
     target
         A model spec or catalog name (a dense one is compared with itself).
     gpu, profile, alpha, gamma, batch, c, draft, draft_profile, context, weights, draft_weights
-        As in `roofline_speedup`.
+        As in `roofline_speedup` (`c` the draft's cost ratio).
 
     Returns
     -------

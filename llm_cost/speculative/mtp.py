@@ -121,9 +121,10 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
                 batch: float = 1, deployment=None) -> MtpSpeedup:
     r"""Speculative decoding with the model's own MTP module as the draft (gamma = 1).
 
-    DeepSeek-V3 on H100, article preset, batch 1: c ~ 0.04, E / (1 + c) ~ 1.77-1.82 (the report's
-    1.8x, DeepSeek-V3 Technical Report §5.4.3; the article §2.5 and the lecture §10.4); on the
-    roofline ~1.2, because verifying 2 rows touches ~2x the routed experts (the lecture §9.3).
+    DeepSeek-V3 on H100, article preset, batch 1: `c` (the MTP step's time over T(B)) ~ 0.04,
+    E / (1 + c) ~ 1.77-1.82 (the report's 1.8x, DeepSeek-V3 Technical Report §5.4.3; the article
+    §2.5 and the lecture §10.4); on the roofline ~1.2, because verifying 2 rows touches ~2x the
+    routed experts (the lecture §9.3).
 
     .. math:: S = (1 + \alpha)\,T(B) / (c\,T(B) + T(2B))
 
@@ -165,11 +166,11 @@ def mtp_speedup(model, gpu, profile="article", *, alphas: Sequence[float] = MTP_
 
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     deployment = deployment or SINGLE_GPU
-    a = np.asarray(list(alphas), dtype=float)
+    rates = np.asarray(list(alphas), dtype=float)
     base = deployed_step_time(model, gpu, profile, deployment, rows=batch, batch=batch)
     c = mtp_step_time(model, gpu, profile, batch=batch, deployment=deployment).step_time_s / base.step_time_s
-    r = roofline_speedup(model, gpu, profile, alpha=a, gamma=MTP_GAMMA, batch=batch, c=c, deployment=deployment)
-    free = np.atleast_1d(speculative.speedup(a, MTP_GAMMA, c))
-    return MtpSpeedup(alphas=tuple(a.tolist()), expected_tokens=tuple(np.atleast_1d(r.expected_tokens).tolist()),
-                      c=float(c), verify_over_base=float(np.atleast_1d(r.verify_over_base)[0]),
-                      speedup_verify_free=tuple(free.tolist()), speedup=tuple(np.atleast_1d(r.speedup).tolist()))
+    roofline = roofline_speedup(model, gpu, profile, alpha=rates, gamma=MTP_GAMMA, batch=batch, c=c, deployment=deployment)
+    free = np.atleast_1d(speculative.speedup(rates, MTP_GAMMA, c))
+    return MtpSpeedup(alphas=tuple(rates.tolist()), expected_tokens=tuple(np.atleast_1d(roofline.expected_tokens).tolist()),
+                      c=float(c), verify_over_base=float(np.atleast_1d(roofline.verify_over_base)[0]),
+                      speedup_verify_free=tuple(free.tolist()), speedup=tuple(np.atleast_1d(roofline.speedup).tolist()))

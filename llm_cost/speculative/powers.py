@@ -18,6 +18,8 @@ exactly. Elements where this form loses accuracy take the logarithmic one (`log_
 alpha = 0 gives P = 0 and E = 1, gamma = 0 gives E = (1 - a) / (1 - a) = 1, both exactly; alpha = 1
 gives n through the logarithmic form. The choice is made per element from its own a and n, so a
 number, a broadcast grid and a flat array give the same bits.
+
+In the code `a` is alpha, `n` gamma + 1 and `e` E.
 """
 
 from __future__ import annotations
@@ -49,12 +51,12 @@ def squared_power(a, n_u8, out, planes_u8, factor, levels: int):
     """a^n into `out` for 1-D float64 `a` and uint8 `n_u8` (1 <= n < 2^levels), by squaring;
     `n_u8` is overwritten.
 
-    f_j = max(a, 1 - bit j of n) is a where bit j is set and 1 where it is not; P = f_top, then
+    f_j = max(a, 1 - bit `j` of n) is a where bit j is set and 1 where it is not; P = f_top, then
     P <- P^2 f_j for the lower bits. `planes_u8` is a (>= levels, len(a)) uint8 scratch array and
     `factor` a float64 one of len(a).
     """
-    m = a.size
-    bits = planes_u8[:levels, :m]
+    size = a.size
+    bits = planes_u8[:levels, :size]
     np.invert(n_u8, out=n_u8)
     np.right_shift(n_u8[None, :], _SHIFTS[:levels], out=bits)
     np.bitwise_and(bits, 1, out=bits)  # 1 where the bit of n is clear
@@ -86,19 +88,19 @@ def squared_form(a, n, out, scratch: Scratch, levels: int | None = None) -> np.n
     `levels`: every n is known to be a whole number in [1, 2^levels) with 2^levels <= 256 (a
     checked gamma + 1); None checks each n.
     """
-    m = a.size
-    n_u8, power, low = scratch.n_u8[:m], scratch.power[:m], scratch.low[:m]
+    size = a.size
+    n_u8, power, low = scratch.n_u8[:size], scratch.power[:size], scratch.low[:size]
     squarable = None
     if levels is None:  # some n may not be squarable: they take n = 1 here, then `log_form`
-        rounded = np.rint(n, out=scratch.whole[:m])
+        rounded = np.rint(n, out=scratch.whole[:size])
         squarable = (rounded == n) & (n >= 1.0) & (n <= SQUARING_MAX_N)
         np.copyto(n_u8, np.where(squarable, n, 1.0), casting="unsafe")
         levels = max(int(n_u8.max()).bit_length(), 1)
     else:
         np.copyto(n_u8, n, casting="unsafe")
-    squared_power(a, n_u8, power, scratch.planes_u8, scratch.factor[:m], levels)
+    squared_power(a, n_u8, power, scratch.planes_u8, scratch.factor[:size], levels)
     one_minus_p = np.subtract(1.0, power, out=power)
-    np.divide(one_minus_p, np.subtract(1.0, a, out=scratch.one_minus_a[:m]), out=out)
+    np.divide(one_minus_p, np.subtract(1.0, a, out=scratch.one_minus_a[:size]), out=out)
     np.less(one_minus_p, CANCELLATION_LIMIT, out=low)
     if squarable is not None:
         low |= ~squarable
@@ -120,10 +122,10 @@ def expected_tokens(a, n):
     scratch = Scratch(min(a.size, BLOCK))
     redo = []
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(0, a.size, BLOCK):
-            low = squared_form(a[i:i + BLOCK], n[i:i + BLOCK], e[i:i + BLOCK], scratch)
+        for start in range(0, a.size, BLOCK):
+            low = squared_form(a[start:start + BLOCK], n[start:start + BLOCK], e[start:start + BLOCK], scratch)
             if low.size:
-                redo.append(low + i)
+                redo.append(low + start)
     if redo:
         at = np.concatenate(redo)
         e[at] = log_form(a[at], n[at])

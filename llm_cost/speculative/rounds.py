@@ -96,8 +96,8 @@ class BurstyAcceptance:
     @property
     def stationary_alpha(self) -> float:
         """The long-run acceptance rate: the state rates weighted by the stationary shares."""
-        h = self.hard_share
-        return (1 - h) * self.easy_alpha + h * self.hard_alpha
+        hard = self.hard_share
+        return (1 - hard) * self.easy_alpha + hard * self.hard_alpha
 
 
 def _accepts(process, streams: int, positions: int, rng: np.random.Generator) -> np.ndarray:
@@ -108,9 +108,9 @@ def _accepts(process, streams: int, positions: int, rng: np.random.Generator) ->
     flips = rng.random((streams, positions))
     hard = np.empty((streams, positions), dtype=bool)
     hard[:, 0] = flips[:, 0] < process.hard_share  # start in the stationary distribution
-    for t in range(1, positions):
-        stay_hard = flips[:, t] >= process.p_hard_to_easy
-        hard[:, t] = np.where(hard[:, t - 1], stay_hard, flips[:, t] < process.p_easy_to_hard)
+    for position in range(1, positions):
+        stay_hard = flips[:, position] >= process.p_hard_to_easy
+        hard[:, position] = np.where(hard[:, position - 1], stay_hard, flips[:, position] < process.p_easy_to_hard)
     return draws < np.where(hard, process.hard_alpha, process.easy_alpha)
 
 
@@ -164,6 +164,8 @@ def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int =
 
     .. math:: \mathit{tokens} = \min(k, \gamma) + 1,\quad k = \text{accepted run from the round's start}
 
+    (`k`: the accepted run of each live stream's round.)
+
     Parameters
     ----------
     process : IndependentAcceptance or BurstyAcceptance
@@ -208,24 +210,24 @@ def simulate_rounds(process, gamma: int, *, streams: int = 512, positions: int =
     index = np.where(accepts, positions, np.arange(positions))
     next_reject = np.minimum.accumulate(index[:, ::-1], axis=1)[:, ::-1]
     rows = np.arange(streams)
-    t = np.zeros(streams, dtype=int)
-    n = tokens = tokens_sq = judged = accepted = 0
+    starts = np.zeros(streams, dtype=int)
+    rounds = tokens = tokens_sq = judged = accepted = 0
     while True:
-        alive = t + gamma < positions
+        alive = starts + gamma < positions
         if not alive.any():
             break
-        s, start = rows[alive], t[alive]
-        k = np.minimum(next_reject[s, start] - start, gamma)
-        n += k.size
+        live, start = rows[alive], starts[alive]
+        k = np.minimum(next_reject[live, start] - start, gamma)
+        rounds += k.size
         tokens += int((k + 1).sum())
         tokens_sq += int(((k + 1) ** 2).sum())
         accepted += int(k.sum())
         judged += int(k.sum() + (k < gamma).sum())
-        t[alive] = start + k + 1
-    mean = tokens / n
+        starts[alive] = start + k + 1
+    mean = tokens / rounds
     alpha_measured = accepted / judged
     return RoundStats(
-        gamma=gamma, rounds=n, tokens_per_round=mean,
-        tokens_per_round_stderr=float(np.sqrt(max(tokens_sq / n - mean ** 2, 0.0) / n)),
+        gamma=gamma, rounds=rounds, tokens_per_round=mean,
+        tokens_per_round_stderr=float(np.sqrt(max(tokens_sq / rounds - mean ** 2, 0.0) / rounds)),
         alpha_measured=alpha_measured, alpha_stationary=process.stationary_alpha,
         predicted=float(expected_tokens_unchecked(np.asarray(alpha_measured), np.asarray(float(gamma)))))

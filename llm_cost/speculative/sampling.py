@@ -12,6 +12,9 @@ variants (§7.5, exercise 4) are here with their biased outputs: resampling from
 rejection, and rejecting whenever q(x) > p(x).
 
 Whole rounds over streams of acceptances are in `rounds`.
+
+In the code `p` is the target's distribution (or the one being checked), `q` the draft's and `x`
+a drawn token.
 """
 
 from __future__ import annotations
@@ -128,8 +131,8 @@ def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
         return p / p.sum()
     with np.errstate(divide="ignore"):
         logits = np.log(p) / temperature
-    w = np.exp(logits - logits.max())
-    return w / w.sum()
+    weights = np.exp(logits - logits.max())
+    return weights / weights.sum()
 
 
 @check_arguments()

@@ -29,23 +29,23 @@ def alpha_from_tau(tau, gamma):
     """
     import numpy as np
 
-    t, g = np.broadcast_arrays(np.asarray(tau, dtype=float), np.asarray(gamma, dtype=float))
-    for v in np.unique(t).tolist():
-        check_number("tau", v)
-    for v in np.unique(g).tolist():
-        check_number("gamma", int(v) if float(v).is_integer() else v, low=0, integer=True)
-        if v < 1:
+    taus, gammas = np.broadcast_arrays(np.asarray(tau, dtype=float), np.asarray(gamma, dtype=float))
+    for value in np.unique(taus).tolist():
+        check_number("tau", value)
+    for value in np.unique(gammas).tolist():
+        check_number("gamma", int(value) if float(value).is_integer() else value, low=0, integer=True)
+        if value < 1:
             raise InvalidValueError(f"tau gives alpha only at gamma >= 1 (at gamma 0 every alpha yields "
-                                    f"1 token a round), got gamma {v:g}", params=("tau", "gamma"))
-    for tv, gv in zip(t.reshape(-1).tolist(), g.reshape(-1).tolist()):
+                                    f"1 token a round), got gamma {value:g}", params=("tau", "gamma"))
+    for tv, gv in zip(taus.reshape(-1).tolist(), gammas.reshape(-1).tolist()):
         if not 1 <= tv <= gv + 1:
             raise InvalidValueError(f"tau must be in [1, gamma + 1] = [1, {gv + 1:g}] at gamma {gv:g} "
                                     f"(1 = nothing accepted, gamma + 1 = every draft token), got {tv:g}",
                                     params=("tau", "gamma"))
-    lo, hi = np.zeros(t.shape), np.ones(t.shape)
+    lo, hi = np.zeros(taus.shape), np.ones(taus.shape)
     for _ in range(_STEPS):
         mid = 0.5 * (lo + hi)
-        low = expected_tokens_unchecked(mid, g) < t
+        low = expected_tokens_unchecked(mid, gammas) < taus
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
-    alpha = np.where(t >= g + 1, 1.0, np.where(t <= 1, 0.0, 0.5 * (lo + hi)))
+    alpha = np.where(taus >= gammas + 1, 1.0, np.where(taus <= 1, 0.0, 0.5 * (lo + hi)))
     return scalar_or_array(alpha)

@@ -17,6 +17,8 @@ batch 32, where B (nodes + 1) rows make verification compute-bound (the lecture 
 
 On a deployment (`deployment`, default one GPU) T is one GPU's pass, collectives and pipeline
 stages included, K/V at its kv_dtype (`parallel.deployed_pass_cost`).
+
+In the code `k` is a top-k width, `w` a depth's width, `d` a depth and `b` the batch B.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from llm_cost.grids import checked
 from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import Many, Number, check_arguments
+from llm_cost.catalog.arguments import Many, check_arguments
 
 WIDTHS = Many(most=32, empty=True)  # a tree's width per depth (each checked by `tree_nodes`)  # a tree's top-k width per depth
 from llm_cost.specs.validate import check_fields

@@ -154,9 +154,11 @@ def costly_verification_batch(model: ModelSpec, gpu: Accelerator, profile: Profi
     check_number("gamma", gamma, low=0, integer=True)
     check_number("threshold", threshold, low=1, low_open=True)
 
-    def excess(b: float) -> float:
-        base = step_time(model, gpu, profile, rows=b, batch=b, context=context, weights=weights).step_time_s
-        verify = step_time(model, gpu, profile, rows=b * (gamma + 1), batch=b, context=context, weights=weights).step_time_s
+    def excess(sequences: float) -> float:
+        base = step_time(model, gpu, profile, rows=sequences, batch=sequences, context=context,
+                         weights=weights).step_time_s
+        verify = step_time(model, gpu, profile, rows=sequences * (gamma + 1), batch=sequences, context=context,
+                           weights=weights).step_time_s
         return verify / base - threshold
 
     return first_crossing(excess, 1.0, 1e12)
@@ -184,7 +186,7 @@ def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_ma
     batch_max : float, optional
         Largest batch searched (default 1e7).
     c, draft, draft_profile, context, weights, draft_weights
-        As in `roofline_speedup`: exactly one of c and draft.
+        As in `roofline_speedup` (`c` the draft's cost ratio): exactly one of c and draft.
 
     Returns
     -------
@@ -202,10 +204,10 @@ def break_even_batch(target, gpu, profile, *, alpha: float, gamma: int, batch_ma
     check_number("alpha", alpha, low=0, high=1)
     check_number("gamma", gamma, low=0, integer=True)
 
-    def loss(b: float) -> float:
-        r = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gamma, batch=b, c=c, draft=draft,
-                             draft_profile=draft_profile, context=context, weights=weights,
-                             draft_weights=draft_weights)
-        return 1.0 - float(r.speedup)
+    def loss(sequences: float) -> float:
+        result = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gamma, batch=sequences, c=c,
+                                  draft=draft, draft_profile=draft_profile, context=context, weights=weights,
+                                  draft_weights=draft_weights)
+        return 1.0 - float(result.speedup)
 
     return first_crossing(loss, 1.0, batch_max)
