@@ -101,16 +101,16 @@ class DecodeStretch:
             return None
         left = self.by_clock(until, len(s.running))
         if left < MIN_ITERATIONS:  # the arrival (or `until`) comes first; the turns before it iterate
-            self.after = s.st["iterations"] + left // 2
+            self.after = s.stats.iterations + left // 2
             return None
         if handback:
-            left = min(left, loop.last_pre + handback - s.st["iterations"])
+            left = min(left, loop.last_pre + handback - s.stats.iterations)
             if left < MIN_ITERATIONS:
                 return None
         order = list(s.running)
         remaining = sorted(map(operator.sub, map(O.__getitem__, order), map(gen.__getitem__, order)))
         if remaining[0] <= MIN_ITERATIONS:  # no stretch before the first gap of more than MIN between finishes
-            self.after = s.st["iterations"] + quiet_from(remaining) - 1
+            self.after = s.stats.iterations + quiet_from(remaining) - 1
             return None
         left = min(left, remaining[0] - 1)
         if any(pre[i] < need[i] or kv[i] != P[i] + gen[i] - 1 for i in order):
@@ -134,7 +134,7 @@ class DecodeStretch:
     def missed(self) -> bool:
         """A try cut short: the next 1, 2, 4 ... 16 iterations iterate. False (no stretch taken)."""
         self.misses = min(2 * self.misses or 1, 16)
-        self.after = self.loop.state.st["iterations"] + self.misses
+        self.after = self.loop.state.stats.iterations + self.misses
         return False
 
     def queue_waits(self, decoders: int, free_after) -> bool:
@@ -239,7 +239,7 @@ class DecodeStretch:
 
         loop = self.loop
         s = loop.state
-        st, n = s.st, len(order)
+        stats, n = s.stats, len(order)
         if loop.paged:
             used = s.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
             s.free = s.free - allocated[k - 1].item()
@@ -251,19 +251,20 @@ class DecodeStretch:
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
             acc = np.add.accumulate(np.concatenate(([s.used], grown)))
             used, end_used = acc[:-1:n][:k], acc[-1].item()
-        bound = (("compute_bound", dt),) if n >= loop.bound_rows else ()  # n decoders, a row each
-        for key, terms in (("busy", dt), *bound, ("area_n", dt * n), ("area_kv", dt * used),
-                           ("area_sys", dt * s.in_system), ("comm", comm), ("area_w", dt * (used + n)),
-                           ("area_r", dt * s.reserved)):  # no admission in a stretch: the reservations stay
-            st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
+        bound = (("compute_bound_s", dt),) if n >= loop.bound_rows else ()  # n decoders, a row each
+        for name, terms in (("busy_s", dt), *bound, ("batch_area", dt * n), ("kv_used_area", dt * used),
+                            ("in_system_area", dt * s.in_system), ("comm_s", comm),
+                            ("kv_written_area", dt * (used + n)),
+                            ("kv_reserved_area", dt * s.reserved)):  # no admission in a stretch: the reservations stay
+            setattr(stats, name, np.add.accumulate(np.concatenate(([getattr(stats, name)], terms)))[-1].item())
         peak = used.max().item()
-        if peak > st["peak_kv"]:
-            st["peak_kv"] = peak
-        st["peak_r"] = max(st["peak_r"], s.reserved)
-        st["peak_w"] = max(st["peak_w"], peak + n)
-        st["iterations"] += k
-        st["rows"] += n * k
-        st["dec_slots"] += n * k
+        if peak > stats.peak_kv_used:
+            stats.peak_kv_used = peak
+        stats.peak_kv_reserved = max(stats.peak_kv_reserved, s.reserved)
+        stats.peak_kv_written = max(stats.peak_kv_written, peak + n)
+        stats.iterations += k
+        stats.rows += n * k
+        stats.decode_slots += n * k
         loop.launches += k
         s.used, s.t = end_used, t_end.item()
         gen, kv = s.gen, s.kv

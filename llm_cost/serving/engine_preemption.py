@@ -23,11 +23,11 @@ class PreemptionPolicy:
         """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
         prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
         s, K = self.state, self.K
-        s.st["preemptions"] += 1
+        s.stats.preemptions += 1
         seconds = 0.0
         nbytes = K(s.kv[victim]) * self.kv_bytes
         if self.cfg.preemption == "swap" or self.offload_victim(nbytes):
-            s.st["swap_bytes"] += nbytes
+            s.stats.swap_bytes += nbytes
             seconds = nbytes / self.host
             s.free += s.blocks[victim]
             s.used -= s.blocks[victim] * self.B
@@ -102,7 +102,7 @@ class PreemptionPolicy:
             self.swapped.popleft()
             moved = True
             seconds += K(s.kv[v]) * self.kv_bytes / self.host
-            s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
+            s.stats.swap_bytes += K(s.kv[v]) * self.kv_bytes
             if self.tier is not None:  # K/V offload: its host bytes are free again
                 self.tier.unpin(K(s.kv[v]) * self.kv_bytes)
             w0 = blocks_for(K(s.kv[v]), B)

@@ -31,19 +31,19 @@ class CachedAdmission:
         if hosted:  # brought back over the host link, the transfer added to this iteration (`reload_s`)
             cache.take_hosted(i, hits, hosted)
             nbytes = hosted * cache.host.block_bytes
-            s.st["swap_bytes"] += nbytes
+            s.stats.swap_bytes += nbytes
             self.reload_s += nbytes / self.host
         s.free -= unref + want
         s.used += (unref + want) * B
         s.blocks[i] = hits + want
         s.pre[i] = start
         cache.trim(s.free)
-        st = s.st
-        st["prefix_lookups"] += 1
-        st["prefix_lookup_tokens"] += self.P[i]
+        stats = s.stats
+        stats.prefix_lookups += 1
+        stats.prefix_lookup_tokens += self.P[i]
         if start:  # found on the GPU or in the host tier
-            st["prefix_hit_requests"] += 1
-            st["prefix_hit_tokens"] += start
+            stats.prefix_hit_requests += 1
+            stats.prefix_hit_tokens += start
         s.kv[i] = start
         pf_run.append((i, q))
         return True
@@ -61,9 +61,9 @@ class RoutedArrivals:
         to t; a busy one queues it, its wait since t counted in the time-weighted requests in system."""
         s = self.state
         if s.t < t:
-            s.st["area_sys"] += (t - s.t) * s.in_system
+            s.stats.in_system_area += (t - s.t) * s.in_system
             s.t = t
         else:
-            s.st["area_sys"] += s.t - t
+            s.stats.in_system_area += s.t - t
         s.waiting.append(i)
         s.in_system += 1

@@ -32,7 +32,7 @@ from llm_cost.serving import handover
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
-from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
@@ -46,7 +46,7 @@ def _fast_spec(spec, cfg) -> bool:
     positions (`off-above-batch` never switching off: its threshold at least max_batch)."""
     if spec is None:
         return True
-    if not {f.name for f in fields(spec)} <= FAST_SPEC_FIELDS or spec.bursty is not None:
+    if not {field.name for field in fields(spec)} <= FAST_SPEC_FIELDS or spec.bursty is not None:
         return False
     return spec.policy == "fixed" or (spec.policy == "off-above-batch" and spec.off_above >= cfg.max_batch)
 
@@ -141,13 +141,15 @@ class _Fast:
         self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved = 0.0, 0, 0, 0, 0, 0, 0
         self.k0 = self.h0 = 0  # where the running segment of fast iterations started
         self.customs: dict[int, tuple] = {}
-        self.st = fresh_stats()
+        self.stats = RunStats()
         self.general = None  # the general loop's per-request lists, once it has run
         self.every = max(1, n_requests // 100)
 
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False):
-        one loop turn per iteration, no call of ours in it but the end time's append (module doc)."""
+        one loop turn per iteration, no call of ours in it but the end time's append (module doc). The
+        time's coefficients keep `inline_coefficients`' letters (the class doc): `w` the weight bytes
+        read, `c` the draft's cost ratio (None: the draft's own time)."""
         (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, max_batch, packed_array, FIN,
          DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
          every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,

@@ -71,7 +71,7 @@ class SendingPrefill(EngineLoop):
             t_new = self.frees[0][0]
             if s.nxt < self.sent:
                 t_new = min(t_new, s.arr[s.nxt])
-            s.st["area_sys"] += (max(t_new, s.t) - s.t) * s.in_system
+            s.stats.in_system_area += (max(t_new, s.t) - s.t) * s.in_system
             s.t = max(t_new, s.t)
             return True
         if self.sending and not self.flights:
@@ -122,7 +122,7 @@ class ReceivingDecode(EngineLoop):
         pending = [self.ready_at[k] for k in s.running if self.ready_at[k] > s.t]
         if pending and not self.flights:
             t_new = min(pending)
-            s.st["area_sys"] += (t_new - s.t) * s.in_system
+            s.stats.in_system_area += (t_new - s.t) * s.in_system
             s.t = t_new
             return True
         return super().idle()
