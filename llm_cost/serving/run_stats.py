@@ -27,7 +27,7 @@ class RunStats:
     compute_bound_s
         Of `busy_s`, the iterations of `iteration.compute_bound_rows` rows or more.
     batch_area
-        Running sequences x seconds, summed over the iterations (tokens-free: sequence-seconds).
+        Running sequences x seconds (sequence-seconds; / `busy_s`: the mean batch).
     kv_used_area
         K/V tokens held at each launch (paged: whole blocks) x seconds.
     kv_reserved_area
