@@ -101,13 +101,13 @@ def handoff_link(gpu, gpus: int) -> tuple[float, float]:
 
 def _progress(p_loops, p_assign, d_loops, d_assign, order, requests: int) -> tuple[list, list]:
     """Per workload request, (tokens generated, prompt tokens prefilled) over both pools: its first token
-    on its prefill replica, the rest on its decode replica (decode request k is `order[k]`), for
+    on its prefill replica, the rest on its decode replica (decode request `slot` is `order[slot]`), for
     `run_stats.positions_needed` when a pool deadlocked."""
-    generated = [p_loops[p_assign[i]].state.gen[i] for i in range(requests)]
-    prefilled = [p_loops[p_assign[i]].state.pre[i] for i in range(requests)]
-    for k, i in enumerate(order):
+    generated = [p_loops[p_assign[req]].state.gen[req] for req in range(requests)]
+    prefilled = [p_loops[p_assign[req]].state.pre[req] for req in range(requests)]
+    for slot, req in enumerate(order):
         if d_loops:
-            generated[i] += d_loops[d_assign[k]].state.gen[k]
+            generated[req] += d_loops[d_assign[slot]].state.gen[slot]
     return generated, prefilled
 
 

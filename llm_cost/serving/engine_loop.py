@@ -14,10 +14,8 @@ preempting stretches of a run to this loop.
 - the admission policy (`swap_in`: swapped sequences first, then `admit`: the queue);
 - the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
   flight, the next one a stage-time later under `orca`); decode stretches (`decode_stretch`).
-
-Symbols, as the loop's settings name them: `P` and `O` the requests' prompt and output tokens, `K` a
-context's K/V tokens held (all layers; fewer with windows), `B` the block size; the statistics are
-`run_stats.RunStats`, one launched iteration added by `RunStats.count_launch`.
+Symbols: `P` / `O` the prompt / output tokens, `K` a context's K/V tokens held, `B` the block size;
+the statistics a `run_stats.RunStats`, each launch added by `RunStats.count_launch`.
 """
 
 from __future__ import annotations
@@ -94,9 +92,8 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         if state is None:
             acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
                 if spec else None
-            state = EngineState.start(self.P, workload.arrival_s if closed is None else [0.0] * requests,
-                                      self.total_blocks,
-                                      acceptance)
+            arrivals = workload.arrival_s if closed is None else [0.0] * requests
+            state = EngineState.start(self.P, arrivals, self.total_blocks, acceptance)
         self.state = state
         self.accept = state.acceptance.accepted if state.acceptance else None
         self.kv_bytes, self.host = self.cost.kv_token_bytes, cfg.host_bytes_per_s

@@ -11,7 +11,8 @@ running totals per iteration, packed in one int64 array (kv summed, blocks summe
 finish count at a + R; each iteration then costs a few additions and the iteration's time, inlined
 from `iteration.inline_coefficients` (one loop turn per iteration, no call of ours in it), its
 compute term skipped where a decode-only iteration is memory-bound for sure
-(`iteration.memory_bound_from`).
+(`iteration.memory_bound_from`); the coefficients keep their letters (`w` the weight bytes read, `c`
+the draft's cost ratio: `_Fast`).
 
 Paged KV preempts only when the decoders' blocks ahead exceed the free ones; the totals see that
 (sum of blocks > capacity) and the fast path hands the run over to the engine's general loop at that
@@ -147,9 +148,7 @@ class _Fast:
 
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False):
-        one loop turn per iteration, no call of ours in it but the end time's append (module doc). The
-        time's coefficients keep `inline_coefficients`' letters (the class doc): `w` the weight bytes
-        read, `c` the draft's cost ratio (None: the draft's own time)."""
+        one loop turn per iteration, no call of ours in it but the end time's append (module doc)."""
         (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, max_batch, packed_array, FIN,
          DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
          every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,

@@ -153,18 +153,18 @@ def fleet_result(workload, replica, config, router, loops, assignment) -> FleetR
     first, fin = [math.nan] * requests, [math.nan] * requests
     generated, prefilled = [0] * requests, [0] * requests
     for index, loop in enumerate(loops):
-        idx = [i for i, a in enumerate(assignment) if a == index]
+        idx = [req for req, at in enumerate(assignment) if at == index]
         state = loop.state
-        for i in idx:
-            first[i], fin[i] = state.first[i], state.fin[i]
-            generated[i], prefilled[i] = state.gen[i], state.pre[i]
+        for req in idx:
+            first[req], fin[req] = state.first[req], state.fin[req]
+            generated[req], prefilled[req] = state.gen[req], state.pre[req]
         total = total + state.stats
         if idx:
             sub = workload_subset(workload, idx)
-            per.append(ServeResult.build(sub, replica, config, [state.arr[i] for i in idx],
-                                         [state.first[i] for i in idx], [state.fin[i] for i in idx], state.stats,
-                                         state.deadlock, generated=[state.gen[i] for i in idx],
-                                         prefilled=[state.pre[i] for i in idx]))
+            per.append(ServeResult.build(sub, replica, config, [state.arr[req] for req in idx],
+                                         [state.first[req] for req in idx], [state.fin[req] for req in idx], state.stats,
+                                         state.deadlock, generated=[state.gen[req] for req in idx],
+                                         prefilled=[state.pre[req] for req in idx]))
     deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
     fleet = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, total, deadlock,
                               generated=generated, prefilled=prefilled)
