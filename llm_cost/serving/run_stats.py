@@ -1,9 +1,10 @@
 """A serving run's statistics, one type for every path of `engine.serve` (`ServeResult.build` reads it).
 
-`RunStats` holds what a run sums and the peaks it reaches while it iterates. The general loop adds
-each launched iteration with `RunStats.count_launch`; the fast paths add the same sums over many
-iterations at once (a stretch of decode iterations, a segment of fast iterations) or keep them in
-locals in their hot loops and write them back once. The time-weighted areas are integrals over the
+`RunStats` holds what a run sums and the peaks it reaches while it iterates. The general loop and
+prefix caching's fast path add each launched iteration with `RunStats.count_launch`; the other paths
+add the same sums over many iterations at once (a stretch of decode iterations, a segment of fast
+iterations, a request-level batch) or keep them in locals in their hot loops and write them back once
+(`fast_reservations`, `fast_pipeline`: an attribute update per iteration would cost them). The time-weighted areas are integrals over the
 busy seconds: an iteration of `step` seconds adds `step` x its value (in-system requests: over wall
 time, idle included). Several replicas' statistics are summed by `+` (`RunStats.__add__`: sums
 added, peaks the largest one replica reached).
