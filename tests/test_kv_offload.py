@@ -17,6 +17,7 @@ from llm_cost.serving.fast_engine import fast_eligible
 from llm_cost.serving.host_tier import HostTier
 from llm_cost.serving.prefixes import with_prefix_groups
 from llm_cost.serving.replica import IterationCost, Replica
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.workload import fixed_workload, poisson_workload
 from tests.helpers import run, rows_of
@@ -69,8 +70,8 @@ def test_the_host_tier_is_lru_and_pinned_sequences_come_first():
     for key in "xyz":
         tier.put(key)
     assert list(tier.blocks) == ["y", "z"] and tier.evictions == 1  # x, the oldest, dropped
-    stats = {"swap_bytes": 0.0}  # the three went out over the host link: charged once, at 100 B/s
-    assert (tier.sent(stats, 100.0), stats["swap_bytes"], tier.sent(stats, 100.0)) == (3.0, 300.0, 0.0)
+    stats = RunStats()  # the three went out over the host link: charged once, at 100 B/s
+    assert (tier.sent(stats, 100.0), stats.swap_bytes, tier.sent(stats, 100.0)) == (3.0, 300.0, 0.0)
     assert tier.pin(150) and list(tier.blocks) == [] and tier.used == 150  # a sequence evicts blocks
     assert not tier.pin(100)  # 50 bytes left: refused
     tier.put("w")

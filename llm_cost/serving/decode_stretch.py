@@ -103,16 +103,16 @@ class DecodeStretch:
             return None
         left = self.by_clock(until, len(state.running))
         if left < MIN_ITERATIONS:  # the arrival (or `until`) comes first; the turns before it iterate
-            self.after = state.st["iterations"] + left // 2
+            self.after = state.stats.iterations + left // 2
             return None
         if handback:
-            left = min(left, loop.last_pre + handback - state.st["iterations"])
+            left = min(left, loop.last_pre + handback - state.stats.iterations)
             if left < MIN_ITERATIONS:
                 return None
         order = list(state.running)
         remaining = sorted(map(operator.sub, map(outputs.__getitem__, order), map(gen.__getitem__, order)))
         if remaining[0] <= MIN_ITERATIONS:  # no stretch before the first gap of more than MIN between finishes
-            self.after = state.st["iterations"] + quiet_from(remaining) - 1
+            self.after = state.stats.iterations + quiet_from(remaining) - 1
             return None
         left = min(left, remaining[0] - 1)
         if any(pre[seq] < need[seq] or kv[seq] != prompts[seq] + gen[seq] - 1 for seq in order):
@@ -136,7 +136,7 @@ class DecodeStretch:
     def missed(self) -> bool:
         """A try cut short: the next 1, 2, 4 ... 16 iterations iterate. False (no stretch taken)."""
         self.misses = min(2 * self.misses or 1, 16)
-        self.after = self.loop.state.st["iterations"] + self.misses
+        self.after = self.loop.state.stats.iterations + self.misses
         return False
 
     def queue_waits(self, decoders: int, free_after) -> bool:
@@ -241,7 +241,7 @@ class DecodeStretch:
 
         loop = self.loop
         state = loop.state
-        st, decoders = state.st, len(order)
+        stats, decoders = state.stats, len(order)
         if loop.paged:
             used = state.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
             state.free = state.free - allocated[k - 1].item()
@@ -253,19 +253,21 @@ class DecodeStretch:
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
             acc = np.add.accumulate(np.concatenate(([state.used], grown)))
             used, end_used = acc[:-1:decoders][:k], acc[-1].item()
-        bound = (("compute_bound", dt),) if decoders >= loop.bound_rows else ()  # a row each decoder
-        for key, terms in (("busy", dt), *bound, ("area_n", dt * decoders), ("area_kv", dt * used),
-                           ("area_sys", dt * state.in_system), ("comm", comm), ("area_w", dt * (used + decoders)),
-                           ("area_r", dt * state.reserved)):  # no admission in a stretch: the reservations stay
-            st[key] = np.add.accumulate(np.concatenate(([st[key]], terms)))[-1].item()
+        bound = (("compute_bound_s", dt),) if decoders >= loop.bound_rows else ()  # a row each decoder
+        # no admission in a stretch: the reservations stay
+        for name, terms in (("busy_s", dt), *bound, ("batch_area", dt * decoders), ("kv_used_area", dt * used),
+                            ("in_system_area", dt * state.in_system), ("comm_s", comm),
+                            ("kv_written_area", dt * (used + decoders)),
+                            ("kv_reserved_area", dt * state.reserved)):
+            setattr(stats, name, np.add.accumulate(np.concatenate(([getattr(stats, name)], terms)))[-1].item())
         peak = used.max().item()
-        if peak > st["peak_kv"]:
-            st["peak_kv"] = peak
-        st["peak_r"] = max(st["peak_r"], state.reserved)
-        st["peak_w"] = max(st["peak_w"], peak + decoders)
-        st["iterations"] += k
-        st["rows"] += decoders * k
-        st["dec_slots"] += decoders * k
+        if peak > stats.peak_kv_used:
+            stats.peak_kv_used = peak
+        stats.peak_kv_reserved = max(stats.peak_kv_reserved, state.reserved)
+        stats.peak_kv_written = max(stats.peak_kv_written, peak + decoders)
+        stats.iterations += k
+        stats.rows += decoders * k
+        stats.decode_slots += decoders * k
         loop.launches += k
         state.used, state.t = end_used, t_end.item()
         gen, kv = state.gen, state.kv

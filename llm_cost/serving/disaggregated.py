@@ -47,6 +47,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.fleet import FleetResult, route_one, fleet_result
 from llm_cost.serving.handoff_pools import serve_pools
 from llm_cost.serving.iteration import held_tokens_fn
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_result import ServeResult
 from llm_cost.serving.workload import Workload
 
@@ -98,13 +99,16 @@ def handoff_link(gpu, gpus: int) -> tuple[float, float]:
     return bw, lat
 
 
-def _summed(loops) -> dict:
-    """The loops' statistics summed (the peaks: the largest one replica held)."""
-    total: dict = {}
-    for loop in loops:
-        for key, v in loop.state.st.items():
-            total[key] = max(total.get(key, 0), v) if key.startswith("peak") else total.get(key, 0) + v
-    return total
+def _progress(p_loops, p_assign, d_loops, d_assign, order, requests: int) -> tuple[list, list]:
+    """Per workload request, (tokens generated, prompt tokens prefilled) over both pools: its first token
+    on its prefill replica, the rest on its decode replica (decode request `slot` is `order[slot]`), for
+    `run_stats.positions_needed` when a pool deadlocked."""
+    generated = [p_loops[p_assign[req]].state.gen[req] for req in range(requests)]
+    prefilled = [p_loops[p_assign[req]].state.pre[req] for req in range(requests)]
+    for slot, req in enumerate(order):
+        if d_loops:
+            generated[req] += d_loops[d_assign[slot]].state.gen[slot]
+    return generated, prefilled
 
 
 def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, decode: int,
@@ -180,6 +184,8 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
             fin[i] = d_fleet.fleet.finish_s[k]
         loops += d_loops
     deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
-    served = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, _summed(loops),
-                               deadlock)
+    generated, prefilled = _progress(p_loops, p_assign, d_loops, d_assign, order, n)
+    served = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin,
+                               sum((loop.state.stats for loop in loops), RunStats()), deadlock,
+                               generated=generated, prefilled=prefilled)
     return DisaggregatedResult(p_fleet, d_fleet, order, tuple(transfer), served)

@@ -14,6 +14,8 @@ preempting stretches of a run to this loop.
 - the admission policy (`swap_in`: swapped sequences first, then `admit`: the queue);
 - the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
   flight, the next one a stage-time later under `orca`); decode stretches (`decode_stretch`).
+Symbols: `P` / `O` the prompt / output tokens, `K` a context's K/V tokens held, `B` the block size;
+the statistics a `run_stats.RunStats`, each launch added by `RunStats.count_launch`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.serving import decode_stretch
 from llm_cost.serving.engine_preemption import PreemptionPolicy
 from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
-from llm_cost.serving.engine_state import EngineState, count_launch
+from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import compute_bound_rows, held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.replica import Replica
@@ -44,7 +46,7 @@ def run_basics(workload: Workload, replica: Replica, cfg: ServeConfig) -> tuple:
     tokens it holds, requests, prompts, outputs, the reservation policy)."""
     cost = replica.cost
     held = held_tokens_fn(cost)
-    return (cost, replica.kv_capacity_tokens, held, held or (lambda c: c), len(workload), workload.prompt,
+    return (cost, replica.kv_capacity_tokens, held, held or (lambda context: context), len(workload), workload.prompt,
             workload.output, cfg.reservation)
 
 
@@ -58,12 +60,13 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
     and the queue's head is a fresh request; and ("done", state) at the end, instead of a `ServeResult`."""
     loop = EngineLoop(workload, replica, cfg, res, state)
     loop.run(on_progress, handback)
-    s = loop.state
+    state = loop.state
     if handback:
-        return ("done" if s.finished == loop.n or s.deadlock else "handback"), s
+        return ("done" if state.finished == loop.n or state.deadlock else "handback"), state
     if on_progress:
         on_progress(loop.n, loop.n)
-    return ServeResult.build(workload, replica, cfg, s.arr, s.first, s.fin, s.st, s.deadlock, needed=s.needed(loop.P))
+    return ServeResult.build(workload, replica, cfg, state.arr, state.first, state.fin, state.stats, state.deadlock,
+                             generated=state.gen, prefilled=state.pre)
 
 
 class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
@@ -72,15 +75,15 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     caching's admission and a router's arrivals from `engine_routed`."""
 
     def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
-        self.cost, self.cap, self.held, self.K, n, self.P, self.O, policy = run_basics(workload, replica, cfg)
-        self.n, self.cfg, self.res = n, cfg, res
+        self.cost, self.cap, self.held, self.K, requests, self.P, self.O, policy = run_basics(workload, replica, cfg)
+        self.n, self.cfg, self.res = requests, cfg, res
         self.paged, self.none = policy == "paged", policy == "none"
         self.spec = spec = cfg.spec
         self.gmax = spec.gamma if spec else 0
         self.B = cfg.block_size
         self.total_blocks, self.wm_blocks = block_pool(self.cap, self.B, cfg.watermark) if self.paged else (0, 0)
         closed = workload.concurrency
-        self.sent = n if closed is None else min(closed, n)
+        self.sent = requests if closed is None else min(closed, requests)
         self.stages = stages = self.cost.stages
         self.orca_pipe = stages > 1 and cfg.pipeline == "orca"
         self.micro = stages > 1 and cfg.pipeline == "microbatch"
@@ -89,15 +92,15 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         if state is None:
             acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
                 if spec else None
-            state = EngineState.start(self.P, workload.arrival_s if closed is None else [0.0] * n, self.total_blocks,
-                                      acceptance)
+            arrivals = workload.arrival_s if closed is None else [0.0] * requests
+            state = EngineState.start(self.P, arrivals, self.total_blocks, acceptance)
         self.state = state
         self.accept = state.acceptance.accepted if state.acceptance else None
         self.kv_bytes, self.host = self.cost.kv_token_bytes, cfg.host_bytes_per_s
-        self.inflight = [False] * n
+        self.inflight = [False] * requests
         self.swapped: deque[int] = deque()
-        self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(i, q)])
-        self.launches = self.last_pre = state.st["iterations"]
+        self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(req, chunk)])
+        self.launches = self.last_pre = state.stats.iterations
         self.cache = None
         if cfg.prefix_caching:
             if self.held is not None:
@@ -117,272 +120,275 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
 
     # ---- the K/V ledger ------------------------------------------------------------------------
 
-    def release(self, i: int) -> None:
-        """Free request i's K/V (paged: its blocks; otherwise its tokens and reservation)."""
-        s = self.state
+    def release(self, req: int) -> None:
+        """Free request `req`'s K/V (paged: its blocks; otherwise its tokens and reservation)."""
+        state = self.state
         if self.paged:
-            own = s.blocks[i]
+            own = state.blocks[req]
             if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
-                self.cache.trim(s.free)
-                own = s.blocks[i] - self.cache.held[i] + self.cache.release(i, s.kv[i] if s.fin[i] == s.fin[i] else 0)
-            s.free += own
-            s.used -= own * self.B
-            s.blocks[i] = 0
+                self.cache.trim(state.free)
+                kept = state.kv[req] if state.fin[req] == state.fin[req] else 0
+                own = state.blocks[req] - self.cache.held[req] + self.cache.release(req, kept)
+            state.free += own
+            state.used -= own * self.B
+            state.blocks[req] = 0
         else:
-            s.used -= self.K(s.kv[i])
-            s.reserved -= self.res[i]
+            state.used -= self.K(state.kv[req])
+            state.reserved -= self.res[req]
 
-    def resize(self, i: int, tokens, old: int) -> None:
-        """Request i now holds `tokens` all-layer K/V tokens (was `old` cached tokens): paged, exactly the
+    def resize(self, req: int, tokens, old: int) -> None:
+        """Request `req` now holds `tokens` all-layer K/V tokens (was `old` cached tokens): paged, exactly the
         blocks that hold them (a roll-back frees the spare ones)."""
-        s = self.state
+        state = self.state
         if self.paged:
             want = blocks_for(tokens, self.B)
-            s.free += s.blocks[i] - want
-            s.used += (want - s.blocks[i]) * self.B
-            s.blocks[i] = want
+            state.free += state.blocks[req] - want
+            state.used += (want - state.blocks[req]) * self.B
+            state.blocks[req] = want
         else:
-            s.used += tokens - self.K(old)
+            state.used += tokens - self.K(old)
 
-    def finish(self, i: int, done_s: float) -> None:
-        """Request i is done at `done_s`; a closed loop's client sends its next request then."""
-        s = self.state
-        s.fin[i] = done_s
-        self.release(i)
-        del s.running[i]
-        s.finished += 1
-        s.in_system -= 1
+    def finish(self, req: int, done_s: float) -> None:
+        """Request `req` is done at `done_s`; a closed loop's client sends its next request then."""
+        state = self.state
+        state.fin[req] = done_s
+        self.release(req)
+        del state.running[req]
+        state.finished += 1
+        state.in_system -= 1
         if self.sent < self.n:
-            s.arr[self.sent] = done_s
+            state.arr[self.sent] = done_s
             self.sent += 1
 
     # ---- completion ----------------------------------------------------------------------------
 
-    def complete(self, done_s: float, decs, g: int, pfs) -> None:
+    def complete(self, done_s: float, decs, gamma: int, pfs) -> None:
         """An iteration ends: each decoder accepts its drafts and gains min(n + 1, left) tokens, its K/V
         rolled back to prompt + generated - 1; each prefill chunk is cached, a finished prompt emits
         the first token."""
-        s, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
-        gen, kv = s.gen, s.kv
-        flat, B, blocks = self.paged and not held, self.B, s.blocks
+        state, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
+        gen, kv = state.gen, state.kv
+        flat, B, blocks = self.paged and not held, self.B, state.blocks
         rounds = tokens = 0
-        drawn = [self.accept(i, g) for i in decs] if g else ()
-        for k, i in enumerate(decs):
-            inflight[i] = False
-            gi = gen[i]
-            if g:
-                tok = min(drawn[k] + 1, O[i] - gi)
+        drawn = [self.accept(req, gamma) for req in decs] if gamma else ()
+        for slot, req in enumerate(decs):
+            inflight[req] = False
+            gi = gen[req]
+            if gamma:
+                tok = min(drawn[slot] + 1, O[req] - gi)
                 rounds += 1
                 tokens += tok
                 gi += tok
             else:
                 gi += 1
-            gen[i] = gi
-            old = kv[i]
-            new = kv[i] = P[i] + gi - 1
+            gen[req] = gi
+            old = kv[req]
+            new = kv[req] = P[req] + gi - 1
             if flat:  # `resize` inlined (a hot loop): paged blocks without windows
                 want = blocks_for(new, B)
-                if want != blocks[i]:
-                    s.free += blocks[i] - want
-                    s.used += (want - blocks[i]) * B
-                    blocks[i] = want
+                if want != blocks[req]:
+                    state.free += blocks[req] - want
+                    state.used += (want - blocks[req]) * B
+                    blocks[req] = want
             else:
-                self.resize(i, held(new) if held else new, old)
-            if gi >= O[i]:
-                self.finish(i, done_s)
+                self.resize(req, held(new) if held else new, old)
+            if gi >= O[req]:
+                self.finish(req, done_s)
         if rounds:
-            s.st["spec_rounds"] += rounds
-            s.st["spec_tokens"] += tokens
+            state.stats.spec_rounds += rounds
+            state.stats.spec_tokens += tokens
         cache = self.cache
         if cache is not None and pfs:
-            cache.trim(s.free)
-        for i, q in pfs:
-            inflight[i] = False
-            old = kv[i]
-            s.pre[i] += q
-            kv[i] = s.pre[i]
+            cache.trim(state.free)
+        for req, chunk in pfs:
+            inflight[req] = False
+            old = kv[req]
+            state.pre[req] += chunk
+            kv[req] = state.pre[req]
             if cache is not None:  # its newly full prefix blocks join the cache; a duplicate's copy is freed
-                dup = cache.register(i, s.pre[i])
-                s.free += dup
-                s.used -= dup * self.B
-            if s.pre[i] == s.need[i]:
-                gen[i] += 1
-                kv[i] = P[i] + gen[i] - 1
-                if s.first[i] != s.first[i]:
-                    s.first[i] = done_s
-            self.resize(i, self.K(kv[i]), old)
-            if gen[i] >= O[i] and s.fin[i] != s.fin[i]:
-                self.finish(i, done_s)
+                dup = cache.register(req, state.pre[req])
+                state.free += dup
+                state.used -= dup * self.B
+            if state.pre[req] == state.need[req]:
+                gen[req] += 1
+                kv[req] = P[req] + gen[req] - 1
+                if state.first[req] != state.first[req]:
+                    state.first[req] = done_s
+            self.resize(req, self.K(kv[req]), old)
+            if gen[req] >= O[req] and state.fin[req] != state.fin[req]:
+                self.finish(req, done_s)
 
     # ---- one iteration's parts -----------------------------------------------------------------
 
     def arrivals(self) -> None:
         """Queue the requests that have arrived by the clock."""
-        s = self.state
-        while s.nxt < self.sent and s.arr[s.nxt] <= s.t:
-            s.waiting.append(s.nxt)
-            s.st["area_sys"] += s.t - s.arr[s.nxt]
-            s.in_system += 1
-            s.nxt += 1
+        state = self.state
+        while state.nxt < self.sent and state.arr[state.nxt] <= state.t:
+            state.waiting.append(state.nxt)
+            state.stats.in_system_area += state.t - state.arr[state.nxt]
+            state.in_system += 1
+            state.nxt += 1
 
     def may_hand_back(self, handback: int) -> bool:
         """Every running sequence decodes, nothing is swapped or in flight, the queue's head is fresh,
         and `handback` iterations have passed since the last preemption."""
-        s = self.state
-        head = s.waiting[0] if s.waiting else None
-        return (s.st["iterations"] - self.last_pre >= handback and not self.swapped and not self.flights
-                and (head is None or (s.pre[head] == 0 and s.need[head] == self.P[head]))
-                and all(s.pre[i] >= s.need[i] for i in s.running))
+        state = self.state
+        head = state.waiting[0] if state.waiting else None
+        return (state.stats.iterations - self.last_pre >= handback and not self.swapped and not self.flights
+                and (head is None or (state.pre[head] == 0 and state.need[head] == self.P[head]))
+                and all(state.pre[req] >= state.need[req] for req in state.running))
 
     def ready(self) -> tuple[list, list]:
         """(decoders up to max_batch, sequences still prefilling) among the running ones not in flight."""
-        s, decoders, prefilling = self.state, [], []
-        for i in s.running:
-            if self.inflight[i]:
+        state, decoders, prefilling = self.state, [], []
+        for req in state.running:
+            if self.inflight[req]:
                 continue
-            (decoders if s.pre[i] >= s.need[i] else prefilling).append(i)
+            (decoders if state.pre[req] >= state.need[req] else prefilling).append(req)
         return decoders[:self.cfg.max_batch], prefilling
 
     def compose_prefill(self, prefilling, budget):
         """The batch composition after the decode rows: prompt chunks of the running prefills while the
-        token budget lasts (paged: while their blocks fit). ([(i, q)], budget left)."""
-        s, run = self.state, []
-        for i in prefilling:
+        token budget lasts (paged: while their blocks fit). ([(req, chunk)], budget left)."""
+        state, run = self.state, []
+        for req in prefilling:
             if budget <= 0:
                 break
-            q = min(s.need[i] - s.pre[i], budget)
+            chunk = min(state.need[req] - state.pre[req], budget)
             if self.paged:
-                want = blocks_for(self.K(s.pre[i] + q), self.B) - s.blocks[i]
-                if want > s.free:
+                want = blocks_for(self.K(state.pre[req] + chunk), self.B) - state.blocks[req]
+                if want > state.free:
                     continue
-                s.free -= want
-                s.used += want * self.B
-                s.blocks[i] += want
-            run.append((i, q))
-            budget -= q
+                state.free -= want
+                state.used += want * self.B
+                state.blocks[req] += want
+            run.append((req, chunk))
+            budget -= chunk
         return run, budget
 
     def admit(self, dec_run, pf_run, budget) -> None:
         """The admission policy: queued requests (recompute victims first) while the batch has room, the
         reservation fits and (paged) the free blocks after it stay above the watermark."""
-        s, K, paged, none = self.state, self.K, self.paged, self.none
-        room = self.cap - s.used - sum(K(s.kv[i] + 1) - K(s.kv[i]) for i in dec_run) if none else 0
-        while (s.waiting and not self.swapped and len(s.running) < self.hold and budget > 0
+        state, K, paged, none = self.state, self.K, self.paged, self.none
+        room = self.cap - state.used - sum(K(state.kv[req] + 1) - K(state.kv[req]) for req in dec_run) if none else 0
+        while (state.waiting and not self.swapped and len(state.running) < self.hold and budget > 0
                and len(dec_run) + len(pf_run) < self.cfg.max_batch):
-            i = s.waiting[0]
+            req = state.waiting[0]
             if self.cache is not None:
-                if not self.admit_cached(i, budget, pf_run):
+                if not self.admit_cached(req, budget, pf_run):
                     break
-                budget -= min(s.need[i] - s.pre[i], budget)
-                s.waiting.popleft()
-                s.running[i] = None
+                budget -= min(state.need[req] - state.pre[req], budget)
+                state.waiting.popleft()
+                state.running[req] = None
                 continue
-            q = min(s.need[i] - s.pre[i], budget)
+            chunk = min(state.need[req] - state.pre[req], budget)
             if paged:
-                want = blocks_for(K(s.pre[i] + q), self.B)
-                if s.free - want < self.wm_blocks and (s.running or s.free < want):
+                want = blocks_for(K(state.pre[req] + chunk), self.B)
+                if state.free - want < self.wm_blocks and (state.running or state.free < want):
                     break
-                s.free -= want
-                s.used += want * self.B
-                s.blocks[i] = want
+                state.free -= want
+                state.used += want * self.B
+                state.blocks[req] = want
             elif none:
-                if K(s.need[i]) > room:
+                if K(state.need[req]) > room:
                     break
-                room -= K(s.need[i])
-            elif s.reserved + self.res[i] > self.cap:
+                room -= K(state.need[req])
+            elif state.reserved + self.res[req] > self.cap:
                 break
             else:
-                s.reserved += self.res[i]
-            s.waiting.popleft()
-            s.running[i] = None
-            pf_run.append((i, q))
-            budget -= q
+                state.reserved += self.res[req]
+            state.waiting.popleft()
+            state.running[req] = None
+            pf_run.append((req, chunk))
+            budget -= chunk
 
     def idle(self) -> bool:
         """Nothing to run: wait for a flight or an arrival (True), or stop: done, or a deadlock (False)."""
-        s = self.state
+        state = self.state
         if self.flights:
-            t_new = max(s.t, self.flights[0][0])
-        elif s.running or s.waiting or self.swapped:
-            holders = tuple(Holder(i, self.P[i], s.gen[i], s.kv[i], self.O[i] - s.gen[i]) for i in s.running)
-            s.deadlock = Deadlock(s.st["iterations"], s.t, self.cap, holders, len(s.waiting))
+            t_new = max(state.t, self.flights[0][0])
+        elif state.running or state.waiting or self.swapped:
+            holders = tuple(Holder(req, self.P[req], state.gen[req], state.kv[req], self.O[req] - state.gen[req])
+                            for req in state.running)
+            state.deadlock = Deadlock(state.stats.iterations, state.t, self.cap, holders, len(state.waiting))
             return False
-        elif s.nxt < self.sent:
-            t_new = s.arr[s.nxt]
+        elif state.nxt < self.sent:
+            t_new = state.arr[state.nxt]
         else:
             return False
-        s.st["area_sys"] += (t_new - s.t) * s.in_system
-        s.t = t_new
+        state.stats.in_system_area += (t_new - state.t) * state.in_system
+        state.t = t_new
         return True
 
-    def launch(self, dec_run, pf_run, g: int, rows: float, swap_s: float) -> None:
+    def launch(self, dec_run, pf_run, gamma: int, rows: float, swap_s: float) -> None:
         """The iteration in flight until its time (`iteration.iteration_time` plus any swap transfer);
         the pipeline: under `orca` the next one starts a stage-time later, otherwise when it ends."""
-        s, st = self.state, self.state.st
-        dt, comm, draft = iteration_time(self.cost, self.held, s.kv, s.pre, dec_run, pf_run, g, rows, self.spec,
-                                         self.stages if self.micro else 1)
-        st["comm"] += comm
-        st["draft_s"] += draft
+        state, stats = self.state, self.state.stats
+        dt, comm, draft = iteration_time(self.cost, self.held, state.kv, state.pre, dec_run, pf_run, gamma, rows,
+                                         self.spec, self.stages if self.micro else 1)
+        stats.comm_s += comm
+        stats.draft_s += draft
         dt += swap_s
-        st["gamma_sum"] += g * len(dec_run)
-        st["dec_slots"] += len(dec_run)
+        stats.gamma_sum += gamma * len(dec_run)
+        stats.decode_slots += len(dec_run)
         self.launches += 1
-        for i in dec_run:
-            self.inflight[i] = True
-        for i, _ in pf_run:
-            self.inflight[i] = True
-        heapq.heappush(self.flights, (s.t + dt, self.launches, dec_run, g, pf_run))
+        for req in dec_run:
+            self.inflight[req] = True
+        for req, _ in pf_run:
+            self.inflight[req] = True
+        heapq.heappush(self.flights, (state.t + dt, self.launches, dec_run, gamma, pf_run))
         step = dt / self.stages if self.orca_pipe else dt
-        count_launch(st, step, rows, self.bound_rows, len(s.running), s.used, s.in_system, s.reserved)
-        s.t += step
+        stats.count_launch(step, rows, self.bound_rows, len(state.running), state.used, state.in_system, state.reserved)
+        state.t += step
 
     # ---- the loop ------------------------------------------------------------------------------
 
     def run(self, on_progress=None, handback: int = 0, until: float = math.inf) -> None:
         """Iterations until every request is done, a deadlock, (`handback`) the fast path may resume, or
         the clock reaches `until` (a fleet's next arrival: the router reads the replicas then)."""
-        s, cfg, spec = self.state, self.cfg, self.spec
+        state, cfg, spec = self.state, self.cfg, self.spec
         every = max(1, self.n // 100)
         while True:
-            while self.flights and self.flights[0][0] <= s.t:
-                done_s, _, decs, g_done, pfs = heapq.heappop(self.flights)
-                self.complete(done_s, decs, g_done, pfs)
-            if s.t >= until:
+            while self.flights and self.flights[0][0] <= state.t:
+                done_s, _, decs, gamma_done, pfs = heapq.heappop(self.flights)
+                self.complete(done_s, decs, gamma_done, pfs)
+            if state.t >= until:
                 return
             self.arrivals()
-            if on_progress and s.finished and s.finished % every == 0:
-                on_progress(s.finished, self.n)
+            if on_progress and state.finished and state.finished % every == 0:
+                on_progress(state.finished, self.n)
             if handback and self.may_hand_back(handback):
                 return
             stretch = self.stretch  # decode-only iterations in one step (`decode_stretch`) from `after` on
-            if stretch and s.st["iterations"] >= stretch.after and stretch.advance(until, handback, on_progress, every):
+            if (stretch and state.stats.iterations >= stretch.after
+                    and stretch.advance(until, handback, on_progress, every)):
                 continue
             decoders, prefilling = self.ready()
-            g = choose_gamma(spec, self.cost, decoders, s.kv) if spec and decoders else 0
+            gamma = choose_gamma(spec, self.cost, decoders, state.kv) if spec and decoders else 0
             preempted, swap_s = False, 0.0
             if self.paged:
-                dec_run, gone, swap_s = self.allocate_decoders(decoders, g)
+                dec_run, gone, swap_s = self.allocate_decoders(decoders, gamma)
                 if gone:
                     preempted = True
-                    prefilling = [i for i in prefilling if i not in gone]
-                    self.last_pre = s.st["iterations"]
+                    prefilling = [req for req in prefilling if req not in gone]
+                    self.last_pre = state.stats.iterations
             elif self.none:
                 dec_run = self.stall_unreserved(decoders)
             else:
                 dec_run = decoders
-            rows_dec = len(dec_run) * (g + 1)
+            rows_dec = len(dec_run) * (gamma + 1)
             pf_run, budget = self.compose_prefill(prefilling, (cfg.prefill_chunk - rows_dec) if cfg.prefill_chunk
                                                   else math.inf)
             if self.cache is not None:  # the decoders' and chunks' blocks may have taken cached free blocks
-                self.cache.trim(s.free)
+                self.cache.trim(state.free)
             moved = False
             if not preempted and len(dec_run) == len(decoders):  # admission only when nothing was preempted or stalled
                 moved, seconds = self.swap_in()
                 swap_s += seconds
                 self.admit(dec_run, pf_run, budget)
-            rows = rows_dec + sum(q for _, q in pf_run)
+            rows = rows_dec + sum(chunk for _, chunk in pf_run)
             if rows and self.tier is not None:  # the host link: prefix blocks back for the admitted, evicted ones out
-                swap_s += self.reload_s + self.tier.sent(s.st, self.host)
+                swap_s += self.reload_s + self.tier.sent(state.stats, self.host)
                 self.reload_s = 0.0
             if rows == 0 and swap_s == 0.0:
                 if moved:  # swapped in at no transfer time (a cost without bytes): decode it now
@@ -390,4 +396,4 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
                 if self.idle():
                     continue
                 return
-            self.launch(dec_run, pf_run, g, rows, swap_s)
+            self.launch(dec_run, pf_run, gamma, rows, swap_s)

@@ -6,7 +6,8 @@ free blocks fall short the latest-admitted running sequence is preempted (`preem
 the host tier as `swap` does while the tier has room: `offload_victim`), `swap` moves its K/V over the
 host link, and
 `swap_in` brings swapped sequences back first while the blocks stay above the watermark. Without a
-reservation the decoders past the free K/V tokens stall (`stall_unreserved`).
+reservation the decoders past the free K/V tokens stall (`stall_unreserved`). The loop's symbols
+(`engine_loop`): `K` a context's K/V tokens held, `B` the block size.
 """
 
 from __future__ import annotations
@@ -22,23 +23,23 @@ class PreemptionPolicy:
     def preempt(self, victim: int) -> float:
         """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
         prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
-        s, K = self.state, self.K
-        s.st["preemptions"] += 1
+        state, K = self.state, self.K
+        state.stats.preemptions += 1
         seconds = 0.0
-        nbytes = K(s.kv[victim]) * self.kv_bytes
+        nbytes = K(state.kv[victim]) * self.kv_bytes
         if self.cfg.preemption == "swap" or self.offload_victim(nbytes):
-            s.st["swap_bytes"] += nbytes
+            state.stats.swap_bytes += nbytes
             seconds = nbytes / self.host
-            s.free += s.blocks[victim]
-            s.used -= s.blocks[victim] * self.B
-            s.blocks[victim] = 0
+            state.free += state.blocks[victim]
+            state.used -= state.blocks[victim] * self.B
+            state.blocks[victim] = 0
             self.swapped.append(victim)
         else:
             self.release(victim)
-            s.need[victim] = self.P[victim] + s.gen[victim]
-            s.pre[victim] = s.kv[victim] = 0
-            s.waiting.appendleft(victim)
-        del s.running[victim]
+            state.need[victim] = self.P[victim] + state.gen[victim]
+            state.pre[victim] = state.kv[victim] = 0
+            state.waiting.appendleft(victim)
+        del state.running[victim]
         return seconds
 
     def offload_victim(self, nbytes: float) -> bool:
@@ -47,67 +48,68 @@ class PreemptionPolicy:
         the cache and spill there on their own) it is recomputed."""
         return self.tier is not None and self.cache is None and self.tier.pin(nbytes)
 
-    def allocate_decoders(self, decoders, g: int):
-        """Paged: blocks for each decoder's g + 1 rows ahead, preempting the latest-admitted running
+    def allocate_decoders(self, decoders, gamma: int):
+        """Paged: blocks for each decoder's gamma + 1 rows ahead, preempting the latest-admitted running
         sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
         seconds of swap transfer)."""
-        s, held, B, inflight = self.state, self.held, self.B, self.inflight
+        state, held, B, inflight = self.state, self.held, self.B, self.inflight
         gone: set = set()
         run, swap_s = [], 0.0
-        for i in decoders:
-            if i in gone:
+        for req in decoders:
+            if req in gone:
                 continue
-            c = s.kv[i] + g + 1
-            want = blocks_for(held(c) if held else c, B) - s.blocks[i]
+            context = state.kv[req] + gamma + 1
+            want = blocks_for(held(context) if held else context, B) - state.blocks[req]
             if want <= 0:  # its blocks already hold the rows (paged: rounded up)
-                run.append(i)
+                run.append(req)
                 continue
-            while s.free < want:
-                victim = next((v for v in reversed(s.running) if not inflight[v] and v not in gone), None)
+            while state.free < want:
+                victim = next((other for other in reversed(state.running) if not inflight[other] and other not in gone),
+                              None)
                 if victim is None:
                     break
                 gone.add(victim)
                 swap_s += self.preempt(victim)
-                if victim == i:
+                if victim == req:
                     break
-            if i in gone or s.free < want:
+            if req in gone or state.free < want:
                 continue
-            s.free -= want
-            s.used += want * B
-            s.blocks[i] += want
-            run.append(i)
+            state.free -= want
+            state.used += want * B
+            state.blocks[req] += want
+            run.append(req)
         return run, gone, swap_s
 
     def stall_unreserved(self, decoders) -> list:
         """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall)."""
         room, K, kv = self.cap - self.state.used, self.K, self.state.kv
         run = []
-        for i in decoders:
-            inc = K(kv[i] + 1) - K(kv[i])
+        for req in decoders:
+            inc = K(kv[req] + 1) - K(kv[req])
             if inc > room + 1e-9:
                 break
             room -= inc
-            run.append(i)
+            run.append(req)
         return run
 
     def swap_in(self) -> tuple[bool, float]:
         """Swapped sequences back first, while the batch has room and the blocks stay above the watermark.
         (any moved, seconds of transfer)."""
-        s, K, B = self.state, self.K, self.B
+        state, K, B = self.state, self.K, self.B
         moved, seconds = False, 0.0
-        while self.swapped and len(s.running) < self.hold:
-            v = self.swapped[0]
-            if s.free - blocks_for(K(s.kv[v] + self.gmax + 1), B) < self.wm_blocks:
+        while self.swapped and len(state.running) < self.hold:
+            back = self.swapped[0]
+            if state.free - blocks_for(K(state.kv[back] + self.gmax + 1), B) < self.wm_blocks:
                 break
             self.swapped.popleft()
             moved = True
-            seconds += K(s.kv[v]) * self.kv_bytes / self.host
-            s.st["swap_bytes"] += K(s.kv[v]) * self.kv_bytes
+            seconds += K(state.kv[back]) * self.kv_bytes / self.host
+            state.stats.swap_bytes += K(state.kv[back]) * self.kv_bytes
             if self.tier is not None:  # K/V offload: its host bytes are free again
-                self.tier.unpin(K(s.kv[v]) * self.kv_bytes)
-            w0 = blocks_for(K(s.kv[v]), B)
-            s.free -= w0
-            s.used += w0 * B
-            s.blocks[v] = w0
-            s.running[v] = None
+                self.tier.unpin(K(state.kv[back]) * self.kv_bytes)
+            w0 = blocks_for(K(state.kv[back]), B)
+            state.free -= w0
+            state.used += w0 * B
+            state.blocks[back] = w0
+            state.running[back] = None
         return moved, seconds

@@ -1,6 +1,7 @@
 """Two parts of the general loop (`engine_loop.EngineLoop` mixes them in): prefix caching's admission
 (`CachedAdmission.admit_cached`: a request's prefill starts after its cached blocks) and arrivals handed
 over by a router (`RoutedArrivals`: `routed`, `enqueue`; `fleet` drives them with `run(until=t)`).
+`B` is the loop's block size (`engine_loop`).
 """
 
 from __future__ import annotations
@@ -12,40 +13,40 @@ class CachedAdmission:
     """Prefix caching's admission, a method of `EngineLoop` over its `state`, `cache`, `B`, `P`,
     `wm_blocks`, `host` (bytes/s) and `reload_s`."""
 
-    def admit_cached(self, i: int, budget, pf_run) -> bool:
-        """Prefix caching's admission of queued request i: its leading cached blocks are taken (shared
+    def admit_cached(self, req: int, budget, pf_run) -> bool:
+        """Prefix caching's admission of queued request `req`: its leading cached blocks are taken (shared
         ones counted once, unreferenced ones leave the free blocks), its prefill starts after them, and
         the blocks of its first chunk are allocated, under the same watermark rule as `admit`. With a
         host tier, the blocks there that continue its cached prefix come back too (new GPU blocks, their
         bytes / host_bytes_per_s seconds added to `reload_s`, then to the iteration) instead of being
         prefilled. False (nothing changed) when they do not fit."""
-        s, cache, B = self.state, self.cache, self.B
-        hits, unref = cache.lookup(i) if s.pre[i] == 0 else (0, 0)
-        hosted = cache.hosted(i, hits) if s.pre[i] == 0 else 0  # K/V offload: blocks to bring back
+        state, cache, B = self.state, self.cache, self.B
+        hits, unref = cache.lookup(req) if state.pre[req] == 0 else (0, 0)
+        hosted = cache.hosted(req, hits) if state.pre[req] == 0 else 0  # K/V offload: blocks to bring back
         start = (hits + hosted) * B
-        q = min(s.need[i] - start, budget)
-        want = blocks_for(start + q, B) - hits
-        if s.free - unref - want < self.wm_blocks and (s.running or s.free - unref < want):
+        chunk = min(state.need[req] - start, budget)
+        want = blocks_for(start + chunk, B) - hits
+        if state.free - unref - want < self.wm_blocks and (state.running or state.free - unref < want):
             return False
-        cache.take(i, hits)
+        cache.take(req, hits)
         if hosted:  # brought back over the host link, the transfer added to this iteration (`reload_s`)
-            cache.take_hosted(i, hits, hosted)
+            cache.take_hosted(req, hits, hosted)
             nbytes = hosted * cache.host.block_bytes
-            s.st["swap_bytes"] += nbytes
+            state.stats.swap_bytes += nbytes
             self.reload_s += nbytes / self.host
-        s.free -= unref + want
-        s.used += (unref + want) * B
-        s.blocks[i] = hits + want
-        s.pre[i] = start
-        cache.trim(s.free)
-        st = s.st
-        st["prefix_lookups"] += 1
-        st["prefix_lookup_tokens"] += self.P[i]
+        state.free -= unref + want
+        state.used += (unref + want) * B
+        state.blocks[req] = hits + want
+        state.pre[req] = start
+        cache.trim(state.free)
+        stats = state.stats
+        stats.prefix_lookups += 1
+        stats.prefix_lookup_tokens += self.P[req]
         if start:  # found on the GPU or in the host tier
-            st["prefix_hit_requests"] += 1
-            st["prefix_hit_tokens"] += start
-        s.kv[i] = start
-        pf_run.append((i, q))
+            stats.prefix_hit_requests += 1
+            stats.prefix_hit_tokens += start
+        state.kv[req] = start
+        pf_run.append((req, chunk))
         return True
 
 
@@ -56,14 +57,14 @@ class RoutedArrivals:
         """The requests come from a router (`fleet`), one `enqueue` at a time, not from the workload."""
         self.state.nxt = self.sent = self.n
 
-    def enqueue(self, i: int, t: float) -> None:
-        """A router hands request i to this replica at time t (`fleet`): an idle replica's clock moves
+    def enqueue(self, req: int, t: float) -> None:
+        """A router hands request `req` to this replica at time `t` (`fleet`): an idle replica's clock moves
         to t; a busy one queues it, its wait since t counted in the time-weighted requests in system."""
-        s = self.state
-        if s.t < t:
-            s.st["area_sys"] += (t - s.t) * s.in_system
-            s.t = t
+        state = self.state
+        if state.t < t:
+            state.stats.in_system_area += (t - state.t) * state.in_system
+            state.t = t
         else:
-            s.st["area_sys"] += s.t - t
-        s.waiting.append(i)
-        s.in_system += 1
+            state.stats.in_system_area += state.t - t
+        state.waiting.append(req)
+        state.in_system += 1

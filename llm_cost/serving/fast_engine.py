@@ -11,7 +11,8 @@ running totals per iteration, packed in one int64 array (kv summed, blocks summe
 finish count at a + R; each iteration then costs a few additions and the iteration's time, inlined
 from `iteration.inline_coefficients` (one loop turn per iteration, no call of ours in it), its
 compute term skipped where a decode-only iteration is memory-bound for sure
-(`iteration.memory_bound_from`).
+(`iteration.memory_bound_from`); the coefficients keep their letters (`w` the weight bytes read, `c`
+the draft's cost ratio: `_Fast`).
 
 Paged KV preempts only when the decoders' blocks ahead exceed the free ones; the totals see that
 (sum of blocks > capacity) and the fast path hands the run over to the engine's general loop at that
@@ -32,7 +33,7 @@ from llm_cost.serving import handover
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
-from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
 from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
@@ -46,7 +47,7 @@ def _fast_spec(spec, cfg) -> bool:
     positions (`off-above-batch` never switching off: its threshold at least max_batch)."""
     if spec is None:
         return True
-    if not {f.name for f in fields(spec)} <= FAST_SPEC_FIELDS or spec.bursty is not None:
+    if not {field.name for field in fields(spec)} <= FAST_SPEC_FIELDS or spec.bursty is not None:
         return False
     return spec.policy == "fixed" or (spec.policy == "off-above-batch" and spec.off_above >= cfg.max_batch)
 
@@ -141,7 +142,7 @@ class _Fast:
         self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved = 0.0, 0, 0, 0, 0, 0, 0
         self.k0 = self.h0 = 0  # where the running segment of fast iterations started
         self.customs: dict[int, tuple] = {}
-        self.st = fresh_stats()
+        self.stats = RunStats()
         self.general = None  # the general loop's per-request lists, once it has run
         self.every = max(1, n_requests // 100)
 

@@ -30,7 +30,7 @@ import math
 
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
-from llm_cost.serving.engine_state import fresh_stats
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
 from llm_cost.serving.iteration import compute_bound_rows, totals_time
@@ -158,7 +158,8 @@ def inline_coefficients(cost):
 
 def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
     """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
-    `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co`."""
+    `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co` (`w` the
+    weight bytes read, the others `roofline.inline_terms.InlineTerms`' fields in order)."""
     w, kvb, bps, rf, pf, fps, fixed, stages, cf, cr, hf, hr = co
     mem = (w + (kv_read + rows) * kvb) / bps
     comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
@@ -175,10 +176,10 @@ def serve_pipelined(workload, replica, cfg, on_progress=None):
     out = _loop(workload, replica, cfg, on_progress)
     if out is None:
         return None
-    first, fin, st = out
+    first, fin, stats = out
     if on_progress:
         on_progress(len(workload), len(workload))
-    return ServeResult.build(workload, replica, cfg, list(workload.arrival_s), first, fin, st, None,
+    return ServeResult.build(workload, replica, cfg, list(workload.arrival_s), first, fin, stats, None,
                              path="fast_pipeline")
 
 
@@ -190,12 +191,12 @@ def _loop(workload, replica, cfg, on_progress):
     stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
     total, wm = block_pool(replica.kv_capacity_tokens, block, cfg.watermark)
     arr = list(workload.arrival_s) + [math.inf]
-    first, fin, st = [math.nan] * n_requests, [math.nan] * n_requests, fresh_stats()
+    first, fin, draft_s = [math.nan] * n_requests, [math.nan] * n_requests, 0.0
     one, co = causal_pairs(1), inline_coefficients(cost)
     flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
     now, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
-    busy = area_n = area_kv = area_sys = comm_sum = peak = compute_bound = 0.0  # st's sums as locals
-    rows_sum, slots, bound_rows = 0, 0, compute_bound_rows(cost)  # (a dict update each costs)
+    busy = area_n = area_kv = area_sys = comm_sum = peak = compute_bound = 0.0  # the statistics' sums as locals
+    rows_sum, slots, bound_rows = 0, 0, compute_bound_rows(cost)  # (an attribute update each costs)
     every = max(1, n_requests // 100)
     while True:
         while flights and flights[0][0] <= now:  # completions: first tokens, finishes
@@ -250,15 +251,16 @@ def _loop(workload, replica, cfg, on_progress):
             elif nxt < n_requests:
                 t_new = arr[nxt]
             else:
-                st.update(busy=busy, area_n=area_n, area_kv=area_kv, area_sys=area_sys, comm=comm_sum,
-                          peak_kv=peak, iterations=launches, rows=rows_sum, dec_slots=slots, compute_bound=compute_bound)
-                return first, fin, st
+                return first, fin, RunStats(
+                    busy_s=busy, batch_area=area_n, kv_used_area=area_kv, in_system_area=area_sys, comm_s=comm_sum,
+                    peak_kv_used=peak, iterations=launches, rows=rows_sum, decode_slots=slots,
+                    compute_bound_s=compute_bound, draft_s=draft_s)
             area_sys += (t_new - now) * in_system
             now = t_new
             continue
         if co is None:
             dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
-            st["draft_s"] += draft
+            draft_s += draft
         else:
             dt, comm = _inline_time(co, rows, kv_dec if nd else 0.0, pairs)
         comm_sum += comm

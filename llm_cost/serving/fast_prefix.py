@@ -70,8 +70,8 @@ def serve_prefix(workload, replica, cfg, res, on_progress=None):
     state = run.state
     if on_progress:
         on_progress(run.n, run.n)
-    return ServeResult.build(workload, replica, cfg, state.arr, state.first, state.fin, state.st, state.deadlock,
-                             path="fast_prefix")
+    return ServeResult.build(workload, replica, cfg, state.arr, state.first, state.fin, state.stats, state.deadlock,
+                             path="fast_prefix", generated=state.gen, prefilled=state.pre)
 
 
 class PrefixReplica:
@@ -170,7 +170,7 @@ class PrefixReplica:
         requests while the batch has room and the free blocks after their uncached ones stay above the
         watermark. ([(i, rows)], free blocks after)."""
         state, cache, prompt, block, wm, hold = self.state, self.cache, self.P, self.B, self.wm, self.hold
-        running, waiting, st, pf = state.running, state.waiting, state.st, []
+        running, waiting, stats, pf = state.running, state.waiting, state.stats, []
         while waiting and len(running) < hold:
             req = waiting[0]
             hits, unref = cache.lookup(req)
@@ -181,11 +181,11 @@ class PrefixReplica:
             cache.take(req, hits)
             free -= unref + want
             cache.trim(free)
-            st["prefix_lookups"] += 1
-            st["prefix_lookup_tokens"] += prompt[req]
+            stats.prefix_lookups += 1
+            stats.prefix_lookup_tokens += prompt[req]
             if start:
-                st["prefix_hit_requests"] += 1
-                st["prefix_hit_tokens"] += start
+                stats.prefix_hit_requests += 1
+                stats.prefix_hit_tokens += start
             pf.append((req, prompt[req] - start))
             waiting.popleft()
             running[req] = None
@@ -195,14 +195,15 @@ class PrefixReplica:
         """Fast iterations (module doc) until `until` or the end (True) or a preemption ahead (False: the
         state is the general loop's at the start of that loop turn). An iteration's seconds are
         `iteration.iteration_time`'s operations in order (on one GPU `inline_coefficients`' T, operation for
-        operation `PassCost.time`), its statistics `EngineLoop.launch`'s."""
+        operation `PassCost.time`; `w` the weight bytes read), its statistics `EngineLoop.launch`'s
+        (`RunStats.count_launch`)."""
         if self.consts is None:
             co = self.coeffs
-            self.consts = (self.state, self.state.st, self.cost, self.P, self.B, self.total, self.hold,
+            self.consts = (self.state, self.state.stats, self.cost, self.P, self.B, self.total, self.hold,
                            self.cache.lru, self.NEWB, self.FIN, self.state.arr, self.loop.sent, self.state.running,
                            self.state.waiting, self.cache.trim, co, *(co[:7] if co else (0,) * 7),
                            *(co[15:17] if co else (0, 0)), causal_pairs(1))
-        (state, st, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
+        (state, stats, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
          w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
         now, iteration, free, pf, pending, bound_rows = state.t, self.k, state.free, [], False, self.loop.bound_rows
         while True:
@@ -215,7 +216,7 @@ class PrefixReplica:
                 break
             while state.nxt < sent and arr[state.nxt] <= now:  # `EngineLoop.arrivals`
                 waiting.append(state.nxt)
-                st["area_sys"] += now - arr[state.nxt]
+                stats.in_system_area += now - arr[state.nxt]
                 state.in_system += 1
                 state.nxt += 1
             decoders = self.nd
@@ -236,7 +237,7 @@ class PrefixReplica:
                     state.t, state.free, self.k = now, free, iteration
                     return False
                 if state.nxt < sent:  # idle until the next arrival (`EngineLoop.idle`)
-                    st["area_sys"] += (arr[state.nxt] - now) * state.in_system
+                    stats.in_system_area += (arr[state.nxt] - now) * state.in_system
                     now = arr[state.nxt]
                     continue
                 break
@@ -255,20 +256,11 @@ class PrefixReplica:
                 dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
             else:
                 dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, decoders, kv_dec, 0, 1)
-                st["comm"] += comm
-                st["draft_s"] += draft
+                stats.comm_s += comm
+                stats.draft_s += draft
             used = float((total - free) * block)
-            st["dec_slots"] += decoders
-            st["iterations"] += 1
-            st["rows"] += rows
-            st["busy"] += dt
-            if rows >= bound_rows:
-                st["compute_bound"] += dt
-            st["area_n"] += dt * len(running)
-            st["area_kv"] += dt * used
-            st["area_sys"] += dt * state.in_system
-            if used > st["peak_kv"]:
-                st["peak_kv"] = used
+            stats.decode_slots += decoders
+            stats.count_launch(dt, rows, bound_rows, len(running), used, state.in_system)
             now += dt
             iteration += 1
             pending = True
@@ -286,7 +278,7 @@ class PrefixReplica:
             state.pre[req] = state.need[req]
             state.blocks[req] = blocks_for(kv, self.B)
         state.used = float((self.total - state.free) * self.B)
-        loop.launches = loop.last_pre = state.st["iterations"]
+        loop.launches = loop.last_pre = state.stats.iterations
         self.FIN.clear()
         self.NEWB.clear()
         self.A = self.nd = 0
@@ -295,7 +287,7 @@ class PrefixReplica:
     def _from_general(self) -> None:
         """The fast path's totals from the general loop's variables (every running sequence decodes)."""
         state = self.state
-        self.k = iteration = state.st["iterations"]
+        self.k = iteration = state.stats.iterations
         for req in state.running:
             self._decoder(req, iteration, state.kv[req], iteration - state.gen[req] + self.O[req] - 1)
         self.general = False

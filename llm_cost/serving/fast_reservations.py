@@ -32,6 +32,7 @@ from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
 from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_result import ServeResult
 
 
@@ -64,152 +65,127 @@ def covers(workload, replica, cfg) -> bool:
     return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES)
 
 
-class StepStats:
-    """Time-weighted sums over iterations: busy seconds, batch, K/V reserved, written (after each
-    iteration's writes) and used (held at each iteration's start, as the engine's loop counts it)."""
-
-    __slots__ = ("busy", "area_n", "area_r", "area_w", "area_u", "peak_r", "peak_w", "peak_u", "iterations",
-                 "rows", "comm", "compute_bound", "first")
-
-    def __init__(self, requests: int) -> None:
-        """All sums and peaks at zero; no first token yet for any of the `requests`."""
-        self.busy = self.area_n = self.area_r = self.area_w = self.area_u = self.comm = self.compute_bound = 0.0
-        self.peak_r = self.peak_w = self.peak_u = self.iterations = self.rows = 0
-        self.first = [math.nan] * requests
-
-
 def serve_reserved(workload, replica, cfg, res, on_progress=None) -> ServeResult:
     """`engine.serve` on this path (module doc); `res` the tokens each request reserves."""
-    st = StepStats(len(workload))
+    stats, first = RunStats(), [math.nan] * len(workload)
     finish, deadlock = _iteration_level(workload, workload.arrival_s, replica, cfg.max_batch, res,
-                                        cfg.reservation, st, on_progress)
-    if cfg.reservation == "none":  # K/V is allocated as it is written
-        st.area_r, st.peak_r = st.area_w, st.peak_w
+                                        cfg.reservation, stats, first, on_progress)
     if on_progress:
         on_progress(len(workload), len(workload))
-    return step_result(workload, replica, cfg, finish, deadlock, st, st.rows, "fast_reservations")
+    return finished_result(workload, replica, cfg, first, finish, deadlock, stats, "fast_reservations")
 
 
-def step_result(workload, replica, cfg, finish, deadlock, st: StepStats, needed: int, path: str) -> ServeResult:
-    """The `ServeResult` of a run counted in `StepStats` (this path's and `request_level`'s)."""
+def finished_result(workload, replica, cfg, first, finish, deadlock, stats: RunStats, path: str) -> ServeResult:
+    """`ServeResult.build` for a path that counts no requests in the system as it runs (this one and
+    `request_level`): their time-weighted area from the arrivals and finishes (Little's: each request's
+    time from arrival to its finish, or to the end if it never finished), the end the last finish or
+    the deadlock; a deadlock's holders their tokens generated (their prompts prefilled whole)."""
     arrivals = workload.arrival_s
-    busy = st.busy or 1.0
     end_s = deadlock.time_s if deadlock is not None else max((fin for fin in finish if fin == fin), default=0.0)
-    return ServeResult(
-        reservation=cfg.reservation, max_batch=int(cfg.max_batch), rate_req_per_s=workload.rate_req_per_s,
-        requests=len(workload), kv_capacity_tokens=replica.kv_capacity_tokens, arrival_s=tuple(arrivals),
-        first_token_s=tuple(st.first), finish_s=tuple(finish), output=tuple(workload.output),
-        iterations=st.iterations, busy_s=st.busy, mean_batch=st.area_n / busy,
-        kv_used_mean_tokens=st.area_u / busy, kv_used_peak_tokens=float(st.peak_u), preemptions=0, swap_bytes=0.0,
-        draft_s=0.0, mean_in_system=_mean_in_system(arrivals, finish, end_s), tokens_per_round=0.0,
-        mean_gamma=0.0, deadlock=deadlock, comm_total_s=st.comm, compute_bound_s=st.compute_bound, scheduler=ServeResult.scheduler_of(cfg), path=path,
-        kv_reserved_mean_tokens=st.area_r / busy, kv_written_mean_tokens=st.area_w / busy,
-        kv_reserved_peak_tokens=int(st.peak_r), kv_written_peak_tokens=int(st.peak_w),
-        positions_computed=st.rows, positions_needed=needed)
-
-
-def _mean_in_system(arrivals, finish, end_s: float) -> float:
-    """Requests in the system averaged over first arrival .. `end_s` (Little's area: each request's
-    time from arrival to its finish, or to `end_s` if it never finished)."""
-    span = end_s - arrivals[0] if arrivals else 0.0
-    if span <= 0:
-        return 0.0
-    area = sum((fin if fin == fin else end_s) - arrived for arrived, fin in zip(arrivals, finish) if arrived <= end_s)
-    return area / span
+    stats.in_system_area = sum((fin if fin == fin else end_s) - arrived
+                               for arrived, fin in zip(arrivals, finish) if arrived <= end_s)
+    generated = prefilled = None
+    if deadlock is not None:
+        generated, prefilled = [0] * len(workload), [0] * len(workload)
+        for holder in deadlock.holders:
+            generated[holder.request], prefilled[holder.request] = holder.generated, holder.prompt
+    return ServeResult.build(workload, replica, cfg, arrivals, first, finish, stats, deadlock,
+                             span=end_s - arrivals[0] if arrivals else 0.0, path=path, generated=generated,
+                             prefilled=prefilled)
 
 
 PROGRESS_EVERY = 1 << 14  # finished requests between two calls of on_progress (a bar, not a cost)
 
 
-def _iteration_level(wl, arrivals, replica, max_batch: int, res: list[int], reservation: str, st: StepStats,
-                     on_progress=None):
-    """Orca's loop. A request admitted in iteration k has generated it - base[i] tokens once
-    `it` iterations are done (base[i] = k, plus one per iteration it stalled) and finishes when
-    that reaches its output; its KV is prompt + generated - 1. `on_progress(finished, n_requests)` is
-    called every `PROGRESS_EVERY` finished requests."""
+def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int], reservation: str, stats: RunStats,
+                     first: list, on_progress=None):
+    """Orca's loop. A request admitted in iteration k has generated `iteration` - base[req] tokens once
+    `iteration` iterations are done (base[req] = k, plus one per iteration it stalled) and finishes when
+    that reaches its output; its KV is prompt + generated - 1. First tokens to `first`, statistics to
+    `stats`, `on_progress(finished, n_requests)` every `PROGRESS_EVERY` finishes. (finishes, deadlock)."""
     cost = replica.cost
     deployed, bound_rows = cost.deployed, compute_bound_rows(cost)  # once: the loop below is hot
     cap = replica.kv_capacity_tokens
-    prompt, output, n_requests = wl.prompt, wl.output, len(wl)
+    prompt, output, n_requests = workload.prompt, workload.output, len(workload)
     none = reservation == "none"
-    finish = [math.nan] * n_requests
-    first = st.first
-    base = [0] * n_requests
+    finish, base = [math.nan] * n_requests, [0] * n_requests
     heap: list[tuple[int, int]] = []  # (iteration count at which it finishes, request)
     running: dict[int, None] = {}  # admission order = arrival order
     pending: deque[int] = deque()
-    now, it, nxt, written, reserved = 0.0, 0, 0, 0, 0
-    # st's sums and peaks as locals while the loop runs (attribute updates cost a tenth of it), stored on return
-    busy = area_n = area_r = area_w = area_u = compute_bound = 0.0
-    peak_r = peak_w = peak_u = iterations = positions = done = 0
+    now, iteration, arrived, written, reserved = 0.0, 0, 0, 0, 0
+    # the statistics as locals while the loop runs (attribute updates cost a tenth of it), stored on return
+    busy_s = batch_area = kv_reserved_area = kv_written_area = kv_used_area = compute_bound_s = 0.0
+    peak_kv_reserved = peak_kv_written = peak_kv_used = iterations = rows_sum = done = 0
 
     def stored():
-        st.busy, st.area_n, st.area_r, st.area_w, st.area_u = busy, area_n, area_r, area_w, area_u
-        st.compute_bound = compute_bound
-        st.peak_r, st.peak_w, st.peak_u, st.iterations, st.rows = peak_r, peak_w, peak_u, iterations, positions
+        stats.busy_s, stats.batch_area, stats.compute_bound_s = busy_s, batch_area, compute_bound_s
+        stats.kv_reserved_area, stats.kv_written_area = kv_reserved_area, kv_written_area
+        stats.kv_used_area, stats.peak_kv_used = kv_used_area, peak_kv_used
+        stats.peak_kv_reserved, stats.peak_kv_written = peak_kv_reserved, peak_kv_written
+        stats.iterations, stats.rows = iterations, rows_sum
 
     while True:
-        while nxt < n_requests and arrivals[nxt] <= now:
-            pending.append(nxt)
-            nxt += 1
-        n_dec = len(running)
-        if not n_dec and not pending:
-            if nxt == n_requests:
+        while arrived < n_requests and arrivals[arrived] <= now:
+            pending.append(arrived)
+            arrived += 1
+        decoders = len(running)
+        if not decoders and not pending:
+            if arrived == n_requests:
                 stored()
                 return finish, None
-            now = arrivals[nxt]
+            now = arrivals[arrived]
             continue
-        prog = min(n_dec, cap - written) if none else n_dec
-        if pending and prog == n_dec and n_dec < max_batch:
-            admitted, reserved = admit_in_order(pending, prompt, res, none, cap - written - n_dec, reserved, cap,
-                                                max_batch - n_dec)
+        progressing = min(decoders, cap - written) if none else decoders
+        if pending and progressing == decoders and decoders < max_batch:
+            admitted, reserved = admit_in_order(pending, prompt, res, none, cap - written - decoders, reserved, cap,
+                                                max_batch - decoders)
         else:
             admitted = []
-        if admitted or prog < n_dec:
-            if not admitted and not prog:
+        if admitted or progressing < decoders:
+            if not admitted and not progressing:
                 stored()
-                return finish, running_deadlock(running, prompt, output, base, it, now, cap, len(pending))
-            dt, rows = mixed_iteration(cost, deployed, running, admitted, prog, n_dec, written, it, now, prompt, output,
-                                       base, first, heap, st)
-            area_u += dt * written  # held at the iteration's start
-            peak_u = written if written > peak_u else peak_u
+                return finish, running_deadlock(running, prompt, output, base, iteration, now, cap, len(pending))
+            step_s, rows = mixed_iteration(cost, deployed, running, admitted, progressing, decoders, written, iteration,
+                                           now, prompt, output, base, first, heap, stats)
+            kv_used_area += step_s * written  # held at the iteration's start
+            peak_kv_used = written if written > peak_kv_used else peak_kv_used
             written += rows  # decoders write one token each, prompts their length
-            it += 1
-            now += dt
+            iteration += 1
+            now += step_s
             iterations += 1
-            positions += rows
-            busy += dt
-            compute_bound += dt if rows >= bound_rows else 0.0
-            area_n += dt * len(running)
-            area_r += dt * reserved
-            area_w += dt * written
+            rows_sum += rows
+            busy_s += step_s
+            compute_bound_s += step_s if rows >= bound_rows else 0.0
+            batch_area += step_s * len(running)
+            kv_reserved_area += step_s * reserved
+            kv_written_area += step_s * written
         else:  # a stretch of pure decode iterations with the same batch
             while heap[0][0] != base[heap[0][1]] + output[heap[0][1]]:
                 heapq.heappop(heap)  # stale: pushed before the request stalled
-            k_max = heap[0][0] - it
+            k_max = heap[0][0] - iteration
             if none:
-                k_max = min(k_max, (cap - written) // n_dec)
-            watch = arrivals[nxt] if (not pending and n_dec < max_batch and nxt < n_requests) else math.inf
-            taken, span, stretch_w, held = decode_stretch(cost, n_dec, written, k_max, now, watch)
+                k_max = min(k_max, (cap - written) // decoders)
+            watch = arrivals[arrived] if (not pending and decoders < max_batch and arrived < n_requests) else math.inf
+            taken, span, stretch_written, held = decode_stretch(cost, decoders, written, k_max, now, watch)
             if deployed:
-                st.comm += taken * cost.comm_time_s(n_dec)
+                stats.comm_s += taken * cost.comm_time_s(decoders)
             now += span
-            it += taken
+            iteration += taken
             written = held
             iterations += taken
-            positions += taken * n_dec
-            busy += span
-            compute_bound += span if n_dec >= bound_rows else 0.0
-            area_n += span * n_dec
-            area_r += span * reserved
-            area_w += stretch_w
-            area_u += stretch_w - n_dec * span  # each iteration's start holds n_dec fewer
-            peak_u = held - n_dec if held - n_dec > peak_u else peak_u
-        if reserved > peak_r:  # max(), without a call on every loop turn
-            peak_r = reserved
-        if written > peak_w:
-            peak_w = written
-        while heap and heap[0][0] <= it:
+            rows_sum += taken * decoders
+            busy_s += span
+            compute_bound_s += span if decoders >= bound_rows else 0.0
+            batch_area += span * decoders
+            kv_reserved_area += span * reserved
+            kv_written_area += stretch_written
+            kv_used_area += stretch_written - decoders * span  # each iteration's start holds `decoders` fewer
+            peak_kv_used = held - decoders if held - decoders > peak_kv_used else peak_kv_used
+        if reserved > peak_kv_reserved:  # max(), without a call on every loop turn
+            peak_kv_reserved = reserved
+        if written > peak_kv_written:
+            peak_kv_written = written
+        while heap and heap[0][0] <= iteration:
             due, req = heapq.heappop(heap)
             if due != base[req] + output[req]:  # stale: the request stalled after this was pushed
                 continue

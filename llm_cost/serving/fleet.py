@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_result import ServeResult
 
 ROUTERS = ("round-robin", "least-loaded", "prefix-affinity")
@@ -144,20 +145,27 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
 
 
 def fleet_result(workload, replica, config, router, loops, assignment) -> FleetResult:
-    """Each replica's `ServeResult` over its own requests, and the fleet's over all of them."""
-    per, total = [], {}
-    first, fin = [math.nan] * len(workload), [math.nan] * len(workload)
-    for r, loop in enumerate(loops):
-        idx = [i for i, a in enumerate(assignment) if a == r]
-        s = loop.state
-        for i in idx:
-            first[i], fin[i] = s.first[i], s.fin[i]
-        for key, v in s.st.items():
-            total[key] = max(total.get(key, 0), v) if key.startswith("peak") else total.get(key, 0) + v
+    """Each replica's `ServeResult` over its own requests, and the fleet's over all of them (the
+    replicas' statistics summed, `RunStats.__add__`; positions needed by `run_stats.positions_needed`
+    from each request's own replica, deadlocked or not)."""
+    per, total = [], RunStats()
+    requests = len(workload)
+    first, fin = [math.nan] * requests, [math.nan] * requests
+    generated, prefilled = [0] * requests, [0] * requests
+    for index, loop in enumerate(loops):
+        idx = [req for req, at in enumerate(assignment) if at == index]
+        state = loop.state
+        for req in idx:
+            first[req], fin[req] = state.first[req], state.fin[req]
+            generated[req], prefilled[req] = state.gen[req], state.pre[req]
+        total = total + state.stats
         if idx:
             sub = workload_subset(workload, idx)
-            per.append(ServeResult.build(sub, replica, config, [s.arr[i] for i in idx], [s.first[i] for i in idx],
-                                         [s.fin[i] for i in idx], s.st, s.deadlock))
+            per.append(ServeResult.build(sub, replica, config, [state.arr[req] for req in idx],
+                                         [state.first[req] for req in idx], [state.fin[req] for req in idx], state.stats,
+                                         state.deadlock, generated=[state.gen[req] for req in idx],
+                                         prefilled=[state.pre[req] for req in idx]))
     deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
-    fleet = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, total, deadlock)
+    fleet = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin, total, deadlock,
+                              generated=generated, prefilled=prefilled)
     return FleetResult(router, tuple(per), tuple(assignment), fleet, len(loops))

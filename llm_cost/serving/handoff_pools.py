@@ -71,7 +71,7 @@ class SendingPrefill(EngineLoop):
             t_new = self.frees[0][0]
             if state.nxt < self.sent:
                 t_new = min(t_new, state.arr[state.nxt])
-            state.st["area_sys"] += (max(t_new, state.t) - state.t) * state.in_system
+            state.stats.in_system_area += (max(t_new, state.t) - state.t) * state.in_system
             state.t = max(t_new, state.t)
             return True
         if self.sending and not self.flights:
@@ -123,7 +123,7 @@ class ReceivingDecode(EngineLoop):
         pending = [self.ready_at[request] for request in state.running if self.ready_at[request] > state.t]
         if pending and not self.flights:
             t_new = min(pending)
-            state.st["area_sys"] += (t_new - state.t) * state.in_system
+            state.stats.in_system_area += (t_new - state.t) * state.in_system
             state.t = t_new
             return True
         return super().idle()

@@ -55,7 +55,7 @@ def close_segment(fast) -> None:
     Per request (admitted at a, R rounds): decoders per iteration from the starts a + 1 and the ends
     a + R + 1; the per-iteration sums in blocks of `BLOCK` iterations, whose admissions are a
     contiguous run of requests (a does not decrease: first come, first served)."""
-    np, k0, k1, h0, h1, st = fast.np, fast.k0, fast.k, fast.h0, fast.head, fast.st
+    np, k0, k1, h0, h1, stats = fast.np, fast.k0, fast.k, fast.h0, fast.head, fast.stats
     K = k1 - k0
     if K <= 0:
         return
@@ -78,7 +78,7 @@ def close_segment(fast) -> None:
     starts = np.searchsorted(a, np.arange(0, K + BLOCK, BLOCK).clip(max=K))
     busy = area_n = area_kv = draft_s = comm_s = compute_bound = area_w = area_r = 0.0
     total_rows, bound_rows = 0, compute_bound_rows(cost)
-    peak, peak_w = st["peak_kv"], st["peak_w"]
+    peak, peak_w = stats.peak_kv_used, stats.peak_kv_written
     held = None if paged else _reserved_by_iteration(fast, a, R, K)
     for j, lo in enumerate(range(0, K, BLOCK)):
         hi = min(lo + BLOCK, K)
@@ -108,29 +108,29 @@ def close_segment(fast) -> None:
     done = a + R < K
     fast.fin[np.arange(h0, h1)[done]] = T[(a + R + k0)[done]]
     slots = int(nd.sum())
-    st["busy"] += busy
-    st["compute_bound"] += compute_bound
-    st["area_n"] += area_n
-    st["area_kv"] += area_kv
-    st["area_w"] += area_w
-    st["area_r"] += area_r
-    st["peak_w"] = peak_w
+    stats.busy_s += busy
+    stats.compute_bound_s += compute_bound
+    stats.batch_area += area_n
+    stats.kv_used_area += area_kv
+    stats.kv_written_area += area_w
+    stats.kv_reserved_area += area_r
+    stats.peak_kv_written = peak_w
     if held is not None:
-        st["peak_r"] = max(st["peak_r"], int(held.max()))
-    st["iterations"] += K
-    st["rows"] += total_rows
-    st["draft_s"] += draft_s
-    st["comm"] += comm_s
-    st["peak_kv"] = peak
-    st["dec_slots"] += slots
-    st["gamma_sum"] += g * slots
+        stats.peak_kv_reserved = max(stats.peak_kv_reserved, int(held.max()))
+    stats.iterations += K
+    stats.rows += total_rows
+    stats.draft_s += draft_s
+    stats.comm_s += comm_s
+    stats.peak_kv_used = peak
+    stats.decode_slots += slots
+    stats.gamma_sum += g * slots
     if g:
-        st["spec_rounds"] += slots
+        stats.spec_rounds += slots
         O = fast.O_array[h0:h1]
-        st["spec_tokens"] += int((O - 1)[done].sum())
+        stats.spec_tokens += int((O - 1)[done].sum())
         for i, c in fast.customs.items():
             if c[0] + c[1] - 1 < k1:
-                st["spec_tokens"] += fast.O[i] - c[3]
+                stats.spec_tokens += fast.O[i] - c[3]
 
 
 def _reserved_by_iteration(fast, a, R, K: int):
@@ -175,7 +175,7 @@ def to_general(fast) -> EngineState:
         if fast.streams is not None:
             fast.streams.rounds_drawn[i] = js + rounds
         if g:
-            fast.st["spec_tokens"] += gen[i] - g0
+            fast.stats.spec_tokens += gen[i] - g0
         running[i] = None
     hz = _horizon(fast)
     fast.D[k:hz] = 0
@@ -184,7 +184,7 @@ def to_general(fast) -> EngineState:
         fast.DRES[k:hz] = [0] * max(0, hz - k)
     fast.customs = {}
     return EngineState(gen=gen, kv=kv, pre=pre, need=need, blocks=blocks, first=fast.first, fin=fast.fin,
-                       arr=fast.arr, running=running, waiting=deque(range(fast.head, fast.nxt)), st=fast.st,
+                       arr=fast.arr, running=running, waiting=deque(range(fast.head, fast.nxt)), stats=fast.stats,
                        free=fast.total - held // B if fast.paged else 0, used=float(held), reserved=fast.reserved,
                        t=fast.t, nxt=fast.nxt, finished=fast.finished, in_system=fast.nxt - fast.finished,
                        acceptance=fast.streams)
@@ -193,7 +193,7 @@ def to_general(fast) -> EngineState:
 def from_general(fast, state: EngineState) -> None:
     """Take the run back at the general loop's iteration (module doc)."""
     np, O, g, B = fast.np, fast.O, fast.g, fast.B
-    k = fast.st["iterations"]
+    k = fast.stats.iterations
     missing = k - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
     gen, kv = state.gen, state.kv
@@ -231,13 +231,16 @@ def from_general(fast, state: EngineState) -> None:
 
 
 def result(fast, state) -> ServeResult:
-    """The run's `ServeResult` (state: the general loop's at the end, None if it ended fast)."""
+    """The run's `ServeResult` (state: the general loop's at the end, None if it ended fast; a deadlock's
+    positions needed count its running and preempted requests' tokens)."""
     np = fast.np
-    st = fast.st
+    stats = fast.stats
     arr = np.fromiter(fast.arr, dtype=np.float64, count=len(fast.arr))  # faster than asarray on a list
     deadlock = state.deadlock if state else None
     if deadlock is None:
-        st["area_sys"] = float(np.sum(fast.fin - arr))
+        stats.in_system_area = float(np.sum(fast.fin - arr))
     span = float(np.nanmax(fast.fin)) - float(arr.min()) if not np.isnan(fast.fin).all() else 0.0
+    fin = fast.fin.tolist()
     return ServeResult.build(fast.workload, fast.replica, fast.cfg, fast.workload.arrival_s, fast.first.tolist(),
-                             fast.fin.tolist(), st, deadlock, span=span, path="fast_engine")
+                             fin, stats, deadlock, span=span, path="fast_engine",
+                             generated=state.gen if deadlock else None, prefilled=state.pre if deadlock else None)

@@ -54,13 +54,13 @@ class HostTier:
         else:
             self.evictions += 1
 
-    def sent(self, stats: dict, bytes_per_s: float) -> float:
+    def sent(self, stats, bytes_per_s: float) -> float:
         """The prefix blocks put here since the last call go over the host link now: their bytes added
-        to `stats["swap_bytes"]`, their seconds at `bytes_per_s` returned (0.0 when none)."""
+        to `stats.swap_bytes` (a `run_stats.RunStats`), their seconds at `bytes_per_s` returned (0.0 when none)."""
         nbytes, self.outbound = self.outbound, 0.0
         if not nbytes:
             return 0.0
-        stats["swap_bytes"] += nbytes
+        stats.swap_bytes += nbytes
         return nbytes / bytes_per_s
 
     def discard(self, key) -> None:

@@ -43,7 +43,7 @@ def admit_in_order(pending, prompt, res, none: bool, room: int, reserved: int, c
 
 def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], prog: int, n_dec: int, written: int,
                     it: int, now: float, prompt, output, base: list[int], first: list[float], heap: list,
-                    st) -> tuple[float, int]:
+                    stats) -> tuple[float, int]:
     r"""One iteration that admits prompts or stalls decoders: (its time in seconds, rows it writes).
 
     The first `prog` running requests decode (without a reservation the rest stall: one iteration
@@ -55,7 +55,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
 
     `kv_read`: the K/V tokens the decoders hold (`written`, or the progressing ones' when some
     stall). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
-    admitted ones' first token at `now` + T (`first`) and adds the collectives' time to `st.comm`.
+    admitted ones' first token at `now` + T (`first`) and adds the collectives' time to `stats.comm_s`.
     """
     kv_read, stalled = written, ()
     if prog < n_dec:  # only without reservation: the earliest requests get the free tokens
@@ -69,7 +69,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
         pairs += causal_pairs(tokens)
     dt = cost.time(rows, kv_read + rows, pairs)
     if deployed:
-        st.comm += cost.comm_time_s(rows)
+        stats.comm_s += cost.comm_time_s(rows)
     for request in stalled:
         base[request] += 1
         heapq.heappush(heap, (base[request] + output[request], request))

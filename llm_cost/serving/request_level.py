@@ -20,8 +20,9 @@ from llm_cost.roofline import causal_pairs
 from llm_cost.serving.batch_waste import padded_positions
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import any_value as _any
-from llm_cost.serving.fast_reservations import COST_FEATURES, StepStats, decode_stretch, step_result
+from llm_cost.serving.fast_reservations import COST_FEATURES, decode_stretch, finished_result
 from llm_cost.serving.iteration import compute_bound_rows
+from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_result import ServeResult
 
 
@@ -52,55 +53,57 @@ def covers(workload, replica, cfg) -> bool:
 
 def serve_request_level(workload, replica, cfg, on_progress=None) -> ServeResult:
     """`engine.serve` under `scheduler="request"` (module doc)."""
-    st = StepStats(len(workload))
-    finish = _batches(workload, replica, min(cfg.max_batch, replica.kv_capacity_tokens // replica.max_len), st)
+    stats, first = RunStats(), [math.nan] * len(workload)
+    finish = _batches(workload, replica, min(cfg.max_batch, replica.kv_capacity_tokens // replica.max_len), stats,
+                      first)
     if on_progress:
         on_progress(len(workload), len(workload))
-    return step_result(workload, replica, cfg, finish, None, st, sum(workload.kv_tokens_written), "request_level")
+    return finished_result(workload, replica, cfg, first, finish, None, stats, "request_level")
 
 
-def _batches(wl, replica, batch_cap: int, st: StepStats) -> list[float]:
-    """Batches run to completion; rows padded to the longest prompt and the longest output."""
+def _batches(workload, replica, batch_cap: int, stats: RunStats, first: list) -> list[float]:
+    """Batches run to completion; rows padded to the longest prompt and the longest output. Finish
+    times; the first tokens' to `first`, the statistics to `stats`."""
     cost = replica.cost
     bound_rows = compute_bound_rows(cost)
-    prompt, output, n, arrivals = wl.prompt, wl.output, len(wl), wl.arrival_s
-    finish = [math.nan] * n
+    prompt, output, n_requests, arrivals = workload.prompt, workload.output, len(workload), workload.arrival_s
+    finish = [math.nan] * n_requests
     queue: deque[int] = deque()
-    t, nxt, left = 0.0, 0, n
+    now, arrived, left = 0.0, 0, n_requests
     while left:
-        while nxt < n and arrivals[nxt] <= t:
-            queue.append(nxt)
-            nxt += 1
+        while arrived < n_requests and arrivals[arrived] <= now:
+            queue.append(arrived)
+            arrived += 1
         if not queue:
-            t = arrivals[nxt]
+            now = arrivals[arrived]
             continue
         batch = [queue.popleft() for _ in range(min(batch_cap, len(queue)))]
-        b = len(batch)
-        lmax = max(prompt[i] for i in batch)
-        omax = max(output[i] for i in batch)
-        reserved = b * replica.max_len
-        prefill = cost.time(b * lmax, b * lmax, b * causal_pairs(lmax))
-        _, span, area_w, _ = decode_stretch(cost, b, b * lmax, omax - 1)  # every row to the longest output
-        for i in batch:
-            st.first[i] = t + prefill  # the batch's prefill emits every row's first token
+        size = len(batch)
+        lmax = max(prompt[req] for req in batch)
+        omax = max(output[req] for req in batch)
+        reserved = size * replica.max_len
+        prefill = cost.time(size * lmax, size * lmax, size * causal_pairs(lmax))
+        _, span, written_area, _ = decode_stretch(cost, size, size * lmax, omax - 1)  # every row to the longest output
+        for req in batch:
+            first[req] = now + prefill  # the batch's prefill emits every row's first token
         if cost.deployed:
-            st.comm += cost.comm_time_s(b * lmax) + (omax - 1) * cost.comm_time_s(b)
-        dt = prefill + span
-        st.area_u += area_w - b * span  # each decode step's start holds b fewer; the prefill's nothing
-        st.peak_u = max(st.peak_u, b * (lmax + omax - 2) if omax > 1 else 0)
-        area_w += prefill * b * lmax
-        t += dt
-        for i in batch:
-            finish[i] = t
-        left -= b
-        st.busy += dt
-        st.compute_bound += (prefill if b * lmax >= bound_rows else 0.0) + (span if b >= bound_rows else 0.0)
-        st.area_n += dt * b
-        st.area_r += dt * reserved
-        st.area_w += area_w
-        st.peak_r = max(st.peak_r, reserved)
-        positions = padded_positions(b, lmax, omax)  # also the KV the batch holds at its end
-        st.peak_w = max(st.peak_w, positions)
-        st.iterations += omax
-        st.rows += positions
+            stats.comm_s += cost.comm_time_s(size * lmax) + (omax - 1) * cost.comm_time_s(size)
+        seconds = prefill + span
+        stats.kv_used_area += written_area - size * span  # each decode step's start holds `size` fewer, a prefill none
+        stats.peak_kv_used = max(stats.peak_kv_used, size * (lmax + omax - 2) if omax > 1 else 0)
+        written_area += prefill * size * lmax
+        now += seconds
+        for req in batch:
+            finish[req] = now
+        left -= size
+        stats.busy_s += seconds
+        stats.compute_bound_s += (prefill if size * lmax >= bound_rows else 0.0) + (span if size >= bound_rows else 0.0)
+        stats.batch_area += seconds * size
+        stats.kv_reserved_area += seconds * reserved
+        stats.kv_written_area += written_area
+        stats.peak_kv_reserved = max(stats.peak_kv_reserved, reserved)
+        positions = padded_positions(size, lmax, omax)  # also the KV the batch holds at its end
+        stats.peak_kv_written = max(stats.peak_kv_written, positions)
+        stats.iterations += omax
+        stats.rows += positions
     return finish

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from llm_cost.serving.reservations import Deadlock
+from llm_cost.serving.run_stats import RunStats, positions_needed
 
 METRICS = ("ttft", "tpot", "e2e", "latency_per_token")
 PERCENTILES = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}
@@ -93,45 +94,49 @@ class ServeResult:
         return "none" if cfg.reservation == "none" else cfg.scheduler
 
     @classmethod
-    def build(cls, wl, replica, cfg, arrivals, first, fin, st, deadlock, span=None,
-              path: str = "general", needed: int | None = None) -> "ServeResult":
-        """`span`: last finish (or the deadlock) - first arrival when the caller knows it (every request
-        finished); `path`: the engine's path that ran it; `needed`: the positions needed when some request stopped
-        part-way (a deadlock), else prompt + output - 1 of the finished ones."""
-        busy = st["busy"] or 1.0
-        if needed is None:
-            needed = sum(p + o - 1 for p, o, f in zip(wl.prompt, wl.output, fin) if f == f)
-        if span is None and deadlock is not None:  # the run ends at the deadlock, as its area_sys does
+    def build(cls, wl, replica, cfg, arrivals, first, fin, stats: RunStats, deadlock, span=None,
+              path: str = "general", generated=None, prefilled=None) -> "ServeResult":
+        """The result of a run of `wl` whose statistics are `stats` (every path's `run_stats.RunStats`).
+
+        `span`: last finish (or the deadlock) - first arrival when the caller knows it (every request
+        finished); `path`: the engine's path that ran it; `generated` / `prefilled`: per request the
+        tokens generated and the prompt tokens prefilled, which a deadlock's positions needed count
+        (`run_stats.positions_needed`, the one rule)."""
+        busy = stats.busy_s or 1.0
+        if span is None and deadlock is not None:  # the run ends at the deadlock, as its in-system area does
             span = deadlock.time_s - min(arrivals)
         elif span is None:
-            done_t = [f for f in fin if f == f]
+            done_t = [done_s for done_s in fin if done_s == done_s]
             span = (max(done_t) - min(arrivals)) if done_t else 0.0
         return cls(
             reservation=cfg.reservation, max_batch=cfg.max_batch, rate_req_per_s=wl.rate_req_per_s,
             requests=len(wl), kv_capacity_tokens=replica.kv_capacity_tokens, arrival_s=tuple(arrivals),
             first_token_s=tuple(first), finish_s=tuple(fin), output=tuple(wl.output),
-            iterations=st["iterations"], busy_s=st["busy"], mean_batch=st["area_n"] / busy,
-            kv_used_mean_tokens=st["area_kv"] / busy, kv_used_peak_tokens=st["peak_kv"],
-            preemptions=st["preemptions"], swap_bytes=st["swap_bytes"], draft_s=st["draft_s"],
-            mean_in_system=st["area_sys"] / span if span > 0 else 0.0,
-            tokens_per_round=st["spec_tokens"] / st["spec_rounds"] if st["spec_rounds"] else 0.0,
-            mean_gamma=st["gamma_sum"] / max(1, st["dec_slots"]), deadlock=deadlock, comm_total_s=st["comm"],
-            compute_bound_s=st.get("compute_bound", 0.0),
-            **cls.reserved_written(cfg.reservation, st, busy),
-            positions_computed=st["rows"], positions_needed=needed, scheduler=cls.scheduler_of(cfg), path=path,
-            prefix_lookups=st.get("prefix_lookups", 0),
-            prefix_lookup_tokens=st.get("prefix_lookup_tokens", 0),
-            prefix_hit_requests=st.get("prefix_hit_requests", 0), prefix_hit_tokens=st.get("prefix_hit_tokens", 0))
+            iterations=stats.iterations, busy_s=stats.busy_s, mean_batch=stats.batch_area / busy,
+            kv_used_mean_tokens=stats.kv_used_area / busy, kv_used_peak_tokens=float(stats.peak_kv_used),
+            preemptions=stats.preemptions, swap_bytes=stats.swap_bytes, draft_s=stats.draft_s,
+            mean_in_system=stats.in_system_area / span if span > 0 else 0.0,
+            tokens_per_round=stats.spec_tokens / stats.spec_rounds if stats.spec_rounds else 0.0,
+            mean_gamma=stats.gamma_sum / max(1, stats.decode_slots), deadlock=deadlock, comm_total_s=stats.comm_s,
+            compute_bound_s=stats.compute_bound_s,
+            **cls.reserved_written(cfg.reservation, stats, busy),
+            positions_computed=stats.rows, scheduler=cls.scheduler_of(cfg), path=path,
+            positions_needed=positions_needed(wl.prompt, wl.output, fin, generated, prefilled),
+            prefix_lookups=stats.prefix_lookups, prefix_lookup_tokens=stats.prefix_lookup_tokens,
+            prefix_hit_requests=stats.prefix_hit_requests, prefix_hit_tokens=stats.prefix_hit_tokens)
 
     @staticmethod
-    def reserved_written(reservation: str, st: dict, busy: float) -> dict:
-        """The K/V reserved and written fields from the statistics `st` (`engine_state.fresh_stats`) over
-        `busy` seconds: None under `paged`; `none` reserves what it writes."""
+    def reserved_written(reservation: str, stats: RunStats, busy: float) -> dict:
+        """The K/V reserved and written fields from `stats` over `busy` seconds: None under `paged`;
+        `none` reserves what it writes."""
         if reservation == "paged":
             return {}
-        area_r, peak_r = (st["area_w"], st["peak_w"]) if reservation == "none" else (st["area_r"], st["peak_r"])
-        return {"kv_reserved_mean_tokens": area_r / busy, "kv_written_mean_tokens": st["area_w"] / busy,
-                "kv_reserved_peak_tokens": int(peak_r), "kv_written_peak_tokens": int(st["peak_w"])}
+        if reservation == "none":
+            reserved_area, reserved_peak = stats.kv_written_area, stats.peak_kv_written
+        else:
+            reserved_area, reserved_peak = stats.kv_reserved_area, stats.peak_kv_reserved
+        return {"kv_reserved_mean_tokens": reserved_area / busy, "kv_written_mean_tokens": stats.kv_written_area / busy,
+                "kv_reserved_peak_tokens": int(reserved_peak), "kv_written_peak_tokens": int(stats.peak_kv_written)}
 
     @property
     def prefix_token_hit_rate(self) -> float:
