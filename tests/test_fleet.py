@@ -5,7 +5,7 @@ fleet's throughput)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm_cost.catalog import load_accelerator, load_model
@@ -60,6 +60,7 @@ def test_prefix_affinity_needs_the_cache():
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 200.0), r=st.integers(1, 4),
        router=st.sampled_from(["round-robin", "least-loaded", "prefix-affinity"]))
+@example(seed=2580, rate=37.0, r=4, router="round-robin")  # a fifth replica 1.1% slower (below)
 def test_routing_never_loses_a_request_and_more_replicas_never_lower_throughput(seed, rate, r, router):
     wl = with_prefix_groups(poisson_workload(80, rate, seed=seed), 3, 256, seed=seed)
     a, b = serve_fleet(wl, SERVER, CACHED, r, router), serve_fleet(wl, SERVER, CACHED, r + 1, router)
@@ -72,10 +73,13 @@ def test_routing_never_loses_a_request_and_more_replicas_never_lower_throughput(
         assert all(t0 <= t1 <= t2 for t0, t1, t2 in zip(f.fleet.arrival_s, f.fleet.first_token_s, f.fleet.finish_s))
     if router == "prefix-affinity":
         return  # affinity may pile a hot prefix on one replica: a replica more can lower it (next test)
-    # Below saturation the throughput is the arrival rate, and a replica more splits the prefix cache:
-    # the last finish may move by a fraction of an iteration (seen: -0.02% at 6 req/s), so 1% there;
-    # saturated (every request at 0 s) the replicas' capacity decides: never lower.
-    assert b.fleet.throughput_req_per_s >= a.fleet.throughput_req_per_s * 0.99
+    # An online router is a list scheduler, and one machine more can lengthen a list schedule (Graham,
+    # "Bounds on multiprocessing timing anomalies", SIAM J. Appl. Math. 17, 1969): seed 2580 at 37 req/s
+    # round-robin puts the last arrival and 1,380 output tokens on the fifth replica, which finishes
+    # last, 15.26 against 15.44 req/s with four; least-loaded routes by queue length, not by the work
+    # left, and does the same. Over 300 random cases of this test the worst was 2.3% lower, so below
+    # saturation a replica more costs at most 5%; saturated (every request at 0 s), never lower.
+    assert b.fleet.throughput_req_per_s >= a.fleet.throughput_req_per_s * 0.95
     sat = wl.at_rate(float("inf"))
     a, b = serve_fleet(sat, SERVER, CACHED, r, router), serve_fleet(sat, SERVER, CACHED, r + 1, router)
     assert b.fleet.throughput_req_per_s >= a.fleet.throughput_req_per_s
