@@ -189,9 +189,9 @@ def _parsed(o: dict) -> _Search:
 
     model, gpu, gpus, isl, osl, said = defaults_of(o["model"], o["gpu"], o["gpus"], o["isl"], o["osl"])
     if o["verify"] is not None:  # what the engine cannot serve, before any note
-        from llm_cost.planner.verify import ServeSettings
+        from llm_cost.commands.plan_verify import serve_settings
 
-        ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
+        serve_settings(o)
     prof = with_engine(parse.profile(o["preset"], mfu=o["mfu"], bw_eff=o["bw_eff"], fixed_ms=o["fixed_ms"]),
                        o["engine"], o["fixed_ms"], o["mfu"], serves=o["verify"] is not None)
     if o["usable_memory"] is not None:  # the fits' memory, else the profile's
@@ -332,9 +332,9 @@ def _emit_order(o: dict, s: _Search) -> _EmitOrder | None:
         return None
     settings = None
     if o["verify"] is not None:
-        from llm_cost.planner.verify import ServeSettings
+        from llm_cost.commands.plan_verify import serve_settings
 
-        settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
+        settings = serve_settings(o)
     return _EmitOrder(engine, bool(o["emit_k8s"]), s.checkpoints, o["served_model"] is not None, s.grid, settings,
                       str(o["slo_stat"]))
 

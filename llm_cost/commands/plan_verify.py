@@ -41,13 +41,20 @@ def options_of(o: dict, isl: int, osl: int) -> VerifyOptions:
     """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`; the
     lengths default to --isl / --osl), checked: N and the percentile first, then the workload."""
     from llm_cost.errors import check_choice, check_number
-    from llm_cost.planner.verify import SLO_STATS, ServeSettings
+    from llm_cost.planner.verify import SLO_STATS
 
     check_number("verify", o["verify"], low=1, high=10_000, integer=True)
     stat = check_choice("slo_stat", o["slo_stat"], ("median", *SLO_STATS))  # median: p50, as batching's
     stat = "p50" if stat == "median" else stat
-    settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
-    return VerifyOptions(int(o["verify"]), recipe_of(o, isl, osl), settings, stat, o["jobs"], o["ray"])
+    return VerifyOptions(int(o["verify"]), recipe_of(o, isl, osl), serve_settings(o), stat, o["jobs"], o["ray"])
+
+
+def serve_settings(o: dict):
+    """The `planner.verify.ServeSettings` of `plan`'s options `o` (--engine, --prefix-caching,
+    --kv-offload-bytes), checked: the one place `plan` builds them."""
+    from llm_cost.planner.verify import ServeSettings
+
+    return ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
 
 
 def recipe_of(o: dict, isl: int, osl: int):
