@@ -156,13 +156,17 @@ def implied_reservation(request: BatchingRequest) -> str | None:
 
 def _check_ranges(request: BatchingRequest) -> None:
     """The ranges of their own, before `check_fields`' generic one (a negative max_batch is told
-    [1, inf), not [0, inf)): the engine's settings by `ServeConfig` itself, the rates by `check_rate`."""
+    [1, inf), not [0, inf)): the engine's settings by `ServeConfig` itself, the rates by `check_rate`,
+    the seed by the library's rule for every seed (`catalog.arguments.default_rules`)."""
     from llm_cost.serving.serve_config import ServeConfig
     from llm_cost.serving.workload import check_rate
 
     ServeConfig(max_batch=request.max_batch, block_size=request.block_size, watermark=request.watermark,
                 prefill_chunk=request.prefill_chunk)
     check_number("requests", request.requests, low=1, integer=True)
+    from llm_cost.catalog.arguments import default_rules
+
+    default_rules()["seed"].check("seed", request.seed)  # every public function's seed range
     for name in ("concurrency", "decode_tp", "decode_max_batch"):
         if getattr(request, name) is not None:
             check_number(name, getattr(request, name), low=1, integer=True)
