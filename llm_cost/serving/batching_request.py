@@ -22,6 +22,11 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.prefixes import PromptPrefixes
 from llm_cost.specs.validate import check_fields
 
+if TYPE_CHECKING:  # annotations only (`check_fields` reads their names): the specs load where they are used
+    from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat  # noqa: F401
+    from llm_cost.specs.deployment import Deployment  # noqa: F401
+    from llm_cost.speculative.rounds import BurstyAcceptance  # noqa: F401
+
 MODES = ("rates", "search", "fleet", "disaggregated", "compare")
 
 
@@ -211,8 +216,3 @@ def _check_modes(request: BatchingRequest) -> None:
     if request.disaggregate is None and (request.decode_tp is not None or request.decode_max_batch is not None):
         raise InvalidValueError("decode_tp and decode_max_batch set the decode pool of disaggregate P:D: "
                                 "give disaggregate", params=("decode_tp", "decode_max_batch", "disaggregate"))
-
-
-if TYPE_CHECKING:  # annotations only (`check_fields` reads their names): the specs load where they are used
-    from llm_cost.specs import Accelerator, Deployment, ModelSpec, Profile, WeightFormat  # noqa: F401
-    from llm_cost.speculative.rounds import BurstyAcceptance  # noqa: F401

@@ -14,9 +14,22 @@ that finished: the outcome then holds fewer `results` than `planned` (a comparis
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.batching_request import BatchingRequest, implied_reservation
+
+if TYPE_CHECKING:  # annotations only: the engine's modules load where they are used
+    from llm_cost.serving.disaggregated import DisaggregatedResult
+    from llm_cost.serving.draft_memory import DraftMemory
+    from llm_cost.serving.fleet import FleetResult
+    from llm_cost.serving.rate_search import RateSearch
+    from llm_cost.serving.replica import Replica
+    from llm_cost.serving.serve_config import ServeConfig
+    from llm_cost.serving.serve_result import ServeResult
+    from llm_cost.serving.workload import Workload
+    from llm_cost.specs import Accelerator, ModelSpec, Profile
+    from llm_cost.specs.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -27,13 +40,13 @@ class DisaggregatedPools:
 
     prefill: int
     decode: int
-    deployment: object
-    replica: object
-    config: object
+    deployment: Deployment
+    replica: Replica
+    config: ServeConfig
     gpus: int
     link_bytes_per_s: float
     link_latency_s: float
-    runs: tuple = ()
+    runs: tuple[DisaggregatedResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,20 +84,20 @@ class BatchingOutcome:
 
     request: BatchingRequest
     mode: str
-    model: object
-    gpu: object
-    profile: object
-    deployment: object
-    replica: object
-    config: object
-    draft: object
-    workload: object
-    workloads: tuple
-    results: tuple
-    configs: tuple
+    model: ModelSpec
+    gpu: Accelerator
+    profile: Profile
+    deployment: Deployment
+    replica: Replica
+    config: ServeConfig
+    draft: DraftMemory | None
+    workload: Workload
+    workloads: tuple[Workload, ...]
+    results: tuple[ServeResult, ...]
+    configs: tuple[ServeConfig, ...]
     planned: int
-    fleets: tuple | None = None
-    search: object = None
+    fleets: tuple[FleetResult, ...] | None = None
+    search: RateSearch | None = None
     pools: DisaggregatedPools | None = None
     implied_reservation: str | None = None
 
