@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # annotations only (`check_fields` reads their names): the sp
     from llm_cost.speculative.rounds import BurstyAcceptance  # noqa: F401
 
 MODES = ("rates", "search", "fleet", "disaggregated", "compare")
+MAX_CLIENTS = 1e9  # a closed loop's clients, as `workload_spec.synthetic_workload` bounds them
 
 
 @dataclass(frozen=True)
@@ -172,9 +173,15 @@ def _check_ranges(request: BatchingRequest) -> None:
     from llm_cost.catalog.arguments import default_rules
 
     default_rules()["seed"].check("seed", request.seed)  # every public function's seed range
-    for name in ("concurrency", "decode_tp", "decode_max_batch"):
+    for name in ("decode_tp", "decode_max_batch"):
         if getattr(request, name) is not None:
             check_number(name, getattr(request, name), low=1, integer=True)
+    if request.concurrency is not None:  # the clients' range `workload_spec.synthetic_workload` takes
+        check_number("concurrency", request.concurrency, low=1, high=MAX_CLIENTS, integer=True)
+    if request.max_len is not None:
+        from llm_cost.serving.policies import MAX_LEN_TOKENS  # `model_max_len`'s range
+
+        check_number("max_len", request.max_len, low=1, high=MAX_LEN_TOKENS, integer=True)
     if not isinstance(request.rates, tuple):
         raise InvalidValueError(f"rates must be a tuple of rates (req/s), got {type(request.rates).__name__}",
                                 params=("rates",))
