@@ -111,3 +111,16 @@ def test_run_batching_takes_only_a_request():
     with pytest.raises(InvalidValueError, match="request must be a BatchingRequest") as err:
         run_batching({"rates": (1.0,)})
     assert err.value.params == ("request",)
+
+
+def test_no_command_hands_its_locals_on():
+    # issue 24.4: a command builds a typed request from its options (BatchingRequest, PlanOptions), not a dict
+    import ast
+    import pathlib
+
+    import llm_cost.commands
+
+    root = pathlib.Path(llm_cost.commands.__file__).parent
+    found = [f"{path.name}:{node.lineno}" for path in root.glob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals"]
+    assert found == [], found

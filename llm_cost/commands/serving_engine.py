@@ -176,7 +176,8 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, sl
     from llm_cost.commands.serving_common import BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
     from llm_cost.report.serving_rows import search_fields, serve_row
 
-    rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
+    rows = [serve_row(result, workload, config, replica=replica, draft=dmem, **slo)
+            for result, workload in zip(results, workloads)]
     if not rows:  # no rate met the target: the same keys, the metrics empty
         rows = [serve_row(None, wl, config, replica=replica, draft=dmem, rate=0.0, **slo)]
     columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
@@ -189,6 +190,6 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, sl
                         "unloaded_latency_per_token_s": found.unloaded_s,
                         "saturated_throughput_req_per_s": found.saturated_req_per_s,
                         "saturated_deadlock": found.saturated_deadlock, **search_fields(found)})
-    if any(r.get("fits") is False for r in rows):
+    if any(row.get("fits") is False for row in rows):
         columns = columns + [FIT_COLUMN]
     return rows, columns, suffix

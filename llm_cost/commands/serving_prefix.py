@@ -83,6 +83,6 @@ def render_compare(out, fmt: str, prices) -> None:
         interrupted(len(out.results) // 2, rates, "rates")
 
 
-def _ratio(a, b):
-    """a / b, None where either is missing or b is 0."""
-    return a / b if a is not None and b else None
+def _ratio(value, base):
+    """value / base, None where either is missing or base is 0."""
+    return value / base if value is not None and base else None
