@@ -79,7 +79,7 @@ _EXPORTS = {
     **names_from("llm_cost.serving", "kv_capacity", "KvCapacity", "sequences_that_fit", "requests_that_fit", "requests_by_policy",
                  "padding_waste", "Replica", "Workload", "poisson_workload", "fixed_workload",
                  "highest_rate", "serve", "ServeConfig", "SpecConfig", "config_for",
-                 "ServeResult", "synthetic_workload"),
+                 "ServeResult", "synthetic_workload", "BatchingRequest", "run_batching", "BatchingOutcome"),
     # one request's cost, and the planner
     **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),
     **names_from("llm_cost.planner", "plan", "plan_grid", "plan_space", "evaluate", "Target", "Plan"),

@@ -208,6 +208,7 @@ EXAMPLES = {
     "plan": lambda: ([_grid(), lc.Target(ttft_s=0.5, tpot_s=0.05)], {}),
     "pareto": lambda: ([np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])], {}),
     "best_split": lambda: ([_grid(), lc.Target(ttft_s=0.5, tpot_s=0.05)], {}),
+    "run_batching": lambda: ([_batching()], {}),
     # input specs: their constructors validate (`__post_init__`)
     "ModelSpec": lambda: ([], _fields(_model())),
     "MoESpec": lambda: ([], _fields(_moe().moe)),
@@ -230,7 +231,13 @@ EXAMPLES = {
     "SpecOption": lambda: ([], {"kind": "draft", "alpha": 0.8, "gammas": (2, 4), "c": 0.1}),
     "IndependentAcceptance": lambda: ([0.8], {}),
     "BurstyAcceptance": lambda: ([0.9, 0.3, 0.1, 0.2], {}),
+    "BatchingRequest": lambda: ([], _fields(_batching())),
 }
+
+
+def _batching():
+    return lc.BatchingRequest(model=_model(), gpu=_gpu(), profile="lecture", rates=(2.0,), requests=10,
+                              prompt="uniform:4:16", output="uniform:1:8")
 
 
 def _vision():
@@ -254,7 +261,7 @@ NOT_INPUTS = {
     "KvCapacity", "ServeResult", "RequestCost", "Plan", "OptimalGamma", "LeviathanForms", "BestGamma",
     "TurningBatch", "MoeVsDense", "TreeSpeedup", "MtpParams", "MtpSpeedup", "SpeculativeStep", "RoundStats",
     "RequestsFit", "PaddingWaste", "AttentionLaunches", "StepRun", "Deadlock", "Holder", "RateSearch", "DraftMemory",
-    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "LlmCostError", "InvalidValueError", "UnknownNameError",
+    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "BatchingOutcome", "LlmCostError", "InvalidValueError", "UnknownNameError",
     "ConfigError",
 }
 

@@ -27,6 +27,8 @@ OPTION_OF = {
     "isls": "isl", "osls": "osl", "requests": "request", "tps": "tp", "pps": "pp", "eps": "ep",
     "rate_req_per_s": "rate", "emit": "emit_engine",
     "prefix_distribution": "prefix_dist", "prefix_tokens": "group_prefix",  # `prefixes.with_prefix_groups`
+    "slo_s": "slo_ms", "slo_ttft_s": "slo_ttft_ms", "slo_tpot_s": "slo_tpot_ms",  # `BatchingRequest`: seconds
+    "spec_off_above": "spec_policy", "prompt": "prompt_len", "output": "output_len",
 }
 
 
@@ -223,3 +225,14 @@ def acceptance(text: str):
                 raise InvalidValueError(f"spec_acceptance: {err}", params=("spec_acceptance",)) from None
     raise InvalidValueError(f"spec_acceptance must be iid or bursty:EASY:HARD:P_EH:P_HE, got {text!r}",
                             params=("spec_acceptance",))
+
+
+def split(text: str | None) -> tuple[int, int] | None:
+    """`--disaggregate P:D`: (prefill, decode) replicas, each >= 1; None stays None."""
+    if text is None:
+        return None
+    p, _, d = str(text).partition(":")
+    if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+        raise InvalidValueError(f"disaggregate takes P:D, prefill and decode replicas >= 1 each, got {text!r}",
+                                params=("disaggregate",))
+    return int(p), int(d)

@@ -17,6 +17,7 @@ from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Di
                                        SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours,
                                        WeightsSearched)
 from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
+from llm_cost.commands.plan_options import PlanOptions  # the options as one typed record
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
 from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
@@ -127,7 +128,17 @@ def plan_cmd(
     give the same TTFT and TPOT there). Left out, the model, GPU, ISL and OSL are every command's
     (llama-3-8b, h100-sxm, 1024, 256, as `request`) and --gpus is 8 (one node); a note names them.
     """
-    _run(dict(locals()))
+    _run(PlanOptions(
+        model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+        tokens_per_s_per_user=tokens_per_s_per_user, usd_per_gpu_hour=usd_per_gpu_hour,
+        usd_per_kwh=usd_per_kwh, spec_alpha=spec_alpha, c=c, draft=draft, max_gamma=max_gamma,
+        mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, max_tp=max_tp, weights=weights,
+        kv_dtype=kv_dtype, batch=batch, disaggregate=disaggregate, preset=preset, mfu=mfu, bw_eff=bw_eff,
+        fixed_ms=fixed_ms, engine=engine, usable_memory=usable_memory, verify=verify, rate=rate,
+        concurrency=concurrency, prompt_len=prompt_len, output_len=output_len, arrivals=arrivals,
+        trace=trace, requests=requests, seed=seed, prefixes=prefixes, prefix_caching=prefix_caching,
+        kv_offload_bytes=kv_offload_bytes, slo_stat=slo_stat, jobs=jobs, ray=ray, emit_engine=emit_engine,
+        emit_k8s=emit_k8s, served_model=served_model, quiet=quiet, fmt=fmt))
 
 
 class _Search(NamedTuple):
@@ -144,37 +155,37 @@ class _Search(NamedTuple):
     said: object
 
 
-def _run(o: dict) -> None:
+def _run(o: PlanOptions) -> None:
     """`plan`'s phases: the options parsed into a search (`_parsed`), the search (`planner.plan`), the
     frontier's rows served (`_served`, with --verify), the table and what follows it (`_after_table`)."""
     from llm_cost.planner import plan
 
     s = _parsed(o)
     result = plan(s.grid, s.target, usd_per_gpu_hour=s.prices)
-    if o["disaggregate"] and o["emit_engine"] is not None:
+    if o.disaggregate and o.emit_engine is not None:
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
-    if o["disaggregate"] and o["verify"] is None:
-        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o["fmt"], o["usd_per_kwh"])
+    if o.disaggregate and o.verify is None:
+        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o.fmt, o.usd_per_kwh)
         s.said()
         return _unserved_note(o)
     emit_to = _emit_order(o, s)
     rows, columns, caption, stopped = _served(o, s, result)
-    emit(rows, columns, o["fmt"], title=title_of(s.spec, s.grid, s.target), caption=caption)
+    emit(rows, columns, o.fmt, title=title_of(s.spec, s.grid, s.target), caption=caption)
     s.said()
     _unserved_note(o)
-    _after_table(rows, result, o["fmt"], emit_to, stopped, o["verify"] is not None)
+    _after_table(rows, result, o.fmt, emit_to, stopped, o.verify is not None)
 
 
-def _unserved_note(o: dict) -> None:
+def _unserved_note(o: PlanOptions) -> None:
     """A note naming the serving options given without --verify: the static plan serves no workload."""
-    if o["verify"] is not None:
+    if o.verify is not None:
         return
     import inspect
 
     from llm_cost.commands.plan_verify import SERVED_OPTIONS
 
-    given = {**{k: o[k] for k in SERVED_OPTIONS}, **o["prefixes"]._asdict()}  # as the flags name them
+    given = {**{k: getattr(o, k) for k in SERVED_OPTIONS}, **o.prefixes._asdict()}  # as the flags name them
     defaults = inspect.signature(plan_cmd).parameters  # the options' declared defaults
     given = [k for k, v in given.items() if k in defaults and v not in (defaults[k].default, None, [], ())]
     if given:
@@ -182,46 +193,46 @@ def _unserved_note(o: dict) -> None:
              "nothing without --verify N (the static plan serves no workload)")
 
 
-def _parsed(o: dict) -> _Search:
+def _parsed(o: PlanOptions) -> _Search:
     """The options checked and turned into a search: the defaults of what was left out, the profile (its
     engine's fixed costs, the memory basis), the grid evaluated, the target, the prices."""
     from llm_cost.commands import parse
 
-    model, gpu, gpus, isl, osl, said = defaults_of(o["model"], o["gpu"], o["gpus"], o["isl"], o["osl"])
-    if o["verify"] is not None:  # what the engine cannot serve, before any note
-        from llm_cost.planner.verify import ServeSettings
+    model, gpu, gpus, isl, osl, said = defaults_of(o.model, o.gpu, o.gpus, o.isl, o.osl)
+    if o.verify is not None:  # what the engine cannot serve, before any note
+        from llm_cost.commands.plan_verify import serve_settings
 
-        ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
-    prof = with_engine(parse.profile(o["preset"], mfu=o["mfu"], bw_eff=o["bw_eff"], fixed_ms=o["fixed_ms"]),
-                       o["engine"], o["fixed_ms"], o["mfu"], serves=o["verify"] is not None)
-    if o["usable_memory"] is not None:  # the fits' memory, else the profile's
-        prof = prof.with_(memory_basis="usable" if o["usable_memory"] else "marketed")
+        serve_settings(o)
+    prof = with_engine(parse.profile(o.preset, mfu=o.mfu, bw_eff=o.bw_eff, fixed_ms=o.fixed_ms),
+                       o.engine, o.fixed_ms, o.mfu, serves=o.verify is not None)
+    if o.usable_memory is not None:  # the fits' memory, else the profile's
+        prof = prof.with_(memory_basis="usable" if o.usable_memory else "marketed")
     keys = ("ttft_ms", "tpot_ms", "tokens_per_s_per_user", "spec_alpha", "c", "draft", "max_gamma", "mtp_alpha", "tp",
             "pp", "ep", "max_tp", "weights", "kv_dtype", "batch", "dp_attention")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, profile=prof,
-                                     **{k: o[k] for k in keys})
-    refs["profile_args"] = profile_args(o["preset"], o["mfu"], o["bw_eff"], o["fixed_ms"], o["engine"])
-    prices = prices_of(o["usd_per_gpu_hour"], grid.space)
+                                     **{k: getattr(o, k) for k in keys})
+    refs["profile_args"] = profile_args(o.preset, o.mfu, o.bw_eff, o.fixed_ms, o.engine)
+    prices = prices_of(o.usd_per_gpu_hour, grid.space)
     drafts = {v.draft.name: _checkpoint(v.draft, refs.get(v.draft.name, v.draft.name))
               for v in grid.variants if getattr(v, "draft", None) is not None}
-    return _Search(spec, grid, target, refs, prices, (o["served_model"] or _checkpoint(spec, model), drafts), said)
+    return _Search(spec, grid, target, refs, prices, (o.served_model or _checkpoint(spec, model), drafts), said)
 
 
-def _served(o: dict, s: _Search, result) -> tuple:
+def _served(o: PlanOptions, s: _Search, result) -> tuple:
     """(rows, columns, caption, (served, candidates) after a Ctrl-C or None): the frontier's rows, and with
     --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
     from llm_cost.report.plan_rows import plan_rows
 
-    rows = plan_rows(result, s.refs, usd_per_kwh=o["usd_per_kwh"])
+    rows = plan_rows(result, s.refs, usd_per_kwh=o.usd_per_kwh)
     for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
         r["users_in_flight"] = r["batch"] * r["replicas"]
     columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if s.prices else [])
-               + ([ENERGY_PRICE_COLUMN] if o["usd_per_kwh"] is not None else []))
-    if o["verify"] is None:
+               + ([ENERGY_PRICE_COLUMN] if o.usd_per_kwh is not None else []))
+    if o.verify is None:
         return rows, columns, caption_of(result), None
     from llm_cost.commands.plan_verify import options_of, verified
 
-    splits = _splits(s.grid, s.target, s.prices, s.refs, o["usd_per_kwh"]) if o["disaggregate"] else None
+    splits = _splits(s.grid, s.target, s.prices, s.refs, o.usd_per_kwh) if o.disaggregate else None
     return verified(result, rows, columns, caption_of(result), target=s.target,
                     o=options_of(o, s.grid.isl, s.grid.osl), splits=splits)
 
@@ -325,18 +336,18 @@ class _EmitOrder(NamedTuple):
     slo_stat: str = "p99"
 
 
-def _emit_order(o: dict, s: _Search) -> _EmitOrder | None:
+def _emit_order(o: PlanOptions, s: _Search) -> _EmitOrder | None:
     """--emit's order (None without --emit), checked before anything is served."""
-    engine = _emit_choice(o["emit_engine"], o["emit_k8s"])
+    engine = _emit_choice(o.emit_engine, o.emit_k8s)
     if engine is None:
         return None
     settings = None
-    if o["verify"] is not None:
-        from llm_cost.planner.verify import ServeSettings
+    if o.verify is not None:
+        from llm_cost.commands.plan_verify import serve_settings
 
-        settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
-    return _EmitOrder(engine, bool(o["emit_k8s"]), s.checkpoints, o["served_model"] is not None, s.grid, settings,
-                      str(o["slo_stat"]))
+        settings = serve_settings(o)
+    return _EmitOrder(engine, bool(o.emit_k8s), s.checkpoints, o.served_model is not None, s.grid, settings,
+                      str(o.slo_stat))
 
 
 def _emit_best(rows, to: _EmitOrder) -> None:

@@ -5,8 +5,12 @@ out of `commands/plan.py` so that module stays readable; only `plan` calls it.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llm_cost.report.render import Column, fixed
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.commands.plan_options import PlanOptions
 
 VERIFY_COLUMNS = [
     Column("analytic_rank", "static rank", fixed(0)),
@@ -37,39 +41,46 @@ SERVED_OPTIONS = ("rate", "concurrency", "prompt_len", "output_len", "arrivals",
                   "prefixes", "slo_stat", "jobs", "ray", "prefix_caching", "kv_offload_bytes")
 
 
-def options_of(o: dict, isl: int, osl: int) -> VerifyOptions:
+def options_of(o: PlanOptions, isl: int, osl: int) -> VerifyOptions:
     """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`; the
     lengths default to --isl / --osl), checked: N and the percentile first, then the workload."""
     from llm_cost.errors import check_choice, check_number
-    from llm_cost.planner.verify import SLO_STATS, ServeSettings
+    from llm_cost.planner.verify import SLO_STATS
 
-    check_number("verify", o["verify"], low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o["slo_stat"], ("median", *SLO_STATS))  # median: p50, as batching's
+    check_number("verify", o.verify, low=1, high=10_000, integer=True)
+    stat = check_choice("slo_stat", o.slo_stat, ("median", *SLO_STATS))  # median: p50, as batching's
     stat = "p50" if stat == "median" else stat
-    settings = ServeSettings(o["engine"], o["prefix_caching"], o["kv_offload_bytes"])
-    return VerifyOptions(int(o["verify"]), recipe_of(o, isl, osl), settings, stat, o["jobs"], o["ray"])
+    return VerifyOptions(int(o.verify), recipe_of(o, isl, osl), serve_settings(o), stat, o.jobs, o.ray)
 
 
-def recipe_of(o: dict, isl: int, osl: int):
+def serve_settings(o: PlanOptions):
+    """The `planner.verify.ServeSettings` of `plan`'s options `o` (--engine, --prefix-caching,
+    --kv-offload-bytes), checked: the one place `plan` builds them."""
+    from llm_cost.planner.verify import ServeSettings
+
+    return ServeSettings(o.engine, o.prefix_caching, o.kv_offload_bytes)
+
+
+def recipe_of(o: PlanOptions, isl: int, osl: int):
     """The `WorkloadRecipe` of `plan`'s workload options `o` (lengths default to --isl / --osl)."""
     from llm_cost.errors import InvalidValueError
     from llm_cost.planner.verify import WorkloadRecipe
 
-    rates = list(o["rate"] or [])
+    rates = list(o.rate or [])
     if len(rates) > 1:
         raise InvalidValueError("--verify serves one workload: give --rate once", params=("rate",))
-    if rates and o["concurrency"] is not None:
+    if rates and o.concurrency is not None:
         raise InvalidValueError("give --rate (open loop) or --concurrency (closed loop), not both",
                                 params=("rate", "concurrency"))
     trace = None
-    if o["trace"] is not None:
+    if o.trace is not None:
         from llm_cost.serving.workload_spec import read_trace
 
-        trace = read_trace(o["trace"])
-    return WorkloadRecipe(requests=o["requests"], rate_req_per_s=rates[0] if rates else None,
-                          concurrency=o["concurrency"], prompt=o["prompt_len"] or str(isl),
-                          output=o["output_len"] or str(osl), arrivals=o["arrivals"], seed=o["seed"], trace=trace,
-                          prefixes=o["prefixes"])
+        trace = read_trace(o.trace)
+    return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
+                          concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
+                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace,
+                          prefixes=o.prefixes)
 
 
 def settings_of(o: VerifyOptions, candidates) -> tuple:

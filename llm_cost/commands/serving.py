@@ -289,8 +289,36 @@ def batching_cmd(
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
     (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
     """
+    from llm_cost.commands import parse
+    from llm_cost.commands.engine_option import with_engine
     from llm_cost.commands.serving_energy import check_price
-    from llm_cost.commands.serving_engine import run_batching
+    from llm_cost.commands.serving_engine import PROGRESS, render_batching
+    from llm_cost.errors import InvalidValueError
+    from llm_cost.serving.batching_request import BatchingRequest
+    from llm_cost.serving.batching_run import run_batching
 
     check_price(usd_per_kwh, usd_per_gpu_hour)  # before any simulation
-    run_batching(locals())
+    slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
+    if not rate and slo_s is None and trace is None and concurrency is None:
+        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
+                                "search the highest rate whose per-token latency meets T ms")
+    profile = with_engine(parse.profile(preset), engine)
+    weight_format, (kv_dtype, _) = parse.weights(weights), kv_settings(deploy.kv_dtype, None)
+    policy, off_above = parse.spec_policy(spec_policy)
+    request = BatchingRequest(
+        model=model, gpu=gpu, profile=profile, weights=weight_format,
+        deployment=parse.deployment(deploy, profile, reserve, kv_dtype=kv_dtype), scheduler=scheduler,
+        max_batch=max_batch, reservation=reservation, block_size=block_size, watermark=watermark,
+        preemption=preemption, prefill_chunk=prefill_chunk, pipeline=pipeline, prefix_caching=prefix_caching,
+        kv_offload_bytes=kv_offload_bytes, kv_tokens=kv_tokens, max_len=max_len, spec_gamma=spec_gamma,
+        spec_alpha=spec_alpha, c=c, draft=draft, spec_policy=policy, spec_off_above=off_above,
+        spec_acceptance=parse.acceptance(spec_acceptance), rates=tuple(rate or ()), requests=requests, seed=seed,
+        prompt=prompt_len or BatchingRequest.prompt, output=output_len or BatchingRequest.output, max_gen=max_gen,
+        arrivals=arrivals, concurrency=concurrency, trace=trace, prefixes=prefixes, slo_s=slo_s, slo_stat=slo_stat,
+        slo_metric=slo_metric, slo_ttft_s=parse.seconds("slo_ttft_ms", slo_ttft_ms, positive=True),
+        slo_tpot_s=parse.seconds("slo_tpot_ms", slo_tpot_ms, positive=True), router=router,
+        disaggregate=parse.split(disaggregate), decode_tp=decode_tp, decode_max_batch=decode_max_batch,
+        compare_prefix_caching=compare_prefix_caching)
+    with SweepProgress(PROGRESS[request.mode]) as progress:
+        outcome = run_batching(request, on_progress=progress)
+    render_batching(outcome, fmt, prices=(usd_per_kwh, usd_per_gpu_hour), slo_ms=slo_ms, strict=deploy.strict)

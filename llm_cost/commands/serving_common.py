@@ -1,5 +1,6 @@
-"""What `capacity`, `batching` and its engine runs (`serving_engine`) share: the K/V element setting
-and the batching table's columns, apart so the two command modules do not import each other."""
+"""What `capacity`, `batching` and its renderers (`serving_engine`, `serving_prefix`) share: the K/V
+element setting, the batching table's columns and a run's caption, apart so the command modules do
+not import each other."""
 
 from __future__ import annotations
 
@@ -53,3 +54,28 @@ BATCHING_DEPLOYED_COLUMNS = [
     Column("tokens_per_s", "tok/s (all)", fixed(0)),
     Column("tokens_per_s_per_gpu", "tok/s/GPU", fixed(0)),
 ]
+
+
+def run_caption(out) -> str:
+    """A `BatchingOutcome`'s caption start: its requests, their workload and seed, the serving settings."""
+    wl = out.workload
+    return f"{len(wl):,} requests, {wl.description}, seed {out.request.seed}" + _settings_caption(out.config)
+
+
+def _settings_caption(config) -> str:
+    """The serving settings a caption names (paged K/V, chunks, speculation)."""
+    out = ""
+    if config.reservation == "paged":
+        out += f"; paged KV, blocks of {config.block_size}, {config.preemption} preemption"
+    if config.prefill_chunk:
+        out += f"; prefill chunks of {config.prefill_chunk} tokens"
+    if config.prefix_caching:
+        out += "; prefix caching"
+    if config.kv_offload_bytes:
+        out += f"; K/V offload to {config.kv_offload_bytes / 1e9:g} GB of host memory"
+    spec = config.spec
+    if spec:
+        how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
+               f"bursty acceptance, stationary alpha {spec.bursty.stationary_alpha:.3g}")
+        out += f"; speculation gamma {spec.gamma} {how} ({spec.policy})"
+    return out

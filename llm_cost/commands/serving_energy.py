@@ -71,12 +71,13 @@ def priced(rows, usd_per_kwh: float | None, usd_per_gpu_hour: float | None = Non
     the energy's (`roofline.energy.add_energy_usd`, from its J/token); [] without either (or without the
     figures they need: no tokens, no energy estimate)."""
     from llm_cost.commands.options import ENERGY_PRICE_COLUMN, GPU_PRICE_COLUMN
+    from llm_cost.requests.request import usd_per_million_tokens  # a GPU-second per second of one GPU
 
     columns = []
     if usd_per_gpu_hour is not None and any(r.get("tokens_per_s_per_gpu") for r in rows):
         for r in rows:
             per_gpu = r.get("tokens_per_s_per_gpu")
-            r["usd_per_million_tokens_gpu"] = usd_per_gpu_hour / 3600 / per_gpu * 1e6 if per_gpu else None
+            r["usd_per_million_tokens_gpu"] = usd_per_million_tokens(1, per_gpu, usd_per_gpu_hour) if per_gpu else None
         columns.append(GPU_PRICE_COLUMN)
     if usd_per_kwh is not None and any(r.get("joules_per_token") is not None for r in rows):
         from llm_cost.roofline.energy import add_energy_usd

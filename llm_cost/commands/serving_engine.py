@@ -1,9 +1,9 @@
-"""`batching`'s work: its options parsed and given to `serving.setup.serving_setup` (the replica, one
-`ServeConfig`, a draft's memory: the library builds the speculation and the draft's cost); each rate
-is one `engine.serve` call (the library picks its step-level paths or the general loop by
-allow-lists, never the command by the options given) or the rate search `highest_rate`; every run's
-row comes from one builder (`serving_rows.serve_row`) with the same keys, columns and title whichever
-path ran it (tails, goodput, K/V used, reserved and written, preemptions). Only `batching` calls it."""
+"""`batching`'s rendering of what `serving.batching_run.run_batching` served (issue 24.4: the command
+parses its options into a `BatchingRequest`, calls the library, and renders here): every run's row
+from one builder (`serving_rows.serve_row`) with the same keys, columns and title whichever path of
+`engine.serve` ran it (tails, goodput, K/V used, reserved and written, preemptions), the energy and
+price columns, the title and caption; a fleet's replicas (`serving_fleet`), disaggregated pools
+(`serving_pools`) and the prefix-caching comparison (`serving_prefix`) beside it. Only `batching` calls it."""
 
 from __future__ import annotations
 
@@ -40,253 +40,118 @@ DRAFT_COLUMNS = [Column("draft_weight_bytes", "draft weights (GB)", fixed(2, 1e9
                  Column("sequences_lost_to_draft", "seqs lost to draft", fixed(0))]
 
 
-def setup(o: dict, target, acc, profile, weights, dep):
-    """`serving.setup.serving_setup` of the `batching` options `o` on `dep` (the text options parsed)."""
-    from llm_cost.catalog import load_model
-    from llm_cost.commands import parse
-    from llm_cost.commands.serving_prefix import implied_reservation  # prefix caching: paged unless told
-    from llm_cost.serving.setup import serving_setup
-
-    policy, off_above = parse.spec_policy(o["spec_policy"])
-    return serving_setup(target, acc, profile, weights=weights, deployment=dep, reserve=o["reserve"],
-                         kv_tokens=o["kv_tokens"], max_len=o["max_len"], scheduler=o["scheduler"],
-                         reservation=o["reservation"] or implied_reservation(o, o["scheduler"]), max_batch=o["max_batch"], block_size=o["block_size"],
-                         watermark=o["watermark"], preemption=o["preemption"], prefill_chunk=o["prefill_chunk"],
-                         pipeline=o["pipeline"], prefix_caching=o["prefix_caching"],
-                         kv_offload_bytes=o["kv_offload_bytes"], spec_gamma=o["spec_gamma"],
-                         spec_alpha=o["spec_alpha"], c=o["c"],
-                         draft=load_model(o["draft"]) if o["draft"] is not None else None, spec_policy=policy,
-                         spec_off_above=off_above, spec_acceptance=parse.acceptance(o["spec_acceptance"]),
-                         seed=o["seed"])
+# each mode's progress bar (`BatchingRequest.mode`; disaggregated pools report none)
+PROGRESS = {"rates": "simulating", "search": "searching the rate", "fleet": "simulating the fleet",
+            "disaggregated": "simulating the pools", "compare": "simulating without and with prefix caching"}
 
 
-def run_batching(o: dict) -> None:
-    """`batching`: the workload, replica and `ServeConfig` from the options `o`, one library call per
-    rate (`engine.serve`) or the rate search (`highest_rate`), rendered."""
-    from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.commands import parse
+def render_batching(out, fmt: str, *, prices=(None, None), slo_ms: float | None = None,
+                    strict: bool = False) -> None:
+    """`batching`'s output of a `BatchingOutcome` (`serving.batching_run`): each run's row by the one row
+    builder, the energy and price columns (`prices`: $/kWh, $/GPU-hour, or None), the title and caption
+    (`slo_ms`: the search's target as typed), then the notes; Ctrl-C's warning (exit 130) last."""
     from llm_cost.commands.app import interrupted, warn_unfit
-    from llm_cost.commands.progress import SweepProgress
-    from llm_cost.commands.serving_common import kv_settings
-    from llm_cost.errors import InvalidValueError
-    from llm_cost.serving.workload_spec import read_trace, synthetic_workload
+    from llm_cost.commands.serving_common import run_caption
 
-    slo_s = parse.seconds("slo_ms", o["slo_ms"], positive=True)
-    if not o["rate"] and slo_s is None and o["trace"] is None and o["concurrency"] is None:
-        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
-                                "search the highest rate whose per-token latency meets T ms")
-    if o["rate"] and slo_s is not None:
-        raise InvalidValueError("give --rate R (repeatable) to simulate, or --slo-ms T to search the rate, not both")
-    dtype, _ = kv_settings(o["deploy"].kv_dtype, None)
-    from llm_cost.commands.engine_option import with_engine
-    profile, weights = with_engine(parse.profile(o["preset"]), o["engine"]), parse.weights(o["weights"])
-    dep = parse.deployment(o["deploy"], profile, o["reserve"], kv_dtype=dtype)
-    if o["disaggregate"] is not None:  # one replica of a pool: the pools' GPUs are P:D's, a --gpus checked
-        from llm_cost.commands.serving_pools import pools_deployment
+    if out.mode == "compare":  # each rate without and with the cache (`serving_prefix`)
+        from llm_cost.commands.serving_prefix import render_compare
 
-        dep = pools_deployment(o, dep)
-    target, acc = load_model(o["model"]), load_accelerator(o["gpu"])
-    served = setup(o, target, acc, profile, weights, dep)
-    replica, config, dmem = served.replica, served.config, served.draft
-    rate = o["rate"]
-
-    def prefixed(w):
-        return o["prefixes"].applied(w, o["seed"])
-
-    if o["trace"] is not None:
-        longer = None  # a trace is as long as it is: the search cannot check a longer run
-        wl = prefixed(read_trace(o["trace"]))
-        rates = rate or [wl.rate_req_per_s]
-    else:
-        def longer(n: int):
-            return prefixed(synthetic_workload(n, rate[0] if rate else 1.0, seed=o["seed"],
-                                               prompt=o["prompt_len"] or "uniform:32:512",
-                                               output=o["output_len"] or "uniform:1:128", max_gen=o["max_gen"],
-                                               arrivals=o["arrivals"], concurrency=o["concurrency"]))
-
-        wl = longer(o["requests"])
-        rates = rate or [1.0]  # a closed loop (--concurrency) sets its own rate
-    slo = {"slo_ttft_s": parse.seconds("slo_ttft_ms", o["slo_ttft_ms"], positive=True),
-           "slo_tpot_s": parse.seconds("slo_tpot_ms", o["slo_tpot_ms"], positive=True)}
-    caption = f"{len(wl):,} requests, {wl.description}, seed {o['seed']}" + _settings_caption(config)
-    if o.get("router") and slo_s is not None:  # refused before any simulation, not after a search
-        raise InvalidValueError("--router simulates the given --rate values; give --rate, not --slo-ms",
-                                params=("router",))
-    if o.get("compare_prefix_caching"):  # each rate without and with the cache (`serving_prefix`)
-        from llm_cost.commands.serving_prefix import run_prefix_compare
-        return run_prefix_compare(o, wl, rates, replica, config, slo, caption, (target, acc, profile, dep))
-    if o["disaggregate"] is None and (o["decode_tp"] is not None or o["decode_max_batch"] is not None):
-        from llm_cost.commands.serving_pools import pool_counts
-
-        pool_counts(o)  # refuses the decode pool's options without --disaggregate
-    if o["disaggregate"] is not None:
-        return _run_disaggregated(o, wl, rates, replica, config, slo, caption, (target, acc, profile, weights, dep))
-    if slo_s is not None:
-        from llm_cost.serving.rate_search import highest_rate
-
-        with SweepProgress("searching the rate") as progress:
-            found = highest_rate(wl, replica, scheduler=o["scheduler"], max_batch=o["max_batch"], slo_s=slo_s,
-                                 statistic=o["slo_stat"], config=config, metric=o["slo_metric"], on_step=progress,
-                                 longer=longer)
-        results = [found.result] if found.result else []
-        caption += _search_caption(found, o)
-        wl_at = [wl.at_rate(found.rate_req_per_s)] if found.result else []
-    elif o.get("router"):
-        wl_at = [wl.at_rate(r) for r in rates]
-        fleets = _fleet_runs(wl_at, replica, config, dep.replicas, o["router"])
-        results, found = [f.fleet for f in fleets], None
-    else:
-        from llm_cost.serving.engine import serve
-
-        wl_at = [wl.at_rate(r) for r in rates]
-        results = _runs(wl_at, "simulating", lambda one, inner: serve(one, replica, config, on_progress=inner))
-        found = None
-    total, wl_at = len(wl_at), wl_at[:len(results)]  # Ctrl-C: the rates that finished
-    rows, columns, extra = _rendered(results, wl_at, wl, config, replica, dmem, slo, found, dep, o)
-    rows = [{"model": target.name, "gpu": acc.label, "gpu_name": acc.name, "preset": profile.name, **r} for r in rows]
+        return render_compare(out, fmt, prices)
+    if out.mode == "disaggregated":
+        return _render_disaggregated(out, fmt, prices)
+    if not out.results and out.planned:  # Ctrl-C before any rate: the warning on a line of its own
+        interrupted(0, out.planned, "rates")
+    request, wl, config, dep, acc = out.request, out.workload, out.config, out.deployment, out.gpu
+    slo = {"slo_ttft_s": request.slo_ttft_s, "slo_tpot_s": request.slo_tpot_s}
+    caption = run_caption(out)
+    if out.search is not None:
+        caption += _search_caption(out.search, request, slo_ms if slo_ms is not None else request.slo_s * 1e3)
+    results, fleets = list(out.results), out.fleets
+    rows, columns, extra = _rendered(results, out.workloads, wl, config, out.replica, out.draft, slo, out.search,
+                                     dep, request.slo_metric)
+    rows = [{"model": out.model.name, "gpu": acc.label, "gpu_name": acc.name, "preset": out.profile.name, **row}
+            for row in rows]
     from llm_cost.commands.serving_energy import served_energy_columns
 
-    columns = columns + served_energy_columns(rows, results, acc, dep, fleets if o.get("router") else None,
-                                              config.pipeline)
-    for r in results:
-        if r.deadlock is not None:
-            caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
+    columns = columns + served_energy_columns(rows, results, acc, dep, fleets, config.pipeline)
+    for res in results:
+        if res.deadlock is not None:
+            caption += f"; at {res.rate_req_per_s:g} req/s {res.deadlock.describe(4)}"
     from llm_cost.commands.serving_fleet import emit_fleet, fleet_caption  # --router: the fleet's, each replica's
 
-    emit_fleet(rows, columns, o, (fleets, dep) if o.get("router") else None,
-               title=f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens" + extra,
-         caption=caption + (fleet_caption(dep, o["router"]) if o.get("router") else _deployment_caption(dep, config.pipeline)))
-    if len(results) < total:
-        interrupted(len(results), total, "rates")
-    warn_unfit(rows, o["deploy"].strict)
-
-
-def _runs(workloads, label: str, each) -> list:
-    """`[each(workload, on_progress) for workload in workloads]` under one progress bar (requests finished);
-    Ctrl-C stops with the runs that finished (fewer than the workloads; none: exit 130 at once)."""
-    from llm_cost.commands.app import interrupted
-    from llm_cost.commands.progress import SweepProgress
-
-    runs, m = [], len(workloads)
-    with SweepProgress(label) as progress:
-        try:
-            for k, one in enumerate(workloads):
-                runs.append(each(one, lambda d, t, k=k: progress(k * t + d, m * t)))
-        except KeyboardInterrupt:
-            pass
-    if not runs and m:  # the bar stopped first: the warning on a line of its own
-        interrupted(0, m, "rates")
-    return runs
-
-
-def _fleet_runs(workloads, replica, config, replicas: int, router: str) -> list:
-    """`--router`: one `fleet.serve_fleet` run per rate, with a progress bar (Ctrl-C: those that finished)."""
-    from llm_cost.serving.fleet import serve_fleet
-
-    return _runs(workloads, "simulating the fleet",
-                 lambda one, inner: serve_fleet(one, replica, config, replicas, router, on_progress=inner))
+    emit_fleet(out, rows, columns, fmt, prices, (fleets, dep) if fleets is not None else None,
+               title=f"{out.replica.description}, KV {out.replica.kv_capacity_tokens:,} tokens" + extra,
+               caption=caption + (fleet_caption(dep, request.router) if fleets is not None
+                                  else _deployment_caption(dep, config.pipeline)))
+    if out.interrupted:
+        interrupted(len(results), out.planned, "rates")
+    warn_unfit(rows, strict)
 
 
 DISAGG_COLUMNS = [Column("prefill_replicas", "prefill replicas"), Column("decode_replicas", "decode replicas"),
                   Column("transfer_mean_s", "K/V hand-off mean (ms)", fixed(3, 1e-3))]
 
 
-def _decode_pool(o: dict, specs, replica, config):
-    """The decode pool's (Replica, ServeConfig, Deployment): its split from --decode-tp (its own K/V
-    capacity, and a draft's cost and memory on it), its batch from --decode-max-batch; the prefill pool's
-    where not given (`serving_pools`)."""
-    from dataclasses import replace
-
-    from llm_cost.commands.serving_pools import decode_deployment, decode_max_batch
-
-    d_dep = decode_deployment(o, specs[4])
-    if d_dep is not specs[4]:  # its own K/V capacity, a draft's cost and memory on its split
-        pool = setup(o, *specs[:4], d_dep)
-        replica, config = pool.replica, pool.config
-    return replica, replace(config, max_batch=decode_max_batch(o, config), prefix_caching=False), d_dep  # K/V by hand-off
-
-
-def _run_disaggregated(o: dict, wl, rates, replica, config, slo, caption, specs) -> None:
-    """`batching --disaggregate P:D` (`serving.disaggregated`): prefills on P replicas, decodes on D of
-    the decode pool's own split and batch (`_decode_pool`), the K/V over the datasheet's link
-    (`handoff_link`); one row per rate, the fleet's, and the pools' rows under them (`serving_pools`)."""
+def _render_disaggregated(out, fmt: str, prices) -> None:
+    """`batching --disaggregate P:D` (`serving.disaggregated`): one row per rate, the fleet's, and the
+    pools' rows under them (`serving_pools`)."""
     from llm_cost.commands.app import emit
-    from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_counts, pool_fields, pool_rows, pools_gpus
+    from llm_cost.commands.serving_pools import POOL_COLUMNS, POOL_NOTE, pool_fields, pool_rows
     from llm_cost.commands.serving_fleet import plural
+    from llm_cost.commands.serving_common import run_caption
     from llm_cost.commands.serving_prefix import note_implied
-    from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
 
-    p, d = pool_counts(o)
-    acc, dep = specs[1], specs[4]
-    d_replica, d_config, d_dep = _decode_pool(o, specs, replica, config)
+    pools, request, acc, dep, config = out.pools, out.request, out.gpu, out.deployment, out.config
+    prefill, decode, total, bw = pools.prefill, pools.decode, pools.gpus, pools.link_bytes_per_s
+    d_dep, d_config = pools.deployment, pools.config
     gpus = (dep.gpus_per_replica, d_dep.gpus_per_replica)
-    total = pools_gpus(o, dep)  # the pools' GPUs (`pools_deployment` refused a --gpus not this)
-    bw, lat = handoff_link(acc, total)
-    workloads = [wl.at_rate(r) for r in rates]
-    runs = [serve_disaggregated(w, replica, config, prefill=p, decode=d, link_bytes_per_s=bw, link_latency_s=lat,
-                                decode_replica=d_replica, decode_config=d_config) for w in workloads]
-    results = [r.served for r in runs]
-    rows, columns, extra = _rendered(results, workloads, wl, config, replica, None, slo, None, dep, o)
-    pools = [pool_rows(r, p, d, gpus) for r in runs]
-    for row, r, pool in zip(rows, runs, pools):
-        row.update({"model": specs[0].name, "gpu": acc.label, "gpu_name": acc.name, "preset": specs[2].name,
-                    "prefill_replicas": p, "decode_replicas": d, "transfer_mean_s": r.transfer_mean_s,
-                    "gpus": total, "replicas": p + d,
-                    "rate_total_req_per_s": r.served.rate_req_per_s,
-                    "throughput_total_req_per_s": r.served.throughput_req_per_s, "tokens_per_s": r.served.tokens_per_s,
-                    "tokens_per_s_per_gpu": r.served.tokens_per_s / total,
+    slo = {"slo_ttft_s": request.slo_ttft_s, "slo_tpot_s": request.slo_tpot_s}
+    results, runs, wl = list(out.results), pools.runs, out.workload
+    caption = run_caption(out)
+    rows, columns, extra = _rendered(results, out.workloads, wl, config, out.replica, None, slo, None, dep,
+                                     request.slo_metric)
+    pool_tables = [pool_rows(run, prefill, decode, gpus) for run in runs]
+    for row, run, pool in zip(rows, runs, pool_tables):
+        row.update({"model": out.model.name, "gpu": acc.label, "gpu_name": acc.name, "preset": out.profile.name,
+                    "prefill_replicas": prefill, "decode_replicas": decode, "transfer_mean_s": run.transfer_mean_s,
+                    "gpus": total, "replicas": prefill + decode,
+                    "rate_total_req_per_s": run.served.rate_req_per_s,
+                    "throughput_total_req_per_s": run.served.throughput_req_per_s,
+                    "tokens_per_s": run.served.tokens_per_s, "tokens_per_s_per_gpu": run.served.tokens_per_s / total,
                     **pool_fields(pool, (dep.tp, d_dep.tp), (config.max_batch, d_config.max_batch))})
-    for r in results:
-        if r.deadlock is not None:
-            caption += f"; at {r.rate_req_per_s:g} req/s {r.deadlock.describe(4)}"
-    from llm_cost.commands.serving_energy import pools_energy_columns
+    for res in results:
+        if res.deadlock is not None:
+            caption += f"; at {res.rate_req_per_s:g} req/s {res.deadlock.describe(4)}"
+    from llm_cost.commands.serving_energy import pools_energy_columns, serial_stages
 
-    from llm_cost.commands.serving_energy import serial_stages
-
-    columns = columns + pools_energy_columns(rows, runs, acc, gpus, o.get("usd_per_kwh"),
+    columns = columns + pools_energy_columns(rows, runs, acc, gpus, prices[0],
                                              (serial_stages(dep, config.pipeline), serial_stages(d_dep, d_config.pipeline)),
-                                             o.get("usd_per_gpu_hour"))
-    caption += (f"; disaggregated: prefills on {plural(p, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
-                f"{config.max_batch}), decodes on {d} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
+                                             prices[1])
+    caption += (f"; disaggregated: prefills on {plural(prefill, 'replica')} of {plural(gpus[0], 'GPU')} (max batch "
+                f"{config.max_batch}), decodes on {decode} of {plural(gpus[1], 'GPU')} (max batch {d_config.max_batch}), "
                 f"the K/V over {bw / 1e9:g} GB/s "
                 "per GPU; TTFT at the prefill side, the hand-off in the TPOT; --rate is the fleet's")
-    title = (f"{replica.description}, KV {replica.kv_capacity_tokens:,} tokens{extra}; {plural(total, 'GPU')} in "
-             f"{p} prefill + {d} decode replicas")
-    if o["fmt"] not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
-        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title, caption=caption)
+    title = (f"{out.replica.description}, KV {out.replica.kv_capacity_tokens:,} tokens{extra}; {plural(total, 'GPU')} in "
+             f"{prefill} prefill + {decode} decode replicas")
+    if fmt not in ("table", "markdown"):  # JSON, CSV: the pools as the fleet row's fields
+        emit(rows, columns + DISAGG_COLUMNS, fmt, title=title, caption=caption)
     else:
-        emit(rows, columns + DISAGG_COLUMNS, o["fmt"], title=title)
-        emit([row for pool in pools for row in pool], POOL_COLUMNS, o["fmt"], caption=caption + "; " + POOL_NOTE,
-             title=f"pools; decode: {d_replica.description}, KV {d_replica.kv_capacity_tokens:,} tokens")
-    note_implied(o)  # --prefix-caching's paged K/V, as on the aggregated path
+        emit(rows, columns + DISAGG_COLUMNS, fmt, title=title)
+        emit([row for pool in pool_tables for row in pool], POOL_COLUMNS, fmt, caption=caption + "; " + POOL_NOTE,
+             title=f"pools; decode: {pools.replica.description}, KV {pools.replica.kv_capacity_tokens:,} tokens")
+    note_implied(out)  # --prefix-caching's paged K/V, as on the aggregated path
 
 
-def _settings_caption(config) -> str:
-    """The serving settings a caption names (paged K/V, chunks, speculation)."""
-    out = ""
-    if config.reservation == "paged":
-        out += f"; paged KV, blocks of {config.block_size}, {config.preemption} preemption"
-    if config.prefill_chunk:
-        out += f"; prefill chunks of {config.prefill_chunk} tokens"
-    if config.prefix_caching:
-        out += "; prefix caching"
-    if config.kv_offload_bytes:
-        out += f"; K/V offload to {config.kv_offload_bytes / 1e9:g} GB of host memory"
-    spec = config.spec
-    if spec:
-        how = (f"alpha {spec.alpha:g}" if spec.bursty is None else
-               f"bursty acceptance, stationary alpha {spec.bursty.stationary_alpha:.3g}")
-        out += f"; speculation gamma {spec.gamma} {how} ({spec.policy})"
-    return out
-
-
-def _search_caption(found, o: dict) -> str:
+def _search_caption(found, request, slo_ms: float) -> str:
+    """The caption's part on a rate search: its target (`slo_ms` as typed), the unloaded and saturated
+    figures, the simulations run."""
     from llm_cost.report.serving_rows import search_caption
 
     saturated = ("all at once it deadlocks" if found.saturated_deadlock
                  else f"all at once {found.saturated_req_per_s:.2f} req/s" if found.saturated_req_per_s else "")
-    what = "per-token latency" if o["slo_metric"] == "latency_per_token" else o["slo_metric"]
-    return (f"; rate search for {o['slo_stat']} {what} <= {o['slo_ms']:g} ms (unloaded {o['slo_stat']} "
+    what = "per-token latency" if request.slo_metric == "latency_per_token" else request.slo_metric
+    stat = request.slo_stat
+    return (f"; rate search for {stat} {what} <= {slo_ms:g} ms (unloaded {stat} "
             f"{found.unloaded_s * 1e3:.1f} ms, {saturated + ', ' if saturated else ''}{found.evaluations} "
             f"simulations){search_caption(found)}")
 
@@ -305,13 +170,14 @@ def _deployment_caption(dep, pipeline: str) -> str:
     return out
 
 
-def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o):
+def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, slo_metric: str):
     """(rows, columns, title suffix): one row per run by the one row builder (`serve_row`: the same keys
     whichever path of `serve` ran it), the same columns and title on every run (issue 24 review, 2)."""
     from llm_cost.commands.serving_common import BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
     from llm_cost.report.serving_rows import search_fields, serve_row
 
-    rows = [serve_row(r, w, config, replica=replica, draft=dmem, **slo) for r, w in zip(results, workloads)]
+    rows = [serve_row(result, workload, config, replica=replica, draft=dmem, **slo)
+            for result, workload in zip(results, workloads)]
     if not rows:  # no rate met the target: the same keys, the metrics empty
         rows = [serve_row(None, wl, config, replica=replica, draft=dmem, rate=0.0, **slo)]
     columns = (SERVE_COLUMNS + (PREFIX_COLUMNS if config.prefix_caching else []) + (SPEC_COLUMNS if config.spec else [])
@@ -320,10 +186,10 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, o)
     suffix = ""
     if found is not None:
         for row in rows:
-            row.update({"slo_s": found.slo_s, "slo_stat": found.statistic, "slo_metric": o["slo_metric"],
+            row.update({"slo_s": found.slo_s, "slo_stat": found.statistic, "slo_metric": slo_metric,
                         "unloaded_latency_per_token_s": found.unloaded_s,
                         "saturated_throughput_req_per_s": found.saturated_req_per_s,
                         "saturated_deadlock": found.saturated_deadlock, **search_fields(found)})
-    if any(r.get("fits") is False for r in rows):
+    if any(row.get("fits") is False for row in rows):
         columns = columns + [FIT_COLUMN]
     return rows, columns, suffix

@@ -1,7 +1,7 @@
 """`batching --router R`'s per-replica rows (issue 25.2): each replica's requests, its share of the load,
 throughput, TTFT/TPOT tails, prefix hit rate and K/V use, beside the fleet's row. A table under the
 fleet's (one per rate); in JSON and CSV the same rows after the fleet's, each with a `replica` key
-(the fleet's row has `replica` None). `commands/serving_engine` serves the fleet and calls `emit_fleet`."""
+(the fleet's row has `replica` None). `serving.batching_run` serves the fleet, `commands/serving_engine` calls `emit_fleet`."""
 
 from __future__ import annotations
 
@@ -61,9 +61,10 @@ def replica_rows(fleet, fleet_row: dict) -> list[dict]:
     return rows
 
 
-def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: str = "") -> None:
-    """`batching`'s output in `o["fmt"]` (`_emit_fleet`), then the note of a paged reservation that prefix
-    caching implied (`serving_prefix.note_implied`: after the output, so a refusal stays one line)."""
+def emit_fleet(out, rows, columns, fmt: str, prices, fleet=None, *, title: str = "", caption: str = "") -> None:
+    """`batching`'s output of the `BatchingOutcome` `out` in `fmt` (`_emit_fleet`) with the price columns
+    (`prices`: $/kWh, $/GPU-hour), then the note of a paged reservation that prefix caching implied
+    (`serving_prefix.note_implied`: after the output, so a refusal stays one line)."""
     from llm_cost.commands.serving_energy import priced
     from llm_cost.commands.serving_prefix import note_implied
 
@@ -72,9 +73,9 @@ def emit_fleet(rows, columns, o: dict, fleet=None, *, title: str = "", caption: 
 
         for row, f in zip(rows, fleet[0]):
             row.update(fleet_fields(f, fleet[1]))
-    columns = columns + priced(rows, o.get("usd_per_kwh"), o.get("usd_per_gpu_hour"))  # $ per million tokens
-    _emit_fleet(rows, columns, o["fmt"], fleet, title=title, caption=caption)
-    note_implied(o)
+    columns = columns + priced(rows, prices[0], prices[1])  # $ per million tokens
+    _emit_fleet(rows, columns, fmt, fleet, title=title, caption=caption)
+    note_implied(out)
 
 
 def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> None:

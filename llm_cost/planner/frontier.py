@@ -17,6 +17,7 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.planner.search import Grid
+from llm_cost.requests.request import usd_per_million_tokens
 from llm_cost.catalog.arguments import Number, Spec, Table, check_arguments
 from llm_cost.specs.validate import check_fields
 
@@ -94,7 +95,7 @@ class Plan:
         grid = self.grid
         price = np.array([self.usd_per_gpu_hour.get(grp.gpu.name, np.nan) for grp in grid.space.groups])[grid.group] \
             if len(grid) else np.zeros(0)
-        return grid.decode_gpu_s * price / 3600 / (grid.batch * (grid.osl - 1)) * 1e6
+        return usd_per_million_tokens(grid.decode_gpu_s, grid.batch * (grid.osl - 1), price)
 
 
 @check_arguments(target=Spec("Target"), usd_per_gpu_hour=Table(Number(0)))

@@ -185,7 +185,7 @@ def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
 
 def _request_keys(model, gpu, prof, deployment, batch, steps, isl, price) -> dict:
     """TTFT of one prompt of `isl` tokens and dollars per million output tokens of the decode steps."""
-    from llm_cost.requests.request import gpu_seconds, request_cost
+    from llm_cost.requests.request import gpu_seconds, request_cost, usd_per_million_tokens
 
     keys = dict.fromkeys(("isl", "ttft_s_bf16", "ttft_s_w4a16", "usd_per_gpu_hour",
                           "usd_per_million_output_tokens_bf16", "usd_per_million_output_tokens_w4a16"))
@@ -197,8 +197,7 @@ def _request_keys(model, gpu, prof, deployment, batch, steps, isl, price) -> dic
     if price is not None:
         keys["usd_per_gpu_hour"] = price
         for name in ("bf16", "w4a16"):
-            keys[f"usd_per_million_output_tokens_{name}"] = (gpu_seconds(steps[name], deployment) * price / 3600
-                                                             / batch * 1e6)
+            keys[f"usd_per_million_output_tokens_{name}"] = usd_per_million_tokens(gpu_seconds(steps[name], deployment), batch, price)
     return keys
 
 

@@ -8,6 +8,7 @@ import math
 import shlex
 
 from llm_cost.planner.search import bound_of
+from llm_cost.requests.request import usd_per_million_tokens
 
 
 def _spec_args(variant, c, refs) -> list[str]:
@@ -148,7 +149,7 @@ def disaggregated_rows(grid, splits, prices: dict, refs: dict | None = None, *,
             "requests_per_s": split.requests_per_s, "output_tokens_per_s": tokens_per_s,
             "output_tokens_per_s_per_gpu": tokens_per_s / used,
             "colocated_requests_per_s": split.colocated_requests_per_s,
-            "usd_per_million_output_tokens": price * used / 3600 / tokens_per_s * 1e6 if price is not None else None,
+            "usd_per_million_output_tokens": usd_per_million_tokens(used, tokens_per_s, price) if price is not None else None,
             "prefill_request_args": pre["request_args"], "decode_request_args": dec["request_args"],
             **split_energy(grid, split),
         })

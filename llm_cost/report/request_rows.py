@@ -25,7 +25,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
     the deployment's keys (fit at the peak:
     weights + K/V of isl + osl tokens + the larger workspace).
     """
-    from llm_cost.requests import request_cost
+    from llm_cost.requests.request import gpu_usd, request_cost
 
     batches = check_all("batches", batches, low=1, integer=True)
     isls = check_all("isls", isls, low=1, integer=True)
@@ -58,7 +58,7 @@ def request_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, batche
             "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None, "usd_per_request": None,
         }
         if usd_per_gpu_hour is not None:
-            per_s = usd_per_gpu_hour / 3600
+            per_s = gpu_usd(1, usd_per_gpu_hour)  # one GPU-second's dollars (the price formula, bit for bit as before)
             row["usd_per_million_input_tokens"] = pre_gpu_s * per_s / (batch * isl) * 1e6
             row["usd_per_million_output_tokens"] = (dec_gpu_s * per_s / (batch * (osl - 1)) * 1e6 if osl > 1 else None)
             row["usd_per_request"] = (pre_gpu_s + dec_gpu_s) * per_s / batch

@@ -112,6 +112,32 @@ def gpu_seconds(seconds: float, deployment: Deployment) -> float:
     return seconds * deployment.gpus_per_replica
 
 
+def usd_per_million_tokens(gpu_seconds, tokens, usd_per_gpu_hour):
+    """Dollars per million of `tokens` made in `gpu_seconds` GPU-seconds at `usd_per_gpu_hour` dollars a
+    GPU-hour: the one price formula (`request`, `table`, `plan`, `batching` call it); numbers or numpy
+    arrays, unchecked (the callers check the price and divide by a positive count).
+
+        usd per million tokens = gpu_seconds x usd_per_gpu_hour / 3600 / tokens x 1e6
+
+    >>> usd_per_million_tokens(3600.0, 1e6, 2.0)  # a GPU-hour at $2 making a million tokens
+    2.0
+    """
+    return gpu_usd(gpu_seconds, usd_per_gpu_hour) / tokens * 1e6
+
+
+def gpu_usd(gpu_seconds, usd_per_gpu_hour):
+    """Dollars of `gpu_seconds` GPU-seconds at `usd_per_gpu_hour` dollars a GPU-hour: gpu_seconds x price /
+    3600 (`usd_per_million_tokens` per token; a request's price per request).
+
+    >>> gpu_usd(1800.0, 2.0)
+    1.0
+    """
+    return gpu_seconds * usd_per_gpu_hour / SECONDS_PER_HOUR
+
+
+SECONDS_PER_HOUR = 3600  # a GPU-hour's seconds: prices are per GPU-hour, times are seconds
+
+
 @check_arguments()
 def request_cost(model, gpu, profile, *, batch: int = 1, isl: int, osl: int,
                  deployment: Deployment = SINGLE_GPU, weights: WeightFormat = BF16,

@@ -10,8 +10,9 @@ loop `engine_loop`, its fast paths `fast_reservations` and `fast_engine` (each a
 `ServeConfig` fields), `request_level` (the `request` admission policy), `serve_config`,
 `serve_result`, `engine_state` (what one iteration hands the next, and what the fast path and the
 general loop hand each other), `spec_batch`, `workload_spec` (any lengths, bursty and closed-loop
-arrivals, traces), `setup` (specs and named settings to a replica and its `ServeConfig`), `retime` (a recorded schedule re-priced) and `draft_memory` (the draft's share of
-memory).
+arrivals, traces), `setup` (specs and named settings to a replica and its `ServeConfig`), `retime` (a recorded schedule re-priced), `draft_memory` (the draft's share of
+memory) and `batching_request` / `batching_run` (`batching` as one call: a `BatchingRequest` served
+by `run_batching` in its mode, a `BatchingOutcome`).
 """
 
 from llm_cost._exports import lazy_exports, names_from
@@ -32,6 +33,9 @@ _EXPORTS = {
     **names_from(".serve_result", "ServeResult"),
     **names_from(".workload_spec", "synthetic_workload", "read_trace", "parse_length"),
     **names_from(".draft_memory", "DraftMemory"),  # the function: llm_cost.serving.draft_memory.draft_memory
+    # `batching` as one call (issue 24.4): the request, its run in one of five modes, what it served
+    **names_from(".batching_request", "BatchingRequest"),
+    **names_from(".batching_run", "run_batching", "BatchingOutcome"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

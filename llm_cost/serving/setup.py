@@ -1,7 +1,7 @@
 """From specs and named settings to what `engine.serve` takes: the replica, the `ServeConfig`, a draft.
 
-`serving_setup` is `batching`'s library half (issue 24.4: the command parses its options, calls it,
-serves and renders): the admission policy and its reservation (`SCHEDULER_RESERVATION`: each
+`serving_setup` is the first step of `batching_run.run_batching` (issue 24.4: the command parses its
+options into a `BatchingRequest`, the library sets up and serves, the command renders): the admission policy and its reservation (`SCHEDULER_RESERVATION`: each
 scheduler's default), the speculation config with the draft model's own pass cost on the target's
 GPUs (`speculative.fit.draft_deployment_for`) and its memory beside the target (`draft_memory`: the
 K/V tokens left), and the replica holding them. Errors name the parameters (`spec_gamma`, `draft`,
