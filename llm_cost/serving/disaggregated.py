@@ -68,16 +68,16 @@ class DisaggregatedResult:
     @property
     def transfer_mean_s(self) -> float:
         """Mean hand-off time over the requests that moved (s; 0 when none did)."""
-        t = np.asarray(self.transfer_s, dtype=float)
-        t = t[~np.isnan(t)]
-        return float(t.mean()) if t.size else 0.0
+        seconds = np.asarray(self.transfer_s, dtype=float)
+        seconds = seconds[~np.isnan(seconds)]
+        return float(seconds.mean()) if seconds.size else 0.0
 
     @property
     def transfer_max_s(self) -> float:
         """Longest hand-off (s; 0 when none moved)."""
-        t = np.asarray(self.transfer_s, dtype=float)
-        t = t[~np.isnan(t)]
-        return float(t.max()) if t.size else 0.0
+        seconds = np.asarray(self.transfer_s, dtype=float)
+        seconds = seconds[~np.isnan(seconds)]
+        return float(seconds.max()) if seconds.size else 0.0
 
     @property
     def deadlock(self):
@@ -149,9 +149,9 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     kvb = (max(replica.cost.kv_token_bytes, d_replica.cost.kv_token_bytes) if kv_bytes_per_token is None
            else kv_bytes_per_token)
     check_number("kv_bytes_per_token", kvb, low=0.0)
-    held = held_tokens_fn(replica.cost) or (lambda c: c)  # windowed layers hold (and move) less
-    n = len(workload)
-    one = [1] * n
+    held = held_tokens_fn(replica.cost) or (lambda context: context)  # windowed layers hold (and move) less
+    requests = len(workload)
+    one = [1] * requests
     pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
     first_one = replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
                         output=workload.output[:1], declared_gen=workload.declared_gen[:1],
@@ -159,32 +159,33 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     serve(first_one, replica, config, fast=False)  # the engine's own checks of the settings, on one request
     if decode_replica is not None or decode_config is not None:
         serve(replace(first_one, prefix=None), d_replica, d_config, fast=False)  # and of the decode pool's
-    order = tuple(i for i in range(n) if workload.output[i] > 1)  # the requests whose K/V moves
-    transfer = [math.nan] * n
-    for i in order:
-        transfer[i] = link_latency_s + held(workload.prompt[i]) * kvb / link_bytes_per_s
-    d_wl = Workload(1.0, tuple(0.0 for _ in order), tuple(workload.prompt[i] + 1 for i in order),
-                    tuple(workload.output[i] - 1 for i in order), tuple(workload.declared_gen[i] - 1 for i in order),
+    order = tuple(req for req in range(requests) if workload.output[req] > 1)  # the requests whose K/V moves
+    transfer = [math.nan] * requests
+    for req in order:
+        transfer[req] = link_latency_s + held(workload.prompt[req]) * kvb / link_bytes_per_s
+    d_wl = Workload(1.0, tuple(0.0 for _ in order), tuple(workload.prompt[req] + 1 for req in order),
+                    tuple(workload.output[req] - 1 for req in order),
+                    tuple(workload.declared_gen[req] - 1 for req in order),
                     workload.seed, f"decode pool of {workload.description}".strip())
     p_loops, p_assign, d_loops, d_assign, handed = serve_pools(
-        pre_wl, d_wl, replica, config, prefill, d_replica, d_config, decode, order, [transfer[i] for i in order],
-        lambda loops, k: route_one("least-loaded", loops, k, k))
-    for k, f in enumerate(handed):
-        if f != f:  # never handed over (its prefill did not finish): nothing moved
-            transfer[order[k]] = math.nan
+        pre_wl, d_wl, replica, config, prefill, d_replica, d_config, decode, order, [transfer[req] for req in order],
+        lambda loops, req: route_one("least-loaded", loops, req, req))
+    for slot, handed_s in enumerate(handed):
+        if handed_s != handed_s:  # never handed over (its prefill did not finish): nothing moved
+            transfer[order[slot]] = math.nan
     p_fleet = fleet_result(pre_wl, replica, config, "least-loaded", p_loops, p_assign)
     first = list(p_fleet.fleet.first_token_s)
-    fin = [first[i] if workload.output[i] == 1 else math.nan for i in range(n)]
+    fin = [first[req] if workload.output[req] == 1 else math.nan for req in range(requests)]
     loops, d_fleet = list(p_loops), None
     if order:
-        last = max((f for f in handed if f == f), default=0.0)  # a request never handed over (a deadlock)
-        d_wl = replace(d_wl, unit_arrivals=tuple(f if f == f else last for f in handed))
+        last = max((at for at in handed if at == at), default=0.0)  # a request never handed over (a deadlock)
+        d_wl = replace(d_wl, unit_arrivals=tuple(at if at == at else last for at in handed))
         d_fleet = fleet_result(d_wl, d_replica, d_config, "least-loaded", d_loops, d_assign)
-        for k, i in enumerate(order):
-            fin[i] = d_fleet.fleet.finish_s[k]
+        for slot, req in enumerate(order):
+            fin[req] = d_fleet.fleet.finish_s[slot]
         loops += d_loops
     deadlock = next((lp.state.deadlock for lp in loops if lp.state.deadlock), None)
-    generated, prefilled = _progress(p_loops, p_assign, d_loops, d_assign, order, n)
+    generated, prefilled = _progress(p_loops, p_assign, d_loops, d_assign, order, requests)
     served = ServeResult.build(workload, replica, config, list(workload.arrival_s), first, fin,
                                sum((loop.state.stats for loop in loops), RunStats()), deadlock,
                                generated=generated, prefilled=prefilled)

@@ -2,7 +2,7 @@
 
 Each replica runs its own general loop (`engine_loop.EngineLoop`, the one implementation of the
 iteration) on its own K/V cache. At each arrival, in arrival order, every replica is advanced to the
-arrival time (`EngineLoop.run(until=t)`: an iteration in flight then ends later, as on a real
+arrival time (`EngineLoop.run(until=arrival_s)`: an iteration in flight then ends later, as on a real
 server), the router reads their state and hands the request to one (`EngineLoop.enqueue`):
 
 - `round-robin`: replica i mod R;
@@ -42,8 +42,8 @@ class FleetResult:
         """Requests each replica was handed, every replica in order (0 for one handed none; `replicas`
         holds results only for those handed some)."""
         counts = [0] * self.replica_count
-        for a in self.assignment:
-            counts[a] += 1
+        for index in self.assignment:
+            counts[index] += 1
         return tuple(counts)
 
     @property
@@ -60,25 +60,25 @@ class FleetResult:
 
 def workload_subset(workload, idx: list):
     """The requests `idx` of `workload` as a workload of their own (a replica's share)."""
-    pick = lambda xs: tuple(xs[i] for i in idx)  # noqa: E731
+    pick = lambda column: tuple(column[req] for req in idx)  # noqa: E731
     return replace(workload, unit_arrivals=pick(workload.unit_arrivals), prompt=pick(workload.prompt),
                    output=pick(workload.output), declared_gen=pick(workload.declared_gen),
                    prefix=pick(workload.prefix) if workload.prefix is not None else None)
 
 
-def route_one(router: str, loops, i: int, k: int) -> int:
-    """The replica the router hands request i to (the k-th arrival). Prefix-affinity reads request i's
-    block keys from the first replica's cache, the same in every one (`PrefixCache.share_keys`)."""
+def route_one(router: str, loops, request: int, arrival: int) -> int:
+    """The replica the router hands `request` to (the `arrival`-th arrival). Prefix-affinity reads the
+    request's block keys from the first replica's cache, the same in every one (`PrefixCache.share_keys`)."""
     if router == "round-robin":
-        return k % len(loops)
+        return arrival % len(loops)
     if router == "least-loaded":
-        return min(range(len(loops)), key=lambda r: (loops[r].state.in_system, r))
-    keys = loops[0].cache.keys_of(i)
+        return min(range(len(loops)), key=lambda index: (loops[index].state.in_system, index))
+    keys = loops[0].cache.keys_of(request)
     best, most, load = 0, -1, 0
-    for r, loop in enumerate(loops):  # the longest cached prefix, ties to the least loaded, then the lowest index
-        h = loop.cache.hits(keys)
-        if h > most or (h == most and loop.state.in_system < load):
-            best, most, load = r, h, loop.state.in_system
+    for index, loop in enumerate(loops):  # the longest cached prefix, ties to the least loaded, then the lowest index
+        hits = loop.cache.hits(keys)
+        if hits > most or (hits == most and loop.state.in_system < load):
+            best, most, load = index, hits, loop.state.in_system
     return best
 
 
@@ -113,8 +113,8 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
           replica, config, fast=False)  # the engine's own checks of the settings, on one request
     from llm_cost.serving.reservations import reservation_tokens
 
-    res = ([reservation_tokens(config.reservation, p, d, replica.max_len)
-            for p, d in zip(workload.prompt, workload.declared_gen)]
+    res = ([reservation_tokens(config.reservation, prompt, declared, replica.max_len)
+            for prompt, declared in zip(workload.prompt, workload.declared_gen)]
            if config.reservation in ("declared", "max_len") else [0] * len(workload))
     from llm_cost.serving import fast_prefix
 
@@ -124,23 +124,23 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
         loop.routed()
         if loop.cache is not None:
             loop.cache.share_keys(loops[0].cache)
-    n = len(workload)
-    every = max(1, n // 100)
-    assignment = [0] * n
-    for k, (i, t) in enumerate(zip(range(n), workload.arrival_s)):
+    requests = len(workload)
+    every = max(1, requests // 100)
+    assignment = [0] * requests
+    for arrival, (request, arrival_s) in enumerate(zip(range(requests), workload.arrival_s)):
         for loop in loops:
             ls = loop.state
-            if ls.t < t and (ls.running or ls.waiting or loop.flights or loop.swapped):
-                loop.run(until=t)  # otherwise it would return at once: at t already, or nothing to run
-        r = route_one(router, loops, i, k)
-        assignment[i] = r
-        loops[r].enqueue(i, t)
-        if on_progress and k % every == 0:
-            on_progress(sum(lp.state.finished for lp in loops), n)
+            if ls.t < arrival_s and (ls.running or ls.waiting or loop.flights or loop.swapped):
+                loop.run(until=arrival_s)  # otherwise it would return at once: at arrival_s already, or nothing to run
+        chosen = route_one(router, loops, request, arrival)
+        assignment[request] = chosen
+        loops[chosen].enqueue(request, arrival_s)
+        if on_progress and arrival % every == 0:
+            on_progress(sum(lp.state.finished for lp in loops), requests)
     for loop in loops:
         loop.run()
     if on_progress:
-        on_progress(n, n)
+        on_progress(requests, requests)
     return fleet_result(workload, replica, config, router, loops, assignment)
 
 

@@ -25,24 +25,25 @@ from llm_cost.serving.serve_result import ServeResult
 _LOW = (1 << 32) - 1
 
 
-def _gained(fast, i: int, js: int, rounds: int) -> int:
-    """Tokens request i gains in `rounds` rounds from round `js` of its stream (none done yet capped)."""
+def _gained(fast, request: int, js: int, rounds: int) -> int:
+    """Tokens `request` gains in `rounds` rounds from round `js` of its stream (none done yet capped)."""
     if not fast.g:
         return rounds
     np = fast.np
-    return int(np.minimum(fast.streams.stream(i)[js:js + rounds], fast.g).sum()) + rounds
+    return int(np.minimum(fast.streams.stream(request)[js:js + rounds], fast.g).sum()) + rounds
 
 
-def _alive(fast, k: int):
-    """Requests running at iteration k (not done by its start): the handed-over ones, then this
+def _alive(fast, iteration: int):
+    """Requests running at `iteration` (not done by its start): the handed-over ones, then this
     segment's admissions, each with (first iteration of the segment it decodes in, tokens before,
     stream round before)."""
     np = fast.np
-    out = [(i, c[0], c[3], c[2]) for i, c in fast.customs.items() if c[0] + c[1] - 1 >= k]
+    out = [(req, custom[0], custom[3], custom[2]) for req, custom in fast.customs.items()
+           if custom[0] + custom[1] - 1 >= iteration]
     adm = np.frombuffer(fast.adm, dtype=np.int64)[fast.h0:fast.head]
-    alive = adm + fast.R_all[fast.h0:fast.head] >= k
+    alive = adm + fast.R_all[fast.h0:fast.head] >= iteration
     ids = np.flatnonzero(alive) + fast.h0
-    out += [(i, a + 1, 1, 0) for i, a in zip(ids.tolist(), adm[alive].tolist())]
+    out += [(req, admitted + 1, 1, 0) for req, admitted in zip(ids.tolist(), adm[alive].tolist())]
     return out
 
 
@@ -54,7 +55,13 @@ def close_segment(fast) -> None:
 
     Per request (admitted at a, R rounds): decoders per iteration from the starts a + 1 and the ends
     a + R + 1; the per-iteration sums in blocks of `BLOCK` iterations, whose admissions are a
-    contiguous run of requests (a does not decrease: first come, first served)."""
+    contiguous run of requests (a does not decrease: first come, first served).
+
+    Symbols: `K` the segment's iterations; per request of the segment `a` its admission iteration
+    (from k0), `R` its rounds, `P` its prompt tokens, `O` its output tokens; `g` the draft tokens per
+    round (gamma, 0 without speculation) and `r` = g + 1 the rows a decoder computes per iteration;
+    `B` the block size (tokens); per iteration of a block of `m` iterations, `S` the decoders' K/V
+    tokens and `U` their blocks (the packed totals' low and high 32 bits)."""
     np, k0, k1, h0, h1, stats = fast.np, fast.k0, fast.k, fast.h0, fast.head, fast.stats
     K = k1 - k0
     if K <= 0:
@@ -63,16 +70,16 @@ def close_segment(fast) -> None:
     P = fast.P_array[h0:h1]
     a = np.frombuffer(fast.adm, dtype=np.int64)[h0:h1] - k0
     R = fast.R_all[h0:h1]
-    T = np.frombuffer(fast.T_end, dtype=np.float64)
+    end_s = np.frombuffer(fast.T_end, dtype=np.float64)
     dec = R > 0
     delta = np.bincount(a[dec] + 1, minlength=K + 1)[:K] - np.bincount((a + R + 1)[dec], minlength=K + 2)[:K]
     if fast.customs:
         ci = np.array(list(fast.customs), dtype=np.int64)
-        cs = np.array([c[0] for c in fast.customs.values()], dtype=np.int64) - k0
-        cr = np.array([c[1] for c in fast.customs.values()], dtype=np.int64)
+        cs = np.array([custom[0] for custom in fast.customs.values()], dtype=np.int64) - k0
+        cr = np.array([custom[1] for custom in fast.customs.values()], dtype=np.int64)
         delta = delta + np.bincount(cs, minlength=K + 1)[:K] - np.bincount(cs + cr, minlength=K + 2)[:K]
         over = cs + cr - 1 < K
-        fast.fin[ci[over]] = T[(cs + cr - 1 + k0)[over]]
+        fast.fin[ci[over]] = end_s[(cs + cr - 1 + k0)[over]]
     nd = np.cumsum(delta)
     cost, spec, paged, B = fast.replica.cost, fast.cfg.spec, fast.paged, fast.B
     starts = np.searchsorted(a, np.arange(0, K + BLOCK, BLOCK).clip(max=K))
@@ -80,12 +87,12 @@ def close_segment(fast) -> None:
     total_rows, bound_rows = 0, compute_bound_rows(cost)
     peak, peak_w = stats.peak_kv_used, stats.peak_kv_written
     held = None if paged else _reserved_by_iteration(fast, a, R, K)
-    for j, lo in enumerate(range(0, K, BLOCK)):
+    for block, lo in enumerate(range(0, K, BLOCK)):
         hi = min(lo + BLOCK, K)
-        m, i0, i1 = hi - lo, starts[j], starts[j + 1]
+        m, i0, i1 = hi - lo, starts[block], starts[block + 1]
         aa, pp = a[i0:i1] - lo, P[i0:i1]
-        D = fast.D[k0 + lo:k0 + hi]
-        S, U, n_b = D & _LOW, D >> 32, nd[lo:hi]
+        packed = fast.D[k0 + lo:k0 + hi]
+        S, U, n_b = packed & _LOW, packed >> 32, nd[lo:hi]
         rows = n_b * r + np.bincount(aa, weights=pp, minlength=m)
         pairs = r * S + n_b * causal_pairs(r) + np.bincount(aa, weights=causal_pairs(pp), minlength=m)
         dt, comm, draft = totals_time_arrays(cost, spec, g, rows, pairs, n_b, S)
@@ -104,9 +111,9 @@ def close_segment(fast) -> None:
         draft_s += float(draft.sum())
         comm_s += float(comm.sum())
         peak = max(peak, float(used.max()))
-    fast.first[h0:h1] = T[a + k0]
+    fast.first[h0:h1] = end_s[a + k0]
     done = a + R < K
-    fast.fin[np.arange(h0, h1)[done]] = T[(a + R + k0)[done]]
+    fast.fin[np.arange(h0, h1)[done]] = end_s[(a + R + k0)[done]]
     slots = int(nd.sum())
     stats.busy_s += busy
     stats.compute_bound_s += compute_bound
@@ -128,22 +135,22 @@ def close_segment(fast) -> None:
         stats.spec_rounds += slots
         O = fast.O_array[h0:h1]
         stats.spec_tokens += int((O - 1)[done].sum())
-        for i, c in fast.customs.items():
-            if c[0] + c[1] - 1 < k1:
-                stats.spec_tokens += fast.O[i] - c[3]
+        for req, custom in fast.customs.items():
+            if custom[0] + custom[1] - 1 < k1:
+                stats.spec_tokens += fast.O[req] - custom[3]
 
 
 def _reserved_by_iteration(fast, a, R, K: int):
-    """K/V reserved in each of the segment's K iterations (declared, max_len): a request admitted at a
-    holds its reservation from iteration a to its last round a + R, one handed over (`customs`) from
-    the segment's start to its last round."""
+    """K/V reserved in each of the segment's `K` iterations (declared, max_len): a request admitted at
+    `a` (from the segment's start) holds its reservation from iteration a to its last round a + R (`R`
+    its rounds), one handed over (`customs`) from the segment's start to its last round."""
     np, h0 = fast.np, fast.h0
     res = np.asarray(fast.res[h0:fast.head], dtype=np.int64)
     delta = np.bincount(a, weights=res, minlength=K + 1)[:K + 1] - np.bincount(
         np.minimum(a + R + 1, K), weights=res, minlength=K + 1)[:K + 1]
-    for i, c in fast.customs.items():
-        delta[0] += fast.res[i]
-        delta[min(c[0] - fast.k0 + c[1], K)] -= fast.res[i]
+    for req, custom in fast.customs.items():
+        delta[0] += fast.res[req]
+        delta[min(custom[0] - fast.k0 + custom[1], K)] -= fast.res[req]
     return np.cumsum(delta[:K]).astype(np.int64)
 
 
@@ -152,36 +159,38 @@ def _horizon(fast) -> int:
     those admitted in it (finishing at a + R) and those handed over at its start (at k0 + R - 1)."""
     adm = fast.np.frombuffer(fast.adm, dtype=fast.np.int64)[fast.h0:fast.head]
     ends = [int((adm + fast.R_all[fast.h0:fast.head]).max()) + 1] if len(adm) else []
-    return max(ends + [start + R for start, R, _, _ in fast.customs.values()], default=fast.k)
+    return max(ends + [start + rounds for start, rounds, _, _ in fast.customs.values()], default=fast.k)
 
 
 def to_general(fast) -> EngineState:
-    """The general loop's variables at iteration fast.k (fast iterations closed)."""
+    """The general loop's variables at iteration fast.k (fast iterations closed). `P` the prompt
+    tokens per request, `g` the draft tokens per round (0 without speculation), `B` the block size."""
     close_segment(fast)
-    k, n, P, g, B = fast.k, fast.n, fast.P, fast.g, fast.B
+    iteration, requests, P, g, B = fast.k, fast.n, fast.P, fast.g, fast.B
     if fast.general is None:
-        fast.general = {"gen": [0] * n, "kv": [0] * n, "pre": [0] * n, "need": list(P), "blocks": [0] * n}
+        fast.general = {"gen": [0] * requests, "kv": [0] * requests, "pre": [0] * requests, "need": list(P),
+                        "blocks": [0] * requests}
     gl = fast.general
     gen, kv, pre, need, blocks = gl["gen"], gl["kv"], gl["pre"], gl["need"], gl["blocks"]
     running: dict[int, None] = {}
     held = 0
-    for i, start, g0, js in _alive(fast, k):
-        rounds = k - start
-        gen[i] = g0 + _gained(fast, i, js, rounds)
-        kv[i] = P[i] + gen[i] - 1
-        pre[i] = need[i]
-        blocks[i] = blocks_for(kv[i], B) if fast.paged else 0
-        held += blocks[i] * B if fast.paged else kv[i]
+    for req, start, g0, js in _alive(fast, iteration):
+        rounds = iteration - start
+        gen[req] = g0 + _gained(fast, req, js, rounds)
+        kv[req] = P[req] + gen[req] - 1
+        pre[req] = need[req]
+        blocks[req] = blocks_for(kv[req], B) if fast.paged else 0
+        held += blocks[req] * B if fast.paged else kv[req]
         if fast.streams is not None:
-            fast.streams.rounds_drawn[i] = js + rounds
+            fast.streams.rounds_drawn[req] = js + rounds
         if g:
-            fast.stats.spec_tokens += gen[i] - g0
-        running[i] = None
+            fast.stats.spec_tokens += gen[req] - g0
+        running[req] = None
     hz = _horizon(fast)
-    fast.D[k:hz] = 0
-    fast.FIN[k:hz] = [0] * max(0, hz - k)
+    fast.D[iteration:hz] = 0
+    fast.FIN[iteration:hz] = [0] * max(0, hz - iteration)
     if not fast.paged:
-        fast.DRES[k:hz] = [0] * max(0, hz - k)
+        fast.DRES[iteration:hz] = [0] * max(0, hz - iteration)
     fast.customs = {}
     return EngineState(gen=gen, kv=kv, pre=pre, need=need, blocks=blocks, first=fast.first, fin=fast.fin,
                        arr=fast.arr, running=running, waiting=deque(range(fast.head, fast.nxt)), stats=fast.stats,
@@ -191,42 +200,43 @@ def to_general(fast) -> EngineState:
 
 
 def from_general(fast, state: EngineState) -> None:
-    """Take the run back at the general loop's iteration (module doc)."""
+    """Take the run back at the general loop's iteration (module doc). `O` the output tokens per
+    request, `g` the draft tokens per round (0 without speculation), `B` the block size (tokens)."""
     np, O, g, B = fast.np, fast.O, fast.g, fast.B
-    k = fast.stats.iterations
-    missing = k - len(fast.T_end)
+    iteration = fast.stats.iterations
+    missing = iteration - len(fast.T_end)
     fast.T_end.extend([math.nan] * missing)  # the general loop's iterations: their times are in first / fin
     gen, kv = state.gen, state.kv
-    for i in state.running:
-        js = fast.streams.rounds_drawn.get(i, 0) if fast.streams is not None else 0
-        left = O[i] - gen[i]
+    for req in state.running:
+        js = fast.streams.rounds_drawn.get(req, 0) if fast.streams is not None else 0
+        left = O[req] - gen[req]
         if g:
-            tok = np.minimum(fast.streams.stream(i)[js:], g).astype(np.int64) + 1
+            tok = np.minimum(fast.streams.stream(req)[js:], g).astype(np.int64) + 1
             before = np.cumsum(tok) - tok
-            kvs = before[before < left] + kv[i]
+            kvs = before[before < left] + kv[req]
         else:
-            kvs = np.arange(left, dtype=np.int64) + kv[i]
+            kvs = np.arange(left, dtype=np.int64) + kv[req]
         if fast.paged:
             kvs = kvs + (blocks_for(kvs + (g + 1), B) << 32)
-        R = len(kvs)
-        e = k + R - 1
-        while e + 2 > fast.size:
+        rounds = len(kvs)
+        last = iteration + rounds - 1
+        while last + 2 > fast.size:
             grow = fast.size // 2
             fast.D = np.concatenate((fast.D, np.zeros(grow, dtype=np.int64)))
             fast.FIN += [0] * grow
             if not fast.paged:
                 fast.DRES += [0] * grow
             fast.size += grow
-        fast.D[k:k + R] += kvs
-        fast.FIN[e] += 1
+        fast.D[iteration:iteration + rounds] += kvs
+        fast.FIN[last] += 1
         if not fast.paged:
-            fast.DRES[e] += fast.res[i]
-        fast.customs[i] = (k, R, js, gen[i])
-    fast.k, fast.t, fast.running = k, state.t, len(state.running)
+            fast.DRES[last] += fast.res[req]
+        fast.customs[req] = (iteration, rounds, js, gen[req])
+    fast.k, fast.t, fast.running = iteration, state.t, len(state.running)
     waiting = state.waiting
     fast.nxt = state.nxt
     fast.head = waiting[0] if waiting else fast.nxt
-    fast.k0, fast.h0 = k, fast.head
+    fast.k0, fast.h0 = iteration, fast.head
     fast.finished, fast.reserved = state.finished, state.reserved
 
 

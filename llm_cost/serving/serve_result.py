@@ -159,8 +159,9 @@ class ServeResult:
         reads a dozen statistics of a run of 10^6 requests."""
         import numpy as np
 
-        a, f1, f = (np.asarray(x, dtype=float) for x in (self.arrival_s, self.first_token_s, self.finish_s))
-        return a, f1, f, np.asarray(self.output, dtype=float), ~np.isnan(f)
+        arrival, first, finish = (np.asarray(column, dtype=float)
+                                  for column in (self.arrival_s, self.first_token_s, self.finish_s))
+        return arrival, first, finish, np.asarray(self.output, dtype=float), ~np.isnan(finish)
 
     @cached_property
     def finished(self) -> int:
@@ -169,8 +170,8 @@ class ServeResult:
     @cached_property
     def span_s(self) -> float:
         """Last finish - first arrival."""
-        a, _, f, _, ok = self._arrays
-        return float(f[ok].max() - a.min()) if ok.any() else 0.0
+        arrival, _, finish, _, ok = self._arrays
+        return float(finish[ok].max() - arrival.min()) if ok.any() else 0.0
 
     @property
     def throughput_req_per_s(self) -> float:
@@ -179,8 +180,8 @@ class ServeResult:
     @property
     def tokens_per_s(self) -> float:
         """Generated tokens of the finished requests per second."""
-        s = self.span_s
-        return float(self._arrays[3][self._arrays[4]].sum()) / s if s > 0 else 0.0
+        span = self.span_s
+        return float(self._arrays[3][self._arrays[4]].sum()) / span if span > 0 else 0.0
 
     @property
     def output_tokens(self) -> int:
@@ -203,11 +204,11 @@ class ServeResult:
         return tuple(self.values("ttft").tolist())
 
     def latency_percentile_s(self, q: float) -> float:
-        """The q-th percentile (0..100, linear interpolation) of latency per token; nan if none finished."""
+        """The `q`-th percentile (0..100, linear interpolation) of latency per token; nan if none finished."""
         return self._percentile("latency_per_token", q)
 
     def ttft_percentile_s(self, q: float) -> float:
-        """The q-th percentile (0..100) of time to first token; nan if none finished."""
+        """The `q`-th percentile (0..100) of time to first token; nan if none finished."""
         return self._percentile("ttft", q)
 
     @property
@@ -222,8 +223,8 @@ class ServeResult:
     def kv_reserved_over_written(self) -> float | None:
         """Mean reserved / mean written (the lecture §3.5: about 2.5 for Orca with max_gen 512); None
         where the run does not count them apart or wrote nothing."""
-        w, r = self.kv_written_mean_tokens, self.kv_reserved_mean_tokens
-        return r / w if w and r is not None else None
+        written, reserved = self.kv_written_mean_tokens, self.kv_reserved_mean_tokens
+        return reserved / written if written and reserved is not None else None
 
     @property
     def kv_utilisation(self) -> float:
@@ -239,16 +240,16 @@ class ServeResult:
         numpy array (computed once per metric)."""
         got = self._values.get(metric)
         if got is None:
-            a, f1, f, o, ok = self._arrays
+            arrival, first, finish, output, ok = self._arrays
             if metric == "ttft":
-                got = (f1 - a)[ok]
+                got = (first - arrival)[ok]
             elif metric == "e2e":
-                got = (f - a)[ok]
+                got = (finish - arrival)[ok]
             elif metric == "latency_per_token":
-                got = ((f - a) / o)[ok]
+                got = ((finish - arrival) / output)[ok]
             else:
-                many = ok & (o > 1)
-                got = (f - f1)[many] / (o - 1)[many]
+                many = ok & (output > 1)
+                got = (finish - first)[many] / (output - 1)[many]
             got.flags.writeable = False
             self._values[metric] = got
         return got
@@ -256,15 +257,16 @@ class ServeResult:
     def percentile_s(self, metric: str, stat: str = "p50") -> float:
         """A percentile (median, p50, p90, p99) or `mean` of `metric`; nan when none finished."""
         if stat == "mean":
-            v = self.values(metric)
-            return float(v.mean()) if v.size else math.nan
+            seconds = self.values(metric)
+            return float(seconds.mean()) if seconds.size else math.nan
         return self._percentile(metric, PERCENTILES[stat])
 
     def _percentile(self, metric: str, q: float) -> float:
+        """The `q`-th percentile (0..100, linear interpolation) of `metric`; nan if none finished."""
         import numpy as np
 
-        v = self.values(metric)
-        return float(np.percentile(v, q)) if v.size else math.nan
+        seconds = self.values(metric)
+        return float(np.percentile(seconds, q)) if seconds.size else math.nan
 
     def goodput_req_per_s(self, ttft_s: float | None = None, tpot_s: float | None = None) -> float:
         """Finished requests within both targets (None: no target) per second of the run.
@@ -272,15 +274,15 @@ class ServeResult:
         TPOT of a one-token request counts as met."""
         import numpy as np
 
-        s = self.span_s
-        if s <= 0:
+        span = self.span_s
+        if span <= 0:
             return 0.0
-        a, f1, f, o, ok = self._arrays
+        arrival, first, finish, output, ok = self._arrays
         ok = ok.copy()
         if ttft_s is not None:
-            ok &= (f1 - a) <= ttft_s
+            ok &= (first - arrival) <= ttft_s
         if tpot_s is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
-                tpot = np.where(o > 1, (f - f1) / np.maximum(o - 1, 1), 0.0)
+                tpot = np.where(output > 1, (finish - first) / np.maximum(output - 1, 1), 0.0)
             ok &= tpot <= tpot_s
-        return float(ok.sum()) / s
+        return float(ok.sum()) / span
