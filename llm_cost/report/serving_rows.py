@@ -16,6 +16,7 @@ import operator
 
 from typing import Callable, Sequence
 
+from llm_cost.report.render import Column
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import context_max_len, requests_by_policy
@@ -209,11 +210,35 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
     return row, s
 
 
+def search_verdict(s: RateSearch) -> str:
+    """What a rate search's row says beside its rate (`SEARCH_COLUMN`): "found", "never met" (the rate 0
+    is none) or "lower bound" (saturated: no rate tried missed, the rate is the highest tried, not a found
+    one), with ", unsettled" where the longer runs' metric did not settle (the rate may not hold).
+
+    >>> search_verdict(RateSearch(0.5, "p99", 12.0, None, 0.1, 3.0, 9, outcome="saturated"))
+    'lower bound'
+    """
+    verdict = {"saturated": "lower bound"}.get(s.outcome, s.outcome)
+    return verdict + (", unsettled" if s.settled is False and s.outcome != "never met" else "")
+
+
+# the column a searched rate's row adds after its rate (`with_search_column`)
+SEARCH_COLUMN = Column("search_verdict", "search")
+
+
+def with_search_column(columns: Sequence[Column]) -> list[Column]:
+    """`columns` with `SEARCH_COLUMN` right after the rate's (`rate_req_per_s`): a searched rate says
+    whether it was found, is a lower bound or was never met (`search_verdict`)."""
+    at = next(k for k, c in enumerate(columns) if c.key == "rate_req_per_s") + 1
+    return [*columns[:at], SEARCH_COLUMN, *columns[at:]]
+
+
 def search_fields(s: RateSearch) -> dict:
-    """How far a rate search went: its simulations, what it found (`RateSearch.outcome`), the requests of its
-    first runs and of those the rate was found on, the run it met the target on, whether it settled (None:
-    not checked) and the rate of the runs ten times shorter."""
-    return {"evaluations": s.evaluations, "search_outcome": s.outcome, "search_requests": s.requests or None,
+    """How far a rate search went: its simulations, what it found (`RateSearch.outcome`, and as the row says
+    it, `search_verdict`), the requests of its first runs and of those the rate was found on, the run it met
+    the target on, whether it settled (None: not checked) and the rate of the runs ten times shorter."""
+    return {"evaluations": s.evaluations, "search_outcome": s.outcome, "search_verdict": search_verdict(s),
+            "search_requests": s.requests or None,
             "found_on_requests": s.found_on_requests or None, "held_on_requests": s.held_on_requests or None,
             "settled": s.settled, "shorter_rate_req_per_s": s.shorter_rate_req_per_s}
 
