@@ -4,6 +4,7 @@ commands' shared options (bench/cli_startup.py times the command against its imp
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,46 @@ def test_model_imports_no_deployment_profile_or_vision():
 def test_a_vision_model_still_counts_its_tower():
     # the towers' counts are imported where a model has one (MedGemma's SigLIP)
     assert "llm_cost.counts.vision" in _loaded("model", "tests/data/configs/medgemma-27b-it.json")
+
+
+def _after(code_after: str, *args: str) -> str:
+    """The last line `code_after` prints after `llm-cost ARGS` ran in a fresh process, its table piped."""
+    code = ("import sys, gc, re, runpy; sys.argv = ['llm-cost', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('llm_cost.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            + code_after)
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as a user pipes it (conftest widens it)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, cwd=root,
+                         env=env)
+    return out.stdout.splitlines()[-1]
+
+
+SPEC = ("spec", "--alpha", "0.8", "--gamma", "4", "--batch", "64")
+
+
+def test_a_piped_table_compiles_no_highlighter():
+    # Rich's highlighter colours numbers in a caption; piped there are no colours, so its regexes (compiled
+    # at first use, ~4 ms of spec's startup) are not used: the same text
+    code = "print('COMPILED', any('(?P<ipv4>' in str(key[1]) for key in re._cache))"  # ReprHighlighter's
+    assert _after(code, *SPEC) == "COMPILED False"
+
+
+def test_the_command_runs_with_the_collector_and_main_gives_it_back():
+    # cli.main starts without the cyclic collector and turns it on (the start's objects frozen) as the
+    # command runs; when main returns, the collector is on and nothing is left frozen
+    code = ("print('AFTER', gc.isenabled(), gc.get_freeze_count())")
+    assert _after(code, *SPEC) == "AFTER True 0"
+    during = ("import llm_cost.report.speculative_rows as rows\n"
+              "seen = []\n"
+              "def gamma_rows(**kw):\n    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))\n    return []\n"
+              "rows.gamma_rows = gamma_rows\n"
+              "sys.argv = ['llm-cost', 'gamma']\n"
+              "from llm_cost.cli import main\n"
+              "gc.disable()\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "off = gc.isenabled()\n"
+              "gc.enable()\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print('DURING', seen, off, gc.isenabled(), gc.get_freeze_count())")
+    # a caller that turned the collector off keeps it off (nothing frozen); one that had it on gets it back
+    assert _after(during, "model", "llama-3-8b") == "DURING [(False, False), (True, True)] False True 0"

@@ -186,7 +186,7 @@ EXAMPLES = {
     "synthetic_workload": lambda: ([20, 2.0], {"prompt": "uniform:4:16", "output": "uniform:1:8"}),
     "serve": lambda: ([_workload(), _replica(), lc.ServeConfig(max_batch=4)], {}),
     "path_of": lambda: ([_workload(), _replica(), lc.ServeConfig(max_batch=4)], {}),
-    "counts_reserved": lambda: ([_workload(), _replica(), lc.ServeConfig(max_batch=4)], {}),
+    "runs_step_level": lambda: ([_workload(), _replica(), lc.ServeConfig(max_batch=4)], {}),
     "config_for": lambda: (["iteration"], {"max_batch": 4}),
     "highest_rate": lambda: ([lc.poisson_workload(20, 1.0, prompt=(4, 16), output=(1, 8)), _replica()],
                              {"scheduler": "iteration", "max_batch": 4, "slo_s": 0.5, "rel_tol": 0.1}),

@@ -6,7 +6,7 @@ runs it was found on."""
 from __future__ import annotations
 
 from llm_cost.catalog import load_accelerator, load_model
-from llm_cost.report.serving_rows import search_caption, search_fields
+from llm_cost.report.serving_rows import search_caption, search_fields, search_verdict
 from llm_cost.serving.engine import serve
 from llm_cost.serving.rate_search import HOLD_FACTOR, OUTCOMES, highest_rate
 from llm_cost.serving.replica import Replica
@@ -14,6 +14,7 @@ from llm_cost.serving.serve_config import ServeConfig
 from llm_cost.serving.workload import poisson_workload
 from llm_cost.serving.workload_spec import synthetic_workload
 from llm_cost.specs import PRESETS
+from tests.helpers import rows_of, run
 
 ORCA = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"))  # the lecture's §3.3 setting
 
@@ -99,3 +100,37 @@ def test_a_target_met_on_the_short_runs_only_is_never_met_not_a_crash():
     assert s.outcome == "never met" and s.rate_req_per_s == 0 and s.result is None
     assert s.found_on_requests == 200 and s.settled is False and s.shorter_rate_req_per_s > 0
     assert search_caption(s) == "; never met: no rate tried has its p99 ttft within 50 ms"
+
+
+def test_each_outcome_says_so_in_its_row():
+    # the row beside the rate: a found rate "found", a rate no target bound a "lower bound" (the highest tried,
+    # 160 x the all-at-once throughput: not a rate the search found), none "never met"; not settled, it says so
+    wide = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=86_400.0, statistic="p99",
+                        metric="e2e")
+    never = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=0.001)
+    found = highest_rate(orca(100), ORCA, scheduler="iteration", max_batch=32, slo_s=0.045, statistic="p99",
+                         longer=orca, max_requests=999)
+    assert (wide.outcome, never.outcome, found.outcome, found.settled) == ("saturated", "never met", "found", False)
+    assert [search_verdict(s) for s in (wide, never, found)] == ["lower bound", "never met", "found, unsettled"]
+    assert search_fields(wide)["search_verdict"] == "lower bound"
+
+
+ORCA_CLI = ("batching", "--model", "gpt-3-13b", "--gpu", "a100-40gb", "--scheduler", "iteration", "--max-batch", "32",
+            "--requests", "100")
+
+
+def test_batching_prints_a_saturated_rate_as_a_lower_bound_and_a_missed_target_as_never_met():
+    # `batching --slo-ms` when the target never binds (the search ends at its ceiling) and when even an
+    # unloaded server misses it: the table's row names the outcome beside the rate
+    ceiling = ORCA_CLI + ("--slo-ms", "86400000", "--slo-metric", "e2e", "--slo-stat", "p99")
+    row = rows_of(*ceiling)[0]
+    assert row["search_outcome"] == "saturated" and row["search_verdict"] == "lower bound"
+    assert row["rate_req_per_s"] > 100 * row["saturated_throughput_req_per_s"]
+    table = run(*ceiling, "--format", "markdown").stdout
+    header, _, first = [line for line in table.splitlines() if line.startswith("|")]
+    cells = [c.strip() for c in first.strip("|").split("|")]
+    assert [c.strip() for c in header.strip("|").split("|")][cells.index("lower bound")] == "search"
+    assert cells.index("lower bound") == cells.index(f"{row['rate_req_per_s']:,.2f}") + 1  # beside the rate
+    missed = rows_of(*ORCA_CLI, "--slo-ms", "1")[0]
+    assert (missed["rate_req_per_s"], missed["search_verdict"]) == (0.0, "never met")
+    assert "never met" in run(*ORCA_CLI, "--slo-ms", "1", "--format", "markdown").stdout

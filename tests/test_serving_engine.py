@@ -611,7 +611,7 @@ def test_the_library_not_the_options_picks_the_path():
     from dataclasses import dataclass
 
     from llm_cost.serving import fast_engine, fast_pipeline, fast_reservations, request_level
-    from llm_cost.serving.engine import counts_reserved, path_of
+    from llm_cost.serving.engine import runs_step_level, path_of
 
     wl = poisson_workload(200, 4.0, seed=0)
     assert serve(wl, SERVER, ServeConfig()).path == "fast_reservations"
@@ -630,7 +630,7 @@ def test_the_library_not_the_options_picks_the_path():
         replicas_routed: int = 1
 
     assert path_of(wl, SERVER, ServeConfig()) == "fast_reservations" and path_of(wl, SERVER, WithRouting()) == "general"
-    assert counts_reserved(wl, SERVER, ServeConfig()) and not counts_reserved(wl, SERVER, WithRouting())
+    assert runs_step_level(wl, SERVER, ServeConfig()) and not runs_step_level(wl, SERVER, WithRouting())
     with pytest.raises(InvalidValueError, match="scheduler request"):  # no general loop for whole batches
         serve(wl, SERVER, WithRouting(scheduler="request", reservation="max_len"))
     # a pipeline of two stages, one batch in flight: the general loop's `serial` pipeline is the fast path's

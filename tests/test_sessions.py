@@ -62,3 +62,16 @@ def test_cli_sessions_hit_the_previous_turns():
     assert on["prefix_token_hit_rate"] > 0.3 and off["prefix_token_hit_rate"] is None  # no cache: no hit rate
     assert on["ttft_p50_s"] < off["ttft_p50_s"]
     assert "--sessions" in error_line(*args, "--prefix-groups", "4")
+
+
+def test_the_library_and_the_cli_default_to_the_same_turns():
+    # one constant (`prefixes.DEFAULT_TURNS`): prefix_segments without turns, PromptPrefixes (the CLI's
+    # options) without turns and the --turns help all read it (the library's default was 1, the CLI's 4)
+    from llm_cost.commands.options import Turns
+    from llm_cost.serving.prefixes import DEFAULT_TURNS, PromptPrefixes
+
+    wl = fixed_workload([(4, 5)] * 12)
+    chats = with_sessions(wl, 2, DEFAULT_TURNS)
+    assert prefix_segments(wl, sessions=2).prompt == PromptPrefixes(sessions=2).applied(wl).prompt == chats.prompt
+    assert chats.prompt != with_sessions(wl, 2, 1).prompt
+    assert f"(default {DEFAULT_TURNS})" in Turns.__metadata__[0].help

@@ -6,6 +6,7 @@ Command modules beside this one register on `app` with `command`; `cli.py` impor
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 from typing import Annotated
 
@@ -112,6 +113,23 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+# `llm-cost` (cli.main) sets "paused" when it starts without the collector; "frozen" once the command
+# froze the start's objects (`resume_collector`), so that main can give them back when it returns
+COLLECTOR = {"paused": False, "frozen": False}
+
+
+def resume_collector() -> None:
+    """The collector back on as the command runs, after a start without it (cli.main): the objects the
+    start made (modules, classes, the Click command: they live until exit) frozen first, out of the
+    collector's sight, so that its first passes do not scan them all. A no-op otherwise (`app` called
+    by tests or other code keeps the collector as it found it)."""
+    if COLLECTOR["paused"]:
+        COLLECTOR["paused"] = False
+        COLLECTOR["frozen"] = True
+        gc.freeze()
+        gc.enable()
+
+
 def command(*names, **kwargs):
     """Register a command whose library errors become one line on stderr and exit code 2."""
 
@@ -119,6 +137,8 @@ def command(*names, **kwargs):
         @functools.wraps(fn)
         def run(*args, **kw):
             from llm_cost.commands.progress import QUIET
+
+            resume_collector()
 
             QUIET["on"] = bool(kw.get("quiet", False))  # --quiet: this run only
             try:

@@ -9,6 +9,7 @@ from typing import Annotated, List, NamedTuple, Optional
 import typer
 
 from llm_cost.commands import startup_options as startup
+from llm_cost.serving import prefixes  # the prefix options' defaults (a light module)
 from llm_cost.report.render import Column, fixed
 
 # the options `model` takes, declared in `startup_options` (its startup) and shared from here like the rest
@@ -105,7 +106,7 @@ PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G 
 GroupPrefix = Annotated[Optional[int], typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix (default 256).")]
 PrefixDist = Annotated[Optional[str], typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1), the default) or uniform.")]
 Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")]
-Turns = Annotated[Optional[int], typer.Option("--turns", help="--sessions: turns per chat, then a new chat (default 4).")]
+Turns = Annotated[Optional[int], typer.Option("--turns", help=f"--sessions: turns per chat, then a new chat (default {prefixes.DEFAULT_TURNS}).")]
 Disaggregate = Annotated[bool, typer.Option("--disaggregate", help="Separate prefill and decode pools: the split of the GPUs that meets both targets at the highest rate.")]
 DisaggregateSplit = Annotated[Optional[str], typer.Option("--disaggregate", help="P:D: prefills on P replicas, decodes on D (tp x pp GPUs each), the K/V moved over the GPU's link (--rate is the fleet's).")]
 JOBS = typer.Option("--jobs", "-j", help="Local processes to run in (default all cores; results identical to --jobs 1).")

@@ -174,7 +174,7 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, sl
     """(rows, columns, title suffix): one row per run by the one row builder (`serve_row`: the same keys
     whichever path of `serve` ran it), the same columns and title on every run (issue 24 review, 2)."""
     from llm_cost.commands.serving_common import BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN
-    from llm_cost.report.serving_rows import search_fields, serve_row
+    from llm_cost.report.serving_rows import search_fields, serve_row, with_search_column
 
     rows = [serve_row(result, workload, config, replica=replica, draft=dmem, **slo)
             for result, workload in zip(results, workloads)]
@@ -185,6 +185,7 @@ def _rendered(results, workloads, wl, config, replica, dmem, slo, found, dep, sl
                + ([] if dep.is_single and dep.replicas == 1 else BATCHING_DEPLOYED_COLUMNS))
     suffix = ""
     if found is not None:
+        columns = with_search_column(columns)  # found, a lower bound (saturated) or never met, beside the rate
         for row in rows:
             row.update({"slo_s": found.slo_s, "slo_stat": found.statistic, "slo_metric": slo_metric,
                         "unloaded_latency_per_token_s": found.unloaded_s,

@@ -114,7 +114,9 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)
     screen = _screen_width(console)
-    console = Console(file=console.file, width=screen, emoji=emoji)
+    # Without colours (piped, NO_COLOR) a highlighted number prints as its plain text: Rich's highlighter
+    # (its regexes compiled at first use, ~4 ms of a command's startup) only where colours show.
+    console = Console(file=console.file, width=screen, emoji=emoji, highlight=console.color_system is not None)
     widths = _fitted_widths(columns, cells, screen)
     if widths is not None:
         console.print(_table(columns, cells, title, caption, widths))

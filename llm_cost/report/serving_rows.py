@@ -16,6 +16,7 @@ import operator
 
 from typing import Callable, Sequence
 
+from llm_cost.report.render import Column
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import context_max_len, requests_by_policy
@@ -206,13 +207,36 @@ def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batc
     return row, search
 
 
+def search_verdict(search: RateSearch) -> str:
+    """What a rate search's row says beside its rate (`SEARCH_COLUMN`): "found", "never met" (the rate 0
+    is none) or "lower bound" (saturated: no rate tried missed, the rate is the highest tried, not a found
+    one), with ", unsettled" where the longer runs' metric did not settle (the rate may not hold).
+
+    >>> search_verdict(RateSearch(0.5, "p99", 12.0, None, 0.1, 3.0, 9, outcome="saturated"))
+    'lower bound'
+    """
+    verdict = {"saturated": "lower bound"}.get(search.outcome, search.outcome)
+    return verdict + (", unsettled" if search.settled is False and search.outcome != "never met" else "")
+
+
+# the column a searched rate's row adds after its rate (`with_search_column`)
+SEARCH_COLUMN = Column("search_verdict", "search")
+
+
+def with_search_column(columns: Sequence[Column]) -> list[Column]:
+    """`columns` with `SEARCH_COLUMN` right after the rate's (`rate_req_per_s`): a searched rate says
+    whether it was found, is a lower bound or was never met (`search_verdict`)."""
+    at = next(index for index, column in enumerate(columns) if column.key == "rate_req_per_s") + 1
+    return [*columns[:at], SEARCH_COLUMN, *columns[at:]]
+
+
 def search_fields(search: RateSearch) -> dict:
-    """How far a rate search went: its simulations, what it found (`RateSearch.outcome`), the requests of its
-    first runs and of those the rate was found on, the run it met the target on, whether it settled (None:
-    not checked) and the rate of the runs ten times shorter."""
+    """How far a rate search went: its simulations, what it found (`RateSearch.outcome`, and as the row says
+    it, `search_verdict`), the requests of its first runs and of those the rate was found on, the run it met
+    the target on, whether it settled (None: not checked) and the rate of the runs ten times shorter."""
     return {"evaluations": search.evaluations, "search_outcome": search.outcome,
-            "search_requests": search.requests or None, "found_on_requests": search.found_on_requests or None,
-            "held_on_requests": search.held_on_requests or None,
+            "search_verdict": search_verdict(search), "search_requests": search.requests or None,
+            "found_on_requests": search.found_on_requests or None, "held_on_requests": search.held_on_requests or None,
             "settled": search.settled, "shorter_rate_req_per_s": search.shorter_rate_req_per_s}
 
 

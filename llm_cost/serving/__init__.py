@@ -27,7 +27,7 @@ _EXPORTS = {
     **names_from(".replica", "Replica", "IterationCost"),
     **names_from(".reservations", "Deadlock", "Holder", "RESERVATIONS"),
     **names_from(".rate_search", "highest_rate", "RateSearch", "unloaded_latency_per_token"),
-    **names_from(".engine", "serve", "path_of", "counts_reserved", "FAST_PATHS"),
+    **names_from(".engine", "serve", "path_of", "runs_step_level", "FAST_PATHS"),
     **names_from(".serve_config", "ServeConfig", "SpecConfig", "host_link_bytes_per_s", "config_for",
                  "LECTURE_SCHEDULERS"),
     **names_from(".serve_result", "ServeResult"),

@@ -148,10 +148,11 @@ def path_of(workload: Workload, replica: Replica, config: ServeConfig, fast=True
 
 
 @check_arguments()
-def counts_reserved(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
-    """Whether `serve` runs `config` on a step-level path (`request_level`, `fast_reservations`). Every
-    path counts K/V reserved against written and the rows computed and needed alike (`ServeResult`);
-    the rate search reads this for its unloaded figure (`rate_search`)."""
+def runs_step_level(workload: Workload, replica: Replica, config: ServeConfig) -> bool:
+    """Whether `serve` runs `config` on a step-level path (`request_level`, `fast_reservations`): the rate
+    search then computes its unloaded figure (`rate_search.unloaded_latency_per_token`) instead of serving
+    every request alone (`rate_search`). Every path counts K/V reserved against written and the rows
+    computed and needed alike (`ServeResult`)."""
     return path_of(workload, replica, config) in ("request_level", "fast_reservations")
 
 

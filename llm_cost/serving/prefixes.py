@@ -27,6 +27,11 @@ from typing import NamedTuple, Optional
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 PREFIX_DISTRIBUTIONS = ("zipf", "uniform")
+# The defaults of a child option given its parent alone (`CHILD_DEFAULTS`, `prefix_segments`, and the
+# CLI's --turns): a chat of four turns, groups of 256-token prefixes (a few-shot block) drawn zipf
+DEFAULT_TURNS = 4
+DEFAULT_GROUP_TOKENS = 256
+DEFAULT_DISTRIBUTION = "zipf"
 
 
 class PromptPrefixes(NamedTuple):
@@ -35,7 +40,8 @@ class PromptPrefixes(NamedTuple):
     `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
     declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
     the deployment's options: it is built at every command's import). `group_prefix`, `prefix_dist` and
-    `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns); one given without its
+    `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns, the module's
+    `DEFAULT_GROUP_TOKENS`, `DEFAULT_DISTRIBUTION`, `DEFAULT_TURNS`); one given without its
     parent (`prefix_groups`, `sessions`) would change nothing and is refused.
 
     >>> from llm_cost.serving.workload import fixed_workload
@@ -62,8 +68,8 @@ class PromptPrefixes(NamedTuple):
 
 
 # an option of `PromptPrefixes` that sets another's workload: (that option, its default)
-CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", 256), "prefix_dist": ("prefix_groups", "zipf"),
-                  "turns": ("sessions", 4)}
+CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", DEFAULT_GROUP_TOKENS),
+                  "prefix_dist": ("prefix_groups", DEFAULT_DISTRIBUTION), "turns": ("sessions", DEFAULT_TURNS)}
 
 
 def _grown(wl, segments_per_request, tokens: int, what: str):
@@ -89,7 +95,7 @@ def with_shared_prefix(wl, tokens: int):
     return _grown(wl, [seg] * len(wl), tokens, f"shared prefix {tokens} tok")
 
 
-def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = "zipf", seed: int = 0):
+def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = DEFAULT_DISTRIBUTION, seed: int = 0):
     """Every prompt of `wl` preceded by one of `groups` distinct `tokens`-token prefixes (keys
     ("group", g)), drawn zipf (P(g) proportional to 1 / (g + 1)) or uniform, seeded.
 
@@ -142,11 +148,13 @@ def with_sessions(wl, sessions: int, turns: int):
                    description=f"{wl.description}, {what}" if wl.description else what)
 
 
-def prefix_segments(wl, shared: int | None = None, groups: int | None = None, group_tokens: int = 256,
-                    distribution: str = "zipf", seed: int = 0, sessions: int | None = None, turns: int = 1):
-    """`wl` with the `batching` options' prefixes: sessions (`with_sessions`) or groups
+def prefix_segments(wl, shared: int | None = None, groups: int | None = None,
+                    group_tokens: int = DEFAULT_GROUP_TOKENS, distribution: str = DEFAULT_DISTRIBUTION,
+                    seed: int = 0, sessions: int | None = None, turns: int = DEFAULT_TURNS):
+    """`wl` with the `batching` options' prefixes: sessions of `turns` turns (`with_sessions`) or groups
     (`with_prefix_groups`), then a shared system prompt before them (`with_shared_prefix`); `wl` itself
-    when none is given.
+    when none is given. The defaults are the CLI's (`DEFAULT_TURNS`, `DEFAULT_GROUP_TOKENS`,
+    `DEFAULT_DISTRIBUTION`).
 
     >>> from llm_cost.serving.workload import fixed_workload
     >>> prefix_segments(fixed_workload([(4, 5)]), shared=8, groups=1, group_tokens=16).prefix

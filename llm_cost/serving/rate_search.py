@@ -29,6 +29,10 @@ HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many tim
 # its target on n requests meets it on 10 n about half the time; the rate itself converges)
 SETTLE_TOL = 0.02
 MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
+# The bracket's top starts at 1.25 x the all-at-once throughput, which no rate sustains for long; it is
+# served and doubled while it meets the target, at most this many rates (the last 1.25 x 2^7 = 160 x that
+# throughput): a target still met there does not bind, and the search stops at that rate ("saturated")
+MAX_DOUBLINGS = 8
 
 
 @check_arguments()
@@ -178,7 +182,7 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
         Called as on_step(done, expected) after each simulation.
     config : ServeConfig or None, optional
         Serve with it (`engine.serve`; scheduler and reservation then unused); where no step-level
-        path runs it (`engine.counts_reserved`), the unloaded figure is a run with every request alone
+        path runs it (`engine.runs_step_level`), the unloaded figure is a run with every request alone
         (arrivals 10^6 x further apart than the saturated service).
     longer : callable or None, optional
         longer(n): the same kind of workload with n requests (a longer draw). Given, the rate found
@@ -305,9 +309,9 @@ def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Re
     where the engine serves or the metric is not latency_per_token, else `unloaded_latency_per_token`."""
     import numpy as np
 
-    from llm_cost.serving.engine import counts_reserved
+    from llm_cost.serving.engine import runs_step_level
 
-    if not counts_reserved(workload, replica, run.config) or metric != "latency_per_token":
+    if not runs_step_level(workload, replica, run.config) or metric != "latency_per_token":
         alone_rate = max(everyone.throughput_req_per_s, 1e-9) * 1e-6
         if metric == "ttft" and workload.prefix is None and workload.concurrency is None:
             # alone, a request's first token ends its prefill whatever it generates next: one token each
@@ -359,14 +363,14 @@ def _step_down(run, meets, hi: float, rel_tol: float):
 
 def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float = 0.0, best=None):
     """(highest rate that meets, its result) by bisection from (lo, hi] (`best`: the result at lo, which
-    met): `grow_up` doubles hi while it still meets (up to 8 times; when all 8 meet, the highest of them:
+    met): `grow_up` doubles hi while it still meets (`MAX_DOUBLINGS` rates at most; when all meet, the highest:
     no rate tried missed, the target does not bind); the bracket ends when hi - lo <= rel_tol x hi.
     (0, None) if none met."""
-    for k in range(8 if grow_up else 0):
+    for doubling in range(1, MAX_DOUBLINGS + 1 if grow_up else 0):
         r = run(hi)
         if not meets(r):
             break
-        if k == 7:
+        if doubling == MAX_DOUBLINGS:  # every rate tried met the target: the highest of them
             return hi, r
         lo, best, hi = hi, r, hi * 2
     for _ in range(60):
