@@ -138,6 +138,9 @@ def positions_needed(prompt, output, finish, generated=None, prefilled=None) -> 
     16
     """
     if generated is None:
+        total_s = sum(finish)  # nan as soon as one request is unfinished: then request by request
+        if total_s == total_s:
+            return sum(prompt) + sum(output) - len(prompt)
         return sum(tokens + out - 1 for tokens, out, done_s in zip(prompt, output, finish) if done_s == done_s)
     return sum(tokens + out - 1 if done_s == done_s else (tokens + gen - 1 if gen else pre)
                for tokens, out, done_s, gen, pre in zip(prompt, output, finish, generated, prefilled))
