@@ -84,6 +84,7 @@ CHECKED: tuple[str, ...] = (
     "serving/host_tier.py",
     "serving/iteration.py",
     "serving/kv_blocks.py",
+    "serving/kv_ledger.py",
     "serving/orca_iteration.py",
     "serving/policies.py",
     "serving/prefix_cache.py",

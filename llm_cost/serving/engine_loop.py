@@ -5,7 +5,9 @@ preempting stretches of a run to this loop.
 
 `EngineLoop` is built from named parts, each a method a reader can find and replace:
 
-- the K/V ledger (`release`, `resize`: blocks by `kv_blocks.blocks_for`, or tokens held);
+- the K/V allocator (`ledger`, a `kv_ledger.KvLedger`: the free blocks and each sequence's, counted
+  by `kv_blocks.blocks_for`; prefix caching plugs in there) and, without paging, the tokens held
+  (`release`, `resize`);
 - completion (`complete`: accepted drafts, roll-back, first tokens and finishes);
 - the decoders' K/V (`allocate_decoders`, paged: blocks for the rows ahead) and the preemption
   policy (`preempt`: the latest-admitted running sequence, recomputed or swapped; `swap_in`), or
@@ -31,6 +33,7 @@ from llm_cost.serving.engine_routed import CachedAdmission, RoutedArrivals
 from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import compute_bound_rows, held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
+from llm_cost.serving.kv_ledger import KvLedger
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
 from llm_cost.serving.serve_config import ServeConfig
@@ -70,9 +73,10 @@ def general_loop(workload: Workload, replica: Replica, cfg: ServeConfig, res, on
 
 
 class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
-    """One run of the general loop: the settings (read once) and the `EngineState` it advances; the
-    decoders' K/V and the preemption policy come from `engine_preemption.PreemptionPolicy`, prefix
-    caching's admission and a router's arrivals from `engine_routed`."""
+    """One run of the general loop: the settings (read once), the `EngineState` it advances and its
+    K/V allocator (`ledger`, a `kv_ledger.KvLedger` over the state's blocks); the decoders' K/V and
+    the preemption policy come from `engine_preemption.PreemptionPolicy`, prefix caching's admission
+    and a router's arrivals from `engine_routed`."""
 
     def __init__(self, workload: Workload, replica: Replica, cfg: ServeConfig, res, state=None) -> None:
         self.cost, self.cap, self.held, self.K, requests, self.P, self.O, policy = run_basics(workload, replica, cfg)
@@ -116,22 +120,18 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             self.tier = HostTier(cfg.kv_offload_bytes, self.B * self.kv_bytes)
             if self.cache is not None:
                 self.cache.host = self.tier
+        self.ledger = KvLedger(state, self.B, self.cache)  # paged: every block moves through it
         self.stretch = decode_stretch.DecodeStretch(self) if decode_stretch.applies(self, EngineLoop) else None
 
-    # ---- the K/V ledger ------------------------------------------------------------------------
+    # ---- the K/V held --------------------------------------------------------------------------
 
     def release(self, req: int) -> None:
-        """Free request `req`'s K/V (paged: its blocks; otherwise its tokens and reservation)."""
+        """Free request `req`'s K/V (paged: its blocks, `KvLedger.release`, a finished one's K/V kept
+        for the cache; otherwise its tokens and reservation)."""
         state = self.state
         if self.paged:
-            own = state.blocks[req]
-            if self.cache is not None:  # its cached blocks are the cache's; the unreferenced ones are free
-                self.cache.trim(state.free)
-                kept = state.kv[req] if state.fin[req] == state.fin[req] else 0
-                own = state.blocks[req] - self.cache.held[req] + self.cache.release(req, kept)
-            state.free += own
-            state.used -= own * self.B
-            state.blocks[req] = 0
+            self.ledger.release(req, state.kv[req] if self.cache is not None and state.fin[req] == state.fin[req]
+                                else 0)
         else:
             state.used -= self.K(state.kv[req])
             state.reserved -= self.res[req]
@@ -139,14 +139,10 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     def resize(self, req: int, tokens, old: int) -> None:
         """Request `req` now holds `tokens` all-layer K/V tokens (was `old` cached tokens): paged, exactly the
         blocks that hold them (a roll-back frees the spare ones)."""
-        state = self.state
         if self.paged:
-            want = blocks_for(tokens, self.B)
-            state.free += state.blocks[req] - want
-            state.used += (want - state.blocks[req]) * self.B
-            state.blocks[req] = want
+            self.ledger.resize(req, blocks_for(tokens, self.B))
         else:
-            state.used += tokens - self.K(old)
+            self.state.used += tokens - self.K(old)
 
     def finish(self, req: int, done_s: float) -> None:
         """Request `req` is done at `done_s`; a closed loop's client sends its next request then."""
@@ -168,7 +164,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         the first token."""
         state, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
         gen, kv = state.gen, state.kv
-        flat, B, blocks = self.paged and not held, self.B, state.blocks
+        flat, B, blocks, ledger = self.paged and not held, self.B, state.blocks, self.ledger
         rounds = tokens = 0
         drawn = [self.accept(req, gamma) for req in decs] if gamma else ()
         for slot, req in enumerate(decs):
@@ -187,9 +183,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             if flat:  # `resize` inlined (a hot loop): paged blocks without windows
                 want = blocks_for(new, B)
                 if want != blocks[req]:
-                    state.free += blocks[req] - want
-                    state.used += (want - blocks[req]) * B
-                    blocks[req] = want
+                    ledger.resize(req, want)
             else:
                 self.resize(req, held(new) if held else new, old)
             if gi >= O[req]:
@@ -199,16 +193,14 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             state.stats.spec_tokens += tokens
         cache = self.cache
         if cache is not None and pfs:
-            cache.trim(state.free)
+            ledger.trim()
         for req, chunk in pfs:
             inflight[req] = False
             old = kv[req]
             state.pre[req] += chunk
             kv[req] = state.pre[req]
             if cache is not None:  # its newly full prefix blocks join the cache; a duplicate's copy is freed
-                dup = cache.register(req, state.pre[req])
-                state.free += dup
-                state.used -= dup * self.B
+                ledger.register(req, state.pre[req])
             if state.pre[req] == state.need[req]:
                 gen[req] += 1
                 kv[req] = P[req] + gen[req] - 1
@@ -257,11 +249,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             chunk = min(state.need[req] - state.pre[req], budget)
             if self.paged:
                 want = blocks_for(self.K(state.pre[req] + chunk), self.B) - state.blocks[req]
-                if want > state.free:
+                if not self.ledger.fits(want):
                     continue
-                state.free -= want
-                state.used += want * self.B
-                state.blocks[req] += want
+                self.ledger.take(req, want)
             run.append((req, chunk))
             budget -= chunk
         return run, budget
@@ -284,11 +274,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             chunk = min(state.need[req] - state.pre[req], budget)
             if paged:
                 want = blocks_for(K(state.pre[req] + chunk), self.B)
-                if state.free - want < self.wm_blocks and (state.running or state.free < want):
+                if not self.ledger.fits(want, self.wm_blocks, alone=not state.running):
                     break
-                state.free -= want
-                state.used += want * self.B
-                state.blocks[req] = want
+                self.ledger.take(req, want)
             elif none:
                 if K(state.need[req]) > room:
                     break
@@ -380,7 +368,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             pf_run, budget = self.compose_prefill(prefilling, (cfg.prefill_chunk - rows_dec) if cfg.prefill_chunk
                                                   else math.inf)
             if self.cache is not None:  # the decoders' and chunks' blocks may have taken cached free blocks
-                self.cache.trim(state.free)
+                self.ledger.trim()
             moved = False
             if not preempted and len(dec_run) == len(decoders):  # admission only when nothing was preempted or stalled
                 moved, seconds = self.swap_in()

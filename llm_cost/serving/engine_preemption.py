@@ -18,7 +18,8 @@ from llm_cost.serving.kv_blocks import blocks_for
 class PreemptionPolicy:
     """The decoders' K/V and preemption, as methods of `EngineLoop` over its settings and `state`
     (`state`, `cfg`, `P`, `K`, `held`, `B`, `cap`, `hold`, `gmax`, `wm_blocks`, `kv_bytes`, `host`,
-    `inflight`, `swapped`, `tier` (a `host_tier.HostTier` or None), `cache`, and the ledger's `release`)."""
+    `inflight`, `swapped`, `tier` (a `host_tier.HostTier` or None), `cache`, `ledger` (the K/V
+    allocator, `kv_ledger.KvLedger`: every block moves through it) and the loop's `release`)."""
 
     def preempt(self, victim: int) -> float:
         """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
@@ -30,9 +31,7 @@ class PreemptionPolicy:
         if self.cfg.preemption == "swap" or self.offload_victim(nbytes):
             state.stats.swap_bytes += nbytes
             seconds = nbytes / self.host
-            state.free += state.blocks[victim]
-            state.used -= state.blocks[victim] * self.B
-            state.blocks[victim] = 0
+            self.ledger.give(victim)
             self.swapped.append(victim)
         else:
             self.release(victim)
@@ -52,7 +51,7 @@ class PreemptionPolicy:
         """Paged: blocks for each decoder's gamma + 1 rows ahead, preempting the latest-admitted running
         sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
         seconds of swap transfer)."""
-        state, held, B, inflight = self.state, self.held, self.B, self.inflight
+        state, held, B, inflight, ledger = self.state, self.held, self.B, self.inflight, self.ledger
         gone: set = set()
         run, swap_s = [], 0.0
         for req in decoders:
@@ -63,7 +62,7 @@ class PreemptionPolicy:
             if want <= 0:  # its blocks already hold the rows (paged: rounded up)
                 run.append(req)
                 continue
-            while state.free < want:
+            while not ledger.fits(want):
                 victim = next((other for other in reversed(state.running) if not inflight[other] and other not in gone),
                               None)
                 if victim is None:
@@ -72,11 +71,9 @@ class PreemptionPolicy:
                 swap_s += self.preempt(victim)
                 if victim == req:
                     break
-            if req in gone or state.free < want:
+            if req in gone or not ledger.fits(want):
                 continue
-            state.free -= want
-            state.used += want * B
-            state.blocks[req] += want
+            ledger.take(req, want)
             run.append(req)
         return run, gone, swap_s
 
@@ -99,7 +96,7 @@ class PreemptionPolicy:
         moved, seconds = False, 0.0
         while self.swapped and len(state.running) < self.hold:
             back = self.swapped[0]
-            if state.free - blocks_for(K(state.kv[back] + self.gmax + 1), B) < self.wm_blocks:
+            if not self.ledger.fits(blocks_for(K(state.kv[back] + self.gmax + 1), B), self.wm_blocks):
                 break
             self.swapped.popleft()
             moved = True
@@ -107,9 +104,6 @@ class PreemptionPolicy:
             state.stats.swap_bytes += K(state.kv[back]) * self.kv_bytes
             if self.tier is not None:  # K/V offload: its host bytes are free again
                 self.tier.unpin(K(state.kv[back]) * self.kv_bytes)
-            w0 = blocks_for(K(state.kv[back]), B)
-            state.free -= w0
-            state.used += w0 * B
-            state.blocks[back] = w0
+            self.ledger.take(back, blocks_for(K(state.kv[back]), B))
             state.running[back] = None
         return moved, seconds

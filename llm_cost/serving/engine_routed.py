@@ -10,8 +10,8 @@ from llm_cost.serving.kv_blocks import blocks_for
 
 
 class CachedAdmission:
-    """Prefix caching's admission, a method of `EngineLoop` over its `state`, `cache`, `B`, `P`,
-    `wm_blocks`, `host` (bytes/s) and `reload_s`."""
+    """Prefix caching's admission, a method of `EngineLoop` over its `state`, `cache`, `ledger` (the K/V
+    allocator, `kv_ledger.KvLedger`), `B`, `P`, `wm_blocks`, `host` (bytes/s) and `reload_s`."""
 
     def admit_cached(self, req: int, budget, pf_run) -> bool:
         """Prefix caching's admission of queued request `req`: its leading cached blocks are taken (shared
@@ -26,19 +26,18 @@ class CachedAdmission:
         start = (hits + hosted) * B
         chunk = min(state.need[req] - start, budget)
         want = blocks_for(start + chunk, B) - hits
-        if state.free - unref - want < self.wm_blocks and (state.running or state.free - unref < want):
+        ledger = self.ledger
+        if not ledger.fits(unref + want, self.wm_blocks, alone=not state.running):
             return False
-        cache.take(req, hits)
+        ledger.share(req, hits, unref)
         if hosted:  # brought back over the host link, the transfer added to this iteration (`reload_s`)
             cache.take_hosted(req, hits, hosted)
             nbytes = hosted * cache.host.block_bytes
             state.stats.swap_bytes += nbytes
             self.reload_s += nbytes / self.host
-        state.free -= unref + want
-        state.used += (unref + want) * B
-        state.blocks[req] = hits + want
+        ledger.take(req, want)
         state.pre[req] = start
-        cache.trim(state.free)
+        ledger.trim()
         stats = state.stats
         stats.prefix_lookups += 1
         stats.prefix_lookup_tokens += self.P[req]

@@ -1,7 +1,7 @@
 """What the serving engine carries from one iteration to the next, and what its two paths hand over.
 
 `EngineState` is the general loop's state between loop turns (per-request lists indexed by request,
-the queues, the clock, the K/V ledger, the running statistics); the fast path (`fast_engine`) writes
+the queues, the clock, the K/V ledger's fields, the running statistics); the fast path (`fast_engine`) writes
 one when it hands a run to the general loop and reads it back when it takes the run again
 (`handover`). Its statistics are a `run_stats.RunStats`, the one type `ServeResult.build` reads.
 """
@@ -24,7 +24,8 @@ class EngineState:
     `first` / `fin` first-token and finish times (nan until then), `arr` arrival times (a closed loop
     writes them as it goes). The queues: `running` (admission order), `waiting` (FCFS, recompute
     victims at its head). The ledger: `free` blocks, `used` K/V tokens held (paged: blocks x size),
-    `reserved` tokens (declared, max_len). `t` the clock, `nxt` the next request to arrive,
+    `reserved` tokens (declared, max_len); paged, `free`, `blocks` and `used` are the storage of the
+    general loop's allocator (`kv_ledger.KvLedger`), the only part of the loop that edits them. `t` the clock, `nxt` the next request to arrive,
     `finished` and `in_system` counts, `acceptance` the draws, `stats` the statistics (`run_stats.RunStats`),
     `deadlock` once the run has stopped on one.
     """
