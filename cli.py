@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the `llm-cost` script."""
     _exit_without_collecting()
     args = sys.argv[1:] if argv is None else argv
-    first = next((a.lower() for a in args if not a.startswith("-")), None)  # names ignore case
+    first = next((arg.lower() for arg in args if not arg.startswith("-")), None)  # names ignore case
     module = COMMAND_MODULES.get(first)
     app = _register([module] if module else MODULE_ORDER)
     if module is None:  # --help, --version, an unknown command: every command, as `app` has
