@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: list[str], collecting: bool) -> None:
-    first = next((a.lower() for a in args if not a.startswith("-")), None)  # names ignore case
+    first = next((arg.lower() for arg in args if not arg.startswith("-")), None)  # names ignore case
     module = COMMAND_MODULES.get(first)
     app = _register([module] if module else MODULE_ORDER)
     importlib.import_module("llm_cost.commands.app").COLLECTOR["paused"] = collecting

@@ -240,7 +240,7 @@ def option_group(fn, parameter: str, options: dict, group):
         return fn(*args, **{parameter: group(**given)}, **kw)
 
     with_group.__signature__ = signature.replace(parameters=params)
-    with_group.__annotations__ = {p.name: p.annotation for p in params}
+    with_group.__annotations__ = {param.name: param.annotation for param in params}
     return with_group
 
 

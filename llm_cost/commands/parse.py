@@ -106,7 +106,7 @@ def ignored_context(prof: Profile, context, how: str) -> str | None:
     contexts = context if isinstance(context, (list, tuple)) else [context]
     if prof.count_kv or not any(contexts):
         return None
-    given = ", ".join(f"{c:g}" for c in contexts)
+    given = ", ".join(f"{tokens:g}" for tokens in contexts)
     from llm_cost.specs.profiles import PRESETS
     why = "--no-kv" if prof.name in PRESETS and PRESETS[prof.name].count_kv else "the article's convention"
     return (f"--context {given} changes nothing here: preset {prof.name} counts no KV reads or attention "
@@ -127,12 +127,12 @@ def widths(text: str) -> tuple[int, ...]:
     """'4,2,2,1' or '4x2x2x1' -> (4, 2, 2, 1); each width a whole number >= 1."""
     parts = text.replace("x", ",").replace("X", ",").split(",")
     try:
-        values = tuple(int(p) for p in parts)
+        values = tuple(int(part) for part in parts)
     except ValueError:
         raise InvalidValueError(f"--widths must be whole numbers >= 1 per depth, like 4,2,2,1; "
                                 f"got {text!r}") from None
-    for w in values:
-        check_number(f"--widths {text}: each width", w, low=1, integer=True)
+    for width in values:
+        check_number(f"--widths {text}: each width", width, low=1, integer=True)
     return values
 
 
@@ -142,9 +142,9 @@ def hits(text: str):
 
     rates = {}
     for pair in text.split(","):
-        k, sep, rate = pair.partition(":")
+        k_text, sep, rate_text = pair.partition(":")
         try:
-            k_int, rate_f = int(k), float(rate)
+            k_int, rate_f = int(k_text), float(rate_text)
         except ValueError:
             raise InvalidValueError(f"--hits must be k:rate pairs like 1:0.44,2:0.64; got {pair!r}") from None
         if not sep or k_int in rates:
@@ -193,12 +193,12 @@ def cached_new(text: str) -> tuple[int, int]:
 
 def spec_policy(text: str) -> tuple[str, int]:
     """(policy, N) of `fixed`, `adaptive` or `off-above-batch:N` (`SpecConfig.policy`, `off_above`)."""
-    s = str(text).strip().lower()
-    if s in ("fixed", "adaptive"):
-        return s, 0
-    if s.startswith("off-above-batch:"):
+    word = str(text).strip().lower()
+    if word in ("fixed", "adaptive"):
+        return word, 0
+    if word.startswith("off-above-batch:"):
         try:
-            return "off-above-batch", int(s.split(":", 1)[1])
+            return "off-above-batch", int(word.split(":", 1)[1])
         except ValueError:
             pass
     raise InvalidValueError(f"spec_policy must be fixed, off-above-batch:N or adaptive, got {text!r}",
@@ -209,13 +209,13 @@ def acceptance(text: str):
     """None for `iid`, a `rounds.BurstyAcceptance` for `bursty:EASY:HARD:P_EH:P_HE`."""
     from llm_cost.speculative.rounds import BurstyAcceptance
 
-    s = str(text).strip().lower()
-    if s == "iid":
+    word = str(text).strip().lower()
+    if word == "iid":
         return None
-    parts = s.split(":")
+    parts = word.split(":")
     if parts[0] == "bursty" and len(parts) == 5:
         try:
-            easy, hard, p_eh, p_he = (float(x) for x in parts[1:])
+            easy, hard, p_eh, p_he = (float(part) for part in parts[1:])
         except ValueError:
             pass
         else:
@@ -231,8 +231,8 @@ def split(text: str | None) -> tuple[int, int] | None:
     """`--disaggregate P:D`: (prefill, decode) replicas, each >= 1; None stays None."""
     if text is None:
         return None
-    p, _, d = str(text).partition(":")
-    if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+    prefill, _, decode = str(text).partition(":")
+    if not (prefill.isdigit() and decode.isdigit() and int(prefill) >= 1 and int(decode) >= 1):
         raise InvalidValueError(f"disaggregate takes P:D, prefill and decode replicas >= 1 each, got {text!r}",
                                 params=("disaggregate",))
-    return int(p), int(d)
+    return int(prefill), int(decode)

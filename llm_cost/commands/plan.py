@@ -1,5 +1,8 @@
 """`plan`: the best deployment for a workload and a latency target (accelerators, parallelism,
-precision, batch and speculation searched at once; the Pareto frontier printed best first)."""
+precision, batch and speculation searched at once; the Pareto frontier printed best first).
+
+`c` is the draft's cost coefficient, a draft step over a target step (--c).
+"""
 
 from __future__ import annotations
 
@@ -155,86 +158,90 @@ class _Search(NamedTuple):
     said: object
 
 
-def _run(o: PlanOptions) -> None:
+def _run(options: PlanOptions) -> None:
     """`plan`'s phases: the options parsed into a search (`_parsed`), the search (`planner.plan`), the
     frontier's rows served (`_served`, with --verify), the table and what follows it (`_after_table`)."""
     from llm_cost.planner import plan
 
-    s = _parsed(o)
-    result = plan(s.grid, s.target, usd_per_gpu_hour=s.prices)
-    if o.disaggregate and o.emit_engine is not None:
+    search = _parsed(options)
+    result = plan(search.grid, search.target, usd_per_gpu_hour=search.prices)
+    if options.disaggregate and options.emit_engine is not None:
         raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
                                 "--disaggregate", params=("disaggregate",))
-    if o.disaggregate and o.verify is None:
-        _disaggregated(s.grid, s.target, result, s.prices, s.refs, s.spec, o.fmt, o.usd_per_kwh)
-        s.said()
-        return _unserved_note(o)
-    emit_to = _emit_order(o, s)
-    rows, columns, caption, stopped = _served(o, s, result)
-    emit(rows, columns, o.fmt, title=title_of(s.spec, s.grid, s.target), caption=caption)
-    s.said()
-    _unserved_note(o)
-    _after_table(rows, result, o.fmt, emit_to, stopped, o.verify is not None)
+    if options.disaggregate and options.verify is None:
+        _disaggregated(search.grid, search.target, result, search.prices, search.refs, search.spec, options.fmt,
+                       options.usd_per_kwh)
+        search.said()
+        return _unserved_note(options)
+    emit_to = _emit_order(options, search)
+    rows, columns, caption, stopped = _served(options, search, result)
+    emit(rows, columns, options.fmt, title=title_of(search.spec, search.grid, search.target), caption=caption)
+    search.said()
+    _unserved_note(options)
+    _after_table(rows, result, options.fmt, emit_to, stopped, options.verify is not None)
 
 
-def _unserved_note(o: PlanOptions) -> None:
+def _unserved_note(options: PlanOptions) -> None:
     """A note naming the serving options given without --verify: the static plan serves no workload."""
-    if o.verify is not None:
+    if options.verify is not None:
         return
     import inspect
 
     from llm_cost.commands.plan_verify import SERVED_OPTIONS
 
-    given = {**{k: getattr(o, k) for k in SERVED_OPTIONS}, **o.prefixes._asdict()}  # as the flags name them
+    # as the flags name them
+    given = {**{name: getattr(options, name) for name in SERVED_OPTIONS}, **options.prefixes._asdict()}
     defaults = inspect.signature(plan_cmd).parameters  # the options' declared defaults
-    given = [k for k, v in given.items() if k in defaults and v not in (defaults[k].default, None, [], ())]
+    given = [name for name, value in given.items()
+             if name in defaults and value not in (defaults[name].default, None, [], ())]
     if given:
-        note(f"{', '.join('--' + g.replace('_', '-') for g in given)} change{'s' if len(given) == 1 else ''} "
+        note(f"{', '.join('--' + flag.replace('_', '-') for flag in given)} change{'s' if len(given) == 1 else ''} "
              "nothing without --verify N (the static plan serves no workload)")
 
 
-def _parsed(o: PlanOptions) -> _Search:
+def _parsed(options: PlanOptions) -> _Search:
     """The options checked and turned into a search: the defaults of what was left out, the profile (its
     engine's fixed costs, the memory basis), the grid evaluated, the target, the prices."""
     from llm_cost.commands import parse
 
-    model, gpu, gpus, isl, osl, said = defaults_of(o.model, o.gpu, o.gpus, o.isl, o.osl)
-    if o.verify is not None:  # what the engine cannot serve, before any note
+    model, gpu, gpus, isl, osl, said = defaults_of(options.model, options.gpu, options.gpus, options.isl, options.osl)
+    if options.verify is not None:  # what the engine cannot serve, before any note
         from llm_cost.commands.plan_verify import serve_settings
 
-        serve_settings(o)
-    prof = with_engine(parse.profile(o.preset, mfu=o.mfu, bw_eff=o.bw_eff, fixed_ms=o.fixed_ms),
-                       o.engine, o.fixed_ms, o.mfu, serves=o.verify is not None)
-    if o.usable_memory is not None:  # the fits' memory, else the profile's
-        prof = prof.with_(memory_basis="usable" if o.usable_memory else "marketed")
+        serve_settings(options)
+    prof = with_engine(parse.profile(options.preset, mfu=options.mfu, bw_eff=options.bw_eff, fixed_ms=options.fixed_ms),
+                       options.engine, options.fixed_ms, options.mfu, serves=options.verify is not None)
+    if options.usable_memory is not None:  # the fits' memory, else the profile's
+        prof = prof.with_(memory_basis="usable" if options.usable_memory else "marketed")
     keys = ("ttft_ms", "tpot_ms", "tokens_per_s_per_user", "spec_alpha", "c", "draft", "max_gamma", "mtp_alpha", "tp",
             "pp", "ep", "max_tp", "weights", "kv_dtype", "batch", "dp_attention")
     spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, profile=prof,
-                                     **{k: getattr(o, k) for k in keys})
-    refs["profile_args"] = profile_args(o.preset, o.mfu, o.bw_eff, o.fixed_ms, o.engine)
-    prices = prices_of(o.usd_per_gpu_hour, grid.space)
-    drafts = {v.draft.name: _checkpoint(v.draft, refs.get(v.draft.name, v.draft.name))
-              for v in grid.variants if getattr(v, "draft", None) is not None}
-    return _Search(spec, grid, target, refs, prices, (o.served_model or _checkpoint(spec, model), drafts), said)
+                                     **{key: getattr(options, key) for key in keys})
+    refs["profile_args"] = profile_args(options.preset, options.mfu, options.bw_eff, options.fixed_ms, options.engine)
+    prices = prices_of(options.usd_per_gpu_hour, grid.space)
+    drafts = {variant.draft.name: _checkpoint(variant.draft, refs.get(variant.draft.name, variant.draft.name))
+              for variant in grid.variants if getattr(variant, "draft", None) is not None}
+    return _Search(spec, grid, target, refs, prices, (options.served_model or _checkpoint(spec, model), drafts), said)
 
 
-def _served(o: PlanOptions, s: _Search, result) -> tuple:
+def _served(options: PlanOptions, search: _Search, result) -> tuple:
     """(rows, columns, caption, (served, candidates) after a Ctrl-C or None): the frontier's rows, and with
     --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
     from llm_cost.report.plan_rows import plan_rows
 
-    rows = plan_rows(result, s.refs, usd_per_kwh=o.usd_per_kwh)
-    for r in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
-        r["users_in_flight"] = r["batch"] * r["replicas"]
-    columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if s.prices else [])
-               + ([ENERGY_PRICE_COLUMN] if o.usd_per_kwh is not None else []))
-    if o.verify is None:
+    rows = plan_rows(result, search.refs, usd_per_kwh=options.usd_per_kwh)
+    for row in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
+        row["users_in_flight"] = row["batch"] * row["replicas"]
+    columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if search.prices else [])
+               + ([ENERGY_PRICE_COLUMN] if options.usd_per_kwh is not None else []))
+    if options.verify is None:
         return rows, columns, caption_of(result), None
     from llm_cost.commands.plan_verify import options_of, verified
 
-    splits = _splits(s.grid, s.target, s.prices, s.refs, o.usd_per_kwh) if o.disaggregate else None
-    return verified(result, rows, columns, caption_of(result), target=s.target,
-                    o=options_of(o, s.grid.isl, s.grid.osl), splits=splits)
+    splits = (_splits(search.grid, search.target, search.prices, search.refs, options.usd_per_kwh)
+              if options.disaggregate else None)
+    return verified(result, rows, columns, caption_of(result), target=search.target,
+                    options=options_of(options, search.grid.isl, search.grid.osl), splits=splits)
 
 
 def _after_table(rows, result, fmt, emit_to, stopped, served) -> None:
@@ -244,7 +251,7 @@ def _after_table(rows, result, fmt, emit_to, stopped, served) -> None:
     if not rows:
         note("no configuration meets the target: " + caption_of(result))
     elif fmt.lower() in ("table", "markdown"):
-        _best_as_commands(rows[0], pipelined=any(int(r.get("pp") or 1) > 1 for r in rows), served=served)
+        _best_as_commands(rows[0], pipelined=any(int(row.get("pp") or 1) > 1 for row in rows), served=served)
     if emit_to is not None:
         _emit_best(rows, emit_to)
     if stopped:
@@ -336,18 +343,18 @@ class _EmitOrder(NamedTuple):
     slo_stat: str = "p99"
 
 
-def _emit_order(o: PlanOptions, s: _Search) -> _EmitOrder | None:
+def _emit_order(options: PlanOptions, search: _Search) -> _EmitOrder | None:
     """--emit's order (None without --emit), checked before anything is served."""
-    engine = _emit_choice(o.emit_engine, o.emit_k8s)
+    engine = _emit_choice(options.emit_engine, options.emit_k8s)
     if engine is None:
         return None
     settings = None
-    if o.verify is not None:
+    if options.verify is not None:
         from llm_cost.commands.plan_verify import serve_settings
 
-        settings = serve_settings(o)
-    return _EmitOrder(engine, bool(o.emit_k8s), s.checkpoints, o.served_model is not None, s.grid, settings,
-                      str(o.slo_stat))
+        settings = serve_settings(options)
+    return _EmitOrder(engine, bool(options.emit_k8s), search.checkpoints, options.served_model is not None,
+                      search.grid, settings, str(options.slo_stat))
 
 
 def _emit_best(rows, to: _EmitOrder) -> None:
@@ -362,7 +369,7 @@ def _emit_best(rows, to: _EmitOrder) -> None:
             raise InvalidValueError(f"--emit: no verified configuration meets the served SLO (the {to.slo_stat} of "
                                     "TTFT and TPOT within the target), nothing to deploy; verify more rows or "
                                     "lower the load", params=("emit",))
-        gpu = next(g.gpu for g in to.grid.space.groups if g.gpu.name == best["gpu_name"])
+        gpu = next(group.gpu for group in to.grid.space.groups if group.gpu.name == best["gpu_name"])
         served = to.settings.config_fields(gpu)
     quant = getattr(to.grid.space.model, "quantization", None)
     if quant is not None and getattr(quant, "method", None) == best["weights"]:  # the repo ships it (DeepSeek-V3's FP8)

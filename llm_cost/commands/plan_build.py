@@ -12,8 +12,8 @@ from llm_cost.errors import InvalidValueError
 def profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
     """request_args' profile: the preset (or file) as given, with the knobs given over it and the engine
     (`request --engine` prices the same fixed costs)."""
-    args = ["--preset", preset] + [x for flag, v in (("--mfu", mfu), ("--bw-eff", bw_eff), ("--fixed-ms", fixed_ms))
-                                   if v is not None for x in (flag, f"{v:g}")]
+    knobs = (("--mfu", mfu), ("--bw-eff", bw_eff), ("--fixed-ms", fixed_ms))
+    args = ["--preset", preset] + [item for flag, value in knobs if value is not None for item in (flag, f"{value:g}")]
     return args + (["--engine", engine] if engine is not None else [])
 
 
@@ -23,19 +23,21 @@ def defaults_of(model, gpu, gpus, isl, osl) -> tuple:
     note that names those used (called after the output: an error before it stays one line)."""
     given = dict(model=model, gpu=gpu or None, gpus=gpus, isl=isl, osl=osl)
     default = dict(model=DEFAULT.model, gpu=[DEFAULT.gpu], gpus=DEFAULT_PLAN_GPUS, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
-    used = " ".join(f"--{k} {v[0] if isinstance(v, list) else v}" for k, v in default.items() if given[k] is None)
+    used = " ".join(f"--{name} {value[0] if isinstance(value, list) else value}"
+                    for name, value in default.items() if given[name] is None)
 
     def said() -> None:
         if used:
             note(f"defaults used: {used} (give any of them to change it)")
-    return (*(default[k] if given[k] is None else given[k] for k in default), said)
+    return (*(default[name] if given[name] is None else given[name] for name in default), said)
 
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
           mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
     """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options: the names
     loaded and the target in seconds, then the library's search (`planner.plan_grid`); refs maps each
-    model's and accelerator's name to the text the user gave for it."""
+    model's and accelerator's name to the text the user gave for it. `c` is the draft's cost coefficient,
+    a draft step over a target step (--c)."""
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
     from llm_cost.planner import Target, plan_grid
@@ -50,9 +52,9 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
                     tokens_per_s_per_user=tokens_per_s_per_user)
     spec = load_model(model)
     texts = list(dict.fromkeys(gpu))
-    accelerators = [load_accelerator(g) for g in texts]
+    accelerators = [load_accelerator(text) for text in texts]
     draft_spec = load_model(draft) if draft is not None and spec_alpha is not None else draft
-    refs = {spec.name: model, **{a.name: g for a, g in zip(accelerators, texts)}}
+    refs = {spec.name: model, **{accelerator.name: text for accelerator, text in zip(accelerators, texts)}}
     if draft is not None and draft_spec is not draft:
         refs[draft_spec.name] = draft
     grid = plan_grid(spec, accelerators, gpus, isl=isl, osl=osl, profile=profile, spec_alpha=spec_alpha, c=c,
@@ -67,8 +69,8 @@ def prices_of(texts, space) -> dict:
     from llm_cost.catalog import load_accelerator
     from llm_cost.errors import check_number
 
-    names = list(dict.fromkeys(g.gpu.name for g in space.groups))
-    searched = {g.gpu.name for g in space.groups}
+    names = list(dict.fromkeys(group.gpu.name for group in space.groups))
+    searched = {group.gpu.name for group in space.groups}
     out = {}
     for text in texts or []:
         key, sep, value = str(text).rpartition("=")
@@ -98,7 +100,8 @@ def prices_of(texts, space) -> dict:
 
 
 def title_of(spec, grid, target) -> str:
-    gpus = ", ".join(dict.fromkeys(g.gpu.name for g in grid.space.groups)) or "no accelerator that runs it"
+    gpus = (", ".join(dict.fromkeys(group.gpu.name for group in grid.space.groups))
+            or "no accelerator that runs it")
     bounds = []
     if target.ttft_s is not None:
         bounds.append(f"TTFT <= {target.ttft_s * 1e3:g} ms")
@@ -113,22 +116,23 @@ def title_of(spec, grid, target) -> str:
 def caption_of(result) -> str:
     """How many configurations were searched, did not fit, missed the target (and which part), met
     it; what the space left out; which profile the times come from."""
-    k, p = result.counts, result.grid.profile
+    counts, prof = result.counts, result.grid.profile
     left = []
-    if k.get("left_out_split"):
-        left.append(f"{k['left_out_split']:,} on splits the model or chip cannot take")
-    if k.get("left_out_format"):
-        left.append(f"{k['left_out_format']:,} in formats the chip does not run")
+    if counts.get("left_out_split"):
+        left.append(f"{counts['left_out_split']:,} on splits the model or chip cannot take")
+    if counts.get("left_out_format"):
+        left.append(f"{counts['left_out_format']:,} in formats the chip does not run")
     ranked = "$ per million output tokens" if result.usd_per_gpu_hour else "tokens/s per GPU"
-    t = result.target
-    if t.ttft_s is None and t.tpot_s is None and t.tokens_per_s_per_user is None:  # nothing to miss
-        judged = f"{k['meet']:,} fit (no target: --ttft-ms, --tpot-ms or --tokens-per-s-per-user sets one)"
+    target = result.target
+    if target.ttft_s is None and target.tpot_s is None and target.tokens_per_s_per_user is None:  # nothing to miss
+        judged = f"{counts['meet']:,} fit (no target: --ttft-ms, --tpot-ms or --tokens-per-s-per-user sets one)"
     else:
-        judged = (f"{k['missed']:,} miss the target (TTFT {k['missed_ttft']:,}, TPOT or tok/s/user "
-                  f"{k['missed_decode']:,}), {k['meet']:,} meet it")
-    text = (f"searched {k['searched']:,} configurations: {k['not_fit']:,} do not fit, {judged}; "
-            f"frontier {k['frontier']} (tokens/s per user against {ranked}, best first)")
+        judged = (f"{counts['missed']:,} miss the target (TTFT {counts['missed_ttft']:,}, TPOT or tok/s/user "
+                  f"{counts['missed_decode']:,}), {counts['meet']:,} meet it")
+    text = (f"searched {counts['searched']:,} configurations: {counts['not_fit']:,} do not fit, {judged}; "
+            f"frontier {counts['frontier']} (tokens/s per user against {ranked}, best first)")
     if left:
         text += "; left out " + ", ".join(left)
-    return (text + f"; times from preset {p.name} (bandwidth {p.bw_efficiency:g}, MFU {p.compute_efficiency:g}, "
-                   f"{p.fixed_time_s * 1e3:g} ms per pass), static batches as `llm-cost request` times them")
+    return (text + f"; times from preset {prof.name} (bandwidth {prof.bw_efficiency:g}, "
+                   f"MFU {prof.compute_efficiency:g}, {prof.fixed_time_s * 1e3:g} ms per pass), "
+                   "static batches as `llm-cost request` times them")

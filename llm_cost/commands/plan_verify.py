@@ -18,7 +18,7 @@ VERIFY_COLUMNS = [
     Column("served_ttft_s", "served TTFT ms", fixed(0, 1e-3)),
     Column("served_tpot_s", "served TPOT ms", fixed(2, 1e-3)),
     Column("goodput_req_per_s_per_gpu", "goodput req/s per GPU", fixed(3)),
-    Column("meets_served_slo", "served SLO", lambda v: "yes" if v else "NO"),
+    Column("meets_served_slo", "served SLO", lambda met: "yes" if met else "NO"),
 ]
 
 
@@ -41,55 +41,56 @@ SERVED_OPTIONS = ("rate", "concurrency", "prompt_len", "output_len", "arrivals",
                   "prefixes", "slo_stat", "jobs", "ray", "prefix_caching", "kv_offload_bytes")
 
 
-def options_of(o: PlanOptions, isl: int, osl: int) -> VerifyOptions:
-    """The `VerifyOptions` of `plan`'s options `o` (its parameters by name; --verify N is `verify`; the
+def options_of(options: PlanOptions, isl: int, osl: int) -> VerifyOptions:
+    """The `VerifyOptions` of `plan`'s `options` (its parameters by name; --verify N is `verify`; the
     lengths default to --isl / --osl), checked: N and the percentile first, then the workload."""
     from llm_cost.errors import check_choice, check_number
     from llm_cost.planner.verify import SLO_STATS
 
-    check_number("verify", o.verify, low=1, high=10_000, integer=True)
-    stat = check_choice("slo_stat", o.slo_stat, ("median", *SLO_STATS))  # median: p50, as batching's
+    check_number("verify", options.verify, low=1, high=10_000, integer=True)
+    stat = check_choice("slo_stat", options.slo_stat, ("median", *SLO_STATS))  # median: p50, as batching's
     stat = "p50" if stat == "median" else stat
-    return VerifyOptions(int(o.verify), recipe_of(o, isl, osl), serve_settings(o), stat, o.jobs, o.ray)
+    return VerifyOptions(int(options.verify), recipe_of(options, isl, osl), serve_settings(options), stat,
+                         options.jobs, options.ray)
 
 
-def serve_settings(o: PlanOptions):
-    """The `planner.verify.ServeSettings` of `plan`'s options `o` (--engine, --prefix-caching,
+def serve_settings(options: PlanOptions):
+    """The `planner.verify.ServeSettings` of `plan`'s `options` (--engine, --prefix-caching,
     --kv-offload-bytes), checked: the one place `plan` builds them."""
     from llm_cost.planner.verify import ServeSettings
 
-    return ServeSettings(o.engine, o.prefix_caching, o.kv_offload_bytes)
+    return ServeSettings(options.engine, options.prefix_caching, options.kv_offload_bytes)
 
 
-def recipe_of(o: PlanOptions, isl: int, osl: int):
-    """The `WorkloadRecipe` of `plan`'s workload options `o` (lengths default to --isl / --osl)."""
+def recipe_of(options: PlanOptions, isl: int, osl: int):
+    """The `WorkloadRecipe` of `plan`'s workload `options` (lengths default to --isl / --osl)."""
     from llm_cost.errors import InvalidValueError
     from llm_cost.planner.verify import WorkloadRecipe
 
-    rates = list(o.rate or [])
+    rates = list(options.rate or [])
     if len(rates) > 1:
         raise InvalidValueError("--verify serves one workload: give --rate once", params=("rate",))
-    if rates and o.concurrency is not None:
+    if rates and options.concurrency is not None:
         raise InvalidValueError("give --rate (open loop) or --concurrency (closed loop), not both",
                                 params=("rate", "concurrency"))
     trace = None
-    if o.trace is not None:
+    if options.trace is not None:
         from llm_cost.serving.workload_spec import read_trace
 
-        trace = read_trace(o.trace)
-    return WorkloadRecipe(requests=o.requests, rate_req_per_s=rates[0] if rates else None,
-                          concurrency=o.concurrency, prompt=o.prompt_len or str(isl),
-                          output=o.output_len or str(osl), arrivals=o.arrivals, seed=o.seed, trace=trace,
-                          prefixes=o.prefixes)
+        trace = read_trace(options.trace)
+    return WorkloadRecipe(requests=options.requests, rate_req_per_s=rates[0] if rates else None,
+                          concurrency=options.concurrency, prompt=options.prompt_len or str(isl),
+                          output=options.output_len or str(osl), arrivals=options.arrivals, seed=options.seed,
+                          trace=trace, prefixes=options.prefixes)
 
 
-def settings_of(o: VerifyOptions, candidates) -> tuple:
+def settings_of(options: VerifyOptions, candidates) -> tuple:
     """(the `ServeSettings` of the options, the caption's part saying how the engine served), checked on
     the first candidate: an engine that cannot serve them, or prefix caching on unpaged K/V, is one line
     before anything is served."""
     from llm_cost.planner.verify import replica_and_config
 
-    settings = o.settings
+    settings = options.settings
     if not candidates:
         return settings, ""
     first = getattr(candidates[0], "candidate", candidates[0])  # a split's decode pool
@@ -123,7 +124,7 @@ def past_context(recipe, model) -> str:
             f"output), exceed the model's context of {limit:,} tokens (the times assume it does)")
 
 
-def pools_label(p: int, pre, d: int, dec) -> str:
+def pools_label(prefill_replicas: int, pre, decode_replicas: int, dec) -> str:
     """A disaggregated row's "tp x pp" cell: both pools, replicas x their split ('P 3 x tp1, D 1 x tp2';
     a pool with pipeline stages adds 'pp N').
 
@@ -131,9 +132,9 @@ def pools_label(p: int, pre, d: int, dec) -> str:
     >>> pools_label(3, Deployment(tp=1), 1, Deployment(tp=2, pp=2))
     'P 3 x tp1, D 1 x tp2 pp2'
     """
-    def one(n, dep):
-        return f"{n} x tp{dep.tp}" + (f" pp{dep.pp}" if dep.pp > 1 else "")
-    return f"P {one(p, pre)}, D {one(d, dec)}"
+    def one(replicas, dep):
+        return f"{replicas} x tp{dep.tp}" + (f" pp{dep.pp}" if dep.pp > 1 else "")
+    return f"P {one(prefill_replicas, pre)}, D {one(decode_replicas, dec)}"
 
 
 def split_plan_row(row: dict, split, osl: int) -> dict:
@@ -142,14 +143,15 @@ def split_plan_row(row: dict, split, osl: int) -> dict:
     the decode pool's (both labelled, `pools_label`), the decode's batch."""
     cand = split.candidate
     pre = (split.prefill or cand).deployment
-    p, d = split.prefill_replicas, split.decode_replicas
-    return {**row, "replicas": p + d, "prefill_replicas": p, "decode_replicas": d,
-            "split": pools_label(p, pre, d, cand.deployment), "batch": cand.batch,
-            "users_in_flight": d * cand.batch, "output_tokens_per_s_per_user": osl / row["e2e_s"],
+    prefills, decodes = split.prefill_replicas, split.decode_replicas
+    return {**row, "replicas": prefills + decodes, "prefill_replicas": prefills, "decode_replicas": decodes,
+            "split": pools_label(prefills, pre, decodes, cand.deployment), "batch": cand.batch,
+            "users_in_flight": decodes * cand.batch, "output_tokens_per_s_per_user": osl / row["e2e_s"],
             "request_args": None}
 
 
-def verified(result, rows: list[dict], columns: list, caption: str, *, target, o: VerifyOptions, splits=None):
+def verified(result, rows: list[dict], columns: list, caption: str, *, target, options: VerifyOptions,
+             splits=None):
     """(rows reordered by the served ranking with the served fields, columns, caption, (served, candidates)
     after a Ctrl-C or None); `splits`: (`best_split`'s splits, their rows) served disaggregated after the
     frontier's rows and ranked with them. Ctrl-C keeps the candidates that finished (the caption says how
@@ -159,26 +161,26 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
     from llm_cost.executor import Interrupted
     from llm_cost.planner.verify import ServeTask, candidates_of, split_candidates, verify
 
-    stat, recipe = o.slo_stat, o.workload
-    cands = candidates_of(result, rows, o.n)
-    rows = rows[:o.n]
+    stat, recipe = options.slo_stat, options.workload
+    cands = candidates_of(result, rows, options.n)
+    rows = rows[:options.n]
     if splits is not None:
         if recipe.concurrency is not None:
             raise InvalidValueError("--disaggregate --verify serves open-loop arrivals (the router of the pools): "
                                     "give --rate or --trace, not --concurrency", params=("disaggregate",))
         more = split_candidates(result.grid, *splits)
         cands += more
-        rows = rows + [split_plan_row(r, c, result.grid.osl) for r, c in zip(splits[1], more)]
-    settings, served_as = settings_of(o, cands)
+        rows = rows + [split_plan_row(row, candidate, result.grid.osl) for row, candidate in zip(splits[1], more)]
+    settings, served_as = settings_of(options, cands)
     if cands and (past := past_context(recipe, getattr(cands[0], "candidate", cands[0]).model)):
         from llm_cost.commands.app import warn
 
         warn(past)
-    tasks = [ServeTask(c, recipe, target.ttft_s, target.tpot_s, stat, settings) for c in cands]
+    tasks = [ServeTask(candidate, recipe, target.ttft_s, target.tpot_s, stat, settings) for candidate in cands]
     stopped, kept = None, list(range(len(tasks)))  # kept: the analytic ranks (0-based) served
     with SweepProgress(f"serving {len(tasks)} candidates") as progress:
         try:
-            served = verify(tasks, jobs=o.jobs, ray=o.ray, on_done=progress)
+            served = verify(tasks, jobs=options.jobs, ray=options.ray, on_done=progress)
         except Interrupted as stop:
             if not stop.done:
                 import typer
@@ -188,13 +190,13 @@ def verified(result, rows: list[dict], columns: list, caption: str, *, target, o
                 warn(f"interrupted: 0 of {len(tasks)} candidates served; nothing to show")
                 raise typer.Exit(EXIT_INTERRUPTED)
             stopped, kept = (len(stop.done), len(tasks)), sorted(stop.done)
-            served, rows = [stop.done[k] for k in kept], [rows[k] for k in kept]
+            served, rows = [stop.done[rank] for rank in kept], [rows[rank] for rank in kept]
     out = ranked(rows, served, kept, stat)
     caption += _caption(recipe, len(out), stat, splits is not None) + served_as
     if stopped:
         caption += f"; interrupted: {len(out)} of {stopped[1]} candidates served"
     cols = [Column("served_rank", "rank", fixed(0))] + columns + VERIFY_COLUMNS
-    if any(r.get("serve_note") for r in out):
+    if any(row.get("serve_note") for row in out):
         cols.append(Column("serve_note", "served as", str))
     return out, cols, caption, stopped
 
@@ -205,12 +207,13 @@ def ranked(rows: list[dict], served: list[dict], kept: list[int], stat: str) -> 
     from llm_cost.planner.verify import served_ranking
 
     out = []
-    for new, k in enumerate(served_ranking(served)):
-        row, s = dict(rows[k]), served[k]
-        row.update(s)
-        row["served_ttft_s"], row["served_tpot_s"] = s.get(f"served_ttft_{stat}_s"), s.get(f"served_tpot_{stat}_s")
-        row["analytic_rank"], row["served_rank"] = kept[k] + 1, new + 1  # the frontier's rank, not the kept list's
-        moved = kept[k] - new
+    for new, index in enumerate(served_ranking(served)):
+        row, fields = dict(rows[index]), served[index]
+        row.update(fields)
+        row["served_ttft_s"] = fields.get(f"served_ttft_{stat}_s")
+        row["served_tpot_s"] = fields.get(f"served_tpot_{stat}_s")
+        row["analytic_rank"], row["served_rank"] = kept[index] + 1, new + 1  # the frontier's rank, not the kept list's
+        moved = kept[index] - new
         row["rank_change"] = "=" if moved == 0 else (f"+{moved}" if moved > 0 else str(moved))
         out.append(row)
     return out
@@ -221,7 +224,8 @@ def _caption(wl, served: int, stat: str, split: bool) -> str:
     load = (f"rate {wl.rate_req_per_s:g} req/s" if wl.rate_req_per_s is not None else
             f"{wl.concurrency} clients" if wl.concurrency is not None else "the trace's rate")
     stream = f"{wl.requests} requests" if wl.trace is None else f"the trace's {len(wl.trace)} requests"
-    prefixed = any(getattr(wl.prefixes, k, None) is not None for k in ("shared_prefix", "prefix_groups", "sessions"))
+    prefixed = any(getattr(wl.prefixes, field, None) is not None
+                   for field in ("shared_prefix", "prefix_groups", "sessions"))
     stream += (" (the trace's prompt and output lengths" if wl.trace is not None else
                f" (prompt {wl.prompt} tokens, output {wl.output} tokens") + (
                ", prompts grown by their prefixes)" if prefixed else ")")

@@ -1,4 +1,7 @@
-"""Commands for KV memory and scheduling: `capacity`, `waste`, `batching`."""
+"""Commands for KV memory and scheduling: `capacity`, `waste`, `batching`.
+
+`c` is the draft's cost coefficient, a draft step over a target step (--c).
+"""
 
 from __future__ import annotations
 
@@ -108,45 +111,48 @@ def capacity_cmd(
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
 
-    specs, accs = [load_model(m) for m in model], [load_accelerator(g) for g in gpu]
+    specs = [load_model(model_name) for model_name in model]
+    accs = [load_accelerator(gpu_name) for gpu_name in gpu]
     dtype, kv_el = kv_settings(deploy.kv_dtype, kv_bytes)
     prof = parse.profile(preset)
     deployment = parse.deployment(deploy, prof, reserve, kv_dtype=dtype)
     rows = [{**_capacity_row(spec, acc, deployment, kv_el, reserve=reserve, prompt=prompt, max_gen=max_gen, gen=gen,
                              max_len=max_len, weights=weights, draft=draft), "preset": prof.name}
             for spec in specs for acc in accs]
-    row = rows[0]
-    lengths = sorted({r["max_len"] for r in rows})
+    first = rows[0]
+    lengths = sorted({row["max_len"] for row in rows})
     at_max = f"{lengths[0]:g}" if len(lengths) == 1 else "each model's (the rows' max_len)"
     caption = (f"{reserve:.0%} of the {deployment.basis} memory held back. KV tokens a request holds: "
                f"at max len {at_max}; "
                f"at prompt+max_gen {prompt:g} prompt + {max_gen:g} declared = {prompt + max_gen:g}; "
-               f"with no reservation it grows to {prompt:g} prompt + {row['gen']:g} generated = "
-               f"{prompt + row['gen']:g}")
-    short = [r for r in rows if r["shortfall_bytes"]]
+               f"with no reservation it grows to {prompt:g} prompt + {first['gen']:g} generated = "
+               f"{prompt + first['gen']:g}")
+    short = [row for row in rows if row["shortfall_bytes"]]
     if short:
         caption = ("the weights do not fit: " + ", ".join(
-            f"{r['model']} on {r['gpu_name']} {r['shortfall_bytes'] / 1e9:.2f} GB short" for r in short) + "; " + caption)
+            f"{row['model']} on {row['gpu_name']} {row['shortfall_bytes'] / 1e9:.2f} GB short" for row in short)
+            + "; " + caption)
     from llm_cost.serving.replica import deployment_label
 
     split = deployment_label(deployment)
     columns = CAPACITY_COLUMNS + (CAPACITY_DEPLOYED_COLUMNS if split else [])
-    if not all(r["fits"] for r in rows):
+    if not all(row["fits"] for row in rows):
         columns = columns + [FIT_COLUMN]
     if draft is not None:
         columns = columns + CAPACITY_DRAFT_COLUMNS
         caption += "".join(
-            f"; the draft {r['draft']} holds {r['draft_weight_bytes'] / 1e9:.2f} GB and "
-            f"{r['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {r['model']} on {r['gpu_name']}: "
-            f"{r['kv_tokens_with_draft']:,} tokens of both fit, {r['sequences_lost_to_draft']} sequences fewer "
-            f"with no reservation" for r in rows)
+            f"; the draft {row['draft']} holds {row['draft_weight_bytes'] / 1e9:.2f} GB and "
+            f"{row['draft_kv_bytes_per_token']:.0f} bytes of K/V a token beside {row['model']} on "
+            f"{row['gpu_name']}: "
+            f"{row['kv_tokens_with_draft']:,} tokens of both fit, {row['sequences_lost_to_draft']} sequences fewer "
+            f"with no reservation" for row in rows)
     if split:
         caption += (f". Per GPU: 1/{deployment.gpus_per_replica} of the weights (plus replicated K/V projections) and its share of "
                     f"each token's K/V; KV tokens are one replica's, (all) x {deployment.replicas} replicas")
     on = (specs[0].name if len(specs) == 1 else "the models") + (f" on {accs[0].name}" if len(accs) == 1 else "")
     emit(rows, columns, fmt, title=f"KV capacity: {on}{split}, {weights.lower()} weights, "
                                    f"{parse.profile_title(preset, prof)} (GB = 1e9 bytes)", caption=caption)
-    warn_unfit([row], deploy.strict, suffix="")
+    warn_unfit([first], deploy.strict, suffix="")
 
 
 WASTE_COLUMNS = [
@@ -215,7 +221,7 @@ def waste_cmd(
     from llm_cost.commands.serving_energy import served_energy_columns
     from llm_cost.specs.deployment import SINGLE_GPU
 
-    rows = [{**setting, **waste_sim_row(r)} for r in results]
+    rows = [{**setting, **waste_sim_row(result)} for result in results]
     energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
     emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
          title=f"Request-level batching, max batch {max_batch}: {replica.description}",

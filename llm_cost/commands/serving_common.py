@@ -26,7 +26,7 @@ def kv_settings(kv_dtype: str | None, kv_bytes: float | None) -> tuple[str, floa
     return name, None
 
 
-FIT_COLUMN = Column("fits", "fits", lambda v: "yes" if v else "NO")
+FIT_COLUMN = Column("fits", "fits", lambda fits: "yes" if fits else "NO")
 # the columns every served table shows (batching's here, the engine's `serving_engine.SERVE_COLUMNS`)
 RATE_COLUMNS = [Column("rate_req_per_s", "rate (req/s)", fixed(2)),
                 Column("throughput_req_per_s", "throughput (req/s)", fixed(2))]
@@ -47,7 +47,7 @@ BATCHING_COLUMNS = [
     Column("kv_reserved_over_written", "reserved/written", fixed(2)),
     Column("mean_batch", "mean batch", fixed(1)),
     Column("finished", "finished", fixed(0)),
-    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
+    Column("deadlock", "deadlock", lambda deadlock: "-" if deadlock is None else ("yes" if deadlock else "no")),
 ]
 BATCHING_DEPLOYED_COLUMNS = [
     Column("comm_time_s", "comm/iter (ms)", fixed(3, 1e-3)),

@@ -18,13 +18,13 @@ def served_energy_columns(rows, results, acc, dep, fleets=None, pipeline: str = 
     from llm_cost.serving.energy import fleet_energy, served_energy
     from llm_cost.serving.serve_result import ServeResult
 
-    if not has_power(acc) or not results or not all(isinstance(r, ServeResult) for r in results):
+    if not has_power(acc) or not results or not all(isinstance(run, ServeResult) for run in results):
         return []
     from llm_cost.commands.options import ENERGY_COLUMNS
 
     stages = serial_stages(dep, pipeline)
-    for k, (row, result) in enumerate(zip(rows, results)):
-        energy = (fleet_energy(fleets[k], acc, dep.gpus_per_replica, stages=stages) if fleets
+    for index, (row, result) in enumerate(zip(rows, results)):
+        energy = (fleet_energy(fleets[index], acc, dep.gpus_per_replica, stages=stages) if fleets
                   else served_energy(result, acc, dep.gpus_per_replica, stages=stages))
         row.update({"watts": energy.watts,  # no tokens generated: no J/token (None, not nan)
                     "joules_per_token": energy.joules_per_token if energy.output_tokens else None})
@@ -45,8 +45,9 @@ def pools_energy_columns(rows, runs, acc, gpus: tuple[int, int], usd_per_kwh: fl
 
     for row, run in zip(rows, runs):
         span = run.served.span_s
-        joules = sum(fleet_energy(pool, acc, g, span_s=span, stages=k).joules
-                     for pool, g, k in zip((run.prefill, run.decode), gpus, stages) if pool is not None)
+        joules = sum(fleet_energy(pool, acc, per_replica, span_s=span, stages=pool_stages).joules
+                     for pool, per_replica, pool_stages in zip((run.prefill, run.decode), gpus, stages)
+                     if pool is not None)
         tokens = run.served.output_tokens
         row.update({"watts": joules / span if span else 0.0,
                     "joules_per_token": joules / tokens if tokens else None})
@@ -74,12 +75,13 @@ def priced(rows, usd_per_kwh: float | None, usd_per_gpu_hour: float | None = Non
     from llm_cost.requests.request import usd_per_million_tokens  # a GPU-second per second of one GPU
 
     columns = []
-    if usd_per_gpu_hour is not None and any(r.get("tokens_per_s_per_gpu") for r in rows):
-        for r in rows:
-            per_gpu = r.get("tokens_per_s_per_gpu")
-            r["usd_per_million_tokens_gpu"] = usd_per_million_tokens(1, per_gpu, usd_per_gpu_hour) if per_gpu else None
+    if usd_per_gpu_hour is not None and any(row.get("tokens_per_s_per_gpu") for row in rows):
+        for row in rows:
+            per_gpu = row.get("tokens_per_s_per_gpu")
+            row["usd_per_million_tokens_gpu"] = (usd_per_million_tokens(1, per_gpu, usd_per_gpu_hour) if per_gpu
+                                                 else None)
         columns.append(GPU_PRICE_COLUMN)
-    if usd_per_kwh is not None and any(r.get("joules_per_token") is not None for r in rows):
+    if usd_per_kwh is not None and any(row.get("joules_per_token") is not None for row in rows):
         from llm_cost.roofline.energy import add_energy_usd
 
         add_energy_usd(rows, usd_per_kwh)

@@ -30,7 +30,7 @@ SERVE_COLUMNS = [
     Column("preemptions", "preempted", fixed(0)),
     Column("mean_batch", "mean batch", fixed(1)),
     Column("finished", "finished", fixed(0)),
-    Column("deadlock", "deadlock", lambda v: "-" if v is None else ("yes" if v else "no")),
+    Column("deadlock", "deadlock", lambda deadlock: "-" if deadlock is None else ("yes" if deadlock else "no")),
 ]
 PREFIX_COLUMNS = [Column("prefix_token_hit_rate", "prefix hit (tok)", fixed(3)),
                   Column("prefix_request_hit_rate", "prefix hit (req)", fixed(3)),

@@ -22,13 +22,13 @@ REPLICA_NOTE = ("replicas: each one's own requests; imbalance = the most request
                 "(JSON, CSV: each one's load_over_mean); a replica handed none idles")
 
 
-def plural(n: int, noun: str) -> str:
-    """`n` and `noun`, plural past one: the captions' "4 replicas of 1 GPU".
+def plural(count: int, noun: str) -> str:
+    """`count` and `noun`, plural past one: the captions' "4 replicas of 1 GPU".
 
     >>> plural(1, "GPU"), plural(4, "replica")
     ('1 GPU', '4 replicas')
     """
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def fleet_caption(dep, router: str) -> str:
@@ -44,13 +44,13 @@ def replica_rows(fleet, fleet_row: dict) -> list[dict]:
     counts = fleet.requests_per_replica
     mean = sum(counts) / len(counts) if counts else 0.0
     results = iter(fleet.replicas)  # only the replicas handed requests have a result, in index order
-    ident = {k: fleet_row.get(k) for k in ("model", "gpu", "gpu_name", "preset", "rate_req_per_s", "router")}
+    ident = {key: fleet_row.get(key) for key in ("model", "gpu", "gpu_name", "preset", "rate_req_per_s", "router")}
     cached = bool(fleet_row.get("prefix_caching"))
     rows = []
-    for r, n in enumerate(counts):
-        res = next(results) if n else None
-        row = {**ident, "replica": r, "requests": n, "load_over_mean": n / mean if mean else None}
-        row.update({k: None for k in REPLICA_KEYS[1:]})
+    for index, handed in enumerate(counts):
+        res = next(results) if handed else None
+        row = {**ident, "replica": index, "requests": handed, "load_over_mean": handed / mean if mean else None}
+        row.update({key: None for key in REPLICA_KEYS[1:]})
         if res is not None:
             row.update({"throughput_req_per_s": res.throughput_req_per_s,
                         "ttft_p50_s": res.percentile_s("ttft", "p50"), "ttft_p99_s": res.percentile_s("ttft", "p99"),
@@ -71,8 +71,8 @@ def emit_fleet(out, rows, columns, fmt: str, prices, fleet=None, *, title: str =
     if fleet is not None:  # the fleet's totals first: its prices are of all its GPUs' tokens
         from llm_cost.report.serving_rows import fleet_fields
 
-        for row, f in zip(rows, fleet[0]):
-            row.update(fleet_fields(f, fleet[1]))
+        for row, fleet_result in zip(rows, fleet[0]):
+            row.update(fleet_fields(fleet_result, fleet[1]))
     columns = columns + priced(rows, prices[0], prices[1])  # $ per million tokens
     _emit_fleet(rows, columns, fmt, fleet, title=title, caption=caption)
     note_implied(out)
@@ -89,16 +89,17 @@ def _emit_fleet(rows, columns, fmt: str, fleet, *, title: str, caption: str) -> 
     if fleet is None:
         return emit(rows, columns, fmt, title=title, caption=caption)
     fleets, dep = fleet  # the rows carry the fleet's fields (`emit_fleet`)
-    per = [replica_rows(f, row) for f, row in zip(fleets, rows)]
+    per = [replica_rows(fleet_result, row) for fleet_result, row in zip(fleets, rows)]
     if fmt in ("json", "csv"):  # CSV takes the first row's keys: every replica key is on the fleet's row
         fleet_rows = [{**row, "replica": None, "load_over_mean": None} for row in rows]
-        return emit(fleet_rows + [r for rs in per for r in rs], columns + FLEET_COLUMNS, fmt, title=title,
-                    caption=caption)
+        return emit(fleet_rows + [replica_row for rs in per for replica_row in rs], columns + FLEET_COLUMNS, fmt,
+                    title=title, caption=caption)
     # the table: the imbalance is each replica table's title, not a column of the fleet's (at 80 columns a
     # table of its own, the KV policy and one figure)
-    emit(rows, columns + [c for c in FLEET_COLUMNS if c.key != "imbalance"], fmt, title=title)
-    for k, (f, rs) in enumerate(zip(fleets, per)):
-        cols = [c for c in REPLICA_COLUMNS if c.key != "prefix_token_hit_rate" or rows[k].get("prefix_caching")]
-        emit(rs, cols, fmt, title=f"replicas at {rows[k]['rate_req_per_s']:g} req/s, {f.router} routing, "
-                                  f"imbalance {f.imbalance:.3f} (max/mean requests)",
-             caption=caption + "; " + REPLICA_NOTE if k == len(fleets) - 1 else "")
+    emit(rows, columns + [column for column in FLEET_COLUMNS if column.key != "imbalance"], fmt, title=title)
+    for index, (fleet_result, rs) in enumerate(zip(fleets, per)):
+        cols = [column for column in REPLICA_COLUMNS
+                if column.key != "prefix_token_hit_rate" or rows[index].get("prefix_caching")]
+        emit(rs, cols, fmt, title=f"replicas at {rows[index]['rate_req_per_s']:g} req/s, {fleet_result.router} "
+                                  f"routing, imbalance {fleet_result.imbalance:.3f} (max/mean requests)",
+             caption=caption + "; " + REPLICA_NOTE if index == len(fleets) - 1 else "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llm_cost.report.render import Column, fixed
 
-COMPARE_COLUMNS = [Column("prefix_caching", "prefix caching", lambda v: "on" if v else "off"),
+COMPARE_COLUMNS = [Column("prefix_caching", "prefix caching", lambda caching: "on" if caching else "off"),
                    Column("throughput_req_per_s", "served (req/s)", fixed(2)),
                    Column("tokens_per_s", "tok/s (all)", fixed(0)),
                    Column("ttft_p50_s", "TTFT p50 (ms)", fixed(0, 1e-3)),
