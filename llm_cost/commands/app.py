@@ -36,7 +36,8 @@ def shortened(message: str) -> str:
     import re
 
     one_line = " ".join(message.split())
-    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", one_line)
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}",
+                  lambda match: f"{match.group()[:40]}... ({len(match.group())} characters)", one_line)
 
 
 class OneLineErrors(TyperGroup):
@@ -91,12 +92,12 @@ def _given(param, args) -> list[str]:
     itself)."""
     flags = [*param.opts, *param.secondary_opts]
     given = []
-    for i, arg in enumerate(args):
+    for index, arg in enumerate(args):
         if arg == "--":
             break
         if arg.lower() in flags:  # option names ignore case (the app's token_normalize_func)
-            given.append(arg if param.is_flag else (args[i + 1] if i + 1 < len(args) else ""))
-        elif not param.is_flag and any(arg.lower().startswith(f + "=") for f in flags if f.startswith("--")):
+            given.append(arg if param.is_flag else (args[index + 1] if index + 1 < len(args) else ""))
+        elif not param.is_flag and any(arg.lower().startswith(flag + "=") for flag in flags if flag.startswith("--")):
             given.append(arg.partition("=")[2])
     return given
 
@@ -162,7 +163,8 @@ def _as_flags(err: LlmCostError) -> str:
 
     ctx = get_current_context(silent=True)
     options = ctx.command.params if ctx is not None else []
-    flags = {o.name: max(o.opts, key=len) for o in options if o.opts and o.opts[0].startswith("-")}
+    flags = {option.name: max(option.opts, key=len) for option in options
+             if option.opts and option.opts[0].startswith("-")}
     return flags_in(str(err), err.params, flags)
 
 
@@ -213,10 +215,11 @@ def warn_unfit(rows, strict: bool = False, skipped: int = 0, what: str = "point"
     several rows "N of M rows do not fit; the worst: ..." (the largest shortfall); one line for the
     `skipped` points a search left out. `--strict` exits 2 (after the output) when a printed row does
     not fit (a search that left points out still printed rows that run)."""
-    unfit = [r for r in rows if r.get("fits") is False]
+    unfit = [row for row in rows if row.get("fits") is False]
     if unfit:
-        worst = max(unfit, key=lambda r: (r.get("memory_needed_bytes") or 0) - (r.get("memory_available_bytes") or 0))
-        if len({r.get("fit_note") for r in unfit}) == 1:
+        worst = max(unfit, key=lambda row: (row.get("memory_needed_bytes") or 0)
+                    - (row.get("memory_available_bytes") or 0))
+        if len({row.get("fit_note") for row in unfit}) == 1:
             warn(f"does not fit: {worst.get('fit_note')}{suffix}")
         else:
             warn(f"{len(unfit)} of {len(rows)} rows do not fit; the worst: {worst.get('fit_note')}{suffix}")

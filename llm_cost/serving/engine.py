@@ -130,9 +130,9 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
             return general_loop(workload, replica, cfg, res, on_progress, state, handback)
         return serve_fast(workload, replica, cfg, res, on_progress, general)
     if path == "fast_pipeline":
-        r = fast_pipeline.serve_pipelined(workload, replica, cfg, on_progress)
-        if r is not None:
-            return r  # else the run preempts: the general loop runs it whole
+        pipelined = fast_pipeline.serve_pipelined(workload, replica, cfg, on_progress)
+        if pipelined is not None:
+            return pipelined  # else the run preempts: the general loop runs it whole
     if path == "fast_prefix":
         return fast_prefix.serve_prefix(workload, replica, cfg, res, on_progress)
     return general_loop(workload, replica, cfg, res, on_progress)
@@ -171,9 +171,9 @@ def _path(workload, replica, cfg, paths, longest: int) -> str:
 
 
 def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: int) -> tuple:
-    """Each request's reservation, after
-    checking that every request fits the replica alone (and, `max_len`, the maximum length);
-    `longest` is `_longest(workload)`."""
+    """Each request's reservation, after checking that every request fits the replica alone (and,
+    `max_len`, the maximum length); `longest` is `_longest(workload)`. `run_basics`' symbols: `n`
+    requests, `P` their prompts, `O` outputs, `K` the K/V tokens a context holds, `B` the block size."""
     cost, cap, _, K, n, P, O, policy = run_basics(workload, replica, cfg)
     paged = policy == "paged"
     gmax = cfg.spec.gamma if cfg.spec else 0

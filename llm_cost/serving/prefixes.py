@@ -61,8 +61,10 @@ class PromptPrefixes(NamedTuple):
         its parent refused."""
         for child, (parent, _) in CHILD_DEFAULTS.items():
             if getattr(self, child) is not None and getattr(self, parent) is None:
-                raise InvalidValueError(f"{child} belongs to {parent} and changes nothing without it: give {parent}", params=(child, parent))
-        given = {k: d if getattr(self, k) is None else getattr(self, k) for k, (_, d) in CHILD_DEFAULTS.items()}
+                raise InvalidValueError(f"{child} belongs to {parent} and changes nothing without it: give {parent}",
+                                        params=(child, parent))
+        given = {option: default if getattr(self, option) is None else getattr(self, option)
+                 for option, (_, default) in CHILD_DEFAULTS.items()}
         return prefix_segments(wl, self.shared_prefix, self.prefix_groups, given["group_prefix"],
                                given["prefix_dist"], seed, self.sessions, given["turns"])
 
@@ -75,9 +77,9 @@ CHILD_DEFAULTS = {"group_prefix": ("prefix_groups", DEFAULT_GROUP_TOKENS),
 def _grown(wl, segments_per_request, tokens: int, what: str):
     """`wl` with each prompt grown by `tokens` prefix tokens, its segments put before any it had, `what`
     after its description ("8 prefix groups of 256 tok (zipf)")."""
-    prompt = tuple(p + tokens for p in wl.prompt)
+    prompt = tuple(length + tokens for length in wl.prompt)
     if wl.prefix is not None:
-        segments_per_request = [a + b for a, b in zip(segments_per_request, wl.prefix)]
+        segments_per_request = [new + old for new, old in zip(segments_per_request, wl.prefix)]
     what = f"{wl.description}, {what}" if wl.description else what
     return replace(wl, prompt=prompt, prefix=tuple(segments_per_request), description=what)
 
@@ -111,8 +113,8 @@ def with_prefix_groups(wl, groups: int, tokens: int, distribution: str = DEFAULT
     distribution = check_choice("prefix_distribution", distribution, PREFIX_DISTRIBUTIONS)
     weights = 1.0 / np.arange(1, groups + 1) if distribution == "zipf" else np.ones(groups)
     draws = np.random.default_rng(seed).choice(groups, size=len(wl), p=weights / weights.sum())
-    segs = [((("group", g), tokens),) for g in range(groups)]
-    return _grown(wl, [segs[g] for g in draws.tolist()], tokens,
+    segs = [((("group", group), tokens),) for group in range(groups)]
+    return _grown(wl, [segs[group] for group in draws.tolist()], tokens,
                   f"{groups} prefix group{'s' if groups > 1 else ''} of {tokens} tok ({distribution})")
 
 
@@ -135,8 +137,8 @@ def with_sessions(wl, sessions: int, turns: int):
                                 params=("sessions",))
     history = [0] * sessions
     prompts, segments = [], []
-    for i, (new, out) in enumerate(zip(wl.prompt, wl.output)):
-        session, turn = i % sessions, i // sessions
+    for request, (new, out) in enumerate(zip(wl.prompt, wl.output)):
+        session, turn = request % sessions, request // sessions
         if turn % turns == 0:
             history[session] = 0
         prompt = history[session] + new

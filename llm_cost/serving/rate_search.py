@@ -151,14 +151,14 @@ def highest_rate(workload: Workload, replica: Replica, *, scheduler: str, max_ba
                  max_requests: int | None = None) -> RateSearch:
     r"""Bisect the arrival rate for the highest one whose per-token latency statistic <= slo_s.
 
-    Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate;
-    from 1.25 x that (doubled while it still meets the target) bisect down to `rel_tol`. Without a
-    reservation the all-at-once run can deadlock; then its partial throughput only seeds the
-    bracket and the result reports no saturated throughput (`saturated_deadlock`).
-    `on_step(done, expected)` is called after each simulation (for a progress bar).
+    Bracket: the saturated throughput (all requests queued at once) bounds any sustainable rate; from
+    1.25 x that (doubled while it still meets the target) bisect down to `rel_tol`. Without a reservation
+    the all-at-once run can deadlock: its partial throughput only seeds the bracket (`saturated_deadlock`).
 
     .. math:: \lambda^* = \max\{\lambda : \text{all finish and } Q_q(\ell(\lambda)) \le
               \mathit{slo}\},\quad (\mathit{hi} - \mathit{lo}) \le \mathit{rel\_tol}\cdot\mathit{hi}
+
+    (`q` the statistic's percentile.) `on_step(done, expected)` is called after each run (a progress bar).
 
     Parameters
     ----------
@@ -252,16 +252,16 @@ class _Target:
     def __init__(self, slo_s: float, stat: str, metric: str):
         self.slo_s, self.stat, self.metric, self.missed = slo_s, stat, metric, []
 
-    def __call__(self, r: ServeResult) -> bool:
-        ok = _meets(r, self.slo_s, self.stat, self.metric)
+    def __call__(self, result: ServeResult) -> bool:
+        ok = _meets(result, self.slo_s, self.stat, self.metric)
         if not ok:
-            self.missed.append(r.rate_req_per_s)
+            self.missed.append(result.rate_req_per_s)
         return ok
 
 
 def _checked_target(workload: Workload, *, slo_s: float, rel_tol: float, statistic: str, metric: str,
                     config) -> tuple[float, str, str]:
-    """`highest_rate`'s target checked: (percentile q in [0, 100], its name "p50"/"p90"/"p99", the metric
+    """`highest_rate`'s target checked: (percentile `q` in [0, 100], its name "p50"/"p90"/"p99", the metric
     as spelled in METRICS). Raises when a closed loop (concurrency) is given a target with a config."""
     check_number("slo_s", slo_s, low=0, low_open=True)
     check_number("rel_tol", rel_tol, low=0, high=1, low_open=True, high_open=True)
@@ -295,18 +295,19 @@ class _Runs:
 
     def __call__(self, wl: Workload, rate: float, counted: bool = True) -> ServeResult:
         """Serve `wl` at `rate`; `counted`: one of the search's evaluations (the unloaded run is not)."""
-        r = self._serve(wl.at_rate(rate), self.replica, self.config)
+        result = self._serve(wl.at_rate(rate), self.replica, self.config)
         if counted:
             self.done += 1
             if self.on_step:
                 self.on_step(self.done, max(self.expected, self.done))
-        return r
+        return result
 
 
 def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Replica, *, metric: str,
               stat: str, q: float) -> float:
-    """The target's statistic with every request served alone: a run at 10^-6 x the saturated throughput
-    where the engine serves or the metric is not latency_per_token, else `unloaded_latency_per_token`."""
+    """The target's statistic (percentile `q`) with every request served alone: a run at 10^-6 x the
+    saturated throughput where the engine serves or the metric is not latency_per_token, else
+    `unloaded_latency_per_token`."""
     import numpy as np
 
     from llm_cost.serving.engine import runs_step_level
@@ -324,7 +325,7 @@ def _unloaded(run: _Runs, everyone: ServeResult, workload: Workload, replica: Re
 
 def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: int, rel_tol: float) -> tuple:
     """(rate, result, the `RateSearch` fields on the longer runs) after `highest_rate`'s `longer` checks:
-    the rate found on n requests is served on `HOLD_FACTOR` x n; where it meets the target there it holds
+    the rate found on `n` requests is served on `HOLD_FACTOR` x `n`; where it meets the target there it holds
     (the result: that run's); where it misses, the highest rate meeting it on that run is found just below
     (`_step_down`) and holds when within `SETTLE_TOL` of the rate before, else the runs lengthen again,
     until the next run would pass `limit` (not settled). Without `longer`, nothing is checked."""
@@ -335,10 +336,10 @@ def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: 
         if HOLD_FACTOR * n > limit:
             return lo, best, {"found_on_requests": n, "settled": False, "shorter_rate_req_per_s": shorter}
         long_workload = longer(HOLD_FACTOR * n)
-        r = run(long_workload, lo)
-        if meets(r):
-            return lo, r, {"found_on_requests": n, "held_on_requests": HOLD_FACTOR * n, "settled": True,
-                           "shorter_rate_req_per_s": shorter}
+        result = run(long_workload, lo)
+        if meets(result):
+            return lo, result, {"found_on_requests": n, "held_on_requests": HOLD_FACTOR * n, "settled": True,
+                                "shorter_rate_req_per_s": shorter}
         n, shorter = HOLD_FACTOR * n, lo  # it missed on the longer run: search again on it, just below
         lo, best = _step_down(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol)
         if lo <= 0 or lo >= shorter * (1 - SETTLE_TOL):
@@ -354,9 +355,9 @@ def _step_down(run, meets, hi: float, rel_tol: float):
     step, top = 2 * rel_tol, hi
     while step < 1:
         rate = top * (1 - step)
-        r = run(rate)
-        if meets(r):
-            return _bisect(run, meets, hi, rel_tol, grow_up=False, lo=rate, best=r)
+        result = run(rate)
+        if meets(result):
+            return _bisect(run, meets, hi, rel_tol, grow_up=False, lo=rate, best=result)
         hi, step = rate, step * 2
     return _bisect(run, meets, hi, rel_tol, grow_up=False)
 
@@ -367,21 +368,21 @@ def _bisect(run, meets, hi: float, rel_tol: float, *, grow_up: bool, lo: float =
     no rate tried missed, the target does not bind); the bracket ends when hi - lo <= rel_tol x hi.
     (0, None) if none met."""
     for doubling in range(1, MAX_DOUBLINGS + 1 if grow_up else 0):
-        r = run(hi)
-        if not meets(r):
+        result = run(hi)
+        if not meets(result):
             break
         if doubling == MAX_DOUBLINGS:  # every rate tried met the target: the highest of them
-            return hi, r
-        lo, best, hi = hi, r, hi * 2
+            return hi, result
+        lo, best, hi = hi, result, hi * 2
     for _ in range(60):
         if lo > 0 and hi - lo <= rel_tol * hi:
             break
         mid = (lo + hi) / 2
         if mid < MIN_RATE:  # nothing down to the lowest rate a workload takes met it: none (never met)
             break
-        r = run(mid)
-        if meets(r):
-            lo, best = mid, r
+        result = run(mid)
+        if meets(result):
+            lo, best = mid, result
         else:
             hi = mid
     return lo, best
