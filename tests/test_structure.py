@@ -276,3 +276,13 @@ def test_no_private_name_is_imported_across_modules():
                 found += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not found, found
+
+
+def test_calibrate_imports_no_report_module():
+    """Issue 24: a library layer does not import a rendering one. The flow puts calibrate above report,
+    but calibrate's figure is rendering: it lives in report/figures.py (`validation`) and commands/
+    draws it; calibrate gives the predictions."""
+    graph = _import_graph()
+    found = [f"{name} -> {t}" for name in graph if name.startswith("llm_cost.calibrate.")
+             for t in sorted(graph[name]) if t.startswith("llm_cost.report.")]
+    assert not found, found

@@ -142,9 +142,9 @@ def validate_cmd(
     if stopped and not preds:  # after the bar is gone
         _interrupted(0, len(pts), "")
     if plot and not stopped:
-        from llm_cost.calibrate.figure import validation_figure
+        from llm_cost.report import figures
 
-        validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
+        figures.validation(preds, plot, title=f"{points}: profile {prof.name}")
     title = f"Validation of profile {prof.name} on {points}"
     if stopped:
         title += f" (partial: {len(preds)} of {len(pts)} rows)"
