@@ -286,3 +286,52 @@ def test_calibrate_imports_no_report_module():
     found = [f"{name} -> {t}" for name in graph if name.startswith("llm_cost.calibrate.")
              for t in sorted(graph[name]) if t.startswith("llm_cost.report.")]
     assert not found, found
+
+
+# Library text that must name CLI flags, and why. Nothing else outside commands/ may.
+FLAG_TEXT_ALLOWED = {
+    "report/plan_rows.py": "a plan row's `request_args` is the `llm-cost request` command line that gives the "
+                           "same TTFT and TPOT: its words are the CLI's flags",
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _flag_texts(tree: ast.AST, flags: set[str]) -> list[tuple[int, list[str]]]:
+    """(line, the CLI flags it names) of each string literal of `tree` that names one, docstrings left
+    out (they may say which option a parameter becomes); an f-string's literal parts included."""
+    import re
+
+    docs, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            named = [f for f in re.findall(r"--[a-z][a-z0-9_-]*", node.value) if f in flags]
+            if named:
+                found.append((node.lineno, named))
+    return found
+
+
+def test_the_flag_finder_finds_a_flag():
+    flags = {"--tp", "--batch"}
+    tree = ast.parse('"""Give --tp."""\ndef f(tp):\n    raise ValueError(f"give --tp or --tp_size, {tp}")\n')
+    assert _flag_texts(tree, flags) == [(3, ["--tp"])]  # not the docstring, not another program's --tp_size
+
+
+def test_library_text_names_no_cli_flag():
+    """Issue 24: library messages name parameters (`params=(...)`) and the CLI writes its flags
+    (`commands.parse.flags_in`); titles, notes and reasons the library renders stay flag-free, or
+    commands/ adds the flag. Outside commands/ no string literal names a flag of the CLI
+    (`option_declarations`), but for `FLAG_TEXT_ALLOWED`."""
+    flags = set(option_declarations())
+    assert {"--tp", "--batch", "--row-budget-s"} <= flags
+    found = []
+    for path in _sources():
+        where = path.relative_to(ROOT).as_posix()
+        if where.startswith("commands/") or where in FLAG_TEXT_ALLOWED:
+            continue
+        found += [f"{where}:{line} {named}" for line, named in _flag_texts(ast.parse(path.read_text()), flags)]
+    assert not found, "\n".join(found)

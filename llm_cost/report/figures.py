@@ -136,7 +136,7 @@ def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
     ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("batch B (sequences decoded together)")
     ax.set_ylabel("speedup over plain decoding (×)")
-    ax.set_title(f"{title}\n{fixed_part}; dots: the --batch points; dotted: turning batch; x: no gain",
+    ax.set_title(f"{title}\n{fixed_part}; dots: the marked batches; dotted: turning batch; x: no gain",
                  fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
