@@ -1,8 +1,10 @@
 """The package's `step_time`: one forward pass on one GPU or on a deployment.
 
 `llm_cost.roofline.step_time` is the one-GPU roofline and `llm_cost.parallel.deployed_step_time`
-the same pass on tp x pp GPUs; a script asks `lc.step_time(..., deployment=...)` for either. This
-module sits above `parallel` (it imports both floors) and adds no formula of its own.
+the same pass on tp x pp GPUs; a script asks `lc.step_time(..., deployment=...)` for either, and
+gets the pass's fit with it (`parallel.step.with_fit`: the roofline floor times a pass, memory is
+`parallel`'s question). This module sits above `parallel` (it imports both floors) and adds no
+formula of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
     -------
     StepTime
         Bytes, FLOPs and seconds (memory_time_s, compute_time_s, fixed_time_s, comm_time_s, step_time_s) of the pass.
+        For one pass (numbers) `fits` and `fit_note` (`parallel.step.with_fit`); None for a grid.
 
     Examples
     --------
@@ -61,12 +64,8 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
 
     weights = as_weights(weights)  # a format or its name ("fp8")
     if deployment is None:
-        from llm_cost.roofline import step_time as one_gpu
-        from llm_cost.counts.params import BF16_BYTES
-
-        kv = BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element
-        return one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
-                       kv_bytes_per_element=kv)  # with its one-GPU fit, as every step time
+        return _one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
+                        kv_bytes_per_element=kv_bytes_per_element)
     if kv_bytes_per_element is not None:
         raise InvalidValueError("kv_bytes_per_element and deployment exclude each other: give the K/V precision "
                                 "as the deployment's kv_dtype", params=("kv_bytes_per_element", "deployment"))
@@ -76,3 +75,22 @@ def step_time(model, gpu, profile, *, rows=None, batch=1, context=0, weights: We
                               weights=weights)
 
 
+
+
+def _one_gpu(model, gpu, profile, *, rows, batch, context, weights, kv_bytes_per_element):
+    """`roofline.step_time` with its one-GPU fit (`parallel.step.with_fit`, K/V at the dtype of that width:
+    2 bytes bf16, 1 fp8, 0.5 int4). A K/V width no dtype has is returned unchecked (`fits` None)."""
+    from llm_cost.catalog import as_accelerator, as_model, as_profile
+    from llm_cost.counts.params import BF16_BYTES
+    from llm_cost.parallel.step import with_fit
+    from llm_cost.roofline.step import step_time as one_gpu
+    from llm_cost.specs.deployment import KV_DTYPES, Deployment
+
+    model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
+    kv = BF16_BYTES if kv_bytes_per_element is None else kv_bytes_per_element
+    step = one_gpu(model, gpu, profile, rows=rows, batch=batch, context=context, weights=weights,
+                   kv_bytes_per_element=kv)
+    dtype = next((name for name, width in KV_DTYPES.items() if width == kv), None)
+    if dtype is None:
+        return step
+    return with_fit(step, model, gpu, profile, Deployment(kv_dtype=dtype), weights)

@@ -10,6 +10,8 @@ import shlex
 
 import pytest
 
+import llm_cost as lc
+
 from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.parallel import deployment_fit, largest_batch, workspace_bytes
 from llm_cost.specs import BF16
@@ -116,33 +118,33 @@ def test_plan_request_args_name_the_profile_as_given(tmp_path):
     assert got["ttft_s"] == pytest.approx(r["ttft_s"], rel=1e-9) and got["tpot_s"] == pytest.approx(r["tpot_s"], rel=1e-9)
 
 
-# Issue 28.8: the one-GPU floor (`roofline.step_time`) carries the fit as lc.step_time and
-# deployed_step_time do. The article prices Llama-3-70B on one H100 "assuming it fits" (§3.1: 141.1 GB
-# of BF16 weights, 80 GB of HBM): it keeps its 42.12 ms (printed to 0.01 ms) and says it does not fit.
-def test_roofline_step_time_carries_the_fit_and_keeps_the_articles_time():
-    from llm_cost.roofline import step_time
+# Issue 28.8: one pass on one GPU (`lc.step_time`) carries the fit as deployed_step_time does. The
+# article prices Llama-3-70B on one H100 "assuming it fits" (§3.1: 141.1 GB of BF16 weights, 80 GB of
+# HBM): it keeps its 42.12 ms (printed to 0.01 ms) and says it does not fit. The roofline floor
+# (`roofline.step_time`) times the pass and leaves the fit to `parallel`, the floor above it.
+def test_one_gpu_step_time_carries_the_fit_and_keeps_the_articles_time():
+    from llm_cost.roofline import step_time as roofline_step_time
 
-    big = step_time("llama-3-70b", "h100-sxm", "article")
+    big = lc.step_time("llama-3-70b", "h100-sxm", "article")
     assert round(big.step_time_s * 1e3, 2) == 42.12 and big.fits is False
     assert big.fit_note.startswith("needs 141.1 GB per GPU")
-    small = step_time("llama-3-8b", "h100-sxm", "article")
+    small = lc.step_time("llama-3-8b", "h100-sxm", "article")
     assert small.fits is True and small.fit_note == ""
+    floor = roofline_step_time("llama-3-70b", "h100-sxm", "article")
+    assert floor.fits is None and floor.step_time_s == big.step_time_s
 
 
 @pytest.mark.parametrize("kv_bytes, kv_dtype", [(2, "bf16"), (1, "fp8"), (0.5, "int4")])
 @pytest.mark.parametrize("batch, context", [(1, 0), (64, 4096), (400, 8000)])
-def test_roofline_fit_is_the_deployments_on_one_gpu(kv_bytes, kv_dtype, batch, context):
+def test_one_gpu_fit_is_the_deployments_on_one_gpu(kv_bytes, kv_dtype, batch, context):
     from llm_cost.parallel import deployed_step_time
-    from llm_cost.roofline import step_time
 
-    one = step_time("llama-3-8b", "h100-sxm", "article", batch=batch, context=context, kv_bytes_per_element=kv_bytes)
+    one = lc.step_time("llama-3-8b", "h100-sxm", "article", batch=batch, context=context, kv_bytes_per_element=kv_bytes)
     dep = deployed_step_time("llama-3-8b", "h100-sxm", "article", Deployment(kv_dtype=kv_dtype), batch=batch,
                              context=context)
     assert (one.fits, one.fit_note) == (dep.fits, dep.fit_note) and one.step_time_s == pytest.approx(dep.step_time_s)
 
 
-def test_roofline_grid_leaves_the_fit_to_each_point():
-    from llm_cost.roofline import step_time
-
-    assert step_time("llama-3-8b", "h100-sxm", "article", rows=[1, 512]).fits is None
-    assert step_time("llama-3-8b", "h100-sxm", "article", kv_bytes_per_element=1.5).fits is None
+def test_one_gpu_grid_leaves_the_fit_to_each_point():
+    assert lc.step_time("llama-3-8b", "h100-sxm", "article", rows=[1, 512]).fits is None
+    assert lc.step_time("llama-3-8b", "h100-sxm", "article", kv_bytes_per_element=1.5).fits is None

@@ -39,22 +39,69 @@ def test_no_module_over_400_lines():
     assert not long, long
 
 
+PACKAGES = {".".join(p.relative_to(ROOT.parent).parent.parts): p for p in ROOT.rglob("__init__.py")}
+MODULES = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts): p
+           for p in ROOT.rglob("*.py") if p.name != "__init__.py"}
+
+
+def _facade(package: str) -> dict[str, str]:
+    """Name -> the module a package's `__init__` takes it from: its lazy `names_from(module, *names)`
+    tables (relative modules resolved) and its eager `from llm_cost.x import name` lines (`_exports`,
+    the tables' builder, left out)."""
+    table = {}
+    for node in ast.walk(ast.parse(PACKAGES[package].read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "names_from":
+            module = node.args[0].value
+            module = package + module if module.startswith(".") else module
+            table.update(dict.fromkeys((a.value for a in node.args[1:]), module))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llm_cost.") \
+                and node.module != "llm_cost._exports":  # the tables' builders, not exports
+            table.update({a.asname or a.name: node.module for a in node.names})
+    return table
+
+
+FACADES = {package: _facade(package) for package in PACKAGES}
+
+
+def _defining_module(module: str, name: str) -> str | None:
+    """The module `from module import name` reaches: a submodule of that name, or, through the package
+    facades (`from llm_cost.roofline import PassCost` -> `llm_cost.roofline.pass_cost`), the module
+    defining `name`; a package (`from llm_cost import speculative`) or a name a facade defines itself
+    (`__version__`) reaches no module (None)."""
+    seen = set()
+    while module in PACKAGES and (module, name) not in seen:
+        if f"{module}.{name}" in MODULES:
+            return f"{module}.{name}"
+        if f"{module}.{name}" in PACKAGES or name not in FACADES[module]:
+            return None
+        seen.add((module, name))
+        module = FACADES[module][name]
+    return module if module in MODULES else None
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """The llm_cost modules a module's code imports, at the top or inside a function (a lazy import
+    hides a cycle; it does not remove it): `from a.b import x` (x resolved through the facades),
+    `import a.b`, and `pkg.x` where `pkg` is a package bound by `from llm_cost import pkg`."""
+    found, bound = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("llm_cost"):
+            for alias in node.names:
+                found.add(_defining_module(node.module, alias.name))
+                if f"{node.module}.{alias.name}" in PACKAGES:
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    for node in ast.walk(tree):  # the package's names used as attributes: `speculative.speedup(...)`
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            found.add(_defining_module(bound[node.value.id], node.attr))
+    return {m for m in found if m in MODULES}
+
+
 def _import_graph() -> dict[str, set[str]]:
-    """Module -> the llm_cost modules it imports, at the top or inside a function (a lazy import
-    hides a cycle; it does not remove it). Package `__init__` facades are left out: they re-export."""
-    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts): p
-               for p in _sources() if p.name != "__init__.py"}
-    packages = {".".join(p.relative_to(ROOT.parent).parent.parts) for p in ROOT.rglob("__init__.py")}
-    graph = {}
-    for name, path in modules.items():
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("llm_cost"):
-                for alias in node.names:
-                    full = f"{node.module}.{alias.name}"
-                    targets.add(full if full in modules else node.module)
-        graph[name] = {t for t in targets if t in modules and t != name and t not in packages}
-    return graph
+    """Module -> the llm_cost modules it imports (`_imports`). The package `__init__` facades are no
+    nodes: an import through one is an edge to the module defining the name."""
+    return {name: _imports(ast.parse(path.read_text())) - {name} for name, path in MODULES.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -103,6 +150,43 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycle():
     # issue 24.5: counts/checkpoint <-> counts/weights was one, hidden by a lazy import
     assert _cycles(_import_graph()) == []
+
+
+def test_the_import_finder_sees_through_facades_and_functions():
+    # roofline.step -> parallel.fit -> parallel.shard -> roofline.pass_cost -> roofline.step was a cycle the
+    # finder missed: it dropped `from llm_cost.roofline import StepTime` (a facade) and so never saw it
+    assert _defining_module("llm_cost.roofline", "PassCost") == "llm_cost.roofline.pass_cost"
+    assert _defining_module("llm_cost", "StepTime") == "llm_cost.roofline.timing"  # two facades deep
+    assert _defining_module("llm_cost.counts", "param_counts") == "llm_cost.counts.params"  # an eager facade
+    assert _defining_module("llm_cost.serving", "engine") == "llm_cost.serving.engine"  # a submodule
+    assert _defining_module("llm_cost", "speculative") is None and _defining_module("llm_cost", "__version__") is None
+    lazy = "def f():\n    from llm_cost.parallel import deployment_fit\n    import llm_cost.errors\n"
+    assert _imports(ast.parse(lazy)) == {"llm_cost.parallel.fit", "llm_cost.errors"}
+    through = "from llm_cost import speculative as spec\nspec.speedup(0.8, 4, 0.1)\n"
+    assert _imports(ast.parse(through)) == {"llm_cost.speculative.closed_forms"}
+
+
+# SPEC.md, "The package follows the flow": specs -> catalog -> counts -> roofline -> parallel ->
+# speculative -> serving, requests -> plan, checks -> report -> calibrate -> commands -> cli.py. Below
+# them the package's own utilities (errors, files, grids, budget, executor, the facades' _exports);
+# `public` (lc.step_time) sits above parallel, whose one-GPU and deployed passes it joins.
+FLOORS = (("_exports", "errors", "files", "grids", "budget", "executor"), ("specs",), ("catalog",), ("counts",),
+          ("roofline",), ("parallel",), ("public",), ("speculative",), ("serving", "requests"),
+          ("planner", "checks"), ("report",), ("calibrate",), ("commands",))
+FLOOR = {part: level for level, parts in enumerate(FLOORS) for part in parts}
+
+
+def test_no_floor_imports_a_higher_one():
+    """A lower floor never imports a higher one, lazily or not, through a facade or not (the one-GPU fit
+    made roofline.step import parallel.fit); a facade exports only its own package's names."""
+    up = []
+    for name, targets in _import_graph().items():
+        floor = FLOOR[name.split(".")[1]]  # a KeyError: a new package or module wants its floor here
+        up += [f"{name} -> {t}" for t in sorted(targets) if FLOOR[t.split(".")[1]] > floor]
+    for package, table in FACADES.items():
+        if package != "llm_cost":
+            up += [f"{package} facade: {n} from {m}" for n, m in table.items() if not m.startswith(package + ".")]
+    assert not up, "\n".join(up)
 
 
 def _flags(name: str, info) -> tuple[str, ...]:
@@ -192,3 +276,62 @@ def test_no_private_name_is_imported_across_modules():
                 found += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not found, found
+
+
+def test_calibrate_imports_no_report_module():
+    """Issue 24: a library layer does not import a rendering one. The flow puts calibrate above report,
+    but calibrate's figure is rendering: it lives in report/figures.py (`validation`) and commands/
+    draws it; calibrate gives the predictions."""
+    graph = _import_graph()
+    found = [f"{name} -> {t}" for name in graph if name.startswith("llm_cost.calibrate.")
+             for t in sorted(graph[name]) if t.startswith("llm_cost.report.")]
+    assert not found, found
+
+
+# Library text that must name CLI flags, and why. Nothing else outside commands/ may.
+FLAG_TEXT_ALLOWED = {
+    "report/plan_rows.py": "a plan row's `request_args` is the `llm-cost request` command line that gives the "
+                           "same TTFT and TPOT: its words are the CLI's flags",
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _flag_texts(tree: ast.AST, flags: set[str]) -> list[tuple[int, list[str]]]:
+    """(line, the CLI flags it names) of each string literal of `tree` that names one, docstrings left
+    out (they may say which option a parameter becomes); an f-string's literal parts included."""
+    import re
+
+    docs, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            named = [f for f in re.findall(r"--[a-z][a-z0-9_-]*", node.value) if f in flags]
+            if named:
+                found.append((node.lineno, named))
+    return found
+
+
+def test_the_flag_finder_finds_a_flag():
+    flags = {"--tp", "--batch"}
+    tree = ast.parse('"""Give --tp."""\ndef f(tp):\n    raise ValueError(f"give --tp or --tp_size, {tp}")\n')
+    assert _flag_texts(tree, flags) == [(3, ["--tp"])]  # not the docstring, not another program's --tp_size
+
+
+def test_library_text_names_no_cli_flag():
+    """Issue 24: library messages name parameters (`params=(...)`) and the CLI writes its flags
+    (`commands.parse.flags_in`); titles, notes and reasons the library renders stay flag-free, or
+    commands/ adds the flag. Outside commands/ no string literal names a flag of the CLI
+    (`option_declarations`), but for `FLAG_TEXT_ALLOWED`."""
+    flags = set(option_declarations())
+    assert {"--tp", "--batch", "--row-budget-s"} <= flags
+    found = []
+    for path in _sources():
+        where = path.relative_to(ROOT).as_posix()
+        if where.startswith("commands/") or where in FLAG_TEXT_ALLOWED:
+            continue
+        found += [f"{where}:{line} {named}" for line, named in _flag_texts(ast.parse(path.read_text()), flags)]
+    assert not found, "\n".join(found)

@@ -175,7 +175,8 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
 def over_budget(point: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str | None:
     """Why a row is not predicted although it is well formed: a request longer than MAX_ROW_TOKENS, or a
     served row whose simulation would pass `steps_budget` engine steps (the estimate); else None.
-    One row never stalls a file: its prediction is bounded, or it is not covered with this reason."""
+    One row never stalls a file: its prediction is bounded, or it is not covered with this reason,
+    which names the parameter that raises the budget (`steps_budget`; the CLI writes its option)."""
     if max(point.isl, point.osl) > MAX_ROW_TOKENS:
         return f"isl {point.isl:g} / osl {point.osl:g}: a request of more than {MAX_ROW_TOKENS:.0e} tokens is not modelled"
     if point.batch_kind not in ("concurrency", "request rate"):
@@ -186,4 +187,4 @@ def over_budget(point: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str 
         return None
     return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
             f"steps (about {steps * SECONDS_PER_SERVED_STEP:,.0f} s), past the budget of {steps_budget:.2g} a row "
-            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; validate --row-budget-s raises it)")
+            f"(about {steps_budget * SECONDS_PER_SERVED_STEP:,.0f} s; steps_budget raises it)")

@@ -142,9 +142,9 @@ def validate_cmd(
     if stopped and not preds:  # after the bar is gone
         _interrupted(0, len(pts), "")
     if plot and not stopped:
-        from llm_cost.calibrate.figure import validation_figure
+        from llm_cost.report import figures
 
-        validation_figure(preds, plot, title=f"{points}: profile {prof.name}")
+        figures.validation(preds, plot, title=f"{points}: profile {prof.name}")
     title = f"Validation of profile {prof.name} on {points}"
     if stopped:
         title += f" (partial: {len(preds)} of {len(pts)} rows)"
@@ -161,11 +161,19 @@ def validate_cmd(
 CAPTION = "APE = |predicted / measured - 1|; values in each metric's unit (tok/s, ms)"
 
 
+# the library parameter a not-covered reason names (`under_load.over_budget`), and the option that sets it
+REASON_FLAGS = {"steps_budget": "validate --row-budget-s"}
+
+
 def _point_rows(preds, profile: str) -> list[dict]:
-    """One row per predicted point; JSON and CSV rows name the point's model, GPU and the profile."""
+    """One row per predicted point; JSON and CSV rows name the point's model, GPU and the profile. A
+    reason's library parameter is written as the option (`REASON_FLAGS`)."""
+    from llm_cost.commands.parse import flags_in
+
     return [{"id": prediction.point.id, "model": prediction.point.config, "gpu": prediction.point.gpu_name, "preset": profile,
              "metric": prediction.point.metric, "value": prediction.point.value, "predicted": prediction.predicted,
-             "ape": prediction.ape, "covered": prediction.covered, "reason": prediction.reason} for prediction in preds]
+             "ape": prediction.ape, "covered": prediction.covered,
+             "reason": flags_in(prediction.reason, REASON_FLAGS, REASON_FLAGS)} for prediction in preds]
 
 
 def _interrupted(done: int, total: int, shown: str) -> None:

@@ -93,7 +93,7 @@ MaxBatches = Annotated[Optional[List[int]], typer.Option("--max-batch", help="Mo
 Scheduler = Annotated[str, typer.Option("--scheduler", help="request (whole batches, max-length reservation), iteration (Orca: FCFS, declared reservation) or none (no reservation).")]
 Schedulers = Annotated[Optional[List[str]], typer.Option("--scheduler", help="request and/or iteration (repeatable).")]
 SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Per-token latency target (ms): batching searches the highest rate that meets it.")]
-SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median (= p50), p50, p90 or p99 (batching's step simulator: median or p90).")]
+SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median (= p50), p50, p90 or p99.")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients over the deployment, each sending its next request when its last one finishes.")]
 Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
 Trace = Annotated[Optional[str], typer.Option("--trace", help="CSV trace, the columns arrival_s, prompt_tokens, output_tokens (then max_tokens, and prefix_id, prefix_tokens, optional).")]

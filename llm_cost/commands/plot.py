@@ -312,17 +312,17 @@ def _plan(options: dict, path):
 
 def _validation(options: dict, path):
     """Predicted against measured for every covered row of --points, log axes, a +-10% band."""
-    from llm_cost.calibrate.figure import validation_figure
     from llm_cost.calibrate.points import read_points
     from llm_cost.calibrate.prediction import predict
     from llm_cost.commands import parse
     from llm_cost.errors import InvalidValueError
+    from llm_cost.report import figures as plots
 
     if not options.get("points"):
         raise InvalidValueError("plot validation needs --points FILE.csv (the columns of train.csv)", params=("points",))
     prof = parse.profile(options["preset"])
     preds = [predict(point, prof) for point in read_points(options["points"])]
-    return validation_figure(preds, path, title=f"{options['points']}: profile {prof.name}")
+    return plots.validation(preds, path, title=f"{options['points']}: profile {prof.name}")
 
 
 def _fit(model, gpu, deployment, weights, *, batch, rows, context) -> dict:

@@ -13,12 +13,12 @@ def serial_stages(dep, pipeline: str = "serial") -> int:
 def served_energy_columns(rows, results, acc, dep, fleets=None, pipeline: str = "serial") -> list:
     """Watts and J/token (estimates, `serving.energy`) on each served row where the datasheet gives a board
     power, a fleet's over all its replicas (`fleet_energy`), the engine's `pipeline` (`serial_stages`); the
-    columns to show (none for the step-level simulator's rows or a GPU without power)."""
+    columns to show (none without a run or for a GPU without power). Every run is a `ServeResult`
+    (`serve`, a fleet's `FleetResult.fleet`)."""
     from llm_cost.roofline.energy import has_power
     from llm_cost.serving.energy import fleet_energy, served_energy
-    from llm_cost.serving.serve_result import ServeResult
 
-    if not has_power(acc) or not results or not all(isinstance(run, ServeResult) for run in results):
+    if not has_power(acc) or not results:
         return []
     from llm_cost.commands.options import ENERGY_COLUMNS
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from llm_cost.catalog import as_accelerator, as_model, as_profile
 from llm_cost.parallel.fit import Fit, deployment_fit
 from llm_cost.parallel.shard import deployed_cost
-from llm_cost.roofline import PassCost, StepTime, check_pass
+from llm_cost.roofline.pass_cost import PassCost
+from llm_cost.roofline.step import check_pass
+from llm_cost.roofline.timing import StepTime
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.catalog.arguments import check_arguments
@@ -25,7 +27,7 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
                        context=0, weights: WeightFormat = BF16) -> StepTime:
     """`roofline.step_time` on a deployment: one GPU's share of each stage, stages x max(memory,
     compute) + collectives + fixed. `deployment` SINGLE_GPU (and kv_dtype bf16) is step_time exactly.
-    For one pass (numbers, not arrays) the result carries the fit (`step_fit`): `fits` and, when it
+    For one pass (numbers, not arrays) the result carries the fit (`with_fit`): `fits` and, when it
     does not, `fit_note` (the article's "70B on one card" keeps its time and says it does not fit).
 
     Examples
@@ -41,18 +43,30 @@ def deployed_step_time(model, gpu, profile, deployment: Deployment = SINGLE_GPU,
     >>> one.fits, one.fit_note.split(" (")[0]
     (False, 'needs 141.1 GB per GPU')
     """
-    import dataclasses
-
-    import numpy as np
-
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
     rows, batch, context = check_pass(rows, batch, context)
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)
     step = cost.step(rows, batch, context, count_kv=profile.count_kv)
-    if max(np.ndim(rows), np.ndim(batch), np.ndim(context)) > 0:  # a grid: the fit is asked per point
+    return with_fit(step, model, gpu, profile, deployment, weights)
+
+
+def with_fit(step: StepTime, model, gpu, profile, deployment: Deployment, weights: WeightFormat) -> StepTime:
+    """`step` with whether its pass fits one GPU of `deployment` (`deployment_fit` on the profile's
+    memory basis unless the deployment names one): `fits`, and `fit_note` when it does not. The time
+    is kept. A grid (any of the step's rows, batch, context an array) is returned as it is: the fit
+    is asked per point.
+
+    `deployed_step_time` asks it of its pass, `lc.step_time` of `roofline.step_time`'s one-GPU pass
+    (the roofline floor does not ask it: memory is this floor's question).
+    """
+    import dataclasses
+
+    import numpy as np
+
+    if max(np.ndim(step.rows), np.ndim(step.batch), np.ndim(step.context)) > 0:
         return step
-    fit = deployment_fit(model, gpu, deployment.following(profile), weights=weights, rows=rows, batch=batch,
-                         context=context)  # on the profile's memory basis unless the deployment names one
+    fit = deployment_fit(model, gpu, deployment.following(profile), weights=weights, rows=step.rows,
+                         batch=step.batch, context=step.context)
     return dataclasses.replace(step, fits=fit.fits, fit_note=fit.reason)
 
 

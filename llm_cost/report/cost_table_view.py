@@ -202,7 +202,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
     if any(_priced(rows, key) for key in ("usd_per_million_output_tokens", "usd_per_million_tokens_energy")) and any(
             not (row["fits_bf16"] and row["fits_int4"]) for row in rows):
         notes.append(f"{NOT_PRICED}: that format's weights do not fit, so no deployment runs to price "
-                     "(give --tp or --pp to split it).")
+                     "(a deployment's tp or pp splits it).")
     past = {row["model"]: row["context_limit"] for row in rows if _marked_past(row)}
     if past:
         notes.append(f"{PAST_MARK} Past the model's context limit ("
@@ -213,7 +213,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
                      "not the generic draft.")
     if any(not (row["fits_bf16"] and row["fits_int4"]) for row in rows):
         notes.append(f"{UNFIT_MARK} That format's weights do not fit: the figure is the article's \"assuming it fits\", "
-                     "not a deployment that can run (give --tp or --pp to split it).")
+                     "not a deployment that can run (a deployment's tp or pp splits it).")
     if first["tp"] * first["pp"] > 1:
         notes.append(f"Deployment: {first['gpus']} GPUs, tp {first['tp']} x pp {first['pp']}"
                      + (f", ep {first['ep']}" if first["ep"] > 1 else "") + ": each decode step is one GPU's share of the "

@@ -1,8 +1,9 @@
 """Figures (matplotlib, non-interactive): each function draws one kind and saves it.
 
-Used only by `llm-cost plot`, and the only module that imports matplotlib (on the first figure,
-with the Agg backend). The numbers come from `llm_cost.report.series`; here they are only converted
-(s -> ms) and drawn. Every axis names its unit. The file format follows the extension: .png, .svg.
+Used only by `llm-cost plot` and `calibrate validate`, and the only module that imports
+matplotlib (on the first figure, with the Agg backend). The numbers come from `llm_cost.report.series`
+(and, for `validation`, calibrate's predictions); here they are only converted (s -> ms) and drawn.
+Every axis names its unit. The file format follows the extension: .png, .svg.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def spec_vs_batch(curves, path: str | Path, *, title: str) -> Path:
     ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("batch B (sequences decoded together)")
     ax.set_ylabel("speedup over plain decoding (×)")
-    ax.set_title(f"{title}\n{fixed_part}; dots: the --batch points; dotted: turning batch; x: no gain",
+    ax.set_title(f"{title}\n{fixed_part}; dots: the marked batches; dotted: turning batch; x: no gain",
                  fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a curve
@@ -267,4 +268,32 @@ def plan(result, path: str | Path, *, title: str) -> Path:
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     fig.legend(fontsize=7, loc="outside lower center")
+    return save(fig, path)
+
+
+def validation(predictions, path: str | Path, *, title: str = "") -> Path:
+    """Predicted against measured (`calibrate validate`'s figure, `plot validation`): the covered
+    predictions (x measured, y predicted, log-log), one marker per metric, y = x and the +-10% band,
+    to `path` (.png or .svg); returns the path. `predictions`: `calibrate.Prediction`s (read for
+    `covered`, `predicted`, `point.metric` and `point.value`: the figure imports no calibrate module)."""
+    check_output(path)
+    covered = [pred for pred in predictions if pred.covered]
+    fig, ax = new_figure()
+    for metric in dict.fromkeys(pred.point.metric for pred in covered):
+        ax.scatter([pred.point.value for pred in covered if pred.point.metric == metric],
+                   [pred.predicted for pred in covered if pred.point.metric == metric], s=18, label=metric)
+    if covered:
+        lo = min(min(pred.point.value, pred.predicted) for pred in covered) / 1.5
+        hi = max(max(pred.point.value, pred.predicted) for pred in covered) * 1.5
+        ax.plot([lo, hi], [lo, hi], color="black", lw=1)
+        ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.25,
+                        label="+-10%")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (the metric's unit: tok/s or ms)")
+    ax.set_ylabel("predicted")
+    ax.set_title(title or "predicted vs measured")
+    ax.legend(fontsize=7)
     return save(fig, path)

@@ -17,13 +17,15 @@ Windowed layers (sliding, chunked) hold min(ctx, window) tokens and give each ne
 
 `pass_terms` has the terms T sums (pairs, windows, experts touched, bytes read), `pass_cost` the
 coefficients and the one evaluation of T; `step.step_time` validates a uniform
-pass and returns a `StepTime`; `critical` finds the ridge point, critical rows and batch.
+pass and returns a `StepTime` (`timing`); `critical` finds the ridge point, critical rows and batch.
+Whether a pass fits in memory is `parallel`'s question, a floor up (`lc.step_time` asks it).
 """
 
 from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
-    **names_from(".step", "StepTime", "step_time", "check_pass"),
+    **names_from(".step", "step_time", "check_pass"),
+    **names_from(".timing", "StepTime"),
     **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS"),
     # the checked twins of pass_terms' formulas (`terms`: the engines call pass_terms unchecked)
     **names_from(".terms", "causal_pairs", "expected_experts_touched", "roofline_total", "uniform_pass",

@@ -40,6 +40,7 @@ from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
 from llm_cost.roofline.inline_terms import InlineTerms
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
+from llm_cost.roofline.timing import StepTime
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
                                           windowed_pass)
 from llm_cost.specs.validate import check_fields
@@ -320,8 +321,6 @@ class PassCost:
         `count_kv` False moves no K/V and computes no attention pairs (the article's convention).
         Windowed layers hold and attend to at most their window (`uniform_terms`).
         """
-        from llm_cost.roofline import StepTime
-
         kv_tokens, pairs = self.uniform_terms(rows, batch, context) if count_kv else (0.0, 0.0)
         read = self.weight_bytes_read(rows)  # once: the MoE term is a power per element
         flops = self.flops(rows, pairs)

@@ -33,7 +33,7 @@ One loop turn forms one iteration from the running sequences that are not in fli
 K/V is counted in all-layer tokens as `capacity.kv_capacity` (`iteration.held_tokens_fn`).
 
 `serve` is the one scheduler; which code runs a config is its business, never a caller's. The loop
-is `engine_loop.general_loop`, which runs every config. Three fast paths compute the same schedule
+is `engine_loop.general_loop`, which runs every config. Four fast paths compute the same schedule
 where they apply, each declared by allow-lists of the `ServeConfig`'s fields, the replica's, its pass
 cost's and the workload's (`eligibility`: a field a path does not list takes the general loop), tried
 in this order (`FAST_PATHS`):

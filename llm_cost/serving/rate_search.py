@@ -2,8 +2,8 @@
 
 The lecture §3.3: "在每 token 延迟中位数 <= 45 ms（空载的 2 倍）的要求下二分查找最高速率：
 请求级 bs=8 只能到 0.94 req/s，迭代级 bs=32 能到 12.4 req/s". A rate meets the target when
-every request finishes (no deadlock) and the chosen statistic (median or p90) of per-token
-latency is at most the target. The same requests are replayed at every rate (`Workload.at_rate`),
+every request finishes (no deadlock) and the chosen statistic (`STATISTICS`: median = p50, p90
+or p99) of per-token latency is at most the target. The same requests are replayed at every rate (`Workload.at_rate`),
 so the search bisects a curve without sampling noise between rates.
 """
 

@@ -344,8 +344,8 @@ def refuse_windowed(model: ModelSpec) -> None:
     if model.recurrent is not None:  # its counters would hold K/V tokens, not a state per sequence
         raise InvalidValueError(f"{model.name} keeps a recurrent state in {model.num_recurrent_layers} of "
                                 f"{model.num_layers} layers: the step-level simulator's counters hold K/V tokens, not "
-                                f"a fixed state per sequence; the serving engine counts it (windowed=True: every "
-                                f"`batching` run)", params=("model",))
+                                f"a fixed state per sequence; the serving engine counts it (a replica built with "
+                                f"windowed=True, as `run_batching` builds it)", params=("model",))
     windows = layer_windows(model)
     if not windows:
         return

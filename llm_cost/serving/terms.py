@@ -1,8 +1,8 @@
 """Serving's small formulas as the public API gives them (`llm_cost.serving.reservation_tokens`, ...):
 checked at entry (issue 29).
 
-The simulators call `reservations.reservation_tokens` once per request and `batch_waste.padded_positions`
-once per batch with the library's own numbers, unchecked; a caller from outside gets these twins, the
+The serving engine calls `reservations.reservation_tokens` once per request and
+`batch_waste.padded_positions` once per request-level batch with the library's own numbers, unchecked; a caller from outside gets these twins, the
 same functions behind `@check_arguments`: a string, nan, inf or a negative count is refused naming the
 parameter instead of returning nan.
 """

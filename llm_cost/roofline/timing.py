@@ -1,0 +1,80 @@
+"""`StepTime`: one forward pass's inputs, what it reads and computes, and how long it takes (SI).
+
+    step_time_s = stages x max(memory_time_s, compute_time_s) + comm_time_s + fixed_time_s
+
+`PassCost.step` builds it (`roofline.step_time` on one GPU, `parallel.deployed_step_time` on a
+deployment); on one GPU stages = 1 and comm_time_s = 0, so it is the roofline's T(m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llm_cost.roofline.pass_terms import roofline_total
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One forward pass: its inputs, what it reads and computes, and how long it takes (SI).
+
+    Each field is a float, or a numpy array when an input was one (broadcast shapes).
+    """
+
+    rows: Any
+    batch: Any
+    context: Any
+    weight_bytes_read: Any
+    kv_bytes: Any
+    flops: Any
+    memory_time_s: Any
+    compute_time_s: Any
+    fixed_time_s: float
+    comm_time_s: Any = 0.0  # all communication (tp all-reduces, ep all-to-alls, pp hand-offs); 0 on one GPU
+    stages: int = 1  # pipeline stages the pass crosses; memory_time_s and compute_time_s are one stage's
+    overlap_comm: bool = False  # the collectives hide behind the stages' roofline (hand-offs never do)
+    handoff_s: Any = 0.0  # of comm_time_s, the pipeline's stage hand-offs
+    fits: Any = None  # the GPU's memory and the context hold the pass (one pass: `lc.step_time`, `deployed_step_time`); None: not checked (a grid, `roofline.step_time`)
+    fit_note: str = ""  # why it does not fit, in one line ("" when it fits or was not checked)
+
+    @property
+    def step_time_s(self):
+        """max(memory_time_s, compute_time_s) + fixed_time_s; on a deployment stages x max(...) +
+        comm_time_s + fixed_time_s (`overlap_comm`: max(stages x max(...), comm_time_s - handoff_s) +
+        handoff_s + fixed_time_s). The CLI's names: every command's JSON says the same."""
+        if self.stages == 1 and not _any(self.comm_time_s):
+            return roofline_total(self.memory_time_s, self.compute_time_s, self.fixed_time_s)
+        import numpy as np
+
+        body = np.maximum(self.memory_time_s, self.compute_time_s) * self.stages
+        collectives = np.subtract(self.comm_time_s, self.handoff_s)
+        body = np.maximum(body, collectives) if self.overlap_comm else body + collectives
+        total = body + self.handoff_s + self.fixed_time_s
+        return float(total) if np.ndim(total) == 0 else total
+
+    @property
+    def bound(self):
+        """'memory', 'compute' or 'communication' (an array of them for arrays): which side sets
+        the time (communication: the collectives take longer than the stages' roofline)."""
+        scalar = isinstance(self.memory_time_s, float) and isinstance(self.compute_time_s, float)
+        if scalar and not _any(self.comm_time_s):
+            return "compute" if self.compute_time_s > self.memory_time_s else "memory"
+        import numpy as np
+
+        side = np.where(np.asarray(self.compute_time_s) > self.memory_time_s, "compute", "memory")
+        longer = np.maximum(self.memory_time_s, self.compute_time_s) * self.stages
+        side = np.where(np.asarray(self.comm_time_s) > longer, "communication", side)
+        return str(side) if scalar and np.ndim(side) == 0 else side
+
+    @property
+    def bytes_read(self):
+        return self.weight_bytes_read + self.kv_bytes
+
+
+def _any(value) -> bool:
+    """`value` is not 0 (a number) or has a non-zero element (an array)."""
+    if isinstance(value, (int, float)):
+        return bool(value)
+    import numpy as np
+
+    return bool(np.any(value))
