@@ -34,7 +34,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, capacity_settings, kv_capacity  # noqa: F401
 from llm_cost.serving.policies import model_max_len
 from llm_cost.roofline import PassCost
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -155,7 +155,7 @@ class IterationCost(PassCost):
         """
         if self.kv_windows:  # sliding / chunked layers hold and attend to at most their window
             return self.time(batch, *self.uniform_terms(batch, batch, context))
-        return self.time(batch, batch * (context + 1), batch * (context + 1))
+        return self.time(batch, batch * (context + 1), decode_pairs(1, batch, batch * context))
 
 
 @dataclass(frozen=True)
