@@ -58,6 +58,7 @@ import json
 import shlex
 
 from llm_cost.errors import InvalidValueError, check_choice
+from llm_cost.specs.deployment import busiest_rank_sequences
 
 ENGINES = ("vllm", "sglang", "trtllm")
 OPTIONS_FILE = "extra-llm-api-options.yaml"  # trtllm-serve --extra_llm_api_options, beside the command
@@ -142,7 +143,7 @@ def engine_sequences(row: dict, per_rank: bool = False) -> int:
     """
     tp = int(row["tp"])
     total = int(row["batch"]) * max(tp, int(row.get("ep", 1))) // tp
-    return -(-total // attention_split(row)[1]) if per_rank else total
+    return busiest_rank_sequences(total, attention_split(row)[1]) if per_rank else total
 
 
 def launch_notes(row: dict, engine: str, model: str, *, served: dict | None = None,
