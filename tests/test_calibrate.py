@@ -539,7 +539,7 @@ def test_a_closed_loops_latencies_are_its_steady_rounds():
 
     lec = PRESETS["lecture"].with_(memory_basis="usable")
     B, isl, osl = 16, 2048, 128  # 32,768 prompt tokens a round: the rounds drift apart
-    rep = Replica.from_specs("llama-3.1-8b", "h100-sxm", lec, windowed=True)
+    rep = Replica.from_specs("llama-3.1-8b", "h100-sxm", lec)
     wl = dataclasses.replace(fixed_workload([(isl, osl)] * (B * CLOSED_LOOP_ROUNDS)), concurrency=B)
     res = serve(wl, rep, ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE))
     a, f1, f = (np.asarray(x)[B:-B] for x in (res.arrival_s, res.first_token_s, res.finish_s))

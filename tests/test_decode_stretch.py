@@ -31,7 +31,7 @@ from llm_cost.specs.deployment import Deployment
 
 REL = 1e-9
 DENSE = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
-WINDOWED = Replica.from_specs("gemma-2-9b", "a100-80gb", PRESETS["measured"], windowed=True)
+WINDOWED = Replica.from_specs("gemma-2-9b", "a100-80gb", PRESETS["measured"])
 TP2 = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"], deployment=Deployment(tp=2, gpus=2))
 MOE_EP = Replica.from_specs("mixtral-8x7b", "h100-sxm", PRESETS["measured"],  # the busiest GPU, all-to-alls
                            deployment=Deployment(tp=8, gpus=8, ep=8, dp_attention=True))

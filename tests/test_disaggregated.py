@@ -223,7 +223,7 @@ def test_windowed_layers_move_what_they_hold():
     # sliding_window 4096, local and global layers alternating): a 6000-token prompt's K/V is
     # (6000 + 4096) / 2 all-layer tokens, so the hand-off moves 10096 / 12000 of the full-context bytes
     h100 = load_accelerator("h100-sxm")
-    server = Replica.from_specs(load_model("gemma-2-9b"), h100, windowed=True)
+    server = Replica.from_specs(load_model("gemma-2-9b"), h100)
     d = serve_disaggregated(fixed_workload([(6000, 8)]), server, PAGED, prefill=1, decode=1,
                             link_bytes_per_s=h100.interconnect_bytes_per_s)
     full = 6000 * server.cost.kv_token_bytes / h100.interconnect_bytes_per_s
@@ -386,7 +386,7 @@ def test_batching_decode_pool_options():
     assert (row["prefill_gpus"], row["decode_gpus"], row["prefill_tp"], row["decode_tp"]) == (1, 4, 1, 2)
     assert (row["prefill_max_batch"], row["decode_max_batch"], row["finished"]) == (32, 64, 200)
     assert row["tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"] / 5)
-    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2), windowed=True)
+    tp2 = Replica.from_specs(load_model("gpt-3-13b"), A100, deployment=Deployment(tp=2))
     wl = synthetic_workload(200, 4.0, seed=0, prompt="uniform:32:512", output="uniform:1:128")
     d = serve_disaggregated(wl, SERVER, PAGED, prefill=1, decode=2, link_bytes_per_s=A100.interconnect_bytes_per_s,
                             link_latency_s=A100.interconnect_latency_s, decode_replica=tp2,

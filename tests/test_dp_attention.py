@@ -209,3 +209,23 @@ def test_plan_searches_dp_attention_and_its_rows_replay_in_request():
             assert row[key] == pytest.approx(fields[key], rel=1e-9), (fields["batch"], key)
         checked += 1
     assert checked == 3
+
+
+def test_one_rounding_of_the_batch_over_attention_ranks():
+    """Issue 24.2: ceil(B / dp) x dp is `attention_batch_for` (the busiest rank's ceil(B / dp),
+    `busiest_rank_sequences`), on numbers and numpy arrays alike; `Deployment.attention_batch`,
+    `PassCost.rank_scale` and the planner read it."""
+    import numpy as np
+
+    from llm_cost.specs.deployment import attention_batch_for, busiest_rank_sequences
+
+    batches = [1, 7, 8, 9, 63, 64, 65, 1000]
+    by_hand = [math.ceil(b / 8) * 8 for b in batches]
+    assert [attention_batch_for(b, 8) for b in batches] == by_hand
+    assert [DP8.attention_batch(b) for b in batches] == by_hand and TP8.attention_batch(9) == 9
+    assert attention_batch_for(np.array(batches, dtype=float), 8).tolist() == by_hand
+    assert attention_batch_for(np.array(batches)[None, :], np.array([[1.0], [8.0]])).tolist() == [batches, by_hand]
+    assert busiest_rank_sequences(65, 8) == 9 and busiest_rank_sequences(np.array([65]), 8).tolist() == [9.0]
+    cost = deployed_pass_cost(V3, H200, "lecture", CHECKPOINT, DP8)
+    assert [cost.rank_scale(b) for b in batches] == [h / b for h, b in zip(by_hand, batches)]
+    assert cost.rank_scale(np.array(batches)).tolist() == [h / b for h, b in zip(by_hand, batches)]

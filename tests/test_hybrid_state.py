@@ -240,11 +240,15 @@ def test_an_unknown_hybrid_family_names_the_nearest(tmp_path):
         load_model(path)
 
 
-def test_the_batching_simulator_refuses_a_hybrid():
-    from llm_cost.serving.replica import refuse_windowed
+def test_replica_from_specs_takes_a_hybrid_by_default():
+    # issue 24.2: no refusal left from the removed simulator; serve holds its state in the general loop
+    from llm_cost.catalog import load_accelerator
+    from llm_cost.serving import poisson_workload, serve
+    from llm_cost.serving.replica import Replica
 
-    with pytest.raises(LlmCostError, match="keeps a recurrent state in 36 of 48 layers"):
-        refuse_windowed(load("qwen3-next-80b-a3b-thinking.json"))
+    replica = Replica.from_specs(load("qwen3-next-80b-a3b-thinking.json"), load_accelerator("mi300x"), "lecture")
+    r = serve(poisson_workload(6, 1.0, seed=0), replica)
+    assert r.path == "general" and r.finished == 6
 
 
 def test_qwen3_5_checkpoint_bytes_by_part():
@@ -380,8 +384,7 @@ def _hybrid_replica(kv_tokens=None, max_len=None):
     from llm_cost.serving.replica import Replica
 
     model = load_model(str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"))
-    return model, Replica.from_specs(model, load_accelerator("mi300x"), "lecture", kv_tokens=kv_tokens, max_len=max_len,
-                                 windowed=True)
+    return model, Replica.from_specs(model, load_accelerator("mi300x"), "lecture", kv_tokens=kv_tokens, max_len=max_len)
 
 
 def test_engine_holds_state_per_sequence_beside_its_tokens():
@@ -402,7 +405,7 @@ def test_engine_holds_state_per_sequence_beside_its_tokens():
     from llm_cost.catalog import load_accelerator
     from llm_cost.serving.replica import Replica
 
-    dense = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("mi300x"), "lecture", windowed=True)
+    dense = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("mi300x"), "lecture")
     # every path counts K/V held at an iteration's start: 108 (its K/V written after the last, 109)
 
     for fast in (True, False):

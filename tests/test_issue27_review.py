@@ -94,7 +94,7 @@ def test_the_vision_tower_is_resident_but_not_read_by_a_decode():
     h200 = load_accelerator("h200")
     assert step_time(m, h200, PRESETS["article"], rows=1).weight_bytes_read == text
     # the serving engine's replica holds as many K/V tokens as capacity says, the tower's bytes less
-    replica = Replica.from_specs(m, h200, PRESETS["lecture"], windowed=True)
+    replica = Replica.from_specs(m, h200, PRESETS["lecture"])
     held = kv_capacity(m, h200, deployment=SINGLE_GPU.following(PRESETS["lecture"]))
     assert replica.kv_capacity_tokens == held.kv_tokens
     assert held.kv_tokens == int((held.usable_bytes - text - tower) // held.kv_bytes_per_token)

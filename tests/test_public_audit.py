@@ -111,6 +111,7 @@ EXAMPLES = {
     "step_time": lambda: ([_model(), _gpu(), "lecture"], {"rows": 4, "batch": 2, "context": 64}),
     "check_pass": lambda: ([4, 2, 64], {}),
     "causal_pairs": lambda: ([4], {"context": 64}),
+    "decode_pairs": lambda: ([4, 2, 64], {}),
     "roofline_total": lambda: ([1e-3, 2e-3, 1e-4], {}),
     "uniform_pass": lambda: ([4, 2, 64], {}),
     "windowed_pairs": lambda: ([4, 64, 32], {}),

@@ -31,7 +31,7 @@ def _loop(clients: int, isl: int, osl: int, rounds: int = 6):
 def test_the_schedule_re_timed_is_the_engines_run(model, gpu, tp, clients, isl, osl):
     wl = _loop(clients, isl, osl)
     for profile in (PRESETS["measured"], PRESETS["lecture"].with_(memory_basis="usable")):
-        replica = Replica.from_specs(model, gpu, profile, deployment=Deployment(tp=tp, gpus=tp), windowed=True)
+        replica = Replica.from_specs(model, gpu, profile, deployment=Deployment(tp=tp, gpus=tp))
         res = serve(wl, replica, PAGED)
         schedule = closed_loop_schedule(wl, replica, PAGED)
         arrival, first, finish = schedule.times(replica.cost)
@@ -45,15 +45,15 @@ def test_one_schedule_serves_every_profile_of_the_same_memory():
     """What runs in each iteration does not depend on how long iterations take: one schedule, re-timed
     by another profile's cost (same K/V capacity), is that profile's run."""
     wl = _loop(32, 1024, 512)
-    fast = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"], windowed=True)
-    slow = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"].with_(fixed_time_s=5e-3), windowed=True)
+    fast = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"])
+    slow = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"].with_(fixed_time_s=5e-3))
     assert fast.kv_capacity_tokens == slow.kv_capacity_tokens
     schedule = closed_loop_schedule(wl, fast, PAGED)
     assert list(schedule.times(slow.cost)[2]) == list(serve(wl, slow, PAGED).finish_s)
 
 
 def test_what_depends_on_time_is_refused():
-    replica = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"], windowed=True)
+    replica = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"])
     with pytest.raises(InvalidValueError, match="needs a closed loop"):
         closed_loop_schedule(fixed_workload([(128, 16)] * 4), replica, PAGED)
     staged = Replica.from_specs("llama-3.1-8b", "h100-sxm", PRESETS["measured"], deployment=Deployment(pp=2, gpus=2))

@@ -166,7 +166,7 @@ def test_windowed_models_hold_their_windows(name, tp):
     from llm_cost.counts import kv_bytes, kv_bytes_per_token
 
     model = load_model(name)
-    rep = Replica.from_specs(model, load_accelerator("h200"), windowed=True, deployment=Deployment(tp=tp))
+    rep = Replica.from_specs(model, load_accelerator("h200"), deployment=Deployment(tp=tp))
     p, o = 9000, 50  # past gpt-oss's 128, Gemma 2's 4096 and Llama 4's 8192-token chunks
     r = serve(fixed_workload([(p, o)]), rep, ServeConfig(reservation="declared"))
     assert r.finished == 1

@@ -93,3 +93,51 @@ def test_a_replica_takes_a_formats_name():
     a = Replica.from_specs("llama-3.2-1b", "h100-sxm", "lecture", weights="int4")
     b = Replica.from_specs("llama-3.2-1b", "h100-sxm", "lecture", weights=INT4_G128)
     assert a.kv_capacity_tokens == b.kv_capacity_tokens and a.cost == b.cost
+
+
+def test_the_weights_help_is_the_registrys():
+    """Issue 24.2: `--weights`' help lists the registry (`weight_format_names`), every name once, its
+    aliases beside it, the bits each format stores a weight in."""
+    import re
+
+    from llm_cost.commands.options import WEIGHTS
+    from llm_cost.specs.weights import WEIGHT_FORMATS, weight_format_names
+
+    listed = weight_format_names()
+    assert WEIGHTS.help == f"Weight format: {listed}."
+    names = re.findall(r"(?:^|, )([\w/]+) \(", listed)
+    assert sorted(alias for group in names for alias in group.split("/")) == sorted(WEIGHT_FORMATS)
+    for group in names:
+        fmt = WEIGHT_FORMATS[group.split("/")[0]]
+        assert all(WEIGHT_FORMATS[alias] is fmt for alias in group.split("/"))
+        assert fmt.checkpoint or f"{group} ({fmt.effective_bits:g} bits" in listed
+
+
+def test_shipped_formats_are_calibrates_only_extra_names():
+    """A shipped format's name (mxfp4) is the checkpoint format of a model that ships it, refused for another."""
+    from llm_cost.calibrate.prediction import weight_format_of
+    from llm_cost.catalog import load_model
+    from llm_cost.specs.weights import CHECKPOINT, SHIPPED_FORMATS, WEIGHT_FORMATS
+
+    assert SHIPPED_FORMATS and not set(SHIPPED_FORMATS) & set(WEIGHT_FORMATS)
+    assert weight_format_of("mxfp4", 0, load_model("gpt-oss-20b")) is CHECKPOINT
+    with pytest.raises(LlmCostError, match="does not ship MXFP4 \\(gpt-oss does\\)"):
+        weight_format_of("mxfp4", 0, load_model("llama-3.1-8b"))
+
+
+def test_emits_tables_are_keyed_by_the_registry():
+    """`planner.emit`'s checkpoint tables name registry formats only, and every registry format is
+    either loaded as published or has the pre-quantized checkpoint it needs: a format added to the
+    registry fails here until emit says what an engine loads for it. Another name of a format needs
+    what the format does (w4a16 is int4)."""
+    from llm_cost.planner import emit
+    from llm_cost.specs.weights import WEIGHT_FORMATS
+
+    keys = {*emit.AS_PUBLISHED, *emit.PREQUANTIZED, *(name for table in emit.QUANTIZED_AT_LOAD.values() for name in table)}
+    assert keys <= set(WEIGHT_FORMATS) and set(emit.QUANTIZED_AT_LOAD) == set(emit.ENGINES)
+    for name, fmt in WEIGHT_FORMATS.items():
+        assert (name in emit.AS_PUBLISHED) == (fmt.name in emit.AS_PUBLISHED)
+        assert fmt.name in emit.AS_PUBLISHED or fmt.name in emit.PREQUANTIZED, name
+        for engine in emit.ENGINES:
+            assert emit.needs_checkpoint({"weights": name}, engine) == emit.needs_checkpoint({"weights": fmt.name}, engine)
+    assert emit.needs_checkpoint({"weights": "w4a16"}, "vllm") == "an int4 (AWQ/GPTQ) checkpoint"

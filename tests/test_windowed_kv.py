@@ -307,21 +307,19 @@ def test_cost_table_counts_windowed_sequences():
     assert row["max_batch_bf16_at_32768"] == 37 and row["max_batch_bf16_at_64"] == 7_508
 
 
-# ---- the simulator refuses what it does not count --------------------------------------------
+# ---- a windowed replica is served by the general loop ----------------------------------------
 
-@pytest.mark.parametrize("name, says", [
-    ("gpt-oss-20b", "12 of 24 layers slide over 128 tokens"),
-    ("gemma-2-9b", "21 of 42 layers slide over 4096 tokens"),
-    ("llama-4-scout", "36 of 48 layers attend in 8192-token chunks"),
-])
-def test_replica_refuses_windowed_models(name, says):
-    from llm_cost.catalog import load_accelerator
-    from llm_cost.errors import InvalidValueError
+@pytest.mark.parametrize("name, gpu", [("gpt-oss-20b", "h200"), ("gemma-2-9b", "h100-sxm"), ("gemma-2-9b", "h200")])
+def test_replica_from_specs_takes_windowed_models(name, gpu):
+    # issue 24.2: from_specs no longer refuses a windowed model (a leftover of the removed simulator's
+    # counters): its cost keeps the windows and serve runs it in the general loop, which caps each layer
+    from llm_cost.serving import poisson_workload, serve
     from llm_cost.serving.replica import Replica
 
-    with pytest.raises(InvalidValueError, match="batching simulator") as err:
-        Replica.from_specs(load_model(name), load_accelerator("h200"))
-    assert name in str(err.value) and says in str(err.value) and "\n" not in str(err.value)
+    replica = Replica.from_specs(name, gpu, "lecture")
+    assert replica.cost.kv_windows
+    r = serve(poisson_workload(12, 2.0, seed=0), replica)
+    assert r.path == "general" and r.finished == 12
 
 
 def test_a_hand_built_windowed_replica_takes_the_general_loop():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from llm_cost.calibrate.bench_columns import BenchConditions, bench_conditions
 from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
-from llm_cost.specs.weights import WEIGHT_FORMATS
+from llm_cost.specs.weights import SHIPPED_FORMATS, WEIGHT_FORMATS
 
 # metric -> unit the value is in (README, "Calibration", says what each measures)
 METRICS: dict[str, str] = {
@@ -37,7 +37,7 @@ METRICS: dict[str, str] = {
 BATCH_KINDS = ("static", "concurrency", "request rate", "saturation")
 # The weight formats a prediction knows (`prediction.weight_format_of`; K/V: `Deployment`'s KV_DTYPES);
 # a row naming another is read and is not covered, with the reason (the model's limit, not the file's).
-WEIGHTS = (*WEIGHT_FORMATS, "mxfp4")  # the registry (`specs.weights`), and gpt-oss's shipped MXFP4
+WEIGHTS = (*WEIGHT_FORMATS, *SHIPPED_FORMATS)  # the registry (`specs.weights`): formats and shipped ones
 REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp", "gpu_count", "batch",
             "batch_kind", "isl", "osl", "metric", "value")
 # The optional `unit` column: what a value written in it is multiplied by to be in its metric's unit

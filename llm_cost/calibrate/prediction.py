@@ -37,7 +37,7 @@ from llm_cost.calibrate.under_load import served
 from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.specs import WeightFormat
 from llm_cost.specs.deployment import Deployment
-from llm_cost.specs.weights import weight_format
+from llm_cost.specs.weights import SHIPPED_FORMATS, weight_format
 
 LLAMA_BENCH_UBATCH = 512  # llama-bench's default n_ubatch: a pp prompt runs in passes of 512 tokens
 
@@ -62,15 +62,15 @@ class Prediction:
 
 def weight_format_of(name: str, group_size: int, model=None) -> WeightFormat:
     """The WeightFormat of a row's `weights` and `group_size` (0: per output channel, no group overhead):
-    `specs.weights.weight_format`, the one registry, plus `mxfp4`: the `checkpoint` format of a model
-    whose checkpoint ships MXFP4 (gpt-oss's experts; `model` tells). Any other name: InvalidValueError
-    (the row is not covered).
+    `specs.weights.weight_format`, the one registry, or a shipped format's name (`SHIPPED_FORMATS`:
+    mxfp4): the `checkpoint` format of a model whose checkpoint ships it (gpt-oss's MXFP4 experts;
+    `model` tells). Any other name: InvalidValueError (the row is not covered).
     """
-    if name == "mxfp4":
+    if name in SHIPPED_FORMATS:
         quantization = getattr(model, "quantization", None)
-        if quantization is None or quantization.method != "mxfp4":
-            raise InvalidValueError("weights mxfp4: the model's checkpoint does not ship MXFP4 (gpt-oss does); "
-                                    "name its format instead")
+        if quantization is None or quantization.method != name:
+            raise InvalidValueError(f"weights {name}: the model's checkpoint does not ship {name.upper()} "
+                                    f"({SHIPPED_FORMATS[name]} does); name its format instead")
         name = "checkpoint"
     if name not in WEIGHTS:
         raise InvalidValueError(f"weights {name!r} is not a format the model knows ({', '.join(WEIGHTS)})")

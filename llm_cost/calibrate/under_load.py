@@ -129,7 +129,7 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
 
     # paged K/V never reserves a maximum length: a model whose config states none serves at the row's own
     replica = Replica.from_specs(model, gpu, profile, weights=weights, deployment=single,
-                                 kv_bytes_per_element=single.kv_bytes_per_element, windowed=True,
+                                 kv_bytes_per_element=single.kv_bytes_per_element,
                                  max_len=None if model.max_position_embeddings else isl + osl)
     tokens, sequences, block = settings
     engine = dict(reservation="paged", prefill_chunk=tokens, block_size=block)

@@ -11,6 +11,7 @@ import typer
 from llm_cost.commands import startup_options as startup
 from llm_cost.serving import prefixes  # the prefix options' defaults (a light module)
 from llm_cost.report.render import Column, fixed
+from llm_cost.specs.weights import weight_format_names
 
 # the options `model` takes, declared in `startup_options` (its startup) and shared from here like the rest
 DefaultSetting, DEFAULT, Format = startup.DefaultSetting, startup.DEFAULT, startup.Format
@@ -54,7 +55,7 @@ GPU_PRICE_COLUMN = Column("usd_per_million_tokens_gpu", "GPU $/M tok", fixed(4))
 ReadEmb = Annotated[Optional[bool], typer.Option("--read-embedding/--no-read-embedding",
                                                  help="Count the input embedding table as read.")]
 KvOpt = Annotated[Optional[bool], typer.Option("--kv/--no-kv", help="Count KV reads and attention FLOPs.")]
-WEIGHTS = typer.Option("--weights", "-w", help="Weight format: bf16 (fp16), w4a16 (int4 g128), int8 (w8a16), fp8, w8a8, nvfp4, q8_0, q4_0, or checkpoint (the model's own: FP8 blocks, MXFP4 experts, else torch_dtype).")
+WEIGHTS = typer.Option("--weights", "-w", help=f"Weight format: {weight_format_names()}.")  # the registry's (`specs.weights`)
 Weights = Annotated[str, WEIGHTS]
 WeightsSearched = Annotated[Optional[List[str]], typer.Option("--weights", "-w", help="Weight formats to search (repeatable; default bf16, fp8 where the chip has FP8, int8, int4).")]
 Breakdown = Annotated[bool, typer.Option("--breakdown", help="One row per operator of each pass (bytes, FLOPs, time, bound, source), summing to its time (request: the prefill and the first and last decode steps).")]

@@ -58,6 +58,9 @@ import json
 import shlex
 
 from llm_cost.errors import InvalidValueError, check_choice
+from llm_cost.specs.deployment import busiest_rank_sequences
+from llm_cost.specs.weights import (BF16, CHECKPOINT, FP8, INT4_G128, INT8_G128, INT8_W8A8, NVFP4, Q4_0, Q8_0,
+                                    WEIGHT_FORMATS)
 
 ENGINES = ("vllm", "sglang", "trtllm")
 OPTIONS_FILE = "extra-llm-api-options.yaml"  # trtllm-serve --extra_llm_api_options, beside the command
@@ -80,12 +83,13 @@ def hub_repo(source: str) -> str | None:
 
 # What a row's weights need beyond the model's repo (module doc): the formats loaded as published,
 # those an engine quantizes at load (its --quantization value), and the pre-quantized checkpoint
-# any other needs, by the row's weights' name
-AS_PUBLISHED = ("bf16", "fp16", "checkpoint")
-QUANTIZED_AT_LOAD = {"vllm": {"fp8": "fp8"}, "sglang": {"fp8": "fp8"}, "trtllm": {}}
-PREQUANTIZED = {"int4": "an int4 (AWQ/GPTQ) checkpoint", "int8": "an int8 weight-only (GPTQ) checkpoint",
-                "w8a8": "an INT8 W8A8 (SmoothQuant) checkpoint", "nvfp4": "an NVFP4 checkpoint",
-                "fp8": "an FP8 (ModelOpt) checkpoint", "q8_0": "a GGUF Q8_0 file", "q4_0": "a GGUF Q4_0 file"}
+# any other needs, by the registry's formats (`specs.weights`: their names, a row's name resolved there)
+AS_PUBLISHED = tuple(name for name, fmt in WEIGHT_FORMATS.items() if fmt in (BF16, CHECKPOINT))
+QUANTIZED_AT_LOAD = {"vllm": {FP8.name: "fp8"}, "sglang": {FP8.name: "fp8"}, "trtllm": {}}
+PREQUANTIZED = {INT4_G128.name: "an int4 (AWQ/GPTQ) checkpoint", INT8_G128.name: "an int8 weight-only (GPTQ) checkpoint",
+                INT8_W8A8.name: "an INT8 W8A8 (SmoothQuant) checkpoint", NVFP4.name: "an NVFP4 checkpoint",
+                FP8.name: "an FP8 (ModelOpt) checkpoint", Q8_0.name: "a GGUF Q8_0 file",
+                Q4_0.name: "a GGUF Q4_0 file"}
 
 
 def needs_checkpoint(row: dict, engine: str) -> str | None:
@@ -94,13 +98,15 @@ def needs_checkpoint(row: dict, engine: str) -> str | None:
 
     >>> needs_checkpoint({"weights": "int4"}, "vllm"), needs_checkpoint({"weights": "fp8"}, "vllm")
     ('an int4 (AWQ/GPTQ) checkpoint', None)
-    >>> needs_checkpoint({"weights": "fp8"}, "trtllm")
-    'an FP8 (ModelOpt) checkpoint'
+    >>> needs_checkpoint({"weights": "fp8"}, "trtllm"), needs_checkpoint({"weights": "w4a16"}, "sglang")
+    ('an FP8 (ModelOpt) checkpoint', 'an int4 (AWQ/GPTQ) checkpoint')
     """
     weights = str(row["weights"])
-    if weights in AS_PUBLISHED or weights in QUANTIZED_AT_LOAD[engine]:
+    fmt = WEIGHT_FORMATS.get(weights)
+    name = weights if fmt is None else fmt.name  # another name of a format (w4a16: int4) needs what it does
+    if name in AS_PUBLISHED or name in QUANTIZED_AT_LOAD[engine]:
         return None
-    return PREQUANTIZED.get(weights, f"a {weights} checkpoint")
+    return PREQUANTIZED.get(name, f"a {weights} checkpoint")
 
 
 def checkpoint_of(row: dict, engine: str, model: str, prequantized: bool = False) -> str:
@@ -142,7 +148,7 @@ def engine_sequences(row: dict, per_rank: bool = False) -> int:
     """
     tp = int(row["tp"])
     total = int(row["batch"]) * max(tp, int(row.get("ep", 1))) // tp
-    return -(-total // attention_split(row)[1]) if per_rank else total
+    return busiest_rank_sequences(total, attention_split(row)[1]) if per_rank else total
 
 
 def launch_notes(row: dict, engine: str, model: str, *, served: dict | None = None,

@@ -33,6 +33,7 @@ from llm_cost.requests.request import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile
+from llm_cost.specs.deployment import attention_batch_for, busiest_rank_sequences
 from llm_cost.catalog.arguments import check_arguments
 
 
@@ -234,7 +235,7 @@ def _held_sequences(groups, batches):
     """(group, batch): the sequences whose K/V one GPU holds, in units of the group's average share
     (`Deployment.attention_batch`: the batch, or under dp-attention the busiest rank's ceil(B / dp) x dp)."""
     dp = np.array([group.deployment.attention_dp for group in groups], dtype=float)[:, None]
-    return np.ceil(batches[None, :] / dp) * dp
+    return attention_batch_for(batches[None, :], dp)
 
 
 def _group_fit(model, gpu, dep, weights, *, space: PlanSpace, variants, isl: int, osl: int, fits_of: dict,
@@ -255,10 +256,10 @@ def _group_fit(model, gpu, dep, weights, *, space: PlanSpace, variants, isl: int
     at = (dep.attention_tp, dep.attention_dp)
     if at not in workspaces:  # the larger workspace of the prefill and the (verification) step
         tp, dp = at  # under dp-attention the busiest rank's ceil(b / dp) sequences, whole
-        pre = [workspace_bytes(model, -(-batch // dp) * isl, -(-batch // dp), tp) for batch in space.batches]
-        workspaces[at] = (np.array([[max(prefill, workspace_bytes(model, -(-batch // dp) * variant.rows_per_sequence,
-                                                                  -(-batch // dp), tp))
-                                     for batch, prefill in zip(space.batches, pre)] for variant in variants]),
+        ranks = [busiest_rank_sequences(batch, dp) for batch in space.batches]
+        pre = [workspace_bytes(model, rank * isl, rank, tp) for rank in ranks]
+        workspaces[at] = (np.array([[max(prefill, workspace_bytes(model, rank * variant.rows_per_sequence, rank, tp))
+                                     for rank, prefill in zip(ranks, pre)] for variant in variants]),
                           np.array(pre))
     return (end_fit.weight_bytes, end_fit.kv_bytes / one, pre_fit.kv_bytes / one, available_of[gpu.name],
             workspaces[at])

@@ -260,8 +260,7 @@ def replica_and_config(cand: Candidate, settings: ServeSettings | None = None):
     from llm_cost.serving.serve_config import ServeConfig, SpecConfig, host_link_bytes_per_s
 
     dep = cand.deployment
-    replica = Replica.from_specs(cand.model, cand.gpu, cand.profile, weights=cand.weights, deployment=dep,
-                                 windowed=True)
+    replica = Replica.from_specs(cand.model, cand.gpu, cand.profile, weights=cand.weights, deployment=dep)
     spec = SpecConfig(gamma=cand.gamma, alpha=cand.alpha, c=cand.c, seed=cand.seed) if cand.gamma else None
     config = ServeConfig(max_batch=cand.batch, spec=spec, pipeline="orca" if dep.pp > 1 else "serial",
                          host_bytes_per_s=host_link_bytes_per_s(cand.gpu),

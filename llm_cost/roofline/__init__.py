@@ -28,7 +28,7 @@ _EXPORTS = {
     **names_from(".timing", "StepTime"),
     **names_from(".pass_cost", "PassCost", "MAX_BATCH", "MAX_CONTEXT", "MAX_ROWS"),
     # the checked twins of pass_terms' formulas (`terms`: the engines call pass_terms unchecked)
-    **names_from(".terms", "causal_pairs", "expected_experts_touched", "roofline_total", "uniform_pass",
+    **names_from(".terms", "causal_pairs", "decode_pairs", "expected_experts_touched", "roofline_total", "uniform_pass",
                  "windowed_pairs", "windowed_pass"),
     **names_from(".critical", "critical_batch", "critical_rows", "first_crossing", "ridge_point"),
 }

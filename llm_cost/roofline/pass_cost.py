@@ -43,6 +43,7 @@ from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs
 from llm_cost.roofline.timing import StepTime
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
                                           windowed_pass)
+from llm_cost.specs.deployment import attention_batch_for
 from llm_cost.specs.validate import check_fields
 from llm_cost.catalog.arguments import check_arguments
 from llm_cost.errors import check_number
@@ -172,14 +173,9 @@ class PassCost:
     def rank_scale(self, batch):
         """The busiest attention rank's share of a uniform pass over its average share:
         ceil(batch / dp) x dp / batch (1 without data-parallel attention; numbers or arrays)."""
-        dp = self.attention_dp
-        if dp == 1:
+        if self.attention_dp == 1:
             return 1.0
-        if isinstance(batch, (int, float)):
-            return -(-batch // dp) * dp / batch
-        import numpy as np
-
-        return np.ceil(np.asarray(batch) / dp) * dp / batch
+        return attention_batch_for(batch, self.attention_dp) / batch
 
     def gemm_rows(self, rows, dense_scale=1.0):
         """Rows at full efficiency that take as long as the pass's `rows` on the ramp (module doc):

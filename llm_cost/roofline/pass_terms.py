@@ -1,7 +1,7 @@
 """The terms of one pass the time model sums: the roofline's max + fixed, the attention pairs of
-causal rows (windows capped), the routed experts rows touch, the weight bytes a pass reads, and
-which GEMM peak a format runs at. `pass_cost.PassCost` evaluates T from them (its module doc has
-the formula); each takes numbers or numpy arrays and checks nothing.
+causal rows (a decode batch's, windows capped), the routed experts rows touch, the weight bytes a
+pass reads, and which GEMM peak a format runs at. `pass_cost.PassCost` evaluates T from them (its
+module doc has the formula); each takes numbers or numpy arrays and checks nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +29,18 @@ def causal_pairs(new_rows, context=0):
     r ctx + r (r + 1) / 2. A prompt of P tokens alone: P (P + 1) / 2.
     """
     return new_rows * context + new_rows * (new_rows + 1) / 2
+
+
+def decode_pairs(rows_each, sequences, cached_tokens):
+    """(query, key) pairs of a decode batch: `sequences` sequences feeding `rows_each` rows each after
+    `cached_tokens` cached tokens in all (the sum of their contexts).
+
+    Every row attends to its own sequence's cache and to the rows before it and itself:
+    r S + n `causal_pairs`(r) = r S + n r (r + 1) / 2 (one row each, a plain decode step: S + n).
+    The engines' hot loops write this expression inline, each beside a comment naming it
+    (tests/test_decode_pairs.py checks the inline forms against it).
+    """
+    return rows_each * cached_tokens + sequences * causal_pairs(rows_each)
 
 
 def uniform_pass(rows, batch, context):

@@ -20,6 +20,8 @@ BATCH = Number(0, 1e12, low_open=True)  # sequences: rows / batch follows
 roofline_total = check_arguments(memory_s=SECONDS, compute_s=SECONDS, fixed_s=SECONDS,
                                  arrays=("memory_s", "compute_s"))(pass_terms.roofline_total)
 causal_pairs = check_arguments(new_rows=COUNT, arrays=("new_rows", "context"))(pass_terms.causal_pairs)
+decode_pairs = check_arguments(rows_each=COUNT, sequences=COUNT, cached_tokens=COUNT,
+                               arrays=("rows_each", "sequences", "cached_tokens"))(pass_terms.decode_pairs)
 uniform_pass = check_arguments(batch=BATCH, arrays=("rows", "batch", "context"))(pass_terms.uniform_pass)
 windowed_pairs = check_arguments(new_rows=COUNT, window=WINDOW, arrays=("new_rows", "context"))(
     pass_terms.windowed_pairs)

@@ -36,7 +36,7 @@ import math
 import operator
 
 from llm_cost.roofline.pass_cost import PassCost
-from llm_cost.roofline.pass_terms import causal_pairs
+from llm_cost.roofline.pass_terms import decode_pairs
 from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 
@@ -183,7 +183,7 @@ class DecodeStretch:
             kv_tokens, pairs = loop.cost.uniform_terms(1, 1, ctx)
             kv_read, pairs = (kv_tokens - 1).sum(axis=0), pairs.sum(axis=0)  # over axis 0: in the loop's order
         else:
-            kv_read, pairs = kv_dec, kv_dec + decoders * causal_pairs(1)  # r kv_dec + decoders causal_pairs(r), r = 1
+            kv_read, pairs = kv_dec, decode_pairs(1, decoders, kv_dec)
         return np.full(k, decoders), kv_read, pairs, kv_dec
 
     def clock(self, times, until, k: int) -> int:

@@ -177,7 +177,7 @@ class _Fast:
             admitting = head < nxt and decoders < max_batch
             full = admitting or not inline or cached < mem_from[decoders]  # the compute term is needed
             if full:
-                pairs = rows_each * cached + decoders * dec_pairs
+                pairs = rows_each * cached + decoders * dec_pairs  # `decode_pairs`, inline
             if admitting:
                 free = total - blocks_ahead
                 while head < nxt and running < max_batch:
@@ -254,7 +254,7 @@ class _Fast:
         n_requests, prompt, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, total, gamma = self.paged, self.total, self.g
         rows_each = gamma + 1
-        dec_pairs = causal_pairs(rows_each)  # each decoder's r rows after its context: r S + n r (r + 1) / 2
+        dec_pairs = causal_pairs(rows_each)  # the loop's pairs: `decode_pairs` inline, r S + n r (r + 1) / 2
         wm = self.wm
         every, arrx = self.every, self.arrx
         over = total if paged else 1 << 62  # blocks ahead past this: preemption

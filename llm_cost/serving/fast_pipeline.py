@@ -231,7 +231,7 @@ def _loop(workload, replica, cfg, on_progress):
             free -= want
             used += want * block
             kv_dec = dec.S
-        pfs, rows, pairs = [], nd, (kv_dec + nd * one if nd else 0.0)
+        pfs, rows, pairs = [], nd, (kv_dec + nd * one if nd else 0.0)  # decode_pairs(1, nd, kv_dec) inline
         while head < nxt and running < hold and nd + len(pfs) < max_batch:  # admission: nothing preempted
             want = blocks_for(prompt[head], block)
             if free - want < wm and (running or free < want):

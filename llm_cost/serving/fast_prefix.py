@@ -243,7 +243,7 @@ class PrefixReplica:
                 break
             if decoders:
                 kv_dec = self.A + decoders * iteration
-                kv_read, pairs = kv_dec, 1 * kv_dec + decoders * cp1
+                kv_read, pairs = kv_dec, 1 * kv_dec + decoders * cp1  # decode_pairs(1, decoders, kv_dec) inline
             else:
                 kv_read = pairs = kv_dec = 0.0
             for req, rows_new in pf:

@@ -17,7 +17,7 @@ import math
 from collections import deque
 
 from llm_cost.serving.engine_state import EngineState
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.iteration import compute_bound_rows, totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.serve_result import ServeResult
@@ -94,7 +94,7 @@ def close_segment(fast) -> None:
         packed = fast.D[k0 + lo:k0 + hi]
         S, U, n_b = packed & _LOW, packed >> 32, nd[lo:hi]
         rows = n_b * r + np.bincount(aa, weights=pp, minlength=m)
-        pairs = r * S + n_b * causal_pairs(r) + np.bincount(aa, weights=causal_pairs(pp), minlength=m)
+        pairs = decode_pairs(r, n_b, S) + np.bincount(aa, weights=causal_pairs(pp), minlength=m)
         dt, comm, draft = totals_time_arrays(cost, spec, g, rows, pairs, n_b, S)
         if paged:
             used = (U + np.bincount(aa, weights=blocks_for(pp, B), minlength=m).astype(np.int64)) * B

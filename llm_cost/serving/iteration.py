@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 
 
 def held_tokens_fn(cost):
@@ -82,7 +82,7 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
     elif dec_run:
         kv_dec = sum(map(kv.__getitem__, dec_run))
         kv_read = kv_dec
-        pairs = r * kv_dec + len(dec_run) * causal_pairs(r)
+        pairs = decode_pairs(r, len(dec_run), kv_dec)
     for index, chunk in pf_run:
         c = pre[index]
         if held:

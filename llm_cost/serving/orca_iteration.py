@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.reservations import Deadlock, Holder
 
 
@@ -62,7 +62,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
         order = list(running)
         stalled = order[prog:]
         kv_read = sum(prompt[request] + it - base[request] - 1 for request in order[:prog])
-    rows, pairs = prog, kv_read + prog
+    rows, pairs = prog, decode_pairs(1, prog, kv_read)
     for request in admitted:
         tokens = prompt[request]
         rows += tokens

@@ -34,7 +34,7 @@ from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.serving.capacity import DEFAULT_RESERVE, KvCapacity, capacity_settings, kv_capacity  # noqa: F401
 from llm_cost.serving.policies import model_max_len
 from llm_cost.roofline import PassCost
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.specs import BF16, PRESETS, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 from llm_cost.specs.profiles import LECTURE_SERVING
@@ -155,7 +155,7 @@ class IterationCost(PassCost):
         """
         if self.kv_windows:  # sliding / chunked layers hold and attend to at most their window
             return self.time(batch, *self.uniform_terms(batch, batch, context))
-        return self.time(batch, batch * (context + 1), batch * (context + 1))
+        return self.time(batch, batch * (context + 1), decode_pairs(1, batch, batch * context))
 
 
 @dataclass(frozen=True)
@@ -211,8 +211,7 @@ class Replica:
     def from_specs(cls, model: ModelSpec, gpu: Accelerator, profile: Profile = PRESETS[LECTURE_SERVING.preset], *,
                    reserve: float | None = None, weights: WeightFormat = BF16,
                    kv_bytes_per_element: float | None = None, kv_tokens: int | None = None,
-                   max_len: int | None = None, deployment: Deployment | None = None,
-                   windowed: bool = False) -> "Replica":
+                   max_len: int | None = None, deployment: Deployment | None = None) -> "Replica":
         r"""GPT-3 13B on one A100 40GB with the lecture preset is the lecture's setting (§3.3).
 
         kv_tokens overrides the capacity computed from memory, weights and reserve. On a
@@ -242,10 +241,6 @@ class Replica:
         deployment : Deployment, optional
             tp, pp, ep, replicas, kv_dtype, overlap_comm, memory basis (default one GPU; a basis
             not named is the profile's: the lecture's 40e9 bytes under its preset).
-        windowed : bool, optional
-            Accept a model with sliding or chunked layers (for `engine.serve`, which caps each
-            layer's K/V at its window); default False: refused, as the step-level paths
-            (`fast_reservations`, `request_level`) count every layer's K/V.
 
         Returns
         -------
@@ -254,8 +249,14 @@ class Replica:
         Raises
         ------
         InvalidValueError
-            When the model leaves no KV room on the accelerator, or has sliding or chunked
-            attention layers (`refuse_windowed`).
+            When the model leaves no KV room on the accelerator.
+
+        Notes
+        -----
+        A model with sliding or chunked layers, or with recurrent layers, is taken: `engine.serve`
+        caps each layer's K/V at its window and holds a state per sequence, in its general loop
+        (the fast paths' allow-lists, `eligibility`, hand such a cost to it; the `request`
+        scheduler refuses it).
 
         Examples
         --------
@@ -278,8 +279,6 @@ class Replica:
         gpu = as_accelerator(gpu)
         profile = as_profile(profile)
         weights = as_weights(weights)  # a format or its name ("int4"), as every function that takes a spec
-        if not windowed:
-            refuse_windowed(model)
         deployment = (SINGLE_GPU if deployment is None else deployment).following(profile)
         cap = kv_capacity(model, gpu, reserve=reserve, weights=weights, kv_bytes_per_element=kv_bytes_per_element,
                           deployment=deployment)  # checks the deployment
@@ -326,35 +325,3 @@ def deployment_label(deployment: Deployment) -> str:
     if deployment.replicas > 1:
         split.append(f"{deployment.total_gpus} GPUs ({deployment.replicas} replicas)")
     return ", " + ", ".join(split)
-
-
-NOT_MODELLED = ("the batching simulator counts every layer's K/V for every cached token (its counters "
-                "are sums of contexts) and does not cap them at sliding or chunked windows")
-
-
-def refuse_windowed(model: ModelSpec) -> None:
-    """Refuse, in one line naming the model, a model whose layers keep only a window of K/V.
-
-    The simulator's capacity (all-layer tokens) and its lazy counters (sums of contexts, advanced
-    by n tokens per decode iteration) would charge such a model every layer's K/V: a wrong number,
-    not a bound to report. `roofline.step_time` and `capacity.sequences_that_fit` do count windows.
-    """
-    from llm_cost.counts import layer_windows
-
-    if model.recurrent is not None:  # its counters would hold K/V tokens, not a state per sequence
-        raise InvalidValueError(f"{model.name} keeps a recurrent state in {model.num_recurrent_layers} of "
-                                f"{model.num_layers} layers: the step-level simulator's counters hold K/V tokens, not "
-                                f"a fixed state per sequence; the serving engine counts it (a replica built with "
-                                f"windowed=True, as `run_batching` builds it)", params=("model",))
-    windows = layer_windows(model)
-    if not windows:
-        return
-    kinds = model.attention_layer_types
-    parts = []
-    for kind, size, how in (("sliding", model.sliding_window, "slide over {} tokens"),
-                            ("chunked", model.attention_chunk_size, "attend in {}-token chunks")):
-        if kind in kinds:
-            parts.append(f"{kinds.count(kind)} of {model.num_layers} layers {how.format(size)}")
-    raise InvalidValueError(f"{model.name} has windowed attention ({'; '.join(parts)}): {NOT_MODELLED}; "
-                            f"step_time, sequences_that_fit and the serving engine (`serve`) count its windows",
-                            params=("model",))

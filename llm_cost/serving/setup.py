@@ -104,7 +104,7 @@ def serving_setup(target, gpu, profile, *, weights=BF16, deployment=None, reserv
                                     params=("draft",))
         kv_tokens = dmem.kv_tokens
     replica = Replica.from_specs(target, gpu, profile, reserve=reserve, weights=weights, kv_tokens=kv_tokens,
-                                 max_len=max_len, deployment=deployment, windowed=True)
+                                 max_len=max_len, deployment=deployment)
     config = ServeConfig(max_batch=max_batch, reservation=reservation, block_size=block_size, watermark=watermark,
                          preemption=preemption, prefill_chunk=prefill_chunk, spec=spec, pipeline=pipeline,
                          host_bytes_per_s=host_link_bytes_per_s(gpu),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.serve_config import SpecConfig
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 
@@ -96,12 +96,12 @@ def choose_gamma(spec: SpecConfig, cost, decoders, kv) -> int:
     if spec.policy == "off-above-batch":
         return 0 if batch > spec.off_above else spec.gamma
     ctx = float(sum(kv[seq] for seq in decoders))
-    plain = (spec.draft_cost or cost).time(batch, ctx + batch, ctx + batch)
+    plain = (spec.draft_cost or cost).time(batch, ctx + batch, decode_pairs(1, batch, ctx))
     draft = plain if spec.draft_cost is not None else spec.c * plain
     best, best_rate = 0, -1.0
     for g in range(spec.gamma + 1):
         rows = g + 1
-        seconds = cost.time(batch * rows, ctx + batch * rows, rows * ctx + batch * causal_pairs(rows)) + g * draft
+        seconds = cost.time(batch * rows, ctx + batch * rows, decode_pairs(rows, batch, ctx)) + g * draft
         rate = batch * float(expected_tokens_unchecked(spec.alpha, g)) / seconds
         if rate > best_rate * (1 + 1e-12):
             best, best_rate = g, rate

@@ -26,6 +26,35 @@ MAX_DEGREE = 1024  # far past any node or pod a single model is served on
 DEFAULT_RESERVE = 0.1  # vLLM's gpu_memory_utilization 0.9; the lecture's code also holds back 10% (§2.3)
 
 
+def busiest_rank_sequences(batch, ranks):
+    """Sequences of the busiest of `ranks` data-parallel attention ranks sharing `batch`: ceil(batch / ranks).
+
+    Numbers by exact floor division, -(-batch // ranks); numpy arrays (`batch`, `ranks` or both,
+    broadcast) by numpy.ceil(batch / ranks).
+
+    >>> busiest_rank_sequences(9, 8), busiest_rank_sequences(16, 8), busiest_rank_sequences(3, 1)
+    (2, 2, 3)
+    """
+    if isinstance(batch, (int, float)) and isinstance(ranks, (int, float)):
+        return -(-batch // ranks)
+    import numpy as np
+
+    return np.ceil(np.asarray(batch) / ranks)
+
+
+def attention_batch_for(batch, dp):
+    """`batch` rounded up to whole sequences on each of `dp` attention ranks: ceil(batch / dp) x dp, the
+    busiest rank's sequences over dp's average share (`batch` itself for one rank, dp 1). Numbers or
+    numpy arrays (`busiest_rank_sequences`); `Deployment.attention_batch` is this at its attention_dp.
+
+    >>> attention_batch_for(9, 8), attention_batch_for(9, 1)
+    (16, 9)
+    """
+    if isinstance(dp, (int, float)) and dp == 1:
+        return batch
+    return busiest_rank_sequences(batch, dp) * dp
+
+
 @dataclass(frozen=True)
 class Deployment:
     """GPUs and their split: tensor (tp), pipeline (pp) and expert (ep) parallel degrees, replicas,
@@ -141,12 +170,7 @@ class Deployment:
         >>> Deployment(tp=8, ep=8, dp_attention=True).attention_batch(1), Deployment(tp=8).attention_batch(1)
         (8, 1)
         """
-        dp = self.attention_dp
-        if dp == 1:
-            return batch
-        import math
-
-        return math.ceil(batch / dp) * dp
+        return attention_batch_for(batch, self.attention_dp)
 
     @property
     def label(self) -> str:

@@ -127,6 +127,29 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "q4_0": Q4_0,
     "checkpoint": CHECKPOINT,
 }
+# A model's own checkpoint format by the name a measurement gives it (its config's quantization
+# method), with a model that ships it: the `checkpoint` format for such a model, refused for any other
+# (`calibrate.prediction.weight_format_of`; InferenceX's gpt-oss rows say mxfp4).
+SHIPPED_FORMATS: dict[str, str] = {"mxfp4": "gpt-oss"}
+
+
+def weight_format_names() -> str:
+    """The registry's formats for a help line, each once with its other names and its bits per weight.
+
+    >>> weight_format_names().startswith("bf16/fp16 (16 bits), w4a16/int4 (4.25 bits, g128), int8/w8a16 (8.25")
+    True
+    """
+    names: dict[WeightFormat, list[str]] = {}
+    for name, fmt in WEIGHT_FORMATS.items():
+        names.setdefault(fmt, []).append(name)
+    parts = []
+    for fmt, aliases in names.items():
+        if fmt.checkpoint:
+            what = "the model's own: FP8 blocks, MXFP4 experts, else torch_dtype"
+        else:
+            what = f"{fmt.effective_bits:g} bits" + (f", g{fmt.group_size}" if fmt.group_size > 1 else "")
+        parts.append(f"{'/'.join(aliases)} ({what})")
+    return ", ".join(parts)
 
 
 def weight_format(name: str, group_size: int | None = None) -> WeightFormat:
