@@ -130,6 +130,9 @@ class BatchingRequest:
     compare_prefix_caching: bool = False
 
     def __post_init__(self) -> None:
+        from llm_cost.specs.weights import as_weights
+
+        object.__setattr__(self, "weights", as_weights(self.weights))  # a format's name is the format
         _check_ranges(self)
         check_fields(self, infinite=("rates",))
         _check_modes(self)
