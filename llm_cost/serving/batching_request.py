@@ -38,7 +38,8 @@ class BatchingRequest:
     Attributes
     ----------
     model, gpu, profile, weights
-        Specs or catalog names (`"llama-3-8b"`, `"h100-sxm"`, `"measured"`, `"bf16"`).
+        Specs or catalog names (`"llama-3-8b"`, `"h100-sxm"`, `"measured"`, `"bf16"`; a weight format's name
+        becomes its `WeightFormat` when the request is built).
     deployment
         The `Deployment` of one replica (tp, pp, ep, gpus, K/V dtype, reserve); None: one GPU.
     scheduler, max_batch, reservation, block_size, watermark, preemption, prefill_chunk, pipeline
