@@ -25,6 +25,7 @@ SINGLE_AND_LIST = {
     "--alpha": "table's one acceptance rate beside the sweeps' rows or curves",
     "--gamma": "table's one gamma beside the sweeps' rows or curves",
     "--mtp-alpha": "plan's one MTP acceptance beside table's rows",
+    "--c": "one draft cost (request, batching, plan, table, tree) beside the sweeps' rows or curves",
     "--tau": "request's one mean accepted length beside spec's rows",
     "--max-batch": "one batch limit to serve with beside plot's curves",
     "--scheduler": "batching's one scheduler beside plot's curves",

@@ -179,10 +179,10 @@ Hits = Annotated[str, HITS]
 SPEC_GAMMA = typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
 SpecGamma, SpecGammaSet = Annotated[Optional[int], SPEC_GAMMA], Annotated[int, SPEC_GAMMA]
-DRAFT_C_HELP = ("Draft step over target step (Leviathan's c), >= 0 (a tree: one draft level's); repeatable "
-                "where the command sweeps it; unset with --draft: the draft's own cost.")
+DRAFT_C_HELP = ("Draft step over target step (Leviathan's c), >= 0 (a tree: one draft level's); unset with "
+                "--draft: the draft's own cost.")
 DraftC = Annotated[Optional[float], typer.Option("--c", help=DRAFT_C_HELP)]
-DraftCs = Annotated[Optional[List[float]], typer.Option("--c", help=DRAFT_C_HELP)]  # repeatable
+DraftCs = Annotated[Optional[List[float]], typer.Option("--c", help=repeatable(DRAFT_C_HELP, "a row or curve each"))]
 DraftModel = Annotated[Optional[str], typer.Option("--draft", help="Draft model (catalog name or config.json): its own step time on the same GPUs, its weights and K/V beside the target's; instead of --c.")]
 # The serving workload's lengths (batching)
 PromptLen = Annotated[Optional[str], typer.Option("--prompt-len", help="Prompt tokens: N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX (default uniform:32:512; plan --verify: every prompt --isl long).")]
@@ -193,8 +193,9 @@ OutputLen = Annotated[Optional[str], typer.Option("--output-len", help="Output t
 TP_HELP = "Tensor-parallel GPUs per pipeline stage (divides the heads)."
 PP_HELP = "Pipeline stages (layers split in balanced stages)."
 EP_HELP = "Expert-parallel ranks of a MoE's routed experts (divides or is a multiple of --tp)."
-Tp, Pp, Ep = (Annotated[int, typer.Option("--tp", help=TP_HELP)], Annotated[int, typer.Option("--pp", help=PP_HELP)],
-              Annotated[int, typer.Option("--ep", help=EP_HELP)])
+Tp = Annotated[int, typer.Option("--tp", help=TP_HELP)]
+Pp = Annotated[int, typer.Option("--pp", help=PP_HELP)]
+Ep = Annotated[int, typer.Option("--ep", help=EP_HELP)]
 # the degrees a search tries (plan), beside the deployment's one value
 TpSearched = Annotated[Optional[List[int]], typer.Option("--tp", help=repeatable(
     TP_HELP, "plan searches each (default powers of two up to --max-tp)"))]
