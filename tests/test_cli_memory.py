@@ -107,6 +107,8 @@ def test_batching_equal_lengths_and_kv_override():
     (["waste", "--isl", "100", "--osl", "10", "--osl", "20"], "same number of times"),
     (["waste", "--isl", "0", "--osl", "10"], "--isl must be in [1, inf)"),
     (["waste", "--rate", "1", "--isl", "5", "--osl", "5"], "without --isl and --osl"),
+    (["waste", "--prompt", "100", "--output", "10"], "--prompt is now --isl"),  # issue 24.4: renamed
+    (["waste", "--isl", "100", "--output=10"], "--output is now --osl"),
     (["batching"], "give --rate R"),
     (["batching", "--rate", "1", "--slo-ms", "45"], "not both"),
     (["batching", "--rate", "-1"], "--rate must be in [1e-06, inf)"),
