@@ -47,8 +47,8 @@ def test_waste_exercise_1_by_default():
     row = rows_of("waste")[0]
     assert (row["positions_computed"], row["positions_needed"]) == (1047, 687)
     assert row["waste_fraction"] == pytest.approx(0.344, abs=5e-4)
-    same = rows_of("waste", "--prompt", "100", "--prompt", "300", "--prompt", "200",
-                   "--output", "10", "--output", "50", "--output", "30")
+    same = rows_of("waste", "--isl", "100", "--isl", "300", "--isl", "200",
+                   "--osl", "10", "--osl", "50", "--osl", "30")
     assert same[0] == row
     assert "34.4" in run("waste").output
 
@@ -104,9 +104,11 @@ def test_batching_equal_lengths_and_kv_override():
     (["capacity", "--gen", "600", "--max-gen", "512"], "--gen must be in [1, 512]"),
     (["capacity", *ORCA, "--prompt", "2000", "--max-gen", "512"], "--prompt + --max-gen must be at most --max-len (2048)"),
     (["capacity", "--gpu", "a99"], "unknown gpu 'a99'"),
-    (["waste", "--prompt", "100", "--output", "10", "--output", "20"], "same number of times"),
-    (["waste", "--prompt", "0", "--output", "10"], "--prompt must be in [1, inf)"),
-    (["waste", "--rate", "1", "--prompt", "5", "--output", "5"], "without --prompt and --output"),
+    (["waste", "--isl", "100", "--osl", "10", "--osl", "20"], "same number of times"),
+    (["waste", "--isl", "0", "--osl", "10"], "--isl must be in [1, inf)"),
+    (["waste", "--rate", "1", "--isl", "5", "--osl", "5"], "without --isl and --osl"),
+    (["waste", "--prompt", "100", "--output", "10"], "--prompt is now --isl"),  # issue 24.4: renamed
+    (["waste", "--isl", "100", "--output=10"], "--output is now --osl"),
     (["batching"], "give --rate R"),
     (["batching", "--rate", "1", "--slo-ms", "45"], "not both"),
     (["batching", "--rate", "-1"], "--rate must be in [1e-06, inf)"),

@@ -207,7 +207,7 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args,needle", [
     (["batching", "--scheduler", "REQUEST", "--rate", "2", "-n", "20"], None),  # KeyError; names ignore case
-    (["waste", "--prompt", "100"], "--prompt and --output must be given the same number of times"),  # TypeError
+    (["waste", "--isl", "100"], "--isl and --osl must be given the same number of times"),  # TypeError
     (["model", "a" * 300], "unknown model 'aaaaaaaaaaa... (302 characters)"),  # OSError, path printed
     (["batching", "--prompt-len", "1e300", "--rate", "2", "-n", "10"], "--prompt-len must be in [1, 10000000]"),
     (["capacity", "--kv-bytes", "4.9e-324"], "--kv-bytes must be in [0.0625, 16]"),  # OverflowError

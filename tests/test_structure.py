@@ -233,9 +233,10 @@ def options_module_infos() -> set[int]:
 
 
 def test_shared_options_are_declared_once():
-    """Issue 24.4: an option two commands take is declared once, in commands/options.py, with one help
-    text; a flag has a second declaration only where its type truly differs (a repeatable list beside
-    a single value, a search's list beside a deployment's number), and that one sits in options.py too."""
+    """Issue 24.4: an option two commands take is declared once, in commands/options.py (its one help
+    text and one type: tests/test_one_help_text.py); a flag has a second declaration only where its type
+    truly differs (a repeatable list beside a single value, a search's list beside a deployment's
+    number), and that one sits in options.py too."""
     in_options = options_module_infos()
     twice = []
     for flag, infos in option_declarations().items():

@@ -60,6 +60,11 @@ class OneLineErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+# Flags a command renamed (issue 24.4): the old one is refused with the new one's name. waste's per-request
+# lengths were --prompt and --output; --output is a file in every other command, --prompt capacity's mean.
+RENAMED = {"waste": {"--prompt": "--isl", "--output": "--osl"}}
+
+
 class OneValueCommand(TyperCommand):
     """A command whose single-value options refuse a second value (`--gpu h100-sxm --gpu h200`):
     click keeps the last one silently; here it is an error naming the option.
@@ -69,6 +74,10 @@ class OneValueCommand(TyperCommand):
     """
 
     def parse_args(self, ctx, args):
+        renamed = RENAMED.get(ctx.info_name, {})
+        old = next((arg.partition("=")[0].lower() for arg in args if arg.partition("=")[0].lower() in renamed), None)
+        if old:
+            raise UsageError(f"{old} is now {renamed[old]} (each request's tokens, as `request` names them)", ctx=ctx)
         if not ctx.resilient_parsing:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
             seen = set()

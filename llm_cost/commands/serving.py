@@ -12,8 +12,8 @@ import typer
 from llm_cost.commands.app import command, emit, warn_unfit
 from llm_cost.commands.options import (Arrivals, AS_GIVEN, Concurrency, DEFAULT, deployment_options, DeploymentArgs,
                                        DisaggregateSplit, DraftC, DraftModel, EngineOpt, Format, GpuOpt, GpusOpt,
-                                       KvTokens, MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeKvBytes, ModelOpt,
-                                       ModelsOpt, OutputLen, Outputs, PrefillChunk, Preset, PromptLen, Prompts,
+                                       KvTokens, MaxBatch, MaxGen, MaxGenTokens, MaxLen, MaybeIsls, MaybeKvBytes,
+                                       MaybeOsls, ModelOpt, ModelsOpt, OutputLen, PrefillChunk, Preset, PromptLen,
                                        PromptTokens, Rates, Requests, Reserve, Scheduler, Seed, SloMs, SloStat,
                                        Quiet, SpecAlpha, SpecGamma, Trace, Weights)
 from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerGpuHour, UsdPerKwh  # batching: decode pool, prices
@@ -174,11 +174,11 @@ WASTE_SIM_COLUMNS = [
 ]
 
 
-@command("waste", epilog="Example: llm-cost waste --prompt 100 --prompt 300 --prompt 200 --output 10 "
-                         "--output 50 --output 30 (exercise 1, the default); llm-cost waste --rate 0.5 --rate 2")
+@command("waste", epilog="Example: llm-cost waste --isl 100 --isl 300 --isl 200 --osl 10 "
+                         "--osl 50 --osl 30 (exercise 1, the default); llm-cost waste --rate 0.5 --rate 2")
 def waste_cmd(
-    prompt: Prompts = None,
-    output: Outputs = None,
+    prompt: MaybeIsls = None,  # one request's tokens each (--isl, --osl: `request`'s names; --output is a file)
+    output: MaybeOsls = None,
     rate: Rates = None,
     max_batch: MaxBatch = 8,
     requests: Requests = 2000,
@@ -204,7 +204,7 @@ def waste_cmd(
              title="Request-level batch: prompts padded to the longest, rows run to the longest output")
         return
     if prompt or output:
-        raise InvalidValueError("--rate simulates Orca's workload; give it without --prompt and --output")
+        raise InvalidValueError("--rate simulates Orca's workload; give it without --isl and --osl")
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.serving_rows import batching_rows, waste_sim_row
