@@ -311,13 +311,18 @@ def batching_cmd(
     profile = with_engine(parse.profile(preset), engine)
     weight_format, (kv_dtype, _) = parse.weights(weights), kv_settings(deploy.kv_dtype, None)
     policy, off_above = parse.spec_policy(spec_policy)
+    from llm_cost.catalog import load_accelerator, load_model
+
+    # the specs loaded here, as every command loads them (their errors worded alike)
+    model_spec, gpu_spec = load_model(model), load_accelerator(gpu)
+    draft_spec = load_model(draft) if draft is not None else None
     request = BatchingRequest(
-        model=model, gpu=gpu, profile=profile, weights=weight_format,
+        model=model_spec, gpu=gpu_spec, profile=profile, weights=weight_format,
         deployment=parse.deployment(deploy, profile, reserve, kv_dtype=kv_dtype), scheduler=scheduler,
         max_batch=max_batch, reservation=reservation, block_size=block_size, watermark=watermark,
         preemption=preemption, prefill_chunk=prefill_chunk, pipeline=pipeline, prefix_caching=prefix_caching,
         kv_offload_bytes=kv_offload_bytes, kv_tokens=kv_tokens, max_len=max_len, spec_gamma=spec_gamma,
-        spec_alpha=spec_alpha, c=c, draft=draft, spec_policy=policy, spec_off_above=off_above,
+        spec_alpha=spec_alpha, c=c, draft=draft_spec, spec_policy=policy, spec_off_above=off_above,
         spec_acceptance=parse.acceptance(spec_acceptance), rates=tuple(rate or ()), requests=requests, seed=seed,
         prompt=prompt_len or BatchingRequest.prompt, output=output_len or BatchingRequest.output, max_gen=max_gen,
         arrivals=arrivals, concurrency=concurrency, trace=trace, prefixes=prefixes, slo_s=slo_s, slo_stat=slo_stat,

@@ -38,8 +38,8 @@ class BatchingRequest:
     Attributes
     ----------
     model, gpu, profile, weights
-        Specs or catalog names (`"llama-3-8b"`, `"h100-sxm"`, `"measured"`, `"bf16"`; a weight format's name
-        becomes its `WeightFormat` when the request is built).
+        Specs or catalog names (`"llama-3-8b"`, `"h100-sxm"`, `"measured"`, `"bf16"`); a name becomes
+        the spec it loads when the request is built.
     deployment
         The `Deployment` of one replica (tp, pp, ep, gpus, K/V dtype, reserve); None: one GPU.
     scheduler, max_batch, reservation, block_size, watermark, preemption, prefill_chunk, pipeline
@@ -131,12 +131,17 @@ class BatchingRequest:
     compare_prefix_caching: bool = False
 
     def __post_init__(self) -> None:
-        from llm_cost.specs.weights import as_weights
+        from llm_cost.catalog.arguments import default_rules
 
-        object.__setattr__(self, "weights", as_weights(self.weights))  # a format's name is the format
         _check_ranges(self)
         check_fields(self, infinite=("rates",))
         _check_modes(self)
+        # a catalog name is the spec it loads (an unknown one refused naming the field): the request by
+        # name equals the request by spec
+        rules = default_rules()
+        for field in ("profile", "weights", "model", "gpu", "draft"):
+            if getattr(self, field) is not None:
+                object.__setattr__(self, field, rules[field].check(field, getattr(self, field)))
 
     @property
     def mode(self) -> str:
