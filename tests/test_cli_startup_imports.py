@@ -72,3 +72,16 @@ def test_the_command_runs_with_the_collector_and_main_gives_it_back():
               "print('DURING', seen, off, gc.isenabled(), gc.get_freeze_count())")
     # a caller that turned the collector off keeps it off (nothing frozen); one that had it on gets it back
     assert _after(during, "model", "llama-3-8b") == "DURING [(False, False), (True, True)] False True 0"
+
+
+def test_a_callers_frozen_objects_stay_frozen():
+    # review: main unfroze every object, a caller's gc.freeze() too; now it freezes (and gives back) only
+    # when nothing was frozen before it
+    code = ("from llm_cost.cli import main\n"
+            "keep = [[index] for index in range(1000)]\n"
+            "gc.freeze()\n"
+            "before = gc.get_freeze_count()\n"
+            "sys.argv = ['llm-cost', 'model', 'llama-3-8b']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('KEPT', gc.get_freeze_count() >= before - 100 > 900, gc.isenabled())")
+    assert _after(code, "model", "llama-3-8b") == "KEPT True True"

@@ -135,8 +135,9 @@ def resume_collector() -> None:
     by tests or other code keeps the collector as it found it)."""
     if COLLECTOR["paused"]:
         COLLECTOR["paused"] = False
-        COLLECTOR["frozen"] = True
-        gc.freeze()
+        if gc.get_freeze_count() == 0:  # a caller that froze objects of its own keeps them (and ours) frozen
+            COLLECTOR["frozen"] = True
+            gc.freeze()
         gc.enable()
 
 

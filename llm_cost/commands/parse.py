@@ -29,6 +29,7 @@ OPTION_OF = {
     "prefix_distribution": "prefix_dist", "prefix_tokens": "group_prefix",  # `prefixes.with_prefix_groups`
     "slo_s": "slo_ms", "slo_ttft_s": "slo_ttft_ms", "slo_tpot_s": "slo_tpot_ms",  # `BatchingRequest`: seconds
     "spec_off_above": "spec_policy", "prompt": "prompt_len", "output": "output_len",
+    "budget": "gpus", "tpot_s": "tpot_ms", "ttft_s": "ttft_ms",  # `plan`: its GPU budget, its targets in seconds
 }
 
 
