@@ -20,8 +20,7 @@ from llm_cost.commands.options import DecodeMaxBatch, DecodeTp, UsdPerGpuHour, U
 from llm_cost.commands.options import KvOffloadBytes, PrefixCaching, prefix_options  # prefixes
 from llm_cost.commands.progress import SweepProgress
 from llm_cost.serving.capacity import DEFAULT_RESERVE
-from llm_cost.commands.serving_common import (BATCHING_COLUMNS, BATCHING_DEPLOYED_COLUMNS, FIT_COLUMN,  # noqa: F401
-                                              kv_settings)
+from llm_cost.commands.serving_common import FIT_COLUMN, kv_settings
 from llm_cost.report.render import Column, fixed
 from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
@@ -300,6 +299,7 @@ def batching_cmd(
     from llm_cost.commands.serving_energy import check_price
     from llm_cost.commands.serving_engine import PROGRESS, render_batching
     from llm_cost.errors import InvalidValueError
+    from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.serving.batching_request import BatchingRequest
     from llm_cost.serving.batching_run import run_batching
 
@@ -311,10 +311,7 @@ def batching_cmd(
     profile = with_engine(parse.profile(preset), engine)
     weight_format, (kv_dtype, _) = parse.weights(weights), kv_settings(deploy.kv_dtype, None)
     policy, off_above = parse.spec_policy(spec_policy)
-    from llm_cost.catalog import load_accelerator, load_model
-
-    # the specs loaded here, as every command loads them (their errors worded alike)
-    model_spec, gpu_spec = load_model(model), load_accelerator(gpu)
+    model_spec, gpu_spec = load_model(model), load_accelerator(gpu)  # as every command loads them (one wording)
     draft_spec = load_model(draft) if draft is not None else None
     request = BatchingRequest(
         model=model_spec, gpu=gpu_spec, profile=profile, weights=weight_format,

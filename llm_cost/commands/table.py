@@ -68,7 +68,7 @@ def table_cmd(
         split = deployment.label + (" (per GPU)" if deployment.label else "")
         title = f"Cost table: {acc.name}{split}, preset article: theoretical (GB = 1e9 bytes)"
         view, columns = table_view(rows, contexts=context)
-        notes = table_notes(rows)
+        notes = table_notes(rows, split_hint="give --tp or --pp to split it")
         columns = [Column(key, header, str if key == "quantity" else _cell) for key, header in columns]
         if fmt == "markdown":
             render(view, columns, fmt, title=title, caption="\n".join(f"- {line}" for line in notes))

@@ -36,7 +36,6 @@ DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
 DEFAULT_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512
 DEFAULT_MAX_TP = 8  # an HGX node's NVLink domain
-DEFAULT_GAMMA_MAX = 8
 MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
 
 

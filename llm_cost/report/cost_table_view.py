@@ -184,8 +184,9 @@ def table_view(rows: Sequence[dict], *, contexts: Sequence[int] = DEFAULT_CONTEX
     return view, [("quantity", "")] + [(f"m{column}", row["model"]) for column, row in enumerate(rows)]
 
 
-def table_notes(rows: Sequence[dict]) -> list[str]:
-    """What the table assumes, and the notes a reader of the MTP and MoE rows needs (one per line)."""
+def table_notes(rows: Sequence[dict], split_hint: str = "a deployment's tp or pp splits it") -> list[str]:
+    """What the table assumes, and the notes a reader of the MTP and MoE rows needs (one per line);
+    `split_hint` says how to split weights that do not fit (a front end names its own options)."""
     first = rows[0]
     notes = [
         f"Theoretical: {first['gpu_name']} at peak bandwidth and FLOP/s (article preset), every weight byte read "
@@ -202,7 +203,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
     if any(_priced(rows, key) for key in ("usd_per_million_output_tokens", "usd_per_million_tokens_energy")) and any(
             not (row["fits_bf16"] and row["fits_int4"]) for row in rows):
         notes.append(f"{NOT_PRICED}: that format's weights do not fit, so no deployment runs to price "
-                     "(a deployment's tp or pp splits it).")
+                     f"({split_hint}).")
     past = {row["model"]: row["context_limit"] for row in rows if _marked_past(row)}
     if past:
         notes.append(f"{PAST_MARK} Past the model's context limit ("
@@ -213,7 +214,7 @@ def table_notes(rows: Sequence[dict]) -> list[str]:
                      "not the generic draft.")
     if any(not (row["fits_bf16"] and row["fits_int4"]) for row in rows):
         notes.append(f"{UNFIT_MARK} That format's weights do not fit: the figure is the article's \"assuming it fits\", "
-                     "not a deployment that can run (a deployment's tp or pp splits it).")
+                     f"not a deployment that can run ({split_hint}).")
     if first["tp"] * first["pp"] > 1:
         notes.append(f"Deployment: {first['gpus']} GPUs, tp {first['tp']} x pp {first['pp']}"
                      + (f", ep {first['ep']}" if first["ep"] > 1 else "") + ": each decode step is one GPU's share of the "

@@ -109,7 +109,7 @@ def _print_table(rows, columns, title: str, caption: str, out) -> None:
     # Text is printed as written: `E[tokens]` is not Rich markup to be swallowed. The leading text
     # columns are the row's key, repeated by every stacked table: a name there ("A100 80GB") stays whole.
     lead = _lead(columns)
-    columns = [Column(column.key, escape(column.header), column.text, whole=index < lead) for index, column in enumerate(columns)]
+    columns = [Column(column.key, escape(column.header), column.text, whole=column.whole or index < lead) for index, column in enumerate(columns)]
     cells = [[escape(text) for text in line] for line in cells]
     title, caption = escape(title or ""), escape(caption or "")
     console = Console(file=out if out is not sys.stdout else None, emoji=emoji)

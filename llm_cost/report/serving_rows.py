@@ -20,7 +20,7 @@ from llm_cost.report.render import Column
 from llm_cost.serving.batch_waste import padding_waste
 from llm_cost.serving.capacity import capacity_settings, kv_capacity
 from llm_cost.serving.policies import context_max_len, requests_by_policy
-from llm_cost.serving.rate_search import RateSearch, highest_rate
+from llm_cost.serving.rate_search import RateSearch
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.serve_config import config_for
 from llm_cost.serving.serve_result import ServeResult
@@ -191,22 +191,6 @@ def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_b
     return rows, results
 
 
-def search_row(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int, slo_s: float,
-               statistic: str = "median", reservation: str | None = None,
-               on_step: Callable[[int, int], None] | None = None, metric: str = "latency_per_token",
-               longer: Callable[[int], Workload] | None = None) -> tuple[dict, RateSearch]:
-    """The highest rate meeting the latency target, with the metrics at that rate (`highest_rate`;
-    with `longer`, checked on a run ten times longer: `search_fields`)."""
-    search = highest_rate(workload, replica, scheduler=scheduler, max_batch=max_batch, slo_s=slo_s,
-                          statistic=statistic, reservation=reservation, on_step=on_step, metric=metric, longer=longer)
-    row = batching_row(search.result, workload, scheduler=scheduler, max_batch=max_batch,
-                       rate=search.rate_req_per_s, replica=replica)
-    row.update({"slo_s": slo_s, "slo_stat": statistic, "slo_metric": metric,
-                "unloaded_latency_per_token_s": search.unloaded_s, "saturated_throughput_req_per_s": search.saturated_req_per_s,
-                "saturated_deadlock": search.saturated_deadlock, **search_fields(search)})
-    return row, search
-
-
 def search_verdict(search: RateSearch) -> str:
     """What a rate search's row says beside its rate (`SEARCH_COLUMN`): "found", "never met" (the rate 0
     is none) or "lower bound" (saturated: no rate tried missed, the rate is the highest tried, not a found
@@ -220,7 +204,7 @@ def search_verdict(search: RateSearch) -> str:
 
 
 # the column a searched rate's row adds after its rate (`with_search_column`)
-SEARCH_COLUMN = Column("search_verdict", "search")
+SEARCH_COLUMN = Column("search_verdict", "search", whole=True)  # "lower bound" on one line
 
 
 def with_search_column(columns: Sequence[Column]) -> list[Column]:
@@ -361,17 +345,3 @@ def fleet_fields(fleet, dep) -> dict:
             "tokens_per_s_replica": whole.tokens_per_s / fleet.replica_count}  # the mean replica's, not the fleet's
 
 
-def serve_rows(workload: Workload, replica: Replica, config, *, rates: Sequence[float],
-               on_step: Callable[[int, int], None] | None = None, **row_kw) -> tuple[list[dict], list]:
-    """One engine run per rate, the same requests replayed at each (a closed loop: one run)."""
-    from llm_cost.serving.engine import serve
-
-    rows, results = [], []
-    runs = len(rates)
-    for index, rate in enumerate(rates):
-        wl = workload.at_rate(rate)
-        inner = (lambda done, total, index=index: on_step(index * total + done, runs * total)) if on_step else None  # requests finished
-        result = serve(wl, replica, config, on_progress=inner)
-        rows.append(serve_row(result, wl, config, replica=replica, **row_kw))
-        results.append(result)
-    return rows, results

@@ -32,17 +32,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_cost.counts import BF16_BYTES  # noqa: F401 (re-exported: serving's default)
 from llm_cost.catalog import as_accelerator, as_model
 from llm_cost.counts import kv_bytes, kv_bytes_per_token, layer_windows
 from llm_cost.counts.weights import resident_weight_bytes
 from llm_cost.errors import check_number
 from llm_cost.specs import BF16, Accelerator, ModelSpec, WeightFormat
-from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment
+from llm_cost.specs.deployment import DEFAULT_RESERVE, SINGLE_GPU, Deployment  # noqa: F401 (DEFAULT_RESERVE re-exported)
 from llm_cost.specs.kv_dtypes import KV_BYTES_RANGE
 from llm_cost.serving.policies import requests_that_fit
 
-from llm_cost.specs.profiles import MEMORY_BASES  # noqa: F401 (re-exported)
 from llm_cost.catalog.arguments import check_arguments
 
 

@@ -29,7 +29,6 @@ from llm_cost.errors import InvalidValueError, check_number, short_repr
 from llm_cost.serving.workload import Workload
 from llm_cost.catalog.arguments import Number, Text, check_arguments
 
-LENGTH_KINDS = ("fixed", "uniform", "lognormal", "zipf")
 MAX_REQUEST_TOKENS = 10**7  # tokens of one request: far past any context window (`requests.request.MAX_TOKENS`)
 
 
@@ -79,18 +78,6 @@ def parse_length(option: str, text) -> tuple:
             raise
         raise bad from None
     raise bad
-
-
-def length_bounds(spec: tuple) -> tuple[int, int | None]:
-    """(smallest, largest) a spec can draw; largest None when unbounded (lognormal)."""
-    kind = spec[0]
-    if kind == "fixed":
-        return spec[1], spec[1]
-    if kind == "uniform":
-        return spec[1], spec[2]
-    if kind == "zipf":
-        return 1, spec[2]
-    return 1, None
 
 
 def describe_length(spec: tuple) -> str:
