@@ -9,7 +9,7 @@ import json
 import pytest
 
 import llm_cost as lc
-from helpers import run
+from helpers import error_line, run
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.batching_request import BatchingRequest, implied_reservation
 from llm_cost.serving.batching_run import run_batching
@@ -76,8 +76,16 @@ def test_disaggregated_pools_refuse_gpus_they_do_not_use():
         run_batching(BatchingRequest(**SMALL, rates=(2.0,), disaggregate=(2, 2), deployment=lc.Deployment(gpus=2)))
     assert {"gpus", "disaggregate"} <= set(err.value.params) and "= 4 GPUs" in str(err.value)
     out = run_batching(BatchingRequest(**SMALL, rates=(2.0,), disaggregate=(1, 2), decode_tp=2, reservation="paged"))
-    assert (out.pools.prefill, out.pools.decode, out.pools.gpus, out.pools.deployment.tp) == (1, 2, 5, 2)
+    assert (out.pools.prefill, out.pools.decode, out.pools.gpus, out.pools.decode_deployment.tp) == (1, 2, 5, 2)
     assert out.results[0].finished == 40
+
+
+def test_the_decode_pools_split_refused_names_decode_tp():
+    with pytest.raises(InvalidValueError) as err:  # llama-3.2-1b: 32 attention heads
+        run_batching(BatchingRequest(**SMALL, rates=(1.0,), disaggregate=(1, 1), decode_tp=3))
+    assert err.value.params == ("decode_tp",) and str(err.value).startswith("decode_tp must divide")
+    assert error_line("batching", "--disaggregate", "1:1", "--decode-tp", "3", "--rate", "1", "--requests", "20") == (
+        "Error: --decode-tp must divide the model's 32 attention heads, got 3")
 
 
 def test_ctrl_c_keeps_the_rates_that_finished(monkeypatch):
