@@ -145,6 +145,7 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
     target, gpu = as_model(request.model), as_accelerator(request.gpu)
     served = _setup(request, target, gpu, profile, weights, dep)
     wl, longer = _workload(request)
+    _check_prefixes(request, wl)
     # a trace at its own rate; a closed loop (concurrency) sets its own
     rates = request.rates or ((wl.rate_req_per_s,) if request.trace is not None else (1.0,))
     base = dict(request=request, mode=request.mode, model=target, gpu=gpu, profile=profile, deployment=dep,
@@ -181,6 +182,16 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
     results = _each(workloads, on_progress, lambda one, inner: engine.serve(one, replica, config, on_progress=inner))
     return BatchingOutcome(**base, workloads=tuple(workloads[:len(results)]), results=tuple(results),
                            configs=(config,) * len(results), planned=len(workloads))
+
+
+def _check_prefixes(request: BatchingRequest, wl) -> None:
+    """Prefix caching (`prefix_caching`, `compare_prefix_caching`) refused on a workload without prefixes,
+    named as the request's fields (the engine's own refusal, `PrefixCache`, names `PromptPrefixes`')."""
+    asked = [name for name in ("compare_prefix_caching", "prefix_caching") if getattr(request, name)]
+    if asked and wl.prefix is None:
+        raise InvalidValueError(f"{asked[0]} needs a workload with prefixes: give prefixes (its shared_prefix, "
+                                "prefix_groups or sessions) or a trace with a prefix_id column",
+                                params=(asked[0], "prefixes", "shared_prefix", "prefix_groups", "sessions", "trace"))
 
 
 def _setup(request: BatchingRequest, target, gpu, profile, weights, dep):
