@@ -15,6 +15,7 @@ heads, that ep needs a MoE, and that the accelerator has an interconnect to spli
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
@@ -29,23 +30,32 @@ DEFAULT_RESERVE = 0.1  # vLLM's gpu_memory_utilization 0.9; the lecture's code a
 def busiest_rank_sequences(batch, ranks):
     """Sequences of the busiest of `ranks` data-parallel attention ranks sharing `batch`: ceil(batch / ranks).
 
-    Numbers by exact floor division, -(-batch // ranks); numpy arrays (`batch`, `ranks` or both,
-    broadcast) by numpy.ceil(batch / ranks).
+    Integers by exact floor division, -(-batch // ranks); other single numbers (floats, numpy scalars,
+    0-d arrays) by math.ceil, an int; numpy arrays (`batch`, `ranks` or both, broadcast) by
+    numpy.ceil(batch / ranks), floats.
 
     >>> busiest_rank_sequences(9, 8), busiest_rank_sequences(16, 8), busiest_rank_sequences(3, 1)
     (2, 2, 3)
+    >>> import numpy as np
+    >>> busiest_rank_sequences(np.int64(9), 8), busiest_rank_sequences(9.0, 8.0)
+    (2, 2)
     """
-    if isinstance(batch, (int, float)) and isinstance(ranks, (int, float)):
+    if isinstance(batch, int) and isinstance(ranks, int):
         return -(-batch // ranks)
+    if isinstance(batch, (int, float)) and isinstance(ranks, (int, float)):
+        return math.ceil(batch / ranks)
     import numpy as np
 
+    if np.ndim(batch) == 0 and np.ndim(ranks) == 0:  # int(): numpy's float64.__ceil__ may give a float64
+        return int(math.ceil(batch / ranks))
     return np.ceil(np.asarray(batch) / ranks)
 
 
 def attention_batch_for(batch, dp):
     """`batch` rounded up to whole sequences on each of `dp` attention ranks: ceil(batch / dp) x dp, the
     busiest rank's sequences over dp's average share (`batch` itself for one rank, dp 1). Numbers or
-    numpy arrays (`busiest_rank_sequences`); `Deployment.attention_batch` is this at its attention_dp.
+    numpy arrays (`busiest_rank_sequences`: a single number's busiest rank is an int, an array's floats);
+    `Deployment.attention_batch` is this at its attention_dp.
 
     >>> attention_batch_for(9, 8), attention_batch_for(9, 1)
     (16, 9)
