@@ -9,8 +9,8 @@ import json
 import pytest
 
 import llm_cost as lc
-from helpers import run
-from llm_cost.errors import InvalidValueError
+from helpers import error_line, run
+from llm_cost.errors import InvalidValueError, LlmCostError
 from llm_cost.serving.batching_request import BatchingRequest, implied_reservation
 from llm_cost.serving.batching_run import run_batching
 from llm_cost.serving.prefixes import PromptPrefixes
@@ -29,11 +29,32 @@ SMALL = dict(model="llama-3.2-1b", profile="lecture", requests=40, prompt="unifo
     ({"rates": (1.0,), "decode_max_batch": 0, "disaggregate": (1, 1)}, {"decode_max_batch"}),
     ({"rates": (-1.0,)}, {"rates"}),
     ({"rates": (1.0,), "max_batch": 0}, {"max_batch"}),
+    ({"concurrency": 4, "router": "round-robin"}, {"router", "concurrency"}),  # when built, not when run
+    ({"rates": (1.0,), "prompt": "bad"}, {"prompt"}),  # the request's own field names
+    ({"rates": (1.0,), "output": "uniform:9"}, {"output"}),
 ])
 def test_a_request_that_cannot_run_is_refused_naming_its_parameters(fields, params):
     with pytest.raises(InvalidValueError) as err:
         BatchingRequest(**fields)
     assert params <= set(err.value.params), (str(err.value), err.value.params)
+
+
+@pytest.mark.parametrize("field, value", [("slo_stat", "p999"), ("slo_metric", "ttfb")])
+def test_the_slo_choices_are_checked_though_no_search_uses_them(field, value):
+    with pytest.raises(LlmCostError) as err:
+        BatchingRequest(rates=(2.0,), **{field: value})
+    assert err.value.params == (field,) and str(err.value).startswith(f"{field} must be one of")
+    assert error_line("batching", "--rate", "2", f"--{field.replace('_', '-')}", value).startswith(
+        f"Error: --{field.replace('_', '-')} must be one of")
+
+
+def test_prefix_caching_without_prefixes_is_refused_naming_the_requests_fields():
+    for field in ("compare_prefix_caching", "prefix_caching"):
+        with pytest.raises(InvalidValueError) as err:
+            run_batching(BatchingRequest(**SMALL, rates=(1.0,), **{field: True}))
+        assert {field, "prefixes"} <= set(err.value.params) and str(err.value).startswith(f"{field} needs")
+    assert error_line("batching", "--rate", "1", "--prompt-len", "bad") == (
+        "Error: --prompt-len must be N, uniform:A:B, lognormal:MEAN:SIGMA or zipf:S:MAX, got 'bad'")
 
 
 def test_the_mode_is_the_one_the_options_ask_for():
@@ -76,8 +97,16 @@ def test_disaggregated_pools_refuse_gpus_they_do_not_use():
         run_batching(BatchingRequest(**SMALL, rates=(2.0,), disaggregate=(2, 2), deployment=lc.Deployment(gpus=2)))
     assert {"gpus", "disaggregate"} <= set(err.value.params) and "= 4 GPUs" in str(err.value)
     out = run_batching(BatchingRequest(**SMALL, rates=(2.0,), disaggregate=(1, 2), decode_tp=2, reservation="paged"))
-    assert (out.pools.prefill, out.pools.decode, out.pools.gpus, out.pools.deployment.tp) == (1, 2, 5, 2)
+    assert (out.pools.prefill, out.pools.decode, out.pools.gpus, out.pools.decode_deployment.tp) == (1, 2, 5, 2)
     assert out.results[0].finished == 40
+
+
+def test_the_decode_pools_split_refused_names_decode_tp():
+    with pytest.raises(InvalidValueError) as err:  # llama-3.2-1b: 32 attention heads
+        run_batching(BatchingRequest(**SMALL, rates=(1.0,), disaggregate=(1, 1), decode_tp=3))
+    assert err.value.params == ("decode_tp",) and str(err.value).startswith("decode_tp must divide")
+    assert error_line("batching", "--disaggregate", "1:1", "--decode-tp", "3", "--rate", "1", "--requests", "20") == (
+        "Error: --decode-tp must divide the model's 32 attention heads, got 3")
 
 
 def test_ctrl_c_keeps_the_rates_that_finished(monkeypatch):

@@ -226,6 +226,9 @@ def test_one_rounding_of_the_batch_over_attention_ranks():
     assert attention_batch_for(np.array(batches, dtype=float), 8).tolist() == by_hand
     assert attention_batch_for(np.array(batches)[None, :], np.array([[1.0], [8.0]])).tolist() == [batches, by_hand]
     assert busiest_rank_sequences(65, 8) == 9 and busiest_rank_sequences(np.array([65]), 8).tolist() == [9.0]
+    for one in (np.int64(9), np.float64(9.0), 9.0, np.array(9)):  # a single number: an int, as math.ceil gave
+        assert type(DP8.attention_batch(one)) is int and DP8.attention_batch(one) == 16
+        assert type(busiest_rank_sequences(one, np.int64(8))) is int
     cost = deployed_pass_cost(V3, H200, "lecture", CHECKPOINT, DP8)
     assert [cost.rank_scale(b) for b in batches] == [h / b for h, b in zip(by_hand, batches)]
     assert cost.rank_scale(np.array(batches)).tolist() == [h / b for h, b in zip(by_hand, batches)]

@@ -20,7 +20,7 @@ from llm_cost.serving.workload import poisson_workload
 from llm_cost.specs import PRESETS
 
 SERVING = Path(__file__).resolve().parents[1] / "llm_cost" / "serving"
-LOOP_PARTS = ("engine_loop.py", "engine_preemption.py", "engine_routed.py")
+LOOP_PARTS = ("engine_loop.py", "engine_preemption.py", "engine_routed.py", "decode_stretch.py")
 
 
 def _ledger(free=10, block=16, requests=3):
@@ -37,6 +37,18 @@ def test_take_resize_give_move_blocks_between_the_free_count_and_a_sequence():
     assert (state.free, state.blocks, state.used) == (3, [6, 1, 0], 112.0)
     assert ledger.give(0) == 6 and ledger.release(1) == 1
     assert (state.free, state.blocks, state.used) == (10, [0, 0, 0], 0.0)
+
+
+def test_set_blocks_resizes_many_sequences_as_resize_one_at_a_time_would():
+    state, ledger = _ledger(free=20)
+    ledger.take(0, 2)
+    ledger.take(2, 3)
+    twin, twin_ledger = _ledger(free=20)
+    twin_ledger.take(0, 2)
+    twin_ledger.take(2, 3)
+    ledger.set_blocks([2, 0], [5, 4], taken=4)
+    assert twin_ledger.resize(2, 5) + twin_ledger.resize(0, 4) == 4
+    assert (state.free, state.blocks, state.used) == (twin.free, twin.blocks, twin.used) == (11, [4, 0, 5], 144.0)
 
 
 @pytest.mark.parametrize("free, want, watermark, alone, fits", [

@@ -103,7 +103,7 @@ def _render_disaggregated(out, fmt: str, prices) -> None:
 
     pools, request, acc, dep, config = out.pools, out.request, out.gpu, out.deployment, out.config
     prefill, decode, total, bw = pools.prefill, pools.decode, pools.gpus, pools.link_bytes_per_s
-    d_dep, d_config = pools.deployment, pools.config
+    d_dep, d_config = pools.decode_deployment, pools.decode_config
     gpus = (dep.gpus_per_replica, d_dep.gpus_per_replica)
     slo = {"slo_ttft_s": request.slo_ttft_s, "slo_tpot_s": request.slo_tpot_s}
     results, runs, wl = list(out.results), pools.runs, out.workload
@@ -138,7 +138,8 @@ def _render_disaggregated(out, fmt: str, prices) -> None:
     else:
         emit(rows, columns + DISAGG_COLUMNS, fmt, title=title)
         emit([row for pool in pool_tables for row in pool], POOL_COLUMNS, fmt, caption=caption + "; " + POOL_NOTE,
-             title=f"pools; decode: {pools.replica.description}, KV {pools.replica.kv_capacity_tokens:,} tokens")
+             title=(f"pools; decode: {pools.decode_replica.description}, "
+                    f"KV {pools.decode_replica.kv_capacity_tokens:,} tokens"))
     note_implied(out)  # --prefix-caching's paged K/V, as on the aggregated path
 
 

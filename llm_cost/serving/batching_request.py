@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llm_cost.errors import InvalidValueError, check_number
+from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.serving.prefixes import PromptPrefixes
 from llm_cost.specs.validate import check_fields
 
@@ -202,6 +202,14 @@ def _check_ranges(request: BatchingRequest) -> None:
     for name in ("slo_s", "slo_ttft_s", "slo_tpot_s"):
         if getattr(request, name) is not None:
             check_number(name, getattr(request, name), low=0, low_open=True)
+    from llm_cost.serving.rate_search import STATISTICS
+    from llm_cost.serving.serve_result import METRICS
+    from llm_cost.serving.workload_spec import parse_length
+
+    check_choice("slo_stat", request.slo_stat, tuple(STATISTICS))  # checked unused too: a typo is told
+    check_choice("slo_metric", request.slo_metric, METRICS)
+    parse_length("prompt", request.prompt)  # the drawn lengths' specs, named as the request's fields
+    parse_length("output", request.output)
     split = request.disaggregate
     if split is not None and not (isinstance(split, tuple) and len(split) == 2 and all(
             isinstance(count, int) and not isinstance(count, bool) and count >= 1 for count in split)):
@@ -222,6 +230,9 @@ def _check_modes(request: BatchingRequest) -> None:
         raise InvalidValueError("disaggregate simulates the given rates values of open-loop arrivals: give "
                                 "rates, not slo_s, router or concurrency",
                                 params=("disaggregate", "rates", "slo_s", "router", "concurrency"))
+    if request.router and request.concurrency is not None:  # `fleet.serve_fleet`'s refusal, when built
+        raise InvalidValueError("a fleet (router) routes open-loop arrivals; give no concurrency",
+                                params=("router", "concurrency"))
     if request.router and request.slo_s is not None:
         raise InvalidValueError("router simulates the given rates values; give rates, not slo_s",
                                 params=("router", "rates", "slo_s"))

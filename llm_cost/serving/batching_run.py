@@ -34,15 +34,16 @@ if TYPE_CHECKING:  # annotations only: the engine's modules load where they are 
 
 @dataclass(frozen=True)
 class DisaggregatedPools:
-    """A disaggregated run's pools: `prefill` and `decode` replicas, the decode pool's `deployment`,
-    `replica` and `config` (its own split and batch; the prefill pool's where not given), the pools'
-    `gpus` in all, the K/V hand-off link (bytes/s, s) and one `DisaggregatedResult` per rate (`runs`)."""
+    """A disaggregated run's pools: `prefill` and `decode` replicas, the decode pool's `decode_deployment`,
+    `decode_replica` and `decode_config` (its own split and batch; the prefill pool's where not given),
+    the pools' `gpus` in all, the K/V hand-off link (bytes/s, s) and one `DisaggregatedResult` per rate
+    (`runs`)."""
 
     prefill: int
     decode: int
-    deployment: Deployment
-    replica: Replica
-    config: ServeConfig
+    decode_deployment: Deployment
+    decode_replica: Replica
+    decode_config: ServeConfig
     gpus: int
     link_bytes_per_s: float
     link_latency_s: float
@@ -144,6 +145,7 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
     target, gpu = as_model(request.model), as_accelerator(request.gpu)
     served = _setup(request, target, gpu, profile, weights, dep)
     wl, longer = _workload(request)
+    _check_prefixes(request, wl)
     # a trace at its own rate; a closed loop (concurrency) sets its own
     rates = request.rates or ((wl.rate_req_per_s,) if request.trace is not None else (1.0,))
     base = dict(request=request, mode=request.mode, model=target, gpu=gpu, profile=profile, deployment=dep,
@@ -153,7 +155,7 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
     if request.mode == "compare":
         return _compare(request, base, rates, on_progress)
     if request.mode == "disaggregated":
-        pools = _pools(request, (target, gpu, profile, weights, dep), served, rates, wl)
+        pools = _pools(request, dict(target=target, gpu=gpu, profile=profile, weights=weights, dep=dep), served, rates, wl)
         return BatchingOutcome(**base, workloads=tuple(wl.at_rate(rate) for rate in rates),
                                results=tuple(run.served for run in pools.runs), configs=(config,) * len(rates),
                                planned=len(rates), pools=pools)
@@ -180,6 +182,16 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
     results = _each(workloads, on_progress, lambda one, inner: engine.serve(one, replica, config, on_progress=inner))
     return BatchingOutcome(**base, workloads=tuple(workloads[:len(results)]), results=tuple(results),
                            configs=(config,) * len(results), planned=len(workloads))
+
+
+def _check_prefixes(request: BatchingRequest, wl) -> None:
+    """Prefix caching (`prefix_caching`, `compare_prefix_caching`) refused on a workload without prefixes,
+    named as the request's fields (the engine's own refusal, `PrefixCache`, names `PromptPrefixes`')."""
+    asked = [name for name in ("compare_prefix_caching", "prefix_caching") if getattr(request, name)]
+    if asked and wl.prefix is None:
+        raise InvalidValueError(f"{asked[0]} needs a workload with prefixes: give prefixes (its shared_prefix, "
+                                "prefix_groups or sessions) or a trace with a prefix_id column",
+                                params=(asked[0], "prefixes", "shared_prefix", "prefix_groups", "sessions", "trace"))
 
 
 def _setup(request: BatchingRequest, target, gpu, profile, weights, dep):
@@ -288,24 +300,42 @@ def decode_deployment(request: BatchingRequest, dep):
     return dep if tp is None or tp == dep.tp else replace(dep, tp=tp, gpus=0)
 
 
-def _pools(request: BatchingRequest, specs, served, rates, wl) -> DisaggregatedPools:
+def _pools(request: BatchingRequest, specs: dict, served, rates, wl) -> DisaggregatedPools:
     """The disaggregated run (`serve_disaggregated`): prefills on P replicas, decodes on D of the decode
     pool's own split (its own K/V capacity, a draft's cost and memory on it) and batch, the K/V over the
-    datasheet's link (`handoff_link`), one run per rate."""
+    datasheet's link (`handoff_link`), one run per rate. `specs`: `_setup`'s target, gpu, profile,
+    weights and dep (the prefill pool's deployment) by name."""
     from llm_cost.serving.disaggregated import handoff_link, serve_disaggregated
 
     prefill, decode = request.disaggregate
-    dep = specs[4]
-    d_dep = decode_deployment(request, dep)
-    d_replica, d_config = served.replica, served.config
-    if d_dep is not dep:
-        pool = _setup(request, *specs[:4], d_dep)
-        d_replica, d_config = pool.replica, pool.config
-    d_config = replace(d_config, max_batch=request.decode_max_batch or d_config.max_batch,
-                       prefix_caching=False)  # the K/V comes by hand-off
-    total = _pools_gpus(request, dep)
-    bw, lat = handoff_link(specs[1], total)
+    prefill_dep = specs["dep"]
+    decode_dep = decode_deployment(request, prefill_dep)
+    decode_replica, decode_config = served.replica, served.config
+    if decode_dep is not prefill_dep:
+        decode_pool = _decode_setup(request, {**specs, "dep": decode_dep})
+        decode_replica, decode_config = decode_pool.replica, decode_pool.config
+    decode_config = replace(decode_config, max_batch=request.decode_max_batch or decode_config.max_batch,
+                            prefix_caching=False)  # the K/V comes by hand-off
+    total = _pools_gpus(request, prefill_dep)
+    link_bytes_per_s, link_latency_s = handoff_link(specs["gpu"], total)
     runs = tuple(serve_disaggregated(wl.at_rate(rate), served.replica, served.config, prefill=prefill, decode=decode,
-                                     link_bytes_per_s=bw, link_latency_s=lat, decode_replica=d_replica,
-                                     decode_config=d_config) for rate in rates)
-    return DisaggregatedPools(prefill, decode, d_dep, d_replica, d_config, total, bw, lat, runs)
+                                     link_bytes_per_s=link_bytes_per_s, link_latency_s=link_latency_s,
+                                     decode_replica=decode_replica, decode_config=decode_config) for rate in rates)
+    return DisaggregatedPools(prefill, decode, decode_dep, decode_replica, decode_config, total,
+                              link_bytes_per_s, link_latency_s, runs)
+
+
+def _decode_setup(request: BatchingRequest, specs: dict):
+    """`_setup` of the decode pool: a refusal of its split (`tp`, the request's `decode_tp` there) names
+    `decode_tp`."""
+    import re
+
+    from llm_cost.errors import LlmCostError
+
+    try:
+        return _setup(request, **specs)
+    except LlmCostError as err:
+        if "tp" not in err.params:
+            raise
+        message = re.sub(r"(?<![\w`-])tp(?![\w-])", "decode_tp", str(err))
+        raise type(err)(message, params=tuple("decode_tp" if name == "tp" else name for name in err.params)) from err

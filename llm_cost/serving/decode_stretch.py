@@ -236,7 +236,7 @@ class DecodeStretch:
 
     def commit(self, order, k: int, dt, comm, t_end: float, ctx, blocks, allocated) -> None:
         """The stretch's k iterations done: the statistics of `EngineLoop.launch` summed in its order,
-        each sequence k tokens on, its blocks and the ledger (`complete`, `resize`)."""
+        each sequence k tokens on, its blocks through the ledger (`KvLedger.set_blocks`)."""
         import numpy as np
 
         loop = self.loop
@@ -244,10 +244,7 @@ class DecodeStretch:
         stats, decoders = state.stats, len(order)
         if loop.paged:
             used = state.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
-            state.free = state.free - allocated[k - 1].item()
-            end_used = used[-1].item()
-            for seq, count in zip(order, blocks[:, k - 1].tolist()):
-                state.blocks[seq] = count
+            loop.ledger.set_blocks(order, blocks[:, k - 1].tolist(), allocated[k - 1].item())
         else:  # `resize` after each iteration: K(c + 1) - K(c) a sequence, added in the loop's order
             K = loop.held.many if loop.held else (lambda c: c)
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
@@ -269,7 +266,9 @@ class DecodeStretch:
         stats.rows += decoders * k
         stats.decode_slots += decoders * k
         loop.launches += k
-        state.used, state.t = end_used, t_end.item()
+        if not loop.paged:
+            state.used = end_used
+        state.t = t_end.item()
         gen, kv = state.gen, state.kv
         for seq in order:
             gen[seq] += k

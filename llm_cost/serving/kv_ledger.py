@@ -1,7 +1,8 @@
 """The K/V allocator of paged serving: the free blocks and each sequence's blocks, kept in one place.
 
 `KvLedger` is the part of the general loop (`engine_loop.EngineLoop.ledger`) that every paged
-allocation goes through: a decoder's rows ahead and a prompt chunk (`take`, `resize`), admission's
+allocation goes through: a decoder's rows ahead and a prompt chunk (`take`, `resize`; a decode
+stretch's many at once, `set_blocks`), admission's
 test (`fits`), a swap-out and a swap-in (`give`, `take`), a finish or a recompute preemption
 (`release`). Block counts come from `kv_blocks.blocks_for` at the caller; the ledger only moves them:
 
@@ -13,9 +14,9 @@ duplicates are freed (`register`), a release hands the cached blocks to the cach
 `trim` is the point where the cache evicts the unreferenced blocks that the free ones no longer
 cover; an offload tier (`host_tier.HostTier`, the cache's `host`) receives them there.
 
-The storage is the `engine_state.EngineState` the ledger wraps (`free`, `blocks`, `used`), so the
-fast paths that hand a run over (`handover`, `fast_prefix`, `decode_stretch`) read and write the
-same fields.
+The storage is the `engine_state.EngineState` the ledger wraps (`free`, `blocks`, `used`): the
+fast paths that hand a run over (`handover`, `fast_prefix`) fill those fields before the loop
+takes it; inside the loop a decode stretch (`decode_stretch`) moves its blocks through `set_blocks`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ class KvLedger:
         state.used += change * self.B
         state.blocks[req] = want
         return change
+
+    def set_blocks(self, order, counts, taken: int) -> None:
+        """Many sequences resized at once (a decode stretch, `decode_stretch.DecodeStretch.commit`):
+        sequence `order[i]` holds exactly `counts[i]` blocks, `taken` blocks (their growth summed)
+        left the free ones."""
+        state = self.state
+        state.free -= taken
+        state.used += taken * self.B
+        blocks = state.blocks
+        for req, count in zip(order, counts):
+            blocks[req] = count
 
     def give(self, req: int) -> int:
         """Sequence `req`'s blocks are all free again (its K/V went elsewhere: a swap-out); how many."""

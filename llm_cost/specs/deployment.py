@@ -46,8 +46,8 @@ def busiest_rank_sequences(batch, ranks):
         return math.ceil(batch / ranks)
     import numpy as np
 
-    if np.ndim(batch) == 0 and np.ndim(ranks) == 0:
-        return math.ceil(batch / ranks)
+    if np.ndim(batch) == 0 and np.ndim(ranks) == 0:  # int(): numpy's float64.__ceil__ may give a float64
+        return int(math.ceil(batch / ranks))
     return np.ceil(np.asarray(batch) / ranks)
 
 
