@@ -132,7 +132,7 @@ def test_every_block_is_free_or_held_throughout_a_preempting_run(monkeypatch, pr
             out = method(self, *args, **kwargs)
             state = self.state
             assert state.free + sum(state.blocks) == total and 0 <= state.free <= total
-            assert state.used == (total - state.free) * self.B
+            assert state.used == (total - state.free) * self.block_size
             checked[0] += 1
             return out
         return call

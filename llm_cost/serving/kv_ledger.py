@@ -53,10 +53,10 @@ class KvLedger:
     (2, 4, 0.0, [0, 0])
     """
 
-    __slots__ = ("state", "B", "cache")
+    __slots__ = ("state", "block_size", "cache")
 
     def __init__(self, state, block_size: int, cache=None) -> None:
-        self.state, self.B, self.cache = state, block_size, cache
+        self.state, self.block_size, self.cache = state, block_size, cache
 
     def fits(self, want: int, watermark: int = 0, alone: bool = False) -> bool:
         """Whether `want` more blocks may be taken: `watermark` blocks stay free after them, or (`alone`,
@@ -68,7 +68,7 @@ class KvLedger:
         """Sequence `req` takes `blocks` more free blocks."""
         state = self.state
         state.free -= blocks
-        state.used += blocks * self.B
+        state.used += blocks * self.block_size
         state.blocks[req] += blocks
 
     def resize(self, req: int, want: int) -> int:
@@ -76,7 +76,7 @@ class KvLedger:
         state = self.state
         change = want - state.blocks[req]
         state.free -= change
-        state.used += change * self.B
+        state.used += change * self.block_size
         state.blocks[req] = want
         return change
 
@@ -86,7 +86,7 @@ class KvLedger:
         left the free ones."""
         state = self.state
         state.free -= taken
-        state.used += taken * self.B
+        state.used += taken * self.block_size
         blocks = state.blocks
         for req, count in zip(order, counts):
             blocks[req] = count
@@ -96,7 +96,7 @@ class KvLedger:
         state = self.state
         own = state.blocks[req]
         state.free += own
-        state.used -= own * self.B
+        state.used -= own * self.block_size
         state.blocks[req] = 0
         return own
 
@@ -111,7 +111,7 @@ class KvLedger:
             cache.trim(state.free)
             own = own - cache.held[req] + cache.release(req, kept)
         state.free += own
-        state.used -= own * self.B
+        state.used -= own * self.block_size
         state.blocks[req] = 0
         return own
 
@@ -121,7 +121,7 @@ class KvLedger:
         self.cache.take(req, hits)
         state = self.state
         state.free -= unref
-        state.used += unref * self.B
+        state.used += unref * self.block_size
         state.blocks[req] += hits
 
     def register(self, req: int, prefilled: int) -> int:
@@ -130,7 +130,7 @@ class KvLedger:
         dup = self.cache.register(req, prefilled)
         state = self.state
         state.free += dup
-        state.used -= dup * self.B
+        state.used -= dup * self.block_size
         return dup
 
     def trim(self) -> None:
