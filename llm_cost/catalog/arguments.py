@@ -249,15 +249,15 @@ def check_arguments(*, arrays=(), **rules: Rule):
     """
 
     def decorate(fn):
-        signature = inspect.signature(fn).parameters
-        names = list(signature)
-        none_ok = {name for name, param in signature.items() if param.default is None}
-        table = positional = None
+        table = positional = none_ok = None  # read on the first call: importing a module decorates many
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            nonlocal table, positional
+            nonlocal table, positional, none_ok
             if table is None:
+                signature = inspect.signature(fn).parameters
+                names = list(signature)
+                none_ok = {name for name, param in signature.items() if param.default is None}
                 table = _table(names, rules, arrays)
                 positional = [(index, name, table[name]) for index, name in enumerate(names)
                               if table[name] is not None]

@@ -7,12 +7,15 @@ fractional width (INT4 with group scales). `params` (by component: total, active
 experts, torch_dtype), `lora`.
 """
 
-from llm_cost.counts.lora import LORA_TARGETS_ALL, LORA_TARGETS_ATTN, lora_params
-from llm_cost.counts.params import BF16_BYTES, ParamCounts, param_counts
-from llm_cost.counts.per_token import (attention_flops_per_context_token, flops_per_token, kv_bytes,
-                                       kv_bytes_per_token, layer_windows)
-from llm_cost.counts.weights import WeightBytes, weight_bytes
+from llm_cost._exports import lazy_exports, names_from
 
-__all__ = ["LORA_TARGETS_ALL", "LORA_TARGETS_ATTN", "lora_params", "BF16_BYTES", "ParamCounts", "param_counts",
-           "attention_flops_per_context_token", "flops_per_token", "kv_bytes", "kv_bytes_per_token", "layer_windows",
-           "WeightBytes", "weight_bytes"]
+_EXPORTS = {
+    **names_from(".lora", "LORA_TARGETS_ALL", "LORA_TARGETS_ATTN", "lora_params"),
+    **names_from(".params", "BF16_BYTES", "ParamCounts", "param_counts"),
+    **names_from(".per_token", "attention_flops_per_context_token", "flops_per_token", "kv_bytes",
+                 "kv_bytes_per_token", "layer_windows"),
+    **names_from(".weight_parts", "WeightBytes"),
+    **names_from(".weights", "weight_bytes"),
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -5,7 +5,6 @@ or the checkpoint's own formats (`checkpoint`).
 from __future__ import annotations
 
 from llm_cost.catalog import as_model
-from llm_cost.counts.checkpoint import checkpoint_weight_bytes
 from llm_cost.counts.params import BF16_BYTES, param_counts
 from llm_cost.counts.weight_parts import WeightBytes
 from llm_cost.specs import BF16, ModelSpec, WeightFormat
@@ -53,7 +52,9 @@ def weight_bytes(model: ModelSpec, weights: WeightFormat = BF16) -> WeightBytes:
 
     model = as_model(model)
     weights = as_weights(weights)  # a format or its name ("int4")
-    if weights.checkpoint:
+    if weights.checkpoint:  # the checkpoint module only for that format: most runs start without it
+        from llm_cost.counts.checkpoint import checkpoint_weight_bytes
+
         return checkpoint_weight_bytes(model)
     counts = param_counts(model)
     per = weights.bytes_per_weight

@@ -24,7 +24,6 @@ A datasheet without a network keeps one tier (an optimistic bound past the domai
 
 from __future__ import annotations
 
-from llm_cost.roofline.kernels import measured_all_reduce, measured_all_to_all
 from llm_cost.specs import Accelerator
 from llm_cost.catalog.arguments import Number, check_arguments
 
@@ -40,7 +39,11 @@ def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     if n == 1:
         return 0.0 * nbytes
     d = gpu.domains(n)
-    fit = measured_all_reduce(gpu.name, n) if measured and d == 1 else None
+    fit = None
+    if measured and d == 1:  # the tables' module only when asked for: a datasheet run starts without it
+        from llm_cost.roofline.kernels import measured_all_reduce
+
+        fit = measured_all_reduce(gpu.name, n)
     if fit is not None:
         return fit[0] + 2 * (n - 1) / n * nbytes / fit[1]
     if d == 1:
@@ -58,7 +61,11 @@ def all_to_all_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     if n == 1:
         return 0.0 * nbytes
     d = gpu.domains(n)
-    fit = measured_all_to_all(gpu.name, n) if measured and d == 1 else None
+    fit = None
+    if measured and d == 1:
+        from llm_cost.roofline.kernels import measured_all_to_all
+
+        fit = measured_all_to_all(gpu.name, n)
     if fit is not None:
         return fit[0] + (n - 1) / n * nbytes / fit[1]
     if d == 1:

@@ -46,7 +46,7 @@ from llm_cost.counts.weights import tower_weight_bytes
 from llm_cost.errors import InvalidValueError
 from llm_cost.parallel.comm import all_reduce_s, all_to_all_s, handoffs_across, send_s
 from llm_cost.roofline import PassCost
-from llm_cost.roofline.kernels import kv_time_factor
+from llm_cost.roofline.pass_terms import DATASHEET
 from llm_cost.specs import Accelerator, ModelSpec, WeightFormat
 from llm_cost.specs.deployment import Deployment
 from llm_cost.catalog.arguments import check_arguments
@@ -215,11 +215,14 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
     tp, pp, group = deployment.tp, deployment.pp, deployment.expert_group
     attention_tp = deployment.attention_tp
     comm_fixed, comm_row, handoff_fixed, handoff_row = comm_terms(model, gpu, deployment,
-                                                                  measured=cost.kernel_source != "datasheet")
+                                                                  measured=cost.kernel_source != DATASHEET)
     kv_token_bytes = cost.kv_token_bytes * deployment_kv_share(model, deployment) / pp
     pair_flops = cost.pair_flops / (tp * pp)
-    kv_time = cost.kv_time_factor if not cost.kv_curve else kv_time_factor(  # MLA: heads a GPU over its latent
-        gpu, cost.bytes_per_s, cost.kv_curve, pair_flops, kv_token_bytes)
+    kv_time = cost.kv_time_factor
+    if cost.kv_curve:  # a measured decode-attention curve (MLA: heads a GPU over its latent); only then the tables
+        from llm_cost.roofline.kernels import kv_time_factor
+
+        kv_time = kv_time_factor(gpu, cost.bytes_per_s, cost.kv_curve, pair_flops, kv_token_bytes)
     return dataclasses.replace(
         cost, kv_time_factor=kv_time,
         weight_bytes=(cost.weight_bytes / attention_tp + replicated_bytes(model, weights, attention_tp)) / pp,

@@ -20,14 +20,14 @@ import numpy as np
 
 from llm_cost.speculative.batched import ROOFLINE_GAMMA_MAX
 from llm_cost.speculative.fit import draft_deployment_for, verification_fit
-from llm_cost.speculative.gamma_choice import GAMMA_MAX
+from llm_cost.speculative.inputs import GAMMA_MAX
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.errors import InvalidValueError, check_all, check_number
 from llm_cost.specs import Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.specs.profiles import draft_profile_for
 from llm_cost import speculative as speculative
 from llm_cost.speculative import (VERIFY_COSTLY, TurningBatch, best_gamma, costly_verification_batch,
-                                          dense_twin, moe_vs_dense, roofline_speedup, turning_batch)
+                                          roofline_speedup, turning_batch)
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
 
 if TYPE_CHECKING:  # the tree model loads in `tree_rows`: `spec` does not need it
@@ -208,10 +208,10 @@ def _speedups(target: ModelSpec, gpu: Accelerator, prof: Profile, deployment: De
     spread). A dense target has no twin: `(speedups, None, None)`.
     """
     if target.is_moe and deployment.is_single and deployment.kv_dtype == SINGLE_GPU.kv_dtype:
-        pair = moe_vs_dense(target, gpu, prof, **grid)  # beside its dense twin (same active parameters)
+        pair = speculative.moe_vs_dense(target, gpu, prof, **grid)  # beside its dense twin (same active parameters)
         return pair.moe, pair.dense, pair.dense_model
     if target.is_moe:  # the twin on the same GPUs; it has no experts to spread (ep 1)
-        twin = dense_twin(target)
+        twin = speculative.dense_twin(target)  # the facade imports speculative.moe for MoE targets only
         return (roofline_speedup(target, gpu, prof, deployment=deployment, **grid),
                 roofline_speedup(twin, gpu, prof, deployment=replace(deployment, ep=1), **grid), twin)
     return roofline_speedup(target, gpu, prof, deployment=deployment, **grid), None, None

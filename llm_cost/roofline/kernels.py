@@ -30,8 +30,6 @@ from functools import lru_cache
 
 from llm_cost.specs import Accelerator, ModelSpec
 
-DATASHEET = "datasheet"
-
 
 @dataclass(frozen=True)
 class GemmCurve:

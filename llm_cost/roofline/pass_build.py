@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token, layer_windows, param_counts,
                              weight_bytes)
-from llm_cost.roofline.kernels import DATASHEET, measured_gemm, measured_operators
-from llm_cost.roofline.pass_terms import (expert_share, gemm_precision, recurrent_row_flops, shared_bytes_read,
-                                          state_tokens_per_sequence, weight_only)
+from llm_cost.roofline.pass_terms import (DATASHEET, expert_share, gemm_precision, recurrent_row_flops,
+                                          shared_bytes_read, state_tokens_per_sequence, weight_only)
 
 
 def coefficients(model, gpu, profile, weights, kv_bytes_per_element) -> dict:
@@ -23,7 +22,10 @@ def coefficients(model, gpu, profile, weights, kv_bytes_per_element) -> dict:
     moe = model.moe
     windows = layer_windows(model) if kv else ()
     precision = gemm_precision(model, weights)
-    curve = measured_gemm(gpu.name, precision) if profile.kernels == "measured" else None
+    measured = profile.kernels == "measured"
+    if measured:  # the tables' module only where a profile asks for them: a datasheet run starts without it
+        from llm_cost.roofline.kernels import measured_gemm, measured_operators
+    curve = measured_gemm(gpu.name, precision) if measured else None
     bw_eff, f_eff, ramp_r, ramp_h = ((curve.bw_efficiency, curve.compute_efficiency, curve.small_gemm_factor,
                                       curve.gemm_half_rows) if curve else
                                      (profile.bw_efficiency, profile.compute_efficiency,
@@ -50,9 +52,9 @@ def coefficients(model, gpu, profile, weights, kv_bytes_per_element) -> dict:
         experts_per_token=moe.experts_per_token if moe else 0,
         kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
         small_gemm_factor=ramp_r, gemm_half_rows=ramp_h,
-        kernel_source=curve.source if curve else DATASHEET,
+        kernel_source=curve.source if curve else DATASHEET,  # no table for this GPU and precision
         expert_flops_share=expert_share(model) if moe else 0.0,
         state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,
         **(measured_operators(model, gpu, precision, bytes_per_s, flops_per_s, count_kv=kv,
                               kv_bytes=kv_bytes_per_element)
-           if profile.kernels == "measured" else {}))
+           if measured else {}))

@@ -11,6 +11,8 @@ import numbers
 from llm_cost.counts import WeightBytes, param_counts
 from llm_cost.specs import ModelSpec, Profile, WeightFormat
 
+DATASHEET = "datasheet"  # `PassCost.kernel_source` when no measured table times the pass
+
 
 def roofline_total(memory_s, compute_s, fixed_s):
     """max(memory_s, compute_s) + fixed_s: the roofline, for numbers or numpy arrays."""

@@ -14,8 +14,8 @@ from llm_cost._exports import lazy_exports, names_from
 _EXPORTS = {
     **names_from(".closed_forms", "expected_tokens", "speedup", "gamma_one_speedup", "ops_factor",
                  "weight_reads_per_token", "compute_bound_speedup", "implied_c"),
-    **names_from(".inputs", "check_alpha", "check_gamma", "check_cost"),
-    **names_from(".gamma_choice", "optimal_gamma", "OptimalGamma", "leviathan", "LeviathanForms", "TIE_RTOL"),
+    **names_from(".inputs", "check_alpha", "check_gamma", "check_cost", "TIE_RTOL"),
+    **names_from(".gamma_choice", "optimal_gamma", "OptimalGamma", "leviathan", "LeviathanForms"),
     **names_from(".batched", "roofline_speedup", "RooflineSpeedup", "best_gamma", "BestGamma"),
     **names_from(".fit", "verification_fit", "draft_deployment_for"),
     **names_from(".turning", "turning_batch", "TurningBatch", "costly_verification_batch", "break_even_batch",

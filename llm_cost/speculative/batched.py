@@ -35,7 +35,7 @@ from llm_cost.roofline import MAX_BATCH, MAX_CONTEXT, PassCost
 from llm_cost.roofline.inplace import into
 from llm_cost.speculative import blocks
 from llm_cost.speculative.closed_forms import expected_tokens_g1
-from llm_cost.speculative.gamma_choice import TIE_RTOL
+from llm_cost.speculative.inputs import TIE_RTOL
 from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment

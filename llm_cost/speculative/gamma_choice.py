@@ -15,10 +15,7 @@ import numpy as np
 
 from llm_cost.errors import check_number
 from llm_cost.speculative.closed_forms import ops_factor_from_tokens, speedup_from_tokens, expected_tokens_unchecked
-from llm_cost.speculative.inputs import check_alpha, check_cost, check_gamma
-
-TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a real gain)
-
+from llm_cost.speculative.inputs import GAMMA_MAX, TIE_RTOL, check_alpha, check_cost, check_gamma
 
 @dataclass(frozen=True)
 class OptimalGamma:
@@ -50,9 +47,6 @@ class OptimalGamma:
     speedup: np.ndarray
     expected_tokens: np.ndarray
     capped: np.ndarray
-
-
-GAMMA_MAX = 64  # the closed-form search's range: E / (gamma c + 1) is cheap to evaluate
 
 
 def optimal_gamma(alpha, c, *, gamma_max: int = GAMMA_MAX) -> OptimalGamma:

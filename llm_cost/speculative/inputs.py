@@ -14,6 +14,8 @@ from llm_cost.catalog.arguments import Number, Text, check_arguments
 
 
 MAX_GAMMA = 10**9  # draft tokens a round: past any tree or draft; 2**63 overflowed int64 to a negative gamma
+GAMMA_MAX = 64  # the closed-form search's range: E / (gamma c + 1) is cheap to evaluate
+TIE_RTOL = 1e-12  # speedups closer than this are a tie (float rounding, not a real gain)
 
 
 def check_alpha(alpha) -> np.ndarray:
