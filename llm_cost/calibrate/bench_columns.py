@@ -20,6 +20,10 @@ from dataclasses import dataclass
 COLUMNS = ("isl_range_ratio", "osl_range_ratio", "num_prompts", "warmup_prompts", "spec_method", "spec_gamma",
            "spec_accept_len")
 SPEC_METHODS = ("none", "eagle", "eagle3", "mtp", "ngram", "draft")
+# A draft step's cost over the target's (`c`, Leviathan's) by method: an n-gram lookup costs nothing; EAGLE
+# heads and MTP modules are one decoder layer on the target's features (EAGLE, arXiv 2401.15077 §3), about
+# 1/L of a pass of tens of layers plus the LM head; a separate draft model: the request command's default.
+SPEC_COST = {"ngram": 0.0, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05, "draft": 0.1}
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,22 @@ class BenchConditions:
     @property
     def speculative(self) -> bool:
         return self.spec_method != "none"
+
+    @property
+    def spec_alpha(self) -> float:
+        """The per-position acceptance alpha whose expected tokens a round at `spec_gamma` is
+        `spec_accept_len` (`speculative.tau.alpha_from_tau`: E(alpha, gamma) = tau); 0 without speculation.
+        The one solve both a static row (`prediction`) and a served one (`under_load`) use."""
+        if not self.speculative:
+            return 0.0
+        from llm_cost.speculative.tau import alpha_from_tau
+
+        return float(alpha_from_tau(self.spec_accept_len, self.spec_gamma))
+
+    @property
+    def spec_cost(self) -> float:
+        """A draft step's cost over a target step (`SPEC_COST` of `spec_method`); 0 without speculation."""
+        return SPEC_COST.get(self.spec_method, 0.0)
 
     @property
     def ranged(self) -> bool:

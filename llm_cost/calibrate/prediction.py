@@ -20,6 +20,11 @@ one batch; the served engine keeps up to pp batches in flight (Orca's and vLLM's
 Rows under load (a request rate; a concurrency whose prompts overflow one iteration or whose K/V
 overflows) are served by the serving engine with a current engine's defaults (`under_load`).
 
+A row measured with speculative decoding (its spec columns, `bench_columns`) is predicted with it: a
+static batch by `request_cost`'s mean speculative round, a row under load served with speculation in
+the batch (`under_load.spec_config`); both take alpha from the accepted length and the draft's cost
+by method from `BenchConditions.spec_alpha` and `spec_cost`.
+
 A static batch that does not fit the deployment's memory by the model's count is still predicted (it
 was measured, so it ran) and its `reason` says so, as does a served row that preempted and a row past
 its config's context (predicted as it ran, with a longer one); one whose weights alone do not fit is
@@ -149,9 +154,6 @@ def _value(point: Point, model, gpu, profile, engine) -> tuple[float, str]:
     if point.osl < 1:  # a prefill-only row (llama-bench's pp512): only a prefill metric describes it
         raise _NotCovered(f"osl 0 is a prefill-only row: {metric} is not its figure (prefill_tok_per_s is)")
     bench = point.bench
-    if bench.speculative and kind != "static":
-        raise _NotCovered(f"speculative decoding ({bench.spec_method}) under load is not served yet; "
-                          f"static batches are predicted with it")
     if kind == "request rate":
         return served(point, model, gpu, profile, weights, dep, None, notes, engine)
     # The row's batch is the whole deployment's, split evenly over its replicas (saturation: as many
@@ -186,19 +188,12 @@ def _value(point: Point, model, gpu, profile, engine) -> tuple[float, str]:
     return value, "; ".join(notes)
 
 
-# A draft step's cost over the target's (`Speculation.c`) by method: an n-gram lookup costs nothing; EAGLE
-# heads and MTP modules are one decoder layer on the target's features (EAGLE, arXiv 2401.15077 §3), about
-# 1/L of a pass of tens of layers plus the LM head; a separate draft model: the request command's default.
-SPEC_COST = {"ngram": 0.0, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05, "draft": 0.1}
-
-
 def _speculation(bench):
-    """The `Speculation` of a row's spec columns: alpha solved from the mean accepted length."""
+    """The `Speculation` of a row's spec columns: alpha solved from the mean accepted length and the
+    draft's cost by method (`BenchConditions.spec_alpha`, `spec_cost`: the served rows' too)."""
     from llm_cost.requests import Speculation
-    from llm_cost.speculative.tau import alpha_from_tau
 
-    alpha = float(alpha_from_tau(bench.spec_accept_len, bench.spec_gamma))
-    return Speculation(alpha=alpha, gamma=bench.spec_gamma, c=SPEC_COST[bench.spec_method])
+    return Speculation(alpha=bench.spec_alpha, gamma=bench.spec_gamma, c=bench.spec_cost)
 
 
 def _split(total: int, replicas: int) -> list[tuple[int, int]]:

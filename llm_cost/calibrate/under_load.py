@@ -15,6 +15,12 @@ first and prompt chunks after them, at most 256 sequences:
   without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
   the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
 
+A row measured with speculative decoding (`spec_config`) is served with speculation in the batch: every
+decoding sequence feeds gamma + 1 rows an iteration, accepts drafts at the alpha of its accepted length
+and pays gamma draft steps; its closed loop is served, not re-timed (the draft's steps make the schedule
+depend on time), one visit an iteration (`serving.decode_stretch` takes no speculation), so it is
+slower than a plain row: at 1k/1k, 0.3 s for 4 clients, 1.2 s for 64.
+
 The engine keeps up to pp batches in flight on a pipeline (Orca's and vLLM's). A row's own engine
 (`Point.engine`, `specs.engines`) sets the budget, the sequences and the K/V block (`engine_config`;
 `ENGINE` is the generic one's), and the profile's `ttft_overhead_s` (its engine's: `Profile.for_engine`)
@@ -36,7 +42,9 @@ ENGINE_TOKENS_PER_ITERATION = 8192  # vLLM V1's max_num_batched_tokens, SGLang's
 ENGINE_MAX_BATCH = 256  # vLLM's max_num_seqs; a closed loop of more clients holds them all
 LOAD_METRICS = ("ttft_ms", "itl_ms", "e2e_latency_ms", "output_tok_per_s", "output_tok_per_s_total",
                 "output_tok_per_s_per_gpu", "output_tok_per_s_per_user", "decode_tok_per_s_per_user")
-ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)  # block 16, watermark 0.01, recompute
+# block 16, watermark 0.01, recompute; paged K/V is also what speculation needs: blocks on demand hold the
+# gamma + 1 rows a verification writes and free the rejected ones (`ServeConfig` refuses it under `none`)
+ENGINE = dict(reservation="paged", prefill_chunk=ENGINE_TOKENS_PER_ITERATION)
 
 
 def engine_config(engine, gpu) -> tuple[int, int, int]:
@@ -66,6 +74,7 @@ def served(point, model, gpu, profile, weights, dep, sizes, notes, engine=None) 
     settings = engine_config(engine, gpu)
     single = Deployment(tp=dep.tp, pp=dep.pp, kv_dtype=dep.kv_dtype)
     bench = point.bench
+    spec = spec_config(bench)
     stated = -(-bench.num_prompts // dep.replicas) if bench.num_prompts else 0  # one replica's measured run
 
     def lengths(count: int):
@@ -77,11 +86,12 @@ def served(point, model, gpu, profile, weights, dep, sizes, notes, engine=None) 
     if sizes is None:
         count = stated or -(-RATE_REQUESTS // dep.replicas)
         runs = [(load_figures(model, gpu, profile, weights, single, point.isl, point.osl,
-                              point.batch / dep.replicas, count, False, settings, lengths(count)), dep.replicas, 1.0)]
+                              point.batch / dep.replicas, count, False, settings, lengths(count), spec=spec),
+                 dep.replicas, 1.0)]
     else:
         runs = [(load_figures(model, gpu, profile, weights, single, point.isl, point.osl, size,
                               stated or size * CLOSED_LOOP_ROUNDS, True, settings,
-                              lengths(stated or size * CLOSED_LOOP_ROUNDS), not stated), count, float(size))
+                              lengths(stated or size * CLOSED_LOOP_ROUNDS), not stated, spec), count, float(size))
                 for size, count in sizes]
     weight = sum(count * share for _, count, share in runs)
     mean = lambda index: sum(figures[index] * count * share  # noqa: E731 (over the requests)
@@ -99,13 +109,27 @@ def served(point, model, gpu, profile, weights, dep, sizes, notes, engine=None) 
     return value, "; ".join(notes)
 
 
+def spec_config(bench):
+    """The `serving.serve_config.SpecConfig` of a row's spec columns (None without speculation): each
+    decoding sequence drafts `spec_gamma` tokens every iteration (the benchmarks' engines run a fixed
+    num_speculative_tokens), accepting with the alpha solved from `spec_accept_len`, its draft steps
+    costing `spec_cost` x the plain decode step: `BenchConditions.spec_alpha` and `spec_cost`, the
+    static rows' own (`prediction`). The engine's paged K/V holds the gamma + 1 rows a verification
+    writes (a block more where they cross one) and rolls back the rejected ones."""
+    if not bench.speculative:
+        return None
+    from llm_cost.serving.serve_config import SpecConfig
+
+    return SpecConfig(gamma=bench.spec_gamma, alpha=bench.spec_alpha, c=bench.spec_cost)
+
+
 _SCHEDULES: dict = {}  # closed loops in iteration counts (`serving.retime`), by what their schedule depends on
 
 
 @functools.lru_cache(maxsize=64)
 def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load: float, requests: int,
                  closed: bool, settings: tuple = (ENGINE_TOKENS_PER_ITERATION, ENGINE_MAX_BATCH, 16),
-                 lengths: tuple | None = None, steady: bool = True):
+                 lengths: tuple | None = None, steady: bool = True, spec=None):
     """(mean TTFT s, mean ITL s, mean e2e s, mean OSL / e2e, output tok/s, preemptions) of one replica
     (`single`: tp, pp, KV dtype) serving `requests` requests: a closed loop of `load` clients
     (latencies over the rounds after the first and before the last: a steady window), or Poisson
@@ -113,9 +137,10 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     several metrics of one condition. `settings`: the engine's (tokens per iteration, max sequences,
     K/V block tokens) (`engine_config`); `lengths`: each request's (isl, osl) when they vary (None:
     all isl, osl); `steady` False: a closed loop's latencies over every request (a run that starts
-    empty and drains, as a benchmark's measured run does). A closed loop on one stage is scheduled once
-    in iteration counts and re-timed for each profile (`serving.retime`): calibrating evaluates it
-    hundreds of times."""
+    empty and drains, as a benchmark's measured run does); `spec`: a `SpecConfig` (`spec_config`) or
+    None. A closed loop on one stage without speculation is scheduled once in iteration counts and
+    re-timed for each profile (`serving.retime`): calibrating evaluates it hundreds of times; with
+    speculation the schedule depends on time (the draft's steps), and the engine serves it."""
     import dataclasses
     import random
 
@@ -137,7 +162,7 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
         clients = int(load)
         wl = dataclasses.replace(fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests),
                                  concurrency=clients)
-        config = ServeConfig(max_batch=max(sequences, clients), **engine)
+        config = ServeConfig(max_batch=max(sequences, clients), spec=spec, **engine)
     else:
         rng = random.Random(0)
         clock, arrivals = 0.0, []
@@ -145,8 +170,8 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
             clock += rng.expovariate(load) if math.isfinite(load) else 0.0  # inf: every request at once
             arrivals.append(clock)
         wl = fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests, arrivals_s=arrivals)
-        config = ServeConfig(max_batch=sequences, **engine)
-    if closed and single.pp == 1:
+        config = ServeConfig(max_batch=sequences, spec=spec, **engine)
+    if closed and single.pp == 1 and spec is None:
         cost = replica.cost
         key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
                cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes), settings, lengths)
@@ -182,7 +207,9 @@ def over_budget(point: Point, steps_budget: float = SERVED_STEPS_BUDGET) -> str 
     if point.batch_kind not in ("concurrency", "request rate"):
         return None
     requests = point.batch * CLOSED_LOOP_ROUNDS if point.batch_kind == "concurrency" else RATE_REQUESTS
-    steps = requests * (point.osl + math.ceil(point.isl / ENGINE_TOKENS_PER_ITERATION))
+    bench = point.bench  # with speculation a request decodes in rounds of spec_accept_len tokens on average
+    rounds = point.osl / bench.spec_accept_len if bench.speculative else point.osl
+    steps = requests * (rounds + math.ceil(point.isl / ENGINE_TOKENS_PER_ITERATION))
     if steps <= steps_budget:
         return None
     return (f"serving it would take {requests:,.0f} requests x {steps / requests:,.0f} engine steps = {steps:.2g} "
