@@ -96,6 +96,27 @@ def test_validate_no_longer_refuses_speculation_under_load(points_csv):
     assert len(rows) == 2 * len(VARIANTS) and all(row["covered"] for row in rows), rows
 
 
+def test_a_closed_loop_that_fits_one_iteration_is_served_when_it_speculates(tmp_path):
+    """4 clients of 1,024-token prompts fit one iteration: without speculation every round is one static
+    batch. With it each sequence accepts its own drafts, a round's requests finish apart and the next
+    round's prompts arrive one by one, each prefilling alone: TTFT below the static batch's. With
+    16-token prompts (no prefill between the rounds) the served ITL is the static batch's mean round."""
+    fixed = {"num_prompts": "", "warmup_prompts": "", "isl_range_ratio": "", "osl_range_ratio": "", **EAGLE3}
+    with TRAIN.open(newline="") as f:
+        rows = {row["metric"]: row for row in csv.DictReader(f) if row["id"].startswith(CONDITION)}
+    cases = {f"{kind}-{metric}-{isl}": {**rows[metric], **fixed, "isl": isl, "batch_kind": kind}
+             for kind in ("static", "concurrency") for metric, isl in (("ttft_ms", "1024"), ("itl_ms", "16"))}
+    path = tmp_path / "fixed.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows["itl_ms"]) + list(EAGLE3))
+        writer.writeheader()
+        for name, row in cases.items():
+            writer.writerow({**row, "id": name})
+    got = {point.id: predict(point, PRESETS["measured"]).predicted for point in read_points(path)}
+    assert got["concurrency-ttft_ms-1024"] < 0.5 * got["static-ttft_ms-1024"]
+    assert got["concurrency-itl_ms-16"] == pytest.approx(got["static-itl_ms-16"], rel=0.01)
+
+
 def _static_copy(points_csv: Path) -> Path:
     """The EAGLE-3 ITL row as a static batch of 4 (`prediction`'s own speculation, no serving)."""
     with points_csv.open(newline="") as f:

@@ -170,10 +170,12 @@ def _value(point: Point, model, gpu, profile, engine) -> tuple[float, str]:
     if fit.weight_bytes > fit.available_bytes:  # no room for any K/V: not a batch that ran as stated
         raise _NotCovered(f"the weights alone do not fit the deployment: {fit.reason}")
     budget = engine.budget(gpu)[0]
-    # a closed loop whose lengths vary or whose run starts empty and drains is served (its rounds do not
-    # move in step); else one that fits an iteration's budget and the memory is a static batch each round
+    # a closed loop whose lengths vary, whose run starts empty and drains, or whose sequences speculate
+    # (each accepts its own drafts, so a round's requests finish iterations apart and the next round's
+    # prompts arrive one by one) is served: its rounds do not move in step; else one that fits an
+    # iteration's budget and the memory is a static batch each round
     if kind == "concurrency" and (sizes[0][0] * point.isl > budget or not fit.fits_memory or bench.ranged
-                                  or bench.num_prompts):
+                                  or bench.num_prompts or bench.speculative):
         return served(point, model, gpu, profile, weights, dep, sizes, notes, engine)
     if not fit.fits_memory:
         notes.append(f"predicted although its batch does not fit by the model's count: {fit.reason}")

@@ -10,16 +10,22 @@ first and prompt chunks after them, at most 256 sequences:
   before the last, a steady window; throughput over the whole run; the engine holds all the clients
   when there are more than 256). On one stage the loop is scheduled once in iteration counts and
   re-timed for each profile (`serving.retime`). When a replica's prompts fit one iteration's budget
-  (B x ISL <= 8,192) and their K/V fits, every round is one static batch (the B requests start,
-  prefill and finish together), so `prediction` uses `request_cost`'s static batch, the same numbers
-  without the simulation (a test checks tp, pp, replicas, MoE and windowed layers). One token past
-  the budget the rounds no longer move in step and TTFT drops (later rounds' requests arrive one by one).
+  (B x ISL <= 8,192), their K/V fits and they do not speculate, every round is one static batch (the
+  B requests start, prefill and finish together), so `prediction` uses `request_cost`'s static batch,
+  the same numbers without the simulation (a test checks tp, pp, replicas, MoE and windowed layers).
+  One token past the budget the rounds no longer move in step and TTFT drops (later rounds' requests
+  arrive one by one).
 
 A row measured with speculative decoding (`spec_config`) is served with speculation in the batch: every
 decoding sequence feeds gamma + 1 rows an iteration, accepts drafts at the alpha of its accepted length
-and pays gamma draft steps; its closed loop is served, not re-timed (the draft's steps make the schedule
-depend on time), one visit an iteration (`serving.decode_stretch` takes no speculation), so it is
-slower than a plain row: at 1k/1k, 0.3 s for 4 clients, 1.2 s for 64.
+and pays gamma draft steps. Each sequence accepts its own drafts, so a round's requests finish apart and
+a closed loop is served even where its prompts fit one iteration (Llama-3.1-8B on an H100, `measured`,
+8 clients of 1,024 + 512 tokens, EAGLE-3 at 2.5 tokens a round: TTFT 0.10 s served, 0.41 s as a static
+batch, ITL 4.9 ms against 4.1, the later prompts prefilling between the others' rounds; with 16-token
+prompts the two agree within 0.3%: the engine's drawn acceptances and `request_cost`'s mean round).
+Its closed loop is served, not re-timed (the draft's steps make the schedule depend on time), one visit
+an iteration (`serving.decode_stretch` takes no speculation), so it is slower than a plain row:
+gpt-oss-120b at 1k/1k, 0.3 s for 4 clients, 1.2 s for 64.
 
 The engine keeps up to pp batches in flight on a pipeline (Orca's and vLLM's). A row's own engine
 (`Point.engine`, `specs.engines`) sets the budget, the sequences and the K/V block (`engine_config`;
