@@ -45,9 +45,6 @@ TWO_TYPES = {
     "--disaggregate": "plan's is a switch (search the split, a bool); batching's is the split P:D (a string)",
 }
 SUFFIX = " Repeatable"
-# Short flags standing for two long ones, each in its own command (a follow-up may drop one): roofline's
-# -r --rows (tests/test_checkpoint_formats.py uses it) and selective's -r --request.
-SHORT_TWICE = {"-r": ["--request", "--rows"]}
 
 
 def kind(annotation) -> tuple[str, bool]:
@@ -109,16 +106,25 @@ def test_a_flag_has_one_type_everywhere():
     assert not problems, "\n".join(problems)
 
 
-def test_a_short_flag_names_one_option():
-    # -o is a file everywhere, -m a model: a short flag stands for one long flag in every command
-    longs: dict[str, set] = {}
-    for flag, infos in option_declarations().items():
-        for info, _, _ in infos.values():
+def short_flags(found: dict) -> dict[str, dict[str, set]]:
+    """-x -> {--long flag it stands for: the commands where it does}, over `option_declarations()`."""
+    longs: dict[str, dict[str, set]] = {}
+    for flag, infos in found.items():
+        for info, _, users in infos.values():
             for short in [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)
                           and d.startswith("-") and not d.startswith("--")]:
-                longs.setdefault(short, set()).add(flag)
-    twice = {short: sorted(flags) for short, flags in longs.items() if len(flags) > 1}
-    assert twice == SHORT_TWICE
+                longs.setdefault(short, {}).setdefault(flag, set()).update(users)
+    return longs
+
+
+def test_a_short_flag_names_one_option():
+    # -o is a file everywhere, -m a model, -r roofline's --rows (selective's --request has no short form):
+    # a short flag stands for one long flag in every command
+    longs = short_flags(option_declarations())
+    assert {"-f", "-m", "-r"} <= set(longs)  # the walk found the short flags
+    twice = {short: {flag: sorted(users) for flag, users in flags.items()}
+             for short, flags in longs.items() if len(flags) > 1}
+    assert not twice, twice
 
 
 def test_the_checks_find_what_they_look_for():
