@@ -4,11 +4,14 @@
 signature, the deployment and prefix options included); here each flag's declarations are compared.
 A flag may be of two kinds, one value in some commands and a repeatable list in others, only where
 `SINGLE_AND_LIST` says why; its list form's help is then the single form's followed by the suffix
-`options.repeatable` writes (" Repeatable." or " Repeatable: how."), nothing else differs.
+`options.repeatable` writes (" Repeatable." or " Repeatable: how."), nothing else differs. Since every
+command shows its flag's one text, a shared flag's text names only commands that show it (a remark for one
+command goes in its docstring, or in the suffix of the form only it takes); a short flag names one long one.
 """
 
 from __future__ import annotations
 
+import re
 import typing
 
 from test_structure import option_declarations
@@ -125,6 +128,53 @@ def test_a_short_flag_names_one_option():
     twice = {short: {flag: sorted(users) for flag, users in flags.items()}
              for short, flags in longs.items() if len(flags) > 1}
     assert not twice, twice
+
+
+def commands_named(text: str, commands) -> set[str]:
+    """The `commands` a help text speaks of, as the help texts name one: `X: ` opening a clause (at the start,
+    after "(", ": ", "; " or ". "), `X only`, `X search...`, `X --flag`, or `X's` not after an article ("a
+    model's" is a model's). A pointer `llm-cost X` (a command to run, true in any --help) is not one; names are
+    lowercase, so "Leviathan's c" is the paper's."""
+    text = re.sub(r"llm-cost [a-z]+", "", text)
+    alternation = "|".join(map(re.escape, commands))
+    clause = rf"(?:^|(?<=\()|(?<=: )|(?<=; )|(?<=\. ))({alternation}): "
+    remark = rf"(?<![\w-])({alternation})(?: only\b| search| --)"
+    owner = rf"(?<![\w-])(?<!\ba )(?<!\bthe )(?<!\bone )(?<!\beach )(?<!\bevery )(?<!\bits )({alternation})'s\b"
+    return {match.group(1) for pattern in (clause, remark, owner) for match in re.finditer(pattern, text)}
+
+
+def foreign_names(found: dict, commands) -> list[str]:
+    """Each help text of a shared flag (two commands or more) naming a command that does not show that text:
+    a remark for one command belongs in that command's docstring, or in the suffix of the form it takes."""
+    problems = []
+    for flag, decls in found.items():
+        if len(set().union(*(users for *_, users in decls))) < 2:
+            continue  # one command's own option: its help may speak of plot's kinds (roofline, ...)
+        showing: dict[str, set] = {}
+        for help_text, *_, users in decls:
+            showing.setdefault(help_text, set()).update(users)
+        problems += [f"{flag}: {sorted(commands_named(text, commands) - users)} named in {text!r}, shown by "
+                     f"{sorted(users)}" for text, users in showing.items() if commands_named(text, commands) - users]
+    return problems
+
+
+def test_a_shared_help_text_names_only_commands_showing_it():
+    from llm_cost.cli import COMMAND_MODULES
+
+    problems = foreign_names(declared(), COMMAND_MODULES)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_command_finder_reads_remarks_not_words():
+    commands = ("plan", "batching", "model", "waste", "tree", "gamma", "calibrate", "leviathan")
+    assert commands_named("Tokens (plan: >= 2; waste: the lecture's).", commands) == {"plan", "waste"}
+    assert commands_named("Each. Repeatable: plan searches each; batching only: x.", commands) == {"plan", "batching"}
+    assert commands_named("none (a tree: one level's; a model's MTP; poisson or gamma:SHAPE; gamma gaps)", commands) == set()
+    assert commands_named("A file (llm-cost calibrate -o); Leviathan's c; plan's price; plan --verify", commands) == {"plan"}
+    one = ("Tokens (waste: its batch).", "<class 'int'>", False, {"plan"})
+    assert foreign_names({"--x": [one, (one[0], "<class 'int'>", True, {"waste"})]}, commands) == []
+    assert foreign_names({"--x": [one, (one[0] + " Repeatable.", "<class 'int'>", True, {"waste"})]}, commands) != []
+    assert foreign_names({"--x": [one]}, commands) == []  # one command's own option
 
 
 def test_the_checks_find_what_they_look_for():

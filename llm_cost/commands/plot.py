@@ -164,7 +164,8 @@ def plot_cmd(
     validate) and its defaults: DEFAULTS. An option the kind does not use is an error. roofline,
     spec-vs-batch, tree and batching take the deployment options (--tp --pp --ep --kv-dtype
     --overlap-comm --usable-memory; batching also --gpus): one GPU's passes, as their commands
-    print them; plan reads --gpus as the GPUs it may use.
+    print them; plan reads --gpus as the GPUs it may use. batching draws --slo-ms as a line on
+    the two per-token latency panels.
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.commands.parse import choice

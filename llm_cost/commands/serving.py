@@ -289,7 +289,8 @@ def batching_cmd(
     pp stages one after another (one batch in flight, no microbatches) plus the collectives, and its
     KV capacity is one replica's. --rate is the arrival rate at that replica; the rows' totals
     (rate_total_req_per_s, throughput_total_req_per_s, tokens_per_s) are x replicas = --gpus / (tp x pp),
-    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis).
+    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis). Without --rate,
+    --slo-ms searches the highest rate whose --slo-stat of --slo-metric meets it.
 
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
     (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
