@@ -299,16 +299,12 @@ def batching_cmd(
     from llm_cost.commands.engine_option import with_engine
     from llm_cost.commands.serving_energy import check_price
     from llm_cost.commands.serving_engine import PROGRESS, render_batching
-    from llm_cost.errors import InvalidValueError
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.serving.batching_request import BatchingRequest
     from llm_cost.serving.batching_run import run_batching
 
     check_price(usd_per_kwh, usd_per_gpu_hour)  # before any simulation
     slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
-    if not rate and slo_s is None and trace is None and concurrency is None:
-        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
-                                "search the highest rate whose per-token latency meets T ms")
     profile = with_engine(parse.profile(preset), engine)
     weight_format, (kv_dtype, _) = parse.weights(weights), kv_settings(deploy.kv_dtype, None)
     policy, off_above = parse.spec_policy(spec_policy)
