@@ -34,15 +34,15 @@ from llm_cost.specs.validate import check_fields, check_value
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
-DEFAULT_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512
+DEFAULT_BATCHES = tuple(2**power for power in range(10))  # 1 .. 512
 DEFAULT_MAX_TP = 8  # an HGX node's NVLink domain
 MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
 
 
 @dataclass(frozen=True)
 class SpecOption:
-    """One kind of speculative decoding the plan tries: "draft" (alpha with c or a draft model, each
-    gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1). `draft`: a ModelSpec, or a
+    """One kind of speculative decoding the plan tries: "draft" (alpha with `c`, the draft's cost ratio, or
+    a draft model, each gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1). `draft`: a ModelSpec, or a
     catalog name or config path, held as the spec it loads (as `requests.Speculation` holds it)."""
 
     kind: str

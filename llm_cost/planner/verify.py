@@ -134,7 +134,7 @@ def _shared(recipe: WorkloadRecipe, replicas: int):
 
 @dataclass(frozen=True)
 class Candidate:
-    """One frontier row to serve: everything a worker process needs (picklable)."""
+    """One frontier row to serve: everything a worker process needs (picklable); `c` the draft's cost ratio."""
 
     key: str  # the row's request_args: its identity and the source of its seed
     model: object

@@ -361,7 +361,7 @@ LECTURE_SERVING = Setting("gpt-3-13b", "a100-40gb", "lecture")  # the lecture, Â
 
 @dataclass(frozen=True)
 class Draft:
-    """A speculative draft as the closed forms see it: acceptance rate, tokens per round, cost ratio."""
+    """A speculative draft as the closed forms see it: acceptance rate, tokens per round, cost ratio `c`."""
 
     alpha: float
     gamma: int
