@@ -212,7 +212,7 @@ def _start(base: Profile, knob: str) -> float:
 
 def _finished(profile: Profile, name: str) -> Profile:
     """The fitted profile named `name`; with engine costs, its shared fixed times and MFU are the engines'
-    mean (what a command without --engine, and an engine it was not fitted to, uses)."""
+    mean (what a profile asked for no engine, and an engine it was not fitted to, uses)."""
     if profile.engine_costs:
         mean = profile.for_engine("generic")
         profile = profile.with_(**{knob: getattr(mean, knob) for knob in ENGINE_KNOBS})

@@ -7,7 +7,7 @@
   so a plan uses at most N GPUs and a larger budget only adds configurations (monotone).
   Splits the model or chip cannot take (`parallel.check_deployment`: tp must divide the heads, a
   split needs an interconnect), or a draft model on the target's tp and pp (pp past its layers), are
-  left out and counted; a --tp or --pp the user gave that a draft cannot take is refused.
+  left out and counted; a degree given in `tps` or `pps` that a draft cannot take is refused.
 - weights: bf16, fp8 (W8A8), int8 (W8A16), int4 (W4A16 g128) by default; a format whose GEMM
   precision the chip lacks (fp8 on an A100) is left out and counted: the chip does not run it.
 - KV dtype: bf16, fp8 by default.

@@ -90,7 +90,7 @@ class SpecBatchCurve:
     mfu: float
     batch: np.ndarray
     speedup: np.ndarray
-    marks: tuple[tuple[int, float], ...]  # (batch, speedup) at the --batch points
+    marks: tuple[tuple[int, float], ...]  # (batch, speedup) at the batches asked for (`spec_vs_batch`'s marks)
     turning_batch: float  # verification turns compute-bound (turning_batch)
     break_even_batch: float  # the speedup falls to 1 (inf: never in range)
 
