@@ -4,11 +4,14 @@
 signature, the deployment and prefix options included); here each flag's declarations are compared.
 A flag may be of two kinds, one value in some commands and a repeatable list in others, only where
 `SINGLE_AND_LIST` says why; its list form's help is then the single form's followed by the suffix
-`options.repeatable` writes (" Repeatable." or " Repeatable: how."), nothing else differs.
+`options.repeatable` writes (" Repeatable." or " Repeatable: how."), nothing else differs. Since every
+command shows its flag's one text, a shared flag's text names only commands that show it (a remark for one
+command goes in its docstring, or in the suffix of the form only it takes); a short flag names one long one.
 """
 
 from __future__ import annotations
 
+import re
 import typing
 
 from test_structure import option_declarations
@@ -45,9 +48,6 @@ TWO_TYPES = {
     "--disaggregate": "plan's is a switch (search the split, a bool); batching's is the split P:D (a string)",
 }
 SUFFIX = " Repeatable"
-# Short flags standing for two long ones, each in its own command (a follow-up may drop one): roofline's
-# -r --rows (tests/test_checkpoint_formats.py uses it) and selective's -r --request.
-SHORT_TWICE = {"-r": ["--request", "--rows"]}
 
 
 def kind(annotation) -> tuple[str, bool]:
@@ -109,16 +109,72 @@ def test_a_flag_has_one_type_everywhere():
     assert not problems, "\n".join(problems)
 
 
-def test_a_short_flag_names_one_option():
-    # -o is a file everywhere, -m a model: a short flag stands for one long flag in every command
-    longs: dict[str, set] = {}
-    for flag, infos in option_declarations().items():
-        for info, _, _ in infos.values():
+def short_flags(found: dict) -> dict[str, dict[str, set]]:
+    """-x -> {--long flag it stands for: the commands where it does}, over `option_declarations()`."""
+    longs: dict[str, dict[str, set]] = {}
+    for flag, infos in found.items():
+        for info, _, users in infos.values():
             for short in [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)
                           and d.startswith("-") and not d.startswith("--")]:
-                longs.setdefault(short, set()).add(flag)
-    twice = {short: sorted(flags) for short, flags in longs.items() if len(flags) > 1}
-    assert twice == SHORT_TWICE
+                longs.setdefault(short, {}).setdefault(flag, set()).update(users)
+    return longs
+
+
+def test_a_short_flag_names_one_option():
+    # -o is a file everywhere, -m a model, -r roofline's --rows (selective's --request has no short form):
+    # a short flag stands for one long flag in every command
+    longs = short_flags(option_declarations())
+    assert {"-f", "-m", "-r"} <= set(longs)  # the walk found the short flags
+    twice = {short: {flag: sorted(users) for flag, users in flags.items()}
+             for short, flags in longs.items() if len(flags) > 1}
+    assert not twice, twice
+
+
+def commands_named(text: str, commands) -> set[str]:
+    """The `commands` a help text speaks of, as the help texts name one: `X: ` opening a clause (at the start,
+    after "(", ": ", "; " or ". "), `X only`, `X search...`, `X --flag`, or `X's` not after an article ("a
+    model's" is a model's). A pointer `llm-cost X` (a command to run, true in any --help) is not one; names are
+    lowercase, so "Leviathan's c" is the paper's."""
+    text = re.sub(r"llm-cost [a-z]+", "", text)
+    alternation = "|".join(map(re.escape, commands))
+    clause = rf"(?:^|(?<=\()|(?<=: )|(?<=; )|(?<=\. ))({alternation}): "
+    remark = rf"(?<![\w-])({alternation})(?: only\b| search| --)"
+    owner = rf"(?<![\w-])(?<!\ba )(?<!\bthe )(?<!\bone )(?<!\beach )(?<!\bevery )(?<!\bits )({alternation})'s\b"
+    return {match.group(1) for pattern in (clause, remark, owner) for match in re.finditer(pattern, text)}
+
+
+def foreign_names(found: dict, commands) -> list[str]:
+    """Each help text of a shared flag (two commands or more) naming a command that does not show that text:
+    a remark for one command belongs in that command's docstring, or in the suffix of the form it takes."""
+    problems = []
+    for flag, decls in found.items():
+        if len(set().union(*(users for *_, users in decls))) < 2:
+            continue  # one command's own option: its help may speak of plot's kinds (roofline, ...)
+        showing: dict[str, set] = {}
+        for help_text, *_, users in decls:
+            showing.setdefault(help_text, set()).update(users)
+        problems += [f"{flag}: {sorted(commands_named(text, commands) - users)} named in {text!r}, shown by "
+                     f"{sorted(users)}" for text, users in showing.items() if commands_named(text, commands) - users]
+    return problems
+
+
+def test_a_shared_help_text_names_only_commands_showing_it():
+    from llm_cost.cli import COMMAND_MODULES
+
+    problems = foreign_names(declared(), COMMAND_MODULES)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_command_finder_reads_remarks_not_words():
+    commands = ("plan", "batching", "model", "waste", "tree", "gamma", "calibrate", "leviathan")
+    assert commands_named("Tokens (plan: >= 2; waste: the lecture's).", commands) == {"plan", "waste"}
+    assert commands_named("Each. Repeatable: plan searches each; batching only: x.", commands) == {"plan", "batching"}
+    assert commands_named("none (a tree: one level's; a model's MTP; poisson or gamma:SHAPE; gamma gaps)", commands) == set()
+    assert commands_named("A file (llm-cost calibrate -o); Leviathan's c; plan's price; plan --verify", commands) == {"plan"}
+    one = ("Tokens (waste: its batch).", "<class 'int'>", False, {"plan"})
+    assert foreign_names({"--x": [one, (one[0], "<class 'int'>", True, {"waste"})]}, commands) == []
+    assert foreign_names({"--x": [one, (one[0] + " Repeatable.", "<class 'int'>", True, {"waste"})]}, commands) != []
+    assert foreign_names({"--x": [one]}, commands) == []  # one command's own option
 
 
 def test_the_checks_find_what_they_look_for():

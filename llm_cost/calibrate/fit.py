@@ -125,9 +125,9 @@ def _predict_all(points, profile: Profile) -> list[Prediction]:
     return [predict(point, profile) for point in points]
 
 
-def _residuals(points, base: Profile, free, x, executor=None):
+def _residuals(points, base: Profile, free, scaled, executor=None):
     return [math.log(pred.predicted / point.value) if pred.covered else 0.0
-            for point, pred in zip(points, predictions(points, profile_at(base, free, x), executor))]
+            for point, pred in zip(points, predictions(points, profile_at(base, free, scaled), executor))]
 
 
 def fitted_engines(points) -> tuple[str, ...]:
@@ -176,7 +176,7 @@ def fit_profile(points, base: Profile, free=DEFAULT_FREE, *, name: str = "calibr
     x0 = [min(max(value, lo), hi) for value, lo, hi in zip(x0, lows, highs)]
     x0 = [min(max(value, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo)) for value, lo, hi in zip(x0, lows, highs)]
     sparsity = _sparsity(used, free) if names else None
-    res = least_squares(lambda x: _residuals(used, base, free, x, executor), x0, bounds=(lows, highs), jac_sparsity=sparsity,
+    res = least_squares(lambda scaled: _residuals(used, base, free, scaled, executor), x0, bounds=(lows, highs), jac_sparsity=sparsity,
                         method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
     profile = _finished(_unseen_as_mean(profile_at(base, free, [float(value) for value in res.x]), free), name)
     return FitResult(profile, len(used), _rms(used, profile, executor), free)
@@ -212,7 +212,7 @@ def _start(base: Profile, knob: str) -> float:
 
 def _finished(profile: Profile, name: str) -> Profile:
     """The fitted profile named `name`; with engine costs, its shared fixed times and MFU are the engines'
-    mean (what a command without --engine, and an engine it was not fitted to, uses)."""
+    mean (what a profile asked for no engine, and an engine it was not fitted to, uses)."""
     if profile.engine_costs:
         mean = profile.for_engine("generic")
         profile = profile.with_(**{knob: getattr(mean, knob) for knob in ENGINE_KNOBS})

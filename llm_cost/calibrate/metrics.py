@@ -24,7 +24,7 @@ def quantile(values, q: float) -> float:
 
 @dataclass(frozen=True)
 class Summary:
-    """Points, covered points, and the mean, median and 90th percentile of their APE."""
+    """Points (`n`), covered points, and the mean, median and 90th percentile of their APE."""
 
     name: str
     n: int

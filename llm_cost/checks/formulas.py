@@ -33,7 +33,7 @@ EXACT = 1e-12  # the issue's tolerance for "returns p"
 
 
 def _pair(draw_p, draw_q):
-    """Two distributions over the same vocabulary from raw non-negative weights."""
+    """Two distributions over the same vocabulary from raw non-negative weights: the target's `p`, the draft's `q`."""
     size = min(len(draw_p), len(draw_q))
     p, q = np.array(draw_p[:size]), np.array(draw_q[:size])
     assume(p.sum() > 1e-6 and q.sum() > 1e-6)
@@ -54,6 +54,7 @@ def _expected_bounds(*_):
 
 
 def _speedup_le_expected(*_):
+    """speedup(alpha, gamma, `c`) = E at `c` = 0 and never exceeds E (`c` the draft's cost per token)."""
     @given(alpha=alphas, gamma=gammas, c=costs)
     @example(alpha=1.0, gamma=10**6, c=0.0)
     def prop(alpha, gamma, c):
@@ -64,6 +65,7 @@ def _speedup_le_expected(*_):
 
 
 def _gamma_one_bound(*_):
+    """alpha > `c` (the draft's cost per token): the optimum beats (1 + alpha) / (1 + `c`) > 1."""
     @given(alpha=alphas, c=costs)
     def prop(alpha, c):
         assume(alpha > c + 1e-12)  # closer than float resolution, (1 + alpha) / (1 + c) rounds to 1
@@ -76,6 +78,7 @@ def _gamma_one_bound(*_):
 
 
 def _optimal_gamma(*_):
+    """The optimal gamma at draft cost `c` beats its neighbours."""
     @given(alpha=st.floats(min_value=0.0, max_value=0.99), c=st.floats(min_value=0.001, max_value=2.0))
     def prop(alpha, c):
         best = speculative.optimal_gamma(alpha, c, gamma_max=1024)
@@ -97,6 +100,7 @@ def _ops_factor(*_):
 
 
 def _exact_sampling(*_):
+    """Speculative sampling from the target's `p` and the draft's `q` returns `p` (1e-12); acceptance = 1 - TV."""
     @given(raw_p=probability_weights, raw_q=probability_weights, temperature=temperatures, top_k=st.integers(1, 12))
     @example(raw_p=[0.5, 0.3, 0.2], raw_q=[0.2, 0.6, 0.2], temperature=1.0, top_k=3)  # exercise 3
     def prop(raw_p, raw_q, temperature, top_k):
@@ -108,8 +112,8 @@ def _exact_sampling(*_):
 
 
 def _wrong_variants_biased(*_):
-    """Each wrong rule is biased exactly when it can be: resampling from p is unbiased iff
-    min(p, q) is proportional to p; rejecting whenever q > p is unbiased iff no token has
+    """Each wrong rule is biased exactly when it can be: resampling from the target's `p` is unbiased iff
+    min(p, q) (`q` the draft's) is proportional to p; rejecting whenever q > p is unbiased iff no token has
     q(x) > p(x) > 0. (Hypothesis found p = (1, 0), q = (1/2, 1/2): p != q, yet both rules
     return p; "biased whenever p != q" is false as stated.)"""
 

@@ -84,14 +84,15 @@ Batches, MaybeBatches = Annotated[List[int], BATCHES], Annotated[Optional[List[i
 Batch = Annotated[int, typer.Option("--batch", "-b", help=BATCH_HELP)]
 Contexts = Annotated[List[int], typer.Option("--context", help=repeatable(CONTEXT.help, "a row each"))]
 # one request's lengths (request, plan, table, plot plan), or each request's of one batch (waste)
-ISL_HELP = f"Prompt (input) tokens per request, >= 1 (default {DEFAULT_ISL}; waste: the lecture's exercise-1 batch)."
-OSL_HELP = (f"Output tokens per request, >= 1 (plan: >= 2; default {DEFAULT_OSL}; waste: the lecture's exercise-1 "
-            "batch).")
+# (a command's own remark sits in the repeatable form's suffix or the command's docstring: plan's osl >= 2)
+ISL_HELP = f"Prompt (input) tokens per request, >= 1 (default {DEFAULT_ISL})."
+OSL_HELP = f"Output tokens per request, >= 1 (default {DEFAULT_OSL})."
 ISL, OSL = typer.Option("--isl", help=ISL_HELP), typer.Option("--osl", help=OSL_HELP)
 Isl, Osl = Annotated[Optional[int], ISL], Annotated[Optional[int], OSL]
-ISLS = typer.Option("--isl", help=repeatable(ISL_HELP, "request: a row each; waste: one request of the batch each"))
+ISLS = typer.Option("--isl", help=repeatable(ISL_HELP, "request: a row each; waste: one request of the batch each "
+                                                       "(default the lecture's exercise-1 batch)"))
 OSLS = typer.Option("--osl", help=repeatable(OSL_HELP, "request: a row each; waste: one request of the batch each, "
-                                                       "in --isl's order"))
+                                                       "in --isl's order (default the lecture's exercise-1 batch)"))
 Isls, Osls = Annotated[List[int], ISLS], Annotated[List[int], OSLS]
 MaybeIsls, MaybeOsls = Annotated[Optional[List[int]], ISLS], Annotated[Optional[List[int]], OSLS]
 TtftMs = Annotated[Optional[float], typer.Option("--ttft-ms", help="Target: time to first token at most this (ms).")]
@@ -100,8 +101,9 @@ RESERVE = typer.Option("--reserve", help="Fraction of GPU memory held back from 
 Reserve = Annotated[float, RESERVE]
 MaxLen = Annotated[Optional[int], typer.Option("--max-len", help="Tokens a max-length reservation holds (default: the model's context, 2048 for GPT-3).")]
 KvTokens = Annotated[Optional[int], typer.Option("--kv-tokens", help="KV capacity in tokens, instead of memory - reserve - weights.")]
-KV_DTYPE_HELP = "KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16; plan searches bf16 and fp8)."
-KvDtypes = Annotated[Optional[List[str]], typer.Option("--kv-dtype", help=repeatable(KV_DTYPE_HELP, "plan searches each"))]
+KV_DTYPE_HELP = "KV cache element type: bf16, fp16, fp8, int8 or int4 (default bf16)."
+KvDtypes = Annotated[Optional[List[str]], typer.Option("--kv-dtype", help=repeatable(
+    KV_DTYPE_HELP, "plan searches each (default bf16 and fp8)"))]
 # Token counts of a workload: capacity's means (each request's, one batch: waste's --isl and --osl)
 PromptTokens = Annotated[float, typer.Option("--prompt", help="Prompt tokens per request (a mean may be fractional).")]
 OutputFile = Annotated[str, typer.Option("--output", "-o", help="File to write: a figure (.png or .svg) or a profile JSON (use it with --profile FILE).")]
@@ -120,10 +122,10 @@ MAX_BATCH = typer.Option("--max-batch", help=MAX_BATCH_HELP)
 MaxBatch = Annotated[int, MAX_BATCH]
 MaxBatches = Annotated[Optional[List[int]], typer.Option("--max-batch", help=repeatable(MAX_BATCH_HELP, "a curve each"))]
 SCHEDULER_HELP = ("request (whole batches, max-length reservation), iteration (Orca: FCFS, declared reservation) or "
-                  "none (no reservation; batching only: it can deadlock, no curve to plot).")
+                  "none (no reservation: it can deadlock; simulated, never plotted).")
 Scheduler = Annotated[str, typer.Option("--scheduler", help=SCHEDULER_HELP)]
 Schedulers = Annotated[Optional[List[str]], typer.Option("--scheduler", help=repeatable(SCHEDULER_HELP, "a curve each"))]
-SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Per-token latency target (ms): batching searches the highest rate that meets it.")]
+SloMs = Annotated[Optional[float], typer.Option("--slo-ms", help="Latency target (ms), per generated token by default.")]
 SloStat = Annotated[str, typer.Option("--slo-stat", help="Statistic a latency target applies to: median (= p50), p50, p90 or p99.")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Closed loop: N clients over the deployment, each sending its next request when its last one finishes.")]
 Arrivals = Annotated[str, typer.Option("--arrivals", help="poisson or gamma:SHAPE (gamma gaps, SHAPE < 1 bursty).")]
@@ -167,7 +169,7 @@ Gamma = Annotated[int, typer.Option("--gamma", help=GAMMA_HELP)]
 GAMMA_MAX = typer.Option("--gamma-max", help="Largest gamma searched (or drawn).")
 GammaMax = Annotated[int, GAMMA_MAX]
 TAU_HELP = ("Mean accepted length per round (as EAGLE papers report) in [1, gamma + 1], instead of the acceptance "
-            "rate (request: --spec-alpha; spec: --alpha), which is solved from it at each gamma.")
+            "rate (--alpha or --spec-alpha, whichever the command takes), which is solved from it at each gamma.")
 Tau = Annotated[Optional[float], typer.Option("--tau", help=TAU_HELP)]
 Taus = Annotated[Optional[List[float]], typer.Option("--tau", help=repeatable(TAU_HELP, "a row each"))]
 MTP_ALPHA_HELP = "Acceptance of a model's MTP module (DeepSeek-V3 report: 0.85-0.90)."
@@ -180,8 +182,7 @@ Hits = Annotated[str, HITS]
 SPEC_GAMMA = typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
 SpecGamma, SpecGammaSet = Annotated[Optional[int], SPEC_GAMMA], Annotated[int, SPEC_GAMMA]
-DRAFT_C_HELP = ("Draft step over target step (Leviathan's c), >= 0 (a tree: one draft level's); unset with "
-                "--draft: the draft's own cost.")
+DRAFT_C_HELP = "Draft step over target step (Leviathan's c), >= 0; unset with --draft: the draft's own cost."
 DraftC = Annotated[Optional[float], typer.Option("--c", help=DRAFT_C_HELP)]
 DraftCs = Annotated[Optional[List[float]], typer.Option("--c", help=repeatable(DRAFT_C_HELP, "a row or curve each"))]
 DraftModel = Annotated[Optional[str], typer.Option("--draft", help="Draft model (catalog name or config.json): its own step time on the same GPUs, its weights and K/V beside the target's; instead of --c.")]

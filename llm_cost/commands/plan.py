@@ -130,6 +130,7 @@ def plan_cmd(
     TTFT and TPOT target. Each row is a static batch as `llm-cost request` times it (its request_args
     give the same TTFT and TPOT there). Left out, the model, GPU, ISL and OSL are every command's
     (llama-3-8b, h100-sxm, 1024, 256, as `request`) and --gpus is 8 (one node); a note names them.
+    --osl is >= 2 here: a plan ranks decoding, one decode step at least.
     """
     _run(PlanOptions(
         model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # annotations only
 @dataclass(frozen=True)
 class PlanOptions:
     """Every option of `plan` as Typer parsed it (repeatables as lists, None where not given), the prefix
-    options as one `PromptPrefixes`. Defaults and checks are the command's and the planner's."""
+    options as one `PromptPrefixes`; `c` is --c, the draft's cost coefficient. Defaults and checks are the
+    command's and the planner's."""
 
     model: str | None
     gpu: list[str] | None

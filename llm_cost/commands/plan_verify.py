@@ -24,7 +24,7 @@ VERIFY_COLUMNS = [
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """`plan --verify`'s options, as the library takes them: how many rows, the served workload (the
+    """`plan --verify`'s options, as the library takes them: how many rows (`n`), the served workload (the
     planner's `WorkloadRecipe`), how the engine serves (`ServeSettings`: `--engine`'s defaults, prefix
     caching, offload), the SLO percentile and the executor (`jobs`, `ray`)."""
 

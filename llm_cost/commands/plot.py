@@ -164,7 +164,8 @@ def plot_cmd(
     validate) and its defaults: DEFAULTS. An option the kind does not use is an error. roofline,
     spec-vs-batch, tree and batching take the deployment options (--tp --pp --ep --kv-dtype
     --overlap-comm --usable-memory; batching also --gpus): one GPU's passes, as their commands
-    print them; plan reads --gpus as the GPUs it may use.
+    print them; plan reads --gpus as the GPUs it may use. batching draws --slo-ms as a line on
+    the two per-token latency panels.
     """
     from llm_cost.errors import InvalidValueError
     from llm_cost.commands.parse import choice
@@ -260,15 +261,15 @@ def _tree(options: dict, path):
     from llm_cost.report.series import DEFAULT_TREES, tree_points
 
     spec, acc, prof = _specs(options)
-    c = _single(options, "c")
+    level_cost = _single(options, "c")
     widths = [parse.widths(given) for given in options["widths"]] if options.get("widths") else DEFAULT_TREES
     dep = parse.deployment(options["deploy"], prof)
     points = tree_points(spec, acc, prof, widths_list=widths, hits=parse.hits(options["hits"]), batches=options["batch"],
-                         c=c, context=options["context"], weights=parse.weights(options["weights"]), deployment=dep)
+                         c=level_cost, context=options["context"], weights=parse.weights(options["weights"]), deployment=dep)
     options["fits"] = [_fit(spec, acc, dep, parse.weights(options["weights"]), batch=batch, rows=batch * (point.nodes + 1), context=options["context"])
                        for point in points for batch in options["batch"]]
     return plots.tree(points, path, title=f"Token trees: {spec.name} on {acc.name}{dep.label}, preset {prof.name}, context "
-                                          f"{options['context']}, c {c:g} per level, top-k hits {options['hits']}")
+                                          f"{options['context']}, c {level_cost:g} per level, top-k hits {options['hits']}")
 
 
 def _batching(options: dict, path):

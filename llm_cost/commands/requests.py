@@ -208,7 +208,7 @@ def _breakdown(specs, accs, prof, batches, isls, osls, weight_format, deployment
 @command("selective", epilog="Example: llm-cost selective --request 3:1 --request 1:1 --request 0:2 --request 0:3 "
                              "--model llama-3-8b")
 def selective_cmd(
-    request: Annotated[Optional[List[str]], typer.Option("--request", "-r", help="One request of the iteration as cached:new tokens (repeatable; default: the lecture's figure 5, 3:1 1:1 0:2 0:3).")] = None,
+    request: Annotated[Optional[List[str]], typer.Option("--request", help="One request of the iteration as cached:new tokens (repeatable; default: the lecture's figure 5, 3:1 1:1 0:2 0:3).")] = None,
     model: MaybeModel = None,
     weights: Weights = "bf16",
     fmt: Format = "table",

@@ -289,7 +289,8 @@ def batching_cmd(
     pp stages one after another (one batch in flight, no microbatches) plus the collectives, and its
     KV capacity is one replica's. --rate is the arrival rate at that replica; the rows' totals
     (rate_total_req_per_s, throughput_total_req_per_s, tokens_per_s) are x replicas = --gpus / (tp x pp),
-    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis).
+    with tokens_per_s_per_gpu beside them. Memory as in `capacity` (the profile's basis). Without --rate,
+    --slo-ms searches the highest rate whose --slo-stat of --slo-metric meets it.
 
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command; the lecture's Orca comparison
     (§3.3) names its own: --model gpt-3-13b --gpu a100-40gb --preset lecture.
@@ -298,16 +299,12 @@ def batching_cmd(
     from llm_cost.commands.engine_option import with_engine
     from llm_cost.commands.serving_energy import check_price
     from llm_cost.commands.serving_engine import PROGRESS, render_batching
-    from llm_cost.errors import InvalidValueError
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.serving.batching_request import BatchingRequest
     from llm_cost.serving.batching_run import run_batching
 
     check_price(usd_per_kwh, usd_per_gpu_hour)  # before any simulation
     slo_s = parse.seconds("slo_ms", slo_ms, positive=True)
-    if not rate and slo_s is None and trace is None and concurrency is None:
-        raise InvalidValueError("give --rate R (req/s, repeatable) to simulate those rates, or --slo-ms T to "
-                                "search the highest rate whose per-token latency meets T ms")
     profile = with_engine(parse.profile(preset), engine)
     weight_format, (kv_dtype, _) = parse.weights(weights), kv_settings(deploy.kv_dtype, None)
     policy, off_above = parse.spec_policy(spec_policy)

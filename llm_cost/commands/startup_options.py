@@ -24,7 +24,7 @@ class DefaultSetting(NamedTuple):
 # example names its model, GPU and preset.
 DEFAULT = DefaultSetting("llama-3-8b", "h100-sxm", "measured")
 
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown (table: models as columns).")]
+Format = Annotated[str, typer.Option("--format", "-f", help="Output: table, json, csv or markdown.")]
 CONTEXT = typer.Option("--context", help="Cached tokens per sequence.")
 Context = Annotated[int, CONTEXT]
 KV_BYTES = typer.Option("--kv-bytes", help="Bytes per KV element (2 = BF16, 1 = FP8); --kv-dtype names it.")

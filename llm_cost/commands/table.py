@@ -41,7 +41,8 @@ def table_cmd(
     """The cost table: params, weight and KV bytes, FLOPs, decode bound, speculative speedup, fit.
 
     Theoretical (the article preset). Models with an MTP module (DeepSeek-V3) get their own
-    draft's rows. json and csv print one flat row per model, SI values, the unit in each key.
+    draft's rows. The table (and markdown) has a column per model; json and csv print one flat row per
+    model, SI values, the unit in each key.
     """
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.report.cost_table import table_rows

@@ -37,6 +37,8 @@ def tree_cmd(
 ) -> None:
     """Token trees: nodes, tau from top-k hit rates, and the speedup at each batch vs a chain.
 
+    --c is one draft level's cost over a target step (one draft pass per level: a round costs depth x c x T(B) plus the verification).
+
     Defaults: Llama-3-8B on an H100 SXM under `measured`, as every command, at context 1024; the
     lecture's example (demo 05, §10) names its own: --model llama-3.1-8b --preset lecture.
     """

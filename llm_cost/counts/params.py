@@ -165,7 +165,8 @@ class ParamCounts:
 def param_counts(model: ModelSpec) -> ParamCounts:
     r"""Count every parameter of `model` by component.
 
-    Dense per layer (the article, `param_count`): attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff
+    Dense per layer (the article, `param_count`), `d` the hidden size, q and kv the query and K/V
+    widths, ff the MLP's: attention d*q + 2*d*kv + q*d, SwiGLU 3*d*ff
     (GELU: 2*d*ff), 2 RMSNorm gains (LayerNorm: gains and biases); total = layers + embedding +
     LM head + final norm. MoE and MLA shapes follow the DeepSeek-V3 and Mixtral Hub configs and
     modeling code.
@@ -240,13 +241,15 @@ def param_counts(model: ModelSpec) -> ParamCounts:
 
 
 def _expert_bias(moe, d: int, ff: int) -> int:
-    """Biases of one expert of width ff: gate_up (2 ff) and down (d) when the experts have them (gpt-oss)."""
+    """Biases of one expert of width ff: gate_up (2 ff) and down (`d`, the hidden size) when the experts have
+    them (gpt-oss)."""
     return 2 * ff + d if moe is not None and moe.expert_bias else 0
 
 
 def _shared_experts_params(model: ModelSpec) -> int:
     """A MoE layer's shared experts: each a gated MLP like a routed one, of `shared_expert_width`
-    (Qwen2-MoE: its own shared_expert_intermediate_size), plus the d-wide shared_expert_gate."""
+    (Qwen2-MoE: its own shared_expert_intermediate_size), plus the `d`-wide shared_expert_gate (`d` the
+    hidden size)."""
     moe, d, ff = model.moe, model.hidden_size, model.shared_expert_width
     if moe is None or not moe.num_shared_experts:
         return 0
@@ -264,7 +267,8 @@ def _qk_norm_params(model: ModelSpec) -> int:
 
 
 def _attention_params(model: ModelSpec) -> int:
-    """Attention parameters of one layer: MHA/GQA projections and biases, or MLA's."""
+    """Attention parameters of one layer: MHA/GQA projections and biases, or MLA's; `d` the hidden size,
+    `h` the heads, `q` and kv the query and K/V widths."""
     d, h = model.hidden_size, model.num_heads
     mla = model.mla
     if mla is None:

@@ -52,6 +52,7 @@ class VisionParams:
 
 
 def _siglip(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    """The module docstring's siglip counts; `d` the tower's width D, `i` its MLP width I."""
     d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
     patch = tower.num_channels * tower.patch_size ** 2 * d + d + tower.patches_per_side ** 2 * d
@@ -60,6 +61,8 @@ def _siglip(tower: VisionSpec, text_hidden: int) -> VisionParams:
 
 
 def _pixtral(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    """The module docstring's pixtral counts; `d` the tower's width D, `i` its MLP width I, `h` the text
+    model's hidden size H."""
     d, i, h = tower.hidden_size, tower.intermediate_size, text_hidden
     layer = 2 * d + 4 * d * d + 3 * d * i
     projector = d + tower.merge_size ** 2 * d * d + d * h + h * h + ((h + h) if tower.projector_bias else 0)
@@ -68,6 +71,7 @@ def _pixtral(tower: VisionSpec, text_hidden: int) -> VisionParams:
 
 
 def _llama4(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    """The module docstring's llama4 counts; `d` the tower's width D, `i` its MLP width I."""
     d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
     patches = tower.patches_per_side ** 2
@@ -78,6 +82,7 @@ def _llama4(tower: VisionSpec, text_hidden: int) -> VisionParams:
 
 
 def _qwen_vl(tower: VisionSpec, text_hidden: int) -> VisionParams:
+    """The module docstring's qwen_vl counts; `d` the tower's width D, `i` its MLP width I."""
     d, i = tower.hidden_size, tower.intermediate_size
     layer = 4 * d + 4 * (d * d + d) + 2 * d * i + i + d
     merged = tower.merge_size ** 2 * d

@@ -33,7 +33,7 @@ DEGREE = Number(1, 1e6, integer=True)  # GPUs in a collective
 @check_arguments(n=DEGREE, arrays=("nbytes",))
 def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """Ring all-reduce of `nbytes` over `n` GPUs: 2 (n - 1) alpha + 2 (n - 1) / n x nbytes / beta
-    (across d domains: the module doc's two-tier ring). `measured` and a measured NCCL table for this
+    (across `d` scale-up domains: the module doc's two-tier ring). `measured` and a measured NCCL table for this
     GPU and n inside one domain (`roofline.kernels.measured_all_reduce`): latency + 2 (n - 1) / n x
     nbytes / achieved bus bandwidth."""
     if n == 1:
@@ -55,7 +55,8 @@ def all_reduce_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
 @check_arguments(n=DEGREE, arrays=("nbytes",))
 def all_to_all_s(nbytes, n: int, gpu: Accelerator, *, measured: bool = False):
     """All-to-all over `n` GPUs, each sending `nbytes` spread evenly (1/n stays home):
-    (n - 1) alpha + (n - 1) / n x nbytes / beta (across d domains: the module doc's two tiers).
+    (n - 1) alpha + (n - 1) / n x nbytes / beta (across `d` scale-up domains of `s` = n / d GPUs each:
+    the module doc's two tiers).
     `measured` and a measured NCCL all-to-all for this GPU and n inside one domain
     (`roofline.kernels.measured_all_to_all`): latency + (n - 1) / n x nbytes / achieved bus bandwidth."""
     if n == 1:

@@ -40,7 +40,7 @@ from llm_cost.catalog.arguments import check_arguments
 
 @dataclass(frozen=True)
 class Variant:
-    """One decoding variant: none, a draft (gamma, alpha, c or a draft model) or MTP."""
+    """One decoding variant: none, a draft (gamma, alpha, `c` the draft's cost ratio, or a draft model) or MTP."""
 
     kind: str  # "none", "draft", "mtp"
     gamma: int = 0
@@ -56,7 +56,7 @@ class Variant:
 @dataclass(frozen=True)
 class Grid:
     """Every configuration's numbers, flat numpy arrays of one length (SI); `group` indexes
-    `space.groups`, `variant` indexes `variants`."""
+    `space.groups`, `variant` indexes `variants`; `c` is the draft's cost ratio."""
 
     space: PlanSpace
     variants: tuple[Variant, ...]

@@ -7,7 +7,7 @@
   so a plan uses at most N GPUs and a larger budget only adds configurations (monotone).
   Splits the model or chip cannot take (`parallel.check_deployment`: tp must divide the heads, a
   split needs an interconnect), or a draft model on the target's tp and pp (pp past its layers), are
-  left out and counted; a --tp or --pp the user gave that a draft cannot take is refused.
+  left out and counted; a degree given in `tps` or `pps` that a draft cannot take is refused.
 - weights: bf16, fp8 (W8A8), int8 (W8A16), int4 (W4A16 g128) by default; a format whose GEMM
   precision the chip lacks (fp8 on an A100) is left out and counted: the chip does not run it.
 - KV dtype: bf16, fp8 by default.
@@ -34,15 +34,15 @@ from llm_cost.specs.validate import check_fields, check_value
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 DEFAULT_KV_DTYPES = ("bf16", "fp8")
-DEFAULT_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512
+DEFAULT_BATCHES = tuple(2**power for power in range(10))  # 1 .. 512
 DEFAULT_MAX_TP = 8  # an HGX node's NVLink domain
 MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
 
 
 @dataclass(frozen=True)
 class SpecOption:
-    """One kind of speculative decoding the plan tries: "draft" (alpha with c or a draft model, each
-    gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1). `draft`: a ModelSpec, or a
+    """One kind of speculative decoding the plan tries: "draft" (alpha with `c`, the draft's cost ratio, or
+    a draft model, each gamma in `gammas`) or "mtp" (the model's MTP module, gamma 1). `draft`: a ModelSpec, or a
     catalog name or config path, held as the spec it loads (as `requests.Speculation` holds it)."""
 
     kind: str

@@ -21,7 +21,7 @@ replica, over the replica's GPUs:
 A candidate meets the SLO when the stated percentile (p50, p90, p99) of TTFT and of TPOT is within
 the target and every request finished; candidates that meet it rank first, each part by G_gpu.
 
-A disaggregated candidate (`plan --disaggregate --verify`: a `SplitCandidate`) is served by
+A disaggregated candidate (a split plan's frontier row served: a `SplitCandidate`) is served by
 `serving.disaggregated.serve_disaggregated`: P prefill and D decode replicas behind least-loaded
 routers serving the whole stream (the same window as a colocated candidate), the K/V over the accelerator's
 link. Each pool runs as planned: the prefill pool its own split and batch, the decode pool its split,
@@ -134,7 +134,7 @@ def _shared(recipe: WorkloadRecipe, replicas: int):
 
 @dataclass(frozen=True)
 class Candidate:
-    """One frontier row to serve: everything a worker process needs (picklable)."""
+    """One frontier row to serve: everything a worker process needs (picklable); `c` the draft's cost ratio."""
 
     key: str  # the row's request_args: its identity and the source of its seed
     model: object
@@ -367,7 +367,7 @@ def weighted_progress(on_done, weights: list[float]):
 # one GPU 0.2-0.47 s (the engine's fast path, inline roofline), tp 2 0.19-0.46 s (inlined collectives),
 # pp 2 0.55-0.75 s since `fast_pipeline` runs Orca's pipeline by cohorts (4.3-5.5 s, 15x one GPU, in the
 # general loop before it); measured one candidate at a time with process_time.
-# Prompts in chunks (an engine's defaults, `--engine vllm`) take the general loop: per 1,000 requests a
+# Prompts in chunks (an engine's defaults, `engine` vllm) take the general loop: per 1,000 requests a
 # replica serves, 0.159 CPU s on one GPU, 0.149 s at tp 2, 0.196 s at pp 2, against 0.021 s on the one-GPU
 # fast path (bench/bench_verify_paths.py --requests 8000, main at 037c5e5, 2026-12-02): 7.5x, 7.0x, 9.2x
 RELATIVE_COST = {"fast": 1.0, "deployed": 1.3, "pipeline": 2.0, "general": 7.5, "general pipeline": 9.2}

@@ -157,7 +157,7 @@ def _energy_keys(timed, gpu, deployment, batch, usd_per_kwh) -> dict:
 def _fit_keys(model, gpu, deployment, batch, contexts, row) -> dict:
     """Whether what the table prints can run, as every timing row says it (`fits`, `fit_note`, the
     BF16 decode step's memory): each decode step (batch B, the article's context 0) fits, B is within
-    the largest batch at each --context, and each --context within the model's limit
+    the largest batch at each of `contexts`, and each context within the model's limit
     (`max_position_embeddings`; its largest batch is then memory arithmetic only)."""
     from llm_cost.parallel import step_fit
 

@@ -160,7 +160,7 @@ def roofline_rows(model: ModelSpec, gpu: Accelerator, profile: Profile, *, rows,
         fit = step_fit(model, gpu, deployment, rows=m, batch=batch, context=context, weights=weights)
         out.append({
             "model": model.name, "gpu": gpu.label, "gpu_name": gpu.name, "preset": profile.name, "weights": weights.name,
-            # the knobs in force, overrides included (--mfu, --bw-eff, --fixed-ms, ...)
+            # the knobs in force, the profile's overrides included (compute_efficiency, bw_efficiency, ...)
             "bw_efficiency": profile.bw_efficiency, "compute_efficiency": profile.compute_efficiency,
             "read_input_embedding": profile.read_input_embedding, "count_kv": profile.count_kv,
             "rows": m, "batch": batch, "context": context,

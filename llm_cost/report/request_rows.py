@@ -86,7 +86,8 @@ def request_energy(r, gpu) -> dict:
 def phase_energy(r, gpu) -> tuple[float, float]:
     """(prefill, decode) joules of one batch of a `requests.RequestCost` `r` on `gpu`: each phase's
     GPU-seconds (`r.gpu_seconds`) at its bound and its share in collectives, a GPU busy for its own of the
-    deployment's pp stages (`roofline.energy.phase_joules`; raises without the datasheet's board power). `plan --disaggregate`'s pools take each its own phase."""
+    deployment's pp stages (`roofline.energy.phase_joules`; raises without the datasheet's board power). A disaggregated
+    plan's pools (`planner.disaggregate`) take each its own phase."""
     from llm_cost.roofline.energy import phase_joules
 
     ph = r.phases

@@ -82,7 +82,7 @@ def roofline_series(model: ModelSpec, gpu: Accelerator, profile: Profile, *, gam
 
 @dataclass(frozen=True)
 class SpecBatchCurve:
-    """Roofline speedup of one (alpha, gamma, c, MFU) against batch, and where it turns."""
+    """Roofline speedup of one (alpha, gamma, `c` the draft's cost ratio, MFU) against batch, and where it turns."""
 
     alpha: float
     gamma: int
@@ -90,7 +90,7 @@ class SpecBatchCurve:
     mfu: float
     batch: np.ndarray
     speedup: np.ndarray
-    marks: tuple[tuple[int, float], ...]  # (batch, speedup) at the --batch points
+    marks: tuple[tuple[int, float], ...]  # (batch, speedup) at the batches asked for (`spec_vs_batch`'s marks)
     turning_batch: float  # verification turns compute-bound (turning_batch)
     break_even_batch: float  # the speedup falls to 1 (inf: never in range)
 
@@ -134,7 +134,7 @@ def spec_vs_batch(model: ModelSpec, gpu: Accelerator, profiles: Sequence[Profile
 
 @dataclass(frozen=True)
 class GammaCurve:
-    """Leviathan's E / (gamma c + 1) over gamma = 0..gamma_max, and its integer optimum."""
+    """Leviathan's E / (gamma `c` + 1) over gamma = 0..gamma_max, and its integer optimum."""
 
     alpha: float
     c: float

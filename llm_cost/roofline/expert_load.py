@@ -21,9 +21,7 @@ busiest of ep is about mu + sigma z_ep (z_ep: the expected largest of ep standar
 approximation Phi^-1((ep - 0.375) / (ep + 0.25)); 1.43 for ep 8, exactly 1.424), kept within [max(mu, 1), m c].
 The factor E[max X] / mu multiplies the routed experts' share of a row's FLOPs.
 
-Both are 1 (the average GPU) when ep is 1: experts sharded over tp have no imbalance. In the code
-`n` is N, `k` top-k, `g`, `p` and `c` as above, `q` = 1 - p (or the pairs' k / (ep c)) and `j` the
-sum's index.
+Both are 1 (the average GPU) when ep is 1: experts sharded over tp have no imbalance.
 Numbers or numpy arrays of m (broadcast); nothing is checked.
 """
 
@@ -48,7 +46,8 @@ def largest_normal_z(n: int) -> float:
 
 def busiest_gpu_experts(num_experts: int, experts_per_token: int, rows, ep: int):
     """Routed experts per layer the busiest of `ep` GPUs reads for `rows` routed rows (module doc):
-    sum_{j<g} (1 - F(j)^ep) / (1 - (1 - p)^N), p = 1 - (1 - k/N)^m, g = N / ep.
+    sum_{j<g} (1 - F(j)^ep) / (1 - (1 - p)^N), p = 1 - (1 - k/N)^m, g = N / ep. In the code `n` is N,
+    `k` top-k, `g` and `p` as here, `q` = 1 - p and `j` the sum's index.
 
     >>> busiest_gpu_experts(8, 2, 1, 8)
     1.0
@@ -69,7 +68,9 @@ def busiest_gpu_experts(num_experts: int, experts_per_token: int, rows, ep: int)
 
 def busiest_gpu_pairs_factor(num_experts: int, experts_per_token: int, rows, ep: int, z: float):
     """E[max X] / mu: the busiest GPU's routed (token, expert) pairs over the average GPU's
-    (module doc; `z` = `largest_normal_z(ep)`), for `rows` routed rows.
+    (module doc; `z` = `largest_normal_z(ep)`), for `rows` routed rows. In the code `n` is N experts,
+    `k` top-k, `c` = min(k, N / ep) a token's pairs at most on one GPU and `q` = k / (ep c), a pair's
+    chance, so the pairs are Binomial(rows c, q).
 
     >>> busiest_gpu_pairs_factor(8, 2, 1, 8, largest_normal_z(8))  # one pair on a GPU, mean 1/4
     4.0

@@ -110,7 +110,7 @@ class PassCost:
     # touched expert), () for none; the K/V bytes' time over the weights' (the GEMM table's bandwidth
     # over decode attention's); attention pairs timed as (pairs + rows x row_pairs) x pair_time_factor
     # (the prefill table's t = f (P + T x0) / (F eta): pair_time_factor = flops_per_s / (F_bf16 eta));
-    # and the tables' names for `--breakdown` (kv_source: the attention row's).
+    # and the tables' names for the operator breakdown (`parallel.breakdown`; kv_source: the attention row's).
     expert_curve: tuple[float, float, float] = ()
     kv_time_factor: float = 1.0
     expert_source: str = ""

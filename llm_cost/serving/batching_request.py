@@ -220,8 +220,9 @@ def _check_ranges(request: BatchingRequest) -> None:
 def _check_modes(request: BatchingRequest) -> None:
     """The options that exclude each other, in the order the modes are told apart (module doc)."""
     if not request.rates and request.slo_s is None and request.trace is None and request.concurrency is None:
-        raise InvalidValueError("a batching run needs rates, slo_s (a rate search), a trace or concurrency",
-                                params=("rates", "slo_s", "trace", "concurrency"))
+        raise InvalidValueError("give rates R (req/s, one run each) to simulate, slo_s T to search the highest "
+                                "rate whose latency meets T, trace (a CSV path) to replay, or concurrency N for a "
+                                "closed loop", params=("rates", "slo_s", "trace", "concurrency"))
     if request.rates and request.slo_s is not None:
         raise InvalidValueError("give rates R (repeatable) to simulate, or slo_s T to search the rate, not both",
                                 params=("rates", "slo_s"))

@@ -140,7 +140,7 @@ def run_batching(request: BatchingRequest, *, on_progress=None) -> BatchingOutco
 
     dep = request.deployment if request.deployment is not None else Deployment()
     profile, weights = as_profile(request.profile), as_weights(request.weights)
-    if request.disaggregate is not None:  # one replica of the prefill pool; a --gpus not the pools' refused
+    if request.disaggregate is not None:  # one replica of the prefill pool; a deployment's gpus not the pools' refused
         dep = _prefill_deployment(request, dep)
     target, gpu = as_model(request.model), as_accelerator(request.gpu)
     served = _setup(request, target, gpu, profile, weights, dep)

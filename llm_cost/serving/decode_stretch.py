@@ -160,11 +160,11 @@ class DecodeStretch:
     def blocks_ahead(self, order, ctx):
         """Paged: (each sequence's blocks after each iteration, (sequence, iteration); the blocks the
         stretch has allocated after each iteration), or None when a sequence's blocks are not those of
-        its K/V (`kv_blocks.blocks_for`)."""
+        its K/V (`kv_blocks.blocks_for`). `K`: the K/V a sequence holds at a context (`loop.K` over arrays)."""
         import numpy as np
 
         loop = self.loop
-        K = loop.held.many if loop.held else (lambda c: c)
+        K = loop.held.many if loop.held else (lambda context: context)
         start = np.asarray([loop.state.blocks[seq] for seq in order])
         if not np.array_equal(blocks_for(K(ctx[:, 0]), loop.B), start):
             return None
@@ -173,7 +173,7 @@ class DecodeStretch:
 
     def terms(self, ctx):
         """(rows, K/V read, pairs, K/V of the decoders) of each iteration (`iteration.iteration_time`
-        with one row a decoder: windowed layers by `PassCost.uniform_terms`), as arrays over iterations."""
+        with one row a decoder: windowed layers by `PassCost.uniform_terms`), as arrays over the `k` iterations."""
         import numpy as np
 
         loop = self.loop
@@ -187,7 +187,7 @@ class DecodeStretch:
         return np.full(k, decoders), kv_read, pairs, kv_dec
 
     def clock(self, times, until, k: int) -> int:
-        """The iterations of the stretch the clock allows: the turn after each ends checks `until` and
+        """The iterations of the stretch (of its `k`) the clock allows: the turn after each ends checks `until` and
         the next arrival (`EngineLoop.run`, `arrivals`), so the stretch ends at the first that meets one."""
         import numpy as np
 
@@ -200,7 +200,7 @@ class DecodeStretch:
         return int(stop[0]) + 1 if len(stop) else k
 
     def advance(self, until: float, handback: int, on_progress, every: int) -> bool:
-        """Take a stretch from this loop turn (module doc): True when it did."""
+        """Take a stretch of `k` iterations from this loop turn (module doc): True when it did."""
         import numpy as np
 
         loop = self.loop
@@ -235,8 +235,9 @@ class DecodeStretch:
         return True
 
     def commit(self, order, k: int, dt, comm, t_end: float, ctx, blocks, allocated) -> None:
-        """The stretch's k iterations done: the statistics of `EngineLoop.launch` summed in its order,
-        each sequence k tokens on, its blocks through the ledger (`KvLedger.set_blocks`)."""
+        """The stretch's `k` iterations done: the statistics of `EngineLoop.launch` summed in its order,
+        each sequence k tokens on, its blocks through the ledger (`KvLedger.set_blocks`); `K` the K/V a
+        sequence holds at a context (`loop.K` over arrays)."""
         import numpy as np
 
         loop = self.loop
@@ -246,7 +247,7 @@ class DecodeStretch:
             used = state.used + allocated[:k] * loop.B  # K/V held at each launch, after its decoders' blocks
             loop.ledger.set_blocks(order, blocks[:, k - 1].tolist(), allocated[k - 1].item())
         else:  # `resize` after each iteration: K(c + 1) - K(c) a sequence, added in the loop's order
-            K = loop.held.many if loop.held else (lambda c: c)
+            K = loop.held.many if loop.held else (lambda context: context)
             grown = (K(ctx[:, :k] + 1) - K(ctx[:, :k])).T.ravel()
             acc = np.add.accumulate(np.concatenate(([state.used], grown)))
             used, end_used = acc[:-1:decoders][:k], acc[-1].item()

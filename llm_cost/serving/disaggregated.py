@@ -1,9 +1,9 @@
 """Disaggregated prefill and decode, simulated (issue 25.3; DistServe, Zhong et al., OSDI 2024,
 arXiv 2401.09670 §2-3; NVIDIA Dynamo): a prefill pool of P replicas and a decode pool of D replicas,
 each pool its own `Replica` (its tp x pp, its K/V capacity) and `ServeConfig` (max_batch, blocks,
-speculation), as DistServe and `plan --disaggregate` choose them per pool; each replica its own general
-loop (`engine_loop.EngineLoop`) behind a least-loaded router (`fleet`), the K/V moved between the pools
-over a link. The decode pool's replica and config default to the prefill pool's.
+speculation), as DistServe and the planner's split search (`planner.disaggregate`) choose them per
+pool; each replica its own general loop (`engine_loop.EngineLoop`) behind a least-loaded router
+(`fleet`), the K/V moved between the pools over a link. The decode pool's replica and config default to the prefill pool's.
 
 - The prefill pool serves each request's prompt and stops at its first token (output 1).
 - The hand-off: request i's K/V leaves the prefill replica at its first token and reaches the decode

@@ -161,7 +161,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     def complete(self, done_s: float, decs, gamma: int, pfs) -> None:
         """An iteration ends: each decoder accepts its drafts and gains min(n + 1, left) tokens, its K/V
         rolled back to prompt + generated - 1; each prefill chunk is cached, a finished prompt emits
-        the first token."""
+        the first token. `P` / `O` each request's prompt / output tokens, `B` the block size."""
         state, P, O, held, inflight = self.state, self.P, self.O, self.held, self.inflight
         gen, kv = state.gen, state.kv
         flat, B, blocks, ledger = self.paged and not held, self.B, state.blocks, self.ledger
@@ -258,7 +258,8 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
 
     def admit(self, dec_run, pf_run, budget) -> None:
         """The admission policy: queued requests (recompute victims first) while the batch has room, the
-        reservation fits and (paged) the free blocks after it stay above the watermark."""
+        reservation fits and (paged) the free blocks after it stay above the watermark; `K` the K/V
+        tokens held at a context."""
         state, K, paged, none = self.state, self.K, self.paged, self.none
         room = self.cap - state.used - sum(K(state.kv[req] + 1) - K(state.kv[req]) for req in dec_run) if none else 0
         while (state.waiting and not self.swapped and len(state.running) < self.hold and budget > 0

@@ -23,7 +23,8 @@ class PreemptionPolicy:
 
     def preempt(self, victim: int) -> float:
         """The preemption policy: `recompute` frees the victim's blocks and queues it first to prefill its
-        prompt and generated tokens again; `swap` moves its K/V to host memory. Seconds of transfer."""
+        prompt and generated tokens again; `swap` moves its K/V (`K` tokens at its context) to host memory.
+        Seconds of transfer."""
         state, K = self.state, self.K
         state.stats.preemptions += 1
         seconds = 0.0
@@ -49,8 +50,8 @@ class PreemptionPolicy:
 
     def allocate_decoders(self, decoders, gamma: int):
         """Paged: blocks for each decoder's gamma + 1 rows ahead, preempting the latest-admitted running
-        sequence (vLLM's rule) while the free blocks fall short. (decoders that run, preempted set,
-        seconds of swap transfer)."""
+        sequence (vLLM's rule) while the free blocks fall short (`B` tokens a block). (decoders that run,
+        preempted set, seconds of swap transfer)."""
         state, held, B, inflight, ledger = self.state, self.held, self.B, self.inflight, self.ledger
         gone: set = set()
         run, swap_s = [], 0.0
@@ -78,7 +79,8 @@ class PreemptionPolicy:
         return run, gone, swap_s
 
     def stall_unreserved(self, decoders) -> list:
-        """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall)."""
+        """Without a reservation: the earliest decoders that the free K/V tokens cover (the rest stall); a
+        decoder's next row adds K(c + 1) - K(c) tokens (`K` the tokens held at context c)."""
         room, K, kv = self.cap - self.state.used, self.K, self.state.kv
         run = []
         for req in decoders:
@@ -90,8 +92,8 @@ class PreemptionPolicy:
         return run
 
     def swap_in(self) -> tuple[bool, float]:
-        """Swapped sequences back first, while the batch has room and the blocks stay above the watermark.
-        (any moved, seconds of transfer)."""
+        """Swapped sequences back first, while the batch has room and the blocks (`B` tokens each) of their
+        K/V (`K` tokens at a context) stay above the watermark. (any moved, seconds of transfer)."""
         state, K, B = self.state, self.K, self.B
         moved, seconds = False, 0.0
         while self.swapped and len(state.running) < self.hold:

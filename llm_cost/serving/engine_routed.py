@@ -15,7 +15,7 @@ class CachedAdmission:
 
     def admit_cached(self, req: int, budget, pf_run) -> bool:
         """Prefix caching's admission of queued request `req`: its leading cached blocks are taken (shared
-        ones counted once, unreferenced ones leave the free blocks), its prefill starts after them, and
+        ones counted once, unreferenced ones leave the free blocks; `B` tokens each), its prefill starts after them, and
         the blocks of its first chunk are allocated, under the same watermark rule as `admit`. With a
         host tier, the blocks there that continue its cached prefix come back too (new GPU blocks, their
         bytes / host_bytes_per_s seconds added to `reload_s`, then to the iteration) instead of being

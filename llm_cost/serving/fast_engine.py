@@ -147,8 +147,8 @@ class _Fast:
         self.every = max(1, n_requests // 100)
 
     def run(self, on_progress) -> bool:
-        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False):
-        one loop turn per iteration, no call of ours in it but the end time's append (module doc)."""
+        """Fast iterations from (k, t) until every request is done (True) or one would preempt (False): one loop
+        turn per iteration, no call of ours but the end time's append (module doc; `w` weight bytes read, `c` draft cost)."""
         (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, max_batch, packed_array, FIN,
          DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
          every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,

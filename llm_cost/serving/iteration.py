@@ -28,6 +28,8 @@ def held_tokens_fn(cost):
 
         K(c) = (full c + sum_w n_w min(c, w)) / layers + state  (c > 0),   K(0) = 0
 
+    at context `c`, `n` layers sharing a window of `w` tokens.
+
     Its attribute `many` is K over a numpy array of contexts, elementwise the same operations.
     """
     from llm_cost.roofline.pass_terms import STATE_MOVES_PER_PASS
@@ -67,8 +69,9 @@ def compute_bound_rows(cost, microbatches: int = 1) -> float:
 
 def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, spec, microbatches: int = 1):
     """(seconds, of which collectives, of which draft steps) of one iteration: the decoders `dec_run`
-    (indices into `kv`, each feeding g + 1 rows) and the prefill chunks `pf_run` ((index, rows) after
-    `pre[index]` cached tokens); `held` is `held_tokens_fn(cost)` (None without windows)."""
+    (indices into `kv`, each feeding `r` = `g` + 1 rows at its `c` cached tokens) and the prefill chunks
+    `pf_run` ((index, rows) after `pre[index]` cached tokens); `held` is `held_tokens_fn(cost)` (None
+    without windows)."""
     kv_read = pairs = 0.0
     kv_dec = 0.0
     r = g + 1
@@ -98,7 +101,8 @@ def iteration_time(cost, held, kv, pre, dec_run, pf_run, g: int, rows: float, sp
 def totals_time(cost, spec, rows, kv_read, pairs, decoders: int, kv_dec, g: int, microbatches: int = 1):
     """(seconds, of which collectives, of which draft steps) of an iteration from its totals: `rows`
     rows reading `kv_read` cached K/V tokens and computing `pairs` pairs, of which `decoders`
-    sequences decode with `kv_dec` cached tokens in all and g drafts each (module doc)."""
+    sequences decode with `kv_dec` cached tokens in all and `g` drafts each (module doc), over `m`
+    microbatches when `microbatches` > 1."""
     dt = comm = draft = 0.0
     if rows:
         if microbatches > 1:  # microbatches of rows / m each, the pipeline full in steady state
@@ -115,7 +119,7 @@ def totals_time(cost, spec, rows, kv_read, pairs, decoders: int, kv_dec, g: int,
 
 
 def draft_time(cost, spec, g: int, decoders, kv_dec):
-    """g draft steps over `decoders` sequences holding `kv_dec` cached tokens in all: c x the plain
+    """`g` draft steps over `decoders` sequences holding `kv_dec` cached tokens in all: c x the plain
     decode step each, or the draft model's own step. Numbers or numpy arrays (decoders >= 1)."""
     plain = (spec.draft_cost or cost).time(decoders, kv_dec + decoders, kv_dec + decoders)
     return g * (plain if spec.draft_cost is not None else spec.c * plain)
@@ -123,8 +127,8 @@ def draft_time(cost, spec, g: int, decoders, kv_dec):
 
 def totals_time_arrays(cost, spec, g: int, rows, pairs, decoders, kv_dec, kv_read=None):
     """`totals_time` of many iterations at once (numpy arrays, rows >= 1, kv_read = kv_dec unless
-    given): the (seconds, collectives, draft steps) arrays, elementwise the same floating-point
-    operations."""
+    given), `g` drafts a decoder: the (seconds, collectives, draft steps) arrays, elementwise the same
+    floating-point operations."""
     import numpy as np
 
     dt = cost.time(rows, (kv_dec if kv_read is None else kv_read) + rows, pairs)
@@ -149,9 +153,9 @@ def one_stage_terms(cost):
 
 
 def totals_time_fn(cost, spec, g: int):
-    """fn(rows, pairs, decoders, kv_dec): the seconds of `totals_time` of an iteration from its totals,
-    kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's fast path where
-    `inline_coefficients` gives None."""
+    """fn(rows, pairs, decoders, kv_dec): the seconds of `totals_time` of an iteration from its totals
+    (`g` drafts a decoder), kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's
+    fast path where `inline_coefficients` gives None."""
     def general(rows, pairs, decoders, kv_dec):
         return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
     return general
@@ -167,8 +171,8 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
     collectives' (cf, cr) of the target and of the draft (zeros on one GPU: a tensor-parallel replica
     takes the fast path's inline time too). The fast path evaluates `roofline.inline_terms`' T with
     them on one stage without hand-offs, the target's over the iteration's rows, K/V and pairs and,
-    when g and decoders, `draft_time`'s g x [c x] the draft's over ctx = kv_dec + decoders rows-worth
-    of K/V and pairs: operation for operation what `PassCost.time` and `draft_time` compute (the same
+    when `g` (drafts a decoder) and decoders, `draft_time`'s g x [c x] the draft's over ctx = kv_dec +
+    decoders rows-worth of K/V and pairs: operation for operation what `PassCost.time` and `draft_time` compute (the same
     seconds, bit for bit: tests/test_serving_engine.py)."""
     draft_cost = spec.draft_cost if spec else None
     target, draft = one_stage_terms(cost), one_stage_terms(draft_cost or cost)
@@ -180,7 +184,7 @@ def inline_coefficients(cost, spec, g: int) -> tuple | None:
 
 
 def memory_bound_from(cost, spec, g: int, max_decoders: int) -> tuple[list, list] | None:
-    """For iterations in which only decoders run (n of them, g + 1 rows each, S cached tokens in all):
+    """For iterations in which only decoders run (n of them, `g` + 1 rows each, S cached tokens in all):
     per n in 0 .. `max_decoders`, the S from which the target's pass is memory-bound, and the same for
     the draft step (one row a sequence; inf: not known to be), from `InlineTerms.memory_bound_from`
     (the pass cost's own terms); None where `inline_coefficients` is. There the fast path skips the

@@ -47,8 +47,8 @@ def block_keys(segments: tuple, prompt: int, block_size: int) -> tuple:
     known = sum(tokens for _, tokens in segments)
     full = min(known, prompt - 1) // block_size
     keys, seg, used = [], 0, 0  # used: tokens of the segments before `seg`
-    for k in range(1, full + 1):
-        end = k * block_size
+    for block in range(1, full + 1):
+        end = block * block_size
         while used + segments[seg][1] < end:
             used += segments[seg][1]
             seg += 1

@@ -38,7 +38,7 @@ class PromptPrefixes(NamedTuple):
     """How a workload's prompts share prefixes (`prefix_segments`' arguments but the seed): a shared system
     prompt of `shared_prefix` tokens, `prefix_groups` groups of `group_prefix` tokens spread by
     `prefix_dist`, or `sessions` multi-turn chats of `turns` turns; none given, no prefixes. One
-    declaration for `batching`, `plan --verify` (`WorkloadRecipe`) and their options (a NamedTuple, as
+    declaration for a `BatchingRequest`, a plan's served check (`WorkloadRecipe`) and their options (a NamedTuple, as
     the deployment's options: it is built at every command's import). `group_prefix`, `prefix_dist` and
     `turns` None take their defaults (`CHILD_DEFAULTS`: 256 tokens, zipf, 4 turns, the module's
     `DEFAULT_GROUP_TOKENS`, `DEFAULT_DISTRIBUTION`, `DEFAULT_TURNS`); one given without its

@@ -124,7 +124,7 @@ class RunStats:
                           else getattr(self, name) + getattr(other, name) for name in FIELDS))
 
 
-FIELDS = tuple(f.name for f in fields(RunStats))
+FIELDS = tuple(field.name for field in fields(RunStats))
 PEAKS = frozenset(name for name in FIELDS if name.startswith("peak_"))
 
 

@@ -47,7 +47,7 @@ class SpecConfig:
     Each decoding sequence feeds gamma + 1 rows to the verification; it accepts n drafts with
     P(n >= k) = alpha^k (k <= gamma, Eq. 1's independent positions) and gains n + 1 tokens; the
     rejected positions' K/V roll back. The draft runs gamma steps over the decoding sequences,
-    each costing c x the target's plain decode step (Leviathan's c), or a draft model's own step.
+    each costing `c` x the target's plain decode step (Leviathan's c), or a draft model's own step.
 
     .. math:: E[\mathit{tokens}] = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha},\quad
               T_{round} = \gamma\,T_{draft} + T_{verify}(B(\gamma + 1))

@@ -29,7 +29,7 @@ PIECE = 1 << 16
 
 
 def expected_and_variance(alpha: float, gamma: int) -> tuple[float, float]:
-    """Mean and variance of the tokens of one round, min(G, gamma) + 1 (P(G >= k) = alpha^k)."""
+    """Mean and variance of the tokens of one round, min(G, gamma) + 1 (P(G >= `k`) = alpha^k)."""
     at_least = [alpha ** k for k in range(gamma + 1)]  # P(tokens >= k + 1)
     mean = sum(at_least)
     second = sum((2 * k + 1) * at_least[k] for k in range(gamma + 1))  # E[X^2] = sum (2k - 1) P(X >= k)
@@ -55,7 +55,7 @@ class AcceptanceStreams:
         self._cache: dict[int, list] = {}
 
     def _counts(self, u):
-        """G for each uniform: how many of alpha^1..alpha^gamma_max exceed it (int8)."""
+        """G for each uniform `u`: how many of alpha^1..alpha^gamma_max exceed it (int8)."""
         counts = np.zeros(u.shape, dtype=np.int8)
         if self.gmax <= 8:
             for th in self._th:

@@ -1,6 +1,6 @@
 """Any workload: length distributions, Poisson / bursty / closed-loop arrivals, CSV traces.
 
-Length specs (`--prompt-len`, `--output-len`), every draw a whole number >= 1 and seeded:
+Length specs (`parse_length`: a `BatchingRequest`'s `prompt` and `output`), every draw a whole number >= 1 and seeded:
 
 - `N`: every request N tokens.
 - `uniform:A:B` (or `A:B`): U{A, ..., B} inclusive (Orca's U(32, 512) and U(1, 128)).

@@ -63,8 +63,8 @@ ENGINES: dict[str, Engine] = {
     # False (BaseLlmArgs in tensorrt_llm/llmapi/llm_args.py, read at 1.0.0rc4; TorchLlmArgs' reference at
     # 1.4.0rc4 and latest says the same, so 1.1 between them does too) and trtllm-serve 1.1.0rc5 has no flag
     # for it (tests/data/engine_flags.json): served here with whole prompts. max_num_tokens 8192 is the
-    # same file's default (Field(default=8192)); --emit trtllm sets max_num_tokens to the plan's prompt +
-    # batch, so a plan's row needs no chunking to run as planned.
+    # same file's default (Field(default=8192)); the trtllm launch command (`planner.emit`) sets
+    # max_num_tokens to the plan's prompt + batch, so a plan's row needs no chunking to run as planned.
     "trtllm": Engine("trtllm", 8192, 2048, 32, chunked_prefill=False,
                      source="TensorRT-LLM 1.x LLM API (trtllm-serve): enable_chunked_prefill False by default "
                             "(tensorrt_llm/llmapi/llm_args.py BaseLlmArgs, 1.0.0rc4; "

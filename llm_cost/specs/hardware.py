@@ -49,7 +49,7 @@ class Accelerator:
         GPUs that link joins (one NVLink or Infinity Fabric domain: 8 on an HGX board); 0 when
         unknown or unbounded: every group is timed on the link.
     key : str, optional
-        What `--gpu` takes to load it again: the catalog name (`h100-sxm`, also when loaded by an
+        What `catalog.load_accelerator` takes to load it again: the catalog name (`h100-sxm`, also when loaded by an
         alias) or the datasheet's path as given (`catalog.load_accelerator` sets it). Rows show it in
         their `gpu` column and `name` in `gpu_name` (`label` falls back to the name when empty).
     scale_out_bytes_per_s, scale_out_latency_s : float, optional

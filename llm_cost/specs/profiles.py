@@ -233,7 +233,7 @@ PRESETS: dict[str, Profile] = {
     # Calibrated on both training files (tests/data/measured/train.csv, 88 published figures, and
     # train_inferencex.csv, 372 served figures; README, "Calibration"), the driver's memory, each engine
     # with 10 rows or more its own fixed times and MFU (the shared ones are the engines' mean, what an
-    # engine it was not fitted to and a command without --engine use; gpt-fast's rows never reach the
+    # engine it was not fitted to and a profile asked for no engine use; gpt-fast's rows never reach the
     # compute roof, so its MFU is that mean): `analysis/refit_measured.py` (command in its doc) wrote
     # analysis/measured_engines.json, kept here to 4 digits (fixed times under 1 ns as 0). A GEMM of m
     # rows reaches MFU x (0.348 + 0.652 m / (m + 1068)) of the peak.
@@ -361,7 +361,7 @@ LECTURE_SERVING = Setting("gpt-3-13b", "a100-40gb", "lecture")  # the lecture, Â
 
 @dataclass(frozen=True)
 class Draft:
-    """A speculative draft as the closed forms see it: acceptance rate, tokens per round, cost ratio."""
+    """A speculative draft as the closed forms see it: acceptance rate, tokens per round, cost ratio `c`."""
 
     alpha: float
     gamma: int

@@ -196,8 +196,8 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
     from llm_cost.specs.weights import as_weights
 
     weights, draft_weights = as_weights(weights), as_weights(draft_weights)  # formats or their names
-    a, g = check_alpha(alpha), check_gamma(gamma)
-    b = checked("batch", batch, low=1, high=MAX_BATCH)
+    alpha, gamma = check_alpha(alpha), check_gamma(gamma)
+    batch = checked("batch", batch, low=1, high=MAX_BATCH)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)
     from llm_cost.parallel import deployed_pass_cost
 
@@ -209,8 +209,8 @@ def roofline_speedup(target, gpu, profile, *, alpha, gamma, batch=1, c=None, dra
         draft = as_model(draft)
         on = draft_deployment if draft_deployment is not None else draft_deployment_for(draft, deployment)
         draft_cost = (deployed_pass_cost(draft, gpu, own, draft_weights, on), own.count_kv)
-    c, *computed = _round(cost, profile.count_kv, draft_cost, a, g, b, ctx, c)
-    return _as_result(np.broadcast_arrays(a, g, b, c, *computed))
+    c, *computed = _round(cost, profile.count_kv, draft_cost, alpha, gamma, batch, ctx, c)
+    return _as_result(np.broadcast_arrays(alpha, gamma, batch, c, *computed))
 
 
 def _as_result(fields, cls=None) -> "RooflineSpeedup":
@@ -223,7 +223,8 @@ def _as_result(fields, cls=None) -> "RooflineSpeedup":
 
 def _round(cost: PassCost, count_kv: bool, draft_cost, a, g, b, ctx, c):
     """(c, E, T(B), T(B (gamma + 1)), draft step, round, speedup, verification compute-bound),
-    element-wise over checked inputs; `draft_cost` (PassCost, count_kv) replaces `c` when given.
+    element-wise over checked inputs (`a` alpha, `g` gamma, `b` the batch B; `e` is E); `draft_cost`
+    (PassCost, count_kv) replaces `c` when given.
 
     `PassCost.step_total` is `PassCost.step(...).step_time_s` bit for bit with fewer temporaries: a
     10^6-point sweep is bound by fresh 8 MB arrays and memory traffic, so g + 1 serves E, then
@@ -319,10 +320,10 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
     (2, 14, 4)
     """
     check_number("gamma_max", gamma_max, low=0, integer=True)
-    a, b = check_alpha(alpha), checked("batch", batch, low=1, high=MAX_BATCH)
-    ndim = max(a.ndim, b.ndim, np.ndim(0.0 if c is None else c), np.ndim(context))
+    alpha, batch = check_alpha(alpha), checked("batch", batch, low=1, high=MAX_BATCH)
+    ndim = max(alpha.ndim, batch.ndim, np.ndim(0.0 if c is None else c), np.ndim(context))
     gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * ndim)
-    every = roofline_speedup(target, gpu, profile, alpha=a, gamma=gammas, batch=b, c=c, draft=draft,
+    every = roofline_speedup(target, gpu, profile, alpha=alpha, gamma=gammas, batch=batch, c=c, draft=draft,
                              draft_profile=draft_profile, context=context, weights=weights,
                              draft_weights=draft_weights, deployment=deployment,
                              draft_deployment=draft_deployment)
@@ -330,7 +331,7 @@ def best_gamma(target, gpu, profile, *, alpha, batch=1, gamma_max: int = ROOFLIN
     skipped = np.zeros(np.shape(speedup)[1:], dtype=int)
     if skip_unfit:
         on = deployment.following(as_profile(profile))  # the profile's memory basis unless it names one
-        fits = fits_grid(as_model(target), as_accelerator(gpu), on, weights, gammas, b,
+        fits = fits_grid(as_model(target), as_accelerator(gpu), on, weights, gammas, batch,
                           checked("context", context, low=0, high=MAX_CONTEXT),
                           None if draft is None else as_model(draft), draft_weights, draft_deployment)
         fits = np.broadcast_to(fits | ~fits.any(axis=0), speedup.shape)  # none fits: search them all

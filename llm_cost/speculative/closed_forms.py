@@ -14,7 +14,7 @@ the article chapter 2.3 (E = 3.36 at alpha 0.8, gamma 4; 2.4x at c 0.1), the lec
 The roofline version at batch B (verification is not free there) is in `speculative.batched`;
 the optimal gamma and the paper's table are in `gamma_choice`.
 
-In the code `a` is alpha, `g` gamma, `c` c, `e` E and `s` a speedup.
+The unchecked helpers name alpha `a`, gamma `g` and E `e`, each in its own docstring.
 """
 
 from __future__ import annotations
@@ -63,17 +63,17 @@ def expected_tokens_unchecked(a, g):
 
 
 def expected_tokens_g1(a, g1):
-    """`expected_tokens_unchecked(a, g)` from g1 = g + 1, which a caller may share."""
+    """`expected_tokens_unchecked(a, g)` from g1 = g + 1, which a caller may share (`a` alpha)."""
     return _powers.expected_tokens(a, g1)
 
 
 def speedup_from_tokens(e, g, c):
-    """E / (gamma c + 1): Theorem 3.8 from E, unchecked."""
+    """E / (gamma c + 1): Theorem 3.8 from `e` = E, `g` = gamma and `c`, unchecked."""
     return e / (g * c + 1.0)
 
 
 def ops_factor_from_tokens(e, g, c_hat):
-    """(gamma c_hat + gamma + 1) / E: Theorem 3.11 from E, unchecked."""
+    """(gamma c_hat + gamma + 1) / E: Theorem 3.11 from `e` = E and `g` = gamma, unchecked."""
     return (g * c_hat + g + 1.0) / e
 
 
@@ -148,8 +148,8 @@ def speedup(alpha, gamma, c):
     >>> [round(speedup(0.8, g, 0.05), 2) for g in (4, 8, 12)]
     [2.8, 3.09, 2.95]
     """
-    a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
-    return scalar_or_array(speedup_from_tokens(expected_tokens_unchecked(a, g), g, c))
+    alpha, gamma, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
+    return scalar_or_array(speedup_from_tokens(expected_tokens_unchecked(alpha, gamma), gamma, c))
 
 
 def gamma_one_speedup(alpha, c):
@@ -215,8 +215,8 @@ def ops_factor(alpha, gamma, c_hat=0.0):
     >>> print(f"{ops_factor(0.7, 3):.2f} {ops_factor(0.7, 3, 0.1):.2f}")
     1.58 1.70
     """
-    a, g, ch = check_alpha(alpha), check_gamma(gamma), check_cost("c_hat", c_hat)
-    return scalar_or_array(ops_factor_from_tokens(expected_tokens_unchecked(a, g), g, ch))
+    alpha, gamma, c_hat = check_alpha(alpha), check_gamma(gamma), check_cost("c_hat", c_hat)
+    return scalar_or_array(ops_factor_from_tokens(expected_tokens_unchecked(alpha, gamma), gamma, c_hat))
 
 
 def weight_reads_per_token(alpha, gamma):
@@ -279,8 +279,8 @@ def compute_bound_speedup(alpha, gamma, c):
     >>> round(compute_bound_speedup(0.8, 4, 0.1), 2), round(1 / ops_factor(0.8, 4, 0.1), 2)
     (0.62, 0.62)
     """
-    a, g, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
-    return scalar_or_array(expected_tokens_unchecked(a, g) / (g + 1.0 + g * c))
+    alpha, gamma, c = check_alpha(alpha), check_gamma(gamma), check_cost("c", c)
+    return scalar_or_array(expected_tokens_unchecked(alpha, gamma) / (gamma + 1.0 + gamma * c))
 
 
 def implied_c(alpha, gamma, measured_speedup):
@@ -313,13 +313,13 @@ def implied_c(alpha, gamma, measured_speedup):
     >>> print(f"{expected_tokens(0.75, 7):.2f} {implied_c(0.75, 7, 3.4):.3f}")
     3.60 0.008
     """
-    a, g = check_alpha(alpha), check_gamma(gamma, low=1)
-    s = checked("measured_speedup", measured_speedup, low=0, low_open=True)
-    e = expected_tokens_unchecked(a, g)
-    over = np.broadcast_to(s > e * (1 + 1e-12), np.broadcast(e, s).shape)
+    alpha, gamma = check_alpha(alpha), check_gamma(gamma, low=1)
+    measured = checked("measured_speedup", measured_speedup, low=0, low_open=True)
+    expected = expected_tokens_unchecked(alpha, gamma)
+    over = np.broadcast_to(measured > expected * (1 + 1e-12), np.broadcast(expected, measured).shape)
     if over.any():  # faster than a free draft allows: no cost c >= 0 explains it
         first = np.unravel_index(np.argmax(over), over.shape)
-        e_i, s_i = np.broadcast_to(e, over.shape)[first], np.broadcast_to(s, over.shape)[first]
+        e_i, s_i = np.broadcast_to(expected, over.shape)[first], np.broadcast_to(measured, over.shape)[first]
         raise InvalidValueError(f"measured_speedup must be at most E = {e_i:.4g} (the speedup of a free draft at "
                                 f"this alpha and gamma), got {s_i:g}", params=("measured_speedup",))
-    return scalar_or_array(np.maximum((e / s - 1.0) / g, 0.0))
+    return scalar_or_array(np.maximum((expected / measured - 1.0) / gamma, 0.0))

@@ -55,7 +55,7 @@ def optimal_gamma(alpha, c, *, gamma_max: int = GAMMA_MAX) -> OptimalGamma:
     .. math:: \gamma^* = \arg\max_{\gamma \in \{0, \dots, \gamma_{max}\}} \frac{E(\alpha, \gamma)}{\gamma c + 1}
 
     E is concave in gamma and gamma c + 1 affine, so the ratio is unimodal: a binary search on
-    the sign of f(gamma + 1) - f(gamma) finds the optimum in log2(gamma_max) array passes.
+    the sign of ratio(gamma + 1) - ratio(gamma) finds the optimum in log2(gamma_max) array passes.
     Ties (within TIE_RTOL) go to the smaller gamma. The lecture exercise 6: alpha 0.8, c 0.05 ->
     gamma 8, 3.09. Source: Leviathan et al. 2023, Theorem 3.8 maximised over gamma.
 
@@ -88,21 +88,21 @@ def optimal_gamma(alpha, c, *, gamma_max: int = GAMMA_MAX) -> OptimalGamma:
     (16, True)
     """
     check_number("gamma_max", gamma_max, low=1, integer=True)
-    a, c = np.broadcast_arrays(check_alpha(alpha), check_cost("c", c))
+    alpha, c = np.broadcast_arrays(check_alpha(alpha), check_cost("c", c))
 
-    def f(g):
-        return speedup_from_tokens(expected_tokens_unchecked(a, g), g, c)
+    def ratio(gamma):
+        return speedup_from_tokens(expected_tokens_unchecked(alpha, gamma), gamma, c)
 
-    lo = np.zeros(a.shape)
-    hi = np.full(a.shape, float(gamma_max))
+    lo = np.zeros(alpha.shape)
+    hi = np.full(alpha.shape, float(gamma_max))
     while np.any(lo < hi):
         mid = np.floor((lo + hi) / 2)
-        rising = (f(mid + 1) > f(mid) * (1 + TIE_RTOL)) & (lo < hi)
+        rising = (ratio(mid + 1) > ratio(mid) * (1 + TIE_RTOL)) & (lo < hi)
         lo = np.where(rising, mid + 1, lo)
         hi = np.where(rising, hi, mid)
-    capped = (lo == gamma_max) & (f(lo + 1) > f(lo) * (1 + TIE_RTOL))
-    return OptimalGamma(alpha=a, c=c, gamma=lo.astype(int), speedup=f(lo),
-                        expected_tokens=expected_tokens_unchecked(a, lo), capped=capped)
+    capped = (lo == gamma_max) & (ratio(lo + 1) > ratio(lo) * (1 + TIE_RTOL))
+    return OptimalGamma(alpha=alpha, c=c, gamma=lo.astype(int), speedup=ratio(lo),
+                        expected_tokens=expected_tokens_unchecked(alpha, lo), capped=capped)
 
 
 @dataclass(frozen=True)
@@ -179,9 +179,10 @@ def leviathan(alpha, gamma, c=0.0, c_hat=0.0) -> LeviathanForms:
     >>> round(float(f.speedup), 2), round(float(f.weight_reads_per_token), 3)
     (2.4, 0.297)
     """
-    a, g, c, ch = np.broadcast_arrays(check_alpha(alpha), check_gamma(gamma), check_cost("c", c),
-                                      check_cost("c_hat", c_hat))
-    e = expected_tokens_unchecked(a, g)
-    return LeviathanForms(alpha=a, gamma=g.astype(int), c=c, c_hat=ch, expected_tokens=e,
-                          speedup=speedup_from_tokens(e, g, c), ops_factor=ops_factor_from_tokens(e, g, ch),
-                          weight_reads_per_token=1.0 / e)
+    alpha, gamma, c, c_hat = np.broadcast_arrays(check_alpha(alpha), check_gamma(gamma),
+                                                 check_cost("c", c), check_cost("c_hat", c_hat))
+    expected = expected_tokens_unchecked(alpha, gamma)
+    return LeviathanForms(alpha=alpha, gamma=gamma.astype(int), c=c, c_hat=c_hat, expected_tokens=expected,
+                          speedup=speedup_from_tokens(expected, gamma, c),
+                          ops_factor=ops_factor_from_tokens(expected, gamma, c_hat),
+                          weight_reads_per_token=1.0 / expected)

@@ -34,7 +34,8 @@ _NONE = np.empty(0, dtype=np.intp)
 
 
 def log_form(a: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """E as expm1(n ln a) / (a - 1): no cancellation near a = 1, exactly n at a = 1, clipped to [1, n]."""
+    """E (`e`) as expm1(n ln a) / (a - 1) for alpha `a` and `n` = gamma + 1: no cancellation near a = 1,
+    exactly n at a = 1, clipped to [1, n]."""
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.asarray(np.log(a) * n)
         np.expm1(e, out=e)  # a^n - 1
@@ -113,7 +114,7 @@ def levels_for(top_n: float) -> int | None:
 
 
 def expected_tokens(a, n):
-    """E for float arrays `a` and `n` = gamma + 1 of any broadcast shape (a numpy scalar for 0-d),
+    """E (`e`) for float arrays `a` and `n` = gamma + 1 of any broadcast shape (a numpy scalar for 0-d),
     in blocks of `BLOCK` elements (the work arrays stay that size however large the grid)."""
     a, n = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(n, dtype=float))
     shape = a.shape

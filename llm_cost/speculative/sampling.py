@@ -14,7 +14,7 @@ rejection, and rejecting whenever q(x) > p(x).
 Whole rounds over streams of acceptances are in `rounds`.
 
 In the code `p` is the target's distribution (or the one being checked), `q` the draft's and `x`
-a drawn token.
+a drawn token, as each function's docstring says.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SUM_TOLERANCE = 1e-6  # a distribution's sum may differ from 1 by this much (the
 
 
 def distribution(probs, name: str = "distribution") -> np.ndarray:
-    r"""A validated probability vector: 1-D, finite, non-negative, summing to 1 (rescaled exactly).
+    r"""A validated probability vector `p`: 1-D, finite, non-negative, summing to 1 (rescaled exactly).
 
     .. math:: p_i \ge 0,\quad |\textstyle\sum_i p_i - 1| \le 10^{-6},\quad p \leftarrow p / \sum_i p_i
 
@@ -72,7 +72,7 @@ def distribution(probs, name: str = "distribution") -> np.ndarray:
 
 
 def distribution_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
-    """(p, q) as validated probability vectors (`distribution`) over the same tokens (one length).
+    """(`p`, `q`) as validated probability vectors (`distribution`) over the same tokens (one length).
 
     >>> distribution_pair([1.0], [0.5, 0.5])
     Traceback (most recent call last):
@@ -87,7 +87,7 @@ def distribution_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
 
 def adjust(probs, *, temperature: float = 1.0, top_k: int | None = None,
            name: str = "distribution") -> np.ndarray:
-    r"""The sampling distribution: top-k kept (ties by lower index), then p^(1/T) renormalized.
+    r"""The sampling distribution: top-k kept (ties by lower index), then `p`^(1/T) renormalized.
 
     Temperature 0 is greedy: one-hot at the first argmax. Same as softmax(logits / T) with the
     tokens past the k-th set to -inf (the lecture §7.3).
@@ -197,7 +197,7 @@ class SpeculativeStep:
 
 
 def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """norm(max(0, p - q)), or zeros where p <= q everywhere."""
+    """norm(max(0, `p` - `q`)), or zeros where p <= q everywhere."""
     excess = np.maximum(0.0, p - q)
     mass = excess.sum()
     return excess / mass if mass > 0 else excess
@@ -297,7 +297,7 @@ def output_distribution(p, q, rule: str = "exact") -> np.ndarray:
 def sample_outputs(p, q, *, samples: int, rule: str = "exact", seed: int = 0) -> np.ndarray:
     r"""Empirical output frequencies of `samples` independent positions (seeded), by `rule`.
 
-    Draw x ~ q; accept with u < p(x) / q(x) (or, for "reject_if_draft_higher", iff q(x) <= p(x));
+    Draw `x` ~ q; accept with u < p(x) / q(x) (or, for "reject_if_draft_higher", iff q(x) <= p(x));
     else redraw from the residual (or from p for "resample_target").
 
     .. math:: \hat P(x) = \#\{\mathit{output} = x\} / n \to \text{output\_distribution}(p, q, rule)

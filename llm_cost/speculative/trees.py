@@ -66,7 +66,7 @@ class TopKHits:
     rates: tuple[tuple[int, float], ...]  # (k, rate), k increasing
 
     def __post_init__(self) -> None:
-        """Validate the rates: k whole and increasing, each rate in [0, 1] and not falling with k."""
+        """Validate the rates: `k` whole and increasing, each rate in [0, 1] and not falling with k."""
         check_fields(self)
         if not self.rates:
             raise InvalidValueError("top-k hit rates must not be empty")
@@ -104,12 +104,12 @@ class TopKHits:
 
     @property
     def text(self) -> str:
-        """The rates as the CLI writes them: '1:0.44,2:0.64,4:0.79,8:0.91'."""
+        """The rates as the CLI writes them, `k`:rate: '1:0.44,2:0.64,4:0.79,8:0.91'."""
         return ",".join(f"{k}:{rate:g}" for k, rate in self.rates)
 
     @property
     def ks(self) -> tuple[int, ...]:
-        """The k that have a rate, increasing."""
+        """The `k` that have a rate, increasing."""
         return tuple(k for k, _ in self.rates)
 
     def require(self, widths) -> None:
@@ -133,7 +133,7 @@ class TopKHits:
         ...
         llm_cost.errors.InvalidValueError: widths 4x3: width 3 has no rate in hits (given for k = 1, 2, 4, 8)
         """
-        missing = [w for w in widths if w not in self.ks]
+        missing = [width for width in widths if width not in self.ks]
         if missing:
             raise InvalidValueError(f"widths {'x'.join(map(str, widths))}: width {missing[0]} has no rate in "
                                     f"hits (given for k = {', '.join(map(str, self.ks))})", params=("widths", "hits"))
@@ -176,9 +176,9 @@ def _widths(widths) -> tuple[int, ...]:
     widths = tuple(widths)
     if not widths:
         raise InvalidValueError("tree widths must name at least one depth")
-    for w in widths:
-        check_number("tree width", w, low=1, integer=True)
-    return tuple(int(w) for w in widths)
+    for width in widths:
+        check_number("tree width", width, low=1, integer=True)
+    return tuple(int(width) for width in widths)
 
 
 @check_arguments(widths=WIDTHS)
@@ -204,7 +204,7 @@ def tree_nodes(widths) -> int:
     >>> tree_nodes((4, 2, 2, 1)), tree_nodes((8, 4, 2, 1))
     (44, 168)
     """
-    return sum(math.prod(_widths(widths)[:d + 1]) for d in range(len(_widths(widths))))
+    return sum(math.prod(_widths(widths)[:depth + 1]) for depth in range(len(_widths(widths))))
 
 
 @check_arguments(widths=WIDTHS)
@@ -238,8 +238,8 @@ def tree_tau(widths, hits: TopKHits) -> float:
     3.3616
     """
     tau, reach = 1.0, 1.0
-    for w in _widths(widths):
-        reach *= hits.rate(w)
+    for width in _widths(widths):
+        reach *= hits.rate(width)
         tau += reach
     return tau
 
@@ -355,17 +355,17 @@ def tree_speedup(model: ModelSpec, gpu: Accelerator, profile: Profile, *, widths
     widths = _widths(widths)
     nodes, tau = tree_nodes(widths), tree_tau(widths, hits)
     model, gpu, profile = as_model(model), as_accelerator(gpu), as_profile(profile)
-    b = checked("batch", batch, low=1, high=MAX_BATCH)
+    batch = checked("batch", batch, low=1, high=MAX_BATCH)
     c = checked("c", c, low=0)
     ctx = checked("context", context, low=0, high=MAX_CONTEXT)
     from llm_cost.parallel import deployed_pass_cost
 
     cost = deployed_pass_cost(model, gpu, profile, weights, deployment)  # one GPU: PassCost.from_specs
-    base = cost.step(b, b, ctx, count_kv=profile.count_kv).step_time_s
-    verify = cost.step(b * (nodes + 1), b, ctx, count_kv=profile.count_kv).step_time_s
+    base = cost.step(batch, batch, ctx, count_kv=profile.count_kv).step_time_s
+    verify = cost.step(batch * (nodes + 1), batch, ctx, count_kv=profile.count_kv).step_time_s
     draft = len(widths) * c * base
     import numpy as np
 
-    b, base, verify, draft = np.broadcast_arrays(b, base, verify, draft)
-    return TreeSpeedup(widths=widths, nodes=nodes, tau=tau, batch=b, base_s=base, verify_s=verify,
+    batch, base, verify, draft = np.broadcast_arrays(batch, base, verify, draft)
+    return TreeSpeedup(widths=widths, nodes=nodes, tau=tau, batch=batch, base_s=base, verify_s=verify,
                        draft_round_s=draft, speedup=tau * base / (draft + verify))
