@@ -2,6 +2,7 @@
 n causal_pairs(r) is the sum of every sequence's `causal_pairs(r, c_i)`, and the fast paths' hot loops,
 which write it inline (a call per iteration would cost speed), write exactly it."""
 
+import ast
 import importlib
 import inspect
 
@@ -43,6 +44,10 @@ def test_hot_loops_inline_decode_pairs_bit_for_bit(module, expression, definitio
     source = inspect.getsource(importlib.import_module(module))
     line = next((text for text in source.splitlines() if expression in text), None)
     assert line is not None and "decode_pairs" in line, f"{module} no longer writes {expression!r} beside its name"
+    # in the code itself, not only in a comment or a string: the expression is a node of the module's tree
+    wanted = ast.dump(ast.parse(expression.strip(), mode="eval").body)
+    assert any(ast.dump(node) == wanted for node in ast.walk(ast.parse(source)) if isinstance(node, ast.expr)), \
+        f"{module}: {expression!r} is not an expression of its code"
     assert definition in source
     every_r = (1, 2, 4) if "rows_each" in expression else (1,)
     for r in every_r:

@@ -227,7 +227,7 @@ def search_fields(search: RateSearch) -> dict:
 def search_caption(search: RateSearch) -> str:
     """One clause on what a rate search found (`RateSearch.outcome`): found, saturated (no rate tried
     missed: a lower bound) or never met, and on the longer runs whether it was confirmed, settled, not
-    checked or did not settle (`rate_search.HOLD_FACTOR`, `SETTLE_TOL`).
+    not checked or did not settle (`rate_search.HOLD_FACTOR`).
 
     >>> search_caption(RateSearch(0.5, "p99", 0.0, None, 0.8, 3.0, 0, outcome="never met", metric="ttft"))
     '; never met: served alone the p99 ttft is 800.0 ms, over the 500 ms target'
@@ -248,18 +248,15 @@ def search_caption(search: RateSearch) -> str:
 
 
 def _settling(search: RateSearch) -> str:
-    """`search_caption`'s part on the longer runs: confirmed, settled, not checked or did not settle."""
-    from llm_cost.serving.rate_search import HOLD_FACTOR, SETTLE_TOL
+    """`search_caption`'s part on the longer runs: confirmed, not checked or did not settle."""
+    from llm_cost.serving.rate_search import HOLD_FACTOR
 
     found_on = search.found_on_requests or search.requests or (search.result.requests if search.result is not None else 0)
     moved = (f" ({1 - search.rate_req_per_s / search.shorter_rate_req_per_s:.1%} below the {search.shorter_rate_req_per_s:.3g} "
              f"req/s of runs {HOLD_FACTOR} times shorter)" if search.shorter_rate_req_per_s else "")
-    if search.settled and search.held_on_requests > found_on:
+    if search.settled:
         return (f" on runs of {found_on:,} requests, confirmed on a run {HOLD_FACTOR} times longer "
                 f"({search.held_on_requests:,} requests){moved}")
-    if search.settled:
-        return (f" on runs of {found_on:,} requests ({found_on // max(search.requests, 1):,} times the search's first), "
-                f"settled: it moved less than {SETTLE_TOL:.0%}{moved}")
     if search.settled is None:
         return f" on runs of {found_on:,} requests, not checked on a longer run"
     return (f" on runs of {found_on:,} requests, but the metric did not settle{moved}: a run {HOLD_FACTOR} times "

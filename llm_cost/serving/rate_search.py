@@ -23,11 +23,7 @@ from llm_cost.catalog.arguments import Number, check_arguments
 ENGINE_STATISTICS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}  # every run keeps every tail
 STATISTICS = ENGINE_STATISTICS
 OUTCOMES = ("found", "saturated", "never met")  # RateSearch.outcome
-HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many times longer
-# ... or when the rate found on that longer run is within this fraction of the shorter runs' (near the
-# knee a tail statistic moves tens of percent for a one-percent change of rate: a rate at the edge of
-# its target on n requests meets it on 10 n about half the time; the rate itself converges)
-SETTLE_TOL = 0.02
+HOLD_FACTOR = 10  # a rate holds when it meets its target on a run this many times longer than it was found on
 MAX_CHECK_REQUESTS = 1_000_000  # the longest check run by default (the fast paths serve it in seconds)
 # The bracket's top starts at 1.25 x the all-at-once throughput, which no rate sustains for long; it is
 # served and doubled while it meets the target, at most this many rates (the last 1.25 x 2^7 = 160 x that
@@ -105,8 +101,7 @@ class RateSearch:
         With `longer`: the requests of the search's first runs; of the runs the reported rate was
         bisected on; of the longest run it was served on and met the target on (0: none); whether it
         settled (None: not checked; True: the rate found on n requests met the target on `HOLD_FACTOR` x
-        n, or the rate found on that longer run is within `SETTLE_TOL` of the shorter runs'; False: not
-        within `max_requests`); the rate the runs `HOLD_FACTOR` x shorter gave (None: not lengthened).
+        n; False: no such run within `max_requests`); the rate the runs `HOLD_FACTOR` x shorter gave (None: not lengthened).
     outcome
         What the search found (`OUTCOMES`): "found", the highest rate meeting the target with a rate
         above it that missed; "saturated", no rate tried missed (the rate is the highest tried, a lower
@@ -327,8 +322,8 @@ def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: 
     """(rate, result, the `RateSearch` fields on the longer runs) after `highest_rate`'s `longer` checks:
     the rate found on `n` requests is served on `HOLD_FACTOR` x `n`; where it meets the target there it holds
     (the result: that run's); where it misses, the highest rate meeting it on that run is found just below
-    (`_step_down`) and holds when within `SETTLE_TOL` of the rate before, else the runs lengthen again,
-    until the next run would pass `limit` (not settled). Without `longer`, nothing is checked."""
+    (`_step_down`) and is checked in turn on a run `HOLD_FACTOR` x longer, until one meets (settled) or the
+    next run would pass `limit` (not settled). Without `longer`, nothing is checked."""
     n, shorter = len(workload), None
     if longer is None or lo <= 0:
         return lo, best, {}
@@ -342,9 +337,10 @@ def _lengthened(run, meets, workload: Workload, lo: float, best, longer, limit: 
                                 "shorter_rate_req_per_s": shorter}
         n, shorter = HOLD_FACTOR * n, lo  # it missed on the longer run: search again on it, just below
         lo, best = _step_down(lambda rate, wl=long_workload: run(wl, rate), meets, lo, rel_tol)
-        if lo <= 0 or lo >= shorter * (1 - SETTLE_TOL):
-            return lo, best, {"found_on_requests": n, "held_on_requests": n if lo > 0 else 0,
-                              "settled": lo > 0, "shorter_rate_req_per_s": shorter}
+        if lo <= 0:  # nothing meets on the longer run
+            return lo, best, {"found_on_requests": n, "held_on_requests": 0, "settled": False,
+                              "shorter_rate_req_per_s": shorter}
+        # the rate found there is checked in turn on a run HOLD_FACTOR x longer, as the first one was
 
 
 def _step_down(run, meets, hi: float, rel_tol: float):
