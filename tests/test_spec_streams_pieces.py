@@ -43,3 +43,23 @@ def test_trajectories_of_part_of_a_chunk_are_that_part_of_the_chunk_s():
             for i in range(SUB):
                 got = p2[o2[i]:o2[i] + r2[i]] if o2[i] >= 0 else x2[i]
                 assert np.array_equal(got, rounds[lo + i]), (gamma, lo, i)
+
+
+def test_the_rounds_read_ahead_are_the_stream_and_skipping_draws_them():
+    # `upcoming` (a decode stretch's read ahead) is the stream's next rounds across its first block and
+    # its own generator's tail; `skip` then draws them as `accepted` would, round for round
+    from llm_cost.serving.serve_config import SpecConfig
+    from llm_cost.serving.spec_streams import AcceptanceStreams
+
+    outputs = [3, 40, 900, 5000]
+    ahead, drawn = (AcceptanceStreams(SpecConfig(gamma=4, alpha=0.8, seed=2), outputs) for _ in range(2))
+    for seq, output in enumerate(outputs):
+        stream = ahead.stream(seq).tolist()
+        at = 0
+        for width in (1, 7, 300, 2000, 4000, 5000):
+            got = ahead.upcoming(seq, width).tolist()
+            assert got == stream[at:at + width], (seq, width)
+            assert got == [drawn.accepted(seq, 4) for _ in range(len(got))]
+            ahead.skip(seq, len(got))
+            at += len(got)
+        assert ahead.rounds_drawn[seq] == drawn.rounds_drawn[seq] == output - 1

@@ -108,6 +108,25 @@ class AcceptanceStreams:
         drafts = cached[rounds]
         return drafts if drafts < gamma else gamma
 
+    def upcoming(self, seq: int, rounds: int) -> np.ndarray:
+        """G of sequence `seq`'s next `rounds` rounds (fewer where its stream ends), not yet drawn: a
+        decode stretch (`decode_stretch`) reads them ahead, then draws them with `skip`."""
+        drawn = self.rounds_drawn.get(seq, 0)
+        chunk, pos = divmod(seq, CHUNK)
+        g1, o1 = self._block(chunk)
+        lo, first = int(o1[pos]), int(o1[pos + 1] - o1[pos])  # its first L[seq] rounds at g1[lo:lo + first]
+        head = g1[lo + min(drawn, first):lo + min(drawn + rounds, first)]
+        if drawn + rounds <= first:
+            return head
+        tail = self._tail(seq)[max(drawn - first, 0):drawn + rounds - first]
+        return np.concatenate([head, tail]) if len(head) else tail
+
+    def skip(self, seq: int, rounds: int) -> None:
+        """Sequence `seq`'s next `rounds` rounds drawn, as `rounds` calls of `accepted` draw them."""
+        drawn = self.rounds_drawn[seq] = self.rounds_drawn.get(seq, 0) + rounds
+        if drawn >= self._need[seq]:
+            self._cache.pop(seq, None)  # its last possible round (`accepted`)
+
     def first_block(self, chunk: int, lo: int = 0, hi: int = CHUNK):
         """(G of the first block, offsets per sequence from the first, round counts per sequence) of
         the sequences lo .. hi - 1 of `chunk`."""
