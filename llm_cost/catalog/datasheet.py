@@ -77,7 +77,50 @@ def _check_ratios(figures: dict, path) -> None:
 
 
 def accelerator_from_datasheet(data: dict, *, path: Path | str = "<datasheet>") -> Accelerator:
-    """Build an Accelerator from a datasheet dict: name, figures, interconnect, sources."""
+    """Build an Accelerator from a datasheet dict: name, figures, interconnect, sources.
+
+    Parameters
+    ----------
+    data : dict
+        The datasheet's keys (module doc): figures in SI units, dense (not sparse) peaks.
+    path : Path or str, optional
+        Where the datasheet came from, named in errors (and the `source` when `data` has none).
+
+    Returns
+    -------
+    Accelerator
+        The spec `step_time`, `kv_capacity` and the rest take in place of a catalog name.
+
+    Raises
+    ------
+    ConfigError
+        A key the schema does not know, a figure outside its plausible range, or two figures
+        whose ratio no datasheet of the catalog has (a unit slip), in one line naming the key.
+
+    Examples
+    --------
+    A GPU not in the catalog, from its three required figures (48 GB, 1 TB/s, 200 TFLOP/s BF16):
+
+    >>> import llm_cost as lc
+    >>> sheet = {"name": "My GPU", "memory_bytes": 48e9, "bandwidth_bytes_per_s": 1.0e12,
+    ...          "bf16_flops_per_s": 200e12}
+    >>> gpu = lc.accelerator_from_datasheet(sheet, path="my-gpu.json")
+    >>> gpu.name, gpu.memory_bytes / 1e9, gpu.ridge_flops_per_byte, gpu.source
+    ('My GPU', 48.0, 200.0, 'my-gpu.json')
+    >>> round(lc.step_time("llama-3-8b", gpu, "article").step_time_s * 1e3, 2)
+    16.06
+
+    A typo in a key, or bandwidth in the wrong unit, is refused rather than read:
+
+    >>> lc.accelerator_from_datasheet({**sheet, "bandwith_bytes_per_s": 1.0e12}, path="my-gpu.json")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.ConfigError: my-gpu.json: unknown key 'bandwith_bytes_per_s'; did you mean bandwidth_bytes_per_s, ...
+    >>> lc.accelerator_from_datasheet({**sheet, "bandwidth_bytes_per_s": 1.0e9}, path="my-gpu.json")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.ConfigError: my-gpu.json: key 'bandwidth_bytes_per_s' must be in [5e+10, 1e+14], got 1000000000.0
+    """
     from llm_cost.specs.hardware import Accelerator
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level (data must be a dict), "

@@ -36,7 +36,35 @@ def catalog_dir(kind: str) -> Path:
 
 
 def catalog_names(kind: str) -> list[str]:
-    """Names of the catalog entries of `kind` ("models" or "hardware"), sorted."""
+    """Names of the catalog entries of `kind` ("models" or "hardware"), sorted.
+
+    Each name is what `load_model` or `load_accelerator` (and the CLI's `--model` and `--gpu`) take.
+
+    Parameters
+    ----------
+    kind : str
+        "models" (the `models/*/config.json` folders) or "hardware" (the `hardware/*.json` datasheets).
+
+    Returns
+    -------
+    list of str
+        The entries' names, sorted.
+
+    Examples
+    --------
+    >>> import llm_cost as lc
+    >>> gpus = lc.catalog_names("hardware")
+    >>> "h100-sxm" in gpus, gpus == sorted(gpus)
+    (True, True)
+    >>> [name for name in lc.catalog_names("models") if name.startswith("gpt-oss")]
+    ['gpt-oss-120b', 'gpt-oss-20b']
+    >>> {name: lc.load_accelerator(name).name for name in gpus if name.startswith("h100")}
+    {'h100-pcie': 'H100 PCIe', 'h100-sxm': 'H100 SXM'}
+    >>> lc.catalog_names("gpus")
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.UnknownNameError: kind must be one of models, hardware, got 'gpus'
+    """
     from llm_cost.errors import check_choice
 
     kind = check_choice("kind", kind, ("models", "hardware"))
