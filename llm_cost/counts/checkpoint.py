@@ -83,6 +83,28 @@ class CheckpointFormat:
         whether the elements are stored in whole blocks along the input.
     router_bias_bytes
         Bytes of each router bias element (DeepSeek's F32 correction bias: 4; else dtype_bytes).
+
+    Examples
+    --------
+    `checkpoint_format` reads it from a model's config. DeepSeek-V3's FP8 stores q_a_proj
+    (1536 x 7168) in one byte a weight plus 12 x 56 F32 block scales; gpt-oss's MXFP4 an
+    expert's (5760 x 2880) gate_up_proj in half a byte a weight plus one byte per 32 of them:
+
+    >>> import llm_cost as lc
+    >>> fp8 = lc.checkpoint_format("deepseek-v3")
+    >>> fp8.name, fp8.element_bits, (fp8.block_rows, fp8.block_cols), fp8.converted
+    ('fp8 e4m3 128x128', 8, (128, 128), ('attention', 'dense_mlp', 'shared_experts', 'experts'))
+    >>> fp8.matrix_bytes(1536, 7168) == 1536 * 7168 + 12 * 56 * 4
+    True
+    >>> mxfp4 = lc.checkpoint_format("gpt-oss-20b")
+    >>> mxfp4.name, mxfp4.converted, mxfp4.matrix_bytes(5760, 2880) == 5760 * 2880 // 2 + 5760 * 90
+    ('mxfp4 experts', ('experts',), True)
+
+    A config without `quantization_config` stores every tensor at its torch_dtype:
+
+    >>> plain = lc.checkpoint_format("llama-3-8b")
+    >>> plain.name, plain.dtype_bytes, plain.converted
+    ('bf16', 2, ())
     """
 
     name: str
@@ -120,6 +142,20 @@ class CheckpointBytes:
         Qwen3-Next's, which share the model's), in bytes; 0 without MTP.
     vision
         The vision tower and projector (`counts.vision`), in bytes; 0 for a text-only model.
+
+    Examples
+    --------
+    `checkpoint_bytes` gives it. DeepSeek-V3 ships 688.6 GB: 673.2 GB of main model in FP8 with
+    its block scales and 15.4 GB of MTP module (layer 61); Llama-3-8B two bytes for each of its
+    8,030,261,248 parameters:
+
+    >>> import llm_cost as lc
+    >>> v3 = lc.checkpoint_bytes("deepseek-v3")
+    >>> v3.format, v3.total, v3.weights.total, v3.mtp, v3.vision
+    ('fp8 e4m3 128x128', 688574839360, 673150611808, 15424227552, 0)
+    >>> llama = lc.checkpoint_bytes("llama-3-8b")
+    >>> llama.format, llama.total, round(llama.weights.effective_bits, 1)
+    ('bf16', 16060522496, 16.0)
     """
 
     format: str

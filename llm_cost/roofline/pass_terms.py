@@ -132,6 +132,30 @@ def expected_experts_touched(num_experts: int, experts_per_token: int, rows):
     E = N (1 - (1 - k/N)^m): each row picks k of N experts; an expert is missed by all m rows
     with probability (1 - k/N)^m. N >= 0 and 0 <= k <= N whole numbers, rows >= 0 (a number or an
     array); k > N made E negative (issue 29).
+
+    Parameters
+    ----------
+    num_experts, experts_per_token : int
+        N routed experts per MoE layer and the k each token is routed to (`MoESpec`).
+    rows : float or array_like
+        m token rows in the pass.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        E, at most min(k m, N): how many experts' weights a pass over m rows reads per layer.
+
+    Examples
+    --------
+    Mixtral-8x7B (8 experts, top 2): a decode row reads 2 experts a layer, a verification pass
+    of 5 rows (gamma 4) 6.1 of them, a batch of 64 rows all 8.
+
+    >>> import llm_cost as lc
+    >>> moe = lc.load_model("mixtral-8x7b").moe
+    >>> lc.expected_experts_touched(moe.num_experts, moe.experts_per_token, 1)
+    2.0
+    >>> lc.expected_experts_touched(moe.num_experts, moe.experts_per_token, [5, 64]).round(1).tolist()
+    [6.1, 8.0]
     """
     from llm_cost.errors import InvalidValueError, check_number
     from llm_cost.grids import checked

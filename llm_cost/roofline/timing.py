@@ -19,6 +19,42 @@ class StepTime:
     """One forward pass: its inputs, what it reads and computes, and how long it takes (SI).
 
     Each field is a float, or a numpy array when an input was one (broadcast shapes).
+
+    Attributes
+    ----------
+    rows, batch, context
+        The pass's token rows, the sequences they come from and the tokens each has cached.
+    weight_bytes_read, kv_bytes, flops
+        Weight bytes read, K/V bytes moved (read and written; 0 when the profile counts no K/V)
+        and FLOPs; `bytes_read` is the two bytes together.
+    memory_time_s, compute_time_s, fixed_time_s, comm_time_s
+        bytes / (BW eta_bw), FLOPs / (F eta_f) of one stage, the profile's fixed time and the
+        collectives, in seconds; `step_time_s` is the pass's and `bound` which side sets it.
+    stages, overlap_comm, handoff_s
+        Pipeline stages, whether the collectives hide behind them, the hand-offs' seconds.
+    fits, fit_note
+        Whether the GPU's memory and the context hold one pass (None: not checked) and why not.
+
+    Examples
+    --------
+    `lc.step_time` gives it. A decode step of 8 sequences with 1,024 cached tokens each of
+    Llama-3.1-8B on an H100 (lecture preset): the weights and 8 x 1,025 tokens of K/V read,
+    memory-bound, plus the preset's 1 ms fixed time:
+
+    >>> import llm_cost as lc
+    >>> t = lc.step_time("llama-3.1-8b", "h100-sxm", "lecture", batch=8, context=1024)
+    >>> round(t.weight_bytes_read / 1e9, 2), int(t.kv_bytes), round(t.flops / 1e9, 1)
+    (15.01, 1074790400, 124.4)
+    >>> round(t.memory_time_s * 1e3, 2), round(t.compute_time_s * 1e3, 2), t.fixed_time_s
+    (6.0, 0.21, 0.001)
+    >>> round(t.step_time_s * 1e3, 2), t.bound, t.fits
+    (7.0, 'memory', True)
+
+    Arrays in, arrays out: one decode row against the prefill of a 512-token prompt.
+
+    >>> grid = lc.step_time("llama-3.1-8b", "h100-sxm", "lecture", rows=[1, 512])
+    >>> (grid.step_time_s * 1e3).round(2).tolist(), grid.bound.tolist()
+    ([6.6, 14.07], ['memory', 'compute'])
     """
 
     rows: Any
