@@ -81,6 +81,22 @@ class BatchingOutcome:
         Disaggregated: its `DisaggregatedPools`; else None.
     implied_reservation
         "paged" when prefix caching chose the reservation (`batching_request.implied_reservation`).
+
+    Examples
+    --------
+    `run_batching` gives it. Llama-3.2-1B on an H100 (lecture preset) at 2 and 4 requests a
+    second, 50 requests each: one workload, config and result per rate, in the rates' order.
+
+    >>> import llm_cost as lc
+    >>> out = lc.run_batching(lc.BatchingRequest(model="llama-3.2-1b", profile="lecture", rates=(2.0, 4.0),
+    ...                                          requests=50))
+    >>> out.mode, out.model.name, out.gpu.label, out.config.reservation, out.planned, out.interrupted
+    ('rates', 'llama-3.2-1b', 'h100-sxm', 'declared', 2, False)
+    >>> [(wl.rate_req_per_s, run.finished, round(run.throughput_req_per_s, 2))
+    ...  for wl, run in zip(out.workloads, out.results)]
+    [(2.0, 50, 1.81), (4.0, 50, 3.62)]
+    >>> out.search is None and out.fleets is None and out.pools is None
+    True
     """
 
     request: BatchingRequest

@@ -78,7 +78,27 @@ class KvCapacity:
 
     Examples
     --------
-    See `kv_capacity`.
+    `kv_capacity` gives it. Llama-3.1-8B in BF16 on one H100: 81,559 MiB as the driver reports
+    it, 10% held back, 16.06 GB of weights leave 60.9 GB for K/V at 131,072 bytes a token,
+    room for 56 sequences of 8,192 tokens:
+
+    >>> import llm_cost as lc
+    >>> cap = lc.kv_capacity("llama-3.1-8b", "h100-sxm")
+    >>> cap.memory_basis, round(cap.usable_bytes / 1e9, 2), round(cap.weight_bytes / 1e9, 2)
+    ('usable', 76.97, 16.06)
+    >>> round(cap.kv_bytes_available / 1e9, 2), int(cap.kv_bytes_per_token), cap.kv_tokens, cap.kv_tokens // 8192
+    (60.91, 131072, 464692, 56)
+    >>> cap.fits, cap.runs, cap.note
+    (True, True, '')
+
+    A model that does not fit says by how much (`note`):
+
+    >>> big = lc.kv_capacity("llama-3-70b", "h100-sxm")
+    >>> big.fits, big.kv_tokens, round(big.shortfall_bytes / 1e9, 1)
+    (False, 0, 64.1)
+    >>> print(big.note)
+    llama-3-70b weights need 141.1 GB on one GPU of 77.0 GB (usable 85.5 GB x (1 - reserve 0.1))
+    on H100 SXM: short by 64.1 GB, no room for K/V
     """
 
     model: str

@@ -70,7 +70,22 @@ class RooflineSpeedup:
 
     Examples
     --------
-    See `roofline_speedup`.
+    `roofline_speedup` gives it. The article §2.4 (alpha 0.8, gamma 4, c 0.1, Llama-3-8B on an
+    H100, peak) at B = 64: 3.36 tokens a round of 4 draft steps and one verification, 6.77 ms
+    against 3.36 plain steps of 4.79 ms:
+
+    >>> import llm_cost as lc
+    >>> r = lc.roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1, batch=64)
+    >>> round(r.expected_tokens, 2), round(r.base_s * 1e3, 2), round(r.verify_s * 1e3, 2), round(r.draft_s * 1e3, 3)
+    (3.36, 4.79, 4.86, 0.479)
+    >>> round(r.round_s * 1e3, 2), round(r.speedup, 2), r.verify_compute_bound
+    (6.77, 2.38, True)
+
+    Arrays in, arrays out: at B = 256 verification costs 4 decode steps and speculation loses.
+
+    >>> r = lc.roofline_speedup("llama-3-8b", "h100-sxm", "article", alpha=0.8, gamma=4, c=0.1, batch=[1, 256])
+    >>> r.speedup.round(2).tolist(), r.verify_compute_bound.tolist()
+    ([2.4, 0.76], [False, True])
     """
 
     alpha: np.ndarray
