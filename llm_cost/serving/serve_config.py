@@ -112,7 +112,7 @@ class SpecConfig:
         check_number("c", self.c, low=0)
         object.__setattr__(self, "policy", check_choice("spec_policy", self.policy, SPEC_POLICIES))  # as spelled in the list
         if self.policy == "off-above-batch":
-            check_number("spec_policy", self.off_above, low=1, integer=True)
+            check_number("spec_off_above", self.off_above, low=1, integer=True)
 
 
 @dataclass(frozen=True)
