@@ -191,6 +191,14 @@ class PassCost:
         kernels, data-parallel attention, collectives overlapping compute, a field added since), or a
         subclass that times a pass its own way. The one source of T's coefficients
         outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""
+        known = self.__dict__.get("_inline")  # once per cost (frozen): a decode stretch asks every time
+        if known is None:
+            known = (self._inline_terms(),)
+            object.__setattr__(self, "_inline", known)
+        return known[0]
+
+    def _inline_terms(self) -> InlineTerms | None:
+        """`inline_coefficients`, computed."""
         cls = type(self)
         if any(getattr(cls, method) is not getattr(PassCost, method) for method in _TIMING_METHODS):
             return None
