@@ -91,7 +91,7 @@ def test_the_engine_asks_the_pass_cost_where_a_decode_pass_is_memory_bound():
 def test_a_field_inline_coefficients_does_not_declare_gives_none():
     """Review 24, defect 2: an allow-list, not a list of the features it knows: a field added to the pass
     cost (here a subclass's, nonzero) and not declared in `pass_cost.INLINE` leaves T to `time`."""
-    from llm_cost.roofline.pass_cost import INLINE
+    from llm_cost.roofline.inline_terms import INLINE
 
     dense = PassCost.from_specs(load_model("llama-3.1-8b"), GPU, PRESETS["lecture"])
     assert dense.inline_coefficients() is not None

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 from llm_cost.counts import BF16_BYTES
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
-from llm_cost.roofline.inline_terms import InlineTerms
+from llm_cost.roofline.inline_terms import INLINE, InlineTerms
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.timing import StepTime
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
@@ -53,36 +53,6 @@ MAX_BATCH = 1e12
 MAX_ROWS = 1e18
 MAX_CONTEXT = 1e12
 
-
-def _any(value, cost) -> bool:
-    return True
-
-
-def _off(value, cost) -> bool:
-    return not value
-
-
-# Every `PassCost` field with the state in which `inline_coefficients` gives T (`(value, cost) -> bool`):
-# an allow-list, so that a field added to `PassCost` and not here leaves a hot loop calling `time`.
-INLINE = {
-    **dict.fromkeys(("weight_bytes", "kv_token_bytes", "row_flops", "pair_flops", "bytes_per_s", "flops_per_s",
-                     "fixed_s", "stages", "comm_fixed_s", "comm_row_s", "handoff_fixed_s", "handoff_row_s"),
-                    _any),  # `InlineTerms`' own coefficients
-    "num_experts": _off,  # routed experts: the weights read depend on the rows
-    **dict.fromkeys(("expert_bytes", "experts_per_token", "expert_rows_scale", "expert_flops_share",
-                     "expert_parallel"), lambda value, cost: not cost.num_experts),  # read with routed experts only
-    "expert_curve": _off,  # a measured MoE curve ramps the GEMMs
-    **dict.fromkeys(("small_gemm_factor", "gemm_half_rows"), lambda value, cost: not cost.gemm_ramped),
-    "kv_time_factor": lambda value, cost: value == 1.0,
-    "pair_time_factor": lambda value, cost: value == 1.0,
-    "row_pairs": _off,  # measured prefill attention (`timed_pairs`)
-    "attention_dp": lambda value, cost: value == 1,
-    "overlap_comm": _off,
-    # read by `uniform_terms` (the caller's kv_tokens and pairs), at build time (kv_curve -> kv_time_factor)
-    # or by the operator breakdown (the tables' names), never by `time`
-    **dict.fromkeys(("kv_windows", "num_layers", "state_tokens", "kv_curve", "kernel_source", "expert_source",
-                     "kv_source"), _any),
-}
 
 # the methods `time` calls: a subclass overriding one times a pass its own way (no inline coefficients)
 _TIMING_METHODS = ("time", "deployed_total", "memory_s", "compute_s", "flops", "weight_bytes_read",
@@ -187,7 +157,7 @@ class PassCost:
     def inline_coefficients(self) -> InlineTerms | None:
         """The coefficients with which a hot loop evaluates `time` inline, operation for operation (a call
         per iteration costs a fifth of a fast path), or None where T is more than `inline_terms`' formula:
-        a field not in `INLINE` or not in the state it supports (routed experts, a GEMM ramp, measured
+        a field not in `inline_terms.INLINE` or not in the state it supports (routed experts, a GEMM ramp, measured
         kernels, data-parallel attention, collectives overlapping compute, a field added since), or a
         subclass that times a pass its own way. The one source of T's coefficients
         outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""

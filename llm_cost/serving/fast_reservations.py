@@ -205,7 +205,7 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
 
     Iteration j reads kv = written + (j + 1) n K/V tokens and computes as many pairs over n rows
     (`causal_pairs(1, c)` a request), timed as `PassCost.time(n, kv, kv)`: where the cost gives
-    `inline_coefficients` (w, kvb, bps, rf, pf, fps, fixed) by its formula inline, operation for
+    `inline_coefficients` (`w`, `kvb`, `bps`, `rf`, `pf`, `fps`, `fixed_s`) by its formula inline, operation for
     operation (the same seconds as the general loop's, bit for bit; a call here costs 25%), and a
     deployed cost (`cost.deployed`: stages or collectives) by `cost.deployed_total` of that
     max(memory, compute). A cost without inline coefficients (routed experts, a GEMM ramp, measured
@@ -248,7 +248,8 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
 
 
 def _stretch_by_increments(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
-    """`decode_stretch` of a cost without `inline_coefficients`: memory and compute stepped forward."""
+    """`decode_stretch` of a cost without `inline_coefficients`: memory and compute stepped forward
+    (`n` requests, `t` the clock at start)."""
     mem = cost.memory_s(n, written + n)
     comp = cost.compute_s(n, written + n)
     d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
