@@ -481,3 +481,26 @@ def test_plan_disaggregate_table_prices_the_energy():
     assert "energy $/M" not in run(*args).stdout
     priced = run(*args, "--usd-per-kwh", "0.2")
     assert priced.exit_code == 0 and "energy $/M" in priced.stdout
+
+
+@pytest.mark.parametrize("late", [(150, 5), (60, 50)])  # past the capacity: its prompt; its prompt + output
+def test_pools_refuse_what_serve_refuses_on_a_late_request(late):
+    """Review 24, defect 1: every request is checked on each pool as `serve` checks it (`engine.checked`),
+    not the first one only; the decode pool holds a request's prompt + output (it ran to a deadlock)."""
+    wl = fixed_workload([(4, 5), late])
+    config = ServeConfig(reservation="paged", block_size=1, watermark=0)
+    with pytest.raises(InvalidValueError) as serve_error:
+        serve(wl, UNIT, config)
+    with pytest.raises(InvalidValueError) as pools_error:
+        serve_disaggregated(wl, UNIT, config, prefill=1, decode=1, link_bytes_per_s=1.0)
+    for error in (serve_error, pools_error):  # the prefill pool's request holds its prompt + its first token
+        assert "KV tokens but the replica holds 100" in str(error.value)
+
+
+def test_pools_refuse_request_level_batching():
+    """The pools are iteration-level loops: `scheduler="request"` is refused, not run as iterations."""
+    config = ServeConfig(scheduler="request", reservation="max_len")
+    with pytest.raises(InvalidValueError) as error:
+        serve_disaggregated(fixed_workload([(4, 5)] * 2), Replica(IterationCost.unit(), 100, 20), config,
+                            prefill=1, decode=1, link_bytes_per_s=1.0)
+    assert "scheduler" in error.value.params

@@ -227,3 +227,32 @@ def test_fleet_progress_counts_finished_requests(fast):
     assert {t for _, t in calls} == {400} and len(calls) >= 100
     done = [d for d, _ in calls]
     assert done == sorted(done) and 0 < done[len(done) // 2] < 400  # it moves during the run, not only at the end
+
+
+@pytest.mark.parametrize("extra", [(), ("--router", "round-robin", "--gpus", "2"), ("--disaggregate", "1:1")])
+def test_a_request_that_never_fits_is_refused_by_a_fleet_and_pools_as_by_serve(extra):
+    """Review 24, defect 1: a fleet and the disaggregated pools check every request as `serve` does
+    (`engine.checked`), not the first one only: a prompt past the K/V capacity is one line, rc 2 (it was
+    a table with a deadlock, rc 0)."""
+    line = error_line("batching", "--rate", "1", "--kv-tokens", "1500", "--prompt-len", "uniform:32:2048",
+                      "--requests", "200", *extra)
+    assert "KV tokens but the replica holds 1500" in line
+
+
+def test_a_fleet_refuses_what_serve_refuses_on_a_late_request():
+    wl = fixed_workload([(4, 5), (400, 5)])
+    small = Replica(IterationCost.unit(), 100, 2048)
+    with pytest.raises(InvalidValueError) as serve_error:
+        serve(wl, small, PAGED)
+    with pytest.raises(InvalidValueError) as fleet_error:
+        serve_fleet(wl, small, PAGED, 2)
+    assert str(fleet_error.value) == str(serve_error.value)
+
+
+def test_a_fleet_refuses_request_level_batching():
+    """A fleet drives iteration-level loops: `scheduler="request"` is refused, not run as iterations."""
+    wl = fixed_workload([(4, 5)] * 2)
+    with pytest.raises(InvalidValueError) as error:
+        serve_fleet(wl, Replica(IterationCost.unit(), 100, 20), ServeConfig(scheduler="request", reservation="max_len"),
+                    2)
+    assert "scheduler" in error.value.params

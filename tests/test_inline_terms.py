@@ -86,3 +86,20 @@ def test_the_engine_asks_the_pass_cost_where_a_decode_pass_is_memory_bound():
             if S >= 2 * n:
                 kv, pairs = uniform_pass(n * r, n, (S - 2 * n) / n)
                 assert cost.compute_s(n * r, pairs) > cost.memory_s(n * r, kv) * (1 - 1e-9), (r, n)
+
+
+def test_a_field_inline_coefficients_does_not_declare_gives_none():
+    """Review 24, defect 2: an allow-list, not a list of the features it knows: a field added to the pass
+    cost (here a subclass's, nonzero) and not declared in `pass_cost.INLINE` leaves T to `time`."""
+    from llm_cost.roofline.inline_terms import INLINE
+
+    dense = PassCost.from_specs(load_model("llama-3.1-8b"), GPU, PRESETS["lecture"])
+    assert dense.inline_coefficients() is not None
+
+    @dataclasses.dataclass(frozen=True)
+    class Newer(PassCost):
+        new_term_s: float = 0.0
+
+    newer = Newer(**{f.name: getattr(dense, f.name) for f in dataclasses.fields(dense)}, new_term_s=1e-3)
+    assert newer.inline_coefficients() is None
+    assert set(INLINE) == {f.name for f in dataclasses.fields(PassCost)}  # no stale name, none missing

@@ -61,3 +61,45 @@ def test_what_depends_on_time_is_refused():
         closed_loop_schedule(_loop(4, 128, 16), staged, PAGED)
     with pytest.raises(InvalidValueError, match="recompute"):
         closed_loop_schedule(_loop(4, 128, 16), replica, dataclasses.replace(PAGED, preemption="swap"))
+
+
+def _tight_loop(cached: bool):
+    from llm_cost.serving.prefixes import with_prefix_groups
+
+    wl = fixed_workload([(300 + 37 * (i % 9), 100 + 13 * (i % 5)) for i in range(120)])
+    wl = with_prefix_groups(wl, 4, 256, "uniform", seed=0) if cached else wl
+    replica = dataclasses.replace(Replica.from_specs("llama-3-8b", "h100-sxm", PRESETS["measured"]),
+                                  kv_capacity_tokens=7000)
+    return dataclasses.replace(wl, concurrency=32), replica
+
+
+def test_the_host_tier_is_refused_in_one_line_naming_it():
+    """Review 24, defect 2: the host tier's reloads are seconds, not iterations; the deny-list missed it
+    and the schedule was wrong (the review's run: an IndexError in `Schedule.times`)."""
+    wl, replica = _tight_loop(True)
+    config = ServeConfig(max_batch=64, reservation="paged", prefix_caching=True, kv_offload_bytes=2e9)
+    with pytest.raises(InvalidValueError) as error:
+        closed_loop_schedule(wl, replica, config)
+    assert error.value.params == ("kv_offload_bytes",) and "\n" not in str(error.value)
+
+
+def test_a_field_not_in_the_allow_list_is_refused():
+    """An allow-list: a `ServeConfig` field the schedule does not declare (a new feature's) is refused."""
+    @dataclasses.dataclass(frozen=True)
+    class Newer(ServeConfig):
+        new_feature: float = 1.0
+
+    wl, replica = _tight_loop(False)
+    with pytest.raises(InvalidValueError) as error:
+        closed_loop_schedule(wl, replica, Newer(reservation="paged"))
+    assert error.value.params == ("new_feature",)
+
+
+@pytest.mark.parametrize("config", [ServeConfig(max_batch=64, reservation="paged", prefix_caching=True),
+                                    ServeConfig(max_batch=64, reservation="declared")])
+def test_the_allowed_features_re_time_to_the_engines_run(config):
+    wl, replica = _tight_loop(config.prefix_caching)
+    res = serve(wl, replica, config)
+    arrival, first, finish = closed_loop_schedule(wl, replica, config).times(replica.cost)
+    assert list(first) == list(res.first_token_s) and list(finish) == list(res.finish_s)
+    assert not config.prefix_caching or res.preemptions > 0

@@ -409,3 +409,28 @@ def test_simulator_reports_progress_on_long_runs():
     r = serve(poisson_workload(n, 5.0), server, ServeConfig(), on_progress=lambda d, t: calls.append((d, t)))
     assert r.scheduler == "iteration" and r.path == "fast_reservations" and r.finished == n
     assert calls[:2] == [(PROGRESS_EVERY, n), (2 * PROGRESS_EVERY, n)] and calls[-1] == (n, n)
+
+
+@pytest.mark.parametrize("model, gpu, preset, tp", [
+    ("gpt-3-13b", "a100-40gb", "lecture", 1),  # memory-bound decode
+    ("llama-3.1-8b", "h100-sxm", "lecture", 2),  # tensor-parallel: the collectives in T
+    ("llama-3.1-8b", "l4", "lecture", 1),
+])
+def test_a_decode_stretch_is_time_of_each_iteration_bit_for_bit(model, gpu, preset, tp):
+    """Review 24, defect 3: `fast_reservations.decode_stretch` times iteration j as
+    `PassCost.time(n, kv_j, kv_j)` (its `inline_coefficients`), not by stepping memory and compute
+    forward, which drifted in the last bits; the clock, the K/V integral and the K/V held."""
+    from llm_cost.serving.fast_reservations import decode_stretch
+    from llm_cost.serving.replica import Replica
+    from llm_cost.specs import PRESETS
+    from llm_cost.specs.deployment import Deployment
+
+    cost = Replica.from_specs(model, gpu, PRESETS[preset], deployment=Deployment(tp=tp, gpus=tp)).cost
+    assert cost.inline_coefficients() is not None
+    for n, written, k_max in ((1, 100, 500), (8, 8 * 1500, 300), (32, 32 * 200, 700), (200, 200 * 40, 50)):
+        span = area = 0.0
+        for j in range(1, k_max + 1):
+            dt = cost.time(n, written + j * n, written + j * n)
+            span += dt
+            area += dt * (written + j * n)
+        assert decode_stretch(cost, n, written, k_max) == (k_max, span, area, written + k_max * n), (n, k_max)

@@ -22,6 +22,37 @@ from llm_cost.roofline.pass_terms import causal_pairs
 KEEP_MARGIN = 1e-9
 
 
+def _any(value, cost) -> bool:
+    return True
+
+
+def _off(value, cost) -> bool:
+    return not value
+
+
+# Every `PassCost` field with the state in which `inline_coefficients` gives T (`(value, cost) -> bool`):
+# an allow-list, so that a field added to `PassCost` and not here leaves a hot loop calling `time`.
+INLINE = {
+    **dict.fromkeys(("weight_bytes", "kv_token_bytes", "row_flops", "pair_flops", "bytes_per_s", "flops_per_s",
+                     "fixed_s", "stages", "comm_fixed_s", "comm_row_s", "handoff_fixed_s", "handoff_row_s"),
+                    _any),  # `InlineTerms`' own coefficients
+    "num_experts": _off,  # routed experts: the weights read depend on the rows
+    **dict.fromkeys(("expert_bytes", "experts_per_token", "expert_rows_scale", "expert_flops_share",
+                     "expert_parallel"), lambda value, cost: not cost.num_experts),  # read with routed experts only
+    "expert_curve": _off,  # a measured MoE curve ramps the GEMMs
+    **dict.fromkeys(("small_gemm_factor", "gemm_half_rows"), lambda value, cost: not cost.gemm_ramped),
+    "kv_time_factor": lambda value, cost: value == 1.0,
+    "pair_time_factor": lambda value, cost: value == 1.0,
+    "row_pairs": _off,  # measured prefill attention (`timed_pairs`)
+    "attention_dp": lambda value, cost: value == 1,
+    "overlap_comm": _off,
+    # read by `uniform_terms` (the caller's kv_tokens and pairs), at build time (kv_curve -> kv_time_factor)
+    # or by the operator breakdown (the tables' names), never by `time`
+    **dict.fromkeys(("kv_windows", "num_layers", "state_tokens", "kv_curve", "kernel_source", "expert_source",
+                     "kv_source"), _any),
+}
+
+
 class InlineTerms(NamedTuple):
     """`PassCost.inline_coefficients`: T's coefficients for a loop that evaluates it inline (module doc)."""
 

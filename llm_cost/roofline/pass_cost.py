@@ -33,12 +33,12 @@ arrays (broadcast) and checks nothing: validation belongs to the callers' entry 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from llm_cost.counts import BF16_BYTES
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
-from llm_cost.roofline.inline_terms import InlineTerms
+from llm_cost.roofline.inline_terms import INLINE, InlineTerms
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.timing import StepTime
 from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
@@ -156,15 +156,24 @@ class PassCost:
 
     def inline_coefficients(self) -> InlineTerms | None:
         """The coefficients with which a hot loop evaluates `time` inline, operation for operation (a call
-        per iteration costs a fifth of a fast path), or None where T is more than `inline_terms`' formula
-        (routed experts, a GEMM ramp, measured kernels, data-parallel attention, collectives overlapping
-        compute, or a subclass that times a pass its own way). The one source of T's coefficients
+        per iteration costs a fifth of a fast path), or None where T is more than `inline_terms`' formula:
+        a field not in `inline_terms.INLINE` or not in the state it supports (routed experts, a GEMM ramp, measured
+        kernels, data-parallel attention, collectives overlapping compute, a field added since), or a
+        subclass that times a pass its own way. The one source of T's coefficients
         outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""
+        known = self.__dict__.get("_inline")  # once per cost (frozen): a decode stretch asks every time
+        if known is None:
+            known = (self._inline_terms(),)
+            object.__setattr__(self, "_inline", known)
+        return known[0]
+
+    def _inline_terms(self) -> InlineTerms | None:
+        """`inline_coefficients`, computed."""
         cls = type(self)
         if any(getattr(cls, method) is not getattr(PassCost, method) for method in _TIMING_METHODS):
             return None
-        if (self.num_experts or self.ramped or self.kv_time_factor != 1.0 or self.attention_dp != 1
-                or self.attention_timed or self.overlap_comm):
+        if not all(field.name in INLINE and INLINE[field.name](getattr(self, field.name), self)
+                   for field in fields(self)):  # an allow-list: a field it does not declare, no inline T
             return None
         return InlineTerms(self.weight_bytes, self.kv_token_bytes, self.bytes_per_s, self.row_flops,
                            self.pair_flops, self.flops_per_s, self.fixed_s, self.stages, self.comm_fixed_s,

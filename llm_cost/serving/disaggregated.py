@@ -111,6 +111,14 @@ def _progress(p_loops, p_assign, d_loops, d_assign, order, requests: int) -> tup
     return generated, prefilled
 
 
+def _routed_only(config, d_config) -> None:
+    """The pools are iteration-level general loops (`handoff_pools`): `scheduler="request"` is refused."""
+    for name, cfg in (("config", config), ("decode_config", d_config)):
+        if cfg.scheduler == "request":
+            raise InvalidValueError("disaggregated pools route requests to iteration-level engines: give "
+                                    "scheduler iteration", params=(name, "scheduler"))
+
+
 def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, decode: int,
                         link_bytes_per_s: float, link_latency_s: float = 0.0,
                         kv_bytes_per_token: float | None = None, decode_replica=None,
@@ -132,7 +140,7 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     >>> d.served.first_token_s, d.transfer_s, d.served.finish_s
     ((1.0, 1.0), (1.0, 1.0), (6.0, 6.0))
     """
-    from llm_cost.serving.engine import serve
+    from llm_cost.serving.engine import checked
 
     check_number("prefill", prefill, low=1, integer=True)
     check_number("decode", decode, low=1, integer=True)
@@ -153,12 +161,6 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
     requests = len(workload)
     one = [1] * requests
     pre_wl = replace(workload, output=tuple(one), declared_gen=tuple(one))
-    first_one = replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
-                        output=workload.output[:1], declared_gen=workload.declared_gen[:1],
-                        prefix=workload.prefix[:1] if workload.prefix is not None else None)
-    serve(first_one, replica, config, fast=False)  # the engine's own checks of the settings, on one request
-    if decode_replica is not None or decode_config is not None:
-        serve(replace(first_one, prefix=None), d_replica, d_config, fast=False)  # and of the decode pool's
     order = tuple(req for req in range(requests) if workload.output[req] > 1)  # the requests whose K/V moves
     transfer = [math.nan] * requests
     for req in order:
@@ -167,9 +169,12 @@ def serve_disaggregated(workload: Workload, replica, config, *, prefill: int, de
                     tuple(workload.output[req] - 1 for req in order),
                     tuple(workload.declared_gen[req] - 1 for req in order),
                     workload.seed, f"decode pool of {workload.description}".strip())
+    reserved = (checked(pre_wl, replica, config),  # serve's own checks of every request, on each pool
+                checked(d_wl, d_replica, d_config) if order else [])
+    _routed_only(config, d_config)
     p_loops, p_assign, d_loops, d_assign, handed = serve_pools(
         pre_wl, d_wl, replica, config, prefill, d_replica, d_config, decode, order, [transfer[req] for req in order],
-        lambda loops, req: route_one("least-loaded", loops, req, req))
+        lambda loops, req: route_one("least-loaded", loops, req, req), reserved)
     for slot, handed_s in enumerate(handed):
         if handed_s != handed_s:  # never handed over (its prefill did not finish): nothing moved
             transfer[order[slot]] = math.nan

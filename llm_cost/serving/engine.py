@@ -112,13 +112,8 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     ('fast_reservations', (5.0, 10.0))
     """
     cfg = config
-    if cfg.scheduler == "request":
-        if not request_level.covers(workload, replica, cfg):
-            raise InvalidValueError("scheduler request runs whole batches on one stage or a serial pipeline, "
-                                    "without windowed layers or a closed loop", params=("scheduler",))
-        _check_padded(workload, replica)
     longest = _longest(workload)  # once: a pass over every request
-    res = _validated(workload, replica, cfg, longest)
+    res = _checked(workload, replica, cfg, longest)
     paths = FAST_PATHS if fast is True else tuple(fast or ())
     path = _path(workload, replica, cfg, paths, longest)
     if path == "request_level":
@@ -136,6 +131,26 @@ def serve(workload: Workload, replica: Replica, config: ServeConfig = ServeConfi
     if path == "fast_prefix":
         return fast_prefix.serve_prefix(workload, replica, cfg, res, on_progress)
     return general_loop(workload, replica, cfg, res, on_progress)
+
+
+@check_arguments()
+def checked(workload: Workload, replica: Replica, config: ServeConfig) -> list:
+    """`serve`'s up-front checks of `config` and of every request of `workload` on `replica` (each fits
+    the replica alone; `max_len`: the maximum length; `scheduler="request"`: its allow-list and padded
+    rows); each request's reservation (K/V tokens, 0 unless `declared` or `max_len`). A fleet and the
+    disaggregated pools, which drive the engine's loops themselves, call it to refuse what `serve` refuses.
+
+    >>> from llm_cost.serving.replica import IterationCost
+    >>> from llm_cost.serving.workload import fixed_workload
+    >>> checked(fixed_workload([(4, 5), (3, 2)]), Replica(IterationCost.unit(), 100, 2048),
+    ...         ServeConfig(reservation="declared"))
+    [9, 5]
+    >>> checked(fixed_workload([(40, 5)]), Replica(IterationCost.unit(), 30, 2048), ServeConfig())
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: a request needs 45 KV tokens but the replica holds 30; lower the lengths or max_gen, or free memory
+    """
+    return _checked(workload, replica, config, _longest(workload))
 
 
 @check_arguments(fast=FAST)
@@ -168,6 +183,16 @@ def _path(workload, replica, cfg, paths, longest: int) -> str:
     if "fast_prefix" in paths and fast_prefix.covers(workload, replica, cfg):
         return "fast_prefix"
     return "general"
+
+
+def _checked(workload: Workload, replica: Replica, cfg: ServeConfig, longest: int) -> list:
+    """`checked` with `longest` (`_longest(workload)`) given."""
+    if cfg.scheduler == "request":
+        if not request_level.covers(workload, replica, cfg):
+            raise InvalidValueError("scheduler request runs whole batches on one stage or a serial pipeline, "
+                                    "without windowed layers or a closed loop", params=("scheduler",))
+        _check_padded(workload, replica)
+    return _validated(workload, replica, cfg, longest)
 
 
 def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: int) -> tuple:

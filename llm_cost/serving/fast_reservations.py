@@ -29,6 +29,7 @@ import math
 from collections import deque
 
 from llm_cost.serving import eligibility
+from llm_cost.roofline.inline_terms import KEEP_MARGIN
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
 from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
@@ -199,40 +200,63 @@ def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int]
 
 
 def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
-                    watch: float = math.inf) -> tuple[int, float, float, int]:
+                   watch: float = math.inf) -> tuple[int, float, float, int]:
     """Up to `k_max` pure decode iterations of `n` requests holding `written` KV tokens.
 
-    Iteration j reads written + j n cached tokens, writes n and computes as many pairs plus n
-    (`IterationCost.decode_s` per request); its memory and compute times are the first
-    iteration's `cost.memory_s` and `cost.compute_s` advanced by n x `kv_token_s` and
-    n x `pair_s`, so a stretch costs one compare and four additions per iteration
-    (tests/test_simulator.py pins the result to `roofline.step_time`). Stops early after the
-    iteration that ends at or past `watch` (an arrival that may join, the clock at start `t`).
+    Iteration j reads kv = written + (j + 1) n K/V tokens and computes as many pairs over n rows
+    (`causal_pairs(1, c)` a request), timed as `PassCost.time(n, kv, kv)`: where the cost gives
+    `inline_coefficients` (`w`, `kvb`, `bps`, `rf`, `pf`, `fps`, `fixed_s`) by its formula inline, operation for
+    operation (the same seconds as the general loop's, bit for bit; a call here costs 25%), and a
+    deployed cost (`cost.deployed`: stages or collectives) by `cost.deployed_total` of that
+    max(memory, compute). A cost without inline coefficients (routed experts, a GEMM ramp, measured
+    kernels) advances the first iteration's `cost.memory_s` and `cost.compute_s` by n x `kv_token_s`
+    and n x `pair_s` (equal to `time` up to rounding). Stops early after the iteration that ends at or
+    past `watch` (an arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
-
-    A deployed cost (`cost.deployed`: stages or collectives) takes `cost.deployed_total` of the same
-    max(memory, compute): stages x max + comm(n) + fixed, as `cost.time`; one GPU keeps the
-    inlined roofline below, bit for bit as before.
     """
+    terms = cost.inline_coefficients()
+    if terms is None:
+        return _stretch_by_increments(cost, n, written, k_max, t, watch)
+    w, kvb, bps, rf, pf, fps, fixed_s = terms[:7]
+    gemm = n * rf  # `PassCost.flops`: rows x row_flops first
+    taken, span, area_w = 0, 0.0, 0.0
+    kv, step = float(written), float(n)  # after iteration j's += n: its K/V read and pairs (floats: faster)
+    keep = 1 - KEEP_MARGIN
+    if not cost.deployed and pf / fps <= keep * kvb / bps and \
+            (gemm + (written + n) * pf if pf else gemm) / fps <= keep * (w + (written + n) * kvb) / bps:
+        # memory-bound from the first iteration on, and the K/V read grows faster than the pairs' compute
+        # (`InlineTerms.memory_bound_from`'s margin): max(memory, compute) is memory in every iteration
+        for taken in range(1, k_max + 1):
+            kv += step
+            dt = (w + kv * kvb) / bps + fixed_s
+            span += dt
+            area_w += dt * kv
+            if t + span >= watch:
+                break
+        return taken, span, area_w, written + taken * n
+    total = cost.deployed_total if cost.deployed else None
+    for taken in range(1, k_max + 1):
+        kv += step
+        mem = (w + kv * kvb) / bps
+        comp = (gemm + kv * pf if pf else gemm) / fps
+        dt = (mem if mem > comp else comp) + fixed_s if total is None else total(mem if mem > comp else comp, n)
+        span += dt
+        area_w += dt * kv
+        if t + span >= watch:
+            break
+    return taken, span, area_w, written + taken * n
+
+
+def _stretch_by_increments(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
+    """`decode_stretch` of a cost without `inline_coefficients`: memory and compute stepped forward
+    (`n` requests, `t` the clock at start)."""
     mem = cost.memory_s(n, written + n)
     comp = cost.compute_s(n, written + n)
     d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
+    total = cost.deployed_total if cost.deployed else None
     taken, span, area_w, held = 0, 0.0, 0.0, written
-    if cost.deployed:
-        total = cost.deployed_total
-        while taken < k_max:
-            dt = total(mem if mem > comp else comp, n)
-            span += dt
-            held += n
-            area_w += dt * held
-            mem += d_mem
-            comp += d_comp
-            taken += 1
-            if t + span >= watch:
-                break
-        return taken, span, area_w, held
     while taken < k_max:
-        dt = (mem if mem > comp else comp) + fixed_s  # roofline_total, inlined: a call here costs 25%
+        dt = (mem if mem > comp else comp) + fixed_s if total is None else total(mem if mem > comp else comp, n)
         span += dt
         held += n
         area_w += dt * held

@@ -24,6 +24,7 @@ from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.serve_result import ServeResult
 
 ROUTERS = ("round-robin", "least-loaded", "prefix-affinity")
+ROUTED = ("fast_prefix",)  # the fast paths (`engine.FAST_PATHS`) whose loops a router drives (enqueue, run(until))
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,10 @@ def route_one(router: str, loops, request: int, arrival: int) -> int:
 def serve_fleet(workload, replica, config, replicas: int, router: str = "round-robin", *,
                 on_progress=None, fast: bool = True) -> FleetResult:
     """Serve `workload` on `replicas` copies of `replica` behind `router` (module doc), each copy with
-    its own engine under `config`; a `FleetResult`. `fast` (default) runs each replica by prefix
-    caching's fast path where it applies (`fast_prefix.covers`: the same schedule); False always by
-    the general loop.
+    its own engine under `config`; a `FleetResult`. Every request is checked as `serve` checks it
+    (`engine.checked`). `fast` (default) runs each replica by a fast path a router can drive (`ROUTED`)
+    where `serve`'s allow-lists choose it (`engine.path_of`: the same schedule); False always by the
+    general loop. `scheduler="request"` is refused (a router hands requests to iteration-level loops).
 
     >>> from llm_cost.serving.replica import IterationCost, Replica
     >>> from llm_cost.serving.serve_config import ServeConfig
@@ -97,8 +99,9 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
     >>> f.assignment, f.requests_per_replica, f.fleet.finish_s
     ((0, 1, 0, 1), (2, 2), (5.0, 5.0, 5.0, 5.0))
     """
-    from llm_cost.serving.engine import serve
+    from llm_cost.serving.engine import checked, path_of
     from llm_cost.serving.engine_loop import EngineLoop
+    from llm_cost.serving.fast_prefix import PrefixReplica
 
     check_number("replicas", replicas, low=1, integer=True)
     router = check_choice("router", router, ROUTERS)
@@ -107,18 +110,12 @@ def serve_fleet(workload, replica, config, replicas: int, router: str = "round-r
                                 params=("router", "prefix_caching"))
     if workload.concurrency is not None:
         raise InvalidValueError("a fleet routes open-loop arrivals; give no concurrency", params=("concurrency",))
-    serve(replace(workload, unit_arrivals=workload.unit_arrivals[:1], prompt=workload.prompt[:1],
-                  output=workload.output[:1], declared_gen=workload.declared_gen[:1],
-                  prefix=workload.prefix[:1] if workload.prefix is not None else None),
-          replica, config, fast=False)  # the engine's own checks of the settings, on one request
-    from llm_cost.serving.reservations import reservation_tokens
-
-    res = ([reservation_tokens(config.reservation, prompt, declared, replica.max_len)
-            for prompt, declared in zip(workload.prompt, workload.declared_gen)]
-           if config.reservation in ("declared", "max_len") else [0] * len(workload))
-    from llm_cost.serving import fast_prefix
-
-    engine = fast_prefix.PrefixReplica if fast and fast_prefix.covers(workload, replica, config) else EngineLoop
+    res = checked(workload, replica, config)  # serve's own checks, of every request
+    path = path_of(workload, replica, config, fast=ROUTED if fast else False)  # serve's allow-lists choose
+    if path == "request_level":
+        raise InvalidValueError("a fleet routes requests to iteration-level engines: give scheduler iteration",
+                                params=("scheduler",))
+    engine = PrefixReplica if path == "fast_prefix" else EngineLoop
     loops = [engine(workload, replica, config, res) for _ in range(replicas)]
     for loop in loops:
         loop.routed()

@@ -136,26 +136,20 @@ class ReceivingDecode(EngineLoop):
 
 
 def serve_pools(pre_wl, d_wl, replica, config, prefill: int, d_replica, d_config, decode: int,
-                order: tuple, transfer: list, route) -> tuple:
+                order: tuple, transfer: list, route, reserved: tuple) -> tuple:
     """Both pools over `pre_wl` (every request, output 1) and `d_wl` (request `decode_request` of the decode
     pool is `order[decode_request]` of the workload: prompt + 1 tokens, the first P cached on arrival),
     advanced together (module doc); `transfer[decode_request]` its hand-off seconds,
-    `route(loops, request)` the router (the index of the loop it goes to).
+    `route(loops, request)` the router (the index of the loop it goes to), `reserved` the pools' reservations
+    per request (`engine.checked` of each pool's workload, which checks them as `serve` does).
     (prefill loops, their assignment, decode loops, their assignment, hand-off times per decode request)."""
-    from llm_cost.serving.reservations import reservation_tokens
-
-    def reserved(wl, rep):
-        return ([reservation_tokens(config.reservation, prompt, declared, rep.max_len)
-                 for prompt, declared in zip(wl.prompt, wl.declared_gen)]
-                if config.reservation in ("declared", "max_len") else [0] * len(wl))
-
     requests = len(pre_wl)
     moves = [False] * requests
     for request in order:
         moves[request] = True
     of = {request: decode_request for decode_request, request in enumerate(order)}
-    p_loops = [SendingPrefill(pre_wl, replica, config, reserved(pre_wl, replica), moves) for _ in range(prefill)]
-    d_loops = [ReceivingDecode(d_wl, d_replica, d_config, reserved(d_wl, d_replica), transfer) for _ in range(decode)]
+    p_loops = [SendingPrefill(pre_wl, replica, config, reserved[0], moves) for _ in range(prefill)]
+    d_loops = [ReceivingDecode(d_wl, d_replica, d_config, reserved[1], transfer) for _ in range(decode)]
     for loop in p_loops + d_loops:
         loop.routed()
     for loop in d_loops:

@@ -80,23 +80,58 @@ class _Counting:
         return getattr(self._cost, name)
 
 
+def _every(value) -> bool:
+    return True
+
+
+# The `ServeConfig` fields a schedule in iteration counts supports, each with a test of its value and the
+# values it takes (an allow-list: a field not here, a new feature's, is refused until someone adds it).
+# Admission, chunks, blocks, prefix caching count tokens and blocks; swap transfers, the host tier's reloads,
+# speculation's acceptance and request-level batches are not counts of iterations.
+FEATURES = {
+    "max_batch": (_every, "any"),
+    "reservation": (_every, "any"),  # `none` may deadlock: refused after the run
+    "block_size": (_every, "any"),
+    "watermark": (_every, "any"),
+    "preemption": (lambda value: value == "recompute", "recompute"),
+    "prefill_chunk": (_every, "any"),
+    "spec": (lambda value: value is None, "None (no speculation)"),
+    "pipeline": (_every, "any"),  # one stage (below): nothing to schedule
+    "host_bytes_per_s": (_every, "any"),  # read by swap and the host tier only, both refused
+    "scheduler": (lambda value: value == "iteration", "iteration"),
+    "prefix_caching": (_every, "any"),
+    "kv_offload_bytes": (lambda value: not value, "0 (no host tier)"),
+}
+
+
+def _refuse_unsupported(workload, replica, config) -> None:
+    """One line naming the first parameter whose value the schedule does not support (`FEATURES`)."""
+    if workload.concurrency is None:
+        raise InvalidValueError("a schedule in iteration counts needs a closed loop (concurrency)",
+                                params=("concurrency",))
+    if replica.cost.stages != 1:
+        raise InvalidValueError("a schedule in iteration counts needs one stage (pipeline stages overlap "
+                                "iterations)", params=("stages",))
+    for field in dataclasses.fields(config):
+        test, values = FEATURES.get(field.name, (lambda value: False, "none: not supported yet"))
+        if not test(getattr(config, field.name)):
+            raise InvalidValueError(f"a schedule in iteration counts takes {field.name} {values}, got "
+                                    f"{getattr(config, field.name)!r}", params=(field.name,))
+
+
 def closed_loop_schedule(workload, replica, config) -> Schedule:
     """The schedule of `workload` (a closed loop) on `replica` under `config`, in iteration counts.
 
     Raises
     ------
     InvalidValueError
-        For what the schedule would depend on time in: an open loop, pipeline stages, speculation,
-        swap preemption.
+        For what the schedule would depend on time in: an open loop, pipeline stages, and any
+        `ServeConfig` field whose value is not in `FEATURES` (speculation, swap preemption, the host
+        tier, request-level batches, a field added since).
     """
     from llm_cost.serving.engine import serve
 
-    if workload.concurrency is None:
-        raise InvalidValueError("a schedule in iteration counts needs a closed loop (concurrency)",
-                                params=("concurrency",))
-    if replica.cost.stages != 1 or config.spec is not None or config.preemption != "recompute":
-        raise InvalidValueError("a schedule in iteration counts needs one stage, no speculation and "
-                                "recompute preemption", params=("preemption",))
+    _refuse_unsupported(workload, replica, config)
     counting = _Counting(replica.cost)
     res = serve(workload, dataclasses.replace(replica, cost=counting), config, fast=False)
     if not all(math.isfinite(finish) for finish in res.finish_s):
