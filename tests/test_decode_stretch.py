@@ -229,3 +229,23 @@ def test_held_tokens_over_arrays_is_the_scalar_formula():
     held = held_tokens_fn(WINDOWED.cost)
     c = np.array([0, 1, 5, 4095, 4096, 4097, 10_000, 123_457])
     assert held.many(c).tolist() == [held(x) for x in c.tolist()]
+
+
+def test_stretches_apply_by_an_allow_list_of_the_config_fields():
+    # issue 24.3: a ServeConfig field the stretch does not declare (a feature added since) keeps the
+    # loop iterating; every field there is today is declared
+    import dataclasses
+
+    from llm_cost.serving import decode_stretch
+    from llm_cost.serving.serve_config import ServeConfig
+
+    assert {field.name for field in dataclasses.fields(ServeConfig)} == set(decode_stretch.FEATURES)
+    assert decode_stretch.supports(ServeConfig(reservation="paged"))
+    assert not decode_stretch.supports(ServeConfig(reservation="none"))
+    assert not decode_stretch.supports(ServeConfig(reservation="paged", kv_offload_bytes=1e9))
+
+    @dataclasses.dataclass(frozen=True)
+    class Newer(ServeConfig):
+        new_feature: int = 1
+
+    assert not decode_stretch.supports(Newer(reservation="paged"))

@@ -29,10 +29,12 @@ told to iterate without asking until `after`. Which turns a stretch takes never 
 `K` is the K/V a sequence holds at context `c` (`iteration.held_tokens_fn`: `c` itself without
 windows or recurrent state).
 
-It applies (`applies`) without speculation or at a gamma the batch fixes (`fixed_gamma`), on one pipeline stage, under a reservation that never
-stalls a decoder (not `none`), without a prefix cache (its blocks move at admissions), on a cost that
-takes arrays, and in a loop whose parts are `EngineLoop`'s own (`PARTS`: a subclass that replaces one,
-as the disaggregated pools do, iterates). `ENABLED` False turns stretches off (the tests compare).
+It applies (`applies`) where every `ServeConfig` field has a value it declares (`FEATURES`, an allow-list:
+no speculation or a gamma the batch fixes, a reservation that never stalls a decoder (not `none`), no
+prefix cache (its blocks move at admissions), no host tier; a field added since is not declared, so its runs
+iterate), on one pipeline stage, with each sequence's own acceptance stream (`fixed_gamma`), on a cost that
+takes arrays, and in a loop whose parts are `EngineLoop`'s own (`PARTS`: a subclass that replaces one, as
+the disaggregated pools do, iterates). `ENABLED` False turns stretches off (the tests compare).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import operator
 
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.roofline.pass_terms import decode_pairs
+from llm_cost.serving.eligibility import allowed, any_value, off
 from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
 from llm_cost.serving.spec_batch import choose_gamma
@@ -74,10 +77,30 @@ def fixed_gamma(loop) -> bool:
                             and (spec.draft_cost is None or takes_arrays(spec.draft_cost)))
 
 
+# The `ServeConfig` fields a stretch supports, each with a test of its value (`eligibility.allowed`): a field
+# not listed (a feature added since) keeps the loop iterating every iteration, never a stretch that ignores it.
+FEATURES = {
+    **dict.fromkeys(("max_batch", "block_size", "watermark", "preemption", "prefill_chunk", "pipeline",
+                     "host_bytes_per_s"), any_value),  # preemptions end a stretch; the loop runs them
+    "reservation": lambda value, cfg: value != "none",  # `none` may stall a decoder
+    "spec": lambda value, cfg: value is None or value.policy in ("fixed", "off-above-batch"),  # the batch fixes gamma
+    "scheduler": lambda value, cfg: value == "iteration",
+    "prefix_caching": off,  # its blocks move at admissions
+    "kv_offload_bytes": off,  # the host tier's reloads are the loop's
+}
+
+
+def supports(cfg) -> bool:
+    """Whether every field of the `ServeConfig` `cfg` has a value a stretch supports (`FEATURES`)."""
+    return allowed(FEATURES, cfg)
+
+
 def applies(loop, base) -> bool:
-    """Whether `loop` (an `EngineLoop`; `base` the class) may take decode stretches (module doc)."""
-    return (ENABLED and fixed_gamma(loop) and loop.stages == 1 and not loop.none and loop.cache is None
-            and takes_arrays(loop.cost) and all(getattr(type(loop), part) is getattr(base, part) for part in PARTS))
+    """Whether `loop` (an `EngineLoop`; `base` the class) may take decode stretches (module doc): its config
+    by the allow-list (`supports`), one pipeline stage, each sequence's own acceptance stream (`fixed_gamma`),
+    a cost that takes arrays and the loop's own parts."""
+    return (ENABLED and supports(loop.cfg) and fixed_gamma(loop) and loop.stages == 1 and takes_arrays(loop.cost)
+            and all(getattr(type(loop), part) is getattr(base, part) for part in PARTS))
 
 
 def quiet_from(remaining) -> int:
