@@ -61,7 +61,26 @@ _TIMING_METHODS = ("time", "deployed_total", "memory_s", "compute_s", "flops", "
 
 @dataclass(frozen=True)
 class PassCost:
-    """The time model as coefficients: the one place T is evaluated (formula in the module doc)."""
+    """The time model as coefficients: the one place T is evaluated (formula in the module doc).
+
+    Examples
+    --------
+    A pass's coefficients from the specs, then T of a decode pass of 8 sequences with 1,024 cached
+    tokens each (rows, K/V tokens read, attention pairs: `pass_terms.decode_pairs`):
+
+    >>> import llm_cost as lc
+    >>> cost = lc.PassCost.from_specs(lc.load_model("llama-3-8b"), lc.load_accelerator("h100-sxm"), "lecture")
+    >>> cost.kernel_source, round(cost.weight_bytes / 1e9, 2), cost.kv_token_bytes
+    ('datasheet', 15.01, 131072)
+    >>> round(cost.time(8, 8 * 1024, 8 * 1024 + 8) * 1e3, 3)
+    7.001
+
+    Arrays give an array, element by element (batch 1, 8 and 64 at the same context):
+
+    >>> import numpy as np
+    >>> (cost.time(np.array([1, 8, 64]), np.array([1, 8, 64]) * 1024, np.array([1, 8, 64]) * 1025) * 1e3).round(3)
+    array([6.651, 7.001, 9.806])
+    """
 
     weight_bytes: float  # read by every pass (routed experts excluded)
     kv_token_bytes: float  # one token's K/V, all layers (0 when the profile ignores KV)
