@@ -42,6 +42,23 @@ def test_the_inline_formula_is_time_bit_for_bit(name, cost):
     assert terms is not None, name
     for rows, kv, pairs in CASES:
         assert _inline(terms, rows, kv, pairs) == cost.time(rows, kv, pairs), (name, rows)
+        # the one inline evaluation the library has (Orca's mixed iterations call it): the same bits
+        assert terms.time(rows, kv, pairs).hex() == cost.time(rows, kv, pairs).hex(), (name, rows)
+
+
+def test_inline_time_is_time_bit_for_bit_over_random_passes():
+    import random
+
+    rng = random.Random(7)
+    costs = dict(_costs())
+    costs["prefill-heavy, no fixed time"] = dataclasses.replace(costs["one GPU"], fixed_s=0.0)
+    for name, cost in costs.items():
+        terms = cost.inline_coefficients()
+        for _ in range(2000):
+            rows = rng.choice([1, 2, 31, 512, 8192, rng.randrange(1, 20000)])
+            kv = rng.randrange(0, 3_000_000)
+            pairs = rng.choice([0, kv + rows, rng.randrange(0, 10**9)])
+            assert terms.time(rows, kv, pairs).hex() == float(cost.time(rows, kv, pairs)).hex(), (name, rows, kv)
 
 
 def test_no_inline_coefficients_where_time_is_more():

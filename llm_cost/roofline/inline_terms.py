@@ -69,6 +69,24 @@ class InlineTerms(NamedTuple):
     handoff_fixed_s: float
     handoff_row_s: float
 
+    def time(self, rows, kv_tokens, pairs):
+        """`PassCost.time` of these coefficients for numbers, operation for operation (the module doc's
+        T), in one call: a hot loop that prices an iteration of any shape (prompts and decoders mixed)
+        calls this rather than `PassCost.time`'s chain of methods (tests/test_inline_terms.py holds
+        them equal bit for bit)."""
+        weight, kv_bytes, bandwidth, row_flops, pair_flops, flops_per_s, fixed, stages, comm_fixed, comm_row, \
+            handoff_fixed, handoff_row = self
+        memory = (weight + kv_tokens * kv_bytes) / bandwidth
+        flops = rows * row_flops
+        compute = (flops + pairs * pair_flops if pair_flops else flops) / flops_per_s
+        longer = memory if memory > compute else compute
+        if stages == 1 and not (comm_fixed or comm_row or handoff_fixed or handoff_row):
+            return longer + fixed
+        body = longer * stages if stages != 1 else longer
+        body = body + (comm_fixed + rows * comm_row if comm_fixed or comm_row else 0.0)
+        body = body + (handoff_fixed + rows * handoff_row if handoff_fixed or handoff_row else 0.0)
+        return body + fixed if fixed else body
+
     def memory_bound_from(self, rows_each: int, max_sequences: int) -> list:
         """For uniform decode passes of n sequences, `rows_each` (r) rows each after S cached tokens in
         all (rows = n r, K/V tokens S + n r, pairs r S + n `causal_pairs`(r)): per n in 0 ..

@@ -30,6 +30,7 @@ from collections import deque
 
 from llm_cost.serving import eligibility
 from llm_cost.roofline.inline_terms import KEEP_MARGIN
+from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
 from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
@@ -98,6 +99,13 @@ def finished_result(workload, replica, cfg, first, finish, deadlock, stats: RunS
 PROGRESS_EVERY = 1 << 14  # finished requests between two calls of on_progress (a bar, not a cost)
 
 
+def _mixed_timer(cost):
+    """T of a mixed iteration: `InlineTerms.time` (the same bits in one call) where the cost has inline
+    coefficients, else `cost.time`."""
+    inline = cost.inline_coefficients() if isinstance(cost, PassCost) else None
+    return cost.time if inline is None else inline.time
+
+
 def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int], reservation: str, stats: RunStats,
                      first: list, on_progress=None):
     """Orca's loop. A request admitted in iteration k has generated `iteration` - base[req] tokens once
@@ -105,7 +113,7 @@ def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int]
     that reaches its output; its KV is prompt + generated - 1. First tokens to `first`, statistics to
     `stats`, `on_progress(finished, n_requests)` every `PROGRESS_EVERY` finishes. (finishes, deadlock)."""
     cost = replica.cost
-    deployed, bound_rows = cost.deployed, compute_bound_rows(cost)  # once: the loop below is hot
+    deployed, bound_rows, timer = cost.deployed, compute_bound_rows(cost), _mixed_timer(cost)  # once: a hot loop
     cap = replica.kv_capacity_tokens
     prompt, output, n_requests = workload.prompt, workload.output, len(workload)
     none = reservation == "none"
@@ -146,7 +154,7 @@ def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int]
             if not admitted and not progressing:
                 stored()
                 return finish, running_deadlock(running, prompt, output, base, iteration, now, cap, len(pending))
-            step_s, rows = mixed_iteration(cost, deployed, running, admitted, progressing, decoders, written, iteration,
+            step_s, rows = mixed_iteration(cost, timer, deployed, running, admitted, progressing, decoders, written, iteration,
                                            now, prompt, output, base, first, heap, stats)
             kv_used_area += step_s * written  # held at the iteration's start
             peak_kv_used = written if written > peak_kv_used else peak_kv_used

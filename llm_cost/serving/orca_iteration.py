@@ -1,7 +1,7 @@
 """The parts of one mixed iteration of Orca's loop (the engine's fast path `fast_reservations`).
 
 Admission in arrival order (`admit_in_order`), the iteration that admits prompts or stalls decoders
-(`mixed_iteration`: its rows, cached tokens read and causal pairs, priced by `IterationCost.time`),
+(`mixed_iteration`: its rows, cached tokens read and causal pairs, priced by `IterationCost.time` or its inline coefficients),
 and the deadlock report when nobody can write (`running_deadlock`). Pure-decode stretches between
 them stay in `fast_reservations` (`decode_stretch`). Orca, Algorithm 1; the lecture §3.3-3.5.
 
@@ -41,7 +41,7 @@ def admit_in_order(pending, prompt, res, none: bool, room: int, reserved: int, c
     return admitted, reserved
 
 
-def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], prog: int, n_dec: int, written: int,
+def mixed_iteration(cost, timer, deployed: bool, running: dict, admitted: list[int], prog: int, n_dec: int, written: int,
                     it: int, now: float, prompt, output, base: list[int], first: list[float], heap: list,
                     stats) -> tuple[float, int]:
     r"""One iteration that admits prompts or stalls decoders: (its time in seconds, rows it writes).
@@ -54,7 +54,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
               T = \mathtt{cost.time}(\mathit{rows}, \mathit{kv\_read} + \mathit{rows}, \mathit{pairs})
 
     `kv_read`: the K/V tokens the decoders hold (`written`, or the progressing ones' when some
-    stall). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
+    stall). `timer` is `cost.time`, or its `inline_coefficients().time` (the same T in one call). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
     admitted ones' first token at `now` + T (`first`) and adds the collectives' time to `stats.comm_s`.
     """
     kv_read, stalled = written, ()
@@ -67,7 +67,7 @@ def mixed_iteration(cost, deployed: bool, running: dict, admitted: list[int], pr
         tokens = prompt[request]
         rows += tokens
         pairs += causal_pairs(tokens)
-    dt = cost.time(rows, kv_read + rows, pairs)
+    dt = timer(rows, kv_read + rows, pairs)
     if deployed:
         stats.comm_s += cost.comm_time_s(rows)
     for request in stalled:
