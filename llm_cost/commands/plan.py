@@ -228,7 +228,7 @@ def _parsed(options: PlanOptions) -> _Search:
 def _served(options: PlanOptions, search: _Search, result) -> tuple:
     """(rows, columns, caption, (served, candidates) after a Ctrl-C or None): the frontier's rows, and with
     --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
-    from llm_cost.report.plan_rows import plan_rows
+    from llm_cost.planner.rows import plan_rows
 
     rows = plan_rows(result, search.refs, usd_per_kwh=options.usd_per_kwh)
     for row in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
@@ -295,7 +295,7 @@ def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
 def _splits(grid, target, prices, refs, usd_per_kwh=None) -> tuple:
     """(the best prefill/decode splits, their `disaggregated_rows`) of `plan --disaggregate`."""
     from llm_cost.planner import best_split
-    from llm_cost.report.plan_rows import disaggregated_rows
+    from llm_cost.planner.rows import disaggregated_rows
 
     splits, _ = best_split(grid, target)
     return splits, disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
@@ -305,7 +305,7 @@ def _disaggregated(grid, target, result, prices, refs, spec, fmt, usd_per_kwh=No
     """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered (each row's energy
     as the frontier's rows: watts and J/token in JSON and CSV, its $ with --usd-per-kwh)."""
     from llm_cost.planner import best_split
-    from llm_cost.report.plan_rows import disaggregated_rows
+    from llm_cost.planner.rows import disaggregated_rows
 
     splits, missing = best_split(grid, target)
     rows = disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
