@@ -217,6 +217,16 @@ def read_point_files(paths, *, skip_bad: bool = False, on_bad=None) -> list[Poin
     """The points of every file in `paths`, in order (`read_points` each, `skip_bad` and `on_bad` as
     there); ids must be unique across the files.
 
+    >>> from pathlib import Path
+    >>> import llm_cost
+    >>> train = Path(llm_cost.__file__).resolve().parent.parent / "tests/data/measured/train.csv"
+    >>> len(read_point_files([train])) == len(read_points(train))
+    True
+    >>> read_point_files([train, train])
+    Traceback (most recent call last):
+    ...
+    llm_cost.calibrate.points.PointsError: ... ids must be unique across files
+
     Raises
     ------
     PointsError

@@ -187,7 +187,12 @@ def emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
 
 def checkpoint_of(spec, given) -> str:
     """The checkpoint a launch names for a model (without `served_model`; a draft's always): a catalog
-    model's Hugging Face repo (its config's source), else the model as given (a path or a repo id)."""
+    model's Hugging Face repo (its config's source), else the model as given (a path or a repo id).
+
+    >>> from llm_cost.catalog import load_model
+    >>> checkpoint_of(load_model("llama-3-8b"), "llama-3-8b")
+    'meta-llama/Meta-Llama-3-8B'
+    """
     from llm_cost.planner.emit import hub_repo
 
     return hub_repo(spec.source) or _text(given, spec)

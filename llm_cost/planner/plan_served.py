@@ -28,7 +28,12 @@ class ServedCheck:
 
 def serve_settings(request):
     """The `verify.ServeSettings` of a `PlanRequest` (`engine`, `prefix_caching`, `kv_offload_bytes`),
-    checked: the one place a plan builds them."""
+    checked: the one place a plan builds them.
+
+    >>> from llm_cost.planner.plan_request import PlanRequest
+    >>> serve_settings(PlanRequest(engine="vllm", prefix_caching=True))
+    ServeSettings(engine='vllm', prefix_caching=True, kv_offload_bytes=0.0)
+    """
     from llm_cost.planner.verify import ServeSettings
 
     return ServeSettings(request.engine, request.served("prefix_caching"), request.served("kv_offload_bytes"))
@@ -36,7 +41,13 @@ def serve_settings(request):
 
 def recipe_of(request, isl: int, osl: int):
     """The `verify.WorkloadRecipe` of a `PlanRequest`'s served workload (lengths default to `isl` and
-    `osl`), the percentile and N checked first."""
+    `osl`; what is not given, `plan_request.SERVED_DEFAULTS`).
+
+    >>> from llm_cost.planner.plan_request import PlanRequest
+    >>> wl = recipe_of(PlanRequest(rate=(2.0,), requests=50), 1024, 128)
+    >>> wl.rate_req_per_s, wl.requests, wl.prompt, wl.output, wl.arrivals, wl.seed
+    (2.0, 50, '1024', '128', 'poisson', 0)
+    """
     from llm_cost.planner.verify import WorkloadRecipe
     from llm_cost.serving.prefixes import PromptPrefixes
 
@@ -58,7 +69,13 @@ def recipe_of(request, isl: int, osl: int):
 
 
 def slo_stat_of(request) -> str:
-    """The served SLO's percentile (median: p50, as batching's), `verify`'s N checked before it."""
+    """The served SLO's percentile (median: p50, as batching's; not given: p99), `verify`'s N checked
+    before it.
+
+    >>> from llm_cost.planner.plan_request import PlanRequest
+    >>> slo_stat_of(PlanRequest(verify=3)), slo_stat_of(PlanRequest(verify=3, slo_stat="median"))
+    ('p99', 'p50')
+    """
     from llm_cost.planner.verify import SLO_STATS
 
     check_number("verify", request.verify, low=1, high=10_000, integer=True)
