@@ -75,3 +75,10 @@ def test_the_command_does_not_run_the_workflow_itself(name):
     imported = {alias.name for node in ast.walk(ast.parse(PLAN.read_text())) if isinstance(node, ast.ImportFrom)
                 for alias in node.names}
     assert name not in imported and "run_plan" in imported
+
+
+def test_a_warning_is_told_as_it_arises_and_kept():
+    told = []
+    out = run_plan(_request(gpus=1, verify=1, rate=(1.0,), requests=5, prompt_len="8200", output_len="8"),
+                   on_warning=told.append)
+    assert len(told) == 1 and told[0].startswith("does not fit: 5 of 5 requests") and out.warnings == tuple(told)

@@ -173,16 +173,17 @@ def _planned(request, preset, mfu, bw_eff, fixed_ms, ttft_ms, tpot_ms, usable_me
                                                                              request.engine)),
                       ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
                       tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True))
-    return run_plan(request, progress=SweepProgress)
+    from llm_cost.commands.app import warn
+
+    return run_plan(request, progress=SweepProgress, on_warning=warn)  # a warning as it arises, before the serving
 
 
 def _render(out, fmt: str, said) -> None:
-    """`plan`'s output from the library's `PlanOutcome`: its warnings, the table (the frontier, the served
-    ranking or the splits), the defaults' and the unserved options' notes, then what follows the table."""
+    """`plan`'s output from the library's `PlanOutcome` (its warnings were said as they arose): the table
+    (the frontier, the served ranking or the splits), the defaults' and the unserved options' notes, then
+    what follows the table."""
     from llm_cost.commands.app import EXIT_INTERRUPTED, warn
 
-    for line in out.warnings:
-        warn(line)
     stopped = out.served.stopped if out.served is not None else None
     if stopped and not stopped[0]:
         warn(f"interrupted: 0 of {stopped[1]} candidates served; nothing to show")

@@ -198,9 +198,10 @@ def checkpoint_of(spec, given) -> str:
     return hub_repo(spec.source) or _text(given, spec)
 
 
-def run_plan(request: PlanRequest, *, progress=None) -> PlanOutcome:
+def run_plan(request: PlanRequest, *, progress=None, on_warning=None) -> PlanOutcome:
     """Plan `request` (module doc); `progress(label)`: a context manager whose value is called with
-    (done, total, count=k) as a served check's candidates finish (a progress bar; None: none).
+    (done, total, count=k) as a served check's candidates finish (a progress bar; None: none);
+    `on_warning(line)` as a warning arises (before the serving it is about), each also in `warnings`.
 
     Parameters
     ----------
@@ -208,6 +209,8 @@ def run_plan(request: PlanRequest, *, progress=None) -> PlanOutcome:
         What to plan, and what to do with the frontier.
     progress : callable, optional
         Makes the served check's progress callback from its label.
+    on_warning : callable, optional
+        Told each warning line as it arises.
 
     Returns
     -------
@@ -254,8 +257,13 @@ def run_plan(request: PlanRequest, *, progress=None) -> PlanOutcome:
             found, _ = best_split(grid, target)
             splits = found, disaggregated_rows(grid, found, prices, refs, usd_per_kwh=request.usd_per_kwh)
         warnings = []
+
+        def told(line: str) -> None:
+            warnings.append(line)
+            if on_warning is not None:
+                on_warning(line)
         rows, check = served_check(request, result, rows, target, settings, splits=splits, progress=progress,
-                                   warnings=warnings)
+                                   on_warning=told)
         out = _with(out, rows=rows, served=check, warnings=tuple(warnings))
         if check.stopped and not check.stopped[0]:
             return out

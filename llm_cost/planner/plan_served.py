@@ -144,12 +144,12 @@ def ranked(rows: list[dict], served: list[dict], kept: list[int], stat: str) -> 
 
 
 def served_check(request, result, rows: list[dict], target, settings, *, splits=None, progress=None,
-                 warnings: list | None = None) -> tuple[list[dict], ServedCheck]:
+                 on_warning=None) -> tuple[list[dict], ServedCheck]:
     """(rows served, in the served ranking with the served fields; the `ServedCheck`) of a `PlanRequest`
     with `verify` N: the first N of the frontier's `rows` (`result` a `Plan`), and `splits` ((`best_split`'s
     splits, their `disaggregated_rows`)) served disaggregated after them. `progress(label)` gives the
-    context whose value is told (done, total) as tasks finish; a past-context warning is appended to
-    `warnings`. A Ctrl-C keeps the candidates that finished (`ServedCheck.stopped`); none: no rows."""
+    context whose value is told (done, total) as tasks finish; `on_warning(line)` is told a past-context
+    warning before anything is served. A Ctrl-C keeps the candidates that finished (`ServedCheck.stopped`); none: no rows."""
     from llm_cost.executor import Interrupted
     from llm_cost.planner.verify import ServeTask, candidates_of, replica_and_config, split_candidates, verify
 
@@ -168,8 +168,8 @@ def served_check(request, result, rows: list[dict], target, settings, *, splits=
     first = getattr(cands[0], "candidate", cands[0]) if cands else None  # a split's decode pool
     check = ServedCheck(recipe, settings, replica_and_config(first, settings)[1] if first else None,
                         first.gpu if first else None, stat, splits is not None)
-    if first is not None and (past := past_context(recipe, first.model)) and warnings is not None:
-        warnings.append(past)
+    if first is not None and (past := past_context(recipe, first.model)) and on_warning is not None:
+        on_warning(past)
     tasks = [ServeTask(candidate, recipe, target.ttft_s, target.tpot_s, stat, settings) for candidate in cands]
     kept = list(range(len(tasks)))  # the analytic ranks (0-based) served
     with (progress or (lambda label: nullcontext()))(f"serving {len(tasks)} candidates") as on_done:
