@@ -143,7 +143,7 @@ def test_run_batching_takes_only_a_request():
 
 
 def test_no_command_hands_its_locals_on():
-    # issue 24.4: a command builds a typed request from its options (BatchingRequest, PlanOptions), not a dict
+    # issue 24.4: a command builds a typed request from its options (BatchingRequest, PlanRequest), not a dict
     import ast
     import pathlib
 

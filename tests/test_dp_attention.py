@@ -189,7 +189,7 @@ def test_plan_searches_dp_attention_and_its_rows_replay_in_request():
     from llm_cost.catalog import as_profile
     from llm_cost.cli import app
     from llm_cost.planner import evaluate, plan_space
-    from llm_cost.report.plan_rows import config_fields
+    from llm_cost.planner.rows import config_fields
 
     space = plan_space(V3, [H200], 8, tps=[8], pps=[1], eps=[8], weights=["checkpoint"], kv_dtypes=["bf16"],
                        batches=[1, 4, 64], dp_attention=True)

@@ -304,7 +304,7 @@ def test_disaggregated_rows_carry_both_pools_energy():
 
 def test_plan_rows_carry_the_energy_of_their_request_lines():
     """`plan` rows (issue 25.5): watts and J/token of each frontier row are `request`'s with its
-    request_args (one energy model: `request_rows.request_energy`), speculative rows included; with
+    request_args (one energy model: `requests.energy.request_energy`), speculative rows included; with
     --usd-per-kwh the energy's $ per million output tokens is J/token x 1e6 / 3.6e6 x price, beside the
     GPU-hour price's column in the table."""
     import shlex

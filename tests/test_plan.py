@@ -344,20 +344,23 @@ def test_the_planner_times_the_prefill_with_the_request_s_helper(monkeypatch):
 
 
 def test_plan_s_search_is_a_library_function_the_command_calls():
-    # Issue 24.4: `planner.plan_grid` checks a plan's inputs and evaluates its space; `commands/plan_build`
-    # parses (names, milliseconds) and calls it, and the library's errors name parameters, not flags.
+    # Issue 24.4: `planner.plan_grid` checks a plan's inputs and evaluates its space; the library's
+    # `plan_run.plan_search` loads the names and calls it, `commands/plan_build` parses (milliseconds) and calls
+    # that, and the library's errors name parameters, not flags.
     import ast
     from pathlib import Path
 
     import llm_cost as lc
     from llm_cost.commands import plan_build
     from llm_cost.errors import InvalidValueError
-    from llm_cost.planner import plan_grid
+    from llm_cost.planner import plan_grid, plan_run
     from llm_cost.planner.space import SpecOption
 
-    source = ast.parse(Path(plan_build.__file__).read_text())
-    imported = {a.name for n in ast.walk(source) if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert {"plan_grid"} <= imported and not imported & {"plan_space", "evaluate", "SpecOption", "check_alpha"}
+    def imported(module):
+        source = ast.parse(Path(module.__file__).read_text())
+        return {a.name for n in ast.walk(source) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert {"plan_search"} <= imported(plan_build) and {"plan_grid"} <= imported(plan_run)
+    assert not (imported(plan_build) | imported(plan_run)) & {"plan_space", "evaluate", "SpecOption", "check_alpha"}
     model, gpu = lc.load_model("llama-3-8b"), lc.load_accelerator("h100-sxm")
     grid = plan_grid("llama-3-8b", ["h100-sxm"], 2, isl=512, osl=64, profile=lc.PRESETS["lecture"], spec_alpha=0.8,
                      max_gamma=2)

@@ -14,7 +14,7 @@ from llm_cost.errors import InvalidValueError
 from llm_cost.executor import Interrupted, run_tasks
 from llm_cost.planner.verify import (RELATIVE_COST, ServeTask, WorkloadRecipe, candidates_of, served_ranking,
                                      task_weight, verify)
-from llm_cost.report.plan_rows import plan_rows
+from llm_cost.planner.rows import plan_rows
 
 
 def _square(x):

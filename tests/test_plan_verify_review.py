@@ -32,7 +32,7 @@ def test_prompts_within_the_context_do_not_warn():
 
 
 def test_past_context_counts_the_requests_past_it():
-    from llm_cost.commands.plan_verify import past_context
+    from llm_cost.planner.plan_served import past_context
 
     trace = fixed_workload([(8000, 100), (8100, 100), (100, 10)], arrivals_s=[0.0, 1.0, 2.0])  # 8,100, 8,200, 110
     recipe = WorkloadRecipe(trace=trace, rate_req_per_s=1.0)

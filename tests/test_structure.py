@@ -291,7 +291,7 @@ def test_calibrate_imports_no_report_module():
 
 # Library text that must name CLI flags, and why. Nothing else outside commands/ may.
 FLAG_TEXT_ALLOWED = {
-    "report/plan_rows.py": "a plan row's `request_args` is the `llm-cost request` command line that gives the "
+    "planner/rows.py": "a plan row's `request_args` is the `llm-cost request` command line that gives the "
                            "same TTFT and TPOT: its words are the CLI's flags",
 }
 

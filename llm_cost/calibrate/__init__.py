@@ -6,6 +6,7 @@
     metrics.py       APE = |predicted / value - 1| and its summaries (MAPE, median, p90)
     fit.py           least squares of log error over bounded knobs; k-fold by source
     profile_file.py  profiles as JSON files (`--profile FILE`)
+    calibration.py   the whole calibration as one call: fit, cross-validate, write (`llm-cost calibrate`)
 """
 
 from llm_cost._exports import lazy_exports, names_from

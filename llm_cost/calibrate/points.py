@@ -213,6 +213,35 @@ def read_points(path, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
     return points
 
 
+def read_point_files(paths, *, skip_bad: bool = False, on_bad=None) -> list[Point]:
+    """The points of every file in `paths`, in order (`read_points` each, `skip_bad` and `on_bad` as
+    there); ids must be unique across the files.
+
+    >>> from pathlib import Path
+    >>> import llm_cost
+    >>> train = Path(llm_cost.__file__).resolve().parent.parent / "tests/data/measured/train.csv"
+    >>> len(read_point_files([train])) == len(read_points(train))
+    True
+    >>> read_point_files([train, train])
+    Traceback (most recent call last):
+    ...
+    llm_cost.calibrate.points.PointsError: ... ids must be unique across files
+
+    Raises
+    ------
+    PointsError
+        A file's bad rows (`read_points`), or an id two files share.
+    """
+    pts, seen = [], {}
+    for path in paths:
+        for point in read_points(path, skip_bad=skip_bad, on_bad=on_bad):
+            if point.id in seen:
+                raise PointsError(f"{path}: id {point.id!r} is also in {seen[point.id]}: ids must be unique across files")
+            seen[point.id] = path
+            pts.append(point)
+    return pts
+
+
 def _is_file(path: Path) -> bool:
     """A regular file there (False for a name too long or otherwise impossible)."""
     try:

@@ -165,6 +165,17 @@ def command(*names, **kwargs):
     return decorate
 
 
+def given(name: str, value):
+    """`value` if the user gave option `name` (on the command line or from the environment), None where
+    Typer filled in its declared default: what was given is read from the parser, not guessed by
+    comparing the value with the default. Outside a command (no parser), `value`."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return value
+    source = ctx.get_parameter_source(name)
+    return None if source is None or source.name in ("DEFAULT", "DEFAULT_MAP") else value
+
+
 def _as_flags(err: LlmCostError) -> str:
     """The library's message with the parameters it names written as this command's flags."""
     if not err.params:

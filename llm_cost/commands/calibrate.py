@@ -52,18 +52,11 @@ PointFiles = Annotated[Optional[List[str]], typer.Argument(help="CSV files of me
 
 
 def read_all(paths, skip_bad: bool = False) -> list:
-    """The points of every file, in order; ids must be unique across the files. With --skip-bad a
-    file's bad rows are named in one warning line and the rest read."""
-    from llm_cost.calibrate.points import PointsError, read_points
+    """The points of every file, in order (`points.read_point_files`: ids unique across the files). With
+    --skip-bad a file's bad rows are named in one warning line and the rest read."""
+    from llm_cost.calibrate.points import read_point_files
 
-    pts, seen = [], {}
-    for path in paths:
-        for point in read_points(path, skip_bad=skip_bad, on_bad=lambda message: warn(f"skipped {message}")):
-            if point.id in seen:
-                raise PointsError(f"{path}: id {point.id!r} is also in {seen[point.id]}: ids must be unique across files")
-            seen[point.id] = path
-            pts.append(point)
-    return pts
+    return read_point_files(paths, skip_bad=skip_bad, on_bad=lambda message: warn(f"skipped {message}"))
 
 
 def _summary_rows(predictions, by: str = "metric", profile: str | None = None) -> list[dict]:
@@ -212,76 +205,46 @@ def calibrate_cmd(
     the cross-validation keeps the fit, writes it and says the errors are in-sample only; Ctrl-C during
     the fit writes nothing, says so on stderr and exits 130.
     """
-    from llm_cost.calibrate.fit import DEFAULT_FREE, check_free, cv_groups, fit_profile, predictions
-    from llm_cost.commands.progress import SweepProgress
-    from llm_cost.calibrate.metrics import summarize
-    from llm_cost.calibrate.fit import CV_GROUPS
-    from llm_cost.calibrate.profile_file import write_profile
+    from llm_cost.calibrate.calibration import calibrate
     from llm_cost.commands import parse
-    from llm_cost.errors import check_choice
     from llm_cost.commands.outputs import target
+    from llm_cost.commands.progress import SweepProgress
 
     output = str(target(output, force=force, inputs=[*points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
-    knobs = check_free(free.split(",")) if free else DEFAULT_FREE
-    cv_by = check_choice("cv_by", cv_by.strip().lower(), tuple(CV_GROUPS))
-    pts = read_all(points, skip_bad)
-    from llm_cost.executor import TaskPool
-
-    groups = cv_groups(pts, cv_by)
-    folds = len(groups) if cv and len(groups) > 1 else 0
-    stopped = False
-    with TaskPool(jobs, ray=ray) as pool, SweepProgress("calibrating", quiet=quiet) as progress:
-        try:  # the served rows through the pool: the same fit as --jobs 1, bit for bit
-            result = fit_profile(pts, base, knobs, name=name, engines=engines, executor=pool)
-            progress(1, 1 + folds)  # the fit to every point, then one fit per held-out fold
-            held = _held_out(pts, base, knobs, cv_by, engines, folds, progress, pool)
-            fitted = summarize("fit", predictions(pts, result.profile, pool))
-            start = summarize(f"base {base.name}", predictions(pts, base, pool))
-        except KeyboardInterrupt:  # Ctrl-C before the fit's errors are known (the cross-validation's: _held_out)
-            stopped = True
-    if stopped:  # after the bar is gone
+    with SweepProgress("calibrating", quiet=quiet) as progress:
+        done = calibrate(points, base, free.split(",") if free else None, name=name, cv=cv, cv_by=cv_by,
+                         engines=engines, output=output, skip_bad=skip_bad,
+                         on_bad=lambda message: warn(f"skipped {message}"), jobs=jobs, ray=ray, on_progress=progress)
+    if not done.finished:  # after the bar is gone
         from llm_cost.commands.app import EXIT_INTERRUPTED
 
         warn(f"interrupted: the fit did not finish; nothing written to {output}")
         raise typer.Exit(EXIT_INTERRUPTED)
-    _warn_few_points(result.points, len(result.fitted))
-    _warn_worse_than_base(fitted, start)
-    if free and base.engine_costs and not engines:
-        _warn_held_per_engine(knobs, base)
-    if cv and len(groups) < 2:
-        warn(f"one {cv_by} ({groups[0]}) in the points: no cross-validation possible (it needs two), "
-             f"the errors shown are in-sample only")
-    calibration = {"points": list(points), "free": list(knobs), "fitted": list(result.fitted),
-                   "engines": result.profile.engines, "in_sample": fitted.row(), "base_in_sample": start.row()}
-    if held:
-        calibration["cross_validated"] = held.row()
-    write_profile(result.profile, output, calibration=calibration)
-    emit(_knob_rows(result, (fitted, held, start)), KNOB_COLUMNS, fmt,
+    _warn(done)
+    result = done.result
+    emit(_knob_rows(result, (done.fitted, done.held, done.start)), KNOB_COLUMNS, fmt,
          title=f"Profile {name}: {_count(len(result.fitted), 'knob')} fitted to {_count(result.points, 'point')} "
                f"of {', '.join(points)} (written to {output})",
-         caption=_cv_caption(cv, cv_by, groups, interrupted=bool(folds) and held is None))
+         caption=_cv_caption(cv, done.cv_by, done.groups, interrupted=done.cv_interrupted))
 
 
-def _held_out(pts, base, knobs, cv_by: str, engines: bool, folds: int, progress, executor=None):
-    """The cross-validated summary (None without folds); an interrupt (Ctrl-C) skips it with a warning,
-    keeping the fit to every point."""
-    if not folds:
-        return None
-    from llm_cost.calibrate.fit import cross_validate
-    from llm_cost.calibrate.metrics import summarize
-
-    try:
-        return summarize(f"cross-validated by {cv_by}", cross_validate(
-            pts, base, knobs, by=cv_by, engines=engines, executor=executor,
-            on_fold=lambda done, total: progress(1 + done, 1 + total)))
-    except KeyboardInterrupt:
+def _warn(done) -> None:
+    """The warnings of a `calibration.Calibration`, worded with the options that act on them."""
+    if done.cv_interrupted:
         warn("interrupted: the cross-validation did not finish; the fit to every point is written, its "
              "errors in-sample only")
-        return None
+    if done.few_points:
+        _warn_few_points(done.result.points, len(done.result.fitted))
+    if done.worse_than_base:
+        _warn_worse_than_base(done.fitted, done.start)
+    if done.held_per_engine:
+        _warn_held_per_engine(done.held_per_engine, done.base)
+    if done.one_group is not None:
+        warn(f"one {done.cv_by} ({done.one_group}) in the points: no cross-validation possible (it needs two), "
+             f"the errors shown are in-sample only")
 
 
-POINTS_PER_KNOB = 10  # fewer points than this per fitted knob: the fit may follow the points' noise
 KNOB_COLUMNS = [Column("knob", "knob"), Column("value", "value (SI)", lambda value: f"{value:.6g}"),
                 Column("fitted", "fitted", lambda value: "" if value is None else ("yes" if value else "no (base)"))]
 
@@ -291,35 +254,28 @@ def _count(count: int, what: str) -> str:
 
 
 def _warn_few_points(points: int, knobs: int) -> None:
-    """The warning when the fit had fewer than POINTS_PER_KNOB points per knob it moved."""
-    if knobs and points < POINTS_PER_KNOB * knobs:
-        warn(f"{_count(points, 'point')} for {_count(knobs, 'fitted knob')}, fewer than "
-             f"{POINTS_PER_KNOB} per knob ({POINTS_PER_KNOB * knobs}): the fit may follow the points' noise; "
-             f"fit fewer knobs with --free or add points")
+    """The warning when the fit had fewer than `calibration.POINTS_PER_KNOB` points per knob it moved."""
+    from llm_cost.calibrate.calibration import POINTS_PER_KNOB
+
+    warn(f"{_count(points, 'point')} for {_count(knobs, 'fitted knob')}, fewer than "
+         f"{POINTS_PER_KNOB} per knob ({POINTS_PER_KNOB * knobs}): the fit may follow the points' noise; "
+         f"fit fewer knobs with --free or add points")
 
 
-def _warn_held_per_engine(knobs, base) -> None:
-    """The warning when --free names a knob the base sets per engine (`Profile.engine_costs`), which
-    stays the base's without --engines (each engine's entry replaces the shared knob)."""
-    from llm_cost.specs.profiles import ENGINE_KNOBS
-
-    held = [knob for knob in knobs if knob in ENGINE_KNOBS]
-    if held:
-        warn(f"{', '.join(held)}: the base {base.name} sets {'it' if len(held) == 1 else 'them'} per engine "
-             f"({', '.join(base.engines)}), held fixed: not fitted; --engines fits each engine's")
-
-
-MAPE_SLACK = 0.05  # the fit's in-sample MAPE past (1 + this) x its base's: warned (the table shows both always)
+def _warn_held_per_engine(held, base) -> None:
+    """The warning when --free names knobs the base sets per engine (`Profile.engine_costs`), which stay
+    the base's without --engines (each engine's entry replaces the shared knob)."""
+    warn(f"{', '.join(held)}: the base {base.name} sets {'it' if len(held) == 1 else 'them'} per engine "
+         f"({', '.join(base.engines)}), held fixed: not fitted; --engines fits each engine's")
 
 
 def _warn_worse_than_base(fitted, base) -> None:
     """The warning when the fitted profile's in-sample MAPE exceeds its base's on the same points by more
-    than MAPE_SLACK (relative): the fit minimises the log error, not MAPE, so a near tie is not one; the
-    table's "base" rows print both figures whatever they are."""
-    if fitted.mape > base.mape * (1.0 + MAPE_SLACK):
-        warn(f"the fitted profile's in-sample MAPE ({fitted.mape:.3f}) is worse than its {base.name}'s "
-             f"({base.mape:.3f}) on these points: the base predicts them better; keep it, or compare "
-             f"with llm-cost validate --profile")
+    than `calibration.MAPE_SLACK` (relative): the fit minimises the log error, not MAPE, so a near tie is
+    not one; the table's "base" rows print both figures whatever they are."""
+    warn(f"the fitted profile's in-sample MAPE ({fitted.mape:.3f}) is worse than its {base.name}'s "
+         f"({base.mape:.3f}) on these points: the base predicts them better; keep it, or compare "
+         f"with llm-cost validate --profile")
 
 
 def _knob_rows(result, summaries) -> list[dict]:

@@ -6,12 +6,12 @@ precision, batch and speculation searched at once; the Pareto frontier printed b
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from llm_cost.commands.engine_option import with_engine
-from llm_cost.commands.app import command, emit, note
+from llm_cost.commands.app import command, emit, given, note  # given: None where Typer filled the default
 from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Disaggregate, DpAttention, DraftC,
                                        DraftModel, EngineOpt, EpSearched, FixedMs, Format, Gpus, Isl,
                                        KvDtypes, KvOffloadBytes, MaybeBatches, MaybeGpus, MaybeJobs, MaybeModel, Mfu,
@@ -19,10 +19,8 @@ from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Di
                                        Preset, PromptLen, Quiet, Rates, Ray, Requests, Seed, SloStat,
                                        SpecAlpha, TpotMs, TpSearched, Trace, TtftMs, UsableMemory, UsdPerGpuHours,
                                        WeightsSearched)
-from llm_cost.commands.plan_build import build, caption_of, defaults_of, prices_of, profile_args, title_of
-from llm_cost.commands.plan_options import PlanOptions  # the options as one typed record
+from llm_cost.commands.plan_build import caption_of, defaults_of, profile_args, title_of
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
-from llm_cost.errors import InvalidValueError
 from llm_cost.report.render import Column, fixed
 from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
@@ -132,134 +130,126 @@ def plan_cmd(
     (llama-3-8b, h100-sxm, 1024, 256, as `request`) and --gpus is 8 (one node); a note names them.
     --osl is >= 2 here: a plan ranks decoding, one decode step at least.
     """
-    _run(PlanOptions(
-        model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        tokens_per_s_per_user=tokens_per_s_per_user, usd_per_gpu_hour=usd_per_gpu_hour,
-        usd_per_kwh=usd_per_kwh, spec_alpha=spec_alpha, c=c, draft=draft, max_gamma=max_gamma,
-        mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, max_tp=max_tp, weights=weights,
-        kv_dtype=kv_dtype, batch=batch, disaggregate=disaggregate, preset=preset, mfu=mfu, bw_eff=bw_eff,
-        fixed_ms=fixed_ms, engine=engine, usable_memory=usable_memory, verify=verify, rate=rate,
-        concurrency=concurrency, prompt_len=prompt_len, output_len=output_len, arrivals=arrivals,
-        trace=trace, requests=requests, seed=seed, prefixes=prefixes, prefix_caching=prefix_caching,
-        kv_offload_bytes=kv_offload_bytes, slo_stat=slo_stat, jobs=jobs, ray=ray, emit_engine=emit_engine,
-        emit_k8s=emit_k8s, served_model=served_model, quiet=quiet, fmt=fmt))
+    from llm_cost.planner.plan_request import PlanRequest
+
+    model, gpu, gpus, isl, osl, said = defaults_of(model, gpu, gpus, isl, osl)
+    request = PlanRequest(
+        model=model, gpu=tuple(gpu), gpus=gpus, isl=isl, osl=osl, ttft_s=None, tpot_s=None,
+        tokens_per_s_per_user=tokens_per_s_per_user, usd_per_gpu_hour=tuple(usd_per_gpu_hour or ()),
+        usd_per_kwh=usd_per_kwh, spec_alpha=spec_alpha, c=c, draft=draft, max_gamma=max_gamma, mtp_alpha=mtp_alpha,
+        tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, max_tp=max_tp, weights=weights, kv_dtype=kv_dtype, batch=batch,
+        disaggregate=disaggregate, verify=verify, rate=tuple(rate) if rate else None, concurrency=concurrency,
+        prompt_len=prompt_len, output_len=output_len, arrivals=given("arrivals", arrivals), trace=trace,
+        requests=given("requests", requests), seed=given("seed", seed), prefixes=_given_prefixes(prefixes),
+        slo_stat=given("slo_stat", slo_stat), jobs=jobs, ray=ray, engine=engine,
+        prefix_caching=given("prefix_caching", prefix_caching),
+        kv_offload_bytes=given("kv_offload_bytes", kv_offload_bytes), emit_engine=emit_engine, emit_k8s=emit_k8s,
+        served_model=served_model)
+    _render(_planned(request, preset, mfu, bw_eff, fixed_ms, ttft_ms, tpot_ms, usable_memory), fmt, said)
 
 
-class _Search(NamedTuple):
-    """What `_parsed` makes of the options: the model, the evaluated grid, the target, the names as given
-    (refs), the prices, the checkpoints --emit names (the model's and each draft's by its name), and the
-    defaults' note (said after the output: an error before it stays one line)."""
-
-    spec: object
-    grid: object
-    target: object
-    refs: dict
-    prices: dict
-    checkpoints: tuple  # (the model's checkpoint, {draft name: its checkpoint})
-    said: object
+def _given_prefixes(prefixes: PromptPrefixes) -> PromptPrefixes | None:
+    """The prefix options as given (None: none of them)."""
+    return prefixes if any(value is not None for value in prefixes) else None
 
 
-def _run(options: PlanOptions) -> None:
-    """`plan`'s phases: the options parsed into a search (`_parsed`), the search (`planner.plan`), the
-    frontier's rows served (`_served`, with --verify), the table and what follows it (`_after_table`)."""
-    from llm_cost.planner import plan
+def _planned(request, preset, mfu, bw_eff, fixed_ms, ttft_ms, tpot_ms, usable_memory):
+    """`planner.run_plan` of `request` with the profile and the target parsed (milliseconds to seconds);
+    what the engine cannot serve is refused first, before the profile's notes."""
+    from dataclasses import replace
 
-    search = _parsed(options)
-    result = plan(search.grid, search.target, usd_per_gpu_hour=search.prices)
-    if options.disaggregate and options.emit_engine is not None:
-        raise InvalidValueError("--emit takes the colocated frontier (one replica's launch command); drop "
-                                "--disaggregate", params=("disaggregate",))
-    if options.disaggregate and options.verify is None:
-        _disaggregated(search.grid, search.target, result, search.prices, search.refs, search.spec, options.fmt,
-                       options.usd_per_kwh)
-        search.said()
-        return _unserved_note(options)
-    emit_to = _emit_order(options, search)
-    rows, columns, caption, stopped = _served(options, search, result)
-    emit(rows, columns, options.fmt, title=title_of(search.spec, search.grid, search.target), caption=caption)
-    search.said()
-    _unserved_note(options)
-    _after_table(rows, result, options.fmt, emit_to, stopped, options.verify is not None)
+    from llm_cost.commands import parse
+    from llm_cost.commands.progress import SweepProgress
+    from llm_cost.planner.plan_run import run_plan
+    from llm_cost.planner.plan_served import serve_settings
+
+    if request.verify is not None:
+        serve_settings(request)
+    prof = with_engine(parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms), request.engine, fixed_ms,
+                       mfu, serves=request.verify is not None)
+    if usable_memory is not None:  # the fits' memory, else the profile's
+        prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
+    request = replace(request, profile=prof, profile_args=tuple(profile_args(preset, mfu, bw_eff, fixed_ms,
+                                                                             request.engine)),
+                      ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
+                      tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True))
+    from llm_cost.commands.app import warn
+
+    return run_plan(request, progress=SweepProgress, on_warning=warn)  # a warning as it arises, before the serving
 
 
-def _unserved_note(options: PlanOptions) -> None:
+def _render(out, fmt: str, said) -> None:
+    """`plan`'s output from the library's `PlanOutcome` (its warnings were said as they arose): the table
+    (the frontier, the served ranking or the splits), the defaults' and the unserved options' notes, then
+    what follows the table."""
+    from llm_cost.commands.app import EXIT_INTERRUPTED, warn
+
+    stopped = out.served.stopped if out.served is not None else None
+    if stopped and not stopped[0]:
+        warn(f"interrupted: 0 of {stopped[1]} candidates served; nothing to show")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if out.split_rows is not None:
+        _disaggregated(out, fmt)
+        said()
+        return _unserved_note(out.request)
+    columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if out.prices else [])
+               + ([ENERGY_PRICE_COLUMN] if out.request.usd_per_kwh is not None else []))
+    caption = caption_of(out.result)
+    if out.served is not None:
+        from llm_cost.commands.plan_verify import verified_table
+
+        columns, caption = verified_table(out, columns, caption)
+    emit(out.rows, columns, fmt, title=title_of(out.model, out.grid, out.target), caption=caption)
+    said()
+    _unserved_note(out.request)
+    _after_table(out, fmt)
+
+
+def _unserved_note(request) -> None:
     """A note naming the serving options given without --verify: the static plan serves no workload."""
-    if options.verify is not None:
-        return
-    import inspect
-
-    from llm_cost.commands.plan_verify import SERVED_OPTIONS
-
-    # as the flags name them
-    given = {**{name: getattr(options, name) for name in SERVED_OPTIONS}, **options.prefixes._asdict()}
-    defaults = inspect.signature(plan_cmd).parameters  # the options' declared defaults
-    given = [name for name, value in given.items()
-             if name in defaults and value not in (defaults[name].default, None, [], ())]
+    given = request.served_options_given if request.verify is None else ()
     if given:
         note(f"{', '.join('--' + flag.replace('_', '-') for flag in given)} change{'s' if len(given) == 1 else ''} "
              "nothing without --verify N (the static plan serves no workload)")
 
 
-def _parsed(options: PlanOptions) -> _Search:
-    """The options checked and turned into a search: the defaults of what was left out, the profile (its
-    engine's fixed costs, the memory basis), the grid evaluated, the target, the prices."""
-    from llm_cost.commands import parse
-
-    model, gpu, gpus, isl, osl, said = defaults_of(options.model, options.gpu, options.gpus, options.isl, options.osl)
-    if options.verify is not None:  # what the engine cannot serve, before any note
-        from llm_cost.commands.plan_verify import serve_settings
-
-        serve_settings(options)
-    prof = with_engine(parse.profile(options.preset, mfu=options.mfu, bw_eff=options.bw_eff, fixed_ms=options.fixed_ms),
-                       options.engine, options.fixed_ms, options.mfu, serves=options.verify is not None)
-    if options.usable_memory is not None:  # the fits' memory, else the profile's
-        prof = prof.with_(memory_basis="usable" if options.usable_memory else "marketed")
-    keys = ("ttft_ms", "tpot_ms", "tokens_per_s_per_user", "spec_alpha", "c", "draft", "max_gamma", "mtp_alpha", "tp",
-            "pp", "ep", "max_tp", "weights", "kv_dtype", "batch", "dp_attention")
-    spec, grid, target, refs = build(model=model, gpu=gpu, gpus=gpus, isl=isl, osl=osl, profile=prof,
-                                     **{key: getattr(options, key) for key in keys})
-    refs["profile_args"] = profile_args(options.preset, options.mfu, options.bw_eff, options.fixed_ms, options.engine)
-    prices = prices_of(options.usd_per_gpu_hour, grid.space)
-    drafts = {variant.draft.name: _checkpoint(variant.draft, refs.get(variant.draft.name, variant.draft.name))
-              for variant in grid.variants if getattr(variant, "draft", None) is not None}
-    return _Search(spec, grid, target, refs, prices, (options.served_model or _checkpoint(spec, model), drafts), said)
-
-
-def _served(options: PlanOptions, search: _Search, result) -> tuple:
-    """(rows, columns, caption, (served, candidates) after a Ctrl-C or None): the frontier's rows, and with
-    --verify its best rows served (`plan_verify.verified`), with --disaggregate the best splits too."""
-    from llm_cost.report.plan_rows import plan_rows
-
-    rows = plan_rows(result, search.refs, usd_per_kwh=options.usd_per_kwh)
-    for row in rows:  # a static batch per replica, one in flight (a pipeline's stages do not fill with one)
-        row["users_in_flight"] = row["batch"] * row["replicas"]
-    columns = (PLAN_COLUMNS + ([PRICE_COLUMN] if search.prices else [])
-               + ([ENERGY_PRICE_COLUMN] if options.usd_per_kwh is not None else []))
-    if options.verify is None:
-        return rows, columns, caption_of(result), None
-    from llm_cost.commands.plan_verify import options_of, verified
-
-    splits = (_splits(search.grid, search.target, search.prices, search.refs, options.usd_per_kwh)
-              if options.disaggregate else None)
-    return verified(result, rows, columns, caption_of(result), target=search.target,
-                    options=options_of(options, search.grid.isl, search.grid.osl), splits=splits)
-
-
-def _after_table(rows, result, fmt, emit_to, stopped, served) -> None:
-    """What follows the table: the best row as commands (or why there is none), its launch files, and
-    after a Ctrl-C (`stopped`: candidates served and in all) one line on stderr and exit 130 (the
-    candidates that finished are printed); `served`: rows of --verify."""
+def _after_table(out, fmt: str) -> None:
+    """What follows the table: the best row as commands (or why there is none), its launch (or why there
+    is none), and after a Ctrl-C (candidates served and in all) one line on stderr and exit 130 (the
+    candidates that finished are printed)."""
+    rows = out.rows
     if not rows:
-        note("no configuration meets the target: " + caption_of(result))
+        note("no configuration meets the target: " + caption_of(out.result))
     elif fmt.lower() in ("table", "markdown"):
-        _best_as_commands(rows[0], pipelined=any(int(row.get("pp") or 1) > 1 for row in rows), served=served)
-    if emit_to is not None:
-        _emit_best(rows, emit_to)
-    if stopped:
+        _best_as_commands(rows[0], pipelined=any(int(row.get("pp") or 1) > 1 for row in rows),
+                          served=out.served is not None)
+    if out.launch_refusal is not None:
+        for line in getattr(out.launch_refusal, "launch_notes", ()):
+            note(line)
+        raise out.launch_refusal
+    if out.launch is not None:
+        _print_launch(out.launch)
+    if out.interrupted:
         from llm_cost.commands.app import EXIT_INTERRUPTED, warn
 
-        warn(f"interrupted: {stopped[0]} of {stopped[1]} candidates served; showing those")
+        warn(f"interrupted: {out.served.stopped[0]} of {out.served.stopped[1]} candidates served; showing those")
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _print_launch(launch) -> None:
+    """`plan --emit`: the best row's launch on stdout, what it cannot say as notes first; the command on a
+    narrow terminal with its options on lines joined by " \\", as plan's request line."""
+    import sys
+
+    for line in launch.notes:
+        note(line)
+    if launch.k8s:
+        return sys.stdout.write(launch.text)
+    from llm_cost.report.render import print_command
+
+    *before, command = launch.text.splitlines()
+    sys.stdout.write("".join(line + "\n" for line in before))  # trtllm's options file, as written
+    print_command(command)
 
 
 def _best_as_commands(best: dict, pipelined: bool = False, served: bool = False) -> None:
@@ -279,116 +269,19 @@ def _best_as_commands(best: dict, pipelined: bool = False, served: bool = False)
     print_command(f"llm-cost request {best['decode_request_args']}")
 
 
-def _emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
-    """--emit's engine, checked (None: nothing emitted); --emit-k8s needs one."""
-    if emit_k8s and emit_engine is None:
-        raise InvalidValueError("--emit-k8s needs --emit vllm|sglang|trtllm: the engine the manifest runs",
-                                params=("emit",))
-    if emit_engine is None:
-        return None
-    from llm_cost.errors import check_choice
-    from llm_cost.planner.emit import ENGINES
 
-    return check_choice("emit", str(emit_engine).lower(), ENGINES)
-
-
-def _splits(grid, target, prices, refs, usd_per_kwh=None) -> tuple:
-    """(the best prefill/decode splits, their `disaggregated_rows`) of `plan --disaggregate`."""
-    from llm_cost.planner import best_split
-    from llm_cost.report.plan_rows import disaggregated_rows
-
-    splits, _ = best_split(grid, target)
-    return splits, disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
-
-
-def _disaggregated(grid, target, result, prices, refs, spec, fmt, usd_per_kwh=None) -> None:
+def _disaggregated(out, fmt) -> None:
     """`plan --disaggregate`: the best prefill/decode split per accelerator, rendered (each row's energy
     as the frontier's rows: watts and J/token in JSON and CSV, its $ with --usd-per-kwh)."""
-    from llm_cost.planner import best_split
-    from llm_cost.report.plan_rows import disaggregated_rows
-
-    splits, missing = best_split(grid, target)
-    rows = disaggregated_rows(grid, splits, prices, refs, usd_per_kwh=usd_per_kwh)
-    columns = (SPLIT_COLUMNS + ([PRICE_COLUMN] if prices else [])
+    rows, missing, usd_per_kwh = out.split_rows, out.missing, out.request.usd_per_kwh
+    columns = (SPLIT_COLUMNS + ([PRICE_COLUMN] if out.prices else [])
                + ([ENERGY_PRICE_COLUMN] if usd_per_kwh is not None else []))
-    emit(rows, columns, fmt, title="Disaggregated " + title_of(spec, grid, target),
-         caption=caption_of(result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
+    emit(rows, columns, fmt, title="Disaggregated " + title_of(out.model, out.grid, out.target),
+         caption=caption_of(out.result) + "; prefill and decode pools of one accelerator, the K/V moved over its "
                  "interconnect; colocated: the best single pool on the same GPUs"
                  + ("; energy: both pools powered at the row's rate, their slack at idle power" if usd_per_kwh
                     is not None else "")
                  + (f"; {missing['no_split']} accelerator(s) with no split that meets both targets"
                     if missing["no_split"] else ""))
     if not rows:
-        note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(result))
-
-
-def _checkpoint(spec, model: str) -> str:
-    """What `--emit` names as the engine's checkpoint (without --served-model; a draft's always): a
-    catalog model's Hugging Face repo (its config's source), else the model as given (a path or a repo id)."""
-    from llm_cost.planner.emit import hub_repo
-
-    return hub_repo(spec.source) or model
-
-
-class _EmitOrder(NamedTuple):
-    """What `--emit` writes: the engine, a manifest or the command, the checkpoints (`_Search`), whether
-    --served-model named the checkpoint (taken as in the row's weights), the grid (the row's GPU and
-    ISL), and with --verify the `ServeSettings` the rows were served with and the SLO percentile."""
-
-    engine: str
-    k8s: bool
-    checkpoints: tuple
-    prequantized: bool
-    grid: object
-    settings: object = None
-    slo_stat: str = "p99"
-
-
-def _emit_order(options: PlanOptions, search: _Search) -> _EmitOrder | None:
-    """--emit's order (None without --emit), checked before anything is served."""
-    engine = _emit_choice(options.emit_engine, options.emit_k8s)
-    if engine is None:
-        return None
-    settings = None
-    if options.verify is not None:
-        from llm_cost.commands.plan_verify import serve_settings
-
-        settings = serve_settings(options)
-    return _EmitOrder(engine, bool(options.emit_k8s), search.checkpoints, options.served_model is not None,
-                      search.grid, settings, str(options.slo_stat))
-
-
-def _emit_best(rows, to: _EmitOrder) -> None:
-    """`plan --emit`: the best row's launch command or Kubernetes manifest, on stdout, as it was served
-    with --verify (its prompt chunks, prefix caching), and what the command cannot say as notes (a
-    checkpoint to fill in); nothing when no row meets the target, or no verified row the served SLO."""
-    if not rows:
-        raise InvalidValueError("--emit: no configuration meets the target, nothing to deploy", params=("emit",))
-    best, served = rows[0], None
-    if to.settings is not None:
-        if not best.get("meets_served_slo"):  # the served ranking puts a row that meets it first
-            raise InvalidValueError(f"--emit: no verified configuration meets the served SLO (the {to.slo_stat} of "
-                                    "TTFT and TPOT within the target), nothing to deploy; verify more rows or "
-                                    "lower the load", params=("emit",))
-        gpu = next(group.gpu for group in to.grid.space.groups if group.gpu.name == best["gpu_name"])
-        served = to.settings.config_fields(gpu)
-    quant = getattr(to.grid.space.model, "quantization", None)
-    if quant is not None and getattr(quant, "method", None) == best["weights"]:  # the repo ships it (DeepSeek-V3's FP8)
-        best = dict(best, weights="checkpoint")
-    from llm_cost.planner.emit import k8s_deployment, launch_command, launch_notes
-
-    name, drafts = to.checkpoints
-    kind = best.get("speculation") or ""
-    draft = drafts.get(kind[len("draft "):]) if kind.startswith("draft ") else None
-    how = dict(draft_model=draft, served=served, prequantized=to.prequantized)
-    for line in launch_notes(best, to.engine, name, served=served, prequantized=to.prequantized):
-        note(line)
-    import sys
-
-    if to.k8s:
-        return sys.stdout.write(k8s_deployment(best, to.engine, name, to.grid.isl, **how))
-    from llm_cost.report.render import print_command
-
-    *before, command = launch_command(best, to.engine, name, to.grid.isl, **how).splitlines()
-    sys.stdout.write("".join(line + "\n" for line in before))  # trtllm's options file, as written
-    print_command(command)  # on a narrow terminal its options on lines joined by " \\", as plan's request line
+        note("no split of the GPUs into a prefill and a decode pool meets the target: " + caption_of(out.result))

@@ -1,12 +1,11 @@
-"""`plan`'s inputs: the options as a search (`build`: model, grid, target), the prices, the defaults a
-run used, and the title and caption of its table. Kept out of `commands/plan.py` so that module stays
-readable; `plan` and `plot plan` call it."""
+"""`plan`'s inputs and its table's words: the defaults a run used, the profile as request_args name it,
+`plot plan`'s search (`build`, the library's `plan_search`), and the title and caption of the table. Kept
+out of `commands/plan.py` so that module stays readable; `plan` and `plot plan` call it."""
 
 from __future__ import annotations
 
 from llm_cost.commands.app import note
 from llm_cost.commands.options import DEFAULT, DEFAULT_ISL, DEFAULT_OSL, DEFAULT_PLAN_GPUS
-from llm_cost.errors import InvalidValueError
 
 
 def profile_args(preset, mfu, bw_eff, fixed_ms, engine) -> list[str]:
@@ -34,69 +33,19 @@ def defaults_of(model, gpu, gpus, isl, osl) -> tuple:
 
 def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user, spec_alpha, c, draft, max_gamma,
           mtp_alpha, tp, pp, max_tp, weights, kv_dtype, batch, profile, ep=None, dp_attention=False):
-    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from the command's options: the names
-    loaded and the target in seconds, then the library's search (`planner.plan_grid`); refs maps each
-    model's and accelerator's name to the text the user gave for it. `c` is the draft's cost coefficient,
-    a draft step over a target step (--c)."""
-    from llm_cost.catalog import load_accelerator, load_model
+    """(model spec, evaluated `plan.Grid`, `plan.Target`, refs) from `plot plan`'s options: the target in
+    seconds, then the library's search (`planner.plan_run.plan_search`). `c` is the draft's cost
+    coefficient, a draft step over a target step (--c)."""
     from llm_cost.commands import parse
-    from llm_cost.planner import Target, plan_grid
+    from llm_cost.planner.plan_request import PlanRequest
+    from llm_cost.planner.plan_run import plan_search
 
-    for name, value in (("model", model), ("gpu", gpu)):  # the names, before loading them
-        if value is None or value == []:
-            raise InvalidValueError(f"{name} is required: the plan needs "
-                                    + ("a model to serve" if name == "model" else "at least one accelerator to search"),
-                                    params=(name,))
-    target = Target(ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
-                    tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
-                    tokens_per_s_per_user=tokens_per_s_per_user)
-    spec = load_model(model)
-    texts = list(dict.fromkeys(gpu))
-    accelerators = [load_accelerator(text) for text in texts]
-    draft_spec = load_model(draft) if draft is not None and spec_alpha is not None else draft
-    refs = {spec.name: model, **{accelerator.name: text for accelerator, text in zip(accelerators, texts)}}
-    if draft is not None and draft_spec is not draft:
-        refs[draft_spec.name] = draft
-    grid = plan_grid(spec, accelerators, gpus, isl=isl, osl=osl, profile=profile, spec_alpha=spec_alpha, c=c,
-                     draft=draft_spec, max_gamma=max_gamma, mtp_alpha=mtp_alpha, tps=tp, pps=pp, eps=ep,
-                     max_tp=max_tp, weights=weights, kv_dtypes=kv_dtype, batches=batch, dp_attention=dp_attention)
-    return spec, grid, target, refs
-
-
-def prices_of(texts, space) -> dict:
-    """`--usd-per-gpu-hour GPU=PRICE ...` as {accelerator name: price}: each GPU one of the search's
-    (catalog name or datasheet name), PRICE alone when the search has one accelerator."""
-    from llm_cost.catalog import load_accelerator
-    from llm_cost.errors import check_number
-
-    names = list(dict.fromkeys(group.gpu.name for group in space.groups))
-    searched = {group.gpu.name for group in space.groups}
-    out = {}
-    for text in texts or []:
-        key, sep, value = str(text).rpartition("=")
-        if not sep:
-            if len(names) != 1:
-                raise InvalidValueError(f"--usd-per-gpu-hour {text}: name the accelerator, GPU=PRICE, when the "
-                                        f"search has several")
-            key, value = names[0], text
-        try:
-            price = float(value)
-        except ValueError:
-            raise InvalidValueError(f"--usd-per-gpu-hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}") from None
-        check_number(f"--usd-per-gpu-hour {text}: the price", price, low=0, high=1e6)
-        try:
-            name = load_accelerator(key).name if key not in searched else key
-        except InvalidValueError:
-            name = key
-        if name not in searched:
-            raise InvalidValueError(f"--usd-per-gpu-hour {text}: {key} is not an accelerator of the search "
-                                    f"({', '.join(sorted(searched))})")
-        out[name] = price
-    if out and set(out) != searched:
-        missing = sorted(searched - set(out))
-        raise InvalidValueError(f"--usd-per-gpu-hour: give a price for every accelerator searched or none; "
-                                f"missing {', '.join(missing)}")
-    return out
+    return plan_search(PlanRequest(
+        model=model, gpu=tuple(gpu or ()), gpus=gpus, isl=isl, osl=osl,
+        ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True), tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
+        tokens_per_s_per_user=tokens_per_s_per_user, profile=profile, spec_alpha=spec_alpha, c=c, draft=draft,
+        max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, max_tp=max_tp,
+        weights=weights, kv_dtype=kv_dtype, batch=batch))
 
 
 def title_of(spec, grid, target) -> str:

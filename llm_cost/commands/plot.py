@@ -298,7 +298,7 @@ def _batching(options: dict, path):
 
 def _plan(options: dict, path):
     from llm_cost.commands import parse
-    from llm_cost.commands.plan import build, title_of
+    from llm_cost.commands.plan_build import build, title_of
     from llm_cost.planner import plan
     from llm_cost.report import figures as plots
 

@@ -204,27 +204,33 @@ def waste_cmd(
         return
     if prompt or output:
         raise InvalidValueError("--rate simulates Orca's workload; give it without --isl and --osl")
-    from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.report.serving_rows import batching_rows, waste_sim_row
-    from llm_cost.serving.replica import Replica
-    from llm_cost.serving.workload import poisson_workload
+    from llm_cost.commands import parse
+    from llm_cost.report.serving_rows import waste_sim_row
+    from llm_cost.serving.batching_request import BatchingRequest
+    from llm_cost.serving.batching_run import run_batching
+    from llm_cost.specs.deployment import Deployment
 
-    spec, acc, prof = load_model(model), load_accelerator(gpu), parse.profile(preset)
-    replica = Replica.from_specs(spec, acc, prof, reserve=reserve)
-    wl = poisson_workload(requests, rate[0], seed=seed)
+    # Orca's workload (the request's default lengths, Poisson arrivals) on one GPU under request-level batching:
+    # `batching --scheduler request` as one library call
+    spec, acc, prof = load_model(model), load_accelerator(gpu), parse.profile(preset)  # as every command names them
+    request = BatchingRequest(model=spec, gpu=acc, profile=prof, deployment=Deployment(reserve=reserve),
+                              scheduler="request", max_batch=max_batch, rates=tuple(rate), requests=requests, seed=seed)
     with SweepProgress("simulating") as progress:
-        _, results = batching_rows(wl, replica, scheduler="request", max_batch=max_batch, rates=rate,
-                                   on_step=progress)
+        out = run_batching(request, on_progress=progress)
     setting = {"model": spec.name, "gpu": acc.label, "gpu_name": acc.name, "preset": prof.name}
     from llm_cost.commands.serving_energy import served_energy_columns
     from llm_cost.specs.deployment import SINGLE_GPU
 
-    rows = [{**setting, **waste_sim_row(result)} for result in results]
-    energy = served_energy_columns(rows, results, acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
+    rows = [{**setting, **waste_sim_row(result)} for result in out.results]
+    energy = served_energy_columns(rows, list(out.results), acc, SINGLE_GPU)  # a served run's watts and J/token (one GPU)
     emit(rows, WASTE_SIM_COLUMNS + energy, fmt,
-         title=f"Request-level batching, max batch {max_batch}: {replica.description}",
-         caption=f"{requests:,} requests, {wl.description}, seed {seed}")
+         title=f"Request-level batching, max batch {max_batch}: {out.replica.description}",
+         caption=f"{requests:,} requests, {out.workload.description}, seed {seed}")
+    if out.interrupted:  # Ctrl-C between rates: the rates served are printed
+        from llm_cost.commands.app import interrupted
+
+        interrupted(len(out.results), out.planned, "rates")
 
 
 @command("batching", epilog="Example: llm-cost batching --scheduler iteration --max-batch 32 --rate 6 --rate 12 "

@@ -4,7 +4,9 @@
 speculation) and what it left out, `search` evaluates them all at once (TTFT, TPOT, fit, tokens per
 second, dollars) with the `request` time model, `frontier` keeps those that fit and meet the target
 and their Pareto frontier, `build.plan_grid` checks a plan's inputs and evaluates its space (what `llm-cost plan`
-calls), `disaggregate` splits the GPUs into a prefill and a decode pool.
+calls), `disaggregate` splits the GPUs into a prefill and a decode pool, `rows` gives a plan's rows. `plan_run.run_plan`
+is `llm-cost plan` as one call: a `plan_request.PlanRequest` searched, ranked, split, served
+(`plan_served`) and its best row launched (`emit`), one `plan_run.PlanOutcome` back.
 """
 
 from llm_cost._exports import lazy_exports, names_from

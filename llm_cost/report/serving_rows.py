@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 from llm_cost.report.render import Column
 from llm_cost.serving.batch_waste import padding_waste
@@ -172,23 +172,6 @@ def context_fields(replica: Replica, workload: Workload, row: dict) -> dict:
         return {}
     note = f"requests of up to {longest:,} tokens (prompt + output) exceed the model's context of {limit:,} tokens"
     return {"fits": False, "fit_note": "; ".join(part for part in (row.get("fit_note"), note) if part)}
-
-
-def batching_rows(workload: Workload, replica: Replica, *, scheduler: str, max_batch: int,
-                  rates: Sequence[float], reservation: str | None = None,
-                  on_step: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[ServeResult]]:
-    """One simulation per rate, the same requests replayed at each (common random numbers)."""
-    from llm_cost.serving.engine import serve
-
-    rows, results = [], []
-    config = config_for(scheduler, max_batch, reservation)
-    for index, rate in enumerate(rates):
-        result = serve(workload.at_rate(rate), replica, config)
-        rows.append(batching_row(result, workload.at_rate(rate), replica=replica))
-        results.append(result)
-        if on_step:
-            on_step(index + 1, len(rates))
-    return rows, results
 
 
 def search_verdict(search: RateSearch) -> str:

@@ -1,4 +1,4 @@
-"""Rows of `llm-cost plan`: the frontier (one per configuration, best first) and the disaggregated
+"""A plan's rows (`llm-cost plan` prints them): the frontier (one per configuration, best first) and the disaggregated
 splits, flat, SI, unit in the key; `request_args` is the `llm-cost request` line that gives the same
 TTFT and TPOT."""
 
@@ -73,10 +73,10 @@ def plan_rows(result, refs: dict | None = None, *, usd_per_kwh: float | None = N
 
 def energy_fields(grid, i: int) -> dict:
     """watts, joules and joules_per_token (estimates) of configuration `i`: those of `llm-cost request`
-    with its request_args (`request_rows.request_energy` of `requests.request_cost` on the same model,
+    with its request_args (`requests.energy.request_energy` of `requests.request_cost` on the same model,
     GPU, profile, deployment, weights, batch, ISL, OSL and speculation), evaluated for the rows printed
     only; None without the datasheet's board power."""
-    from llm_cost.report.request_rows import request_energy
+    from llm_cost.requests.energy import request_energy
     from llm_cost.roofline.energy import has_power
 
     gpu = grid.space.groups[grid.group[i]].gpu
@@ -105,12 +105,12 @@ def split_energy(grid, d) -> dict:
         W = W_prefill + W_decode;   J/request = W / R;   J/token = W / (R x OSL)
 
     E_phase and g_phase: the joules and GPU-seconds of one batch's own phase (the prefill pool's
-    configuration's prefill, the decode pool's decode: `request_rows.phase_energy`, the power model of
+    configuration's prefill, the decode pool's decode: `requests.energy.phase_energy`, the power model of
     every plan row), B its batch, G_pool the pool's GPUs; the rest of a pool's GPU-time (launch overhead,
     a replica waiting on the hand-off, the slack of the pool that is not the bottleneck) draws idle power.
     The hand-off's own draw is not counted beyond that (the link's power is not modelled). Also
     prefill_watts and decode_watts; None without the datasheet's board power."""
-    from llm_cost.report.request_rows import phase_energy
+    from llm_cost.requests.energy import phase_energy
     from llm_cost.roofline.energy import has_power
 
     gpu = grid.space.groups[grid.group[d.prefill]].gpu
