@@ -121,7 +121,21 @@ def bound_of(grid: "Grid", i: int) -> str:
 
 @check_arguments()
 def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
-    """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc)."""
+    """Every configuration of `space` for requests of `isl` prompt and `osl` output tokens (module doc).
+
+    Examples
+    --------
+    The 240 configurations of Llama-3-8B on up to 2 H100s (lecture preset), 1,024-token prompts and
+    128-token outputs: 225 fit, the fastest first token 8.84 ms, the fastest user 519.5 tokens/s:
+
+    >>> import llm_cost as lc
+    >>> space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 2)
+    >>> grid = lc.evaluate(space, lc.PRESETS["lecture"], isl=1024, osl=128)
+    >>> len(grid), int(grid.fits.sum()), round(float(grid.ttft_s.min()) * 1e3, 2)
+    (240, 225, 8.84)
+    >>> round(float(grid.output_tokens_per_s_per_user.max()), 1)
+    519.5
+    """
     from llm_cost.speculative.fit import draft_deployment_for, mtp_memory
 
     model, count_kv = space.model, profile.count_kv

@@ -114,6 +114,17 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     Raises InvalidValueError naming the parameter: no accelerator, a budget or degree < 1, an
     unknown weight format or KV dtype, a batch < 1, expert parallelism for a model without experts,
     a given tp or pp a draft model of `speculation` cannot take (`check_drafts`).
+
+    Examples
+    --------
+    Llama-3-8B on up to 2 H100s: 24 groups (splits tp x pp by weight and K/V formats), ten batches each:
+
+    >>> import llm_cost as lc
+    >>> space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 2)
+    >>> len(space.groups), space.batches
+    (24, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
+    >>> sorted({(group.deployment.tp, group.deployment.pp) for group in space.groups})
+    [(1, 1), (1, 2), (2, 1)]
     """
     gpus = tuple(gpus)
     if not gpus:
