@@ -14,15 +14,15 @@ preempting stretches of a run to this loop.
   without a reservation the stall (`stall_unreserved`): in `engine_preemption`;
 - the batch composition (`compose_prefill`: decode rows first, then prompt chunks up to the budget);
 - the admission policy (`swap_in`: swapped sequences first, then `admit`: the queue);
-- the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`launch`: an iteration in
-  flight, the next one a stage-time later under `orca`); decode stretches (`decode_stretch`).
+- the speculation policy (`spec_batch.choose_gamma`) and the pipeline (`pipeline.Pipeline`: `launch`
+  sends an iteration in flight, the next one a stage-time later under `orca`; `run` completes those
+  that landed); decode stretches (`decode_stretch`).
 Symbols: `P` / `O` the prompt / output tokens, `K` a context's K/V tokens held, `B` the block size;
 the statistics a `run_stats.RunStats`, each launch added by `RunStats.count_launch`.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 
@@ -34,6 +34,7 @@ from llm_cost.serving.engine_state import EngineState
 from llm_cost.serving.iteration import compute_bound_rows, held_tokens_fn, iteration_time
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
 from llm_cost.serving.kv_ledger import KvLedger
+from llm_cost.serving.pipeline import Pipeline
 from llm_cost.serving.replica import Replica
 from llm_cost.serving.reservations import Deadlock, Holder
 from llm_cost.serving.serve_config import ServeConfig
@@ -88,11 +89,10 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.total_blocks, self.wm_blocks = block_pool(self.cap, self.B, cfg.watermark) if self.paged else (0, 0)
         closed = workload.concurrency
         self.sent = requests if closed is None else min(closed, requests)
-        self.stages = stages = self.cost.stages
-        self.orca_pipe = stages > 1 and cfg.pipeline == "orca"
-        self.micro = stages > 1 and cfg.pipeline == "microbatch"
-        self.bound_rows = compute_bound_rows(self.cost, stages if self.micro else 1)  # the energy's split
-        self.hold = cfg.max_batch * stages if self.orca_pipe else cfg.max_batch  # max_batch per batch in flight
+        self.stages = self.cost.stages
+        self.pipeline = Pipeline(self.stages, cfg.pipeline, cfg.max_batch)
+        self.bound_rows = compute_bound_rows(self.cost, self.pipeline.iteration_stages)  # the energy's split
+        self.hold = self.pipeline.hold  # max_batch per batch in flight
         if state is None:
             acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
                 if spec else None
@@ -103,7 +103,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.kv_bytes, self.host = self.cost.kv_token_bytes, cfg.host_bytes_per_s
         self.inflight = [False] * requests
         self.swapped: deque[int] = deque()
-        self.flights: list = []  # heap of (done_s, launch number, decoders, gamma, prefills [(req, chunk)])
+        self.flights = self.pipeline.flights  # the iterations in flight (the parts that wait on them read it)
         self.launches = self.last_pre = state.stats.iterations
         self.cache = None
         if cfg.prefix_caching:
@@ -295,7 +295,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         """Nothing to run: wait for a flight or an arrival (True), or stop: done, or a deadlock (False)."""
         state = self.state
         if self.flights:
-            t_new = max(state.t, self.flights[0][0])
+            t_new = max(state.t, self.pipeline.next_landing())
         elif state.running or state.waiting or self.swapped:
             holders = tuple(Holder(req, self.P[req], state.gen[req], state.kv[req], self.O[req] - state.gen[req])
                             for req in state.running)
@@ -310,11 +310,12 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         return True
 
     def launch(self, dec_run, pf_run, gamma: int, rows: float, swap_s: float) -> None:
-        """The iteration in flight until its time (`iteration.iteration_time` plus any swap transfer);
-        the pipeline: under `orca` the next one starts a stage-time later, otherwise when it ends."""
+        """The iteration in flight until its time (`iteration.iteration_time` plus any swap transfer),
+        sent down the pipeline (`Pipeline.send`: under `orca` the next one starts a stage-time later,
+        otherwise when it lands)."""
         state, stats = self.state, self.state.stats
         dt, comm, draft = iteration_time(self.cost, self.held, state.kv, state.pre, dec_run, pf_run, gamma, rows,
-                                         self.spec, self.stages if self.micro else 1)
+                                         self.spec, self.pipeline.iteration_stages)
         stats.comm_s += comm
         stats.draft_s += draft
         dt += swap_s
@@ -325,8 +326,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
             self.inflight[req] = True
         for req, _ in pf_run:
             self.inflight[req] = True
-        heapq.heappush(self.flights, (state.t + dt, self.launches, dec_run, gamma, pf_run))
-        step = dt / self.stages if self.orca_pipe else dt
+        step = self.pipeline.send(state.t, dt, self.launches, dec_run, gamma, pf_run)
         stats.count_launch(step, rows, self.bound_rows, len(state.running), state.used, state.in_system, state.reserved)
         state.t += step
 
@@ -338,8 +338,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         state, cfg, spec = self.state, self.cfg, self.spec
         every = max(1, self.n // 100)
         while True:
-            while self.flights and self.flights[0][0] <= state.t:
-                done_s, _, decs, gamma_done, pfs = heapq.heappop(self.flights)
+            for done_s, _, decs, gamma_done, pfs in self.pipeline.landed(state.t):
                 self.complete(done_s, decs, gamma_done, pfs)
             if state.t >= until:
                 return
