@@ -49,3 +49,31 @@ def test_the_engine_times_a_pipeline_through_its_part():
         engine_loop.Pipeline = original
     assert max(slower.finish_s) > max(base.finish_s)
     assert dataclasses.asdict(lc.serve(workload, replica, config, fast=False)) == dataclasses.asdict(base)
+
+
+def test_a_replaced_pipeline_is_not_bypassed_by_decode_stretches():
+    # decode stretches take iterations without the pipeline's flights: with a replaced part they step aside
+    import dataclasses
+
+    import llm_cost as lc
+    from llm_cost.serving import decode_stretch, engine_loop
+
+    replica = lc.Replica.from_specs(lc.load_model("llama-3-8b"), lc.load_accelerator("h100-sxm"), lc.PRESETS["lecture"])
+    workload = lc.closed_loop_workload(200, 8, seed=1) if hasattr(lc, "closed_loop_workload") else \
+        dataclasses.replace(lc.poisson_workload(200, 1000.0, seed=1), concurrency=8)
+    config = lc.ServeConfig(max_batch=8, reservation="paged")
+
+    class Slower(Pipeline):  # one stage, each iteration 10% longer to start the next
+        def send(self, now, seconds, launch, decoders, gamma, prefills):
+            return super().send(now, seconds, launch, decoders, gamma, prefills) * 1.1
+
+    original = engine_loop.Pipeline
+    engine_loop.Pipeline = Slower
+    try:
+        with_stretches = lc.serve(workload, replica, config, fast=False)
+        decode_stretch.ENABLED = False
+        iterated = lc.serve(workload, replica, config, fast=False)
+    finally:
+        engine_loop.Pipeline, decode_stretch.ENABLED = original, True
+    assert with_stretches.finish_s == iterated.finish_s
+    assert max(with_stretches.finish_s) > max(lc.serve(workload, replica, config, fast=False).finish_s)

@@ -186,10 +186,15 @@ class PassCost:
             object.__setattr__(self, "_inline", known)
         return known[0]
 
+    def times_as_defined(self) -> bool:
+        """Whether this cost times a pass by `PassCost`'s own methods (`time` and the terms it calls): False
+        for a subclass that overrides one, which no fast path of the engine may evaluate in its stead."""
+        cls = type(self)
+        return all(getattr(cls, method) is getattr(PassCost, method) for method in _TIMING_METHODS)
+
     def _inline_terms(self) -> InlineTerms | None:
         """`inline_coefficients`, computed."""
-        cls = type(self)
-        if any(getattr(cls, method) is not getattr(PassCost, method) for method in _TIMING_METHODS):
+        if not self.times_as_defined():
             return None
         if not all(field.name in INLINE and INLINE[field.name](getattr(self, field.name), self)
                    for field in fields(self)):  # an allow-list: a field it does not declare, no inline T

@@ -47,6 +47,7 @@ from llm_cost.roofline.pass_terms import decode_pairs
 from llm_cost.serving.eligibility import allowed, any_value, off
 from llm_cost.serving.iteration import totals_time_arrays
 from llm_cost.serving.kv_blocks import blocks_for
+from llm_cost.serving.pipeline import Pipeline
 from llm_cost.serving.spec_batch import choose_gamma
 from llm_cost.serving.spec_streams import AcceptanceStreams
 
@@ -98,8 +99,9 @@ def supports(cfg) -> bool:
 def applies(loop, base) -> bool:
     """Whether `loop` (an `EngineLoop`; `base` the class) may take decode stretches (module doc): its config
     by the allow-list (`supports`), one pipeline stage, each sequence's own acceptance stream (`fixed_gamma`),
-    a cost that takes arrays and the loop's own parts."""
+    a cost that takes arrays and the loop's own parts (its pipeline too)."""
     return (ENABLED and supports(loop.cfg) and fixed_gamma(loop) and loop.stages == 1 and takes_arrays(loop.cost)
+            and type(loop.pipeline) is Pipeline  # a replaced pipeline part times its own flights: iterate
             and all(getattr(type(loop), part) is getattr(base, part) for part in PARTS))
 
 

@@ -60,8 +60,18 @@ OPEN_LOOP = {**dict.fromkeys(("rate_req_per_s", "unit_arrivals", "prompt", "outp
              "concurrency": lambda value, cfg: value is None}
 
 
-def covers(workload, replica, cfg, *, config: dict, cost: dict, arrivals: dict = OPEN_LOOP) -> bool:
+def covers(workload, replica, cfg, *, config: dict, cost: dict, arrivals: dict = OPEN_LOOP,
+           own_time: bool = False) -> bool:
     """Whether a path with these allow-lists (`config` of `ServeConfig` fields, `cost` of the pass cost's,
-    `arrivals` of the workload's; `REPLICA` for the replica's) runs `workload` on `replica` under `cfg`."""
+    `arrivals` of the workload's; `REPLICA` for the replica's) runs `workload` on `replica` under `cfg`, on a
+    cost that times its passes as `PassCost` does (`times_as_defined`), or any (`own_time`: a path that
+    calls the cost's own `time` for every pass)."""
     return (allowed(config, cfg) and allowed(REPLICA, replica, cfg) and allowed(cost, replica.cost, cfg)
-            and allowed(arrivals, workload, cfg))
+            and (own_time or times_as_defined(replica.cost)) and allowed(arrivals, workload, cfg))
+
+
+def times_as_defined(cost) -> bool:
+    """Whether `cost` times a pass as `PassCost` defines it (`PassCost.times_as_defined`): a subclass that
+    overrides `time` or a term of it is run by the general loop, which calls its `time` each iteration."""
+    check = getattr(cost, "times_as_defined", None)
+    return bool(check and check())

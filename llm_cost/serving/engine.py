@@ -215,7 +215,7 @@ def _validated(workload: Workload, replica: Replica, cfg: ServeConfig, longest: 
                                 f"lower the lengths or max_gen, or free memory", params=("max_gen", "prompt_len"))
     if policy == "max_len" and max(map(operator.add, P, workload.declared_gen)) > replica.max_len:
         raise InvalidValueError(f"a request's prompt + max_gen exceeds max_len ({replica.max_len})",
-                                params=("max_len",))
+                                params=("max_gen", "max_len"))
     return res
 
 

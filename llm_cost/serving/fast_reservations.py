@@ -222,6 +222,8 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
     past `watch` (an arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
     """
+    if not cost.times_as_defined():  # a cost timing its passes its own way: its `time`, pass by pass
+        return _stretch_by_calls(cost, n, written, k_max, t, watch)
     terms = cost.inline_coefficients()
     if terms is None:
         return _stretch_by_increments(cost, n, written, k_max, t, watch)
@@ -253,6 +255,20 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
         if t + span >= watch:
             break
     return taken, span, area_w, written + taken * n
+
+
+def _stretch_by_calls(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
+    """`decode_stretch` by `cost.time(n, kv, kv)` for each iteration (`n` requests, `t` the clock at start)."""
+    taken, span, area_w, held = 0, 0.0, 0.0, written
+    while taken < k_max:
+        held += n
+        dt = cost.time(n, held, held)
+        span += dt
+        area_w += dt * held
+        taken += 1
+        if t + span >= watch:
+            break
+    return taken, span, area_w, held
 
 
 def _stretch_by_increments(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:

@@ -48,7 +48,8 @@ def covers(workload, replica, cfg) -> bool:
     """Whether request-level batching runs `cfg` (`FEATURES`; the pass cost's fields as
     `fast_reservations.COST_FEATURES`: K/V without windows or per-sequence state, one stage or a
     `serial` pipeline; open-loop arrivals)."""
-    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES)
+    return eligibility.covers(workload, replica, cfg, config=FEATURES, cost=COST_FEATURES,
+                              own_time=True)  # its passes: `fast_reservations.decode_stretch`, by the cost's time
 
 
 def serve_request_level(workload, replica, cfg, on_progress=None) -> ServeResult:
