@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections import deque
 
 from llm_cost.serving import eligibility
@@ -83,9 +84,13 @@ def finished_result(workload, replica, cfg, first, finish, deadlock, stats: RunS
     time from arrival to its finish, or to the end if it never finished), the end the last finish or
     the deadlock; a deadlock's holders their tokens generated (their prompts prefilled whole)."""
     arrivals = workload.arrival_s
-    end_s = deadlock.time_s if deadlock is not None else max((fin for fin in finish if fin == fin), default=0.0)
-    stats.in_system_area = sum((fin if fin == fin else end_s) - arrived
-                               for arrived, fin in zip(arrivals, finish) if arrived <= end_s)
+    if deadlock is None:  # every request finished, each after its arrival: the same sums, without the tests
+        end_s = max(finish, default=0.0)
+        stats.in_system_area = sum(map(operator.sub, finish, arrivals))
+    else:
+        end_s = deadlock.time_s
+        stats.in_system_area = sum((fin if fin == fin else end_s) - arrived
+                                   for arrived, fin in zip(arrivals, finish) if arrived <= end_s)
     generated = prefilled = None
     if deadlock is not None:
         generated, prefilled = [0] * len(workload), [0] * len(workload)
@@ -222,10 +227,10 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
     past `watch` (an arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
     """
-    if not cost.times_as_defined():  # a cost timing its passes its own way: its `time`, pass by pass
-        return _stretch_by_calls(cost, n, written, k_max, t, watch)
-    terms = cost.inline_coefficients()
+    terms = cost.inline_coefficients()  # cached on the cost; None also for a cost timing passes its own way
     if terms is None:
+        if not cost.times_as_defined():  # its `time`, pass by pass
+            return _stretch_by_calls(cost, n, written, k_max, t, watch)
         return _stretch_by_increments(cost, n, written, k_max, t, watch)
     w, kvb, bps, rf, pf, fps, fixed_s = terms[:7]
     gemm = n * rf  # `PassCost.flops`: rows x row_flops first
