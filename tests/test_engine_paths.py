@@ -5,7 +5,9 @@ allow-lists, and the general loop) gives the same schedule, over random configs 
 on one stage, two pipeline stages and a small K/V, and each agrees with the plain oracles in
 tests/reference_scheduler.py.
 
-GPT-3 13B on one A100 40GB with the lecture preset (the Orca setting), Orca's workload scaled down.
+GPT-3 13B on one A100 40GB with the lecture preset (the Orca setting), Orca's workload scaled down; the
+random configs also run on costs without inline coefficients (the `measured` profile's GEMM ramp on
+Llama-3.1-8B, Mixtral's routed experts on two GPUs), where the fast paths step their sums.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from llm_cost.catalog import load_accelerator, load_model
+from llm_cost.catalog import as_profile, load_accelerator, load_model
 from llm_cost.errors import InvalidValueError
 from llm_cost.serving.engine import FAST_PATHS, path_of, serve
 from llm_cost.serving.replica import IterationCost, Replica
@@ -91,6 +93,14 @@ def test_every_path_gives_the_same_schedule(data, rate, seed):
 PIPELINED = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"],
                                deployment=Deployment(pp=2))
 SMALL_KV = Replica(SERVER.cost, 6000, SERVER.max_len)  # preemptions under paged K/V
+# costs without inline coefficients (the fast paths' stepped sums, `PassCost.time` in the loop): the CLI's
+# default `measured` profile (a GEMM ramp, engine fixed costs) on a dense model, and a MoE on two GPUs
+# (routed experts: the weights read depend on the rows), both with a small K/V so that they preempt
+MEASURED = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), as_profile("measured"))
+MEASURED_SMALL = Replica(MEASURED.cost, 6000, MEASURED.max_len)
+MOE_TP2 = Replica.from_specs(load_model("mixtral-8x7b"), load_accelerator("h100-sxm"), as_profile("measured"),
+                             deployment=Deployment(tp=2))
+MOE_SMALL = Replica(MOE_TP2.cost, 6000, MOE_TP2.max_len)
 
 
 @st.composite
@@ -127,7 +137,9 @@ def test_any_config_draws_every_field():
     assert {f.name for f in dataclasses.fields(ServeConfig)} == DRAWN
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(cfg=ServeConfig(max_batch=32), rate=30.0, seed=1, replica="measured", prefixed=False)  # stepped sums
+@example(cfg=ServeConfig(max_batch=32, reservation="none"), rate=30.0, seed=2, replica="moe", prefixed=False)
 @example(cfg=ServeConfig(reservation="paged", preemption="swap", pipeline="microbatch"), rate=30.0, seed=1,
          replica="small", prefixed=False)  # fast_engine, swaps handed to the general loop
 @example(cfg=ServeConfig(reservation="paged", pipeline="orca", max_batch=16), rate=30.0, seed=2, replica="pp2",
@@ -138,15 +150,15 @@ def test_any_config_draws_every_field():
          replica="small", prefixed=True)  # fast_prefix, preempting
 @example(cfg=ServeConfig(reservation="paged", prefix_caching=True, kv_offload_bytes=2e9), rate=30.0, seed=4,
          replica="small", prefixed=True)  # a host tier: the general loop
-@given(cfg=any_config(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5), replica=st.sampled_from(["one", "pp2", "small"]),
-       prefixed=st.booleans())
+@given(cfg=any_config(), rate=st.floats(1.0, 40.0), seed=st.integers(0, 5),
+       replica=st.sampled_from(["one", "pp2", "small", "measured", "moe"]), prefixed=st.booleans())
 def test_random_configs_over_every_field_take_a_path_that_gives_the_general_loops_schedule(cfg, rate, seed, replica,
                                                                                           prefixed):
     # where a fast path accepts (its allow-lists), its finish times are the general loop's; where none
     # does, `serve` runs the general loop
     from llm_cost.serving.prefixes import prefix_segments
 
-    server = {"one": SERVER, "pp2": PIPELINED, "small": SMALL_KV}[replica]
+    server = {"one": SERVER, "pp2": PIPELINED, "small": SMALL_KV, "measured": MEASURED_SMALL, "moe": MOE_SMALL}[replica]
     wl = poisson_workload(100, rate, seed=seed)
     if prefixed:
         wl = prefix_segments(wl, shared=48, groups=3, group_tokens=64, seed=seed)
