@@ -30,7 +30,7 @@ def main() -> None:
     import llm_cost as lc
     from llm_cost.planner.verify import (ServeSettings, ServeTask, WorkloadRecipe, candidates_of, replica_and_config,
                                          serve_task)
-    from llm_cost.report.plan_rows import plan_rows
+    from llm_cost.planner.rows import plan_rows
     from llm_cost.serving.engine import path_of
 
     space = lc.plan_space(lc.load_model("llama-3-8b"), [lc.load_accelerator("h100-sxm")], 2)

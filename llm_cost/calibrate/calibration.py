@@ -111,9 +111,11 @@ def calibrate(points, base, free=None, *, name: str = "calibrated", cv: bool = T
     cv_by = check_choice("cv_by", str(cv_by).strip().lower(), tuple(CV_GROUPS))
     from llm_cost.calibrate.points import Point, read_point_files
 
+    points = list(points)  # a generator is read once, here
     point_files = [str(path) for path in points if not isinstance(path, Point)]
-    if point_files:
-        points = read_point_files(point_files, skip_bad=skip_bad, on_bad=on_bad)
+    if point_files:  # files read, points given as Points kept beside them (files' ids unique across files)
+        points = [point for point in points if isinstance(point, Point)] + list(
+            read_point_files(point_files, skip_bad=skip_bad, on_bad=on_bad))
     groups = tuple(cv_groups(points, cv_by))
     folds = len(groups) if cv and len(groups) > 1 else 0
     out = Calibration(base, tuple(knobs), bool(cv), cv_by, groups, folds)

@@ -27,6 +27,10 @@ SERVED_FIELDS = ("rate", "concurrency", "prompt_len", "output_len", "arrivals", 
                  "prefixes", "slo_stat", "jobs", "ray", "prefix_caching", "kv_offload_bytes")
 
 
+SEQUENCES = ("gpu", "usd_per_gpu_hour", "tp", "pp", "ep", "weights", "kv_dtype", "batch", "rate")  # several values
+EMPTY_SEQUENCES = ("gpu", "usd_per_gpu_hour")  # () rather than None when not given
+
+
 @dataclass(frozen=True)
 class PlanRequest:
     """One plan (`run_plan`).
@@ -68,6 +72,8 @@ class PlanRequest:
     >>> asked = PlanRequest(model="llama-3-8b", gpu=("h100-sxm",), gpus=2, isl=1024, osl=128, rate=(2.0,))
     >>> asked.served_options_given, asked.served("requests"), asked.served("rate")
     (('rate',), 2000, (2.0,))
+    >>> PlanRequest(model="llama-3-8b", gpu="h100-sxm", rate=2.0).gpu  # one value where several are taken
+    ('h100-sxm',)
     """
 
     model: str | ModelSpec | None = None
@@ -115,6 +121,17 @@ class PlanRequest:
     emit_engine: str | None = None
     emit_k8s: bool = False
     served_model: str | None = None
+
+    def __post_init__(self) -> None:
+        # one value where the field takes several: a name or number as a one-tuple (a str is not read
+        # character by character), any other iterable as a tuple
+        for name in SEQUENCES:
+            value = getattr(self, name)
+            if isinstance(value, str) or not hasattr(value, "__iter__"):
+                value = None if value is None else (value,)
+            else:
+                value = tuple(value)
+            object.__setattr__(self, name, () if value is None and name in EMPTY_SEQUENCES else value)
 
     def served(self, name: str):
         """The served field `name` as a served check takes it: as given, else `SERVED_DEFAULTS`' value."""

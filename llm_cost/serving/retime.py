@@ -111,7 +111,7 @@ def _refuse_unsupported(workload, replica, config) -> None:
                                 params=("concurrency",))
     if replica.cost.stages != 1:
         raise InvalidValueError("a schedule in iteration counts needs one stage (pipeline stages overlap "
-                                "iterations)", params=("stages",))
+                                "iterations)", params=("replica",))
     for field in dataclasses.fields(config):
         test, values = FEATURES.get(field.name, (lambda value: False, "none: not supported yet"))
         if not test(getattr(config, field.name)):
