@@ -185,12 +185,12 @@ def emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
     return check_choice("emit_engine", str(emit_engine).lower(), ENGINES)
 
 
-def checkpoint_of(spec, given) -> str:
+def launch_checkpoint(spec, given) -> str:
     """The checkpoint a launch names for a model (without `served_model`; a draft's always): a catalog
     model's Hugging Face repo (its config's source), else the model as given (a path or a repo id).
 
     >>> from llm_cost.catalog import load_model
-    >>> checkpoint_of(load_model("llama-3-8b"), "llama-3-8b")
+    >>> launch_checkpoint(load_model("llama-3-8b"), "llama-3-8b")
     'meta-llama/Meta-Llama-3-8B'
     """
     from llm_cost.planner.emit import hub_repo
@@ -235,7 +235,7 @@ def run_plan(request: PlanRequest, *, progress=None, on_warning=None) -> PlanOut
     settings = serve_settings(request) if request.verify is not None else None  # before the search: one line
     spec, grid, target, refs = plan_search(request)
     prices = prices_of(request.usd_per_gpu_hour, grid.space)
-    drafts = {variant.draft.name: checkpoint_of(variant.draft, refs.get(variant.draft.name, variant.draft.name))
+    drafts = {variant.draft.name: launch_checkpoint(variant.draft, refs.get(variant.draft.name, variant.draft.name))
               for variant in grid.variants if getattr(variant, "draft", None) is not None}
     result = plan(grid, target, usd_per_gpu_hour=prices)
     out = PlanOutcome(request, spec, grid, target, refs, prices, result)
@@ -268,7 +268,7 @@ def run_plan(request: PlanRequest, *, progress=None, on_warning=None) -> PlanOut
         if check.stopped and not check.stopped[0]:
             return out
     if engine is not None:
-        checkpoints = (request.served_model or checkpoint_of(spec, request.model), drafts)
+        checkpoints = (request.served_model or launch_checkpoint(spec, request.model), drafts)
         try:
             out = _with(out, launch=_launch(out, engine, checkpoints))
         except LlmCostError as err:  # said after the rows (and the launch's notes), as the launch would have been
