@@ -21,6 +21,9 @@ from llm_cost.commands.options import (Arrivals, BwEff, Concurrency, DEFAULT, Di
                                        WeightsSearched)
 from llm_cost.commands.plan_build import caption_of, defaults_of, profile_args, title_of
 from llm_cost.commands.options import ENERGY_PRICE_COLUMN, UsdPerKwh  # the energy estimate's price (plan_rows)
+from llm_cost.planner.build import DEFAULT_MAX_GAMMA, DEFAULT_MTP_ALPHA  # the library's defaults, shown in --help
+from llm_cost.planner.plan_request import SERVED_DEFAULTS
+from llm_cost.planner.space import DEFAULT_MAX_TP
 from llm_cost.report.render import Column, fixed
 from llm_cost.serving.prefixes import PromptPrefixes  # the prefix options' group (`options.prefix_options`)
 
@@ -85,13 +88,13 @@ def plan_cmd(
     spec_alpha: SpecAlpha = None,
     c: DraftC = None,
     draft: DraftModel = None,
-    max_gamma: Annotated[int, typer.Option("--max-gamma", help="Draft tokens per round searched: 1 .. this.")] = 8,
-    mtp_alpha: MtpAlpha = 0.85,
+    max_gamma: Annotated[int, typer.Option("--max-gamma", help="Draft tokens per round searched: 1 .. this.")] = DEFAULT_MAX_GAMMA,
+    mtp_alpha: MtpAlpha = DEFAULT_MTP_ALPHA,
     tp: TpSearched = None,
     pp: PpSearched = None,
     ep: EpSearched = None,
     dp_attention: DpAttention = False,
-    max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = 8,
+    max_tp: Annotated[int, typer.Option("--max-tp", help="Largest tensor-parallel degree searched by default (one NVLink domain).")] = DEFAULT_MAX_TP,
     weights: WeightsSearched = None,
     kv_dtype: KvDtypes = None,
     batch: MaybeBatches = None,
@@ -107,14 +110,14 @@ def plan_cmd(
     concurrency: Concurrency = None,
     prompt_len: PromptLen = None,
     output_len: OutputLen = None,
-    arrivals: Arrivals = "poisson",
+    arrivals: Arrivals = SERVED_DEFAULTS["arrivals"],
     trace: Trace = None,
-    requests: Requests = 2000,
-    seed: Seed = 0,
+    requests: Requests = SERVED_DEFAULTS["requests"],
+    seed: Seed = SERVED_DEFAULTS["seed"],
     prefixes: PromptPrefixes = PromptPrefixes(),  # noqa: B008 (a NamedTuple, immutable)
-    prefix_caching: PrefixCaching = False,
-    kv_offload_bytes: KvOffloadBytes = 0.0,
-    slo_stat: SloStat = "p99",
+    prefix_caching: PrefixCaching = SERVED_DEFAULTS["prefix_caching"],
+    kv_offload_bytes: KvOffloadBytes = SERVED_DEFAULTS["kv_offload_bytes"],
+    slo_stat: SloStat = SERVED_DEFAULTS["slo_stat"],
     jobs: MaybeJobs = None,
     ray: Ray = None,
     emit_engine: Annotated[Optional[str], typer.Option("--emit", help="Print the best row's launch command for vllm, sglang or trtllm (one engine, max(tp, ep) x pp GPUs; stdout, after the table).")] = None,

@@ -17,10 +17,11 @@ from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
 DEFAULT_C = ARTICLE_DRAFT.c  # a draft's cost over the target's step when neither c nor a draft model is given (the article §2.3)
 MAX_GAMMA = 64  # the largest gamma the search takes
 DEFAULT_MTP_ALPHA = MTP_ALPHA_REPORTED[0]  # DeepSeek-V3's reported MTP acceptance (speculative.mtp)
+DEFAULT_MAX_GAMMA = 8  # draft tokens per round a plan searches: 1 .. this
 
 
 
-def speculation_of(model, *, spec_alpha=None, c=None, draft=None, max_gamma: int = 8,
+def speculation_of(model, *, spec_alpha=None, c=None, draft=None, max_gamma: int = DEFAULT_MAX_GAMMA,
                    mtp_alpha: float = DEFAULT_MTP_ALPHA) -> list:
     """The `SpecOption`s to search: a draft (acceptance `spec_alpha`, gamma 1 .. `max_gamma`, its cost
     `c` (default `DEFAULT_C`) or the `draft` model's own) when `spec_alpha` is given, and the model's
@@ -54,7 +55,7 @@ def speculation_of(model, *, spec_alpha=None, c=None, draft=None, max_gamma: int
                  spec_alpha=Number(0, 1), max_gamma=Number(1, MAX_GAMMA, integer=True), mtp_alpha=Number(0, 1),
                  tps=DEGREES, pps=DEGREES, eps=DEGREES, max_tp=Number(1, 4096, integer=True), weights=Many(),
                  kv_dtypes=Many(), batches=Many(Number(1, 1e9, integer=True)))
-def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None, draft=None, max_gamma: int = 8,
+def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None, draft=None, max_gamma: int = DEFAULT_MAX_GAMMA,
               mtp_alpha: float = DEFAULT_MTP_ALPHA, tps=None, pps=None, eps=None, max_tp: int = DEFAULT_MAX_TP,
               weights=None, kv_dtypes=None, batches=None, dp_attention: bool = False):
     """The evaluated `search.Grid` of `model` (a spec or catalog name) on `gpus` (specs or names) with at

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from llm_cost.planner.build import DEFAULT_MAX_GAMMA, DEFAULT_MTP_ALPHA
+from llm_cost.planner.space import DEFAULT_MAX_TP
+
 if TYPE_CHECKING:  # annotations only
     from llm_cost.serving.prefixes import PromptPrefixes
     from llm_cost.specs import ModelSpec, Profile
@@ -91,13 +94,13 @@ class PlanRequest:
     spec_alpha: float | None = None
     c: float | None = None
     draft: str | ModelSpec | None = None
-    max_gamma: int = 8
-    mtp_alpha: float = 0.85
+    max_gamma: int = DEFAULT_MAX_GAMMA
+    mtp_alpha: float = DEFAULT_MTP_ALPHA
     tp: tuple | None = None
     pp: tuple | None = None
     ep: tuple | None = None
     dp_attention: bool = False
-    max_tp: int = 8
+    max_tp: int = DEFAULT_MAX_TP
     weights: tuple | None = None
     kv_dtype: tuple | None = None
     batch: tuple | None = None

@@ -28,6 +28,7 @@ import dataclasses
 import math
 
 from llm_cost.errors import InvalidValueError
+from llm_cost.serving.eligibility import any_value, off
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,27 +81,24 @@ class _Counting:
         return getattr(self._cost, name)
 
 
-def _every(value) -> bool:
-    return True
-
-
-# The `ServeConfig` fields a schedule in iteration counts supports, each with a test of its value and the
+# The `ServeConfig` fields a schedule in iteration counts supports, each with a test of its value (the
+# `eligibility` form, `(value, config) -> bool`) and the
 # values it takes (an allow-list: a field not here, a new feature's, is refused until someone adds it).
 # Admission, chunks, blocks, prefix caching count tokens and blocks; swap transfers, the host tier's reloads,
 # speculation's acceptance and request-level batches are not counts of iterations.
 FEATURES = {
-    "max_batch": (_every, "any"),
-    "reservation": (_every, "any"),  # `none` may deadlock: refused after the run
-    "block_size": (_every, "any"),
-    "watermark": (_every, "any"),
-    "preemption": (lambda value: value == "recompute", "recompute"),
-    "prefill_chunk": (_every, "any"),
-    "spec": (lambda value: value is None, "None (no speculation)"),
-    "pipeline": (_every, "any"),  # one stage (below): nothing to schedule
-    "host_bytes_per_s": (_every, "any"),  # read by swap and the host tier only, both refused
-    "scheduler": (lambda value: value == "iteration", "iteration"),
-    "prefix_caching": (_every, "any"),
-    "kv_offload_bytes": (lambda value: not value, "0 (no host tier)"),
+    "max_batch": (any_value, "any"),
+    "reservation": (any_value, "any"),  # `none` may deadlock: refused after the run
+    "block_size": (any_value, "any"),
+    "watermark": (any_value, "any"),
+    "preemption": (lambda value, cfg: value == "recompute", "recompute"),
+    "prefill_chunk": (any_value, "any"),
+    "spec": (off, "None (no speculation)"),
+    "pipeline": (any_value, "any"),  # one stage (below): nothing to schedule
+    "host_bytes_per_s": (any_value, "any"),  # read by swap and the host tier only, both refused
+    "scheduler": (lambda value, cfg: value == "iteration", "iteration"),
+    "prefix_caching": (any_value, "any"),
+    "kv_offload_bytes": (off, "0 (no host tier)"),
 }
 
 
@@ -113,8 +111,8 @@ def _refuse_unsupported(workload, replica, config) -> None:
         raise InvalidValueError("a schedule in iteration counts needs one stage (pipeline stages overlap "
                                 "iterations)", params=("replica",))
     for field in dataclasses.fields(config):
-        test, values = FEATURES.get(field.name, (lambda value: False, "none: not supported yet"))
-        if not test(getattr(config, field.name)):
+        test, values = FEATURES.get(field.name, (lambda value, cfg: False, "none: not supported yet"))
+        if not test(getattr(config, field.name), config):
             raise InvalidValueError(f"a schedule in iteration counts takes {field.name} {values}, got "
                                     f"{getattr(config, field.name)!r}", params=(field.name,))
 
