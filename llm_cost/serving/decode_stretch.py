@@ -217,7 +217,7 @@ class DecodeStretch:
         if not state.waiting:
             return True
         budget = cfg.prefill_chunk - rows if cfg.prefill_chunk else math.inf
-        if len(state.running) >= loop.hold or budget <= 0 or decoders >= cfg.max_batch:
+        if len(state.running) >= loop.pipeline.hold or budget <= 0 or decoders >= cfg.max_batch:
             return True
         head = state.waiting[0]
         if loop.paged:

@@ -92,7 +92,6 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.stages = self.cost.stages
         self.pipeline = Pipeline(self.stages, cfg.pipeline, cfg.max_batch)
         self.bound_rows = compute_bound_rows(self.cost, self.pipeline.iteration_stages)  # the energy's split
-        self.hold = self.pipeline.hold  # max_batch per batch in flight
         if state is None:
             acceptance = (Acceptance(spec) if spec.bursty is not None else AcceptanceStreams(spec, self.O)) \
                 if spec else None
@@ -262,7 +261,7 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         tokens held at a context."""
         state, K, paged, none = self.state, self.K, self.paged, self.none
         room = self.cap - state.used - sum(K(state.kv[req] + 1) - K(state.kv[req]) for req in dec_run) if none else 0
-        while (state.waiting and not self.swapped and len(state.running) < self.hold and budget > 0
+        while (state.waiting and not self.swapped and len(state.running) < self.pipeline.hold and budget > 0
                and len(dec_run) + len(pf_run) < self.cfg.max_batch):
             req = state.waiting[0]
             if self.cache is not None:

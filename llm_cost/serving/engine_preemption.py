@@ -96,7 +96,7 @@ class PreemptionPolicy:
         K/V (`K` tokens at a context) stay above the watermark. (any moved, seconds of transfer)."""
         state, K, B = self.state, self.K, self.B
         moved, seconds = False, 0.0
-        while self.swapped and len(state.running) < self.hold:
+        while self.swapped and len(state.running) < self.pipeline.hold:
             back = self.swapped[0]
             if not self.ledger.fits(blocks_for(K(state.kv[back] + self.gmax + 1), B), self.wm_blocks):
                 break

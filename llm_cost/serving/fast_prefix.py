@@ -84,7 +84,7 @@ class PrefixReplica:
         self.loop = loop = EngineLoop(workload, replica, cfg, res)
         self.state, self.cache, self.flights, self.swapped = loop.state, loop.cache, loop.flights, loop.swapped
         self.cost, self.P, self.O, self.n, self.B = loop.cost, loop.P, loop.O, loop.n, loop.B
-        self.total, self.wm, self.hold = loop.total_blocks, loop.wm_blocks, loop.hold
+        self.total, self.wm, self.hold = loop.total_blocks, loop.wm_blocks, loop.pipeline.hold
         self.general = False  # the loop runs (a preempting stretch) until it may hand back
         self.coeffs = None if self.cost.deployed else inline_coefficients(self.cost, None, 0)  # T inline
         self.consts = None  # what `_run_fast` reads, once the run's arrivals are known (`routed`)
