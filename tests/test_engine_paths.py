@@ -30,7 +30,7 @@ from llm_cost.specs.deployment import Deployment
 from reference_scheduler import KvRequest, request_level_steps, run_steps
 
 SERVER = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"])
-REL = 1e-9  # the fast reservations path sums decode stretches by increments: the same times to 1e-9
+REL = 1e-9  # a decode stretch adds its span to the clock once, the loop each iteration: the same times to rounding
 # every way to ask serve for paths: all of them, each fast path alone, none (the general loop)
 PATH_CHOICES = (True, *((name,) for name in FAST_PATHS), False)
 
@@ -93,7 +93,7 @@ def test_every_path_gives_the_same_schedule(data, rate, seed):
 PIPELINED = Replica.from_specs(load_model("gpt-3-13b"), load_accelerator("a100-40gb"), PRESETS["lecture"],
                                deployment=Deployment(pp=2))
 SMALL_KV = Replica(SERVER.cost, 6000, SERVER.max_len)  # preemptions under paged K/V
-# costs without inline coefficients (the fast paths' stepped sums, `PassCost.time` in the loop): the CLI's
+# costs without inline coefficients (`PassCost.time` on the fast paths, by calls or on arrays, and in the loop): the CLI's
 # default `measured` profile (a GEMM ramp, engine fixed costs) on a dense model, and a MoE on two GPUs
 # (routed experts: the weights read depend on the rows), both with a small K/V so that they preempt
 MEASURED = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), as_profile("measured"))
@@ -138,7 +138,7 @@ def test_any_config_draws_every_field():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@example(cfg=ServeConfig(max_batch=32), rate=30.0, seed=1, replica="measured", prefixed=False)  # stepped sums
+@example(cfg=ServeConfig(max_batch=32), rate=30.0, seed=1, replica="measured", prefixed=False)  # timed by calls
 @example(cfg=ServeConfig(max_batch=32, reservation="none"), rate=30.0, seed=2, replica="moe", prefixed=False)
 @example(cfg=ServeConfig(reservation="paged", preemption="swap", pipeline="microbatch"), rate=30.0, seed=1,
          replica="small", prefixed=False)  # fast_engine, swaps handed to the general loop

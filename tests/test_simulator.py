@@ -78,7 +78,7 @@ def test_iteration_cost_over_arrays_is_the_roofline(name, gpu, preset):
 @pytest.mark.parametrize("name,gpu", [("gpt-3-13b", "a100-40gb"), ("mixtral-8x7b", "h100-sxm")])
 @pytest.mark.parametrize("scheduler", ["request", "iteration"])
 def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
-    # The simulator advances decode iterations by increments of IterationCost's coefficients; a
+    # The engine times decode stretches from PassCost's coefficients (or its `time`); a
     # request served alone must finish after exactly the roofline's prefill plus one step_time
     # per decode step (context P, P + 1, ..., P + O - 2).
     model, acc = load_model(name), load_accelerator(gpu)
@@ -92,7 +92,7 @@ def test_simulator_decode_loop_is_the_roofline(name, gpu, scheduler):
         assert sim.finish_s[0] == pytest.approx(math.fsum(steps), rel=1e-12)
         assert sim.iterations == output
     # Real decode steps are memory-bound; on a server 10^4 times slower at arithmetic they are
-    # compute-bound, which pins the compute increments too (against IterationCost.time per step).
+    # compute-bound, which pins the compute side too (against IterationCost.time per step).
     slow = Replica(replace(server.cost, flops_per_s=server.cost.flops_per_s * 1e-4), 100_000, 4096)
     for prompt, output in [(7, 2), (300, 200)]:
         sim = served(fixed_workload([(prompt, output)] * 3), slow, scheduler=scheduler, max_batch=8)

@@ -142,10 +142,10 @@ class PassCost:
         check_fields(self)
         for name in ("bytes_per_s", "flops_per_s"):  # a division by each follows
             check_number(name, getattr(self, name), low=0, low_open=True)
-        # Seconds per K/V token and per attention pair, for loops that advance T by increments
-        # (the simulator's decode stretches): memory_s(rows, k + 1) = memory_s(rows, k) +
-        # kv_token_s and compute_s(rows, p + 1) = compute_s(rows, p) + pair_s, up to rounding.
-        # Derived attributes, not fields, so that a hot loop reads them at attribute speed.
+        # Seconds per K/V token and per attention pair, the slopes of memory_s and compute_s:
+        # memory_s(rows, k + 1) = memory_s(rows, k) + kv_token_s and compute_s(rows, p + 1) =
+        # compute_s(rows, p) + pair_s, up to rounding (what a cached token costs, as the kernel tables'
+        # tests read it; no loop advances T by them: each pass is `time`'s). Derived attributes, not fields.
         object.__setattr__(self, "kv_token_s", self.kv_token_bytes * self.kv_time_factor / self.bytes_per_s)
         object.__setattr__(self, "pair_s", self.pair_flops * self.pair_time_factor / self.flops_per_s)
         # Measured prefill attention (`timed_pairs`): attention's seconds are not pairs x pair_flops / F eta_f.

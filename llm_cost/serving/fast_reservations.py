@@ -29,9 +29,12 @@ import math
 import operator
 from collections import deque
 
+import numpy as np
+
 from llm_cost.serving import eligibility
 from llm_cost.roofline.inline_terms import KEEP_MARGIN
 from llm_cost.roofline.pass_cost import PassCost
+from llm_cost.serving.decode_stretch import takes_arrays
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
 from llm_cost.serving.iteration import compute_bound_rows
 from llm_cost.serving.orca_iteration import admit_in_order, mixed_iteration, running_deadlock
@@ -101,6 +104,7 @@ def finished_result(workload, replica, cfg, first, finish, deadlock, stats: RunS
                              prefilled=prefilled)
 
 
+ARRAY_FROM = 16  # a shorter stretch of a cost without inline coefficients is timed call by call
 PROGRESS_EVERY = 1 << 14  # finished requests between two calls of on_progress (a bar, not a cost)
 
 
@@ -222,16 +226,13 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
     operation (the same seconds as the general loop's, bit for bit; a call here costs 25%), and a
     deployed cost (`cost.deployed`: stages or collectives) by `cost.deployed_total` of that
     max(memory, compute). A cost without inline coefficients (routed experts, a GEMM ramp, measured
-    kernels) advances the first iteration's `cost.memory_s` and `cost.compute_s` by n x `kv_token_s`
-    and n x `pair_s` (equal to `time` up to rounding). Stops early after the iteration that ends at or
+    kernels, a cost timing passes its own way) is asked `cost.time` iteration by iteration. Stops early after the iteration that ends at or
     past `watch` (an arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
     """
     terms = cost.inline_coefficients()  # cached on the cost; None also for a cost timing passes its own way
     if terms is None:
-        if not cost.times_as_defined():  # its `time`, pass by pass
-            return _stretch_by_calls(cost, n, written, k_max, t, watch)
-        return _stretch_by_increments(cost, n, written, k_max, t, watch)
+        return _stretch_by_calls(cost, n, written, k_max, t, watch)
     w, kvb, bps, rf, pf, fps, fixed_s = terms[:7]
     gemm = n * rf  # `PassCost.flops`: rows x row_flops first
     taken, span, area_w = 0, 0.0, 0.0
@@ -263,34 +264,26 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
 
 
 def _stretch_by_calls(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
-    """`decode_stretch` by `cost.time(n, kv, kv)` for each iteration (`n` requests, `t` the clock at start)."""
+    """`decode_stretch` by `cost.time(n, kv, kv)` (`n` requests, `t` the clock at start): iteration by
+    iteration, or, where the cost takes arrays (`decode_stretch.takes_arrays`) and the stretch runs
+    `ARRAY_FROM` iterations or more before `watch` (by its first iteration's time: later ones read more),
+    in one call on arrays, summed in order (`np.add.accumulate`: the loop's additions, the same bits)."""
+    first = cost.time(n, written + n, written + n)
+    if k_max >= ARRAY_FROM and watch - t >= ARRAY_FROM * first and takes_arrays(cost):
+        ahead = (watch - t) / first
+        count = k_max if ahead >= k_max else int(ahead) + 1
+        held = written + n * np.arange(1, count + 1, dtype=np.int64)
+        dt = np.asarray(cost.time(n, held, held), dtype=float)
+        spans, areas = np.add.accumulate(dt), np.add.accumulate(dt * held)
+        past = np.flatnonzero(t + spans >= watch)
+        last = int(past[0]) if past.size else count - 1
+        return last + 1, float(spans[last]), float(areas[last]), int(held[last])
     taken, span, area_w, held = 0, 0.0, 0.0, written
     while taken < k_max:
         held += n
-        dt = cost.time(n, held, held)
+        dt = cost.time(n, held, held) if taken else first
         span += dt
         area_w += dt * held
-        taken += 1
-        if t + span >= watch:
-            break
-    return taken, span, area_w, held
-
-
-def _stretch_by_increments(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
-    """`decode_stretch` of a cost without `inline_coefficients`: memory and compute stepped forward
-    (`n` requests, `t` the clock at start)."""
-    mem = cost.memory_s(n, written + n)
-    comp = cost.compute_s(n, written + n)
-    d_mem, d_comp, fixed_s = cost.kv_token_s * n, cost.pair_s * n, cost.fixed_s
-    total = cost.deployed_total if cost.deployed else None
-    taken, span, area_w, held = 0, 0.0, 0.0, written
-    while taken < k_max:
-        dt = (mem if mem > comp else comp) + fixed_s if total is None else total(mem if mem > comp else comp, n)
-        span += dt
-        held += n
-        area_w += dt * held
-        mem += d_mem
-        comp += d_comp
         taken += 1
         if t + span >= watch:
             break
