@@ -504,3 +504,19 @@ def test_pools_refuse_request_level_batching():
         serve_disaggregated(fixed_workload([(4, 5)] * 2), Replica(IterationCost.unit(), 100, 20), config,
                             prefill=1, decode=1, link_bytes_per_s=1.0)
     assert "scheduler" in error.value.params
+
+
+def test_prefill_pool_holds_only_the_prompt_and_its_first_token():
+    """A request whose prompt + first token fits the prefill replica but whose whole length does not is
+    served when the decode pool holds it (the prefill pool stops at the first token; its check is of
+    prompt + 1, `engine.checked` on the pool's own workload), and refused when neither pool holds it."""
+    config = ServeConfig(reservation="paged", block_size=1, watermark=0)
+    wl = fixed_workload([(90, 30)])  # 91 tokens on the prefill side, 120 on the decode side
+    with pytest.raises(InvalidValueError, match="needs 120 KV tokens but the replica holds 100"):
+        serve(wl, UNIT, config)  # aggregated: one replica of 100 tokens holds neither
+    big = Replica(UNIT.cost, 200, 2048)
+    d = serve_disaggregated(wl, UNIT, config, prefill=1, decode=1, link_bytes_per_s=1e9, kv_bytes_per_token=1.0,
+                            decode_replica=big)
+    assert d.served.first_token_s == (1.0,) and d.served.finish_s[0] > 1.0 and d.decode_of == (0,)
+    with pytest.raises(InvalidValueError, match="KV tokens but the replica holds 100"):
+        serve_disaggregated(wl, UNIT, config, prefill=1, decode=1, link_bytes_per_s=1e9, kv_bytes_per_token=1.0)
