@@ -59,6 +59,8 @@ def test_inline_time_is_time_bit_for_bit_over_random_passes():
             kv = rng.randrange(0, 3_000_000)
             pairs = rng.choice([0, kv + rows, rng.randrange(0, 10**9)])
             assert terms.time(rows, kv, pairs).hex() == float(cost.time(rows, kv, pairs)).hex(), (name, rows, kv)
+            # the communication part (the pipelined fast path's `comm_s`): `comm_time_s`'s bits
+            assert terms.comm_s(rows).hex() == float(cost.comm_time_s(rows)).hex(), (name, rows)
 
 
 def test_no_inline_coefficients_where_time_is_more():

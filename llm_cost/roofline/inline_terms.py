@@ -87,6 +87,12 @@ class InlineTerms(NamedTuple):
         body = body + (handoff_fixed + rows * handoff_row if handoff_fixed or handoff_row else 0.0)
         return body + fixed if fixed else body
 
+    def comm_s(self, rows):
+        """`PassCost.comm_time_s` of these coefficients (collectives + hand-offs), operation for operation."""
+        comm_fixed, comm_row, handoff_fixed, handoff_row = self[8:12]
+        return ((comm_fixed + rows * comm_row if comm_fixed or comm_row else 0.0)
+                + (handoff_fixed + rows * handoff_row if handoff_fixed or handoff_row else 0.0))
+
     def memory_bound_from(self, rows_each: int, max_sequences: int) -> list:
         """For uniform decode passes of n sequences, `rows_each` (r) rows each after S cached tokens in
         all (rows = n r, K/V tokens S + n r, pairs r S + n `causal_pairs`(r)): per n in 0 ..

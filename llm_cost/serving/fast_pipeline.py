@@ -151,23 +151,10 @@ class _Run:
 
 def inline_coefficients(cost):
     """`PassCost.inline_coefficients` of a pipelined cost (more than one stage or communication), with
-    which `_inline_time` evaluates `iteration.totals_time`; None where it has none or is not deployed."""
+    which `_loop` evaluates `iteration.totals_time` (`InlineTerms.time` and `comm_s`, the same bits as
+    `PassCost.time` and `comm_time_s`); None where it has none or is not deployed."""
     terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
     return terms if terms is not None and cost.deployed else None
-
-
-def _inline_time(co: tuple, rows, kv_read, pairs) -> tuple:
-    """(seconds, of which communication) of `totals_time` without drafts, operation for operation what
-    `PassCost.time` (`deployed_total`) and `comm_s` compute on `inline_coefficients`' `co` (`w` the
-    weight bytes read, the others `roofline.inline_terms.InlineTerms`' fields in order)."""
-    w, kvb, bps, rf, pf, fps, fixed, stages, cf, cr, hf, hr = co
-    mem = (w + (kv_read + rows) * kvb) / bps
-    comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
-    body = ((mem if mem > comp else comp) + 0.0) * stages
-    coll = cf + rows * cr if (cf or cr) else 0.0
-    hand = hf + rows * hr if (hf or hr) else 0.0
-    body = (body + coll) + hand
-    return (body + fixed if fixed else body), coll + hand
 
 
 def serve_pipelined(workload, replica, cfg, on_progress=None):
@@ -262,7 +249,7 @@ def _loop(workload, replica, cfg, on_progress):
             dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
             draft_s += draft
         else:
-            dt, comm = _inline_time(co, rows, kv_dec if nd else 0.0, pairs)
+            dt, comm = co.time(rows, (kv_dec if nd else 0.0) + rows, pairs), co.comm_s(rows)
         comm_sum += comm
         slots += nd
         launches += 1
