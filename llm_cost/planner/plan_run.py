@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, LlmCostError
-from llm_cost.planner.plan_request import PlanRequest
+from llm_cost.planner.plan_request import MAX_PRICE, PlanRequest, emit_choice
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def prices_of(texts, space) -> dict:
             raise InvalidValueError(f"usd_per_gpu_hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}",
                                     params=param) from None
         try:
-            check_number(f"usd_per_gpu_hour {text}: the price", price, low=0, high=1e6)
+            check_number(f"usd_per_gpu_hour {text}: the price", price, low=0, high=MAX_PRICE)
         except InvalidValueError as err:
             raise InvalidValueError(str(err), params=param) from None
         try:
@@ -166,23 +166,6 @@ def prices_of(texts, space) -> dict:
         raise InvalidValueError(f"usd_per_gpu_hour: give a price for every accelerator searched or none; "
                                 f"missing {', '.join(missing)}", params=param)
     return out
-
-
-def emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
-    """The launch's engine, checked (None: nothing emitted); `emit_k8s` needs one.
-
-    >>> emit_choice("VLLM", False), emit_choice(None, False)
-    ('vllm', None)
-    """
-    if emit_k8s and emit_engine is None:
-        raise InvalidValueError("emit_k8s needs emit_engine vllm|sglang|trtllm: the engine the manifest runs",
-                                params=("emit_k8s", "emit_engine"))
-    if emit_engine is None:
-        return None
-    from llm_cost.errors import check_choice
-    from llm_cost.planner.emit import ENGINES
-
-    return check_choice("emit_engine", str(emit_engine).lower(), ENGINES)
 
 
 def launch_checkpoint(spec, given) -> str:
