@@ -83,6 +83,10 @@ _EXPORTS = {
     # one request's cost, and the planner
     **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),
     **names_from("llm_cost.planner", "plan", "plan_grid", "plan_space", "evaluate", "Target", "Plan"),
+    # `llm-cost plan` as one call: a PlanRequest searched, ranked, split, served and launched
+    **names_from("llm_cost.planner", "PlanRequest", "run_plan", "PlanOutcome"),
+    # a profile fitted to measured points (`llm-cost calibrate`); not `calibrate`: that is the subpackage
+    **names_from("llm_cost.calibrate", "calibrate_profile", "Calibration"),
     # errors
     **names_from("llm_cost.errors", "LlmCostError", "InvalidValueError", "UnknownNameError", "ConfigError"),
 }

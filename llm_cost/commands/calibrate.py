@@ -205,7 +205,7 @@ def calibrate_cmd(
     the cross-validation keeps the fit, writes it and says the errors are in-sample only; Ctrl-C during
     the fit writes nothing, says so on stderr and exits 130.
     """
-    from llm_cost.calibrate.calibration import calibrate
+    from llm_cost.calibrate.calibration import calibrate_profile
     from llm_cost.commands import parse
     from llm_cost.commands.outputs import target
     from llm_cost.commands.progress import SweepProgress
@@ -213,9 +213,10 @@ def calibrate_cmd(
     output = str(target(output, force=force, inputs=[*points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
     with SweepProgress("calibrating", quiet=quiet) as progress:
-        done = calibrate(points, base, free.split(",") if free else None, name=name, cv=cv, cv_by=cv_by,
-                         engines=engines, output=output, skip_bad=skip_bad,
-                         on_bad=lambda message: warn(f"skipped {message}"), jobs=jobs, ray=ray, on_progress=progress)
+        done = calibrate_profile(points, base, free.split(",") if free else None, name=name, cv=cv, cv_by=cv_by,
+                                 engines=engines, output=output, skip_bad=skip_bad,
+                                 on_bad=lambda message: warn(f"skipped {message}"), jobs=jobs, ray=ray,
+                                 on_progress=progress)
     if not done.finished:  # after the bar is gone
         from llm_cost.commands.app import EXIT_INTERRUPTED
 

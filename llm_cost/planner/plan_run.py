@@ -55,6 +55,18 @@ class PlanOutcome:
     launch, launch_refusal
         The best row's `Launch` (`emit_engine`), or the error that refused it (its `launch_notes`: what
         the launch could not say, when it got that far); else None.
+
+    Examples
+    --------
+    Llama-3-8B on one H100 under a 20 ms TPOT, two batches searched (lecture preset): both meet it, the
+    larger batch first (more tokens per GPU), nothing served or launched:
+
+    >>> out = run_plan(PlanRequest(model="llama-3-8b", gpu="h100-sxm", gpus=1, osl=128, profile="lecture",
+    ...                            tpot_s=0.02, batch=(1, 8), weights="bf16", kv_dtype="bf16"))
+    >>> out.result.counts["meet"], out.rows[0]["batch"], round(out.rows[0]["tpot_s"] * 1e3, 2)
+    (2, 8, 7.03)
+    >>> out.served, out.launch, out.interrupted
+    (None, None, False)
     """
 
     request: PlanRequest
