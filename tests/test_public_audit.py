@@ -40,7 +40,7 @@ HOSTILE = ["x", None, [1], math.nan, math.inf, -1, 0, 1e300]
 PROBE_S = 3.0  # one probe; a valid small call takes milliseconds
 BUDGET_S = 60.0  # the whole audit (the limit)
 # parameters that take a callable or a connection, not a value: probing them with data says nothing
-NOT_VALUES = {"on_progress", "on_step", "longer", "cls", "ray", "process", "f", "progress", "on_warning", "on_bad"}
+NOT_VALUES = {"on_progress", "on_step", "longer", "cls", "ray", "process", "f", "progress", "on_warning", "on_bad", "on_done"}
 
 
 def _model():
@@ -212,6 +212,7 @@ EXAMPLES = {
     "run_batching": lambda: ([_batching()], {}),
     "run_plan": lambda: ([_plan_request()], {}),
     "calibrate_profile": lambda: ([_points(), lc.PRESETS["lecture"], ["bw_efficiency"]], {"jobs": 1}),
+    "validate_points": lambda: ([_points(), "lecture"], {"jobs": 1}),
     # input specs: their constructors validate (`__post_init__`)
     "ModelSpec": lambda: ([], _fields(_model())),
     "MoESpec": lambda: ([], _fields(_moe().moe)),
@@ -277,7 +278,7 @@ NOT_INPUTS = {
     "KvCapacity", "ServeResult", "RequestCost", "Plan", "OptimalGamma", "LeviathanForms", "BestGamma",
     "TurningBatch", "MoeVsDense", "TreeSpeedup", "MtpParams", "MtpSpeedup", "SpeculativeStep", "RoundStats",
     "RequestsFit", "PaddingWaste", "AttentionLaunches", "StepRun", "Deadlock", "Holder", "RateSearch", "DraftMemory",
-    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "BatchingOutcome", "PlanOutcome", "Calibration", "LlmCostError", "InvalidValueError", "UnknownNameError",
+    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "BatchingOutcome", "PlanOutcome", "Calibration", "Validation", "LlmCostError", "InvalidValueError", "UnknownNameError",
     "ConfigError",
 }
 

@@ -6,6 +6,7 @@
     metrics.py       APE = |predicted / value - 1| and its summaries (MAPE, median, p90)
     fit.py           least squares of log error over bounded knobs; k-fold by source
     profile_file.py  profiles as JSON files (`--profile FILE`)
+    validation.py    every point predicted under a profile, through the executor (`llm-cost validate`)
     calibration.py   the whole calibration as one call: fit, cross-validate, write (`calibrate_profile`,
                      `llm-cost calibrate`)
 """
@@ -19,6 +20,7 @@ _EXPORTS = {
     **names_from(".fit", "FitResult", "KNOBS", "fit_profile", "cross_validate"),
     **names_from(".profile_file", "read_profile", "write_profile", "profile_to_json"),
     **names_from(".calibration", "calibrate_profile", "Calibration"),
+    **names_from(".validation", "validate_points", "Validation"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
