@@ -83,6 +83,11 @@ _EXPORTS = {
     # one request's cost, and the planner
     **names_from("llm_cost.requests", "request_cost", "RequestCost", "Speculation"),
     **names_from("llm_cost.planner", "plan", "plan_grid", "plan_space", "evaluate", "Target", "Plan"),
+    # `llm-cost plan` as one call: a PlanRequest searched, ranked, split, served and launched
+    **names_from("llm_cost.planner", "PlanRequest", "run_plan", "PlanOutcome"),
+    # measured points predicted (`llm-cost validate`) and a profile fitted to them (`llm-cost calibrate`; not
+    # `calibrate`: that is the subpackage)
+    **names_from("llm_cost.calibrate", "calibrate_profile", "Calibration", "validate_points", "Validation"),
     # errors
     **names_from("llm_cost.errors", "LlmCostError", "InvalidValueError", "UnknownNameError", "ConfigError"),
 }

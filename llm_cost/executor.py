@@ -13,6 +13,8 @@ import os
 
 from llm_cost.errors import InvalidValueError, check_number
 
+MAX_JOBS = 1024  # local worker processes
+
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during `run_tasks` (or another loop of tasks): `done` holds {task index: result} of the
@@ -47,7 +49,7 @@ def run_tasks(fn, tasks, *, jobs: int | None = None, ray: str | None = None, on_
     tasks = list(tasks)
     check_one_executor(jobs, ray)
     jobs = default_jobs() if jobs is None else jobs
-    check_number("jobs", jobs, low=1, high=1024, integer=True)
+    check_number("jobs", jobs, low=1, high=MAX_JOBS, integer=True)
     with TaskPool(1 if ray is not None else min(int(jobs), max(1, len(tasks))), ray=ray) as pool:
         return pool.map(fn, tasks, on_done=on_done, weights=weights)
 
@@ -61,7 +63,7 @@ class TaskPool:
     def __init__(self, jobs: int | None = None, *, ray: str | None = None) -> None:
         check_one_executor(jobs, ray)
         jobs = default_jobs() if jobs is None else jobs
-        check_number("jobs", jobs, low=1, high=1024, integer=True)
+        check_number("jobs", jobs, low=1, high=MAX_JOBS, integer=True)
         self.jobs, self.ray, self._pool = int(jobs), ray, None
 
     def __enter__(self) -> "TaskPool":

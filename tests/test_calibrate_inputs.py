@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import llm_cost.calibrate.fit as fit
-from llm_cost.calibrate.calibration import calibrate
+from llm_cost.calibrate.calibration import calibrate_profile
 from llm_cost.calibrate.points import read_point_files
 from llm_cost.specs import PRESETS
 
@@ -28,7 +28,7 @@ def fitted(monkeypatch):
 
     def run(points):
         with pytest.raises(Seen) as seen:
-            calibrate(points, PRESETS["lecture"], cv=False)
+            calibrate_profile(points, PRESETS["lecture"], cv=False)
         return seen.value.args[0]
     return run
 

@@ -122,6 +122,18 @@ def test_serving_and_planning_are_in_the_package():
     assert callable(lc.plan) and lc.plan.__module__ == "llm_cost.planner.frontier"
 
 
+def test_the_plan_and_the_calibration_are_in_the_package():
+    # issue 24.5: `llm-cost plan` and `llm-cost calibrate` as one call each, from lc; the calibration is
+    # `calibrate_profile`, since `lc.calibrate` is the subpackage (a function of that name would be shadowed
+    # once `llm_cost.calibrate` is imported, or shadow it)
+    assert {"PlanRequest", "run_plan", "PlanOutcome", "calibrate_profile", "Calibration"} <= set(lc.__all__)
+    import llm_cost.calibrate
+
+    assert lc.calibrate is llm_cost.calibrate and lc.calibrate_profile.__module__ == "llm_cost.calibrate.calibration"
+    assert lc.run_plan(lc.PlanRequest(model="llama-3.2-1b", gpu="h100-sxm", gpus=1, osl=16, profile="lecture",
+                                      batch=(1,), weights="bf16", kv_dtype="bf16")).result.counts["searched"] == 1
+
+
 def test_step_time_on_a_deployment_is_the_deployed_pass():
     # lc.step_time(..., deployment=) is parallel.deployed_step_time; without it the one-GPU roofline
     from llm_cost.parallel import deployed_step_time

@@ -40,7 +40,7 @@ HOSTILE = ["x", None, [1], math.nan, math.inf, -1, 0, 1e300]
 PROBE_S = 3.0  # one probe; a valid small call takes milliseconds
 BUDGET_S = 60.0  # the whole audit (the limit)
 # parameters that take a callable or a connection, not a value: probing them with data says nothing
-NOT_VALUES = {"on_progress", "on_step", "longer", "cls", "ray", "process", "f"}
+NOT_VALUES = {"on_progress", "on_step", "longer", "cls", "ray", "process", "f", "progress", "on_warning", "on_bad", "on_done"}
 
 
 def _model():
@@ -210,6 +210,9 @@ EXAMPLES = {
     "pareto": lambda: ([np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])], {}),
     "best_split": lambda: ([_grid(), lc.Target(ttft_s=0.5, tpot_s=0.05)], {}),
     "run_batching": lambda: ([_batching()], {}),
+    "run_plan": lambda: ([_plan_request()], {}),
+    "calibrate_profile": lambda: ([_points(), lc.PRESETS["lecture"], ["bw_efficiency"]], {"jobs": 1}),
+    "validate_points": lambda: ([_points(), "lecture"], {"jobs": 1}),
     # input specs: their constructors validate (`__post_init__`)
     "ModelSpec": lambda: ([], _fields(_model())),
     "MoESpec": lambda: ([], _fields(_moe().moe)),
@@ -233,7 +236,20 @@ EXAMPLES = {
     "IndependentAcceptance": lambda: ([0.8], {}),
     "BurstyAcceptance": lambda: ([0.9, 0.3, 0.1, 0.2], {}),
     "BatchingRequest": lambda: ([], _fields(_batching())),
+    "PlanRequest": lambda: ([], _fields(_plan_request())),
 }
+
+
+def _plan_request():
+    return lc.PlanRequest(model=_model(), gpu=(_gpu(),), gpus=1, isl=128, osl=16, profile="lecture", tpot_s=0.05,
+                          weights=("bf16",), kv_dtype=("bf16",), batch=(1, 8))
+
+
+def _points():
+    from llm_cost.calibrate import Point
+
+    return [Point(f"b{batch}", "demo", "A", "llama-3.2-1b", "h100-sxm", "bf16", 0, "bf16", 1, 1, 1, batch, "static",
+                  128, 16, "decode_tok_per_s_per_user", value) for batch, value in ((1, 300.0), (8, 290.0), (32, 270.0))]
 
 
 def _batching():
@@ -262,7 +278,7 @@ NOT_INPUTS = {
     "KvCapacity", "ServeResult", "RequestCost", "Plan", "OptimalGamma", "LeviathanForms", "BestGamma",
     "TurningBatch", "MoeVsDense", "TreeSpeedup", "MtpParams", "MtpSpeedup", "SpeculativeStep", "RoundStats",
     "RequestsFit", "PaddingWaste", "AttentionLaunches", "StepRun", "Deadlock", "Holder", "RateSearch", "DraftMemory",
-    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "BatchingOutcome", "LlmCostError", "InvalidValueError", "UnknownNameError",
+    "Phases", "Fit", "PlanSpace", "Grid", "Disaggregated", "BatchingOutcome", "PlanOutcome", "Calibration", "Validation", "LlmCostError", "InvalidValueError", "UnknownNameError",
     "ConfigError",
 }
 
@@ -433,10 +449,13 @@ def test_the_walk_finds_nan_inf_and_negatives():
     assert bad_numbers({"x": math.nan}) == ["result['x']=nan"] and bad_numbers(10**400) == []
 
 
-def test_every_parameter_of_every_public_callable():
+def test_every_parameter_of_every_public_callable(tmp_path, monkeypatch):
+    # a probe of a path (calibrate_profile's output "x") writes in a folder of its own, not in the checkout
     start, total, failures = time.monotonic(), 0, []
     callables = {n: f for n, f in public_callables().items() if n in EXAMPLES}
     for name, fn in callables.items():
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)  # what one callable's probes write is not a path the next one reads
         count, failed = audit(name, fn)
         total += count
         failures += failed

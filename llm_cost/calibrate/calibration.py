@@ -1,4 +1,4 @@
-"""`calibrate(points, base)`: a profile fitted to measured points, cross-validated and written (issue 24.4,
+"""`calibrate_profile(points, base)`: a profile fitted to measured points, cross-validated and written (issue 24.4,
 the library half of `llm-cost calibrate`).
 
 The fit to every point (`fit.fit_profile`), then one fit per held-out group (`fit.cross_validate`, k-fold
@@ -21,7 +21,7 @@ MAPE_SLACK = 0.05  # the fit's in-sample MAPE past (1 + this) x its base's: wors
 
 @dataclass(frozen=True)
 class Calibration:
-    """What `calibrate` did.
+    """What `calibrate_profile` did.
 
     Attributes
     ----------
@@ -45,6 +45,20 @@ class Calibration:
         Knobs asked free that the base sets per engine, held fixed without `engines`.
     one_group
         The one group, when cross-validation was asked and is not possible (None otherwise).
+
+    Examples
+    --------
+    Three points of one source: the fit runs, cross-validation cannot (one group), and three points are
+    too few for a knob:
+
+    >>> from llm_cost.calibrate import Point
+    >>> from llm_cost.specs.profiles import PRESETS
+    >>> pts = [Point(f"b{batch}", "demo", "A", "llama-3-8b", "h100-sxm", "bf16", 0, "bf16", 1, 1, 1, batch,
+    ...              "static", 128, 128, "decode_tok_per_s_per_user", value)
+    ...        for batch, value in ((1, 88.0), (8, 85.0), (32, 78.0))]
+    >>> done = calibrate_profile(pts, PRESETS["measured"], ["bw_efficiency"], jobs=1)
+    >>> type(done).__name__, done.knobs, done.groups, done.one_group, done.few_points, done.start.n
+    ('Calibration', ('bw_efficiency',), ('demo',), 'demo', True, 3)
     """
 
     base: object
@@ -65,9 +79,9 @@ class Calibration:
     one_group: str | None = None
 
 
-def calibrate(points, base, free=None, *, name: str = "calibrated", cv: bool = True, cv_by: str = "source",
-              engines: bool = False, output=None, skip_bad: bool = False, on_bad=None, jobs: int | None = None,
-              ray: str | None = None, on_progress=None) -> Calibration:
+def calibrate_profile(points, base, free=None, *, name: str = "calibrated", cv: bool = True,
+                      cv_by: str = "source", engines: bool = False, output=None, skip_bad: bool = False, on_bad=None,
+                      jobs: int | None = None, ray: str | None = None, on_progress=None) -> Calibration:
     """Fit `base`'s `free` knobs (None: `fit.DEFAULT_FREE`) to `points`, cross-validate by `cv_by` (module
     doc) and write the profile, named `name`, to `output` (None: not written) with its calibration record.
     `engines`: fit each engine's own costs where it has the points. `on_progress(done, total)` after the
@@ -78,10 +92,10 @@ def calibrate(points, base, free=None, *, name: str = "calibrated", cv: bool = T
     points : list of Point, or of CSV paths
         The measured points, or the files to read them from once the knobs are checked
         (`points.read_point_files`, with `skip_bad` and `on_bad`; the record names the files).
-    base : Profile
-        The profile the fit starts from; its other knobs are kept.
+    base : Profile or str
+        The profile the fit starts from (or a preset's name); its other knobs are kept.
     free : sequence of str, optional
-        The knobs to fit (`fit.KNOBS`).
+        The knobs to fit (`fit.KNOBS`; a text: comma-separated).
     name, cv, cv_by, engines, output, skip_bad, on_bad, jobs, ray, on_progress
         As above; `jobs` and `ray` the executor's (`executor.TaskPool`).
 
@@ -92,26 +106,30 @@ def calibrate(points, base, free=None, *, name: str = "calibrated", cv: bool = T
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> import llm_cost
-    >>> from llm_cost.calibrate import read_points
+    Four measured decode speeds of Llama-3-8B on one H100 (tokens/s per user at batch 1 to 64), about 10%
+    below the `measured` profile's; the memory-bound efficiency fitted to them:
+
+    >>> from llm_cost.calibrate import Point
     >>> from llm_cost.specs.profiles import PRESETS
-    >>> train = Path(llm_cost.__file__).resolve().parent.parent / "tests/data/measured/train.csv"
-    >>> pts = [p for p in read_points(train) if p.source == "gpt-fast"]
-    >>> done = calibrate(pts, PRESETS["measured"], ["bw_efficiency"], jobs=1)  # one source: no folds
+    >>> pts = [Point(f"b{batch}", "demo", "A", "llama-3-8b", "h100-sxm", "bf16", 0, "bf16", 1, 1, 1, batch,
+    ...              "static", 128, 128, "decode_tok_per_s_per_user", value)
+    ...        for batch, value in ((1, 88.0), (8, 85.0), (32, 78.0), (64, 71.0))]
+    >>> done = calibrate_profile(pts, PRESETS["measured"], ["bw_efficiency"], jobs=1)  # one source: no folds
     >>> done.finished, done.result.fitted, done.one_group, done.folds, done.held
-    (True, ('bw_efficiency',), 'gpt-fast', 0, None)
+    (True, ('bw_efficiency',), 'demo', 0, None)
+    >>> round(done.start.mape, 3), round(done.fitted.mape, 3), round(done.result.profile.bw_efficiency, 3)
+    (0.114, 0.005, 0.671)
     """
     from llm_cost.calibrate.fit import CV_GROUPS, DEFAULT_FREE, check_free, cv_groups, fit_profile, predictions
     from llm_cost.calibrate.metrics import summarize
     from llm_cost.errors import check_choice
     from llm_cost.executor import TaskPool
 
-    knobs = check_free(list(free)) if free else DEFAULT_FREE
+    points, base, free = checked_inputs(points, base, free)
+    knobs = check_free(free) if free else DEFAULT_FREE
     cv_by = check_choice("cv_by", str(cv_by).strip().lower(), tuple(CV_GROUPS))
     from llm_cost.calibrate.points import Point, read_point_files
 
-    points = list(points)  # a generator is read once, here
     point_files = [str(path) for path in points if not isinstance(path, Point)]
     if point_files:  # files read, points given as Points kept beside them (files' ids unique across files)
         points = [point for point in points if isinstance(point, Point)] + list(
@@ -141,6 +159,43 @@ def calibrate(points, base, free=None, *, name: str = "calibrated", cv: bool = T
     if output is not None:
         _write(out, output, point_files)
     return out
+
+
+def checked_inputs(points, base, free) -> tuple[list, object, list | None]:
+    """(points, base, free) as `calibrate_profile` reads them, or an error naming the parameter: `points` a
+    list (a generator read once, here; one path alone is one file), each a `Point` or a CSV path; `base` a
+    `Profile` or a preset's name; `free` knob names (a text: comma-separated), None for the default.
+
+    >>> pts, base, free = checked_inputs("train.csv", "lecture", "bw_efficiency, compute_efficiency")
+    >>> pts, base.name, free
+    (['train.csv'], 'lecture', ['bw_efficiency', ' compute_efficiency'])
+    >>> checked_inputs(3, "lecture", None)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: points must be a list of Points or CSV paths, got 3
+    """
+    import os
+
+    from llm_cost.calibrate.points import Point
+    from llm_cost.catalog.arguments import default_rules
+    from llm_cost.errors import InvalidValueError, short_repr
+
+    if isinstance(points, (str, os.PathLike)):
+        points = [points]
+    if not hasattr(points, "__iter__"):
+        raise InvalidValueError(f"points must be a list of Points or CSV paths, got {short_repr(points)}",
+                                params=("points",))
+    points = list(points)
+    for point in points:
+        if not isinstance(point, (Point, str, os.PathLike)):
+            raise InvalidValueError(f"points must be Points or CSV paths, got {short_repr(point)}", params=("points",))
+    base = default_rules()["profile"].check("base", base)  # a Profile, or a preset's name loaded
+    if free is not None:
+        free = free.split(",") if isinstance(free, str) else free
+        if not hasattr(free, "__iter__") or not all(isinstance(knob, str) for knob in free):
+            raise InvalidValueError(f"free must be knob names, got {short_repr(free)}", params=("free",))
+        free = list(free)
+    return points, base, free
 
 
 def _replace(out: Calibration, **changes) -> Calibration:

@@ -94,7 +94,7 @@ def validate_cmd(
     Ctrl-C prints the rows predicted so far (or their summary), titled partial, says how many of all
     on stderr and exits 130.
     """
-    from llm_cost.calibrate.prediction import predict
+    from llm_cost.calibrate.validation import validate_points
     from llm_cost.commands import parse
 
     from llm_cost.calibrate.metrics import GROUPS
@@ -109,10 +109,6 @@ def validate_cmd(
         plot = target(plot, force=force, inputs=[points, preset], suffixes=EXTENSIONS, param="plot")
     prof = parse.profile(preset)
     pts = read_all([points], skip_bad)
-    if engine is not None:
-        from llm_cost.specs.engines import engine as check_engine
-
-        engine = check_engine(engine).name
     budget = None
     if row_budget_s is not None:
         from llm_cost.calibrate.points import SECONDS_PER_SERVED_STEP
@@ -120,18 +116,11 @@ def validate_cmd(
 
         check_number("row_budget_s", row_budget_s, low=0, high=86_400)
         budget = row_budget_s / SECONDS_PER_SERVED_STEP
-    from functools import partial
-
     from llm_cost.commands.progress import SweepProgress
-    from llm_cost.executor import Interrupted, run_tasks
 
-    stopped = False
     with SweepProgress("predicting rows") as progress:  # each row is deterministic: any executor, the same list
-        try:
-            preds = run_tasks(partial(predict, profile=prof, engine=engine, steps_budget=budget), pts, jobs=jobs,
-                              ray=ray, on_done=progress)
-        except Interrupted as stop:  # Ctrl-C: the rows predicted so far, in file order
-            stopped, preds = True, [stop.done[index] for index in sorted(stop.done)]
+        done = validate_points(pts, prof, engine=engine, steps_budget=budget, jobs=jobs, ray=ray, on_done=progress)
+    preds, stopped = list(done.predictions), done.interrupted  # after Ctrl-C: the rows predicted so far, in order
     if stopped and not preds:  # after the bar is gone
         _interrupted(0, len(pts), "")
     if plot and not stopped:
@@ -205,7 +194,7 @@ def calibrate_cmd(
     the cross-validation keeps the fit, writes it and says the errors are in-sample only; Ctrl-C during
     the fit writes nothing, says so on stderr and exits 130.
     """
-    from llm_cost.calibrate.calibration import calibrate
+    from llm_cost.calibrate.calibration import calibrate_profile
     from llm_cost.commands import parse
     from llm_cost.commands.outputs import target
     from llm_cost.commands.progress import SweepProgress
@@ -213,9 +202,10 @@ def calibrate_cmd(
     output = str(target(output, force=force, inputs=[*points, preset]))  # before the fit, not after it
     base = parse.profile(preset, option="base")
     with SweepProgress("calibrating", quiet=quiet) as progress:
-        done = calibrate(points, base, free.split(",") if free else None, name=name, cv=cv, cv_by=cv_by,
-                         engines=engines, output=output, skip_bad=skip_bad,
-                         on_bad=lambda message: warn(f"skipped {message}"), jobs=jobs, ray=ray, on_progress=progress)
+        done = calibrate_profile(points, base, free.split(",") if free else None, name=name, cv=cv, cv_by=cv_by,
+                                 engines=engines, output=output, skip_bad=skip_bad,
+                                 on_bad=lambda message: warn(f"skipped {message}"), jobs=jobs, ray=ray,
+                                 on_progress=progress)
     if not done.finished:  # after the bar is gone
         from llm_cost.commands.app import EXIT_INTERRUPTED
 

@@ -45,11 +45,12 @@ def flags_in(message: str, params, flags: dict[str, str]) -> str:
     return message
 
 
-def seconds(name: str, ms, *, positive: bool = False):
-    """A duration typed in milliseconds, checked in milliseconds, in seconds (None stays None)."""
+def seconds(name: str, ms, *, positive: bool = False, most_s: float | None = None):
+    """A duration typed in milliseconds, checked in milliseconds (at most `most_s` seconds where given: the
+    library's bound, told in the unit typed), in seconds (None stays None)."""
     if ms is None:
         return None
-    check_number(name, ms, low=0, low_open=positive)
+    check_number(name, ms, low=0, low_open=positive, high=None if most_s is None else most_s * 1e3)
     return ms * 1e-3
 
 

@@ -163,6 +163,7 @@ def _planned(request, preset, mfu, bw_eff, fixed_ms, ttft_ms, tpot_ms, usable_me
 
     from llm_cost.commands import parse
     from llm_cost.commands.progress import SweepProgress
+    from llm_cost.planner.frontier import MAX_SECONDS  # the target's bound (`Target`)
     from llm_cost.planner.plan_run import run_plan
     from llm_cost.planner.plan_served import serve_settings
 
@@ -174,8 +175,8 @@ def _planned(request, preset, mfu, bw_eff, fixed_ms, ttft_ms, tpot_ms, usable_me
         prof = prof.with_(memory_basis="usable" if usable_memory else "marketed")
     request = replace(request, profile=prof, profile_args=tuple(profile_args(preset, mfu, bw_eff, fixed_ms,
                                                                              request.engine)),
-                      ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True),
-                      tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True))
+                      ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True, most_s=MAX_SECONDS),
+                      tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True, most_s=MAX_SECONDS))
     from llm_cost.commands.app import warn
 
     return run_plan(request, progress=SweepProgress, on_warning=warn)  # a warning as it arises, before the serving

@@ -38,11 +38,13 @@ def build(*, model, gpu, gpus, isl, osl, ttft_ms, tpot_ms, tokens_per_s_per_user
     coefficient, a draft step over a target step (--c)."""
     from llm_cost.commands import parse
     from llm_cost.planner.plan_request import PlanRequest
+    from llm_cost.planner.frontier import MAX_SECONDS  # the target's bound, told in milliseconds
     from llm_cost.planner.plan_run import plan_search
 
     return plan_search(PlanRequest(
         model=model, gpu=tuple(gpu or ()), gpus=gpus, isl=isl, osl=osl,
-        ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True), tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True),
+        ttft_s=parse.seconds("ttft_ms", ttft_ms, positive=True, most_s=MAX_SECONDS),
+        tpot_s=parse.seconds("tpot_ms", tpot_ms, positive=True, most_s=MAX_SECONDS),
         tokens_per_s_per_user=tokens_per_s_per_user, profile=profile, spec_alpha=spec_alpha, c=c, draft=draft,
         max_gamma=max_gamma, mtp_alpha=mtp_alpha, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, max_tp=max_tp,
         weights=weights, kv_dtype=kv_dtype, batch=batch))

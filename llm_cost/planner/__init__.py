@@ -18,6 +18,8 @@ _EXPORTS = {
     **names_from(".frontier", "Target", "Plan", "plan", "pareto"),
     **names_from(".build", "plan_grid"),
     **names_from(".disaggregate", "Disaggregated", "best_split"),
+    **names_from(".plan_request", "PlanRequest"),
+    **names_from(".plan_run", "run_plan", "PlanOutcome"),
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -16,6 +16,7 @@ from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
 
 DEFAULT_C = ARTICLE_DRAFT.c  # a draft's cost over the target's step when neither c nor a draft model is given (the article §2.3)
 MAX_GAMMA = 64  # the largest gamma the search takes
+MAX_C = 10  # the largest draft cost coefficient c (a draft step over a target step) the search takes
 DEFAULT_MTP_ALPHA = MTP_ALPHA_REPORTED[0]  # DeepSeek-V3's reported MTP acceptance (speculative.mtp)
 DEFAULT_MAX_GAMMA = 8  # draft tokens per round a plan searches: 1 .. this
 
@@ -39,7 +40,7 @@ def speculation_of(model, *, spec_alpha=None, c=None, draft=None, max_gamma: int
         check_alpha(spec_alpha)
         draft_spec = as_model(draft) if draft is not None else None
         if c is not None:
-            check_number("c", c, low=0, high=10)
+            check_number("c", c, low=0, high=MAX_C)
         out.append(SpecOption("draft", float(spec_alpha), tuple(range(1, int(max_gamma) + 1)),
                               c=None if draft_spec else (DEFAULT_C if c is None else float(c)), draft=draft_spec))
     elif c is not None or draft is not None:

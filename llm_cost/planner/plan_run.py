@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_cost.errors import InvalidValueError, LlmCostError
-from llm_cost.planner.plan_request import PlanRequest
+from llm_cost.planner.plan_request import MAX_PRICE, PlanRequest, emit_choice
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,18 @@ class PlanOutcome:
     launch, launch_refusal
         The best row's `Launch` (`emit_engine`), or the error that refused it (its `launch_notes`: what
         the launch could not say, when it got that far); else None.
+
+    Examples
+    --------
+    Llama-3-8B on one H100 under a 20 ms TPOT, two batches searched (lecture preset): both meet it, the
+    larger batch first (more tokens per GPU), nothing served or launched:
+
+    >>> out = run_plan(PlanRequest(model="llama-3-8b", gpu="h100-sxm", gpus=1, osl=128, profile="lecture",
+    ...                            tpot_s=0.02, batch=(1, 8), weights="bf16", kv_dtype="bf16"))
+    >>> out.result.counts["meet"], out.rows[0]["batch"], round(out.rows[0]["tpot_s"] * 1e3, 2)
+    (2, 8, 7.03)
+    >>> out.served, out.launch, out.interrupted
+    (None, None, False)
     """
 
     request: PlanRequest
@@ -150,7 +162,7 @@ def prices_of(texts, space) -> dict:
             raise InvalidValueError(f"usd_per_gpu_hour must be GPU=PRICE like h100-sxm=2.5, got {text!r}",
                                     params=param) from None
         try:
-            check_number(f"usd_per_gpu_hour {text}: the price", price, low=0, high=1e6)
+            check_number(f"usd_per_gpu_hour {text}: the price", price, low=0, high=MAX_PRICE)
         except InvalidValueError as err:
             raise InvalidValueError(str(err), params=param) from None
         try:
@@ -166,23 +178,6 @@ def prices_of(texts, space) -> dict:
         raise InvalidValueError(f"usd_per_gpu_hour: give a price for every accelerator searched or none; "
                                 f"missing {', '.join(missing)}", params=param)
     return out
-
-
-def emit_choice(emit_engine: str | None, emit_k8s: bool) -> str | None:
-    """The launch's engine, checked (None: nothing emitted); `emit_k8s` needs one.
-
-    >>> emit_choice("VLLM", False), emit_choice(None, False)
-    ('vllm', None)
-    """
-    if emit_k8s and emit_engine is None:
-        raise InvalidValueError("emit_k8s needs emit_engine vllm|sglang|trtllm: the engine the manifest runs",
-                                params=("emit_k8s", "emit_engine"))
-    if emit_engine is None:
-        return None
-    from llm_cost.errors import check_choice
-    from llm_cost.planner.emit import ENGINES
-
-    return check_choice("emit_engine", str(emit_engine).lower(), ENGINES)
 
 
 def launch_checkpoint(spec, given) -> str:

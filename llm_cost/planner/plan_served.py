@@ -78,7 +78,9 @@ def slo_stat_of(request) -> str:
     """
     from llm_cost.planner.verify import SLO_STATS
 
-    check_number("verify", request.verify, low=1, high=10_000, integer=True)
+    from llm_cost.planner.plan_request import MAX_VERIFY
+
+    check_number("verify", request.verify, low=1, high=MAX_VERIFY, integer=True)
     stat = check_choice("slo_stat", request.served("slo_stat"), ("median", *SLO_STATS))
     return "p50" if stat == "median" else stat
 

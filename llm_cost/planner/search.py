@@ -26,7 +26,7 @@ import numpy as np
 
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit, workspace_bytes
-from llm_cost.planner.space import PlanSpace
+from llm_cost.planner.space import MIN_OSL, PlanSpace
 from llm_cost.requests import gpu_seconds
 from llm_cost.requests.phases import decode_sum, prefill_s
 from llm_cost.requests.request import MAX_TOKENS
@@ -140,7 +140,7 @@ def evaluate(space: PlanSpace, profile: Profile, *, isl: int, osl: int) -> Grid:
 
     model, count_kv = space.model, profile.count_kv
     check_number("isl", isl, low=1, high=MAX_TOKENS, integer=True)
-    check_number("osl", osl, low=2, high=MAX_TOKENS, integer=True)  # a plan ranks decoding: one token at least
+    check_number("osl", osl, low=MIN_OSL, high=MAX_TOKENS, integer=True)
     if model.max_position_embeddings and isl > model.max_position_embeddings:
         raise InvalidValueError(f"isl must be at most the model's context of {model.max_position_embeddings} "
                                 f"tokens, got {isl}", params=("isl",))

@@ -37,6 +37,8 @@ DEFAULT_KV_DTYPES = ("bf16", "fp8")
 DEFAULT_BATCHES = tuple(2**power for power in range(10))  # 1 .. 512
 DEFAULT_MAX_TP = 8  # an HGX node's NVLink domain
 MAX_BUDGET = 4096  # GPUs: far past any single model's deployment
+MAX_BATCH = 1e9  # sequences in one static batch searched
+MIN_OSL = 2  # output tokens of a planned request: a plan ranks decoding, one decode step at least
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
 
 @check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, 4096, integer=True), tps=DEGREES,
                  pps=DEGREES, eps=DEGREES, max_tp=Number(1, 4096, integer=True), weights=Many(), kv_dtypes=Many(),
-                 batches=Many(Number(1, 1e9, integer=True)), speculation=Many(Spec("SpecOption"), empty=True))
+                 batches=Many(Number(1, MAX_BATCH, integer=True)), speculation=Many(Spec("SpecOption"), empty=True))
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,
                speculation=(), reserve: float | None = None, eps=None, dp_attention: bool = False) -> PlanSpace:
@@ -150,7 +152,7 @@ def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_t
     if not kvs:
         raise InvalidValueError("kv_dtype: give at least one KV dtype", params=("kv_dtype",))
     batches = tuple(sorted(set(int(batch)
-                               for batch in check_all("batches", batches, low=1, high=1e9, integer=True))))
+                               for batch in check_all("batches", batches, low=1, high=MAX_BATCH, integer=True))))
     if not batches:
         raise InvalidValueError("batches: give at least one batch", params=("batches",))
     speculation = tuple(speculation)

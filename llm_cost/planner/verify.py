@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 
 SLO_STATS = ("p50", "p90", "p99")
+MAX_REQUESTS = 10**8  # requests of the served workload
+MAX_CLIENTS = 10**7  # a closed loop's clients (`concurrency`)
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,11 @@ class WorkloadRecipe:
     prefixes: object = None  # a `prefixes.PromptPrefixes`; None: no prefixes
 
     def __post_init__(self) -> None:
-        check_number("requests", self.requests, low=1, high=10**8, integer=True)
+        check_number("requests", self.requests, low=1, high=MAX_REQUESTS, integer=True)
         if self.rate_req_per_s is not None:
             check_number("rate", self.rate_req_per_s, low=0, low_open=True)
         if self.concurrency is not None:
-            check_number("concurrency", self.concurrency, low=1, high=10**7, integer=True)
+            check_number("concurrency", self.concurrency, low=1, high=MAX_CLIENTS, integer=True)
         if self.trace is not None and self.concurrency is not None:
             raise InvalidValueError("a trace has its own arrivals: serve trace alone or at a mean rate_req_per_s, "
                                     "not with concurrency", params=("trace", "rate_req_per_s", "concurrency"))

@@ -34,6 +34,7 @@ A_COMPUTE = 1.0
 A_MEMORY = 0.6
 A_COMM = 0.3
 J_PER_KWH = 3.6e6
+MAX_USD_PER_KWH = 1e3  # an electricity price ($ per kWh) far past any tariff
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def gpu_joules(gpu, seconds: float, active_s: float, comm_s: float = 0.0) -> flo
 
 def energy_usd(joules: float, usd_per_kwh: float) -> float:
     """Cost of `joules` at `usd_per_kwh`: J / 3.6e6 x $/kWh."""
-    check_number("usd_per_kwh", usd_per_kwh, low=0, high=1e3)
+    check_number("usd_per_kwh", usd_per_kwh, low=0, high=MAX_USD_PER_KWH)
     return joules / J_PER_KWH * usd_per_kwh
 
 
@@ -118,7 +119,7 @@ def phase_joules(gpu_seconds: float, comm_fraction: float, bound: str, gpu, stag
 
 def add_energy_usd(rows: list, usd_per_kwh: float) -> None:
     """Set each row's usd_per_million_tokens_energy from its joules_per_token (None stays None)."""
-    check_number("usd_per_kwh", usd_per_kwh, low=0, high=1e3)
+    check_number("usd_per_kwh", usd_per_kwh, low=0, high=MAX_USD_PER_KWH)
     for row in rows:
         joules = row.get("joules_per_token")
         row["usd_per_million_tokens_energy"] = None if joules is None else energy_usd(joules * 1e6, usd_per_kwh)
