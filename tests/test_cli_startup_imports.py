@@ -88,7 +88,7 @@ def test_a_callers_frozen_objects_stay_frozen():
 
 
 NOT_FOR_SPEC = ("llm_cost.roofline.kernels", "llm_cost.counts.checkpoint", "llm_cost.counts.lora",
-                "llm_cost.speculative.moe", "llm_cost.speculative.gamma_choice")
+                "llm_cost.speculative.moe", "llm_cost.speculative.gamma_choice", "statistics")
 
 
 def test_spec_on_a_datasheet_profile_imports_no_kernel_tables_checkpoint_or_closed_form_search():
