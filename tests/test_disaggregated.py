@@ -507,16 +507,19 @@ def test_pools_refuse_request_level_batching():
 
 
 def test_prefill_pool_holds_only_the_prompt_and_its_first_token():
-    """A request whose prompt + first token fits the prefill replica but whose whole length does not is
-    served when the decode pool holds it (the prefill pool stops at the first token; its check is of
-    prompt + 1, `engine.checked` on the pool's own workload), and refused when neither pool holds it."""
+    """The prefill pool's check is of prompt + 1 on its own replica (`engine.checked` on the pool's
+    workload), the decode pool's of the whole request on its: a request whose prompt + first token fits
+    the prefill replica is served when the decode pool holds its whole length; each pool refuses what it
+    cannot hold (review 24c, 1: the prefill side's refusal was untested)."""
     config = ServeConfig(reservation="paged", block_size=1, watermark=0)
+    big = Replica(UNIT.cost, 200, 2048)
+    pools = dict(prefill=1, decode=1, link_bytes_per_s=1e9, kv_bytes_per_token=1.0)
     wl = fixed_workload([(90, 30)])  # 91 tokens on the prefill side, 120 on the decode side
     with pytest.raises(InvalidValueError, match="needs 120 KV tokens but the replica holds 100"):
-        serve(wl, UNIT, config)  # aggregated: one replica of 100 tokens holds neither
-    big = Replica(UNIT.cost, 200, 2048)
-    d = serve_disaggregated(wl, UNIT, config, prefill=1, decode=1, link_bytes_per_s=1e9, kv_bytes_per_token=1.0,
-                            decode_replica=big)
+        serve(wl, UNIT, config)  # aggregated: one replica of 100 tokens does not hold it
+    d = serve_disaggregated(wl, UNIT, config, decode_replica=big, **pools)
     assert d.served.first_token_s == (1.0,) and d.served.finish_s[0] > 1.0 and d.decode_of == (0,)
-    with pytest.raises(InvalidValueError, match="KV tokens but the replica holds 100"):
-        serve_disaggregated(wl, UNIT, config, prefill=1, decode=1, link_bytes_per_s=1e9, kv_bytes_per_token=1.0)
+    with pytest.raises(InvalidValueError, match="needs 120 KV tokens but the replica holds 100"):
+        serve_disaggregated(wl, UNIT, config, **pools)  # the decode pool's replica: 100 tokens
+    with pytest.raises(InvalidValueError, match="needs 101 KV tokens but the replica holds 100"):
+        serve_disaggregated(fixed_workload([(100, 30)]), UNIT, config, decode_replica=big, **pools)  # prefill's

@@ -41,3 +41,18 @@ def test_stretch_is_pass_cost_time_bit_for_bit(cost, n, written, k_max, horizon)
     got = decode_stretch(cost, n, written, k_max, t, t + horizon)
     assert got == _by_time(cost, n, written, k_max, t, t + horizon)
     assert all(type(x) in (int, float) for x in got)
+
+
+def test_equal_iteration_times_and_a_zero_time_pass_stop_where_the_loop_does():
+    """Review 24c, 2 and 3: a cost whose iterations all take the same time (no K/V, no pairs) with the
+    watch on a whole number of them (the array's estimate fell one short), and a pass of 0 s (it divided
+    by it), each as the loop."""
+    import dataclasses
+
+    flat = dataclasses.replace(DENSE, kv_token_bytes=0.0, pair_flops=0.0)
+    first = flat.time(4, 104, 104)
+    for whole in (20, 313, 1000):
+        for watch in (whole * first, whole * first * (1 + 1e-16), whole * first * (1 - 1e-16)):
+            assert decode_stretch(flat, 4, 100, 5000, 0.0, watch) == _by_time(flat, 4, 100, 5000, 0.0, watch)
+    free = dataclasses.replace(flat, weight_bytes=0.0, row_flops=0.0, fixed_s=0.0)
+    assert decode_stretch(free, 4, 100, 50, 0.0, 1.0) == _by_time(free, 4, 100, 50, 0.0, 1.0)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_cost.calibrate.bench_columns import BenchConditions, bench_conditions
+from llm_cost.catalog.arguments import MAX_TOKENS
 from llm_cost.errors import InvalidValueError, LlmCostError, short_repr
 from llm_cost.specs.weights import SHIPPED_FORMATS, WEIGHT_FORMATS
 
@@ -45,7 +46,7 @@ REQUIRED = ("id", "config", "gpu_name", "weights", "group_size", "kv", "tp", "pp
 TIME_UNITS = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "µs": 1e-3, "μs": 1e-3}
 RATE_UNITS = {"tok/s": 1.0, "tokens/s": 1.0, "token/s": 1.0, "t/s": 1.0, "tok/sec": 1.0, "tokens/sec": 1.0}
 PER = {"output_tok_per_s_per_gpu": "/gpu", "output_tok_per_s_per_user": "/user", "decode_tok_per_s_per_user": "/user"}
-MAX_ROW_TOKENS = 10**7  # ISL or OSL of one request (`requests.request.MAX_TOKENS`): past it, not covered
+MAX_ROW_TOKENS = MAX_TOKENS  # ISL or OSL of one request, as a request takes it: past it, not covered
 # A served row (concurrency, request rate) costs the engine one step per request and iteration it is in:
 # requests x (OSL + ceil(ISL / 8192)) (a prompt is prefilled in chunks of 8,192 tokens), about 2.3e-6 s
 # each on one core (2,048 clients x 10 rounds x (128 + 1): 6 s; 16,384 x 10 x 129: 46 s). Past this

@@ -21,7 +21,7 @@ from llm_cost.errors import InvalidValueError, LlmCostError, check_number, short
 from llm_cost.grids import checked as checked_grid
 
 MAX_COUNT = 1e18  # tokens, rows, requests: beyond any run, and far from float overflow in a product
-MAX_TOKENS = 10**7  # one request's prompt or output tokens (requests.request.MAX_TOKENS, workload_spec's cap)
+MAX_TOKENS = 10**7  # one request's prompt or output tokens: far past any context window (requests, plans, workloads)
 
 
 class Rule:

@@ -9,7 +9,8 @@ from llm_cost.catalog.arguments import Many, Number, Spec, check_arguments
 from llm_cost.catalog.loader import as_accelerator
 from llm_cost.errors import InvalidValueError, check_number
 from llm_cost.planner.space import (DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_MAX_TP, DEFAULT_WEIGHTS, DEGREES,
-                                    SpecOption)
+                                    MAX_BATCH, MAX_BUDGET, SpecOption)
+from llm_cost.specs.deployment import MAX_DEGREE
 
 from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
@@ -52,10 +53,10 @@ def speculation_of(model, *, spec_alpha=None, c=None, draft=None, max_gamma: int
     return out
 
 
-@check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, 4096, integer=True),
+@check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, MAX_BUDGET, integer=True),
                  spec_alpha=Number(0, 1), max_gamma=Number(1, MAX_GAMMA, integer=True), mtp_alpha=Number(0, 1),
-                 tps=DEGREES, pps=DEGREES, eps=DEGREES, max_tp=Number(1, 4096, integer=True), weights=Many(),
-                 kv_dtypes=Many(), batches=Many(Number(1, 1e9, integer=True)))
+                 tps=DEGREES, pps=DEGREES, eps=DEGREES, max_tp=Number(1, MAX_DEGREE, integer=True), weights=Many(),
+                 kv_dtypes=Many(), batches=Many(Number(1, MAX_BATCH, integer=True)))
 def plan_grid(model, gpus, budget, *, isl, osl, profile, spec_alpha=None, c=None, draft=None, max_gamma: int = DEFAULT_MAX_GAMMA,
               mtp_alpha: float = DEFAULT_MTP_ALPHA, tps=None, pps=None, eps=None, max_tp: int = DEFAULT_MAX_TP,
               weights=None, kv_dtypes=None, batches=None, dp_attention: bool = False):

@@ -101,7 +101,7 @@ class PlanRequest:
     tokens_per_s_per_user: float | None = None
     profile: str | Profile = "measured"
     profile_args: tuple[str, ...] | None = None
-    usd_per_gpu_hour: tuple[str, ...] = ()
+    usd_per_gpu_hour: tuple[str | float, ...] = ()
     usd_per_kwh: float | None = None
     spec_alpha: float | None = None
     c: float | None = None

@@ -29,7 +29,7 @@ from llm_cost.parallel import deployed_cost, deployed_pass_cost, deployment_fit,
 from llm_cost.planner.space import MIN_OSL, PlanSpace
 from llm_cost.requests import gpu_seconds
 from llm_cost.requests.phases import decode_sum, prefill_s
-from llm_cost.requests.request import MAX_TOKENS
+from llm_cost.catalog.arguments import MAX_TOKENS
 from llm_cost.speculative.closed_forms import expected_tokens_unchecked
 from llm_cost.roofline import PassCost
 from llm_cost.specs import BF16, Profile

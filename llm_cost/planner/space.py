@@ -29,7 +29,7 @@ from llm_cost.specs.weights import weight_format
 from llm_cost.catalog.arguments import Many, Number, Spec, check_arguments, default_rules
 from llm_cost.catalog.loader import as_accelerator
 
-DEGREES = Many(Number(1, 4096, integer=True))  # tp, pp or ep degrees to search
+DEGREES = Many(Number(1, MAX_DEGREE, integer=True))  # tp, pp or ep degrees to search
 from llm_cost.specs.validate import check_fields, check_value
 
 DEFAULT_WEIGHTS = ("bf16", "fp8", "int8", "int4")
@@ -100,8 +100,8 @@ def powers_of_two(limit: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-@check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, 4096, integer=True), tps=DEGREES,
-                 pps=DEGREES, eps=DEGREES, max_tp=Number(1, 4096, integer=True), weights=Many(), kv_dtypes=Many(),
+@check_arguments(gpus=Many(Spec("Accelerator", as_accelerator)), budget=Number(1, MAX_BUDGET, integer=True), tps=DEGREES,
+                 pps=DEGREES, eps=DEGREES, max_tp=Number(1, MAX_DEGREE, integer=True), weights=Many(), kv_dtypes=Many(),
                  batches=Many(Number(1, MAX_BATCH, integer=True)), speculation=Many(Spec("SpecOption"), empty=True))
 def plan_space(model: ModelSpec, gpus, budget: int, *, tps=None, pps=None, max_tp: int = DEFAULT_MAX_TP,
                weights=DEFAULT_WEIGHTS, kv_dtypes=DEFAULT_KV_DTYPES, batches=DEFAULT_BATCHES,

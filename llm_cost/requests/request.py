@@ -27,10 +27,9 @@ from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
 from llm_cost.requests.phases import BLOCK_STEPS, Phases, check_request_work, linear_in_context, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
-from llm_cost.catalog.arguments import MAX_COUNT, Number, check_arguments, default_rules
+from llm_cost.catalog.arguments import MAX_COUNT, MAX_TOKENS, Number, check_arguments, default_rules
 from llm_cost.specs.validate import check_fields, check_value
 
-MAX_TOKENS = 10**7  # prompt or output tokens of one request: far past any context window
 
 
 @dataclass(frozen=True)

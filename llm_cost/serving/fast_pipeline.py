@@ -35,6 +35,7 @@ from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
 from llm_cost.serving.iteration import compute_bound_rows, totals_time
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
+from llm_cost.serving.pipeline import Pipeline
 from llm_cost.serving.serve_result import ServeResult
 
 
@@ -175,7 +176,7 @@ def _loop(workload, replica, cfg, on_progress):
     times, statistics), or None at the first iteration whose decoders' blocks do not fit."""
     run = _Run(workload, replica, cfg)
     cost, prompt, block, n_requests = replica.cost, run.P, run.B, len(workload)
-    stages, max_batch, hold = cost.stages, cfg.max_batch, cfg.max_batch * cost.stages
+    stages, max_batch, hold = cost.stages, cfg.max_batch, Pipeline(cost.stages, cfg.pipeline, cfg.max_batch).hold
     total, wm = block_pool(replica.kv_capacity_tokens, block, cfg.watermark)
     arr = list(workload.arrival_s) + [math.inf]
     first, fin, draft_s = [math.nan] * n_requests, [math.nan] * n_requests, 0.0

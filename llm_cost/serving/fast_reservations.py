@@ -266,19 +266,22 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
 def _stretch_by_calls(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:
     """`decode_stretch` by `cost.time(n, kv, kv)` (`n` requests, `t` the clock at start): iteration by
     iteration, or, where the cost takes arrays (`decode_stretch.takes_arrays`) and the stretch runs
-    `ARRAY_FROM` iterations or more before `watch` (by its first iteration's time: later ones read more),
-    in one call on arrays, summed in order (`np.add.accumulate`: the loop's additions, the same bits)."""
+    `ARRAY_FROM` iterations or more before `watch` (by its first iteration's time: later ones read no
+    less), first in one call on arrays, summed in order (`np.add.accumulate`: the loop's additions, the
+    same bits); where that estimate falls short of `watch` (equal times, rounding) the loop goes on."""
     first = cost.time(n, written + n, written + n)
-    if k_max >= ARRAY_FROM and watch - t >= ARRAY_FROM * first and takes_arrays(cost):
+    taken, span, area_w, held = 0, 0.0, 0.0, written
+    if k_max >= ARRAY_FROM and first > 0 and watch - t >= ARRAY_FROM * first and takes_arrays(cost):
         ahead = (watch - t) / first
-        count = k_max if ahead >= k_max else int(ahead) + 1
-        held = written + n * np.arange(1, count + 1, dtype=np.int64)
-        dt = np.asarray(cost.time(n, held, held), dtype=float)
-        spans, areas = np.add.accumulate(dt), np.add.accumulate(dt * held)
+        count = k_max if ahead + 2 >= k_max else int(ahead) + 2
+        kv = written + n * np.arange(1, count + 1, dtype=np.int64)
+        dt = np.asarray(cost.time(n, kv, kv), dtype=float)
+        spans, areas = np.add.accumulate(dt), np.add.accumulate(dt * kv)
         past = np.flatnonzero(t + spans >= watch)
         last = int(past[0]) if past.size else count - 1
-        return last + 1, float(spans[last]), float(areas[last]), int(held[last])
-    taken, span, area_w, held = 0, 0.0, 0.0, written
+        taken, span, area_w, held = last + 1, float(spans[last]), float(areas[last]), int(kv[last])
+        if past.size:
+            return taken, span, area_w, held
     while taken < k_max:
         held += n
         dt = cost.time(n, held, held) if taken else first
