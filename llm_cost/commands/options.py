@@ -112,7 +112,7 @@ MAX_GEN_HELP = ("Tokens a request declares it may generate (capacity: the reques
                 "batching: every request's, default its own output length).")
 MaxGen = Annotated[float, typer.Option("--max-gen", help=MAX_GEN_HELP)]
 MaxGenTokens = Annotated[Optional[int], typer.Option("--max-gen", help=MAX_GEN_HELP)]
-Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable).")]
+Rates = Annotated[Optional[List[float]], typer.Option("--rate", help="Poisson arrival rate in req/s, 'inf' for all at once (repeatable; plan's served check takes finite rates only).")]
 REQUESTS = typer.Option("--requests", "-n", help="Requests to simulate (at each rate).")
 Requests = Annotated[int, REQUESTS]
 SEED = typer.Option("--seed", help="Seed of the workload (same seed, same requests).")
