@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from llm_cost.calibrate.fit import cross_validate, fit_profile
+from llm_cost.calibrate.fit import CV_GROUPS, cv_groups, fit_profile
 from llm_cost.calibrate.metrics import summaries, summarize
 from llm_cost.calibrate.points import read_points
 from llm_cost.calibrate.prediction import predict
@@ -101,6 +101,30 @@ def write_rows(path: str, predictions, files: dict) -> None:
                           "" if pred.ape is None else pred.ape, pred.reason])
 
 
+def fold_start(profile, train):
+    """A fold's start: `profile` without the engines no point of the fold's training set has. The start
+    is the fit to every point, so such an engine's knobs come from the held-out points alone, and
+    `fit_profile` keeps a base's engines it has no points for: kept, they would predict their own points
+    (on the H200 fold: SGLang's and TensorRT-LLM 1.x's, on no other GPU). Dropped, the held-out rows of
+    that engine take the fitted engines' mean, as an engine the profile never saw."""
+    seen = {point.engine for point in train}
+    return profile.with_(engine_costs=tuple(entry for entry in profile.engine_costs if entry[0] in seen))
+
+
+def held_out(points, profile, by: str, groups=None) -> list:
+    """Each group's points (of `groups`, default all of `by`) predicted by the fit to the others, started
+    from `fold_start`: `cross_validate(engines=True)` without its warm start's leak; in `points` order."""
+    group = CV_GROUPS[by]
+    out = {}
+    for name in groups or cv_groups(points, by):
+        t = time.time()
+        train = [point for point in points if group(point) != name]
+        fold = fit_profile(train, fold_start(profile, train), engines=True).profile
+        out.update((point.id, predict(point, fold)) for point in points if group(point) == name)
+        print(f"    fold {name}: {time.time() - t:.0f} s")
+    return [out[point.id] for point in points if point.id in out]
+
+
 def cross_validations(profile_path: str, by: tuple[str, ...], schedules: str | None,
                       rows_out: str | None = None) -> None:
     """`--cv-only PROFILE`: no fit, each cross-validation from PROFILE's knobs (a warm start), per file too.
@@ -112,31 +136,25 @@ def cross_validations(profile_path: str, by: tuple[str, ...], schedules: str | N
     prof = read_profile(profile_path)
     for b in by:
         t = time.time()
-        held_out = cross_validate(points, prof, by=b, engines=True)
-        _per_file(f"cross-validated by {b}", held_out, files)
+        held = held_out(points, prof, b)
+        _per_file(f"cross-validated by {b}", held, files)
         if rows_out:
             target = Path(rows_out)
-            write_rows(str(target.with_stem(f"{target.stem}-{b}")) if len(by) > 1 else rows_out, held_out, files)
+            write_rows(str(target.with_stem(f"{target.stem}-{b}")) if len(by) > 1 else rows_out, held, files)
         print(f"    ({time.time() - t:.0f} s)")
 
 
 def held_out_gpus(profile_path: str, gpus: tuple[str, ...], schedules: str | None, rows_out: str | None) -> None:
     """`--cv-only PROFILE --cv-gpus A,B`: leave one GPU out for those GPUs' folds alone (the served rows
     of train_inferencex.csv are all on H100 and H200: the other folds do not move them), each fold's fit
-    started from PROFILE's knobs as `cross_validate` does; the held-out rows' error and `rows_out`."""
+    started from PROFILE's knobs (`held_out`); the held-out rows' error and `rows_out`."""
     points = read_all([str(f) for f in FILES])
     files = {f.name: {p.id for p in read_points(f)} for f in FILES}
     _schedules(schedules, points, files)
-    prof = read_profile(profile_path)
-    held_out = []
-    for gpu in gpus:
-        t = time.time()
-        fold = fit_profile([p for p in points if p.gpu_name != gpu], prof, engines=True).profile
-        held_out += [predict(p, fold) for p in points if p.gpu_name == gpu]
-        print(f"    fold {gpu}: {fold!r} ({time.time() - t:.0f} s)")
-    _per_file(f"held out: {', '.join(gpus)}", held_out, files)
+    held = held_out(points, read_profile(profile_path), "gpu", gpus)
+    _per_file(f"held out: {', '.join(gpus)}", held, files)
     if rows_out:
-        write_rows(rows_out, held_out, files)
+        write_rows(rows_out, held, files)
 
 
 def main(quick: bool, out: str | None, start: str | None = None, schedules: str | None = None) -> None:
@@ -156,7 +174,7 @@ def main(quick: bool, out: str | None, start: str | None = None, schedules: str 
         return
     for by in ("source", "gpu"):
         t = time.time()
-        _per_file(f"cross-validated by {by}", cross_validate(points, prof, by=by, engines=True), files)
+        _per_file(f"cross-validated by {by}", held_out(points, prof, by), files)
         print(f"    ({time.time() - t:.0f} s)")
     print(f"total {time.time() - t0:.0f} s")
 
