@@ -87,9 +87,9 @@ def test_a_callers_frozen_objects_stay_frozen():
     assert _after(code, "model", "llama-3-8b") == "KEPT True True"
 
 
-NOT_FOR_SPEC = ("llm_cost.serving.prefixes", "llm_cost.roofline.kernels", "llm_cost.counts.checkpoint", "llm_cost.counts.lora",
+NOT_FOR_SPEC = ("llm_cost.roofline.kernels", "llm_cost.counts.checkpoint", "llm_cost.counts.lora",
                 "llm_cost.speculative.moe", "llm_cost.speculative.gamma_choice", "statistics",
-                "llm_cost.specs.model_parts", "llm_cost.specs.model_towers")
+                "llm_cost.specs.model_parts", "llm_cost.specs.model_towers", "llm_cost.serving.prefixes")
 
 
 def test_spec_on_a_datasheet_profile_imports_no_kernel_tables_checkpoint_or_closed_form_search():
