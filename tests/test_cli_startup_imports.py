@@ -88,13 +88,16 @@ def test_a_callers_frozen_objects_stay_frozen():
 
 
 NOT_FOR_SPEC = ("llm_cost.roofline.kernels", "llm_cost.counts.checkpoint", "llm_cost.counts.lora",
-                "llm_cost.speculative.moe", "llm_cost.speculative.gamma_choice", "statistics")
+                "llm_cost.speculative.moe", "llm_cost.speculative.gamma_choice", "statistics",
+                "llm_cost.specs.model_parts", "llm_cost.specs.model_towers", "llm_cost.serving.prefixes")
 
 
 def test_spec_on_a_datasheet_profile_imports_no_kernel_tables_checkpoint_or_closed_form_search():
     # spec's import floor is typer, rich and numpy (bench/cli_startup.py); a dense BF16 target under the
     # article's datasheet profile needs no measured kernel tables, no checkpoint formats, no LoRA counts,
-    # no MoE twin and no closed-form gamma search: each was ~1-4 ms of its start
+    # no MoE twin and no closed-form gamma search: each was ~1-4 ms of its start; nor the part classes
+    # of a model it does not have (MoE, MLA, a checkpoint's quantization, recurrent mixers, vision towers:
+    # five frozen dataclasses, ~2.4 ms), nor the workload code for the default of --turns (~0.7 ms)
     code = f"print('LOADED', *(m for m in {NOT_FOR_SPEC!r} if m in sys.modules))"
     assert _after(code, *SPEC) == "LOADED"
 
@@ -102,3 +105,9 @@ def test_spec_on_a_datasheet_profile_imports_no_kernel_tables_checkpoint_or_clos
 def test_the_measured_profile_still_reads_its_tables():
     code = "print('LOADED', 'llm_cost.roofline.kernels' in sys.modules)"
     assert _after(code, *SPEC, "--profile", "analysis/measured_kernels.json") == "LOADED True"  # kernels "measured"
+
+
+def test_a_moe_mla_model_still_builds_its_parts():
+    # the part classes are imported where a config builds them (DeepSeek-V3: MoE and MLA)
+    code = "print('LOADED', *(m for m in ('llm_cost.specs.model_parts',) if m in sys.modules))"
+    assert _after(code, "model", "deepseek-v3") == "LOADED llm_cost.specs.model_parts"

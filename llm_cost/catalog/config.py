@@ -17,6 +17,8 @@ contradict each other: nothing is counted silently as something else. `quantizat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import difflib
 from pathlib import Path
 
@@ -25,7 +27,10 @@ from llm_cost.catalog.hybrid_families import HYBRID_FAMILIES
 from llm_cost.catalog.mamba_families import MAMBA_FAMILIES
 from llm_cost.catalog.fields import Fields
 from llm_cost.errors import ConfigError, LlmCostError, short_repr
-from llm_cost.specs import ModelSpec, QuantizationConfig
+from llm_cost.specs import ModelSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_parts import QuantizationConfig
 
 # Other spellings of the keys the families read, renamed before any family reads them: GPT-2's and
 # GPT-J's (n_embd, n_layer, ...), and the custom-code Falcon (RW) configs' n_embed and n_head_kv,
@@ -140,6 +145,7 @@ def _quantization(fields: Fields) -> QuantizationConfig | None:
         return None
     quant = fields.sub("quantization_config")
     settings = tuple(sorted((key, _frozen(value)) for key, value in quant.data.items() if key != "quant_method"))
+    from llm_cost.specs.model_parts import QuantizationConfig  # built here: not at startup
     return QuantizationConfig(method=quant.str("quant_method"), settings=settings)
 
 

@@ -4,12 +4,16 @@ embeddings, biases, the context a server allows, and the experts of a MoE (`fami
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from typing import Callable
 
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.windows import windows_of
 from llm_cost.errors import short_repr
-from llm_cost.specs import MoESpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_parts import MoESpec
 
 # Keys that describe experts; a dense family that meets one refuses the config.
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
@@ -115,6 +119,7 @@ def moe_spec(fields: Fields, *, experts: str, width: str, is_moe: list[bool], la
     if not any(is_moe):
         raise fields.error(f"key {fields.key(layout_key)} leaves no MoE layer of {len(is_moe)}")
     first = is_moe.index(True)
+    from llm_cost.specs.model_parts import MoESpec  # built here: not at startup
     return MoESpec(num_experts=num_experts, experts_per_token=per_token, expert_intermediate_size=fields.int(width),
                    num_shared_experts=shared, first_dense_layers=first,
                    dense_layers=tuple(layer for layer in range(first, len(is_moe)) if not is_moe[layer]),

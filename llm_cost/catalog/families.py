@@ -47,7 +47,6 @@ from llm_cost.catalog.llama_variants import LLAMA_VARIANT_ARCHITECTURES, LLAMA_V
 from llm_cost.catalog.moe_families import MOE_ARCHITECTURES, MOE_FAMILIES
 from llm_cost.catalog.multimodal import MULTIMODAL_ARCHITECTURES, MULTIMODAL_FAMILIES, llama4_vision, vision_spec
 from llm_cost.catalog.windows import every_layer, gemma2_window, gemma3_window, qwen_window, window_fields
-from llm_cost.specs import MLASpec
 
 
 def _qwen_moe_layers(fields: Fields, layers: int) -> tuple[list[bool], str]:
@@ -198,6 +197,7 @@ def _deepseek(fields: Fields, *, routing_default: str) -> dict:
     """DeepseekV2/V3: MLA; MoE from layer first_k_dense_replace on, every moe_layer_freq-th."""
     spec = decoder(fields)
     layers = spec["num_layers"]
+    from llm_cost.specs.model_parts import MLASpec  # built here: not at startup
     mla = MLASpec(kv_lora_rank=fields.int("kv_lora_rank"), qk_nope_head_dim=fields.int("qk_nope_head_dim"),
                   qk_rope_head_dim=fields.int("qk_rope_head_dim"), v_head_dim=fields.int("v_head_dim"),
                   q_lora_rank=fields.int("q_lora_rank", 0, minimum=0))

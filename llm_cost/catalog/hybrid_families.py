@@ -26,16 +26,21 @@ cannot be read is refused, never counted as all-attention.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.catalog.decoder import decoder, layer_list, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
 from llm_cost.catalog.mamba_families import MAMBA_ARCHITECTURES, MAMBA_FAMILIES
 from llm_cost.catalog.multimodal import qwen_vision
 from llm_cost.catalog.windows import window_fields
-from llm_cost.specs.model_towers import RecurrentSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_towers import RecurrentSpec
 
 
 def _gated_deltanet(fields: Fields) -> RecurrentSpec:
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     return RecurrentSpec("gated_deltanet", num_heads=fields.int("linear_num_value_heads"),
                          head_dim=fields.int("linear_value_head_dim"), state_dim=fields.int("linear_key_head_dim"),
                          num_groups=fields.int("linear_num_key_heads"),
@@ -126,6 +131,7 @@ def _minimax_m1(fields: Fields) -> dict:
     moe = moe_spec(fields, experts="num_local_experts", width="intermediate_size", is_moe=[True] * layers,
                    layout_key="num_local_experts")
     heads, head_dim = spec["num_heads"], spec["head_dim"]
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     return spec | {"moe": moe, "recurrent": RecurrentSpec("lightning", num_heads=heads, head_dim=head_dim,
                                                           state_dim=head_dim)}
 

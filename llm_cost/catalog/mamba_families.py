@@ -11,11 +11,15 @@ all-attention.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.catalog.decoder import decoder, moe_spec
 from llm_cost.catalog.fields import Fields
 from llm_cost.catalog.gpt_families import with_keys
 from llm_cost.catalog.windows import window_fields
-from llm_cost.specs.model_towers import RecurrentSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_towers import RecurrentSpec
 
 MAMBA_LAYER_NAMES = {"mamba": "recurrent", "attention": "full"}  # GraniteMoeHybrid's layer_types
 
@@ -28,6 +32,7 @@ def _mamba2(fields: Fields) -> RecurrentSpec:
         head_dim = fields.int("mamba_expand", 2) * fields.int("hidden_size") // heads
     else:
         head_dim = fields.int("mamba_d_head")
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     spec = RecurrentSpec("mamba2", num_heads=heads, head_dim=head_dim,
                          state_dim=fields.int("mamba_d_state"), num_groups=fields.int("mamba_n_groups", 1),
                          conv_kernel=fields.int("mamba_d_conv", 4), conv_bias=fields.bool("mamba_conv_bias", True),
@@ -108,6 +113,7 @@ def _falcon_h1(fields: Fields) -> dict:
     if heads * head_dim != d_ssm:
         raise fields.error(f"keys {fields.key('mamba_n_heads')} x {fields.key('mamba_d_head')} ({heads * head_dim}) "
                            f"must equal {fields.key('mamba_d_ssm')} ({d_ssm})")
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     mamba = RecurrentSpec("mamba2", num_heads=heads, head_dim=head_dim, state_dim=fields.int("mamba_d_state"),
                           num_groups=fields.int("mamba_n_groups", 1), conv_kernel=fields.int("mamba_d_conv", 4),
                           conv_bias=fields.bool("mamba_conv_bias", True),
@@ -145,6 +151,7 @@ def _nemotron_h(fields: Fields) -> dict:
     state_key = ("ssm_state_size" if fields.has("ssm_state_size") or not fields.has("mamba_state_dim")
                  else "mamba_state_dim")
     groups_key = "n_groups" if fields.has("n_groups") or not fields.has("mamba_num_groups") else "mamba_num_groups"
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     mamba = RecurrentSpec("mamba2", num_heads=fields.int("mamba_num_heads"), head_dim=fields.int("mamba_head_dim"),
                           state_dim=fields.int(state_key), num_groups=fields.int(groups_key, 8),
                           conv_kernel=fields.int("conv_kernel", 4), conv_bias=fields.bool("use_conv_bias", True),
@@ -170,6 +177,7 @@ def _jamba(fields: Fields) -> dict:
     inner = fields.int("mamba_expand", 2) * hidden
     dt_rank = fields.get("mamba_dt_rank", "auto")
     dt_rank = -(-hidden // 16) if dt_rank == "auto" else fields.int("mamba_dt_rank")
+    from llm_cost.specs.model_towers import RecurrentSpec  # built here: not at startup
     mamba = RecurrentSpec("mamba1", num_heads=1, head_dim=inner, state_dim=fields.int("mamba_d_state", 16),
                           conv_kernel=fields.int("mamba_d_conv", 4), conv_bias=fields.bool("mamba_conv_bias", True),
                           proj_bias=fields.bool("mamba_proj_bias", False), dt_rank=dt_rank)

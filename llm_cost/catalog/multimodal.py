@@ -18,9 +18,13 @@ it (our trimmed Llama-4-Scout copy) counts the text model only and says so (`vis
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.catalog.decoder import decoder, dense_only
 from llm_cost.catalog.fields import Fields
-from llm_cost.specs import VisionSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_towers import VisionSpec
 
 # vision_config.model_type -> the VisionSpec kind that counts it
 TOWERS = {"siglip_vision_model": "siglip", "pixtral": "pixtral", "llama4_vision_model": "llama4"}
@@ -33,6 +37,7 @@ def vision_spec(fields: Fields, *, kind: str, **extra) -> VisionSpec:
         raise fields.error(f"key {fields.key('model_type')} {named!r} is not the {kind} tower this wrapper builds")
     if kind == "siglip" and fields.bool("vision_use_head", True):
         raise fields.error(f"key {fields.key('vision_use_head')} true (SigLIP's attention-pooling head) is not counted")
+    from llm_cost.specs.model_towers import VisionSpec  # built here: not at startup
     return VisionSpec(kind=kind, hidden_size=fields.int("hidden_size"), num_layers=fields.int("num_hidden_layers"),
                       intermediate_size=fields.int("intermediate_size"), num_heads=fields.int("num_attention_heads"),
                       patch_size=fields.int("patch_size"), image_size=fields.int("image_size"),
@@ -73,6 +78,7 @@ def qwen_vision(fields: Fields) -> dict:
         raise vision.error(f"key {vision.key('deepstack_visual_indexes')} (extra mergers) is not counted")
     side = vision.int("patch_size")
     positions = vision.int("num_position_embeddings")
+    from llm_cost.specs.model_towers import VisionSpec  # built here: not at startup
     return {"vision": VisionSpec(kind="qwen_vl", hidden_size=vision.int("hidden_size"), num_layers=vision.int("depth"),
                                  intermediate_size=vision.int("intermediate_size"), num_heads=vision.int("num_heads"),
                                  patch_size=side, image_size=side * round(positions ** 0.5),

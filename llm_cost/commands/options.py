@@ -9,7 +9,7 @@ from typing import Annotated, List, NamedTuple, Optional
 import typer
 
 from llm_cost.commands import startup_options as startup
-from llm_cost.serving import prefixes  # the prefix options' defaults (a light module)
+from llm_cost.serving import prefix_defaults  # the prefix options' defaults (constants only)
 from llm_cost.report.render import Column, fixed
 from llm_cost.specs.weights import weight_format_names
 
@@ -139,7 +139,7 @@ PrefixGroups = Annotated[Optional[int], typer.Option("--prefix-groups", help="G 
 GroupPrefix = Annotated[Optional[int], typer.Option("--group-prefix", help="Tokens of each --prefix-groups prefix (default 256).")]
 PrefixDist = Annotated[Optional[str], typer.Option("--prefix-dist", help="--prefix-groups spread: zipf (P(g) ~ 1/(g+1), the default) or uniform.")]
 Sessions = Annotated[Optional[int], typer.Option("--sessions", help="Multi-turn chats: S sessions, each turn's prompt its previous prompt and answer plus its own tokens.")]
-Turns = Annotated[Optional[int], typer.Option("--turns", help=f"--sessions: turns per chat, then a new chat (default {prefixes.DEFAULT_TURNS}).")]
+Turns = Annotated[Optional[int], typer.Option("--turns", help=f"--sessions: turns per chat, then a new chat (default {prefix_defaults.DEFAULT_TURNS}).")]
 # a search's switch (plan) beside the split it finds (batching): one help
 DISAGGREGATE_HELP = ("Separate prefill and decode pools. plan: a switch, it searches the split of the GPUs that meets "
                      "both targets at the highest rate; batching: P:D, prefills on P replicas, decodes on D (tp x pp "

@@ -29,10 +29,14 @@ convolution's 2 conv_dim K.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.catalog import as_model
 from llm_cost.errors import check_number
 from llm_cost.specs import ModelSpec
-from llm_cost.specs.model_towers import RecurrentSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_towers import RecurrentSpec
 
 # multiply-adds per state element per token, and the chunk of the chunked (prefill) form
 MACS_PER_STATE_ELEMENT = {"gated_deltanet": 3, "lightning": 2, "mamba2": 2, "mamba1": 2}

@@ -23,12 +23,16 @@ full-size image, H the text model's hidden size (`d`, `i` and `h` in the code).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from dataclasses import dataclass
 
 from llm_cost.catalog import as_model
 from llm_cost.specs import ModelSpec
-from llm_cost.specs.model_towers import VisionSpec
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_towers import VisionSpec
 
 
 @dataclass(frozen=True)

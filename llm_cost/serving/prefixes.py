@@ -26,12 +26,9 @@ from typing import NamedTuple, Optional
 
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 
-PREFIX_DISTRIBUTIONS = ("zipf", "uniform")
-# The defaults of a child option given its parent alone (`CHILD_DEFAULTS`, `prefix_segments`, and the
-# CLI's --turns): a chat of four turns, groups of 256-token prefixes (a few-shot block) drawn zipf
-DEFAULT_TURNS = 4
-DEFAULT_GROUP_TOKENS = 256
-DEFAULT_DISTRIBUTION = "zipf"
+# the choices and the defaults of a child option given its parent alone (`prefix_defaults`)
+from llm_cost.serving.prefix_defaults import (DEFAULT_DISTRIBUTION, DEFAULT_GROUP_TOKENS, DEFAULT_TURNS,
+                                              PREFIX_DISTRIBUTIONS)
 
 
 class PromptPrefixes(NamedTuple):

@@ -10,9 +10,9 @@ from llm_cost._exports import lazy_exports, names_from
 
 _EXPORTS = {
     **names_from(".hardware", "Accelerator"),
-    **names_from(".model", "ATTENTION_KINDS", "MLP_KINDS", "NORM_KINDS", "QK_NORM_KINDS", "MLASpec", "MoESpec",
-                 "VisionSpec",
-                 "ModelSpec", "QuantizationConfig"),
+    **names_from(".model", "ATTENTION_KINDS", "MLP_KINDS", "NORM_KINDS", "QK_NORM_KINDS", "ModelSpec"),
+    **names_from(".model_parts", "MLASpec", "MoESpec", "QuantizationConfig"),
+    **names_from(".model_towers", "VisionSpec"),
     **names_from(".profiles", "PRESETS", "Profile", "draft_profile_for", "preset"),
     **names_from(".weights", "as_weights", "BF16", "CHECKPOINT", "FP8", "INT4_G128", "INT8_G128", "WEIGHT_FORMATS", "WeightFormat",
                  "weight_format"),

@@ -8,11 +8,16 @@ Frozen dataclasses; every `__post_init__` rejects a bad value naming the field
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig, layer_indices, positive_int
-from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
-from llm_cost.specs.validate import check_fields
+# the part classes (MoESpec, MLASpec, QuantizationConfig, RecurrentSpec, VisionSpec) are only named in annotations
+# (text) and checked by class name (`check_fields`): a dense model's start creates none of them (`specs.model_parts`)
+from llm_cost.specs.validate import check_fields, layer_indices, positive_int
+
+if TYPE_CHECKING:  # annotations only
+    from llm_cost.specs.model_parts import MLASpec, MoESpec, QuantizationConfig
+    from llm_cost.specs.model_towers import RecurrentSpec, VisionSpec
 
 MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU gate/up/down; plain: GELU up/down (GPT-2/3)
 MLP_PROJECTIONS = {"gated": ("gate", "up", "down"), "plain": ("up", "down")}  # by mlp_kind

@@ -5,11 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.validate import check_fields
-
-
-def positive_int(owner: str, name: str, value) -> None:
-    check_number(f"{owner}.{name}", value, low=1, integer=True)
+from llm_cost.specs.validate import check_fields, layer_indices, positive_int
 
 
 @dataclass(frozen=True)
@@ -210,14 +206,3 @@ class QuantizationConfig:
         'e4m3'
         """
         return dict(self.settings).get(key, default)
-
-
-def layer_indices(field: str, indices, *, low: int = 0, high: int | None = None) -> None:
-    """Layer indices: a tuple of distinct whole numbers in [low, high), ascending."""
-    if not isinstance(indices, tuple):
-        raise InvalidValueError(f"{field} must be a tuple of layer indices")
-    for index in indices:
-        check_number(field, index, low=low, high=None if high is None else high - 1, integer=True)
-    if list(indices) != sorted(set(indices)):
-        raise InvalidValueError(f"{field} must be distinct and ascending, got {indices}")
-

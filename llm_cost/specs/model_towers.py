@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.errors import InvalidValueError, check_number
-from llm_cost.specs.model_parts import positive_int
-from llm_cost.specs.validate import check_fields
+
+from llm_cost.specs.validate import check_fields, positive_int
 
 # The recurrent mixers counted (`llm_cost.counts.recurrent`): Gated DeltaNet (Qwen3-Next, Qwen3.5),
 # lightning attention (MiniMax-M1), Mamba-2 (Bamba, Granite 4.0-H, Nemotron-H), Mamba-1 (Jamba).

@@ -129,3 +129,18 @@ def _number(name, value, integer, signed, infinite, params) -> None:
         check_number(name, value, low=None if signed else 0, integer=integer)
     except InvalidValueError as err:
         raise InvalidValueError(str(err), params=params or err.params) from None
+
+
+def positive_int(owner: str, name: str, value) -> None:
+    """A whole number >= 1 of field `name` of `owner` (refused naming owner.name)."""
+    check_number(f"{owner}.{name}", value, low=1, integer=True)
+
+
+def layer_indices(field: str, indices, *, low: int = 0, high: int | None = None) -> None:
+    """Layer indices: a tuple of distinct whole numbers in [low, high), ascending."""
+    if not isinstance(indices, tuple):
+        raise InvalidValueError(f"{field} must be a tuple of layer indices")
+    for index in indices:
+        check_number(field, index, low=low, high=None if high is None else high - 1, integer=True)
+    if list(indices) != sorted(set(indices)):
+        raise InvalidValueError(f"{field} must be distinct and ascending, got {indices}")
