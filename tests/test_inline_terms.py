@@ -122,3 +122,29 @@ def test_a_field_inline_coefficients_does_not_declare_gives_none():
     newer = Newer(**{f.name: getattr(dense, f.name) for f in dataclasses.fields(dense)}, new_term_s=1e-3)
     assert newer.inline_coefficients() is None
     assert set(INLINE) == {f.name for f in dataclasses.fields(PassCost)}  # no stale name, none missing
+
+
+def test_a_step_record_gives_times_t_bit_for_bit():
+    # issue 24.2: StepTime's step_time_s composes its terms with PassCost's own composition
+    # (`pass_terms.deployed_sum`, under `PassCost.deployed_total`): the same bits as `time` on deployments
+    # with and without overlap, numbers and arrays
+    import random
+
+    import numpy as np
+
+    rng = random.Random(11)
+    model = load_model("mixtral-8x7b")
+    one = IterationCost.from_roofline(model, GPU, PRESETS["lecture"])
+    costs = [deployed_cost(one, model, GPU, BF16, dep) for dep in
+             (Deployment(), Deployment(tp=2), Deployment(tp=2, pp=2), Deployment(pp=4), Deployment(tp=4, ep=4))]
+    costs += [dataclasses.replace(cost, overlap_comm=True) for cost in costs[1:]]
+    for cost in costs:
+        for _ in range(300):
+            batch = rng.randrange(1, 257)
+            rows, context = batch * rng.choice([1, 5, 17]), rng.randrange(0, 40_000)
+            step = cost.step(float(rows), float(batch), float(context))
+            kv, pairs = cost.uniform_terms(float(rows), float(batch), float(context))
+            assert float(step.step_time_s).hex() == float(cost.time(float(rows), kv, pairs)).hex(), (cost.stages, rows)
+        grid = cost.step(np.array([1.0, 64.0, 4096.0]), np.array([1.0, 64.0, 8.0]), 1000.0)
+        kv, pairs = cost.uniform_terms(np.array([1.0, 64.0, 4096.0]), np.array([1.0, 64.0, 8.0]), 1000.0)
+        assert np.array_equal(grid.step_time_s, cost.time(np.array([1.0, 64.0, 4096.0]), kv, pairs))

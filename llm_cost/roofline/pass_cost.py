@@ -41,8 +41,8 @@ from llm_cost.roofline.inplace import into
 from llm_cost.roofline.inline_terms import INLINE, InlineTerms
 from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
 from llm_cost.roofline.timing import StepTime
-from llm_cost.roofline.pass_terms import (elementwise_max, expected_experts_touched, roofline_total, uniform_pass,
-                                          windowed_pass)
+from llm_cost.roofline.pass_terms import (deployed_sum, expected_experts_touched, roofline_total,
+                                          uniform_pass, windowed_pass)
 from llm_cost.specs.deployment import attention_batch_for
 from llm_cost.specs.validate import check_fields
 from llm_cost.catalog.arguments import check_arguments
@@ -298,14 +298,8 @@ class PassCost:
     def deployed_total(self, longer, rows):
         """stages x longer + collectives + hand-offs + fixed, `longer` = max(memory, compute) of one stage
         (overlap_comm: max(stages x longer, collectives) + hand-offs + fixed)."""
-        body = longer * self.stages if self.stages != 1 else longer
-        comm = self.collectives_s(rows)
-        if self.overlap_comm:
-            body = roofline_total(body, comm, 0.0) if isinstance(body, float) else elementwise_max(body, comm)
-        else:
-            body = body + comm
-        body = body + self.handoff_s(rows)
-        return body + self.fixed_s if self.fixed_s else body
+        return deployed_sum(longer, self.stages, self.collectives_s(rows), self.handoff_s(rows), self.fixed_s,
+                            self.overlap_comm)
 
     def flops(self, rows, pairs):
         """GEMM rows plus attention pairs."""

@@ -24,6 +24,19 @@ def roofline_total(memory_s, compute_s, fixed_s):
     return longer + fixed_s if fixed_s else longer
 
 
+def deployed_sum(longer, stages, collectives_s, handoffs_s, fixed_s, overlap: bool):
+    """A deployed pass's T from one stage's `longer` = max(memory, compute): stages x longer + collectives
+    + hand-offs + fixed (`overlap`: max(stages x longer, collectives) + hand-offs + fixed; numbers or arrays).
+    The one composition `PassCost.deployed_total` and `StepTime.step_time_s` both evaluate."""
+    body = longer * stages if stages != 1 else longer
+    if overlap:
+        body = roofline_total(body, collectives_s, 0.0) if isinstance(body, float) else elementwise_max(body, collectives_s)
+    else:
+        body = body + collectives_s
+    body = body + handoffs_s
+    return body + fixed_s if fixed_s else body
+
+
 def causal_pairs(new_rows, context=0):
     """(query, key) pairs of one sequence's `new_rows` rows after `context` cached tokens.
 

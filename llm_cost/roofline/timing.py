@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llm_cost.roofline.pass_terms import roofline_total
+from llm_cost.roofline.pass_terms import deployed_sum, roofline_total
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,9 @@ class StepTime:
             return roofline_total(self.memory_time_s, self.compute_time_s, self.fixed_time_s)
         import numpy as np
 
-        body = np.maximum(self.memory_time_s, self.compute_time_s) * self.stages
-        collectives = np.subtract(self.comm_time_s, self.handoff_s)
-        body = np.maximum(body, collectives) if self.overlap_comm else body + collectives
-        total = body + self.handoff_s + self.fixed_time_s
+        longer = roofline_total(self.memory_time_s, self.compute_time_s, 0.0)
+        total = deployed_sum(longer, self.stages, np.subtract(self.comm_time_s, self.handoff_s), self.handoff_s,
+                             self.fixed_time_s, self.overlap_comm)  # PassCost.deployed_total's composition
         return float(total) if np.ndim(total) == 0 else total
 
     @property
