@@ -13,8 +13,8 @@ with w `weight_bytes`, kvb `kv_token_bytes`, bps `bytes_per_s`, rf `row_flops`, 
 is where the serving engine's fast paths get T for numbers: `evaluator`'s closures write it once (the
 max + fixed of one stage, `_roofline`; a deployment's stages and communication around it, `_total`), and
 `decode_stretch`'s two loops write it again for speed (a call per pass cost 25% there); serving/ writes
-no T expression of its own (tests/test_one_pass_time.py), and tests/test_inline_terms.py holds every
-evaluation to `PassCost.time` bit for bit.
+no T expression of its own, and every evaluation is `PassCost.time` bit for bit (tests/test_one_pass_time.py,
+tests/test_inline_terms.py).
 """
 
 from __future__ import annotations
@@ -87,9 +87,10 @@ class InlineTerms(NamedTuple):
         operation (the module doc's T), the coefficients bound in a closure: a hot loop pays one call,
         no unpacking. Where T's scalar formula is written (`time` calls this; `memory_evaluator` is the
         same closures without the compute term; `decode_stretch` writes it in its loops;
-        tests/test_inline_terms.py holds them to `PassCost.time` bit for bit). On one stage without communication the closure is max(memory, compute) + fixed alone; a
-        deployment's wraps that max (+ 0.0, the same bits: both terms are >= 0) in `deployed_total`'s
-        stages, collectives, hand-offs and fixed."""
+        tests/test_one_pass_time.py holds them to `PassCost.time` bit for bit). On one stage without
+        communication the closure is max(memory, compute) + fixed alone; a deployment's wraps that max
+        (+ 0.0, the same bits: both terms are >= 0) in `deployed_total`'s stages, collectives, hand-offs
+        and fixed (`_total`)."""
         if not self.deployed:
             return _roofline(*self[:6], self.fixed_s)
         return _deployed(_roofline(*self[:6], 0.0), _total(*self[6:12]))
@@ -116,7 +117,7 @@ class InlineTerms(NamedTuple):
         held over time (sum of each pass's seconds x its kv), K/V held at the end).
 
         The sum of T over a stretch, in one call (Orca's decode stretches, `serving.fast_reservations`): the
-        evaluator's formula written in the loop, where a call per pass cost 25% (tests/test_inline_terms.py
+        evaluator's formula written in the loop, where a call per pass cost 25% (tests/test_one_pass_time.py
         holds each pass to `PassCost.time` bit for bit). Memory-bound from the first pass on with the K/V
         read growing faster than the pairs' compute (`memory_bound_from`'s margin), the compute term is
         left out; a deployment's passes are `_total` of the max (`PassCost.deployed_total`)."""

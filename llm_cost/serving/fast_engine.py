@@ -147,7 +147,8 @@ class _Fast:
 
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False): one loop
-        turn per iteration, its calls the pass cost's evaluators, `decode_pairs` and the end time's append (module doc)."""
+        turn per iteration, its calls the pass cost's evaluators, `decode_pairs` and the end time's append
+        (module doc)."""
         (n_requests, prompt, res, cap, paged, total, gamma, rows_each, wm, max_batch, packed_array, FIN,
          DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
          every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,

@@ -152,8 +152,8 @@ class _Run:
 
 def inline_coefficients(cost):
     """`PassCost.inline_coefficients` of a pipelined cost (more than one stage or communication), with
-    which `_loop` evaluates `iteration.totals_time` (`InlineTerms.evaluator` and `comm_s`: `pass_timers`, the same bits as
-    `PassCost.time` and `comm_time_s`); None where it has none or is not deployed."""
+    which `_loop` evaluates `iteration.totals_time` (`InlineTerms.evaluator` and `comm_s`: `pass_timers`,
+    the same bits as `PassCost.time` and `comm_time_s`); None where it has none or is not deployed."""
     terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
     return terms if terms is not None and cost.deployed else None
 

@@ -161,7 +161,7 @@ class PassTimers(NamedTuple):
     target_memory: Callable  # T of the target's pass where memory-bound (its compute term left out)
     draft: Callable  # T of one draft step
     draft_memory: Callable  # T of one draft step where memory-bound
-    draft_ratio: float | None  # the draft step's cost ratio to `draft` (spec.c), None with a draft model or no speculation
+    draft_ratio: float | None  # a draft step's share of `draft` (spec.c); None: a draft model, or no speculation
     target_from: list  # per n decoders: the K/V tokens from which a decode-only pass is memory-bound
     draft_from: list  # the same for the draft step (one row a sequence)
 
