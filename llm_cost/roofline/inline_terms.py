@@ -11,10 +11,10 @@ kernels, data-parallel attention or overlapped collectives), `PassCost.time` is
 with w `weight_bytes`, kvb `kv_token_bytes`, bps `bytes_per_s`, rf `row_flops`, pf `pair_flops`, fps
 `flops_per_s`, cf, cr the collectives' fixed and per-row seconds and hf, hr the hand-offs'. This module
 is where the serving engine's fast paths get T for numbers: `evaluator`'s closures write it once (the
-max + fixed of one stage, `_roofline`; a deployment's stages and communication around it, `_total`), and
-`decode_stretch`'s two loops write it again for speed (a call per pass cost 25% there); serving/ writes
-no T expression of its own, and every evaluation is `PassCost.time` bit for bit (tests/test_one_pass_time.py,
-tests/test_inline_terms.py).
+max + fixed of one stage, `_roofline`; a deployment's stages and communication around it, `_total`, by
+`pass_terms.deployed_sum`), and `decode_stretch`'s two loops write the max + fixed again for speed (a
+call per pass cost 25% there); serving/ writes no T expression of its own, and every evaluation is
+`PassCost.time` bit for bit (tests/test_one_pass_time.py, tests/test_inline_terms.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from llm_cost.roofline.pass_terms import causal_pairs
+from llm_cost.roofline.pass_terms import causal_pairs, deployed_sum
 
 # memory_bound_from's margin: compute under (1 - KEEP_MARGIN) x memory, so rounding cannot flip the max
 KEEP_MARGIN = 1e-9
@@ -195,14 +195,14 @@ def _memory(weight, kv_bytes, bandwidth, fixed):
 
 def _total(fixed, stages, comm_fixed, comm_row, handoff_fixed, handoff_row):
     """fn(longer, rows): `PassCost.deployed_total` of one stage's max(memory, compute) (or its memory term)
-    `longer` over `rows` rows: stages x longer + collectives + hand-offs + fixed."""
+    `longer` over `rows` rows: `pass_terms.deployed_sum` (stages x longer + collectives + hand-offs + fixed,
+    the one composition `PassCost` and `StepTime` evaluate too), its collectives and hand-offs as
+    `PassCost.collectives_s` and `handoff_s` compute them."""
     collectives, handoffs = bool(comm_fixed or comm_row), bool(handoff_fixed or handoff_row)
 
     def total(longer, rows):
-        body = longer * stages if stages != 1 else longer
-        body = body + (comm_fixed + rows * comm_row if collectives else 0.0)
-        body = body + (handoff_fixed + rows * handoff_row if handoffs else 0.0)
-        return body + fixed if fixed else body
+        return deployed_sum(longer, stages, comm_fixed + rows * comm_row if collectives else 0.0,
+                            handoff_fixed + rows * handoff_row if handoffs else 0.0, fixed, False)
     return total
 
 
