@@ -1,6 +1,6 @@
 """A decode batch's attention pairs, `roofline.pass_terms.decode_pairs` (issue 24.2: one helper): r S +
-n causal_pairs(r) is the sum of every sequence's `causal_pairs(r, c_i)`, and the fast paths' hot loops,
-which write it inline (a call per iteration would cost speed), write exactly it."""
+n causal_pairs(r) is the sum of every sequence's `causal_pairs(r, c_i)`, and the fast paths' hot loops
+call it rather than writing it out (the call costs fast_engine about 1%: README "Speed")."""
 
 import ast
 import importlib
@@ -26,32 +26,21 @@ def test_decode_pairs_broadcasts_over_arrays():
     assert decode_pairs(2, sequences, cached).tolist() == [0.0, 23.0, 4009.0]
 
 
-# (module, the inline expression, the definitions it reads, its namespace from (r, n, S)), each
-# expression as the module writes it (a change to it fails here until this table follows it)
-INLINE = [
-    ("llm_cost.serving.fast_engine", "rows_each * cached + decoders * dec_pairs",
-     "dec_pairs = causal_pairs(rows_each)",
-     lambda r, n, s: {"rows_each": r, "decoders": n, "cached": s, "dec_pairs": causal_pairs(r)}),
-    ("llm_cost.serving.fast_pipeline", "(kv_dec + nd * one if nd else 0.0)", "one, co = causal_pairs(1), ",
-     lambda r, n, s: {"kv_dec": s, "nd": n, "one": causal_pairs(1)}),
-    ("llm_cost.serving.fast_prefix", "1 * kv_dec + decoders * cp1", "causal_pairs(1))",
-     lambda r, n, s: {"kv_dec": s, "decoders": n, "cp1": causal_pairs(1)}),
+# The fast paths' hot loops and the expressions of r S + n causal_pairs(r) they wrote inline until they
+# called `decode_pairs` (issue 24.2, strictly: no pairs expression of serving's own)
+HOT_LOOPS = [
+    ("llm_cost.serving.fast_engine", "rows_each * cached + decoders * dec_pairs"),
+    ("llm_cost.serving.fast_pipeline", "kv_dec + nd * one"),
+    ("llm_cost.serving.fast_prefix", "1 * kv_dec + decoders * cp1"),
 ]
 
 
-@pytest.mark.parametrize("module, expression, definition, namespace", INLINE, ids=[row[0] for row in INLINE])
-def test_hot_loops_inline_decode_pairs_bit_for_bit(module, expression, definition, namespace):
-    source = inspect.getsource(importlib.import_module(module))
-    line = next((text for text in source.splitlines() if expression in text), None)
-    assert line is not None and "decode_pairs" in line, f"{module} no longer writes {expression!r} beside its name"
-    # in the code itself, not only in a comment or a string: the expression is a node of the module's tree
-    wanted = ast.dump(ast.parse(expression.strip(), mode="eval").body)
-    assert any(ast.dump(node) == wanted for node in ast.walk(ast.parse(source)) if isinstance(node, ast.expr)), \
-        f"{module}: {expression!r} is not an expression of its code"
-    assert definition in source
-    every_r = (1, 2, 4) if "rows_each" in expression else (1,)
-    for r in every_r:
-        for n in (1, 2, 31, 256):
-            for s in (0, 1, 999, 123_456_789, 2**40 + 3):
-                got, want = eval(expression, {}, namespace(r, n, s)), decode_pairs(r, n, s)
-                assert got == want and float(got).hex() == float(want).hex(), (module, r, n, s)
+@pytest.mark.parametrize("module, expression", HOT_LOOPS, ids=[row[0] for row in HOT_LOOPS])
+def test_hot_loops_call_decode_pairs(module, expression):
+    tree = ast.parse(inspect.getsource(importlib.import_module(module)))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and node.func.id == "decode_pairs"]
+    assert calls, f"{module} does not call decode_pairs"
+    wanted = ast.dump(ast.parse(expression, mode="eval").body)
+    assert not any(ast.dump(node) == wanted for node in ast.walk(tree) if isinstance(node, ast.expr)), \
+        f"{module} writes decode_pairs' expression {expression!r} itself"

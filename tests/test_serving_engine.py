@@ -351,11 +351,12 @@ def test_fast_path_equals_the_general_loop(cfg, rate, max_gen):
 def test_fast_path_with_a_draft_model_a_deployment_and_long_outputs():
     # A draft model's own step; a tensor-parallel deployment (its collectives inlined in the fast path's
     # time too, bit for bit); one request of 60,000 tokens (its rounds run past its first block of draws).
-    from llm_cost.serving.iteration import inline_coefficients
+    from llm_cost.serving.iteration import pass_timers
 
     d8 = Replica.from_specs(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), deployment=Deployment(tp=2))
-    assert inline_coefficients(d8.cost, SpecConfig(3, 0.75, c=0.05), 3)[15:17] == (d8.cost.comm_fixed_s, d8.cost.comm_row_s)
-    assert d8.cost.comm_row_s > 0
+    timers = pass_timers(d8.cost, SpecConfig(3, 0.75, c=0.05), 3, 64)
+    assert timers.target != d8.cost.time and d8.cost.comm_row_s > 0  # the coefficients' evaluator, collectives in it
+    assert timers.target(40, 5000, 7000) == d8.cost.time(40, 5000, 7000) and timers.draft_ratio == 0.05
     draft = Replica.from_specs(load_model("llama-3.2-1b"), load_accelerator("h100-sxm")).cost
     wl = poisson_workload(400, 6.0, seed=3)
     for rep, spec in [(L8, SpecConfig(4, 0.8, draft_cost=draft)), (d8, SpecConfig(3, 0.75, c=0.05))]:

@@ -174,12 +174,12 @@ class PassCost:
         return cls(**coefficients(model, gpu, profile, weights, kv_bytes_per_element))
 
     def inline_coefficients(self) -> InlineTerms | None:
-        """The coefficients with which a hot loop evaluates `time` inline, operation for operation (a call
-        per iteration costs a fifth of a fast path), or None where T is more than `inline_terms`' formula:
-        a field not in `inline_terms.INLINE` or not in the state it supports (routed experts, a GEMM ramp, measured
-        kernels, data-parallel attention, collectives overlapping compute, a field added since), or a
-        subclass that times a pass its own way. The one source of T's coefficients
-        outside `time` (`serving.iteration`, `serving.fast_pipeline`)."""
+        """The coefficients with which a hot loop evaluates `time` in one call, operation for operation
+        (`InlineTerms.evaluator`, `memory_evaluator`, `decode_stretch`: `time`'s chain of methods per iteration
+        costs a fifth of a fast path), or None where T is more than `inline_terms`' formula: a field not in
+        `inline_terms.INLINE` or not in the state it supports (routed experts, a GEMM ramp, measured kernels,
+        data-parallel attention, collectives overlapping compute, a field added since), or a subclass that
+        times a pass its own way. The one source of T outside `time` (serving's fast paths ask it for them)."""
         known = self.__dict__.get("_inline")  # once per cost (frozen): a decode stretch asks every time
         if known is None:
             known = (self._inline_terms(),)

@@ -8,11 +8,12 @@ known at its admission: in iteration a + j (a: its prefill) it holds kv = P + to
 and, paged, ceil((kv + gamma + 1) / block) blocks (`spec_streams.trajectories`, its acceptances
 drawn from its own stream, `spec_streams.AcceptanceStreams`). Admission adds that trajectory to two
 running totals per iteration, packed in one int64 array (kv summed, blocks summed << 32), and one
-finish count at a + R; each iteration then costs a few additions and the iteration's time, inlined
-from `iteration.inline_coefficients` (one loop turn per iteration, no call of ours in it), its
-compute term skipped where a decode-only iteration is memory-bound for sure
-(`iteration.memory_bound_from`); the coefficients keep their letters (`w` the weight bytes read, `c`
-the draft's cost ratio: `_Fast`).
+finish count at a + R; each iteration then costs a few additions and the iteration's time: one call
+of the pass cost's own evaluator for the target's pass and one for the draft's step
+(`iteration.pass_timers`: `InlineTerms.evaluator`, coefficients bound, or `PassCost.time`), the
+memory-only evaluator where a decode-only iteration is memory-bound for sure
+(`InlineTerms.memory_bound_from`), and its pairs by `decode_pairs`: no pass time or pairs expression
+of this module's own.
 
 Paged KV preempts only when the decoders' blocks ahead exceed the free ones; the totals see that
 (sum of blocks > capacity) and the fast path hands the run over to the engine's general loop at that
@@ -32,10 +33,10 @@ from dataclasses import fields
 from llm_cost.serving import handover
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving.kv_blocks import block_pool, blocks_for
-from llm_cost.serving.iteration import inline_coefficients, memory_bound_from, totals_time_fn
+from llm_cost.serving.iteration import pass_timers
 from llm_cost.serving.spec_streams import CHUNK, SUB, AcceptanceStreams, trajectories
 
 _LOW = (1 << 32) - 1
@@ -105,9 +106,9 @@ class _Fast:
 
     `run`'s locals: `iteration` (k) and `now` (t, when it starts); `packed` the iteration's totals,
     `cached` (S) the running decoders' K/V tokens and `blocks_ahead` their blocks; per request admitted,
-    `req`, its `rounds` (R) and the `last` iteration of them (a + R). The time's coefficients keep
-    their letters from `iteration.inline_coefficients`' formula (w, kvb, bps, rf, pf, fps, fixed, cf,
-    cr, the draft's d-prefixed twins, c: `roofline.inline_terms`)."""
+    `req`, its `rounds` (R) and the `last` iteration of them (a + R); the iteration's time from
+    `iteration.PassTimers`' fields (`target`, `target_memory`, `draft`, `draft_memory`, `draft_ratio`,
+    and the K/V from which each is memory-bound, `mem_from` and `draft_mem_from`)."""
 
     def __init__(self, workload, replica, cfg, res) -> None:
         import numpy as np
@@ -125,9 +126,7 @@ class _Fast:
         self.B = cfg.block_size
         self.total, self.wm = block_pool(cap, self.B, cfg.watermark) if self.paged else (0, 0)
         self.streams = AcceptanceStreams(spec, self.O_array) if gamma else None
-        self.coeffs = inline_coefficients(cost, spec, gamma)  # T inline, or a call of tf
-        self.tf = totals_time_fn(cost, spec, gamma)
-        self.memory_bound = memory_bound_from(cost, spec, gamma, cfg.max_batch)  # None where coeffs is
+        self.timers = pass_timers(cost, spec, gamma, cfg.max_batch)  # T of the target's pass and the draft's step
         self.need = np.maximum(self.O_array - 1, 0)
         self.R_all = np.zeros(n_requests, dtype=np.int64)
         self.size = 4 * n_requests + 1024
@@ -148,12 +147,13 @@ class _Fast:
 
     def run(self, on_progress) -> bool:
         """Fast iterations from (k, t) until every request is done (True) or one would preempt (False): one loop
-        turn per iteration, no call of ours but the end time's append (module doc; `w` weight bytes read, `c` draft cost)."""
-        (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, max_batch, packed_array, FIN,
+        turn per iteration, its calls the pass cost's evaluators, `decode_pairs` and the end time's append
+        (module doc)."""
+        (n_requests, prompt, res, cap, paged, total, gamma, rows_each, wm, max_batch, packed_array, FIN,
          DRES, size, adm, c_lo, c_hi, chunk_rounds, chunk_offsets, chunk_packed, extra, chunk_pairs, chunk_blocks,
          every, report, arrx, now, iteration, running, head, nxt, finished, reserved, arr_next, totals, over,
-         reserving, append, done, tf, inline, w, kvb, bps, rf, pf, fps, fixed, dw, dkvb, dbps, drf, dpf, dfps, dfixed,
-         c, cf, cr, dcf, dcr, low, mem_from, draft_mem_from) = self.loop_locals()
+         reserving, append, done, low, target, target_memory, draft, draft_memory, draft_ratio, mem_from,
+         draft_mem_from) = self.loop_locals()
         while True:
             while arr_next <= now:
                 nxt += 1
@@ -175,9 +175,9 @@ class _Fast:
                 cached = blocks_ahead = 0
             rows = decoders * rows_each
             admitting = head < nxt and decoders < max_batch
-            full = admitting or not inline or cached < mem_from[decoders]  # the compute term is needed
+            full = admitting or cached < mem_from[decoders]  # the compute term is needed
             if full:
-                pairs = rows_each * cached + decoders * dec_pairs  # `decode_pairs`, inline
+                pairs = decode_pairs(rows_each, decoders, cached)
             if admitting:
                 free = total - blocks_ahead
                 while head < nxt and running < max_batch:
@@ -212,24 +212,13 @@ class _Fast:
                     adm[req] = iteration
                 if not rows:
                     break  # nothing can run (cannot happen: the worst request fits alone)
-            if inline:  # totals_time_fn's formula
-                mem = (w + (cached + rows) * kvb) / bps
-                if full:
-                    comp = (rows * rf + pairs * pf if pf else rows * rf) / fps
-                    dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
-                else:  # memory-bound for sure: pairs not needed
-                    dt = (mem + (cf + rows * cr)) + fixed
-                if gamma and decoders:
-                    ctx = cached + decoders
-                    mem = (dw + ctx * dkvb) / dbps
-                    if cached < draft_mem_from[decoders]:
-                        comp = (decoders * drf + ctx * dpf if dpf else decoders * drf) / dfps
-                        mem = mem if mem > comp else comp
-                    one = (mem + (dcf + decoders * dcr)) + dfixed
-                    dt = dt + gamma * (one if c is None else c * one)
-                now += dt
-            else:
-                now += tf(rows, pairs, decoders, cached)
+            # `iteration.totals_time`'s seconds (`pass_timers`): memory-bound for sure, no compute term, no pairs
+            dt = target(rows, cached + rows, pairs) if full else target_memory(rows, cached + rows)
+            if gamma and decoders:
+                ctx = cached + decoders
+                one = draft(decoders, ctx, ctx) if cached < draft_mem_from[decoders] else draft_memory(decoders, ctx)
+                dt = dt + gamma * (one if draft_ratio is None else draft_ratio * one)
+            now += dt
             append(now)
             finishing = FIN[iteration]
             iteration += 1
@@ -248,23 +237,20 @@ class _Fast:
 
     def loop_locals(self) -> tuple:
         """What `run`'s loop reads as locals (a local is faster than an attribute), from the state: one
-        turn per iteration (`inline_coefficients` evaluated in the loop, the compute term left out from
-        `memory_bound_from`'s K/V on; else `totals_time_fn`), the packed totals read through a memoryview,
-        once per `SUB` requests their trajectories (`chunk_of`)."""
+        turn per iteration (`iteration.pass_timers`' evaluators, the memory-only ones from `memory_bound_from`'s
+        K/V on), the packed totals read through a memoryview, once per `SUB` requests their trajectories
+        (`chunk_of`)."""
         n_requests, prompt, res, cap = self.n, self.P, self.res, self.replica.kv_capacity_tokens
         paged, total, gamma = self.paged, self.total, self.g
         rows_each = gamma + 1
-        dec_pairs = causal_pairs(rows_each)  # the loop's pairs: `decode_pairs` inline, r S + n r (r + 1) / 2
         wm = self.wm
         every, arrx = self.every, self.arrx
         over = total if paged else 1 << 62  # blocks ahead past this: preemption
-        coeffs = self.coeffs or (0,) * 19  # w, kvb, bps, rf, pf, fps, fixed, dw, ..., dfixed, c, cf, cr, dcf, dcr
-        return (n_requests, prompt, res, cap, paged, total, gamma, rows_each, dec_pairs, wm, self.cfg.max_batch, self.D,
+        return (n_requests, prompt, res, cap, paged, total, gamma, rows_each, wm, self.cfg.max_batch, self.D,
                 self.FIN, self.DRES, self.size, self.adm, *self.chunk, every, (self.finished // every + 1) * every,
                 arrx, self.t, self.k, self.running, self.head, self.nxt, self.finished, self.reserved, arrx[self.nxt],
                 memoryview(self.D),  # its entries as Python ints, faster than D.item
-                over, not paged, self.T_end.append, False, self.tf, self.coeffs is not None, *coeffs, _LOW,
-                *(self.memory_bound or (None, None)))  # from these S on: no compute term
+                over, not paged, self.T_end.append, False, _LOW, *self.timers)
 
     def stored(self, done: bool, on_progress, now, iteration, running, head, nxt, finished, reserved, packed_array, FIN,
                DRES, size, chunk) -> bool:

@@ -29,7 +29,7 @@ import heapq
 import math
 
 from llm_cost.roofline.pass_cost import PassCost
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.run_stats import RunStats
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
@@ -152,10 +152,17 @@ class _Run:
 
 def inline_coefficients(cost):
     """`PassCost.inline_coefficients` of a pipelined cost (more than one stage or communication), with
-    which `_loop` evaluates `iteration.totals_time` (`InlineTerms.time` and `comm_s`, the same bits as
-    `PassCost.time` and `comm_time_s`); None where it has none or is not deployed."""
+    which `_loop` evaluates `iteration.totals_time` (`InlineTerms.evaluator` and `comm_s`: `pass_timers`,
+    the same bits as `PassCost.time` and `comm_time_s`); None where it has none or is not deployed."""
     terms = cost.inline_coefficients() if isinstance(cost, PassCost) else None
     return terms if terms is not None and cost.deployed else None
+
+
+def pass_timers(cost) -> tuple:
+    """(fn(rows, kv_tokens, pairs), fn(rows)): T and the communication seconds of a pass of a pipelined cost in
+    one call each (`InlineTerms.evaluator` and `comm_s`), or (None, None) where `inline_coefficients` is."""
+    terms = inline_coefficients(cost)
+    return (None, None) if terms is None else (terms.evaluator(), terms.comm_s)
 
 
 def serve_pipelined(workload, replica, cfg, on_progress=None):
@@ -180,7 +187,7 @@ def _loop(workload, replica, cfg, on_progress):
     total, wm = block_pool(replica.kv_capacity_tokens, block, cfg.watermark)
     arr = list(workload.arrival_s) + [math.inf]
     first, fin, draft_s = [math.nan] * n_requests, [math.nan] * n_requests, 0.0
-    one, co = causal_pairs(1), inline_coefficients(cost)
+    timer, comm_s = pass_timers(cost)
     flights, ready = [], []  # a heap of (done_s, launch number, cohort, prefills); cohorts completed
     now, free, used, head, nxt, running, in_system, finished, launches = 0.0, total, 0.0, 0, 0, 0, 0, 0, 0
     busy = area_n = area_kv = area_sys = comm_sum = peak = compute_bound = 0.0  # the statistics' sums as locals
@@ -219,7 +226,7 @@ def _loop(workload, replica, cfg, on_progress):
             free -= want
             used += want * block
             kv_dec = dec.S
-        pfs, rows, pairs = [], nd, (kv_dec + nd * one if nd else 0.0)  # decode_pairs(1, nd, kv_dec) inline
+        pfs, rows, pairs = [], nd, (decode_pairs(1, nd, kv_dec) if nd else 0.0)
         while head < nxt and running < hold and nd + len(pfs) < max_batch:  # admission: nothing preempted
             want = blocks_for(prompt[head], block)
             if free - want < wm and (running or free < want):
@@ -246,11 +253,11 @@ def _loop(workload, replica, cfg, on_progress):
             area_sys += (t_new - now) * in_system
             now = t_new
             continue
-        if co is None:
+        if timer is None:
             dt, comm, draft = totals_time(cost, None, rows, kv_dec if nd else 0.0, pairs, nd, kv_dec, 0)
             draft_s += draft
         else:
-            dt, comm = co.time(rows, (kv_dec if nd else 0.0) + rows, pairs), co.comm_s(rows)
+            dt, comm = timer(rows, (kv_dec if nd else 0.0) + rows, pairs), comm_s(rows)
         comm_sum += comm
         slots += nd
         launches += 1

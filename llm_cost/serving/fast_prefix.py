@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 
-from llm_cost.roofline.pass_terms import causal_pairs  # unchecked: a hot loop (roofline.terms)
+from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 from llm_cost.serving.fast_engine import HANDBACK
 from llm_cost.serving import eligibility
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, OPEN_LOOP, any_value
-from llm_cost.serving.iteration import inline_coefficients, totals_time
+from llm_cost.serving.iteration import pass_timer, totals_time
 from llm_cost.serving.kv_blocks import blocks_for
 
 
@@ -86,7 +86,7 @@ class PrefixReplica:
         self.cost, self.P, self.O, self.n, self.B = loop.cost, loop.P, loop.O, loop.n, loop.B
         self.total, self.wm, self.hold = loop.total_blocks, loop.wm_blocks, loop.pipeline.hold
         self.general = False  # the loop runs (a preempting stretch) until it may hand back
-        self.coeffs = None if self.cost.deployed else inline_coefficients(self.cost, None, 0)  # T inline
+        self.timer = None if self.cost.deployed else pass_timer(self.cost)  # T in one call; deployed: `totals_time`
         self.consts = None  # what `_run_fast` reads, once the run's arrivals are known (`routed`)
         self.k = 0  # iterations launched
         self.A = self.nd = 0  # decoders: sum of P - a - 1, count
@@ -194,17 +194,15 @@ class PrefixReplica:
     def _run_fast(self, until: float) -> bool:
         """Fast iterations (module doc) until `until` or the end (True) or a preemption ahead (False: the
         state is the general loop's at the start of that loop turn). An iteration's seconds are
-        `iteration.iteration_time`'s operations in order (on one GPU `inline_coefficients`' T, operation for
-        operation `PassCost.time`; `w` the weight bytes read), its statistics `EngineLoop.launch`'s
-        (`RunStats.count_launch`)."""
+        `iteration.iteration_time`'s: its pairs by `decode_pairs` and `causal_pairs`, on one GPU its T in one
+        call (`iteration.pass_timer`: `InlineTerms.evaluator`, `PassCost.time` bit for bit), deployed
+        `iteration.totals_time`; its statistics `EngineLoop.launch`'s (`RunStats.count_launch`)."""
         if self.consts is None:
-            co = self.coeffs
             self.consts = (self.state, self.state.stats, self.cost, self.P, self.B, self.total, self.hold,
                            self.cache.lru, self.NEWB, self.FIN, self.state.arr, self.loop.sent, self.state.running,
-                           self.state.waiting, self.cache.trim, co, *(co[:7] if co else (0,) * 7),
-                           *(co[15:17] if co else (0, 0)), causal_pairs(1))
-        (state, stats, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim, co,
-         w, kvb, bps, rf, pfl, fps, fixed, cf, cr, cp1) = self.consts
+                           self.state.waiting, self.cache.trim, self.timer)
+        (state, stats, cost, prompt, block, total, hold, lru, NEWB, FIN, arr, sent, running, waiting, trim,
+         timer) = self.consts
         now, iteration, free, pf, pending, bound_rows = state.t, self.k, state.free, [], False, self.loop.bound_rows
         while True:
             if pending:
@@ -243,17 +241,15 @@ class PrefixReplica:
                 break
             if decoders:
                 kv_dec = self.A + decoders * iteration
-                kv_read, pairs = kv_dec, 1 * kv_dec + decoders * cp1  # decode_pairs(1, decoders, kv_dec) inline
+                kv_read, pairs = kv_dec, decode_pairs(1, decoders, kv_dec)
             else:
                 kv_read = pairs = kv_dec = 0.0
             for req, rows_new in pf:
                 cached = prompt[req] - rows_new
                 kv_read += cached
                 pairs += causal_pairs(rows_new, cached)
-            if co:
-                mem = (w + (kv_read + rows) * kvb) / bps
-                comp = (rows * rf + pairs * pfl if pfl else rows * rf) / fps
-                dt = ((mem if mem > comp else comp) + (cf + rows * cr)) + fixed
+            if timer is not None:
+                dt = timer(rows, kv_read + rows, pairs)
             else:
                 dt, comm, draft = totals_time(cost, None, rows, kv_read, pairs, decoders, kv_dec, 0, 1)
                 stats.comm_s += comm

@@ -32,7 +32,6 @@ from collections import deque
 import numpy as np
 
 from llm_cost.serving import eligibility
-from llm_cost.roofline.inline_terms import KEEP_MARGIN
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.serving.decode_stretch import takes_arrays
 from llm_cost.serving.eligibility import FLAT_KV_ONE_STAGE, any_value, off
@@ -109,10 +108,10 @@ PROGRESS_EVERY = 1 << 14  # finished requests between two calls of on_progress (
 
 
 def _mixed_timer(cost):
-    """T of a mixed iteration: `InlineTerms.time` (the same bits in one call) where the cost has inline
+    """T of a mixed iteration: `InlineTerms.evaluator` (the same bits in one call) where the cost has inline
     coefficients, else `cost.time`."""
     inline = cost.inline_coefficients() if isinstance(cost, PassCost) else None
-    return cost.time if inline is None else inline.time
+    return cost.time if inline is None else inline.evaluator()
 
 
 def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int], reservation: str, stats: RunStats,
@@ -122,7 +121,7 @@ def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int]
     that reaches its output; its KV is prompt + generated - 1. First tokens to `first`, statistics to
     `stats`, `on_progress(finished, n_requests)` every `PROGRESS_EVERY` finishes. (finishes, deadlock)."""
     cost = replica.cost
-    deployed, bound_rows, timer = cost.deployed, compute_bound_rows(cost), _mixed_timer(cost)  # once: a hot loop
+    deployed, bound_rows, timer, stretch = cost.deployed, compute_bound_rows(cost), _mixed_timer(cost), stretch_fn(cost)
     cap = replica.kv_capacity_tokens
     prompt, output, n_requests = workload.prompt, workload.output, len(workload)
     none = reservation == "none"
@@ -184,7 +183,7 @@ def _iteration_level(workload, arrivals, replica, max_batch: int, res: list[int]
             if none:
                 k_max = min(k_max, (cap - written) // decoders)
             watch = arrivals[arrived] if (not pending and decoders < max_batch and arrived < n_requests) else math.inf
-            taken, span, stretch_written, held = decode_stretch(cost, decoders, written, k_max, now, watch)
+            taken, span, stretch_written, held = stretch(decoders, written, k_max, now, watch)
             if deployed:
                 stats.comm_s += taken * cost.comm_time_s(decoders)
             now += span
@@ -222,45 +221,25 @@ def decode_stretch(cost, n: int, written: int, k_max: int, t: float = 0.0,
 
     Iteration j reads kv = written + (j + 1) n K/V tokens and computes as many pairs over n rows
     (`causal_pairs(1, c)` a request), timed as `PassCost.time(n, kv, kv)`: where the cost gives
-    `inline_coefficients` (`w`, `kvb`, `bps`, `rf`, `pf`, `fps`, `fixed_s`) by its formula inline, operation for
-    operation (the same seconds as the general loop's, bit for bit; a call here costs 25%), and a
-    deployed cost (`cost.deployed`: stages or collectives) by `cost.deployed_total` of that
-    max(memory, compute). A cost without inline coefficients (routed experts, a GEMM ramp, measured
-    kernels, a cost timing passes its own way) is asked `cost.time` iteration by iteration. Stops early after the iteration that ends at or
-    past `watch` (an arrival that may join, the clock at start `t`).
+    `inline_coefficients`, by `InlineTerms.decode_stretch` (the stretch's sum of T in the floor that owns
+    T, the same seconds as the general loop's bit for bit); a cost without them (routed experts, a GEMM
+    ramp, measured kernels, a cost timing passes its own way) is asked `cost.time` iteration by iteration
+    or on arrays (`_stretch_by_calls`). Stops early after the iteration that ends at or past `watch` (an
+    arrival that may join, the clock at start `t`).
     Returns (iterations, seconds, integral of written KV over time, written KV at the end).
     """
-    terms = cost.inline_coefficients()  # cached on the cost; None also for a cost timing passes its own way
-    if terms is None:
-        return _stretch_by_calls(cost, n, written, k_max, t, watch)
-    w, kvb, bps, rf, pf, fps, fixed_s = terms[:7]
-    gemm = n * rf  # `PassCost.flops`: rows x row_flops first
-    taken, span, area_w = 0, 0.0, 0.0
-    kv, step = float(written), float(n)  # after iteration j's += n: its K/V read and pairs (floats: faster)
-    keep = 1 - KEEP_MARGIN
-    if not cost.deployed and pf / fps <= keep * kvb / bps and \
-            (gemm + (written + n) * pf if pf else gemm) / fps <= keep * (w + (written + n) * kvb) / bps:
-        # memory-bound from the first iteration on, and the K/V read grows faster than the pairs' compute
-        # (`InlineTerms.memory_bound_from`'s margin): max(memory, compute) is memory in every iteration
-        for taken in range(1, k_max + 1):
-            kv += step
-            dt = (w + kv * kvb) / bps + fixed_s
-            span += dt
-            area_w += dt * kv
-            if t + span >= watch:
-                break
-        return taken, span, area_w, written + taken * n
-    total = cost.deployed_total if cost.deployed else None
-    for taken in range(1, k_max + 1):
-        kv += step
-        mem = (w + kv * kvb) / bps
-        comp = (gemm + kv * pf if pf else gemm) / fps
-        dt = (mem if mem > comp else comp) + fixed_s if total is None else total(mem if mem > comp else comp, n)
-        span += dt
-        area_w += dt * kv
-        if t + span >= watch:
-            break
-    return taken, span, area_w, written + taken * n
+    return stretch_fn(cost)(n, written, k_max, t, watch)
+
+
+def stretch_fn(cost):
+    """fn(n, written, k_max, t, watch): `decode_stretch` of `cost`, looked up once (a run calls it per stretch)."""
+    terms = cost.inline_coefficients()  # None also for a cost timing passes its own way
+    if terms is not None:
+        return terms.decode_stretch
+
+    def by_calls(sequences: int, written: int, k_max: int, start: float, watch: float) -> tuple:
+        return _stretch_by_calls(cost, sequences, written, k_max, start, watch)
+    return by_calls
 
 
 def _stretch_by_calls(cost, n: int, written: int, k_max: int, t: float, watch: float) -> tuple:

@@ -15,6 +15,7 @@ one microbatch of rows / m (the others overlap it).
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 from llm_cost.roofline.pass_terms import causal_pairs, decode_pairs  # unchecked: a hot loop (roofline.terms)
 
@@ -152,45 +153,55 @@ def one_stage_terms(cost):
     return terms
 
 
-def totals_time_fn(cost, spec, g: int):
-    """fn(rows, pairs, decoders, kv_dec): the seconds of `totals_time` of an iteration from its totals
-    (`g` drafts a decoder), kv_read = kv_dec (no cached prompt tokens: whole prefills), for the engine's
-    fast path where `inline_coefficients` gives None."""
-    def general(rows, pairs, decoders, kv_dec):
-        return totals_time(cost, spec, rows, kv_dec, pairs, decoders, kv_dec, g)[0]
-    return general
+class PassTimers(NamedTuple):
+    """How a fast path prices its iterations (`pass_timers`): the target's pass and the draft's step, each
+    as fn(rows, kv_tokens, pairs) and, where memory-bound (`memory_bound_from`), fn(rows, kv_tokens)."""
+
+    target: Callable  # T of the target's pass
+    target_memory: Callable  # T of the target's pass where memory-bound (its compute term left out)
+    draft: Callable  # T of one draft step
+    draft_memory: Callable  # T of one draft step where memory-bound
+    draft_ratio: float | None  # a draft step's share of `draft` (spec.c); None: a draft model, or no speculation
+    target_from: list  # per n decoders: the K/V tokens from which a decode-only pass is memory-bound
+    draft_from: list  # the same for the draft step (one row a sequence)
 
 
-def inline_coefficients(cost, spec, g: int) -> tuple | None:
-    """The coefficients with which the engine's fast path evaluates `totals_time_fn` inline (a call per
-    iteration would cost a fifth of it), or None where it cannot: a deployment, routed experts or a
-    GEMM ramp, of the target or the draft (`one_stage_terms`).
+def pass_timers(cost, spec, g: int, max_decoders: int) -> PassTimers:
+    """`PassTimers` of an iteration in which n decoders feed `g` + 1 rows each (n <= `max_decoders`) and
+    `g` drafts a decoder: `totals_time`'s seconds are target(rows, kv_read + rows, pairs) + g x
+    [draft_ratio x] draft(n, kv_dec + n, kv_dec + n) (`draft_time`), bit for bit.
 
-    The target's first seven `InlineTerms` (w, kvb, bps, rf, pf, fps, fixed), the draft's seven (the
-    target's own without a draft model), `c` (None with a draft model or without speculation), then the
-    collectives' (cf, cr) of the target and of the draft (zeros on one GPU: a tensor-parallel replica
-    takes the fast path's inline time too). The fast path evaluates `roofline.inline_terms`' T with
-    them on one stage without hand-offs, the target's over the iteration's rows, K/V and pairs and,
-    when `g` (drafts a decoder) and decoders, `draft_time`'s g x [c x] the draft's over ctx = kv_dec +
-    decoders rows-worth of K/V and pairs: operation for operation what `PassCost.time` and `draft_time` compute (the same
-    seconds, bit for bit: tests/test_serving_engine.py)."""
+    Where the pass cost gives `inline_coefficients` on one stage without hand-offs (`one_stage_terms`),
+    its `InlineTerms.evaluator` and `memory_evaluator` (T in one call, coefficients bound: a hot loop's
+    one call) and `InlineTerms.memory_bound_from` (from those K/V tokens on, max(memory, compute) is the
+    memory term, exactly); else `cost.time` itself and no memory-bound K/V (inf)."""
     draft_cost = spec.draft_cost if spec else None
-    target, draft = one_stage_terms(cost), one_stage_terms(draft_cost or cost)
-    if target is None or draft is None:
-        return None
-    c = None if draft_cost is not None or not g else spec.c
-    return (*target[:7], *draft[:7], c, target.comm_fixed_s, target.comm_row_s, draft.comm_fixed_s,
-            draft.comm_row_s)
+    target = _timers(cost, g + 1, max_decoders)
+    draft = _timers(draft_cost or cost, 1, max_decoders)
+    ratio = None if draft_cost is not None or not g else spec.c
+    return PassTimers(target[0], target[1], draft[0], draft[1], ratio, target[2], draft[2])
 
 
-def memory_bound_from(cost, spec, g: int, max_decoders: int) -> tuple[list, list] | None:
+def pass_timer(cost):
+    """fn(rows, kv_tokens, pairs): `cost.time` for numbers in one call, coefficients bound
+    (`InlineTerms.evaluator`) where `one_stage_terms` gives them, else `cost.time` itself."""
+    terms = one_stage_terms(cost)
+    return cost.time if terms is None else terms.evaluator()
+
+
+def _timers(cost, rows_each: int, max_decoders: int) -> tuple:
+    """(T, T where memory-bound, memory-bound from) of one cost (`pass_timers`)."""
+    terms = one_stage_terms(cost)
+    if terms is None:
+        return cost.time, cost.time, [math.inf] * (max_decoders + 1)
+    return pass_timer(cost), terms.memory_evaluator(), terms.memory_bound_from(rows_each, max_decoders)
+
+
+def memory_bound_from(cost, spec, g: int, max_decoders: int) -> tuple[list, list]:
     """For iterations in which only decoders run (n of them, `g` + 1 rows each, S cached tokens in all):
     per n in 0 .. `max_decoders`, the S from which the target's pass is memory-bound, and the same for
     the draft step (one row a sequence; inf: not known to be), from `InlineTerms.memory_bound_from`
-    (the pass cost's own terms); None where `inline_coefficients` is. There the fast path skips the
-    compute term, exactly: max(memory, compute) is the memory term."""
-    draft_cost = spec.draft_cost if spec else None
-    target, draft = one_stage_terms(cost), one_stage_terms(draft_cost or cost)
-    if target is None or draft is None:
-        return None
-    return target.memory_bound_from(g + 1, max_decoders), draft.memory_bound_from(1, max_decoders)
+    (the pass cost's own terms; `pass_timers`' `target_from` and `draft_from`). There the fast path
+    skips the compute term, exactly: max(memory, compute) is the memory term."""
+    timers = pass_timers(cost, spec, g, max_decoders)
+    return timers.target_from, timers.draft_from

@@ -54,7 +54,7 @@ def mixed_iteration(cost, timer, deployed: bool, running: dict, admitted: list[i
               T = \mathtt{cost.time}(\mathit{rows}, \mathit{kv\_read} + \mathit{rows}, \mathit{pairs})
 
     `kv_read`: the K/V tokens the decoders hold (`written`, or the progressing ones' when some
-    stall). `timer` is `cost.time`, or its `inline_coefficients().time` (the same T in one call). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
+    stall). `timer` is `cost.time`, or its `inline_coefficients().evaluator()` (the same T in one call). Pushes each stalled and admitted request's finishing iteration on `heap`, records the
     admitted ones' first token at `now` + T (`first`) and adds the collectives' time to `stats.comm_s`.
     """
     kv_read, stalled = written, ()
