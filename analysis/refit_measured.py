@@ -30,6 +30,11 @@ The shipped `measured` (specs/profiles.py) is, on this machine (2 cores, shared)
 
 each engine with its own fixed times and MFU (`fit.ENGINE_KNOBS`); the start is the fit of the three
 fixed times per engine alone (the same command without --start, before the MFU was an engine's).
+Refitted 2026-12-03 when the closed loops gained the clients' round trip (`Workload.client_round_trip`,
+issue 23), from the fit before it (505 s here; leaving one GPU out 21 min):
+
+    PYTHONPATH=$PWD .venv/bin/python analysis/refit_measured.py --start analysis/measured_engines.json \
+        --out analysis/measured_engines.json --schedules /tmp/rt_schedules.pkl --quick
 """
 
 from __future__ import annotations

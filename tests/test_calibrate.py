@@ -287,12 +287,12 @@ def test_measured_preset_is_the_two_file_fit():
 
 def test_measured_preset_error_on_train_is_as_stated():
     """The shipped preset on train.csv's 88 rows, in sample (README "Calibration", measured_engines.json's
-    calibration block): 8.9% median, 13.9% MAPE (the fit to train.csv alone: 10.3% / 16.0%), TTFT 15.1%."""
+    calibration block): 8.9% median, 13.9% MAPE (the fit to train.csv alone: 10.3% / 16.0%), TTFT 15.0%."""
     preds = [predict(p, PRESETS["measured"]) for p in read_points(TRAIN)]
     by = {s.name: s for s in summaries(preds, "metric")}
     assert by["all"].covered == 88
     assert round(by["all"].median_ape, 3) == 0.089 and round(by["all"].mape, 3) == 0.139
-    assert round(by["ttft_ms"].mape, 3) == 0.151
+    assert round(by["ttft_ms"].mape, 3) == 0.150
 
 
 def test_validate_plot(tmp_path):
@@ -526,7 +526,8 @@ def test_an_uneven_split_averages_the_requests_of_both_sizes():
 
 def test_a_closed_loops_latencies_are_its_steady_rounds():
     """Latencies over the rounds after the first and before the last (start-up and drain left out),
-    throughput over the whole run: checked against the engine's own run of the same loop."""
+    throughput over the whole run: checked against the engine's own run of the same loop, its clients'
+    re-sent requests missing the iteration a busy engine starts as they are sent (`client_round_trip`)."""
     import dataclasses
 
     import numpy as np
@@ -540,7 +541,8 @@ def test_a_closed_loops_latencies_are_its_steady_rounds():
     lec = PRESETS["lecture"].with_(memory_basis="usable")
     B, isl, osl = 16, 2048, 128  # 32,768 prompt tokens a round: the rounds drift apart
     rep = Replica.from_specs("llama-3.1-8b", "h100-sxm", lec)
-    wl = dataclasses.replace(fixed_workload([(isl, osl)] * (B * CLOSED_LOOP_ROUNDS)), concurrency=B)
+    wl = dataclasses.replace(fixed_workload([(isl, osl)] * (B * CLOSED_LOOP_ROUNDS)), concurrency=B,
+                             client_round_trip=True)
     res = serve(wl, rep, ServeConfig(max_batch=ENGINE_MAX_BATCH, **ENGINE))
     a, f1, f = (np.asarray(x)[B:-B] for x in (res.arrival_s, res.first_token_s, res.finish_s))
     whole = np.sum(res.output) / (max(res.finish_s) - min(res.arrival_s))

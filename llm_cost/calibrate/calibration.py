@@ -118,7 +118,7 @@ def calibrate_profile(points, base, free=None, *, name: str = "calibrated", cv: 
     >>> done.finished, done.result.fitted, done.one_group, done.folds, done.held
     (True, ('bw_efficiency',), 'demo', 0, None)
     >>> round(done.start.mape, 3), round(done.fitted.mape, 3), round(done.result.profile.bw_efficiency, 3)
-    (0.114, 0.005, 0.671)
+    (0.118, 0.006, 0.662)
     """
     from llm_cost.calibrate.fit import CV_GROUPS, DEFAULT_FREE, check_free, cv_groups, fit_profile, predictions
     from llm_cost.calibrate.metrics import summarize

@@ -5,8 +5,9 @@ first and prompt chunks after them, at most 256 sequences:
 
 - `request rate`: RATE_REQUESTS Poisson arrivals at the row's rate, split evenly over the replicas
   (a rate of inf: all of them at once, as vLLM's and SGLang's benchmark clients send by default);
-- `concurrency` B: a closed loop of B clients, each sending its next request when one finishes,
-  for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies over the rounds after the first and
+- `concurrency` B: a closed loop of B clients, each sending its next request when one finishes
+  (once it has the last token, as a benchmark client does: the request misses the iteration a busy
+  engine starts then, `Workload.client_round_trip`), for CLOSED_LOOP_ROUNDS rounds (B x rounds requests; latencies over the rounds after the first and
   before the last, a steady window; throughput over the whole run; the engine holds all the clients
   when there are more than 256). On one stage the loop is scheduled once in iteration counts and
   re-timed for each profile (`serving.retime`). When a replica's prompts fit one iteration's budget
@@ -167,7 +168,7 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     if closed:
         clients = int(load)
         wl = dataclasses.replace(fixed_workload(list(lengths) if lengths else [(isl, osl)] * requests),
-                                 concurrency=clients)
+                                 concurrency=clients, client_round_trip=True)  # a benchmark client's round trip
         config = ServeConfig(max_batch=max(sequences, clients), spec=spec, **engine)
     else:
         rng = random.Random(0)
@@ -180,7 +181,7 @@ def load_figures(model, gpu, profile, weights, single, isl: int, osl: int, load:
     if closed and single.pp == 1 and spec is None:
         cost = replica.cost
         key = (model, weights, single, isl, osl, clients, requests, replica.kv_capacity_tokens, replica.max_len,
-               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes), settings, lengths)
+               cost.kv_windows, cost.num_layers, bool(cost.kv_token_bytes), settings, lengths, "round trip")
         if key not in _SCHEDULES:
             _SCHEDULES[key] = closed_loop_schedule(wl, replica, config)
         schedule = _SCHEDULES[key]

@@ -194,6 +194,8 @@ class DecodeStretch:
         loop = self.loop
         state = loop.state
         bound = min(until, state.arr[state.nxt] if state.nxt < loop.sent else math.inf)
+        if bound <= state.t:  # due now and not queued (`Workload.client_round_trip`): the next turn iterates
+            return 0
         if bound == math.inf or getattr(loop.cost, "times_arrays", False):  # a counting cost: no bound asked
             return MAX_ITERATIONS
         least = self.floor.get(decoders)

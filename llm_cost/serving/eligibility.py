@@ -57,7 +57,7 @@ FLAT_KV_ONE_STAGE = {**TIMED, "kv_windows": off, "state_tokens": off, "stages": 
 # `Workload` fields of open-loop arrivals (a closed loop sends on finishes: the general loop).
 OPEN_LOOP = {**dict.fromkeys(("rate_req_per_s", "unit_arrivals", "prompt", "output", "declared_gen", "seed",
                               "description", "prefix"), any_value),
-             "concurrency": lambda value, cfg: value is None}
+             "concurrency": lambda value, cfg: value is None, "client_round_trip": off}
 
 
 def covers(workload, replica, cfg, *, config: dict, cost: dict, arrivals: dict = OPEN_LOOP,

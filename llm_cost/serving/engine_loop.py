@@ -89,6 +89,9 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         self.total_blocks, self.wm_blocks = block_pool(self.cap, self.B, cfg.watermark) if self.paged else (0, 0)
         closed = workload.concurrency
         self.sent = requests if closed is None else min(closed, requests)
+        # a closed loop's re-sent requests that miss the iteration a busy engine starts as they are sent
+        # (`Workload.client_round_trip`): marked by `finish`, held back once by `arrivals`
+        self.resent = [False] * requests if closed is not None and workload.client_round_trip else None
         self.stages = self.cost.stages
         self.pipeline = Pipeline(self.stages, cfg.pipeline, cfg.max_batch)
         self.bound_rows = compute_bound_rows(self.cost, self.pipeline.iteration_stages)  # the energy's split
@@ -153,6 +156,8 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
         state.in_system -= 1
         if self.sent < self.n:
             state.arr[self.sent] = done_s
+            if self.resent is not None:
+                self.resent[self.sent] = True
             self.sent += 1
 
     # ---- completion ----------------------------------------------------------------------------
@@ -212,9 +217,14 @@ class EngineLoop(PreemptionPolicy, CachedAdmission, RoutedArrivals):
     # ---- one iteration's parts -----------------------------------------------------------------
 
     def arrivals(self) -> None:
-        """Queue the requests that have arrived by the clock."""
+        """Queue the requests that have arrived by the clock; under `Workload.client_round_trip` one
+        re-sent at this very clock waits while the engine has work (the iteration starting now runs
+        without it: its client is still receiving its predecessor's last token)."""
         state = self.state
+        held = self.resent is not None and bool(state.running or state.waiting or self.swapped or self.flights)
         while state.nxt < self.sent and state.arr[state.nxt] <= state.t:
+            if held and self.resent[state.nxt] and state.arr[state.nxt] == state.t:
+                break
             state.waiting.append(state.nxt)
             state.stats.in_system_area += state.t - state.arr[state.nxt]
             state.in_system += 1

@@ -54,6 +54,12 @@ class Workload:
     concurrency : int or None, optional
         A closed loop of this many clients: request i >= N is sent when a request finishes
         (`engine.serve`'s general loop runs it). None: open-loop arrivals.
+    client_round_trip : bool, optional
+        A closed loop's client sends its next request once it has received the last token of the one
+        before, and a busy engine does not wait for it: the iteration after that token has begun by
+        then, so the request joins the one after it (its TTFT counts that iteration); an idle engine
+        starts on it at once. False (default): it joins the very next iteration, as a client with no
+        round trip would (vLLM's, SGLang's and TensorRT-LLM's benchmark clients are the former).
 
     Examples
     --------
@@ -73,6 +79,7 @@ class Workload:
     # per request, its known leading segments ((prefix_key, tokens), ...), prompt and any answer the next
     # turn repeats (`prefixes`); None: none
     prefix: tuple | None = field(default=None, repr=False)
+    client_round_trip: bool = False  # a re-sent request misses the iteration a busy engine starts (above)
 
     def __post_init__(self) -> None:
         """Validate: one entry per request, a rate in (0, inf], lengths >= 1 and max_gen >= output."""
@@ -136,7 +143,7 @@ class Workload:
             raise InvalidValueError(f"rate {rate:g}: the {len(self)} requests all arrive at 0 s (no gaps to scale), "
                                     f"so they cannot arrive at another rate; give no rate", params=("rate",))
         return Workload(rate, self.unit_arrivals, self.prompt, self.output, self.declared_gen,
-                        self.seed, self.description, self.concurrency, self.prefix)
+                        self.seed, self.description, self.concurrency, self.prefix, self.client_round_trip)
 
     @property
     def kv_tokens_written(self) -> tuple[int, ...]:

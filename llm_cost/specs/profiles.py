@@ -236,18 +236,18 @@ PRESETS: dict[str, Profile] = {
     # engine it was not fitted to and a profile asked for no engine use; gpt-fast's rows never reach the
     # compute roof, so its MFU is that mean): `analysis/refit_measured.py` (command in its doc) wrote
     # analysis/measured_engines.json, kept here to 4 digits (fixed times under 1 ns as 0). A GEMM of m
-    # rows reaches MFU x (0.348 + 0.652 m / (m + 1068)) of the peak.
-    "measured": Profile("measured", bw_efficiency=0.8225, compute_efficiency=0.5474, fixed_time_s=2.657e-3,
-                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.7627,
-                        fp8_compute_factor=0.5304, fixed_time_per_layer_s=46.38e-6, small_gemm_factor=0.3483,
-                        gemm_half_rows=1068.0, ttft_overhead_s=77.73e-3, engine_costs=(
+    # rows reaches MFU x (0.345 + 0.655 m / (m + 1036)) of the peak.
+    "measured": Profile("measured", bw_efficiency=0.8141, compute_efficiency=0.5570, fixed_time_s=2.641e-3,
+                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.7679,
+                        fp8_compute_factor=0.5286, fixed_time_per_layer_s=45.54e-6, small_gemm_factor=0.3451,
+                        gemm_half_rows=1036.4, ttft_overhead_s=72.52e-3, engine_costs=(
                             # (engine, fixed per pass s, per layer s, first-token overhead s, MFU)
-                            ("gpt-fast", 0.0, 58.36e-6, 0.8412e-3, 0.5474),
-                            ("trtllm-0", 0.2395e-3, 56.27e-6, 0.0, 0.8016),
-                            ("lmdeploy", 0.0, 109.2e-6, 0.8069e-3, 0.7438),
-                            ("vllm", 1.933e-3, 32.79e-6, 23.08e-3, 0.3563),
-                            ("sglang", 5.306e-3, 6.571e-6, 187.4e-3, 0.4784),
-                            ("trtllm", 8.466e-3, 15.04e-6, 254.3e-3, 0.3571))),
+                            ("gpt-fast", 0.0, 57.77e-6, 0.7970e-3, 0.5570),
+                            ("trtllm-0", 0.1918e-3, 55.58e-6, 0.0, 0.8006),
+                            ("lmdeploy", 0.0, 106.2e-6, 0.7588e-3, 0.7402),
+                            ("vllm", 1.952e-3, 32.11e-6, 19.20e-3, 0.3702),
+                            ("sglang", 5.271e-3, 6.568e-6, 175.9e-3, 0.5027),
+                            ("trtllm", 8.433e-3, 15.04e-6, 238.5e-3, 0.3713))),
 }
 
 
