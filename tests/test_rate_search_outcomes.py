@@ -134,3 +134,19 @@ def test_batching_prints_a_saturated_rate_as_a_lower_bound_and_a_missed_target_a
     missed = rows_of(*ORCA_CLI, "--slo-ms", "1")[0]
     assert (missed["rate_req_per_s"], missed["search_verdict"]) == (0.0, "never met")
     assert "never met" in run(*ORCA_CLI, "--slo-ms", "1", "--format", "markdown").stdout
+
+
+def test_the_caption_counts_the_requests_of_the_row_it_shows():
+    # review 24d D3: the caption opened with the search's short runs (2,000 requests) under the row of
+    # the run ten times longer that confirmed the rate
+    import json
+
+    from typer.testing import CliRunner
+
+    import cli
+
+    args = ["batching", "--model", "llama-3.2-1b", "--gpu", "h100", "--profile", "lecture", "--slo-ms", "200",
+            "--slo-metric", "ttft", "--requests", "200"]
+    row = json.loads(CliRunner().invoke(cli.app, [*args, "--format", "json"]).output)[0]
+    table = CliRunner().invoke(cli.app, args, env={"COLUMNS": "400"}).output
+    assert row["requests"] > 200 and f"{row['requests']:,} requests, Poisson" in table

@@ -116,7 +116,7 @@ def test_a_request_that_does_not_fit_says_so():
     (("--osl", "0"), "--osl must be in [1, inf), got 0"),
     (("--isl", "9000"), "--isl must be at most the model's context of 8192 tokens, got 9000"),
     (("--usd-per-gpu-hour", "-1"), "--usd-per-gpu-hour must be in [0, inf), got -1"),
-    (("--c", "0.1"), "add --spec-alpha or --tau"),
+    (("--c", "0.1"), "give --spec-alpha or --tau"),
     (("--spec-alpha", "0.8", "--tau", "3"), "exclude each other"),
     (("--prefill-chunk", "0"), "--prefill-chunk must be"),
 ])

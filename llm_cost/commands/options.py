@@ -179,6 +179,10 @@ WIDTHS = typer.Option("--widths", help="Branching width per depth of a token tre
 Widths = Annotated[List[str], WIDTHS]
 HITS = typer.Option("--hits", help="The draft's top-k hit rates as k:rate pairs; every width needs one.")
 Hits = Annotated[str, HITS]
+# Two families on purpose: --alpha / --gamma where speculation is the subject (spec, gamma, leviathan, tree,
+# plot, table: the rows or curves swept), --spec-alpha / --spec-gamma where it is one setting of a request or
+# a serving run (request, batching, plan), in [0, 64] wherever it is taken (`requests.speculation_from`,
+# `ServeConfig`); --tau stands in for either acceptance.
 SPEC_GAMMA = typer.Option("--spec-gamma", help="Draft tokens per sequence per round, in [0, 64] (speculative decoding).")
 SpecAlpha = Annotated[Optional[float], typer.Option("--spec-alpha", help="Acceptance rate of each draft token, in [0, 1] (speculative decoding).")]
 SpecGamma, SpecGammaSet = Annotated[Optional[int], SPEC_GAMMA], Annotated[int, SPEC_GAMMA]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only: the spec modules load where they are used
 
 # A library parameter whose CLI option has another name (repeatables are singular on the CLI).
 OPTION_OF = {
-    "alphas": "alpha", "gammas": "gamma", "batches": "batch", "cs": "c", "c_hats": "c_hat",
+    "alphas": "alpha", "taus": "tau", "gammas": "gamma", "batches": "batch", "cs": "c", "c_hats": "c_hat",
     "mfus": "mfu", "contexts": "context", "mtp_alphas": "mtp_alpha", "rates": "rate",
     "prompts": "prompt", "outputs": "output", "widths_list": "widths",
     "kv_bytes_per_element": "kv_bytes", "lora_rank": "lora_rank", "format": "fmt",

@@ -85,7 +85,9 @@ def defaults(kind: str) -> dict:
 
         taken["c"] = [ARTICLE_DRAFT.c]  # `spec --c` defaults to the article's 0.1 inside the library
         if taken["alpha"] is None:  # `spec --alpha` has none: --tau may stand in for it
-            taken["alpha"] = list(importlib.import_module(f"llm_cost.commands.{module}").DEFAULT_ALPHAS)
+            from llm_cost.report.speculative_rows import DEFAULT_ALPHAS
+
+            taken["alpha"] = list(DEFAULT_ALPHAS)
     if kind == "tree":
         taken["c"] = [taken["c"]]
     return {**taken, **own}

@@ -78,35 +78,15 @@ def request_cmd(
     """
     from llm_cost.catalog import load_accelerator, load_model
     from llm_cost.commands import parse
-    from llm_cost.errors import InvalidValueError
     from llm_cost.report.request_rows import request_rows
-    from llm_cost.requests import Speculation
+    from llm_cost.requests.request import speculation_from
 
     # --model and --gpu repeat: a row each (models outer)
     specs, accs = [load_model(name) for name in dict.fromkeys(model)], [load_accelerator(gpu_name) for gpu_name in dict.fromkeys(gpu)]
     prof = parse.profile(preset, mfu=mfu, bw_eff=bw_eff, fixed_ms=fixed_ms)
     prof = with_engine(prof, engine, fixed_ms, mfu)
     deployment = parse.deployment(deploy, prof)
-    speculation = None
-    if spec_alpha is not None and tau is not None:
-        raise InvalidValueError("--spec-alpha and --tau exclude each other: give the acceptance rate or the mean "
-                                "accepted length it is solved from")
-    if spec_alpha is not None or tau is not None:
-        if c is not None and draft is not None:
-            raise InvalidValueError("--c and --draft exclude each other: the draft's cost is one or the other")
-        from llm_cost.errors import check_number
-
-        check_number("spec_gamma", spec_gamma, low=0, integer=True)
-        alpha = spec_alpha
-        if tau is not None:
-            from llm_cost.speculative.tau import alpha_from_tau
-
-            alpha = float(alpha_from_tau(tau, spec_gamma))
-        draft_spec = load_model(draft) if draft is not None else None
-        speculation = Speculation(alpha=alpha, gamma=spec_gamma, c=None if draft_spec else (0.1 if c is None else c),
-                                  draft=draft_spec)
-    elif c is not None or draft is not None:
-        raise InvalidValueError("--c and --draft describe the draft of speculative decoding: add --spec-alpha or --tau")
+    speculation = speculation_from(spec_alpha=spec_alpha, tau=tau, spec_gamma=spec_gamma, c=c, draft=draft)
     _note_ignored_image_size(specs, images, image_size)
     if breakdown:
         _breakdown(specs, accs, prof, batch, isl, osl, parse.weights(weights), deployment, prefill_chunk,

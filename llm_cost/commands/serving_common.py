@@ -57,9 +57,11 @@ BATCHING_DEPLOYED_COLUMNS = [
 
 
 def run_caption(out) -> str:
-    """A `BatchingOutcome`'s caption start: its requests, their workload and seed, the serving settings."""
-    wl = out.workload
-    return f"{len(wl):,} requests, {wl.description}, seed {out.request.seed}" + _settings_caption(out.config)
+    """A `BatchingOutcome`'s caption start: its requests (a rate search's: those of the run its row shows,
+    the longer confirmation's where it ran one), their workload and seed, the serving settings."""
+    wl, search = out.workload, out.search
+    requests = search.result.requests if search is not None and search.result is not None else len(wl)
+    return f"{requests:,} requests, {wl.description}, seed {out.request.seed}" + _settings_caption(out.config)
 
 
 def _settings_caption(config) -> str:

@@ -22,7 +22,6 @@ from llm_cost.specs.profiles import ARTICLE_SETTING
 
 
 
-DEFAULT_ALPHAS = (0.8,)  # spec's --alpha without --alpha or --tau (the article, §2.3)
 
 SPEC_COLUMNS = [
     Column("batch", "batch"),
@@ -76,7 +75,6 @@ def spec_cmd(
     Rows carry the round's watts and J/token (estimates; JSON, CSV); --usd-per-kwh adds their price."""
     from llm_cost.commands import parse
     from llm_cost.catalog import load_accelerator, load_model
-    from llm_cost.errors import InvalidValueError
     from llm_cost.report.speculative_rows import spec_rows
 
     if usd_per_kwh is not None:  # before any work
@@ -89,27 +87,9 @@ def spec_cmd(
     draft_prof = (parse.profile(draft_preset, bw_eff=bw_eff, option="draft_preset")
                   if draft_preset is not None else None)
     deployment = parse.deployment(deploy, prof)
-    if tau and alpha:
-        raise InvalidValueError("--alpha and --tau exclude each other: give the acceptance rate or the "
-                                "mean accepted length it is solved from")
-    rows, captions, solved = [], [], []
-    for alpha, gamma in _alphas_per_gamma(alpha, tau, gamma):  # one grid, or one per gamma with --tau
-        part, caption = spec_rows(target, acc, prof, alphas=alpha, gammas=gamma, batches=batch, cs=c,
+    rows, caption = spec_rows(target, acc, prof, alphas=alpha, taus=tau, gammas=gamma, batches=batch, cs=c,
                               draft=draft_spec, draft_profile=draft_prof, mfus=mfu, context=context,
                               weights=parse.weights(weights), gamma_max=gamma_max, deployment=deployment)
-        if tau:
-            for row in part:
-                row["tau"] = tau[alpha.index(row["alpha"])]
-            solved += [f"tau {mean_length:g} at gamma {gamma[0]}: alpha {acceptance:.4f}" for mean_length, acceptance in zip(tau, alpha)]
-        rows += part
-        head, _, searched = caption.partition(". Best gamma")
-        captions.append(head)
-        left_out = searched.partition(". ")[2]  # the gammas the search left out, if any
-    caption = ("decode step: one target pass over B rows; verify step: over B (gamma + 1) rows. "
-               + "; ".join(captions) + f". Best gamma searched in 0..{gamma_max}."
-               + (f" {left_out}" if left_out else ""))
-    if solved:
-        caption = "alpha from --tau (E tokens = tau): " + ", ".join(solved) + ". " + caption
     columns = SPEC_COLUMNS + ([Column("dense_twin_speedup", "dense twin", fixed(2))]
                               if target.is_moe else [])
     if tau:
@@ -133,18 +113,6 @@ def spec_cmd(
 
 def _yes_no(value) -> str:
     return "yes" if value else "no"
-
-
-def _alphas_per_gamma(alphas, taus, gammas):
-    """(alphas, gammas) grids for spec_rows: the --alpha values (default 0.8) over every --gamma, or
-    per --gamma the alphas its --tau values give (alpha depends on gamma: E(alpha, gamma) = tau)."""
-    if not taus:
-        return [(list(alphas or DEFAULT_ALPHAS), list(gammas))]
-    from llm_cost.errors import check_all
-    from llm_cost.speculative.tau import alpha_from_tau
-
-    return [([float(alpha_from_tau(tau, gamma)) for tau in taus], [gamma])
-            for gamma in check_all("gamma", gammas, low=0, integer=True)]
 
 
 @command("gamma", epilog="Example: llm-cost gamma --alpha 0.6 --alpha 0.8 --alpha 0.9 --c 0.05 --c 0.186")

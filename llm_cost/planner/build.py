@@ -12,12 +12,10 @@ from llm_cost.planner.space import (DEFAULT_BATCHES, DEFAULT_KV_DTYPES, DEFAULT_
                                     MAX_BATCH, MAX_BUDGET, SpecOption)
 from llm_cost.specs.deployment import MAX_DEGREE
 
-from llm_cost.specs.profiles import ARTICLE_DRAFT
+from llm_cost.requests.request import DEFAULT_C, MAX_C  # a draft cost unless given, and its bound (one place)
 from llm_cost.speculative.mtp import MTP_ALPHA_REPORTED
 
-DEFAULT_C = ARTICLE_DRAFT.c  # a draft's cost over the target's step when neither c nor a draft model is given (the article §2.3)
 MAX_GAMMA = 64  # the largest gamma the search takes
-MAX_C = 10  # the largest draft cost coefficient c (a draft step over a target step) the search takes
 DEFAULT_MTP_ALPHA = MTP_ALPHA_REPORTED[0]  # DeepSeek-V3's reported MTP acceptance (speculative.mtp)
 DEFAULT_MAX_GAMMA = 8  # draft tokens per round a plan searches: 1 .. this
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from llm_cost.catalog.arguments import MAX_TOKENS
 from llm_cost.errors import InvalidValueError, check_all, check_choice, check_number, short_repr
-from llm_cost.planner.build import DEFAULT_MAX_GAMMA, DEFAULT_MTP_ALPHA, MAX_C, MAX_GAMMA
+from llm_cost.planner.build import DEFAULT_MAX_GAMMA, DEFAULT_MTP_ALPHA, MAX_GAMMA
+from llm_cost.requests.request import MAX_C
 from llm_cost.planner.space import DEFAULT_MAX_TP, MAX_BATCH, MAX_BUDGET, MIN_OSL
 from llm_cost.specs.deployment import MAX_DEGREE
 from llm_cost.specs.validate import check_fields

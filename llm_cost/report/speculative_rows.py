@@ -78,12 +78,49 @@ def _turning_note(target: ModelSpec, gpu: Accelerator, prof, turn: TurningBatch,
             f"verification still reads more experts: {at_one:.2f}x a decode step at batch 1, {costs}")
 
 
-def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
+DEFAULT_ALPHAS = (0.8,)  # spec_rows' acceptance without alphas or taus (the article, §2.3)
+
+
+def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas=None, taus=None, gammas, batches,
+              **grid) -> tuple[list[dict], str]:
+    """`spec`'s rows and caption: `grid_rows` over the `alphas` (default `DEFAULT_ALPHAS`) and every gamma, or,
+    with `taus` (mean accepted lengths, E tokens a round), per gamma over the alphas they give there
+    (`speculative.tau.alpha_from_tau`: alpha depends on gamma), each row then carrying its `tau`; `grid`: the
+    rest of `grid_rows`' keywords. The caption: what a decode and a verify step are, the turning notes, the
+    gamma search (`_spec_caption`; the draft's memory in sequences of context + the first gamma + 1), and with
+    `taus` the alphas solved."""
+    if taus and alphas:
+        raise InvalidValueError("alphas and taus exclude each other: give the acceptance rates or the mean accepted "
+                                "lengths they are solved from", params=("alphas", "taus"))
+    if not taus:
+        rows, notes, twin, memory = grid_rows(target, gpu, profile, alphas=list(alphas or DEFAULT_ALPHAS),
+                                              gammas=gammas, batches=batches, **grid)
+        solved = []
+    else:
+        from llm_cost.speculative.tau import alpha_from_tau
+
+        rows, notes, solved = [], [], []
+        for gamma in _gammas(gammas):
+            solved_alphas = [float(alpha_from_tau(tau, gamma)) for tau in check_all("taus", taus, low=1)]
+            part, part_notes, twin, memory = grid_rows(target, gpu, profile, alphas=solved_alphas, gammas=[gamma],
+                                                       batches=batches, **grid)
+            for row in part:
+                row["tau"] = taus[solved_alphas.index(row["alpha"])]
+            solved += [f"tau {tau:g} at gamma {gamma}: alpha {alpha:.4f}" for tau, alpha in zip(taus, solved_alphas)]
+            rows, notes = rows + part, notes + part_notes
+    caption = _spec_caption(rows, notes, gamma_max=grid.get("gamma_max", ROOFLINE_GAMMA_MAX), twin=twin,
+                            memory=memory, tokens=grid.get("context", 0) + _gammas(gammas)[0] + 1)
+    caption = "decode step: one target pass over B rows; verify step: over B (gamma + 1) rows. " + caption
+    return rows, ("alpha from tau (E tokens = tau): " + ", ".join(solved) + ". " + caption if solved else caption)
+
+
+def grid_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, gammas, batches,
               cs=None, draft: ModelSpec | None = None, draft_profile: Profile | None = None, mfus=None,
               context: int = 0, weights: WeightFormat, gamma_max: int = ROOFLINE_GAMMA_MAX,
-              deployment: Deployment = SINGLE_GPU) -> tuple[list[dict], str]:
+              deployment: Deployment = SINGLE_GPU) -> tuple[list[dict], list[str], ModelSpec | None, object]:
     """One row per (alpha, gamma, c, batch, MFU): the roofline speedup, the best gamma there,
     and where verification stops being free; MoE targets also get their dense twin's speedup.
+    (rows, the turning notes, the dense twin or None, the draft's `DraftMemory` or None).
 
     Each MFU in `mfus` (default: the profile's own and 0.6) replaces the compute efficiency of
     `profile` and of `draft_profile` (default `draft_profile_for(profile)`).
@@ -165,9 +202,7 @@ def spec_rows(target: ModelSpec, gpu: Accelerator, profile: Profile, *, alphas, 
             row["draft_weight_bytes_per_gpu"] = memory.draft_weight_bytes if memory else None
             row["sequences_lost_to_draft"] = memory.sequences_lost(context + gamma + 1) if memory else None
             rows.append((at + (mfu_index,), row))  # each batch's MFUs side by side, like the article's table
-    rows = [row for _, row in sorted(rows, key=lambda pair: pair[0])]
-    return rows, _spec_caption(rows, notes, gamma_max=gamma_max, twin=twin, memory=memory,
-                               tokens=context + gammas[0] + 1)
+    return [row for _, row in sorted(rows, key=lambda pair: pair[0])], notes, twin, memory
 
 
 def round_energy(cost, gpu, gpus: int, row: dict, *, count_kv: bool) -> dict:

@@ -27,6 +27,7 @@ from llm_cost.parallel import Fit, deployed_pass_cost, step_fit
 from llm_cost.requests.phases import BLOCK_STEPS, Phases, check_request_work, linear_in_context, phases
 from llm_cost.specs import BF16, WeightFormat
 from llm_cost.specs.deployment import SINGLE_GPU, Deployment
+from llm_cost.specs.profiles import ARTICLE_DRAFT
 from llm_cost.catalog.arguments import MAX_COUNT, MAX_TOKENS, Number, check_arguments, default_rules
 from llm_cost.specs.validate import check_fields, check_value
 
@@ -74,6 +75,51 @@ class Speculation:
         for name in ("draft", "draft_profile"):
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, rules[name].check(name, getattr(self, name)))
+
+
+DEFAULT_C = ARTICLE_DRAFT.c  # a draft's cost over the target's step when neither c nor a draft model is given (the article §2.3)
+MAX_C = 10  # the largest draft cost coefficient c (a draft step over a target step) taken
+
+
+def speculation_from(*, spec_alpha=None, tau=None, spec_gamma: int = 4, c=None, draft=None) -> "Speculation | None":
+    """The `Speculation` of a request's decode from its settings, or None without `spec_alpha` or `tau`:
+    acceptance `spec_alpha`, or the alpha whose expected tokens per round at `spec_gamma` is `tau`
+    (`speculative.tau.alpha_from_tau`); `spec_gamma` in [0, `GAMMA_MAX`]; the draft's cost `c` in [0,
+    `MAX_C`] (default `DEFAULT_C`) or a `draft` model's own. `spec_alpha` and `tau` exclude each other,
+    as do `c` and `draft`, which need one of the first two. Each refusal names its parameters.
+
+    >>> speculation_from(tau=3.3616, spec_gamma=4)
+    Speculation(alpha=0.8, gamma=4, c=0.1, draft=None, draft_profile=None)
+    >>> speculation_from(spec_alpha=0.8, spec_gamma=65)
+    Traceback (most recent call last):
+    ...
+    llm_cost.errors.InvalidValueError: spec_gamma must be in [0, 64], got 65
+    """
+    from llm_cost.speculative.inputs import GAMMA_MAX
+
+    if spec_alpha is not None and tau is not None:
+        raise InvalidValueError("spec_alpha and tau exclude each other: give the acceptance rate or the mean "
+                                "accepted length it is solved from", params=("spec_alpha", "tau"))
+    if spec_alpha is None and tau is None:
+        if c is not None or draft is not None:
+            raise InvalidValueError("c and draft describe the drafting model of speculative decoding: give spec_alpha or tau",
+                                    params=("c", "draft", "spec_alpha", "tau"))
+        return None
+    if c is not None and draft is not None:
+        raise InvalidValueError("c and draft exclude each other: the drafting model's cost is one or the other",
+                                params=("c", "draft"))
+    check_number("spec_gamma", spec_gamma, low=0, high=GAMMA_MAX, integer=True)
+    if spec_alpha is not None:
+        check_number("spec_alpha", spec_alpha, low=0, high=1)
+    if c is not None:
+        check_number("c", c, low=0, high=MAX_C)
+    alpha = spec_alpha
+    if tau is not None:
+        from llm_cost.speculative.tau import alpha_from_tau
+
+        alpha = float(alpha_from_tau(tau, spec_gamma))
+    return Speculation(alpha=alpha, gamma=spec_gamma, c=None if draft is not None else (DEFAULT_C if c is None else c),
+                       draft=draft)
 
 
 @dataclass(frozen=True)

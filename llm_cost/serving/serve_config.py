@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from llm_cost.errors import InvalidValueError, check_choice, check_number
 from llm_cost.catalog.arguments import check_arguments
 from llm_cost.specs.validate import check_fields, check_value
+from llm_cost.speculative.inputs import GAMMA_MAX  # the closed forms' range: one bound of --spec-gamma
 
 RESERVATION_POLICIES = ("declared", "max_len", "none", "paged")
 PREEMPTIONS = ("recompute", "swap")
@@ -107,7 +108,7 @@ class SpecConfig:
         check_fields(self)
         check_value("draft_cost", self.draft_cost, "PassCost | None", field="draft_cost")
         check_value("bursty", self.bursty, "BurstyAcceptance | None", field="bursty")
-        check_number("spec_gamma", self.gamma, low=0, high=64, integer=True)
+        check_number("spec_gamma", self.gamma, low=0, high=GAMMA_MAX, integer=True)
         check_number("spec_alpha", self.alpha, low=0, high=1)
         check_number("c", self.c, low=0)
         object.__setattr__(self, "policy", check_choice("spec_policy", self.policy, SPEC_POLICIES))  # as spelled in the list
