@@ -11,7 +11,8 @@ import pytest
 
 from helpers import rows_of
 from llm_cost.calibrate import fit_profile, read_points
-from llm_cost.calibrate.fit import SERVED_KINDS, predictions
+from llm_cost.calibrate.fit import predictions
+from llm_cost.calibrate.prediction import SERVED_KINDS
 from llm_cost.executor import TaskPool
 from llm_cost.specs.profiles import PRESETS
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from llm_cost.calibrate.prediction import Prediction, predict
+from llm_cost.calibrate.prediction import Prediction, predict, predict_each, served_groups
 from llm_cost.errors import InvalidValueError, check_choice
 from llm_cost.specs.profiles import ENGINE_KNOBS, Profile
 
@@ -34,6 +34,7 @@ KNOBS: dict[str, tuple[float, float, float]] = {
     "fixed_time_per_layer_s": (0.0, 1e-3, 1e-6),  # per layer per pass: seen in microseconds
     "small_gemm_factor": (0.02, 1.0, 1.0),
     "gemm_half_rows": (0.0, 4096.0, 100.0),  # rows, seen in hundreds
+    "gemm_half_width": (0.0, 4096.0, 100.0),  # columns per GPU, seen in hundreds
 }
 DEFAULT_FREE = tuple(KNOBS)
 # An engine's own knobs (`Profile.engine_costs`, in ENGINE_KNOBS' order): bounds and scale as above
@@ -93,36 +94,19 @@ def profile_at(base: Profile, free, x) -> Profile:
     return prof
 
 
-SERVED_KINDS = ("concurrency", "request rate")  # rows the serving engine predicts (`under_load`)
-
-
 def predictions(points, profile: Profile, executor=None) -> list[Prediction]:
     """`predict(p, profile)` of every point, in order; with `executor` (an `executor.TaskPool`) the served
-    rows (SERVED_KINDS) are predicted through it and the others here: the same list bit for bit (each
+    rows (`prediction.SERVED_KINDS`) are predicted through it and the others here: the same list bit for bit (each
     prediction depends on its point and the profile alone)."""
     if executor is None:
         return [predict(point, profile) for point in points]
     from functools import partial
 
-    groups: dict[tuple, list[int]] = {}  # one task per served condition: its metrics share one simulation
-    for index, point in enumerate(points):
-        if point.batch_kind in SERVED_KINDS:
-            groups.setdefault(_condition(point), []).append(index)
-    tasks = [tuple(points[index] for index in at) for at in groups.values()]
-    out = {index: pred for at, preds in zip(groups.values(), executor.map(partial(_predict_all, profile=profile), tasks))
+    groups = served_groups(points)  # one task per served condition: its metrics share one simulation
+    tasks = [tuple(points[index] for index in at) for at in groups]
+    out = {index: pred for at, preds in zip(groups, executor.map(partial(predict_each, profile=profile), tasks))
            for index, pred in zip(at, preds)}
     return [out[index] if index in out else predict(point, profile) for index, point in enumerate(points)]
-
-
-def _condition(point) -> tuple:
-    """What a served row's simulation depends on (not its metric, id or value): rows alike run it once
-    (`under_load.load_figures` caches it) when they go to one process together."""
-    return (point.config, point.gpu_name, point.weights, point.group_size, point.kv, point.tp, point.pp,
-            point.gpu_count, point.batch, point.batch_kind, point.isl, point.osl, point.engine, point.bench)
-
-
-def _predict_all(points, profile: Profile) -> list[Prediction]:
-    return [predict(point, profile) for point in points]
 
 
 def _residuals(points, base: Profile, free, scaled, executor=None):

@@ -92,6 +92,32 @@ def deployment_of(point: Point) -> Deployment:
     return Deployment(tp=point.tp, pp=point.pp, gpus=point.gpu_count, kv_dtype=kv)
 
 
+SERVED_KINDS = ("concurrency", "request rate")  # rows the serving engine predicts (`under_load`)
+
+
+def served_condition(point: Point) -> tuple:
+    """What a served row's simulation depends on (not its metric, id or value): rows alike run it once
+    (`under_load.load_figures` caches it, its closed loop's schedule too) when one process predicts them."""
+    return (point.config, point.gpu_name, point.weights, point.group_size, point.kv, point.tp, point.pp,
+            point.gpu_count, point.batch, point.batch_kind, point.isl, point.osl, point.engine, point.bench)
+
+
+def served_groups(points) -> list[list[int]]:
+    """The indices of `points`' served rows (SERVED_KINDS) by `served_condition`, one list per condition in
+    first-seen order: the tasks an executor gives one process each (the metrics of a condition share one
+    simulation; split over processes, each would simulate it)."""
+    groups: dict[tuple, list[int]] = {}
+    for index, point in enumerate(points):
+        if point.batch_kind in SERVED_KINDS:
+            groups.setdefault(served_condition(point), []).append(index)
+    return list(groups.values())
+
+
+def predict_each(points, profile, engine: str | None = None, steps_budget: float | None = None) -> list:
+    """`[predict(p, profile, engine, steps_budget=...) for p in points]`: one executor task of rows alike."""
+    return [predict(point, profile, engine, steps_budget=steps_budget) for point in points]
+
+
 def predict(point: Point, profile, engine: str | None = None, *, steps_budget: float | None = None) -> Prediction:
     """`Prediction` of one point under `profile` (module doc) as served by `engine` (default the point's
     own, `Point.engine`): the profile's fixed costs for that engine (`Profile.for_engine`) and its

@@ -3,7 +3,9 @@ library half of `llm-cost validate`).
 
 Each point is predicted alone (`prediction.predict`: deterministic, its point and the profile only), so the
 rows run through the executor (`executor.run_tasks`: local processes or Ray) in any order and come back in
-the points' order, the same list whatever runs them. Ctrl-C keeps the rows predicted so far, in the points'
+the points' order, the same list whatever runs them. The served rows of one condition (its metrics) go to
+one process together (`prediction.served_groups`): they share one simulation, which each process would
+otherwise run again (on two cores, `validate` of train_inferencex.csv took twice the CPU of one process). Ctrl-C keeps the rows predicted so far, in the points'
 order: the `Validation` says how many of all (`interrupted`), for the caller to print them as partial.
 Errors and summaries of the predictions are `metrics`' (`summaries`), rendering them the caller's.
 """
@@ -79,16 +81,25 @@ def validate_points(points, profile, *, engine: str | None = None, steps_budget:
     """
     from functools import partial
 
-    from llm_cost.calibrate.prediction import predict
+    from llm_cost.calibrate.prediction import predict_each, served_groups
     from llm_cost.executor import Interrupted, run_tasks
 
     points, profile, engine = _checked(points, profile, engine, steps_budget)
+    served = served_groups(points)
+    grouped = {index for at in served for index in at}
+    groups = served + [[index] for index in range(len(points)) if index not in grouped]
+    tick = None
+    if on_done is not None:  # rows done: the finished tasks' share of the rows (exact at the end)
+        tick = lambda done, total: on_done(len(points) * done // total, len(points))  # noqa: E731
     try:
-        preds = run_tasks(partial(predict, profile=profile, engine=engine, steps_budget=steps_budget), points,
-                          jobs=jobs, ray=ray, on_done=on_done)
+        done = dict(enumerate(run_tasks(partial(predict_each, profile=profile, engine=engine,
+                                                steps_budget=steps_budget),
+                                        [[points[index] for index in at] for at in groups],
+                                        jobs=jobs, ray=ray, on_done=tick)))
     except Interrupted as stop:  # Ctrl-C: the rows predicted so far, in the points' order
-        preds = [stop.done[index] for index in sorted(stop.done)]
-    return Validation(tuple(preds), len(points))
+        done = stop.done
+    by_index = {index: pred for task, preds in done.items() for index, pred in zip(groups[task], preds)}
+    return Validation(tuple(by_index[index] for index in sorted(by_index)), len(points))
 
 
 def _checked(points, profile, engine, steps_budget) -> tuple:
