@@ -171,7 +171,7 @@ def _interrupted(done: int, total: int, shown: str) -> None:
 def calibrate_cmd(
     output: OutputFile,
     points: PointFiles = None,
-    free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows.")] = None,
+    free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows, gemm_half_width.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,

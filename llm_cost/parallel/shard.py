@@ -201,7 +201,7 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
     """One GPU's `PassCost` (of one stage) on `deployment`, from the one-GPU `cost` of the same model,
     accelerator, profile and format (a subclass stays itself: `serving.IterationCost`).
 
-        W / (tp pp) + replicated,  kv x kv_share / pp,  row and pair FLOPs / (tp pp),
+        W / (tp pp) + replicated,  kv x kv_share / pp,  row and pair FLOPs / (tp pp),  GEMM widths / shard,
         expert bytes / (max(tp, ep) pp) with rows x max(tp, ep) / tp,  stages pp,  comm_terms
 
     (the time's stages are balanced: a pass crosses all of them; `stage_share` is the memory's;
@@ -231,6 +231,7 @@ def deployed_cost(cost: PassCost, model: ModelSpec, gpu: Accelerator, weights: W
         pair_flops=pair_flops,
         expert_bytes=cost.expert_bytes / (group * pp),
         expert_rows_scale=group / tp, expert_parallel=deployment.ep, attention_dp=deployment.attention_dp,
+        dense_width=cost.dense_width / attention_tp, expert_width=cost.expert_width * deployment.ep / group,
         stages=pp, comm_fixed_s=comm_fixed, comm_row_s=comm_row, handoff_fixed_s=handoff_fixed,
         handoff_row_s=handoff_row, overlap_comm=deployment.overlap_comm)
 

@@ -47,6 +47,7 @@ INLINE = {
                      "expert_parallel"), lambda value, cost: not cost.num_experts),  # read with routed experts only
     "expert_curve": _off,  # a measured MoE curve ramps the GEMMs
     **dict.fromkeys(("small_gemm_factor", "gemm_half_rows"), lambda value, cost: not cost.gemm_ramped),
+    "gemm_half_width": lambda value, cost: cost.dense_width_factor == cost.expert_width_factor == 1.0,
     "kv_time_factor": lambda value, cost: value == 1.0,
     "pair_time_factor": lambda value, cost: value == 1.0,
     "row_pairs": _off,  # measured prefill attention (`timed_pairs`)
@@ -55,7 +56,7 @@ INLINE = {
     # read by `uniform_terms` (the caller's kv_tokens and pairs), at build time (kv_curve -> kv_time_factor)
     # or by the operator breakdown (the tables' names), never by `time`
     **dict.fromkeys(("kv_windows", "num_layers", "state_tokens", "kv_curve", "kernel_source", "expert_source",
-                     "kv_source"), _any),
+                     "kv_source", "dense_width", "expert_width"), _any),  # the widths: read by gemm_half_width
 }
 
 

@@ -51,7 +51,8 @@ def coefficients(model, gpu, profile, weights, kv_bytes_per_element) -> dict:
         num_experts=moe.num_experts if moe else 0,
         experts_per_token=moe.experts_per_token if moe else 0,
         kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
-        small_gemm_factor=ramp_r, gemm_half_rows=ramp_h,
+        small_gemm_factor=ramp_r, gemm_half_rows=ramp_h, gemm_half_width=profile.gemm_half_width,
+        dense_width=model.intermediate_size, expert_width=moe.expert_intermediate_size if moe else 0,
         kernel_source=curve.source if curve else DATASHEET,  # no table for this GPU and precision
         expert_flops_share=expert_share(model) if moe else 0.0,
         state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,

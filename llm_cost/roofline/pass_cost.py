@@ -14,7 +14,8 @@ stage hand-off waits for its stage). One GPU: stages 1, no communication, and T 
 above bit for bit.
 
 GEMMs of few rows reach less of the peak than a prefill's (`Profile.small_gemm_factor` r and
-`gemm_half_rows` h; neutral by default, and then skipped): a GEMM of m rows runs at
+`gemm_half_rows` h; neutral by default, and then skipped), narrow ones too (`gemm_half_width`: a GEMM
+w columns wide per GPU at w / (w + w_h), `gemm_rows`): a GEMM of m rows runs at
 eta_f ramp(m), ramp(m) = r + (1 - r) m / (m + h), so rows x row_flops becomes
 rows / ramp(rows) x row_flops in the compute time. A routed expert's GEMMs see only its own rows,
 m_e = rows x k / E(rows) (E the experts those rows touch), so the experts' share s of row_flops
@@ -39,7 +40,8 @@ from llm_cost.counts import BF16_BYTES
 from llm_cost.specs import BF16, Accelerator, ModelSpec, Profile, WeightFormat
 from llm_cost.roofline.inplace import into
 from llm_cost.roofline.inline_terms import INLINE, InlineTerms
-from llm_cost.roofline.expert_load import busiest_gpu_experts, busiest_gpu_pairs_factor, largest_normal_z
+from llm_cost.roofline.expert_load import busiest_gpu_experts, largest_normal_z
+from llm_cost.roofline.gemm_rows import gemm_rows_parts, width_factor
 from llm_cost.roofline.timing import StepTime
 from llm_cost.roofline.pass_terms import (deployed_sum, expected_experts_touched, roofline_total,
                                           uniform_pass, windowed_pass)
@@ -111,6 +113,11 @@ class PassCost:
     small_gemm_factor: float = 1.0
     gemm_half_rows: float = 0.0
     expert_flops_share: float = 0.0
+    # A GEMM's width (`gemm_rows`): the profile's half width w_h (0: none) and the MLP's and a routed
+    # expert's columns on one GPU (the intermediate sizes over their shards; 0: not known).
+    gemm_half_width: float = 0.0
+    dense_width: float = 0.0
+    expert_width: float = 0.0
     # A hybrid's recurrent state, read and written once per sequence and pass, in all-layer K/V
     # tokens (`pass_terms.state_tokens_per_sequence`): uniform passes add batch x this to kv_tokens.
     state_tokens: float = 0.0
@@ -154,7 +161,12 @@ class PassCost:
         # attribute, not a property, read on every pass of the simulator's loops.
         gemm_ramped = self.small_gemm_factor != 1.0 and self.gemm_half_rows > 0.0
         object.__setattr__(self, "gemm_ramped", gemm_ramped)
-        object.__setattr__(self, "ramped", gemm_ramped or bool(self.expert_curve))  # a measured MoE curve too
+        # narrow GEMMs (`gemm_rows.width_factor`): their time multipliers, 1 without a half width
+        object.__setattr__(self, "dense_width_factor", width_factor(self.gemm_half_width, self.dense_width))
+        object.__setattr__(self, "expert_width_factor", width_factor(self.gemm_half_width, self.expert_width)
+                           if self.expert_flops_share else 1.0)
+        narrow = self.dense_width_factor != 1.0 or self.expert_width_factor != 1.0
+        object.__setattr__(self, "ramped", gemm_ramped or bool(self.expert_curve) or narrow)  # off the GEMMs' rows
         # The busiest GPU of an expert-parallel MoE layer sets the time (`expert_load`).
         busiest = self.expert_parallel > 1 and bool(self.num_experts) and bool(self.expert_flops_share)
         object.__setattr__(self, "busiest", busiest)
@@ -224,34 +236,9 @@ class PassCost:
         return (1.0 - s) * dense + s * experts if s else dense
 
     def gemm_rows_parts(self, rows, dense_scale=1.0):
-        """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts
-        (`gemm_rows` = (1 - s) dense + s routed, s the experts' share of row_flops); under data-parallel
-        attention the dense GEMMs are one rank's (rows x dense_scale, the ramp at that / dp rows).
-        Ramp symbols (module doc): `m` a GEMM's rows, `r` small_gemm_factor, `h` gemm_half_rows."""
-        dense = experts = rows
-        routed = rows * self.expert_rows_scale
-        dp = self.attention_dp
-        if self.gemm_ramped:
-            h, r = self.gemm_half_rows, self.small_gemm_factor
-            dense = experts = rows * (rows + h) / (rows + r * h)
-            if dp != 1:
-                m = rows * dense_scale / dp  # one rank's rows
-                dense = rows * dense_scale * (m + h) / (m + r * h)
-        elif dp != 1:
-            dense = rows * dense_scale
-        if self.expert_flops_share and self.ramped:
-            m = routed * self.experts_per_token / expected_experts_touched(
-                self.num_experts, self.experts_per_token, routed)  # rows per touched expert
-            if self.expert_curve:  # the measured MoE table's eta_max (r' + (1 - r') m / (m + h'))
-                ratio, r, h = self.expert_curve
-                experts = rows * ratio * (m + h) / (m + r * h)
-            else:
-                h, r = self.gemm_half_rows, self.small_gemm_factor
-                experts = rows * (m + h) / (m + r * h)
-        if self.busiest:
-            experts = experts * busiest_gpu_pairs_factor(self.num_experts, self.experts_per_token, routed,
-                                                         self.expert_parallel, self.busiest_z)
-        return dense, experts
+        """(dense, routed): `gemm_rows` of the GEMMs outside the routed experts and of the routed experts,
+        on the ramp and at their width per GPU (`gemm_rows.gemm_rows_parts`, whose doc has the formula)."""
+        return gemm_rows_parts(self, rows, dense_scale)
 
     def uniform_terms(self, rows, batch, context):
         """(kv_tokens, pairs) of a uniform pass: `uniform_pass`, or `windowed_pass` for windowed layers

@@ -51,7 +51,8 @@ TIMED = dict.fromkeys((
     "expert_bytes", "num_experts", "experts_per_token", "num_layers", "expert_rows_scale", "comm_fixed_s",
     "comm_row_s", "handoff_fixed_s", "handoff_row_s", "overlap_comm", "small_gemm_factor", "gemm_half_rows",
     "expert_flops_share", "expert_parallel", "attention_dp", "kernel_source", "expert_curve", "kv_time_factor",
-    "expert_source", "kv_source", "pair_time_factor", "row_pairs", "kv_curve"), any_value)
+    "expert_source", "kv_source", "pair_time_factor", "row_pairs", "kv_curve", "gemm_half_width", "dense_width",
+    "expert_width"), any_value)
 # K/V held as the tokens written (no windows, no recurrent state), one stage.
 FLAT_KV_ONE_STAGE = {**TIMED, "kv_windows": off, "state_tokens": off, "stages": one_stage}
 # `Workload` fields of open-loop arrivals (a closed loop sends on finishes: the general loop).

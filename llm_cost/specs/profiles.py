@@ -21,6 +21,7 @@ KERNEL_SOURCES = ("datasheet", "measured")
 ENGINE_KNOBS = ("fixed_time_s", "fixed_time_per_layer_s", "ttft_overhead_s", "compute_efficiency")
 MIN_EFFICIENCY = 1e-4  # 0.01% of a peak: below it a time is not a model of any machine
 MAX_FIXED_S = 3600.0  # an hour of overhead per pass is a typo, not a measurement
+MAX_HALF_WIDTH = 65536.0  # columns per GPU: wider than any GEMM of a released model
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,12 @@ class Profile:
     gemm_half_rows : float, optional
         Rows m of a pass at which its GEMMs are halfway from `small_gemm_factor` to full efficiency,
         >= 0 (default 0: no ramp).
+    gemm_half_width : float, optional
+        Columns w_h per GPU at which a GEMM reaches half its efficiency, in [0, 65536] (default 0: any
+        width at full efficiency): a GEMM w columns wide on one GPU runs at w / (w + w_h) of it, the
+        MLP's intermediate size over its shard (tp; a routed expert's over its GPUs) standing for the
+        layer's GEMMs (`roofline.gemm_rows`). Tensor parallelism narrows them: gpt-oss-120b's 2,880 is
+        360 a GPU at tp 8.
     memory_basis : str, optional
         The memory a GPU offers, for every fit and KV capacity: "usable" (default: the datasheet's
         `usable_memory_bytes`, what the driver reports, 81,559 MiB on an "80GB" H100) or "marketed"
@@ -116,6 +123,7 @@ class Profile:
     fixed_time_per_layer_s: float = 0.0  # per layer per pass: launches of the layer's small kernels
     small_gemm_factor: float = 1.0  # of compute_efficiency, for a GEMM of few rows (1: no ramp)
     gemm_half_rows: float = 0.0  # rows where the GEMM efficiency is halfway up its ramp
+    gemm_half_width: float = 0.0  # columns per GPU at which a GEMM is at half its efficiency (0: none)
     memory_basis: str = "usable"  # fits and KV capacity: usable_memory_bytes, or "marketed" memory_bytes
     ttft_overhead_s: float = 0.0  # per request, between its arrival and its first token, beyond the prefill
     # Fitted per serving engine: ((engine, fixed_time_s, fixed_time_per_layer_s, ttft_overhead_s,
@@ -135,6 +143,7 @@ class Profile:
         check_number("profile.fixed_time_s", self.fixed_time_s, low=0, high=MAX_FIXED_S)
         check_number("profile.fixed_time_per_layer_s", self.fixed_time_per_layer_s, low=0, high=MAX_FIXED_S)
         check_number("profile.gemm_half_rows", self.gemm_half_rows, low=0, high=1e12)
+        check_number("profile.gemm_half_width", self.gemm_half_width, low=0, high=MAX_HALF_WIDTH)
         object.__setattr__(self, "memory_basis", check_choice("profile.memory_basis", self.memory_basis, MEMORY_BASES))
         object.__setattr__(self, "kernels", check_choice("profile.kernels", self.kernels, KERNEL_SOURCES))  # as spelled in the list
         check_number("profile.ttft_overhead_s", self.ttft_overhead_s, low=0, high=MAX_FIXED_S)
@@ -183,7 +192,8 @@ class Profile:
               read_input_embedding: bool | None = None, count_kv: bool | None = None,
               weight_only_bw_factor: float | None = None, fp8_compute_factor: float | None = None,
               fixed_time_per_layer_s: float | None = None, small_gemm_factor: float | None = None,
-              gemm_half_rows: float | None = None, memory_basis: str | None = None,
+              gemm_half_rows: float | None = None, gemm_half_width: float | None = None,
+              memory_basis: str | None = None,
               ttft_overhead_s: float | None = None, engine_costs: tuple | None = None) -> "Profile":
         """A copy with the given knobs changed (None keeps a knob); validated again.
 
@@ -191,7 +201,7 @@ class Profile:
         ----------
         name, bw_efficiency, compute_efficiency, fixed_time_s, read_input_embedding, count_kv,
         weight_only_bw_factor, fp8_compute_factor, fixed_time_per_layer_s, small_gemm_factor,
-        gemm_half_rows, memory_basis, ttft_overhead_s, engine_costs
+        gemm_half_rows, gemm_half_width, memory_basis, ttft_overhead_s, engine_costs
             As in `Profile`, each optional; None keeps the current value.
 
         Returns
@@ -214,7 +224,7 @@ class Profile:
                      count_kv=count_kv, weight_only_bw_factor=weight_only_bw_factor,
                      fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s,
                      small_gemm_factor=small_gemm_factor, gemm_half_rows=gemm_half_rows,
-                     memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s, engine_costs=engine_costs)
+                     gemm_half_width=gemm_half_width, memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s, engine_costs=engine_costs)
         changes = {knob: value for knob, value in given.items() if value is not None}
         return replace(self, **changes) if changes else self
 
