@@ -43,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 
-from llm_cost.calibrate.fit import CV_GROUPS, cv_groups, fit_profile
+from llm_cost.calibrate.fit import CV_GROUPS, KNOBS, cv_groups, fit_profile
 from llm_cost.calibrate.metrics import summaries, summarize
 from llm_cost.calibrate.points import read_points
 from llm_cost.calibrate.prediction import predict
@@ -53,6 +53,7 @@ from llm_cost.specs.profiles import PRESETS
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "measured"
 FILES = (DATA / "train.csv", DATA / "train_inferencex.csv")
+FREE = tuple(KNOBS)  # every knob, the GEMM half width too (vLLM's rows run at tp 1 to 8: they tell it from the MFU)
 
 
 def _print(title: str, predictions) -> None:
@@ -124,7 +125,7 @@ def held_out(points, profile, by: str, groups=None) -> list:
     for name in groups or cv_groups(points, by):
         t = time.time()
         train = [point for point in points if group(point) != name]
-        fold = fit_profile(train, fold_start(profile, train), engines=True).profile
+        fold = fit_profile(train, fold_start(profile, train), FREE, engines=True).profile
         out.update((point.id, predict(point, fold)) for point in points if group(point) == name)
         print(f"    fold {name}: {time.time() - t:.0f} s")
     return [out[point.id] for point in points if point.id in out]
@@ -168,7 +169,7 @@ def main(quick: bool, out: str | None, start: str | None = None, schedules: str 
     files = {f.name: {p.id for p in read_points(f)} for f in FILES}
     _schedules(schedules, points, files)
     base = read_profile(start) if start else PRESETS["lecture"]
-    fit = fit_profile(points, base, name="measured", engines=True)
+    fit = fit_profile(points, base, FREE, name="measured", engines=True)
     prof = fit.profile
     print(f"fitted in {time.time() - t0:.0f} s: {prof!r}")
     if out:

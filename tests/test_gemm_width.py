@@ -12,6 +12,8 @@ from llm_cost.catalog import load_accelerator, load_model
 from llm_cost.errors import InvalidValueError
 from llm_cost.parallel import deployed_pass_cost
 from llm_cost.parallel.breakdown import pass_breakdown
+from llm_cost.counts import param_counts
+from llm_cost.roofline.gemm_rows import dense_gemm_width
 from llm_cost.roofline.pass_cost import PassCost
 from llm_cost.specs import BF16, PRESETS, Profile
 from llm_cost.specs.deployment import Deployment
@@ -22,46 +24,73 @@ LECTURE = PRESETS["lecture"]
 NARROW = LECTURE.with_(name="narrow", gemm_half_width=HALF)
 
 
+def test_the_dense_width_by_hand():
+    """w_dense: the FLOP-weighted harmonic mean of the widths of the GEMMs outside the routed experts.
+    Llama-3.1-8B: 32 layers of attention projections (4,096 x 10,240 params, 4,096 wide) and MLPs
+    (3 x 4,096 x 14,336, 14,336 wide), the LM head (4,096 x 128,256, 128,256 wide); gpt-oss-120b: no dense
+    MLP, its attention (64 heads x 64) and head; DeepSeek-V3 its 3 dense MLPs, MLA projections and shared
+    experts (2,048 wide): each differs from its routed experts' width."""
+    attention, mlp, head = 32 * 4096 * 10240, 32 * 3 * 4096 * 14336, 4096 * 128256
+    llama = (attention + mlp + head) / (attention / 4096 + mlp / 14336 + head / 128256)
+    assert dense_gemm_width(load_model("llama-3.1-8b")) == pytest.approx(llama, rel=1e-12)
+    oss = load_model("gpt-oss-120b")
+    counts = param_counts(oss)
+    att, lm = counts.num_layers * counts.attention_block_per_layer, counts.lm_head
+    assert dense_gemm_width(oss) == pytest.approx((att + lm) / (att / 4096 + lm / 201088), rel=1e-12)
+    ds = load_model("deepseek-v3")
+    cost = PassCost.from_specs(ds, H100, NARROW)
+    assert (cost.expert_width, round(cost.dense_width)) == (2048, round(dense_gemm_width(ds)))
+    assert 2048 < cost.dense_width < 18432
+
+
 def test_a_dense_prefill_by_hand():
-    """Llama-3.1-8B (intermediate 14,336) on one H100, 4,096 rows: the GEMMs' FLOPs take
-    1 + 300 / 14,336 times as long, attention's pairs as before."""
+    """Llama-3.1-8B on one H100, 4,096 rows: the GEMMs' FLOPs take 1 + 300 / w_dense times as long,
+    attention's pairs as before, the bytes unchanged."""
     model = load_model("llama-3.1-8b")
     plain, narrow = (PassCost.from_specs(model, H100, p) for p in (LECTURE, NARROW))
     rows, pairs = 4096.0, 4096 * 4097 / 2
     gemm = rows * plain.row_flops / plain.flops_per_s
     attention = pairs * plain.pair_flops / plain.flops_per_s
     assert plain.compute_s(rows, pairs) == pytest.approx(gemm + attention, rel=1e-12)
-    assert narrow.compute_s(rows, pairs) == pytest.approx(gemm * (1 + HALF / 14336) + attention, rel=1e-12)
-    assert narrow.memory_s(rows, 0.0) == plain.memory_s(rows, 0.0)  # the bytes do not move
+    factor = 1 + HALF / dense_gemm_width(model)
+    assert narrow.compute_s(rows, pairs) == pytest.approx(gemm * factor + attention, rel=1e-12)
+    assert narrow.memory_s(rows, 0.0) == plain.memory_s(rows, 0.0)
 
 
-def test_tensor_parallelism_narrows_the_gemms():
-    """gpt-oss-120b (intermediate and expert intermediate 2,880): 2,880 / tp columns a GPU; under ep 8 a
-    routed expert is whole on its GPU (2,880) while the dense GEMMs stay 360 wide."""
-    model = load_model("gpt-oss-120b")
-    for tp in (1, 2, 8):
-        cost = deployed_pass_cost(model, H100, NARROW, BF16, Deployment(tp=tp))
-        assert (cost.dense_width, cost.expert_width) == (2880 / tp, 2880 / tp)
-        assert cost.dense_width_factor == pytest.approx(1 + HALF * tp / 2880, rel=1e-15)
-    ep = deployed_pass_cost(model, H100, NARROW, BF16, Deployment(tp=8, ep=8))
-    assert (ep.dense_width, ep.expert_width) == (360, 2880)
+@pytest.mark.parametrize("name, deployment, dense_shard, expert_shard", [
+    ("gpt-oss-120b", Deployment(tp=1), 1, 1), ("gpt-oss-120b", Deployment(tp=2), 2, 2),
+    ("gpt-oss-120b", Deployment(tp=8), 8, 8),
+    ("gpt-oss-120b", Deployment(tp=8, ep=8), 8, 1),  # whole experts, one per GPU group of 1
+    ("mixtral-8x7b", Deployment(tp=2, ep=8, gpus=8), 2, 1),  # ep > tp: whole experts
+    ("deepseek-v3", Deployment(tp=8, ep=8, dp_attention=True), 1, 1),  # dense layers whole on each rank
+])
+def test_tensor_parallelism_narrows_the_gemms(name, deployment, dense_shard, expert_shard):
+    """On a deployment the dense width is over attention_tp (1 under dp_attention), a routed expert's over
+    the GPUs that share one (expert_group / ep)."""
+    model = load_model(name)
+    one = PassCost.from_specs(model, H100, NARROW)
+    cost = deployed_pass_cost(model, H100, NARROW, BF16, deployment)
+    assert cost.dense_width == pytest.approx(one.dense_width / dense_shard, rel=1e-15)
+    assert cost.expert_width == pytest.approx(one.expert_width / expert_shard, rel=1e-15)
+    assert cost.dense_width_factor == pytest.approx(1 + HALF / cost.dense_width, rel=1e-15)
+    assert cost.expert_width_factor == pytest.approx(1 + HALF / cost.expert_width, rel=1e-15)
 
 
 def test_a_prefill_at_tp8_slows_by_the_width_not_at_tp1():
-    """Prefill compute of 8,192 rows, gpt-oss-120b under `lecture` (no GEMM ramp): at tp 1 the GEMMs x
-    (1 + 300 / 2,880), at tp 8 x (1 + 300 / 360) of the plain profile's, attention's pairs unchanged."""
+    """Prefill compute of 8,192 rows of gpt-oss-120b under `lecture` (no GEMM ramp) with the width: the
+    dense share s' of the GEMMs x (1 + 300 tp / w_dense), the routed experts' x (1 + 300 tp / 2,880)."""
     model = load_model("gpt-oss-120b")
     for tp in (1, 8):
         plain, narrow = (deployed_pass_cost(model, H100, p, BF16, Deployment(tp=tp)) for p in (LECTURE, NARROW))
-        rows = 8192.0
-        factor = 1 + HALF * tp / 2880
-        gemm = plain.compute_s(rows, 0.0)
-        assert narrow.compute_s(rows, 0.0) == pytest.approx(gemm * factor, rel=1e-12)
+        rows, s = 8192.0, plain.expert_flops_share
+        factor = (1 - s) * (1 + HALF * tp / dense_gemm_width(model)) + s * (1 + HALF * tp / 2880)
+        assert narrow.compute_s(rows, 0.0) == pytest.approx(plain.compute_s(rows, 0.0) * factor, rel=1e-12)
 
 
 @pytest.mark.parametrize("name, deployment", [("llama-3-70b", Deployment(tp=4, pp=2)),
                                               ("mixtral-8x7b", Deployment(tp=8, ep=8)),
-                                              ("gpt-oss-120b", Deployment(tp=8))])
+                                              ("gpt-oss-120b", Deployment(tp=8)),
+                                              ("deepseek-v3", Deployment(tp=8, ep=8, dp_attention=True))])
 def test_the_breakdown_composes_with_narrow_gemms(name, deployment):
     """The operators' compute sides sum to the step's with the knob on (8,192-row prefill and a decode)."""
     model = load_model(name)
@@ -92,9 +121,11 @@ def test_a_bad_half_width_is_refused_by_name():
         Profile("p", gemm_half_width=1e6)
 
 
-def test_calibrate_takes_the_knob_by_name(tmp_path):
-    """`calibrate --free gemm_half_width` is a knob the command knows (an unknown one is refused)."""
-    from llm_cost.calibrate.fit import KNOBS, check_free
+def test_calibrate_takes_the_knob_by_name_only(tmp_path):
+    """`calibrate --free gemm_half_width` is a knob the command knows (an unknown one is refused); not
+    fitted by default (at one tp it trades one for one with the MFU)."""
+    from llm_cost.calibrate.fit import DEFAULT_FREE, KNOBS, check_free
 
     assert check_free(["gemm_half_width"]) == ("gemm_half_width",) and "gemm_half_width" in KNOBS
+    assert "gemm_half_width" not in DEFAULT_FREE and set(DEFAULT_FREE) | {"gemm_half_width"} == set(KNOBS)
     assert "gemm_half_width" in error_line("calibrate", "x.csv", "-o", str(tmp_path / "p.json"), "--free", "width")

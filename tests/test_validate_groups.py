@@ -50,3 +50,18 @@ def test_two_processes_give_the_rows_of_one_in_order(tmp_path):
     assert ticks[-1] == (len(points), len(points)) and all(b == len(points) for _, b in ticks)
     assert [a for a, _ in ticks] == sorted(a for a, _ in ticks)
 
+
+
+def test_validate_hands_the_executor_one_task_per_condition(tmp_path, monkeypatch):
+    """The tasks `validate_points` gives the executor: a served condition's three rows as one, each static
+    row alone (one task per row would simulate a condition once per process that draws a row of it)."""
+    import llm_cost.executor as executor
+
+    seen = []
+    real = executor.run_tasks
+    monkeypatch.setattr(executor, "run_tasks", lambda fn, tasks, **kw: seen.append(list(tasks)) or real(fn, tasks, **kw))
+    points = _points(tmp_path)
+    validate_points(points, "measured", jobs=1)
+    (tasks,) = seen
+    assert sorted(len(task) for task in tasks) == [1, 1, 1, 3, 3]
+    assert sorted(p.id for task in tasks for p in task) == sorted(p.id for p in points)

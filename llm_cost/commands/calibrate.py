@@ -171,7 +171,7 @@ def _interrupted(done: int, total: int, shown: str) -> None:
 def calibrate_cmd(
     output: OutputFile,
     points: PointFiles = None,
-    free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows, gemm_half_width.")] = None,
+    free: Annotated[Optional[str], typer.Option("--free", help="Knobs to fit, comma separated (default all but gemm_half_width, which needs rows at several --tp): bw_efficiency, compute_efficiency, weight_only_bw_factor, fp8_compute_factor, fixed_time_s, fixed_time_per_layer_s, small_gemm_factor, gemm_half_rows, gemm_half_width.")] = None,
     preset: Annotated[str, typer.Option("--base", help="Profile the fit starts from and whose other knobs it keeps (a preset or a profile JSON).")] = "measured",
     name: Annotated[str, typer.Option("--name", help="Name of the fitted profile.")] = "calibrated",
     cv: Annotated[bool, typer.Option("--cv/--no-cv", help="Cross-validate, k-fold by source (each source predicted by a fit to the others).")] = True,
@@ -271,12 +271,12 @@ def _warn_worse_than_base(fitted, base) -> None:
 def _knob_rows(result, summaries) -> list[dict]:
     """One row per shared knob (fitted: the fit moved it; else it keeps the base's value), one per engine
     knob, and the error rows of each summary."""
-    from llm_cost.calibrate.fit import DEFAULT_FREE
+    from llm_cost.calibrate.fit import KNOBS
     from llm_cost.specs.profiles import ENGINE_KNOBS
 
     moved = set(result.fitted)
     rows = [{"knob": knob, "value": getattr(result.profile, knob),
-             "fitted": knob in moved or any(name.startswith(f"{knob}@") for name in moved)} for knob in DEFAULT_FREE]
+             "fitted": knob in moved or any(name.startswith(f"{knob}@") for name in moved)} for knob in KNOBS]
     rows += [{"knob": f"{knob}@{entry[0]}", "value": value, "fitted": f"{knob}@{entry[0]}" in moved}
              for entry in result.profile.engine_costs for knob, value in zip(ENGINE_KNOBS, entry[1:])]
     for summary in summaries:

@@ -3,8 +3,13 @@
 A GEMM of m rows reaches eta_f ramp(m), ramp(m) = r + (1 - r) m / (m + h) (`Profile.small_gemm_factor`
 r, `gemm_half_rows` h), a routed expert's at its own rows m_e = rows x k / E(rows) (or the measured MoE
 table's curve), and a GEMM `w` columns wide on one GPU reaches w / (w + w_h) of that
-(`Profile.gemm_half_width` w_h; the MLP's width per GPU stands for the layer's GEMMs: the dense
-MLP's intermediate over tp, a routed expert's over its shard). So `rows` cost
+(`Profile.gemm_half_width` w_h; a GEMM's width is the dimension tensor parallelism splits: its output
+columns, or its inner dimension for the projections that end a block). The GEMMs outside the routed
+experts, each at its own width, take sum_g f_g (1 + w_h / w_g) = (sum_g f_g) (1 + w_h / w_dense) with
+w_dense = sum_g f_g / sum_g (f_g / w_g), the harmonic mean of their widths weighted by their FLOPs f_g
+(`dense_gemm_width`: the attention projections at heads x head_dim, a dense MLP at its intermediate
+size, shared experts at theirs, the LM head at the vocabulary), over `attention_tp` on a deployment; a
+routed expert is its intermediate size over the GPUs that share it. So `rows` cost
 
     dense = rows / ramp(rows) x (1 + w_h / w_dense),  routed = rows / ramp(m_e) x (1 + w_h / w_expert)
 
@@ -17,6 +22,21 @@ from __future__ import annotations
 
 from llm_cost.roofline.expert_load import busiest_gpu_pairs_factor
 from llm_cost.roofline.pass_terms import expected_experts_touched
+
+
+def dense_gemm_width(model) -> float:
+    """w_dense of `model` on one GPU (module doc): the FLOP-weighted harmonic mean of the widths of its
+    GEMMs outside the routed experts; 0 for a model without any."""
+    from llm_cost.counts import param_counts
+
+    counts = param_counts(model)
+    parts = ((counts.num_layers * counts.attention_block_per_layer, model.num_heads * model.head_dim),
+             (counts.num_dense_layers * counts.dense_mlp_per_layer, model.intermediate_size),
+             (counts.num_moe_layers * counts.shared_experts_per_layer, model.shared_expert_width),
+             (counts.lm_head or counts.embedding, model.vocab_size))
+    flops = sum(params for params, width in parts if params and width)
+    slow = sum(params / width for params, width in parts if params and width)
+    return flops / slow if slow else 0.0
 
 
 def width_factor(half_width: float, width: float) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llm_cost.counts import (attention_flops_per_context_token, kv_bytes_per_token, layer_windows, param_counts,
                              weight_bytes)
+from llm_cost.roofline.gemm_rows import dense_gemm_width
 from llm_cost.roofline.pass_terms import (DATASHEET, expert_share, gemm_precision, recurrent_row_flops,
                                           shared_bytes_read, state_tokens_per_sequence, weight_only)
 
@@ -51,8 +52,9 @@ def coefficients(model, gpu, profile, weights, kv_bytes_per_element) -> dict:
         num_experts=moe.num_experts if moe else 0,
         experts_per_token=moe.experts_per_token if moe else 0,
         kv_windows=windows, num_layers=model.num_attention_layers if windows else 0,  # the K/V layers
-        small_gemm_factor=ramp_r, gemm_half_rows=ramp_h, gemm_half_width=profile.gemm_half_width,
-        dense_width=model.intermediate_size, expert_width=moe.expert_intermediate_size if moe else 0,
+        # a GEMM table's efficiencies are its own (fitted on wide GEMMs): the profile's half width is not added
+        small_gemm_factor=ramp_r, gemm_half_rows=ramp_h, gemm_half_width=0.0 if curve else profile.gemm_half_width,
+        dense_width=dense_gemm_width(model), expert_width=moe.expert_intermediate_size if moe else 0,
         kernel_source=curve.source if curve else DATASHEET,  # no table for this GPU and precision
         expert_flops_share=expert_share(model) if moe else 0.0,
         state_tokens=state_tokens_per_sequence(model, kv_bytes_per_element) if kv else 0.0,

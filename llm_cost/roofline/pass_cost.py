@@ -113,8 +113,8 @@ class PassCost:
     small_gemm_factor: float = 1.0
     gemm_half_rows: float = 0.0
     expert_flops_share: float = 0.0
-    # A GEMM's width (`gemm_rows`): the profile's half width w_h (0: none) and the MLP's and a routed
-    # expert's columns on one GPU (the intermediate sizes over their shards; 0: not known).
+    # A GEMM's width (`gemm_rows`): the profile's half width w_h (0: none), the GEMMs' outside the routed
+    # experts (their FLOP-weighted harmonic mean) and a routed expert's on one GPU (0: none or not known).
     gemm_half_width: float = 0.0
     dense_width: float = 0.0
     expert_width: float = 0.0

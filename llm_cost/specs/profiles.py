@@ -64,10 +64,11 @@ class Profile:
         >= 0 (default 0: no ramp).
     gemm_half_width : float, optional
         Columns w_h per GPU at which a GEMM reaches half its efficiency, in [0, 65536] (default 0: any
-        width at full efficiency): a GEMM w columns wide on one GPU runs at w / (w + w_h) of it, the
-        MLP's intermediate size over its shard (tp; a routed expert's over its GPUs) standing for the
-        layer's GEMMs (`roofline.gemm_rows`). Tensor parallelism narrows them: gpt-oss-120b's 2,880 is
-        360 a GPU at tp 8.
+        width at full efficiency): a GEMM w columns wide on one GPU (the dimension tensor parallelism
+        splits) runs at w / (w + w_h) of it: a routed expert at its intermediate size over the GPUs that
+        share it, the other GEMMs at their FLOP-weighted harmonic mean width over tp
+        (`roofline.gemm_rows`). gpt-oss-120b's experts, 2,880 wide, are 360 a GPU at tp 8. Under `kernels` "measured" a GPU with a GEMM table keeps the table's
+        efficiencies instead (fitted on wide GEMMs).
     memory_basis : str, optional
         The memory a GPU offers, for every fit and KV capacity: "usable" (default: the datasheet's
         `usable_memory_bytes`, what the driver reports, 81,559 MiB on an "80GB" H100) or "marketed"
@@ -246,18 +247,18 @@ PRESETS: dict[str, Profile] = {
     # engine it was not fitted to and a profile asked for no engine use; gpt-fast's rows never reach the
     # compute roof, so its MFU is that mean): `analysis/refit_measured.py` (command in its doc) wrote
     # analysis/measured_engines.json, kept here to 4 digits (fixed times under 1 ns as 0). A GEMM of m
-    # rows reaches MFU x (0.345 + 0.655 m / (m + 1036)) of the peak.
-    "measured": Profile("measured", bw_efficiency=0.8141, compute_efficiency=0.5570, fixed_time_s=2.641e-3,
-                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.7679,
-                        fp8_compute_factor=0.5286, fixed_time_per_layer_s=45.54e-6, small_gemm_factor=0.3451,
-                        gemm_half_rows=1036.4, ttft_overhead_s=72.52e-3, engine_costs=(
+    # rows and w columns a GPU reaches MFU x (0.164 + 0.836 m / (m + 190)) x w / (w + 664) of the peak.
+    "measured": Profile("measured", bw_efficiency=0.8252, compute_efficiency=0.7376, fixed_time_s=2.644e-3,
+                        read_input_embedding=False, count_kv=True, weight_only_bw_factor=0.7490,
+                        fp8_compute_factor=0.5363, fixed_time_per_layer_s=44.06e-6, small_gemm_factor=0.1637,
+                        gemm_half_rows=189.7, gemm_half_width=663.9, ttft_overhead_s=56.73e-3, engine_costs=(
                             # (engine, fixed per pass s, per layer s, first-token overhead s, MFU)
-                            ("gpt-fast", 0.0, 57.77e-6, 0.7970e-3, 0.5570),
-                            ("trtllm-0", 0.1918e-3, 55.58e-6, 0.0, 0.8006),
-                            ("lmdeploy", 0.0, 106.2e-6, 0.7588e-3, 0.7402),
-                            ("vllm", 1.952e-3, 32.11e-6, 19.20e-3, 0.3702),
-                            ("sglang", 5.271e-3, 6.568e-6, 175.9e-3, 0.5027),
-                            ("trtllm", 8.433e-3, 15.04e-6, 238.5e-3, 0.3713))),
+                            ("gpt-fast", 0.0, 57.79e-6, 0.6465e-3, 0.7376),
+                            ("trtllm-0", 0.3286e-3, 56.40e-6, 0.0, 0.7480),
+                            ("lmdeploy", 0.0, 104.3e-6, 3.270e-3, 0.7467),
+                            ("vllm", 2.105e-3, 24.33e-6, 0.5743e-6, 0.4161),
+                            ("sglang", 5.145e-3, 6.578e-6, 139.7e-3, 1.0),
+                            ("trtllm", 8.285e-3, 14.95e-6, 196.8e-3, 0.7771))),
 }
 
 
