@@ -247,14 +247,14 @@ def test_request_level_batches_match_their_oracle():
 
 def test_every_path_reports_the_same_fields():
     # issue 24 review, 1: the general loop counted no K/V reserved or written (None) where
-    # fast_reservations did (581.2 tokens on the review's run, 581.3 under today's measured); now every
-    # path reports every field
+    # fast_reservations did (581.2 tokens on the review's run, 581.3 under the measured of 2026-12-03, 571.0
+    # under 2026-12-04's: its passes are faster, fewer requests in flight); now every path reports every field
     server = Replica.from_specs(load_model("llama-3-8b"), load_accelerator("h100-sxm"), PRESETS["measured"])
     wl = poisson_workload(300, 2.0, seed=0)
     fast, general = serve(wl, server, ServeConfig()), serve(wl, server, ServeConfig(), fast=False)
     assert (fast.path, general.path) == ("fast_reservations", "general")
     assert general.kv_reserved_mean_tokens == pytest.approx(fast.kv_reserved_mean_tokens, rel=REL)
-    assert round(fast.kv_reserved_mean_tokens, 1) == 581.3
+    assert round(fast.kv_reserved_mean_tokens, 1) == 571.0
     _same_fields(fast, general, "review")
     wl = poisson_workload(150, 12.0, seed=1)
     for cfg, path in ((ServeConfig(spec=SpecConfig(gamma=3, alpha=0.7)), "fast_engine"),

@@ -332,8 +332,10 @@ def test_profile_file_reads_engine_costs_with_and_without_the_mfu(tmp_path):
 def test_calibrate_engines_recovers_each_engines_mfu():
     """train.csv re-valued with a different MFU per engine: the fit finds each again where its points
     reach the compute roof (TTFT, long prompts, large batches); gpt-fast's batch-1 decode of a 5-token
-    prompt never does, so its MFU is not fitted and takes the fitted engines' mean. The base's engines
-    without points here (measured's sglang and trtllm) keep their costs, unfitted (issue 28 review)."""
+    prompt reaches it only in that prompt's prefill (under measured's GEMM ramp since 2026-12-04, r 0.16),
+    under 0.5% of any of its rows, so its MFU is barely seen: where it is fitted at all its rows are still
+    predicted to 0.1%. The base's engines without points here (measured's sglang and trtllm) keep their
+    costs, unfitted (issue 28 review)."""
     from dataclasses import replace
 
     from llm_cost.calibrate.fit import fit_profile
@@ -348,8 +350,11 @@ def test_calibrate_engines_recovers_each_engines_mfu():
     for name in ("trtllm-0", "lmdeploy", "vllm"):
         assert fitted[name] == pytest.approx(mfu[name], rel=0.02), name
         assert f"compute_efficiency@{name}" in result.fitted
-    assert "compute_efficiency@gpt-fast" not in result.fitted
-    assert fitted["gpt-fast"] == pytest.approx((fitted["trtllm-0"] + fitted["lmdeploy"] + fitted["vllm"]) / 3)
+    if "compute_efficiency@gpt-fast" not in result.fitted:
+        assert fitted["gpt-fast"] == pytest.approx((fitted["trtllm-0"] + fitted["lmdeploy"] + fitted["vllm"]) / 3)
+    for point in points:
+        if point.engine == "gpt-fast":
+            assert predict(point, result.profile).predicted == pytest.approx(point.value, rel=1e-3), point.id
     held = {e[0]: e[1:] for e in PRESETS["measured"].engine_costs if e[0] not in mfu}
     assert {e[0]: e[1:] for e in result.profile.engine_costs if e[0] in held} == held
     assert not any(k.endswith(("@sglang", "@trtllm")) for k in result.fitted)
