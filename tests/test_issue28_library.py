@@ -28,15 +28,33 @@ def _mape(points, profile) -> float:
     return summarize("x", predictions(points, profile)).mape
 
 
+def _rms_log(points, profile) -> float:
+    """What the fit minimises: the root mean square of log(predicted / measured) over every point (0 where
+    a point is not covered, as `fit._residuals`)."""
+    import math
+
+    logs = [math.log(p.predicted / p.point.value) if p.covered else 0.0 for p in predictions(points, profile)]
+    return math.sqrt(sum(x * x for x in logs) / len(logs))
+
+
+def _no_worse(points, fitted) -> None:
+    """In sample, the fit ends no worse than its base by its own measure (least squares of log error,
+    started from the base), and its MAPE within the 5% (relative) past which `calibrate` warns: MAPE is not
+    what the fit minimises, so it may move either way by a little (2026-12-04: 13.09% -> 13.23%)."""
+    base = PRESETS["measured"]
+    assert _rms_log(points, fitted) <= _rms_log(points, base) * (1 + 1e-9)
+    assert _mape(points, fitted) <= 1.05 * _mape(points, base)
+
+
 def test_calibrate_keeps_the_bases_engine_costs_and_ends_no_worse_in_sample():
     """`calibrate train.csv` with its defaults (--base measured, --no-engines) held measured's engine
     costs nowhere: without them measured scores MAPE 1.24 on train.csv and the fit ended at 1.07,
     against measured's own 0.139. The base's engine costs are now held fixed, and the fit (least
-    squares from the base) is no worse in sample than the base it starts from."""
+    squares from the base) is no worse in sample than the base it starts from (`_no_worse`)."""
     points = read_points(TRAIN)
     result = fit_profile(points, PRESETS["measured"])
     assert result.profile.engine_costs == PRESETS["measured"].engine_costs
-    assert _mape(points, result.profile) <= _mape(points, PRESETS["measured"])
+    _no_worse(points, result.profile)
     # the shared knobs each engine's cost replaces move no point: not fitted, left at the engines' mean
     assert "fixed_time_s" not in result.fitted and "bw_efficiency" in result.fitted
 
@@ -79,8 +97,7 @@ def test_calibrate_cli_fit_of_train_csv_is_no_worse_than_measured(tmp_path):
     assert "worse than its base" not in out.stderr
     from llm_cost.calibrate.profile_file import read_profile
 
-    points = read_points(TRAIN)
-    assert _mape(points, read_profile(path)) <= _mape(points, PRESETS["measured"])
+    _no_worse(read_points(TRAIN), read_profile(path))
 
 
 DRAFT = (SpecOption("draft", 0.8, (1,), draft="llama-3.2-1b"),)
