@@ -67,8 +67,9 @@ class Profile:
         width at full efficiency): a GEMM w columns wide on one GPU (the dimension tensor parallelism
         splits) runs at w / (w + w_h) of it: a routed expert at its intermediate size over the GPUs that
         share it, the other GEMMs at their FLOP-weighted harmonic mean width over tp
-        (`roofline.gemm_rows`). gpt-oss-120b's experts, 2,880 wide, are 360 a GPU at tp 8. Under `kernels` "measured" a GPU with a GEMM table keeps the table's
-        efficiencies instead (fitted on wide GEMMs).
+        (`roofline.gemm_rows`). gpt-oss-120b's experts, 2,880 wide, are 360 a GPU at tp 8. Under
+        `kernels` "measured" a GPU with a GEMM table keeps the table's efficiencies instead (fitted on
+        wide GEMMs).
     memory_basis : str, optional
         The memory a GPU offers, for every fit and KV capacity: "usable" (default: the datasheet's
         `usable_memory_bytes`, what the driver reports, 81,559 MiB on an "80GB" H100) or "marketed"
@@ -225,7 +226,8 @@ class Profile:
                      count_kv=count_kv, weight_only_bw_factor=weight_only_bw_factor,
                      fp8_compute_factor=fp8_compute_factor, fixed_time_per_layer_s=fixed_time_per_layer_s,
                      small_gemm_factor=small_gemm_factor, gemm_half_rows=gemm_half_rows,
-                     gemm_half_width=gemm_half_width, memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s, engine_costs=engine_costs)
+                     gemm_half_width=gemm_half_width, memory_basis=memory_basis, ttft_overhead_s=ttft_overhead_s,
+                     engine_costs=engine_costs)
         changes = {knob: value for knob, value in given.items() if value is not None}
         return replace(self, **changes) if changes else self
 
